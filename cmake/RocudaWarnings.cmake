@@ -1,0 +1,16 @@
+# One warning policy for every target of the project (third-party headers are SYSTEM).
+function(rocuda_set_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter)
+  if(ROCUDA_WARNINGS_AS_ERRORS)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+endfunction()
+
+# rocuda_library(NAME SOURCES... [DEPS ...]): a static, position-independent component library.
+function(rocuda_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SOURCES})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
+  target_link_libraries(${name} PUBLIC ${ARG_DEPS})
+  rocuda_set_warnings(${name})
+endfunction()

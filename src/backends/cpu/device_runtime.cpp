@@ -1,0 +1,189 @@
+// The device runtime of the CPU device: the functions translated kernels call for special
+// registers, barriers, shared memory, trap and printf (the contract is in compiler/compiler.h).
+#include <chrono>
+#include <csetjmp>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "backends/cpu/execution.h"
+#include "support/log.h"
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+namespace rocuda::backends::cpu {
+namespace {
+
+ThreadState& self() { return *currentThread(); }
+BlockState& block() { return *self().block; }
+const GridState& grid() { return *block().grid; }
+
+uint64_t cycleCounter() {
+#if defined(__x86_64__)
+  return __rdtsc();
+#else
+  return static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+#endif
+}
+
+uint32_t laneOf(const ThreadState& thread) { return thread.linearTid % 32; }
+
+}  // namespace
+
+extern "C" {
+// clang-format off
+static uint32_t sregTidX() { return self().tid[0]; }
+static uint32_t sregTidY() { return self().tid[1]; }
+static uint32_t sregTidZ() { return self().tid[2]; }
+static uint32_t sregNtidX() { return grid().block[0]; }
+static uint32_t sregNtidY() { return grid().block[1]; }
+static uint32_t sregNtidZ() { return grid().block[2]; }
+static uint32_t sregCtaidX() { return block().ctaid[0]; }
+static uint32_t sregCtaidY() { return block().ctaid[1]; }
+static uint32_t sregCtaidZ() { return block().ctaid[2]; }
+static uint32_t sregNctaidX() { return grid().grid[0]; }
+static uint32_t sregNctaidY() { return grid().grid[1]; }
+static uint32_t sregNctaidZ() { return grid().grid[2]; }
+static uint32_t sregLaneId() { return laneOf(self()); }
+static uint32_t sregWarpId() { return self().linearTid / 32; }
+static uint32_t sregNwarpId() { return 64; }
+static uint32_t sregSmId() { return 0; }
+static uint32_t sregNsmId() { return 1; }
+static uint64_t sregGridId() { return grid().gridId; }
+static uint32_t sregLanemaskEq() { return 1u << laneOf(self()); }
+static uint32_t sregLanemaskLe() { return 0xffffffffu >> (31 - laneOf(self())); }
+static uint32_t sregLanemaskLt() { return (1u << laneOf(self())) - 1; }
+static uint32_t sregLanemaskGe() { return 0xffffffffu << laneOf(self()); }
+static uint32_t sregLanemaskGt() { return laneOf(self()) == 31 ? 0 : 0xffffffffu << (laneOf(self()) + 1); }
+static uint32_t sregClock() { return static_cast<uint32_t>(cycleCounter()); }
+static uint64_t sregClock64() { return cycleCounter(); }
+static uint64_t sregGlobalTimer() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::system_clock::now().time_since_epoch()).count());
+}
+static uint32_t sregDynamicSmemSize() { return grid().dynamicSharedBytes; }
+static uint32_t sregTotalSmemSize() { return grid().sharedBytes; }
+// clang-format on
+
+static void* sharedBase() { return block().shared; }
+
+static void barrierSync(int32_t /*id*/, int32_t /*threads*/) {
+  ThreadState& thread = self();
+  if (!grid().usesBarriers) {
+    // The compiler said this kernel has no barrier; running on would be silently wrong.
+    log::error("barrier reached in a kernel compiled without barrier support; stopping the kernel");
+    block().trapped = true;
+    std::longjmp(block().trapExit, 1);
+  }
+  Fiber::switchTo(thread.fiber, thread.block->scheduler);
+}
+
+[[noreturn]] static void trap() {
+  ThreadState& thread = self();
+  BlockState& b = *thread.block;
+  b.trapped = true;
+  if (b.grid->usesBarriers) Fiber::switchTo(thread.fiber, b.scheduler);  // never resumed
+  std::longjmp(b.trapExit, 1);
+}
+}  // extern "C"
+
+namespace {
+
+// CUDA's device printf: `args` holds each argument at its natural alignment (8 bytes for double,
+// pointers and 64-bit integers; 4 for smaller integers, which are promoted).
+int devicePrintf(const char* format, const uint8_t* args) {
+  std::string out;
+  size_t offset = 0;
+  auto take = [&](size_t size) {
+    offset = (offset + size - 1) / size * size;
+    const uint8_t* at = args + offset;
+    offset += size;
+    return at;
+  };
+  for (const char* p = format; p && *p; ++p) {
+    if (*p != '%') { out += *p; continue; }
+    const char* start = p++;
+    if (*p == '%') { out += '%'; continue; }
+    while (*p && std::strchr("-+ #0123456789.*", *p)) ++p;
+    int longs = 0;
+    bool shortMod = false;
+    while (*p == 'l' || *p == 'h' || *p == 'z' || *p == 'j' || *p == 't' || *p == 'L') {
+      if (*p == 'h') shortMod = true; else ++longs;
+      ++p;
+    }
+    if (*p == '\0') break;
+    std::string spec(start, p + 1);
+    char buffer[512];
+    char conversion = *p;
+    if (std::strchr("diouxXc", conversion)) {
+      if (args == nullptr) break;
+      std::string plain = std::string(start, p - start - (longs + (shortMod ? 1 : 0)));
+      if (longs > 0) {
+        int64_t v; std::memcpy(&v, take(8), 8);
+        std::snprintf(buffer, sizeof buffer, (plain + "ll" + conversion).c_str(), (long long)v);
+      } else {
+        int32_t v; std::memcpy(&v, take(4), 4);
+        std::snprintf(buffer, sizeof buffer, (std::string(start, p + 1)).c_str(), v);
+      }
+    } else if (std::strchr("fFeEgGaA", conversion)) {
+      if (args == nullptr) break;
+      double v; std::memcpy(&v, take(8), 8);
+      std::snprintf(buffer, sizeof buffer, spec.c_str(), v);
+    } else if (conversion == 's' || conversion == 'p') {
+      if (args == nullptr) break;
+      const void* v; std::memcpy(&v, take(8), 8);
+      if (conversion == 's' && v == nullptr) v = "(null)";
+      std::snprintf(buffer, sizeof buffer, spec.c_str(), v);
+    } else {
+      out += spec;
+      continue;
+    }
+    out += buffer;
+  }
+  static std::mutex outputMutex;
+  std::lock_guard lock(outputMutex);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  std::fflush(stdout);
+  return static_cast<int>(out.size());
+}
+
+}  // namespace
+
+extern "C" {
+static int32_t vprintfEntry(const char* format, const uint8_t* args) {
+  return devicePrintf(format, args);
+}
+}
+
+std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
+  auto fn = [](auto f) { return reinterpret_cast<void*>(f); };
+  return {
+      {"__rocuda_sreg_tid_x", fn(sregTidX)}, {"__rocuda_sreg_tid_y", fn(sregTidY)},
+      {"__rocuda_sreg_tid_z", fn(sregTidZ)}, {"__rocuda_sreg_ntid_x", fn(sregNtidX)},
+      {"__rocuda_sreg_ntid_y", fn(sregNtidY)}, {"__rocuda_sreg_ntid_z", fn(sregNtidZ)},
+      {"__rocuda_sreg_ctaid_x", fn(sregCtaidX)}, {"__rocuda_sreg_ctaid_y", fn(sregCtaidY)},
+      {"__rocuda_sreg_ctaid_z", fn(sregCtaidZ)}, {"__rocuda_sreg_nctaid_x", fn(sregNctaidX)},
+      {"__rocuda_sreg_nctaid_y", fn(sregNctaidY)}, {"__rocuda_sreg_nctaid_z", fn(sregNctaidZ)},
+      {"__rocuda_sreg_laneid", fn(sregLaneId)}, {"__rocuda_sreg_warpid", fn(sregWarpId)},
+      {"__rocuda_sreg_nwarpid", fn(sregNwarpId)}, {"__rocuda_sreg_smid", fn(sregSmId)},
+      {"__rocuda_sreg_nsmid", fn(sregNsmId)}, {"__rocuda_sreg_gridid", fn(sregGridId)},
+      {"__rocuda_sreg_lanemask_eq", fn(sregLanemaskEq)},
+      {"__rocuda_sreg_lanemask_le", fn(sregLanemaskLe)},
+      {"__rocuda_sreg_lanemask_lt", fn(sregLanemaskLt)},
+      {"__rocuda_sreg_lanemask_ge", fn(sregLanemaskGe)},
+      {"__rocuda_sreg_lanemask_gt", fn(sregLanemaskGt)},
+      {"__rocuda_sreg_clock", fn(sregClock)}, {"__rocuda_sreg_clock64", fn(sregClock64)},
+      {"__rocuda_sreg_globaltimer", fn(sregGlobalTimer)},
+      {"__rocuda_sreg_dynamic_smem_size", fn(sregDynamicSmemSize)},
+      {"__rocuda_sreg_total_smem_size", fn(sregTotalSmemSize)},
+      {"__rocuda_shared_base", fn(sharedBase)},
+      {"__rocuda_barrier_sync", fn(barrierSync)},
+      {"__rocuda_trap", fn(trap)},
+      {"vprintf", fn(vprintfEntry)},
+  };
+}
+
+}  // namespace rocuda::backends::cpu

@@ -1,0 +1,48 @@
+// A fixed pool of worker threads that runs the blocks of kernel grids. Several grids (from
+// concurrent streams) may be in flight; each worker takes blocks from the oldest grid with blocks
+// left, and the thread that submitted a grid works on it too, so a launch never waits for a
+// worker to wake up before progress starts.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace rocuda::backends::cpu {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(unsigned workers);
+  ~ThreadPool();
+
+  unsigned workerCount() const { return static_cast<unsigned>(threads_.size()) + 1; }
+
+  // Run task(i) for every i in [0, count), in parallel, and return when all have finished.
+  void parallelFor(uint64_t count, const std::function<void(uint64_t)>& task);
+
+ private:
+  struct Job {
+    uint64_t count = 0;
+    const std::function<void(uint64_t)>* task = nullptr;
+    std::atomic<uint64_t> next{0};
+    std::atomic<uint64_t> finished{0};
+  };
+  // Run items of `job` until none are left; true if this call finished the last item.
+  static void work(Job& job);
+  void workerLoop();
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  std::deque<std::shared_ptr<Job>> jobs_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace rocuda::backends::cpu

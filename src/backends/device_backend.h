@@ -1,0 +1,109 @@
+// The one seam between the core and a kind of device (CPU, HIP). The core owns the CUDA model
+// (contexts, streams, ordering, validation); a backend only executes: it allocates, copies, loads
+// compiled code and runs a kernel grid, each synchronously on the calling thread. The core's
+// stream workers call these in stream order.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/compiler.h"
+#include "support/result.h"
+
+namespace rocuda::backends {
+
+// What a device is, in backend-neutral terms; api/cuda maps it onto every CUDA device attribute.
+struct DeviceDescription {
+  std::string name;
+  std::string backendName;   // "cpu", "hip"
+  std::string nativeTarget;  // "x86_64 (znver4)", "gfx1100:xnack-"...
+  std::array<uint8_t, 16> uuid{};
+  uint64_t totalMemory = 0;
+  int computeCapabilityMajor = 8, computeCapabilityMinor = 6;
+  int multiprocessorCount = 1;
+  int clockRateKHz = 1000000;
+  int memoryClockRateKHz = 1000000;
+  int memoryBusWidthBits = 64;
+  int l2CacheBytes = 0;
+  int maxThreadsPerBlock = 1024;
+  std::array<int, 3> maxBlockDim{1024, 1024, 64};
+  std::array<int, 3> maxGridDim{2147483647, 65535, 65535};
+  int warpSize = 32;
+  int sharedMemPerBlock = 48 * 1024;
+  int sharedMemPerBlockOptin = 48 * 1024;
+  int sharedMemPerMultiprocessor = 64 * 1024;
+  int registersPerBlock = 65536;
+  int registersPerMultiprocessor = 65536;
+  int maxThreadsPerMultiprocessor = 2048;
+  int maxBlocksPerMultiprocessor = 32;
+  int totalConstantMemory = 64 * 1024;
+  int pciDomain = 0, pciBus = 0, pciDevice = 0;
+  bool integrated = false;         // shares memory with the host
+  bool canMapHostMemory = true;
+  bool managedMemory = true;
+  bool concurrentKernels = true;
+  int asyncEngineCount = 1;
+  bool pageableMemoryAccess = false;  // device can use any host pointer (true on the CPU device)
+  bool hostNativeAtomics = false;
+  bool cooperativeLaunch = true;
+};
+
+struct LaunchConfig {
+  std::array<uint32_t, 3> grid{1, 1, 1};
+  std::array<uint32_t, 3> block{1, 1, 1};
+  uint32_t dynamicSharedBytes = 0;
+};
+
+// A kernel of a loaded module.
+class LoadedKernel {
+ public:
+  virtual ~LoadedKernel() = default;
+  virtual const compiler::KernelInfo& info() const = 0;
+};
+
+// Code compiled for this device and loaded into it.
+class LoadedModule {
+ public:
+  virtual ~LoadedModule() = default;
+  virtual const compiler::ModuleInfo& info() const = 0;
+  virtual LoadedKernel* kernel(std::string_view name) = 0;  // nullptr when absent
+  // Device address of a .global/.const variable; nullptr when absent.
+  virtual void* globalAddress(std::string_view name) = 0;
+};
+
+class DeviceBackend {
+ public:
+  virtual ~DeviceBackend() = default;
+  virtual const DeviceDescription& description() const = 0;
+
+  // Device memory, and page-locked host memory the device can access.
+  virtual Result<void*> allocateDevice(size_t bytes) = 0;
+  virtual void freeDevice(void* pointer) = 0;
+  virtual Result<void*> allocateHost(size_t bytes) = 0;
+  virtual void freeHost(void* pointer) = 0;
+  // Bytes of device memory free right now.
+  virtual uint64_t freeMemory() const = 0;
+
+  // Synchronous copies and fills, any direction (the core resolved the pointers already).
+  virtual Status copy(void* destination, const void* source, size_t bytes) = 0;
+  virtual Status fill(void* destination, uint32_t value, size_t elementBytes, size_t count) = 0;
+  // 2D copy/fill of `height` rows of `widthBytes` each.
+  virtual Status copy2D(void* destination, size_t destinationPitch, const void* source,
+                        size_t sourcePitch, size_t widthBytes, size_t height) = 0;
+
+  // Compile (through the code cache) and load one PTX module. Errors carry the diagnostics.
+  virtual Result<std::unique_ptr<LoadedModule>> loadPtx(std::string_view ptx,
+                                                        std::string_view moduleName) = 0;
+  // Run a whole grid to completion. `params` is the packed parameter buffer (KernelInfo layout).
+  virtual Status launch(LoadedKernel& kernel, const LaunchConfig& config, const void* params) = 0;
+};
+
+// The CPU device (backends/cpu). Always available.
+std::unique_ptr<DeviceBackend> createCpuBackend();
+
+}  // namespace rocuda::backends

@@ -1,0 +1,171 @@
+#include "core/context.h"
+
+#include <algorithm>
+#include <atomic>
+
+#include "core/platform.h"
+
+namespace rocuda::core {
+namespace {
+
+std::atomic<uint64_t> nextContextId{1};
+
+thread_local std::vector<Context*> contextStack;
+
+}  // namespace
+
+Context::Context(Device& device, unsigned flags, bool primary)
+    : Object(ObjectKind::Context), device_(device), flags_(flags), primary_(primary),
+      id_(nextContextId++) {
+  const auto& description = device.description();
+  limits_[static_cast<int>(ContextLimit::StackSize)] = 1024;
+  limits_[static_cast<int>(ContextLimit::PrintfFifoSize)] = 1 << 20;
+  limits_[static_cast<int>(ContextLimit::MallocHeapSize)] = 8 << 20;
+  limits_[static_cast<int>(ContextLimit::DevRuntimeSyncDepth)] = 2;
+  limits_[static_cast<int>(ContextLimit::DevRuntimePendingLaunchCount)] = 2048;
+  limits_[static_cast<int>(ContextLimit::MaxL2FetchGranularity)] = 64;
+  limits_[static_cast<int>(ContextLimit::ShmemSize)] =
+      static_cast<uint64_t>(description.sharedMemPerBlockOptin);
+  legacy_ = std::make_unique<Stream>(*this, StreamKind::Legacy, 0, 0);
+}
+
+Context::~Context() {
+  // Streams drain in their destructors; the legacy stream last, as it may wait on the others.
+  streams_.clear();
+  perThread_.clear();
+  legacy_.reset();
+  events_.clear();
+}
+
+Stream& Context::legacyStream() { return *legacy_; }
+
+Stream& Context::perThreadStream() {
+  std::lock_guard lock(mutex_);
+  auto& stream = perThread_[std::this_thread::get_id()];
+  if (!stream) stream = std::make_unique<Stream>(*this, StreamKind::PerThread, 0, 0);
+  return *stream;
+}
+
+Result<Stream*> Context::createStream(unsigned flags, int priority) {
+  auto stream = std::make_unique<Stream>(*this, StreamKind::Created, flags, priority);
+  Stream* raw = stream.get();
+  std::lock_guard lock(mutex_);
+  streams_.push_back(std::move(stream));
+  return raw;
+}
+
+Status Context::destroyStream(Stream* stream) {
+  std::unique_ptr<Stream> owned;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = std::find_if(streams_.begin(), streams_.end(),
+                           [stream](const auto& s) { return s.get() == stream; });
+    if (it == streams_.end())
+      return makeError(ErrorCode::InvalidHandle, "stream does not belong to this context");
+    owned = std::move(*it);
+    streams_.erase(it);
+  }
+  // CUDA lets queued work finish after cuStreamDestroy returns; draining here is equivalent
+  // for the application, which can no longer name the stream.
+  owned.reset();
+  return Status::success();
+}
+
+Result<Event*> Context::createEvent(unsigned flags) {
+  auto event = std::make_unique<Event>(*this, flags);
+  Event* raw = event.get();
+  std::lock_guard lock(mutex_);
+  events_.push_back(std::move(event));
+  return raw;
+}
+
+Status Context::destroyEvent(Event* event) {
+  std::lock_guard lock(mutex_);
+  auto it = std::find_if(events_.begin(), events_.end(),
+                         [event](const auto& e) { return e.get() == event; });
+  if (it == events_.end())
+    return makeError(ErrorCode::InvalidHandle, "event does not belong to this context");
+  events_.erase(it);
+  return Status::success();
+}
+
+std::vector<Stream*> Context::allStreams() {
+  std::lock_guard lock(mutex_);
+  std::vector<Stream*> all;
+  for (auto& s : streams_) all.push_back(s.get());
+  for (auto& [id, s] : perThread_) all.push_back(s.get());
+  return all;
+}
+
+CompletionPtr Context::enqueue(Stream& stream, std::string name, std::function<Status()> work) {
+  std::vector<CompletionPtr> dependencies;
+  if (stream.streamKind() == StreamKind::Legacy) {
+    // The legacy default stream waits for all blocking streams...
+    for (Stream* other : allStreams())
+      if (other->blocking())
+        if (auto tail = other->tail()) dependencies.push_back(std::move(tail));
+  } else if (stream.blocking()) {
+    // ...and every blocking stream waits for the legacy default stream.
+    if (auto tail = legacy_->tail()) dependencies.push_back(std::move(tail));
+  }
+  return stream.enqueue(std::move(name), std::move(work), std::move(dependencies));
+}
+
+Status Context::synchronize() {
+  for (Stream* stream : allStreams())
+    if (auto tail = stream->tail()) tail->wait();
+  if (auto tail = legacy_->tail()) tail->wait();
+  return stickyError();
+}
+
+void Context::setStickyError(const Error& error) {
+  std::lock_guard lock(mutex_);
+  if (sticky_) return;  // the first failure is the one reported
+  sticky_ = true;
+  stickyError_ = error;
+}
+
+Status Context::stickyError() const {
+  std::lock_guard lock(mutex_);
+  if (sticky_) return stickyError_;
+  return Status::success();
+}
+
+uint64_t Context::limit(ContextLimit which) const {
+  std::lock_guard lock(mutex_);
+  return limits_[static_cast<int>(which)];
+}
+
+Status Context::setLimit(ContextLimit which, uint64_t value) {
+  if (which >= ContextLimit::Count) return makeError(ErrorCode::InvalidValue, "unknown limit");
+  std::lock_guard lock(mutex_);
+  limits_[static_cast<int>(which)] = value;
+  return Status::success();
+}
+
+Context* currentContext() { return contextStack.empty() ? nullptr : contextStack.back(); }
+
+void setCurrentContext(Context* context) {
+  if (contextStack.empty()) {
+    if (context != nullptr) contextStack.push_back(context);
+  } else if (context == nullptr) {
+    contextStack.pop_back();
+  } else {
+    contextStack.back() = context;
+  }
+}
+
+void pushContext(Context* context) { contextStack.push_back(context); }
+
+Context* popContext() {
+  if (contextStack.empty()) return nullptr;
+  Context* top = contextStack.back();
+  contextStack.pop_back();
+  return top;
+}
+
+void forgetContext(Context* context) {
+  std::erase(contextStack, context);
+}
+
+}  // namespace rocuda::core

@@ -1,0 +1,86 @@
+// A context: one device's address space and work queues for the host threads that make it
+// current. Owns its streams (including the legacy and per-thread default streams), events and
+// modules; holds the sticky error left by a failed kernel.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "core/object.h"
+#include "core/stream.h"
+#include "support/result.h"
+
+namespace rocuda::core {
+
+class Device;
+
+// The limits of cuCtxSetLimit, in CUlimit order.
+enum class ContextLimit : uint8_t {
+  StackSize = 0, PrintfFifoSize = 1, MallocHeapSize = 2, DevRuntimeSyncDepth = 3,
+  DevRuntimePendingLaunchCount = 4, MaxL2FetchGranularity = 5, PersistingL2CacheSize = 6,
+  ShmemSize = 7, CigEnabled = 8, CigShmemFallbackEnabled = 9, Count
+};
+
+class Context : public Object {
+ public:
+  static constexpr ObjectKind kKind = ObjectKind::Context;
+  Context(Device& device, unsigned flags, bool primary);
+  ~Context() override;
+
+  Device& device() { return device_; }
+  unsigned flags() const { return flags_; }
+  void setFlags(unsigned flags) { flags_ = flags; }
+  bool isPrimary() const { return primary_; }
+  uint64_t id() const { return id_; }
+
+  // The NULL/legacy default stream, and this host thread's per-thread default stream.
+  Stream& legacyStream();
+  Stream& perThreadStream();
+  Result<Stream*> createStream(unsigned flags, int priority);
+  Status destroyStream(Stream* stream);
+  Result<Event*> createEvent(unsigned flags);
+  Status destroyEvent(Event* event);
+
+  // Queue work on `stream` with CUDA's implicit ordering: the legacy stream waits for every
+  // blocking stream of the context, and every blocking stream waits for the legacy stream.
+  CompletionPtr enqueue(Stream& stream, std::string name, std::function<Status()> work);
+
+  // Wait for every stream of the context; then the sticky error, if any.
+  Status synchronize();
+
+  // A kernel failure is sticky: every later call on the context reports it (as CUDA does).
+  void setStickyError(const Error& error);
+  Status stickyError() const;
+
+  uint64_t limit(ContextLimit which) const;
+  Status setLimit(ContextLimit which, uint64_t value);
+
+ private:
+  std::vector<Stream*> allStreams();
+
+  Device& device_;
+  unsigned flags_;
+  bool primary_;
+  uint64_t id_;
+  mutable std::mutex mutex_;
+  std::unique_ptr<Stream> legacy_;
+  std::unordered_map<std::thread::id, std::unique_ptr<Stream>> perThread_;
+  std::vector<std::unique_ptr<Stream>> streams_;
+  std::vector<std::unique_ptr<Event>> events_;
+  bool sticky_ = false;
+  Error stickyError_;
+  uint64_t limits_[static_cast<int>(ContextLimit::Count)] = {};
+};
+
+// The calling thread's context stack (cuCtxPush/Pop/SetCurrent/GetCurrent).
+Context* currentContext();
+void setCurrentContext(Context* context);  // replaces the top (or pushes onto an empty stack)
+void pushContext(Context* context);
+Context* popContext();  // nullptr when empty
+// Remove a destroyed context from this thread's stack.
+void forgetContext(Context* context);
+
+}  // namespace rocuda::core

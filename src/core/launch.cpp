@@ -1,0 +1,113 @@
+#include "core/launch.h"
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/context.h"
+#include "core/module.h"
+#include "core/platform.h"
+#include "core/stream.h"
+
+namespace rocuda::core {
+namespace {
+
+Status validateConfiguration(const Kernel& kernel, const backends::DeviceDescription& device,
+                             const LaunchRequest& request) {
+  uint64_t threads = 1;
+  for (int i = 0; i < 3; ++i) {
+    if (request.grid[i] == 0 || request.grid[i] > static_cast<uint32_t>(device.maxGridDim[i]))
+      return makeError(ErrorCode::InvalidValue,
+                       "grid dimension " + std::to_string(i) + " is " +
+                           std::to_string(request.grid[i]) + "; the device allows 1.." +
+                           std::to_string(device.maxGridDim[i]));
+    if (request.block[i] == 0 || request.block[i] > static_cast<uint32_t>(device.maxBlockDim[i]))
+      return makeError(ErrorCode::InvalidValue,
+                       "block dimension " + std::to_string(i) + " is " +
+                           std::to_string(request.block[i]) + "; the device allows 1.." +
+                           std::to_string(device.maxBlockDim[i]));
+    threads *= request.block[i];
+  }
+  if (threads > static_cast<uint64_t>(device.maxThreadsPerBlock))
+    return makeError(ErrorCode::InvalidValue, std::to_string(threads) +
+                                                  " threads per block; the device allows " +
+                                                  std::to_string(device.maxThreadsPerBlock));
+  const auto& info = kernel.info();
+  for (int i = 0; i < 3; ++i) {
+    uint32_t required = info.reqntid[i] != 0 ? info.reqntid[i] : 0;
+    if (required != 0 && request.block[i] != required)
+      return makeError(ErrorCode::InvalidValue,
+                       "kernel '" + info.name + "' requires a block of exactly " +
+                           std::to_string(info.reqntid[0]) + "x" + std::to_string(info.reqntid[1]) +
+                           "x" + std::to_string(info.reqntid[2]) + " threads (.reqntid)");
+  }
+  if (request.sharedBytes > static_cast<uint32_t>(kernel.maxDynamicSharedBytes()) ||
+      uint64_t(request.sharedBytes) + info.staticSharedBytes >
+          static_cast<uint64_t>(device.sharedMemPerBlockOptin))
+    return makeError(ErrorCode::InvalidValue,
+                     "kernel '" + info.name + "' asks for " + std::to_string(request.sharedBytes) +
+                         " bytes of dynamic shared memory; the limit is " +
+                         std::to_string(kernel.maxDynamicSharedBytes()) +
+                         " (raise it with cudaFuncSetAttribute) and static plus dynamic may not "
+                         "exceed " + std::to_string(device.sharedMemPerBlockOptin));
+  return Status::success();
+}
+
+Result<std::shared_ptr<std::vector<uint8_t>>> packArguments(const compiler::KernelInfo& info,
+                                                            const LaunchRequest& request) {
+  auto buffer = std::make_shared<std::vector<uint8_t>>(info.paramBufferSize);
+  if (request.kernelParams != nullptr) {
+    for (size_t i = 0; i < info.params.size(); ++i) {
+      const void* value = request.kernelParams[i];
+      if (value == nullptr)
+        return makeError(ErrorCode::InvalidValue,
+                         "kernelParams[" + std::to_string(i) + "] of '" + info.name + "' is NULL");
+      std::memcpy(buffer->data() + info.params[i].offset, value, info.params[i].size);
+    }
+  } else if (request.argumentBuffer != nullptr) {
+    if (request.argumentBufferSize < info.paramBufferSize)
+      return makeError(ErrorCode::InvalidValue,
+                       "argument buffer of " + std::to_string(request.argumentBufferSize) +
+                           " bytes; kernel '" + info.name + "' needs " +
+                           std::to_string(info.paramBufferSize));
+    std::memcpy(buffer->data(), request.argumentBuffer, info.paramBufferSize);
+  } else if (!info.params.empty()) {
+    return makeError(ErrorCode::InvalidValue,
+                     "kernel '" + info.name + "' takes parameters but none were given");
+  }
+  return buffer;
+}
+
+bool isStickyFailure(ErrorCode code) {
+  return code == ErrorCode::IllegalAddress || code == ErrorCode::LaunchFailed ||
+         code == ErrorCode::Assert;
+}
+
+}  // namespace
+
+Status launchKernel(Kernel& kernel, Stream& stream, const LaunchRequest& request) {
+  Context& context = stream.context();
+  ROCUDA_TRY(context.stickyError());
+  if (&kernel.module().context().device() != &context.device())
+    return makeError(ErrorCode::InvalidHandle,
+                     "kernel '" + kernel.name() + "' was loaded for another device");
+  ROCUDA_TRY(validateConfiguration(kernel, context.device().description(), request));
+  auto arguments = packArguments(kernel.info(), request);
+  if (!arguments.ok()) return arguments.error();
+
+  backends::LaunchConfig config{request.grid, request.block, request.sharedBytes};
+  auto* backend = &context.device().backend();
+  auto* loaded = &kernel.loaded();
+  Context* owner = &context;
+  context.enqueue(stream, "kernel " + kernel.name(),
+                  [backend, loaded, config, owner, buffer = std::move(*arguments)]() -> Status {
+                    Status status = backend->launch(*loaded, config, buffer->data());
+                    if (!status.ok() && isStickyFailure(status.error().code))
+                      owner->setStickyError(status.error());
+                    return status;
+                  });
+  return Status::success();
+}
+
+}  // namespace rocuda::core

@@ -1,0 +1,125 @@
+#include "core/memory.h"
+
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "core/context.h"
+#include "core/platform.h"
+
+namespace rocuda::core {
+namespace {
+
+struct AllocationTable {
+  std::mutex mutex;
+  std::map<uintptr_t, Allocation> byBase;
+};
+
+AllocationTable& table() {
+  static AllocationTable* instance = new AllocationTable();  // used from atexit paths
+  return *instance;
+}
+
+std::optional<Allocation> findLocked(AllocationTable& t, uintptr_t address) {
+  auto it = t.byBase.upper_bound(address);
+  if (it == t.byBase.begin()) return std::nullopt;
+  --it;
+  const Allocation& a = it->second;
+  // A zero-size allocation still owns its base address.
+  if (address == a.base || address < a.base + a.size) return a;
+  return std::nullopt;
+}
+
+void insert(const Allocation& allocation) {
+  AllocationTable& t = table();
+  std::lock_guard lock(t.mutex);
+  t.byBase[allocation.base] = allocation;
+}
+
+Result<Allocation> removeExact(const void* pointer, bool host) {
+  AllocationTable& t = table();
+  std::lock_guard lock(t.mutex);
+  auto it = t.byBase.find(reinterpret_cast<uintptr_t>(pointer));
+  bool matches = it != t.byBase.end() &&
+                 (host ? it->second.kind == AllocationKind::Host
+                       : it->second.kind == AllocationKind::Device ||
+                             it->second.kind == AllocationKind::Managed);
+  if (!matches)
+    return makeError(ErrorCode::InvalidValue,
+                     std::string(host ? "host" : "device") +
+                         " pointer was not returned by a Rocuda allocation (or is already freed)");
+  Allocation allocation = it->second;
+  t.byBase.erase(it);
+  return allocation;
+}
+
+}  // namespace
+
+std::optional<Allocation> findAllocation(const void* pointer) {
+  AllocationTable& t = table();
+  std::lock_guard lock(t.mutex);
+  return findLocked(t, reinterpret_cast<uintptr_t>(pointer));
+}
+
+bool isInsideAllocation(const void* pointer, size_t bytes) {
+  auto allocation = findAllocation(pointer);
+  if (!allocation) return false;
+  uintptr_t start = reinterpret_cast<uintptr_t>(pointer);
+  return start - allocation->base <= allocation->size &&
+         bytes <= allocation->size - (start - allocation->base);
+}
+
+Result<void*> allocateDevice(Context& context, size_t bytes) {
+  auto memory = context.device().backend().allocateDevice(bytes);
+  if (!memory.ok()) return memory.takeError();
+  insert(Allocation{reinterpret_cast<uintptr_t>(*memory), bytes, AllocationKind::Device, &context, 0});
+  return *memory;
+}
+
+Result<void*> allocateHost(Context& context, size_t bytes, unsigned flags) {
+  auto memory = context.device().backend().allocateHost(bytes);
+  if (!memory.ok()) return memory.takeError();
+  insert(Allocation{reinterpret_cast<uintptr_t>(*memory), bytes, AllocationKind::Host, &context, flags});
+  return *memory;
+}
+
+Result<void*> allocateManaged(Context& context, size_t bytes, unsigned flags) {
+  // Managed memory must be reachable from host and device alike: pinned host memory is, on every
+  // backend that reports managedMemory.
+  auto memory = context.device().backend().allocateHost(bytes);
+  if (!memory.ok()) return memory.takeError();
+  insert(Allocation{reinterpret_cast<uintptr_t>(*memory), bytes, AllocationKind::Managed, &context,
+                    flags});
+  return *memory;
+}
+
+Status freeDevice(const void* pointer) {
+  auto allocation = removeExact(pointer, /*host=*/false);
+  if (!allocation.ok()) return allocation.error();
+  auto& backend = allocation->context->device().backend();
+  if (allocation->kind == AllocationKind::Managed)
+    backend.freeHost(const_cast<void*>(pointer));
+  else
+    backend.freeDevice(const_cast<void*>(pointer));
+  return Status::success();
+}
+
+Status freeHost(const void* pointer) {
+  auto allocation = removeExact(pointer, /*host=*/true);
+  if (!allocation.ok()) return allocation.error();
+  allocation->context->device().backend().freeHost(const_cast<void*>(pointer));
+  return Status::success();
+}
+
+void registerGlobal(Context* context, void* base, size_t size) {
+  insert(Allocation{reinterpret_cast<uintptr_t>(base), size, AllocationKind::Global, context, 0});
+}
+
+void unregisterGlobal(void* base) {
+  AllocationTable& t = table();
+  std::lock_guard lock(t.mutex);
+  auto it = t.byBase.find(reinterpret_cast<uintptr_t>(base));
+  if (it != t.byBase.end() && it->second.kind == AllocationKind::Global) t.byBase.erase(it);
+}
+
+}  // namespace rocuda::core

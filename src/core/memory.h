@@ -1,0 +1,42 @@
+// Every allocation the application can name with a pointer: device memory, pinned host memory,
+// managed memory and module globals. One table for the process (addresses are unique), so that
+// pointer checks, cuPointerGetAttribute and cuMemGetAddressRange need no backend.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "support/result.h"
+
+namespace rocuda::core {
+
+class Context;
+
+enum class AllocationKind : uint8_t { Device, Host, Managed, Global };
+
+struct Allocation {
+  uintptr_t base = 0;
+  size_t size = 0;
+  AllocationKind kind = AllocationKind::Device;
+  Context* context = nullptr;
+  unsigned flags = 0;  // cuMemHostAlloc / cuMemAllocManaged flags
+};
+
+// The allocation containing [pointer, pointer+1), if any.
+std::optional<Allocation> findAllocation(const void* pointer);
+// True when [pointer, pointer+bytes) lies inside one allocation.
+bool isInsideAllocation(const void* pointer, size_t bytes);
+
+Result<void*> allocateDevice(Context& context, size_t bytes);
+Result<void*> allocateHost(Context& context, size_t bytes, unsigned flags);
+Result<void*> allocateManaged(Context& context, size_t bytes, unsigned flags);
+// Frees an allocation made by the matching allocate call; InvalidValue when `pointer` is not the
+// base of a live allocation of that kind.
+Status freeDevice(const void* pointer);
+Status freeHost(const void* pointer);
+// Module globals are registered so that copies to them validate like any device memory.
+void registerGlobal(Context* context, void* base, size_t size);
+void unregisterGlobal(void* base);
+
+}  // namespace rocuda::core

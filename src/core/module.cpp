@@ -1,0 +1,116 @@
+#include "core/module.h"
+
+#include <set>
+
+#include "core/context.h"
+#include "core/memory.h"
+#include "core/platform.h"
+#include "fatbin/fatbin.h"
+#include "support/log.h"
+
+namespace rocuda::core {
+namespace {
+
+// Modules are owned here rather than by their context: cudart may unload a library after the
+// context it was loaded for is gone (at exit), and must still find it valid.
+std::mutex& modulesMutex() {
+  static std::mutex* mutex = new std::mutex();
+  return *mutex;
+}
+
+std::set<Module*>& modules() {
+  static std::set<Module*>* all = new std::set<Module*>();
+  return *all;
+}
+
+}  // namespace
+
+Kernel::Kernel(Module& module, backends::LoadedKernel& loaded)
+    : Object(ObjectKind::Kernel), module_(module), loaded_(loaded) {}
+
+Module::Module(Context& context, bool isLibrary)
+    : Object(isLibrary ? ObjectKind::Library : ObjectKind::Module), context_(context),
+      isLibrary_(isLibrary) {}
+
+Module::~Module() {
+  for (void* base : registeredGlobals_) unregisterGlobal(base);
+  kernels_.clear();  // kernels refer into loaded_
+}
+
+Result<Module*> Module::load(Context& context, const void* image, bool isLibrary) {
+  if (image == nullptr) return makeError(ErrorCode::InvalidValue, "image is NULL");
+  const auto& description = context.device().description();
+  uint32_t arch = static_cast<uint32_t>(description.computeCapabilityMajor * 10 +
+                                        description.computeCapabilityMinor);
+  auto contents = fatbin::readImage(image, arch);
+  if (!contents.ok()) return contents.takeError();
+
+  std::unique_ptr<Module> module(new Module(context, isLibrary));
+  if (contents->ptx.empty()) module->sassOnlyArchs_ = contents->sassArchs;
+  for (const auto& program : contents->ptx) {
+    auto loaded = context.device().backend().loadPtx(program.text, program.name);
+    if (!loaded.ok()) return loaded.takeError();
+    backends::LoadedModule& code = **loaded;
+    for (const auto& kernelInfo : code.info().kernels) {
+      backends::LoadedKernel* kernel = code.kernel(kernelInfo.name);
+      if (kernel != nullptr && !module->kernels_.count(kernelInfo.name))
+        module->kernels_.emplace(kernelInfo.name, std::make_unique<Kernel>(*module, *kernel));
+    }
+    for (const auto& global : code.info().globals) {
+      if (void* address = code.globalAddress(global.name)) {
+        registerGlobal(&context, address, global.size);
+        module->registeredGlobals_.push_back(address);
+      }
+    }
+    module->loaded_.push_back(std::move(*loaded));
+  }
+  log::info("loaded " + std::string(isLibrary ? "library" : "module") + " with " +
+            std::to_string(module->kernels_.size()) + " kernel(s) from " +
+            std::to_string(contents->ptx.size()) + " PTX program(s)");
+  Module* raw = module.release();
+  std::lock_guard lock(modulesMutex());
+  modules().insert(raw);
+  return raw;
+}
+
+Status Module::unload(Module* module) {
+  {
+    std::lock_guard lock(modulesMutex());
+    if (modules().erase(module) == 0)
+      return makeError(ErrorCode::InvalidHandle, "module is not loaded");
+  }
+  delete module;
+  return Status::success();
+}
+
+Result<Kernel*> Module::kernel(std::string_view name) {
+  std::lock_guard lock(mutex_);
+  auto it = kernels_.find(name);
+  if (it != kernels_.end()) return it->second.get();
+  if (!sassOnlyArchs_.empty())
+    return makeError(ErrorCode::NoBinaryForGpu, fatbin::noPtxMessage(name, sassOnlyArchs_));
+  return makeError(ErrorCode::NotFound, "no kernel named '" + std::string(name) + "' in this module");
+}
+
+Result<GlobalSymbol> Module::global(std::string_view name) {
+  std::lock_guard lock(mutex_);
+  for (auto& code : loaded_) {
+    const compiler::GlobalInfo* info = code->info().findGlobal(name);
+    if (info == nullptr) continue;
+    if (void* address = code->globalAddress(name)) return GlobalSymbol{address, info->size};
+  }
+  return makeError(ErrorCode::NotFound, "no global named '" + std::string(name) + "' in this module");
+}
+
+std::vector<Kernel*> Module::kernels() {
+  std::lock_guard lock(mutex_);
+  std::vector<Kernel*> all;
+  for (auto& [name, kernel] : kernels_) all.push_back(kernel.get());
+  return all;
+}
+
+Module* lookupLibrary(const void* handle) {
+  return static_cast<Module*>(findObject(handle, ObjectKind::Library));
+}
+
+}  // namespace rocuda::core

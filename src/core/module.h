@@ -1,0 +1,85 @@
+// Code loaded from an application: a CUmodule (bound to a context) or a CUlibrary (cudart's
+// per-translation-unit fatbin, loaded for the current device). The image's PTX is compiled for
+// the device when it is loaded; kernels and globals are looked up by their PTX names.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backends/device_backend.h"
+#include "core/object.h"
+#include "support/result.h"
+
+namespace rocuda::core {
+
+class Context;
+class Module;
+
+class Kernel : public Object {
+ public:
+  static constexpr ObjectKind kKind = ObjectKind::Kernel;
+  Kernel(Module& module, backends::LoadedKernel& loaded);
+
+  Module& module() { return module_; }
+  backends::LoadedKernel& loaded() { return loaded_; }
+  const compiler::KernelInfo& info() const { return loaded_.info(); }
+  const std::string& name() const { return info().name; }
+
+  // cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) and friends.
+  int maxDynamicSharedBytes() const { return maxDynamicSharedBytes_; }
+  void setMaxDynamicSharedBytes(int bytes) { maxDynamicSharedBytes_ = bytes; }
+  int preferredSharedCarveout() const { return carveout_; }
+  void setPreferredSharedCarveout(int percent) { carveout_ = percent; }
+
+ private:
+  Module& module_;
+  backends::LoadedKernel& loaded_;
+  int maxDynamicSharedBytes_ = 48 * 1024;
+  int carveout_ = -1;
+};
+
+struct GlobalSymbol {
+  void* address = nullptr;
+  size_t size = 0;
+};
+
+class Module : public Object {
+ public:
+  static constexpr ObjectKind kKind = ObjectKind::Module;
+
+  // Load an image (fatbin wrapper, fatbin container, PTX text; see fatbin::detectImage) into
+  // `context`'s device. `isLibrary` marks a CUlibrary handle. Errors: InvalidImage, InvalidPtx,
+  // UnsupportedPtx, NoBinaryForGpu (kernels are then reported missing by name on lookup).
+  static Result<Module*> load(Context& context, const void* image, bool isLibrary);
+  static Status unload(Module* module);
+
+  ~Module() override;
+  Context& context() { return context_; }
+  bool isLibrary() const { return isLibrary_; }
+
+  // NotFound (naming the kernel; explaining a missing PTX when the image had only SASS).
+  Result<Kernel*> kernel(std::string_view name);
+  Result<GlobalSymbol> global(std::string_view name);
+  std::vector<Kernel*> kernels();
+
+ private:
+  Module(Context& context, bool isLibrary);
+
+  Context& context_;
+  bool isLibrary_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<backends::LoadedModule>> loaded_;  // one per translation unit
+  std::map<std::string, std::unique_ptr<Kernel>, std::less<>> kernels_;
+  std::vector<uint32_t> sassOnlyArchs_;  // non-empty when the image carried no PTX
+  std::vector<void*> registeredGlobals_;
+};
+
+// cuLibrary handles are Modules too; a distinct kind keeps CUmodule/CUlibrary handles apart.
+Module* lookupLibrary(const void* handle);
+
+}  // namespace rocuda::core

@@ -1,0 +1,43 @@
+#include "core/object.h"
+
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+
+namespace rocuda::core {
+namespace {
+
+struct Registry {
+  std::shared_mutex mutex;
+  std::unordered_map<const void*, Object*> live;
+};
+
+Registry& registry() {
+  static Registry* instance = new Registry();  // outlives every static object (never destroyed)
+  return *instance;
+}
+
+}  // namespace
+
+Object::Object(ObjectKind kind) : kind_(kind) {
+  Registry& r = registry();
+  std::unique_lock lock(r.mutex);
+  r.live[this] = this;
+}
+
+Object::~Object() {
+  Registry& r = registry();
+  std::unique_lock lock(r.mutex);
+  r.live.erase(this);
+}
+
+Object* findObject(const void* handle, ObjectKind kind) {
+  if (handle == nullptr) return nullptr;
+  Registry& r = registry();
+  std::shared_lock lock(r.mutex);
+  auto it = r.live.find(handle);
+  if (it == r.live.end() || it->second->kind() != kind) return nullptr;
+  return it->second;
+}
+
+}  // namespace rocuda::core

@@ -1,0 +1,34 @@
+// Every object the driver API hands out as an opaque handle (CUcontext, CUmodule, CUstream...)
+// derives from Object. Live objects are kept in a registry, so a handle from the application is
+// validated by lookup before it is ever dereferenced: stale, foreign or wrong-kind handles are
+// detected instead of crashing.
+#pragma once
+
+#include <cstdint>
+
+namespace rocuda::core {
+
+enum class ObjectKind : uint8_t { Context, Module, Library, Kernel, Stream, Event };
+
+class Object {
+ public:
+  explicit Object(ObjectKind kind);
+  virtual ~Object();
+  Object(const Object&) = delete;
+  Object& operator=(const Object&) = delete;
+
+  ObjectKind kind() const { return kind_; }
+
+ private:
+  ObjectKind kind_;
+};
+
+// The live object of that kind at `handle`, or nullptr. Never dereferences an unknown pointer.
+Object* findObject(const void* handle, ObjectKind kind);
+
+template <class T>
+T* lookupHandle(const void* handle) {
+  return static_cast<T*>(findObject(handle, T::kKind));
+}
+
+}  // namespace rocuda::core

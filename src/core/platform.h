@@ -1,0 +1,63 @@
+// The platform: the devices every backend offers, in ROCUDA_DEVICES order, and initialisation.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backends/device_backend.h"
+#include "support/result.h"
+
+namespace rocuda::core {
+
+class Context;
+
+class Device {
+ public:
+  Device(int ordinal, std::unique_ptr<backends::DeviceBackend> backend);
+  ~Device();
+
+  int ordinal() const { return ordinal_; }
+  backends::DeviceBackend& backend() { return *backend_; }
+  const backends::DeviceDescription& description() const { return backend_->description(); }
+
+  // The primary context (created on first use, active while retained).
+  Context& primaryContext();
+  Status retainPrimary(Context** out);
+  Status releasePrimary();
+  Status resetPrimary();
+  unsigned primaryFlags() const;
+  Status setPrimaryFlags(unsigned flags);
+  bool primaryActive() const;
+
+ private:
+  int ordinal_;
+  std::unique_ptr<backends::DeviceBackend> backend_;
+  mutable std::mutex primaryMutex_;
+  std::unique_ptr<Context> primary_;
+  int primaryRefs_ = 0;
+  unsigned primaryFlags_ = 0;
+};
+
+class Platform {
+ public:
+  static Platform& instance();
+
+  // cuInit: create the devices once. Later calls return the first result.
+  Status initialize();
+  bool initialized() const;
+
+  int deviceCount() const { return static_cast<int>(devices_.size()); }
+  Device* device(int ordinal);  // nullptr when out of range
+
+ private:
+  Platform() = default;
+  std::once_flag once_;
+  Status initStatus_ = makeError(ErrorCode::NotInitialized, "cuInit has not been called");
+  std::atomic<bool> initialized_{false};
+  std::vector<std::unique_ptr<Device>> devices_;
+};
+
+}  // namespace rocuda::core

@@ -1,0 +1,118 @@
+// Streams and events with real asynchronous semantics: each stream has a worker thread that runs
+// its commands in order; commands may wait for completions of other streams (legacy default-stream
+// ordering, cuStreamWaitEvent). The host never blocks unless it asks to.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/object.h"
+#include "support/result.h"
+
+namespace rocuda::core {
+
+class Context;
+
+// The completion of one command: set once, waited on by hosts and by other streams.
+class Completion {
+ public:
+  void complete(Status status);
+  void wait() const;
+  bool done() const;
+  Status status() const;
+  // When the command finished (valid once done()).
+  std::chrono::steady_clock::time_point finishedAt() const;
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::condition_variable cv_;
+  bool done_ = false;
+  Status status_;
+  std::chrono::steady_clock::time_point finishedAt_;
+};
+using CompletionPtr = std::shared_ptr<Completion>;
+
+enum class StreamKind : uint8_t { Created, Legacy, PerThread };
+
+class Stream : public Object {
+ public:
+  static constexpr ObjectKind kKind = ObjectKind::Stream;
+  // flags: CU_STREAM_DEFAULT (0) or CU_STREAM_NON_BLOCKING (1).
+  Stream(Context& context, StreamKind kind, unsigned flags, int priority);
+  ~Stream() override;  // drains the queue
+
+  Context& context() { return context_; }
+  StreamKind streamKind() const { return kind_; }
+  unsigned flags() const { return flags_; }
+  int priority() const { return priority_; }
+  bool blocking() const { return (flags_ & 1u) == 0; }
+
+  // Queue `work` after everything already queued and after `dependencies`. Returns its completion.
+  // A failed dependency does not stop `work`; errors surface through the context.
+  CompletionPtr enqueue(std::string name, std::function<Status()> work,
+                        std::vector<CompletionPtr> dependencies = {});
+  // Completion of the last queued command (nullptr when nothing was ever queued).
+  CompletionPtr tail() const;
+  // Make every later command wait for `completion` (cuStreamWaitEvent).
+  void addPendingDependency(CompletionPtr completion);
+
+  Status synchronize();  // wait for all queued work; the context's sticky error, if any
+  bool idle() const;
+
+ private:
+  struct Command {
+    std::string name;
+    std::function<Status()> work;
+    std::vector<CompletionPtr> dependencies;
+    CompletionPtr completion;
+  };
+  void workerLoop();
+
+  Context& context_;
+  StreamKind kind_;
+  unsigned flags_;
+  int priority_;
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<Command> queue_;
+  std::vector<CompletionPtr> pendingDependencies_;
+  CompletionPtr tail_;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+class Event : public Object {
+ public:
+  static constexpr ObjectKind kKind = ObjectKind::Event;
+  // flags: CU_EVENT_BLOCKING_SYNC 1, CU_EVENT_DISABLE_TIMING 2, CU_EVENT_INTERPROCESS 4.
+  Event(Context& context, unsigned flags);
+
+  Context& context() { return context_; }
+  unsigned flags() const { return flags_; }
+  bool timingDisabled() const { return (flags_ & 2u) != 0; }
+
+  Status record(Stream& stream);
+  // The completion of the latest record (nullptr when never recorded).
+  CompletionPtr completion() const;
+  Status synchronize() const;
+  bool query() const;  // true when complete (or never recorded)
+
+ private:
+  Context& context_;
+  unsigned flags_;
+  mutable std::mutex mutex_;
+  CompletionPtr completion_;
+};
+
+// Milliseconds between two completed records. Errors: NotReady (a record not finished),
+// InvalidHandle (never recorded or timing disabled, as CUDA reports).
+Result<float> elapsedMilliseconds(const Event& start, const Event& end);
+
+}  // namespace rocuda::core

@@ -1,0 +1,61 @@
+// Reading CUDA binaries: the fatbin wrapper (.nvFatBinSegment), fatbin containers
+// (.nv_fatbin / __nv_relfatbin), ELF files carrying them, and plain PTX text. The driver API
+// compiles PTX, so the result is the best PTX of each translation unit plus, for diagnostics,
+// the SASS architectures the binary carries.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "support/result.h"
+
+namespace rocuda::fatbin {
+
+inline constexpr uint32_t kWrapperMagic = 0x466243B1;
+inline constexpr uint32_t kContainerMagic = 0xBA55ED50;
+
+enum class ImageKind { FatbinWrapper, FatbinContainer, Elf, PtxText, Unknown };
+
+// Recognises what a pointer passed to cuLibraryLoadData / cuModuleLoadData /
+// cuModuleLoadFatBinary points at. Reads at most the first bytes needed to decide (for text: up
+// to the first directive). nullptr gives Unknown.
+ImageKind detectImage(const void* image);
+
+// The same decision for a buffer of known size; never reads outside [data, data + size).
+ImageKind detectImageBytes(const uint8_t* data, size_t size);
+
+const char* imageKindName(ImageKind kind);
+
+struct PtxProgram {
+  std::string text;                     // decompressed PTX, without the trailing NUL
+  uint32_t arch = 0;                    // compute_XX of the entry (e.g. 75)
+  uint32_t isaMajor = 0, isaMinor = 0;  // PTX ISA version from the entry header
+  std::string name;                     // readable name for diagnostics
+};
+
+struct ImageContents {
+  std::vector<PtxProgram> ptx;      // one per translation unit that carries PTX
+  std::vector<uint32_t> sassArchs;  // archs of ELF (SASS) entries seen, sorted, unique
+};
+
+// Extracts the best PTX of each translation unit for a device of compute capability
+// `targetArch` (e.g. 86): the PTX entry with the highest arch <= targetArch, else the lowest.
+// PTX text gives one program; an ELF cubin gives no PTX. Corrupt, truncated or unknown input is
+// an InvalidImage error. An image without PTX is not an error (ptx is empty).
+// Sizes come from the headers (wrapper -> container header, ELF header -> section table,
+// text -> NUL terminator).
+Result<ImageContents> readImage(const void* image, uint32_t targetArch);
+
+// Same for a buffer of known size: one or more fatbin containers back to back, an ELF file
+// (host executable / object with .nv_fatbin or __nv_relfatbin, or a cubin) or PTX text.
+// Never reads outside [data, data + size). A wrapper is refused (its pointers cannot be checked).
+Result<ImageContents> readImageBytes(const uint8_t* data, size_t size, uint32_t targetArch);
+
+// "kernel 'NAME' has no PTX in this binary (it carries only SASS for sm_75); Rocuda compiles
+// PTX: rebuild with -gencode arch=compute_75,code=compute_75 (or add it next to your -arch)".
+std::string noPtxMessage(std::string_view kernelName, const std::vector<uint32_t>& sassArchs);
+
+}  // namespace rocuda::fatbin

@@ -1,0 +1,293 @@
+// The PTX abstract syntax tree: what the parser produces and the compiler consumes.
+//
+// Design: one Module owns all text it refers to (names are std::string). Registers are resolved by
+// the parser to per-function indices, so the compiler never looks names up; nested `{ }` scopes
+// are flattened (a shadowing declaration gets its own index). Instructions keep their modifiers as
+// an ordered list of strings without the leading dot, except the three kinds every consumer needs
+// decoded: types, state space and vector width.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rocuda::ptx {
+
+struct SourceLocation {
+  uint32_t line = 0;    // 1-based
+  uint32_t column = 0;  // 1-based
+};
+
+enum class ScalarType : uint8_t {
+  None,
+  B8, B16, B32, B64, B128,
+  U8, U16, U32, U64,
+  S8, S16, S32, S64,
+  F16, F16x2, BF16, BF16x2, TF32, F32, F64,
+  E4M3, E5M2, E4M3x2, E5M2x2, E2M3x2, E3M2x2, E2M1x2, UE8M0x2,
+  S4, U4, S2, U2, B1,
+  Pred,
+};
+
+// Size in bytes of a scalar type (0 for None; predicates count as 1; sub-byte types round up to 1).
+unsigned scalarTypeSize(ScalarType type);
+bool isSignedInteger(ScalarType type);
+bool isUnsignedInteger(ScalarType type);  // U* only
+bool isBitType(ScalarType type);          // B*
+bool isFloat(ScalarType type);            // F16..F64, BF16*, TF32 and the fp8/fp6/fp4 types
+const char* scalarTypeName(ScalarType type);  // "u32", "f16x2", "pred", ...
+
+enum class StateSpace : uint8_t {
+  None,     // no state space given (generic addressing for ld/st/atom)
+  Reg,
+  Sreg,
+  Const,
+  Global,
+  Local,
+  Param,
+  Shared,   // .shared and .shared::cta
+  SharedCluster,  // .shared::cluster
+  Tex,
+};
+const char* stateSpaceName(StateSpace space);
+
+enum class Linkage : uint8_t { Default, Visible, Extern, Weak, Common };
+
+// Special registers (%tid.x, %laneid, ...). Vector ones are split per component.
+enum class SpecialRegister : uint8_t {
+  TidX, TidY, TidZ,
+  NtidX, NtidY, NtidZ,
+  CtaidX, CtaidY, CtaidZ,
+  NctaidX, NctaidY, NctaidZ,
+  ClusterIdX, ClusterIdY, ClusterIdZ,
+  NclusterIdX, NclusterIdY, NclusterIdZ,
+  ClusterCtaIdX, ClusterCtaIdY, ClusterCtaIdZ,
+  ClusterNctaIdX, ClusterNctaIdY, ClusterNctaIdZ,
+  ClusterCtaRank, ClusterNctaRank, IsExplicitCluster,
+  LaneId, WarpId, NwarpId, SmId, NsmId, GridId,
+  LanemaskEq, LanemaskLe, LanemaskLt, LanemaskGe, LanemaskGt,
+  Clock, ClockHi, Clock64, GlobalTimer, GlobalTimerLo, GlobalTimerHi,
+  DynamicSmemSize, TotalSmemSize, AggrSmemSize,
+  Envreg,  // %envreg<n>: Operand::envregIndex holds n
+  Pm,      // %pm0..%pm7 and %pm0_64..: Operand::envregIndex holds n
+  CurrentGraphExec,
+  ReservedSmemOffsetBegin, ReservedSmemOffsetEnd, ReservedSmemOffsetCap,
+  ReservedSmemOffsetN,  // %reserved_smem_offset_0 / _1: Operand::envregIndex holds n
+};
+const char* specialRegisterName(SpecialRegister reg);  // "%tid.x", ...
+
+// Every instruction of the PTX ISA. The parser rejects any other opcode.
+#define ROCUDA_PTX_OPCODES(X)                                                                     \
+  X(abs) X(activemask) X(add) X(addc) X(alloca) X(and_, "and") X(applypriority) X(atom) X(bar)   \
+  X(barrier) X(bfe) X(bfi) X(bfind) X(bmsk) X(bra) X(brev) X(brkpt) X(brx) X(call) X(clz)        \
+  X(cnot) X(copysign) X(cos) X(cp) X(cvt) X(cvta) X(createpolicy) X(discard) X(div) X(dp2a)      \
+  X(dp4a) X(elect) X(ex2) X(exit) X(fence) X(fma) X(fns) X(getctarank) X(griddepcontrol)          \
+  X(isspacep) X(istypep) X(ld) X(ldmatrix) X(ldu) X(lg2) X(lop3) X(mad) X(mad24) X(madc)         \
+  X(mapa) X(match) X(max) X(mbarrier) X(membar) X(min) X(mma) X(mov) X(movmatrix) X(mul)         \
+  X(mul24) X(multimem) X(nanosleep) X(neg) X(not_, "not") X(or_, "or") X(pmevent) X(popc)        \
+  X(prefetch) X(prefetchu) X(prmt) X(rcp) X(red) X(redux) X(rem) X(ret) X(rsqrt) X(sad)          \
+  X(selp) X(set) X(setmaxnreg) X(setp) X(shf) X(shfl) X(shl) X(shr) X(sin) X(slct) X(sqrt)       \
+  X(st) X(stackrestore) X(stacksave) X(stmatrix) X(sub) X(subc) X(suld) X(suq) X(sured) X(sust)  \
+  X(szext) X(tanh) X(tcgen05) X(testp) X(tex) X(tld4) X(trap) X(txq) X(vabsdiff) X(vabsdiff2)    \
+  X(vabsdiff4) X(vadd) X(vadd2) X(vadd4) X(vavrg2) X(vavrg4) X(vmad) X(vmax) X(vmax2) X(vmax4)   \
+  X(vmin) X(vmin2) X(vmin4) X(vote) X(vset) X(vset2) X(vset4) X(vshl) X(vshr) X(vsub) X(vsub2)   \
+  X(vsub4) X(wgmma) X(wmma) X(xor_, "xor") X(clusterlaunchcontrol) X(st_async, "st.async")       \
+  X(red_async, "red.async") X(cp_async, "cp.async") X(tensormap) X(cvt_pack, "cvt.pack")
+
+enum class Opcode : uint16_t {
+#define ROCUDA_PTX_OPCODE_ENUM(name, ...) name,
+  ROCUDA_PTX_OPCODES(ROCUDA_PTX_OPCODE_ENUM)
+#undef ROCUDA_PTX_OPCODE_ENUM
+};
+// The PTX spelling of an opcode ("and", "add", ...). Opcodes whose spelling contains a dot
+// (cp.async, st.async, red.async, cvt.pack) are matched by the parser before the generic split;
+// the parser may equally produce `cp` with modifier "async": consumers accept both.
+const char* opcodeName(Opcode opcode);
+
+struct Immediate {
+  enum class Kind : uint8_t {
+    Integer,   // bits holds the two's-complement value, sign-extended to 64 bits
+    F32Bits,   // 0fXXXXXXXX: bits holds the 32 raw bits
+    F64Bits,   // 0dXXXXXXXXXXXXXXXX: bits holds the 64 raw bits
+    Double,    // decimal float literal (1.5, 1e-3): value holds it
+  };
+  Kind kind = Kind::Integer;
+  uint64_t bits = 0;
+  double value = 0.0;
+};
+
+struct Operand;
+
+// [base + offset]: base is a register, a variable/function name, or nothing (absolute address).
+struct Address {
+  enum class BaseKind : uint8_t { None, Register, Symbol };
+  BaseKind baseKind = BaseKind::None;
+  uint32_t reg = 0;     // when Register: index into Function::registers
+  std::string symbol;   // when Symbol
+  int64_t offset = 0;
+};
+
+struct Operand {
+  enum class Kind : uint8_t {
+    Register,         // reg
+    SpecialRegister,  // special (+ envregIndex for %envreg<n> / %pm<n>)
+    Immediate,        // imm
+    Symbol,           // symbol: a variable, function or label name used as a value (mov r, var;
+                      //   bra LABEL; call f; ...); symbolOffset for `var+4` in mov
+    Address,          // address: [..]
+    Vector,           // elements: {a, b, c, d} (elements may be Register, Immediate or Sink)
+    List,             // elements: parenthesised list (call arguments and return values)
+    Sink,             // `_`
+  };
+  Kind kind = Kind::Register;
+  bool negated = false;   // `!p` as a predicate operand (e.g. setp/selp inputs)
+  uint32_t reg = 0;
+  SpecialRegister special = SpecialRegister::TidX;
+  uint32_t envregIndex = 0;
+  Immediate imm;
+  std::string symbol;
+  int64_t symbolOffset = 0;
+  Address address;
+  std::vector<Operand> elements;
+  SourceLocation loc;
+};
+
+struct Instruction {
+  SourceLocation loc;
+  Opcode opcode = Opcode::mov;
+  // Guard predicate `@p` / `@!p`: register index into Function::registers.
+  std::optional<uint32_t> guard;
+  bool guardNegated = false;
+  // Modifiers in source order without the dot, excluding types, the state space and vN:
+  // e.g. mul.wide.s32 -> {"wide"}; ld.global.nc.v4.f32 -> {"nc"}; setp.lt.and.f32 -> {"lt","and"};
+  // cvt.rn.ftz.f32.f64 -> {"rn","ftz"}; atom.global.add.u32 -> {"add"}; bar.sync -> {"sync"};
+  // scope and ordering suffixes likewise ("gpu", "acquire", "shared::cta" is a space, see below).
+  std::vector<std::string> modifiers;
+  std::vector<ScalarType> types;  // every type suffix in source order (cvt.f32.s32 -> {F32, S32})
+  StateSpace space = StateSpace::None;  // .global/.shared/... suffix when present
+  uint8_t vectorWidth = 1;              // .v2/.v4/.v8 -> 2/4/8
+  std::vector<Operand> operands;        // destination(s) first, as written
+
+  bool hasModifier(std::string_view name) const {
+    for (const auto& m : modifiers)
+      if (m == name) return true;
+    return false;
+  }
+};
+
+struct Label {
+  std::string name;
+  SourceLocation loc;
+};
+
+// A body is a flat list of statements; nested `{ }` blocks are flattened by the parser.
+struct Statement {
+  enum class Kind : uint8_t { Instruction, Label };
+  Kind kind = Kind::Instruction;
+  Instruction instruction;
+  Label label;
+};
+
+struct Register {
+  std::string name;     // unique within the function after flattening ("%r5", "%p1", shadowed -> "%r5#1")
+  ScalarType type = ScalarType::None;
+  uint8_t vectorWidth = 1;  // .reg .v4 .f32 %v; rare
+  SourceLocation loc;
+};
+
+// One element of a variable initializer: a number or the address of a symbol (+offset).
+struct InitializerElement {
+  enum class Kind : uint8_t { Number, SymbolAddress };
+  Kind kind = Kind::Number;
+  Immediate number;
+  std::string symbol;
+  int64_t offset = 0;
+  bool generic = false;  // generic(sym): the generic address of sym
+};
+
+struct Variable {
+  std::string name;
+  StateSpace space = StateSpace::None;
+  Linkage linkage = Linkage::Default;
+  ScalarType type = ScalarType::None;
+  uint8_t vectorWidth = 1;
+  uint32_t alignment = 0;          // 0: natural alignment of the type
+  std::vector<uint64_t> dims;      // array dimensions; a 0 entry is an unsized `[]`
+  bool hasInitializer = false;
+  std::vector<InitializerElement> initializer;  // flattened in element order
+  // Pointer attributes of kernel parameters: .ptr .global .align N
+  StateSpace pointeeSpace = StateSpace::None;
+  uint32_t pointeeAlignment = 0;
+  bool managed = false;            // .attribute(.managed): a __managed__ variable
+  SourceLocation loc;
+
+  // Total size in bytes (0 for an unsized array).
+  uint64_t sizeInBytes() const;
+  uint32_t effectiveAlignment() const;
+};
+
+struct PerformanceDirectives {
+  std::vector<uint32_t> maxntid;    // up to 3 values
+  std::vector<uint32_t> reqntid;
+  std::optional<uint32_t> minnctapersm;
+  std::optional<uint32_t> maxnctapersm;
+  std::optional<uint32_t> maxnreg;
+  std::optional<uint32_t> maxclusterrank;
+  std::vector<uint32_t> reqnctapercluster;
+  bool explicitCluster = false;
+  bool noreturn = false;
+  std::vector<std::string> pragmas;  // .pragma "nounroll"; etc.
+};
+
+// `.callprototype`: label: .callprototype (.param .b32 _) _ (.param .b64 _);
+struct CallPrototype {
+  std::string label;
+  std::vector<Variable> returnParams;
+  std::vector<Variable> params;
+  SourceLocation loc;
+};
+
+// `label: .branchtargets L1, L2;` / `label: .calltargets f, g;` (targets of brx.idx / indirect call).
+struct TargetList {
+  std::string label;
+  bool isCallTargets = false;
+  std::vector<std::string> targets;
+  SourceLocation loc;
+};
+
+struct Function {
+  std::string name;
+  bool isEntry = false;       // .entry (kernel) vs .func
+  Linkage linkage = Linkage::Default;
+  bool isDeclaration = false; // prototype only (no body), e.g. `.extern .func vprintf(...)` or
+                              // a forward declaration
+  std::vector<Variable> params;        // .param (entries) or .param/.reg (funcs), in order
+  std::vector<Variable> returnParams;  // .func (.param .b32 ret) name(...)
+  PerformanceDirectives performance;
+  std::vector<Register> registers;     // every register declared anywhere in the body
+  std::vector<Variable> locals;        // .local/.shared/.const/.param variables declared in the body
+  std::vector<Statement> body;
+  std::vector<CallPrototype> callPrototypes;  // declared in the body (label is the name)
+  std::vector<TargetList> targetLists;        // .branchtargets / .calltargets in the body
+  SourceLocation loc;
+};
+
+
+struct Module {
+  std::string name;  // file name, or "<memory>"
+  uint32_t versionMajor = 0, versionMinor = 0;   // .version 9.0
+  std::vector<std::string> targets;              // .target sm_90a, texmode_independent, debug ...
+  uint32_t addressSize = 64;                     // .address_size (default 64 when absent? PTX: 32;
+                                                 // nvcc always writes it)
+  std::vector<Variable> globals;                 // module-scope variables in source order
+  std::vector<Function> functions;               // in source order, declarations included
+  std::vector<std::pair<std::string, std::string>> aliases;  // .alias a, b;
+  std::vector<std::string> files;                // .file entries by index (may be empty)
+
+  const Function* findFunction(std::string_view name) const;
+  const Variable* findGlobal(std::string_view name) const;
+};
+
+}  // namespace rocuda::ptx

@@ -1,0 +1,67 @@
+#include "support/log.h"
+
+#include <cstdio>
+#include <mutex>
+#include <string>
+
+#include "support/env.h"
+
+namespace rocuda::log {
+namespace {
+
+struct Sink {
+  std::FILE* file = stderr;
+  bool verbose = false;
+
+  Sink() {
+    auto value = env::get("ROCUDA_LOG");
+    if (!value) return;
+    verbose = (*value != "0");
+    if (!verbose || *value == "1" || *value == "stderr") return;
+    if (std::FILE* f = std::fopen(value->c_str(), "a")) {
+      file = f;
+    } else {
+      std::fprintf(stderr, "[rocuda] warning: cannot open ROCUDA_LOG file '%s'; logging to stderr\n",
+                   value->c_str());
+    }
+  }
+};
+
+Sink& sink() {
+  static Sink instance;  // first use reads the environment; never destroyed before exit handlers
+  return instance;
+}
+
+std::mutex& sinkMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+const char* levelPrefix(Level level) {
+  switch (level) {
+    case Level::Error: return "error: ";
+    case Level::Warning: return "warning: ";
+    case Level::Info: return "";
+    case Level::Trace: return "";
+  }
+  return "";
+}
+
+}  // namespace
+
+bool enabled(Level level) {
+  return level == Level::Error || level == Level::Warning || sink().verbose;
+}
+
+void write(Level level, std::string_view message) {
+  if (!enabled(level)) return;
+  std::string line = "[rocuda] ";
+  line += levelPrefix(level);
+  line += message;
+  if (line.empty() || line.back() != '\n') line += '\n';
+  std::lock_guard lock(sinkMutex());
+  std::fwrite(line.data(), 1, line.size(), sink().file);
+  std::fflush(sink().file);
+}
+
+}  // namespace rocuda::log

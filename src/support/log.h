@@ -1,0 +1,22 @@
+// The log: ROCUDA_LOG unset = warnings and errors only, to stderr; ROCUDA_LOG=1 (or stderr) =
+// everything including every driver API call; ROCUDA_LOG=/path = everything, appended to that
+// file. Thread-safe; one line per message, prefixed with "[rocuda] ".
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace rocuda::log {
+
+enum class Level { Error, Warning, Info, Trace };
+
+// True when messages of this level are written (Trace and Info only when ROCUDA_LOG is set).
+bool enabled(Level level);
+void write(Level level, std::string_view message);
+
+inline void error(std::string_view message) { write(Level::Error, message); }
+inline void warning(std::string_view message) { write(Level::Warning, message); }
+inline void info(std::string_view message) { write(Level::Info, message); }
+inline void trace(std::string_view message) { write(Level::Trace, message); }
+
+}  // namespace rocuda::log

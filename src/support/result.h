@@ -1,0 +1,91 @@
+// Errors as values. Every layer below the API returns Result<T>; api/cuda turns the ErrorCode
+// into a CUresult at the edge, and the message goes to the log (and to JIT error-log buffers).
+#pragma once
+
+#include <cassert>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace rocuda {
+
+// Backend- and API-neutral error kinds. Each maps to exactly one CUresult (api/cuda/errors.cpp).
+enum class ErrorCode {
+  InvalidValue,
+  OutOfMemory,
+  NotInitialized,
+  NoDevice,
+  InvalidDevice,
+  InvalidContext,
+  InvalidHandle,
+  InvalidImage,       // a binary (fatbin, ELF, cache entry) that cannot be read
+  NoBinaryForGpu,     // a binary without PTX for a kernel
+  InvalidPtx,         // PTX that does not parse or check
+  UnsupportedPtx,     // valid PTX using something the compiler does not implement yet
+  NotFound,           // a named symbol, kernel or global that does not exist
+  NotSupported,       // an operation this device or build cannot do
+  NotReady,
+  IllegalAddress,
+  LaunchFailed,
+  LaunchOutOfResources,
+  InvalidConfiguration,  // bad launch dimensions or shared memory size
+  Assert,
+  FileNotFound,
+  OperatingSystem,
+  Internal,
+};
+
+struct Error {
+  ErrorCode code = ErrorCode::Internal;
+  std::string message;
+};
+
+inline Error makeError(ErrorCode code, std::string message) { return Error{code, std::move(message)}; }
+
+template <class T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : state_(std::move(value)) {}
+  Result(Error error) : state_(std::move(error)) {}
+
+  bool ok() const { return std::holds_alternative<T>(state_); }
+  explicit operator bool() const { return ok(); }
+
+  T& value() & { assert(ok()); return std::get<T>(state_); }
+  const T& value() const& { assert(ok()); return std::get<T>(state_); }
+  T&& value() && { assert(ok()); return std::get<T>(std::move(state_)); }
+  T& operator*() & { return value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+
+  const Error& error() const { assert(!ok()); return std::get<Error>(state_); }
+  Error takeError() { assert(!ok()); return std::get<Error>(std::move(state_)); }
+
+ private:
+  std::variant<T, Error> state_;
+};
+
+// Result<void>: success or an Error.
+class [[nodiscard]] Status {
+ public:
+  Status() = default;
+  Status(Error error) : error_(std::move(error)), failed_(true) {}
+  static Status success() { return Status(); }
+
+  bool ok() const { return !failed_; }
+  explicit operator bool() const { return ok(); }
+  const Error& error() const { assert(failed_); return error_; }
+
+ private:
+  Error error_;
+  bool failed_ = false;
+};
+
+}  // namespace rocuda
+
+// Propagate an error from a Status or Result expression.
+#define ROCUDA_TRY(expr)                              \
+  do {                                                \
+    auto rocudaTryResult_ = (expr);                   \
+    if (!rocudaTryResult_.ok()) return rocudaTryResult_.error(); \
+  } while (0)

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# rocuda run: arguments, standard streams and exit status pass through; the library directory
+# comes first in the loader path; a missing program gets a clear message.
+set -u
+rocuda=$1
+fail() { echo "FAIL: $*"; exit 1; }
+
+out=$("$rocuda" run -- /bin/sh -c 'echo "args:$1,$2"; echo "err" >&2; exit 7' sh "a b" c 2>/tmp/rocuda-run-err.$$)
+status=$?
+[[ $status -eq 7 ]] || fail "exit status $status, expected 7"
+[[ $out == "args:a b,c" ]] || fail "stdout '$out'"
+[[ $(cat /tmp/rocuda-run-err.$$) == "err" ]] || fail "stderr not passed through"
+rm -f /tmp/rocuda-run-err.$$
+
+input=$(echo "from stdin" | "$rocuda" run -- cat)
+[[ $input == "from stdin" ]] || fail "stdin not passed through"
+
+libdir=$(cd "$(dirname "$rocuda")/../lib" && pwd)
+path=$("$rocuda" run sh -c 'echo $LD_LIBRARY_PATH')
+[[ $path == "$libdir"* ]] || fail "LD_LIBRARY_PATH '$path' does not start with $libdir"
+
+message=$("$rocuda" run -- ./no-such-program-here 2>&1)
+status=$?
+[[ $status -eq 127 ]] || fail "missing program: exit status $status, expected 127"
+[[ $message == *"cannot run './no-such-program-here'"* ]] || fail "missing program message: $message"
+echo "1 passed, 0 failed"

@@ -1,0 +1,43 @@
+#include <gtest/gtest.h>
+
+#include "core/object.h"
+#include "core_test_support.h"
+
+namespace rocuda::core {
+namespace {
+
+TEST(Handles, LiveObjectsAreFoundByKind) {
+  Context& context = testing::primaryContext();
+  EXPECT_EQ(lookupHandle<Context>(&context), &context);
+  auto stream = context.createStream(0, 0);
+  ASSERT_TRUE(stream.ok());
+  EXPECT_EQ(lookupHandle<Stream>(*stream), *stream);
+  EXPECT_EQ(lookupHandle<Event>(*stream), nullptr) << "wrong kind must not match";
+  EXPECT_EQ(lookupHandle<Context>(*stream), nullptr);
+  ASSERT_TRUE(context.destroyStream(*stream).ok());
+  EXPECT_EQ(lookupHandle<Stream>(*stream), nullptr) << "destroyed handles are gone";
+}
+
+TEST(Handles, ForeignPointersAreNeverObjects) {
+  int local = 0;
+  EXPECT_EQ(lookupHandle<Context>(&local), nullptr);
+  EXPECT_EQ(lookupHandle<Stream>(nullptr), nullptr);
+  EXPECT_EQ(lookupHandle<Event>(reinterpret_cast<void*>(0xdeadbeef)), nullptr);
+}
+
+TEST(ContextStack, PushPopAndSetCurrent) {
+  Context& context = testing::primaryContext();
+  while (popContext() != nullptr) {
+  }
+  EXPECT_EQ(currentContext(), nullptr);
+  setCurrentContext(&context);
+  EXPECT_EQ(currentContext(), &context);
+  pushContext(&context);
+  EXPECT_EQ(popContext(), &context);
+  EXPECT_EQ(currentContext(), &context);
+  setCurrentContext(nullptr);
+  EXPECT_EQ(currentContext(), nullptr);
+}
+
+}  // namespace
+}  // namespace rocuda::core

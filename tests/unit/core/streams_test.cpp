@@ -1,0 +1,135 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core_test_support.h"
+
+namespace rocuda::core {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(Streams, CommandsRunInOrderAndAsynchronously) {
+  Context& context = testing::primaryContext();
+  auto stream = context.createStream(/*non-blocking=*/1, 0);
+  ASSERT_TRUE(stream.ok());
+  std::atomic<bool> release{false};
+  std::vector<int> order;
+  std::mutex orderMutex;
+  context.enqueue(**stream, "wait", [&] {
+    while (!release) std::this_thread::sleep_for(1ms);
+    return Status::success();
+  });
+  for (int i = 0; i < 5; ++i)
+    context.enqueue(**stream, "record", [&, i] {
+      std::lock_guard lock(orderMutex);
+      order.push_back(i);
+      return Status::success();
+    });
+  // The host was not blocked by the first command.
+  EXPECT_FALSE((*stream)->idle());
+  release = true;
+  EXPECT_TRUE((*stream)->synchronize().ok());
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));
+  EXPECT_TRUE((*stream)->idle());
+  ASSERT_TRUE(context.destroyStream(*stream).ok());
+}
+
+TEST(Streams, LegacyStreamWaitsForBlockingStreams) {
+  Context& context = testing::primaryContext();
+  auto blocking = context.createStream(0, 0);
+  ASSERT_TRUE(blocking.ok());
+  std::atomic<bool> release{false};
+  std::atomic<bool> slowDone{false};
+  context.enqueue(**blocking, "slow", [&] {
+    while (!release) std::this_thread::sleep_for(1ms);
+    slowDone = true;
+    return Status::success();
+  });
+  std::atomic<bool> sawSlowDone{false};
+  context.enqueue(context.legacyStream(), "after", [&] {
+    sawSlowDone = slowDone.load();
+    return Status::success();
+  });
+  std::this_thread::sleep_for(20ms);
+  release = true;
+  EXPECT_TRUE(context.legacyStream().synchronize().ok());
+  EXPECT_TRUE(sawSlowDone) << "legacy-stream work ran before earlier work of a blocking stream";
+  ASSERT_TRUE(context.destroyStream(*blocking).ok());
+}
+
+TEST(Streams, NonBlockingStreamDoesNotWaitForLegacyStream) {
+  Context& context = testing::primaryContext();
+  auto independent = context.createStream(/*CU_STREAM_NON_BLOCKING=*/1, 0);
+  ASSERT_TRUE(independent.ok());
+  std::atomic<bool> release{false};
+  context.enqueue(context.legacyStream(), "held", [&] {
+    while (!release) std::this_thread::sleep_for(1ms);
+    return Status::success();
+  });
+  auto done = context.enqueue(**independent, "free", [] { return Status::success(); });
+  done->wait();  // would deadlock if the non-blocking stream waited for the legacy stream
+  release = true;
+  EXPECT_TRUE(context.synchronize().ok());
+  ASSERT_TRUE(context.destroyStream(*independent).ok());
+}
+
+TEST(Events, ElapsedTimeAndErrors) {
+  Context& context = testing::primaryContext();
+  auto start = context.createEvent(0);
+  auto end = context.createEvent(0);
+  auto untimed = context.createEvent(/*CU_EVENT_DISABLE_TIMING=*/2);
+  ASSERT_TRUE(start.ok() && end.ok() && untimed.ok());
+  EXPECT_EQ(elapsedMilliseconds(**start, **end).error().code, ErrorCode::InvalidHandle)
+      << "never recorded";
+  Stream& stream = context.legacyStream();
+  ASSERT_TRUE((*start)->record(stream).ok());
+  context.enqueue(stream, "sleep", [] {
+    std::this_thread::sleep_for(30ms);
+    return Status::success();
+  });
+  ASSERT_TRUE((*end)->record(stream).ok());
+  ASSERT_TRUE((*end)->synchronize().ok());
+  EXPECT_TRUE((*end)->query());
+  auto elapsed = elapsedMilliseconds(**start, **end);
+  ASSERT_TRUE(elapsed.ok());
+  EXPECT_GE(*elapsed, 25.0f);
+  EXPECT_LT(*elapsed, 5000.0f);
+  ASSERT_TRUE((*untimed)->record(stream).ok());
+  ASSERT_TRUE((*untimed)->synchronize().ok());
+  EXPECT_EQ(elapsedMilliseconds(**start, **untimed).error().code, ErrorCode::InvalidHandle);
+  for (auto* e : {*start, *end, *untimed}) ASSERT_TRUE(context.destroyEvent(e).ok());
+}
+
+TEST(Events, CrossStreamWait) {
+  Context& context = testing::primaryContext();
+  auto producer = context.createStream(1, 0);
+  auto consumer = context.createStream(1, 0);
+  auto event = context.createEvent(0);
+  ASSERT_TRUE(producer.ok() && consumer.ok() && event.ok());
+  std::atomic<int> value{0};
+  context.enqueue(**producer, "produce", [&] {
+    std::this_thread::sleep_for(20ms);
+    value = 42;
+    return Status::success();
+  });
+  ASSERT_TRUE((*event)->record(**producer).ok());
+  (*consumer)->addPendingDependency((*event)->completion());
+  std::atomic<int> seen{0};
+  context.enqueue(**consumer, "consume", [&] {
+    seen = value.load();
+    return Status::success();
+  });
+  ASSERT_TRUE((*consumer)->synchronize().ok());
+  EXPECT_EQ(seen, 42);
+  ASSERT_TRUE(context.destroyStream(*producer).ok());
+  ASSERT_TRUE(context.destroyStream(*consumer).ok());
+  ASSERT_TRUE(context.destroyEvent(*event).ok());
+}
+
+}  // namespace
+}  // namespace rocuda::core
