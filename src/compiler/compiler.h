@@ -18,6 +18,25 @@
 //    KernelInfo::dynamicSharedOffset). A shared-space address is that offset; the generic address
 //    is `__rocuda_shared_base() + offset` (`ptr __rocuda_shared_base()`).
 //  * `trap` is `void __rocuda_trap()` (noreturn); printf is a call to `i32 vprintf(ptr, ptr)`.
+//  * Other external .funcs the PTX declares (malloc, free, __assertfail...) are called by value
+//    with integer arguments of their .param sizes; the loader resolves them from `runtime` first,
+//    then from the process (so the runtime must supply __assertfail).
+//  * Barrier reductions (`bar.red`, __syncthreads_count/and/or): `i32 __rocuda_barrier_reduce(
+//    i32 op, i32 id, i32 threads, i32 predicate)`, op 0 popc (returns the count), 1 and, 2 or
+//    (return 0/1). Kernels calling it have usesBarriers set.
+//  * Warp collectives (all convergent; `mask` is the PTX member mask; kernels calling any of them
+//    have usesWarpCollectives set):
+//      `void __rocuda_warp_sync(i32 mask)` (bar.warp.sync / __syncwarp);
+//      `i64 __rocuda_shfl_sync(i32 mode, i32 value, i32 b, i32 c, i32 mask)`, mode 0 up, 1 down,
+//        2 bfly, 3 idx; b and c as in PTX; returns the value in bits 0..31, the PTX predicate
+//        (source lane in range) in bit 32;
+//      `i32 __rocuda_vote_sync(i32 mode, i32 predicate, i32 mask)`, mode 0 all, 1 any, 2 uni
+//        (return 0/1), 3 ballot (returns the ballot);
+//      `i32 __rocuda_redux_sync(i32 op, i32 value, i32 mask)`, op 0 add, 1 min.u32, 2 max.u32,
+//        3 min.s32, 4 max.s32, 5 and, 6 or, 7 xor;
+//      `i64 __rocuda_match_sync(i32 mode, i64 value, i32 mask)`, mode 0 any, 1 all; returns the
+//        lane mask in bits 0..31 and (match.all) the predicate in bit 32.
+//    `activemask` is the full warp (0xffffffff) for now.
 //  * `.global` / `.const` variables are LLVM globals named as in the PTX, looked up by name.
 #pragma once
 
@@ -49,10 +68,14 @@ struct KernelInfo {
   uint32_t paramBufferSize = 0;      // bytes, including trailing padding to the largest alignment
   uint32_t staticSharedBytes = 0;    // static shared memory used
   uint32_t dynamicSharedOffset = 0;  // where dynamic (extern) shared memory starts in the window
-  uint32_t localBytesPerThread = 0;  // .local depot size, when known
+  // .local depots of the kernel and of every function it can call (each counted once). Depots
+  // are allocas: they live on the stack of the thread (or fiber) running the kernel, which
+  // therefore needs this much plus the frames of the generated code.
+  uint32_t localBytesPerThread = 0;
   std::array<uint32_t, 3> maxntid{0, 0, 0};  // .maxntid, 0 when absent
   std::array<uint32_t, 3> reqntid{0, 0, 0};  // .reqntid, 0 when absent
-  bool usesBarriers = false;  // after inlining, calls __rocuda_barrier_sync
+  bool usesBarriers = false;  // after inlining, calls __rocuda_barrier_sync or _barrier_reduce
+  bool usesWarpCollectives = false;  // after inlining, calls a warp collective (see above)
 };
 
 struct GlobalInfo {

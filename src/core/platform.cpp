@@ -1,6 +1,11 @@
 #include "core/platform.h"
 
+#include <algorithm>
+#include <sstream>
+
+#include "backends/hip/hip_backend.h"
 #include "core/context.h"
+#include "support/env.h"
 #include "support/log.h"
 
 namespace rocuda::core {
@@ -66,15 +71,49 @@ Platform& Platform::instance() {
   return *platform;
 }
 
+namespace {
+
+// ROCUDA_DEVICES: backends in order. Unknown names are reported and skipped.
+std::vector<std::string> configuredBackends() {
+  std::string value = env::get("ROCUDA_DEVICES").value_or("cpu");
+  std::vector<std::string> backends;
+  std::stringstream list(value);
+  for (std::string name; std::getline(list, name, ',');) {
+    if (name == "cpu" || name == "hip")
+      backends.push_back(name);
+    else if (!name.empty())
+      log::warning("ROCUDA_DEVICES: unknown backend '" + name + "' ignored (known: hip, cpu)");
+  }
+  if (backends.empty()) {
+    log::warning("ROCUDA_DEVICES='" + value + "' names no backend; using the CPU device");
+    backends.push_back("cpu");
+  }
+  return backends;
+}
+
+}  // namespace
+
 Status Platform::initialize() {
   std::call_once(once_, [this] {
-    // Backends in preference order. The CPU device is always present; the HIP backend will be
-    // placed before it when an AMD GPU is found (ROCUDA_DEVICES will choose).
-    devices_.push_back(std::make_unique<Device>(0, backends::createCpuBackend()));
-    const auto& description = devices_.back()->description();
-    log::info("device 0: " + description.name + " (" + description.backendName + ", " +
-              description.nativeTarget + ")");
-    initStatus_ = Status::success();
+    std::vector<std::string> backends = configuredBackends();
+    if (std::find(backends.begin(), backends.end(), "hip") == backends.end())
+      log::info("AMD GPUs not used: ROCUDA_DEVICES does not include 'hip'");
+    for (const std::string& backend : backends) {
+      if (backend == "hip") {
+        backends::HipDiscovery hip = backends::discoverHipDevices();  // logs why none, if so
+        for (auto& device : hip.devices)
+          devices_.push_back(std::make_unique<Device>(deviceCount(), std::move(device)));
+      } else {
+        devices_.push_back(std::make_unique<Device>(deviceCount(), backends::createCpuBackend()));
+      }
+    }
+    for (const auto& device : devices_) {
+      const auto& d = device->description();
+      log::info("device " + std::to_string(device->ordinal()) + ": " + d.name + " (" +
+                d.backendName + ", " + d.nativeTarget + ")");
+    }
+    initStatus_ = devices_.empty() ? Status(makeError(ErrorCode::NoDevice, "no device available"))
+                                   : Status::success();
     initialized_ = true;
   });
   return initStatus_;

@@ -21,6 +21,19 @@ const std::vector<Variable>& variables() {
        "(`<module>.ll` target-neutral, `<module>.host.ll` optimised for the host)."},
       {"ROCUDA_CPU_THREADS", "number of cores",
        "Worker threads of the CPU device's thread pool (blocks run in parallel on them)."},
+      {"ROCUDA_DEVICES", "cpu",
+       "Backends to use, in order, separated by commas: `hip` (AMD GPUs through ROCm's HIP "
+       "runtime) and `cpu` (the CPU device). Device ordinals follow this order. The default is "
+       "`cpu` until the AMD code generator lands; `hip,cpu` opts in to AMD GPUs (memory works, "
+       "kernels do not yet). Without `hip`, HIP is never loaded."},
+      {"ROCUDA_HIP_LIBRARY", nullptr,
+       "Path of the HIP runtime to use (libamdhip64.so / amdhip64_6.dll), or of the directory "
+       "holding it; tried before $ROCM_PATH/lib, /opt/rocm/lib and the loader path."},
+      {"ROCM_PATH", "/opt/rocm",
+       "ROCm installation whose lib/ directory is searched for the HIP runtime (read, not set, by "
+       "Rocuda)."},
+      {"HIP_PATH", nullptr,
+       "Windows: HIP SDK installation whose bin\\ directory is searched for amdhip64_*.dll."},
       {"ROCUDA_CC", "8.6",
        "Compute capability reported by every device, as MAJOR.MINOR (e.g. `8.6`)."},
   };

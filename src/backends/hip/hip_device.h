@@ -1,0 +1,18 @@
+// The DeviceBackend of one AMD GPU (internal to backends/hip).
+#pragma once
+
+#include <memory>
+
+#include "backends/device_backend.h"
+#include "backends/hip/hip_api.h"
+
+namespace rocuda::backends::hip {
+
+// The message every code-loading call on an AMD device answers until the AMD lowering exists.
+inline constexpr const char* kNoAmdCodegenMessage =
+    "AMD code generation is not implemented yet; set ROCUDA_DEVICES=cpu";
+
+std::unique_ptr<DeviceBackend> createHipDevice(std::shared_ptr<HipLibrary> library, int ordinal,
+                                               DeviceDescription description);
+
+}  // namespace rocuda::backends::hip

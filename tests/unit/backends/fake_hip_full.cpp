@@ -1,0 +1,149 @@
+// An in-process HIP double for ordering and error-path tests only (never for attribute values:
+// those come from recorded data of real GPUs). Behaviour follows environment variables read on
+// every call: FAKE_HIP_VERSION, FAKE_HIP_INIT_ERROR, FAKE_HIP_COUNT, FAKE_HIP_ARCH,
+// FAKE_HIP_MALLOC_ERROR. Built twice: ROCm 5's exports, and (FAKE_HIP_ROCM6) ROCm 6/7's. Every call
+// is appended to a log the test reads (fakeHipCallLog).
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+std::string callLog;
+int current = -1;
+
+int envInt(const char* name, int fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? std::atoi(value) : fallback;
+}
+void note(const char* call) {
+  callLog += call;
+  callLog += ';';
+}
+}  // namespace
+
+extern "C" {
+const char* fakeHipCallLog() { return callLog.c_str(); }
+void fakeHipResetLog() {
+  callLog.clear();
+  current = -1;
+}
+
+int hipRuntimeGetVersion(int* version) {
+  note("hipRuntimeGetVersion");
+  *version = envInt("FAKE_HIP_VERSION", 60200000);
+  return 0;
+}
+const char* hipGetErrorString(int error) {
+  return error == 2 ? "out of memory" : error == 101 ? "invalid device ordinal" : "fake error";
+}
+const char* hipGetErrorName(int error) {
+  return error == 2     ? "hipErrorOutOfMemory"
+         : error == 100 ? "hipErrorNoDevice"
+         : error == 101 ? "hipErrorInvalidDevice"
+                        : "hipErrorUnknown";
+}
+int hipInit(unsigned) {
+  note("hipInit");
+  return envInt("FAKE_HIP_INIT_ERROR", 0);
+}
+int hipGetDeviceCount(int* count) {
+  note("hipGetDeviceCount");
+  *count = envInt("FAKE_HIP_INIT_ERROR", 0) != 0 ? 0 : envInt("FAKE_HIP_COUNT", 1);
+  return *count == 0 ? 100 : 0;
+}
+int hipDeviceGetAttribute(int* value, int attribute, int) {
+  *value = attribute == 87 ? 32 : attribute == 63 ? 48 : 0;  // warp size, multiprocessors
+  return attribute == 87 || attribute == 63 ? 0 : 1;
+}
+int hipDeviceGetName(char* name, int length, int ordinal) {
+  note("hipDeviceGetName");
+  std::string text = "Fake GPU " + std::to_string(ordinal);
+  std::strncpy(name, text.c_str(), static_cast<size_t>(length));
+  return 0;
+}
+int hipDeviceTotalMem(size_t* bytes, int) {
+  *bytes = size_t(1) << 30;
+  return 0;
+}
+int hipDeviceGetPCIBusId(char* text, int length, int ordinal) {
+  std::string id = "0000:0" + std::to_string(ordinal + 3) + ":00.0";
+  std::strncpy(text, id.c_str(), static_cast<size_t>(length));
+  return 0;
+}
+int hipGetDeviceProperties(void* properties, int) {
+  note("hipGetDeviceProperties");
+  const char* arch = std::getenv("FAKE_HIP_ARCH");
+  std::strcpy(static_cast<char*>(properties) + 396, arch != nullptr ? arch : "gfx1100");
+  return 0;
+}
+#ifdef FAKE_HIP_ROCM6
+// ROCm 6 and 7 export the R0000 layout under its own name too, and their new R0600 layout (UUID
+// and LUID inserted after the name, so gcnArchName sits elsewhere) under R0600.
+int hipGetDevicePropertiesR0000(void* properties, int ordinal) {
+  note("hipGetDevicePropertiesR0000");
+  const char* arch = std::getenv("FAKE_HIP_ARCH");
+  std::strcpy(static_cast<char*>(properties) + 396, arch != nullptr ? arch : "gfx1100");
+  return 0;
+}
+int hipGetDevicePropertiesR0600(void* properties, int) {
+  note("hipGetDevicePropertiesR0600");
+  std::memset(properties, 'x', 1472);
+  return 0;
+}
+#endif
+int hipSetDevice(int ordinal) {
+  note("hipSetDevice");
+  current = ordinal;
+  return 0;
+}
+int hipDeviceSynchronize() {
+  note("hipDeviceSynchronize");
+  return 0;
+}
+int hipMalloc(void** pointer, size_t bytes) {
+  note("hipMalloc");
+  int error = envInt("FAKE_HIP_MALLOC_ERROR", 0);
+  if (error != 0) return error;
+  *pointer = std::malloc(bytes);
+  return 0;
+}
+int hipFree(void* pointer) {
+  note("hipFree");
+  std::free(pointer);
+  return 0;
+}
+int hipHostMalloc(void** pointer, size_t bytes, unsigned) {
+  *pointer = std::malloc(bytes);
+  return 0;
+}
+int hipHostFree(void* pointer) {
+  std::free(pointer);
+  return 0;
+}
+int hipMemGetInfo(size_t* freeBytes, size_t* total) {
+  *freeBytes = 1;
+  *total = 2;
+  return 0;
+}
+int hipMemcpy(void* destination, const void* source, size_t bytes, int kind) {
+  note(kind == 4 ? "hipMemcpy(default)" : "hipMemcpy(other)");
+  std::memmove(destination, source, bytes);
+  return 0;
+}
+int hipMemcpy2D(void*, size_t, const void*, size_t, size_t, size_t, int) {
+  note("hipMemcpy2D");
+  return 0;
+}
+int hipMemsetD8(void*, unsigned char, size_t) {
+  note("hipMemsetD8");
+  return 0;
+}
+int hipMemsetD16(void*, unsigned short, size_t) {
+  note("hipMemsetD16");
+  return 0;
+}
+int hipMemsetD32(void*, int, size_t) {
+  note("hipMemsetD32");
+  return 0;
+}
+}
