@@ -75,6 +75,7 @@ enum class SpecialRegister : uint8_t {
   CurrentGraphExec,
   ReservedSmemOffsetBegin, ReservedSmemOffsetEnd, ReservedSmemOffsetCap,
   ReservedSmemOffsetN,  // %reserved_smem_offset_0 / _1: Operand::envregIndex holds n
+  WarpSize,             // the predefined identifier WARP_SZ (nvcc's `warpSize`)
 };
 const char* specialRegisterName(SpecialRegister reg);  // "%tid.x", ...
 
@@ -136,7 +137,8 @@ struct Operand {
     Immediate,        // imm
     Symbol,           // symbol: a variable, function or label name used as a value (mov r, var;
                       //   bra LABEL; call f; ...); symbolOffset for `var+4` in mov
-    Address,          // address: [..]
+    Address,          // address: [..]; texture/surface forms `[tex, {x, y}]` keep the
+                      //   coordinate vector as the single entry of `elements`
     Vector,           // elements: {a, b, c, d} (elements may be Register, Immediate or Sink)
     List,             // elements: parenthesised list (call arguments and return values)
     Sink,             // `_`
@@ -166,9 +168,19 @@ struct Instruction {
   // scope and ordering suffixes likewise ("gpu", "acquire", "shared::cta" is a space, see below).
   std::vector<std::string> modifiers;
   std::vector<ScalarType> types;  // every type suffix in source order (cvt.f32.s32 -> {F32, S32})
-  StateSpace space = StateSpace::None;  // .global/.shared/... suffix when present
+  StateSpace space = StateSpace::None;  // .global/.shared/... suffix when present; a second
+                                        // space (cp.async.bulk.shared::cluster.global) is
+                                        // kept in `modifiers` ("global") at its position
   uint8_t vectorWidth = 1;              // .v2/.v4/.v8 -> 2/4/8
-  std::vector<Operand> operands;        // destination(s) first, as written
+  std::vector<Operand> operands;        // destination(s) first, as written; a predicate pair
+                                        // `p|q` (setp, shfl, elect, lop3) is two operands
+  bool destinationPair = false;         // operands[0] and [1] were written `a|b`
+  // Source order of the suffixes, for printing them back exactly (cvta.to.global.u64,
+  // prmt.b32.f4e): 2 bits per suffix, first suffix lowest, 0 = modifier, 1 = type, 2 = space,
+  // 3 = vector width. suffixCount 0 (or > 16 suffixes) means "unknown": modifiers, space,
+  // vector, types.
+  uint32_t suffixLayout = 0;
+  uint8_t suffixCount = 0;
 
   bool hasModifier(std::string_view name) const {
     for (const auto& m : modifiers)
@@ -178,7 +190,8 @@ struct Instruction {
 };
 
 struct Label {
-  std::string name;
+  std::string name;  // unique in the function: the same name in another `{ }` block (inlined
+                     // asm) becomes "L1#1", and branches there use that name
   SourceLocation loc;
 };
 
@@ -238,7 +251,8 @@ struct PerformanceDirectives {
   std::vector<uint32_t> reqnctapercluster;
   bool explicitCluster = false;
   bool noreturn = false;
-  std::vector<std::string> pragmas;  // .pragma "nounroll"; etc.
+  std::vector<std::string> pragmas;  // .pragma "nounroll"; etc. (with quotes), from the header
+                                     // and from the body
 };
 
 // `.callprototype`: label: .callprototype (.param .b32 _) _ (.param .b64 _);
@@ -249,7 +263,7 @@ struct CallPrototype {
   SourceLocation loc;
 };
 
-// `label: .branchtargets L1, L2;` / `label: .calltargets f, g;` (targets of brx.idx / indirect call).
+// `label: .branchtargets L1, L2;` / `label: .calltargets f, g;` (brx.idx / indirect call targets).
 struct TargetList {
   std::string label;
   bool isCallTargets = false;
@@ -267,7 +281,10 @@ struct Function {
   std::vector<Variable> returnParams;  // .func (.param .b32 ret) name(...)
   PerformanceDirectives performance;
   std::vector<Register> registers;     // every register declared anywhere in the body
-  std::vector<Variable> locals;        // .local/.shared/.const/.param variables declared in the body
+  std::vector<Variable> locals;        // .local/.shared/.const/.param variables of the body; their
+                                       // names are unique like registers: the `.param param0`
+                                       // of the second call block is "param0#1", and operands
+                                       // refer to it by that name
   std::vector<Statement> body;
   std::vector<CallPrototype> callPrototypes;  // declared in the body (label is the name)
   std::vector<TargetList> targetLists;        // .branchtargets / .calltargets in the body

@@ -1,0 +1,409 @@
+// Contexts: primary contexts, created contexts, the per-thread context stack, limits and
+// preferences, and synchronisation.
+#include "core/context.h"
+
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "api/cuda/boundary.h"
+#include "api/cuda/context_state.h"
+#include "core/platform.h"
+
+namespace rocuda::api {
+namespace {
+
+using namespace cuda;
+
+CUcontext toHandle(core::Context* context) { return reinterpret_cast<CUcontext>(context); }
+
+// Contexts made by cuCtxCreate; the core owns primary contexts.
+struct CreatedContexts {
+  std::mutex mutex;
+  std::unordered_map<core::Context*, std::unique_ptr<core::Context>> owned;
+};
+
+CreatedContexts& created() {
+  static CreatedContexts* instance = new CreatedContexts();
+  return *instance;
+}
+
+Outcome createContext(CUcontext* pctx, unsigned flags, CUdevice dev) {
+  if (pctx == nullptr) return invalidValue("pctx is NULL");
+  if ((flags & ~static_cast<unsigned>(CU_CTX_FLAGS_MASK)) != 0) return invalidValue("bad flags");
+  Result<core::Device*> device = lookupDevice(dev);
+  if (!device) return device.error();
+  auto context = std::make_unique<core::Context>(**device, flags, /*primary=*/false);
+  core::Context* raw = context.get();
+  {
+    CreatedContexts& c = created();
+    std::lock_guard lock(c.mutex);
+    c.owned.emplace(raw, std::move(context));
+  }
+  core::pushContext(raw);
+  *pctx = toHandle(raw);
+  return {};
+}
+
+Outcome destroyContext(CUcontext ctx) {
+  Result<core::Context*> context = lookupContext(ctx);
+  if (!context) return context.error();
+  std::unique_ptr<core::Context> owned;
+  {
+    CreatedContexts& c = created();
+    std::lock_guard lock(c.mutex);
+    auto it = c.owned.find(*context);
+    if (it == c.owned.end())
+      return {CUDA_ERROR_INVALID_CONTEXT,
+              "a primary context cannot be destroyed with cuCtxDestroy"};
+    owned = std::move(it->second);
+    c.owned.erase(it);
+  }
+  releaseContextState(owned.get());
+  core::forgetContext(owned.get());
+  owned.reset();  // drains its streams
+  return {};
+}
+
+Outcome primaryRelease(CUdevice dev) {
+  Result<core::Device*> device = lookupDevice(dev);
+  if (!device) return device.error();
+  return (*device)->releasePrimary();
+}
+
+Outcome primarySetFlags(CUdevice dev, unsigned flags, bool refuseWhenActive) {
+  Result<core::Device*> device = lookupDevice(dev);
+  if (!device) return device.error();
+  if ((flags & ~static_cast<unsigned>(CU_CTX_FLAGS_MASK)) != 0) return invalidValue("bad flags");
+  if (refuseWhenActive && (*device)->primaryActive())
+    return {CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE, "the primary context is active"};
+  return (*device)->setPrimaryFlags(flags);
+}
+
+Outcome primaryReset(CUdevice dev) {
+  Result<core::Device*> device = lookupDevice(dev);
+  if (!device) return device.error();
+  // A reset destroys the context as far as cudart can see: its storage goes with it.
+  releaseContextState(&(*device)->primaryContext());
+  return (*device)->resetPrimary();
+}
+
+// `ctx`, or the current context when ctx is NULL.
+Result<core::Context*> contextOrCurrent(CUcontext ctx) {
+  return ctx == nullptr ? currentContext() : lookupContext(ctx);
+}
+
+Outcome contextDevice(CUdevice* device, CUcontext ctx) {
+  if (device == nullptr) return invalidValue("device is NULL");
+  Result<core::Context*> context = contextOrCurrent(ctx);
+  if (!context) return context.error();
+  *device = (*context)->device().ordinal();
+  return {};
+}
+
+Outcome synchronizeContext(CUcontext ctx) {
+  Result<core::Context*> context = contextOrCurrent(ctx);
+  if (!context) return context.error();
+  return (*context)->synchronize();
+}
+
+Result<core::ContextLimit> toLimit(CUlimit limit) {
+  if (limit < 0 || limit >= CU_LIMIT_MAX)
+    return makeError(ErrorCode::InvalidValue, "unknown CUlimit");
+  return static_cast<core::ContextLimit>(limit);
+}
+
+}  // namespace
+}  // namespace rocuda::api
+
+namespace rocuda::cuda {
+extern "C" {
+
+ROCUDA_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
+  return ROCUDA_API((pctx, dev), [&]() -> api::Outcome {
+    if (pctx == nullptr) return api::invalidValue("pctx is NULL");
+    Result<core::Device*> device = api::lookupDevice(dev);
+    if (!device) return device.error();
+    core::Context* context = nullptr;
+    Status status = (*device)->retainPrimary(&context);
+    if (!status) return status;
+    *pctx = api::toHandle(context);
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
+  return ROCUDA_API((dev), [&] { return api::primaryRelease(dev); });
+}
+
+ROCUDA_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  return ROCUDA_API((dev), [&] { return api::primaryRelease(dev); });
+}
+
+ROCUDA_EXPORT CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags) {
+  return ROCUDA_API((dev, flags), [&] { return api::primarySetFlags(dev, flags, true); });
+}
+
+ROCUDA_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags) {
+  return ROCUDA_API((dev, flags), [&] { return api::primarySetFlags(dev, flags, false); });
+}
+
+ROCUDA_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active) {
+  return ROCUDA_API((dev, flags, active), [&]() -> api::Outcome {
+    if (flags == nullptr || active == nullptr) return api::invalidValue("NULL argument");
+    Result<core::Device*> device = api::lookupDevice(dev);
+    if (!device) return device.error();
+    *flags = (*device)->primaryFlags();
+    *active = (*device)->primaryActive() ? 1 : 0;
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev) {
+  return ROCUDA_API((dev), [&] { return api::primaryReset(dev); });
+}
+
+ROCUDA_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
+  return ROCUDA_API((dev), [&] { return api::primaryReset(dev); });
+}
+
+ROCUDA_EXPORT CUresult cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev) {
+  return ROCUDA_API((pctx, flags, dev), [&] { return api::createContext(pctx, flags, dev); });
+}
+
+ROCUDA_EXPORT CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray,
+                                      int numParams, unsigned int flags, CUdevice dev) {
+  return ROCUDA_API((pctx, paramsArray, numParams, flags, dev), [&]() -> api::Outcome {
+    if (numParams < 0 || (numParams > 0 && paramsArray == nullptr))
+      return api::invalidValue("bad execution affinity parameters");
+    if (numParams > 0)
+      return {CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY, "execution affinity is not supported"};
+    return api::createContext(pctx, flags, dev);
+  });
+}
+
+ROCUDA_EXPORT CUresult cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* ctxCreateParams,
+                                      unsigned int flags, CUdevice dev) {
+  return ROCUDA_API((pctx, ctxCreateParams, flags, dev), [&]() -> api::Outcome {
+    if (ctxCreateParams != nullptr) {
+      if (ctxCreateParams->numExecAffinityParams > 0)
+        return {CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY, "execution affinity is not supported"};
+      if (ctxCreateParams->cigParams != nullptr)
+        return {CUDA_ERROR_NOT_SUPPORTED, "CUDA in graphics contexts is not supported"};
+    }
+    return api::createContext(pctx, flags, dev);
+  });
+}
+
+ROCUDA_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx) {
+  return ROCUDA_API((ctx), [&] { return api::destroyContext(ctx); });
+}
+
+ROCUDA_EXPORT CUresult cuCtxGetFlags(unsigned int* flags) {
+  return ROCUDA_API((flags), [&]() -> api::Outcome {
+    if (flags == nullptr) return api::invalidValue("flags is NULL");
+    Result<core::Context*> context = api::currentContext();
+    if (!context) return context.error();
+    *flags = (*context)->flags();
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuCtxSetFlags(unsigned int flags) {
+  return ROCUDA_API((flags), [&]() -> api::Outcome {
+    if ((flags & ~static_cast<unsigned>(CU_CTX_FLAGS_MASK)) != 0)
+      return api::invalidValue("bad flags");
+    Result<core::Context*> context = api::currentContext();
+    if (!context) return context.error();
+    (*context)->setFlags(flags);
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
+  return ROCUDA_API((ctx), [&]() -> api::Outcome {
+    if (ctx == nullptr) {
+      core::setCurrentContext(nullptr);
+      return {};
+    }
+    Result<core::Context*> context = api::lookupContext(ctx);
+    if (!context) return context.error();
+    core::setCurrentContext(*context);
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuCtxGetCurrent(CUcontext* pctx) {
+  return ROCUDA_API((pctx), [&]() -> api::Outcome {
+    if (pctx == nullptr) return api::invalidValue("pctx is NULL");
+    *pctx = api::toHandle(core::currentContext());
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
+  return ROCUDA_API((ctx), [&]() -> api::Outcome {
+    Result<core::Context*> context = api::lookupContext(ctx);
+    if (!context) return context.error();
+    core::pushContext(*context);
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext* pctx) {
+  return ROCUDA_API((pctx), [&]() -> api::Outcome {
+    if (core::currentContext() == nullptr)
+      return {CUDA_ERROR_INVALID_CONTEXT, "no current context"};
+    core::Context* popped = core::popContext();
+    if (pctx != nullptr) *pctx = api::toHandle(popped);
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int* version) {
+  return ROCUDA_API((ctx, version), [&]() -> api::Outcome {
+    if (version == nullptr) return api::invalidValue("version is NULL");
+    Result<core::Context*> context = api::contextOrCurrent(ctx);
+    if (!context) return context.error();
+    *version = 3020;  // every context is created through the 3.2+ (64-bit) API
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuCtxGetDevice(CUdevice* device) {
+  return ROCUDA_API((device), [&] { return api::contextDevice(device, nullptr); });
+}
+
+ROCUDA_EXPORT CUresult cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) {
+  return ROCUDA_API((device, ctx), [&] { return api::contextDevice(device, ctx); });
+}
+
+ROCUDA_EXPORT CUresult cuCtxGetId(CUcontext ctx, unsigned long long* ctxId) {
+  return ROCUDA_API((ctx, ctxId), [&]() -> api::Outcome {
+    if (ctxId == nullptr) return api::invalidValue("ctxId is NULL");
+    Result<core::Context*> context = api::contextOrCurrent(ctx);
+    if (!context) return context.error();
+    *ctxId = (*context)->id();
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuCtxSynchronize() {
+  return ROCUDA_API((), [&] { return api::synchronizeContext(nullptr); });
+}
+
+ROCUDA_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) {
+  return ROCUDA_API((ctx), [&] { return api::synchronizeContext(ctx); });
+}
+
+ROCUDA_EXPORT CUresult cuCtxGetLimit(size_t* pvalue, CUlimit limit) {
+  return ROCUDA_API((pvalue, limit), [&]() -> api::Outcome {
+    if (pvalue == nullptr) return api::invalidValue("pvalue is NULL");
+    Result<core::ContextLimit> which = api::toLimit(limit);
+    if (!which) return which.error();
+    Result<core::Context*> context = api::currentContext();
+    if (!context) return context.error();
+    *pvalue = (*context)->limit(*which);
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
+  return ROCUDA_API((limit, value), [&]() -> api::Outcome {
+    Result<core::ContextLimit> which = api::toLimit(limit);
+    if (!which) return which.error();
+    Result<core::Context*> context = api::currentContext();
+    if (!context) return context.error();
+    return (*context)->setLimit(*which, value);
+  });
+}
+
+ROCUDA_EXPORT CUresult cuCtxGetCacheConfig(CUfunc_cache* pconfig) {
+  return ROCUDA_API((pconfig), [&]() -> api::Outcome {
+    if (pconfig == nullptr) return api::invalidValue("pconfig is NULL");
+    Result<core::Context*> context = api::currentContext();
+    if (!context) return context.error();
+    *pconfig = api::cacheConfig(*context);
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuCtxSetCacheConfig(CUfunc_cache config) {
+  return ROCUDA_API((config), [&]() -> api::Outcome {
+    if (config < CU_FUNC_CACHE_PREFER_NONE || config > CU_FUNC_CACHE_PREFER_EQUAL)
+      return api::invalidValue("unknown cache configuration");
+    Result<core::Context*> context = api::currentContext();
+    if (!context) return context.error();
+    api::setCacheConfig(*context, config);
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuCtxGetSharedMemConfig(CUsharedconfig* pConfig) {
+  return ROCUDA_API((pConfig), [&]() -> api::Outcome {
+    if (pConfig == nullptr) return api::invalidValue("pConfig is NULL");
+    Result<core::Context*> context = api::currentContext();
+    if (!context) return context.error();
+    *pConfig = api::sharedMemConfig(*context);
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuCtxSetSharedMemConfig(CUsharedconfig config) {
+  return ROCUDA_API((config), [&]() -> api::Outcome {
+    if (config < CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE ||
+        config > CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE)
+      return api::invalidValue("unknown shared memory configuration");
+    Result<core::Context*> context = api::currentContext();
+    if (!context) return context.error();
+    api::setSharedMemConfig(*context, config);
+    return {};
+  });
+}
+
+// Stream priorities are accepted but not scheduled: the range is [0, 0].
+ROCUDA_EXPORT CUresult cuCtxGetStreamPriorityRange(int* leastPriority, int* greatestPriority) {
+  return ROCUDA_API((leastPriority, greatestPriority), [&]() -> api::Outcome {
+    Result<core::Context*> context = api::currentContext();
+    if (!context) return context.error();
+    if (leastPriority != nullptr) *leastPriority = 0;
+    if (greatestPriority != nullptr) *greatestPriority = 0;
+    return {};
+  });
+}
+
+// No device Rocuda drives has a persisting L2 region, so none holds persisting lines.
+ROCUDA_EXPORT CUresult cuCtxResetPersistingL2Cache() {
+  return ROCUDA_API((), [&]() -> api::Outcome {
+    Result<core::Context*> context = api::currentContext();
+    if (!context) return context.error();
+    return {};
+  });
+}
+
+// No two Rocuda devices can map each other's memory (cuDeviceCanAccessPeer says 0).
+ROCUDA_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags) {
+  return ROCUDA_API((peerContext, Flags), [&]() -> api::Outcome {
+    if (Flags != 0) return api::invalidValue("Flags must be 0");
+    Result<core::Context*> current = api::currentContext();
+    if (!current) return current.error();
+    Result<core::Context*> peer = api::lookupContext(peerContext);
+    if (!peer) return peer.error();
+    if (&(*peer)->device() == &(*current)->device())
+      return {CUDA_ERROR_INVALID_DEVICE, "a context cannot be its own device's peer"};
+    return {CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, "peer access is not supported"};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peerContext) {
+  return ROCUDA_API((peerContext), [&]() -> api::Outcome {
+    Result<core::Context*> current = api::currentContext();
+    if (!current) return current.error();
+    Result<core::Context*> peer = api::lookupContext(peerContext);
+    if (!peer) return peer.error();
+    return {CUDA_ERROR_PEER_ACCESS_NOT_ENABLED, "peer access was never enabled"};
+  });
+}
+
+}  // extern "C"
+}  // namespace rocuda::cuda

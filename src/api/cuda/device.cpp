@@ -1,0 +1,365 @@
+// Devices: enumeration, names, identifiers, and every CUdevice_attribute answered from the
+// backend's DeviceDescription. Features Rocuda does not implement are reported as absent (0), so
+// that cudart and applications never take a path that would fail later.
+#include <cstdio>
+#include <cstring>
+#include <optional>
+
+#include "api/cuda/boundary.h"
+#include "core/platform.h"
+
+namespace rocuda::api {
+namespace {
+
+using namespace cuda;
+using backends::DeviceDescription;
+
+// Sizes, limits and identifiers (nullopt: not one of these).
+std::optional<int> limitAttribute(const DeviceDescription& d, int attribute) {
+  switch (attribute) {
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+      return d.maxThreadsPerBlock;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X:
+      return d.maxBlockDim[0];
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y:
+      return d.maxBlockDim[1];
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z:
+      return d.maxBlockDim[2];
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X:
+      return d.maxGridDim[0];
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y:
+      return d.maxGridDim[1];
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z:
+      return d.maxGridDim[2];
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK:
+      return d.sharedMemPerBlock;
+    case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY:
+      return d.totalConstantMemory;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
+      return d.warpSize;
+    case CU_DEVICE_ATTRIBUTE_MAX_PITCH:
+      return 2147483647;  // any pitch a size_t row can have
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK:
+      return d.registersPerBlock;
+    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE:
+      return d.clockRateKHz;
+    case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT:
+      return 512;
+    case CU_DEVICE_ATTRIBUTE_GPU_OVERLAP:
+      return d.asyncEngineCount > 0 ? 1 : 0;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+      return d.multiprocessorCount;
+    case CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT:
+      return 0;
+    case CU_DEVICE_ATTRIBUTE_INTEGRATED:
+      return d.integrated ? 1 : 0;
+    case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY:
+      return d.canMapHostMemory ? 1 : 0;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_MODE:
+      return CU_COMPUTEMODE_DEFAULT;
+    case CU_DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT:
+      return 512;
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS:
+      return d.concurrentKernels ? 1 : 0;
+    case CU_DEVICE_ATTRIBUTE_ECC_ENABLED:
+      return 0;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
+      return d.pciBus;
+    case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID:
+      return d.pciDevice;
+    case CU_DEVICE_ATTRIBUTE_TCC_DRIVER:
+      return 0;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE:
+      return d.memoryClockRateKHz;
+    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH:
+      return d.memoryBusWidthBits;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE:
+      return d.l2CacheBytes;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
+      return d.maxThreadsPerMultiprocessor;
+    default:
+      return std::nullopt;
+  }
+}
+
+// Capabilities, and what remains of the list.
+std::optional<int> capabilityAttribute(const DeviceDescription& d, int attribute) {
+  const bool cpuLike = d.pageableMemoryAccess;
+  switch (attribute) {
+    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT:
+      return d.asyncEngineCount;
+    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
+      return 1;  // one process-wide address table
+    case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID:
+      return d.pciDomain;
+    case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT:
+      return 32;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+      return d.computeCapabilityMajor;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+      return d.computeCapabilityMinor;
+    case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED:
+      return 0;  // priorities are not scheduled
+    case CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED:
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED:
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR:
+      return d.sharedMemPerMultiprocessor;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR:
+      return d.registersPerMultiprocessor;
+    case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
+      return d.managedMemory ? 1 : 0;
+    case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD:
+      return 0;
+    case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID:
+      return 0;
+    case CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED:
+      return d.hostNativeAtomics ? 1 : 0;
+    case CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO:
+      return cpuLike ? 2 : 32;
+    case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS:
+      return cpuLike ? 1 : 0;
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS:
+      return cpuLike && d.managedMemory ? 1 : 0;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED:
+      return 0;
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM:
+      return cpuLike ? 1 : 0;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+      return d.sharedMemPerBlockOptin;
+    case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES:
+      return cpuLike ? 1 : 0;
+    case CU_DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST:
+      return cpuLike || d.integrated ? 1 : 0;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR:
+      return d.maxBlocksPerMultiprocessor;
+    case CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT:
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_NUMA_ID:
+      return -1;
+    case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID:
+      return -1;
+    default:
+      break;
+  }
+  // Everything else names a feature Rocuda does not offer (textures, surfaces, IPC, memory
+  // pools, virtual memory management, clusters, stream memory operations, cooperative launch,
+  // host registration...): absent.
+  if (attribute >= 1 && attribute < CU_DEVICE_ATTRIBUTE_MAX) return 0;
+  return std::nullopt;
+}
+
+// The value of one attribute, or nullopt for a value outside CUdevice_attribute.
+std::optional<int> attributeValue(const DeviceDescription& d, int attribute) {
+  if (std::optional<int> value = limitAttribute(d, attribute)) return value;
+  return capabilityAttribute(d, attribute);
+}
+
+Outcome withDevice(CUdevice dev, const auto& body) {
+  Result<core::Device*> device = lookupDevice(dev);
+  if (!device) return device.error();
+  return body(**device);
+}
+
+// "domain:bus:device.function", "domain:bus:device" or "bus:device.function", all hexadecimal.
+std::optional<std::array<unsigned, 3>> parsePciBusId(const char* text) {
+  unsigned domain = 0, bus = 0, device = 0, function = 0;
+  int used = 0;
+  if (std::sscanf(text, "%x:%x:%x.%x%n", &domain, &bus, &device, &function, &used) == 4 &&
+      text[used] == '\0')
+    return std::array<unsigned, 3>{domain, bus, device};
+  used = 0;
+  if (std::sscanf(text, "%x:%x:%x%n", &domain, &bus, &device, &used) == 3 && text[used] == '\0')
+    return std::array<unsigned, 3>{domain, bus, device};
+  used = 0;
+  if (std::sscanf(text, "%x:%x.%x%n", &bus, &device, &function, &used) == 3 && text[used] == '\0')
+    return std::array<unsigned, 3>{0u, bus, device};
+  return std::nullopt;
+}
+
+Outcome deviceUuid(CUuuid* uuid, CUdevice dev) {
+  if (uuid == nullptr) return invalidValue("uuid is NULL");
+  return withDevice(dev, [&](core::Device& device) -> Outcome {
+    std::memcpy(uuid->bytes, device.description().uuid.data(), sizeof uuid->bytes);
+    return {};
+  });
+}
+
+}  // namespace
+}  // namespace rocuda::api
+
+namespace rocuda::cuda {
+extern "C" {
+
+ROCUDA_EXPORT CUresult cuDeviceGet(CUdevice* device, int ordinal) {
+  return ROCUDA_API((device, ordinal), [&]() -> api::Outcome {
+    if (device == nullptr) return api::invalidValue("device is NULL");
+    Result<core::Device*> found = api::lookupDevice(ordinal);
+    if (!found) return found.error();
+    *device = ordinal;
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuDeviceGetCount(int* count) {
+  return ROCUDA_API((count), [&]() -> api::Outcome {
+    if (count == nullptr) return api::invalidValue("count is NULL");
+    *count = core::Platform::instance().deviceCount();
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
+  return ROCUDA_API((name, len, dev), [&]() -> api::Outcome {
+    if (name == nullptr || len <= 0) return api::invalidValue("name is NULL or len <= 0");
+    return api::withDevice(dev, [&](core::Device& device) -> api::Outcome {
+      const std::string& text = device.description().name;
+      size_t n = std::min(text.size(), static_cast<size_t>(len) - 1);
+      std::memcpy(name, text.data(), n);
+      name[n] = '\0';
+      return {};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
+  return ROCUDA_API((bytes, dev), [&]() -> api::Outcome {
+    if (bytes == nullptr) return api::invalidValue("bytes is NULL");
+    return api::withDevice(dev, [&](core::Device& device) -> api::Outcome {
+      *bytes = device.description().totalMemory;
+      return {};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) {
+  return ROCUDA_API((pi, attrib, dev), [&]() -> api::Outcome {
+    if (pi == nullptr) return api::invalidValue("pi is NULL");
+    return api::withDevice(dev, [&](core::Device& device) -> api::Outcome {
+      std::optional<int> value = api::attributeValue(device.description(), attrib);
+      if (!value) return api::invalidValue("unknown device attribute");
+      *pi = *value;
+      return {};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuDeviceGetUuid(CUuuid* uuid, CUdevice dev) {
+  return ROCUDA_API((uuid, dev), [&] { return api::deviceUuid(uuid, dev); });
+}
+
+// The same answer: Rocuda has no MIG instances whose UUIDs would differ.
+ROCUDA_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev) {
+  return ROCUDA_API((uuid, dev), [&] { return api::deviceUuid(uuid, dev); });
+}
+
+ROCUDA_EXPORT CUresult cuDeviceGetPCIBusId(char* pciBusId, int len, CUdevice dev) {
+  return ROCUDA_API((pciBusId, len, dev), [&]() -> api::Outcome {
+    if (pciBusId == nullptr || len <= 0) return api::invalidValue("pciBusId is NULL");
+    return api::withDevice(dev, [&](core::Device& device) -> api::Outcome {
+      const auto& d = device.description();
+      char text[32];
+      std::snprintf(text, sizeof text, "%04x:%02x:%02x.0", d.pciDomain, d.pciBus, d.pciDevice);
+      size_t n = std::min(std::strlen(text), static_cast<size_t>(len) - 1);
+      std::memcpy(pciBusId, text, n);
+      pciBusId[n] = '\0';
+      return {};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuDeviceGetByPCIBusId(CUdevice* dev, const char* pciBusId) {
+  return ROCUDA_API((dev, pciBusId), [&]() -> api::Outcome {
+    if (dev == nullptr || pciBusId == nullptr) return api::invalidValue("NULL argument");
+    auto wanted = api::parsePciBusId(pciBusId);
+    if (!wanted) return api::invalidValue("malformed PCI bus id");
+    core::Platform& platform = core::Platform::instance();
+    for (int i = 0; i < platform.deviceCount(); ++i) {
+      const auto& d = platform.device(i)->description();
+      if (static_cast<unsigned>(d.pciDomain) == (*wanted)[0] &&
+          static_cast<unsigned>(d.pciBus) == (*wanted)[1] &&
+          static_cast<unsigned>(d.pciDevice) == (*wanted)[2]) {
+        *dev = i;
+        return {};
+      }
+    }
+    return {CUDA_ERROR_INVALID_DEVICE, "no device at that PCI address"};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuDeviceGetP2PAttribute(int* value, CUdevice_P2PAttribute attrib,
+                                               CUdevice srcDevice, CUdevice dstDevice) {
+  return ROCUDA_API((value, attrib, srcDevice, dstDevice), [&]() -> api::Outcome {
+    if (value == nullptr) return api::invalidValue("value is NULL");
+    if (!api::lookupDevice(srcDevice) || !api::lookupDevice(dstDevice) || srcDevice == dstDevice)
+      return {CUDA_ERROR_INVALID_DEVICE, "needs two distinct valid devices"};
+    if (attrib < CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK ||
+        attrib > CU_DEVICE_P2P_ATTRIBUTE_ONLY_PARTIAL_NATIVE_ATOMIC_SUPPORTED)
+      return api::invalidValue("unknown P2P attribute");
+    *value = 0;  // no peer access between Rocuda devices
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuDeviceCanAccessPeer(int* canAccessPeer, CUdevice dev, CUdevice peerDev) {
+  return ROCUDA_API((canAccessPeer, dev, peerDev), [&]() -> api::Outcome {
+    if (canAccessPeer == nullptr) return api::invalidValue("canAccessPeer is NULL");
+    if (!api::lookupDevice(dev) || !api::lookupDevice(peerDev))
+      return {CUDA_ERROR_INVALID_DEVICE, "invalid device"};
+    *canAccessPeer = 0;
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuDeviceComputeCapability(int* major, int* minor, CUdevice dev) {
+  return ROCUDA_API((major, minor, dev), [&]() -> api::Outcome {
+    if (major == nullptr || minor == nullptr) return api::invalidValue("NULL argument");
+    return api::withDevice(dev, [&](core::Device& device) -> api::Outcome {
+      *major = device.description().computeCapabilityMajor;
+      *minor = device.description().computeCapabilityMinor;
+      return {};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuDeviceGetProperties(CUdevprop* prop, CUdevice dev) {
+  return ROCUDA_API((prop, dev), [&]() -> api::Outcome {
+    if (prop == nullptr) return api::invalidValue("prop is NULL");
+    return api::withDevice(dev, [&](core::Device& device) -> api::Outcome {
+      const auto& d = device.description();
+      *prop = CUdevprop{};
+      prop->maxThreadsPerBlock = d.maxThreadsPerBlock;
+      for (int i = 0; i < 3; ++i) {
+        prop->maxThreadsDim[i] = d.maxBlockDim[i];
+        prop->maxGridSize[i] = d.maxGridDim[i];
+      }
+      prop->sharedMemPerBlock = d.sharedMemPerBlock;
+      prop->totalConstantMemory = d.totalConstantMemory;
+      prop->SIMDWidth = d.warpSize;
+      prop->memPitch = 2147483647;
+      prop->regsPerBlock = d.registersPerBlock;
+      prop->clockRate = d.clockRateKHz;
+      prop->textureAlign = 512;
+      return {};
+    });
+  });
+}
+
+// No device can receive GPUDirect RDMA writes (the attributes say so), so none are pending.
+ROCUDA_EXPORT CUresult cuFlushGPUDirectRDMAWrites(CUflushGPUDirectRDMAWritesTarget target,
+                                                  CUflushGPUDirectRDMAWritesScope scope) {
+  return ROCUDA_API((target, scope), [&]() -> api::Outcome {
+    if (target != CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX)
+      return api::invalidValue("unknown target");
+    if (scope != CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER &&
+        scope != CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_ALL_DEVICES)
+      return api::invalidValue("unknown scope");
+    Result<core::Context*> context = api::currentContext();
+    if (!context) return context.error();
+    return {};
+  });
+}
+
+}  // extern "C"
+}  // namespace rocuda::cuda

@@ -1,0 +1,61 @@
+// Validation of application handles through the core's object registry.
+#include "api/cuda/boundary.h"
+#include "core/context.h"
+#include "core/module.h"
+#include "core/platform.h"
+#include "core/stream.h"
+
+namespace rocuda::api {
+
+Result<core::Context*> currentContext() {
+  core::Context* context = core::currentContext();
+  if (context == nullptr) return makeError(ErrorCode::InvalidContext, "no current context");
+  // The thread's stack may still name a context another thread destroyed.
+  if (core::lookupHandle<core::Context>(context) == nullptr)
+    return makeError(ErrorCode::InvalidContext, "the current context was destroyed");
+  return context;
+}
+
+Result<core::Context*> lookupContext(cuda::CUcontext handle) {
+  core::Context* context = core::lookupHandle<core::Context>(handle);
+  if (context == nullptr) return makeError(ErrorCode::InvalidContext, "not a live context");
+  return context;
+}
+
+Result<core::Device*> lookupDevice(cuda::CUdevice ordinal) {
+  core::Device* device = core::Platform::instance().device(ordinal);
+  if (device == nullptr)
+    return makeError(ErrorCode::InvalidDevice, "no device " + std::to_string(ordinal));
+  return device;
+}
+
+Result<core::Event*> lookupEvent(cuda::CUevent handle) {
+  core::Event* event = core::lookupHandle<core::Event>(handle);
+  if (event == nullptr) return makeError(ErrorCode::InvalidHandle, "not a live event");
+  return event;
+}
+
+Result<core::Kernel*> lookupKernel(const void* handle) {
+  core::Kernel* kernel = core::lookupHandle<core::Kernel>(handle);
+  if (kernel == nullptr) return makeError(ErrorCode::InvalidHandle, "not a live function/kernel");
+  // Modules outlive a destroyed context (the core keeps them for cudart's exit path); their
+  // kernels must not reach the dead context.
+  if (core::lookupHandle<core::Context>(&kernel->module().context()) == nullptr)
+    return makeError(ErrorCode::InvalidContext, "the function's context was destroyed");
+  return kernel;
+}
+
+Result<core::Stream*> resolveStream(cuda::CUstream handle, StreamVariant variant) {
+  bool perThread = handle == cuda::CU_STREAM_PER_THREAD ||
+                   (handle == nullptr && variant == StreamVariant::PerThread);
+  if (handle == nullptr || handle == cuda::CU_STREAM_LEGACY || perThread) {
+    Result<core::Context*> context = currentContext();
+    if (!context) return context.takeError();
+    return perThread ? &(*context)->perThreadStream() : &(*context)->legacyStream();
+  }
+  core::Stream* stream = core::lookupHandle<core::Stream>(handle);
+  if (stream == nullptr) return makeError(ErrorCode::InvalidHandle, "not a live stream");
+  return stream;
+}
+
+}  // namespace rocuda::api

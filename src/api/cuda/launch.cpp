@@ -1,0 +1,213 @@
+// Kernel launch (cuLaunchKernel with kernelParams or `extra`, cuLaunchKernelEx), host functions
+// in stream order, and occupancy.
+#include "core/launch.h"
+
+#include <algorithm>
+
+#include "api/cuda/boundary.h"
+#include "core/context.h"
+#include "core/module.h"
+#include "core/platform.h"
+
+namespace rocuda::api {
+namespace {
+
+using namespace cuda;
+
+// Reads the {CU_LAUNCH_PARAM_BUFFER_POINTER, p, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+// CU_LAUNCH_PARAM_END} array into the request.
+Outcome parseExtra(void** extra, core::LaunchRequest& request) {
+  const size_t* size = nullptr;
+  for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) {
+      request.argumentBuffer = extra[i + 1];
+    } else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) {
+      size = static_cast<const size_t*>(extra[i + 1]);
+    } else {
+      return invalidValue("unknown entry in the extra array");
+    }
+  }
+  if (request.argumentBuffer == nullptr || size == nullptr)
+    return invalidValue("extra needs both CU_LAUNCH_PARAM_BUFFER_POINTER and _SIZE");
+  request.argumentBufferSize = *size;
+  return {};
+}
+
+Outcome launch(const void* f, const std::array<uint32_t, 3>& grid,
+               const std::array<uint32_t, 3>& block, unsigned sharedMemBytes, CUstream hStream,
+               void** kernelParams, void** extra, StreamVariant variant) {
+  Result<core::Kernel*> kernel = lookupKernel(f);
+  if (!kernel) return kernel.error();
+  Result<core::Stream*> stream = resolveStream(hStream, variant);
+  if (!stream) return stream.error();
+  core::Context& codeContext = (*kernel)->module().context();
+  if (core::lookupHandle<core::Context>(&codeContext) == nullptr)
+    return {CUDA_ERROR_CONTEXT_IS_DESTROYED, "the kernel's context was destroyed"};
+  if (&(*stream)->context() != &codeContext)
+    return {CUDA_ERROR_INVALID_HANDLE, "the kernel is not loaded in the stream's context"};
+  if (kernelParams != nullptr && extra != nullptr)
+    return invalidValue("kernelParams and extra are exclusive");
+  core::LaunchRequest request;
+  request.grid = grid;
+  request.block = block;
+  request.sharedBytes = sharedMemBytes;
+  request.kernelParams = kernelParams;
+  if (extra != nullptr) {
+    Outcome parsed = parseExtra(extra, request);
+    if (!parsed.ok()) return parsed;
+  }
+  return core::launchKernel(**kernel, **stream, request);
+}
+
+Outcome launchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                     unsigned bz, unsigned shared, CUstream stream, void** kernelParams,
+                     void** extra, StreamVariant variant) {
+  return launch(f, {gx, gy, gz}, {bx, by, bz}, shared, stream, kernelParams, extra, variant);
+}
+
+// Attributes that change what a launch means must be honoured or refused; the others are
+// performance hints.
+Outcome checkLaunchAttributes(const CUlaunchConfig& config) {
+  if (config.numAttrs > 0 && config.attrs == nullptr) return invalidValue("attrs is NULL");
+  for (unsigned i = 0; i < config.numAttrs; ++i) {
+    const CUlaunchAttribute& attribute = config.attrs[i];
+    switch (attribute.id) {
+      case CU_LAUNCH_ATTRIBUTE_IGNORE:
+      case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
+      case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
+      case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+      case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+      case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+      case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+      case CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+      case CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING:
+        break;
+      case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+        break;  // allowing overlap with the previous kernel; running in order is correct
+      case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+        if (attribute.value.cooperative != 0)
+          return {CUDA_ERROR_NOT_SUPPORTED, "cooperative launches are not supported"};
+        break;
+      case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+      case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION: {
+        const auto& dim = attribute.value.clusterDim;
+        if (dim.x > 1 || dim.y > 1 || dim.z > 1)
+          return {CUDA_ERROR_NOT_SUPPORTED, "thread block clusters are not supported"};
+        break;
+      }
+      default:
+        return {CUDA_ERROR_NOT_SUPPORTED,
+                "unsupported launch attribute " + std::to_string(static_cast<int>(attribute.id))};
+    }
+  }
+  return {};
+}
+
+Outcome launchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
+                       void** extra, StreamVariant variant) {
+  if (config == nullptr) return invalidValue("config is NULL");
+  Outcome attributes = checkLaunchAttributes(*config);
+  if (!attributes.ok()) return attributes;
+  return launch(f, {config->gridDimX, config->gridDimY, config->gridDimZ},
+                {config->blockDimX, config->blockDimY, config->blockDimZ}, config->sharedMemBytes,
+                config->hStream, kernelParams, extra, variant);
+}
+
+Outcome launchHostFunc(CUstream hStream, CUhostFn fn, void* userData, StreamVariant variant) {
+  if (fn == nullptr) return invalidValue("fn is NULL");
+  Result<core::Stream*> stream = resolveStream(hStream, variant);
+  if (!stream) return stream.error();
+  (*stream)->context().enqueue(**stream, "hostFunc", [fn, userData] {
+    fn(userData);
+    return Status::success();
+  });
+  return {};
+}
+
+// Resident blocks per multiprocessor, limited by threads, blocks and shared memory.
+Result<int> occupancy(core::Kernel& kernel, int blockSize, size_t dynamicShared) {
+  if (blockSize <= 0) return makeError(ErrorCode::InvalidValue, "blockSize must be positive");
+  const auto& d = kernel.module().context().device().description();
+  int warps = (blockSize + d.warpSize - 1) / d.warpSize;
+  int threadsPerBlock = warps * d.warpSize;
+  int blocks =
+      std::min(d.maxBlocksPerMultiprocessor, d.maxThreadsPerMultiprocessor / threadsPerBlock);
+  size_t shared = kernel.info().staticSharedBytes + dynamicShared;
+  if (shared > static_cast<size_t>(d.sharedMemPerBlockOptin)) return 0;
+  if (shared > 0)
+    blocks =
+        std::min<long long>(blocks, static_cast<long long>(d.sharedMemPerMultiprocessor / shared));
+  if (blockSize > d.maxThreadsPerBlock) return 0;
+  return std::max(blocks, 0);
+}
+
+Outcome maxActiveBlocks(int* numBlocks, CUfunction func, int blockSize, size_t dynamicShared,
+                        unsigned flags) {
+  if (numBlocks == nullptr) return invalidValue("numBlocks is NULL");
+  if (flags != CU_OCCUPANCY_DEFAULT && flags != CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE)
+    return invalidValue("unknown flags");
+  Result<core::Kernel*> kernel = lookupKernel(func);
+  if (!kernel) return kernel.error();
+  Result<int> blocks = occupancy(**kernel, blockSize, dynamicShared);
+  if (!blocks) return blocks.error();
+  *numBlocks = *blocks;
+  return {};
+}
+
+}  // namespace
+}  // namespace rocuda::api
+
+namespace rocuda::cuda {
+extern "C" {
+
+ROCUDA_STREAM_PAIR(cuLaunchKernel, cuLaunchKernel_ptsz,
+                   (CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                    unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                    unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                    void** kernelParams, void** extra),
+                   (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                    sharedMemBytes, hStream, kernelParams, extra),
+                   api::launchKernel)
+ROCUDA_STREAM_PAIR(cuLaunchKernelEx, cuLaunchKernelEx_ptsz,
+                   (const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra),
+                   (config, f, kernelParams, extra), api::launchKernelEx)
+ROCUDA_STREAM_PAIR(cuLaunchHostFunc, cuLaunchHostFunc_ptsz,
+                   (CUstream hStream, CUhostFn fn, void* userData), (hStream, fn, userData),
+                   api::launchHostFunc)
+
+ROCUDA_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, CUfunction func,
+                                                                   int blockSize,
+                                                                   size_t dynamicSMemSize) {
+  return ROCUDA_API((numBlocks, func, blockSize, dynamicSMemSize), [&] {
+    return api::maxActiveBlocks(numBlocks, func, blockSize, dynamicSMemSize, 0);
+  });
+}
+
+ROCUDA_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+    int* numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize, unsigned int flags) {
+  return ROCUDA_API((numBlocks, func, blockSize, dynamicSMemSize, flags), [&] {
+    return api::maxActiveBlocks(numBlocks, func, blockSize, dynamicSMemSize, flags);
+  });
+}
+
+ROCUDA_EXPORT CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t* dynamicSmemSize,
+                                                               CUfunction func, int numBlocks,
+                                                               int blockSize) {
+  return ROCUDA_API((dynamicSmemSize, func, numBlocks, blockSize), [&]() -> api::Outcome {
+    if (dynamicSmemSize == nullptr) return api::invalidValue("dynamicSmemSize is NULL");
+    if (numBlocks <= 0 || blockSize <= 0) return api::invalidValue("non-positive size");
+    Result<core::Kernel*> kernel = api::lookupKernel(func);
+    if (!kernel) return kernel.error();
+    Result<int> fit = api::occupancy(**kernel, blockSize, 0);
+    if (!fit) return fit.error();
+    const auto& d = (*kernel)->module().context().device().description();
+    size_t staticBytes = (*kernel)->info().staticSharedBytes;
+    size_t perBlock =
+        std::min<size_t>(d.sharedMemPerMultiprocessor / numBlocks, d.sharedMemPerBlockOptin);
+    *dynamicSmemSize = numBlocks > *fit || perBlock < staticBytes ? 0 : perBlock - staticBytes;
+    return {};
+  });
+}
+
+}  // extern "C"
+}  // namespace rocuda::cuda

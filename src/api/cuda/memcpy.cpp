@@ -1,0 +1,393 @@
+// Copies and fills in every form: 1D in each direction, 2D and 3D descriptors, peer copies,
+// D8/D16/D32 memsets in 1D and 2D, synchronous and stream-ordered, each with its
+// per-thread-default-stream twin.
+//
+// Synchronous forms queue on the default stream and wait. Asynchronous forms return at once,
+// except where the host side is pageable memory: a source is staged (copied) at call time, and
+// a pageable destination makes the call wait, as CUDA does.
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "api/cuda/boundary.h"
+#include "core/context.h"
+#include "core/memory.h"
+#include "core/platform.h"
+
+namespace rocuda::api {
+namespace {
+
+using namespace cuda;
+
+void* asPointer(CUdeviceptr pointer) { return reinterpret_cast<void*>(pointer); }
+
+bool isPinned(const void* pointer) { return core::findAllocation(pointer).has_value(); }
+
+Outcome requireDeviceRange(const void* pointer, size_t bytes, const char* what) {
+  if (pointer == nullptr) return {CUDA_ERROR_INVALID_VALUE, std::string(what) + " is NULL"};
+  if (!core::isInsideAllocation(pointer, bytes))
+    return {CUDA_ERROR_INVALID_VALUE, std::string(what) + " range is not inside an allocation"};
+  return {};
+}
+
+// Queue `work` on `stream` (with CUDA's implicit legacy-stream ordering); optionally wait.
+Outcome submit(core::Stream& stream, const char* name, std::function<Status()> work, bool wait) {
+  core::CompletionPtr done = stream.context().enqueue(stream, name, std::move(work));
+  if (!wait) return {};
+  done->wait();
+  return done->status();
+}
+
+Outcome copy(void* dst, const void* src, size_t bytes, CUstream hStream, StreamVariant variant,
+             bool async) {
+  Result<core::Stream*> stream = resolveStream(hStream, variant);
+  if (!stream) return stream.error();
+  if (bytes == 0) return {};
+  if (dst == nullptr || src == nullptr) return invalidValue("NULL pointer");
+  backends::DeviceBackend& backend = (*stream)->context().device().backend();
+  if (async && !isPinned(src)) {
+    // Stage a pageable source so the caller may reuse its buffer when this returns.
+    auto staged = std::make_shared<std::vector<uint8_t>>(static_cast<const uint8_t*>(src),
+                                                         static_cast<const uint8_t*>(src) + bytes);
+    return submit(
+        **stream, "memcpy",
+        [&backend, dst, staged] { return backend.copy(dst, staged->data(), staged->size()); },
+        !isPinned(dst));
+  }
+  return submit(
+      **stream, "memcpy", [&backend, dst, src, bytes] { return backend.copy(dst, src, bytes); },
+      !async || !isPinned(dst));
+}
+
+Outcome copyHtoD(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream,
+                 StreamVariant variant, bool async) {
+  if (bytes != 0) {
+    Outcome ok = requireDeviceRange(asPointer(dst), bytes, "dstDevice");
+    if (!ok.ok()) return ok;
+  }
+  return copy(asPointer(dst), src, bytes, stream, variant, async);
+}
+
+Outcome copyDtoH(void* dst, CUdeviceptr src, size_t bytes, CUstream stream, StreamVariant variant,
+                 bool async) {
+  if (bytes != 0) {
+    Outcome ok = requireDeviceRange(asPointer(src), bytes, "srcDevice");
+    if (!ok.ok()) return ok;
+  }
+  return copy(dst, asPointer(src), bytes, stream, variant, async);
+}
+
+Outcome copyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream,
+                 StreamVariant variant, bool async) {
+  if (bytes != 0) {
+    Outcome ok = requireDeviceRange(asPointer(dst), bytes, "dstDevice");
+    if (!ok.ok()) return ok;
+    ok = requireDeviceRange(asPointer(src), bytes, "srcDevice");
+    if (!ok.ok()) return ok;
+  }
+  return copy(asPointer(dst), asPointer(src), bytes, stream, variant, async);
+}
+
+// ---- 2D / 3D descriptors ----
+
+struct Side {
+  uint8_t* base = nullptr;  // address of the first byte of the region (x, y, z applied)
+  size_t pitch = 0;
+  size_t height = 0;  // rows per slice (3D)
+  bool device = false;
+};
+
+Result<Side> resolveSide(CUmemorytype type, const void* host, CUdeviceptr device, CUarray array,
+                         size_t x, size_t y, size_t z, size_t pitch, size_t height) {
+  Side side;
+  side.pitch = pitch;
+  side.height = height;
+  const uint8_t* start = nullptr;
+  switch (type) {
+    case CU_MEMORYTYPE_HOST:
+      start = static_cast<const uint8_t*>(host);
+      break;
+    case CU_MEMORYTYPE_DEVICE:
+    case CU_MEMORYTYPE_UNIFIED:
+      start = static_cast<const uint8_t*>(asPointer(device));
+      side.device = type == CU_MEMORYTYPE_DEVICE;
+      break;
+    case CU_MEMORYTYPE_ARRAY:
+      (void)array;
+      return makeError(ErrorCode::NotSupported, "CUDA arrays are not supported");
+    default:
+      return makeError(ErrorCode::InvalidValue, "unknown memory type");
+  }
+  if (start == nullptr) return makeError(ErrorCode::InvalidValue, "NULL pointer in descriptor");
+  side.base = const_cast<uint8_t*>(start) + (z * height + y) * pitch + x;
+  return side;
+}
+
+Outcome checkSide(const Side& side, size_t width, size_t rows, size_t depth, const char* what) {
+  if (rows > 1 && side.pitch < width)
+    return {CUDA_ERROR_INVALID_VALUE, std::string(what) + " pitch is smaller than the width"};
+  if (!side.device) return {};
+  size_t sliceBytes = side.pitch * side.height;
+  size_t extent = (depth - 1) * sliceBytes + (rows - 1) * side.pitch + width;
+  return requireDeviceRange(side.base, extent, what);
+}
+
+Outcome copy3D(const Side& dst, const Side& src, size_t width, size_t rows, size_t depth,
+               CUstream hStream, StreamVariant variant, bool async) {
+  Result<core::Stream*> stream = resolveStream(hStream, variant);
+  if (!stream) return stream.error();
+  if (width == 0 || rows == 0 || depth == 0) return {};
+  Outcome ok = checkSide(dst, width, rows, depth, "destination");
+  if (!ok.ok()) return ok;
+  ok = checkSide(src, width, rows, depth, "source");
+  if (!ok.ok()) return ok;
+  backends::DeviceBackend& backend = (*stream)->context().device().backend();
+  // Pageable host memory on either side: complete before returning (nothing to stage cheaply).
+  bool wait = !async || !isPinned(dst.base) || !isPinned(src.base);
+  return submit(
+      **stream, "memcpy3D",
+      [&backend, dst, src, width, rows, depth]() -> Status {
+        for (size_t slice = 0; slice < depth; ++slice) {
+          Status status =
+              backend.copy2D(dst.base + slice * dst.pitch * dst.height, dst.pitch,
+                             src.base + slice * src.pitch * src.height, src.pitch, width, rows);
+          if (!status) return status;
+        }
+        return Status::success();
+      },
+      wait);
+}
+
+Outcome copy2D(const CUDA_MEMCPY2D* p, CUstream stream, StreamVariant variant, bool async) {
+  if (p == nullptr) return invalidValue("pCopy is NULL");
+  Result<Side> src = resolveSide(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcArray,
+                                 p->srcXInBytes, p->srcY, 0, p->srcPitch, 0);
+  if (!src) return src.error();
+  Result<Side> dst = resolveSide(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstArray,
+                                 p->dstXInBytes, p->dstY, 0, p->dstPitch, 0);
+  if (!dst) return dst.error();
+  return copy3D(*dst, *src, p->WidthInBytes, p->Height, 1, stream, variant, async);
+}
+
+Outcome copy3DDescriptor(const CUDA_MEMCPY3D* p, CUstream stream, StreamVariant variant,
+                         bool async) {
+  if (p == nullptr) return invalidValue("pCopy is NULL");
+  if (p->reserved0 != nullptr || p->reserved1 != nullptr || p->srcLOD != 0 || p->dstLOD != 0)
+    return invalidValue("reserved fields and LODs must be 0");
+  if (p->Depth > 1 && (p->srcHeight < p->Height || p->dstHeight < p->Height))
+    return invalidValue("slice height smaller than the copy height");
+  Result<Side> src = resolveSide(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcArray,
+                                 p->srcXInBytes, p->srcY, p->srcZ, p->srcPitch, p->srcHeight);
+  if (!src) return src.error();
+  Result<Side> dst = resolveSide(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstArray,
+                                 p->dstXInBytes, p->dstY, p->dstZ, p->dstPitch, p->dstHeight);
+  if (!dst) return dst.error();
+  return copy3D(*dst, *src, p->WidthInBytes, p->Height, p->Depth, stream, variant, async);
+}
+
+// ---- Peer copies (contexts of any devices; Rocuda copies through the host when needed) ----
+
+Outcome copyPeer(CUdeviceptr dst, CUcontext dstContext, CUdeviceptr src, CUcontext srcContext,
+                 size_t bytes, CUstream stream, StreamVariant variant, bool async) {
+  Result<core::Context*> dstCtx = lookupContext(dstContext);
+  if (!dstCtx) return dstCtx.error();
+  Result<core::Context*> srcCtx = lookupContext(srcContext);
+  if (!srcCtx) return srcCtx.error();
+  if (*srcCtx != *dstCtx) {
+    // The source context's earlier work must be visible to the copy.
+    Status drained = (*srcCtx)->synchronize();
+    if (!drained) return drained;
+  }
+  return copyDtoD(dst, src, bytes, stream, variant, async);
+}
+
+// ---- Fills ----
+
+Outcome fill2D(CUdeviceptr dst, size_t pitch, uint32_t value, size_t elementBytes, size_t width,
+               size_t height, CUstream hStream, StreamVariant variant, bool async) {
+  Result<core::Stream*> stream = resolveStream(hStream, variant);
+  if (!stream) return stream.error();
+  if (width == 0 || height == 0) return {};
+  if (dst % elementBytes != 0) return invalidValue("dstDevice is misaligned for the element size");
+  size_t rowBytes = width * elementBytes;
+  if (height > 1 && pitch < rowBytes) return invalidValue("pitch smaller than the row");
+  Outcome ok = requireDeviceRange(asPointer(dst), (height - 1) * pitch + rowBytes, "dstDevice");
+  if (!ok.ok()) return ok;
+  backends::DeviceBackend& backend = (*stream)->context().device().backend();
+  auto* base = static_cast<uint8_t*>(asPointer(dst));
+  return submit(
+      **stream, "memset",
+      [&backend, base, pitch, value, elementBytes, width, height]() -> Status {
+        for (size_t row = 0; row < height; ++row) {
+          Status status = backend.fill(base + row * pitch, value, elementBytes, width);
+          if (!status) return status;
+        }
+        return Status::success();
+      },
+      !async);
+}
+
+Outcome fill(CUdeviceptr dst, uint32_t value, size_t elementBytes, size_t count, CUstream stream,
+             StreamVariant variant, bool async) {
+  return fill2D(dst, count * elementBytes, value, elementBytes, count, 1, stream, variant, async);
+}
+
+// Adapters with the argument order of each entry point.
+Outcome memcpySync(CUdeviceptr dst, CUdeviceptr src, size_t n, StreamVariant v) {
+  return copy(asPointer(dst), asPointer(src), n, nullptr, v, false);
+}
+Outcome memcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, StreamVariant v) {
+  return copy(asPointer(dst), asPointer(src), n, s, v, true);
+}
+Outcome peerSync(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n,
+                 StreamVariant v) {
+  return copyPeer(d, dc, s, sc, n, nullptr, v, false);
+}
+Outcome peerAsync(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream st,
+                  StreamVariant v) {
+  return copyPeer(d, dc, s, sc, n, st, v, true);
+}
+Outcome htodSync(CUdeviceptr d, const void* s, size_t n, StreamVariant v) {
+  return copyHtoD(d, s, n, nullptr, v, false);
+}
+Outcome htodAsync(CUdeviceptr d, const void* s, size_t n, CUstream st, StreamVariant v) {
+  return copyHtoD(d, s, n, st, v, true);
+}
+Outcome dtohSync(void* d, CUdeviceptr s, size_t n, StreamVariant v) {
+  return copyDtoH(d, s, n, nullptr, v, false);
+}
+Outcome dtohAsync(void* d, CUdeviceptr s, size_t n, CUstream st, StreamVariant v) {
+  return copyDtoH(d, s, n, st, v, true);
+}
+Outcome dtodSync(CUdeviceptr d, CUdeviceptr s, size_t n, StreamVariant v) {
+  return copyDtoD(d, s, n, nullptr, v, false);
+}
+Outcome dtodAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st, StreamVariant v) {
+  return copyDtoD(d, s, n, st, v, true);
+}
+Outcome copy2DSync(const CUDA_MEMCPY2D* p, StreamVariant v) { return copy2D(p, nullptr, v, false); }
+Outcome copy2DAsync(const CUDA_MEMCPY2D* p, CUstream s, StreamVariant v) {
+  return copy2D(p, s, v, true);
+}
+Outcome copy3DSync(const CUDA_MEMCPY3D* p, StreamVariant v) {
+  return copy3DDescriptor(p, nullptr, v, false);
+}
+Outcome copy3DAsync(const CUDA_MEMCPY3D* p, CUstream s, StreamVariant v) {
+  return copy3DDescriptor(p, s, v, true);
+}
+
+template <class T>
+Outcome setSync(CUdeviceptr d, T value, size_t n, StreamVariant v) {
+  return fill(d, value, sizeof(T), n, nullptr, v, false);
+}
+template <class T>
+Outcome setAsync(CUdeviceptr d, T value, size_t n, CUstream s, StreamVariant v) {
+  return fill(d, value, sizeof(T), n, s, v, true);
+}
+template <class T>
+Outcome set2DSync(CUdeviceptr d, size_t pitch, T value, size_t w, size_t h, StreamVariant v) {
+  return fill2D(d, pitch, value, sizeof(T), w, h, nullptr, v, false);
+}
+template <class T>
+Outcome set2DAsync(CUdeviceptr d, size_t pitch, T value, size_t w, size_t h, CUstream s,
+                   StreamVariant v) {
+  return fill2D(d, pitch, value, sizeof(T), w, h, s, v, true);
+}
+
+}  // namespace
+}  // namespace rocuda::api
+
+namespace rocuda::cuda {
+extern "C" {
+
+using UChar = unsigned char;
+using UShort = unsigned short;
+using UInt = unsigned int;
+
+ROCUDA_STREAM_PAIR(cuMemcpy, cuMemcpy_ptds, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount),
+                   (dst, src, ByteCount), api::memcpySync)
+ROCUDA_STREAM_PAIR(cuMemcpyAsync, cuMemcpyAsync_ptsz,
+                   (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream),
+                   (dst, src, ByteCount, hStream), api::memcpyAsync)
+ROCUDA_STREAM_PAIR(cuMemcpyPeer, cuMemcpyPeer_ptds,
+                   (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                    CUcontext srcContext, size_t ByteCount),
+                   (dstDevice, dstContext, srcDevice, srcContext, ByteCount), api::peerSync)
+ROCUDA_STREAM_PAIR(cuMemcpyPeerAsync, cuMemcpyPeerAsync_ptsz,
+                   (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                    CUcontext srcContext, size_t ByteCount, CUstream hStream),
+                   (dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream),
+                   api::peerAsync)
+ROCUDA_STREAM_PAIR(cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds,
+                   (CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount),
+                   (dstDevice, srcHost, ByteCount), api::htodSync)
+ROCUDA_STREAM_PAIR(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz,
+                   (CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount, CUstream hStream),
+                   (dstDevice, srcHost, ByteCount, hStream), api::htodAsync)
+ROCUDA_STREAM_PAIR(cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds,
+                   (void* dstHost, CUdeviceptr srcDevice, size_t ByteCount),
+                   (dstHost, srcDevice, ByteCount), api::dtohSync)
+ROCUDA_STREAM_PAIR(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz,
+                   (void* dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream),
+                   (dstHost, srcDevice, ByteCount, hStream), api::dtohAsync)
+ROCUDA_STREAM_PAIR(cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds,
+                   (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount),
+                   (dstDevice, srcDevice, ByteCount), api::dtodSync)
+ROCUDA_STREAM_PAIR(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz,
+                   (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
+                    CUstream hStream),
+                   (dstDevice, srcDevice, ByteCount, hStream), api::dtodAsync)
+ROCUDA_STREAM_PAIR(cuMemcpy2D_v2, cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D* pCopy), (pCopy),
+                   api::copy2DSync)
+// Rocuda has no alignment restrictions, so the unaligned form is the same copy.
+ROCUDA_STREAM_PAIR(cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned_v2_ptds,
+                   (const CUDA_MEMCPY2D* pCopy), (pCopy), api::copy2DSync)
+ROCUDA_STREAM_PAIR(cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2_ptsz,
+                   (const CUDA_MEMCPY2D* pCopy, CUstream hStream), (pCopy, hStream),
+                   api::copy2DAsync)
+ROCUDA_STREAM_PAIR(cuMemcpy3D_v2, cuMemcpy3D_v2_ptds, (const CUDA_MEMCPY3D* pCopy), (pCopy),
+                   api::copy3DSync)
+ROCUDA_STREAM_PAIR(cuMemcpy3DAsync_v2, cuMemcpy3DAsync_v2_ptsz,
+                   (const CUDA_MEMCPY3D* pCopy, CUstream hStream), (pCopy, hStream),
+                   api::copy3DAsync)
+
+ROCUDA_STREAM_PAIR(cuMemsetD8_v2, cuMemsetD8_v2_ptds, (CUdeviceptr dstDevice, UChar uc, size_t N),
+                   (dstDevice, uc, N), api::setSync<UChar>)
+ROCUDA_STREAM_PAIR(cuMemsetD16_v2, cuMemsetD16_v2_ptds,
+                   (CUdeviceptr dstDevice, UShort us, size_t N), (dstDevice, us, N),
+                   api::setSync<UShort>)
+ROCUDA_STREAM_PAIR(cuMemsetD32_v2, cuMemsetD32_v2_ptds, (CUdeviceptr dstDevice, UInt ui, size_t N),
+                   (dstDevice, ui, N), api::setSync<UInt>)
+ROCUDA_STREAM_PAIR(cuMemsetD8Async, cuMemsetD8Async_ptsz,
+                   (CUdeviceptr dstDevice, UChar uc, size_t N, CUstream hStream),
+                   (dstDevice, uc, N, hStream), api::setAsync<UChar>)
+ROCUDA_STREAM_PAIR(cuMemsetD16Async, cuMemsetD16Async_ptsz,
+                   (CUdeviceptr dstDevice, UShort us, size_t N, CUstream hStream),
+                   (dstDevice, us, N, hStream), api::setAsync<UShort>)
+ROCUDA_STREAM_PAIR(cuMemsetD32Async, cuMemsetD32Async_ptsz,
+                   (CUdeviceptr dstDevice, UInt ui, size_t N, CUstream hStream),
+                   (dstDevice, ui, N, hStream), api::setAsync<UInt>)
+ROCUDA_STREAM_PAIR(cuMemsetD2D8_v2, cuMemsetD2D8_v2_ptds,
+                   (CUdeviceptr dstDevice, size_t dstPitch, UChar uc, size_t Width, size_t Height),
+                   (dstDevice, dstPitch, uc, Width, Height), api::set2DSync<UChar>)
+ROCUDA_STREAM_PAIR(cuMemsetD2D16_v2, cuMemsetD2D16_v2_ptds,
+                   (CUdeviceptr dstDevice, size_t dstPitch, UShort us, size_t Width, size_t Height),
+                   (dstDevice, dstPitch, us, Width, Height), api::set2DSync<UShort>)
+ROCUDA_STREAM_PAIR(cuMemsetD2D32_v2, cuMemsetD2D32_v2_ptds,
+                   (CUdeviceptr dstDevice, size_t dstPitch, UInt ui, size_t Width, size_t Height),
+                   (dstDevice, dstPitch, ui, Width, Height), api::set2DSync<UInt>)
+ROCUDA_STREAM_PAIR(cuMemsetD2D8Async, cuMemsetD2D8Async_ptsz,
+                   (CUdeviceptr dstDevice, size_t dstPitch, UChar uc, size_t Width, size_t Height,
+                    CUstream hStream),
+                   (dstDevice, dstPitch, uc, Width, Height, hStream), api::set2DAsync<UChar>)
+ROCUDA_STREAM_PAIR(cuMemsetD2D16Async, cuMemsetD2D16Async_ptsz,
+                   (CUdeviceptr dstDevice, size_t dstPitch, UShort us, size_t Width, size_t Height,
+                    CUstream hStream),
+                   (dstDevice, dstPitch, us, Width, Height, hStream), api::set2DAsync<UShort>)
+ROCUDA_STREAM_PAIR(cuMemsetD2D32Async, cuMemsetD2D32Async_ptsz,
+                   (CUdeviceptr dstDevice, size_t dstPitch, UInt ui, size_t Width, size_t Height,
+                    CUstream hStream),
+                   (dstDevice, dstPitch, ui, Width, Height, hStream), api::set2DAsync<UInt>)
+
+}  // extern "C"
+}  // namespace rocuda::cuda

@@ -1,0 +1,364 @@
+// Allocation: device, pinned host and managed memory, and the questions about pointers
+// (cuMemGetAddressRange, cuPointerGetAttribute(s), cuMemHostGetDevicePointer/Flags).
+#include "core/memory.h"
+
+#include <cstring>
+#include <optional>
+
+#include "api/cuda/boundary.h"
+#include "core/context.h"
+#include "core/platform.h"
+
+namespace rocuda::api {
+namespace {
+
+using namespace cuda;
+
+// Pitched rows start at this alignment (what CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT allows).
+constexpr size_t kPitchAlignment = 512;
+
+CUdeviceptr toDevicePtr(const void* pointer) { return reinterpret_cast<uintptr_t>(pointer); }
+void* fromDevicePtr(CUdeviceptr pointer) { return reinterpret_cast<void*>(pointer); }
+
+// Freeing waits for the work of the allocation's context first (CUDA's cuMemFree is
+// synchronous), so no queued command uses freed memory.
+Status drainOwner(const void* pointer) {
+  std::optional<core::Allocation> allocation = core::findAllocation(pointer);
+  if (allocation && allocation->context != nullptr &&
+      core::lookupHandle<core::Context>(allocation->context) != nullptr)
+    return allocation->context->synchronize();
+  return Status::success();
+}
+
+Outcome allocateHostMemory(void** pp, size_t bytesize, unsigned flags) {
+  if (pp == nullptr || bytesize == 0) return invalidValue("pp is NULL or bytesize is 0");
+  constexpr unsigned kKnown =
+      CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED;
+  if ((flags & ~kKnown) != 0) return invalidValue("unknown flags");
+  Result<core::Context*> context = currentContext();
+  if (!context) return context.error();
+  Result<void*> memory = core::allocateHost(**context, bytesize, flags);
+  if (!memory) return memory.error();
+  *pp = *memory;
+  return {};
+}
+
+CUmemorytype memoryTypeOf(const core::Allocation& allocation) {
+  return allocation.kind == core::AllocationKind::Host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+}
+
+template <class T>
+void store(void* data, T value) {
+  std::memcpy(data, &value, sizeof value);
+}
+
+// One attribute of a pointer inside `allocation` (nullopt: a pointer no allocation contains).
+Outcome pointerAttribute(void* data, CUpointer_attribute attribute,
+                         const std::optional<core::Allocation>& allocation, CUdeviceptr ptr) {
+  const bool known = allocation.has_value();
+  switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+      store(data, known ? reinterpret_cast<CUcontext>(allocation->context) : CUcontext{});
+      return {};
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+      store(data, static_cast<unsigned>(known ? memoryTypeOf(*allocation) : CUmemorytype{}));
+      return {};
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+      store(data, known ? ptr : CUdeviceptr{0});
+      return {};
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+      // Device memory has no host address in CUDA's model, even where it is host memory.
+      store(data, known && allocation->kind != core::AllocationKind::Device &&
+                          allocation->kind != core::AllocationKind::Global
+                      ? fromDevicePtr(ptr)
+                      : nullptr);
+      return {};
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
+    case CU_POINTER_ATTRIBUTE_MAPPED:
+      store(data, known);
+      return {};
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+      store(data, static_cast<unsigned long long>(known ? allocation->base : 0));
+      return {};
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+      store(data, known && allocation->kind == core::AllocationKind::Managed);
+      return {};
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+      store(data, known && allocation->context != nullptr ? allocation->context->device().ordinal()
+                                                          : int{CU_DEVICE_INVALID});
+      return {};
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE:
+      store(data, false);
+      return {};
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+      store(data, known ? fromDevicePtr(allocation->base) : nullptr);
+      return {};
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+      store(data, known ? allocation->size : size_t{0});
+      return {};
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+      store(data, 0ULL);
+      return {};
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+      store(data, static_cast<unsigned>(known ? 3 : 0));  // read-write
+      return {};
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+      store(data, CUmemoryPool{});
+      return {};
+    default:
+      return {CUDA_ERROR_INVALID_VALUE, "unsupported pointer attribute"};
+  }
+}
+
+// ---- Managed memory hints ----
+// Prefetching and advice change where managed pages live, never what they contain: Rocuda's
+// managed memory is coherent for host and device wherever it resides, so after validation there
+// is nothing to move (the CPU device shares the host's memory outright).
+Outcome checkManagedRange(CUdeviceptr devPtr, size_t count) {
+  std::optional<core::Allocation> allocation = core::findAllocation(fromDevicePtr(devPtr));
+  if (count == 0 || !allocation || allocation->kind != core::AllocationKind::Managed ||
+      !core::isInsideAllocation(fromDevicePtr(devPtr), count))
+    return invalidValue("the range is not inside managed memory");
+  return {};
+}
+
+Outcome checkDeviceOrCpu(CUdevice device) {
+  if (device == CU_DEVICE_CPU) return {};
+  Result<core::Device*> found = lookupDevice(device);
+  if (!found) return found.error();
+  return {};
+}
+
+Outcome checkLocation(const CUmemLocation& location) {
+  switch (location.type) {
+    case CU_MEM_LOCATION_TYPE_DEVICE:
+      return checkDeviceOrCpu(location.id);
+    case CU_MEM_LOCATION_TYPE_HOST:
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
+      return {};
+    default:
+      return invalidValue("unknown memory location type");
+  }
+}
+
+Outcome prefetch(CUdeviceptr devPtr, size_t count, const Outcome& target, CUstream hStream,
+                 StreamVariant variant) {
+  if (!target.ok()) return target;
+  Outcome range = checkManagedRange(devPtr, count);
+  if (!range.ok()) return range;
+  Result<core::Stream*> stream = resolveStream(hStream, variant);
+  if (!stream) return stream.error();
+  return {};
+}
+
+Outcome prefetchV1(CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream,
+                   StreamVariant variant) {
+  return prefetch(devPtr, count, checkDeviceOrCpu(dstDevice), hStream, variant);
+}
+
+Outcome prefetchV2(CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned flags,
+                   CUstream hStream, StreamVariant variant) {
+  if (flags != 0) return invalidValue("flags must be 0");
+  return prefetch(devPtr, count, checkLocation(location), hStream, variant);
+}
+
+Outcome advise(CUdeviceptr devPtr, size_t count, CUmem_advise advice, const Outcome& target) {
+  if (advice < CU_MEM_ADVISE_SET_READ_MOSTLY || advice > CU_MEM_ADVISE_UNSET_ACCESSED_BY)
+    return invalidValue("unknown advice");
+  if (!target.ok()) return target;
+  return checkManagedRange(devPtr, count);
+}
+
+}  // namespace
+}  // namespace rocuda::api
+
+namespace rocuda::cuda {
+extern "C" {
+
+ROCUDA_EXPORT CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
+  return ROCUDA_API((free, total), [&]() -> api::Outcome {
+    if (free == nullptr || total == nullptr) return api::invalidValue("NULL argument");
+    Result<core::Context*> context = api::currentContext();
+    if (!context) return context.error();
+    core::Device& device = (*context)->device();
+    *total = device.description().totalMemory;
+    *free = device.backend().freeMemory();
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
+  return ROCUDA_API((dptr, bytesize), [&]() -> api::Outcome {
+    if (dptr == nullptr || bytesize == 0) return api::invalidValue("dptr is NULL or bytesize 0");
+    Result<core::Context*> context = api::currentContext();
+    if (!context) return context.error();
+    Result<void*> memory = core::allocateDevice(**context, bytesize);
+    if (!memory) return memory.error();
+    *dptr = api::toDevicePtr(*memory);
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes,
+                                          size_t Height, unsigned int ElementSizeBytes) {
+  return ROCUDA_API((dptr, pPitch, WidthInBytes, Height, ElementSizeBytes), [&]() -> api::Outcome {
+    if (dptr == nullptr || pPitch == nullptr || WidthInBytes == 0 || Height == 0)
+      return api::invalidValue("NULL argument or empty extent");
+    if (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16)
+      return api::invalidValue("ElementSizeBytes must be 4, 8 or 16");
+    size_t pitch =
+        (WidthInBytes + api::kPitchAlignment - 1) / api::kPitchAlignment * api::kPitchAlignment;
+    if (Height > SIZE_MAX / pitch) return {CUDA_ERROR_OUT_OF_MEMORY, "size overflows"};
+    Result<core::Context*> context = api::currentContext();
+    if (!context) return context.error();
+    Result<void*> memory = core::allocateDevice(**context, pitch * Height);
+    if (!memory) return memory.error();
+    *dptr = api::toDevicePtr(*memory);
+    *pPitch = pitch;
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
+  return ROCUDA_API((dptr), [&]() -> api::Outcome {
+    if (dptr == 0) return {};  // cudaFree(nullptr) is defined as a no-op and arrives here
+    void* pointer = api::fromDevicePtr(dptr);
+    std::optional<core::Allocation> allocation = core::findAllocation(pointer);
+    if (!allocation || allocation->base != dptr ||
+        (allocation->kind != core::AllocationKind::Device &&
+         allocation->kind != core::AllocationKind::Managed))
+      return api::invalidValue("not the start of a device allocation");
+    Status drained = api::drainOwner(pointer);
+    Status freed = core::freeDevice(pointer);
+    if (!freed) return freed;
+    return drained;
+  });
+}
+
+ROCUDA_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t* psize,
+                                               CUdeviceptr dptr) {
+  return ROCUDA_API((pbase, psize, dptr), [&]() -> api::Outcome {
+    std::optional<core::Allocation> allocation = core::findAllocation(api::fromDevicePtr(dptr));
+    if (!allocation) return {CUDA_ERROR_NOT_FOUND, "no allocation contains this address"};
+    if (pbase != nullptr) *pbase = allocation->base;
+    if (psize != nullptr) *psize = allocation->size;
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuMemAllocHost_v2(void** pp, size_t bytesize) {
+  return ROCUDA_API((pp, bytesize), [&] { return api::allocateHostMemory(pp, bytesize, 0); });
+}
+
+ROCUDA_EXPORT CUresult cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags) {
+  return ROCUDA_API((pp, bytesize, Flags),
+                    [&] { return api::allocateHostMemory(pp, bytesize, Flags); });
+}
+
+ROCUDA_EXPORT CUresult cuMemFreeHost(void* p) {
+  return ROCUDA_API((p), [&]() -> api::Outcome {
+    std::optional<core::Allocation> allocation = core::findAllocation(p);
+    if (!allocation || allocation->kind != core::AllocationKind::Host ||
+        allocation->base != reinterpret_cast<uintptr_t>(p))
+      return api::invalidValue("not the start of a host allocation");
+    Status drained = api::drainOwner(p);
+    Status freed = core::freeHost(p);
+    if (!freed) return freed;
+    return drained;
+  });
+}
+
+ROCUDA_EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr* pdptr, void* p,
+                                                    unsigned int Flags) {
+  return ROCUDA_API((pdptr, p, Flags), [&]() -> api::Outcome {
+    if (pdptr == nullptr || p == nullptr || Flags != 0)
+      return api::invalidValue("NULL argument or Flags != 0");
+    std::optional<core::Allocation> allocation = core::findAllocation(p);
+    if (!allocation || allocation->kind != core::AllocationKind::Host)
+      return api::invalidValue("not page-locked host memory");
+    *pdptr = api::toDevicePtr(p);  // one address space: the host address is the device address
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuMemHostGetFlags(unsigned int* pFlags, void* p) {
+  return ROCUDA_API((pFlags, p), [&]() -> api::Outcome {
+    if (pFlags == nullptr) return api::invalidValue("pFlags is NULL");
+    std::optional<core::Allocation> allocation = core::findAllocation(p);
+    if (!allocation || allocation->kind != core::AllocationKind::Host)
+      return api::invalidValue("not page-locked host memory");
+    *pFlags = allocation->flags;
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {
+  return ROCUDA_API((dptr, bytesize, flags), [&]() -> api::Outcome {
+    if (dptr == nullptr || bytesize == 0) return api::invalidValue("dptr is NULL or bytesize 0");
+    if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)
+      return api::invalidValue("flags must be CU_MEM_ATTACH_GLOBAL or CU_MEM_ATTACH_HOST");
+    Result<core::Context*> context = api::currentContext();
+    if (!context) return context.error();
+    if (!(*context)->device().description().managedMemory)
+      return {CUDA_ERROR_NOT_SUPPORTED, "the device has no managed memory"};
+    Result<void*> memory = core::allocateManaged(**context, bytesize, flags);
+    if (!memory) return memory.error();
+    *dptr = api::toDevicePtr(*memory);
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute,
+                                             CUdeviceptr ptr) {
+  return ROCUDA_API((data, attribute, ptr), [&]() -> api::Outcome {
+    if (data == nullptr) return api::invalidValue("data is NULL");
+    std::optional<core::Allocation> allocation = core::findAllocation(api::fromDevicePtr(ptr));
+    // Unlike cuPointerGetAttributes, a pointer Rocuda did not allocate is an error here.
+    if (!allocation) return api::invalidValue("not a pointer allocated through CUDA");
+    return api::pointerAttribute(data, attribute, allocation, ptr);
+  });
+}
+
+ROCUDA_EXPORT CUresult cuPointerGetAttributes(unsigned int numAttributes,
+                                              CUpointer_attribute* attributes, void** data,
+                                              CUdeviceptr ptr) {
+  return ROCUDA_API((numAttributes, attributes, data, ptr), [&]() -> api::Outcome {
+    if (numAttributes == 0 || attributes == nullptr || data == nullptr)
+      return api::invalidValue("no attributes");
+    std::optional<core::Allocation> allocation = core::findAllocation(api::fromDevicePtr(ptr));
+    for (unsigned i = 0; i < numAttributes; ++i) {
+      if (data[i] == nullptr) return api::invalidValue("NULL data slot");
+      api::Outcome outcome = api::pointerAttribute(data[i], attributes[i], allocation, ptr);
+      if (!outcome.ok()) return outcome;
+    }
+    return {};
+  });
+}
+
+ROCUDA_STREAM_PAIR(cuMemPrefetchAsync, cuMemPrefetchAsync_ptsz,
+                   (CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream),
+                   (devPtr, count, dstDevice, hStream), api::prefetchV1)
+ROCUDA_STREAM_PAIR(cuMemPrefetchAsync_v2, cuMemPrefetchAsync_v2_ptsz,
+                   (CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags,
+                    CUstream hStream),
+                   (devPtr, count, location, flags, hStream), api::prefetchV2)
+
+ROCUDA_EXPORT CUresult cuMemAdvise(CUdeviceptr devPtr, size_t count, CUmem_advise advice,
+                                   CUdevice device) {
+  return ROCUDA_API((devPtr, count, advice, device), [&] {
+    return api::advise(devPtr, count, advice, api::checkDeviceOrCpu(device));
+  });
+}
+
+ROCUDA_EXPORT CUresult cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, CUmem_advise advice,
+                                      CUmemLocation location) {
+  return ROCUDA_API((devPtr, count, advice, location.type), [&] {
+    return api::advise(devPtr, count, advice, api::checkLocation(location));
+  });
+}
+
+}  // extern "C"
+}  // namespace rocuda::cuda

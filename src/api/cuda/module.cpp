@@ -1,0 +1,487 @@
+// Code: modules (cuModule*), cudart's libraries (cuLibrary*), kernels/functions and their
+// attributes. A CUfunction and a CUkernel are the same core::Kernel.
+#include "core/module.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "api/cuda/boundary.h"
+#include "core/context.h"
+#include "core/platform.h"
+#include "support/platform.h"
+
+namespace rocuda::api {
+namespace {
+
+using namespace cuda;
+
+template <class Handle>
+Handle toHandle(void* object) {
+  return reinterpret_cast<Handle>(object);
+}
+
+Result<core::Module*> lookupModule(CUmodule handle) {
+  core::Module* module = core::lookupHandle<core::Module>(handle);
+  if (module == nullptr) return makeError(ErrorCode::InvalidHandle, "not a loaded module");
+  return module;
+}
+
+Result<core::Module*> lookupLibraryHandle(CUlibrary handle) {
+  core::Module* library = core::lookupLibrary(handle);
+  if (library == nullptr) return makeError(ErrorCode::InvalidHandle, "not a loaded library");
+  return library;
+}
+
+// Libraries are context-independent in CUDA; Rocuda loads them for the current context's device,
+// or for device 0's primary context when no context is current (cudart sets one first).
+Result<core::Context*> libraryContext() {
+  if (core::currentContext() != nullptr) return currentContext();
+  core::Device* device = core::Platform::instance().device(0);
+  if (device == nullptr) return makeError(ErrorCode::NoDevice, "no device");
+  return &device->primaryContext();
+}
+
+// cuModuleLoadDataEx's log buffers: the error message goes to CU_JIT_ERROR_LOG_BUFFER, and the
+// *_SIZE_BYTES values are replaced by the bytes written, as CUDA does.
+void writeJitLogs(unsigned numOptions, const CUjit_option* options, void** values,
+                  const std::string& errorLog) {
+  if (options == nullptr || values == nullptr) return;
+  for (unsigned i = 0; i < numOptions; ++i) {
+    if (options[i] != CU_JIT_ERROR_LOG_BUFFER && options[i] != CU_JIT_INFO_LOG_BUFFER) continue;
+    bool isError = options[i] == CU_JIT_ERROR_LOG_BUFFER;
+    CUjit_option sizeOption =
+        isError ? CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES : CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES;
+    for (unsigned j = 0; j < numOptions; ++j) {
+      if (options[j] != sizeOption) continue;
+      auto capacity = static_cast<size_t>(reinterpret_cast<uintptr_t>(values[j]));
+      auto* buffer = static_cast<char*>(values[i]);
+      if (buffer == nullptr || capacity == 0) break;
+      const std::string& text = isError ? errorLog : std::string();
+      size_t n = std::min(text.size(), capacity - 1);
+      std::memcpy(buffer, text.data(), n);
+      buffer[n] = '\0';
+      values[j] = reinterpret_cast<void*>(static_cast<uintptr_t>(n));
+      break;
+    }
+  }
+}
+
+Outcome loadModule(CUmodule* module, const void* image, unsigned numOptions,
+                   const CUjit_option* options, void** optionValues) {
+  if (module == nullptr || image == nullptr) return invalidValue("NULL argument");
+  if (numOptions > 0 && (options == nullptr || optionValues == nullptr))
+    return invalidValue("options missing");
+  Result<core::Context*> context = currentContext();
+  if (!context) return context.error();
+  Result<core::Module*> loaded = core::Module::load(**context, image, /*isLibrary=*/false);
+  writeJitLogs(numOptions, options, optionValues, loaded ? std::string() : loaded.error().message);
+  if (!loaded) return loaded.error();
+  *module = toHandle<CUmodule>(*loaded);
+  return {};
+}
+
+Outcome loadLibrary(CUlibrary* library, const void* code, unsigned numJitOptions,
+                    unsigned numLibraryOptions, const CUlibraryOption* libraryOptions) {
+  if (library == nullptr || code == nullptr) return invalidValue("NULL argument");
+  if (numLibraryOptions > 0 && libraryOptions == nullptr) return invalidValue("options missing");
+  for (unsigned i = 0; i < numLibraryOptions; ++i) {
+    if (libraryOptions[i] != CU_LIBRARY_BINARY_IS_PRESERVED)
+      return {CUDA_ERROR_NOT_SUPPORTED, "unsupported library option"};
+  }
+  Result<core::Context*> context = libraryContext();
+  if (!context) return context.error();
+  Result<core::Module*> loaded = core::Module::load(**context, code, /*isLibrary=*/true);
+  if (!loaded) return loaded.error();
+  *library = toHandle<CUlibrary>(*loaded);
+  return {};
+}
+
+Outcome outputGlobal(CUdeviceptr* dptr, size_t* bytes, core::Module& module, const char* name) {
+  if (name == nullptr) return invalidValue("name is NULL");
+  Result<core::GlobalSymbol> global = module.global(name);
+  if (!global) return global.error();
+  if (dptr != nullptr) *dptr = reinterpret_cast<uintptr_t>(global->address);
+  if (bytes != nullptr) *bytes = global->size;
+  return {};
+}
+
+int maxThreadsOf(core::Kernel& kernel) {
+  int limit = kernel.module().context().device().description().maxThreadsPerBlock;
+  for (const auto& dims : {kernel.info().maxntid, kernel.info().reqntid}) {
+    if (dims[0] != 0) {
+      long long product = 1LL * dims[0] * std::max(1u, dims[1]) * std::max(1u, dims[2]);
+      limit = static_cast<int>(std::min<long long>(limit, product));
+    }
+  }
+  return limit;
+}
+
+Outcome functionAttribute(int* pi, CUfunction_attribute attrib, const void* handle) {
+  if (pi == nullptr) return invalidValue("pi is NULL");
+  Result<core::Kernel*> found = lookupKernel(handle);
+  if (!found) return found.error();
+  core::Kernel& kernel = **found;
+  const auto& device = kernel.module().context().device().description();
+  switch (attrib) {
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+      *pi = maxThreadsOf(kernel);
+      return {};
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
+      *pi = static_cast<int>(kernel.info().staticSharedBytes);
+      return {};
+    case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES:
+      *pi = 0;
+      return {};
+    case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
+      *pi = static_cast<int>(kernel.info().localBytesPerThread);
+      return {};
+    case CU_FUNC_ATTRIBUTE_NUM_REGS:
+      *pi = 0;
+      return {};  // no register file is allocated
+    case CU_FUNC_ATTRIBUTE_PTX_VERSION:
+    case CU_FUNC_ATTRIBUTE_BINARY_VERSION:
+      // The code was translated for this device's reported compute capability.
+      *pi = device.computeCapabilityMajor * 10 + device.computeCapabilityMinor;
+      return {};
+    case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA:
+      *pi = 0;
+      return {};
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+      *pi = kernel.maxDynamicSharedBytes();
+      return {};
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+      *pi = kernel.preferredSharedCarveout();
+      return {};
+    case CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
+    case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+    case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+      *pi = 0;  // no thread block clusters
+      return {};
+    default:
+      return invalidValue("unknown function attribute");
+  }
+}
+
+Outcome setFunctionAttribute(const void* handle, CUfunction_attribute attrib, int value) {
+  Result<core::Kernel*> found = lookupKernel(handle);
+  if (!found) return found.error();
+  core::Kernel& kernel = **found;
+  const auto& device = kernel.module().context().device().description();
+  switch (attrib) {
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: {
+      long long available = 1LL * device.sharedMemPerBlockOptin - kernel.info().staticSharedBytes;
+      if (value < 0 || value > available)
+        return invalidValue("more dynamic shared memory than the device offers");
+      kernel.setMaxDynamicSharedBytes(value);
+      return {};
+    }
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+      if (value < -1 || value > 100) return invalidValue("carveout must be -1..100");
+      kernel.setPreferredSharedCarveout(value);
+      return {};
+    default:
+      return invalidValue("attribute cannot be set");
+  }
+}
+
+Outcome paramInfo(const void* handle, size_t index, size_t* offset, size_t* size) {
+  Result<core::Kernel*> found = lookupKernel(handle);
+  if (!found) return found.error();
+  const auto& params = (*found)->info().params;
+  if (index >= params.size()) return invalidValue("parameter index out of range");
+  if (offset != nullptr) *offset = params[index].offset;
+  if (size != nullptr) *size = params[index].size;
+  return {};
+}
+
+Outcome kernelName(const char** name, const void* handle) {
+  if (name == nullptr) return invalidValue("name is NULL");
+  Result<core::Kernel*> found = lookupKernel(handle);
+  if (!found) return found.error();
+  *name = (*found)->name().c_str();
+  return {};
+}
+
+// Cache preferences are hints; Rocuda's devices have no configurable L1/shared split.
+Outcome checkCacheHint(const void* handle, CUfunc_cache config) {
+  Result<core::Kernel*> found = lookupKernel(handle);
+  if (!found) return found.error();
+  if (config < CU_FUNC_CACHE_PREFER_NONE || config > CU_FUNC_CACHE_PREFER_EQUAL)
+    return invalidValue("unknown cache configuration");
+  return {};
+}
+
+Outcome readFile(const char* path, std::vector<uint8_t>& data) {
+  if (path == nullptr) return invalidValue("file name is NULL");
+  Result<std::vector<uint8_t>> bytes = platform::readFile(path);
+  if (!bytes) return {CUDA_ERROR_FILE_NOT_FOUND, bytes.error().message};
+  data = std::move(*bytes);
+  data.push_back(0);  // PTX text files are used as NUL-terminated strings
+  return {};
+}
+
+}  // namespace
+}  // namespace rocuda::api
+
+namespace rocuda::cuda {
+extern "C" {
+
+ROCUDA_EXPORT CUresult cuModuleLoadData(CUmodule* module, const void* image) {
+  return ROCUDA_API((module, image),
+                    [&] { return api::loadModule(module, image, 0, nullptr, nullptr); });
+}
+
+ROCUDA_EXPORT CUresult cuModuleLoadDataEx(CUmodule* module, const void* image,
+                                          unsigned int numOptions, CUjit_option* options,
+                                          void** optionValues) {
+  return ROCUDA_API((module, image, numOptions, options, optionValues), [&] {
+    return api::loadModule(module, image, numOptions, options, optionValues);
+  });
+}
+
+ROCUDA_EXPORT CUresult cuModuleLoadFatBinary(CUmodule* module, const void* fatCubin) {
+  return ROCUDA_API((module, fatCubin),
+                    [&] { return api::loadModule(module, fatCubin, 0, nullptr, nullptr); });
+}
+
+ROCUDA_EXPORT CUresult cuModuleLoad(CUmodule* module, const char* fname) {
+  return ROCUDA_API((module, fname), [&]() -> api::Outcome {
+    std::vector<uint8_t> data;
+    api::Outcome read = api::readFile(fname, data);
+    if (!read.ok()) return read;
+    return api::loadModule(module, data.data(), 0, nullptr, nullptr);
+  });
+}
+
+ROCUDA_EXPORT CUresult cuModuleUnload(CUmodule hmod) {
+  return ROCUDA_API((hmod), [&]() -> api::Outcome {
+    Result<core::Module*> module = api::lookupModule(hmod);
+    if (!module) return module.error();
+    return core::Module::unload(*module);
+  });
+}
+
+ROCUDA_EXPORT CUresult cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, const char* name) {
+  return ROCUDA_API((hfunc, hmod, name), [&]() -> api::Outcome {
+    if (hfunc == nullptr || name == nullptr) return api::invalidValue("NULL argument");
+    Result<core::Module*> module = api::lookupModule(hmod);
+    if (!module) return module.error();
+    Result<core::Kernel*> kernel = (*module)->kernel(name);
+    if (!kernel) return kernel.error();
+    *hfunc = api::toHandle<CUfunction>(*kernel);
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr* dptr, size_t* bytes, CUmodule hmod,
+                                            const char* name) {
+  return ROCUDA_API((dptr, bytes, hmod, name), [&]() -> api::Outcome {
+    Result<core::Module*> module = api::lookupModule(hmod);
+    if (!module) return module.error();
+    return api::outputGlobal(dptr, bytes, **module, name);
+  });
+}
+
+// Code is compiled when a library or module is loaded, and cudart then loads each library just
+// before its first launch: the lazy mode.
+ROCUDA_EXPORT CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode* mode) {
+  return ROCUDA_API((mode), [&]() -> api::Outcome {
+    if (mode == nullptr) return api::invalidValue("mode is NULL");
+    *mode = CU_MODULE_LAZY_LOADING;
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuLibraryLoadData(CUlibrary* library, const void* code,
+                                         CUjit_option* jitOptions, void** jitOptionsValues,
+                                         unsigned int numJitOptions,
+                                         CUlibraryOption* libraryOptions,
+                                         void** libraryOptionValues,
+                                         unsigned int numLibraryOptions) {
+  return ROCUDA_API((library, code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions,
+                     libraryOptionValues, numLibraryOptions),
+                    [&] {
+                      return api::loadLibrary(library, code, numJitOptions, numLibraryOptions,
+                                              libraryOptions);
+                    });
+}
+
+ROCUDA_EXPORT CUresult cuLibraryLoadFromFile(CUlibrary* library, const char* fileName,
+                                             CUjit_option* jitOptions, void** jitOptionsValues,
+                                             unsigned int numJitOptions,
+                                             CUlibraryOption* libraryOptions,
+                                             void** libraryOptionValues,
+                                             unsigned int numLibraryOptions) {
+  return ROCUDA_API((library, fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions,
+                     libraryOptionValues, numLibraryOptions),
+                    [&]() -> api::Outcome {
+                      std::vector<uint8_t> data;
+                      api::Outcome read = api::readFile(fileName, data);
+                      if (!read.ok()) return read;
+                      return api::loadLibrary(library, data.data(), numJitOptions,
+                                              numLibraryOptions, libraryOptions);
+                    });
+}
+
+ROCUDA_EXPORT CUresult cuLibraryUnload(CUlibrary library) {
+  return ROCUDA_API((library), [&]() -> api::Outcome {
+    Result<core::Module*> found = api::lookupLibraryHandle(library);
+    if (!found) return found.error();
+    return core::Module::unload(*found);
+  });
+}
+
+ROCUDA_EXPORT CUresult cuLibraryGetKernel(CUkernel* pKernel, CUlibrary library, const char* name) {
+  return ROCUDA_API((pKernel, library, name), [&]() -> api::Outcome {
+    if (pKernel == nullptr || name == nullptr) return api::invalidValue("NULL argument");
+    Result<core::Module*> found = api::lookupLibraryHandle(library);
+    if (!found) return found.error();
+    Result<core::Kernel*> kernel = (*found)->kernel(name);
+    if (!kernel) return kernel.error();
+    *pKernel = api::toHandle<CUkernel>(*kernel);
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuKernelGetFunction(CUfunction* pFunc, CUkernel kernel) {
+  return ROCUDA_API((pFunc, kernel), [&]() -> api::Outcome {
+    if (pFunc == nullptr) return api::invalidValue("pFunc is NULL");
+    Result<core::Kernel*> found = api::lookupKernel(kernel);
+    if (!found) return found.error();
+    *pFunc = api::toHandle<CUfunction>(*found);
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUlibrary library,
+                                          const char* name) {
+  return ROCUDA_API((dptr, bytes, library, name), [&]() -> api::Outcome {
+    Result<core::Module*> found = api::lookupLibraryHandle(library);
+    if (!found) return found.error();
+    return api::outputGlobal(dptr, bytes, **found, name);
+  });
+}
+
+ROCUDA_EXPORT CUresult cuLibraryGetKernelCount(unsigned int* count, CUlibrary lib) {
+  return ROCUDA_API((count, lib), [&]() -> api::Outcome {
+    if (count == nullptr) return api::invalidValue("count is NULL");
+    Result<core::Module*> found = api::lookupLibraryHandle(lib);
+    if (!found) return found.error();
+    *count = static_cast<unsigned>((*found)->kernels().size());
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuLibraryEnumerateKernels(CUkernel* kernels, unsigned int numKernels,
+                                                 CUlibrary lib) {
+  return ROCUDA_API((kernels, numKernels, lib), [&]() -> api::Outcome {
+    if (kernels == nullptr && numKernels > 0) return api::invalidValue("kernels is NULL");
+    Result<core::Module*> found = api::lookupLibraryHandle(lib);
+    if (!found) return found.error();
+    std::vector<core::Kernel*> all = (*found)->kernels();
+    for (size_t i = 0; i < all.size() && i < numKernels; ++i)
+      kernels[i] = api::toHandle<CUkernel>(all[i]);
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuKernelGetLibrary(CUlibrary* pLib, CUkernel kernel) {
+  return ROCUDA_API((pLib, kernel), [&]() -> api::Outcome {
+    if (pLib == nullptr) return api::invalidValue("pLib is NULL");
+    Result<core::Kernel*> found = api::lookupKernel(kernel);
+    if (!found) return found.error();
+    if (!(*found)->module().isLibrary())
+      return {CUDA_ERROR_INVALID_HANDLE, "the function belongs to a module, not a library"};
+    *pLib = api::toHandle<CUlibrary>(&(*found)->module());
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuFuncGetModule(CUmodule* hmod, CUfunction hfunc) {
+  return ROCUDA_API((hmod, hfunc), [&]() -> api::Outcome {
+    if (hmod == nullptr) return api::invalidValue("hmod is NULL");
+    Result<core::Kernel*> found = api::lookupKernel(hfunc);
+    if (!found) return found.error();
+    if ((*found)->module().isLibrary())
+      return {CUDA_ERROR_NOT_SUPPORTED, "the function belongs to a library"};
+    *hmod = api::toHandle<CUmodule>(&(*found)->module());
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuKernelGetAttribute(int* pi, CUfunction_attribute attrib, CUkernel kernel,
+                                            CUdevice dev) {
+  return ROCUDA_API((pi, attrib, kernel, dev), [&]() -> api::Outcome {
+    Result<core::Device*> device = api::lookupDevice(dev);
+    if (!device) return device.error();
+    return api::functionAttribute(pi, attrib, kernel);
+  });
+}
+
+ROCUDA_EXPORT CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel,
+                                            CUdevice dev) {
+  return ROCUDA_API((attrib, val, kernel, dev), [&]() -> api::Outcome {
+    Result<core::Device*> device = api::lookupDevice(dev);
+    if (!device) return device.error();
+    return api::setFunctionAttribute(kernel, attrib, val);
+  });
+}
+
+ROCUDA_EXPORT CUresult cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config, CUdevice dev) {
+  return ROCUDA_API((kernel, config, dev), [&]() -> api::Outcome {
+    Result<core::Device*> device = api::lookupDevice(dev);
+    if (!device) return device.error();
+    return api::checkCacheHint(kernel, config);
+  });
+}
+
+ROCUDA_EXPORT CUresult cuKernelGetName(const char** name, CUkernel hfunc) {
+  return ROCUDA_API((name, hfunc), [&] { return api::kernelName(name, hfunc); });
+}
+
+ROCUDA_EXPORT CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t* paramOffset,
+                                            size_t* paramSize) {
+  return ROCUDA_API((kernel, paramIndex, paramOffset, paramSize),
+                    [&] { return api::paramInfo(kernel, paramIndex, paramOffset, paramSize); });
+}
+
+ROCUDA_EXPORT CUresult cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunction hfunc) {
+  return ROCUDA_API((pi, attrib, hfunc), [&] { return api::functionAttribute(pi, attrib, hfunc); });
+}
+
+ROCUDA_EXPORT CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib,
+                                          int value) {
+  return ROCUDA_API((hfunc, attrib, value),
+                    [&] { return api::setFunctionAttribute(hfunc, attrib, value); });
+}
+
+ROCUDA_EXPORT CUresult cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config) {
+  return ROCUDA_API((hfunc, config), [&] { return api::checkCacheHint(hfunc, config); });
+}
+
+ROCUDA_EXPORT CUresult cuFuncSetSharedMemConfig(CUfunction hfunc, CUsharedconfig config) {
+  return ROCUDA_API((hfunc, config), [&]() -> api::Outcome {
+    Result<core::Kernel*> found = api::lookupKernel(hfunc);
+    if (!found) return found.error();
+    if (config < CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE ||
+        config > CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE)
+      return api::invalidValue("unknown shared memory configuration");
+    return {};  // a bank-size hint; Rocuda's shared memory has no banks
+  });
+}
+
+ROCUDA_EXPORT CUresult cuFuncGetName(const char** name, CUfunction hfunc) {
+  return ROCUDA_API((name, hfunc), [&] { return api::kernelName(name, hfunc); });
+}
+
+ROCUDA_EXPORT CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t* paramOffset,
+                                          size_t* paramSize) {
+  return ROCUDA_API((func, paramIndex, paramOffset, paramSize),
+                    [&] { return api::paramInfo(func, paramIndex, paramOffset, paramSize); });
+}
+
+}  // extern "C"
+}  // namespace rocuda::cuda

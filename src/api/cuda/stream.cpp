@@ -1,0 +1,329 @@
+// Streams and events.
+#include "core/stream.h"
+
+#include <utility>
+
+#include "api/cuda/boundary.h"
+#include "core/context.h"
+#include "core/platform.h"
+
+namespace rocuda::api {
+namespace {
+
+using namespace cuda;
+
+Outcome withStream(CUstream handle, StreamVariant variant, const auto& body) {
+  Result<core::Stream*> stream = resolveStream(handle, variant);
+  if (!stream) return stream.error();
+  return body(**stream);
+}
+
+Outcome createStream(CUstream* phStream, unsigned flags, int priority) {
+  if (phStream == nullptr) return invalidValue("phStream is NULL");
+  if (flags != CU_STREAM_DEFAULT && flags != CU_STREAM_NON_BLOCKING)
+    return invalidValue("unknown stream flags");
+  Result<core::Context*> context = currentContext();
+  if (!context) return context.error();
+  // Priorities are clamped to the advertised range [0, 0], as CUDA clamps them.
+  (void)priority;
+  Result<core::Stream*> stream = (*context)->createStream(flags, 0);
+  if (!stream) return stream.error();
+  *phStream = reinterpret_cast<CUstream>(*stream);
+  return {};
+}
+
+Outcome streamSynchronize(CUstream h, StreamVariant v) {
+  return withStream(h, v, [](core::Stream& s) -> Outcome { return s.synchronize(); });
+}
+
+Outcome streamQuery(CUstream h, StreamVariant v) {
+  return withStream(h, v, [](core::Stream& s) -> Outcome {
+    if (!s.idle()) return {CUDA_ERROR_NOT_READY, {}};
+    return s.context().stickyError();
+  });
+}
+
+Outcome streamWaitEvent(CUstream h, CUevent hEvent, unsigned flags, StreamVariant v) {
+  if (flags != CU_EVENT_WAIT_DEFAULT && flags != CU_EVENT_WAIT_EXTERNAL)
+    return invalidValue("unknown flags");
+  Result<core::Event*> event = lookupEvent(hEvent);
+  if (!event) return event.error();
+  return withStream(h, v, [&](core::Stream& s) -> Outcome {
+    if (core::CompletionPtr completion = (*event)->completion())
+      s.addPendingDependency(std::move(completion));
+    return {};
+  });
+}
+
+Outcome streamGetFlags(CUstream h, unsigned* flags, StreamVariant v) {
+  if (flags == nullptr) return invalidValue("flags is NULL");
+  return withStream(h, v, [&](core::Stream& s) -> Outcome {
+    *flags = s.flags();
+    return {};
+  });
+}
+
+Outcome streamGetPriority(CUstream h, int* priority, StreamVariant v) {
+  if (priority == nullptr) return invalidValue("priority is NULL");
+  return withStream(h, v, [&](core::Stream& s) -> Outcome {
+    *priority = s.priority();
+    return {};
+  });
+}
+
+Outcome streamGetCtx(CUstream h, CUcontext* pctx, StreamVariant v) {
+  if (pctx == nullptr) return invalidValue("pctx is NULL");
+  return withStream(h, v, [&](core::Stream& s) -> Outcome {
+    *pctx = reinterpret_cast<CUcontext>(&s.context());
+    return {};
+  });
+}
+
+Outcome streamGetId(CUstream h, unsigned long long* id, StreamVariant v) {
+  if (id == nullptr) return invalidValue("streamId is NULL");
+  return withStream(h, v, [&](core::Stream& s) -> Outcome {
+    *id = reinterpret_cast<uintptr_t>(&s);  // unique among live streams
+    return {};
+  });
+}
+
+Outcome streamGetDevice(CUstream h, CUdevice* device, StreamVariant v) {
+  if (device == nullptr) return invalidValue("device is NULL");
+  return withStream(h, v, [&](core::Stream& s) -> Outcome {
+    *device = s.context().device().ordinal();
+    return {};
+  });
+}
+
+Outcome streamAddCallback(CUstream h, CUstreamCallback callback, void* userData, unsigned flags,
+                          StreamVariant v) {
+  if (callback == nullptr) return invalidValue("callback is NULL");
+  if (flags != 0) return invalidValue("flags must be 0");
+  return withStream(h, v, [&](core::Stream& s) -> Outcome {
+    core::Context* context = &s.context();
+    s.context().enqueue(s, "callback", [h, callback, userData, context] {
+      // The callback learns whether the context has failed so far.
+      Outcome sticky = context->stickyError();
+      callback(h, sticky.code(), userData);
+      return Status::success();
+    });
+    return {};
+  });
+}
+
+// Rocuda does not capture streams into graphs (cuStreamBeginCapture is not offered), so no
+// stream is ever capturing.
+Outcome streamIsCapturing(CUstream h, CUstreamCaptureStatus* status, StreamVariant v) {
+  if (status == nullptr) return invalidValue("captureStatus is NULL");
+  return withStream(h, v, [&](core::Stream&) -> Outcome {
+    *status = CU_STREAM_CAPTURE_STATUS_NONE;
+    return {};
+  });
+}
+
+// cuStreamGetCaptureInfo in its three forms; with no capture, only the status is meaningful and
+// the other outputs are cleared.
+Outcome captureInfo(CUstream h, CUstreamCaptureStatus* status, cuuint64_t* id, CUgraph* graph,
+                    const CUgraphNode** dependencies, const void** edgeData, size_t* count,
+                    StreamVariant v) {
+  if (status == nullptr) return invalidValue("captureStatus_out is NULL");
+  return withStream(h, v, [&](core::Stream&) -> Outcome {
+    *status = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (id != nullptr) *id = 0;
+    if (graph != nullptr) *graph = nullptr;
+    if (dependencies != nullptr) *dependencies = nullptr;
+    if (edgeData != nullptr) *edgeData = nullptr;
+    if (count != nullptr) *count = 0;
+    return {};
+  });
+}
+
+Outcome captureInfoV1(CUstream h, CUstreamCaptureStatus* status, cuuint64_t* id, StreamVariant v) {
+  return captureInfo(h, status, id, nullptr, nullptr, nullptr, nullptr, v);
+}
+
+Outcome captureInfoV2(CUstream h, CUstreamCaptureStatus* status, cuuint64_t* id, CUgraph* graph,
+                      const CUgraphNode** dependencies, size_t* count, StreamVariant v) {
+  return captureInfo(h, status, id, graph, dependencies, nullptr, count, v);
+}
+
+Outcome captureInfoV3(CUstream h, CUstreamCaptureStatus* status, cuuint64_t* id, CUgraph* graph,
+                      const CUgraphNode** dependencies, const void** edgeData, size_t* count,
+                      StreamVariant v) {
+  return captureInfo(h, status, id, graph, dependencies, edgeData, count, v);
+}
+
+thread_local CUstreamCaptureMode tCaptureMode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+
+Outcome eventRecord(CUevent hEvent, CUstream h, unsigned flags, StreamVariant v) {
+  if (flags != CU_EVENT_RECORD_DEFAULT && flags != CU_EVENT_RECORD_EXTERNAL)
+    return invalidValue("unknown flags");
+  Result<core::Event*> event = lookupEvent(hEvent);
+  if (!event) return event.error();
+  return withStream(h, v, [&](core::Stream& s) -> Outcome {
+    if (&s.context() != &(*event)->context())
+      return {CUDA_ERROR_INVALID_HANDLE, "event and stream belong to different contexts"};
+    return (*event)->record(s);
+  });
+}
+
+Outcome eventRecordDefault(CUevent hEvent, CUstream h, StreamVariant v) {
+  return eventRecord(hEvent, h, CU_EVENT_RECORD_DEFAULT, v);
+}
+
+Outcome elapsedTime(float* milliseconds, CUevent start, CUevent end) {
+  if (milliseconds == nullptr) return invalidValue("pMilliseconds is NULL");
+  Result<core::Event*> first = lookupEvent(start);
+  if (!first) return first.error();
+  Result<core::Event*> last = lookupEvent(end);
+  if (!last) return last.error();
+  Result<float> elapsed = core::elapsedMilliseconds(**first, **last);
+  if (!elapsed) return elapsed.error();
+  *milliseconds = *elapsed;
+  return {};
+}
+
+}  // namespace
+}  // namespace rocuda::api
+
+namespace rocuda::cuda {
+extern "C" {
+
+ROCUDA_EXPORT CUresult cuStreamCreate(CUstream* phStream, unsigned int Flags) {
+  return ROCUDA_API((phStream, Flags), [&] { return api::createStream(phStream, Flags, 0); });
+}
+
+ROCUDA_EXPORT CUresult cuStreamCreateWithPriority(CUstream* phStream, unsigned int flags,
+                                                  int priority) {
+  return ROCUDA_API((phStream, flags, priority),
+                    [&] { return api::createStream(phStream, flags, priority); });
+}
+
+ROCUDA_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream) {
+  return ROCUDA_API((hStream), [&]() -> api::Outcome {
+    core::Stream* stream = core::lookupHandle<core::Stream>(hStream);
+    if (stream == nullptr || stream->streamKind() != core::StreamKind::Created)
+      return {CUDA_ERROR_INVALID_HANDLE, "not a created stream"};
+    return stream->context().destroyStream(stream);
+  });
+}
+
+ROCUDA_STREAM_PAIR(cuStreamSynchronize, cuStreamSynchronize_ptsz, (CUstream hStream), (hStream),
+                   api::streamSynchronize)
+ROCUDA_STREAM_PAIR(cuStreamQuery, cuStreamQuery_ptsz, (CUstream hStream), (hStream),
+                   api::streamQuery)
+ROCUDA_STREAM_PAIR(cuStreamWaitEvent, cuStreamWaitEvent_ptsz,
+                   (CUstream hStream, CUevent hEvent, unsigned int Flags), (hStream, hEvent, Flags),
+                   api::streamWaitEvent)
+ROCUDA_STREAM_PAIR(cuStreamGetFlags, cuStreamGetFlags_ptsz, (CUstream hStream, unsigned int* flags),
+                   (hStream, flags), api::streamGetFlags)
+ROCUDA_STREAM_PAIR(cuStreamGetPriority, cuStreamGetPriority_ptsz, (CUstream hStream, int* priority),
+                   (hStream, priority), api::streamGetPriority)
+ROCUDA_STREAM_PAIR(cuStreamGetCtx, cuStreamGetCtx_ptsz, (CUstream hStream, CUcontext* pctx),
+                   (hStream, pctx), api::streamGetCtx)
+ROCUDA_STREAM_PAIR(cuStreamGetId, cuStreamGetId_ptsz,
+                   (CUstream hStream, unsigned long long* streamId), (hStream, streamId),
+                   api::streamGetId)
+ROCUDA_STREAM_PAIR(cuStreamGetDevice, cuStreamGetDevice_ptsz, (CUstream hStream, CUdevice* device),
+                   (hStream, device), api::streamGetDevice)
+ROCUDA_STREAM_PAIR(cuStreamAddCallback, cuStreamAddCallback_ptsz,
+                   (CUstream hStream, CUstreamCallback callback, void* userData,
+                    unsigned int flags),
+                   (hStream, callback, userData, flags), api::streamAddCallback)
+ROCUDA_STREAM_PAIR(cuStreamIsCapturing, cuStreamIsCapturing_ptsz,
+                   (CUstream hStream, CUstreamCaptureStatus* captureStatus),
+                   (hStream, captureStatus), api::streamIsCapturing)
+
+ROCUDA_STREAM_PAIR(cuStreamGetCaptureInfo, cuStreamGetCaptureInfo_ptsz,
+                   (CUstream hStream, CUstreamCaptureStatus* captureStatus_out, cuuint64_t* id_out),
+                   (hStream, captureStatus_out, id_out), api::captureInfoV1)
+ROCUDA_STREAM_PAIR(cuStreamGetCaptureInfo_v2, cuStreamGetCaptureInfo_v2_ptsz,
+                   (CUstream hStream, CUstreamCaptureStatus* captureStatus_out, cuuint64_t* id_out,
+                    CUgraph* graph_out, const CUgraphNode** dependencies_out,
+                    size_t* numDependencies_out),
+                   (hStream, captureStatus_out, id_out, graph_out, dependencies_out,
+                    numDependencies_out),
+                   api::captureInfoV2)
+ROCUDA_STREAM_PAIR(cuStreamGetCaptureInfo_v3, cuStreamGetCaptureInfo_v3_ptsz,
+                   (CUstream hStream, CUstreamCaptureStatus* captureStatus_out, cuuint64_t* id_out,
+                    CUgraph* graph_out, const CUgraphNode** dependencies_out,
+                    const void** edgeData_out, size_t* numDependencies_out),
+                   (hStream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out,
+                    numDependencies_out),
+                   api::captureInfoV3)
+
+// The calling thread's capture interaction mode: kept and exchanged as CUDA does, although no
+// capture can start.
+ROCUDA_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
+  return ROCUDA_API((mode), [&]() -> api::Outcome {
+    if (mode == nullptr) return api::invalidValue("mode is NULL");
+    if (*mode < CU_STREAM_CAPTURE_MODE_GLOBAL || *mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+      return api::invalidValue("unknown capture mode");
+    std::swap(*mode, api::tCaptureMode);
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuEventCreate(CUevent* phEvent, unsigned int Flags) {
+  return ROCUDA_API((phEvent, Flags), [&]() -> api::Outcome {
+    if (phEvent == nullptr) return api::invalidValue("phEvent is NULL");
+    constexpr unsigned kKnown =
+        CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
+    if ((Flags & ~kKnown) != 0) return api::invalidValue("unknown flags");
+    if ((Flags & CU_EVENT_INTERPROCESS) != 0) {
+      if ((Flags & CU_EVENT_DISABLE_TIMING) == 0)
+        return api::invalidValue("interprocess events need CU_EVENT_DISABLE_TIMING");
+      return {CUDA_ERROR_NOT_SUPPORTED, "interprocess events are not supported"};
+    }
+    Result<core::Context*> context = api::currentContext();
+    if (!context) return context.error();
+    Result<core::Event*> event = (*context)->createEvent(Flags);
+    if (!event) return event.error();
+    *phEvent = reinterpret_cast<CUevent>(*event);
+    return {};
+  });
+}
+
+ROCUDA_STREAM_PAIR(cuEventRecord, cuEventRecord_ptsz, (CUevent hEvent, CUstream hStream),
+                   (hEvent, hStream), api::eventRecordDefault)
+ROCUDA_STREAM_PAIR(cuEventRecordWithFlags, cuEventRecordWithFlags_ptsz,
+                   (CUevent hEvent, CUstream hStream, unsigned int flags), (hEvent, hStream, flags),
+                   api::eventRecord)
+
+ROCUDA_EXPORT CUresult cuEventQuery(CUevent hEvent) {
+  return ROCUDA_API((hEvent), [&]() -> api::Outcome {
+    Result<core::Event*> event = api::lookupEvent(hEvent);
+    if (!event) return event.error();
+    if (!(*event)->query()) return {CUDA_ERROR_NOT_READY, {}};
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuEventSynchronize(CUevent hEvent) {
+  return ROCUDA_API((hEvent), [&]() -> api::Outcome {
+    Result<core::Event*> event = api::lookupEvent(hEvent);
+    if (!event) return event.error();
+    return (*event)->synchronize();
+  });
+}
+
+ROCUDA_EXPORT CUresult cuEventDestroy_v2(CUevent hEvent) {
+  return ROCUDA_API((hEvent), [&]() -> api::Outcome {
+    Result<core::Event*> event = api::lookupEvent(hEvent);
+    if (!event) return event.error();
+    return (*event)->context().destroyEvent(*event);
+  });
+}
+
+ROCUDA_EXPORT CUresult cuEventElapsedTime(float* pMilliseconds, CUevent hStart, CUevent hEnd) {
+  return ROCUDA_API((pMilliseconds, hStart, hEnd),
+                    [&] { return api::elapsedTime(pMilliseconds, hStart, hEnd); });
+}
+
+ROCUDA_EXPORT CUresult cuEventElapsedTime_v2(float* pMilliseconds, CUevent hStart, CUevent hEnd) {
+  return ROCUDA_API((pMilliseconds, hStart, hEnd),
+                    [&] { return api::elapsedTime(pMilliseconds, hStart, hEnd); });
+}
+
+}  // extern "C"
+}  // namespace rocuda::cuda

@@ -1,0 +1,435 @@
+// Module-level PTX parsing: directives, functions and their bodies.
+#include <algorithm>
+#include <limits>
+
+#include "ptx/parser_impl.h"
+
+namespace rocuda::ptx {
+namespace detail {
+
+Parser::Parser(std::string_view text, std::string_view fileName, ParseResult& out)
+    : text_(text), out_(out) {
+  out_.module.name = fileName.empty() ? "<memory>" : std::string(fileName);
+}
+
+void Parser::run() {
+  if (text_.size() >= std::numeric_limits<uint32_t>::max()) {
+    errorAt(0, {1, 1}, "PTX module is too large (4 GiB or more)");
+    return;
+  }
+  LexResult lexed = lex(text_);
+  tokens_ = std::move(lexed.tokens);
+  for (const Token& bad : lexed.errors) {
+    error(bad, text_[bad.offset] == '"' ? "unterminated string" : "unterminated comment");
+  }
+  while (!at(TokenKind::End) && !tooManyErrors()) {
+    size_t before = pos_;
+    parseTopLevel();
+    if (pos_ == before) advance();  // every iteration consumes input
+  }
+  checkModuleSymbols();
+  std::stable_sort(out_.diagnostics.begin(), out_.diagnostics.end(),
+                   [](const Diagnostic& a, const Diagnostic& b) {
+                     return a.loc.line != b.loc.line ? a.loc.line < b.loc.line
+                                                     : a.loc.column < b.loc.column;
+                   });
+}
+
+void Parser::parseTopLevel() {
+  const Token& start = tok();
+  if (start.kind != TokenKind::Directive) {
+    if (start.kind == TokenKind::Invalid) {
+      error(start, "invalid character '" + std::string(text(start)) + "'");
+    } else {
+      error(start, "expected a directive at module scope, found " + describe(start));
+    }
+    skipStatement();
+    if (at(TokenKind::RBrace)) advance();
+    return;
+  }
+  std::string_view name = text(start);
+  if (name == ".version") return parseVersion();
+  if (name == ".target") return parseTarget();
+  if (name == ".address_size") {
+    advance();
+    uint64_t size = 0;
+    if (!parseUint(size)) return skipStatement();
+    if (size != 32 && size != 64) error(start, ".address_size must be 32 or 64");
+    out_.module.addressSize = static_cast<uint32_t>(size);
+    return;
+  }
+  if (name == ".file") return parseFile();
+  if (name == ".loc") return parseLoc();
+  if (name == ".section") return skipSection();
+  if (name == ".alias") return parseAlias();
+  if (name == ".pragma") {
+    advance();
+    if (!expect(TokenKind::String, "after .pragma")) return skipStatement();
+    expect(TokenKind::Semicolon, "after .pragma");
+    return;
+  }
+  parseDeclaration();
+}
+
+void Parser::parseVersion() {
+  advance();
+  const Token& number = tok();
+  std::string_view value = text(number);
+  size_t dot = value.find('.');
+  uint64_t major = 0, minor = 0;
+  if (number.kind != TokenKind::Number || dot == std::string_view::npos ||
+      !parseIntegerText(value.substr(0, dot), number, major) ||
+      !parseIntegerText(value.substr(dot + 1), number, minor) || major > 1000 || minor > 1000) {
+    error(number, "expected a version number like 9.0 after .version");
+    skipRestOfLine(number.line);
+    return;
+  }
+  advance();
+  out_.module.versionMajor = static_cast<uint32_t>(major);
+  out_.module.versionMinor = static_cast<uint32_t>(minor);
+}
+
+void Parser::parseTarget() {
+  advance();
+  do {
+    if (!at(TokenKind::Identifier)) {
+      error(tok(), "expected a target name like sm_90 after .target, found " + describe(tok()));
+      skipRestOfLine(tok().line);
+      return;
+    }
+    out_.module.targets.emplace_back(text(tok()));
+    advance();
+  } while (accept(TokenKind::Comma));
+}
+
+void Parser::parseFile() {
+  const Token& start = tok();
+  advance();
+  uint64_t index = 0;
+  if (!parseUint(index)) return skipRestOfLine(start.line);
+  if (!at(TokenKind::String)) {
+    error(tok(), "expected a file name string after .file " + std::to_string(index));
+    return skipRestOfLine(start.line);
+  }
+  std::string_view quoted = text(tok());
+  advance();
+  if (index < 65536) {
+    auto& files = out_.module.files;
+    if (files.size() <= index) files.resize(index + 1);
+    files[index].assign(quoted.substr(1, quoted.size() >= 2 ? quoted.size() - 2 : 0));
+  }
+  // Optional ", timestamp, size".
+  while (at(TokenKind::Comma) && tok().line == start.line) {
+    advance();
+    if (at(TokenKind::Number)) advance();
+  }
+}
+
+void Parser::parseLoc() {
+  const Token& start = tok();
+  advance();
+  // .loc file line column [, function_name label, inlined_at file line column]: no ';'.
+  for (int i = 0; i < 3; ++i) {
+    if (!at(TokenKind::Number) || tok().line != start.line) {
+      error(tok(), "expected file, line and column numbers after .loc");
+      return skipRestOfLine(start.line);
+    }
+    advance();
+  }
+  skipRestOfLine(start.line);
+}
+
+void Parser::skipSection() {
+  // .section .debug_xxx { ... }: debug data we do not need; braces may nest.
+  const Token& start = tok();
+  advance();
+  if (at(TokenKind::Directive) || at(TokenKind::Identifier)) advance();
+  if (!at(TokenKind::LBrace)) {
+    error(tok(), "expected '{' after .section name, found " + describe(tok()));
+    return skipStatement();
+  }
+  unsigned depth = 0;
+  while (!at(TokenKind::End)) {
+    if (at(TokenKind::LBrace)) ++depth;
+    if (at(TokenKind::RBrace) && --depth == 0) {
+      advance();
+      return;
+    }
+    advance();
+  }
+  error(start, "unterminated .section (missing '}')");
+}
+
+void Parser::parseAlias() {
+  advance();
+  std::pair<std::string, std::string> alias;
+  if (!at(TokenKind::Identifier)) {
+    error(tok(), "expected an alias name after .alias, found " + describe(tok()));
+    return skipStatement();
+  }
+  alias.first = text(tok());
+  advance();
+  if (!expect(TokenKind::Comma, "in .alias")) return skipStatement();
+  if (!at(TokenKind::Identifier)) {
+    error(tok(), "expected the aliased function after ',', found " + describe(tok()));
+    return skipStatement();
+  }
+  alias.second = text(tok());
+  advance();
+  out_.module.aliases.push_back(std::move(alias));
+  if (!expect(TokenKind::Semicolon, "after .alias")) skipStatement();
+}
+
+static bool linkageFor(std::string_view name, Linkage& out) {
+  if (name == ".visible")
+    out = Linkage::Visible;
+  else if (name == ".extern")
+    out = Linkage::Extern;
+  else if (name == ".weak")
+    out = Linkage::Weak;
+  else if (name == ".common")
+    out = Linkage::Common;
+  else
+    return false;
+  return true;
+}
+
+void Parser::parseDeclaration() {
+  const Token& start = tok();
+  Linkage linkage = Linkage::Default;
+  while (at(TokenKind::Directive) && linkageFor(text(tok()), linkage)) advance();
+  if (!at(TokenKind::Directive)) {
+    error(tok(), "expected .entry, .func or a variable declaration, found " + describe(tok()));
+    return skipStatement();
+  }
+  std::string_view name = text(tok());
+  if (name == ".entry" || name == ".func") return parseFunction(linkage, name == ".entry", start);
+  DecodedModifier decoded = decodeModifier(name.substr(1));
+  if (decoded.kind == DecodedModifier::Kind::Space && decoded.space != StateSpace::Reg &&
+      decoded.space != StateSpace::Param) {
+    if (!parseVariableDeclaration(decoded.space, linkage, out_.module.globals)) skipStatement();
+    return;
+  }
+  error(tok(), "unknown directive '" + std::string(name) + "'");
+  skipStatement();
+}
+
+void Parser::parseFunction(Linkage linkage, bool isEntry, const Token& start) {
+  const char* kind = isEntry ? ".entry" : ".func";
+  advance();
+  Function function;
+  function.isEntry = isEntry;
+  function.linkage = linkage;
+  function.loc = locOf(start);
+  FunctionState state;
+  state.scopes.emplace_back();
+  if (!isEntry && at(TokenKind::LParen) && !parseParamList(function.returnParams, &state))
+    return skipStatement();
+  if (!at(TokenKind::Identifier)) {
+    error(tok(),
+          std::string("expected a function name after ") + kind + ", found " + describe(tok()));
+    return skipStatement();
+  }
+  function.name = text(tok());
+  advance();
+  if (at(TokenKind::LParen) && !parseParamList(function.params, &state)) return skipStatement();
+  while (at(TokenKind::Directive)) {
+    if (!parsePerformanceDirective(function)) return skipStatement();
+  }
+  out_.module.functions.push_back(std::move(function));
+  state.index = out_.module.functions.size() - 1;
+  state.function = &out_.module.functions.back();
+  // Registers declared as .reg parameters live in the function's register table.
+  for (auto* list : {&state.function->returnParams, &state.function->params}) {
+    for (const Variable& param : *list) {
+      if (param.space == StateSpace::Reg) {
+        declareRegister(state, param.name, start, param);
+      } else {
+        state.params.insert(param.name);
+      }
+    }
+  }
+  if (accept(TokenKind::Semicolon)) {
+    state.function->isDeclaration = true;
+  } else if (at(TokenKind::LBrace)) {
+    advance();
+    parseBody(state);
+    resolveScopedLabels(state);
+  } else {
+    error(tok(), std::string("expected '{' or ';' after ") + kind + " " + state.function->name +
+                     " header, found " + describe(tok()));
+    skipStatement();
+    state.function->isDeclaration = true;
+  }
+  // Keep only what the module-wide symbol check needs.
+  state.function = nullptr;
+  state.scopes.clear();
+  state.exactNames.clear();
+  state.rangeCounts.clear();
+  state.numberedExact.clear();
+  state.shadowCounts.clear();
+  state.labelDefinitions.clear();
+  state.statementBlock.clear();
+  state.blockParent.clear();
+  state.usedLocalNames.clear();
+  functionStates_.push_back(std::move(state));
+}
+
+void Parser::parseBody(FunctionState& state) {
+  unsigned depth = 0;
+  while (!tooManyErrors()) {
+    if (at(TokenKind::End)) {
+      error(tok(), "expected '}' at end of function '" + state.function->name + "'");
+      return;
+    }
+    size_t before = pos_;
+    if (!parseBodyStatement(state, depth)) return;  // closing brace of the body
+    if (pos_ == before) advance();
+  }
+}
+
+// One statement of a body; false once the body's closing brace was consumed.
+bool Parser::parseBodyStatement(FunctionState& state, unsigned& depth) {
+  const Token& start = tok();
+  switch (start.kind) {
+    case TokenKind::RBrace:
+      advance();
+      if (depth == 0) return false;
+      --depth;
+      state.scopes.pop_back();
+      return true;
+    case TokenKind::LBrace:
+      advance();
+      if (depth + 1 >= kMaxBlockDepth) {
+        error(start,
+              "blocks nested too deeply (more than " + std::to_string(kMaxBlockDepth) + " levels)");
+        // Skip the whole block so the nesting cannot grow further.
+        unsigned skip = 1;
+        while (!at(TokenKind::End) && skip > 0) {
+          if (at(TokenKind::LBrace)) ++skip;
+          if (at(TokenKind::RBrace)) --skip;
+          advance();
+        }
+        return true;
+      }
+      ++depth;
+      state.scopes.emplace_back();
+      state.scopes.back().block = static_cast<uint32_t>(state.blockParent.size());
+      state.blockParent.push_back(state.scopes[state.scopes.size() - 2].block);
+      return true;
+    case TokenKind::Directive: {
+      std::string_view name = text(start);
+      if (name == ".reg") {
+        parseRegisterDeclaration(state);
+      } else if (name == ".loc") {
+        parseLoc();
+      } else if (name == ".file") {
+        parseFile();
+      } else if (name == ".pragma") {
+        advance();
+        if (at(TokenKind::String)) state.function->performance.pragmas.emplace_back(text(tok()));
+        if (!expect(TokenKind::String, "after .pragma") ||
+            !expect(TokenKind::Semicolon, "after .pragma"))
+          skipStatement();
+      } else if (name == ".local" || name == ".shared" || name == ".param" || name == ".const" ||
+                 name == ".global" || name == ".shared::cta") {
+        parseLocalDeclaration(state, decodeModifier(name.substr(1)).space);
+      } else {
+        error(start, "unknown directive '" + std::string(name) + "' in function body");
+        skipStatement();
+      }
+      return true;
+    }
+    case TokenKind::Identifier:
+      if (peekTok(1).kind == TokenKind::Colon) {
+        parseLabelStatement(state);
+        return true;
+      }
+      parseInstruction(state);
+      return true;
+    case TokenKind::At:
+      parseInstruction(state);
+      return true;
+    default:
+      error(start, "expected an instruction, found " + describe(start));
+      skipStatement();
+      return true;
+  }
+}
+
+void Parser::parseLabelStatement(FunctionState& state) {
+  const Token& label = tok();
+  advance();
+  advance();  // ':'
+  if (atDirective(".callprototype")) return parseCallPrototype(state, label);
+  if (atDirective(".branchtargets")) return parseTargetList(state, label, false);
+  if (atDirective(".calltargets")) return parseTargetList(state, label, true);
+  std::string_view name = text(label);
+  uint32_t block = state.scopes.back().block;
+  auto& definitions = state.labelDefinitions[name];
+  for (const LabelDefinition& previous : definitions) {
+    if (previous.block != block) continue;
+    error(label, "redefinition of label '" + std::string(name) + "' (first defined at line " +
+                     std::to_string(previous.loc.line) + ")");
+    return;
+  }
+  if (state.labels.count(name) && definitions.empty()) {  // a .callprototype/.branchtargets
+    error(label, "redefinition of label '" + std::string(name) + "'");
+    return;
+  }
+  state.labels.emplace(name, locOf(label));
+  Statement statement;
+  statement.kind = Statement::Kind::Label;
+  statement.label.name = name;
+  statement.label.loc = locOf(label);
+  if (!definitions.empty()) {  // same name in another block: unique like registers
+    statement.label.name += "#" + std::to_string(definitions.size());
+    state.duplicateLabels = true;
+  }
+  definitions.push_back(
+      {block, static_cast<uint32_t>(state.function->body.size()), statement.label.loc});
+  appendStatement(state, std::move(statement));
+}
+
+void Parser::appendStatement(FunctionState& state, Statement&& statement) {
+  state.function->body.push_back(std::move(statement));
+  state.statementBlock.push_back(state.scopes.back().block);
+}
+
+// Points branch operands at the label visible from their block when a name is defined in
+// several blocks (forward references are why this runs after the body).
+void Parser::resolveScopedLabels(FunctionState& state) {
+  if (!state.duplicateLabels) return;
+  std::vector<Statement>& body = state.function->body;
+  auto resolve = [&](size_t index, Operand& op) {
+    if (op.kind != Operand::Kind::Symbol) return;
+    auto it = state.labelDefinitions.find(op.symbol);
+    if (it == state.labelDefinitions.end() || it->second.size() < 2) return;
+    for (uint32_t block = state.statementBlock[index];; block = state.blockParent[block]) {
+      for (const LabelDefinition& definition : it->second) {
+        if (definition.block == block) {
+          op.symbol = body[definition.statement].label.name;
+          return;
+        }
+      }
+      if (block == 0) return;
+    }
+  };
+  for (size_t i = 0; i < body.size(); ++i) {
+    for (Operand& op : body[i].instruction.operands) {
+      resolve(i, op);
+      for (Operand& element : op.elements) resolve(i, element);
+    }
+  }
+}
+
+}  // namespace detail
+
+ParseResult parseModule(std::string_view text, std::string_view fileName) {
+  ParseResult result;
+  detail::Parser parser(text, fileName, result);
+  parser.run();
+  return result;
+}
+
+}  // namespace rocuda::ptx

@@ -1,0 +1,555 @@
+// libcuda.so.1 as cudart uses it: loaded with dlopen, everything reached through
+// cuGetProcAddress_v2, the export tables called like cudart calls them.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "api/cuda/integrity.h"
+#include "rocuda/cuda_abi.h"
+
+namespace rocuda::cuda {
+namespace {
+
+using GetProcAddress = CUresult (*)(const char*, void**, int, cuuint64_t,
+                                    CUdriverProcAddressQueryResult*);
+
+void* library() {
+  static void* handle = dlopen(ROCUDA_LIBCUDA_PATH, RTLD_NOW | RTLD_LOCAL);
+  return handle;
+}
+
+template <class F>
+F proc(const char* name, int version = 13000, cuuint64_t flags = 0) {
+  static auto getProc = reinterpret_cast<GetProcAddress>(dlsym(library(), "cuGetProcAddress_v2"));
+  void* pfn = nullptr;
+  CUresult result = getProc(name, &pfn, version, flags, nullptr);
+  EXPECT_EQ(result, CUDA_SUCCESS) << name;
+  return reinterpret_cast<F>(pfn);
+}
+
+// Entry points as a CUDA 12.9 runtime would see them (13.0 changed cuCtxGetDevice and
+// cuCtxSynchronize, whose new forms are tested explicitly).
+#define CU(name, ...) proc<CUresult (*)(__VA_ARGS__)>(#name, 12090)
+
+// ---- Before cuInit (first in this file: gtest keeps definition order in one process, and ctest
+// runs each test in its own) ----
+TEST(LibCudaBeforeInit, CallsBeforeInitFail) {
+  ASSERT_NE(library(), nullptr) << dlerror();
+  int count = -1;
+  EXPECT_EQ(CU(cuDeviceGetCount, int*)(&count), CUDA_ERROR_NOT_INITIALIZED);
+  int version = 0;
+  EXPECT_EQ(CU(cuDriverGetVersion, int*)(&version), CUDA_SUCCESS);
+  EXPECT_EQ(version, 13000);
+  EXPECT_EQ(CU(cuInit, unsigned)(1), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(CU(cuInit, unsigned)(0), CUDA_SUCCESS);
+}
+
+class LibCuda : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ASSERT_NE(library(), nullptr) << dlerror();
+    ASSERT_EQ(CU(cuInit, unsigned)(0), CUDA_SUCCESS);
+  }
+};
+
+TEST_F(LibCuda, GetProcAddress) {
+  auto getProc = reinterpret_cast<GetProcAddress>(dlsym(library(), "cuGetProcAddress_v2"));
+  ASSERT_NE(getProc, nullptr);
+  void* pfn = &pfn;
+  CUdriverProcAddressQueryResult status{};
+  EXPECT_EQ(getProc("", &pfn, 0, 0, &status), CUDA_ERROR_NOT_FOUND);
+  EXPECT_EQ(pfn, nullptr);
+  EXPECT_EQ(status, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+  pfn = &pfn;
+  EXPECT_EQ(getProc("cuGraphCreate", &pfn, 13000, 0, &status), CUDA_ERROR_NOT_FOUND);
+  EXPECT_EQ(pfn, nullptr);
+  EXPECT_EQ(getProc("cuMemAlloc", &pfn, 1000, 0, &status), CUDA_ERROR_NOT_FOUND);
+  EXPECT_EQ(status, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+  EXPECT_EQ(getProc("cuMemAlloc", &pfn, 3020, 0, &status), CUDA_SUCCESS);
+  EXPECT_EQ(status, CU_GET_PROC_ADDRESS_SUCCESS);
+  EXPECT_EQ(pfn, dlsym(library(), "cuMemAlloc_v2"));
+  EXPECT_EQ(
+      getProc("cuMemcpyHtoD", &pfn, 7000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, nullptr),
+      CUDA_SUCCESS);
+  EXPECT_EQ(pfn, dlsym(library(), "cuMemcpyHtoD_v2_ptds"));
+  EXPECT_EQ(getProc("cuCtxGetDevice", &pfn, 13000, 0, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(pfn, dlsym(library(), "cuCtxGetDevice_v2"));
+  // Only driver API symbols are exported; nothing unimplemented is.
+  EXPECT_EQ(dlsym(library(), "cuGraphCreate"), nullptr);
+  EXPECT_EQ(dlsym(library(), "_ZN6rocuda4core8Platform8instanceEv"), nullptr);
+}
+
+TEST_F(LibCuda, ErrorNames) {
+  const char* text = nullptr;
+  ASSERT_EQ(CU(cuGetErrorName, CUresult, const char**)(CUDA_ERROR_INVALID_VALUE, &text),
+            CUDA_SUCCESS);
+  EXPECT_STREQ(text, "CUDA_ERROR_INVALID_VALUE");
+  ASSERT_EQ(CU(cuGetErrorString, CUresult, const char**)(CUDA_ERROR_OUT_OF_MEMORY, &text),
+            CUDA_SUCCESS);
+  EXPECT_STREQ(text, "out of memory");
+  EXPECT_EQ(CU(cuGetErrorName, CUresult, const char**)(static_cast<CUresult>(4242), &text),
+            CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST_F(LibCuda, Devices) {
+  int count = 0;
+  ASSERT_EQ(CU(cuDeviceGetCount, int*)(&count), CUDA_SUCCESS);
+  ASSERT_GE(count, 1);
+  CUdevice device = -1;
+  EXPECT_EQ(CU(cuDeviceGet, CUdevice*, int)(&device, count), CUDA_ERROR_INVALID_DEVICE);
+  ASSERT_EQ(CU(cuDeviceGet, CUdevice*, int)(&device, 0), CUDA_SUCCESS);
+  auto getAttribute = CU(cuDeviceGetAttribute, int*, CUdevice_attribute, CUdevice);
+  for (int attribute = 1; attribute < CU_DEVICE_ATTRIBUTE_MAX; ++attribute) {
+    int value = -12345;
+    EXPECT_EQ(getAttribute(&value, static_cast<CUdevice_attribute>(attribute), device),
+              CUDA_SUCCESS)
+        << attribute;
+  }
+  int value = 0;
+  EXPECT_EQ(getAttribute(&value, CU_DEVICE_ATTRIBUTE_MAX, device), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(getAttribute(&value, static_cast<CUdevice_attribute>(0), device),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(getAttribute(nullptr, CU_DEVICE_ATTRIBUTE_WARP_SIZE, device), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(getAttribute(&value, CU_DEVICE_ATTRIBUTE_WARP_SIZE, 99), CUDA_ERROR_INVALID_DEVICE);
+  ASSERT_EQ(getAttribute(&value, CU_DEVICE_ATTRIBUTE_WARP_SIZE, device), CUDA_SUCCESS);
+  EXPECT_EQ(value, 32);
+  ASSERT_EQ(getAttribute(&value, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, device), CUDA_SUCCESS);
+  EXPECT_GE(value, 32);
+
+  char name[256] = {};
+  ASSERT_EQ(CU(cuDeviceGetName, char*, int, CUdevice)(name, sizeof name, device), CUDA_SUCCESS);
+  EXPECT_GT(std::strlen(name), 0u);
+  size_t total = 0;
+  ASSERT_EQ(CU(cuDeviceTotalMem, size_t*, CUdevice)(&total, device), CUDA_SUCCESS);
+  EXPECT_GT(total, 0u);
+  char busId[32] = {};
+  ASSERT_EQ(CU(cuDeviceGetPCIBusId, char*, int, CUdevice)(busId, sizeof busId, device),
+            CUDA_SUCCESS);
+  CUdevice found = -1;
+  ASSERT_EQ(CU(cuDeviceGetByPCIBusId, CUdevice*, const char*)(&found, busId), CUDA_SUCCESS);
+  EXPECT_EQ(found, device);
+  EXPECT_EQ(CU(cuDeviceGetByPCIBusId, CUdevice*, const char*)(&found, "zz"),
+            CUDA_ERROR_INVALID_VALUE);
+}
+
+CUcontext retainPrimary() {
+  CUcontext context = nullptr;
+  EXPECT_EQ(CU(cuDevicePrimaryCtxRetain, CUcontext*, CUdevice)(&context, 0), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuCtxSetCurrent, CUcontext)(context), CUDA_SUCCESS);
+  return context;
+}
+
+TEST_F(LibCuda, Contexts) {
+  EXPECT_EQ(CU(cuCtxSetCurrent, CUcontext)(nullptr), CUDA_SUCCESS);
+  CUdevice device = -1;
+  EXPECT_EQ(CU(cuCtxGetDevice, CUdevice*)(&device), CUDA_ERROR_INVALID_CONTEXT);
+  EXPECT_EQ(CU(cuCtxSynchronize)(), CUDA_ERROR_INVALID_CONTEXT);
+  CUcontext primary = retainPrimary();
+  ASSERT_NE(primary, nullptr);
+  ASSERT_EQ(CU(cuCtxGetDevice, CUdevice*)(&device), CUDA_SUCCESS);
+  EXPECT_EQ(device, 0);
+  auto getDeviceV2 = proc<CUresult (*)(CUdevice*, CUcontext)>("cuCtxGetDevice", 13000);
+  EXPECT_EQ(getDeviceV2(&device, primary), CUDA_SUCCESS);
+  EXPECT_EQ(getDeviceV2(&device, reinterpret_cast<CUcontext>(&device)), CUDA_ERROR_INVALID_CONTEXT);
+  EXPECT_EQ(CU(cuCtxDestroy, CUcontext)(primary), CUDA_ERROR_INVALID_CONTEXT);
+
+  CUcontext created = nullptr;
+  auto create = proc<CUresult (*)(CUcontext*, unsigned, CUdevice)>("cuCtxCreate", 3020);
+  ASSERT_EQ(create(&created, 0, 0), CUDA_SUCCESS);
+  CUcontext current = nullptr;
+  ASSERT_EQ(CU(cuCtxGetCurrent, CUcontext*)(&current), CUDA_SUCCESS);
+  EXPECT_EQ(current, created);
+  CUcontext popped = nullptr;
+  ASSERT_EQ(CU(cuCtxPopCurrent, CUcontext*)(&popped), CUDA_SUCCESS);
+  EXPECT_EQ(popped, created);
+  ASSERT_EQ(CU(cuCtxGetCurrent, CUcontext*)(&current), CUDA_SUCCESS);
+  EXPECT_EQ(current, primary);
+  ASSERT_EQ(CU(cuCtxDestroy, CUcontext)(created), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuCtxPushCurrent, CUcontext)(created), CUDA_ERROR_INVALID_CONTEXT);
+
+  size_t stack = 0;
+  ASSERT_EQ(CU(cuCtxSetLimit, CUlimit, size_t)(CU_LIMIT_STACK_SIZE, 4096), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuCtxGetLimit, size_t*, CUlimit)(&stack, CU_LIMIT_STACK_SIZE), CUDA_SUCCESS);
+  EXPECT_EQ(stack, 4096u);
+  EXPECT_EQ(CU(cuCtxGetLimit, size_t*, CUlimit)(&stack, CU_LIMIT_MAX), CUDA_ERROR_INVALID_VALUE);
+  CUfunc_cache cache{};
+  ASSERT_EQ(CU(cuCtxSetCacheConfig, CUfunc_cache)(CU_FUNC_CACHE_PREFER_L1), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuCtxGetCacheConfig, CUfunc_cache*)(&cache), CUDA_SUCCESS);
+  EXPECT_EQ(cache, CU_FUNC_CACHE_PREFER_L1);
+  EXPECT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
+  auto synchronizeV2 = proc<CUresult (*)(CUcontext)>("cuCtxSynchronize", 13000);
+  EXPECT_EQ(synchronizeV2(nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(synchronizeV2(primary), CUDA_SUCCESS);
+  EXPECT_EQ(synchronizeV2(reinterpret_cast<CUcontext>(&stack)), CUDA_ERROR_INVALID_CONTEXT);
+}
+
+TEST_F(LibCuda, MemoryAndCopies) {
+  retainPrimary();
+  CUdeviceptr buffer = 0;
+  constexpr size_t kCount = 1000;
+  EXPECT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&buffer, 0), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&buffer, kCount * 4), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemsetD32, CUdeviceptr, unsigned, size_t)(buffer, 0xDEADBEEF, kCount),
+            CUDA_SUCCESS);
+  std::vector<uint32_t> host(kCount);
+  ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(host.data(), buffer, kCount * 4),
+            CUDA_SUCCESS);
+  for (uint32_t v : host) ASSERT_EQ(v, 0xDEADBEEFu);
+  for (size_t i = 0; i < kCount; ++i) host[i] = static_cast<uint32_t>(i);
+  ASSERT_EQ(CU(cuMemcpyHtoD, CUdeviceptr, const void*, size_t)(buffer, host.data(), kCount * 4),
+            CUDA_SUCCESS);
+  CUdeviceptr second = 0;
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&second, kCount * 4), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemcpyDtoD, CUdeviceptr, CUdeviceptr, size_t)(second, buffer, kCount * 4),
+            CUDA_SUCCESS);
+  std::vector<uint32_t> back(kCount);
+  ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(back.data(), second, kCount * 4),
+            CUDA_SUCCESS);
+  EXPECT_EQ(back, host);
+  // A copy past the end of the allocation is refused, not performed.
+  EXPECT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(back.data(), second + 8, kCount * 4),
+            CUDA_ERROR_INVALID_VALUE);
+
+  // 2D: copy a 10x10 block out of the middle of a 40-byte-pitch image.
+  CUDA_MEMCPY2D copy{};
+  copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  copy.srcDevice = buffer;
+  copy.srcPitch = 40;
+  copy.srcXInBytes = 8;
+  copy.srcY = 2;
+  std::vector<uint8_t> block(100);
+  copy.dstMemoryType = CU_MEMORYTYPE_HOST;
+  copy.dstHost = block.data();
+  copy.dstPitch = 10;
+  copy.WidthInBytes = 10;
+  copy.Height = 10;
+  ASSERT_EQ(CU(cuMemcpy2D, const CUDA_MEMCPY2D*)(&copy), CUDA_SUCCESS);
+  const auto* bytes = reinterpret_cast<const uint8_t*>(host.data());
+  for (int row = 0; row < 10; ++row)
+    for (int col = 0; col < 10; ++col)
+      ASSERT_EQ(block[row * 10 + col], bytes[(2 + row) * 40 + 8 + col]);
+
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  ASSERT_EQ(CU(cuMemGetAddressRange, CUdeviceptr*, size_t*, CUdeviceptr)(&base, &size, buffer + 12),
+            CUDA_SUCCESS);
+  EXPECT_EQ(base, buffer);
+  EXPECT_EQ(size, kCount * 4);
+  unsigned type = 0;
+  ASSERT_EQ(CU(cuPointerGetAttribute, void*, CUpointer_attribute, CUdeviceptr)(
+                &type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, buffer),
+            CUDA_SUCCESS);
+  EXPECT_EQ(type, static_cast<unsigned>(CU_MEMORYTYPE_DEVICE));
+  int local = 0;
+  CUpointer_attribute attributes[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE};
+  void* data[] = {&type};
+  ASSERT_EQ(CU(cuPointerGetAttributes, unsigned, CUpointer_attribute*, void**, CUdeviceptr)(
+                1, attributes, data, reinterpret_cast<uintptr_t>(&local)),
+            CUDA_SUCCESS);
+  EXPECT_EQ(type, 0u);  // not CUDA memory
+
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(buffer + 4), CUDA_ERROR_INVALID_VALUE);
+  // Hints are for managed memory only.
+  auto prefetchV1 =
+      proc<CUresult (*)(CUdeviceptr, size_t, CUdevice, CUstream)>("cuMemPrefetchAsync", 8000);
+  EXPECT_EQ(prefetchV1(buffer, 16, 0, nullptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(buffer), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(second), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(buffer), CUDA_ERROR_INVALID_VALUE);
+
+  // Managed memory and its hints (v2 forms, as a CUDA 13 runtime asks for them).
+  CUdeviceptr managed = 0;
+  ASSERT_EQ(
+      CU(cuMemAllocManaged, CUdeviceptr*, size_t, unsigned)(&managed, 4096, CU_MEM_ATTACH_GLOBAL),
+      CUDA_SUCCESS);
+  auto prefetch = proc<CUresult (*)(CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream)>(
+      "cuMemPrefetchAsync", 13000);
+  auto advise =
+      proc<CUresult (*)(CUdeviceptr, size_t, CUmem_advise, CUmemLocation)>("cuMemAdvise", 13000);
+  CUmemLocation onDevice{CU_MEM_LOCATION_TYPE_DEVICE, 0};
+  EXPECT_EQ(prefetch(managed, 4096, onDevice, 0, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(advise(managed, 4096, CU_MEM_ADVISE_SET_READ_MOSTLY, onDevice), CUDA_SUCCESS);
+  EXPECT_EQ(prefetch(managed, 8192, onDevice, 0, nullptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(prefetch(managed, 4096, CUmemLocation{CU_MEM_LOCATION_TYPE_DEVICE, 7}, 0, nullptr),
+            CUDA_ERROR_INVALID_DEVICE);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(managed), CUDA_SUCCESS);
+
+  void* pinned = nullptr;
+  ASSERT_EQ(CU(cuMemHostAlloc, void**, size_t, unsigned)(&pinned, 256, CU_MEMHOSTALLOC_PORTABLE),
+            CUDA_SUCCESS);
+  unsigned flags = 0;
+  ASSERT_EQ(CU(cuMemHostGetFlags, unsigned*, void*)(&flags, pinned), CUDA_SUCCESS);
+  EXPECT_EQ(flags, CU_MEMHOSTALLOC_PORTABLE);
+  EXPECT_EQ(CU(cuMemFreeHost, void*)(pinned), CUDA_SUCCESS);
+}
+
+void CUDA_CB_increment(void* counter) { ++*static_cast<int*>(counter); }
+
+TEST_F(LibCuda, StreamsAndEvents) {
+  retainPrimary();
+  CUstream stream = nullptr;
+  ASSERT_EQ(CU(cuStreamCreate, CUstream*, unsigned)(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  unsigned flags = 0;
+  ASSERT_EQ(CU(cuStreamGetFlags, CUstream, unsigned*)(stream, &flags), CUDA_SUCCESS);
+  EXPECT_EQ(flags, 1u);
+  CUevent start = nullptr, end = nullptr;
+  ASSERT_EQ(CU(cuEventCreate, CUevent*, unsigned)(&start, 0), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuEventCreate, CUevent*, unsigned)(&end, 0), CUDA_SUCCESS);
+  CUdeviceptr buffer = 0;
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&buffer, 1 << 20), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuEventRecord, CUevent, CUstream)(start, stream), CUDA_SUCCESS);
+  ASSERT_EQ(
+      CU(cuMemsetD8Async, CUdeviceptr, unsigned char, size_t, CUstream)(buffer, 7, 1 << 20, stream),
+      CUDA_SUCCESS);
+  int counter = 0;
+  ASSERT_EQ(CU(cuLaunchHostFunc, CUstream, CUhostFn, void*)(stream, CUDA_CB_increment, &counter),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuEventRecord, CUevent, CUstream)(end, stream), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuEventSynchronize, CUevent)(end), CUDA_SUCCESS);
+  EXPECT_EQ(counter, 1);
+  EXPECT_EQ(CU(cuEventQuery, CUevent)(end), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuStreamQuery, CUstream)(stream), CUDA_SUCCESS);
+  float ms = -1;
+  ASSERT_EQ(CU(cuEventElapsedTime, float*, CUevent, CUevent)(&ms, start, end), CUDA_SUCCESS);
+  EXPECT_GE(ms, 0.0f);
+  uint8_t last = 0;
+  ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(&last, buffer + (1 << 20) - 1, 1),
+            CUDA_SUCCESS);
+  EXPECT_EQ(last, 7);
+  // The special handles.
+  EXPECT_EQ(CU(cuStreamSynchronize, CUstream)(CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuStreamSynchronize, CUstream)(CU_STREAM_LEGACY), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuStreamSynchronize, CUstream)(reinterpret_cast<CUstream>(&counter)),
+            CUDA_ERROR_INVALID_HANDLE);
+  // No stream is ever capturing; the thread's capture mode is exchanged.
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  ASSERT_EQ(CU(cuStreamIsCapturing, CUstream, CUstreamCaptureStatus*)(stream, &capture),
+            CUDA_SUCCESS);
+  EXPECT_EQ(capture, CU_STREAM_CAPTURE_STATUS_NONE);
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+  ASSERT_EQ(CU(cuThreadExchangeStreamCaptureMode, CUstreamCaptureMode*)(&mode), CUDA_SUCCESS);
+  EXPECT_EQ(mode, CU_STREAM_CAPTURE_MODE_GLOBAL);
+  ASSERT_EQ(CU(cuThreadExchangeStreamCaptureMode, CUstreamCaptureMode*)(&mode), CUDA_SUCCESS);
+  EXPECT_EQ(mode, CU_STREAM_CAPTURE_MODE_RELAXED);
+  EXPECT_EQ(CU(cuEventDestroy, CUevent)(start), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuEventDestroy, CUevent)(end), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuEventQuery, CUevent)(end), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(CU(cuStreamDestroy, CUstream)(stream), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuStreamDestroy, CUstream)(nullptr), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(buffer), CUDA_SUCCESS);
+}
+
+const void* const* exportTable(std::initializer_list<uint8_t> guid) {
+  CUuuid id{};
+  std::copy(guid.begin(), guid.end(), reinterpret_cast<uint8_t*>(id.bytes));
+  const void* table = nullptr;
+  EXPECT_EQ(CU(cuGetExportTable, const void**, const CUuuid*)(&table, &id), CUDA_SUCCESS);
+  return static_cast<const void* const*>(table);
+}
+
+int gDestroyed = 0;
+void destroyValue(CUcontext, void*, void* value) { gDestroyed += *static_cast<int*>(value); }
+
+TEST_F(LibCuda, ExportTables) {
+  CUcontext primary = retainPrimary();
+  CUuuid unknown{};
+  const void* table = nullptr;
+  EXPECT_EQ(CU(cuGetExportTable, const void**, const CUuuid*)(&table, &unknown),
+            CUDA_ERROR_INVALID_VALUE);
+
+  ASSERT_NE(exportTable({0xf8, 0xcf, 0xf9, 0x51, 0x21, 0x46, 0x8b, 0x4e, 0xb9, 0xe2, 0xfb, 0x46,
+                         0x9e, 0x7c, 0x0d, 0xd9}),
+            nullptr);
+  ASSERT_NE(exportTable({0x42, 0xd8, 0x5a, 0x81, 0x23, 0xf6, 0xcb, 0x47, 0x82, 0x98, 0xf6, 0xe7,
+                         0x8a, 0x3a, 0xec, 0xdc}),
+            nullptr);
+  auto table2 = exportTable({0x6b, 0xd5, 0xfb, 0x6c, 0x5b, 0xf4, 0xe7, 0x4a, 0x89, 0x87, 0xd9, 0x39,
+                             0x12, 0xfd, 0x9d, 0xf9});
+  CUcontext fromTable = nullptr;
+  ASSERT_EQ(reinterpret_cast<CUresult (*)(CUcontext*, CUdevice)>(table2[2])(&fromTable, 0),
+            CUDA_SUCCESS);
+  EXPECT_EQ(fromTable, primary);
+
+  auto table3 = exportTable({0xa0, 0x94, 0x79, 0x8c, 0x2e, 0x74, 0x2e, 0x74, 0x93, 0xf2, 0x08, 0x00,
+                             0x20, 0x0c, 0x0a, 0x66});
+  EXPECT_GE(reinterpret_cast<uintptr_t>(table3[0]), 56u);
+  void* buffer = nullptr;
+  size_t size = 0;
+  using BufferSlot = CUresult (*)(void**, size_t*);
+  ASSERT_EQ(reinterpret_cast<BufferSlot>(table3[2])(&buffer, &size), CUDA_SUCCESS);
+  EXPECT_NE(buffer, nullptr);
+  EXPECT_GE(size, 523u);
+  ASSERT_EQ(reinterpret_cast<BufferSlot>(table3[6])(&buffer, &size), CUDA_SUCCESS);
+  EXPECT_GE(size, 14u);
+
+  // Context-local storage: get misses, put, get hits, destructors run when the context dies.
+  auto table5 = exportTable({0xc6, 0x93, 0x33, 0x6e, 0x11, 0x21, 0xdf, 0x11, 0xa8, 0xc3, 0x68, 0xf3,
+                             0x55, 0xd8, 0x95, 0x93});
+  using Put = CUresult (*)(CUcontext, void*, void*, void (*)(CUcontext, void*, void*));
+  using Delete = CUresult (*)(CUcontext, void*);
+  using Get = CUresult (*)(void**, CUcontext, void*);
+  auto put = reinterpret_cast<Put>(table5[0]);
+  auto del = reinterpret_cast<Delete>(table5[1]);
+  auto get = reinterpret_cast<Get>(table5[2]);
+  int key = 0, value = 5;
+  void* out = nullptr;
+  EXPECT_NE(get(&out, nullptr, &key), CUDA_SUCCESS);
+  ASSERT_EQ(put(nullptr, &key, &value, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(get(&out, primary, &key), CUDA_SUCCESS);
+  EXPECT_EQ(out, &value);
+  ASSERT_EQ(del(nullptr, &key), CUDA_SUCCESS);
+  EXPECT_NE(get(&out, nullptr, &key), CUDA_SUCCESS);
+
+  CUcontext created = nullptr;
+  auto create = proc<CUresult (*)(CUcontext*, unsigned, CUdevice)>("cuCtxCreate", 3020);
+  ASSERT_EQ(create(&created, 0, 0), CUDA_SUCCESS);
+  ASSERT_EQ(put(created, &key, &value, destroyValue), CUDA_SUCCESS);
+  gDestroyed = 0;
+  ASSERT_EQ(CU(cuCtxDestroy, CUcontext)(created), CUDA_SUCCESS);
+  EXPECT_EQ(gDestroyed, 5);
+  retainPrimary();
+
+  auto table6 = exportTable({0x26, 0x3e, 0x88, 0x60, 0x7c, 0xd2, 0x61, 0x43, 0x92, 0xf6, 0xbb, 0xd5,
+                             0x00, 0x6d, 0xfa, 0x7e});
+  ASSERT_NE(table6, nullptr);
+
+  // The integrity check, recomputed here from what the driver API reports.
+  auto table7 = exportTable({0xd4, 0x08, 0x20, 0x55, 0xbd, 0xe6, 0x70, 0x4b, 0x8d, 0x34, 0xba, 0x12,
+                             0x3c, 0x66, 0xe1, 0xf2});
+  using Integrity = CUresult (*)(uint32_t, uint64_t, uint64_t*);
+  auto integrity = reinterpret_cast<Integrity>(table7[1]);
+  uint64_t answer[2] = {};
+  ASSERT_EQ(integrity(13000, 1700000000, answer), CUDA_SUCCESS);
+  EXPECT_EQ(answer[0], 0x3341181C03CB675CULL);
+  ASSERT_EQ(integrity(13001, 1700000000, answer), CUDA_SUCCESS);
+  EXPECT_EQ(answer[0], 0x1841181C03CB675CULL);
+  ASSERT_EQ(integrity(13002, 1700000000, answer), CUDA_SUCCESS);
+
+  api::IntegrityInputs inputs;
+  inputs.driverVersion = 13000;
+  inputs.version = 13002;
+  inputs.processId = static_cast<uint32_t>(getpid());
+  inputs.threadId = static_cast<uint32_t>(pthread_self());
+  inputs.table2 = table2;
+  inputs.table7 = table7;
+  inputs.slot1 = table7[1];
+  inputs.unixSeconds = 1700000000;
+  int count = 0;
+  ASSERT_EQ(CU(cuDeviceGetCount, int*)(&count), CUDA_SUCCESS);
+  auto getAttribute = CU(cuDeviceGetAttribute, int*, CUdevice_attribute, CUdevice);
+  for (int d = 0; d < count; ++d) {
+    api::IntegrityDevice device;
+    CUuuid uuid{};
+    ASSERT_EQ(CU(cuDeviceGetUuid, CUuuid*, CUdevice)(&uuid, d), CUDA_SUCCESS);
+    std::memcpy(device.uuid.data(), uuid.bytes, 16);
+    getAttribute(&device.pciDomain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, d);
+    getAttribute(&device.pciBus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, d);
+    getAttribute(&device.pciDevice, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, d);
+    inputs.devices.push_back(device);
+  }
+  auto expected = api::integrityAnswer(inputs);
+  EXPECT_EQ(answer[0], expected[0]);
+  EXPECT_EQ(answer[1], expected[1]);
+}
+
+constexpr const char* kPtx = R"(
+.version 7.0
+.target sm_50
+.address_size 64
+
+.visible .global .align 4 .u32 counter = 5;
+
+.visible .entry add_one(.param .u64 data, .param .u32 n)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<5>;
+  ld.param.u64 %rd1, [data];
+  ld.param.u32 %r1, [n];
+  mov.u32 %r2, %ctaid.x;
+  mov.u32 %r3, %ntid.x;
+  mov.u32 %r4, %tid.x;
+  mad.lo.s32 %r5, %r2, %r3, %r4;
+  setp.ge.u32 %p1, %r5, %r1;
+  @%p1 bra DONE;
+  cvta.to.global.u64 %rd2, %rd1;
+  mul.wide.u32 %rd3, %r5, 4;
+  add.s64 %rd4, %rd2, %rd3;
+  ld.global.u32 %r6, [%rd4];
+  add.s32 %r7, %r6, 1;
+  st.global.u32 [%rd4], %r7;
+DONE:
+  ret;
+}
+)";
+
+TEST_F(LibCuda, ModuleAndLaunch) {
+  retainPrimary();
+  CUmodule module = nullptr;
+  ASSERT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, kPtx), CUDA_SUCCESS);
+  CUfunction function = nullptr;
+  EXPECT_EQ(CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&function, module, "nope"),
+            CUDA_ERROR_NOT_FOUND);
+  ASSERT_EQ(
+      CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&function, module, "add_one"),
+      CUDA_SUCCESS);
+  CUdeviceptr global = 0;
+  size_t globalSize = 0;
+  ASSERT_EQ(CU(cuModuleGetGlobal, CUdeviceptr*, size_t*, CUmodule, const char*)(
+                &global, &globalSize, module, "counter"),
+            CUDA_SUCCESS);
+  EXPECT_EQ(globalSize, 4u);
+  uint32_t counter = 0;
+  ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(&counter, global, 4), CUDA_SUCCESS);
+  EXPECT_EQ(counter, 5u);
+
+  constexpr uint32_t kN = 300;
+  CUdeviceptr data = 0;
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&data, kN * 4), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemsetD32, CUdeviceptr, unsigned, size_t)(data, 41, kN), CUDA_SUCCESS);
+  using Launch = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              unsigned, unsigned, CUstream, void**, void**);
+  auto launch = proc<Launch>("cuLaunchKernel", 7000);
+  uint32_t n = kN;
+  void* params[] = {&data, &n};
+  ASSERT_EQ(launch(function, 3, 1, 1, 128, 1, 1, 0, nullptr, params, nullptr), CUDA_SUCCESS);
+  // The same through `extra`: the packed parameter buffer {u64 data, u32 n}.
+  struct {
+    CUdeviceptr data;
+    uint32_t n;
+  } packed{data, kN};
+  size_t packedSize = sizeof packed;
+  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &packed, CU_LAUNCH_PARAM_BUFFER_SIZE,
+                   &packedSize, CU_LAUNCH_PARAM_END};
+  ASSERT_EQ(launch(function, 3, 1, 1, 128, 1, 1, 0, nullptr, nullptr, extra), CUDA_SUCCESS);
+  EXPECT_EQ(launch(function, 3, 1, 1, 128, 1, 1, 0, nullptr, params, extra),
+            CUDA_ERROR_INVALID_VALUE);
+  std::vector<uint32_t> result(kN);
+  ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(result.data(), data, kN * 4),
+            CUDA_SUCCESS);
+  for (uint32_t v : result) ASSERT_EQ(v, 43u);
+
+  int maxThreads = 0;
+  ASSERT_EQ(CU(cuFuncGetAttribute, int*, CUfunction_attribute, CUfunction)(
+                &maxThreads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, function),
+            CUDA_SUCCESS);
+  EXPECT_GE(maxThreads, 128);
+  size_t offset = 0, size = 0;
+  ASSERT_EQ(
+      CU(cuFuncGetParamInfo, CUfunction, size_t, size_t*, size_t*)(function, 1, &offset, &size),
+      CUDA_SUCCESS);
+  EXPECT_EQ(offset, 8u);
+  EXPECT_EQ(size, 4u);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(data), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
+  EXPECT_EQ(launch(function, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr),
+            CUDA_ERROR_INVALID_HANDLE);
+}
+
+}  // namespace
+}  // namespace rocuda::cuda

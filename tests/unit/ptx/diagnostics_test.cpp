@@ -1,0 +1,282 @@
+// Diagnostics: one negative test per kind, asserting exact line, column and message, plus
+// recovery (every error of a file is reported) and the formatted output.
+#include <gtest/gtest.h>
+
+#include "ptx_test_util.h"
+
+namespace rocuda::ptx {
+namespace {
+
+using test::kBodyFirstLine;
+using test::parseKernel;
+
+struct Expected {
+  uint32_t line;
+  uint32_t column;
+  std::string message;
+};
+
+void expectDiagnostics(const ParseResult& result, const std::vector<Expected>& expected) {
+  ASSERT_EQ(result.diagnostics.size(), expected.size()) << result.formatDiagnostics();
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const Diagnostic& d = result.diagnostics[i];
+    EXPECT_EQ(d.severity, Diagnostic::Severity::Error);
+    EXPECT_EQ(d.loc.line, expected[i].line) << d.message;
+    EXPECT_EQ(d.loc.column, expected[i].column) << d.message;
+    EXPECT_EQ(d.message, expected[i].message);
+  }
+  EXPECT_TRUE(result.hasErrors());
+}
+
+void expectBodyError(std::string_view body, uint32_t column, const std::string& message,
+                     uint32_t lineInBody = 0) {
+  SCOPED_TRACE(std::string(body));
+  expectDiagnostics(parseKernel(body), {{kBodyFirstLine + lineInBody, column, message}});
+}
+
+void expectModuleError(std::string_view text, uint32_t line, uint32_t column,
+                       const std::string& message) {
+  SCOPED_TRACE(std::string(text));
+  expectDiagnostics(parseModule(text, "m.ptx"), {{line, column, message}});
+}
+
+TEST(PtxDiagnostics, UnknownInstruction) {
+  expectBodyError("foo.u32 %r1, %r2;", 1, "unknown instruction 'foo'");
+  expectBodyError("  @%p1 addd.s32 %r1, %r2, %r3;", 8, "unknown instruction 'addd'");
+}
+
+TEST(PtxDiagnostics, UndeclaredRegister) {
+  expectBodyError("add.s32 %r1, %r99, 1;", 14, "undeclared register '%r99'");
+  expectBodyError("@%q1 ret;", 2, "undeclared register '%q1'");
+  expectBodyError("ld.global.u32 %r1, [%rd16];", 21, "undeclared register '%rd16'");
+  expectBodyError("{ .reg .b32 %t; }\nmov.u32 %t, 1;", 9, "undeclared register '%t'", 1);
+}
+
+TEST(PtxDiagnostics, MissingSemicolon) {
+  expectBodyError("add.s32 %r1, %r2, 1\nret;", 20, "expected ';' after instruction, found 'ret'");
+  // At the end of a line, the next line still parses (and is checked) as a statement.
+  ParseResult r = parseKernel("mov.u32 %r1, 1\nL: bra.uni L;");
+  ASSERT_EQ(r.diagnostics.size(), 1u) << r.formatDiagnostics();
+  EXPECT_EQ(r.diagnostics[0].loc.column, 15u);
+  ASSERT_EQ(test::firstFunction(r)->body.size(), 3u);
+  EXPECT_EQ(test::firstFunction(r)->body[1].kind, Statement::Kind::Label);
+}
+
+TEST(PtxDiagnostics, UndefinedLabel) {
+  expectBodyError("bra.uni $L__BB0_9;", 9, "undefined label '$L__BB0_9'");
+}
+
+TEST(PtxDiagnostics, UndeclaredFunctionAndSymbol) {
+  expectBodyError("call.uni vprintf, ();", 10,
+                  "call to undeclared function 'vprintf' (declare it with .extern .func)");
+  expectBodyError("mov.u64 %rd1, nothere;", 15, "undeclared identifier 'nothere'");
+  expectBodyError("ld.global.u32 %r1, [gone+4];", 21, "undeclared identifier 'gone'");
+}
+
+TEST(PtxDiagnostics, OperandCount) {
+  expectBodyError("add.s32 %r1, %r2;", 1, "'add' expects 3 operands, found 2");
+  expectBodyError("ret %r1;", 1, "'ret' expects 0 operands, found 1");
+  expectBodyError("bra L, L;\nL:", 1, "'bra' expects 1 operand, found 2");
+  expectBodyError("ld.global.u32 %r1;", 1, "'ld' expects at least 2 operands, found 1");
+  expectBodyError("mov.u32 %r1, %r2, %r3;", 1, "'mov' expects 2 operands, found 3");
+}
+
+TEST(PtxDiagnostics, OperandKinds) {
+  expectBodyError("ld.global.u32 %r1, %rd1;", 20,
+                  "'ld' expects an address in brackets as its second operand");
+  expectBodyError("st.global.u32 %rd1, %r1;", 15,
+                  "'st' expects an address in brackets as its first operand");
+  expectBodyError("@%r1 ret;", 1, "guard '%r1' is not a .pred register");
+}
+
+TEST(PtxDiagnostics, ModuleRedefinitions) {
+  expectModuleError(".func f() { ret; }\n.func f() { ret; }\n", 2, 1,
+                    "redefinition of function 'f' (first defined at line 1)");
+  expectModuleError(".global .u32 g;\n.const .u32 g;\n", 2, 13,
+                    "redefinition of variable 'g' (first defined at line 1)");
+  // Declarations may repeat and precede the definition.
+  ParseResult ok = parseModule(
+      ".func f();\n.func f() { ret; }\n.extern .global .u32 g;\n"
+      ".global .u32 g;\n",
+      "ok.ptx");
+  EXPECT_FALSE(ok.hasErrors()) << ok.formatDiagnostics();
+}
+
+TEST(PtxDiagnostics, SpecialRegisterWithoutComponent) {
+  expectBodyError("mov.u32 %r1, %tid;", 14,
+                  "special register '%tid' needs a component (.x, .y or .z)");
+  expectBodyError("mov.u32 %r1, %ctaid.w;", 14,
+                  "special register '%ctaid' needs a component (.x, .y or .z)");
+}
+
+TEST(PtxDiagnostics, Redefinitions) {
+  expectBodyError("L: ret;\nL: ret;", 1, "redefinition of label 'L' (first defined at line 12)", 1);
+  expectBodyError(".reg .b32 %r1;", 11, "redeclaration of register '%r1'");
+  expectBodyError(".reg .b32 %x; .reg .f32 %x;", 25, "redeclaration of register '%x'");
+}
+
+TEST(PtxDiagnostics, UnknownDirectives) {
+  expectBodyError(".foo .u32 x;", 1, "unknown directive '.foo' in function body");
+  expectModuleError(".version 9.0\n.bogus 1;\n", 2, 1, "unknown directive '.bogus'");
+  expectModuleError(".entry k() .maxthreads 4 { ret; }", 1, 12,
+                    "unknown directive '.maxthreads' after function header");
+}
+
+TEST(PtxDiagnostics, BadNumbers) {
+  expectBodyError("mov.f32 %f1, 0f3F80;", 14,
+                  "invalid floating-point constant '0f3F80' (expected 0f and 8 hex digits)");
+  expectBodyError("mov.b64 %rd1, 0x1FFFFFFFFFFFFFFFF;", 15,
+                  "integer constant '0x1FFFFFFFFFFFFFFFF' does not fit in 64 bits");
+  expectBodyError("mov.u32 %r1, 12abc;", 14, "invalid number '12abc'");
+  expectBodyError("mov.u32 %r1, 089;", 14, "invalid number '089'");
+}
+
+TEST(PtxDiagnostics, ModuleScope) {
+  expectModuleError("add.s32 %r1, %r2, %r3;", 1, 1,
+                    "expected a directive at module scope, found 'add'");
+  expectModuleError(".address_size 48\n", 1, 1, ".address_size must be 32 or 64");
+  expectModuleError(".version x\n", 1, 10, "expected a version number like 9.0 after .version");
+  expectModuleError(".global .align 3 .u32 x;", 1, 9, "alignment must be a power of two, found 3");
+  expectModuleError(".global .align 4 x;", 1, 18,
+                    "expected a type (.b32, .u64, .f32, ...) in declaration, found 'x'");
+  expectModuleError(".global .u32 x[0];", 1, 16, "array dimension must be positive");
+  expectModuleError(".global .u64 p = {nothing};", 1, 14,
+                    "undeclared identifier 'nothing' in initializer of 'p'");
+  expectModuleError(".global .attribute(.fancy) .u32 x;", 1, 20, "unknown attribute '.fancy'");
+}
+
+TEST(PtxDiagnostics, UnterminatedInput) {
+  expectModuleError(".version 9.0 /* open", 1, 14, "unterminated comment");
+  expectModuleError(".entry k()\n{\n ret;\n", 4, 1, "expected '}' at end of function 'k'");
+  expectModuleError(".pragma \"abc\n;", 1, 9, "unterminated string");
+}
+
+// Every remaining message of the parser, each with its exact position.
+TEST(PtxDiagnostics, EveryOtherMessage) {
+  struct Case {
+    const char* text;
+    uint32_t line, column;
+    const char* message;
+  };
+  const Case cases[] = {
+      {".entry ( ) { ret; }", 1, 8, "expected a function name after .entry, found '('"},
+      {".func f() ret;", 1, 11, "expected '{' or ';' after .func f header, found 'ret'"},
+      {".func f(.u32 x) { ret; }", 1, 9, "expected .param or .reg in parameter list, found '.u32'"},
+      {".target 90", 1, 9, "expected a target name like sm_90 after .target, found '90'"},
+      {".file 1 x.cu", 1, 9, "expected a file name string after .file 1"},
+      {".loc 1 2", 1, 9, "expected file, line and column numbers after .loc"},
+      {".section .debug_info .b8 1", 1, 22, "expected '{' after .section name, found '.b8'"},
+      {".section .debug_str { .b8 1, 0", 1, 1, "unterminated .section (missing '}')"},
+      {".alias 1, f;", 1, 8, "expected an alias name after .alias, found '1'"},
+      {".alias g, ;", 1, 11, "expected the aliased function after ',', found ';'"},
+      {".visible ;", 1, 10, "expected .entry, .func or a variable declaration, found ';'"},
+      {"#include", 1, 1, "invalid character '#'"},
+      {".entry k() { .reg .b32 %r1; 5; }", 1, 29, "expected an instruction, found '5'"},
+      {".entry k() { @5 ret; }", 1, 15, "expected a predicate register after '@', found '5'"},
+      {".entry k() { .reg .b32 %r<2>; ld.u32 %r1, [%r0+x]; }", 1, 48,
+       "expected an address offset, found 'x'"},
+      {".entry k() { .reg .b32 %r<2>; ld.u32 %r1, [%r0+1.5]; }", 1, 48,
+       "address offset must be an integer"},
+      {".entry k() { .reg .b32 %r<2>; add.u32 %r1, %r0, ]; }", 1, 49,
+       "expected an operand, found ']'"},
+      {".entry k() { .reg .v2 .b32 %v; .reg .b32 %r; mov.u32 %r, %v.x; }", 1, 60,
+       "vector register components ('.x') are not supported"},
+      {".entry k() { .reg .pred %p; not.pred %p, !5; }", 1, 43,
+       "expected a predicate register after '!', found '5'"},
+      {".entry k() { .reg .b32 %r; mov.u32 %r, -x; }", 1, 41,
+       "expected a number after '-', found 'x'"},
+      {".global .u32 g; .entry k() { .reg .b64 %r; mov.u64 %r, g+0f3F800000; }", 1, 58,
+       "symbol offset must be an integer"},
+      {".entry k() { .reg .b32 %r<2>; .reg .b32 %r<4>; }", 1, 41,
+       "redeclaration of registers '%r<N>'"},
+      {".entry k() { .reg .b32 5; }", 1, 24, "expected a name in declaration, found '5'"},
+      {".entry k() { .reg .b32 %a, 5; }", 1, 28, "expected a register name, found '5'"},
+      {".entry k() .maxntid 1, 2, 3, 4 { ret; }", 1, 30, "too many values (at most 3)"},
+      {".entry k() .maxnreg 4294967296 { ret; }", 1, 21, "value 4294967296 is too large"},
+      {".entry k() .maxnreg x { ret; }", 1, 21, "expected a number, found 'x'"},
+      {".entry k() .maxnreg 1.5 { ret; }", 1, 21, "expected an integer, found '1.5'"},
+      {".global .b32 .shared x;", 1, 14, "unexpected '.shared' in declaration"},
+      {".global .u32 x = {1, (};", 1, 22, "expected a constant in initializer, found '('"},
+      {".global .u64 x = generic(1);", 1, 26, "expected a variable name in generic(), found '1'"},
+      {".global .u32 x[1][1][1][1][1][1][1][1][1][1][1][1][1][1][1][1][1];", 1, 64,
+       "too many array dimensions"},
+      {".entry k() { p: .callprototype (.param .b32 _) x (); }", 1, 48,
+       "expected '_' in .callprototype, found 'x'"},
+      {".entry k() { t: .branchtargets 1; }", 1, 32, "expected a target name, found '1'"},
+      {".entry k() { L: ret; L: .callprototype _ (); }", 1, 22, "redefinition of label 'L'"},
+      {".entry k() { t: .branchtargets L9; ret; }", 1, 32, "undefined label 'L9'"},
+      {".entry k() { t: .calltargets nof; ret; }", 1, 30,
+       "call to undeclared function 'nof' (declare it with .extern .func)"},
+      {".global .u32 x = {1, 2;", 1, 23, "expected '}' at end of initializer list, found ';'"},
+      {".entry k() { .reg .b32 %r; mov.u32 %r, {%r, %r; }", 1, 47,
+       "expected '}' at end of vector operand, found ';'"},
+      {".entry k() { .reg .b32 %r; mov.u32 %r, (%r; }", 1, 43,
+       "expected ')' at end of operand list, found ';'"},
+      {".entry k() { .reg .b32 %r; ld.u32 %r, [%r; }", 1, 42,
+       "expected ']' at end of address, found ';'"},
+      {".entry k() { .reg .b32 %r<2 ; }", 1, 29, "expected '>' after register count, found ';'"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.text);
+    ParseResult r = parseModule(c.text, "c.ptx");
+    ASSERT_FALSE(r.diagnostics.empty());
+    const Diagnostic& d = r.diagnostics[0];
+    EXPECT_EQ(d.message, c.message);
+    EXPECT_EQ(d.loc.line, c.line);
+    EXPECT_EQ(d.loc.column, c.column);
+  }
+}
+
+TEST(PtxDiagnostics, RecoveryReportsEveryError) {
+  ParseResult r = parseKernel(
+      "bogus %r1;\n"
+      "add.s32 %r1, %r77, 1;\n"
+      "mov.u32 %r1, %r2;\n"
+      "bra.uni $nowhere;\n"
+      "add.s32 %r1, %r2 %r3;\n"
+      "ret;");
+  expectDiagnostics(r, {
+                           {kBodyFirstLine, 1, "unknown instruction 'bogus'"},
+                           {kBodyFirstLine + 1, 14, "undeclared register '%r77'"},
+                           {kBodyFirstLine + 3, 9, "undefined label '$nowhere'"},
+                           {kBodyFirstLine + 4, 17, "expected ';' after instruction, found '%r3'"},
+                       });
+  // The valid statements around the errors are kept.
+  const Function* k = test::firstFunction(r);
+  ASSERT_NE(k, nullptr);
+  ASSERT_EQ(k->body.size(), 3u);
+  EXPECT_EQ(k->body[0].instruction.opcode, Opcode::mov);
+  EXPECT_EQ(k->body[1].instruction.opcode, Opcode::bra);
+  EXPECT_EQ(k->body[2].instruction.opcode, Opcode::ret);
+}
+
+TEST(PtxDiagnostics, RecoveryAcrossFunctions) {
+  ParseResult r = parseModule(
+      ".version 9.0\n.target sm_90\n.address_size 64\n"
+      ".entry a()\n{\n .reg .b32 %r<2>;\n mov.u32 %r1, %r5;\n ret;\n}\n"
+      ".global .u32 ok;\n"
+      ".entry b()\n{\n .reg .b32 %r<2>;\n nope;\n ret;\n}\n",
+      "two.ptx");
+  expectDiagnostics(r,
+                    {{7, 15, "undeclared register '%r5'"}, {14, 2, "unknown instruction 'nope'"}});
+  ASSERT_EQ(r.module.functions.size(), 2u);
+  EXPECT_EQ(r.module.functions[1].name, "b");
+  EXPECT_EQ(r.module.globals.size(), 1u);
+}
+
+TEST(PtxDiagnostics, FormatShowsFileLineColumnSourceAndCaret) {
+  ParseResult r = parseModule(".version 9.0\n.entry k()\n{\n\tfoo.u32 x;\n}\n", "kern.ptx");
+  ASSERT_EQ(r.diagnostics.size(), 1u);
+  const Diagnostic& d = r.diagnostics[0];
+  EXPECT_EQ(d.file, "kern.ptx");
+  EXPECT_EQ(d.sourceLine, "\tfoo.u32 x;");
+  EXPECT_EQ(d.format(), "kern.ptx:4:2: error: unknown instruction 'foo'\n\tfoo.u32 x;\n\t^\n");
+  EXPECT_EQ(r.formatDiagnostics(), d.format());
+  ParseResult clean = parseModule(".version 9.0\n", "");
+  EXPECT_FALSE(clean.hasErrors());
+  EXPECT_EQ(clean.module.name, "<memory>");
+  EXPECT_EQ(clean.formatDiagnostics(), "");
+}
+
+}  // namespace
+}  // namespace rocuda::ptx
