@@ -54,7 +54,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-1";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-2";
 
 struct KernelParamInfo {
   uint32_t offset = 0;  // in the packed parameter buffer

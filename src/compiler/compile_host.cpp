@@ -1,0 +1,75 @@
+// compileForHost: parse -> translate -> verify -> optimise -> emit, plus the ROCUDA_DUMP hook.
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "compiler/compiler.h"
+#include "compiler/host_codegen.h"
+#include "compiler/translator.h"
+#include "ptx/parser.h"
+
+namespace rocuda::compiler {
+namespace {
+
+// Write `module` as text to $ROCUDA_DUMP/<name><suffix> when ROCUDA_DUMP names a directory.
+// (Read with getenv for now; it moves to support/env with the other variables.)
+void dumpModule(const llvm::Module& module, std::string_view name, const char* suffix) {
+  const char* dir = std::getenv("ROCUDA_DUMP");
+  if (!dir || !*dir) return;
+  std::string file(name);
+  for (char& c : file)
+    if (c == '/' || c == '\\' || c == ':' || c == '<' || c == '>') c = '_';
+  if (file.empty()) file = "module";
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module.print(os, nullptr);
+  std::ofstream out(std::string(dir) + "/" + file + suffix, std::ios::binary);
+  out << text;
+}
+
+}  // namespace
+
+Result<HostObject> compileForHost(std::string_view ptxText, std::string_view moduleName,
+                                  const CompileOptions& options) {
+  ptx::ParseResult parsed = ptx::parseModule(ptxText, moduleName);
+  if (parsed.hasErrors()) return makeError(ErrorCode::InvalidPtx, parsed.formatDiagnostics());
+
+  llvm::LLVMContext context;
+  HostObject result;
+  detail::ModuleTranslator translator(context, parsed.module, moduleName);
+  auto translated = translator.translate(result.info);
+  if (!translated.ok()) return translated.error();
+  std::unique_ptr<llvm::Module> module = std::move(*translated);
+  dumpModule(*module, moduleName, ".ll");
+
+  std::string problems;
+  llvm::raw_string_ostream os(problems);
+  if (llvm::verifyModule(*module, &os))
+    return makeError(ErrorCode::Internal, "translated IR of '" + std::string(moduleName) +
+                                              "' does not verify: " + problems);
+
+  auto tm = detail::createHostTargetMachine(options.optLevel);
+  if (!tm.ok()) return tm.error();
+  detail::optimizeForHost(*module, **tm, options.optLevel);
+  dumpModule(*module, moduleName, ".host.ll");
+  for (auto& kernel : result.info.kernels) {
+    kernel.usesBarriers = detail::kernelReaches(
+        *module, kernel.name, {"__rocuda_barrier_sync", "__rocuda_barrier_reduce"});
+    kernel.usesWarpCollectives =
+        detail::kernelReaches(*module, kernel.name,
+                              {"__rocuda_warp_sync", "__rocuda_shfl_sync", "__rocuda_vote_sync",
+                               "__rocuda_redux_sync", "__rocuda_match_sync"});
+  }
+
+  auto object = detail::emitObject(*module, **tm);
+  if (!object.ok()) return object.error();
+  result.object = std::move(*object);
+  return result;
+}
+
+}  // namespace rocuda::compiler

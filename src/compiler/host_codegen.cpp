@@ -1,0 +1,114 @@
+// Host code generation: optimise the neutral IR with the new pass manager and emit an ELF object
+// for this machine's CPU.
+#include "compiler/host_codegen.h"
+
+#include <llvm/ADT/SmallVector.h>
+#include <llvm/Analysis/CGSCCPassManager.h>
+#include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/IR/Instructions.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/TargetParser/Host.h>
+#include <llvm/TargetParser/SubtargetFeature.h>
+
+#include <mutex>
+#include <string>
+#include <unordered_set>
+
+namespace rocuda::compiler::detail {
+
+void initializeNativeTarget() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+  });
+}
+
+Result<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine(int optLevel) {
+  initializeNativeTarget();
+  std::string triple = llvm::sys::getProcessTriple();
+  std::string error;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target) return makeError(ErrorCode::Internal, "no LLVM target for " + triple + ": " + error);
+  llvm::SubtargetFeatures features;
+  for (const auto& feature : llvm::sys::getHostCPUFeatures())
+    features.AddFeature(feature.first(), feature.second);
+  llvm::TargetOptions options;
+  auto level = optLevel <= 0   ? llvm::CodeGenOptLevel::None
+               : optLevel == 1 ? llvm::CodeGenOptLevel::Less
+               : optLevel == 2 ? llvm::CodeGenOptLevel::Default
+                               : llvm::CodeGenOptLevel::Aggressive;
+  std::unique_ptr<llvm::TargetMachine> tm(
+      target->createTargetMachine(triple, llvm::sys::getHostCPUName(), features.getString(),
+                                  options, llvm::Reloc::PIC_, llvm::CodeModel::Small, level));
+  if (!tm) return makeError(ErrorCode::Internal, "cannot create a target machine for " + triple);
+  return tm;
+}
+
+void optimizeForHost(llvm::Module& module, llvm::TargetMachine& tm, int optLevel) {
+  module.setTargetTriple(tm.getTargetTriple().str());
+  module.setDataLayout(tm.createDataLayout());
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::OptimizationLevel level = optLevel <= 0   ? llvm::OptimizationLevel::O0
+                                  : optLevel == 1 ? llvm::OptimizationLevel::O1
+                                  : optLevel == 2 ? llvm::OptimizationLevel::O2
+                                                  : llvm::OptimizationLevel::O3;
+  llvm::ModulePassManager mpm = level == llvm::OptimizationLevel::O0
+                                    ? pb.buildO0DefaultPipeline(level)
+                                    : pb.buildPerModuleDefaultPipeline(level);
+  mpm.run(module, mam);
+}
+
+Result<std::vector<uint8_t>> emitObject(llvm::Module& module, llvm::TargetMachine& tm) {
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream stream(buffer);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, stream, nullptr, llvm::CodeGenFileType::ObjectFile))
+    return makeError(ErrorCode::Internal, "the host target cannot emit object files");
+  pm.run(module);
+  return std::vector<uint8_t>(buffer.begin(), buffer.end());
+}
+
+bool kernelReaches(llvm::Module& module, const std::string& name,
+                   const std::vector<std::string>& callees) {
+  llvm::Function* kernel = module.getFunction(name);
+  if (!kernel) return false;
+  std::unordered_set<llvm::Function*> targets;
+  for (const auto& callee : callees)
+    if (llvm::Function* f = module.getFunction(callee); f && !f->use_empty()) targets.insert(f);
+  if (targets.empty()) return false;
+  std::vector<llvm::Function*> work{kernel};
+  std::unordered_set<llvm::Function*> seen{kernel};
+  while (!work.empty()) {
+    llvm::Function* f = work.back();
+    work.pop_back();
+    for (auto& block : *f)
+      for (auto& inst : block) {
+        auto* call = llvm::dyn_cast<llvm::CallBase>(&inst);
+        if (!call) continue;
+        llvm::Function* callee = call->getCalledFunction();
+        if (!callee) return true;  // indirect: may reach one (conservative)
+        if (targets.count(callee)) return true;
+        if (!callee->isDeclaration() && seen.insert(callee).second) work.push_back(callee);
+      }
+  }
+  return false;
+}
+
+}  // namespace rocuda::compiler::detail

@@ -1,0 +1,35 @@
+// Internal to src/compiler: host target machine, optimisation pipeline and object emission.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "support/result.h"
+
+namespace llvm {
+class Module;
+class TargetMachine;
+}  // namespace llvm
+
+namespace rocuda::compiler::detail {
+
+// Initialise LLVM's native target once per process (thread-safe).
+void initializeNativeTarget();
+
+// A TargetMachine for this host (process triple, host CPU and its features), PIC.
+Result<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine(int optLevel);
+
+// Set the module's triple and data layout for `tm` and run the new-PM default pipeline.
+void optimizeForHost(llvm::Module& module, llvm::TargetMachine& tm, int optLevel);
+
+// Emit an ELF relocatable object.
+Result<std::vector<uint8_t>> emitObject(llvm::Module& module, llvm::TargetMachine& tm);
+
+// Whether kernel `name` (after inlining) can reach a call to one of `callees` (an indirect call
+// counts as reaching them when any function of the module calls one).
+bool kernelReaches(llvm::Module& module, const std::string& name,
+                   const std::vector<std::string>& callees);
+
+}  // namespace rocuda::compiler::detail

@@ -1,0 +1,109 @@
+// Loading host objects with ORC LLJIT: the runtime's __rocuda_* symbols are defined as absolute
+// symbols; C library functions the generated code may call (libm, memcpy...) come from the
+// process. Link failures come back as InvalidImage errors naming the missing symbol.
+#include <llvm/ExecutionEngine/Orc/Core.h>
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/Support/Error.h>
+#include <llvm/Support/MemoryBuffer.h>
+
+#include "compiler/compiler.h"
+#include "compiler/host_builtins.h"
+#include "compiler/host_codegen.h"
+
+namespace rocuda::compiler {
+namespace {
+
+class JitHostCode final : public HostCode {
+ public:
+  JitHostCode(std::unique_ptr<llvm::orc::LLJIT> jit, std::shared_ptr<std::string> reported)
+      : jit_(std::move(jit)), reported_(std::move(reported)) {}
+
+  void* lookup(std::string_view name) override {
+    auto symbol = jit_->lookup(llvm::StringRef(name.data(), name.size()));
+    if (!symbol) {
+      llvm::consumeError(symbol.takeError());
+      return nullptr;
+    }
+    return symbol->toPtr<void*>();
+  }
+
+  // Link `name` now; on failure the message includes what the JIT reported (missing symbols).
+  bool resolve(std::string_view name, std::string& message) {
+    auto symbol = jit_->lookup(llvm::StringRef(name.data(), name.size()));
+    if (symbol) return true;
+    message = llvm::toString(symbol.takeError());
+    if (!reported_->empty()) message += " (" + *reported_ + ")";
+    return false;
+  }
+
+ private:
+  std::unique_ptr<llvm::orc::LLJIT> jit_;
+  std::shared_ptr<std::string> reported_;
+};
+
+// Names the process must never provide: the runtime's own entry points (a libc `vprintf` has a
+// different signature, and a stray __rocuda_* definition would hide a missing runtime symbol).
+bool reservedName(llvm::StringRef name) {
+  return name.starts_with("__rocuda_") || name == "vprintf";
+}
+
+Error linkError(const std::string& what, llvm::Error error) {
+  return makeError(ErrorCode::InvalidImage, what + ": " + llvm::toString(std::move(error)));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<HostCode>> loadHostCode(const HostObject& object,
+                                               const RuntimeSymbols& runtime) {
+  detail::initializeNativeTarget();
+  auto jitOrError = llvm::orc::LLJITBuilder().create();
+  if (!jitOrError) return linkError("cannot create the JIT", jitOrError.takeError());
+  std::unique_ptr<llvm::orc::LLJIT> jit = std::move(*jitOrError);
+  // The JIT reports the cause of a link failure (e.g. "Symbols not found: [ x ]") here, apart
+  // from the lookup error: keep it for the error message instead of printing it.
+  auto reported = std::make_shared<std::string>();
+  jit->getExecutionSession().setErrorReporter([reported](llvm::Error e) {
+    if (!reported->empty()) *reported += "; ";
+    *reported += llvm::toString(std::move(e));
+  });
+  llvm::orc::JITDylib& dylib = jit->getMainJITDylib();
+
+  llvm::orc::SymbolMap symbols;
+  auto define = [&](const std::string& name, void* address) {
+    symbols[jit->mangleAndIntern(name)] = llvm::orc::ExecutorSymbolDef(
+        llvm::orc::ExecutorAddr::fromPtr(address),
+        llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Absolute);
+  };
+  for (const auto& [name, address] : detail::hostBuiltins()) define(name, address);
+  for (const auto& [name, address] : runtime) define(name, address);  // the runtime wins
+  if (auto err = dylib.define(llvm::orc::absoluteSymbols(std::move(symbols))))
+    return linkError("cannot define runtime symbols", std::move(err));
+
+  auto generator = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      jit->getDataLayout().getGlobalPrefix(),
+      [](const llvm::orc::SymbolStringPtr& name) { return !reservedName(*name); });
+  if (!generator) return linkError("cannot search the process", generator.takeError());
+  dylib.addGenerator(std::move(*generator));
+
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(
+      llvm::StringRef(reinterpret_cast<const char*>(object.object.data()), object.object.size()),
+      "rocuda-host-object");
+  if (auto err = jit->addObjectFile(std::move(buffer)))
+    return linkError("cannot load the host object", std::move(err));
+
+  auto code = std::make_unique<JitHostCode>(std::move(jit), reported);
+  // Link now, so that a missing symbol is reported here rather than at the first launch.
+  std::string message;
+  for (const auto& kernel : object.info.kernels)
+    if (!code->resolve(kernel.name, message))
+      return makeError(ErrorCode::InvalidImage,
+                       "cannot link kernel '" + kernel.name + "': " + message);
+  for (const auto& global : object.info.globals)
+    if (!code->resolve(global.name, message))
+      return makeError(ErrorCode::InvalidImage,
+                       "cannot link global '" + global.name + "': " + message);
+  return std::unique_ptr<HostCode>(std::move(code));
+}
+
+}  // namespace rocuda::compiler

@@ -1,0 +1,196 @@
+// Shared-memory layout: find which .shared variables each kernel can reach through its call
+// graph, then place variables so that those used by one kernel never overlap, while variables of
+// different kernels may. Extern (dynamic) arrays start after the largest static part among the
+// kernels that use them, so one offset serves every .func that touches them.
+#include "compiler/shared_layout.h"
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+namespace rocuda::compiler::detail {
+namespace {
+
+uint64_t alignTo(uint64_t value, uint64_t alignment) {
+  if (alignment <= 1) return value;
+  return (value + alignment - 1) / alignment * alignment;
+}
+
+bool isExtern(const ptx::Variable& var) {
+  if (var.linkage == ptx::Linkage::Extern) return true;
+  return std::any_of(var.dims.begin(), var.dims.end(), [](uint64_t d) { return d == 0; });
+}
+
+struct SharedVar {
+  std::string key;
+  const ptx::Variable* var;
+};
+
+struct FunctionRefs {
+  std::set<std::string> shared;   // keys of shared variables named in the body
+  std::set<std::string> callees;  // functions named (called or address taken)
+  bool indirect = false;          // calls through a register
+};
+
+class RefCollector {
+ public:
+  RefCollector(const ptx::Module& module, const ptx::Function& fn, FunctionRefs& out)
+      : module_(module), fn_(fn), out_(out) {}
+
+  void symbol(const std::string& name) {
+    for (const auto& var : fn_.locals)
+      if (var.name == name) {
+        if (var.space == ptx::StateSpace::Shared) out_.shared.insert(fn_.name + "/" + name);
+        return;
+      }
+    if (const ptx::Variable* g = module_.findGlobal(name)) {
+      if (g->space == ptx::StateSpace::Shared) out_.shared.insert(name);
+      return;
+    }
+    if (module_.findFunction(name)) out_.callees.insert(name);
+  }
+
+  void operand(const ptx::Operand& op) {
+    switch (op.kind) {
+      case ptx::Operand::Kind::Symbol:
+        symbol(op.symbol);
+        break;
+      case ptx::Operand::Kind::Address:
+        if (op.address.baseKind == ptx::Address::BaseKind::Symbol) symbol(op.address.symbol);
+        break;
+      case ptx::Operand::Kind::Vector:
+      case ptx::Operand::Kind::List:
+        for (const auto& e : op.elements) operand(e);
+        break;
+      default:
+        break;
+    }
+  }
+
+ private:
+  const ptx::Module& module_;
+  const ptx::Function& fn_;
+  FunctionRefs& out_;
+};
+
+std::vector<SharedVar> sharedVariables(const ptx::Module& module) {
+  std::vector<SharedVar> vars;
+  for (const auto& var : module.globals)
+    if (var.space == ptx::StateSpace::Shared) vars.push_back({var.name, &var});
+  for (const auto& fn : module.functions)
+    for (const auto& var : fn.locals)
+      if (var.space == ptx::StateSpace::Shared) vars.push_back({fn.name + "/" + var.name, &var});
+  return vars;
+}
+
+std::unordered_map<std::string, FunctionRefs> collectRefs(const ptx::Module& module) {
+  std::unordered_map<std::string, FunctionRefs> refs;
+  for (const auto& fn : module.functions) {
+    FunctionRefs& r = refs[fn.name];
+    RefCollector collect(module, fn, r);
+    for (const auto& st : fn.body) {
+      if (st.kind != ptx::Statement::Kind::Instruction) continue;
+      const auto& inst = st.instruction;
+      for (const auto& op : inst.operands) collect.operand(op);
+      if (inst.opcode != ptx::Opcode::call || inst.operands.empty()) continue;
+      size_t callee = inst.operands[0].kind == ptx::Operand::Kind::List ? 1 : 0;
+      if (callee < inst.operands.size() &&
+          inst.operands[callee].kind == ptx::Operand::Kind::Register)
+        r.indirect = true;
+    }
+  }
+  return refs;
+}
+
+std::set<std::string> reachable(const ptx::Module& module,
+                                const std::unordered_map<std::string, FunctionRefs>& refs,
+                                const std::string& kernel, bool& indirect) {
+  std::set<std::string> seen{kernel};
+  std::vector<std::string> work{kernel};
+  indirect = false;
+  while (!work.empty()) {
+    std::string name = work.back();
+    work.pop_back();
+    auto it = refs.find(name);
+    if (it == refs.end()) continue;
+    indirect |= it->second.indirect;
+    for (const auto& c : it->second.callees)
+      if (seen.insert(c).second) work.push_back(c);
+  }
+  if (indirect)
+    for (const auto& fn : module.functions) seen.insert(fn.name);
+  return seen;
+}
+
+// Shared variables each kernel can reach (every one when it may call through a pointer).
+std::unordered_map<std::string, std::set<std::string>> kernelVariables(
+    const ptx::Module& module, const std::vector<SharedVar>& vars) {
+  std::unordered_map<std::string, FunctionRefs> refs = collectRefs(module);
+  std::unordered_map<std::string, std::set<std::string>> kernelVars;
+  for (const auto& fn : module.functions) {
+    if (!fn.isEntry || fn.isDeclaration) continue;
+    bool indirect = false;
+    std::set<std::string> seen = reachable(module, refs, fn.name, indirect);
+    std::set<std::string>& mine = kernelVars[fn.name];
+    if (indirect) {
+      for (const auto& v : vars) mine.insert(v.key);
+    } else {
+      for (const auto& name : seen) mine.insert(refs[name].shared.begin(), refs[name].shared.end());
+    }
+  }
+  return kernelVars;
+}
+
+}  // namespace
+
+SharedLayout computeSharedLayout(const ptx::Module& module) {
+  std::vector<SharedVar> vars = sharedVariables(module);
+  auto kernelVars = kernelVariables(module, vars);
+  SharedLayout layout;
+  // Static variables: each starts after every placed variable that some kernel uses with it.
+  std::unordered_map<std::string, uint64_t> ends;
+  std::set<std::string> externKeys;
+  uint64_t dynamicAlign = 16;
+  for (const auto& v : vars) {
+    if (isExtern(*v.var)) {
+      externKeys.insert(v.key);
+      dynamicAlign = std::max<uint64_t>(dynamicAlign, v.var->effectiveAlignment());
+      continue;
+    }
+    uint64_t start = 0;
+    for (const auto& [kernel, used] : kernelVars) {
+      if (!used.count(v.key)) continue;
+      for (const auto& other : used)
+        if (auto it = ends.find(other); it != ends.end()) start = std::max(start, it->second);
+    }
+    start = alignTo(start, std::max(1u, v.var->effectiveAlignment()));
+    layout.offsets[v.key] = start;
+    ends[v.key] = start + v.var->sizeInBytes();
+  }
+  // Dynamic arrays: after the static part of every kernel that uses one.
+  uint64_t dynamicStart = 0;
+  std::set<std::string> externUsers;
+  for (const auto& [kernel, used] : kernelVars) {
+    uint64_t end = 0;
+    for (const auto& key : used) {
+      if (auto it = ends.find(key); it != ends.end()) end = std::max(end, it->second);
+      if (externKeys.count(key)) externUsers.insert(kernel);
+    }
+    layout.staticBytes[kernel] = end;
+    if (externUsers.count(kernel)) dynamicStart = std::max(dynamicStart, end);
+  }
+  dynamicStart = alignTo(dynamicStart, dynamicAlign);
+  for (const auto& key : externKeys) layout.offsets[key] = dynamicStart;
+  for (const auto& [kernel, used] : kernelVars)
+    layout.dynamicOffset[kernel] = externUsers.count(kernel)
+                                       ? dynamicStart
+                                       : alignTo(layout.staticBytes[kernel], dynamicAlign);
+  return layout;
+}
+
+std::set<std::string> reachableFunctions(const ptx::Module& module, const std::string& kernel) {
+  bool indirect = false;
+  return reachable(module, collectRefs(module), kernel, indirect);
+}
+
+}  // namespace rocuda::compiler::detail

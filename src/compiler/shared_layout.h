@@ -1,0 +1,28 @@
+// Internal to src/compiler: where each .shared variable lives in a block's shared window.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <unordered_map>
+
+#include "ptx/ast.h"
+
+namespace rocuda::compiler::detail {
+
+struct SharedLayout {
+  // Offsets keyed by variable name (module scope) or "function/name" (function scope).
+  std::unordered_map<std::string, uint64_t> offsets;
+  std::unordered_map<std::string, uint64_t> staticBytes;    // per kernel
+  std::unordered_map<std::string, uint64_t> dynamicOffset;  // per kernel
+};
+
+// Kernels never share a window, so variables that no kernel uses together may overlap: each
+// kernel's window holds only what it (and the functions it can call) touches.
+SharedLayout computeSharedLayout(const ptx::Module& module);
+
+// Names of the functions `kernel` can call, directly or not, itself included (every function of
+// the module when it may call through a pointer).
+std::set<std::string> reachableFunctions(const ptx::Module& module, const std::string& kernel);
+
+}  // namespace rocuda::compiler::detail

@@ -1,0 +1,89 @@
+// atom / red on global, shared and generic addresses as LLVM atomics. inc/dec map to LLVM's
+// uinc_wrap/udec_wrap, which are exactly PTX's wrap rules.
+#include "compiler/translator.h"
+
+namespace rocuda::compiler::detail {
+
+using ptx::ScalarType;
+
+namespace {
+
+llvm::AtomicOrdering semantics(const ptx::Instruction& inst) {
+  if (inst.hasModifier("acq_rel")) return llvm::AtomicOrdering::AcquireRelease;
+  if (inst.hasModifier("acquire")) return llvm::AtomicOrdering::Acquire;
+  if (inst.hasModifier("release")) return llvm::AtomicOrdering::Release;
+  return llvm::AtomicOrdering::Monotonic;  // PTX default: .relaxed
+}
+
+bool rmwOp(const ptx::Instruction& inst, ScalarType type, llvm::AtomicRMWInst::BinOp& op) {
+  using Op = llvm::AtomicRMWInst::BinOp;
+  bool isFloat = ptx::isFloat(type), isSigned = ptx::isSignedInteger(type);
+  struct Entry {
+    const char* name;
+    Op intOp;
+    Op floatOp;
+    bool floatOk;
+  };
+  const Entry table[] = {
+      {"add", Op::Add, Op::FAdd, true},
+      {"exch", Op::Xchg, Op::Xchg, true},
+      {"and", Op::And, Op::And, false},
+      {"or", Op::Or, Op::Or, false},
+      {"xor", Op::Xor, Op::Xor, false},
+      {"inc", Op::UIncWrap, Op::UIncWrap, false},
+      {"dec", Op::UDecWrap, Op::UDecWrap, false},
+      {"min", isSigned ? Op::Min : Op::UMin, Op::FMin, false},
+      {"max", isSigned ? Op::Max : Op::UMax, Op::FMax, false},
+  };
+  for (const auto& e : table) {
+    if (!inst.hasModifier(e.name)) continue;
+    if (isFloat && !e.floatOk) return false;
+    op = isFloat ? e.floatOp : e.intOp;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
+  auto& B = t.b;
+  if (inst.types.size() != 1 || inst.vectorWidth != 1) return t.unsupported(inst);
+  ScalarType type = inst.types[0];
+  if (type == ScalarType::B128 || type == ScalarType::F16x2 || type == ScalarType::BF16x2)
+    return t.unsupported(inst);
+  unsigned bytes = ptx::scalarTypeSize(type);
+  if (type == ScalarType::Pred || (bytes != 2 && bytes != 4 && bytes != 8))
+    return t.invalid(inst, "atomics need a 16-, 32- or 64-bit type");
+  bool isRed = inst.opcode == ptx::Opcode::red;
+  size_t first = isRed ? 0 : 1;
+  bool cas = inst.hasModifier("cas");
+  if (inst.operands.size() != first + (cas ? 3 : 2)) return t.invalid(inst, "wrong operands");
+  ROCUDA_VALUE(ptr, t.address(inst.operands[first], inst.space));
+  llvm::AtomicOrdering order = semantics(inst);
+  unsigned size = ptx::scalarTypeSize(type);
+  llvm::Value* old = nullptr;
+  if (cas) {
+    ScalarType bits = size == 2 ? ScalarType::B16 : size == 4 ? ScalarType::B32 : ScalarType::B64;
+    ROCUDA_VALUE(cmp, t.read(inst.operands[first + 1], bits));
+    ROCUDA_VALUE(val, t.read(inst.operands[first + 2], bits));
+    auto failure =
+        order == llvm::AtomicOrdering::AcquireRelease || order == llvm::AtomicOrdering::Acquire
+            ? llvm::AtomicOrdering::Acquire
+            : llvm::AtomicOrdering::Monotonic;
+    auto* x = B.CreateAtomicCmpXchg(ptr, cmp, val, llvm::MaybeAlign(size), order, failure);
+    old = B.CreateExtractValue(x, 0);
+  } else {
+    llvm::AtomicRMWInst::BinOp op;
+    if (!rmwOp(inst, type, op)) return t.unsupported(inst);
+    ScalarType operandType = type;
+    if (op == llvm::AtomicRMWInst::Xchg && ptx::isFloat(type))
+      operandType = size == 4 ? ScalarType::B32 : size == 8 ? ScalarType::B64 : ScalarType::B16;
+    ROCUDA_VALUE(val, t.read(inst.operands[first + 1], operandType));
+    old = B.CreateAtomicRMW(op, ptr, val, llvm::MaybeAlign(size), order);
+  }
+  if (isRed) return Status::success();
+  return t.write(inst.operands[0], old, type);
+}
+
+}  // namespace rocuda::compiler::detail

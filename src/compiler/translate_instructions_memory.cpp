@@ -1,0 +1,193 @@
+// Data movement: ld/ldu/st in every state space (scalars and vectors; .volatile, .relaxed,
+// .acquire/.release), cvta / cvta.to, prefetch (no-op) and mov (symbols, pack/unpack).
+#include <llvm/IR/Intrinsics.h>
+
+#include "compiler/translator.h"
+
+namespace rocuda::compiler::detail {
+
+using ptx::ScalarType;
+
+namespace {
+
+// Memory ordering of ld/st modifiers; NotAtomic for plain accesses.
+llvm::AtomicOrdering orderingOf(const ptx::Instruction& inst) {
+  if (inst.hasModifier("acquire")) return llvm::AtomicOrdering::Acquire;
+  if (inst.hasModifier("release")) return llvm::AtomicOrdering::Release;
+  if (inst.hasModifier("relaxed")) return llvm::AtomicOrdering::Monotonic;
+  return llvm::AtomicOrdering::NotAtomic;
+}
+
+std::vector<const ptx::Operand*> elementsOf(const ptx::Operand& op) {
+  std::vector<const ptx::Operand*> out;
+  if (op.kind == ptx::Operand::Kind::Vector) {
+    for (const auto& e : op.elements) out.push_back(&e);
+  } else {
+    out.push_back(&op);
+  }
+  return out;
+}
+
+Status load(FunctionTranslator& t, const ptx::Instruction& inst) {
+  auto& B = t.b;
+  if (inst.operands.size() != 2 || inst.types.size() != 1) return t.unsupported(inst);
+  ScalarType type = inst.types[0];
+  if (type == ScalarType::B128 || type == ScalarType::Pred) return t.unsupported(inst);
+  ROCUDA_VALUE(ptr, t.address(inst.operands[1], inst.space));
+  auto elements = elementsOf(inst.operands[0]);
+  if (elements.size() != inst.vectorWidth) return t.invalid(inst, "vector width mismatch");
+  unsigned size = ptx::scalarTypeSize(type);
+  auto* ty = t.bitsType(type);
+  llvm::AtomicOrdering order = orderingOf(inst);
+  bool isVolatile = inst.hasModifier("volatile");
+  for (size_t i = 0; i < elements.size(); ++i) {
+    if (elements[i]->kind == ptx::Operand::Kind::Sink) continue;
+    llvm::Value* p = i == 0 ? ptr : B.CreateConstGEP1_64(t.i8(), ptr, i * size);
+    auto* ld = B.CreateAlignedLoad(ty, p, llvm::Align(size), isVolatile);
+    if (order != llvm::AtomicOrdering::NotAtomic && elements.size() == 1) {
+      ld->setAtomic(order == llvm::AtomicOrdering::Release ? llvm::AtomicOrdering::Monotonic
+                                                           : order);
+    }
+    ROCUDA_TRY(t.write(*elements[i], ld, type));
+  }
+  return Status::success();
+}
+
+Status store(FunctionTranslator& t, const ptx::Instruction& inst) {
+  auto& B = t.b;
+  if (inst.operands.size() != 2 || inst.types.size() != 1) return t.unsupported(inst);
+  ScalarType type = inst.types[0];
+  if (type == ScalarType::B128 || type == ScalarType::Pred) return t.unsupported(inst);
+  ROCUDA_VALUE(ptr, t.address(inst.operands[0], inst.space));
+  auto elements = elementsOf(inst.operands[1]);
+  if (elements.size() != inst.vectorWidth) return t.invalid(inst, "vector width mismatch");
+  unsigned size = ptx::scalarTypeSize(type);
+  // Stores move bits: read integer-typed so that float registers are not converted.
+  ScalarType bits = ptx::isFloat(type) ? (size == 2   ? ScalarType::B16
+                                          : size == 4 ? ScalarType::B32
+                                                      : ScalarType::B64)
+                                       : type;
+  llvm::AtomicOrdering order = orderingOf(inst);
+  bool isVolatile = inst.hasModifier("volatile");
+  for (size_t i = 0; i < elements.size(); ++i) {
+    if (elements[i]->kind == ptx::Operand::Kind::Sink) continue;
+    ROCUDA_VALUE(v, t.read(*elements[i], bits));
+    if (ptx::isFloat(type) && elements[i]->kind == ptx::Operand::Kind::Immediate) {
+      auto fv = t.read(*elements[i], type);  // a float literal: convert to the type's bits
+      if (!fv.ok()) return fv.error();
+      v = B.CreateBitCast(*fv, t.bitsType(type));
+    }
+    llvm::Value* p = i == 0 ? ptr : B.CreateConstGEP1_64(t.i8(), ptr, i * size);
+    auto* st = B.CreateAlignedStore(v, p, llvm::Align(size), isVolatile);
+    if (order != llvm::AtomicOrdering::NotAtomic && elements.size() == 1)
+      st->setAtomic(order == llvm::AtomicOrdering::Acquire ? llvm::AtomicOrdering::Monotonic
+                                                           : order);
+  }
+  return Status::success();
+}
+
+Status cvta(FunctionTranslator& t, const ptx::Instruction& inst) {
+  auto& B = t.b;
+  if (inst.operands.size() != 2 || inst.types.empty()) return t.invalid(inst, "expected d, a");
+  ScalarType type = inst.types[0];
+  bool toSpace = inst.hasModifier("to");
+  ROCUDA_VALUE(a, t.read(inst.operands[1], ScalarType::U64));
+  llvm::Value* r = a;
+  if (inst.space == ptx::StateSpace::Shared || inst.space == ptx::StateSpace::SharedCluster) {
+    llvm::Value* base = B.CreatePtrToInt(t.sharedBase(), t.i64());
+    r = toSpace ? B.CreateSub(a, base) : B.CreateAdd(a, base);
+  }
+  // Global, local, const and param addresses are host addresses in both forms.
+  return t.write(inst.operands[0], r, type);
+}
+
+Status mov(FunctionTranslator& t, const ptx::Instruction& inst) {
+  auto& B = t.b;
+  if (inst.operands.size() != 2 || inst.types.size() != 1) return t.unsupported(inst);
+  ScalarType type = inst.types[0];
+  const auto& dst = inst.operands[0];
+  const auto& src = inst.operands[1];
+  unsigned total = type == ScalarType::Pred ? 1 : ptx::scalarTypeSize(type) * 8;
+  if (dst.kind == ptx::Operand::Kind::Vector) {  // unpack: element 0 is the low bits
+    ROCUDA_VALUE(v, t.read(src, type));
+    if (!v->getType()->isIntegerTy()) v = B.CreateBitCast(v, B.getIntNTy(total));
+    unsigned n = static_cast<unsigned>(dst.elements.size());
+    if (n == 0 || total % n) return t.invalid(inst, "bad vector");
+    unsigned w = total / n;
+    for (unsigned i = 0; i < n; ++i) {
+      llvm::Value* part = B.CreateTrunc(B.CreateLShr(v, i * w), B.getIntNTy(w));
+      ROCUDA_TRY(t.write(dst.elements[i], part, ScalarType::B8));
+    }
+    return Status::success();
+  }
+  if (src.kind == ptx::Operand::Kind::Vector) {  // pack
+    unsigned n = static_cast<unsigned>(src.elements.size());
+    if (n == 0 || total % n) return t.invalid(inst, "bad vector");
+    unsigned w = total / n;
+    ScalarType partType = w == 8    ? ScalarType::B8
+                          : w == 16 ? ScalarType::B16
+                          : w == 32 ? ScalarType::B32
+                                    : ScalarType::B64;
+    llvm::Value* r = llvm::ConstantInt::get(B.getIntNTy(total), 0);
+    for (unsigned i = 0; i < n; ++i) {
+      ROCUDA_VALUE(part, t.read(src.elements[i], partType));
+      r = B.CreateOr(r, B.CreateShl(B.CreateZExt(part, r->getType()), i * w));
+    }
+    return t.write(dst, r, type);
+  }
+  ROCUDA_VALUE(v, t.read(src, type));
+  return t.write(dst, v, type);
+}
+
+// cp.async (sm_80 asynchronous global->shared copies) done synchronously: the copy has landed
+// by the time any wait could observe it, so commit_group / wait_group / wait_all are no-ops.
+Status cpAsync(FunctionTranslator& t, const ptx::Instruction& inst) {
+  auto& B = t.b;
+  if (inst.hasModifier("commit_group") || inst.hasModifier("wait_group") ||
+      inst.hasModifier("wait_all"))
+    return Status::success();
+  if (inst.hasModifier("bulk") || inst.hasModifier("mbarrier") || inst.operands.size() < 3 ||
+      inst.operands[2].kind != ptx::Operand::Kind::Immediate)
+    return t.unsupported(inst);
+  ROCUDA_VALUE(dst, t.address(inst.operands[0], ptx::StateSpace::Shared));
+  ROCUDA_VALUE(src, t.address(inst.operands[1], ptx::StateSpace::Global));
+  uint64_t size = inst.operands[2].imm.bits;
+  if (size != 4 && size != 8 && size != 16) return t.invalid(inst, "cp-size must be 4, 8 or 16");
+  llvm::Value* srcSize = B.getInt64(size);
+  if (inst.operands.size() > 3 && inst.operands[3].kind != ptx::Operand::Kind::Symbol) {
+    ROCUDA_VALUE(n, t.read(inst.operands[3], ptx::ScalarType::U32));
+    srcSize =
+        B.CreateZExt(B.CreateBinaryIntrinsic(llvm::Intrinsic::umin, n, B.getInt32(size)), t.i64());
+    B.CreateMemSet(dst, B.getInt8(0), size, llvm::MaybeAlign(1));  // bytes past src-size are 0
+  }
+  B.CreateMemCpy(dst, llvm::MaybeAlign(1), src, llvm::MaybeAlign(1), srcSize);
+  return Status::success();
+}
+
+}  // namespace
+
+Status translateMemoryOp(FunctionTranslator& t, const ptx::Instruction& inst) {
+  switch (inst.opcode) {
+    case ptx::Opcode::ld:
+    case ptx::Opcode::ldu:
+      return load(t, inst);
+    case ptx::Opcode::st:
+      return store(t, inst);
+    case ptx::Opcode::cvta:
+      return cvta(t, inst);
+    case ptx::Opcode::prefetch:
+    case ptx::Opcode::prefetchu:
+      return Status::success();
+    case ptx::Opcode::cp_async:
+      return cpAsync(t, inst);
+    case ptx::Opcode::cp:
+      if (inst.hasModifier("async")) return cpAsync(t, inst);
+      return t.unsupported(inst);
+    default:
+      return t.unsupported(inst);
+  }
+}
+
+Status translateMovOp(FunctionTranslator& t, const ptx::Instruction& inst) { return mov(t, inst); }
+
+}  // namespace rocuda::compiler::detail

@@ -1,0 +1,352 @@
+// Module-level translation: globals with initializers, the shared-memory window layout, function
+// declarations (kernels, internal .funcs, external callees) and the kernel parameter layout.
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/DerivedTypes.h>
+#include <llvm/IR/Function.h>
+#include <llvm/IR/GlobalVariable.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+
+#include "compiler/shared_layout.h"
+#include "compiler/translator.h"
+
+namespace rocuda::compiler::detail {
+namespace {
+
+uint64_t alignTo(uint64_t value, uint64_t alignment) {
+  if (alignment <= 1) return value;
+  return (value + alignment - 1) / alignment * alignment;
+}
+
+// The symbol name of a special register function: "%tid.x" -> "__rocuda_sreg_tid_x".
+std::string sregSymbol(ptx::SpecialRegister reg, uint32_t index) {
+  std::string name = ptx::specialRegisterName(reg);
+  if (!name.empty() && name[0] == '%') name.erase(0, 1);
+  std::replace(name.begin(), name.end(), '.', '_');
+  if (reg == ptx::SpecialRegister::Envreg || reg == ptx::SpecialRegister::Pm) {
+    // specialRegisterName may or may not carry the index; make the symbol unique.
+    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name.back())))
+      name += std::to_string(index);
+  }
+  return "__rocuda_sreg_" + name;
+}
+
+}  // namespace
+
+ModuleTranslator::ModuleTranslator(llvm::LLVMContext& context, const ptx::Module& ptx,
+                                   std::string_view name)
+    : context_(context),
+      ptx_(ptx),
+      module_(std::make_unique<llvm::Module>(llvm::StringRef(name.data(), name.size()), context)) {}
+
+llvm::Function* ModuleTranslator::sregFunction(ptx::SpecialRegister reg, uint32_t index) {
+  std::string name = sregSymbol(reg, index);
+  bool wide = reg == ptx::SpecialRegister::Clock64 || reg == ptx::SpecialRegister::GlobalTimer;
+  llvm::Type* type = wide ? llvm::Type::getInt64Ty(context_) : llvm::Type::getInt32Ty(context_);
+  if (auto* existing = module_->getFunction(name)) return existing;
+  auto* fn = llvm::Function::Create(llvm::FunctionType::get(type, false),
+                                    llvm::Function::ExternalLinkage, name, *module_);
+  // Clocks change between calls; every other special register is constant for a thread.
+  bool varies = reg == ptx::SpecialRegister::Clock || reg == ptx::SpecialRegister::Clock64 ||
+                reg == ptx::SpecialRegister::ClockHi || reg == ptx::SpecialRegister::GlobalTimer ||
+                reg == ptx::SpecialRegister::GlobalTimerLo ||
+                reg == ptx::SpecialRegister::GlobalTimerHi;
+  if (!varies) fn->setDoesNotAccessMemory();
+  fn->setDoesNotThrow();
+  fn->setWillReturn();
+  return fn;
+}
+
+llvm::Function* ModuleTranslator::barrierFunction() {
+  const char* name = "__rocuda_barrier_sync";
+  if (auto* existing = module_->getFunction(name)) return existing;
+  auto* i32 = llvm::Type::getInt32Ty(context_);
+  auto* fn = llvm::Function::Create(
+      llvm::FunctionType::get(llvm::Type::getVoidTy(context_), {i32, i32}, false),
+      llvm::Function::ExternalLinkage, name, *module_);
+  fn->setConvergent();  // never duplicated into divergent paths, never CSE'd (touches memory)
+  fn->setDoesNotThrow();
+  return fn;
+}
+
+llvm::Function* ModuleTranslator::sharedBaseFunction() {
+  const char* name = "__rocuda_shared_base";
+  if (auto* existing = module_->getFunction(name)) return existing;
+  auto* fn =
+      llvm::Function::Create(llvm::FunctionType::get(llvm::PointerType::get(context_, 0), false),
+                             llvm::Function::ExternalLinkage, name, *module_);
+  fn->setDoesNotAccessMemory();
+  fn->setDoesNotThrow();
+  fn->setWillReturn();
+  return fn;
+}
+
+llvm::Function* ModuleTranslator::trapFunction() {
+  const char* name = "__rocuda_trap";
+  if (auto* existing = module_->getFunction(name)) return existing;
+  auto* fn = llvm::Function::Create(llvm::FunctionType::get(llvm::Type::getVoidTy(context_), false),
+                                    llvm::Function::ExternalLinkage, name, *module_);
+  fn->setDoesNotReturn();
+  fn->setDoesNotThrow();
+  return fn;
+}
+
+llvm::Function* ModuleTranslator::libmFunction(const std::string& name, llvm::Type* type,
+                                               unsigned arity) {
+  if (auto* existing = module_->getFunction(name)) return existing;
+  std::vector<llvm::Type*> args(arity, type);
+  auto* fn = llvm::Function::Create(llvm::FunctionType::get(type, args, false),
+                                    llvm::Function::ExternalLinkage, name, *module_);
+  fn->setDoesNotAccessMemory();
+  fn->setDoesNotThrow();
+  fn->setWillReturn();
+  return fn;
+}
+
+llvm::GlobalVariable* ModuleTranslator::findGlobal(const std::string& name) const {
+  auto it = globals_.find(name);
+  return it == globals_.end() ? nullptr : it->second;
+}
+
+llvm::Function* ModuleTranslator::findFunction(const std::string& name) const {
+  auto it = functions_.find(name);
+  return it == functions_.end() ? nullptr : it->second;
+}
+
+const ptx::Function* ModuleTranslator::findFunctionDef(const std::string& name) const {
+  auto it = functionDefs_.find(name);
+  return it == functionDefs_.end() ? nullptr : it->second;
+}
+
+bool ModuleTranslator::sharedOffset(const std::string& name, uint64_t& offset) const {
+  auto it = sharedOffsets_.find(name);
+  if (it == sharedOffsets_.end()) return false;
+  offset = it->second;
+  return true;
+}
+
+bool ModuleTranslator::localSharedOffset(const std::string& function, const std::string& name,
+                                         uint64_t& offset) const {
+  return sharedOffset(function + "/" + name, offset);
+}
+
+Status ModuleTranslator::layoutShared() {
+  SharedLayout layout = computeSharedLayout(ptx_);
+  sharedOffsets_ = std::move(layout.offsets);
+  sharedStaticBytes_ = std::move(layout.staticBytes);
+  sharedDynamicOffset_ = std::move(layout.dynamicOffset);
+  return Status::success();
+}
+
+Result<llvm::Constant*> ModuleTranslator::initializerFor(const ptx::Variable& var,
+                                                         llvm::Type*& storageType) {
+  unsigned elementBytes = std::max(1u, ptx::scalarTypeSize(var.type));
+  auto* elementType = llvm::IntegerType::get(context_, elementBytes * 8);
+  uint64_t count = var.sizeInBytes() / elementBytes;
+  if (count == 0) count = var.initializer.size();
+  storageType = llvm::ArrayType::get(elementType, count);
+  if (!var.hasInitializer) return llvm::Constant::getNullValue(storageType);
+
+  std::vector<llvm::Constant*> elements;
+  elements.reserve(count);
+  bool isF32 = var.type == ptx::ScalarType::F32, isF64 = var.type == ptx::ScalarType::F64;
+  for (uint64_t i = 0; i < count; ++i) {
+    if (i >= var.initializer.size()) {
+      elements.push_back(llvm::ConstantInt::get(elementType, 0));
+      continue;
+    }
+    const auto& init = var.initializer[i];
+    if (init.kind == ptx::InitializerElement::Kind::SymbolAddress) {
+      llvm::Constant* target = findGlobal(init.symbol);
+      if (!target) target = findFunction(init.symbol);
+      if (!target)
+        return makeError(ErrorCode::UnsupportedPtx,
+                         "initializer of '" + var.name + "' takes the address of '" + init.symbol +
+                             "', which is not a global or function of this module");
+      auto* i8 = llvm::Type::getInt8Ty(context_);
+      auto* gep = llvm::ConstantExpr::getGetElementPtr(
+          i8, target, llvm::ConstantInt::get(llvm::Type::getInt64Ty(context_), init.offset));
+      elements.push_back(llvm::ConstantExpr::getPtrToInt(gep, elementType));
+      continue;
+    }
+    const auto& imm = init.number;
+    uint64_t bits = imm.bits;
+    if (isF32 || isF64) {
+      double value = imm.value;
+      if (imm.kind == ptx::Immediate::Kind::F32Bits) {
+        float f;
+        uint32_t b32 = static_cast<uint32_t>(imm.bits);
+        std::memcpy(&f, &b32, 4);
+        value = f;
+      } else if (imm.kind == ptx::Immediate::Kind::F64Bits) {
+        std::memcpy(&value, &imm.bits, 8);
+      } else if (imm.kind == ptx::Immediate::Kind::Integer) {
+        value = static_cast<double>(static_cast<int64_t>(imm.bits));
+      }
+      bool sameKind = (isF32 && imm.kind == ptx::Immediate::Kind::F32Bits) ||
+                      (isF64 && imm.kind == ptx::Immediate::Kind::F64Bits);
+      if (!sameKind) {
+        if (isF32) {
+          float f = static_cast<float>(value);
+          uint32_t b32;
+          std::memcpy(&b32, &f, 4);
+          bits = b32;
+        } else {
+          std::memcpy(&bits, &value, 8);
+        }
+      }
+    } else if (imm.kind == ptx::Immediate::Kind::Double) {
+      bits = static_cast<uint64_t>(static_cast<int64_t>(imm.value));
+    }
+    elements.push_back(llvm::ConstantInt::get(elementType, bits));
+  }
+  return llvm::ConstantArray::get(llvm::cast<llvm::ArrayType>(storageType), elements);
+}
+
+Status ModuleTranslator::declareGlobals(ModuleInfo& info) {
+  // Two passes: create every global first so initializers may take each other's addresses.
+  std::vector<std::pair<const ptx::Variable*, llvm::GlobalVariable*>> pending;
+  for (const auto& var : ptx_.globals) {
+    if (var.space == ptx::StateSpace::Shared) continue;
+    if (var.space != ptx::StateSpace::Global && var.space != ptx::StateSpace::Const)
+      return makeError(ErrorCode::UnsupportedPtx,
+                       "module-scope ." + std::string(ptx::stateSpaceName(var.space)) +
+                           " variable '" + var.name + "' at " + std::to_string(var.loc.line) + ":" +
+                           std::to_string(var.loc.column));
+    if (globals_.count(var.name)) continue;
+    unsigned elementBytes = std::max(1u, ptx::scalarTypeSize(var.type));
+    uint64_t count = var.sizeInBytes() / elementBytes;
+    if (count == 0) count = std::max<size_t>(var.initializer.size(), 1);
+    auto* type = llvm::ArrayType::get(llvm::IntegerType::get(context_, elementBytes * 8), count);
+    bool external = var.linkage == ptx::Linkage::Extern;
+    // Not constant even for .const: the host writes __constant__ data through cuMemcpyHtoD.
+    auto* gv = new llvm::GlobalVariable(*module_, type, false, llvm::GlobalValue::ExternalLinkage,
+                                        nullptr, var.name);
+    gv->setAlignment(llvm::Align(std::max(1u, var.effectiveAlignment())));
+    globals_[var.name] = gv;
+    if (!external) {
+      pending.emplace_back(&var, gv);
+      info.globals.push_back(GlobalInfo{var.name, var.space, var.sizeInBytes()});
+    }
+  }
+  // Functions must exist before initializers that take their address.
+  ROCUDA_TRY(declareFunctions());
+  for (auto& [var, gv] : pending) {
+    llvm::Type* storageType = nullptr;
+    auto init = initializerFor(*var, storageType);
+    if (!init.ok()) return init.error();
+    if (storageType != gv->getValueType()) {
+      // Unsized array sized by its initializer: replace with a correctly typed global.
+      auto* replacement = new llvm::GlobalVariable(*module_, storageType, false,
+                                                   llvm::GlobalValue::ExternalLinkage, *init);
+      replacement->setAlignment(gv->getAlign());
+      replacement->takeName(gv);
+      gv->replaceAllUsesWith(replacement);
+      gv->eraseFromParent();
+      globals_[var->name] = replacement;
+      for (auto& g : info.globals)
+        if (g.name == var->name) g.size = module_->getDataLayout().getTypeAllocSize(storageType);
+    } else {
+      gv->setInitializer(*init);
+    }
+  }
+  return Status::success();
+}
+
+Status ModuleTranslator::declareFunctions() {
+  auto* ptr = llvm::PointerType::get(context_, 0);
+  auto* voidTy = llvm::Type::getVoidTy(context_);
+  for (const auto& fn : ptx_.functions) {
+    auto it = functionDefs_.find(fn.name);
+    if (it == functionDefs_.end() || (it->second->isDeclaration && !fn.isDeclaration))
+      functionDefs_[fn.name] = &fn;
+  }
+  for (const auto& source : ptx_.functions) {
+    if (functionDefs_[source.name] != &source) continue;
+    const ptx::Function& fn = source;
+    const std::string& name = fn.name;
+    llvm::Function* f = nullptr;
+    if (fn.isEntry) {
+      f = llvm::Function::Create(llvm::FunctionType::get(voidTy, {ptr}, false),
+                                 llvm::Function::ExternalLinkage, name, *module_);
+    } else if (!fn.isDeclaration) {
+      std::vector<llvm::Type*> args(fn.returnParams.size() + fn.params.size(), ptr);
+      f = llvm::Function::Create(llvm::FunctionType::get(voidTy, args, false),
+                                 llvm::Function::InternalLinkage, name, *module_);
+    } else if (name == "vprintf") {
+      f = llvm::Function::Create(
+          llvm::FunctionType::get(llvm::Type::getInt32Ty(context_), {ptr, ptr}, false),
+          llvm::Function::ExternalLinkage, name, *module_);
+    } else {
+      // An external callee (malloc, free, __assertfail...): called with values.
+      auto typeOf = [&](const ptx::Variable& v) -> llvm::Type* {
+        return llvm::IntegerType::get(context_, std::max(1u, ptx::scalarTypeSize(v.type)) * 8);
+      };
+      llvm::Type* ret = fn.returnParams.empty() ? voidTy : typeOf(fn.returnParams[0]);
+      std::vector<llvm::Type*> args;
+      for (const auto& p : fn.params) args.push_back(typeOf(p));
+      f = llvm::Function::Create(llvm::FunctionType::get(ret, args, false),
+                                 llvm::Function::ExternalLinkage, name, *module_);
+    }
+    functions_[name] = f;
+  }
+  // `.alias a, b;`: a names the function b.
+  for (const auto& [alias, target] : ptx_.aliases) {
+    if (functions_.count(alias) || !functions_.count(target)) continue;
+    functions_[alias] = functions_[target];
+    functionDefs_[alias] = functionDefs_[target];
+  }
+  return Status::success();
+}
+
+KernelInfo ModuleTranslator::kernelInfo(const ptx::Function& fn) const {
+  KernelInfo info;
+  info.name = fn.name;
+  uint64_t offset = 0, maxAlign = 1;
+  for (const auto& p : fn.params) {
+    uint32_t align = std::max(1u, p.effectiveAlignment());
+    offset = alignTo(offset, align);
+    auto size = static_cast<uint32_t>(p.sizeInBytes());
+    info.params.push_back(KernelParamInfo{static_cast<uint32_t>(offset), size, align});
+    offset += size;
+    maxAlign = std::max<uint64_t>(maxAlign, align);
+  }
+  info.paramBufferSize = static_cast<uint32_t>(alignTo(offset, maxAlign));
+  if (auto it = sharedStaticBytes_.find(fn.name); it != sharedStaticBytes_.end())
+    info.staticSharedBytes = static_cast<uint32_t>(it->second);
+  if (auto it = sharedDynamicOffset_.find(fn.name); it != sharedDynamicOffset_.end())
+    info.dynamicSharedOffset = static_cast<uint32_t>(it->second);
+  // Every depot the kernel can reach, each once (recursion makes the true depth unbounded).
+  uint64_t local = 0;
+  for (const auto& name : reachableFunctions(ptx_, fn.name))
+    if (const ptx::Function* f = findFunctionDef(name))
+      for (const auto& var : f->locals)
+        if (var.space == ptx::StateSpace::Local) local += var.sizeInBytes();
+  info.localBytesPerThread = static_cast<uint32_t>(local);
+  for (size_t i = 0; i < 3 && i < fn.performance.maxntid.size(); ++i)
+    info.maxntid[i] = fn.performance.maxntid[i];
+  for (size_t i = 0; i < 3 && i < fn.performance.reqntid.size(); ++i)
+    info.reqntid[i] = fn.performance.reqntid[i];
+  return info;
+}
+
+Result<std::unique_ptr<llvm::Module>> ModuleTranslator::translate(ModuleInfo& info) {
+  if (ptx_.addressSize != 64)
+    return makeError(ErrorCode::UnsupportedPtx, ".address_size 32 is not supported");
+  ROCUDA_TRY(layoutShared());
+  ROCUDA_TRY(declareGlobals(info));
+  for (const auto& fn : ptx_.functions) {
+    if (fn.isDeclaration || functionDefs_[fn.name] != &fn) continue;
+    FunctionTranslator ft(*this, fn, functions_[fn.name]);
+    ROCUDA_TRY(ft.translate());
+  }
+  // Kernels in source order.
+  for (const auto& fn : ptx_.functions)
+    if (fn.isEntry && !fn.isDeclaration && functionDefs_[fn.name] == &fn)
+      info.kernels.push_back(kernelInfo(fn));
+  return std::move(module_);
+}
+
+}  // namespace rocuda::compiler::detail

@@ -1,0 +1,162 @@
+// Internal to src/compiler: the PTX -> target-neutral LLVM IR translator.
+//
+// ModuleTranslator owns the module-level state (globals, shared-memory layout, function
+// declarations); FunctionTranslator translates one body. Instruction families live in
+// translate_instructions_*.cpp, each a free function taking the FunctionTranslator.
+#pragma once
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "compiler/compiler.h"
+#include "ptx/ast.h"
+#include "support/result.h"
+
+// Evaluate a Result<llvm::Value*> expression into `var`, returning its error from the caller.
+#define ROCUDA_VALUE(var, expr)                        \
+  auto var##Result_ = (expr);                          \
+  if (!var##Result_.ok()) return var##Result_.error(); \
+  llvm::Value* var = *var##Result_
+
+namespace rocuda::compiler::detail {
+
+// Wider type of the same signedness (mul.wide): u16 -> u32, s32 -> s64.
+ptx::ScalarType widenedType(ptx::ScalarType type);
+
+class ModuleTranslator {
+ public:
+  ModuleTranslator(llvm::LLVMContext& context, const ptx::Module& ptx, std::string_view name);
+
+  // Translate the whole module; fills `info` (kernels, globals) except KernelInfo::usesBarriers.
+  Result<std::unique_ptr<llvm::Module>> translate(ModuleInfo& info);
+
+  llvm::LLVMContext& context() { return context_; }
+  llvm::Module& module() { return *module_; }
+  const ptx::Module& ptx() const { return ptx_; }
+
+  // Runtime entry points of the IR contract (declared on first use).
+  llvm::Function* sregFunction(ptx::SpecialRegister reg, uint32_t index);
+  llvm::Function* barrierFunction();
+  llvm::Function* sharedBaseFunction();
+  llvm::Function* trapFunction();
+  llvm::Function* libmFunction(const std::string& name, llvm::Type* type, unsigned arity);
+
+  llvm::GlobalVariable* findGlobal(const std::string& name) const;
+  llvm::Function* findFunction(const std::string& name) const;
+  const ptx::Function* findFunctionDef(const std::string& name) const;
+  // Offset in the shared window of a module-scope or function-local .shared variable.
+  bool sharedOffset(const std::string& name, uint64_t& offset) const;
+  // Function-local shared variables are laid out module-wide, keyed "function/name".
+  bool localSharedOffset(const std::string& function, const std::string& name,
+                         uint64_t& offset) const;
+
+ private:
+  Status declareGlobals(ModuleInfo& info);
+  Status layoutShared();
+  Status declareFunctions();
+  Result<llvm::Constant*> initializerFor(const ptx::Variable& var, llvm::Type*& storageType);
+  KernelInfo kernelInfo(const ptx::Function& fn) const;
+
+  llvm::LLVMContext& context_;
+  const ptx::Module& ptx_;
+  std::unique_ptr<llvm::Module> module_;
+  std::unordered_map<std::string, llvm::GlobalVariable*> globals_;
+  std::unordered_map<std::string, llvm::Function*> functions_;
+  std::unordered_map<std::string, const ptx::Function*> functionDefs_;
+  std::unordered_map<std::string, uint64_t> sharedOffsets_;
+  std::unordered_map<std::string, uint64_t> sharedStaticBytes_;    // per kernel
+  std::unordered_map<std::string, uint64_t> sharedDynamicOffset_;  // per kernel
+};
+
+class FunctionTranslator {
+ public:
+  FunctionTranslator(ModuleTranslator& mt, const ptx::Function& fn, llvm::Function* llvmFunction);
+  Status translate();
+
+  // ---- used by the instruction families ----
+  ModuleTranslator& mt;
+  const ptx::Function& fn;
+  llvm::Function* function;
+  llvm::IRBuilder<> b;
+
+  llvm::LLVMContext& ctx() { return mt.context(); }
+  llvm::Type* i1() { return b.getInt1Ty(); }
+  llvm::Type* i8() { return b.getInt8Ty(); }
+  llvm::Type* i32() { return b.getInt32Ty(); }
+  llvm::Type* i64() { return b.getInt64Ty(); }
+  llvm::Type* ptrTy() { return b.getPtrTy(); }
+
+  // Integer type holding a PTX type's bits (i1 for predicates).
+  llvm::Type* bitsType(ptx::ScalarType type);
+  // The type arithmetic uses: float/double/half/bfloat, <2 x half> for f16x2, else bitsType.
+  llvm::Type* valueType(ptx::ScalarType type);
+
+  // Read an operand as a value of PTX type `type` (extends/truncates registers as PTX does).
+  Result<llvm::Value*> read(const ptx::Operand& op, ptx::ScalarType type);
+  // Write `value` (of valueType(type) or bitsType(type)) to a register operand; `_` is a no-op.
+  Status write(const ptx::Operand& op, llvm::Value* value, ptx::ScalarType type);
+  // The pointer an address operand `[...]` designates in state space `space`.
+  Result<llvm::Value*> address(const ptx::Operand& op, ptx::StateSpace space);
+  // The value of a symbol used as an operand (`mov r, sym`): its address in its own space.
+  Result<llvm::Value*> symbolValue(const std::string& name, int64_t offset);
+
+  llvm::Value* sharedBase();
+  llvm::AllocaInst* carryFlag();
+  // Storage of a .param variable of this function or of a caller-side .param local.
+  llvm::Value* paramStorage(const std::string& name);
+  // Mark the current block finished: later instructions go to a fresh (unreachable) block.
+  void startDeadBlock();
+  llvm::BasicBlock* labelBlock(const std::string& name);
+  // `ret`: copies .reg return parameters out, then returns.
+  void emitReturn();
+  // A pointer to the storage of a symbol (variable, parameter, function) in any space.
+  Result<llvm::Value*> symbolPointer(const std::string& name);
+  // An alloca in the entry block (valid anywhere in the function).
+  llvm::AllocaInst* entryAlloca(llvm::Type* type, uint64_t align, const std::string& name = "");
+
+  Error unsupported(const ptx::Instruction& inst, const std::string& why = "") const;
+  Error invalid(const ptx::Instruction& inst, const std::string& why) const;
+
+ private:
+  Status createStorage();
+  Status translateInstruction(const ptx::Instruction& inst);
+
+  std::vector<llvm::AllocaInst*> registers_;
+  std::unordered_map<std::string, llvm::Value*> locals_;  // .local/.param locals and params
+  std::unordered_map<std::string, llvm::BasicBlock*> labels_;
+  llvm::BasicBlock* entry_ = nullptr;
+  llvm::AllocaInst* carry_ = nullptr;
+  llvm::Value* sharedBase_ = nullptr;
+  llvm::Value* params_ = nullptr;                              // kernels: the parameter buffer
+  std::vector<std::pair<uint32_t, llvm::Value*>> regReturns_;  // .reg return params -> out ptr
+};
+
+// Instruction families: each returns UnsupportedPtx for forms it does not implement.
+Status translateIntegerOp(FunctionTranslator& t, const ptx::Instruction& inst);
+Status translateBitOp(FunctionTranslator& t, const ptx::Instruction& inst);
+Status translateFloatOp(FunctionTranslator& t, const ptx::Instruction& inst);
+Status translateCompareOp(FunctionTranslator& t, const ptx::Instruction& inst);
+Status translateConvertOp(FunctionTranslator& t, const ptx::Instruction& inst);
+Status translateMemoryOp(FunctionTranslator& t, const ptx::Instruction& inst);
+Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst);
+Status translateControlOp(FunctionTranslator& t, const ptx::Instruction& inst);
+Status translateMovOp(FunctionTranslator& t, const ptx::Instruction& inst);
+Status translateWarpOp(FunctionTranslator& t, const ptx::Instruction& inst);
+Status translateBarrierReduction(FunctionTranslator& t, const ptx::Instruction& inst);
+
+// Move a round-to-nearest result `r` one step for .rz/.rm/.rp; `err` has the sign of exact - r.
+llvm::Value* applyDirectedRounding(FunctionTranslator& t, llvm::Value* r, llvm::Value* err,
+                                   const std::string& mode);
+
+// "cvt.rz.f32.f64" for messages.
+std::string instructionName(const ptx::Instruction& inst);
+// The rounding modifier of an instruction ("rn", "rzi", ...) or "" when none.
+std::string roundingModifier(const ptx::Instruction& inst);
+
+}  // namespace rocuda::compiler::detail

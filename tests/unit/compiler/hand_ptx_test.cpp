@@ -1,0 +1,837 @@
+// Hand-written PTX through compileForHost + loadHostCode, checked against host references that
+// follow the PTX ISA's definitions (edge values: shift >= width, division by zero, NaN rules...).
+#include <gtest/gtest.h>
+
+#include <cfenv>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+
+#include "test_runtime.h"
+
+namespace rocuda::compiler::test {
+namespace {
+
+const char* kIntPtx = R"(
+.version 8.0
+.target sm_75
+.address_size 64
+
+.visible .entry intEdge(.param .u64 out, .param .u32 pa, .param .u32 pb)
+{
+  .reg .pred %p<3>;
+  .reg .b32 %r<40>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u32 %r1, [pa];
+  ld.param.u32 %r2, [pb];
+  shl.b32 %r3, %r1, %r2;        st.global.u32 [%rd1+0], %r3;
+  shr.u32 %r3, %r1, %r2;        st.global.u32 [%rd1+4], %r3;
+  shr.s32 %r3, %r1, %r2;        st.global.u32 [%rd1+8], %r3;
+  div.u32 %r3, %r1, %r2;        st.global.u32 [%rd1+12], %r3;
+  rem.u32 %r3, %r1, %r2;        st.global.u32 [%rd1+16], %r3;
+  div.s32 %r3, %r1, %r2;        st.global.u32 [%rd1+20], %r3;
+  rem.s32 %r3, %r1, %r2;        st.global.u32 [%rd1+24], %r3;
+  mul.hi.u32 %r3, %r1, %r2;     st.global.u32 [%rd1+28], %r3;
+  mul.hi.s32 %r3, %r1, %r2;     st.global.u32 [%rd1+32], %r3;
+  min.s32 %r3, %r1, %r2;        st.global.u32 [%rd1+36], %r3;
+  max.u32 %r3, %r1, %r2;        st.global.u32 [%rd1+40], %r3;
+  bfe.u32 %r3, %r1, %r2, 8;     st.global.u32 [%rd1+44], %r3;
+  bfe.s32 %r3, %r1, 4, %r2;     st.global.u32 [%rd1+48], %r3;
+  bfind.u32 %r3, %r1;           st.global.u32 [%rd1+52], %r3;
+  bfind.s32 %r3, %r1;           st.global.u32 [%rd1+56], %r3;
+  bfind.shiftamt.u32 %r3, %r1;  st.global.u32 [%rd1+60], %r3;
+  bfi.b32 %r3, %r1, 0xFFFFFFFF, %r2, 4;  st.global.u32 [%rd1+64], %r3;
+  prmt.b32 %r3, %r1, %r2, 0x7531;        st.global.u32 [%rd1+68], %r3;
+  prmt.b32.f4e %r3, %r1, %r2, %r2;       st.global.u32 [%rd1+72], %r3;
+  lop3.b32 %r3, %r1, %r2, 0xF0F0F0F0, 0x96;  st.global.u32 [%rd1+76], %r3;
+  shf.l.wrap.b32 %r3, %r1, %r2, %r2;     st.global.u32 [%rd1+80], %r3;
+  shf.r.clamp.b32 %r3, %r1, %r2, %r2;    st.global.u32 [%rd1+84], %r3;
+  mul24.hi.s32 %r3, %r1, %r2;            st.global.u32 [%rd1+88], %r3;
+  sad.u32 %r3, %r1, %r2, 5;              st.global.u32 [%rd1+92], %r3;
+  add.cc.u32 %r3, %r1, %r2;
+  addc.u32 %r4, %r2, %r1;                st.global.v2.u32 [%rd1+96], {%r3, %r4};
+  sub.cc.u32 %r3, %r1, %r2;
+  subc.u32 %r4, %r2, %r1;                st.global.v2.u32 [%rd1+104], {%r3, %r4};
+  popc.b32 %r3, %r1;                     st.global.u32 [%rd1+112], %r3;
+  clz.b32 %r3, %r1;                      st.global.u32 [%rd1+116], %r3;
+  brev.b32 %r3, %r1;                     st.global.u32 [%rd1+120], %r3;
+  cnot.b32 %r3, %r1;                     st.global.u32 [%rd1+124], %r3;
+  setp.lt.s32 %p1|%p2, %r1, %r2;
+  selp.u32 %r3, 1, 0, %p1;
+  selp.u32 %r4, 2, 0, %p2;
+  @%p1 add.u32 %r4, %r4, 4;
+  @!%p2 add.u32 %r4, %r4, 8;
+  add.u32 %r3, %r3, %r4;                 st.global.u32 [%rd1+128], %r3;
+  setp.hi.and.u32 %p1, %r1, %r2, %p2;
+  selp.u32 %r3, 1, 0, %p1;               st.global.u32 [%rd1+132], %r3;
+  slct.u32.s32 %r3, %r1, %r2, %r1;       st.global.u32 [%rd1+136], %r3;
+  abs.s32 %r3, %r1;                      st.global.u32 [%rd1+140], %r3;
+  neg.s32 %r3, %r2;                      st.global.u32 [%rd1+144], %r3;
+  add.sat.s32 %r3, %r1, %r2;             st.global.u32 [%rd1+148], %r3;
+  mad.lo.u32 %r3, %r1, %r2, 3;           st.global.u32 [%rd1+152], %r3;
+  mad.hi.u32 %r3, %r1, %r2, 3;           st.global.u32 [%rd1+156], %r3;
+  shl.b64 %rd2, %rd1, 0;
+  mul.wide.u32 %rd3, %r1, %r2;           st.global.u64 [%rd2+160], %rd3;
+  cvt.u64.u32 %rd3, %r2;
+  mad.wide.s32 %rd3, %r1, %r2, %rd3;     st.global.u64 [%rd2+168], %rd3;
+  mov.b64 %rd3, {%r1, %r2};
+  shr.s64 %rd3, %rd3, %r2;               st.global.u64 [%rd2+176], %rd3;
+  mov.b64 {%r5, %r6}, %rd3;
+  xor.b32 %r5, %r5, %r6;                 st.global.u32 [%rd2+184], %r5;
+  ret;
+}
+)";
+
+uint32_t refShl(uint32_t a, uint32_t n) { return n >= 32 ? 0 : a << n; }
+uint32_t refShrU(uint32_t a, uint32_t n) { return n >= 32 ? 0 : a >> n; }
+uint32_t refShrS(int32_t a, uint32_t n) { return static_cast<uint32_t>(a >> (n >= 32 ? 31 : n)); }
+uint32_t refDivU(uint32_t a, uint32_t b) { return b == 0 ? 0xffffffffu : a / b; }
+uint32_t refRemU(uint32_t a, uint32_t b) { return b == 0 ? a : a % b; }
+uint32_t refDivS(int32_t a, int32_t b) {
+  if (b == 0) return 0xffffffffu;
+  if (a == INT32_MIN && b == -1) return static_cast<uint32_t>(a);
+  return static_cast<uint32_t>(a / b);
+}
+uint32_t refRemS(int32_t a, int32_t b) {
+  if (b == 0) return static_cast<uint32_t>(a);
+  if (a == INT32_MIN && b == -1) return 0;
+  return static_cast<uint32_t>(a % b);
+}
+uint32_t refBfe(uint32_t a, uint32_t pos, uint32_t len, bool isSigned) {
+  pos &= 0xff;
+  len &= 0xff;
+  uint32_t sbit = 0;
+  if (isSigned) {
+    int top = std::min<int>(static_cast<int>(pos + len) - 1, 31);
+    sbit = (a >> std::max(top, 0)) & 1;
+  }
+  uint32_t d = 0;
+  for (uint32_t i = 0; i < 32; ++i) {
+    uint32_t bit = (i < len && pos + i <= 31) ? (a >> (pos + i)) & 1 : sbit;
+    d |= bit << i;
+  }
+  return d;
+}
+uint32_t refBfind(uint32_t a, bool isSigned, bool shiftAmt) {
+  uint32_t x = (isSigned && static_cast<int32_t>(a) < 0) ? ~a : a;
+  if (x == 0) return 0xffffffffu;
+  int msb = 31 - __builtin_clz(x);
+  return shiftAmt ? 31 - msb : msb;
+}
+uint32_t refBfi(uint32_t a, uint32_t b, uint32_t pos, uint32_t len) {
+  pos &= 0xff;
+  len &= 0xff;
+  uint32_t f = b;
+  for (uint32_t i = 0; i < len && pos + i <= 31; ++i)
+    f = (f & ~(1u << (pos + i))) | (((a >> i) & 1) << (pos + i));
+  return f;
+}
+uint32_t refPrmt(uint32_t a, uint32_t b, uint32_t c) {
+  uint64_t bytes = a | (static_cast<uint64_t>(b) << 32);
+  uint32_t d = 0;
+  for (int i = 0; i < 4; ++i) {
+    uint32_t sel = (c >> (4 * i)) & 0xf;
+    uint32_t byte = (bytes >> ((sel & 7) * 8)) & 0xff;
+    if (sel & 8) byte = (byte & 0x80) ? 0xff : 0;
+    d |= byte << (8 * i);
+  }
+  return d;
+}
+uint32_t refF4e(uint32_t a, uint32_t b, uint32_t c) {
+  uint64_t bytes = a | (static_cast<uint64_t>(b) << 32);
+  uint32_t d = 0;
+  for (uint32_t i = 0; i < 4; ++i) d |= ((bytes >> ((((c & 3) + i) & 7) * 8)) & 0xff) << (8 * i);
+  return d;
+}
+uint32_t refShfLWrap(uint32_t lo, uint32_t hi, uint32_t n) {
+  n &= 31;
+  uint64_t v = (static_cast<uint64_t>(hi) << 32) | lo;
+  return static_cast<uint32_t>((v << n) >> 32);
+}
+uint32_t refShfRClamp(uint32_t lo, uint32_t hi, uint32_t n) {
+  n = std::min(n, 32u);
+  uint64_t v = (static_cast<uint64_t>(hi) << 32) | lo;
+  return static_cast<uint32_t>(v >> n);
+}
+uint32_t refMul24Hi(int32_t a, int32_t b) {
+  int64_t x = (static_cast<int64_t>(a) << 40) >> 40, y = (static_cast<int64_t>(b) << 40) >> 40;
+  return static_cast<uint32_t>(static_cast<uint64_t>(x * y) >> 16);
+}
+
+struct IntCase {
+  uint32_t a, b;
+};
+
+class IntEdgeTest : public ::testing::TestWithParam<IntCase> {};
+
+TEST_P(IntEdgeTest, MatchesPtxSemantics) {
+  static std::unique_ptr<Loaded> loaded = compileAndLoad(kIntPtx, "int_edge");
+  ASSERT_TRUE(loaded);
+  uint32_t a = GetParam().a, b = GetParam().b;
+  int32_t sa = static_cast<int32_t>(a), sb = static_cast<int32_t>(b);
+  alignas(8) uint8_t out[192] = {};
+  void* outPtr = out;
+  ASSERT_TRUE(launch(*loaded, "intEdge", {}, {}, {&outPtr, &a, &b}));
+  auto u32 = [&](int offset) {
+    uint32_t v;
+    std::memcpy(&v, out + offset, 4);
+    return v;
+  };
+  auto u64 = [&](int offset) {
+    uint64_t v;
+    std::memcpy(&v, out + offset, 8);
+    return v;
+  };
+  EXPECT_EQ(u32(0), refShl(a, b));
+  EXPECT_EQ(u32(4), refShrU(a, b));
+  EXPECT_EQ(u32(8), refShrS(sa, b));
+  EXPECT_EQ(u32(12), refDivU(a, b));
+  EXPECT_EQ(u32(16), refRemU(a, b));
+  EXPECT_EQ(u32(20), refDivS(sa, sb));
+  EXPECT_EQ(u32(24), refRemS(sa, sb));
+  EXPECT_EQ(u32(28), static_cast<uint32_t>((static_cast<uint64_t>(a) * b) >> 32));
+  EXPECT_EQ(u32(32), static_cast<uint32_t>((static_cast<int64_t>(sa) * sb) >> 32));
+  EXPECT_EQ(u32(36), static_cast<uint32_t>(std::min(sa, sb)));
+  EXPECT_EQ(u32(40), std::max(a, b));
+  EXPECT_EQ(u32(44), refBfe(a, b, 8, false));
+  EXPECT_EQ(u32(48), refBfe(a, 4, b, true));
+  EXPECT_EQ(u32(52), refBfind(a, false, false));
+  EXPECT_EQ(u32(56), refBfind(a, true, false));
+  EXPECT_EQ(u32(60), refBfind(a, false, true));
+  EXPECT_EQ(u32(64), refBfi(a, 0xffffffffu, b, 4));
+  EXPECT_EQ(u32(68), refPrmt(a, b, 0x7531));
+  EXPECT_EQ(u32(72), refF4e(a, b, b));
+  EXPECT_EQ(u32(76), a ^ b ^ 0xF0F0F0F0u);
+  EXPECT_EQ(u32(80), refShfLWrap(a, b, b));
+  EXPECT_EQ(u32(84), refShfRClamp(a, b, b));
+  EXPECT_EQ(u32(88), refMul24Hi(sa, sb));
+  EXPECT_EQ(u32(92), (a > b ? a - b : b - a) + 5);
+  uint64_t sum = (static_cast<uint64_t>(b) << 32 | a) + (static_cast<uint64_t>(a) << 32 | b);
+  EXPECT_EQ(u64(96), sum);
+  uint64_t diff = (static_cast<uint64_t>(b) << 32 | a) - (static_cast<uint64_t>(a) << 32 | b);
+  EXPECT_EQ(u64(104), diff);
+  EXPECT_EQ(u32(112), static_cast<uint32_t>(__builtin_popcount(a)));
+  EXPECT_EQ(u32(116), a == 0 ? 32u : static_cast<uint32_t>(__builtin_clz(a)));
+  uint32_t rev = 0;
+  for (int i = 0; i < 32; ++i) rev |= ((a >> i) & 1) << (31 - i);
+  EXPECT_EQ(u32(120), rev);
+  EXPECT_EQ(u32(124), a == 0 ? 1u : 0u);
+  bool lt = sa < sb;
+  EXPECT_EQ(u32(128), (lt ? 1u : 0u) + (lt ? 0u : 2u) + (lt ? 4u : 0u) + (lt ? 8u : 0u));
+  EXPECT_EQ(u32(132), (a > b && !lt) ? 1u : 0u);
+  EXPECT_EQ(u32(136), sa >= 0 ? a : b);
+  EXPECT_EQ(u32(140), static_cast<uint32_t>(sa < 0 ? 0u - a : a));
+  EXPECT_EQ(u32(144), 0u - b);
+  int64_t sat = static_cast<int64_t>(sa) + sb;
+  sat = std::clamp<int64_t>(sat, INT32_MIN, INT32_MAX);
+  EXPECT_EQ(u32(148), static_cast<uint32_t>(sat));
+  EXPECT_EQ(u32(152), a * b + 3);
+  EXPECT_EQ(u32(156), static_cast<uint32_t>((static_cast<uint64_t>(a) * b) >> 32) + 3);
+  EXPECT_EQ(u64(160), static_cast<uint64_t>(a) * b);
+  EXPECT_EQ(u64(168), static_cast<uint64_t>(static_cast<int64_t>(sa) * sb) + b);
+  int64_t packed = static_cast<int64_t>(static_cast<uint64_t>(b) << 32 | a);
+  uint64_t shifted = static_cast<uint64_t>(packed >> (b >= 64 ? 63 : b));
+  EXPECT_EQ(u64(176), shifted);
+  EXPECT_EQ(u32(184), static_cast<uint32_t>(shifted) ^ static_cast<uint32_t>(shifted >> 32));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EdgeValues, IntEdgeTest,
+    ::testing::Values(IntCase{0x12345678u, 0}, IntCase{0x80000000u, 0xffffffffu},
+                      IntCase{0xdeadbeefu, 31}, IntCase{0xdeadbeefu, 32}, IntCase{0xfedcba98u, 33},
+                      IntCase{7, 200}, IntCase{0, 0}, IntCase{0x7fffffffu, 0x7fffffffu},
+                      IntCase{0xffffff00u, 5}, IntCase{100, 7}, IntCase{0xfffffff9u, 3},
+                      IntCase{0x00800001u, 0x00ffffffu}));
+
+const char* kFloatPtx = R"(
+.version 8.0
+.target sm_75
+.address_size 64
+
+.visible .entry cvtModes(.param .u64 out, .param .f64 px, .param .f32 py, .param .s64 pz)
+{
+  .reg .f32 %f<8>;
+  .reg .f64 %fd<4>;
+  .reg .b32 %r<8>;
+  .reg .b16 %rs<4>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  ld.param.f64 %fd1, [px];
+  ld.param.f32 %f1, [py];
+  ld.param.s64 %rd2, [pz];
+  cvt.rn.f32.f64 %f2, %fd1;   st.global.f32 [%rd1+0], %f2;
+  cvt.rz.f32.f64 %f2, %fd1;   st.global.f32 [%rd1+4], %f2;
+  cvt.rm.f32.f64 %f2, %fd1;   st.global.f32 [%rd1+8], %f2;
+  cvt.rp.f32.f64 %f2, %fd1;   st.global.f32 [%rd1+12], %f2;
+  cvt.rni.s32.f64 %r1, %fd1;  st.global.s32 [%rd1+16], %r1;
+  cvt.rzi.s32.f64 %r1, %fd1;  st.global.s32 [%rd1+20], %r1;
+  cvt.rmi.s32.f64 %r1, %fd1;  st.global.s32 [%rd1+24], %r1;
+  cvt.rpi.s32.f64 %r1, %fd1;  st.global.s32 [%rd1+28], %r1;
+  cvt.rzi.u8.f32 %r1, %f1;    st.global.u32 [%rd1+32], %r1;
+  cvt.rni.s16.f32 %rs1, %f1;  cvt.s32.s16 %r1, %rs1;  st.global.s32 [%rd1+36], %r1;
+  cvt.rn.f32.s64 %f2, %rd2;   st.global.f32 [%rd1+40], %f2;
+  cvt.rz.f32.s64 %f2, %rd2;   st.global.f32 [%rd1+44], %f2;
+  cvt.rm.f32.s64 %f2, %rd2;   st.global.f32 [%rd1+48], %f2;
+  cvt.rp.f32.s64 %f2, %rd2;   st.global.f32 [%rd1+52], %f2;
+  cvt.rni.f32.f32 %f2, %f1;   st.global.f32 [%rd1+56], %f2;
+  cvt.rmi.f32.f32 %f2, %f1;   st.global.f32 [%rd1+60], %f2;
+  cvt.sat.f32.f32 %f2, %f1;   st.global.f32 [%rd1+64], %f2;
+  cvt.rn.f16.f32 %rs1, %f1;   cvt.u32.u16 %r1, %rs1;  st.global.u32 [%rd1+68], %r1;
+  cvt.f32.f16 %f2, %rs1;      st.global.f32 [%rd1+72], %f2;
+  cvt.rzi.s64.f32 %rd3, %f1;  st.global.s64 [%rd1+80], %rd3;
+  cvt.rn.f64.u64 %fd2, %rd2;  st.global.f64 [%rd1+88], %fd2;
+  cvt.sat.s8.s64 %rs2, %rd2;  cvt.s32.s8 %r1, %rs2;  st.global.s32 [%rd1+96], %r1;
+  cvt.rpi.u32.f32 %r1, %f1;   st.global.u32 [%rd1+100], %r1;
+  ret;
+}
+
+.visible .entry floatRules(.param .u64 out, .param .f32 pa, .param .f32 pb)
+{
+  .reg .pred %p<8>;
+  .reg .f32 %f<8>;
+  .reg .b32 %r<16>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  ld.param.f32 %f1, [pa];
+  ld.param.f32 %f2, [pb];
+  min.f32 %f3, %f1, %f2;       st.global.f32 [%rd1+0], %f3;
+  max.f32 %f3, %f1, %f2;       st.global.f32 [%rd1+4], %f3;
+  min.NaN.f32 %f3, %f1, %f2;   st.global.f32 [%rd1+8], %f3;
+  copysign.f32 %f3, %f1, %f2;  st.global.f32 [%rd1+12], %f3;
+  setp.lt.f32 %p1, %f1, %f2;   selp.u32 %r1, 1, 0, %p1;
+  setp.ltu.f32 %p1, %f1, %f2;  selp.u32 %r2, 2, 0, %p1;
+  setp.neu.f32 %p1, %f1, %f2;  selp.u32 %r3, 4, 0, %p1;
+  setp.ne.f32 %p1, %f1, %f2;   selp.u32 %r4, 8, 0, %p1;
+  setp.nan.f32 %p1, %f1, %f2;  selp.u32 %r5, 16, 0, %p1;
+  setp.num.f32 %p1, %f1, %f2;  selp.u32 %r6, 32, 0, %p1;
+  setp.geu.f32 %p1, %f1, %f2;  selp.u32 %r7, 64, 0, %p1;
+  testp.finite.f32 %p1, %f1;   selp.u32 %r8, 128, 0, %p1;
+  testp.subnormal.f32 %p1, %f1; selp.u32 %r9, 256, 0, %p1;
+  or.b32 %r1, %r1, %r2;  or.b32 %r1, %r1, %r3;  or.b32 %r1, %r1, %r4;  or.b32 %r1, %r1, %r5;
+  or.b32 %r1, %r1, %r6;  or.b32 %r1, %r1, %r7;  or.b32 %r1, %r1, %r8;  or.b32 %r1, %r1, %r9;
+  st.global.u32 [%rd1+16], %r1;
+  add.rz.f32 %f3, %f1, %f2;    st.global.f32 [%rd1+20], %f3;
+  mul.rp.f32 %f3, %f1, %f2;    st.global.f32 [%rd1+24], %f3;
+  div.rn.f32 %f3, %f1, %f2;    st.global.f32 [%rd1+28], %f3;
+  add.ftz.f32 %f3, %f1, 0f00000000;  st.global.f32 [%rd1+32], %f3;
+  fma.rn.f32 %f3, %f1, %f2, 0f3F800000;  st.global.f32 [%rd1+36], %f3;
+  set.gtu.u32.f32 %r1, %f1, %f2;  st.global.u32 [%rd1+40], %r1;
+  ret;
+}
+)";
+
+template <class To, class From>
+To convertWithMode(From x, int mode) {
+  std::fesetround(mode);
+  volatile From in = x;
+  volatile To out = static_cast<To>(in);
+  std::fesetround(FE_TONEAREST);
+  return out;
+}
+
+// a + b or a * b in float arithmetic under a host rounding mode.
+float opWithMode(float a, float b, int mode, bool multiply) {
+  std::fesetround(mode);
+  volatile float x = a, y = b;
+  volatile float r = multiply ? x * y : x + y;
+  std::fesetround(FE_TONEAREST);
+  return r;
+}
+
+uint32_t floatBits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+
+struct CvtCase {
+  double x;
+  float y;
+  int64_t z;
+};
+
+class CvtTest : public ::testing::TestWithParam<CvtCase> {};
+
+TEST_P(CvtTest, RoundingModes) {
+  static std::unique_ptr<Loaded> loaded = compileAndLoad(kFloatPtx, "float_rules");
+  ASSERT_TRUE(loaded);
+  auto c = GetParam();
+  alignas(8) uint8_t out[112] = {};
+  void* outPtr = out;
+  ASSERT_TRUE(launch(*loaded, "cvtModes", {}, {}, {&outPtr, &c.x, &c.y, &c.z}));
+  auto f32 = [&](int o) {
+    float v;
+    std::memcpy(&v, out + o, 4);
+    return v;
+  };
+  auto s32 = [&](int o) {
+    int32_t v;
+    std::memcpy(&v, out + o, 4);
+    return v;
+  };
+  auto bitsEq = [&](int o, float want) {
+    EXPECT_EQ(floatBits(f32(o)), floatBits(want)) << "offset " << o;
+  };
+  bitsEq(0, convertWithMode<float>(c.x, FE_TONEAREST));
+  bitsEq(4, convertWithMode<float>(c.x, FE_TOWARDZERO));
+  bitsEq(8, convertWithMode<float>(c.x, FE_DOWNWARD));
+  bitsEq(12, convertWithMode<float>(c.x, FE_UPWARD));
+  auto satInt = [](double v) -> int32_t {
+    if (std::isnan(v)) return 0;
+    return static_cast<int32_t>(std::clamp(v, -2147483648.0, 2147483647.0));
+  };
+  EXPECT_EQ(s32(16), satInt(std::nearbyint(c.x)));
+  EXPECT_EQ(s32(20), satInt(std::trunc(c.x)));
+  EXPECT_EQ(s32(24), satInt(std::floor(c.x)));
+  EXPECT_EQ(s32(28), satInt(std::ceil(c.x)));
+  float ty = std::trunc(c.y);
+  EXPECT_EQ(static_cast<uint32_t>(s32(32)),
+            std::isnan(c.y) ? 0u : static_cast<uint32_t>(std::clamp(ty, 0.0f, 255.0f)));
+  EXPECT_EQ(s32(36), std::isnan(c.y) ? 0
+                                     : static_cast<int32_t>(
+                                           std::clamp(std::nearbyint(c.y), -32768.0f, 32767.0f)));
+  bitsEq(40, convertWithMode<float>(c.z, FE_TONEAREST));
+  bitsEq(44, convertWithMode<float>(c.z, FE_TOWARDZERO));
+  bitsEq(48, convertWithMode<float>(c.z, FE_DOWNWARD));
+  bitsEq(52, convertWithMode<float>(c.z, FE_UPWARD));
+  bitsEq(56, std::nearbyint(c.y));
+  bitsEq(60, std::floor(c.y));
+  float sat = std::isnan(c.y) ? 0.0f : std::clamp(c.y, 0.0f, 1.0f);
+  bitsEq(64, sat);
+  _Float16 h = static_cast<_Float16>(c.y);
+  uint16_t hb;
+  std::memcpy(&hb, &h, 2);
+  EXPECT_EQ(static_cast<uint32_t>(s32(68)), hb);
+  if (!std::isnan(c.y)) bitsEq(72, static_cast<float>(h));
+  int64_t s64;
+  std::memcpy(&s64, out + 80, 8);
+  int64_t want64 = 0;
+  if (!std::isnan(c.y)) {
+    double tr = std::trunc(static_cast<double>(c.y));
+    want64 = tr >= 9223372036854775807.0    ? INT64_MAX
+             : tr <= -9223372036854775808.0 ? INT64_MIN
+                                            : static_cast<int64_t>(tr);
+  }
+  EXPECT_EQ(s64, want64);
+  double d;
+  std::memcpy(&d, out + 88, 8);
+  EXPECT_EQ(d, static_cast<double>(static_cast<uint64_t>(c.z)));
+  EXPECT_EQ(s32(96), static_cast<int32_t>(std::clamp<int64_t>(c.z, -128, 127)));
+  EXPECT_EQ(static_cast<uint32_t>(s32(100)),
+            std::isnan(c.y) ? 0u
+                            : static_cast<uint32_t>(std::clamp(std::ceil(static_cast<double>(c.y)),
+                                                               0.0, 4294967295.0)));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Values, CvtTest,
+    ::testing::Values(CvtCase{1.0000000596046448, 2.5f, (1LL << 53) + 1},
+                      CvtCase{-1.0000000596046448, -2.5f, -((1LL << 40) + 3)},
+                      CvtCase{3.5, 300.7f, 123456789}, CvtCase{-3.5, -0.4f, -(1LL << 62) - 12345},
+                      CvtCase{1e300, 1e20f, INT64_MAX}, CvtCase{-1e-300, 0.5f, INT64_MIN},
+                      CvtCase{2147483648.5, 1.00001f, 16777217},
+                      CvtCase{0.1, std::numeric_limits<float>::quiet_NaN(), -16777217}));
+
+struct FloatCase {
+  float a, b;
+};
+class FloatRulesTest : public ::testing::TestWithParam<FloatCase> {};
+
+TEST_P(FloatRulesTest, NaNAndCompareRules) {
+  static std::unique_ptr<Loaded> loaded = compileAndLoad(kFloatPtx, "float_rules2");
+  ASSERT_TRUE(loaded);
+  auto c = GetParam();
+  alignas(8) uint8_t out[48] = {};
+  void* outPtr = out;
+  ASSERT_TRUE(launch(*loaded, "floatRules", {}, {}, {&outPtr, &c.a, &c.b}));
+  auto f32 = [&](int o) {
+    float v;
+    std::memcpy(&v, out + o, 4);
+    return v;
+  };
+  bool an = std::isnan(c.a), bn = std::isnan(c.b);
+  float mn = an ? c.b : bn ? c.a : std::fmin(c.a, c.b);
+  float mx = an ? c.b : bn ? c.a : std::fmax(c.a, c.b);
+  if (c.a == 0.0f && c.b == 0.0f) {  // PTX orders -0 below +0
+    mn = (std::signbit(c.a) || std::signbit(c.b)) ? -0.0f : 0.0f;
+    mx = (std::signbit(c.a) && std::signbit(c.b)) ? -0.0f : 0.0f;
+  }
+  if (!(an && bn)) {
+    EXPECT_EQ(floatBits(f32(0)), floatBits(mn));
+    EXPECT_EQ(floatBits(f32(4)), floatBits(mx));
+  } else {
+    EXPECT_TRUE(std::isnan(f32(0)));
+  }
+  if (an || bn)
+    EXPECT_TRUE(std::isnan(f32(8)));
+  else
+    EXPECT_EQ(f32(8), std::fmin(c.a, c.b));
+  EXPECT_EQ(floatBits(f32(12)), floatBits(std::copysign(c.b, c.a)));
+  bool unord = an || bn;
+  uint32_t flags = (c.a < c.b ? 1 : 0) | ((unord || c.a < c.b) ? 2 : 0) |
+                   ((unord || c.a != c.b) ? 4 : 0) | ((!unord && c.a != c.b) ? 8 : 0) |
+                   (unord ? 16 : 0) | (!unord ? 32 : 0) | ((unord || c.a >= c.b) ? 64 : 0) |
+                   (std::isfinite(c.a) ? 128 : 0) |
+                   (std::fpclassify(c.a) == FP_SUBNORMAL ? 256 : 0);
+  uint32_t got;
+  std::memcpy(&got, out + 16, 4);
+  EXPECT_EQ(got, flags);
+  if (!unord) {
+    EXPECT_EQ(floatBits(f32(20)), floatBits(opWithMode(c.a, c.b, FE_TOWARDZERO, false)));
+    EXPECT_EQ(floatBits(f32(24)), floatBits(opWithMode(c.a, c.b, FE_UPWARD, true)));
+    EXPECT_EQ(floatBits(f32(28)), floatBits(c.a / c.b));
+    float flushed = std::fpclassify(c.a) == FP_SUBNORMAL ? std::copysign(0.0f, c.a) : c.a;
+    EXPECT_EQ(floatBits(f32(32)), floatBits(flushed + 0.0f));
+    EXPECT_EQ(floatBits(f32(36)), floatBits(std::fma(c.a, c.b, 1.0f)));
+  }
+  uint32_t setv;
+  std::memcpy(&setv, out + 40, 4);
+  EXPECT_EQ(setv, (unord || c.a > c.b) ? 0xffffffffu : 0u);
+}
+
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+INSTANTIATE_TEST_SUITE_P(Values, FloatRulesTest,
+                         ::testing::Values(FloatCase{1.0f, 2.0f}, FloatCase{kNaN, 2.0f},
+                                           FloatCase{-3.0f, kNaN}, FloatCase{kNaN, kNaN},
+                                           FloatCase{0.1f, 3.0f}, FloatCase{-0.0f, 0.0f},
+                                           FloatCase{1e-40f, -7.25f}, FloatCase{1e30f, 1e30f},
+                                           FloatCase{std::numeric_limits<float>::infinity(), 1.0f},
+                                           FloatCase{16777216.0f, 1.0f}, FloatCase{-1.0f, 3.0f}));
+
+TEST(CompilerErrors, UnsupportedInstructionNamesItAndItsLocation) {
+  const char* ptx = R"(.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<2>;
+  mov.u32 %r1, 5;
+  isspacep.shared %p1, %rd1;
+  ret;
+}
+)";
+  auto result = compileForHost(ptx, "unsupported", {});
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.error().code, ErrorCode::UnsupportedPtx);
+  EXPECT_NE(result.error().message.find("isspacep"), std::string::npos) << result.error().message;
+  EXPECT_NE(result.error().message.find("10:3"), std::string::npos) << result.error().message;
+}
+
+TEST(CompilerErrors, InvalidPtxGivesDiagnostics) {
+  auto result = compileForHost(
+      ".version 8.0\n.target sm_75\n.address_size 64\n"
+      ".visible .entry k() { bogus.u32 %r1; }\n",
+      "bad", {});
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.error().code, ErrorCode::InvalidPtx);
+  EXPECT_FALSE(result.error().message.empty());
+}
+
+TEST(CompilerErrors, MissingRuntimeSymbolIsInvalidImage) {
+  const char* ptx = R"(.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %smid;
+  st.global.u32 [%rd1], %r1;
+  ret;
+}
+)";
+  auto object = compileForHost(ptx, "missing", {});
+  ASSERT_TRUE(object.ok()) << object.error().message;
+  auto code = loadHostCode(*object, {});
+  ASSERT_FALSE(code.ok());
+  EXPECT_EQ(code.error().code, ErrorCode::InvalidImage);
+  EXPECT_NE(code.error().message.find("__rocuda_sreg_smid"), std::string::npos)
+      << code.error().message;
+}
+
+const char* kContractPtx = R"(.version 8.0
+.target sm_75
+.address_size 64
+.shared .align 4 .b8 buf[64];
+.visible .entry contract(.param .u64 out)
+{
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %tid.x;
+  add.u32 %r3, %r1, %r2;
+  mov.u32 %r2, buf;
+  st.shared.u32 [%r2+8], %r3;
+  bar.sync 0;
+  ld.shared.u32 %r3, [buf+8];
+  st.global.u32 [%rd1], %r3;
+  ret;
+}
+)";
+
+TEST(CompilerContract, DumpsNeutralAndHostIr) {
+  auto dir = std::filesystem::temp_directory_path() / ("rocuda_dump_" + std::to_string(::getpid()));
+  const char* keep = std::getenv("ROCUDA_FILECHECK_DUMP");
+  if (keep) dir = keep;
+  std::filesystem::create_directories(dir);
+  ::setenv("ROCUDA_DUMP", dir.c_str(), 1);
+  auto object = compileForHost(kContractPtx, "contract", {});
+  ::unsetenv("ROCUDA_DUMP");
+  ASSERT_TRUE(object.ok()) << object.error().message;
+  ASSERT_EQ(object->info.kernels.size(), 1u);
+  EXPECT_TRUE(object->info.kernels[0].usesBarriers);
+  EXPECT_EQ(object->info.kernels[0].staticSharedBytes, 64u);
+  EXPECT_EQ(object->info.kernels[0].paramBufferSize, 8u);
+  std::string neutral = readFile((dir / "contract.ll").string());
+  std::string host = readFile((dir / "contract.host.ll").string());
+  EXPECT_NE(neutral.find("define void @contract(ptr"), std::string::npos) << neutral;
+  EXPECT_NE(neutral.find("call ptr @__rocuda_shared_base()"), std::string::npos);
+  // The optimiser merges the two %tid.x reads but keeps the barrier.
+  EXPECT_NE(host.find("call void @__rocuda_barrier_sync(i32 0, i32 0)"), std::string::npos) << host;
+  size_t first = host.find("call i32 @__rocuda_sreg_tid_x()");
+  ASSERT_NE(first, std::string::npos) << host;
+  EXPECT_EQ(host.find("call i32 @__rocuda_sreg_tid_x()", first + 1), std::string::npos) << host;
+  if (!keep) std::filesystem::remove_all(dir);
+
+  // And it runs: one thread, value 0 + 0.
+  auto loaded = compileAndLoad(kContractPtx, "contract_run");
+  ASSERT_TRUE(loaded);
+  uint32_t out = 99;
+  void* p = &out;
+  ASSERT_TRUE(launch(*loaded, "contract", {}, {1, 1, 1}, {&p}));
+  EXPECT_EQ(out, 0u);
+}
+
+TEST(CompilerContract, BranchesLoopsAndLocalDepot) {
+  const char* ptx = R"(.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry sumTo(.param .u64 out, .param .u32 n)
+{
+  .local .align 8 .b8 __local_depot0[16];
+  .reg .b64 %SP;
+  .reg .b64 %SPL;
+  .reg .pred %p<2>;
+  .reg .b32 %r<6>;
+  .reg .b64 %rd<4>;
+  mov.u64 %SPL, __local_depot0;
+  cvta.local.u64 %SP, %SPL;
+  ld.param.u64 %rd1, [out];
+  ld.param.u32 %r1, [n];
+  mov.u32 %r5, WARP_SZ;
+  sub.u32 %r2, %r5, 32;
+  mov.u32 %r3, 0;
+$L_loop:
+  setp.ge.u32 %p1, %r3, %r1;
+  @%p1 bra $L_done;
+  add.u32 %r2, %r2, %r3;
+  add.u32 %r3, %r3, 1;
+  bra.uni $L_loop;
+$L_done:
+  add.u64 %rd2, %SP, 4;
+  st.u32 [%rd2], %r2;
+  ld.local.u32 %r4, [%SPL+4];
+  st.global.u32 [%rd1], %r4;
+  ret;
+}
+)";
+  auto loaded = compileAndLoad(ptx, "loop");
+  ASSERT_TRUE(loaded);
+  EXPECT_EQ(loaded->object.info.kernels[0].localBytesPerThread, 16u);
+  EXPECT_FALSE(loaded->object.info.kernels[0].usesBarriers);
+  for (uint32_t n : {0u, 1u, 10u, 1000u}) {
+    uint32_t out = 0;
+    void* p = &out;
+    ASSERT_TRUE(launch(*loaded, "sumTo", {}, {}, {&p, &n}));
+    EXPECT_EQ(out, n == 0 ? 0u : n * (n - 1) / 2);
+  }
+}
+
+const char* kHalfPtx = R"(.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry halfs(.param .u64 out, .param .f32 px, .param .f64 py)
+{
+  .reg .f32 %f<4>;
+  .reg .f64 %fd<2>;
+  .reg .b16 %rs<8>;
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  ld.param.f32 %f1, [px];
+  ld.param.f64 %fd1, [py];
+  cvt.rn.bf16.f32 %rs1, %f1;     st.global.u16 [%rd1+0], %rs1;
+  cvt.rn.bf16.f64 %rs2, %fd1;    st.global.u16 [%rd1+2], %rs2;
+  add.rn.bf16 %rs3, %rs1, %rs2;  st.global.u16 [%rd1+4], %rs3;
+  cvt.rn.f16.f64 %rs4, %fd1;     st.global.u16 [%rd1+6], %rs4;
+  add.f16 %rs5, %rs4, %rs4;      st.global.u16 [%rd1+8], %rs5;
+  cvt.f32.bf16 %f2, %rs1;        st.global.f32 [%rd1+12], %f2;
+  cvt.rn.bf16x2.f32 %r1, %f1, %f2;  st.global.u32 [%rd1+16], %r1;
+  mov.b32 %r2, {%rs4, %rs5};
+  fma.rn.f16x2 %r3, %r2, %r2, %r2;  st.global.u32 [%rd1+20], %r3;
+  ret;
+}
+)";
+
+uint16_t halfBits(_Float16 h) {
+  uint16_t b;
+  std::memcpy(&b, &h, 2);
+  return b;
+}
+_Float16 halfFromBits(uint16_t b) {
+  _Float16 h;
+  std::memcpy(&h, &b, 2);
+  return h;
+}
+double bf16Value(uint16_t b) {
+  uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+// Nearest-even bfloat16 of a double, by choosing between the two neighbours.
+uint16_t refBf16(double d) {
+  if (std::isnan(d)) return 0x7fc0;
+  float fz = convertWithMode<float>(d, FE_TOWARDZERO);
+  uint16_t lo = static_cast<uint16_t>(floatBits(fz) >> 16);
+  uint16_t hi = static_cast<uint16_t>(lo + 1);
+  if (bf16Value(lo) == d) return lo;
+  double dl = std::fabs(d - bf16Value(lo)), dh = std::fabs(bf16Value(hi) - d);
+  if (dl < dh) return lo;
+  if (dh < dl) return hi;
+  return (lo & 1) ? hi : lo;
+}
+
+class HalfTest : public ::testing::TestWithParam<double> {};
+
+TEST_P(HalfTest, Bf16AndF16Conversions) {
+  static std::unique_ptr<Loaded> loaded = compileAndLoad(kHalfPtx, "halfs");
+  ASSERT_TRUE(loaded);
+  double y = GetParam();
+  float x = static_cast<float>(y * 3.0);
+  alignas(8) uint8_t out[24] = {};
+  void* p = out;
+  ASSERT_TRUE(launch(*loaded, "halfs", {}, {}, {&p, &x, &y}));
+  auto u16 = [&](int o) {
+    uint16_t v;
+    std::memcpy(&v, out + o, 2);
+    return v;
+  };
+  uint16_t bx = refBf16(x), by = refBf16(y);
+  EXPECT_EQ(u16(0), bx);
+  EXPECT_EQ(u16(2), by);
+  EXPECT_EQ(u16(4),
+            refBf16(static_cast<double>(static_cast<float>(bf16Value(bx) + bf16Value(by)))));
+  _Float16 h = static_cast<_Float16>(y);
+  EXPECT_EQ(u16(6), halfBits(h));
+  EXPECT_EQ(u16(8), halfBits(static_cast<_Float16>(h + h)));
+  float f2;
+  std::memcpy(&f2, out + 12, 4);
+  EXPECT_EQ(f2, static_cast<float>(bf16Value(bx)));
+  uint32_t pair;
+  std::memcpy(&pair, out + 16, 4);
+  EXPECT_EQ(pair, (static_cast<uint32_t>(bx) << 16) | refBf16(f2));
+  uint32_t fmas;
+  std::memcpy(&fmas, out + 20, 4);
+  _Float16 h2 = halfFromBits(halfBits(static_cast<_Float16>(h + h)));
+  auto fmaHalf = [](_Float16 a) {
+    return halfBits(static_cast<_Float16>(
+        std::fma(static_cast<double>(a), static_cast<double>(a), static_cast<double>(a))));
+  };
+  EXPECT_EQ(fmas, (static_cast<uint32_t>(fmaHalf(h2)) << 16) | fmaHalf(h));
+}
+
+INSTANTIATE_TEST_SUITE_P(Values, HalfTest,
+                         ::testing::Values(1.0, 1.00390625, 1.005859375, -3.14159, 1e-3, 65504.0,
+                                           3.3961e38, 1.0 + 1.0 / 512 + 1e-12,
+                                           1.0 + 1.0 / 256 + 1e-12, -0.0));
+
+TEST(CompilerContract, SharedLayoutPerKernelAndAsyncCopy) {
+  // Kernels a and b each use their own 1000-byte array; both call f, which uses `common`, and b
+  // also uses dynamic shared memory. Arrays of different kernels may overlap.
+  const char* ptx = R"(.version 8.0
+.target sm_80
+.address_size 64
+.shared .align 4 .b8 onlyA[1000];
+.shared .align 8 .b8 onlyB[1000];
+.shared .align 4 .b8 common[16];
+.extern .shared .align 16 .b8 dyn[];
+.func (.param .b32 r) f(.param .b32 x)
+{
+  .reg .b32 %r<4>;
+  ld.param.b32 %r1, [x];
+  st.shared.u32 [common+4], %r1;
+  ld.shared.u32 %r2, [common+4];
+  add.u32 %r2, %r2, 1;
+  st.param.b32 [r], %r2;
+  ret;
+}
+.visible .entry a(.param .u64 out)
+{
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, 41;
+  st.shared.u32 [onlyA+996], %r1;
+  ld.shared.u32 %r1, [onlyA+996];
+  {
+  .param .b32 p0;
+  st.param.b32 [p0], %r1;
+  .param .b32 rv;
+  call.uni (rv), f, (p0);
+  ld.param.b32 %r2, [rv];
+  }
+  st.global.u32 [%rd1], %r2;
+  ret;
+}
+.visible .entry b(.param .u64 out, .param .u64 in)
+{
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u64 %rd2, [in];
+  mov.u32 %r1, dyn;
+  cp.async.ca.shared.global [%r1], [%rd2], 16;
+  cp.async.cg.shared.global [%r1+16], [%rd2], 16, 4;
+  cp.async.commit_group;
+  cp.async.wait_group 0;
+  ld.shared.v4.u32 {%r1, %r2, %r3, _}, [dyn];
+  st.global.v2.u32 [%rd1], {%r1, %r3};
+  ld.shared.u32 %r1, [dyn+16];
+  ld.shared.u32 %r2, [dyn+20];
+  st.global.v2.u32 [%rd1+8], {%r1, %r2};
+  st.shared.u32 [onlyB], %r1;
+  ret;
+}
+)";
+  auto loaded = compileAndLoad(ptx, "layout");
+  ASSERT_TRUE(loaded);
+  const KernelInfo* a = loaded->object.info.findKernel("a");
+  const KernelInfo* b = loaded->object.info.findKernel("b");
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->staticSharedBytes, 1016u);  // onlyA + common, not onlyB
+  EXPECT_EQ(b->staticSharedBytes, 1000u);  // onlyB only
+  EXPECT_EQ(b->dynamicSharedOffset, 1008u);
+  EXPECT_EQ(a->dynamicSharedOffset % 16, 0u);
+  uint32_t out[4] = {};
+  void* p = out;
+  ASSERT_TRUE(launch(*loaded, "a", {}, {}, {&p}));
+  EXPECT_EQ(out[0], 42u);
+  const uint32_t in[4] = {7, 8, 9, 10};
+  const void* pin = in;
+  ASSERT_TRUE(launch(*loaded, "b", {}, {}, {&p, &pin}, 32));
+  EXPECT_EQ(out[0], 7u);
+  EXPECT_EQ(out[1], 9u);
+  EXPECT_EQ(out[2], 7u);
+  EXPECT_EQ(out[3], 0u);  // beyond src-size: zero-filled
+}
+
+}  // namespace
+}  // namespace rocuda::compiler::test

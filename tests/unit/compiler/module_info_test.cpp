@@ -1,0 +1,91 @@
+// ModuleInfo: binary round trip and rejection of malformed bytes.
+#include <gtest/gtest.h>
+
+#include "compiler/compiler.h"
+
+namespace rocuda::compiler {
+namespace {
+
+ModuleInfo sample() {
+  ModuleInfo info;
+  KernelInfo k;
+  k.name = "kernel_one";
+  k.params = {{0, 8, 8}, {8, 4, 4}, {16, 24, 8}};
+  k.paramBufferSize = 40;
+  k.staticSharedBytes = 1024;
+  k.dynamicSharedOffset = 1024;
+  k.localBytesPerThread = 64;
+  k.maxntid = {256, 1, 1};
+  k.reqntid = {0, 0, 0};
+  k.usesBarriers = true;
+  k.usesWarpCollectives = true;
+  info.kernels.push_back(k);
+  KernelInfo k2;
+  k2.name = "";
+  info.kernels.push_back(k2);
+  info.globals.push_back({"coeffs", ptx::StateSpace::Const, 16});
+  info.globals.push_back({"table", ptx::StateSpace::Global, 1ull << 40});
+  return info;
+}
+
+TEST(ModuleInfo, RoundTrip) {
+  ModuleInfo info = sample();
+  std::vector<uint8_t> bytes = info.serialize();
+  auto back = ModuleInfo::deserialize(bytes.data(), bytes.size());
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  ASSERT_EQ(back->kernels.size(), 2u);
+  const KernelInfo& k = back->kernels[0];
+  EXPECT_EQ(k.name, "kernel_one");
+  ASSERT_EQ(k.params.size(), 3u);
+  EXPECT_EQ(k.params[2].offset, 16u);
+  EXPECT_EQ(k.params[2].size, 24u);
+  EXPECT_EQ(k.params[2].alignment, 8u);
+  EXPECT_EQ(k.paramBufferSize, 40u);
+  EXPECT_EQ(k.staticSharedBytes, 1024u);
+  EXPECT_EQ(k.localBytesPerThread, 64u);
+  EXPECT_EQ(k.maxntid[0], 256u);
+  EXPECT_TRUE(k.usesBarriers);
+  EXPECT_TRUE(k.usesWarpCollectives);
+  EXPECT_FALSE(back->kernels[1].usesBarriers);
+  EXPECT_FALSE(back->kernels[1].usesWarpCollectives);
+  ASSERT_EQ(back->globals.size(), 2u);
+  EXPECT_EQ(back->globals[1].size, 1ull << 40);
+  EXPECT_EQ(back->globals[0].space, ptx::StateSpace::Const);
+  EXPECT_EQ(back->findKernel("kernel_one"), &back->kernels[0]);
+  EXPECT_EQ(back->findGlobal("table"), &back->globals[1]);
+  EXPECT_EQ(back->findGlobal("nope"), nullptr);
+  EXPECT_EQ(back->serialize(), bytes);
+}
+
+TEST(ModuleInfo, EveryTruncationIsRejected) {
+  std::vector<uint8_t> bytes = sample().serialize();
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    auto r = ModuleInfo::deserialize(bytes.data(), n);
+    EXPECT_FALSE(r.ok()) << "prefix of " << n << " bytes accepted";
+  }
+}
+
+TEST(ModuleInfo, CorruptBytesNeverCrash) {
+  std::vector<uint8_t> bytes = sample().serialize();
+  uint32_t seed = 12345;
+  int accepted = 0;
+  for (int round = 0; round < 2000; ++round) {
+    std::vector<uint8_t> copy = bytes;
+    for (int k = 0; k < 3; ++k) {
+      seed = seed * 1103515245u + 12345u;
+      copy[(seed >> 8) % copy.size()] ^= static_cast<uint8_t>(seed >> 24 | 1);
+    }
+    auto r = ModuleInfo::deserialize(copy.data(), copy.size());
+    if (r.ok()) ++accepted;  // flips inside names or numbers are legitimately accepted
+  }
+  EXPECT_LT(accepted, 2000);
+  EXPECT_FALSE(ModuleInfo::deserialize(nullptr, 0).ok());
+  std::vector<uint8_t> huge = {'R', 'C', 'M', 'I', 2, 0, 0, 0, 0xff, 0xff, 0xff, 0xff};
+  EXPECT_FALSE(ModuleInfo::deserialize(huge.data(), huge.size()).ok());
+  std::vector<uint8_t> trailing = bytes;
+  trailing.push_back(0);
+  EXPECT_FALSE(ModuleInfo::deserialize(trailing.data(), trailing.size()).ok());
+}
+
+}  // namespace
+}  // namespace rocuda::compiler

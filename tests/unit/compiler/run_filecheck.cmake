@@ -1,0 +1,21 @@
+# Dump the IR of the contract test module (ROCUDA_DUMP) and FileCheck both files.
+file(REMOVE_RECURSE ${WORK_DIR})
+file(MAKE_DIRECTORY ${WORK_DIR})
+set(ENV{ROCUDA_FILECHECK_DUMP} ${WORK_DIR})
+execute_process(COMMAND ${TEST_BINARY} --gtest_filter=CompilerContract.DumpsNeutralAndHostIr
+                RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "dumping IR failed (${rc})")
+endif()
+foreach(prefix NEUTRAL HOST)
+  if(prefix STREQUAL "NEUTRAL")
+    set(input ${WORK_DIR}/contract.ll)
+  else()
+    set(input ${WORK_DIR}/contract.host.ll)
+  endif()
+  execute_process(COMMAND ${FILECHECK} ${CHECK_FILE} --check-prefix=${prefix}
+                  --input-file=${input} RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "FileCheck ${prefix} failed on ${input}")
+  endif()
+endforeach()
