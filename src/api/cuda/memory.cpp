@@ -73,15 +73,17 @@ Outcome pointerAttribute(void* data, CUpointer_attribute attribute,
                       ? fromDevicePtr(ptr)
                       : nullptr);
       return {};
+    // The boolean attributes are written as 4-byte ints: cudart reads them that wide (a 1-byte
+    // store left garbage in the upper bytes and cudaPointerGetAttributes misreported pointers).
     case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
     case CU_POINTER_ATTRIBUTE_MAPPED:
-      store(data, known);
+      store(data, static_cast<int>(known));
       return {};
     case CU_POINTER_ATTRIBUTE_BUFFER_ID:
       store(data, static_cast<unsigned long long>(known ? allocation->base : 0));
       return {};
     case CU_POINTER_ATTRIBUTE_IS_MANAGED:
-      store(data, known && allocation->kind == core::AllocationKind::Managed);
+      store(data, static_cast<int>(known && allocation->kind == core::AllocationKind::Managed));
       return {};
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
       store(data, known && allocation->context != nullptr ? allocation->context->device().ordinal()
@@ -90,7 +92,7 @@ Outcome pointerAttribute(void* data, CUpointer_attribute attribute,
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
     case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
     case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE:
-      store(data, false);
+      store(data, 0);
       return {};
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
       store(data, known ? fromDevicePtr(allocation->base) : nullptr);

@@ -70,6 +70,10 @@ void runWithBarriers(BlockState& block, std::vector<std::unique_ptr<ThreadState>
       Fiber::switchTo(block.scheduler, thread->fiber);
       anyLive = anyLive || !thread->finished;
     }
+    // Every live thread now waits at a barrier: the next round's bar.red votes start afresh.
+    block.roundParity ^= 1;
+    block.reduceArrived[block.roundParity] = 0;
+    block.reduceTrue[block.roundParity] = 0;
   }
 }
 
@@ -80,7 +84,7 @@ ThreadState*& currentThread() {
   return current;
 }
 
-bool runBlock(const GridState& grid, uint64_t linearBlockIndex) {
+BlockOutcome runBlock(const GridState& grid, uint64_t linearBlockIndex) {
   WorkerResources& resources = workerResources();
   if (resources.sharedCapacity < grid.sharedBytes) {
     resources.shared.reset(new uint8_t[grid.sharedBytes]);
@@ -106,7 +110,8 @@ bool runBlock(const GridState& grid, uint64_t linearBlockIndex) {
   else
     runSequential(block, resources.threads, count);
   currentThread() = nullptr;
-  return !block.trapped;
+  if (block.asserted) return BlockOutcome::Asserted;
+  return block.trapped ? BlockOutcome::Trapped : BlockOutcome::Completed;
 }
 
 }  // namespace rocuda::backends::cpu

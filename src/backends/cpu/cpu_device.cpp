@@ -214,6 +214,10 @@ Result<std::unique_ptr<LoadedModule>> CpuDevice::loadPtx(std::string_view ptx,
 Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const void* params) {
   auto& cpuKernel = static_cast<CpuKernel&>(kernel);
   const compiler::KernelInfo& info = cpuKernel.info();
+  if (info.usesWarpCollectives)
+    return makeError(ErrorCode::NotSupported,
+                     "kernel '" + info.name + "' uses warp-level collectives (shuffle, vote, "
+                     "match, reduce or __syncwarp), which the CPU device does not run yet");
   GridState grid;
   grid.entry = cpuKernel.entry();
   grid.params = const_cast<void*>(params);
@@ -226,12 +230,17 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
   grid.gridId = nextGridId_++;
 
   uint64_t blocks = uint64_t(config.grid[0]) * config.grid[1] * config.grid[2];
-  std::atomic<bool> trapped{false};
+  std::atomic<bool> failed{false}, asserted{false};
   pool_.parallelFor(blocks, [&](uint64_t index) {
-    if (trapped.load(std::memory_order_relaxed)) return;  // the grid is already failing
-    if (!runBlock(grid, index)) trapped.store(true, std::memory_order_relaxed);
+    if (failed.load(std::memory_order_relaxed)) return;  // the grid is already failing
+    BlockOutcome outcome = runBlock(grid, index);
+    if (outcome == BlockOutcome::Completed) return;
+    if (outcome == BlockOutcome::Asserted) asserted.store(true, std::memory_order_relaxed);
+    failed.store(true, std::memory_order_relaxed);
   });
-  if (trapped.load())
+  if (asserted.load())
+    return makeError(ErrorCode::Assert, "kernel '" + info.name + "' failed a device-side assert");
+  if (failed.load())
     return makeError(ErrorCode::LaunchFailed,
                      "kernel '" + info.name + "' executed trap (or a barrier it could not honour)");
   return Status::success();

@@ -81,12 +81,52 @@ static void barrierSync(int32_t /*id*/, int32_t /*threads*/) {
   Fiber::switchTo(thread.fiber, thread.block->scheduler);
 }
 
+// bar.red (__syncthreads_count / _and / _or): op 0 popc, 1 and, 2 or.
+static int32_t barrierReduce(int32_t op, int32_t id, int32_t threads, int32_t predicate) {
+  BlockState& b = block();
+  uint32_t round = b.roundParity;
+  b.reduceArrived[round] += 1;
+  b.reduceTrue[round] += predicate != 0 ? 1 : 0;
+  barrierSync(id, threads);
+  uint32_t arrived = b.reduceArrived[round], votes = b.reduceTrue[round];
+  switch (op) {
+    case 0: return static_cast<int32_t>(votes);
+    case 1: return votes == arrived ? 1 : 0;
+    default: return votes != 0 ? 1 : 0;
+  }
+}
+
 [[noreturn]] static void trap() {
   ThreadState& thread = self();
   BlockState& b = *thread.block;
   b.trapped = true;
   if (b.grid->usesBarriers) Fiber::switchTo(thread.fiber, b.scheduler);  // never resumed
   std::longjmp(b.trapExit, 1);
+}
+// Warp collectives (shfl, vote, match, redux, __syncwarp) are not executed by this device yet;
+// launches of kernels using them are refused before they start (cpu_device.cpp), so reaching
+// one of these is an internal error that stops the kernel rather than computing garbage.
+[[noreturn]] static void warpCollectiveUnsupported() {
+  log::error("warp-level collective reached in a kernel the CPU device cannot run; stopping it");
+  trap();
+}
+
+// assert() in device code: report as CUDA does, then stop the block; the launch fails with
+// CUDA_ERROR_ASSERT.
+[[noreturn]] static void assertFail(uint64_t message, uint64_t file, uint32_t line,
+                                    uint64_t function, uint64_t /*charSize*/) {
+  ThreadState& thread = self();
+  BlockState& b = *thread.block;
+  auto text = [](uint64_t address) {
+    return address != 0 ? reinterpret_cast<const char*>(address) : "?";
+  };
+  std::fprintf(stderr,
+               "%s:%u: %s: block: [%u,%u,%u], thread: [%u,%u,%u] Assertion `%s` failed.\n",
+               text(file), line, text(function), b.ctaid[0], b.ctaid[1], b.ctaid[2],
+               thread.tid[0], thread.tid[1], thread.tid[2], text(message));
+  std::fflush(stderr);
+  b.asserted = true;
+  trap();
 }
 }  // extern "C"
 
@@ -181,6 +221,13 @@ std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
       {"__rocuda_sreg_total_smem_size", fn(sregTotalSmemSize)},
       {"__rocuda_shared_base", fn(sharedBase)},
       {"__rocuda_barrier_sync", fn(barrierSync)},
+      {"__rocuda_barrier_reduce", fn(barrierReduce)},
+      {"__assertfail", fn(assertFail)},
+      {"__rocuda_warp_sync", fn(warpCollectiveUnsupported)},
+      {"__rocuda_shfl_sync", fn(warpCollectiveUnsupported)},
+      {"__rocuda_vote_sync", fn(warpCollectiveUnsupported)},
+      {"__rocuda_redux_sync", fn(warpCollectiveUnsupported)},
+      {"__rocuda_match_sync", fn(warpCollectiveUnsupported)},
       {"__rocuda_trap", fn(trap)},
       {"vprintf", fn(vprintfEntry)},
   };

@@ -42,15 +42,23 @@ struct BlockState {
   std::array<uint32_t, 3> ctaid{0, 0, 0};
   uint8_t* shared = nullptr;
   Fiber scheduler;        // the worker's own context while fibers run
-  bool trapped = false;   // a thread executed trap: the block stops
+  bool trapped = false;   // a thread executed trap (or failed an assert): the block stops
+  bool asserted = false;  // the trap came from a failed device-side assert()
+  // bar.red: votes of the current barrier round, double-buffered so that threads resuming from
+  // one round read its result while the next round counts afresh.
+  uint32_t roundParity = 0;
+  uint32_t reduceArrived[2] = {0, 0};
+  uint32_t reduceTrue[2] = {0, 0};
   std::jmp_buf trapExit;  // where a trap returns to when threads run without fibers
 };
 
 // The CUDA thread running on this OS thread (nullptr outside kernels).
 ThreadState*& currentThread();
 
-// Run one block of `grid` with the given block index; false if a thread trapped.
-bool runBlock(const GridState& grid, uint64_t linearBlockIndex);
+enum class BlockOutcome { Completed, Trapped, Asserted };
+
+// Run one block of `grid` with the given block index.
+BlockOutcome runBlock(const GridState& grid, uint64_t linearBlockIndex);
 
 // __rocuda_* and vprintf, for the JIT to resolve.
 std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols();
