@@ -9,6 +9,11 @@ endif()
 check_language(CUDA)
 if(CMAKE_CUDA_COMPILER)
   enable_language(CUDA)
+  # The programs are built as a user builds them: nvcc's defaults, not the project's build type
+  # (whose -DNDEBUG would remove device-side asserts, for one).
+  foreach(config DEBUG RELEASE RELWITHDEBINFO MINSIZEREL)
+    set(CMAKE_CUDA_FLAGS_${config} "")
+  endforeach()
   # The libcuda stub for programs that call the driver API directly.
   get_filename_component(_rocuda_nvcc_bin ${CMAKE_CUDA_COMPILER} DIRECTORY)
   find_library(ROCUDA_CUDA_DRIVER_STUB cuda

@@ -98,6 +98,12 @@ std::vector<Stream*> Context::allStreams() {
 }
 
 CompletionPtr Context::enqueue(Stream& stream, std::string name, std::function<Status()> work) {
+  // After a kernel failure the context runs nothing more (CUDA's sticky errors): queued work
+  // completes at once with the error.
+  work = [this, work = std::move(work)]() -> Status {
+    if (Status sticky = stickyError(); !sticky.ok()) return sticky;
+    return work ? work() : Status::success();
+  };
   std::vector<CompletionPtr> dependencies;
   if (stream.streamKind() == StreamKind::Legacy) {
     // The legacy default stream waits for all blocking streams...

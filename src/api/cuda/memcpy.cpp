@@ -31,11 +31,14 @@ Outcome requireDeviceRange(const void* pointer, size_t bytes, const char* what) 
 }
 
 // Queue `work` on `stream` (with CUDA's implicit legacy-stream ordering); optionally wait.
+// A context with a sticky error (a failed kernel) refuses all further work with that error.
 Outcome submit(core::Stream& stream, const char* name, std::function<Status()> work, bool wait) {
+  if (Status sticky = stream.context().stickyError(); !sticky.ok()) return sticky;
   core::CompletionPtr done = stream.context().enqueue(stream, name, std::move(work));
   if (!wait) return {};
   done->wait();
-  return done->status();
+  if (Status status = done->status(); !status.ok()) return status;
+  return stream.context().stickyError();
 }
 
 Outcome copy(void* dst, const void* src, size_t bytes, CUstream hStream, StreamVariant variant,
