@@ -11,6 +11,14 @@
 
 namespace rocuda {
 
+bool Fiber::reserveStack(size_t stackBytes) {
+  if (stack_ != nullptr && stackBytes_ >= stackBytes) return true;  // reuse: no mmap per launch
+  if (stack_ != nullptr) platform::freeStack(stack_, stackBytes_);
+  stack_ = platform::allocateStack(stackBytes);
+  stackBytes_ = stack_ != nullptr ? stackBytes : 0;
+  return stack_ != nullptr;
+}
+
 #if defined(__x86_64__)
 // Saves the callee-saved registers on the current stack, stores the stack pointer in *save and
 // resumes the stack `next` (laid out the same way). No system call, unlike swapcontext.
@@ -50,12 +58,7 @@ rocudaFiberStart:
 )");
 
 bool Fiber::prepare(size_t stackBytes, Entry entry, void* argument) {
-  if (stack_ == nullptr || stackBytes_ < stackBytes) {
-    if (stack_ != nullptr) platform::freeStack(stack_, stackBytes_);
-    stack_ = platform::allocateStack(stackBytes);
-    stackBytes_ = stack_ ? stackBytes : 0;
-    if (stack_ == nullptr) return false;
-  }
+  if (!reserveStack(stackBytes)) return false;
   // Initial frame as rocudaFiberSwitch pops it: r15 r14 r13 r12 rbx rbp, then the return address.
   // The frame sits 8 bytes off 16-byte alignment so that rocudaFiberStart's call is aligned.
   auto top = (reinterpret_cast<uintptr_t>(stack_) + stackBytes_) & ~uintptr_t(15);
@@ -93,12 +96,7 @@ void startThunk(unsigned high, unsigned low) {
 }  // namespace
 
 bool Fiber::prepare(size_t stackBytes, Entry entry, void* argument) {
-  if (stack_ == nullptr || stackBytes_ < stackBytes) {
-    if (stack_ != nullptr) platform::freeStack(stack_, stackBytes_);
-    stack_ = platform::allocateStack(stackBytes);
-    stackBytes_ = stack_ ? stackBytes : 0;
-    if (stack_ == nullptr) return false;
-  }
+  if (!reserveStack(stackBytes)) return false;
   if (context_ == nullptr) context_ = new UContextFiber();
   auto* fiber = static_cast<UContextFiber*>(context_);
   ucontext_t* uc = &fiber->context;

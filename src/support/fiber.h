@@ -24,6 +24,8 @@ class Fiber {
   static void switchTo(Fiber& from, Fiber& to);
 
  private:
+  bool reserveStack(size_t stackBytes);
+
   void* stack_ = nullptr;
   size_t stackBytes_ = 0;
   void* context_ = nullptr;  // saved stack pointer (x86-64) or ucontext_t*
