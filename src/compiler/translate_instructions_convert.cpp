@@ -20,16 +20,6 @@ llvm::Value* roundIntegral(FunctionTranslator& t, llvm::Value* v, const std::str
   return v;
 }
 
-llvm::Value* flushF32(FunctionTranslator& t, llvm::Value* v) {
-  auto& B = t.b;
-  if (!v->getType()->isFloatTy()) return v;
-  llvm::Value* mag = B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, v);
-  llvm::Value* tiny = B.CreateFCmpOLT(mag, llvm::ConstantFP::get(v->getType(), 1.17549435e-38));
-  llvm::Value* zero = B.CreateBinaryIntrinsic(llvm::Intrinsic::copysign,
-                                              llvm::ConstantFP::get(v->getType(), 0.0), v);
-  return B.CreateSelect(tiny, zero, v);
-}
-
 llvm::Value* saturateUnit(FunctionTranslator& t, llvm::Value* v) {
   auto& B = t.b;
   v = B.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, v, llvm::ConstantFP::get(v->getType(), 0.0));
@@ -126,7 +116,7 @@ Result<llvm::Value*> convertScalar(FunctionTranslator& t, const ptx::Instruction
   bool fromFloat = ptx::isFloat(from), toFloat = ptx::isFloat(to);
   llvm::Type* vt = t.valueType(to);
   if (!fromFloat && !toFloat) return intToInt(t, a, from, to, sat);
-  if (ftz) a = flushF32(t, a);
+  if (ftz) a = flushSubnormalF32(t, a);
   llvm::Value* r = nullptr;
   if (fromFloat && !toFloat) return floatToInt(t, a, to, mode);
   if (!fromFloat) {
@@ -139,7 +129,7 @@ Result<llvm::Value*> convertScalar(FunctionTranslator& t, const ptx::Instruction
   if (sat) r = saturateUnit(t, r);
   if (inst.hasModifier("relu"))
     r = B.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, r, llvm::ConstantFP::get(vt, 0.0));
-  if (ftz) r = flushF32(t, r);
+  if (ftz) r = flushSubnormalF32(t, r);
   return r;
 }
 

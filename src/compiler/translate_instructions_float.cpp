@@ -11,17 +11,6 @@ using ptx::ScalarType;
 
 namespace {
 
-// Flush an f32 subnormal to a zero of the same sign.
-llvm::Value* flush(FunctionTranslator& t, llvm::Value* v) {
-  auto& B = t.b;
-  if (!v->getType()->isFloatTy()) return v;
-  llvm::Value* mag = B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, v);
-  llvm::Value* tiny = B.CreateFCmpOLT(mag, llvm::ConstantFP::get(v->getType(), 1.17549435e-38));
-  llvm::Value* zero = B.CreateBinaryIntrinsic(llvm::Intrinsic::copysign,
-                                              llvm::ConstantFP::get(v->getType(), 0.0), v);
-  return B.CreateSelect(tiny, zero, v);
-}
-
 // The next representable value above x (x finite or -inf).
 llvm::Value* nextUp(FunctionTranslator& t, llvm::Value* x) {
   auto& B = t.b;
@@ -185,7 +174,7 @@ Status unaryMath(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType
     default:
       return t.unsupported(inst);
   }
-  if (ftz) r = flush(t, r);
+  if (ftz) r = flushSubnormalF32(t, r);
   return t.write(inst.operands[0], r, type);
 }
 
@@ -225,8 +214,8 @@ Status minMax(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType ty
   ROCUDA_VALUE(a, t.read(inst.operands[1], type));
   ROCUDA_VALUE(b, t.read(inst.operands[2], type));
   if (ftz) {
-    a = flush(t, a);
-    b = flush(t, b);
+    a = flushSubnormalF32(t, a);
+    b = flushSubnormalF32(t, b);
   }
   bool propagateNaN = inst.hasModifier("NaN");
   bool isMin = inst.opcode == ptx::Opcode::min;
@@ -244,7 +233,7 @@ Status minMax(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType ty
     llvm::Value* bothZero = B.CreateAnd(B.CreateFCmpOEQ(a, zero), B.CreateFCmpOEQ(b, zero));
     r = B.CreateSelect(bothZero, zeros, r);
   }
-  if (ftz) r = flush(t, r);
+  if (ftz) r = flushSubnormalF32(t, r);
   return t.write(inst.operands[0], r, type);
 }
 
@@ -261,7 +250,7 @@ Status translateFloatOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   bool ftz = inst.hasModifier("ftz");
   auto operand = [&](size_t i) -> Result<llvm::Value*> {
     auto v = t.read(inst.operands[i], type);
-    if (v.ok() && ftz) return flush(t, *v);
+    if (v.ok() && ftz) return flushSubnormalF32(t, *v);
     return v;
   };
   switch (inst.opcode) {
@@ -292,7 +281,7 @@ Status translateFloatOp(FunctionTranslator& t, const ptx::Instruction& inst) {
       if (inst.hasModifier("relu"))
         r = B.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, r,
                                     llvm::ConstantFP::get(r->getType(), 0.0));
-      if (ftz) r = flush(t, r);
+      if (ftz) r = flushSubnormalF32(t, r);
       return t.write(inst.operands[0], r, type);
     }
     case ptx::Opcode::min:
@@ -311,6 +300,16 @@ Status translateFloatOp(FunctionTranslator& t, const ptx::Instruction& inst) {
       return unaryMath(t, inst, type, a);
     }
   }
+}
+
+llvm::Value* flushSubnormalF32(FunctionTranslator& t, llvm::Value* v) {
+  auto& B = t.b;
+  if (!v->getType()->isFloatTy()) return v;
+  llvm::Value* mag = B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, v);
+  llvm::Value* tiny = B.CreateFCmpOLT(mag, llvm::ConstantFP::get(v->getType(), 1.17549435e-38));
+  llvm::Value* zero = B.CreateBinaryIntrinsic(llvm::Intrinsic::copysign,
+                                              llvm::ConstantFP::get(v->getType(), 0.0), v);
+  return B.CreateSelect(tiny, zero, v);
 }
 
 }  // namespace rocuda::compiler::detail

@@ -150,6 +150,9 @@ Status translateMovOp(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateWarpOp(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateBarrierReduction(FunctionTranslator& t, const ptx::Instruction& inst);
 
+// .ftz: an f32 subnormal becomes a zero of the same sign (other types pass through).
+llvm::Value* flushSubnormalF32(FunctionTranslator& t, llvm::Value* v);
+
 // Move a round-to-nearest result `r` one step for .rz/.rm/.rp; `err` has the sign of exact - r.
 llvm::Value* applyDirectedRounding(FunctionTranslator& t, llvm::Value* r, llvm::Value* err,
                                    const std::string& mode);
