@@ -1,5 +1,6 @@
 // rocuda: the command-line front of Rocuda.
 //   rocuda run -- PROGRAM [ARGS...]   run a CUDA program on Rocuda
+//   rocuda info [--json]              the devices, CUDA-facing and native
 //   rocuda ptx-check [-v] FILE...     parse and check PTX files
 //   rocuda config [--markdown]        the environment variables Rocuda reads
 //   rocuda version
@@ -10,6 +11,7 @@
 
 #include "support/env.h"
 #include "support/platform.h"
+#include "tools/rocuda/info.h"
 #include "tools/rocuda/ptx_check.h"
 
 namespace {
@@ -19,6 +21,7 @@ constexpr const char* kUsage =
     "\n"
     "commands:\n"
     "  run [--] PROGRAM [ARGS...]   run PROGRAM with Rocuda's libcuda.so.1 in place of NVIDIA's\n"
+    "  info [--json]                every device of every backend, and why no AMD GPU is used\n"
     "  ptx-check [-v] FILE...       parse and check PTX (text, or inside an executable or fatbin)\n"
     "  config [--markdown]          list the environment variables Rocuda reads\n"
     "  version                      print Rocuda's version\n"
@@ -92,6 +95,7 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   if (command == "run") return commandRun(args);
   if (command == "config") return commandConfig(args);
+  if (command == "info") return rocuda::tools::commandInfo(args);
   if (command == "ptx-check") return rocuda::tools::commandPtxCheck(args);
   if (command == "version" || command == "--version") {
     std::printf("rocuda %s\n", ROCUDA_VERSION);
