@@ -8,6 +8,7 @@ packages=(
   cmake ninja-build ccache g++ pkg-config python3
   llvm-19-dev liblld-19-dev clang-19 llvm-19-tools
   libzstd-dev liblz4-dev libgtest-dev
+  libamdhip64-5  # the real HIP runtime: the HIP backend is tested loading it on machines without a GPU
 )
 
 missing=()
