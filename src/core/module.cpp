@@ -25,8 +25,8 @@ std::set<Module*>& modules() {
 
 }  // namespace
 
-Kernel::Kernel(Module& module, backends::LoadedKernel& loaded)
-    : Object(ObjectKind::Kernel), module_(module), loaded_(loaded) {}
+Kernel::Kernel(Module& module, backends::LoadedKernel& loaded, uint32_t ptxArch)
+    : Object(ObjectKind::Kernel), module_(module), loaded_(loaded), ptxArch_(ptxArch) {}
 
 Module::Module(Context& context, bool isLibrary)
     : Object(isLibrary ? ObjectKind::Library : ObjectKind::Module), context_(context),
@@ -54,7 +54,8 @@ Result<Module*> Module::load(Context& context, const void* image, bool isLibrary
     for (const auto& kernelInfo : code.info().kernels) {
       backends::LoadedKernel* kernel = code.kernel(kernelInfo.name);
       if (kernel != nullptr && !module->kernels_.count(kernelInfo.name))
-        module->kernels_.emplace(kernelInfo.name, std::make_unique<Kernel>(*module, *kernel));
+        module->kernels_.emplace(kernelInfo.name,
+                                 std::make_unique<Kernel>(*module, *kernel, program.arch));
     }
     for (const auto& global : code.info().globals) {
       if (void* address = code.globalAddress(global.name)) {

@@ -23,12 +23,15 @@ class Module;
 class Kernel : public Object {
  public:
   static constexpr ObjectKind kKind = ObjectKind::Kernel;
-  Kernel(Module& module, backends::LoadedKernel& loaded);
+  // ptxArch: the compute_XX the kernel's PTX was generated for (what CUDA reports as the
+  // function's PTX version; CUB/Thrust choose their tuning policies by it).
+  Kernel(Module& module, backends::LoadedKernel& loaded, uint32_t ptxArch);
 
   Module& module() { return module_; }
   backends::LoadedKernel& loaded() { return loaded_; }
   const compiler::KernelInfo& info() const { return loaded_.info(); }
   const std::string& name() const { return info().name; }
+  uint32_t ptxArch() const { return ptxArch_; }
 
   // cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) and friends.
   int maxDynamicSharedBytes() const { return maxDynamicSharedBytes_; }
@@ -39,6 +42,7 @@ class Kernel : public Object {
  private:
   Module& module_;
   backends::LoadedKernel& loaded_;
+  uint32_t ptxArch_;
   int maxDynamicSharedBytes_ = 48 * 1024;
   int carveout_ = -1;
 };

@@ -139,6 +139,10 @@ Outcome functionAttribute(int* pi, CUfunction_attribute attrib, const void* hand
       *pi = 0;
       return {};  // no register file is allocated
     case CU_FUNC_ATTRIBUTE_PTX_VERSION:
+      // The arch the PTX was generated for (compute_75 -> 75), as NVIDIA reports for JIT-compiled
+      // code: CUB/Thrust pick their tuning policy by it, among those compiled into the binary.
+      *pi = static_cast<int>(kernel.ptxArch());
+      return {};
     case CU_FUNC_ATTRIBUTE_BINARY_VERSION:
       // The code was translated for this device's reported compute capability.
       *pi = device.computeCapabilityMajor * 10 + device.computeCapabilityMinor;
