@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/context.h"
+#include "core/memory_pool.h"
 #include "core/platform.h"
 
 namespace rocuda::core {
@@ -76,6 +77,20 @@ Result<void*> allocateDevice(Context& context, size_t bytes) {
   return *memory;
 }
 
+Result<void*> allocateFromPool(Context& context, MemoryPool& pool, size_t bytes) {
+  ROCUDA_TRY(pool.reserve(bytes));
+  auto memory = context.device().backend().allocateDevice(bytes);
+  if (!memory.ok()) {
+    pool.release(bytes);
+    return memory.takeError();
+  }
+  Allocation allocation{reinterpret_cast<uintptr_t>(*memory), bytes, AllocationKind::Device,
+                        &context, 0};
+  allocation.pool = &pool;
+  insert(allocation);
+  return *memory;
+}
+
 Result<void*> allocateHost(Context& context, size_t bytes, unsigned flags) {
   auto memory = context.device().backend().allocateHost(bytes);
   if (!memory.ok()) return memory.takeError();
@@ -97,6 +112,9 @@ Status freeDevice(const void* pointer) {
   auto allocation = removeExact(pointer, /*host=*/false);
   if (!allocation.ok()) return allocation.error();
   auto& backend = allocation->context->device().backend();
+  // The pool may have been destroyed while this allocation was outstanding.
+  if (allocation->pool != nullptr && lookupHandle<MemoryPool>(allocation->pool) != nullptr)
+    allocation->pool->release(allocation->size);
   if (allocation->kind == AllocationKind::Managed)
     backend.freeHost(const_cast<void*>(pointer));
   else

@@ -12,6 +12,7 @@
 namespace rocuda::core {
 
 class Context;
+class MemoryPool;
 
 enum class AllocationKind : uint8_t { Device, Host, Managed, Global };
 
@@ -21,6 +22,7 @@ struct Allocation {
   AllocationKind kind = AllocationKind::Device;
   Context* context = nullptr;
   unsigned flags = 0;  // cuMemHostAlloc / cuMemAllocManaged flags
+  MemoryPool* pool = nullptr;  // set for stream-ordered allocations (cuMemAllocAsync)
 };
 
 // The allocation containing [pointer, pointer+1), if any.
@@ -29,6 +31,8 @@ std::optional<Allocation> findAllocation(const void* pointer);
 bool isInsideAllocation(const void* pointer, size_t bytes);
 
 Result<void*> allocateDevice(Context& context, size_t bytes);
+// Device memory from a pool (stream-ordered allocation); freeDevice returns it to the pool.
+Result<void*> allocateFromPool(Context& context, MemoryPool& pool, size_t bytes);
 Result<void*> allocateHost(Context& context, size_t bytes, unsigned flags);
 Result<void*> allocateManaged(Context& context, size_t bytes, unsigned flags);
 // Frees an allocation made by the matching allocate call; InvalidValue when `pointer` is not the

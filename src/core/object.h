@@ -8,7 +8,7 @@
 
 namespace rocuda::core {
 
-enum class ObjectKind : uint8_t { Context, Module, Library, Kernel, Stream, Event };
+enum class ObjectKind : uint8_t { Context, Module, Library, Kernel, Stream, Event, MemoryPool };
 
 class Object {
  public:

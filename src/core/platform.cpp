@@ -5,6 +5,7 @@
 
 #include "backends/hip/hip_backend.h"
 #include "core/context.h"
+#include "core/memory_pool.h"
 #include "support/env.h"
 #include "support/log.h"
 
@@ -14,6 +15,25 @@ Device::Device(int ordinal, std::unique_ptr<backends::DeviceBackend> backend)
     : ordinal_(ordinal), backend_(std::move(backend)) {}
 
 Device::~Device() = default;
+
+MemoryPool& Device::defaultMemPool() {
+  std::lock_guard lock(primaryMutex_);
+  if (!defaultPool_) defaultPool_ = std::make_unique<MemoryPool>(*this, /*isDefault=*/true, 0);
+  return *defaultPool_;
+}
+
+MemoryPool& Device::currentMemPool() {
+  {
+    std::lock_guard lock(primaryMutex_);
+    if (currentPool_ != nullptr) return *currentPool_;
+  }
+  return defaultMemPool();
+}
+
+void Device::setCurrentMemPool(MemoryPool* pool) {
+  std::lock_guard lock(primaryMutex_);
+  currentPool_ = pool;
+}
 
 Context& Device::primaryContext() {
   std::lock_guard lock(primaryMutex_);

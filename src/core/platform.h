@@ -13,6 +13,7 @@
 namespace rocuda::core {
 
 class Context;
+class MemoryPool;
 
 class Device {
  public:
@@ -32,6 +33,12 @@ class Device {
   Status setPrimaryFlags(unsigned flags);
   bool primaryActive() const;
 
+  // Stream-ordered allocation: the device's default pool, and the pool cuMemAllocAsync uses
+  // (the default one until cuDeviceSetMemPool).
+  MemoryPool& defaultMemPool();
+  MemoryPool& currentMemPool();
+  void setCurrentMemPool(MemoryPool* pool);  // nullptr: back to the default pool
+
  private:
   int ordinal_;
   std::unique_ptr<backends::DeviceBackend> backend_;
@@ -39,6 +46,8 @@ class Device {
   std::unique_ptr<Context> primary_;
   int primaryRefs_ = 0;
   unsigned primaryFlags_ = 0;
+  std::unique_ptr<MemoryPool> defaultPool_;
+  MemoryPool* currentPool_ = nullptr;
 };
 
 class Platform {

@@ -1,0 +1,223 @@
+// Stream-ordered allocation and memory pools: cuMemAllocAsync / cuMemFreeAsync (cudaMallocAsync,
+// cudaFreeAsync), the device's default and current pools, created pools and their attributes.
+#include "core/memory_pool.h"
+
+#include "api/cuda/boundary.h"
+#include "core/context.h"
+#include "core/memory.h"
+#include "core/platform.h"
+#include "core/stream.h"
+
+namespace rocuda::api {
+namespace {
+
+using namespace cuda;
+
+CUmemoryPool toHandle(core::MemoryPool& pool) { return reinterpret_cast<CUmemoryPool>(&pool); }
+
+Result<core::MemoryPool*> lookupPool(CUmemoryPool handle) {
+  core::MemoryPool* pool = core::lookupHandle<core::MemoryPool>(handle);
+  if (pool == nullptr) return makeError(ErrorCode::InvalidValue, "not a live memory pool");
+  return pool;
+}
+
+// A pool's location must be a device (pinned device memory is the only kind pools hold here).
+Result<core::Device*> deviceOfLocation(const CUmemLocation& location) {
+  if (location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+    return makeError(ErrorCode::NotSupported, "only device-located memory pools are supported");
+  return lookupDevice(location.id);
+}
+
+Outcome allocateAsync(CUdeviceptr* dptr, size_t bytes, core::MemoryPool* pool, CUstream hStream,
+                      StreamVariant variant) {
+  if (dptr == nullptr || bytes == 0) return invalidValue("dptr is NULL or bytesize 0");
+  Result<core::Stream*> stream = resolveStream(hStream, variant);
+  if (!stream) return stream.error();
+  core::Context& context = (*stream)->context();
+  if (Status sticky = context.stickyError(); !sticky.ok()) return sticky;
+  if (pool == nullptr) pool = &context.device().currentMemPool();
+  if (&pool->device() != &context.device())
+    return invalidValue("the pool belongs to another device than the stream");
+  // Memory is available at once, so it is valid for all later work in the stream's order.
+  Result<void*> memory = core::allocateFromPool(context, *pool, bytes);
+  if (!memory) return memory.error();
+  *dptr = reinterpret_cast<uintptr_t>(*memory);
+  return {};
+}
+
+Outcome allocAsync(CUdeviceptr* dptr, size_t bytes, CUstream hStream, StreamVariant variant) {
+  return allocateAsync(dptr, bytes, nullptr, hStream, variant);
+}
+
+Outcome allocFromPoolAsync(CUdeviceptr* dptr, size_t bytes, CUmemoryPool handle, CUstream hStream,
+                           StreamVariant variant) {
+  Result<core::MemoryPool*> pool = lookupPool(handle);
+  if (!pool) return pool.error();
+  return allocateAsync(dptr, bytes, *pool, hStream, variant);
+}
+
+Outcome freeAsync(CUdeviceptr dptr, CUstream hStream, StreamVariant variant) {
+  void* pointer = reinterpret_cast<void*>(dptr);
+  std::optional<core::Allocation> allocation = core::findAllocation(pointer);
+  if (!allocation || allocation->base != dptr || allocation->kind != core::AllocationKind::Device)
+    return invalidValue("not the start of a device allocation");
+  Result<core::Stream*> stream = resolveStream(hStream, variant);
+  if (!stream) return stream.error();
+  // The memory stays valid for the work queued before this point in the stream.
+  (*stream)->context().enqueue(**stream, "free", [pointer] { return core::freeDevice(pointer); });
+  return {};
+}
+
+}  // namespace
+}  // namespace rocuda::api
+
+namespace rocuda::cuda {
+extern "C" {
+
+ROCUDA_STREAM_PAIR(cuMemAllocAsync, cuMemAllocAsync_ptsz,
+                   (CUdeviceptr * dptr, size_t bytesize, CUstream hStream),
+                   (dptr, bytesize, hStream), api::allocAsync)
+ROCUDA_STREAM_PAIR(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz,
+                   (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),
+                   (dptr, bytesize, pool, hStream), api::allocFromPoolAsync)
+ROCUDA_STREAM_PAIR(cuMemFreeAsync, cuMemFreeAsync_ptsz, (CUdeviceptr dptr, CUstream hStream),
+                   (dptr, hStream), api::freeAsync)
+
+ROCUDA_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool_out, CUdevice dev) {
+  return ROCUDA_API((pool_out, dev), [&]() -> api::Outcome {
+    if (pool_out == nullptr) return api::invalidValue("pool_out is NULL");
+    Result<core::Device*> device = api::lookupDevice(dev);
+    if (!device) return device.error();
+    *pool_out = api::toHandle((*device)->defaultMemPool());
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice dev) {
+  return ROCUDA_API((pool, dev), [&]() -> api::Outcome {
+    if (pool == nullptr) return api::invalidValue("pool is NULL");
+    Result<core::Device*> device = api::lookupDevice(dev);
+    if (!device) return device.error();
+    *pool = api::toHandle((*device)->currentMemPool());
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
+  return ROCUDA_API((dev, pool), [&]() -> api::Outcome {
+    Result<core::Device*> device = api::lookupDevice(dev);
+    if (!device) return device.error();
+    Result<core::MemoryPool*> found = api::lookupPool(pool);
+    if (!found) return found.error();
+    if (&(*found)->device() != *device) return api::invalidValue("the pool belongs to another device");
+    (*device)->setCurrentMemPool(*found);
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* poolProps) {
+  return ROCUDA_API((pool, poolProps), [&]() -> api::Outcome {
+    if (pool == nullptr || poolProps == nullptr) return api::invalidValue("NULL argument");
+    if (poolProps->allocType != CU_MEM_ALLOCATION_TYPE_PINNED)
+      return api::invalidValue("allocType must be CU_MEM_ALLOCATION_TYPE_PINNED");
+    if (poolProps->handleTypes != CU_MEM_HANDLE_TYPE_NONE)
+      return {CUDA_ERROR_NOT_SUPPORTED, "memory pools cannot be shared between processes here"};
+    Result<core::Device*> device = api::deviceOfLocation(poolProps->location);
+    if (!device) return device.error();
+    *pool = reinterpret_cast<CUmemoryPool>(new core::MemoryPool(**device, false, poolProps->maxSize));
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
+  return ROCUDA_API((pool), [&]() -> api::Outcome {
+    Result<core::MemoryPool*> found = api::lookupPool(pool);
+    if (!found) return found.error();
+    if ((*found)->isDefault()) return api::invalidValue("a device's default pool cannot be destroyed");
+    core::Device& device = (*found)->device();
+    if (&device.currentMemPool() == *found) device.setCurrentMemPool(nullptr);
+    // Outstanding allocations stay valid; they are simply no longer counted by the pool.
+    delete *found;
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
+  return ROCUDA_API((pool, minBytesToKeep), [&]() -> api::Outcome {
+    Result<core::MemoryPool*> found = api::lookupPool(pool);
+    if (!found) return found.error();
+    return {};  // freed memory goes straight back to the system: nothing is held to trim
+  });
+}
+
+ROCUDA_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr,
+                                             void* value) {
+  return ROCUDA_API((pool, attr, value), [&]() -> api::Outcome {
+    Result<core::MemoryPool*> found = api::lookupPool(pool);
+    if (!found) return found.error();
+    if (value == nullptr) return api::invalidValue("value is NULL");
+    if (attr < CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES || attr > CU_MEMPOOL_ATTR_USED_MEM_HIGH)
+      return api::invalidValue("unknown memory pool attribute");
+    // The reuse flags are ints; the sizes are cuuint64_t.
+    uint64_t v = attr <= CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES
+                     ? static_cast<uint64_t>(*static_cast<int*>(value))
+                     : *static_cast<uint64_t*>(value);
+    return (*found)->setAttribute(static_cast<core::PoolAttribute>(attr), v);
+  });
+}
+
+ROCUDA_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr,
+                                             void* value) {
+  return ROCUDA_API((pool, attr, value), [&]() -> api::Outcome {
+    Result<core::MemoryPool*> found = api::lookupPool(pool);
+    if (!found) return found.error();
+    if (value == nullptr) return api::invalidValue("value is NULL");
+    if (attr < CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES || attr > CU_MEMPOOL_ATTR_USED_MEM_HIGH)
+      return api::invalidValue("unknown memory pool attribute");
+    Result<uint64_t> v = (*found)->attribute(static_cast<core::PoolAttribute>(attr));
+    if (!v) return v.error();
+    if (attr <= CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES)
+      *static_cast<int*>(value) = static_cast<int>(*v);
+    else
+      *static_cast<uint64_t*>(value) = *v;
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map,
+                                          size_t count) {
+  return ROCUDA_API((pool, map, count), [&]() -> api::Outcome {
+    Result<core::MemoryPool*> found = api::lookupPool(pool);
+    if (!found) return found.error();
+    if (map == nullptr && count != 0) return api::invalidValue("map is NULL");
+    for (size_t i = 0; i < count; ++i) {
+      Result<core::Device*> device = api::deviceOfLocation(map[i].location);
+      if (!device) return device.error();
+      // The owning device always has read-write access; other devices would need peer access,
+      // which no backend offers yet.
+      bool owner = *device == &(*found)->device();
+      if (owner && map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+        return api::invalidValue("the pool's own device must keep read-write access");
+      if (!owner && map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE)
+        return {CUDA_ERROR_NOT_SUPPORTED, "peer access to memory pools is not supported"};
+    }
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuMemPoolGetAccess(CUmemAccess_flags* flags, CUmemoryPool memPool,
+                                          CUmemLocation* location) {
+  return ROCUDA_API((flags, memPool, location), [&]() -> api::Outcome {
+    if (flags == nullptr || location == nullptr) return api::invalidValue("NULL argument");
+    Result<core::MemoryPool*> found = api::lookupPool(memPool);
+    if (!found) return found.error();
+    Result<core::Device*> device = api::deviceOfLocation(*location);
+    if (!device) return device.error();
+    *flags = *device == &(*found)->device() ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+                                            : CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    return {};
+  });
+}
+
+}  // extern "C"
+}  // namespace rocuda::cuda
