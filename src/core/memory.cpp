@@ -41,7 +41,7 @@ Result<Allocation> removeExact(const void* pointer, bool host) {
   AllocationTable& t = table();
   std::lock_guard lock(t.mutex);
   auto it = t.byBase.find(reinterpret_cast<uintptr_t>(pointer));
-  bool matches = it != t.byBase.end() &&
+  bool matches = it != t.byBase.end() && !it->second.registered &&
                  (host ? it->second.kind == AllocationKind::Host
                        : it->second.kind == AllocationKind::Device ||
                              it->second.kind == AllocationKind::Managed);
@@ -127,6 +127,29 @@ Status freeHost(const void* pointer) {
   if (!allocation.ok()) return allocation.error();
   allocation->context->device().backend().freeHost(const_cast<void*>(pointer));
   return Status::success();
+}
+
+bool registerHostRange(Context& context, void* base, size_t size, unsigned flags) {
+  AllocationTable& t = table();
+  std::lock_guard lock(t.mutex);
+  uintptr_t start = reinterpret_cast<uintptr_t>(base);
+  // Overlap: an allocation containing the start, or one starting inside the range.
+  if (findLocked(t, start).has_value()) return false;
+  auto next = t.byBase.lower_bound(start);
+  if (next != t.byBase.end() && next->first < start + size) return false;
+  Allocation allocation{start, size, AllocationKind::Host, &context, flags};
+  allocation.registered = true;
+  t.byBase[start] = allocation;
+  return true;
+}
+
+bool unregisterHostRange(void* base) {
+  AllocationTable& t = table();
+  std::lock_guard lock(t.mutex);
+  auto it = t.byBase.find(reinterpret_cast<uintptr_t>(base));
+  if (it == t.byBase.end() || !it->second.registered) return false;
+  t.byBase.erase(it);
+  return true;
 }
 
 void registerGlobal(Context* context, void* base, size_t size) {

@@ -23,6 +23,8 @@ struct Allocation {
   Context* context = nullptr;
   unsigned flags = 0;  // cuMemHostAlloc / cuMemAllocManaged flags
   MemoryPool* pool = nullptr;  // set for stream-ordered allocations (cuMemAllocAsync)
+  bool registered = false;     // Host kind: the application's memory, page-locked by
+                               // cuMemHostRegister rather than allocated by Rocuda
 };
 
 // The allocation containing [pointer, pointer+1), if any.
@@ -39,6 +41,12 @@ Result<void*> allocateManaged(Context& context, size_t bytes, unsigned flags);
 // base of a live allocation of that kind.
 Status freeDevice(const void* pointer);
 Status freeHost(const void* pointer);
+// cuMemHostRegister / cuMemHostUnregister: the application's own memory, tracked as page-locked
+// host memory (the device reaches host memory directly, so nothing moves). register is false when
+// the range overlaps a tracked one; unregister is false when `base` starts no registered range.
+bool registerHostRange(Context& context, void* base, size_t size, unsigned flags);
+bool unregisterHostRange(void* base);
+
 // Module globals are registered so that copies to them validate like any device memory.
 void registerGlobal(Context* context, void* base, size_t size);
 void unregisterGlobal(void* base);

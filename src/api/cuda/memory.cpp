@@ -297,6 +297,34 @@ ROCUDA_EXPORT CUresult cuMemHostGetFlags(unsigned int* pFlags, void* p) {
   });
 }
 
+// Page-locking the application's memory: the device reaches host memory directly, so the range
+// is only tracked (async copies from it then behave as from pinned memory).
+ROCUDA_EXPORT CUresult cuMemHostRegister_v2(void* p, size_t bytesize, unsigned int Flags) {
+  return ROCUDA_API((p, bytesize, Flags), [&]() -> api::Outcome {
+    constexpr unsigned kKnown = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
+                                CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY;
+    if (p == nullptr || bytesize == 0 || (Flags & ~kKnown) != 0)
+      return api::invalidValue("NULL pointer, zero size or unknown flags");
+    if (Flags & CU_MEMHOSTREGISTER_IOMEMORY)
+      return {CUDA_ERROR_NOT_SUPPORTED, "registering I/O memory is not supported"};
+    Result<core::Context*> context = api::currentContext();
+    if (!context) return context.error();
+    if (!core::registerHostRange(**context, p, bytesize, Flags))
+      return {CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+              "the range overlaps memory that is already registered or allocated"};
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuMemHostUnregister(void* p) {
+  return ROCUDA_API((p), [&]() -> api::Outcome {
+    if (p == nullptr) return api::invalidValue("p is NULL");
+    if (!core::unregisterHostRange(p))
+      return {CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "p does not start a registered range"};
+    return {};
+  });
+}
+
 ROCUDA_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {
   return ROCUDA_API((dptr, bytesize, flags), [&]() -> api::Outcome {
     if (dptr == nullptr || bytesize == 0) return api::invalidValue("dptr is NULL or bytesize 0");
