@@ -77,5 +77,23 @@ ROCUDA_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int cuda
   });
 }
 
+// No profiler attaches to Rocuda: starting and stopping collection are valid no-ops, as they are
+// on NVIDIA's driver when no profiler is running.
+ROCUDA_EXPORT CUresult cuProfilerStart() {
+  return ROCUDA_API((), []() -> api::Outcome {
+    Result<core::Context*> context = api::currentContext();
+    if (!context) return context.error();
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuProfilerStop() {
+  return ROCUDA_API((), []() -> api::Outcome {
+    Result<core::Context*> context = api::currentContext();
+    if (!context) return context.error();
+    return {};
+  });
+}
+
 }  // extern "C"
 }  // namespace rocuda::cuda
