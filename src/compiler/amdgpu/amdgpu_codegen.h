@@ -1,0 +1,41 @@
+// AMD GPU code generation: PTX -> target-neutral LLVM IR (the same module the CPU device runs)
+// -> AMDGPU IR (kernel ABI, device runtime, address spaces) -> object -> code object (lld).
+//
+// Like compiler.h, this header exposes no LLVM type.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "support/result.h"
+
+namespace rocuda::compiler {
+
+struct AmdgpuTarget {
+  std::string processor;      // "gfx1100", "gfx90a", ...
+  std::string features;       // LLVM subtarget features: "+sramecc,-xnack" ("" = any)
+  int codeObjectVersion = 5;  // 4 or 5
+};
+
+// Parse a HIP gcnArchName ("gfx90a:sramecc+:xnack-", "gfx1100"). Errors: InvalidValue for an
+// unknown processor or malformed feature, NotSupported for a processor this slice does not target.
+Result<AmdgpuTarget> parseGcnArchName(std::string_view gcnArchName);
+
+// The processors this compiler targets (RDNA wave32 and CDNA wave64).
+const std::vector<std::string>& supportedAmdgpuProcessors();
+
+// Wavefront size kernels are compiled for on `processor` (32 on RDNA, 64 on CDNA); 0 if unknown.
+int amdgpuWavefrontSize(std::string_view processor);
+
+// Parse, translate, lower and link PTX into an executable AMD GPU code object (a shared ELF for
+// amdgcn-amd-amdhsa) that hipModuleLoadData accepts. Each `.entry K` becomes kernel K whose
+// explicit kernel arguments have exactly the offsets, sizes and alignments of CUDA's packed
+// parameter buffer (KernelInfo::params), so a kernelParams array launches it unchanged.
+// Errors: InvalidPtx, UnsupportedPtx (names the function or instruction the AMD lowering cannot
+// handle yet), InvalidValue (bad target), Internal.
+Result<std::vector<uint8_t>> compileForAmdgpu(std::string_view ptx, std::string_view moduleName,
+                                              const AmdgpuTarget& target);
+
+}  // namespace rocuda::compiler

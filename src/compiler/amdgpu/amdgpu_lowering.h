@@ -1,0 +1,50 @@
+// Internal to src/compiler/amdgpu: the passes that turn the target-neutral module into AMDGPU IR,
+// and the back end (optimise, emit, link). Run in this order by compileForAmdgpu.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "compiler/amdgpu/amdgpu_codegen.h"
+#include "compiler/compiler.h"
+#include "support/result.h"
+
+namespace llvm {
+class Module;
+class TargetMachine;
+}  // namespace llvm
+
+namespace rocuda::compiler::amdgpu {
+
+// AMDGPU address spaces (LLVM's numbering).
+inline constexpr unsigned kFlatAS = 0, kGlobalAS = 1, kLocalAS = 3, kConstantAS = 4, kPrivateAS = 5;
+
+// Generic allocas become private (addrspace 5) allocas, `.global`/`.const` variables become
+// addrspace 1 globals; their users keep generic pointers through addrspacecast.
+// UnsupportedPtx for `.extern` variables (nothing would define them).
+Status lowerAddressSpaces(llvm::Module& module);
+
+// Each neutral kernel `void K(ptr params)` becomes the internal always-inline `K.body`, called by
+// an amdgpu_kernel `K` with one byref kernel argument per PTX parameter, copied into a private
+// buffer laid out like CUDA's packed parameter buffer.
+Status lowerKernelAbi(llvm::Module& module, const ModuleInfo& info);
+
+// Define the device runtime of the IR contract (special registers, barriers, shared window,
+// trap) in IR; UnsupportedPtx naming every other external function the module still calls.
+Status lowerDeviceRuntime(llvm::Module& module, const ModuleInfo& info);
+
+// TargetMachine for amdgcn-amd-amdhsa; also sets the module's triple, data layout and code
+// object version.
+Result<std::unique_ptr<llvm::TargetMachine>> createAmdgpuTargetMachine(const AmdgpuTarget& target);
+void prepareModuleForTarget(llvm::Module& module, llvm::TargetMachine& tm, int codeObjectVersion);
+
+// O2 for the target (always-inlining the runtime and kernel bodies, InferAddressSpaces).
+void optimizeForAmdgpu(llvm::Module& module, llvm::TargetMachine& tm);
+
+// A relocatable ELF object for the target.
+Result<std::vector<uint8_t>> emitAmdgpuObject(llvm::Module& module, llvm::TargetMachine& tm);
+
+// Link a relocatable object into a shared code object with lld, in process.
+Result<std::vector<uint8_t>> linkCodeObject(const std::vector<uint8_t>& object);
+
+}  // namespace rocuda::compiler::amdgpu

@@ -1,0 +1,75 @@
+// compileForAmdgpu: parse -> translate (target-neutral) -> lower for AMDGPU -> verify ->
+// optimise -> emit -> link.
+#include <llvm/IR/DiagnosticInfo.h>
+#include <llvm/IR/DiagnosticPrinter.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include "compiler/amdgpu/amdgpu_lowering.h"
+#include "compiler/translator.h"
+#include "ptx/parser.h"
+
+namespace rocuda::compiler {
+namespace {
+
+// The AMDGPU back end reports what it cannot compile (e.g. a call it cannot lower) as error
+// diagnostics; LLVM's default handler would print them and exit the process.
+void collectDiagnostic(const llvm::DiagnosticInfo* info, void* context) {
+  if (!info || info->getSeverity() != llvm::DS_Error) return;
+  auto& errors = *static_cast<std::string*>(context);
+  llvm::raw_string_ostream os(errors);
+  llvm::DiagnosticPrinterRawOStream printer(os);
+  if (!errors.empty()) os << "; ";
+  info->print(printer);
+}
+
+Status verify(llvm::Module& module, std::string_view moduleName, const char* stage) {
+  std::string problems;
+  llvm::raw_string_ostream os(problems);
+  if (llvm::verifyModule(module, &os))
+    return makeError(ErrorCode::Internal, std::string(stage) + " IR of '" +
+                                              std::string(moduleName) +
+                                              "' does not verify: " + problems);
+  return Status::success();
+}
+
+}  // namespace
+
+Result<std::vector<uint8_t>> compileForAmdgpu(std::string_view ptx, std::string_view moduleName,
+                                              const AmdgpuTarget& target) {
+  auto tm = amdgpu::createAmdgpuTargetMachine(target);
+  if (!tm.ok()) return tm.error();
+
+  ptx::ParseResult parsed = ptx::parseModule(ptx, moduleName);
+  if (parsed.hasErrors()) return makeError(ErrorCode::InvalidPtx, parsed.formatDiagnostics());
+  llvm::LLVMContext context;
+  std::string backendErrors;
+  context.setDiagnosticHandlerCallBack(collectDiagnostic, &backendErrors);
+
+  ModuleInfo info;
+  detail::ModuleTranslator translator(context, parsed.module, moduleName);
+  auto translated = translator.translate(info);
+  if (!translated.ok()) return translated.error();
+  std::unique_ptr<llvm::Module> module = std::move(*translated);
+  ROCUDA_TRY(verify(*module, moduleName, "translated"));
+
+  amdgpu::prepareModuleForTarget(*module, **tm, target.codeObjectVersion);
+  ROCUDA_TRY(amdgpu::lowerAddressSpaces(*module));
+  ROCUDA_TRY(amdgpu::lowerKernelAbi(*module, info));
+  ROCUDA_TRY(amdgpu::lowerDeviceRuntime(*module, info));
+  ROCUDA_TRY(verify(*module, moduleName, "AMDGPU"));
+
+  amdgpu::optimizeForAmdgpu(*module, **tm);
+  auto object = amdgpu::emitAmdgpuObject(*module, **tm);
+  if (!backendErrors.empty())
+    return makeError(ErrorCode::UnsupportedPtx, "the AMD GPU backend cannot compile '" +
+                                                    std::string(moduleName) + "' for " +
+                                                    target.processor + ": " + backendErrors);
+  if (!object.ok()) return object.error();
+  return amdgpu::linkCodeObject(*object);
+}
+
+}  // namespace rocuda::compiler

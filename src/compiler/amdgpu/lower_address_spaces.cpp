@@ -1,0 +1,68 @@
+// Generic (flat) storage of the neutral module moved to the AMDGPU address spaces it lives in:
+// allocas to private, module variables to global. Users keep flat pointers (addrspacecast),
+// which InferAddressSpaces later narrows where it can.
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/GlobalVariable.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Instructions.h>
+#include <llvm/IR/Module.h>
+
+#include "compiler/amdgpu/amdgpu_lowering.h"
+
+namespace rocuda::compiler::amdgpu {
+namespace {
+
+void lowerAllocas(llvm::Function& function) {
+  std::vector<llvm::AllocaInst*> generic;
+  for (auto& block : function)
+    for (auto& inst : block)
+      if (auto* alloca = llvm::dyn_cast<llvm::AllocaInst>(&inst))
+        if (alloca->getAddressSpace() != kPrivateAS) generic.push_back(alloca);
+  for (llvm::AllocaInst* old : generic) {
+    llvm::IRBuilder<> b(old);
+    llvm::AllocaInst* priv =
+        b.CreateAlloca(old->getAllocatedType(), kPrivateAS, old->getArraySize());
+    priv->setAlignment(old->getAlign());
+    priv->takeName(old);
+    llvm::Value* flat = b.CreateAddrSpaceCast(priv, old->getType());
+    old->replaceAllUsesWith(flat);
+    old->eraseFromParent();
+  }
+}
+
+}  // namespace
+
+Status lowerAddressSpaces(llvm::Module& module) {
+  for (auto& function : module)
+    if (!function.isDeclaration()) lowerAllocas(function);
+
+  std::vector<std::pair<llvm::GlobalVariable*, llvm::GlobalVariable*>> moved;
+  for (auto& gv : module.globals()) {
+    if (gv.getAddressSpace() != kFlatAS || gv.getName().starts_with("llvm.")) continue;
+    if (gv.isDeclaration())
+      return makeError(ErrorCode::UnsupportedPtx,
+                       "the AMD GPU code object cannot import the .extern variable '" +
+                           gv.getName().str() + "'");
+    auto* replacement = new llvm::GlobalVariable(module, gv.getValueType(), gv.isConstant(),
+                                                 gv.getLinkage(), nullptr, "", nullptr,
+                                                 llvm::GlobalValue::NotThreadLocal, kGlobalAS);
+    replacement->setAlignment(gv.getAlign());
+    moved.emplace_back(&gv, replacement);
+  }
+  // Replace uses first so initializers that take each other's address follow the move.
+  for (auto& [old, replacement] : moved)
+    old->replaceAllUsesWith(llvm::ConstantExpr::getAddrSpaceCast(replacement, old->getType()));
+  for (auto& [old, replacement] : moved) {
+    replacement->setInitializer(old->getInitializer());
+    old->setInitializer(nullptr);
+    replacement->takeName(old);
+    // Protected: hipModuleGetGlobal finds it by name, and the code itself never goes through a
+    // GOT for its own variables.
+    if (!replacement->hasLocalLinkage())
+      replacement->setVisibility(llvm::GlobalValue::ProtectedVisibility);
+    old->eraseFromParent();
+  }
+  return Status::success();
+}
+
+}  // namespace rocuda::compiler::amdgpu
