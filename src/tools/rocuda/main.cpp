@@ -1,6 +1,7 @@
 // rocuda: the command-line front of Rocuda.
 //   rocuda run -- PROGRAM [ARGS...]   run a CUDA program on Rocuda
 //   rocuda info [--json]              the devices, CUDA-facing and native
+//   rocuda compile INPUT --target GFX AOT-compile PTX to AMD GPU code objects
 //   rocuda ptx-check [-v] FILE...     parse and check PTX files
 //   rocuda config [--markdown]        the environment variables Rocuda reads
 //   rocuda version
@@ -11,6 +12,7 @@
 
 #include "support/env.h"
 #include "support/platform.h"
+#include "tools/rocuda/compile.h"
 #include "tools/rocuda/info.h"
 #include "tools/rocuda/ptx_check.h"
 
@@ -22,6 +24,7 @@ constexpr const char* kUsage =
     "commands:\n"
     "  run [--] PROGRAM [ARGS...]   run PROGRAM with Rocuda's libcuda.so.1 in place of NVIDIA's\n"
     "  info [--json]                every device of every backend, and why no AMD GPU is used\n"
+    "  compile INPUT --target GFX   compile PTX (or every PTX in a binary) to AMD code objects\n"
     "  ptx-check [-v] FILE...       parse and check PTX (text, or inside an executable or fatbin)\n"
     "  config [--markdown]          list the environment variables Rocuda reads\n"
     "  version                      print Rocuda's version\n"
@@ -96,6 +99,7 @@ int main(int argc, char** argv) {
   if (command == "run") return commandRun(args);
   if (command == "config") return commandConfig(args);
   if (command == "info") return rocuda::tools::commandInfo(args);
+  if (command == "compile") return rocuda::tools::commandCompile(args);
   if (command == "ptx-check") return rocuda::tools::commandPtxCheck(args);
   if (command == "version" || command == "--version") {
     std::printf("rocuda %s\n", ROCUDA_VERSION);

@@ -1,0 +1,111 @@
+#include "tools/rocuda/compile.h"
+
+#include <cstdio>
+#include <string>
+
+#include "compiler/amdgpu/amdgpu_codegen.h"
+#include "fatbin/fatbin.h"
+#include "support/platform.h"
+
+namespace rocuda::tools {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: rocuda compile INPUT --target gfxNNNN[:features] [-o OUT] [--code-object-version 4|5]\n"
+    "\n"
+    "Compiles the PTX in INPUT (PTX text, an nvcc-built executable or object, or a fatbin) to an\n"
+    "AMD GPU code object for the target (e.g. gfx1100, gfx90a:sramecc+:xnack-). One code object\n"
+    "per translation unit: OUT, or OUT.1, OUT.2... when there are several (default OUT:\n"
+    "INPUT's file name + .<target>.co in the current directory).\n";
+
+// Take the highest PTX of each translation unit.
+constexpr uint32_t kHighestArch = 1000;
+
+struct Options {
+  std::string input, output, target;
+  int codeObjectVersion = 5;
+};
+
+bool parseOptions(const std::vector<std::string>& args, Options& options) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    bool hasValue = i + 1 < args.size();
+    if ((arg == "--target" || arg == "-t") && hasValue) {
+      options.target = args[++i];
+    } else if (arg == "-o" && hasValue) {
+      options.output = args[++i];
+    } else if (arg == "--code-object-version" && hasValue) {
+      const std::string& v = args[++i];
+      if (v != "4" && v != "5") return false;
+      options.codeObjectVersion = v[0] - '0';
+    } else if (!arg.empty() && arg[0] != '-' && options.input.empty()) {
+      options.input = arg;
+    } else {
+      return false;
+    }
+  }
+  return !options.input.empty() && !options.target.empty();
+}
+
+std::string defaultOutput(const Options& options) {
+  std::string name = options.input.substr(options.input.rfind('/') + 1);
+  std::string processor = options.target.substr(0, options.target.find(':'));
+  return name + "." + processor + ".co";
+}
+
+}  // namespace
+
+int commandCompile(const std::vector<std::string>& args) {
+  Options options;
+  if (!parseOptions(args, options)) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  auto target = compiler::parseGcnArchName(options.target);
+  if (!target.ok()) {
+    std::fprintf(stderr, "rocuda compile: %s\n", target.error().message.c_str());
+    return 2;
+  }
+  target->codeObjectVersion = options.codeObjectVersion;
+  auto bytes = platform::readFile(options.input);
+  if (!bytes.ok()) {
+    std::fprintf(stderr, "rocuda compile: %s\n", bytes.error().message.c_str());
+    return 2;
+  }
+  auto contents = fatbin::readImageBytes(bytes->data(), bytes->size(), kHighestArch);
+  if (!contents.ok()) {
+    std::fprintf(stderr, "rocuda compile: %s: %s\n", options.input.c_str(),
+                 contents.error().message.c_str());
+    return 1;
+  }
+  if (contents->ptx.empty()) {
+    std::fprintf(stderr, "rocuda compile: %s: no PTX in this file\n", options.input.c_str());
+    return 1;
+  }
+  std::string output = options.output.empty() ? defaultOutput(options) : options.output;
+  int failures = 0;
+  for (size_t i = 0; i < contents->ptx.size(); ++i) {
+    const fatbin::PtxProgram& program = contents->ptx[i];
+    std::string name = contents->ptx.size() == 1 ? options.input
+                                                 : options.input + " (" + program.name + ")";
+    auto object = compiler::compileForAmdgpu(program.text, name, *target);
+    if (!object.ok()) {
+      // PTX diagnostics carry their file:line:column already; other errors get the input's name.
+      if (object.error().code == ErrorCode::InvalidPtx)
+        std::fprintf(stderr, "%s\n", object.error().message.c_str());
+      else
+        std::fprintf(stderr, "%s: error: %s\n", name.c_str(), object.error().message.c_str());
+      ++failures;
+      continue;
+    }
+    std::string path = contents->ptx.size() == 1 ? output : output + "." + std::to_string(i + 1);
+    if (auto status = platform::writeFileAtomically(path, object->data(), object->size());
+        !status.ok()) {
+      std::fprintf(stderr, "rocuda compile: %s\n", status.error().message.c_str());
+      return 2;
+    }
+  }
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace rocuda::tools

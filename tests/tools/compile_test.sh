@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# rocuda compile: PTX to AMD GPU code objects for a wave32 and a wave64 target; clear errors for
+# a bad target and for PTX the AMD backend cannot lower yet.
+set -u
+rocuda=$1 inputs=$2 readelf=$3
+fail() { echo "FAIL: $*"; exit 1; }
+out=$(mktemp -d /tmp/rocuda-compile-test.XXXXXX)
+trap 'rm -rf "$out"' EXIT
+for target in gfx1100 gfx90a:sramecc+:xnack-; do
+  "$rocuda" compile "$inputs/saxpy.ptx" --target "$target" -o "$out/saxpy.co" ||
+    fail "compile for $target exited $?"
+  notes=$("$readelf" --notes "$out/saxpy.co")
+  gfx=${target%%:*}
+  [[ $notes == *"amdgcn-amd-amdhsa--$gfx"* ]] || fail "$target: wrong or missing target note"
+  [[ $notes == *".name:           saxpy"* ]] || fail "$target: no saxpy kernel in the metadata"
+  want=32; [[ $gfx == gfx90a ]] && want=64
+  [[ $notes == *".wavefront_size: $want"* ]] || fail "$target: wavefront size is not $want"
+done
+message=$("$rocuda" compile "$inputs/saxpy.ptx" --target gfx803 2>&1)
+[[ $? -eq 2 && -n $message ]] || fail "an unsupported target is not refused with a message"
+message=$("$rocuda" compile "$inputs/printf.ptx" --target gfx1100 -o "$out/p.co" 2>&1)
+[[ $? -eq 1 ]] || fail "PTX calling vprintf did not fail"
+[[ $message == *"vprintf"* ]] || fail "the error does not name vprintf: $message"
+echo "1 passed, 0 failed"
