@@ -5,22 +5,22 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
-#include <cstdlib>
 #include <fstream>
+#include <optional>
 
 #include "compiler/compiler.h"
 #include "compiler/host_codegen.h"
 #include "compiler/translator.h"
 #include "ptx/parser.h"
+#include "support/env.h"
 
 namespace rocuda::compiler {
 namespace {
 
 // Write `module` as text to $ROCUDA_DUMP/<name><suffix> when ROCUDA_DUMP names a directory.
-// (Read with getenv for now; it moves to support/env with the other variables.)
 void dumpModule(const llvm::Module& module, std::string_view name, const char* suffix) {
-  const char* dir = std::getenv("ROCUDA_DUMP");
-  if (!dir || !*dir) return;
+  std::optional<std::string> dir = env::get("ROCUDA_DUMP");
+  if (!dir) return;
   std::string file(name);
   for (char& c : file)
     if (c == '/' || c == '\\' || c == ':' || c == '<' || c == '>') c = '_';
@@ -28,7 +28,7 @@ void dumpModule(const llvm::Module& module, std::string_view name, const char* s
   std::string text;
   llvm::raw_string_ostream os(text);
   module.print(os, nullptr);
-  std::ofstream out(std::string(dir) + "/" + file + suffix, std::ios::binary);
+  std::ofstream out(*dir + "/" + file + suffix, std::ios::binary);
   out << text;
 }
 
