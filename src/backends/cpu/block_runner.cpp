@@ -1,7 +1,11 @@
+#include <algorithm>
+#include <bit>
 #include <csetjmp>
 #include <memory>
+#include <string>
 
 #include "backends/cpu/execution.h"
+#include "backends/cpu/warp_collectives.h"
 #include "support/log.h"
 
 namespace rocuda::backends::cpu {
@@ -49,31 +53,138 @@ void runSequential(BlockState& block, std::vector<std::unique_ptr<ThreadState>>&
   }
 }
 
-// Every thread a fiber; each round resumes every live thread until it reaches a barrier or ends,
-// so no thread passes a barrier before all live threads have arrived at it.
-void runWithBarriers(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& threads,
-                     uint32_t count) {
+bool prepareFibers(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& threads,
+                   uint32_t count) {
   for (uint32_t t = 0; t < count; ++t) {
+    threads[t]->waiting = WaitKind::None;
     if (!threads[t]->fiber.prepare(kFiberStackBytes, fiberMain, threads[t].get())) {
       log::error("cannot allocate a fiber stack for a CUDA thread");
       block.trapped = true;
-      return;
+      return false;
     }
   }
-  bool anyLive = true;
-  while (anyLive && !block.trapped) {
-    anyLive = false;
+  return true;
+}
+
+// Whether every member of `lane`'s collective waits in the same kind of collective with `lane`
+// in its own member mask. A member that waits in another collective (a diverged branch's) or
+// for other lanes has not reached this one yet: pairing them would run lanes out of step.
+bool membersAgree(const WarpRequests& requests, uint32_t members, uint32_t lane) {
+  for (uint32_t k = 0; k < kWarpSize; ++k) {
+    if (!(members & (1u << k))) continue;
+    const WarpRequest* member = requests[k];
+    if (member == nullptr) return false;  // not arrived yet
+    if (member->op != requests[lane]->op) return false;
+    if (k != lane && !(member->mask & (1u << lane))) return false;
+  }
+  return true;
+}
+
+// Whether every live lane waits in the same kind of collective with the same member mask, which
+// names every waiting lane.
+bool uniformCollective(const WarpRequests& requests, uint32_t live, uint32_t waiting) {
+  if (waiting != live) return false;
+  const WarpRequest* first = requests[std::countr_zero(waiting)];
+  if ((first->mask & live) != live) return false;
+  for (uint32_t l = 0; l < kWarpSize; ++l) {
+    const WarpRequest* request = requests[l];
+    if (request != nullptr && (request->op != first->op || request->mask != first->mask))
+      return false;
+  }
+  return true;
+}
+
+// Release the lanes of warp `first / 32` whose collective can complete: every live lane named in
+// their member mask waits in the same collective. Results are computed before any lane resumes,
+// so each sees every other lane's contribution. Returns whether a lane was released.
+bool releaseWarp(std::vector<std::unique_ptr<ThreadState>>& threads, uint32_t first,
+                 uint32_t count) {
+  uint32_t lanes = std::min(kWarpSize, count - first);
+  uint32_t live = 0, waiting = 0;
+  WarpRequests requests{};
+  for (uint32_t l = 0; l < lanes; ++l) {
+    const ThreadState& thread = *threads[first + l];
+    if (thread.finished) continue;
+    live |= 1u << l;
+    if (thread.waiting != WaitKind::Warp) continue;
+    waiting |= 1u << l;
+    requests[l] = &thread.warp;
+  }
+  if (waiting == 0) return false;
+  uint32_t release = 0;
+  std::array<uint32_t, kWarpSize> participants{};
+  // The common case, every live lane in one collective with one mask, needs no pairwise checks.
+  bool uniform = uniformCollective(requests, live, waiting);
+  if (uniform) {
+    release = waiting;
+    participants.fill(waiting);
+  }
+  for (uint32_t l = 0; l < lanes && !uniform; ++l) {
+    if (!(waiting & (1u << l))) continue;
+    uint32_t members = (requests[l]->mask & live) | (1u << l);
+    if (!membersAgree(requests, members, l)) continue;
+    release |= 1u << l;
+    participants[l] = members;
+  }
+  if (release == 0) return false;
+  std::array<uint64_t, kWarpSize> results{};
+  for (uint32_t l = 0; l < lanes; ++l)
+    if (release & (1u << l)) results[l] = warpResult(requests, participants[l], l);
+  for (uint32_t l = 0; l < lanes; ++l) {
+    if (!(release & (1u << l))) continue;
+    ThreadState& thread = *threads[first + l];
+    thread.warp.result = results[l];
+    thread.waiting = WaitKind::None;
+  }
+  return true;
+}
+
+// A block barrier completes when every live thread waits at one (and none in a warp collective).
+bool releaseBarrier(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& threads,
+                    uint32_t count) {
+  bool any = false;
+  for (uint32_t t = 0; t < count; ++t) {
+    const ThreadState& thread = *threads[t];
+    if (thread.finished) continue;
+    if (thread.waiting != WaitKind::Barrier) return false;
+    any = true;
+  }
+  if (!any) return false;
+  for (uint32_t t = 0; t < count; ++t) threads[t]->waiting = WaitKind::None;
+  // Threads resuming read this round's bar.red votes; the next barrier counts afresh.
+  block.roundParity ^= 1;
+  block.reduceArrived[block.roundParity] = 0;
+  block.reduceTrue[block.roundParity] = 0;
+  return true;
+}
+
+// Every thread a fiber. Each pass resumes every runnable thread until it waits (at a block
+// barrier or in a warp collective) or ends; then the waits that can complete are released. When
+// none can and threads remain, the block is deadlocked: it stops with an error, never hangs.
+void runFibers(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& threads,
+               uint32_t count) {
+  if (!prepareFibers(block, threads, count)) return;
+  while (!block.trapped) {
+    bool anyLive = false;
     for (uint32_t t = 0; t < count && !block.trapped; ++t) {
       ThreadState* thread = threads[t].get();
       if (thread->finished) continue;
-      currentThread() = thread;
-      Fiber::switchTo(block.scheduler, thread->fiber);
+      if (thread->waiting == WaitKind::None) {
+        currentThread() = thread;
+        Fiber::switchTo(block.scheduler, thread->fiber);
+      }
       anyLive = anyLive || !thread->finished;
     }
-    // Every live thread now waits at a barrier: the next round's bar.red votes start afresh.
-    block.roundParity ^= 1;
-    block.reduceArrived[block.roundParity] = 0;
-    block.reduceTrue[block.roundParity] = 0;
+    if (!anyLive || block.trapped) return;
+    bool released = false;
+    for (uint32_t first = 0; first < count; first += kWarpSize)
+      released = releaseWarp(threads, first, count) || released;
+    if (released || releaseBarrier(block, threads, count)) continue;
+    log::error("kernel '" + std::string(block.grid->kernelName) + "' deadlocked in block (" +
+               std::to_string(block.ctaid[0]) + "," + std::to_string(block.ctaid[1]) + "," +
+               std::to_string(block.ctaid[2]) +
+               "): threads wait at a barrier or warp collective that cannot complete");
+    block.trapped = true;
   }
 }
 
@@ -105,8 +216,8 @@ BlockOutcome runBlock(const GridState& grid, uint64_t linearBlockIndex) {
     thread.block = &block;
     thread.finished = false;
   }
-  if (grid.usesBarriers)
-    runWithBarriers(block, resources.threads, count);
+  if (grid.useFibers())
+    runFibers(block, resources.threads, count);
   else
     runSequential(block, resources.threads, count);
   currentThread() = nullptr;

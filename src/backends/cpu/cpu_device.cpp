@@ -214,10 +214,6 @@ Result<std::unique_ptr<LoadedModule>> CpuDevice::loadPtx(std::string_view ptx,
 Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const void* params) {
   auto& cpuKernel = static_cast<CpuKernel&>(kernel);
   const compiler::KernelInfo& info = cpuKernel.info();
-  if (info.usesWarpCollectives)
-    return makeError(ErrorCode::NotSupported,
-                     "kernel '" + info.name + "' uses warp-level collectives (shuffle, vote, "
-                     "match, reduce or __syncwarp), which the CPU device does not run yet");
   GridState grid;
   grid.entry = cpuKernel.entry();
   grid.params = const_cast<void*>(params);
@@ -227,6 +223,8 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
   grid.sharedBytes = std::max(info.staticSharedBytes,
                               info.dynamicSharedOffset + config.dynamicSharedBytes);
   grid.usesBarriers = info.usesBarriers;
+  grid.usesWarpCollectives = info.usesWarpCollectives;
+  grid.kernelName = info.name;
   grid.gridId = nextGridId_++;
 
   uint64_t blocks = uint64_t(config.grid[0]) * config.grid[1] * config.grid[2];
@@ -242,7 +240,8 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
     return makeError(ErrorCode::Assert, "kernel '" + info.name + "' failed a device-side assert");
   if (failed.load())
     return makeError(ErrorCode::LaunchFailed,
-                     "kernel '" + info.name + "' executed trap (or a barrier it could not honour)");
+                     "kernel '" + info.name +
+                         "' executed trap (or deadlocked at a barrier or warp collective)");
   return Status::success();
 }
 

@@ -1,5 +1,6 @@
 // The device runtime of the CPU device: the functions translated kernels call for special
-// registers, barriers, shared memory, trap and printf (the contract is in compiler/compiler.h).
+// registers, barriers, warp collectives, shared memory, trap and printf (the contract is in
+// compiler/compiler.h).
 #include <chrono>
 #include <csetjmp>
 #include <cstdio>
@@ -72,12 +73,13 @@ static void* sharedBase() { return block().shared; }
 
 static void barrierSync(int32_t /*id*/, int32_t /*threads*/) {
   ThreadState& thread = self();
-  if (!grid().usesBarriers) {
+  if (!grid().useFibers()) {
     // The compiler said this kernel has no barrier; running on would be silently wrong.
     log::error("barrier reached in a kernel compiled without barrier support; stopping the kernel");
     block().trapped = true;
     std::longjmp(block().trapExit, 1);
   }
+  thread.waiting = WaitKind::Barrier;
   Fiber::switchTo(thread.fiber, thread.block->scheduler);
 }
 
@@ -100,15 +102,44 @@ static int32_t barrierReduce(int32_t op, int32_t id, int32_t threads, int32_t pr
   ThreadState& thread = self();
   BlockState& b = *thread.block;
   b.trapped = true;
-  if (b.grid->usesBarriers) Fiber::switchTo(thread.fiber, b.scheduler);  // never resumed
+  if (b.grid->useFibers()) Fiber::switchTo(thread.fiber, b.scheduler);  // never resumed
   std::longjmp(b.trapExit, 1);
 }
-// Warp collectives (shfl, vote, match, redux, __syncwarp) are not executed by this device yet;
-// launches of kernels using them are refused before they start (cpu_device.cpp), so reaching
-// one of these is an internal error that stops the kernel rather than computing garbage.
-[[noreturn]] static void warpCollectiveUnsupported() {
-  log::error("warp-level collective reached in a kernel the CPU device cannot run; stopping it");
-  trap();
+
+// A warp collective: record this lane's contribution and wait until the block's scheduler has
+// gathered every member lane's and computed this lane's result (block_runner.cpp).
+static uint64_t warpCollective(WarpOp op, int32_t mode, uint64_t value, int32_t b, int32_t c,
+                               uint32_t mask) {
+  ThreadState& thread = self();
+  if (!grid().useFibers()) {
+    // Lanes run one after another here: no other lane's value exists to combine with.
+    log::error("warp collective reached in a kernel compiled without warp collective support; "
+               "stopping the kernel");
+    trap();
+  }
+  thread.warp = WarpRequest{op, mode, value, b, c, mask, 0};
+  thread.waiting = WaitKind::Warp;
+  Fiber::switchTo(thread.fiber, thread.block->scheduler);
+  return thread.warp.result;
+}
+
+static void warpSync(int32_t mask) {
+  warpCollective(WarpOp::Sync, 0, 0, 0, 0, static_cast<uint32_t>(mask));
+}
+static uint64_t shflSync(int32_t mode, int32_t value, int32_t b, int32_t c, int32_t mask) {
+  return warpCollective(WarpOp::Shfl, mode, static_cast<uint32_t>(value), b, c,
+                        static_cast<uint32_t>(mask));
+}
+static int32_t voteSync(int32_t mode, int32_t predicate, int32_t mask) {
+  return static_cast<int32_t>(warpCollective(WarpOp::Vote, mode, predicate != 0 ? 1 : 0, 0, 0,
+                                             static_cast<uint32_t>(mask)));
+}
+static int32_t reduxSync(int32_t op, int32_t value, int32_t mask) {
+  return static_cast<int32_t>(warpCollective(WarpOp::Redux, op, static_cast<uint32_t>(value), 0,
+                                             0, static_cast<uint32_t>(mask)));
+}
+static uint64_t matchSync(int32_t mode, uint64_t value, int32_t mask) {
+  return warpCollective(WarpOp::Match, mode, value, 0, 0, static_cast<uint32_t>(mask));
 }
 
 // assert() in device code: report as CUDA does, then stop the block; the launch fails with
@@ -223,11 +254,11 @@ std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
       {"__rocuda_barrier_sync", fn(barrierSync)},
       {"__rocuda_barrier_reduce", fn(barrierReduce)},
       {"__assertfail", fn(assertFail)},
-      {"__rocuda_warp_sync", fn(warpCollectiveUnsupported)},
-      {"__rocuda_shfl_sync", fn(warpCollectiveUnsupported)},
-      {"__rocuda_vote_sync", fn(warpCollectiveUnsupported)},
-      {"__rocuda_redux_sync", fn(warpCollectiveUnsupported)},
-      {"__rocuda_match_sync", fn(warpCollectiveUnsupported)},
+      {"__rocuda_warp_sync", fn(warpSync)},
+      {"__rocuda_shfl_sync", fn(shflSync)},
+      {"__rocuda_vote_sync", fn(voteSync)},
+      {"__rocuda_redux_sync", fn(reduxSync)},
+      {"__rocuda_match_sync", fn(matchSync)},
       {"__rocuda_trap", fn(trap)},
       {"vprintf", fn(vprintfEntry)},
   };

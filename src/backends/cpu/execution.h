@@ -1,12 +1,14 @@
 // How the CPU device runs a grid: blocks in parallel on the thread pool; within a block, the
-// threads one after another when the kernel has no barrier, or as fibers that all meet at each
-// barrier when it has. Translated kernels reach the state below through the device runtime
+// threads one after another when the kernel has no barrier and no warp collective, or else as
+// fibers that wait for one another at each barrier (the whole block) or warp collective (the
+// lanes of the member mask). Translated kernels reach the state below through the device runtime
 // functions (device_runtime.cpp), which read the calling CUDA thread's ThreadState.
 #pragma once
 
 #include <array>
 #include <csetjmp>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "support/fiber.h"
@@ -21,11 +23,32 @@ struct GridState {
   void* params = nullptr;
   std::array<uint32_t, 3> grid{1, 1, 1};
   std::array<uint32_t, 3> block{1, 1, 1};
-  uint32_t sharedBytes = 0;         // whole window: static, then dynamic from dynamicSharedOffset
+  uint32_t sharedBytes = 0;  // whole window: static, then dynamic from dynamicSharedOffset
   uint32_t dynamicSharedBytes = 0;
   bool usesBarriers = false;
+  bool usesWarpCollectives = false;
   uint32_t gridId = 0;
+  std::string_view kernelName;  // for diagnostics (a deadlocked block names its kernel)
+
+  // Threads run as fibers when they must wait for one another (barriers, warp collectives).
+  bool useFibers() const { return usesBarriers || usesWarpCollectives; }
 };
+
+// Kinds of warp collective a thread can wait in (see compiler.h for the runtime contract).
+enum class WarpOp : uint8_t { Sync, Shfl, Vote, Redux, Match };
+
+// One lane's contribution to a warp collective, and its result once every member has arrived.
+struct WarpRequest {
+  WarpOp op = WarpOp::Sync;
+  int32_t mode = 0;      // shfl/vote/match mode, redux op
+  uint64_t value = 0;    // shfl/redux value, vote predicate, match value
+  int32_t b = 0, c = 0;  // shfl operands
+  uint32_t mask = 0;     // PTX member mask
+  uint64_t result = 0;
+};
+
+// Why a fiber gave control back to the block's scheduler.
+enum class WaitKind : uint8_t { None, Barrier, Warp };
 
 struct BlockState;
 
@@ -35,6 +58,8 @@ struct ThreadState {
   BlockState* block = nullptr;
   Fiber fiber;
   bool finished = false;
+  WaitKind waiting = WaitKind::None;
+  WarpRequest warp;  // valid while waiting == Warp, and its result after
 };
 
 struct BlockState {

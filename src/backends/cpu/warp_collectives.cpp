@@ -1,0 +1,140 @@
+#include "backends/cpu/warp_collectives.h"
+
+#include <algorithm>
+
+namespace rocuda::backends::cpu {
+namespace {
+
+uint32_t bit(uint32_t lane) { return 1u << lane; }
+
+// shfl.sync: the source lane and the predicate, after PTX's pseudo-code (c packs the clamp
+// value in bits 0..4 and the segment mask in bits 8..12).
+uint64_t shuffle(const WarpRequests& requests, uint32_t participants, uint32_t lane) {
+  const WarpRequest& self = *requests[lane];
+  int32_t bval = self.b & 0x1f;
+  int32_t clamp = self.c & 0x1f;
+  int32_t segmask = (self.c >> 8) & 0x1f;
+  int32_t me = static_cast<int32_t>(lane);
+  int32_t maxLane = (me & segmask) | (clamp & ~segmask);
+  int32_t minLane = me & segmask;
+  int32_t source = me;
+  bool inRange = false;
+  switch (self.mode) {
+    case 0:
+      source = me - bval;
+      inRange = source >= maxLane;
+      break;
+    case 1:
+      source = me + bval;
+      inRange = source <= maxLane;
+      break;
+    case 2:
+      source = me ^ bval;
+      inRange = source <= maxLane;
+      break;
+    default:
+      source = minLane | (bval & ~segmask);
+      inRange = source <= maxLane;
+      break;
+  }
+  if (!inRange) source = me;
+  // Reading a lane that does not take part is undefined in PTX: give the lane its own value.
+  uint32_t from = static_cast<uint32_t>(source);
+  uint32_t value = static_cast<uint32_t>(self.value);
+  if (from < kWarpSize && (participants & bit(from)) && requests[from] != nullptr)
+    value = static_cast<uint32_t>(requests[from]->value);
+  return uint64_t(value) | (inRange ? uint64_t(1) << 32 : 0);
+}
+
+// vote.sync: mode 0 all, 1 any, 2 uni, 3 ballot.
+uint64_t vote(const WarpRequests& requests, uint32_t participants, uint32_t lane) {
+  uint32_t ballot = 0;
+  for (uint32_t l = 0; l < kWarpSize; ++l)
+    if ((participants & bit(l)) && requests[l] && requests[l]->value != 0) ballot |= bit(l);
+  switch (requests[lane]->mode) {
+    case 0:
+      return ballot == participants ? 1 : 0;
+    case 1:
+      return ballot != 0 ? 1 : 0;
+    case 2:
+      return ballot == 0 || ballot == participants ? 1 : 0;
+    default:
+      return ballot;
+  }
+}
+
+// redux.sync: op 0 add, 1 min.u32, 2 max.u32, 3 min.s32, 4 max.s32, 5 and, 6 or, 7 xor.
+uint64_t reduce(const WarpRequests& requests, uint32_t participants, uint32_t lane) {
+  int32_t op = requests[lane]->mode;
+  uint32_t acc = 0;
+  bool first = true;
+  for (uint32_t l = 0; l < kWarpSize; ++l) {
+    if (!(participants & bit(l)) || requests[l] == nullptr) continue;
+    uint32_t v = static_cast<uint32_t>(requests[l]->value);
+    if (first) {
+      acc = v;
+      first = false;
+      continue;
+    }
+    auto s = [](uint32_t x) { return static_cast<int32_t>(x); };
+    switch (op) {
+      case 0:
+        acc += v;
+        break;
+      case 1:
+        acc = std::min(acc, v);
+        break;
+      case 2:
+        acc = std::max(acc, v);
+        break;
+      case 3:
+        acc = static_cast<uint32_t>(std::min(s(acc), s(v)));
+        break;
+      case 4:
+        acc = static_cast<uint32_t>(std::max(s(acc), s(v)));
+        break;
+      case 5:
+        acc &= v;
+        break;
+      case 6:
+        acc |= v;
+        break;
+      default:
+        acc ^= v;
+        break;
+    }
+  }
+  return acc;
+}
+
+// match.sync: mode 0 any (the lanes holding this lane's value), 1 all (every lane, or none).
+uint64_t match(const WarpRequests& requests, uint32_t participants, uint32_t lane) {
+  uint64_t mine = requests[lane]->value;
+  uint32_t same = 0;
+  for (uint32_t l = 0; l < kWarpSize; ++l)
+    if ((participants & bit(l)) && requests[l] && requests[l]->value == mine) same |= bit(l);
+  if (requests[lane]->mode == 0) return same;
+  return same == participants ? (uint64_t(1) << 32) | participants : 0;
+}
+
+}  // namespace
+
+uint64_t warpResult(const WarpRequests& requests, uint32_t participants, uint32_t lane) {
+  if (lane >= kWarpSize || requests[lane] == nullptr) return 0;
+  participants |= bit(lane);
+  switch (requests[lane]->op) {
+    case WarpOp::Shfl:
+      return shuffle(requests, participants, lane);
+    case WarpOp::Vote:
+      return vote(requests, participants, lane);
+    case WarpOp::Redux:
+      return reduce(requests, participants, lane);
+    case WarpOp::Match:
+      return match(requests, participants, lane);
+    case WarpOp::Sync:
+      break;
+  }
+  return 0;
+}
+
+}  // namespace rocuda::backends::cpu

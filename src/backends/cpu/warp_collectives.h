@@ -1,0 +1,24 @@
+// Warp collectives of the CPU device (shfl.sync, vote.sync, redux.sync, match.sync,
+// bar.warp.sync): the results of a warp's lanes once every member has arrived, computed from all
+// lanes' contributions as the PTX ISA defines them.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "backends/cpu/execution.h"
+
+namespace rocuda::backends::cpu {
+
+inline constexpr uint32_t kWarpSize = 32;
+
+// One warp's waiting lanes: requests[l] is lane l's contribution, or nullptr when lane l does
+// not take part (absent from the block, exited, or elsewhere).
+using WarpRequests = std::array<const WarpRequest*, kWarpSize>;
+
+// The result of `lane`'s collective (WarpRequest::result encoding of compiler.h), given the
+// lanes that take part with it (`participants`, one bit per lane, including `lane`; the caller
+// names only lanes that have a request).
+uint64_t warpResult(const WarpRequests& requests, uint32_t participants, uint32_t lane);
+
+}  // namespace rocuda::backends::cpu
