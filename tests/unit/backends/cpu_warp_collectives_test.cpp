@@ -1,0 +1,110 @@
+// The CPU device's warp collectives as a pure function: each lane's result from all lanes'
+// contributions, checked against the PTX ISA's definitions.
+#include "backends/cpu/warp_collectives.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+
+namespace rocuda::backends::cpu {
+namespace {
+
+constexpr uint32_t kFull = 0xffffffffu;
+
+struct Warp {
+  std::array<WarpRequest, kWarpSize> lanes{};
+  WarpRequests requests{};
+  uint32_t participants = 0;
+
+  // Lanes in `members` take part with the same operation; value(l) is lane l's contribution.
+  template <class Value>
+  Warp(WarpOp op, int32_t mode, uint32_t members, Value value, int32_t b = 0, int32_t c = 0) {
+    for (uint32_t l = 0; l < kWarpSize; ++l) {
+      if ((members >> l & 1u) == 0) continue;
+      lanes[l] = WarpRequest{op, mode, static_cast<uint64_t>(value(l)), b, c, members, 0};
+      requests[l] = &lanes[l];
+      participants |= 1u << l;
+    }
+  }
+  uint64_t result(uint32_t lane) const { return warpResult(requests, participants, lane); }
+};
+
+uint32_t valueOf(uint64_t result) { return static_cast<uint32_t>(result); }
+bool predicateOf(uint64_t result) { return (result >> 32 & 1u) != 0; }
+
+enum ShflMode { kUp = 0, kDown = 1, kBfly = 2, kIdx = 3 };
+
+TEST(WarpCollectives, ShuffleIndexBroadcasts) {
+  Warp warp(WarpOp::Shfl, kIdx, kFull, [](uint32_t l) { return 100 + l; }, /*b=*/5, /*c=*/0x1f);
+  for (uint32_t l = 0; l < kWarpSize; ++l) {
+    EXPECT_EQ(valueOf(warp.result(l)), 105u) << "lane " << l;
+    EXPECT_TRUE(predicateOf(warp.result(l)));
+  }
+}
+
+TEST(WarpCollectives, ShuffleDownClampsAtTheLastLane) {
+  Warp warp(WarpOp::Shfl, kDown, kFull, [](uint32_t l) { return l * 10; }, /*b=*/1, /*c=*/0x1f);
+  for (uint32_t l = 0; l < 31; ++l) {
+    EXPECT_EQ(valueOf(warp.result(l)), (l + 1) * 10) << "lane " << l;
+    EXPECT_TRUE(predicateOf(warp.result(l)));
+  }
+  EXPECT_EQ(valueOf(warp.result(31)), 310u) << "out of range: a lane keeps its own value";
+  EXPECT_FALSE(predicateOf(warp.result(31)));
+}
+
+TEST(WarpCollectives, ShuffleUpWithinSegmentsOfEight) {
+  // __shfl_up_sync(mask, v, 2, 8): c = (32 - 8) << 8, clamp 0.
+  Warp warp(WarpOp::Shfl, kUp, kFull, [](uint32_t l) { return l; }, /*b=*/2, /*c=*/(24 << 8));
+  for (uint32_t l = 0; l < kWarpSize; ++l) {
+    bool inRange = l % 8 >= 2;
+    EXPECT_EQ(valueOf(warp.result(l)), inRange ? l - 2 : l) << "lane " << l;
+    EXPECT_EQ(predicateOf(warp.result(l)), inRange) << "lane " << l;
+  }
+}
+
+TEST(WarpCollectives, ButterflyWithinSegmentsOfSixteen) {
+  // __shfl_xor_sync(mask, v, 4, 16): c = ((32 - 16) << 8) | 0x1f.
+  Warp warp(WarpOp::Shfl, kBfly, kFull, [](uint32_t l) { return 1000 + l; }, 4, (16 << 8) | 0x1f);
+  for (uint32_t l = 0; l < kWarpSize; ++l) EXPECT_EQ(valueOf(warp.result(l)), 1000 + (l ^ 4));
+}
+
+enum VoteMode { kAll = 0, kAny = 1, kUni = 2, kBallot = 3 };
+
+TEST(WarpCollectives, VotesOverAPartialWarp) {
+  const uint32_t members = 0x000fffffu;  // lanes 0..19, as in a block of 20 threads
+  auto divisibleBy3 = [](uint32_t l) { return l % 3 == 0 ? 1 : 0; };
+  Warp ballot(WarpOp::Vote, kBallot, members, divisibleBy3);
+  uint32_t expected = 0;
+  for (uint32_t l = 0; l < 20; ++l) expected |= (l % 3 == 0 ? 1u : 0u) << l;
+  for (uint32_t l = 0; l < 20; ++l) EXPECT_EQ(valueOf(ballot.result(l)), expected);
+  Warp all(WarpOp::Vote, kAll, members, divisibleBy3);
+  Warp any(WarpOp::Vote, kAny, members, divisibleBy3);
+  Warp uni(WarpOp::Vote, kUni, members, [](uint32_t) { return 1; });
+  EXPECT_EQ(valueOf(all.result(0)), 0u);
+  EXPECT_EQ(valueOf(any.result(7)), 1u);
+  EXPECT_EQ(valueOf(uni.result(19)), 1u);
+}
+
+TEST(WarpCollectives, ReduxAddAndMaxOverParticipants) {
+  const uint32_t members = 0x0000ff0fu;
+  Warp add(WarpOp::Redux, /*add=*/0, members, [](uint32_t l) { return l + 1; });
+  uint32_t sum = 0;
+  for (uint32_t l = 0; l < kWarpSize; ++l)
+    if (members >> l & 1u) sum += l + 1;
+  EXPECT_EQ(valueOf(add.result(0)), sum);
+  EXPECT_EQ(valueOf(add.result(15)), sum);
+  Warp maxSigned(WarpOp::Redux, /*max.s32=*/4, members,
+                 [](uint32_t l) { return static_cast<uint32_t>(static_cast<int32_t>(l) - 10); });
+  EXPECT_EQ(static_cast<int32_t>(valueOf(maxSigned.result(3))), 15 - 10);
+}
+
+TEST(WarpCollectives, MatchAnyGroupsEqualValues) {
+  Warp match(WarpOp::Match, /*any=*/0, kFull, [](uint32_t l) { return l % 4; });
+  for (uint32_t l = 0; l < kWarpSize; ++l) EXPECT_EQ(valueOf(match.result(l)), 0x11111111u << (l % 4));
+  Warp matchAll(WarpOp::Match, /*all=*/1, kFull, [](uint32_t) { return 7; });
+  EXPECT_EQ(valueOf(matchAll.result(9)), kFull);
+  EXPECT_TRUE(predicateOf(matchAll.result(9)));
+}
+
+}  // namespace
+}  // namespace rocuda::backends::cpu
