@@ -44,7 +44,7 @@ Result<std::vector<uint8_t>> readFile(const std::string& path) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     auto code = errno == ENOENT ? ErrorCode::FileNotFound : ErrorCode::OperatingSystem;
-    return makeError(code, "cannot open '" + path + "': " + std::strerror(errno));
+    return makeError(code, "cannot read '" + path + "': " + std::strerror(errno));
   }
   std::vector<uint8_t> bytes;
   uint8_t chunk[65536];

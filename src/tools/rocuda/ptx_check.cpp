@@ -3,16 +3,15 @@
 // translation unit (the highest compute_XX of each), and each program is checked on its own.
 #include "tools/rocuda/ptx_check.h"
 
-#include <cerrno>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "fatbin/fatbin.h"
 #include "ptx/parser.h"
+#include "support/platform.h"
 
 namespace rocuda::tools {
 namespace {
@@ -57,24 +56,6 @@ Counts countModule(const ptx::Module& module) {
       if (statement.kind == ptx::Statement::Kind::Instruction) ++counts.instructions;
   }
   return counts;
-}
-
-// Reads a whole file; on failure `error` holds the reason (strerror text).
-bool readFile(const std::string& path, std::string& data, std::string& error) {
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (!file) {
-    error = std::strerror(errno);
-    return false;
-  }
-  char buffer[1 << 16];
-  size_t got = 0;
-  while ((got = std::fread(buffer, 1, sizeof buffer, file)) > 0) data.append(buffer, got);
-  // A directory opens fine on Linux and fails on the first read (EISDIR).
-  bool failed = std::ferror(file) != 0;
-  int savedErrno = errno;
-  std::fclose(file);
-  if (failed) error = std::strerror(savedErrno);
-  return !failed;
 }
 
 // Parses one PTX program and prints its diagnostics; true when it has no errors.
@@ -135,12 +116,12 @@ bool looksBinary(std::string_view data) {
 }
 
 FileStatus checkFile(const std::string& path, bool verbose) {
-  std::string data;
-  std::string error;
-  if (!readFile(path, data, error)) {
-    std::fprintf(stderr, "rocuda ptx-check: cannot read '%s': %s\n", path.c_str(), error.c_str());
+  auto bytes = platform::readFile(path);
+  if (!bytes.ok()) {
+    std::fprintf(stderr, "rocuda ptx-check: %s\n", bytes.error().message.c_str());
     return FileStatus::Unreadable;
   }
+  std::string data(bytes->begin(), bytes->end());
   if (data.empty()) {
     reportFileError(path, "empty file: no PTX");
     return FileStatus::Errors;
