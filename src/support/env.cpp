@@ -1,8 +1,11 @@
 #include "support/env.h"
 
 #include <cassert>
+#include <cstdio>
 #include <cstdlib>
 #include <strings.h>
+
+#include "support/log.h"
 
 namespace rocuda::env {
 
@@ -57,6 +60,18 @@ bool getFlag(std::string_view name, bool defaultValue) {
   for (const char* falseWord : {"0", "false", "off", "no"})
     if (strcasecmp(value->c_str(), falseWord) == 0) return false;
   return true;
+}
+
+ComputeCapability computeCapability() {
+  auto value = get("ROCUDA_CC");
+  if (!value) return {};
+  int major = 0, minor = 0;
+  char extra = 0;
+  if (std::sscanf(value->c_str(), "%d.%d%c", &major, &minor, &extra) == 2 && major >= 3 &&
+      major <= 12 && minor >= 0 && minor <= 9)
+    return {major, minor};
+  log::warning("ROCUDA_CC='" + *value + "' is not MAJOR.MINOR (e.g. 8.6); reporting 8.6");
+  return {};
 }
 
 }  // namespace rocuda::env

@@ -25,4 +25,13 @@ std::optional<std::string> get(std::string_view name);
 // "0", "false", "off", "no" are false; any other non-empty value is true.
 bool getFlag(std::string_view name, bool defaultValue);
 
+struct ComputeCapability {
+  int major = 8;
+  int minor = 6;
+};
+// ROCUDA_CC as MAJOR.MINOR (3.0 to 12.9); a malformed value is reported and the default (8.6,
+// Ampere: new enough for what applications check, old enough that no one expects Hopper-only
+// features) is used.
+ComputeCapability computeCapability();
+
 }  // namespace rocuda::env

@@ -77,19 +77,6 @@ unsigned configuredThreads() {
   return platform::hardwareThreads();
 }
 
-// ROCUDA_CC=MAJOR.MINOR, default 8.6 (Ampere: new enough for what applications check, old
-// enough that no one expects Hopper-only features).
-std::pair<int, int> configuredComputeCapability() {
-  if (auto value = env::get("ROCUDA_CC")) {
-    int major = 0, minor = 0;
-    if (std::sscanf(value->c_str(), "%d.%d", &major, &minor) == 2 && major >= 3 && major <= 12 &&
-        minor >= 0 && minor <= 9)
-      return {major, minor};
-    log::warning("ROCUDA_CC='" + *value + "' is not MAJOR.MINOR (e.g. 8.6); reporting 8.6");
-  }
-  return {8, 6};
-}
-
 class CpuDevice final : public DeviceBackend {
  public:
   CpuDevice() : pool_(configuredThreads()) { describe(); }
@@ -156,7 +143,7 @@ void CpuDevice::describe() {
   d.name = "Rocuda CPU (" + platform::cpuModelName() + ")";
   hostTarget_ = compiler::hostTargetName();
   d.nativeTarget = hostTarget_.substr(0, hostTarget_.find(" +"));  // without the feature list
-  auto [major, minor] = configuredComputeCapability();
+  auto [major, minor] = env::computeCapability();
   d.computeCapabilityMajor = major;
   d.computeCapabilityMinor = minor;
   d.totalMemory = platform::totalPhysicalMemory();

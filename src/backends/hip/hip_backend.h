@@ -83,8 +83,6 @@ int nativeWavefrontSize(std::string_view processor);
 bool isSupportedProcessor(std::string_view processor);
 // "0000:03:00.0" -> domain 0, bus 3, device 0; false when malformed.
 bool parsePciBusId(std::string_view text, int* domain, int* bus, int* device);
-// ROCUDA_CC as (major, minor); 8.6 when unset or malformed (with a warning).
-std::pair<int, int> configuredComputeCapability();
 // Whether ROCUDA_DEVICES (unset = every backend) lets the HIP backend in.
 bool hipBackendEnabled(std::string* reason);
 

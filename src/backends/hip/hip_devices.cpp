@@ -145,18 +145,6 @@ DeviceDescription describeHipDevice(const HipRawDevice& raw, int computeCapabili
   return d;
 }
 
-std::pair<int, int> configuredComputeCapability() {
-  if (auto value = env::get("ROCUDA_CC")) {
-    int major = 0, minor = 0;
-    char extra = 0;
-    if (std::sscanf(value->c_str(), "%d.%d%c", &major, &minor, &extra) == 2 && major >= 3 &&
-        major <= 12 && minor >= 0 && minor <= 9)
-      return {major, minor};
-    log::warning("ROCUDA_CC='" + *value + "' is not MAJOR.MINOR (e.g. 8.6); reporting 8.6");
-  }
-  return {8, 6};
-}
-
 bool hipBackendEnabled(std::string* reason) {
   auto value = env::get("ROCUDA_DEVICES");
   if (!value) return true;
@@ -328,7 +316,7 @@ HipDiscovery discoverHipDevices(const std::vector<std::string>& libraryCandidate
     result.unavailableReason = "HIP found no AMD GPU (hipGetDeviceCount returned 0)";
     return result;
   }
-  auto [major, minor] = configuredComputeCapability();
+  auto [major, minor] = env::computeCapability();
   std::string skipped;
   for (int ordinal = 0; ordinal < count; ++ordinal) {
     auto raw = readDevice(*runtime, **table, ordinal);
