@@ -55,6 +55,8 @@ class [[nodiscard]] Result {
   const T& value() const& { assert(ok()); return std::get<T>(state_); }
   T&& value() && { assert(ok()); return std::get<T>(std::move(state_)); }
   T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T&& operator*() && { return std::move(*this).value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 
