@@ -97,15 +97,27 @@ std::vector<Stream*> Context::allStreams() {
   return all;
 }
 
-CompletionPtr Context::enqueue(Stream& stream, std::string name, std::function<Status()> work) {
+Result<CompletionPtr> Context::enqueue(Stream& stream, std::string name,
+                                       std::function<Status()> work) {
   // After a kernel failure the context runs nothing more (CUDA's sticky errors): queued work
   // completes at once with the error.
   work = [this, work = std::move(work)]() -> Status {
     if (Status sticky = stickyError(); !sticky.ok()) return sticky;
     return work ? work() : Status::success();
   };
+  // Stream capture: the operation becomes a node of the capture's graph and does not run now.
+  if (CaptureStatePtr capture = stream.capture()) {
+    capture->graph->append(std::move(name), std::move(work));
+    return Completion::captured(std::move(capture), makeError(ErrorCode::StreamCaptureUnsupported,
+                                "operation not permitted when stream is capturing"));
+  }
   std::vector<CompletionPtr> dependencies;
   if (stream.streamKind() == StreamKind::Legacy) {
+    // The legacy stream would depend on a capture in progress: CUDA refuses the operation and
+    // invalidates the capture (cudaErrorStreamCaptureImplicit).
+    if (invalidateBlockingCaptures())
+      return makeError(ErrorCode::StreamCaptureImplicit,
+                       "legacy stream used while a blocking stream is capturing");
     // The legacy default stream waits for all blocking streams...
     for (Stream* other : allStreams())
       if (other->blocking())
@@ -117,7 +129,30 @@ CompletionPtr Context::enqueue(Stream& stream, std::string name, std::function<S
   return stream.enqueue(std::move(name), std::move(work), std::move(dependencies));
 }
 
+std::vector<CaptureStatePtr> Context::blockingCaptures() {
+  std::vector<CaptureStatePtr> captures;
+  for (Stream* other : allStreams())
+    if (other->blocking())
+      if (CaptureStatePtr capture = other->capture()) captures.push_back(std::move(capture));
+  return captures;
+}
+
+bool Context::invalidateBlockingCaptures() {
+  std::vector<CaptureStatePtr> captures = blockingCaptures();
+  for (const CaptureStatePtr& capture : captures) capture->invalidated = true;
+  return !captures.empty();
+}
+
 Status Context::synchronize() {
+  // A context-wide wait during a capture is a prohibited synchronous call.
+  bool capturing = false;
+  for (Stream* stream : allStreams())
+    if (CaptureStatePtr capture = stream->capture()) {
+      capture->invalidated = true;
+      capturing = true;
+    }
+  if (capturing)
+    return makeError(ErrorCode::StreamCaptureUnsupported, "synchronizing during stream capture");
   for (Stream* stream : allStreams())
     if (auto tail = stream->tail()) tail->wait();
   if (auto tail = legacy_->tail()) tail->wait();

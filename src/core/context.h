@@ -46,7 +46,15 @@ class Context : public Object {
 
   // Queue work on `stream` with CUDA's implicit ordering: the legacy stream waits for every
   // blocking stream of the context, and every blocking stream waits for the legacy stream.
-  CompletionPtr enqueue(Stream& stream, std::string name, std::function<Status()> work);
+  // An error when the operation is refused (the legacy stream while a blocking stream of the
+  // context is capturing): nothing is queued then. On a capturing stream the operation is
+  // recorded into the capture's graph instead of queued.
+  Result<CompletionPtr> enqueue(Stream& stream, std::string name, std::function<Status()> work);
+
+  // Captures in progress on the context's blocking streams (which the legacy stream would
+  // implicitly depend on); invalidateBlockingCaptures() marks them invalid, true if any.
+  std::vector<CaptureStatePtr> blockingCaptures();
+  bool invalidateBlockingCaptures();
 
   // Wait for every stream of the context; then the sticky error, if any.
   Status synchronize();

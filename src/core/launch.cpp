@@ -100,13 +100,14 @@ Status launchKernel(Kernel& kernel, Stream& stream, const LaunchRequest& request
   auto* backend = &context.device().backend();
   auto* loaded = &kernel.loaded();
   Context* owner = &context;
-  context.enqueue(stream, "kernel " + kernel.name(),
+  Result<CompletionPtr> queued = context.enqueue(stream, "kernel " + kernel.name(),
                   [backend, loaded, config, owner, buffer = std::move(*arguments)]() -> Status {
                     Status status = backend->launch(*loaded, config, buffer->data());
                     if (!status.ok() && isStickyFailure(status.error().code))
                       owner->setStickyError(status.error());
                     return status;
                   });
+  if (!queued.ok()) return queued.error();
   return Status::success();
 }
 

@@ -8,7 +8,9 @@
 
 namespace rocuda::core {
 
-enum class ObjectKind : uint8_t { Context, Module, Library, Kernel, Stream, Event, MemoryPool };
+enum class ObjectKind : uint8_t {
+  Context, Module, Library, Kernel, Stream, Event, MemoryPool, Graph, GraphExec
+};
 
 class Object {
  public:

@@ -16,6 +16,7 @@ void Completion::complete(Status status) {
 }
 
 void Completion::wait() const {
+  if (capturedBy_) capturedBy_->invalidated = true;
   std::unique_lock lock(mutex_);
   cv_.wait(lock, [this] { return done_; });
 }
@@ -33,6 +34,13 @@ Status Completion::status() const {
 std::chrono::steady_clock::time_point Completion::finishedAt() const {
   std::lock_guard lock(mutex_);
   return finishedAt_;
+}
+
+std::shared_ptr<Completion> Completion::captured(CaptureStatePtr capture, Status status) {
+  auto completion = std::make_shared<Completion>();
+  completion->capturedBy_ = std::move(capture);
+  completion->complete(std::move(status));
+  return completion;
 }
 
 Stream::Stream(Context& context, StreamKind kind, unsigned flags, int priority)
@@ -96,7 +104,22 @@ void Stream::workerLoop() {
   }
 }
 
+CaptureStatePtr Stream::capture() const {
+  std::lock_guard lock(mutex_);
+  return capture_;
+}
+
+CaptureStatePtr Stream::setCapture(CaptureStatePtr capture) {
+  std::lock_guard lock(mutex_);
+  std::swap(capture_, capture);
+  return capture;
+}
+
 Status Stream::synchronize() {
+  if (CaptureStatePtr active = capture()) {
+    active->invalidated = true;
+    return makeError(ErrorCode::StreamCaptureUnsupported, "synchronizing a capturing stream");
+  }
   if (CompletionPtr last = tail()) last->wait();
   return context_.stickyError();
 }
@@ -110,9 +133,16 @@ Event::Event(Context& context, unsigned flags)
     : Object(ObjectKind::Event), context_(context), flags_(flags) {}
 
 Status Event::record(Stream& stream) {
+  // Cross-stream capture (event nodes) is not implemented: a record on a capturing stream
+  // invalidates the capture rather than producing an event that never completes.
+  if (CaptureStatePtr active = stream.capture()) {
+    active->invalidated = true;
+    return makeError(ErrorCode::StreamCaptureUnsupported, "event record on a capturing stream");
+  }
   auto completion = context_.enqueue(stream, "event record", [] { return Status::success(); });
+  if (!completion.ok()) return completion.error();
   std::lock_guard lock(mutex_);
-  completion_ = std::move(completion);
+  completion_ = std::move(*completion);
   return Status::success();
 }
 

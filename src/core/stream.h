@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/graph.h"
 #include "core/object.h"
 #include "support/result.h"
 
@@ -29,8 +30,12 @@ class Completion {
   Status status() const;
   // When the command finished (valid once done()).
   std::chrono::steady_clock::time_point finishedAt() const;
+  // A completion handed out for an operation recorded by stream capture: it is done at once
+  // with `status`, and a host wait on it (a synchronous call) invalidates the capture.
+  static std::shared_ptr<Completion> captured(CaptureStatePtr capture, Status status);
 
  private:
+  CaptureStatePtr capturedBy_;
   mutable std::mutex mutex_;
   mutable std::condition_variable cv_;
   bool done_ = false;
@@ -66,6 +71,11 @@ class Stream : public Object {
   Status synchronize();  // wait for all queued work; the context's sticky error, if any
   bool idle() const;
 
+  // Stream capture: while capture() is set, Context::enqueue records operations into its graph
+  // instead of queueing them. setCapture(nullptr) ends it; returns the previous state.
+  CaptureStatePtr capture() const;
+  CaptureStatePtr setCapture(CaptureStatePtr capture);
+
  private:
   struct Command {
     std::string name;
@@ -84,6 +94,7 @@ class Stream : public Object {
   std::deque<Command> queue_;
   std::vector<CompletionPtr> pendingDependencies_;
   CompletionPtr tail_;
+  CaptureStatePtr capture_;
   bool stopping_ = false;
   std::thread worker_;
 };

@@ -32,6 +32,8 @@ enum class ErrorCode {
   Assert,
   FileNotFound,
   OperatingSystem,
+  StreamCaptureUnsupported,  // an operation not permitted while a stream is capturing
+  StreamCaptureImplicit,     // the legacy stream would depend on a capturing blocking stream
   Internal,
 };
 

@@ -117,10 +117,12 @@ Outcome launchHostFunc(CUstream hStream, CUhostFn fn, void* userData, StreamVari
   if (fn == nullptr) return invalidValue("fn is NULL");
   Result<core::Stream*> stream = resolveStream(hStream, variant);
   if (!stream) return stream.error();
-  (*stream)->context().enqueue(**stream, "hostFunc", [fn, userData] {
-    fn(userData);
-    return Status::success();
-  });
+  Result<core::CompletionPtr> queued =
+      (*stream)->context().enqueue(**stream, "hostFunc", [fn, userData] {
+        fn(userData);
+        return Status::success();
+      });
+  if (!queued) return queued.error();
   return {};
 }
 

@@ -34,7 +34,9 @@ Outcome requireDeviceRange(const void* pointer, size_t bytes, const char* what) 
 // A context with a sticky error (a failed kernel) refuses all further work with that error.
 Outcome submit(core::Stream& stream, const char* name, std::function<Status()> work, bool wait) {
   if (Status sticky = stream.context().stickyError(); !sticky.ok()) return sticky;
-  core::CompletionPtr done = stream.context().enqueue(stream, name, std::move(work));
+  Result<core::CompletionPtr> queued = stream.context().enqueue(stream, name, std::move(work));
+  if (!queued) return queued.error();
+  core::CompletionPtr done = *queued;
   if (!wait) return {};
   done->wait();
   if (Status status = done->status(); !status.ok()) return status;

@@ -64,7 +64,9 @@ Outcome freeAsync(CUdeviceptr dptr, CUstream hStream, StreamVariant variant) {
   Result<core::Stream*> stream = resolveStream(hStream, variant);
   if (!stream) return stream.error();
   // The memory stays valid for the work queued before this point in the stream.
-  (*stream)->context().enqueue(**stream, "free", [pointer] { return core::freeDevice(pointer); });
+  Result<core::CompletionPtr> queued = (*stream)->context().enqueue(
+      **stream, "free", [pointer] { return core::freeDevice(pointer); });
+  if (!queued) return queued.error();
   return {};
 }
 

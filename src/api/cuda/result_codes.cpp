@@ -214,6 +214,10 @@ CUresult toCuResult(ErrorCode code) {
       return CUDA_ERROR_FILE_NOT_FOUND;
     case ErrorCode::OperatingSystem:
       return CUDA_ERROR_OPERATING_SYSTEM;
+    case ErrorCode::StreamCaptureUnsupported:
+      return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    case ErrorCode::StreamCaptureImplicit:
+      return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
     case ErrorCode::Internal:
       return CUDA_ERROR_UNKNOWN;
   }

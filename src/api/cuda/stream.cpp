@@ -5,6 +5,7 @@
 
 #include "api/cuda/boundary.h"
 #include "core/context.h"
+#include "core/graph.h"
 #include "core/platform.h"
 
 namespace rocuda::api {
@@ -17,6 +18,8 @@ Outcome withStream(CUstream handle, StreamVariant variant, const auto& body) {
   if (!stream) return stream.error();
   return body(**stream);
 }
+
+Outcome refuseDuringCapture(core::Stream& s);
 
 Outcome createStream(CUstream* phStream, unsigned flags, int priority) {
   if (phStream == nullptr) return invalidValue("phStream is NULL");
@@ -33,11 +36,15 @@ Outcome createStream(CUstream* phStream, unsigned flags, int priority) {
 }
 
 Outcome streamSynchronize(CUstream h, StreamVariant v) {
-  return withStream(h, v, [](core::Stream& s) -> Outcome { return s.synchronize(); });
+  return withStream(h, v, [](core::Stream& s) -> Outcome {
+    if (Outcome refused = refuseDuringCapture(s); !refused.ok()) return refused;
+    return s.synchronize();
+  });
 }
 
 Outcome streamQuery(CUstream h, StreamVariant v) {
   return withStream(h, v, [](core::Stream& s) -> Outcome {
+    if (Outcome refused = refuseDuringCapture(s); !refused.ok()) return refused;
     if (!s.idle()) return {CUDA_ERROR_NOT_READY, {}};
     return s.context().stickyError();
   });
@@ -49,6 +56,8 @@ Outcome streamWaitEvent(CUstream h, CUevent hEvent, unsigned flags, StreamVarian
   Result<core::Event*> event = lookupEvent(hEvent);
   if (!event) return event.error();
   return withStream(h, v, [&](core::Stream& s) -> Outcome {
+    // Joining another stream into a capture (cross-stream capture) is not implemented.
+    if (Outcome refused = refuseDuringCapture(s); !refused.ok()) return refused;
     if (core::CompletionPtr completion = (*event)->completion())
       s.addPendingDependency(std::move(completion));
     return {};
@@ -101,39 +110,71 @@ Outcome streamAddCallback(CUstream h, CUstreamCallback callback, void* userData,
   if (flags != 0) return invalidValue("flags must be 0");
   return withStream(h, v, [&](core::Stream& s) -> Outcome {
     core::Context* context = &s.context();
-    s.context().enqueue(s, "callback", [h, callback, userData, context] {
-      // The callback learns whether the context has failed so far.
-      Outcome sticky = context->stickyError();
-      callback(h, sticky.code(), userData);
-      return Status::success();
-    });
+    Result<core::CompletionPtr> queued =
+        s.context().enqueue(s, "callback", [h, callback, userData, context] {
+          // The callback learns whether the context has failed so far.
+          Outcome sticky = context->stickyError();
+          callback(h, sticky.code(), userData);
+          return Status::success();
+        });
+    if (!queued) return queued.error();
     return {};
   });
 }
 
-// Rocuda does not capture streams into graphs (cuStreamBeginCapture is not offered), so no
-// stream is ever capturing.
+// The capture state of `s`. The legacy stream cannot capture, but while a blocking stream of its
+// context is capturing, asking about it is an error (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT).
+Outcome captureStatus(core::Stream& s, CUstreamCaptureStatus* status,
+                      core::CaptureStatePtr* capture) {
+  if (s.streamKind() == core::StreamKind::Legacy && !s.context().blockingCaptures().empty())
+    return {CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, "a blocking stream is capturing"};
+  *capture = s.capture();
+  if (!*capture) *status = CU_STREAM_CAPTURE_STATUS_NONE;
+  else if ((*capture)->invalidated) *status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+  else *status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  return {};
+}
+
+// A prohibited call on a capturing stream: fails and invalidates the capture, as CUDA does.
+// The legacy stream fails in the same way while a blocking stream of its context is capturing.
+Outcome refuseDuringCapture(core::Stream& s) {
+  if (core::CaptureStatePtr capture = s.capture()) {
+    capture->invalidated = true;
+    return {CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "operation not permitted when capturing"};
+  }
+  if (s.streamKind() == core::StreamKind::Legacy && s.context().invalidateBlockingCaptures())
+    return {CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, "the legacy stream depends on a capture"};
+  return {};
+}
+
 Outcome streamIsCapturing(CUstream h, CUstreamCaptureStatus* status, StreamVariant v) {
   if (status == nullptr) return invalidValue("captureStatus is NULL");
-  return withStream(h, v, [&](core::Stream&) -> Outcome {
-    *status = CU_STREAM_CAPTURE_STATUS_NONE;
-    return {};
+  return withStream(h, v, [&](core::Stream& s) -> Outcome {
+    core::CaptureStatePtr capture;
+    return captureStatus(s, status, &capture);
   });
 }
 
-// cuStreamGetCaptureInfo in its three forms; with no capture, only the status is meaningful and
-// the other outputs are cleared.
+// cuStreamGetCaptureInfo in its three forms. The dependency set of a single-stream capture is
+// its last node (an opaque handle), kept in thread-local storage as CUDA keeps it valid until
+// the next call on the stream.
 Outcome captureInfo(CUstream h, CUstreamCaptureStatus* status, cuuint64_t* id, CUgraph* graph,
                     const CUgraphNode** dependencies, const void** edgeData, size_t* count,
                     StreamVariant v) {
   if (status == nullptr) return invalidValue("captureStatus_out is NULL");
-  return withStream(h, v, [&](core::Stream&) -> Outcome {
-    *status = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (id != nullptr) *id = 0;
-    if (graph != nullptr) *graph = nullptr;
-    if (dependencies != nullptr) *dependencies = nullptr;
-    if (edgeData != nullptr) *edgeData = nullptr;
-    if (count != nullptr) *count = 0;
+  return withStream(h, v, [&](core::Stream& s) -> Outcome {
+    core::CaptureStatePtr capture;
+    Outcome outcome = captureStatus(s, status, &capture);
+    if (!outcome.ok()) return outcome;
+    thread_local CUgraphNode lastNode = nullptr;
+    size_t nodes = capture ? capture->graph->size() : 0;
+    lastNode = nodes > 0 ? reinterpret_cast<CUgraphNode>(capture->graph->nodeHandle(nodes - 1))
+                         : nullptr;
+    if (id != nullptr) *id = capture ? capture->id : 0;
+    if (graph != nullptr) *graph = capture ? reinterpret_cast<CUgraph>(capture->graph) : nullptr;
+    if (dependencies != nullptr) *dependencies = nodes > 0 ? &lastNode : nullptr;
+    if (edgeData != nullptr) *edgeData = nullptr;  // default edges only
+    if (count != nullptr) *count = nodes > 0 ? 1 : 0;
     return {};
   });
 }
@@ -163,6 +204,8 @@ Outcome eventRecord(CUevent hEvent, CUstream h, unsigned flags, StreamVariant v)
   return withStream(h, v, [&](core::Stream& s) -> Outcome {
     if (&s.context() != &(*event)->context())
       return {CUDA_ERROR_INVALID_HANDLE, "event and stream belong to different contexts"};
+    // Event nodes (cross-stream capture) are not implemented: a record during capture fails.
+    if (Outcome refused = refuseDuringCapture(s); !refused.ok()) return refused;
     return (*event)->record(s);
   });
 }
@@ -252,8 +295,8 @@ ROCUDA_STREAM_PAIR(cuStreamGetCaptureInfo_v3, cuStreamGetCaptureInfo_v3_ptsz,
                     numDependencies_out),
                    api::captureInfoV3)
 
-// The calling thread's capture interaction mode: kept and exchanged as CUDA does, although no
-// capture can start.
+// The calling thread's capture interaction mode: kept and exchanged as CUDA does (captures record
+// their own mode; the distinctions between modes are not enforced yet).
 ROCUDA_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
   return ROCUDA_API((mode), [&]() -> api::Outcome {
     if (mode == nullptr) return api::invalidValue("mode is NULL");

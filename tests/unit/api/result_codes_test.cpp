@@ -49,6 +49,8 @@ TEST(ResultCodes, ErrorCodeMapping) {
   EXPECT_EQ(toCuResult(ErrorCode::NotFound), CUDA_ERROR_NOT_FOUND);
   EXPECT_EQ(toCuResult(ErrorCode::NotReady), CUDA_ERROR_NOT_READY);
   EXPECT_EQ(toCuResult(ErrorCode::InvalidConfiguration), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(toCuResult(ErrorCode::StreamCaptureUnsupported), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  EXPECT_EQ(toCuResult(ErrorCode::StreamCaptureImplicit), CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
   EXPECT_EQ(toCuResult(ErrorCode::Internal), CUDA_ERROR_UNKNOWN);
 }
 

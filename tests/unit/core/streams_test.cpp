@@ -20,16 +20,16 @@ TEST(Streams, CommandsRunInOrderAndAsynchronously) {
   std::atomic<bool> release{false};
   std::vector<int> order;
   std::mutex orderMutex;
-  context.enqueue(**stream, "wait", [&] {
+  ASSERT_TRUE(context.enqueue(**stream, "wait", [&] {
     while (!release) std::this_thread::sleep_for(1ms);
     return Status::success();
-  });
+  }).ok());
   for (int i = 0; i < 5; ++i)
-    context.enqueue(**stream, "record", [&, i] {
+    ASSERT_TRUE(context.enqueue(**stream, "record", [&, i] {
       std::lock_guard lock(orderMutex);
       order.push_back(i);
       return Status::success();
-    });
+    }).ok());
   // The host was not blocked by the first command.
   EXPECT_FALSE((*stream)->idle());
   release = true;
@@ -45,16 +45,16 @@ TEST(Streams, LegacyStreamWaitsForBlockingStreams) {
   ASSERT_TRUE(blocking.ok());
   std::atomic<bool> release{false};
   std::atomic<bool> slowDone{false};
-  context.enqueue(**blocking, "slow", [&] {
+  ASSERT_TRUE(context.enqueue(**blocking, "slow", [&] {
     while (!release) std::this_thread::sleep_for(1ms);
     slowDone = true;
     return Status::success();
-  });
+  }).ok());
   std::atomic<bool> sawSlowDone{false};
-  context.enqueue(context.legacyStream(), "after", [&] {
+  ASSERT_TRUE(context.enqueue(context.legacyStream(), "after", [&] {
     sawSlowDone = slowDone.load();
     return Status::success();
-  });
+  }).ok());
   std::this_thread::sleep_for(20ms);
   release = true;
   EXPECT_TRUE(context.legacyStream().synchronize().ok());
@@ -67,12 +67,13 @@ TEST(Streams, NonBlockingStreamDoesNotWaitForLegacyStream) {
   auto independent = context.createStream(/*CU_STREAM_NON_BLOCKING=*/1, 0);
   ASSERT_TRUE(independent.ok());
   std::atomic<bool> release{false};
-  context.enqueue(context.legacyStream(), "held", [&] {
+  ASSERT_TRUE(context.enqueue(context.legacyStream(), "held", [&] {
     while (!release) std::this_thread::sleep_for(1ms);
     return Status::success();
-  });
+  }).ok());
   auto done = context.enqueue(**independent, "free", [] { return Status::success(); });
-  done->wait();  // would deadlock if the non-blocking stream waited for the legacy stream
+  ASSERT_TRUE(done.ok());
+  (*done)->wait();  // would deadlock if the non-blocking stream waited for the legacy stream
   release = true;
   EXPECT_TRUE(context.synchronize().ok());
   ASSERT_TRUE(context.destroyStream(*independent).ok());
@@ -88,10 +89,10 @@ TEST(Events, ElapsedTimeAndErrors) {
       << "never recorded";
   Stream& stream = context.legacyStream();
   ASSERT_TRUE((*start)->record(stream).ok());
-  context.enqueue(stream, "sleep", [] {
+  ASSERT_TRUE(context.enqueue(stream, "sleep", [] {
     std::this_thread::sleep_for(30ms);
     return Status::success();
-  });
+  }).ok());
   ASSERT_TRUE((*end)->record(stream).ok());
   ASSERT_TRUE((*end)->synchronize().ok());
   EXPECT_TRUE((*end)->query());
@@ -112,18 +113,18 @@ TEST(Events, CrossStreamWait) {
   auto event = context.createEvent(0);
   ASSERT_TRUE(producer.ok() && consumer.ok() && event.ok());
   std::atomic<int> value{0};
-  context.enqueue(**producer, "produce", [&] {
+  ASSERT_TRUE(context.enqueue(**producer, "produce", [&] {
     std::this_thread::sleep_for(20ms);
     value = 42;
     return Status::success();
-  });
+  }).ok());
   ASSERT_TRUE((*event)->record(**producer).ok());
   (*consumer)->addPendingDependency((*event)->completion());
   std::atomic<int> seen{0};
-  context.enqueue(**consumer, "consume", [&] {
+  ASSERT_TRUE(context.enqueue(**consumer, "consume", [&] {
     seen = value.load();
     return Status::success();
-  });
+  }).ok());
   ASSERT_TRUE((*consumer)->synchronize().ok());
   EXPECT_EQ(seen, 42);
   ASSERT_TRUE(context.destroyStream(*producer).ok());
