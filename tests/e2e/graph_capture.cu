@@ -126,5 +126,14 @@ int main() {
   CHECK(cudaFree(in));
   CHECK(cudaStreamDestroy(s));
   std::printf("graph_capture: 4 captured operations, 3 launches of %d ints\n", n);
+  // An empty graph instantiates and launches as a no-op.
+  cudaGraph_t empty = nullptr;
+  CHECK(cudaGraphCreate(&empty, 0));
+  cudaGraphExec_t emptyExec = nullptr;
+  CHECK(cudaGraphInstantiate(&emptyExec, empty, 0));
+  CHECK(cudaGraphLaunch(emptyExec, 0));
+  CHECK(cudaDeviceSynchronize());
+  CHECK(cudaGraphExecDestroy(emptyExec));
+  CHECK(cudaGraphDestroy(empty));
   return check.finish();
 }

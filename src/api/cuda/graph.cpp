@@ -152,6 +152,16 @@ ROCUDA_STREAM_PAIR(cuGraphInstantiateWithParams, cuGraphInstantiateWithParams_pt
                     api::GraphInstantiateParams* instantiateParams),
                    (phGraphExec, hGraph, instantiateParams), api::instantiateWithParams)
 
+// An empty graph: nodes are added by stream capture (explicit node APIs come later); an empty
+// graph instantiates and launches as a no-op, as in CUDA.
+ROCUDA_EXPORT CUresult cuGraphCreate(CUgraph* phGraph, unsigned int flags) {
+  return ROCUDA_API((phGraph, flags), [&]() -> api::Outcome {
+    if (phGraph == nullptr || flags != 0) return api::invalidValue("phGraph is NULL or flags != 0");
+    *phGraph = reinterpret_cast<CUgraph>(core::createGraph());
+    return {};
+  });
+}
+
 ROCUDA_EXPORT CUresult cuGraphDestroy(CUgraph hGraph) {
   return ROCUDA_API((hGraph), [&]() -> api::Outcome {
     Result<core::Graph*> graph = api::lookupGraph(hGraph);
