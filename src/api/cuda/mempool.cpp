@@ -21,6 +21,20 @@ Result<core::MemoryPool*> lookupPool(CUmemoryPool handle) {
   return pool;
 }
 
+// The pool and arguments of cuMemPoolGet/SetAttribute, checked.
+Result<core::MemoryPool*> poolForAttribute(CUmemoryPool handle, CUmemPool_attribute attr,
+                                           const void* value) {
+  if (value == nullptr) return makeError(ErrorCode::InvalidValue, "value is NULL");
+  if (attr < CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES || attr > CU_MEMPOOL_ATTR_USED_MEM_HIGH)
+    return makeError(ErrorCode::InvalidValue, "unknown memory pool attribute");
+  return lookupPool(handle);
+}
+
+// The reuse flags are ints; the sizes are cuuint64_t.
+bool isIntPoolAttribute(CUmemPool_attribute attr) {
+  return attr <= CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES;
+}
+
 // A pool's location must be a device (pinned device memory is the only kind pools hold here).
 Result<core::Device*> deviceOfLocation(const CUmemLocation& location) {
   if (location.type != CU_MEM_LOCATION_TYPE_DEVICE)
@@ -155,15 +169,10 @@ ROCUDA_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 ROCUDA_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr,
                                              void* value) {
   return ROCUDA_API((pool, attr, value), [&]() -> api::Outcome {
-    Result<core::MemoryPool*> found = api::lookupPool(pool);
+    Result<core::MemoryPool*> found = api::poolForAttribute(pool, attr, value);
     if (!found) return found.error();
-    if (value == nullptr) return api::invalidValue("value is NULL");
-    if (attr < CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES || attr > CU_MEMPOOL_ATTR_USED_MEM_HIGH)
-      return api::invalidValue("unknown memory pool attribute");
-    // The reuse flags are ints; the sizes are cuuint64_t.
-    uint64_t v = attr <= CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES
-                     ? static_cast<uint64_t>(*static_cast<int*>(value))
-                     : *static_cast<uint64_t*>(value);
+    uint64_t v = api::isIntPoolAttribute(attr) ? static_cast<uint64_t>(*static_cast<int*>(value))
+                                               : *static_cast<uint64_t*>(value);
     return (*found)->setAttribute(static_cast<core::PoolAttribute>(attr), v);
   });
 }
@@ -171,14 +180,11 @@ ROCUDA_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attrib
 ROCUDA_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr,
                                              void* value) {
   return ROCUDA_API((pool, attr, value), [&]() -> api::Outcome {
-    Result<core::MemoryPool*> found = api::lookupPool(pool);
+    Result<core::MemoryPool*> found = api::poolForAttribute(pool, attr, value);
     if (!found) return found.error();
-    if (value == nullptr) return api::invalidValue("value is NULL");
-    if (attr < CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES || attr > CU_MEMPOOL_ATTR_USED_MEM_HIGH)
-      return api::invalidValue("unknown memory pool attribute");
     Result<uint64_t> v = (*found)->attribute(static_cast<core::PoolAttribute>(attr));
     if (!v) return v.error();
-    if (attr <= CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES)
+    if (api::isIntPoolAttribute(attr))
       *static_cast<int*>(value) = static_cast<int>(*v);
     else
       *static_cast<uint64_t*>(value) = *v;
