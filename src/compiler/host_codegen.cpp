@@ -55,24 +55,23 @@ Result<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine(int optLeve
 void optimizeForHost(llvm::Module& module, llvm::TargetMachine& tm, int optLevel) {
   module.setTargetTriple(tm.getTargetTriple().str());
   module.setDataLayout(tm.createDataLayout());
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder pb(&tm);
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  PassContext passes(tm);
   llvm::OptimizationLevel level = optLevel <= 0   ? llvm::OptimizationLevel::O0
                                   : optLevel == 1 ? llvm::OptimizationLevel::O1
                                   : optLevel == 2 ? llvm::OptimizationLevel::O2
                                                   : llvm::OptimizationLevel::O3;
   llvm::ModulePassManager mpm = level == llvm::OptimizationLevel::O0
-                                    ? pb.buildO0DefaultPipeline(level)
-                                    : pb.buildPerModuleDefaultPipeline(level);
-  mpm.run(module, mam);
+                                    ? passes.pb.buildO0DefaultPipeline(level)
+                                    : passes.pb.buildPerModuleDefaultPipeline(level);
+  mpm.run(module, passes.mam);
+}
+
+PassContext::PassContext(llvm::TargetMachine& tm) : pb(&tm) {
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
 }
 
 Result<std::vector<uint8_t>> emitObject(llvm::Module& module, llvm::TargetMachine& tm) {
@@ -80,7 +79,8 @@ Result<std::vector<uint8_t>> emitObject(llvm::Module& module, llvm::TargetMachin
   llvm::raw_svector_ostream stream(buffer);
   llvm::legacy::PassManager pm;
   if (tm.addPassesToEmitFile(pm, stream, nullptr, llvm::CodeGenFileType::ObjectFile))
-    return makeError(ErrorCode::Internal, "the host target cannot emit object files");
+    return makeError(ErrorCode::Internal,
+                     "the target " + tm.getTargetTriple().str() + " cannot emit object files");
   pm.run(module);
   return std::vector<uint8_t>(buffer.begin(), buffer.end());
 }

@@ -1,10 +1,15 @@
-// Internal to src/compiler: host target machine, optimisation pipeline and object emission.
+// Internal to src/compiler: host target machine, optimisation pipeline and object emission;
+// the pass context and object emission are shared with compiler/amdgpu.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <llvm/Analysis/CGSCCPassManager.h>
+#include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/Passes/PassBuilder.h>
 
 #include "support/result.h"
 
@@ -24,7 +29,18 @@ Result<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine(int optLeve
 // Set the module's triple and data layout for `tm` and run the new-PM default pipeline.
 void optimizeForHost(llvm::Module& module, llvm::TargetMachine& tm, int optLevel);
 
-// Emit an ELF relocatable object.
+// The new pass manager's analyses, registered for `tm`: what every pipeline of the compiler runs
+// with (several pipelines may share one context and its cached analyses).
+struct PassContext {
+  explicit PassContext(llvm::TargetMachine& tm);
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb;
+};
+
+// Emit an ELF relocatable object for `tm`'s target (the host or an AMD GPU).
 Result<std::vector<uint8_t>> emitObject(llvm::Module& module, llvm::TargetMachine& tm);
 
 // Whether kernel `name` (after inlining) can reach a call to one of `callees` (an indirect call

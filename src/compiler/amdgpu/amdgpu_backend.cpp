@@ -1,11 +1,7 @@
 // The AMDGPU back end: target machine, O2 pipeline, object emission.
-#include <llvm/Analysis/CGSCCPassManager.h>
-#include <llvm/Analysis/LoopAnalysisManager.h>
-#include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
-#include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Transforms/IPO/AlwaysInliner.h>
 #include <llvm/Transforms/Scalar/InferAddressSpaces.h>
@@ -13,6 +9,7 @@
 #include <mutex>
 
 #include "compiler/amdgpu/amdgpu_lowering.h"
+#include "compiler/host_codegen.h"
 
 extern "C" {
 void LLVMInitializeAMDGPUTargetInfo();
@@ -64,35 +61,17 @@ void prepareModuleForTarget(llvm::Module& module, llvm::TargetMachine& tm, int c
 }
 
 void optimizeForAmdgpu(llvm::Module& module, llvm::TargetMachine& tm) {
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder pb(&tm);
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  detail::PassContext passes(tm);
   // Inline the runtime and kernel bodies first, so that InferAddressSpaces sees every flat
   // pointer next to the private, global or LDS object it came from.
   llvm::ModulePassManager first;
   first.addPass(llvm::AlwaysInlinerPass());
   first.addPass(llvm::createModuleToFunctionPassAdaptor(llvm::InferAddressSpacesPass()));
-  first.run(module, mam);
-  llvm::ModulePassManager o2 = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
+  first.run(module, passes.mam);
+  llvm::ModulePassManager o2 =
+      passes.pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
   o2.addPass(llvm::createModuleToFunctionPassAdaptor(llvm::InferAddressSpacesPass()));
-  o2.run(module, mam);
-}
-
-Result<std::vector<uint8_t>> emitAmdgpuObject(llvm::Module& module, llvm::TargetMachine& tm) {
-  llvm::SmallVector<char, 0> buffer;
-  llvm::raw_svector_ostream stream(buffer);
-  llvm::legacy::PassManager pm;
-  if (tm.addPassesToEmitFile(pm, stream, nullptr, llvm::CodeGenFileType::ObjectFile))
-    return makeError(ErrorCode::Internal, "the AMDGPU target cannot emit object files");
-  pm.run(module);
-  return std::vector<uint8_t>(buffer.begin(), buffer.end());
+  o2.run(module, passes.mam);
 }
 
 }  // namespace rocuda::compiler::amdgpu

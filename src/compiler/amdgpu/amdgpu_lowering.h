@@ -41,8 +41,6 @@ void prepareModuleForTarget(llvm::Module& module, llvm::TargetMachine& tm, int c
 // O2 for the target (always-inlining the runtime and kernel bodies, InferAddressSpaces).
 void optimizeForAmdgpu(llvm::Module& module, llvm::TargetMachine& tm);
 
-// A relocatable ELF object for the target.
-Result<std::vector<uint8_t>> emitAmdgpuObject(llvm::Module& module, llvm::TargetMachine& tm);
 
 // Link a relocatable object into a shared code object with lld, in process.
 Result<std::vector<uint8_t>> linkCodeObject(const std::vector<uint8_t>& object);

@@ -9,6 +9,7 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include "compiler/amdgpu/amdgpu_lowering.h"
+#include "compiler/host_codegen.h"
 #include "compiler/translator.h"
 #include "ptx/parser.h"
 
@@ -63,7 +64,7 @@ Result<std::vector<uint8_t>> compileForAmdgpu(std::string_view ptx, std::string_
   ROCUDA_TRY(verify(*module, moduleName, "AMDGPU"));
 
   amdgpu::optimizeForAmdgpu(*module, **tm);
-  auto object = amdgpu::emitAmdgpuObject(*module, **tm);
+  auto object = detail::emitObject(*module, **tm);
   if (!backendErrors.empty())
     return makeError(ErrorCode::UnsupportedPtx, "the AMD GPU backend cannot compile '" +
                                                     std::string(moduleName) + "' for " +
