@@ -65,6 +65,16 @@ Result<HostObject> compileForHost(std::string_view ptxText, std::string_view mod
                               {"__rocuda_warp_sync", "__rocuda_shfl_sync", "__rocuda_vote_sync",
                                "__rocuda_redux_sync", "__rocuda_match_sync"});
   }
+  if (options.blockFunctions) {
+    detail::lowerToBlockForms(*module, result.info);
+    std::string broken;
+    llvm::raw_string_ostream brokenOs(broken);
+    if (llvm::verifyModule(*module, &brokenOs))
+      return makeError(ErrorCode::Internal, "block forms of '" + std::string(moduleName) +
+                                                "' do not verify: " + broken);
+    detail::optimizeForHost(*module, **tm, options.optLevel);
+    dumpModule(*module, moduleName, ".block.ll");
+  }
 
   auto object = detail::emitObject(*module, **tm);
   if (!object.ok()) return object.error();

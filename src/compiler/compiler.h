@@ -38,6 +38,45 @@
 //        lane mask in bits 0..31 and (match.all) the predicate in bit 32.
 //    `activemask` is the full warp (0xffffffff) for now.
 //  * `.global` / `.const` variables are LLVM globals named as in the PTX, looked up by name.
+//  * Textures and surfaces (tex, tld4, txq, suld.b, sust.b/.p, suq): the handle is a 64-bit
+//    texture/surface object, the address of a support::TextureView (support/texture_view.h).
+//    Geometry codes: 0 1d, 1 2d, 2 3d, 3 a1d, 4 a2d, 5 cube, 6 acube; `out`/`in` point at 16
+//    bytes (results as four 32-bit lanes); see backends/cpu/texture_runtime.h for the details:
+//      `void __rocuda_tex_fetch_f(ptr out, i64 tex, i32 geometry, float x, float y, float z,
+//        i32 layer)` (f32 coordinates) and `__rocuda_tex_fetch_i` (same with i32 coordinates);
+//      `void __rocuda_tex_gather(ptr out, i64 tex, i32 component, float x, float y, i32 layer)`;
+//      `i32 __rocuda_tex_query(i64 tex, i32 query)` / `__rocuda_surf_query` (0 width, 1 height,
+//        2 depth, 3 channel_data_type, 4 channel_order, 5 normalized_coords, 6 filter_mode,
+//        7..9 addr_mode_0..2, 10 array_size, 11 num_mipmap_levels, 12 num_samples);
+//      `i32 __rocuda_surf_load(ptr out, i64 surf, i32 geometry, i32 x, i32 y, i32 z, i32 layer,
+//        i32 bytes, i32 mode)`, `__rocuda_surf_store(ptr in, ...)` (x in bytes; mode 0 trap,
+//        1 clamp, 2 zero; a non-zero return in trap mode is followed by __rocuda_trap) and
+//        `__rocuda_surf_store_p(ptr in, ..., i32 kind, i32 mode)` (kind -1: the surface's type).
+//    Only mipmap level 0 is sampled (tex.level / tex.grad read level 0).
+//
+// Host code (compileForHost) runs a whole block per call rather than one CUDA thread per call
+// (KernelInfo::cpuExecution says which form each kernel took; BlockContext below is what the
+// block forms receive):
+//  * BlockLoop, for kernels that never wait for other threads: `void __rocuda_block_<K>(ptr
+//    params, ptr context)` runs every thread of the block in turn (work-item loops the vectorizer
+//    can widen). Before a call that needs the calling thread's identity (a `__rocuda_*` runtime
+//    function, __assertfail or a function of the module) it calls
+//    `void __rocuda_enter_thread(ptr context, i32 linearTid)`.
+//  * Continuation, for kernels that wait at barriers or warp collectives: `i32
+//    __rocuda_step_<K>(ptr params, ptr context, i32 linearTid, i32 tid.x, i32 tid.y, i32 tid.z,
+//    i32 resume)` runs one thread from resume point `resume` (0 = the start) to its next wait,
+//    and returns the point to resume from (0 when the thread finished). A wait is announced just
+//    before returning by `void __rocuda_suspend_barrier(i32 id, i32 threads)`, `void
+//    __rocuda_suspend_barrier_reduce(i32 op, i32 id, i32 threads, i32 predicate)` or `void
+//    __rocuda_suspend_warp(i32 op, i32 mode, i64 value, i32 b, i32 c, i32 mask)` (op: 0 sync,
+//    1 shfl, 2 vote, 3 redux, 4 match; other operands as for the collectives above); on resuming,
+//    `i32 __rocuda_resume_barrier_reduce(i32 op)` and `i64 __rocuda_resume_warp()` give the
+//    result. Values live across a wait, and the thread's local memory, are kept in the thread's
+//    frame: KernelInfo::cpuFrameBytes bytes at BlockContext::frames + linearTid * cpuFrameBytes.
+//    The runtime makes the thread current before each step, so runtime functions know it.
+//  * ThreadEntry (the slow path, only where the above cannot be formed: KernelInfo::
+//    cpuSlowPathReason says why): `void K(ptr params)` runs one thread; threads that wait run as
+//    fibers.
 #pragma once
 
 #include <array>
@@ -54,7 +93,26 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-2";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-3";
+
+// What the block forms of a kernel receive (see the contract above); the layout is ABI between
+// generated code and the CPU device runtime.
+struct BlockContext {
+  uint32_t ntid[3];
+  uint32_t ctaid[3];
+  uint32_t nctaid[3];
+  uint32_t threadCount;
+  uint8_t* shared;  // the block's shared-memory window
+  uint8_t* frames;  // Continuation kernels: threadCount frames of cpuFrameBytes
+  void* runtime;    // the device runtime's own block state (opaque to generated code)
+};
+
+// How a kernel's host code runs a block (see the contract above).
+enum class CpuExecution : uint8_t { ThreadEntry, BlockLoop, Continuation };
+
+// Symbol names of a kernel's block forms.
+std::string blockLoopSymbol(std::string_view kernel);
+std::string continuationSymbol(std::string_view kernel);
 
 struct KernelParamInfo {
   uint32_t offset = 0;  // in the packed parameter buffer
@@ -76,7 +134,13 @@ struct KernelInfo {
   std::array<uint32_t, 3> reqntid{0, 0, 0};  // .reqntid, 0 when absent
   bool usesBarriers = false;  // after inlining, calls __rocuda_barrier_sync or _barrier_reduce
   bool usesWarpCollectives = false;  // after inlining, calls a warp collective (see above)
+  CpuExecution cpuExecution = CpuExecution::ThreadEntry;  // host code only
+  uint32_t cpuFrameBytes = 0;     // Continuation: bytes of each thread's frame
+  std::string cpuSlowPathReason;  // ThreadEntry although block forms were asked for: why
 };
+
+// The symbol of a kernel's host code in the form it took.
+std::string hostEntrySymbol(const KernelInfo& kernel);
 
 struct GlobalInfo {
   std::string name;
@@ -98,6 +162,9 @@ struct ModuleInfo {
 
 struct CompileOptions {
   int optLevel = 2;  // 0..3
+  // Host code: compile kernels into block forms (BlockLoop / Continuation). When false every
+  // kernel is a ThreadEntry (used by tests that drive single threads).
+  bool blockFunctions = true;
 };
 
 // Host code for one PTX module: a relocatable object file for this machine plus its ModuleInfo.

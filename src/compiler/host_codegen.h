@@ -11,6 +11,7 @@
 #include <llvm/Analysis/LoopAnalysisManager.h>
 #include <llvm/Passes/PassBuilder.h>
 
+#include "compiler/compiler.h"
 #include "support/result.h"
 
 namespace llvm {
@@ -47,5 +48,11 @@ Result<std::vector<uint8_t>> emitObject(llvm::Module& module, llvm::TargetMachin
 // counts as reaching them when any function of the module calls one).
 bool kernelReaches(llvm::Module& module, const std::string& name,
                    const std::vector<std::string>& callees);
+
+// Replace each kernel of `module` by its block form for the CPU device (BlockLoop or
+// Continuation, see compiler.h), recording the form in `info`; kernels that cannot take one keep
+// their per-thread entry and get KernelInfo::cpuSlowPathReason. Run after inlining; the result
+// wants another optimisation pass (to inline the thread forms and vectorise the loops).
+void lowerToBlockForms(llvm::Module& module, ModuleInfo& info);
 
 }  // namespace rocuda::compiler::detail

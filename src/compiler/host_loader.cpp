@@ -96,7 +96,7 @@ Result<std::unique_ptr<HostCode>> loadHostCode(const HostObject& object,
   // Link now, so that a missing symbol is reported here rather than at the first launch.
   std::string message;
   for (const auto& kernel : object.info.kernels)
-    if (!code->resolve(kernel.name, message))
+    if (!code->resolve(hostEntrySymbol(kernel), message))
       return makeError(ErrorCode::InvalidImage,
                        "cannot link kernel '" + kernel.name + "': " + message);
   for (const auto& global : object.info.globals)

@@ -8,7 +8,7 @@ namespace rocuda::compiler {
 namespace {
 
 constexpr uint8_t kMagic[4] = {'R', 'C', 'M', 'I'};
-constexpr uint32_t kFormatVersion = 2;
+constexpr uint32_t kFormatVersion = 3;
 
 class Writer {
  public:
@@ -83,10 +83,31 @@ bool readKernel(Reader& r, KernelInfo& k) {
   if (!r.u8(flags) || flags > 3) return false;
   k.usesBarriers = (flags & 1) != 0;
   k.usesWarpCollectives = (flags & 2) != 0;
-  return true;
+  uint8_t execution = 0;
+  if (!r.u8(execution) || execution > static_cast<uint8_t>(CpuExecution::Continuation))
+    return false;
+  k.cpuExecution = static_cast<CpuExecution>(execution);
+  return r.u32(k.cpuFrameBytes) && r.str(k.cpuSlowPathReason);
 }
 
 }  // namespace
+
+std::string blockLoopSymbol(std::string_view kernel) {
+  return "__rocuda_block_" + std::string(kernel);
+}
+
+std::string continuationSymbol(std::string_view kernel) {
+  return "__rocuda_step_" + std::string(kernel);
+}
+
+std::string hostEntrySymbol(const KernelInfo& kernel) {
+  switch (kernel.cpuExecution) {
+    case CpuExecution::BlockLoop: return blockLoopSymbol(kernel.name);
+    case CpuExecution::Continuation: return continuationSymbol(kernel.name);
+    case CpuExecution::ThreadEntry: break;
+  }
+  return kernel.name;
+}
 
 const KernelInfo* ModuleInfo::findKernel(std::string_view name) const {
   for (const auto& k : kernels)
@@ -120,6 +141,9 @@ std::vector<uint8_t> ModuleInfo::serialize() const {
     for (uint32_t v : k.maxntid) w.u32(v);
     for (uint32_t v : k.reqntid) w.u32(v);
     w.u8(static_cast<uint8_t>((k.usesBarriers ? 1 : 0) | (k.usesWarpCollectives ? 2 : 0)));
+    w.u8(static_cast<uint8_t>(k.cpuExecution));
+    w.u32(k.cpuFrameBytes);
+    w.str(k.cpuSlowPathReason);
   }
   w.u32(static_cast<uint32_t>(globals.size()));
   for (const auto& g : globals) {

@@ -21,7 +21,12 @@ const std::vector<Variable>& variables() {
        "Directory of the persistent cache of compiled code. Created when missing."},
       {"ROCUDA_DUMP", nullptr,
        "Directory into which the compiler writes the LLVM IR of every module it compiles "
-       "(`<module>.ll` target-neutral, `<module>.host.ll` optimised for the host)."},
+       "(`<module>.ll` target-neutral, `<module>.host.ll` optimised for the host, "
+       "`<module>.block.ll` with the kernels in their block forms)."},
+      {"ROCUDA_CPU_BLOCK_FORMS", "1",
+       "`0` compiles every kernel for the CPU device as a function per CUDA thread, run as "
+       "fibers when threads wait (the slow path), instead of work-item loops and "
+       "continuations: for comparing the two and for isolating a suspected compiler fault."},
       {"ROCUDA_CPU_THREADS", "number of cores",
        "Worker threads of the CPU device's thread pool (blocks run in parallel on them)."},
       {"ROCUDA_DEVICES", "cpu",

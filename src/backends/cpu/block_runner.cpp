@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <bit>
 #include <csetjmp>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -16,11 +17,27 @@ namespace {
 constexpr size_t kFiberStackBytes = 256 * 1024;
 
 // Per worker thread, reused from block to block and launch to launch: no allocation per launch.
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+
 struct WorkerResources {
   std::vector<std::unique_ptr<ThreadState>> threads;
   std::unique_ptr<uint8_t[]> shared;
   size_t sharedCapacity = 0;
+  std::unique_ptr<uint8_t, FreeDeleter> frames;  // Continuation kernels' per-thread frames
+  size_t framesCapacity = 0;
 };
+
+// Frames hold values of any alignment the compiler laid out (up to 64 bytes).
+uint8_t* framesFor(WorkerResources& resources, size_t bytes) {
+  if (resources.framesCapacity < bytes) {
+    size_t rounded = (bytes + 63) / 64 * 64;
+    resources.frames.reset(static_cast<uint8_t*>(std::aligned_alloc(64, rounded)));
+    resources.framesCapacity = resources.frames ? rounded : 0;
+  }
+  return resources.frames.get();
+}
 
 WorkerResources& workerResources() {
   static thread_local WorkerResources resources;
@@ -30,7 +47,7 @@ WorkerResources& workerResources() {
 void fiberMain(void* argument) {
   auto* thread = static_cast<ThreadState*>(argument);
   const GridState& grid = *thread->block->grid;
-  grid.entry(grid.params);
+  grid.code.threadEntry(grid.params);
   thread->finished = true;
   Fiber::switchTo(thread->fiber, thread->block->scheduler);
 }
@@ -49,8 +66,15 @@ void runSequential(BlockState& block, std::vector<std::unique_ptr<ThreadState>>&
     ThreadState* thread = threads[t].get();
     currentThread() = thread;
     if (setjmp(block.trapExit) != 0) return;
-    block.grid->entry(block.grid->params);
+    block.grid->code.threadEntry(block.grid->params);
   }
+}
+
+// A BlockLoop kernel runs the whole block in one call; a trap longjmps out of it.
+void runBlockLoop(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& threads) {
+  currentThread() = threads[0].get();
+  if (setjmp(block.trapExit) != 0) return;
+  block.grid->code.blockLoop(block.grid->params, &block.context);
 }
 
 bool prepareFibers(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& threads,
@@ -158,12 +182,13 @@ bool releaseBarrier(BlockState& block, std::vector<std::unique_ptr<ThreadState>>
   return true;
 }
 
-// Every thread a fiber. Each pass resumes every runnable thread until it waits (at a block
-// barrier or in a warp collective) or ends; then the waits that can complete are released. When
-// none can and threads remain, the block is deadlocked: it stops with an error, never hangs.
-void runFibers(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& threads,
-               uint32_t count) {
-  if (!prepareFibers(block, threads, count)) return;
+// Each pass resumes every runnable thread until it waits (at a block barrier or in a warp
+// collective) or ends; then the waits that can complete are released. When none can and threads
+// remain, the block is deadlocked: it stops with an error, never hangs. `resume(thread)` runs one
+// thread on to its next wait.
+template <class Resume>
+void schedule(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& threads,
+              uint32_t count, Resume resume) {
   while (!block.trapped) {
     bool anyLive = false;
     for (uint32_t t = 0; t < count && !block.trapped; ++t) {
@@ -171,7 +196,7 @@ void runFibers(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& thr
       if (thread->finished) continue;
       if (thread->waiting == WaitKind::None) {
         currentThread() = thread;
-        Fiber::switchTo(block.scheduler, thread->fiber);
+        resume(*thread);
       }
       anyLive = anyLive || !thread->finished;
     }
@@ -186,6 +211,46 @@ void runFibers(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& thr
                "): threads wait at a barrier or warp collective that cannot complete");
     block.trapped = true;
   }
+}
+
+// Every thread a fiber (the slow path for per-thread entries that wait).
+void runFibers(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& threads,
+               uint32_t count) {
+  if (!prepareFibers(block, threads, count)) return;
+  schedule(block, threads, count,
+           [&](ThreadState& thread) { Fiber::switchTo(block.scheduler, thread.fiber); });
+}
+
+void stepContinuations(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& threads,
+                       uint32_t count) {
+  const GridState& grid = *block.grid;
+  schedule(block, threads, count, [&](ThreadState& thread) {
+    uint32_t next = grid.code.continuation(grid.params, &block.context, thread.linearTid,
+                                           thread.tid[0], thread.tid[1], thread.tid[2],
+                                           thread.resumePoint);
+    thread.resumePoint = next;
+    thread.finished = next == 0;
+  });
+}
+
+// A Continuation kernel: threads stepped from wait to wait, state in their frames. A trap
+// longjmps back here and abandons the block.
+void runContinuations(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& threads,
+                      uint32_t count, WorkerResources& resources) {
+  size_t frameBytes = block.grid->code.frameBytes;
+  block.context.frames = framesFor(resources, std::max<size_t>(frameBytes * count, 1));
+  if (block.context.frames == nullptr) {
+    log::error("cannot allocate " + std::to_string(frameBytes * count) +
+               " bytes of thread frames for kernel '" + std::string(block.grid->kernelName) + "'");
+    block.trapped = true;
+    return;
+  }
+  for (uint32_t t = 0; t < count; ++t) {
+    threads[t]->waiting = WaitKind::None;
+    threads[t]->resumePoint = 0;
+  }
+  if (setjmp(block.trapExit) != 0) return;
+  stepContinuations(block, threads, count);
 }
 
 }  // namespace
@@ -216,10 +281,23 @@ BlockOutcome runBlock(const GridState& grid, uint64_t linearBlockIndex) {
     thread.block = &block;
     thread.finished = false;
   }
-  if (grid.useFibers())
-    runFibers(block, resources.threads, count);
-  else
-    runSequential(block, resources.threads, count);
+  block.threads = resources.threads.data();
+  block.context = compiler::BlockContext{{grid.block[0], grid.block[1], grid.block[2]},
+                                         {block.ctaid[0], block.ctaid[1], block.ctaid[2]},
+                                         {grid.grid[0], grid.grid[1], grid.grid[2]},
+                                         count, block.shared, nullptr, &block};
+  switch (grid.code.execution) {
+    case compiler::CpuExecution::BlockLoop: runBlockLoop(block, resources.threads); break;
+    case compiler::CpuExecution::Continuation:
+      runContinuations(block, resources.threads, count, resources);
+      break;
+    case compiler::CpuExecution::ThreadEntry:
+      if (grid.useFibers())
+        runFibers(block, resources.threads, count);
+      else
+        runSequential(block, resources.threads, count);
+      break;
+  }
   currentThread() = nullptr;
   if (block.asserted) return BlockOutcome::Asserted;
   return block.trapped ? BlockOutcome::Trapped : BlockOutcome::Completed;

@@ -26,13 +26,13 @@ constexpr size_t kAllocationAlignment = 256;
 
 class CpuKernel final : public LoadedKernel {
  public:
-  CpuKernel(const compiler::KernelInfo& info, KernelEntry entry) : info_(info), entry_(entry) {}
+  CpuKernel(const compiler::KernelInfo& info, KernelCode code) : info_(info), code_(code) {}
   const compiler::KernelInfo& info() const override { return info_; }
-  KernelEntry entry() const { return entry_; }
+  const KernelCode& code() const { return code_; }
 
  private:
   const compiler::KernelInfo& info_;
-  KernelEntry entry_;
+  KernelCode code_;
 };
 
 class CpuModule final : public LoadedModule {
@@ -42,12 +42,28 @@ class CpuModule final : public LoadedModule {
 
   Status resolveKernels() {
     for (const auto& kernelInfo : info_.kernels) {
-      void* address = code_->lookup(kernelInfo.name);
+      KernelCode kernelCode;
+      kernelCode.execution = kernelInfo.cpuExecution;
+      kernelCode.frameBytes = kernelInfo.cpuFrameBytes;
+      void* address = code_->lookup(compiler::hostEntrySymbol(kernelInfo));
+      switch (kernelInfo.cpuExecution) {
+        case compiler::CpuExecution::BlockLoop:
+          kernelCode.blockLoop = reinterpret_cast<BlockLoopEntry>(address);
+          break;
+        case compiler::CpuExecution::Continuation:
+          kernelCode.continuation = reinterpret_cast<ContinuationEntry>(address);
+          break;
+        case compiler::CpuExecution::ThreadEntry:
+          kernelCode.threadEntry = reinterpret_cast<KernelEntry>(address);
+          if (!kernelInfo.cpuSlowPathReason.empty())
+            log::info("kernel '" + kernelInfo.name + "' runs on the slow path (a fiber per " +
+                      "thread): " + kernelInfo.cpuSlowPathReason);
+          break;
+      }
       if (address == nullptr)
         return makeError(ErrorCode::InvalidImage,
                          "compiled code lacks kernel '" + kernelInfo.name + "'");
-      kernels_.emplace(kernelInfo.name,
-                       std::make_unique<CpuKernel>(kernelInfo, reinterpret_cast<KernelEntry>(address)));
+      kernels_.emplace(kernelInfo.name, std::make_unique<CpuKernel>(kernelInfo, kernelCode));
     }
     return Status::success();
   }
@@ -163,12 +179,13 @@ void CpuDevice::describe() {
 Result<compiler::HostObject> CpuDevice::compileCached(std::string_view ptx,
                                                       std::string_view moduleName) {
   compiler::CompileOptions options;
+  options.blockFunctions = env::get("ROCUDA_CPU_BLOCK_FORMS").value_or("1") != "0";
   Sha256 key;
   key.update(compiler::kCompilerVersion);
   key.update(std::string_view("\0", 1));
   key.update(hostTarget_);
   key.update(std::string_view("\0", 1));
-  key.update("O" + std::to_string(options.optLevel));
+  key.update("O" + std::to_string(options.optLevel) + (options.blockFunctions ? "" : " threads"));
   key.update(std::string_view("\0", 1));
   key.update(ptx);
   std::string cacheKey = Sha256::hex(key.finish());
@@ -202,7 +219,7 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
   auto& cpuKernel = static_cast<CpuKernel&>(kernel);
   const compiler::KernelInfo& info = cpuKernel.info();
   GridState grid;
-  grid.entry = cpuKernel.entry();
+  grid.code = cpuKernel.code();
   grid.params = const_cast<void*>(params);
   grid.grid = config.grid;
   grid.block = config.block;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <csetjmp>
 #include <cstdio>
+#include <cstddef>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -17,6 +18,14 @@
 
 namespace rocuda::backends::cpu {
 namespace {
+
+// Generated code addresses BlockContext by these offsets (host_block_forms.cpp builds the same
+// struct type).
+static_assert(offsetof(compiler::BlockContext, ctaid) == 12 &&
+              offsetof(compiler::BlockContext, nctaid) == 24 &&
+              offsetof(compiler::BlockContext, shared) == 40 &&
+              offsetof(compiler::BlockContext, frames) == 48 &&
+              offsetof(compiler::BlockContext, runtime) == 56);
 
 ThreadState& self() { return *currentThread(); }
 BlockState& block() { return *self().block; }
@@ -142,6 +151,43 @@ static uint64_t matchSync(int32_t mode, uint64_t value, int32_t mask) {
   return warpCollective(WarpOp::Match, mode, value, 0, 0, static_cast<uint32_t>(mask));
 }
 
+// Block forms of kernels (compiler.h). BlockLoop kernels name the thread before calls that need
+// it; Continuation kernels announce a wait just before returning to the scheduler, which makes
+// each thread current before stepping it.
+static void enterThread(compiler::BlockContext* context, uint32_t linearTid) {
+  currentThread() = static_cast<BlockState*>(context->runtime)->threads[linearTid].get();
+}
+static void suspendBarrier(int32_t /*id*/, int32_t /*threads*/) {
+  self().waiting = WaitKind::Barrier;
+}
+static void suspendBarrierReduce(int32_t /*op*/, int32_t /*id*/, int32_t /*threads*/,
+                                 int32_t predicate) {
+  ThreadState& thread = self();
+  BlockState& b = *thread.block;
+  thread.reduceRound = b.roundParity;
+  b.reduceArrived[thread.reduceRound] += 1;
+  b.reduceTrue[thread.reduceRound] += predicate != 0 ? 1 : 0;
+  thread.waiting = WaitKind::Barrier;
+}
+static int32_t resumeBarrierReduce(int32_t op) {
+  ThreadState& thread = self();
+  const BlockState& b = *thread.block;
+  uint32_t arrived = b.reduceArrived[thread.reduceRound], votes = b.reduceTrue[thread.reduceRound];
+  switch (op) {
+    case 0: return static_cast<int32_t>(votes);
+    case 1: return votes == arrived ? 1 : 0;
+    default: return votes != 0 ? 1 : 0;
+  }
+}
+static void suspendWarp(int32_t op, int32_t mode, uint64_t value, int32_t b, int32_t c,
+                        int32_t mask) {
+  ThreadState& thread = self();
+  thread.warp = WarpRequest{static_cast<WarpOp>(op), mode, value, b, c,
+                            static_cast<uint32_t>(mask), 0};
+  thread.waiting = WaitKind::Warp;
+}
+static uint64_t resumeWarp() { return self().warp.result; }
+
 // assert() in device code: report as CUDA does, then stop the block; the launch fails with
 // CUDA_ERROR_ASSERT.
 [[noreturn]] static void assertFail(uint64_t message, uint64_t file, uint32_t line,
@@ -260,6 +306,12 @@ std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
       {"__rocuda_redux_sync", fn(reduxSync)},
       {"__rocuda_match_sync", fn(matchSync)},
       {"__rocuda_trap", fn(trap)},
+      {"__rocuda_enter_thread", fn(enterThread)},
+      {"__rocuda_suspend_barrier", fn(suspendBarrier)},
+      {"__rocuda_suspend_barrier_reduce", fn(suspendBarrierReduce)},
+      {"__rocuda_resume_barrier_reduce", fn(resumeBarrierReduce)},
+      {"__rocuda_suspend_warp", fn(suspendWarp)},
+      {"__rocuda_resume_warp", fn(resumeWarp)},
       {"vprintf", fn(vprintfEntry)},
   };
 }

@@ -1,25 +1,42 @@
-// How the CPU device runs a grid: blocks in parallel on the thread pool; within a block, the
-// threads one after another when the kernel has no barrier and no warp collective, or else as
-// fibers that wait for one another at each barrier (the whole block) or warp collective (the
-// lanes of the member mask). Translated kernels reach the state below through the device runtime
+// How the CPU device runs a grid: blocks in parallel on the thread pool; within a block, in the
+// form the compiler gave the kernel (compiler.h): a BlockLoop runs every thread in one call; a
+// Continuation is stepped thread by thread from wait to wait, the scheduler releasing each
+// barrier (the whole block) or warp collective (the lanes of the member mask) once every
+// participant has arrived; a ThreadEntry (the slow path) runs threads one after another, or as
+// fibers when they wait. Translated kernels reach the state below through the device runtime
 // functions (device_runtime.cpp), which read the calling CUDA thread's ThreadState.
 #pragma once
 
 #include <array>
 #include <csetjmp>
+#include <memory>
 #include <cstdint>
 #include <string_view>
 #include <vector>
 
+#include "compiler/compiler.h"
 #include "support/fiber.h"
 #include "support/result.h"
 
 namespace rocuda::backends::cpu {
 
 using KernelEntry = void (*)(void* params);
+using BlockLoopEntry = void (*)(void* params, compiler::BlockContext* context);
+using ContinuationEntry = uint32_t (*)(void* params, compiler::BlockContext* context,
+                                       uint32_t linearTid, uint32_t tidX, uint32_t tidY,
+                                       uint32_t tidZ, uint32_t resume);
+
+// A kernel's host code in the form the compiler chose.
+struct KernelCode {
+  compiler::CpuExecution execution = compiler::CpuExecution::ThreadEntry;
+  KernelEntry threadEntry = nullptr;
+  BlockLoopEntry blockLoop = nullptr;
+  ContinuationEntry continuation = nullptr;
+  uint32_t frameBytes = 0;  // Continuation: each thread's frame
+};
 
 struct GridState {
-  KernelEntry entry = nullptr;
+  KernelCode code;
   void* params = nullptr;
   std::array<uint32_t, 3> grid{1, 1, 1};
   std::array<uint32_t, 3> block{1, 1, 1};
@@ -30,8 +47,11 @@ struct GridState {
   uint32_t gridId = 0;
   std::string_view kernelName;  // for diagnostics (a deadlocked block names its kernel)
 
-  // Threads run as fibers when they must wait for one another (barriers, warp collectives).
-  bool useFibers() const { return usesBarriers || usesWarpCollectives; }
+  // Per-thread entries run as fibers when threads must wait for one another.
+  bool useFibers() const {
+    return code.execution == compiler::CpuExecution::ThreadEntry &&
+           (usesBarriers || usesWarpCollectives);
+  }
 };
 
 // Kinds of warp collective a thread can wait in (see compiler.h for the runtime contract).
@@ -60,10 +80,14 @@ struct ThreadState {
   bool finished = false;
   WaitKind waiting = WaitKind::None;
   WarpRequest warp;  // valid while waiting == Warp, and its result after
+  uint32_t resumePoint = 0;  // Continuation: where the thread goes on
+  uint32_t reduceRound = 0;  // bar.red in a Continuation: the round this thread voted in
 };
 
 struct BlockState {
   const GridState* grid = nullptr;
+  compiler::BlockContext context{};                  // what block forms of kernels receive
+  const std::unique_ptr<ThreadState>* threads = nullptr;  // the block's threads, by linear id
   std::array<uint32_t, 3> ctaid{0, 0, 0};
   uint8_t* shared = nullptr;
   Fiber scheduler;        // the worker's own context while fibers run

@@ -589,6 +589,8 @@ TEST(CompilerContract, DumpsNeutralAndHostIr) {
   EXPECT_TRUE(object->info.kernels[0].usesBarriers);
   EXPECT_EQ(object->info.kernels[0].staticSharedBytes, 64u);
   EXPECT_EQ(object->info.kernels[0].paramBufferSize, 8u);
+  EXPECT_EQ(object->info.kernels[0].cpuExecution, CpuExecution::Continuation);
+  EXPECT_TRUE(object->info.kernels[0].cpuSlowPathReason.empty());
   std::string neutral = readFile((dir / "contract.ll").string());
   std::string host = readFile((dir / "contract.host.ll").string());
   EXPECT_NE(neutral.find("define void @contract(ptr"), std::string::npos) << neutral;

@@ -19,9 +19,12 @@ ModuleInfo sample() {
   k.reqntid = {0, 0, 0};
   k.usesBarriers = true;
   k.usesWarpCollectives = true;
+  k.cpuExecution = CpuExecution::Continuation;
+  k.cpuFrameBytes = 48;
   info.kernels.push_back(k);
   KernelInfo k2;
   k2.name = "";
+  k2.cpuSlowPathReason = "a reason";
   info.kernels.push_back(k2);
   info.globals.push_back({"coeffs", ptx::StateSpace::Const, 16});
   info.globals.push_back({"table", ptx::StateSpace::Global, 1ull << 40});
@@ -48,6 +51,10 @@ TEST(ModuleInfo, RoundTrip) {
   EXPECT_TRUE(k.usesWarpCollectives);
   EXPECT_FALSE(back->kernels[1].usesBarriers);
   EXPECT_FALSE(back->kernels[1].usesWarpCollectives);
+  EXPECT_EQ(k.cpuExecution, CpuExecution::Continuation);
+  EXPECT_EQ(k.cpuFrameBytes, 48u);
+  EXPECT_EQ(back->kernels[1].cpuExecution, CpuExecution::ThreadEntry);
+  EXPECT_EQ(back->kernels[1].cpuSlowPathReason, "a reason");
   ASSERT_EQ(back->globals.size(), 2u);
   EXPECT_EQ(back->globals[1].size, 1ull << 40);
   EXPECT_EQ(back->globals[0].space, ptx::StateSpace::Const);

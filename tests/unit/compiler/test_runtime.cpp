@@ -154,6 +154,7 @@ int vprintfCalls() { return printfCount.load(); }
 std::unique_ptr<Loaded> compileAndLoad(std::string_view ptx, std::string_view name, int optLevel) {
   CompileOptions options;
   options.optLevel = optLevel;
+  options.blockFunctions = false;  // this runtime drives one thread per call
   auto object = compileForHost(ptx, name, options);
   if (!object.ok()) {
     ADD_FAILURE() << "compileForHost: " << object.error().message;

@@ -1,0 +1,501 @@
+// Block forms of kernels for the CPU device (the contract is in compiler.h). A kernel that never
+// waits for other threads becomes a work-item loop over the block's threads, which the loop
+// vectorizer can widen across threads. A kernel that waits at barriers or warp collectives
+// becomes a resumable step function: each wait is a return point, and the values live across a
+// wait (and the thread's local memory) move to a per-thread frame, so that the runtime can run
+// every thread of the block up to its next wait, release the waits, and go on, without a
+// context switch. Only where neither form can be built (a wait inside a function that was not
+// inlined, a dynamically sized stack allocation in a waiting kernel) does a kernel stay a
+// per-thread entry, run on fibers, with the reason recorded for the log.
+#include <llvm/ADT/BitVector.h>
+#include <llvm/ADT/DenseMap.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Instructions.h>
+#include <llvm/IR/IntrinsicInst.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Transforms/Utils/Local.h>
+
+#include <array>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/host_codegen.h"
+
+namespace rocuda::compiler::detail {
+namespace {
+
+// BlockContext's fields, in compiler.h's order.
+enum ContextField : unsigned { kNtid, kCtaid, kNctaid, kThreadCount, kShared, kFrames };
+
+constexpr std::array<std::string_view, 7> kWaitingFunctions = {
+    "__rocuda_barrier_sync", "__rocuda_barrier_reduce", "__rocuda_warp_sync",
+    "__rocuda_shfl_sync",    "__rocuda_vote_sync",      "__rocuda_redux_sync",
+    "__rocuda_match_sync"};
+
+bool isWaitingFunction(const llvm::Function* f) {
+  if (f == nullptr) return false;
+  for (auto name : kWaitingFunctions)
+    if (f->getName() == llvm::StringRef(name.data(), name.size())) return true;
+  return false;
+}
+
+llvm::StructType* blockContextType(llvm::LLVMContext& c) {
+  auto* i32 = llvm::Type::getInt32Ty(c);
+  auto* dim = llvm::ArrayType::get(i32, 3);
+  auto* ptr = llvm::PointerType::getUnqual(c);
+  return llvm::StructType::get(c, {dim, dim, dim, i32, ptr, ptr, ptr});
+}
+
+// The values a thread form of the kernel computes its identity from.
+struct ThreadValues {
+  llvm::Value* params;
+  llvm::Value* context;
+  llvm::Value* linear;
+  std::array<llvm::Value*, 3> tid;
+};
+
+llvm::Value* loadContext(llvm::IRBuilder<>& b, llvm::Value* context, ContextField field,
+                         int element = -1) {
+  llvm::StructType* type = blockContextType(b.getContext());
+  llvm::Value* address = element < 0 ? b.CreateStructGEP(type, context, field)
+                                      : b.CreateConstInBoundsGEP2_32(
+                                            type->getElementType(field),
+                                            b.CreateStructGEP(type, context, field), 0, element);
+  llvm::Type* valueType =
+      element < 0 ? type->getElementType(field) : llvm::Type::getInt32Ty(b.getContext());
+  auto* load = b.CreateLoad(valueType, address);
+  // The context does not change while the block runs: loads may be hoisted out of the loops.
+  load->setMetadata(llvm::LLVMContext::MD_invariant_load,
+                    llvm::MDNode::get(b.getContext(), {}));
+  return load;
+}
+
+// The value of special register `name` (without the __rocuda_sreg_ prefix), or nullptr when
+// only the runtime knows it (clocks, grid id, shared-memory sizes...).
+llvm::Value* threadQuery(llvm::IRBuilder<>& b, std::string_view name, const ThreadValues& v) {
+  static constexpr std::array<std::string_view, 3> axes = {"x", "y", "z"};
+  for (int axis = 0; axis < 3; ++axis) {
+    std::string suffix = "_" + std::string(axes[axis]);
+    if (name == "tid" + suffix) return v.tid[axis];
+    if (name == "ntid" + suffix) return loadContext(b, v.context, kNtid, axis);
+    if (name == "ctaid" + suffix) return loadContext(b, v.context, kCtaid, axis);
+    if (name == "nctaid" + suffix) return loadContext(b, v.context, kNctaid, axis);
+  }
+  llvm::Value* lane = b.CreateAnd(v.linear, 31);
+  llvm::Value* ones = b.getInt32(0xffffffffu);
+  if (name == "laneid") return lane;
+  if (name == "warpid") return b.CreateLShr(v.linear, 5);
+  if (name == "lanemask_eq") return b.CreateShl(b.getInt32(1), lane);
+  if (name == "lanemask_lt") return b.CreateSub(b.CreateShl(b.getInt32(1), lane), b.getInt32(1));
+  // 2 << 31 wraps to 0, and 0 - 1 is the full mask lane 31 needs.
+  if (name == "lanemask_le") return b.CreateSub(b.CreateShl(b.getInt32(2), lane), b.getInt32(1));
+  if (name == "lanemask_ge") return b.CreateShl(ones, lane);
+  if (name == "lanemask_gt") return b.CreateShl(b.CreateShl(ones, lane), 1);
+  return nullptr;
+}
+
+// Replace the special-register and shared-base calls `f` makes itself by values computed from
+// its arguments and the block context.
+void replaceThreadQueries(llvm::Function& f, const ThreadValues& v) {
+  std::vector<llvm::CallInst*> calls;
+  for (auto& block : f)
+    for (auto& inst : block)
+      if (auto* call = llvm::dyn_cast<llvm::CallInst>(&inst))
+        if (llvm::Function* callee = call->getCalledFunction();
+            callee && callee->getName().starts_with("__rocuda_"))
+          calls.push_back(call);
+  for (llvm::CallInst* call : calls) {
+    llvm::StringRef name = call->getCalledFunction()->getName();
+    llvm::IRBuilder<> b(call);
+    llvm::Value* value = nullptr;
+    if (name == "__rocuda_shared_base")
+      value = loadContext(b, v.context, kShared);
+    else if (name.consume_front("__rocuda_sreg_"))
+      value = threadQuery(b, std::string_view(name.data(), name.size()), v);
+    if (value == nullptr) continue;
+    call->replaceAllUsesWith(value);
+    call->eraseFromParent();
+  }
+}
+
+// Move `kernel`'s body into a new internal function of `type` whose first argument takes the
+// place of the kernel's parameter pointer; `kernel` is left a body-less declaration.
+llvm::Function* moveBody(llvm::Function& kernel, llvm::FunctionType* type,
+                         const std::string& name) {
+  auto* f = llvm::Function::Create(type, llvm::GlobalValue::InternalLinkage, name,
+                                   kernel.getParent());
+  for (const llvm::Attribute& attribute : kernel.getAttributes().getFnAttrs())
+    f->addFnAttr(attribute);
+  f->splice(f->end(), &kernel);
+  kernel.getArg(0)->replaceAllUsesWith(f->getArg(0));
+  return f;
+}
+
+ThreadValues threadValuesOf(llvm::Function& f) {
+  return {f.getArg(0), f.getArg(1), f.getArg(2), {f.getArg(3), f.getArg(4), f.getArg(5)}};
+}
+
+// Calls that need the runtime to know the calling thread (runtime functions that read it,
+// functions of the module that were not inlined and read special registers through it).
+bool needsThreadIdentity(const llvm::CallBase& call) {
+  const llvm::Function* callee = call.getCalledFunction();
+  if (callee == nullptr) return true;  // indirect: may reach any function
+  if (callee->isIntrinsic()) return false;
+  if (!callee->isDeclaration()) return true;
+  llvm::StringRef name = callee->getName();
+  return (name.starts_with("__rocuda_") && !name.starts_with("__rocuda_sreg_clock") &&
+          name != "__rocuda_sreg_globaltimer") ||
+         name == "__assertfail";
+}
+
+void announceThreadBeforeCalls(llvm::Function& f, const ThreadValues& v) {
+  llvm::Module& m = *f.getParent();
+  auto* ptr = llvm::PointerType::getUnqual(m.getContext());
+  llvm::FunctionCallee enter = m.getOrInsertFunction(
+      "__rocuda_enter_thread", llvm::Type::getVoidTy(m.getContext()), ptr,
+      llvm::Type::getInt32Ty(m.getContext()));
+  std::vector<llvm::CallBase*> calls;
+  for (auto& block : f)
+    for (auto& inst : block)
+      if (auto* call = llvm::dyn_cast<llvm::CallBase>(&inst); call && needsThreadIdentity(*call))
+        calls.push_back(call);
+  for (llvm::CallBase* call : calls) llvm::IRBuilder<>(call).CreateCall(enter, {v.context, v.linear});
+}
+
+// `void __rocuda_block_<K>(ptr params, ptr context)`: every thread of the block in turn, x
+// fastest, each an inlined call of the thread form.
+void buildBlockLoop(llvm::Function& threadForm, const std::string& name) {
+  llvm::Module& m = *threadForm.getParent();
+  llvm::LLVMContext& c = m.getContext();
+  auto* ptr = llvm::PointerType::getUnqual(c);
+  auto* fn = llvm::Function::Create(
+      llvm::FunctionType::get(llvm::Type::getVoidTy(c), {ptr, ptr}, false),
+      llvm::GlobalValue::ExternalLinkage, name, m);
+  llvm::Value* params = fn->getArg(0);
+  llvm::Value* context = fn->getArg(1);
+  auto block = [&](const char* label) { return llvm::BasicBlock::Create(c, label, fn); };
+  llvm::BasicBlock *entry = block("entry"), *zLoop = block("z"), *yLoop = block("y"),
+                   *xLoop = block("x"), *yLatch = block("y.next"), *zLatch = block("z.next"),
+                   *exit = block("exit");
+  llvm::IRBuilder<> b(entry);
+  llvm::Value* nx = loadContext(b, context, kNtid, 0);
+  llvm::Value* ny = loadContext(b, context, kNtid, 1);
+  llvm::Value* nz = loadContext(b, context, kNtid, 2);
+  b.CreateBr(zLoop);
+
+  b.SetInsertPoint(zLoop);
+  llvm::PHINode* z = b.CreatePHI(b.getInt32Ty(), 2, "tid.z");
+  b.CreateBr(yLoop);
+  b.SetInsertPoint(yLoop);
+  llvm::PHINode* y = b.CreatePHI(b.getInt32Ty(), 2, "tid.y");
+  llvm::Value* rowStart = b.CreateNUWMul(b.CreateNUWAdd(b.CreateNUWMul(z, ny), y), nx);
+  b.CreateBr(xLoop);
+  b.SetInsertPoint(xLoop);
+  llvm::PHINode* x = b.CreatePHI(b.getInt32Ty(), 2, "tid.x");
+  b.CreateCall(&threadForm, {params, context, b.CreateNUWAdd(rowStart, x), x, y, z});
+  llvm::Value* nextX = b.CreateNUWAdd(x, b.getInt32(1));
+  b.CreateCondBr(b.CreateICmpULT(nextX, nx), xLoop, yLatch);
+  b.SetInsertPoint(yLatch);
+  llvm::Value* nextY = b.CreateNUWAdd(y, b.getInt32(1));
+  b.CreateCondBr(b.CreateICmpULT(nextY, ny), yLoop, zLatch);
+  b.SetInsertPoint(zLatch);
+  llvm::Value* nextZ = b.CreateNUWAdd(z, b.getInt32(1));
+  b.CreateCondBr(b.CreateICmpULT(nextZ, nz), zLoop, exit);
+  b.SetInsertPoint(exit);
+  b.CreateRetVoid();
+
+  z->addIncoming(b.getInt32(0), entry);
+  z->addIncoming(nextZ, zLatch);
+  y->addIncoming(b.getInt32(0), zLoop);
+  y->addIncoming(nextY, yLatch);
+  x->addIncoming(b.getInt32(0), yLoop);
+  x->addIncoming(nextX, xLoop);
+}
+
+// ---- Continuations ----
+
+struct WaitPoint {
+  llvm::BasicBlock* suspend;  // ends with the announcement of the wait, then returns
+  llvm::BasicBlock* resume;   // where the thread goes on
+};
+
+llvm::FunctionCallee runtimeFunction(llvm::Module& m, const char* name, llvm::Type* result,
+                                     llvm::ArrayRef<llvm::Type*> params) {
+  llvm::FunctionCallee callee =
+      m.getOrInsertFunction(name, llvm::FunctionType::get(result, params, false));
+  if (auto* f = llvm::dyn_cast<llvm::Function>(callee.getCallee())) f->setDoesNotThrow();
+  return callee;
+}
+
+// Turn the waiting call `call` into an announcement that ends its block and a resume block that
+// starts with the call's result.
+WaitPoint splitAtWait(llvm::CallInst* call) {
+  llvm::Module& m = *call->getModule();
+  llvm::LLVMContext& c = m.getContext();
+  auto* i32 = llvm::Type::getInt32Ty(c);
+  auto* i64 = llvm::Type::getInt64Ty(c);
+  auto* voidTy = llvm::Type::getVoidTy(c);
+  llvm::BasicBlock* suspend = call->getParent();
+  llvm::BasicBlock* resume = suspend->splitBasicBlock(call->getNextNode(), "resume");
+  llvm::IRBuilder<> before(call);
+  llvm::IRBuilder<> after(&*resume->getFirstInsertionPt());
+  llvm::StringRef name = call->getCalledFunction()->getName();
+  auto arg = [&](unsigned i) { return call->getArgOperand(i); };
+  llvm::Value* result = nullptr;
+  if (name == "__rocuda_barrier_sync") {
+    before.CreateCall(runtimeFunction(m, "__rocuda_suspend_barrier", voidTy, {i32, i32}),
+                      {arg(0), arg(1)});
+  } else if (name == "__rocuda_barrier_reduce") {
+    before.CreateCall(
+        runtimeFunction(m, "__rocuda_suspend_barrier_reduce", voidTy, {i32, i32, i32, i32}),
+        {arg(0), arg(1), arg(2), arg(3)});
+    result = after.CreateCall(
+        runtimeFunction(m, "__rocuda_resume_barrier_reduce", i32, {i32}), {arg(0)});
+  } else {
+    // op numbers as in compiler.h: 0 sync, 1 shfl, 2 vote, 3 redux, 4 match.
+    int op = name == "__rocuda_warp_sync"   ? 0
+             : name == "__rocuda_shfl_sync" ? 1
+             : name == "__rocuda_vote_sync" ? 2
+             : name == "__rocuda_redux_sync" ? 3
+                                            : 4;
+    llvm::Value* zero = before.getInt32(0);
+    std::array<llvm::Value*, 6> operands{before.getInt32(op), zero, before.getInt64(0),
+                                         zero, zero, nullptr};
+    switch (op) {
+      case 0: operands[5] = arg(0); break;
+      case 1:
+        operands = {operands[0], arg(0), before.CreateZExt(arg(1), i64), arg(2), arg(3), arg(4)};
+        break;
+      case 2:
+      case 3:
+        operands = {operands[0], arg(0), before.CreateZExt(arg(1), i64), zero, zero, arg(2)};
+        break;
+      default: operands = {operands[0], arg(0), arg(1), zero, zero, arg(2)}; break;
+    }
+    before.CreateCall(runtimeFunction(m, "__rocuda_suspend_warp", voidTy,
+                                      {i32, i32, i64, i32, i32, i32}),
+                      operands);
+    llvm::Value* raw = after.CreateCall(runtimeFunction(m, "__rocuda_resume_warp", i64, {}));
+    if (!call->getType()->isVoidTy()) result = after.CreateZExtOrTrunc(raw, call->getType());
+  }
+  if (result != nullptr) call->replaceAllUsesWith(result);
+  call->eraseFromParent();
+  return {suspend, resume};
+}
+
+// The instructions live on entry to any resume block: what must survive a wait. Classic
+// backward liveness over the blocks, restricted to values used outside their own block. Stack
+// allocations are not among them: they become frame slots, addressed afresh at every entry.
+std::vector<llvm::Instruction*> liveAcrossWaits(llvm::Function& f,
+                                                const std::vector<WaitPoint>& waits) {
+  llvm::DenseMap<llvm::Instruction*, unsigned> index;
+  std::vector<llvm::Instruction*> values;
+  for (auto& block : f)
+    for (auto& inst : block) {
+      if (inst.getType()->isVoidTy() || llvm::isa<llvm::AllocaInst>(inst)) continue;
+      for (llvm::User* user : inst.users()) {
+        auto* use = llvm::cast<llvm::Instruction>(user);
+        if (use->getParent() != &block || llvm::isa<llvm::PHINode>(use)) {
+          index[&inst] = static_cast<unsigned>(values.size());
+          values.push_back(&inst);
+          break;
+        }
+      }
+    }
+  llvm::DenseMap<llvm::BasicBlock*, unsigned> blockIndex;
+  std::vector<llvm::BasicBlock*> blocks;
+  for (auto& block : f) {
+    blockIndex[&block] = static_cast<unsigned>(blocks.size());
+    blocks.push_back(&block);
+  }
+  size_t n = values.size(), nb = blocks.size();
+  std::vector<llvm::BitVector> uses(nb, llvm::BitVector(n)), defs(nb, llvm::BitVector(n)),
+      phiOut(nb, llvm::BitVector(n)), liveIn(nb, llvm::BitVector(n));
+  for (size_t b = 0; b < nb; ++b)
+    for (auto& inst : *blocks[b]) {
+      if (auto it = index.find(&inst); it != index.end()) defs[b].set(it->second);
+      if (auto* phi = llvm::dyn_cast<llvm::PHINode>(&inst)) {
+        for (unsigned i = 0; i < phi->getNumIncomingValues(); ++i)
+          if (auto* v = llvm::dyn_cast<llvm::Instruction>(phi->getIncomingValue(i)))
+            if (auto it = index.find(v); it != index.end())
+              phiOut[blockIndex[phi->getIncomingBlock(i)]].set(it->second);
+        continue;
+      }
+      for (llvm::Value* operand : inst.operands())
+        if (auto* v = llvm::dyn_cast<llvm::Instruction>(operand); v && v->getParent() != blocks[b])
+          if (auto it = index.find(v); it != index.end()) uses[b].set(it->second);
+    }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t b = nb; b-- > 0;) {
+      llvm::BitVector live = phiOut[b];
+      for (llvm::BasicBlock* successor : llvm::successors(blocks[b]))
+        live |= liveIn[blockIndex[successor]];
+      live.reset(defs[b]);
+      live |= uses[b];
+      if (live != liveIn[b]) {
+        liveIn[b] = std::move(live);
+        changed = true;
+      }
+    }
+  }
+  llvm::BitVector across(n);
+  for (const WaitPoint& wait : waits) across |= liveIn[blockIndex[wait.resume]];
+  std::vector<llvm::Instruction*> result;
+  for (unsigned i : across.set_bits()) result.push_back(values[i]);
+  return result;
+}
+
+// Give every stack allocation a slot in the thread's frame; returns the frame size (a multiple
+// of the largest slot alignment and of 16; the runtime aligns frames to 64 bytes).
+uint32_t moveAllocasToFrame(llvm::Function& f, llvm::BasicBlock* dispatch, const ThreadValues& v) {
+  const llvm::DataLayout& layout = f.getParent()->getDataLayout();
+  std::vector<std::pair<llvm::AllocaInst*, uint64_t>> slots;
+  uint64_t offset = 0;
+  llvm::Align frameAlign(16);
+  for (auto& block : f)
+    for (auto& inst : block)
+      if (auto* alloca = llvm::dyn_cast<llvm::AllocaInst>(&inst)) {
+        uint64_t count = llvm::cast<llvm::ConstantInt>(alloca->getArraySize())->getZExtValue();
+        offset = llvm::alignTo(offset, alloca->getAlign());
+        slots.emplace_back(alloca, offset);
+        offset += layout.getTypeAllocSize(alloca->getAllocatedType()) * count;
+        frameAlign = std::max(frameAlign, alloca->getAlign());
+      }
+  if (slots.empty()) return 0;
+  uint64_t frameBytes = llvm::alignTo(offset, frameAlign);
+  llvm::IRBuilder<> b(dispatch, dispatch->begin());
+  llvm::Value* frames = loadContext(b, v.context, kFrames);
+  llvm::Value* base = b.CreateInBoundsGEP(
+      b.getInt8Ty(), frames,
+      b.CreateNUWMul(b.CreateZExt(v.linear, b.getInt64Ty()), b.getInt64(frameBytes)), "frame");
+  for (auto [alloca, slotOffset] : slots) {
+    for (llvm::User* user : llvm::make_early_inc_range(alloca->users()))
+      if (auto* intrinsic = llvm::dyn_cast<llvm::IntrinsicInst>(user);
+          intrinsic && intrinsic->isLifetimeStartOrEnd())
+        intrinsic->eraseFromParent();
+    alloca->replaceAllUsesWith(b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), base, slotOffset));
+    alloca->eraseFromParent();
+  }
+  return static_cast<uint32_t>(frameBytes);
+}
+
+// ---- Choosing the form ----
+
+// Why `kernel` cannot take a block form although it waits, or an empty string.
+std::string slowPathReason(llvm::Function& kernel, bool waits) {
+  if (!kernel.use_empty()) return "the kernel's address is taken in device code";
+  if (!waits) return {};
+  for (auto& block : kernel)
+    for (auto& inst : block) {
+      if (auto* alloca = llvm::dyn_cast<llvm::AllocaInst>(&inst);
+          alloca && !alloca->isStaticAlloca())
+        return "it waits at a barrier or warp collective and allocates stack dynamically";
+      auto* call = llvm::dyn_cast<llvm::CallBase>(&inst);
+      if (call == nullptr) continue;
+      llvm::Function* callee = call->getCalledFunction();
+      if (callee == nullptr)
+        return "it waits at a barrier or warp collective and calls through a function pointer";
+      if (!callee->isDeclaration() &&
+          kernelReaches(*kernel.getParent(), callee->getName().str(),
+                        {kWaitingFunctions.begin(), kWaitingFunctions.end()}))
+        return "function '" + callee->getName().str() +
+               "' waits at a barrier or warp collective and was not inlined";
+    }
+  return {};
+}
+
+std::vector<llvm::CallInst*> waitingCalls(llvm::Function& f) {
+  std::vector<llvm::CallInst*> calls;
+  for (auto& block : f)
+    for (auto& inst : block)
+      if (auto* call = llvm::dyn_cast<llvm::CallInst>(&inst);
+          call && isWaitingFunction(call->getCalledFunction()))
+        calls.push_back(call);
+  return calls;
+}
+
+void lowerToBlockLoop(llvm::Function& kernel, KernelInfo& info) {
+  llvm::LLVMContext& c = kernel.getContext();
+  auto* ptr = llvm::PointerType::getUnqual(c);
+  auto* i32 = llvm::Type::getInt32Ty(c);
+  llvm::Function* thread = moveBody(
+      kernel, llvm::FunctionType::get(llvm::Type::getVoidTy(c), {ptr, ptr, i32, i32, i32, i32},
+                                      false),
+      "__rocuda_thread_" + info.name);
+  thread->addFnAttr(llvm::Attribute::AlwaysInline);
+  ThreadValues values = threadValuesOf(*thread);
+  replaceThreadQueries(*thread, values);
+  announceThreadBeforeCalls(*thread, values);
+  buildBlockLoop(*thread, blockLoopSymbol(info.name));
+  info.cpuExecution = CpuExecution::BlockLoop;
+}
+
+void lowerToContinuation(llvm::Function& kernel, KernelInfo& info) {
+  llvm::LLVMContext& c = kernel.getContext();
+  auto* ptr = llvm::PointerType::getUnqual(c);
+  auto* i32 = llvm::Type::getInt32Ty(c);
+  llvm::Function* step =
+      moveBody(kernel, llvm::FunctionType::get(i32, {ptr, ptr, i32, i32, i32, i32, i32}, false),
+               continuationSymbol(info.name));
+  step->setLinkage(llvm::GlobalValue::ExternalLinkage);
+  ThreadValues values = threadValuesOf(*step);
+  replaceThreadQueries(*step, values);
+  for (auto& block : *step)
+    if (auto* ret = llvm::dyn_cast<llvm::ReturnInst>(block.getTerminator())) {
+      llvm::ReturnInst::Create(c, llvm::ConstantInt::get(i32, 0), ret);
+      ret->eraseFromParent();
+    }
+
+  std::vector<WaitPoint> waits;
+  for (llvm::CallInst* call : waitingCalls(*step)) waits.push_back(splitAtWait(call));
+  // Demoting a phi leaves one reload where it stood, itself live across the wait when the phi
+  // was: repeat until nothing is (the second round gives each use its own reload).
+  for (std::vector<llvm::Instruction*> live = liveAcrossWaits(*step, waits); !live.empty();
+       live = liveAcrossWaits(*step, waits)) {
+    std::vector<llvm::PHINode*> phis;
+    for (llvm::Instruction* inst : live) {
+      if (auto* phi = llvm::dyn_cast<llvm::PHINode>(inst))
+        phis.push_back(phi);
+      else
+        llvm::DemoteRegToStack(*inst);
+    }
+    for (llvm::PHINode* phi : phis) llvm::DemotePHIToStack(phi);
+  }
+
+  // Each wait returns its resume point; the new entry dispatches on it.
+  llvm::BasicBlock* start = &step->getEntryBlock();
+  auto* dispatch = llvm::BasicBlock::Create(c, "dispatch", step, start);
+  auto* choose = llvm::SwitchInst::Create(step->getArg(6), start,
+                                          static_cast<unsigned>(waits.size()), dispatch);
+  for (size_t i = 0; i < waits.size(); ++i) {
+    auto* point = llvm::ConstantInt::get(i32, i + 1);
+    llvm::Instruction* branch = waits[i].suspend->getTerminator();
+    llvm::ReturnInst::Create(c, point, branch);
+    branch->eraseFromParent();
+    choose->addCase(point, waits[i].resume);
+  }
+  info.cpuFrameBytes = moveAllocasToFrame(*step, dispatch, values);
+  info.cpuExecution = CpuExecution::Continuation;
+}
+
+}  // namespace
+
+void lowerToBlockForms(llvm::Module& module, ModuleInfo& info) {
+  const std::vector<std::string> waiting(kWaitingFunctions.begin(), kWaitingFunctions.end());
+  for (KernelInfo& kernelInfo : info.kernels) {
+    llvm::Function* kernel = module.getFunction(kernelInfo.name);
+    if (kernel == nullptr || kernel->isDeclaration()) continue;
+    bool waits = kernelReaches(module, kernelInfo.name, waiting);
+    kernelInfo.cpuSlowPathReason = slowPathReason(*kernel, waits);
+    if (!kernelInfo.cpuSlowPathReason.empty()) continue;
+    if (waits)
+      lowerToContinuation(*kernel, kernelInfo);
+    else
+      lowerToBlockLoop(*kernel, kernelInfo);
+    kernel->eraseFromParent();
+  }
+}
+
+}  // namespace rocuda::compiler::detail

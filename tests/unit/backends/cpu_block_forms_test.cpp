@@ -1,0 +1,383 @@
+// The CPU device running kernels in each block form (compiler.h): work-item loops, continuations
+// stepped from wait to wait, and the per-thread slow path, checked against host references.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <numeric>
+#include <vector>
+
+#include "backends/device_backend.h"
+
+namespace rocuda::backends {
+namespace {
+
+using compiler::CpuExecution;
+
+class CpuBlockForms : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ::setenv("ROCUDA_CACHE", "0", 1);  // compile afresh: the test is about the compiler's output
+    device_ = createCpuBackend().release();
+  }
+  static void TearDownTestSuite() {
+    delete device_;
+    device_ = nullptr;
+  }
+
+  LoadedKernel* load(const char* ptx, const char* kernel) {
+    auto module = device_->loadPtx(ptx, kernel);
+    EXPECT_TRUE(module.ok()) << (module.ok() ? "" : module.error().message);
+    if (!module.ok()) return nullptr;
+    modules_.push_back(std::move(*module));
+    return modules_.back()->kernel(kernel);
+  }
+
+  // Pack `args` (each the address of a value) as the kernel's parameter buffer.
+  static std::vector<uint8_t> pack(const LoadedKernel& kernel, std::vector<const void*> args) {
+    const compiler::KernelInfo& info = kernel.info();
+    std::vector<uint8_t> buffer(info.paramBufferSize);
+    for (size_t i = 0; i < args.size() && i < info.params.size(); ++i)
+      std::memcpy(buffer.data() + info.params[i].offset, args[i], info.params[i].size);
+    return buffer;
+  }
+
+  static Status launch(LoadedKernel& kernel, std::array<uint32_t, 3> grid,
+                       std::array<uint32_t, 3> block, std::vector<const void*> args) {
+    LaunchConfig config;
+    config.grid = grid;
+    config.block = block;
+    std::vector<uint8_t> params = pack(kernel, std::move(args));
+    return device_->launch(kernel, config, params.data());
+  }
+
+  static DeviceBackend* device_;
+  std::vector<std::unique_ptr<LoadedModule>> modules_;
+};
+
+DeviceBackend* CpuBlockForms::device_ = nullptr;
+
+const char* kIdsPtx = R"(.version 7.0
+.target sm_75
+.address_size 64
+.visible .entry ids(.param .u64 out, .param .u64 lanes)
+{
+  .reg .b32 %r<20>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u64 %rd4, [lanes];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %tid.y;
+  mov.u32 %r3, %tid.z;
+  mov.u32 %r4, %ntid.x;
+  mov.u32 %r5, %ntid.y;
+  mov.u32 %r6, %ctaid.x;
+  mov.u32 %r8, %ntid.z;
+  mad.lo.u32 %r7, %r3, %r5, %r2;
+  mad.lo.u32 %r7, %r7, %r4, %r1;
+  mul.lo.u32 %r9, %r4, %r5;
+  mul.lo.u32 %r9, %r9, %r8;
+  mad.lo.u32 %r10, %r6, %r9, %r7;
+  mad.lo.u32 %r11, %r2, 100, %r1;
+  mad.lo.u32 %r11, %r3, 10000, %r11;
+  mad.lo.u32 %r11, %r6, 1000000, %r11;
+  mul.wide.u32 %rd2, %r10, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r11;
+  mov.u32 %r12, %laneid;
+  mov.u32 %r13, %warpid;
+  mov.u32 %r15, %lanemask_lt;
+  popc.b32 %r16, %r15;
+  add.u32 %r12, %r12, %r16;
+  mad.lo.u32 %r14, %r13, 64, %r12;
+  add.s64 %rd5, %rd4, %rd2;
+  st.global.u32 [%rd5], %r14;
+  ret;
+}
+)";
+
+TEST_F(CpuBlockForms, WorkItemLoopSeesEveryThreadIdentity) {
+  LoadedKernel* kernel = load(kIdsPtx, "ids");
+  ASSERT_NE(kernel, nullptr);
+  EXPECT_EQ(kernel->info().cpuExecution, CpuExecution::BlockLoop);
+  const uint32_t nx = 8, ny = 5, nz = 3, blocks = 3, perBlock = nx * ny * nz;
+  std::vector<uint32_t> out(blocks * perBlock, 0xdead), lanes(blocks * perBlock, 0xdead);
+  void* o = out.data();
+  void* l = lanes.data();
+  ASSERT_TRUE(launch(*kernel, {blocks, 1, 1}, {nx, ny, nz}, {&o, &l}).ok());
+  for (uint32_t b = 0; b < blocks; ++b)
+    for (uint32_t z = 0; z < nz; ++z)
+      for (uint32_t y = 0; y < ny; ++y)
+        for (uint32_t x = 0; x < nx; ++x) {
+          uint32_t linear = (z * ny + y) * nx + x, index = b * perBlock + linear;
+          ASSERT_EQ(out[index], x + 100 * y + 10000 * z + 1000000 * b) << index;
+          // laneid + popc(lanemask_lt) + 64 * warpid = 2 * lane + 64 * warp.
+          ASSERT_EQ(lanes[index], 2 * (linear % 32) + 64 * (linear / 32)) << index;
+        }
+}
+
+// A barrier inside a loop, shared memory exchanged across it, and local memory live across it.
+const char* kReversePtx = R"(.version 7.0
+.target sm_75
+.address_size 64
+.visible .entry reverse(.param .u64 out, .param .u32 iters)
+{
+  .local .align 4 .b8 depot[64];
+  .shared .align 4 .b8 sbuf[4096];
+  .reg .pred %p<3>;
+  .reg .b32 %r<20>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u32 %r1, [iters];
+  mov.u32 %r2, %tid.x;
+  mov.u32 %r3, %ntid.x;
+  mov.u32 %r4, 0;
+  mov.u32 %r5, %r2;
+  and.b32 %r6, %r2, 15;
+  mov.u64 %rd2, depot;
+  mul.wide.u32 %rd3, %r6, 4;
+  add.s64 %rd4, %rd2, %rd3;
+  st.local.u32 [%rd4], %r2;
+  mov.u32 %r8, sbuf;
+LOOP:
+  setp.ge.u32 %p1, %r4, %r1;
+  @%p1 bra DONE;
+  shl.b32 %r7, %r2, 2;
+  add.u32 %r9, %r8, %r7;
+  st.shared.u32 [%r9], %r5;
+  bar.sync 0;
+  sub.u32 %r10, %r3, 1;
+  sub.u32 %r10, %r10, %r2;
+  shl.b32 %r11, %r10, 2;
+  add.u32 %r12, %r8, %r11;
+  ld.shared.u32 %r13, [%r12];
+  add.u32 %r5, %r13, %r4;
+  bar.sync 0;
+  add.u32 %r4, %r4, 1;
+  bra LOOP;
+DONE:
+  ld.local.u32 %r14, [%rd4];
+  mul.lo.u32 %r15, %r14, 1000;
+  add.u32 %r5, %r5, %r15;
+  mov.u32 %r16, %ctaid.x;
+  mad.lo.u32 %r17, %r16, %r3, %r2;
+  mul.wide.u32 %rd5, %r17, 4;
+  add.s64 %rd6, %rd1, %rd5;
+  st.global.u32 [%rd6], %r5;
+  ret;
+}
+)";
+
+TEST_F(CpuBlockForms, ContinuationsKeepStateAcrossBarriersInLoops) {
+  LoadedKernel* kernel = load(kReversePtx, "reverse");
+  ASSERT_NE(kernel, nullptr);
+  EXPECT_EQ(kernel->info().cpuExecution, CpuExecution::Continuation);
+  const uint32_t threads = 200, blocks = 4, iters = 5;
+  std::vector<uint32_t> out(threads * blocks, 0);
+  void* o = out.data();
+  ASSERT_TRUE(launch(*kernel, {blocks, 1, 1}, {threads, 1, 1}, {&o, &iters}).ok());
+  std::vector<uint32_t> v(threads);
+  std::iota(v.begin(), v.end(), 0u);
+  for (uint32_t i = 0; i < iters; ++i) {
+    std::vector<uint32_t> next(threads);
+    for (uint32_t t = 0; t < threads; ++t) next[t] = v[threads - 1 - t] + i;
+    v = next;
+  }
+  for (uint32_t b = 0; b < blocks; ++b)
+    for (uint32_t t = 0; t < threads; ++t)
+      ASSERT_EQ(out[b * threads + t], v[t] + t * 1000) << "block " << b << " thread " << t;
+}
+
+// bar.red, a shuffle reduction and a ballot in one kernel.
+const char* kCollectivesPtx = R"(.version 7.0
+.target sm_75
+.address_size 64
+.visible .entry collectives(.param .u64 out)
+{
+  .reg .pred %p<3>;
+  .reg .b32 %r<20>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  and.b32 %r2, %r1, 1;
+  setp.eq.u32 %p1, %r2, 1;
+  bar.red.popc.u32 %r3, 0, %p1;
+  mov.u32 %r4, %r1;
+  shfl.sync.down.b32 %r5, %r4, 16, 31, -1;
+  add.u32 %r4, %r4, %r5;
+  shfl.sync.down.b32 %r5, %r4, 8, 31, -1;
+  add.u32 %r4, %r4, %r5;
+  shfl.sync.down.b32 %r5, %r4, 4, 31, -1;
+  add.u32 %r4, %r4, %r5;
+  shfl.sync.down.b32 %r5, %r4, 2, 31, -1;
+  add.u32 %r4, %r4, %r5;
+  shfl.sync.down.b32 %r5, %r4, 1, 31, -1;
+  add.u32 %r4, %r4, %r5;
+  setp.lt.u32 %p2, %r1, 40;
+  vote.sync.ballot.b32 %r6, %p2, -1;
+  mul.lo.u32 %r7, %r1, 3;
+  mul.wide.u32 %rd2, %r7, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r3;
+  st.global.u32 [%rd3+4], %r4;
+  st.global.u32 [%rd3+8], %r6;
+  ret;
+}
+)";
+
+TEST_F(CpuBlockForms, ContinuationsReleaseBarrierReductionsAndWarpCollectives) {
+  LoadedKernel* kernel = load(kCollectivesPtx, "collectives");
+  ASSERT_NE(kernel, nullptr);
+  EXPECT_EQ(kernel->info().cpuExecution, CpuExecution::Continuation);
+  const uint32_t threads = 64;
+  std::vector<uint32_t> out(threads * 3, 0);
+  void* o = out.data();
+  ASSERT_TRUE(launch(*kernel, {1, 1, 1}, {threads, 1, 1}, {&o}).ok());
+  // Host reference of shfl.down with clamp 31: a lane whose source is out of range keeps its own.
+  std::vector<uint32_t> sum(threads);
+  std::iota(sum.begin(), sum.end(), 0u);
+  for (uint32_t delta : {16u, 8u, 4u, 2u, 1u}) {
+    std::vector<uint32_t> next = sum;
+    for (uint32_t t = 0; t < threads; ++t) {
+      uint32_t lane = t % 32, source = lane + delta <= 31 ? t + delta : t;
+      next[t] = sum[t] + sum[source];
+    }
+    sum = next;
+  }
+  for (uint32_t t = 0; t < threads; ++t) {
+    EXPECT_EQ(out[3 * t], 32u) << t;  // 32 odd threads in the block
+    EXPECT_EQ(out[3 * t + 1], sum[t]) << t;
+    EXPECT_EQ(out[3 * t + 2], t < 32 ? 0xffffffffu : 0x000000ffu) << t;
+  }
+}
+
+const char* kTrapPtx = R"(.version 7.0
+.target sm_75
+.address_size 64
+.visible .entry trapLoop(.param .u32 which)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<4>;
+  ld.param.u32 %r1, [which];
+  mov.u32 %r2, %tid.x;
+  setp.eq.u32 %p1, %r2, %r1;
+  @%p1 trap;
+  ret;
+}
+.visible .entry trapStep(.param .u32 which)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<4>;
+  ld.param.u32 %r1, [which];
+  bar.sync 0;
+  mov.u32 %r2, %tid.x;
+  setp.eq.u32 %p1, %r2, %r1;
+  @%p1 trap;
+  ret;
+}
+)";
+
+TEST_F(CpuBlockForms, TrapStopsTheLaunchInEitherForm) {
+  LoadedKernel* loop = load(kTrapPtx, "trapLoop");
+  ASSERT_NE(loop, nullptr);
+  LoadedKernel* step = modules_.back()->kernel("trapStep");
+  ASSERT_NE(step, nullptr);
+  EXPECT_EQ(loop->info().cpuExecution, CpuExecution::BlockLoop);
+  EXPECT_EQ(step->info().cpuExecution, CpuExecution::Continuation);
+  uint32_t which = 5;
+  EXPECT_EQ(launch(*loop, {2, 1, 1}, {32, 1, 1}, {&which}).error().code, ErrorCode::LaunchFailed);
+  EXPECT_EQ(launch(*step, {2, 1, 1}, {32, 1, 1}, {&which}).error().code, ErrorCode::LaunchFailed);
+  which = 1000;  // no thread traps: the same kernels now complete
+  EXPECT_TRUE(launch(*loop, {2, 1, 1}, {32, 1, 1}, {&which}).ok());
+  EXPECT_TRUE(launch(*step, {2, 1, 1}, {32, 1, 1}, {&which}).ok());
+}
+
+// Thread 0 waits at the block barrier while thread 1 waits for thread 0 in a shuffle.
+const char* kDeadlockPtx = R"(.version 7.0
+.target sm_75
+.address_size 64
+.visible .entry deadlock()
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<4>;
+  mov.u32 %r1, %tid.x;
+  setp.eq.u32 %p1, %r1, 0;
+  @%p1 bra BARRIER;
+  shfl.sync.idx.b32 %r2, %r1, 0, 31, 3;
+  ret;
+BARRIER:
+  bar.sync 0;
+  ret;
+}
+)";
+
+TEST_F(CpuBlockForms, DeadlockedContinuationFailsInsteadOfHanging) {
+  LoadedKernel* kernel = load(kDeadlockPtx, "deadlock");
+  ASSERT_NE(kernel, nullptr);
+  EXPECT_EQ(launch(*kernel, {1, 1, 1}, {2, 1, 1}, {}).error().code, ErrorCode::LaunchFailed);
+}
+
+// A recursive function that waits at a barrier cannot be inlined: the kernel takes the slow
+// path (fibers), says why, and still computes the right answer.
+const char* kRecursivePtx = R"(.version 7.0
+.target sm_75
+.address_size 64
+.func (.param .b32 result) depth(.param .b32 n)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<6>;
+  ld.param.u32 %r1, [n];
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra RECURSE;
+  bar.sync 0;
+  st.param.b32 [result], 0;
+  ret;
+RECURSE:
+  sub.u32 %r2, %r1, 1;
+  {
+  .param .b32 param0;
+  st.param.b32 [param0], %r2;
+  .param .b32 retval0;
+  call.uni (retval0), depth, (param0);
+  ld.param.b32 %r3, [retval0];
+  }
+  add.u32 %r4, %r3, 1;
+  st.param.b32 [result], %r4;
+  ret;
+}
+.visible .entry recursive(.param .u64 out)
+{
+  .reg .b32 %r<6>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  {
+  .param .b32 param0;
+  st.param.b32 [param0], 3;
+  .param .b32 retval0;
+  call.uni (retval0), depth, (param0);
+  ld.param.b32 %r2, [retval0];
+  }
+  add.u32 %r3, %r2, %r1;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r3;
+  ret;
+}
+)";
+
+TEST_F(CpuBlockForms, WaitInAFunctionNotInlinedTakesTheSlowPathAndSaysWhy) {
+  LoadedKernel* kernel = load(kRecursivePtx, "recursive");
+  ASSERT_NE(kernel, nullptr);
+  EXPECT_EQ(kernel->info().cpuExecution, CpuExecution::ThreadEntry);
+  EXPECT_NE(kernel->info().cpuSlowPathReason.find("not inlined"), std::string::npos)
+      << kernel->info().cpuSlowPathReason;
+  std::vector<uint32_t> out(8, 0);
+  void* o = out.data();
+  ASSERT_TRUE(launch(*kernel, {1, 1, 1}, {8, 1, 1}, {&o}).ok());
+  for (uint32_t t = 0; t < 8; ++t) EXPECT_EQ(out[t], 3 + t);
+}
+
+}  // namespace
+}  // namespace rocuda::backends
