@@ -132,6 +132,22 @@ llvm::Function* moveBody(llvm::Function& kernel, llvm::FunctionType* type,
   return f;
 }
 
+// The kernel parameter buffer is a private copy the kernel only reads, all of it present: its
+// loads may be hoisted out of the work-item loops even from conditional code.
+// (Not noalias on the thread form: inlined into the loop, that would only add scope markers.)
+void markParamsReadOnly(llvm::Function& f, const KernelInfo& info, bool noAlias = true) {
+  if (noAlias) f.addParamAttr(0, llvm::Attribute::NoAlias);
+  f.addParamAttr(0, llvm::Attribute::ReadOnly);
+  f.addParamAttr(0, llvm::Attribute::NoCapture);
+  if (info.paramBufferSize == 0) return;
+  f.addDereferenceableParamAttr(0, info.paramBufferSize);
+  // The core packs parameters in heap buffers (16-byte aligned) at their declared alignment.
+  uint32_t alignment = 1;
+  for (const KernelParamInfo& param : info.params)
+    alignment = std::min(16u, std::max(alignment, param.alignment));
+  f.addParamAttr(0, llvm::Attribute::getWithAlignment(f.getContext(), llvm::Align(alignment)));
+}
+
 ThreadValues threadValuesOf(llvm::Function& f) {
   return {f.getArg(0), f.getArg(1), f.getArg(2), {f.getArg(3), f.getArg(4), f.getArg(5)}};
 }
@@ -165,13 +181,14 @@ void announceThreadBeforeCalls(llvm::Function& f, const ThreadValues& v) {
 
 // `void __rocuda_block_<K>(ptr params, ptr context)`: every thread of the block in turn, x
 // fastest, each an inlined call of the thread form.
-void buildBlockLoop(llvm::Function& threadForm, const std::string& name) {
+void buildBlockLoop(llvm::Function& threadForm, const KernelInfo& info) {
   llvm::Module& m = *threadForm.getParent();
   llvm::LLVMContext& c = m.getContext();
   auto* ptr = llvm::PointerType::getUnqual(c);
   auto* fn = llvm::Function::Create(
       llvm::FunctionType::get(llvm::Type::getVoidTy(c), {ptr, ptr}, false),
-      llvm::GlobalValue::ExternalLinkage, name, m);
+      llvm::GlobalValue::ExternalLinkage, blockLoopSymbol(info.name), m);
+  markParamsReadOnly(*fn, info);
   llvm::Value* params = fn->getArg(0);
   llvm::Value* context = fn->getArg(1);
   auto block = [&](const char* label) { return llvm::BasicBlock::Create(c, label, fn); };
@@ -381,6 +398,54 @@ uint32_t moveAllocasToFrame(llvm::Function& f, llvm::BasicBlock* dispatch, const
   return static_cast<uint32_t>(frameBytes);
 }
 
+// ---- Addresses the vectorizer can follow ----
+
+// PTX computes addresses as 64-bit integers, so the translated code converts `base + offset`
+// to a pointer in one step, which hides from scalar evolution that consecutive threads access
+// consecutive elements. Rewriting it as a byte-offset GEP from the base pointer lets the loop
+// vectorizer widen work-item loops. An operand is taken for an offset when it is a constant or
+// a scaled or extended index; the other operand is the base.
+bool looksLikeOffset(llvm::Value* v) {
+  if (llvm::isa<llvm::ConstantInt>(v)) return true;
+  auto* inst = llvm::dyn_cast<llvm::Instruction>(v);
+  if (inst == nullptr) return false;
+  switch (inst->getOpcode()) {
+    case llvm::Instruction::Shl:
+    case llvm::Instruction::Mul:
+    case llvm::Instruction::SExt:
+    case llvm::Instruction::ZExt: return true;
+    default: return false;
+  }
+}
+
+llvm::Value* addressAsPointer(llvm::IRBuilder<>& b, llvm::Value* address) {
+  if (auto* add = llvm::dyn_cast<llvm::BinaryOperator>(address);
+      add && add->getOpcode() == llvm::Instruction::Add) {
+    llvm::Value *x = add->getOperand(0), *y = add->getOperand(1);
+    if (looksLikeOffset(y) && !looksLikeOffset(x))
+      return b.CreateGEP(b.getInt8Ty(), addressAsPointer(b, x), y);
+    if (looksLikeOffset(x) && !looksLikeOffset(y))
+      return b.CreateGEP(b.getInt8Ty(), addressAsPointer(b, y), x);
+  }
+  return b.CreateIntToPtr(address, b.getPtrTy());
+}
+
+void splitPointerArithmetic(llvm::Function& f) {
+  std::vector<llvm::IntToPtrInst*> conversions;
+  for (auto& block : f)
+    for (auto& inst : block)
+      if (auto* conversion = llvm::dyn_cast<llvm::IntToPtrInst>(&inst);
+          conversion && llvm::isa<llvm::BinaryOperator>(conversion->getOperand(0)) &&
+          conversion->getType() == llvm::PointerType::getUnqual(f.getContext()))
+        conversions.push_back(conversion);
+  for (llvm::IntToPtrInst* conversion : conversions) {
+    llvm::IRBuilder<> b(conversion);
+    llvm::Value* pointer = addressAsPointer(b, conversion->getOperand(0));
+    conversion->replaceAllUsesWith(pointer);
+    conversion->eraseFromParent();
+  }
+}
+
 // ---- Choosing the form ----
 
 // Why `kernel` cannot take a block form although it waits, or an empty string.
@@ -425,10 +490,11 @@ void lowerToBlockLoop(llvm::Function& kernel, KernelInfo& info) {
                                       false),
       "__rocuda_thread_" + info.name);
   thread->addFnAttr(llvm::Attribute::AlwaysInline);
+  markParamsReadOnly(*thread, info, /*noAlias=*/false);
   ThreadValues values = threadValuesOf(*thread);
   replaceThreadQueries(*thread, values);
   announceThreadBeforeCalls(*thread, values);
-  buildBlockLoop(*thread, blockLoopSymbol(info.name));
+  buildBlockLoop(*thread, info);
   info.cpuExecution = CpuExecution::BlockLoop;
 }
 
@@ -440,6 +506,7 @@ void lowerToContinuation(llvm::Function& kernel, KernelInfo& info) {
       moveBody(kernel, llvm::FunctionType::get(i32, {ptr, ptr, i32, i32, i32, i32, i32}, false),
                continuationSymbol(info.name));
   step->setLinkage(llvm::GlobalValue::ExternalLinkage);
+  markParamsReadOnly(*step, info);
   ThreadValues values = threadValuesOf(*step);
   replaceThreadQueries(*step, values);
   for (auto& block : *step)
@@ -484,6 +551,8 @@ void lowerToContinuation(llvm::Function& kernel, KernelInfo& info) {
 
 void lowerToBlockForms(llvm::Module& module, ModuleInfo& info) {
   const std::vector<std::string> waiting(kWaitingFunctions.begin(), kWaitingFunctions.end());
+  for (llvm::Function& f : module)
+    if (!f.isDeclaration()) splitPointerArithmetic(f);
   for (KernelInfo& kernelInfo : info.kernels) {
     llvm::Function* kernel = module.getFunction(kernelInfo.name);
     if (kernel == nullptr || kernel->isDeclaration()) continue;
