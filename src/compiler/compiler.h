@@ -64,16 +64,20 @@
 //    `void __rocuda_enter_thread(ptr context, i32 linearTid)`.
 //  * Continuation, for kernels that wait at barriers or warp collectives: `i32
 //    __rocuda_step_<K>(ptr params, ptr context, i32 linearTid, i32 tid.x, i32 tid.y, i32 tid.z,
-//    i32 resume)` runs one thread from resume point `resume` (0 = the start) to its next wait,
-//    and returns the point to resume from (0 when the thread finished). A wait is announced just
-//    before returning by `void __rocuda_suspend_barrier(i32 id, i32 threads)`, `void
-//    __rocuda_suspend_barrier_reduce(i32 op, i32 id, i32 threads, i32 predicate)` or `void
-//    __rocuda_suspend_warp(i32 op, i32 mode, i64 value, i32 b, i32 c, i32 mask)` (op: 0 sync,
-//    1 shfl, 2 vote, 3 redux, 4 match; other operands as for the collectives above); on resuming,
-//    `i32 __rocuda_resume_barrier_reduce(i32 op)` and `i64 __rocuda_resume_warp()` give the
+//    i32 resume)` runs one thread from resume point `resume` (0 = the start) to its next wait
+//    and returns a code: 0 when the thread finished, else (point << 2) | kind, with the point to
+//    resume from and the kind of wait: 1 block barrier, 2 bar.red, 3 warp collective.
+//    `void __rocuda_round_<K>(ptr params, ptr context, i32 resume, ptr codes)` steps every
+//    thread of the block from the same point, storing each code at codes[linearTid] (i32).
+//    Waits that carry data announce it before returning: `void __rocuda_suspend_barrier_reduce(
+//    ptr context, i32 linearTid, i32 op, i32 id, i32 threads, i32 predicate)`, `void
+//    __rocuda_suspend_warp(ptr context, i32 linearTid, i32 op, i32 mode, i64 value, i32 b,
+//    i32 c, i32 mask)` (op: 0 sync, 1 shfl, 2 vote, 3 redux, 4 match; other operands as for the
+//    collectives above); on resuming, `i32 __rocuda_resume_barrier_reduce(ptr context, i32
+//    linearTid, i32 op)` and `i64 __rocuda_resume_warp(ptr context, i32 linearTid)` give the
 //    result. Values live across a wait, and the thread's local memory, are kept in the thread's
 //    frame: KernelInfo::cpuFrameBytes bytes at BlockContext::frames + linearTid * cpuFrameBytes.
-//    The runtime makes the thread current before each step, so runtime functions know it.
+//    Other calls that need the thread are preceded by __rocuda_enter_thread, as above.
 //  * ThreadEntry (the slow path, only where the above cannot be formed: KernelInfo::
 //    cpuSlowPathReason says why): `void K(ptr params)` runs one thread; threads that wait run as
 //    fibers.
@@ -113,6 +117,7 @@ enum class CpuExecution : uint8_t { ThreadEntry, BlockLoop, Continuation };
 // Symbol names of a kernel's block forms.
 std::string blockLoopSymbol(std::string_view kernel);
 std::string continuationSymbol(std::string_view kernel);
+std::string roundSymbol(std::string_view kernel);
 
 struct KernelParamInfo {
   uint32_t offset = 0;  // in the packed parameter buffer

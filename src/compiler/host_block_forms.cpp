@@ -16,6 +16,7 @@
 #include <llvm/Transforms/Utils/Local.h>
 
 #include <array>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,9 @@
 
 namespace rocuda::compiler::detail {
 namespace {
+
+// How a continuation's step reports a wait (compiler.h): (resume point << 2) | kind.
+enum class WaitKind : uint32_t { Finished = 0, Barrier = 1, BarrierReduce = 2, Warp = 3 };
 
 // BlockContext's fields, in compiler.h's order.
 enum ContextField : unsigned { kNtid, kCtaid, kNctaid, kThreadCount, kShared, kFrames };
@@ -157,12 +161,15 @@ ThreadValues threadValuesOf(llvm::Function& f) {
 bool needsThreadIdentity(const llvm::CallBase& call) {
   const llvm::Function* callee = call.getCalledFunction();
   if (callee == nullptr) return true;  // indirect: may reach any function
-  if (callee->isIntrinsic()) return false;
+  if (callee->isIntrinsic() || isWaitingFunction(callee)) return false;  // waits become returns
   if (!callee->isDeclaration()) return true;
   llvm::StringRef name = callee->getName();
-  return (name.starts_with("__rocuda_") && !name.starts_with("__rocuda_sreg_clock") &&
-          name != "__rocuda_sreg_globaltimer") ||
-         name == "__assertfail";
+  // Functions that are told the thread (waits, clocks) need no announcement.
+  if (name.starts_with("__rocuda_suspend_") || name.starts_with("__rocuda_resume_") ||
+      name.starts_with("__rocuda_sreg_clock") || name == "__rocuda_sreg_globaltimer" ||
+      name == "__rocuda_enter_thread")
+    return false;
+  return name.starts_with("__rocuda_") || name == "__assertfail";
 }
 
 void announceThreadBeforeCalls(llvm::Function& f, const ThreadValues& v) {
@@ -179,8 +186,57 @@ void announceThreadBeforeCalls(llvm::Function& f, const ThreadValues& v) {
   for (llvm::CallBase* call : calls) llvm::IRBuilder<>(call).CreateCall(enter, {v.context, v.linear});
 }
 
-// `void __rocuda_block_<K>(ptr params, ptr context)`: every thread of the block in turn, x
-// fastest, each an inlined call of the thread form.
+using ThreadLoopBody = std::function<void(llvm::IRBuilder<>& b, llvm::Value* linear,
+                                           llvm::Value* x, llvm::Value* y, llvm::Value* z)>;
+
+// Emit into `fn` a loop over every thread of the block, x fastest, running `body` for each; it
+// is entered at the returned block and leaves to `exit`. `extent` is the block's size, loaded
+// where it dominates the loop.
+llvm::BasicBlock* emitThreadLoop(llvm::Function* fn, const std::array<llvm::Value*, 3>& extent,
+                                 llvm::BasicBlock* exit, const ThreadLoopBody& body) {
+  llvm::LLVMContext& c = fn->getContext();
+  auto block = [&](const char* label) { return llvm::BasicBlock::Create(c, label, fn, exit); };
+  llvm::BasicBlock *start = block("threads"), *zLoop = block("z"), *yLoop = block("y"),
+                   *xLoop = block("x"), *yLatch = block("y.next"), *zLatch = block("z.next");
+  llvm::IRBuilder<> b(start);
+  b.CreateBr(zLoop);
+  b.SetInsertPoint(zLoop);
+  llvm::PHINode* z = b.CreatePHI(b.getInt32Ty(), 2, "tid.z");
+  b.CreateBr(yLoop);
+  b.SetInsertPoint(yLoop);
+  llvm::PHINode* y = b.CreatePHI(b.getInt32Ty(), 2, "tid.y");
+  llvm::Value* rowStart =
+      b.CreateNUWMul(b.CreateNUWAdd(b.CreateNUWMul(z, extent[1]), y), extent[0]);
+  b.CreateBr(xLoop);
+  b.SetInsertPoint(xLoop);
+  llvm::PHINode* x = b.CreatePHI(b.getInt32Ty(), 2, "tid.x");
+  body(b, b.CreateNUWAdd(rowStart, x), x, y, z);
+  llvm::Value* nextX = b.CreateNUWAdd(x, b.getInt32(1));
+  b.CreateCondBr(b.CreateICmpULT(nextX, extent[0]), xLoop, yLatch);
+  llvm::BasicBlock* xEnd = b.GetInsertBlock();
+  b.SetInsertPoint(yLatch);
+  llvm::Value* nextY = b.CreateNUWAdd(y, b.getInt32(1));
+  b.CreateCondBr(b.CreateICmpULT(nextY, extent[1]), yLoop, zLatch);
+  b.SetInsertPoint(zLatch);
+  llvm::Value* nextZ = b.CreateNUWAdd(z, b.getInt32(1));
+  b.CreateCondBr(b.CreateICmpULT(nextZ, extent[2]), zLoop, exit);
+
+  z->addIncoming(b.getInt32(0), start);
+  z->addIncoming(nextZ, zLatch);
+  y->addIncoming(b.getInt32(0), zLoop);
+  y->addIncoming(nextY, yLatch);
+  x->addIncoming(b.getInt32(0), yLoop);
+  x->addIncoming(nextX, xEnd);
+  return start;
+}
+
+std::array<llvm::Value*, 3> loadBlockExtent(llvm::IRBuilder<>& b, llvm::Value* context) {
+  return {loadContext(b, context, kNtid, 0), loadContext(b, context, kNtid, 1),
+          loadContext(b, context, kNtid, 2)};
+}
+
+// `void __rocuda_block_<K>(ptr params, ptr context)`: every thread of the block in turn, each an
+// inlined call of the thread form.
 void buildBlockLoop(llvm::Function& threadForm, const KernelInfo& info) {
   llvm::Module& m = *threadForm.getParent();
   llvm::LLVMContext& c = m.getContext();
@@ -191,43 +247,17 @@ void buildBlockLoop(llvm::Function& threadForm, const KernelInfo& info) {
   markParamsReadOnly(*fn, info);
   llvm::Value* params = fn->getArg(0);
   llvm::Value* context = fn->getArg(1);
-  auto block = [&](const char* label) { return llvm::BasicBlock::Create(c, label, fn); };
-  llvm::BasicBlock *entry = block("entry"), *zLoop = block("z"), *yLoop = block("y"),
-                   *xLoop = block("x"), *yLatch = block("y.next"), *zLatch = block("z.next"),
-                   *exit = block("exit");
+  auto* entry = llvm::BasicBlock::Create(c, "entry", fn);
+  auto* exit = llvm::BasicBlock::Create(c, "exit", fn);
   llvm::IRBuilder<> b(entry);
-  llvm::Value* nx = loadContext(b, context, kNtid, 0);
-  llvm::Value* ny = loadContext(b, context, kNtid, 1);
-  llvm::Value* nz = loadContext(b, context, kNtid, 2);
-  b.CreateBr(zLoop);
-
-  b.SetInsertPoint(zLoop);
-  llvm::PHINode* z = b.CreatePHI(b.getInt32Ty(), 2, "tid.z");
-  b.CreateBr(yLoop);
-  b.SetInsertPoint(yLoop);
-  llvm::PHINode* y = b.CreatePHI(b.getInt32Ty(), 2, "tid.y");
-  llvm::Value* rowStart = b.CreateNUWMul(b.CreateNUWAdd(b.CreateNUWMul(z, ny), y), nx);
-  b.CreateBr(xLoop);
-  b.SetInsertPoint(xLoop);
-  llvm::PHINode* x = b.CreatePHI(b.getInt32Ty(), 2, "tid.x");
-  b.CreateCall(&threadForm, {params, context, b.CreateNUWAdd(rowStart, x), x, y, z});
-  llvm::Value* nextX = b.CreateNUWAdd(x, b.getInt32(1));
-  b.CreateCondBr(b.CreateICmpULT(nextX, nx), xLoop, yLatch);
-  b.SetInsertPoint(yLatch);
-  llvm::Value* nextY = b.CreateNUWAdd(y, b.getInt32(1));
-  b.CreateCondBr(b.CreateICmpULT(nextY, ny), yLoop, zLatch);
-  b.SetInsertPoint(zLatch);
-  llvm::Value* nextZ = b.CreateNUWAdd(z, b.getInt32(1));
-  b.CreateCondBr(b.CreateICmpULT(nextZ, nz), zLoop, exit);
+  std::array<llvm::Value*, 3> extent = loadBlockExtent(b, context);
+  b.CreateBr(emitThreadLoop(fn, extent, exit,
+                            [&](llvm::IRBuilder<>& body, llvm::Value* linear, llvm::Value* x,
+                                llvm::Value* y, llvm::Value* z) {
+                              body.CreateCall(&threadForm, {params, context, linear, x, y, z});
+                            }));
   b.SetInsertPoint(exit);
   b.CreateRetVoid();
-
-  z->addIncoming(b.getInt32(0), entry);
-  z->addIncoming(nextZ, zLatch);
-  y->addIncoming(b.getInt32(0), zLoop);
-  y->addIncoming(nextY, yLatch);
-  x->addIncoming(b.getInt32(0), yLoop);
-  x->addIncoming(nextX, xLoop);
 }
 
 // ---- Continuations ----
@@ -235,6 +265,7 @@ void buildBlockLoop(llvm::Function& threadForm, const KernelInfo& info) {
 struct WaitPoint {
   llvm::BasicBlock* suspend;  // ends with the announcement of the wait, then returns
   llvm::BasicBlock* resume;   // where the thread goes on
+  WaitKind kind;
 };
 
 llvm::FunctionCallee runtimeFunction(llvm::Module& m, const char* name, llvm::Type* result,
@@ -245,13 +276,15 @@ llvm::FunctionCallee runtimeFunction(llvm::Module& m, const char* name, llvm::Ty
   return callee;
 }
 
-// Turn the waiting call `call` into an announcement that ends its block and a resume block that
-// starts with the call's result.
-WaitPoint splitAtWait(llvm::CallInst* call) {
+// Turn the waiting call `call` into the end of its block (announcing the wait to the runtime
+// where the runtime needs data: bar.red votes, warp requests) and a resume block that starts
+// with the call's result.
+WaitPoint splitAtWait(llvm::CallInst* call, const ThreadValues& v) {
   llvm::Module& m = *call->getModule();
   llvm::LLVMContext& c = m.getContext();
   auto* i32 = llvm::Type::getInt32Ty(c);
   auto* i64 = llvm::Type::getInt64Ty(c);
+  auto* ptr = llvm::PointerType::getUnqual(c);
   auto* voidTy = llvm::Type::getVoidTy(c);
   llvm::BasicBlock* suspend = call->getParent();
   llvm::BasicBlock* resume = suspend->splitBasicBlock(call->getNextNode(), "resume");
@@ -260,15 +293,17 @@ WaitPoint splitAtWait(llvm::CallInst* call) {
   llvm::StringRef name = call->getCalledFunction()->getName();
   auto arg = [&](unsigned i) { return call->getArgOperand(i); };
   llvm::Value* result = nullptr;
+  WaitKind kind = WaitKind::Warp;
   if (name == "__rocuda_barrier_sync") {
-    before.CreateCall(runtimeFunction(m, "__rocuda_suspend_barrier", voidTy, {i32, i32}),
-                      {arg(0), arg(1)});
+    kind = WaitKind::Barrier;  // the returned code says it all
   } else if (name == "__rocuda_barrier_reduce") {
-    before.CreateCall(
-        runtimeFunction(m, "__rocuda_suspend_barrier_reduce", voidTy, {i32, i32, i32, i32}),
-        {arg(0), arg(1), arg(2), arg(3)});
+    kind = WaitKind::BarrierReduce;
+    before.CreateCall(runtimeFunction(m, "__rocuda_suspend_barrier_reduce", voidTy,
+                                      {ptr, i32, i32, i32, i32, i32}),
+                      {v.context, v.linear, arg(0), arg(1), arg(2), arg(3)});
     result = after.CreateCall(
-        runtimeFunction(m, "__rocuda_resume_barrier_reduce", i32, {i32}), {arg(0)});
+        runtimeFunction(m, "__rocuda_resume_barrier_reduce", i32, {ptr, i32, i32}),
+        {v.context, v.linear, arg(0)});
   } else {
     // op numbers as in compiler.h: 0 sync, 1 shfl, 2 vote, 3 redux, 4 match.
     int op = name == "__rocuda_warp_sync"   ? 0
@@ -291,14 +326,16 @@ WaitPoint splitAtWait(llvm::CallInst* call) {
       default: operands = {operands[0], arg(0), arg(1), zero, zero, arg(2)}; break;
     }
     before.CreateCall(runtimeFunction(m, "__rocuda_suspend_warp", voidTy,
-                                      {i32, i32, i64, i32, i32, i32}),
-                      operands);
-    llvm::Value* raw = after.CreateCall(runtimeFunction(m, "__rocuda_resume_warp", i64, {}));
+                                      {ptr, i32, i32, i32, i64, i32, i32, i32}),
+                      {v.context, v.linear, operands[0], operands[1], operands[2], operands[3],
+                       operands[4], operands[5]});
+    llvm::Value* raw = after.CreateCall(
+        runtimeFunction(m, "__rocuda_resume_warp", i64, {ptr, i32}), {v.context, v.linear});
     if (!call->getType()->isVoidTy()) result = after.CreateZExtOrTrunc(raw, call->getType());
   }
   if (result != nullptr) call->replaceAllUsesWith(result);
   call->eraseFromParent();
-  return {suspend, resume};
+  return {suspend, resume, kind};
 }
 
 // The instructions live on entry to any resume block: what must survive a wait. Classic
@@ -498,6 +535,43 @@ void lowerToBlockLoop(llvm::Function& kernel, KernelInfo& info) {
   info.cpuExecution = CpuExecution::BlockLoop;
 }
 
+// `void __rocuda_round_<K>(ptr params, ptr context, i32 resume, ptr codes)`: every thread of
+// the block from the same resume point, each thread's code stored in codes[linearTid]. One
+// loop per resume point, each calling the step with a constant point, so that inlining leaves
+// only that region's code in the loop (and the vectorizer may widen it).
+void buildRounds(llvm::Function& step, const KernelInfo& info, size_t waits) {
+  llvm::Module& m = *step.getParent();
+  llvm::LLVMContext& c = m.getContext();
+  auto* ptr = llvm::PointerType::getUnqual(c);
+  auto* i32 = llvm::Type::getInt32Ty(c);
+  auto* fn = llvm::Function::Create(
+      llvm::FunctionType::get(llvm::Type::getVoidTy(c), {ptr, ptr, i32, ptr}, false),
+      llvm::GlobalValue::ExternalLinkage, roundSymbol(info.name), m);
+  markParamsReadOnly(*fn, info);
+  fn->addParamAttr(3, llvm::Attribute::NoAlias);
+  llvm::Value* params = fn->getArg(0);
+  llvm::Value* context = fn->getArg(1);
+  llvm::Value* codes = fn->getArg(3);
+  auto* entry = llvm::BasicBlock::Create(c, "entry", fn);
+  auto* exit = llvm::BasicBlock::Create(c, "exit", fn);
+  llvm::IRBuilder<> b(entry);
+  std::array<llvm::Value*, 3> extent = loadBlockExtent(b, context);
+  llvm::SwitchInst* choose = b.CreateSwitch(fn->getArg(2), exit, waits + 1);
+  for (size_t point = 0; point <= waits; ++point) {
+    llvm::ConstantInt* resume = b.getInt32(static_cast<uint32_t>(point));
+    choose->addCase(resume, emitThreadLoop(fn, extent, exit,
+                                           [&](llvm::IRBuilder<>& body, llvm::Value* linear,
+                                               llvm::Value* x, llvm::Value* y, llvm::Value* z) {
+                                             llvm::Value* code = body.CreateCall(
+                                                 &step, {params, context, linear, x, y, z, resume});
+                                             body.CreateStore(code, body.CreateInBoundsGEP(
+                                                                        i32, codes, linear));
+                                           }));
+  }
+  b.SetInsertPoint(exit);
+  b.CreateRetVoid();
+}
+
 void lowerToContinuation(llvm::Function& kernel, KernelInfo& info) {
   llvm::LLVMContext& c = kernel.getContext();
   auto* ptr = llvm::PointerType::getUnqual(c);
@@ -509,6 +583,7 @@ void lowerToContinuation(llvm::Function& kernel, KernelInfo& info) {
   markParamsReadOnly(*step, info);
   ThreadValues values = threadValuesOf(*step);
   replaceThreadQueries(*step, values);
+  announceThreadBeforeCalls(*step, values);
   for (auto& block : *step)
     if (auto* ret = llvm::dyn_cast<llvm::ReturnInst>(block.getTerminator())) {
       llvm::ReturnInst::Create(c, llvm::ConstantInt::get(i32, 0), ret);
@@ -516,7 +591,7 @@ void lowerToContinuation(llvm::Function& kernel, KernelInfo& info) {
     }
 
   std::vector<WaitPoint> waits;
-  for (llvm::CallInst* call : waitingCalls(*step)) waits.push_back(splitAtWait(call));
+  for (llvm::CallInst* call : waitingCalls(*step)) waits.push_back(splitAtWait(call, values));
   // Demoting a phi leaves one reload where it stood, itself live across the wait when the phi
   // was: repeat until nothing is (the second round gives each use its own reload).
   for (std::vector<llvm::Instruction*> live = liveAcrossWaits(*step, waits); !live.empty();
@@ -531,20 +606,26 @@ void lowerToContinuation(llvm::Function& kernel, KernelInfo& info) {
     for (llvm::PHINode* phi : phis) llvm::DemotePHIToStack(phi);
   }
 
-  // Each wait returns its resume point; the new entry dispatches on it.
+  // Each wait returns its code, (resume point << 2) | kind; the new entry dispatches on the point.
   llvm::BasicBlock* start = &step->getEntryBlock();
   auto* dispatch = llvm::BasicBlock::Create(c, "dispatch", step, start);
   auto* choose = llvm::SwitchInst::Create(step->getArg(6), start,
                                           static_cast<unsigned>(waits.size()), dispatch);
   for (size_t i = 0; i < waits.size(); ++i) {
-    auto* point = llvm::ConstantInt::get(i32, i + 1);
+    uint32_t point = static_cast<uint32_t>(i + 1);
     llvm::Instruction* branch = waits[i].suspend->getTerminator();
-    llvm::ReturnInst::Create(c, point, branch);
+    llvm::ReturnInst::Create(
+        c, llvm::ConstantInt::get(i32, point << 2 | static_cast<uint32_t>(waits[i].kind)),
+        branch);
     branch->eraseFromParent();
-    choose->addCase(point, waits[i].resume);
+    choose->addCase(llvm::ConstantInt::get(i32, point), waits[i].resume);
   }
   info.cpuFrameBytes = moveAllocasToFrame(*step, dispatch, values);
   info.cpuExecution = CpuExecution::Continuation;
+  // Inlined into the rounds, a step costs a copy of the kernel per resume point: worth it for
+  // the few waits of typical kernels, left to the inliner's judgement beyond.
+  if (waits.size() <= 8) step->addFnAttr(llvm::Attribute::AlwaysInline);
+  buildRounds(*step, info, waits.size());
 }
 
 }  // namespace

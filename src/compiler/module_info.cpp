@@ -100,6 +100,10 @@ std::string continuationSymbol(std::string_view kernel) {
   return "__rocuda_step_" + std::string(kernel);
 }
 
+std::string roundSymbol(std::string_view kernel) {
+  return "__rocuda_round_" + std::string(kernel);
+}
+
 std::string hostEntrySymbol(const KernelInfo& kernel) {
   switch (kernel.cpuExecution) {
     case CpuExecution::BlockLoop: return blockLoopSymbol(kernel.name);

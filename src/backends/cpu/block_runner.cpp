@@ -27,6 +27,7 @@ struct WorkerResources {
   size_t sharedCapacity = 0;
   std::unique_ptr<uint8_t, FreeDeleter> frames;  // Continuation kernels' per-thread frames
   size_t framesCapacity = 0;
+  std::vector<uint32_t> codes;  // Continuation kernels: each thread's last step code
 };
 
 // Frames hold values of any alignment the compiler laid out (up to 64 bytes).
@@ -163,6 +164,14 @@ bool releaseWarp(std::vector<std::unique_ptr<ThreadState>>& threads, uint32_t fi
   return true;
 }
 
+// Threads resuming from a barrier read this round's bar.red votes; the next barrier counts
+// afresh.
+void completeBarrierRound(BlockState& block) {
+  block.roundParity ^= 1;
+  block.reduceArrived[block.roundParity] = 0;
+  block.reduceTrue[block.roundParity] = 0;
+}
+
 // A block barrier completes when every live thread waits at one (and none in a warp collective).
 bool releaseBarrier(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& threads,
                     uint32_t count) {
@@ -175,10 +184,7 @@ bool releaseBarrier(BlockState& block, std::vector<std::unique_ptr<ThreadState>>
   }
   if (!any) return false;
   for (uint32_t t = 0; t < count; ++t) threads[t]->waiting = WaitKind::None;
-  // Threads resuming read this round's bar.red votes; the next barrier counts afresh.
-  block.roundParity ^= 1;
-  block.reduceArrived[block.roundParity] = 0;
-  block.reduceTrue[block.roundParity] = 0;
+  completeBarrierRound(block);
   return true;
 }
 
@@ -221,16 +227,50 @@ void runFibers(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& thr
            [&](ThreadState& thread) { Fiber::switchTo(block.scheduler, thread.fiber); });
 }
 
+// A step's code (compiler.h): 0 when the thread finished, else (resume point << 2) | the kind
+// of wait (1 barrier, 2 bar.red, 3 warp collective).
+void applyStepCode(ThreadState& thread, uint32_t code) {
+  thread.finished = code == 0;
+  thread.resumePoint = code >> 2;
+  uint32_t kind = code & 3;
+  thread.waiting = kind == 0 ? WaitKind::None : kind == 3 ? WaitKind::Warp : WaitKind::Barrier;
+}
+
 void stepContinuations(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& threads,
                        uint32_t count) {
   const GridState& grid = *block.grid;
   schedule(block, threads, count, [&](ThreadState& thread) {
-    uint32_t next = grid.code.continuation(grid.params, &block.context, thread.linearTid,
-                                           thread.tid[0], thread.tid[1], thread.tid[2],
-                                           thread.resumePoint);
-    thread.resumePoint = next;
-    thread.finished = next == 0;
+    applyStepCode(thread, grid.code.continuation(grid.params, &block.context, thread.linearTid,
+                                                 thread.tid[0], thread.tid[1], thread.tid[2],
+                                                 thread.resumePoint));
   });
+}
+
+// While every thread of the block is at the same resume point, one call of the kernel's round
+// function steps them all (the common case: barriers and collectives every thread reaches).
+// Returns whether the block finished so; otherwise the threads' states are set for the
+// per-thread scheduler.
+bool runUniformRounds(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& threads,
+                      uint32_t count, uint32_t* codes) {
+  const GridState& grid = *block.grid;
+  for (uint32_t point = 0;;) {
+    grid.code.round(grid.params, &block.context, point, codes);
+    uint32_t first = codes[0];
+    bool uniform = std::all_of(codes, codes + count, [&](uint32_t c) { return c == first; });
+    if (uniform && first == 0) return true;
+    if (uniform && (first & 3) != 3) {  // all at one barrier: it completes
+      completeBarrierRound(block);
+      point = first >> 2;
+      continue;
+    }
+    for (uint32_t t = 0; t < count; ++t) applyStepCode(*threads[t], codes[t]);
+    if (!uniform) return false;
+    // All in one warp collective: go on together if every lane's collective completes.
+    for (uint32_t warp = 0; warp < count; warp += kWarpSize) releaseWarp(threads, warp, count);
+    for (uint32_t t = 0; t < count; ++t)
+      if (threads[t]->waiting != WaitKind::None) return false;
+    point = first >> 2;
+  }
 }
 
 // A Continuation kernel: threads stepped from wait to wait, state in their frames. A trap
@@ -249,8 +289,10 @@ void runContinuations(BlockState& block, std::vector<std::unique_ptr<ThreadState
     threads[t]->waiting = WaitKind::None;
     threads[t]->resumePoint = 0;
   }
+  if (resources.codes.size() < count) resources.codes.resize(count);
   if (setjmp(block.trapExit) != 0) return;
-  stepContinuations(block, threads, count);
+  if (!runUniformRounds(block, threads, count, resources.codes.data()))
+    stepContinuations(block, threads, count);
 }
 
 }  // namespace

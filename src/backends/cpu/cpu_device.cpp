@@ -52,6 +52,9 @@ class CpuModule final : public LoadedModule {
           break;
         case compiler::CpuExecution::Continuation:
           kernelCode.continuation = reinterpret_cast<ContinuationEntry>(address);
+          kernelCode.round = reinterpret_cast<RoundEntry>(
+              code_->lookup(compiler::roundSymbol(kernelInfo.name)));
+          if (kernelCode.round == nullptr) address = nullptr;
           break;
         case compiler::CpuExecution::ThreadEntry:
           kernelCode.threadEntry = reinterpret_cast<KernelEntry>(address);

@@ -151,26 +151,26 @@ static uint64_t matchSync(int32_t mode, uint64_t value, int32_t mask) {
   return warpCollective(WarpOp::Match, mode, value, 0, 0, static_cast<uint32_t>(mask));
 }
 
-// Block forms of kernels (compiler.h). BlockLoop kernels name the thread before calls that need
-// it; Continuation kernels announce a wait just before returning to the scheduler, which makes
-// each thread current before stepping it.
+// Block forms of kernels (compiler.h). BlockLoop and Continuation kernels name the thread
+// before calls that need it; waits that carry data name it themselves.
+static ThreadState& threadOf(compiler::BlockContext* context, uint32_t linearTid) {
+  return *static_cast<BlockState*>(context->runtime)->threads[linearTid];
+}
 static void enterThread(compiler::BlockContext* context, uint32_t linearTid) {
-  currentThread() = static_cast<BlockState*>(context->runtime)->threads[linearTid].get();
+  currentThread() = &threadOf(context, linearTid);
 }
-static void suspendBarrier(int32_t /*id*/, int32_t /*threads*/) {
-  self().waiting = WaitKind::Barrier;
-}
-static void suspendBarrierReduce(int32_t /*op*/, int32_t /*id*/, int32_t /*threads*/,
+static void suspendBarrierReduce(compiler::BlockContext* context, uint32_t linearTid,
+                                 int32_t /*op*/, int32_t /*id*/, int32_t /*threads*/,
                                  int32_t predicate) {
-  ThreadState& thread = self();
+  ThreadState& thread = threadOf(context, linearTid);
   BlockState& b = *thread.block;
   thread.reduceRound = b.roundParity;
   b.reduceArrived[thread.reduceRound] += 1;
   b.reduceTrue[thread.reduceRound] += predicate != 0 ? 1 : 0;
-  thread.waiting = WaitKind::Barrier;
 }
-static int32_t resumeBarrierReduce(int32_t op) {
-  ThreadState& thread = self();
+static int32_t resumeBarrierReduce(compiler::BlockContext* context, uint32_t linearTid,
+                                   int32_t op) {
+  const ThreadState& thread = threadOf(context, linearTid);
   const BlockState& b = *thread.block;
   uint32_t arrived = b.reduceArrived[thread.reduceRound], votes = b.reduceTrue[thread.reduceRound];
   switch (op) {
@@ -179,14 +179,15 @@ static int32_t resumeBarrierReduce(int32_t op) {
     default: return votes != 0 ? 1 : 0;
   }
 }
-static void suspendWarp(int32_t op, int32_t mode, uint64_t value, int32_t b, int32_t c,
-                        int32_t mask) {
-  ThreadState& thread = self();
+static void suspendWarp(compiler::BlockContext* context, uint32_t linearTid, int32_t op,
+                        int32_t mode, uint64_t value, int32_t b, int32_t c, int32_t mask) {
+  ThreadState& thread = threadOf(context, linearTid);
   thread.warp = WarpRequest{static_cast<WarpOp>(op), mode, value, b, c,
                             static_cast<uint32_t>(mask), 0};
-  thread.waiting = WaitKind::Warp;
 }
-static uint64_t resumeWarp() { return self().warp.result; }
+static uint64_t resumeWarp(compiler::BlockContext* context, uint32_t linearTid) {
+  return threadOf(context, linearTid).warp.result;
+}
 
 // assert() in device code: report as CUDA does, then stop the block; the launch fails with
 // CUDA_ERROR_ASSERT.
@@ -307,7 +308,6 @@ std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
       {"__rocuda_match_sync", fn(matchSync)},
       {"__rocuda_trap", fn(trap)},
       {"__rocuda_enter_thread", fn(enterThread)},
-      {"__rocuda_suspend_barrier", fn(suspendBarrier)},
       {"__rocuda_suspend_barrier_reduce", fn(suspendBarrierReduce)},
       {"__rocuda_resume_barrier_reduce", fn(resumeBarrierReduce)},
       {"__rocuda_suspend_warp", fn(suspendWarp)},

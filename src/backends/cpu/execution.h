@@ -25,6 +25,8 @@ using BlockLoopEntry = void (*)(void* params, compiler::BlockContext* context);
 using ContinuationEntry = uint32_t (*)(void* params, compiler::BlockContext* context,
                                        uint32_t linearTid, uint32_t tidX, uint32_t tidY,
                                        uint32_t tidZ, uint32_t resume);
+using RoundEntry = void (*)(void* params, compiler::BlockContext* context, uint32_t resume,
+                            uint32_t* codes);
 
 // A kernel's host code in the form the compiler chose.
 struct KernelCode {
@@ -32,6 +34,7 @@ struct KernelCode {
   KernelEntry threadEntry = nullptr;
   BlockLoopEntry blockLoop = nullptr;
   ContinuationEntry continuation = nullptr;
+  RoundEntry round = nullptr;  // Continuation: every thread from one resume point
   uint32_t frameBytes = 0;  // Continuation: each thread's frame
 };
 
