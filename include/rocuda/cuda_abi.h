@@ -1102,10 +1102,335 @@ struct CUctxCreateParams_st {
 };
 using CUctxCreateParams = CUctxCreateParams_st;
 
+// ---- Arrays, textures, surfaces, batched copies (textures area) ----
+
+enum CUaddress_mode_enum {
+  CU_TR_ADDRESS_MODE_WRAP = 0,
+  CU_TR_ADDRESS_MODE_CLAMP = 1,
+  CU_TR_ADDRESS_MODE_MIRROR = 2,
+  CU_TR_ADDRESS_MODE_BORDER = 3,
+};
+using CUaddress_mode = CUaddress_mode_enum;
+
+enum CUfilter_mode_enum {
+  CU_TR_FILTER_MODE_POINT = 0,
+  CU_TR_FILTER_MODE_LINEAR = 1,
+};
+using CUfilter_mode = CUfilter_mode_enum;
+
+enum CUresourcetype_enum {
+  CU_RESOURCE_TYPE_ARRAY = 0x00,
+  CU_RESOURCE_TYPE_MIPMAPPED_ARRAY = 0x01,
+  CU_RESOURCE_TYPE_LINEAR = 0x02,
+  CU_RESOURCE_TYPE_PITCH2D = 0x03,
+};
+using CUresourcetype = CUresourcetype_enum;
+
+// Only the "no view" format is named; others pass through as integers.
+enum CUresourceViewFormat_enum {
+  CU_RES_VIEW_FORMAT_NONE = 0x00,
+  CU_RES_VIEW_FORMAT_MAX_ = 0x7fffffff,
+};
+using CUresourceViewFormat = CUresourceViewFormat_enum;
+
+enum CUmemcpySrcAccessOrder_enum {
+  CU_MEMCPY_SRC_ACCESS_ORDER_INVALID = 0x0,
+  CU_MEMCPY_SRC_ACCESS_ORDER_STREAM = 0x1,
+  CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL = 0x2,
+  CU_MEMCPY_SRC_ACCESS_ORDER_ANY = 0x3,
+  CU_MEMCPY_SRC_ACCESS_ORDER_MAX = 0x7fffffff,
+};
+using CUmemcpySrcAccessOrder = CUmemcpySrcAccessOrder_enum;
+
+enum CUmemcpy3DOperandType_enum {
+  CU_MEMCPY_OPERAND_TYPE_POINTER = 0x1,
+  CU_MEMCPY_OPERAND_TYPE_ARRAY = 0x2,
+  CU_MEMCPY_OPERAND_TYPE_MAX = 0x7fffffff,
+};
+using CUmemcpy3DOperandType = CUmemcpy3DOperandType_enum;
+
+inline constexpr unsigned CUDA_ARRAY3D_LAYERED = 0x01;
+inline constexpr unsigned CUDA_ARRAY3D_SURFACE_LDST = 0x02;
+inline constexpr unsigned CUDA_ARRAY3D_CUBEMAP = 0x04;
+inline constexpr unsigned CUDA_ARRAY3D_TEXTURE_GATHER = 0x08;
+inline constexpr unsigned CUDA_ARRAY3D_DEPTH_TEXTURE = 0x10;
+inline constexpr unsigned CUDA_ARRAY3D_COLOR_ATTACHMENT = 0x20;
+inline constexpr unsigned CUDA_ARRAY3D_SPARSE = 0x40;
+inline constexpr unsigned CUDA_ARRAY3D_DEFERRED_MAPPING = 0x80;
+inline constexpr unsigned CUDA_ARRAY3D_VIDEO_ENCODE_DECODE = 0x100;
+inline constexpr unsigned CU_TRSF_READ_AS_INTEGER = 0x01;
+inline constexpr unsigned CU_TRSF_NORMALIZED_COORDINATES = 0x02;
+inline constexpr unsigned CU_TRSF_SRGB = 0x10;
+inline constexpr unsigned CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION = 0x20;
+inline constexpr unsigned CU_TRSF_SEAMLESS_CUBEMAP = 0x40;
+
+struct CUDA_ARRAY_DESCRIPTOR_st {
+  size_t Width;
+  size_t Height;
+  CUarray_format Format;
+  unsigned int NumChannels;
+};
+using CUDA_ARRAY_DESCRIPTOR = CUDA_ARRAY_DESCRIPTOR_st;
+
+struct CUDA_ARRAY3D_DESCRIPTOR_st {
+  size_t Width;
+  size_t Height;
+  size_t Depth;
+  CUarray_format Format;
+  unsigned int NumChannels;
+  unsigned int Flags;
+};
+using CUDA_ARRAY3D_DESCRIPTOR = CUDA_ARRAY3D_DESCRIPTOR_st;
+
+struct CUDA_ARRAY_SPARSE_PROPERTIES_st {
+  struct {
+    unsigned int width;
+    unsigned int height;
+    unsigned int depth;
+  } tileExtent;
+  unsigned int miptailFirstLevel;
+  unsigned long long miptailSize;
+  unsigned int flags;
+  unsigned int reserved[4];
+};
+using CUDA_ARRAY_SPARSE_PROPERTIES = CUDA_ARRAY_SPARSE_PROPERTIES_st;
+
+struct CUDA_ARRAY_MEMORY_REQUIREMENTS_st {
+  size_t size;
+  size_t alignment;
+  unsigned int reserved[4];
+};
+using CUDA_ARRAY_MEMORY_REQUIREMENTS = CUDA_ARRAY_MEMORY_REQUIREMENTS_st;
+
+struct CUDA_RESOURCE_DESC_st {
+  CUresourcetype resType;
+  union {
+    struct {
+      CUarray hArray;
+    } array;
+    struct {
+      CUmipmappedArray hMipmappedArray;
+    } mipmap;
+    struct {
+      CUdeviceptr devPtr;
+      CUarray_format format;
+      unsigned int numChannels;
+      size_t sizeInBytes;
+    } linear;
+    struct {
+      CUdeviceptr devPtr;
+      CUarray_format format;
+      unsigned int numChannels;
+      size_t width;
+      size_t height;
+      size_t pitchInBytes;
+    } pitch2D;
+    struct {
+      int reserved[32];
+    } reserved;
+  } res;
+  unsigned int flags;
+};
+using CUDA_RESOURCE_DESC = CUDA_RESOURCE_DESC_st;
+
+struct CUDA_TEXTURE_DESC_st {
+  CUaddress_mode addressMode[3];
+  CUfilter_mode filterMode;
+  unsigned int flags;
+  unsigned int maxAnisotropy;
+  CUfilter_mode mipmapFilterMode;
+  float mipmapLevelBias;
+  float minMipmapLevelClamp;
+  float maxMipmapLevelClamp;
+  float borderColor[4];
+  int reserved[12];
+};
+using CUDA_TEXTURE_DESC = CUDA_TEXTURE_DESC_st;
+
+struct CUDA_RESOURCE_VIEW_DESC_st {
+  CUresourceViewFormat format;
+  size_t width;
+  size_t height;
+  size_t depth;
+  unsigned int firstMipmapLevel;
+  unsigned int lastMipmapLevel;
+  unsigned int firstLayer;
+  unsigned int lastLayer;
+  unsigned int reserved[16];
+};
+using CUDA_RESOURCE_VIEW_DESC = CUDA_RESOURCE_VIEW_DESC_st;
+
+struct CUmemcpyAttributes_st {
+  CUmemcpySrcAccessOrder srcAccessOrder;
+  CUmemLocation srcLocHint;
+  CUmemLocation dstLocHint;
+  unsigned int flags;
+};
+using CUmemcpyAttributes = CUmemcpyAttributes_st;
+
+struct CUoffset3D_st {
+  size_t x;
+  size_t y;
+  size_t z;
+};
+using CUoffset3D = CUoffset3D_st;
+
+struct CUextent3D_st {
+  size_t width;
+  size_t height;
+  size_t depth;
+};
+using CUextent3D = CUextent3D_st;
+
+struct CUmemcpy3DOperand_st {
+  CUmemcpy3DOperandType type;
+  union {
+    struct {
+      CUdeviceptr ptr;
+      size_t rowLength;    // elements
+      size_t layerHeight;  // elements
+      CUmemLocation locHint;
+    } ptr;
+    struct {
+      CUarray array;
+      CUoffset3D offset;  // elements
+    } array;
+  } op;
+};
+using CUmemcpy3DOperand = CUmemcpy3DOperand_st;
+
+struct CUDA_MEMCPY3D_BATCH_OP_st {
+  CUmemcpy3DOperand src;
+  CUmemcpy3DOperand dst;
+  CUextent3D extent;
+  CUmemcpySrcAccessOrder srcAccessOrder;
+  unsigned int flags;
+};
+using CUDA_MEMCPY3D_BATCH_OP = CUDA_MEMCPY3D_BATCH_OP_st;
+
 // Callbacks.
 using CUhostFn = void (*)(void* userData);
 using CUstreamCallback = void (*)(CUstream hStream, CUresult status, void* userData);
 // cuOccupancyMaxPotentialBlockSize's dynamic shared memory function.
 using CUoccupancyB2DSize = size_t (*)(int blockSize);
+
+// ---- Stream memory operations, atomics capabilities, logs, async notifications ----
+
+enum CUstreamBatchMemOpType_enum {
+  CU_STREAM_MEM_OP_WAIT_VALUE_32 = 1,
+  CU_STREAM_MEM_OP_WRITE_VALUE_32 = 2,
+  CU_STREAM_MEM_OP_WAIT_VALUE_64 = 4,
+  CU_STREAM_MEM_OP_WRITE_VALUE_64 = 5,
+  CU_STREAM_MEM_OP_BARRIER = 6,
+  CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES = 3,
+};
+using CUstreamBatchMemOpType = CUstreamBatchMemOpType_enum;
+
+enum CUstreamMemoryBarrier_flags_enum {
+  CU_STREAM_MEMORY_BARRIER_TYPE_SYS = 0x0,
+  CU_STREAM_MEMORY_BARRIER_TYPE_GPU = 0x1,
+};
+using CUstreamMemoryBarrier_flags = CUstreamMemoryBarrier_flags_enum;
+
+// One operation of cuStreamBatchMemOp: a 48-byte union tagged by its first member.
+union CUstreamBatchMemOpParams_union {
+  CUstreamBatchMemOpType operation;
+  struct CUstreamMemOpWaitValueParams_st {
+    CUstreamBatchMemOpType operation;
+    CUdeviceptr address;
+    union {
+      cuuint32_t value;
+      cuuint64_t value64;
+    };
+    unsigned int flags;
+    CUdeviceptr alias;
+  } waitValue;
+  struct CUstreamMemOpWriteValueParams_st {
+    CUstreamBatchMemOpType operation;
+    CUdeviceptr address;
+    union {
+      cuuint32_t value;
+      cuuint64_t value64;
+    };
+    unsigned int flags;
+    CUdeviceptr alias;
+  } writeValue;
+  struct CUstreamMemOpFlushRemoteWritesParams_st {
+    CUstreamBatchMemOpType operation;
+    unsigned int flags;
+  } flushRemoteWrites;
+  struct CUstreamMemOpMemoryBarrierParams_st {
+    CUstreamBatchMemOpType operation;
+    unsigned int flags;
+  } memoryBarrier;
+  cuuint64_t pad[6];
+};
+using CUstreamBatchMemOpParams = CUstreamBatchMemOpParams_union;
+
+// Stream attributes are launch attributes.
+using CUstreamAttrID = CUlaunchAttributeID;
+using CUstreamAttrValue = CUlaunchAttributeValue;
+
+enum CUatomicOperation_enum {
+  CU_ATOMIC_OPERATION_INTEGER_ADD = 0,
+  CU_ATOMIC_OPERATION_INTEGER_MIN = 1,
+  CU_ATOMIC_OPERATION_INTEGER_MAX = 2,
+  CU_ATOMIC_OPERATION_INTEGER_INCREMENT = 3,
+  CU_ATOMIC_OPERATION_INTEGER_DECREMENT = 4,
+  CU_ATOMIC_OPERATION_AND = 5,
+  CU_ATOMIC_OPERATION_OR = 6,
+  CU_ATOMIC_OPERATION_XOR = 7,
+  CU_ATOMIC_OPERATION_EXCHANGE = 8,
+  CU_ATOMIC_OPERATION_CAS = 9,
+  CU_ATOMIC_OPERATION_FLOAT_ADD = 10,
+  CU_ATOMIC_OPERATION_FLOAT_MIN = 11,
+  CU_ATOMIC_OPERATION_FLOAT_MAX = 12,
+  CU_ATOMIC_OPERATION_MAX,
+};
+using CUatomicOperation = CUatomicOperation_enum;
+
+enum CUatomicOperationCapability_enum : unsigned {
+  CU_ATOMIC_CAPABILITY_SIGNED = 1u << 0,
+  CU_ATOMIC_CAPABILITY_UNSIGNED = 1u << 1,
+  CU_ATOMIC_CAPABILITY_REDUCTION = 1u << 2,
+  CU_ATOMIC_CAPABILITY_SCALAR_32 = 1u << 3,
+  CU_ATOMIC_CAPABILITY_SCALAR_64 = 1u << 4,
+  CU_ATOMIC_CAPABILITY_SCALAR_128 = 1u << 5,
+  CU_ATOMIC_CAPABILITY_VECTOR_32x4 = 1u << 6,
+};
+using CUatomicOperationCapability = CUatomicOperationCapability_enum;
+
+enum CUlogLevel_enum {
+  CU_LOG_LEVEL_ERROR = 0,
+  CU_LOG_LEVEL_WARNING = 1,
+};
+using CUlogLevel = CUlogLevel_enum;
+using CUlogsCallbackHandle = struct CUlogsCallbackEntry_st*;
+using CUlogsCallback = void (*)(void* data, CUlogLevel logLevel, char* message, size_t length);
+using CUlogIterator = unsigned int;
+
+enum CUasyncNotificationType_enum {
+  CU_ASYNC_NOTIFICATION_TYPE_OVER_BUDGET = 0x1,
+};
+using CUasyncNotificationType = CUasyncNotificationType_enum;
+
+struct CUasyncNotificationInfo_st {
+  CUasyncNotificationType type;
+  union {
+    struct {
+      unsigned long long bytesOverBudget;
+    } overBudget;
+  } info;
+};
+using CUasyncNotificationInfo = CUasyncNotificationInfo_st;
+using CUasyncCallback = void (*)(CUasyncNotificationInfo* info, void* userData,
+                                 CUasyncCallbackHandle callback);
+
+// cudaProfiler.h's output modes (cuProfilerInitialize).
+enum CUoutput_mode_enum {
+  CU_OUT_KEY_VALUE_PAIR = 0x00,
+  CU_OUT_CSV = 0x01,
+};
+using CUoutput_mode = CUoutput_mode_enum;
 
 }  // namespace rocuda::cuda

@@ -149,6 +149,7 @@ Status translateControlOp(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateMovOp(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateWarpOp(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateBarrierReduction(FunctionTranslator& t, const ptx::Instruction& inst);
+Status translateTextureOp(FunctionTranslator& t, const ptx::Instruction& inst);
 
 // .ftz: an f32 subnormal becomes a zero of the same sign (other types pass through).
 llvm::Value* flushSubnormalF32(FunctionTranslator& t, llvm::Value* v);

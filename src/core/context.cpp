@@ -107,7 +107,8 @@ Result<CompletionPtr> Context::enqueue(Stream& stream, std::string name,
   };
   // Stream capture: the operation becomes a node of the capture's graph and does not run now.
   if (CaptureStatePtr capture = stream.capture()) {
-    capture->graph->append(std::move(name), std::move(work));
+    Result<GraphNode*> node = recordCapturedNode(stream, capture, std::move(name), std::move(work));
+    if (!node.ok()) return node.error();
     return Completion::captured(std::move(capture), makeError(ErrorCode::StreamCaptureUnsupported,
                                 "operation not permitted when stream is capturing"));
   }

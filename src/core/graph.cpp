@@ -1,17 +1,25 @@
 #include "core/graph.h"
 
-#include <unordered_map>
+#include <algorithm>
+#include <unordered_set>
 
 #include "core/context.h"
+#include "core/memory.h"
 #include "core/stream.h"
 
 namespace rocuda::core {
 namespace {
 
-// Owns every live graph and executable graph; a handle is valid while it is in here.
+// Owns every live application-visible graph and executable graph; a handle is valid while it is
+// in here. Live nodes and user objects are tracked for handle validation.
 struct GraphRegistry {
   std::mutex mutex;
   std::unordered_map<const Object*, std::unique_ptr<Object>> live;
+  std::unordered_set<const GraphNode*> nodes;
+  std::unordered_set<const UserObject*> userObjects;
+  // Graph allocations by address, and the figures per context.
+  std::unordered_map<const void*, std::weak_ptr<GraphAllocation>> allocations;
+  std::unordered_map<const Context*, GraphMemoryFigures> figures;
 };
 
 GraphRegistry& registry() {
@@ -41,53 +49,334 @@ Status release(const Object* object) {
   return Status::success();  // `owned` is destroyed outside the lock
 }
 
+void trackNode(const GraphNode* node, bool live) {
+  GraphRegistry& r = registry();
+  std::lock_guard lock(r.mutex);
+  if (live)
+    r.nodes.insert(node);
+  else
+    r.nodes.erase(node);
+}
+
 std::atomic<uint64_t> captureIds{1};
+
+Error invalid(const char* why) { return makeError(ErrorCode::InvalidValue, why); }
+
+GraphNodeContent copyContent(const GraphNodeContent& from,
+                             std::unordered_map<const GraphNode*, GraphNode*>* mapping) {
+  GraphNodeContent to;
+  to.name = from.name;
+  to.work = from.work;
+  to.params = from.params;
+  to.context = from.context;
+  to.event = from.event;
+  to.allocation = from.allocation;
+  to.freeAddress = from.freeAddress;
+  to.enabled = from.enabled;
+  if (from.child) {
+    to.child = from.child->clone(mapping);
+    to.child->setEmbedded(true);
+  }
+  return to;
+}
+
+void releaseAll(std::map<UserObject*, unsigned>& objects) {
+  for (auto& [object, count] : objects) (void)object->release(count);
+  objects.clear();
+}
 
 }  // namespace
 
-void Graph::append(std::string name, std::function<Status()> work) {
-  std::lock_guard lock(mutex_);
-  operations_.push_back(GraphOperation{std::move(name), std::move(work)});
+const char* graphNodeTypeName(GraphNodeType type) {
+  static const char* const names[] = {
+      "kernel",       "memcpy",       "memset",           "host",           "graph",     "empty",
+      "wait_event",   "event_record", "ext_semas_signal", "ext_semas_wait", "mem_alloc", "mem_free",
+      "batch_mem_op", "conditional"};
+  auto index = static_cast<size_t>(type);
+  return index < std::size(names) ? names[index] : "unknown";
 }
 
-size_t Graph::size() const {
-  std::lock_guard lock(mutex_);
-  return operations_.size();
+std::recursive_mutex& graphMutex() {
+  static std::recursive_mutex* mutex = new std::recursive_mutex();
+  return *mutex;
 }
 
-GraphOperations Graph::operations() const {
-  std::lock_guard lock(mutex_);
-  return operations_;
+GraphNode* lookupGraphNode(const void* handle) {
+  if (handle == nullptr) return nullptr;
+  GraphRegistry& r = registry();
+  std::lock_guard lock(r.mutex);
+  auto it = r.nodes.find(static_cast<const GraphNode*>(handle));
+  return it == r.nodes.end() ? nullptr : const_cast<GraphNode*>(*it);
 }
 
-GraphExec::GraphExec(GraphOperations operations)
-    : Object(ObjectKind::GraphExec),
-      operations_(std::make_shared<const GraphOperations>(std::move(operations))) {}
+GraphNode::~GraphNode() { trackNode(this, false); }
 
-Status GraphExec::launch(Stream& stream) {
-  // The operations share this launch's command: they run in order, after earlier work on the
-  // stream, and the first failure stops the rest (as a failed node stops a CUDA graph).
-  auto queued =
-      stream.context().enqueue(stream, "graph launch", [operations = operations_]() -> Status {
-        for (const GraphOperation& operation : *operations) {
-          Status status = operation.work ? operation.work() : Status::success();
-          if (!status.ok()) return status;
-        }
-        return Status::success();
-      });
-  if (!queued.ok()) return queued.error();
+// ---- Graph allocations ----
+
+GraphAllocation::GraphAllocation(Context& owner, void* at, size_t size)
+    : context(owner), address(at), bytes(size) {}
+
+GraphAllocation::~GraphAllocation() {
+  GraphRegistry& r = registry();
+  {
+    std::lock_guard lock(r.mutex);
+    r.allocations.erase(address);
+    GraphMemoryFigures& f = r.figures[&context];
+    f.reservedCurrent -= std::min<uint64_t>(f.reservedCurrent, bytes);
+    if (inUse) f.usedCurrent -= std::min<uint64_t>(f.usedCurrent, bytes);
+  }
+  (void)freeDevice(address);
+}
+
+Result<std::shared_ptr<GraphAllocation>> createGraphAllocation(Context& context, size_t bytes) {
+  Result<void*> memory = allocateDevice(context, bytes);
+  if (!memory) return memory.error();
+  auto allocation = std::make_shared<GraphAllocation>(context, *memory, bytes);
+  GraphRegistry& r = registry();
+  std::lock_guard lock(r.mutex);
+  r.allocations[*memory] = allocation;
+  GraphMemoryFigures& f = r.figures[&context];
+  f.reservedCurrent += bytes;
+  f.reservedHigh = std::max(f.reservedHigh, f.reservedCurrent);
+  return allocation;
+}
+
+std::shared_ptr<GraphAllocation> findGraphAllocation(const void* address) {
+  GraphRegistry& r = registry();
+  std::lock_guard lock(r.mutex);
+  auto it = r.allocations.find(address);
+  return it == r.allocations.end() ? nullptr : it->second.lock();
+}
+
+GraphMemoryFigures graphMemoryFigures(const Context& context) {
+  GraphRegistry& r = registry();
+  std::lock_guard lock(r.mutex);
+  auto it = r.figures.find(&context);
+  return it == r.figures.end() ? GraphMemoryFigures{} : it->second;
+}
+
+void resetGraphMemoryHigh(const Context& context, bool used, bool reserved) {
+  GraphRegistry& r = registry();
+  std::lock_guard lock(r.mutex);
+  GraphMemoryFigures& f = r.figures[&context];
+  if (used) f.usedHigh = f.usedCurrent;
+  if (reserved) f.reservedHigh = f.reservedCurrent;
+}
+
+// A launch marks the allocation used until a free node releases it.
+void markGraphAllocationUse(GraphAllocation& allocation, bool use) {
+  GraphRegistry& r = registry();
+  std::lock_guard lock(r.mutex);
+  if (allocation.inUse == use) return;
+  allocation.inUse = use;
+  GraphMemoryFigures& f = r.figures[&allocation.context];
+  if (use) {
+    f.usedCurrent += allocation.bytes;
+    f.usedHigh = std::max(f.usedHigh, f.usedCurrent);
+  } else {
+    f.usedCurrent -= std::min<uint64_t>(f.usedCurrent, allocation.bytes);
+  }
+}
+
+// ---- Graph structure ----
+
+Graph::~Graph() {
+  releaseAll(userObjects_);
+  nodes_.clear();
+}
+
+Result<GraphNode*> Graph::addNode(GraphNodeType type, const std::vector<GraphNode*>& dependencies,
+                                  GraphNodeContent content) {
+  for (size_t i = 0; i < dependencies.size(); ++i) {
+    if (!owns(dependencies[i])) return invalid("a dependency is not a node of this graph");
+    for (size_t j = 0; j < i; ++j)
+      if (dependencies[j] == dependencies[i]) return invalid("duplicate dependency");
+  }
+  auto node = std::make_unique<GraphNode>(*this, type);
+  node->content_ = std::move(content);
+  GraphNode* raw = node.get();
+  for (GraphNode* dependency : dependencies) {
+    raw->dependencies_.push_back(dependency);
+    dependency->dependents_.push_back(raw);
+  }
+  nodes_.push_back(std::move(node));
+  trackNode(raw, true);
+  return raw;
+}
+
+Status Graph::addEdge(GraphNode* from, GraphNode* to) {
+  if (!owns(from) || !owns(to)) return invalid("edge between nodes of another graph");
+  if (from == to) return invalid("a node cannot depend on itself");
+  if (std::find(to->dependencies_.begin(), to->dependencies_.end(), from) !=
+      to->dependencies_.end())
+    return invalid("the dependency already exists");
+  if (reaches(to, from)) return invalid("the dependency would create a cycle");
+  to->dependencies_.push_back(from);
+  from->dependents_.push_back(to);
   return Status::success();
 }
 
-Graph* createGraph() { return adopt(std::make_unique<Graph>()); }
-
-Status destroyGraph(Graph* graph) { return release(graph); }
-
-GraphExec* instantiateGraph(const Graph& graph) {
-  return adopt(std::make_unique<GraphExec>(graph.operations()));
+Status Graph::removeEdge(GraphNode* from, GraphNode* to) {
+  if (!owns(from) || !owns(to)) return invalid("edge between nodes of another graph");
+  auto it = std::find(to->dependencies_.begin(), to->dependencies_.end(), from);
+  if (it == to->dependencies_.end()) return invalid("no such dependency");
+  to->dependencies_.erase(it);
+  std::erase(from->dependents_, to);
+  return Status::success();
 }
 
-Status destroyGraphExec(GraphExec* exec) { return release(exec); }
+Status Graph::destroyNode(GraphNode* node) {
+  if (!owns(node)) return invalid("not a node of this graph");
+  for (GraphNode* dependency : node->dependencies_) std::erase(dependency->dependents_, node);
+  for (GraphNode* dependent : node->dependents_) std::erase(dependent->dependencies_, node);
+  std::erase_if(nodes_, [node](const auto& owned) { return owned.get() == node; });
+  return Status::success();
+}
+
+std::vector<GraphNode*> Graph::nodes() const {
+  std::vector<GraphNode*> all;
+  for (const auto& node : nodes_) all.push_back(node.get());
+  return all;
+}
+
+std::vector<GraphNode*> Graph::rootNodes() const {
+  std::vector<GraphNode*> roots;
+  for (const auto& node : nodes_)
+    if (node->dependencies_.empty()) roots.push_back(node.get());
+  return roots;
+}
+
+std::vector<std::pair<GraphNode*, GraphNode*>> Graph::edges() const {
+  std::vector<std::pair<GraphNode*, GraphNode*>> all;
+  for (const auto& node : nodes_)
+    for (GraphNode* dependency : node->dependencies_) all.emplace_back(dependency, node.get());
+  return all;
+}
+
+size_t Graph::indexOf(const GraphNode* node) const {
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (nodes_[i].get() == node) return i;
+  return nodes_.size();
+}
+
+bool Graph::reaches(const GraphNode* from, const GraphNode* to) const {
+  std::vector<const GraphNode*> pending{from};
+  std::unordered_set<const GraphNode*> seen;
+  while (!pending.empty()) {
+    const GraphNode* node = pending.back();
+    pending.pop_back();
+    if (node == to) return true;
+    if (!seen.insert(node).second) continue;
+    for (const GraphNode* next : node->dependents_) pending.push_back(next);
+  }
+  return false;
+}
+
+std::vector<GraphNode*> Graph::topologicalOrder() const {
+  // Kahn's algorithm in creation order; a cycle leaves nodes out (callers compare sizes).
+  std::unordered_map<const GraphNode*, size_t> waiting;
+  std::vector<GraphNode*> ready, order;
+  for (const auto& node : nodes_) {
+    waiting[node.get()] = node->dependencies_.size();
+    if (node->dependencies_.empty()) ready.push_back(node.get());
+  }
+  for (size_t next = 0; next < ready.size(); ++next) {
+    GraphNode* node = ready[next];
+    order.push_back(node);
+    for (GraphNode* dependent : node->dependents_)
+      if (--waiting[dependent] == 0) ready.push_back(dependent);
+  }
+  return order;
+}
+
+std::unique_ptr<Graph> Graph::clone(
+    std::unordered_map<const GraphNode*, GraphNode*>* mapping) const {
+  auto copy = std::make_unique<Graph>();
+  std::unordered_map<const GraphNode*, GraphNode*> local;
+  for (const auto& node : nodes_) {
+    Result<GraphNode*> added = copy->addNode(node->type_, {}, copyContent(node->content_, mapping));
+    local[node.get()] = *added;
+    copy->cloneOf_[node.get()] = *added;
+  }
+  for (const auto& node : nodes_)
+    for (GraphNode* dependency : node->dependencies_) {
+      GraphNode* to = local[node.get()];
+      GraphNode* from = local[dependency];
+      to->dependencies_.push_back(from);
+      from->dependents_.push_back(to);
+    }
+  for (auto& [object, count] : userObjects_) {
+    object->retain(count);
+    copy->userObjects_[object] += count;
+  }
+  if (mapping != nullptr) mapping->insert(local.begin(), local.end());
+  return copy;
+}
+
+GraphNode* Graph::findInClone(const GraphNode* original) const {
+  auto it = cloneOf_.find(original);
+  if (it == cloneOf_.end() || !owns(it->second)) return nullptr;
+  return it->second;
+}
+
+// ---- User objects ----
+
+Status UserObject::release(unsigned count) {
+  uint64_t held = references_.load();
+  do {
+    if (count > held) return invalid("more references released than held");
+  } while (!references_.compare_exchange_weak(held, held - count));
+  if (held - count != 0) return Status::success();
+  {
+    GraphRegistry& r = registry();
+    std::lock_guard lock(r.mutex);
+    r.userObjects.erase(this);
+  }
+  if (destroy_ != nullptr) destroy_(pointer_);
+  delete this;
+  return Status::success();
+}
+
+UserObject* createUserObject(void* pointer, void (*destroy)(void*), unsigned references) {
+  auto* object = new UserObject(pointer, destroy, references);
+  GraphRegistry& r = registry();
+  std::lock_guard lock(r.mutex);
+  r.userObjects.insert(object);
+  return object;
+}
+
+UserObject* lookupUserObject(const void* handle) {
+  GraphRegistry& r = registry();
+  std::lock_guard lock(r.mutex);
+  auto it = r.userObjects.find(static_cast<const UserObject*>(handle));
+  return it == r.userObjects.end() ? nullptr : const_cast<UserObject*>(*it);
+}
+
+// ---- Registry of application graphs ----
+
+Graph* createGraph() { return adopt(std::make_unique<Graph>()); }
+
+Graph* adoptGraph(std::unique_ptr<Graph> graph) { return adopt(std::move(graph)); }
+
+Status destroyGraph(Graph* graph) {
+  std::lock_guard lock(graphMutex());
+  return release(graph);
+}
+
+Result<GraphExec*> instantiateGraph(const Graph& graph, uint64_t flags,
+                                    const GraphNode** errorNode) {
+  std::lock_guard lock(graphMutex());
+  if (graph.topologicalOrder().size() != graph.size()) {
+    if (errorNode != nullptr) *errorNode = nullptr;
+    return makeError(ErrorCode::InvalidValue, "the graph has a cycle");
+  }
+  return adopt(std::make_unique<GraphExec>(graph, flags));
+}
+
+Status destroyGraphExec(GraphExec* exec) {
+  std::lock_guard lock(graphMutex());
+  return release(exec);
+}
 
 uint64_t nextCaptureId() { return captureIds++; }
 

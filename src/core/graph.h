@@ -1,15 +1,24 @@
-// CUDA graphs, first slice: a graph is the ordered list of operations recorded by stream capture
-// (each the very closure the immediate path would have queued, arguments captured by value); an
-// executable graph is an instantiated copy that can be launched on any stream, any number of
-// times. Nodes have no explicit dependencies yet: a captured single stream is a chain.
+// CUDA graphs: a graph is a DAG of nodes (kernel launches, copies, fills, host calls, child
+// graphs, event record/wait, memory alloc/free), built explicitly or recorded by stream capture.
+// Each executable node carries the very closure the immediate path would have queued (arguments
+// captured by value) plus an opaque copy of the API's parameters for the *GetParams queries.
+// An executable graph is an instantiated deep copy, launched as one stream command that runs its
+// nodes in a topological order (nodes without a dependency relation may run in any order).
+//
+// Thread safety: CUDA does not allow concurrent use of one graph; a single process-wide mutex
+// (graphMutex()) still serialises every structural change and read, so that captures from
+// several threads into one graph and launches during updates are safe.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "core/object.h"
@@ -17,59 +26,268 @@
 
 namespace rocuda::core {
 
+class Context;
+class Event;
+class Graph;
 class Stream;
+class UserObject;
 
-struct GraphOperation {
-  std::string name;
-  std::function<Status()> work;
+// The values of CUgraphNodeType.
+enum class GraphNodeType : uint8_t {
+  Kernel = 0,
+  Memcpy = 1,
+  Memset = 2,
+  Host = 3,
+  Graph = 4,
+  Empty = 5,
+  WaitEvent = 6,
+  EventRecord = 7,
+  ExtSemasSignal = 8,
+  ExtSemasWait = 9,
+  MemAlloc = 10,
+  MemFree = 11,
+  BatchMemOp = 12,
+  Conditional = 13
 };
-using GraphOperations = std::vector<GraphOperation>;
+const char* graphNodeTypeName(GraphNodeType type);
+
+// A device allocation made for a memory-allocation node; freed when the last node (or clone)
+// that refers to it goes.
+struct GraphAllocation {
+  GraphAllocation(Context& context, void* address, size_t bytes);
+  ~GraphAllocation();
+  Context& context;
+  void* address;
+  size_t bytes;
+  bool inUse = false;  // allocated by a launch and not yet freed by a free node
+};
+
+// What a node is, apart from its edges: copied by clone and instantiation.
+struct GraphNodeContent {
+  std::string name;                    // for logs and DOT output
+  std::function<Status()> work;        // kernel/memcpy/memset/host/captured work; empty: no-op
+  std::shared_ptr<const void> params;  // the API layer's parameter copy (opaque here)
+  Context* context = nullptr;          // where the work runs (kernel, memcpy, memset, alloc)
+  Event* event = nullptr;              // event record / wait nodes
+  std::shared_ptr<GraphAllocation> allocation;  // memory alloc nodes
+  void* freeAddress = nullptr;                  // memory free nodes
+  std::unique_ptr<Graph> child;                 // child-graph nodes own their graph
+  bool enabled = true;                          // cuGraphNodeSetEnabled (executable graphs)
+};
+
+class GraphNode {
+ public:
+  GraphNode(Graph& graph, GraphNodeType type) : graph_(&graph), type_(type) {}
+  ~GraphNode();
+
+  Graph& graph() const { return *graph_; }
+  GraphNodeType type() const { return type_; }
+  GraphNodeContent& content() { return content_; }
+  const GraphNodeContent& content() const { return content_; }
+  const std::vector<GraphNode*>& dependencies() const { return dependencies_; }
+  const std::vector<GraphNode*>& dependents() const { return dependents_; }
+
+ private:
+  friend class Graph;
+  Graph* graph_;
+  GraphNodeType type_;
+  GraphNodeContent content_;
+  std::vector<GraphNode*> dependencies_;
+  std::vector<GraphNode*> dependents_;
+};
+
+// The live node at `handle`, or nullptr (never dereferences an unknown pointer).
+GraphNode* lookupGraphNode(const void* handle);
+std::recursive_mutex& graphMutex();
 
 class Graph : public Object {
  public:
   static constexpr ObjectKind kKind = ObjectKind::Graph;
   Graph() : Object(ObjectKind::Graph) {}
+  ~Graph() override;
 
-  void append(std::string name, std::function<Status()> work);
-  size_t size() const;
-  GraphOperations operations() const;  // a copy
-  // An opaque CUgraphNode-style handle for node `index` (never dereferenced).
-  uintptr_t nodeHandle(size_t index) const { return reinterpret_cast<uintptr_t>(this) + 1 + index; }
+  // A node depending on `dependencies` (each a node of this graph, no duplicates).
+  Result<GraphNode*> addNode(GraphNodeType type, const std::vector<GraphNode*>& dependencies,
+                             GraphNodeContent content = {});
+
+  // Edges. InvalidValue for nodes of another graph, a self edge, an existing edge (add), a
+  // missing edge (remove), or an edge that would close a cycle.
+  Status addEdge(GraphNode* from, GraphNode* to);
+  Status removeEdge(GraphNode* from, GraphNode* to);
+  Status destroyNode(GraphNode* node);
+
+  size_t size() const { return nodes_.size(); }
+  std::vector<GraphNode*> nodes() const;  // in creation order
+  std::vector<GraphNode*> rootNodes() const;
+  std::vector<std::pair<GraphNode*, GraphNode*>> edges() const;
+  // Handle of node `index` in creation order (0 when out of range).
+  uintptr_t nodeHandle(size_t index) const {
+    return index < nodes_.size() ? reinterpret_cast<uintptr_t>(nodes_[index].get()) : 0;
+  }
+  bool owns(const GraphNode* node) const { return node != nullptr && &node->graph() == this; }
+  // Creation index of `node` (its position in nodes()).
+  size_t indexOf(const GraphNode* node) const;
+  bool reaches(const GraphNode* from, const GraphNode* to) const;
+  // Nodes in an order where every node follows its dependencies.
+  std::vector<GraphNode*> topologicalOrder() const;
+
+  // A deep copy; `mapping` (optional) receives original -> copy for every node, children
+  // included. The copy remembers its origin for findInClone.
+  std::unique_ptr<Graph> clone(std::unordered_map<const GraphNode*, GraphNode*>* mapping) const;
+  GraphNode* findInClone(const GraphNode* original) const;
+
+  // User objects owned by the graph (cuGraphRetainUserObject): object -> references held.
+  std::map<UserObject*, unsigned>& userObjects() { return userObjects_; }
+  // The graph is embedded in a node (child graph): it cannot be destroyed on its own.
+  bool embedded() const { return embedded_; }
+  void setEmbedded(bool embedded) { embedded_ = embedded; }
 
  private:
-  mutable std::mutex mutex_;
-  GraphOperations operations_;
+  std::vector<std::unique_ptr<GraphNode>> nodes_;
+  std::unordered_map<const GraphNode*, GraphNode*> cloneOf_;  // original -> node of this graph
+  std::map<UserObject*, unsigned> userObjects_;
+  bool embedded_ = false;
+};
+
+// cuUserObjectCreate: a reference-counted object whose destructor runs when the last reference
+// (the application's or a graph's) goes.
+class UserObject {
+ public:
+  UserObject(void* pointer, void (*destroy)(void*), unsigned references)
+      : pointer_(pointer), destroy_(destroy), references_(references) {}
+  void retain(unsigned count) { references_ += count; }
+  // Drops `count` references; runs the destructor and deletes the object at zero.
+  // InvalidValue when more references are released than held.
+  Status release(unsigned count);
+
+ private:
+  void* pointer_;
+  void (*destroy_)(void*);
+  std::atomic<uint64_t> references_;
+};
+UserObject* createUserObject(void* pointer, void (*destroy)(void*), unsigned references);
+UserObject* lookupUserObject(const void* handle);
+
+// Instantiation result of a node that cannot run (reported through hErrNode_out).
+struct InstantiateError {
+  Error error;
+  const GraphNode* node = nullptr;
+};
+
+// The values of CUgraphExecUpdateResult.
+enum class GraphUpdateResult : uint8_t {
+  Success = 0,
+  Error = 1,
+  TopologyChanged = 2,
+  NodeTypeChanged = 3,
+  FunctionChanged = 4,
+  ParametersChanged = 5,
+  NotSupported = 6
 };
 
 class GraphExec : public Object {
  public:
   static constexpr ObjectKind kKind = ObjectKind::GraphExec;
-  explicit GraphExec(GraphOperations operations);
+  GraphExec(const Graph& graph, uint64_t flags);
+  ~GraphExec() override;
 
-  size_t size() const { return operations_->size(); }
-  // Queue every operation, in order, on `stream` (one command; runs asynchronously).
+  size_t size() const { return order_.size(); }
+  uint64_t flags() const { return flags_; }
+  // Queue the graph on `stream` (one command; runs asynchronously).
   Status launch(Stream& stream);
+  // The executable copy of `node`, a node of the graph this was instantiated (or updated) from.
+  GraphNode* execNode(const GraphNode* node) const;
+  // cuGraphExecUpdate: take the parameters of `graph`, which must have this graph's topology.
+  // On failure the exec is unchanged and `errorNode`/`errorFrom` name the culprit.
+  GraphUpdateResult update(const Graph& graph, const GraphNode** errorNode,
+                           const GraphNode** errorFrom);
 
  private:
-  std::shared_ptr<const GraphOperations> operations_;
+  std::unique_ptr<Graph> graph_;
+  std::unordered_map<const GraphNode*, GraphNode*> fromOriginal_;
+  std::vector<GraphNode*> order_;
+  uint64_t flags_;
 };
 
 // Graphs and executable graphs live until destroyed (cuGraphDestroy / cuGraphExecDestroy).
 Graph* createGraph();
 Status destroyGraph(Graph* graph);
-GraphExec* instantiateGraph(const Graph& graph);
+Graph* adoptGraph(std::unique_ptr<Graph> graph);  // a clone handed to the application
+// Fails (with the node at fault) when the graph has a cycle or a node that cannot run.
+Result<GraphExec*> instantiateGraph(const Graph& graph, uint64_t flags = 0,
+                                    const GraphNode** errorNode = nullptr);
 Status destroyGraphExec(GraphExec* exec);
 
-// The state of one stream capture, shared by the capturing stream and the completions it hands
-// out (a host wait on a captured operation is a synchronous call: it invalidates the capture).
+// Memory of memory-allocation nodes on one device (cuDeviceGetGraphMemAttribute).
+struct GraphMemoryFigures {
+  uint64_t usedCurrent = 0, usedHigh = 0, reservedCurrent = 0, reservedHigh = 0;
+};
+GraphMemoryFigures graphMemoryFigures(const Context& context);
+void resetGraphMemoryHigh(const Context& context, bool used, bool reserved);
+// The graph allocation that starts at `address` (nullptr when none).
+std::shared_ptr<GraphAllocation> findGraphAllocation(const void* address);
+Result<std::shared_ptr<GraphAllocation>> createGraphAllocation(Context& context, size_t bytes);
+void markGraphAllocationUse(GraphAllocation& allocation, bool use);
+
+// ---- Stream capture ----
+
+// One capture, shared by every stream taking part (the origin and the streams it forked into
+// through events) and by the completions it hands out (a host wait on a captured operation is
+// a synchronous call: it invalidates the capture).
 struct CaptureState {
   Graph* graph = nullptr;
-  unsigned mode = 0;  // CUstreamCaptureMode
+  bool ownsGraph = true;  // false for cuStreamBeginCaptureToGraph
+  unsigned mode = 0;      // CUstreamCaptureMode
   uint64_t id = 0;
+  Stream* origin = nullptr;
+  std::thread::id thread;  // the thread that began it (thread-local mode)
   std::atomic<bool> invalidated{false};
+  std::vector<Stream*> joined;  // streams other than the origin that joined
 };
 using CaptureStatePtr = std::shared_ptr<CaptureState>;
 
 uint64_t nextCaptureId();
+
+// Record `work` as a node of the capture of `stream` after the stream's capture dependencies;
+// the node becomes the stream's only dependency.
+Result<GraphNode*> recordCapturedNode(Stream& stream, const CaptureStatePtr& capture,
+                                      std::string name, std::function<Status()> work);
+
+// Capture failures with no ErrorCode of their own (the API maps them to CUresult).
+enum class CaptureFailure : uint8_t {
+  None,
+  NotCapturing,
+  AlreadyCapturing,
+  Unmatched,
+  Unjoined,
+  Invalidated,
+  Isolation,
+  Implicit,
+  Unsupported,
+  WrongThread
+};
+
+// Begin a capture on `stream` (into `graph`, or a new graph when null, after `dependencies`,
+// nodes of `graph`).
+CaptureFailure beginCapture(Stream& stream, unsigned mode, Graph* graph,
+                            const std::vector<GraphNode*>& dependencies);
+// End the capture begun on `stream`: the graph, or Unmatched (not the origin stream), Unjoined
+// (a forked stream did not join back), Invalidated (the graph is then destroyed, if owned),
+// WrongThread (a capture not begun in relaxed mode ended by another thread).
+CaptureFailure endCapture(Stream& stream, Graph** graph);
+// cuStreamWaitEvent during capture: joins `stream` to the capture recorded in `event`, or adds
+// the event's nodes to its dependencies. `joined` is false when the event was not recorded in a
+// capture (the ordinary wait applies).
+CaptureFailure joinCaptureThroughEvent(Stream& stream, Event& event, bool* joined);
+// cuStreamUpdateCaptureDependencies: flags 0 adds, 1 replaces.
+CaptureFailure updateCaptureDependencies(Stream& stream, const std::vector<GraphNode*>& nodes,
+                                         bool replace);
+
+// Capture modes: whether a potentially unsafe call (cuMemAlloc, synchronous copies...) made by
+// the calling thread is prohibited by an active capture (global captures of any thread, this
+// thread's own non-relaxed captures); such a call fails with StreamCaptureUnsupported and
+// invalidates that capture.
+unsigned exchangeThreadCaptureMode(unsigned mode);
+Status checkUnsafeCall();
 
 }  // namespace rocuda::core

@@ -1,5 +1,6 @@
 #include "core/memory.h"
 
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <string>
@@ -54,7 +55,107 @@ Result<Allocation> removeExact(const void* pointer, bool host) {
   return allocation;
 }
 
+// Advice over byte ranges: a piecewise-constant map from each segment's start to its state; a
+// segment runs to the next key, and addresses before the first key have the default state.
+struct ManagedState {
+  bool readMostly = false;
+  MemoryLocation preferred;
+  MemoryLocation lastPrefetch;
+  uint64_t accessedBy = 0;
+  bool operator==(const ManagedState&) const = default;
+};
+
+struct AdviceTable {
+  std::mutex mutex;
+  std::map<uintptr_t, ManagedState> segments;
+};
+
+AdviceTable& adviceTable() {
+  static AdviceTable* instance = new AdviceTable();
+  return *instance;
+}
+
+ManagedState stateAt(const std::map<uintptr_t, ManagedState>& segments, uintptr_t address) {
+  auto it = segments.upper_bound(address);
+  if (it == segments.begin()) return {};
+  return std::prev(it)->second;
+}
+
+// Apply `change` to every segment of [start, end), splitting segments at both ends.
+template <class Change>
+void updateRange(uintptr_t start, uintptr_t end, Change change) {
+  if (end <= start) return;
+  AdviceTable& t = adviceTable();
+  std::lock_guard lock(t.mutex);
+  ManagedState atEnd = stateAt(t.segments, end);
+  ManagedState atStart = stateAt(t.segments, start);
+  t.segments.try_emplace(end, atEnd);
+  t.segments.try_emplace(start, atStart);
+  for (auto it = t.segments.find(start); it != t.segments.end() && it->first < end; ++it)
+    change(it->second);
+}
+
+void clearManagedState(uintptr_t start, size_t size) {
+  updateRange(start, start + size, [](ManagedState& state) { state = ManagedState{}; });
+}
+
 }  // namespace
+
+void adviseManaged(const void* pointer, size_t bytes, ManagedAdvice advice,
+                   MemoryLocation location) {
+  uintptr_t start = reinterpret_cast<uintptr_t>(pointer);
+  uint64_t bit = 0;
+  if (location.type == MemoryLocation::Type::Device && location.id >= 0 && location.id < 63)
+    bit = uint64_t{1} << location.id;
+  else if (location.type != MemoryLocation::Type::Device)
+    bit = uint64_t{1} << kHostAccessBit;
+  updateRange(start, start + bytes, [&](ManagedState& state) {
+    switch (advice) {
+      case ManagedAdvice::SetReadMostly:
+        state.readMostly = true;
+        break;
+      case ManagedAdvice::UnsetReadMostly:
+        state.readMostly = false;
+        break;
+      case ManagedAdvice::SetPreferredLocation:
+        state.preferred = location;
+        break;
+      case ManagedAdvice::UnsetPreferredLocation:
+        state.preferred = MemoryLocation{};
+        break;
+      case ManagedAdvice::SetAccessedBy:
+        state.accessedBy |= bit;
+        break;
+      case ManagedAdvice::UnsetAccessedBy:
+        state.accessedBy &= ~bit;
+        break;
+    }
+  });
+}
+
+void recordManagedPrefetch(const void* pointer, size_t bytes, MemoryLocation location) {
+  uintptr_t start = reinterpret_cast<uintptr_t>(pointer);
+  updateRange(start, start + bytes, [&](ManagedState& state) { state.lastPrefetch = location; });
+}
+
+ManagedRangeSummary managedRangeSummary(const void* pointer, size_t bytes) {
+  uintptr_t start = reinterpret_cast<uintptr_t>(pointer);
+  AdviceTable& t = adviceTable();
+  std::lock_guard lock(t.mutex);
+  ManagedState first = stateAt(t.segments, start);
+  ManagedRangeSummary summary{first.readMostly, first.preferred, first.lastPrefetch,
+                              first.accessedBy};
+  for (auto it = t.segments.upper_bound(start); it != t.segments.end() && it->first < start + bytes;
+       ++it) {
+    const ManagedState& s = it->second;
+    summary.readMostly = summary.readMostly && s.readMostly;
+    if (summary.preferred && !(*summary.preferred == s.preferred)) summary.preferred.reset();
+    if (summary.lastPrefetch && !(*summary.lastPrefetch == s.lastPrefetch))
+      summary.lastPrefetch.reset();
+    summary.accessedBy &= s.accessedBy;
+  }
+  return summary;
+}
 
 std::optional<Allocation> findAllocation(const void* pointer) {
   AllocationTable& t = table();
@@ -115,10 +216,12 @@ Status freeDevice(const void* pointer) {
   // The pool may have been destroyed while this allocation was outstanding.
   if (allocation->pool != nullptr && lookupHandle<MemoryPool>(allocation->pool) != nullptr)
     allocation->pool->release(allocation->size);
-  if (allocation->kind == AllocationKind::Managed)
+  if (allocation->kind == AllocationKind::Managed) {
+    clearManagedState(allocation->base, allocation->size);  // the address may be reused
     backend.freeHost(const_cast<void*>(pointer));
-  else
+  } else {
     backend.freeDevice(const_cast<void*>(pointer));
+  }
   return Status::success();
 }
 

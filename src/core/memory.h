@@ -47,6 +47,41 @@ Status freeHost(const void* pointer);
 bool registerHostRange(Context& context, void* base, size_t size, unsigned flags);
 bool unregisterHostRange(void* base);
 
+// ---- Managed memory advice (cuMemAdvise, cuMemPrefetchAsync, cuMemRangeGetAttribute) ----
+// Rocuda's managed memory is coherent wherever it lives, so hints move nothing; they are kept
+// per byte range so that range queries report exactly what the application set.
+struct MemoryLocation {
+  enum class Type : uint8_t { None = 0, Device = 1, Host = 2, HostNuma = 3 };
+  Type type = Type::None;
+  int id = 0;
+  bool operator==(const MemoryLocation&) const = default;
+};
+
+enum class ManagedAdvice : uint8_t {
+  SetReadMostly,
+  UnsetReadMostly,
+  SetPreferredLocation,
+  UnsetPreferredLocation,
+  SetAccessedBy,
+  UnsetAccessedBy
+};
+
+// Accessed-by is a set of locations: bit d for device ordinal d (< 63), bit 63 for the host.
+inline constexpr int kHostAccessBit = 63;
+
+struct ManagedRangeSummary {
+  bool readMostly = false;                  // on every byte of the range
+  std::optional<MemoryLocation> preferred;  // nullopt: not the same everywhere
+  std::optional<MemoryLocation> lastPrefetch;
+  uint64_t accessedBy = 0;  // set on every byte of the range
+};
+
+// `location` matters for the preferred-location and accessed-by advice only.
+void adviseManaged(const void* pointer, size_t bytes, ManagedAdvice advice,
+                   MemoryLocation location);
+void recordManagedPrefetch(const void* pointer, size_t bytes, MemoryLocation location);
+ManagedRangeSummary managedRangeSummary(const void* pointer, size_t bytes);
+
 // Module globals are registered so that copies to them validate like any device memory.
 void registerGlobal(Context* context, void* base, size_t size);
 void unregisterGlobal(void* base);

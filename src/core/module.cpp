@@ -6,6 +6,7 @@
 #include "core/memory.h"
 #include "core/platform.h"
 #include "fatbin/fatbin.h"
+#include "ptx/parser.h"
 #include "support/log.h"
 
 namespace rocuda::core {
@@ -21,6 +22,17 @@ std::mutex& modulesMutex() {
 std::set<Module*>& modules() {
   static std::set<Module*>* all = new std::set<Module*>();
   return *all;
+}
+
+// The __managed__ variables of a PTX program. Parsing again costs time, so only programs that
+// mention the attribute at all are parsed.
+std::vector<std::string> managedVariables(const std::string& text, const std::string& name) {
+  std::vector<std::string> names;
+  if (text.find(".managed") == std::string::npos) return names;
+  ptx::ParseResult parsed = ptx::parseModule(text, name);
+  for (const ptx::Variable& variable : parsed.module.globals)
+    if (variable.managed) names.push_back(variable.name);
+  return names;
 }
 
 }  // namespace
@@ -63,6 +75,8 @@ Result<Module*> Module::load(Context& context, const void* image, bool isLibrary
         module->registeredGlobals_.push_back(address);
       }
     }
+    for (std::string& managed : managedVariables(program.text, program.name))
+      module->managedNames_.push_back(std::move(managed));
     module->loaded_.push_back(std::move(*loaded));
   }
   log::info("loaded " + std::string(isLibrary ? "library" : "module") + " with " +
@@ -75,6 +89,8 @@ Result<Module*> Module::load(Context& context, const void* image, bool isLibrary
 }
 
 Status Module::unload(Module* module) {
+  if (module->isView())
+    return makeError(ErrorCode::InvalidHandle, "a library's module is unloaded with the library");
   {
     std::lock_guard lock(modulesMutex());
     if (modules().erase(module) == 0)
@@ -84,7 +100,30 @@ Status Module::unload(Module* module) {
   return Status::success();
 }
 
+Module* Module::moduleView() {
+  std::lock_guard lock(mutex_);
+  if (!view_) {
+    view_.reset(new Module(context_, /*isLibrary=*/false));
+    view_->viewOf_ = this;
+  }
+  return view_.get();
+}
+
+Result<GlobalSymbol> Module::managedGlobal(std::string_view name) {
+  if (viewOf_ != nullptr) return viewOf_->managedGlobal(name);
+  bool managed = false;
+  {
+    std::lock_guard lock(mutex_);
+    for (const std::string& m : managedNames_) managed = managed || m == name;
+  }
+  if (!managed)
+    return makeError(ErrorCode::NotFound,
+                     "no managed variable named '" + std::string(name) + "' in this library");
+  return global(name);
+}
+
 Result<Kernel*> Module::kernel(std::string_view name) {
+  if (viewOf_ != nullptr) return viewOf_->kernel(name);
   std::lock_guard lock(mutex_);
   auto it = kernels_.find(name);
   if (it != kernels_.end()) return it->second.get();
@@ -94,6 +133,7 @@ Result<Kernel*> Module::kernel(std::string_view name) {
 }
 
 Result<GlobalSymbol> Module::global(std::string_view name) {
+  if (viewOf_ != nullptr) return viewOf_->global(name);
   std::lock_guard lock(mutex_);
   for (auto& code : loaded_) {
     const compiler::GlobalInfo* info = code->info().findGlobal(name);
@@ -104,6 +144,7 @@ Result<GlobalSymbol> Module::global(std::string_view name) {
 }
 
 std::vector<Kernel*> Module::kernels() {
+  if (viewOf_ != nullptr) return viewOf_->kernels();
   std::lock_guard lock(mutex_);
   std::vector<Kernel*> all;
   for (auto& [name, kernel] : kernels_) all.push_back(kernel.get());

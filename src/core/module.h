@@ -69,7 +69,14 @@ class Module : public Object {
   // NotFound (naming the kernel; explaining a missing PTX when the image had only SASS).
   Result<Kernel*> kernel(std::string_view name);
   Result<GlobalSymbol> global(std::string_view name);
+  // A `.global .attribute(.managed)` variable (__managed__); NotFound for any other name.
+  Result<GlobalSymbol> managedGlobal(std::string_view name);
   std::vector<Kernel*> kernels();
+
+  // cuLibraryGetModule: a CUmodule for a library, made once and owned by it. It finds the
+  // library's kernels and globals, and goes away with the library (unload refuses it alone).
+  Module* moduleView();
+  bool isView() const { return viewOf_ != nullptr; }
 
  private:
   Module(Context& context, bool isLibrary);
@@ -81,6 +88,9 @@ class Module : public Object {
   std::map<std::string, std::unique_ptr<Kernel>, std::less<>> kernels_;
   std::vector<uint32_t> sassOnlyArchs_;  // non-empty when the image carried no PTX
   std::vector<void*> registeredGlobals_;
+  std::vector<std::string> managedNames_;
+  Module* viewOf_ = nullptr;  // set in a library's module view
+  std::unique_ptr<Module> view_;
 };
 
 // cuLibrary handles are Modules too; a distinct kind keeps CUmodule/CUlibrary handles apart.

@@ -9,7 +9,8 @@
 namespace rocuda::core {
 
 enum class ObjectKind : uint8_t {
-  Context, Module, Library, Kernel, Stream, Event, MemoryPool, Graph, GraphExec
+  Context, Module, Library, Kernel, Stream, Event, MemoryPool, Graph, GraphExec,
+  Array, MipmappedArray
 };
 
 class Object {

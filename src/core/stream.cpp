@@ -1,6 +1,9 @@
 #include "core/stream.h"
 
+#include <algorithm>
+
 #include "core/context.h"
+#include "core/platform.h"
 #include "support/log.h"
 
 namespace rocuda::core {
@@ -72,6 +75,24 @@ CompletionPtr Stream::enqueue(std::string name, std::function<Status()> work,
   return completion;
 }
 
+bool Stream::stopping() const {
+  std::lock_guard lock(mutex_);
+  return stopping_;
+}
+
+bool Stream::attribute(unsigned id, AttributeValue* out) const {
+  std::lock_guard lock(mutex_);
+  auto it = attributes_.find(id);
+  if (it == attributes_.end()) return false;
+  *out = it->second;
+  return true;
+}
+
+void Stream::setAttribute(unsigned id, const AttributeValue& value) {
+  std::lock_guard lock(mutex_);
+  attributes_[id] = value;
+}
+
 CompletionPtr Stream::tail() const {
   std::lock_guard lock(mutex_);
   return tail_;
@@ -112,7 +133,18 @@ CaptureStatePtr Stream::capture() const {
 CaptureStatePtr Stream::setCapture(CaptureStatePtr capture) {
   std::lock_guard lock(mutex_);
   std::swap(capture_, capture);
+  if (!capture_) captureDependencies_.clear();
   return capture;
+}
+
+std::vector<GraphNode*> Stream::captureDependencies() const {
+  std::lock_guard lock(mutex_);
+  return captureDependencies_;
+}
+
+void Stream::setCaptureDependencies(std::vector<GraphNode*> nodes) {
+  std::lock_guard lock(mutex_);
+  captureDependencies_ = std::move(nodes);
 }
 
 Status Stream::synchronize() {
@@ -129,21 +161,108 @@ bool Stream::idle() const {
   return !last || last->done();
 }
 
+bool waitConditionHolds(WaitCondition condition, uint64_t current, uint64_t value, bool is64) {
+  if (!is64) {
+    current &= 0xffffffffu;
+    value &= 0xffffffffu;
+  }
+  switch (condition) {
+    case WaitCondition::Geq:
+      return is64 ? static_cast<int64_t>(current - value) >= 0
+                  : static_cast<int32_t>(static_cast<uint32_t>(current - value)) >= 0;
+    case WaitCondition::Eq:
+      return current == value;
+    case WaitCondition::And:
+      return (current & value) != 0;
+    case WaitCondition::Nor: {
+      uint64_t nor = ~(current | value);
+      return (is64 ? nor : nor & 0xffffffffu) != 0;
+    }
+  }
+  return false;
+}
+
+namespace {
+
+// Poll until the condition holds; false when the stream is destroyed first. Memory is read
+// through the backend, so device memory that the host cannot address directly works too.
+Result<bool> waitForValue(backends::DeviceBackend& backend, const MemoryOperation& op,
+                          const Stream* cancelWith) {
+  auto delay = std::chrono::microseconds(1);
+  for (;;) {
+    uint64_t current = 0;
+    if (Status read = backend.copy(&current, op.address, op.is64 ? 8 : 4); !read.ok())
+      return read.error();
+    if (waitConditionHolds(op.condition, current, op.value, op.is64)) return true;
+    if (cancelWith != nullptr && cancelWith->stopping()) return false;
+    std::this_thread::sleep_for(delay);
+    delay = std::min(delay * 2, std::chrono::microseconds(200));
+  }
+}
+
+Status runMemoryOperations(backends::DeviceBackend& backend,
+                           const std::vector<MemoryOperation>& ops, const Stream* cancelWith) {
+  for (const MemoryOperation& op : ops) {
+    if (op.kind == MemoryOperation::Kind::Write) {
+      // Earlier work of the stream has completed: the write is ordered after it (the barrier
+      // CU_STREAM_WRITE_VALUE_DEFAULT asks for).
+      if (Status s = backend.copy(op.address, &op.value, op.is64 ? 8 : 4); !s.ok()) return s;
+    } else if (op.kind == MemoryOperation::Kind::Wait) {
+      Result<bool> satisfied = waitForValue(backend, op, cancelWith);
+      if (!satisfied) return satisfied.error();
+      if (!*satisfied) {
+        log::warning("a stream was destroyed while waiting on a memory value; the wait ends");
+        return Status::success();
+      }
+    }
+    // Barriers and flushes: work runs in order and memory is coherent, nothing to do.
+  }
+  return Status::success();
+}
+
+}  // namespace
+
+Result<CompletionPtr> enqueueMemoryOperations(Stream& stream, std::vector<MemoryOperation> ops) {
+  backends::DeviceBackend* backend = &stream.context().device().backend();
+  // A captured operation replays on another stream later, so it cannot be cancelled with this one.
+  const Stream* cancelWith = stream.capture() ? nullptr : &stream;
+  return stream.context().enqueue(stream, "stream memory operation",
+                                  [backend, ops = std::move(ops), cancelWith] {
+                                    return runMemoryOperations(*backend, ops, cancelWith);
+                                  });
+}
+
 Event::Event(Context& context, unsigned flags)
     : Object(ObjectKind::Event), context_(context), flags_(flags) {}
 
 Status Event::record(Stream& stream) {
-  // Cross-stream capture (event nodes) is not implemented: a record on a capturing stream
-  // invalidates the capture rather than producing an event that never completes.
   if (CaptureStatePtr active = stream.capture()) {
-    active->invalidated = true;
-    return makeError(ErrorCode::StreamCaptureUnsupported, "event record on a capturing stream");
+    std::vector<GraphNode*> after = stream.captureDependencies();
+    std::lock_guard lock(mutex_);
+    capturedIn_ = std::move(active);
+    capturedAfter_ = std::move(after);
+    return Status::success();
   }
   auto completion = context_.enqueue(stream, "event record", [] { return Status::success(); });
   if (!completion.ok()) return completion.error();
   std::lock_guard lock(mutex_);
   completion_ = std::move(*completion);
+  capturedIn_.reset();
+  capturedAfter_.clear();
   return Status::success();
+}
+
+void Event::recordCompletion(CompletionPtr completion) {
+  std::lock_guard lock(mutex_);
+  completion_ = std::move(completion);
+  capturedIn_.reset();
+  capturedAfter_.clear();
+}
+
+CaptureStatePtr Event::captureRecord(std::vector<GraphNode*>* nodes) const {
+  std::lock_guard lock(mutex_);
+  if (nodes != nullptr) *nodes = capturedAfter_;
+  return capturedIn_;
 }
 
 CompletionPtr Event::completion() const {

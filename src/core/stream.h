@@ -3,10 +3,13 @@
 // ordering, cuStreamWaitEvent). The host never blocks unless it asks to.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -56,7 +59,16 @@ class Stream : public Object {
   Context& context() { return context_; }
   StreamKind streamKind() const { return kind_; }
   unsigned flags() const { return flags_; }
-  int priority() const { return priority_; }
+  int priority() const { return priority_.load(); }
+  void setPriority(int priority) { priority_.store(priority); }
+  // True once the stream is being destroyed: blocking commands (memory waits) give up.
+  bool stopping() const;
+  // cuStreamSetAttribute's stored values (CUlaunchAttributeValue bytes), by attribute id.
+  struct AttributeValue {
+    unsigned char bytes[64] = {};
+  };
+  bool attribute(unsigned id, AttributeValue* out) const;  // false when never set
+  void setAttribute(unsigned id, const AttributeValue& value);
   bool blocking() const { return (flags_ & 1u) == 0; }
 
   // Queue `work` after everything already queued and after `dependencies`. Returns its completion.
@@ -75,6 +87,9 @@ class Stream : public Object {
   // instead of queueing them. setCapture(nullptr) ends it; returns the previous state.
   CaptureStatePtr capture() const;
   CaptureStatePtr setCapture(CaptureStatePtr capture);
+  // The nodes the next captured operation depends on (cuStreamGetCaptureInfo's set).
+  std::vector<GraphNode*> captureDependencies() const;
+  void setCaptureDependencies(std::vector<GraphNode*> nodes);
 
  private:
   struct Command {
@@ -88,13 +103,15 @@ class Stream : public Object {
   Context& context_;
   StreamKind kind_;
   unsigned flags_;
-  int priority_;
+  std::atomic<int> priority_;
   mutable std::mutex mutex_;
+  std::map<unsigned, AttributeValue> attributes_;
   std::condition_variable cv_;
   std::deque<Command> queue_;
   std::vector<CompletionPtr> pendingDependencies_;
   CompletionPtr tail_;
   CaptureStatePtr capture_;
+  std::vector<GraphNode*> captureDependencies_;
   bool stopping_ = false;
   std::thread worker_;
 };
@@ -109,9 +126,15 @@ class Event : public Object {
   unsigned flags() const { return flags_; }
   bool timingDisabled() const { return (flags_ & 2u) != 0; }
 
+  // On a capturing stream the record notes the capture and the stream's dependency set (a fork
+  // point for cuStreamWaitEvent) instead of queueing anything.
   Status record(Stream& stream);
   // The completion of the latest record (nullptr when never recorded).
   CompletionPtr completion() const;
+  // An event-record node of a launched graph: the event completes with `completion`.
+  void recordCompletion(CompletionPtr completion);
+  // The capture the latest record was made in, and the nodes it followed (null when none).
+  CaptureStatePtr captureRecord(std::vector<GraphNode*>* nodes) const;
   Status synchronize() const;
   bool query() const;  // true when complete (or never recorded)
 
@@ -120,7 +143,30 @@ class Event : public Object {
   unsigned flags_;
   mutable std::mutex mutex_;
   CompletionPtr completion_;
+  CaptureStatePtr capturedIn_;
+  std::vector<GraphNode*> capturedAfter_;
 };
+
+// ---- Stream memory operations (cuStreamWaitValue*/WriteValue*/BatchMemOp) ----
+// The wait conditions of CUstreamWaitValue_flags, in their numbering.
+enum class WaitCondition : uint8_t { Geq = 0, Eq = 1, And = 2, Nor = 3 };
+
+struct MemoryOperation {
+  enum class Kind : uint8_t { Wait, Write, Barrier } kind = Kind::Barrier;
+  void* address = nullptr;
+  uint64_t value = 0;
+  bool is64 = false;
+  WaitCondition condition = WaitCondition::Geq;
+};
+
+// Whether a wait on `current` for `value` is satisfied (GEQ is cyclic: (intN)(current - value)
+// >= 0, as CUDA defines it).
+bool waitConditionHolds(WaitCondition condition, uint64_t current, uint64_t value, bool is64);
+
+// Queue `operations` on `stream` as one command, in order: a wait blocks the stream (and only
+// it) until its condition holds, polling the memory through the device backend. Addresses must
+// be validated by the caller.
+Result<CompletionPtr> enqueueMemoryOperations(Stream& stream, std::vector<MemoryOperation> ops);
 
 // Milliseconds between two completed records. Errors: NotReady (a record not finished),
 // InvalidHandle (never recorded or timing disabled, as CUDA reports).

@@ -1,5 +1,6 @@
 #include "support/log.h"
 
+#include <atomic>
 #include <cstdio>
 #include <mutex>
 #include <string>
@@ -47,13 +48,23 @@ const char* levelPrefix(Level level) {
   return "";
 }
 
+std::atomic<Observer>& observer() {
+  static std::atomic<Observer> instance{nullptr};
+  return instance;
+}
+
 }  // namespace
+
+void setObserver(Observer o) { observer().store(o); }
 
 bool enabled(Level level) {
   return level == Level::Error || level == Level::Warning || sink().verbose;
 }
 
 void write(Level level, std::string_view message) {
+  if (level == Level::Error || level == Level::Warning) {
+    if (Observer o = observer().load()) o(level, message);
+  }
   if (!enabled(level)) return;
   std::string line = "[rocuda] ";
   line += levelPrefix(level);

@@ -14,6 +14,11 @@ enum class Level { Error, Warning, Info, Trace };
 bool enabled(Level level);
 void write(Level level, std::string_view message);
 
+// An observer sees every Error and Warning message, printed or not (the driver API keeps them
+// for cuLogs*). One observer at a time; nullptr removes it. It must not write to the log itself.
+using Observer = void (*)(Level level, std::string_view message);
+void setObserver(Observer observer);
+
 inline void error(std::string_view message) { write(Level::Error, message); }
 inline void warning(std::string_view message) { write(Level::Warning, message); }
 inline void info(std::string_view message) { write(Level::Info, message); }

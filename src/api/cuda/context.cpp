@@ -199,6 +199,18 @@ ROCUDA_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx) {
   return ROCUDA_API((ctx), [&] { return api::destroyContext(ctx); });
 }
 
+// Without cuCtxAttach a created context's usage count is 1: detaching destroys it. CUDA requires
+// the context to be current to the caller.
+ROCUDA_EXPORT CUresult cuCtxDetach(CUcontext ctx) {
+  return ROCUDA_API((ctx), [&]() -> api::Outcome {
+    Result<core::Context*> context = api::lookupContext(ctx);
+    if (!context) return context.error();
+    if (core::currentContext() != *context)
+      return {CUDA_ERROR_INVALID_CONTEXT, "the context is not current to this thread"};
+    return api::destroyContext(ctx);
+  });
+}
+
 ROCUDA_EXPORT CUresult cuCtxGetFlags(unsigned int* flags) {
   return ROCUDA_API((flags), [&]() -> api::Outcome {
     if (flags == nullptr) return api::invalidValue("flags is NULL");

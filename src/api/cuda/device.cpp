@@ -140,6 +140,13 @@ std::optional<int> capabilityAttribute(const DeviceDescription& d, int attribute
       return -1;
     case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID:
       return -1;
+    // Stream memory operations (cuStreamWaitValue*/WriteValue*/BatchMemOp) work on every device.
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1:
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS_V1:
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR_V1:
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS:
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR:
+      return 1;
     default:
       break;
   }
@@ -176,6 +183,62 @@ std::optional<std::array<unsigned, 3>> parsePciBusId(const char* text) {
   if (std::sscanf(text, "%x:%x.%x%n", &bus, &device, &function, &used) == 3 && text[used] == '\0')
     return std::array<unsigned, 3>{0u, bus, device};
   return std::nullopt;
+}
+
+// What the device and the host can do atomically to the same memory. On a device with native
+// host atomics (the CPU device: the host and the device are the same processor), every CUDA
+// atomic operation on 32- and 64-bit words; elsewhere none.
+unsigned atomicCapabilities(CUatomicOperation operation) {
+  constexpr unsigned kSizes = CU_ATOMIC_CAPABILITY_SCALAR_32 | CU_ATOMIC_CAPABILITY_SCALAR_64;
+  constexpr unsigned kInteger = CU_ATOMIC_CAPABILITY_SIGNED | CU_ATOMIC_CAPABILITY_UNSIGNED;
+  switch (operation) {
+    case CU_ATOMIC_OPERATION_INTEGER_ADD:
+    case CU_ATOMIC_OPERATION_INTEGER_MIN:
+    case CU_ATOMIC_OPERATION_INTEGER_MAX:
+    case CU_ATOMIC_OPERATION_AND:
+    case CU_ATOMIC_OPERATION_OR:
+    case CU_ATOMIC_OPERATION_XOR:
+      return kInteger | CU_ATOMIC_CAPABILITY_REDUCTION | kSizes;
+    case CU_ATOMIC_OPERATION_INTEGER_INCREMENT:
+    case CU_ATOMIC_OPERATION_INTEGER_DECREMENT:
+      return CU_ATOMIC_CAPABILITY_UNSIGNED | CU_ATOMIC_CAPABILITY_REDUCTION |
+             CU_ATOMIC_CAPABILITY_SCALAR_32;
+    case CU_ATOMIC_OPERATION_EXCHANGE:
+    case CU_ATOMIC_OPERATION_CAS:
+      return kInteger | kSizes;
+    case CU_ATOMIC_OPERATION_FLOAT_ADD:
+    case CU_ATOMIC_OPERATION_FLOAT_MIN:
+    case CU_ATOMIC_OPERATION_FLOAT_MAX:
+      return CU_ATOMIC_CAPABILITY_REDUCTION | kSizes;
+    default:
+      return 0;
+  }
+}
+
+Outcome checkAtomicQuery(unsigned* capabilities, const CUatomicOperation* operations,
+                         unsigned count) {
+  if (capabilities == nullptr || operations == nullptr || count == 0)
+    return invalidValue("NULL array or count 0");
+  for (unsigned i = 0; i < count; ++i)
+    if (operations[i] < CU_ATOMIC_OPERATION_INTEGER_ADD || operations[i] >= CU_ATOMIC_OPERATION_MAX)
+      return invalidValue("unknown atomic operation");
+  return {};
+}
+
+bool isArrayFormat(CUarray_format format) {
+  switch (format) {
+    case CU_AD_FORMAT_UNSIGNED_INT8:
+    case CU_AD_FORMAT_UNSIGNED_INT16:
+    case CU_AD_FORMAT_UNSIGNED_INT32:
+    case CU_AD_FORMAT_SIGNED_INT8:
+    case CU_AD_FORMAT_SIGNED_INT16:
+    case CU_AD_FORMAT_SIGNED_INT32:
+    case CU_AD_FORMAT_HALF:
+    case CU_AD_FORMAT_FLOAT:
+      return true;
+    default:
+      return false;
+  }
 }
 
 Outcome deviceUuid(CUuuid* uuid, CUdevice dev) {
@@ -341,6 +404,54 @@ ROCUDA_EXPORT CUresult cuDeviceGetProperties(CUdevprop* prop, CUdevice dev) {
       prop->regsPerBlock = d.registersPerBlock;
       prop->clockRate = d.clockRateKHz;
       prop->textureAlign = 512;
+      return {};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuDeviceGetHostAtomicCapabilities(unsigned int* capabilities,
+                                                         const CUatomicOperation* operations,
+                                                         unsigned int count, CUdevice dev) {
+  return ROCUDA_API((capabilities, operations, count, dev), [&]() -> api::Outcome {
+    return api::withDevice(dev, [&](core::Device& device) -> api::Outcome {
+      api::Outcome checked = api::checkAtomicQuery(capabilities, operations, count);
+      if (!checked.ok()) return checked;
+      bool native = device.description().hostNativeAtomics;
+      for (unsigned i = 0; i < count; ++i)
+        capabilities[i] = native ? api::atomicCapabilities(operations[i]) : 0;
+      return {};
+    });
+  });
+}
+
+// No two Rocuda devices have a peer link (cuDeviceCanAccessPeer says 0), so no atomics cross one.
+ROCUDA_EXPORT CUresult cuDeviceGetP2PAtomicCapabilities(unsigned int* capabilities,
+                                                        const CUatomicOperation* operations,
+                                                        unsigned int count, CUdevice srcDevice,
+                                                        CUdevice dstDevice) {
+  return ROCUDA_API((capabilities, operations, count, srcDevice, dstDevice), [&]() -> api::Outcome {
+    if (!api::lookupDevice(srcDevice) || !api::lookupDevice(dstDevice) || srcDevice == dstDevice)
+      return {CUDA_ERROR_INVALID_DEVICE, "needs two distinct valid devices"};
+    api::Outcome checked = api::checkAtomicQuery(capabilities, operations, count);
+    if (!checked.ok()) return checked;
+    for (unsigned i = 0; i < count; ++i) capabilities[i] = 0;
+    return {};
+  });
+}
+
+// The same limit as CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LINEAR_WIDTH, for every element type.
+ROCUDA_EXPORT CUresult cuDeviceGetTexture1DLinearMaxWidth(size_t* maxWidthInElements,
+                                                          CUarray_format format,
+                                                          unsigned numChannels, CUdevice dev) {
+  return ROCUDA_API((maxWidthInElements, format, numChannels, dev), [&]() -> api::Outcome {
+    if (maxWidthInElements == nullptr) return api::invalidValue("maxWidthInElements is NULL");
+    if (!api::isArrayFormat(format)) return api::invalidValue("unknown format");
+    if (numChannels != 1 && numChannels != 2 && numChannels != 4)
+      return api::invalidValue("numChannels must be 1, 2 or 4");
+    return api::withDevice(dev, [&](core::Device& device) -> api::Outcome {
+      std::optional<int> width = api::attributeValue(
+          device.description(), CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LINEAR_WIDTH);
+      *maxWidthInElements = static_cast<size_t>(width.value_or(0));
       return {};
     });
   });

@@ -1,25 +1,19 @@
-// CUDA graphs, first slice: stream capture of one stream (cuStreamBeginCapture /
-// cuStreamEndCapture), instantiation and launch. Captured operations are recorded by
-// Context::enqueue; synchronous calls during a capture fail and invalidate it. Explicit node
-// construction (cuGraphCreate, cuGraphAdd*Node), cross-stream capture through events, and graph
-// update are not implemented (their entry points answer CUDA_ERROR_NOT_FOUND).
+// CUDA graphs: stream capture (cuStreamBeginCapture[ToGraph], cuStreamEndCapture,
+// cuStreamUpdateCaptureDependencies), graph creation and structure (nodes, edges, clone,
+// destroy, DOT output), instantiation and launch. Node construction is in graph_nodes.cpp,
+// executable-graph updates, user objects and graph memory in graph_exec.cpp.
 #include "core/graph.h"
 
-#include "api/cuda/boundary.h"
+#include <cstdio>
+#include <fstream>
+
+#include "api/cuda/graph_internal.h"
 #include "core/context.h"
 #include "core/stream.h"
 
 namespace rocuda::api {
-namespace {
 
 using namespace cuda;
-
-struct GraphInstantiateParams {  // CUDA_GRAPH_INSTANTIATE_PARAMS
-  cuuint64_t flags;
-  CUstream hUploadStream;
-  CUgraphNode hErrNode_out;
-  int result_out;  // CUgraphInstantiateResult
-};
 
 Result<core::Graph*> lookupGraph(CUgraph handle) {
   if (auto* graph = core::lookupHandle<core::Graph>(handle)) return graph;
@@ -31,20 +25,61 @@ Result<core::GraphExec*> lookupExec(CUgraphExec handle) {
   return makeError(ErrorCode::InvalidValue, "not an executable graph");
 }
 
-Outcome beginCapture(CUstream h, CUstreamCaptureMode mode, StreamVariant v) {
+Outcome captureOutcome(core::CaptureFailure failure) {
+  using F = core::CaptureFailure;
+  switch (failure) {
+    case F::None:
+      return {};
+    case F::NotCapturing:
+      return {CUDA_ERROR_ILLEGAL_STATE, "the stream is not capturing"};
+    case F::AlreadyCapturing:
+      return {CUDA_ERROR_ILLEGAL_STATE, "the stream is already capturing"};
+    case F::Unmatched:
+      return {CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, "the capture began on another stream"};
+    case F::Unjoined:
+      return {CUDA_ERROR_STREAM_CAPTURE_UNJOINED, "a forked stream did not join the origin"};
+    case F::Invalidated:
+      return {CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "the capture was invalidated"};
+    case F::Isolation:
+      return {CUDA_ERROR_STREAM_CAPTURE_ISOLATION, "dependency across capture boundaries"};
+    case F::Implicit:
+      return {CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, "the legacy stream cannot join a capture"};
+    case F::WrongThread:
+      return {CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, "the capture began in another thread"};
+    case F::Unsupported:
+      return {CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "the legacy stream cannot be captured"};
+  }
+  return {CUDA_ERROR_UNKNOWN, "unknown capture failure"};
+}
+
+namespace {
+
+Outcome beginCaptureToGraph(CUstream h, CUgraph hGraph, const CUgraphNode* dependencies,
+                            const CUgraphEdgeData* edgeData, size_t count, CUstreamCaptureMode mode,
+                            StreamVariant v) {
   if (mode < CU_STREAM_CAPTURE_MODE_GLOBAL || mode > CU_STREAM_CAPTURE_MODE_RELAXED)
     return invalidValue("unknown capture mode");
   Result<core::Stream*> stream = resolveStream(h, v);
   if (!stream) return stream.error();
-  if ((*stream)->streamKind() == core::StreamKind::Legacy)
-    return {CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "the legacy stream cannot be captured"};
-  if ((*stream)->capture()) return {CUDA_ERROR_ILLEGAL_STATE, "the stream is already capturing"};
-  auto capture = std::make_shared<core::CaptureState>();
-  capture->graph = core::createGraph();
-  capture->mode = static_cast<unsigned>(mode);
-  capture->id = core::nextCaptureId();
-  (*stream)->setCapture(std::move(capture));
-  return {};
+  std::lock_guard lock(core::graphMutex());
+  core::Graph* graph = nullptr;
+  std::vector<core::GraphNode*> nodes;
+  if (hGraph != nullptr) {
+    Result<core::Graph*> target = lookupGraph(hGraph);
+    if (!target) return target.error();
+    graph = *target;
+    Outcome collected = collectDependencies(*graph, dependencies, count, &nodes);
+    if (!collected.ok()) return collected;
+    if (edgeData != nullptr)
+      for (size_t i = 0; i < count; ++i)
+        if (edgeData[i].type != 0 || edgeData[i].from_port != 0 || edgeData[i].to_port != 0)
+          return {CUDA_ERROR_NOT_SUPPORTED, "only default edges are supported"};
+  }
+  return captureOutcome(core::beginCapture(**stream, static_cast<unsigned>(mode), graph, nodes));
+}
+
+Outcome beginCapture(CUstream h, CUstreamCaptureMode mode, StreamVariant v) {
+  return beginCaptureToGraph(h, nullptr, nullptr, nullptr, 0, mode, v);
 }
 
 Outcome beginCaptureV1(CUstream h, StreamVariant v) {
@@ -55,18 +90,39 @@ Outcome endCapture(CUstream h, CUgraph* phGraph, StreamVariant v) {
   if (phGraph == nullptr) return invalidValue("phGraph is NULL");
   Result<core::Stream*> stream = resolveStream(h, v);
   if (!stream) return stream.error();
-  core::CaptureStatePtr capture = (*stream)->setCapture(nullptr);
-  if (!capture) return {CUDA_ERROR_ILLEGAL_STATE, "the stream is not capturing"};
-  if (capture->invalidated) {
-    (void)core::destroyGraph(capture->graph);
-    *phGraph = nullptr;
-    return {CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "the capture was invalidated"};
-  }
-  *phGraph = reinterpret_cast<CUgraph>(capture->graph);
-  return {};
+  core::Graph* graph = nullptr;
+  Outcome outcome = captureOutcome(core::endCapture(**stream, &graph));
+  *phGraph = reinterpret_cast<CUgraph>(graph);
+  return outcome;
 }
 
-Outcome instantiate(CUgraphExec* phGraphExec, CUgraph hGraph, unsigned long long flags) {
+Outcome updateCaptureDependencies(CUstream h, CUgraphNode* dependencies,
+                                  const CUgraphEdgeData* edgeData, size_t count, unsigned flags,
+                                  StreamVariant v) {
+  if (flags > 1) return invalidValue("unknown flags");  // 0 add, 1 set
+  if (count > 0 && dependencies == nullptr) return invalidValue("dependencies is NULL");
+  Result<core::Stream*> stream = resolveStream(h, v);
+  if (!stream) return stream.error();
+  core::CaptureStatePtr capture = (*stream)->capture();
+  if (!capture) return {CUDA_ERROR_ILLEGAL_STATE, "the stream is not capturing"};
+  std::lock_guard lock(core::graphMutex());
+  std::vector<core::GraphNode*> nodes;
+  Outcome collected = collectDependencies(*capture->graph, dependencies, count, &nodes);
+  if (!collected.ok()) return collected;
+  if (edgeData != nullptr)
+    for (size_t i = 0; i < count; ++i)
+      if (edgeData[i].type != 0 || edgeData[i].from_port != 0 || edgeData[i].to_port != 0)
+        return {CUDA_ERROR_NOT_SUPPORTED, "only default edges are supported"};
+  return captureOutcome(core::updateCaptureDependencies(**stream, nodes, flags == 1));
+}
+
+Outcome updateCaptureDependenciesV1(CUstream h, CUgraphNode* dependencies, size_t count,
+                                    unsigned flags, StreamVariant v) {
+  return updateCaptureDependencies(h, dependencies, nullptr, count, flags, v);
+}
+
+Outcome instantiate(CUgraphExec* phGraphExec, CUgraph hGraph, unsigned long long flags,
+                    CUgraphNode* errorNode = nullptr) {
   if (phGraphExec == nullptr) return invalidValue("phGraphExec is NULL");
   constexpr unsigned long long kAutoFree = 1, kUpload = 2, kDeviceLaunch = 4, kPriority = 8;
   if ((flags & ~(kAutoFree | kUpload | kDeviceLaunch | kPriority)) != 0)
@@ -75,8 +131,11 @@ Outcome instantiate(CUgraphExec* phGraphExec, CUgraph hGraph, unsigned long long
     return {CUDA_ERROR_NOT_SUPPORTED, "device-launchable graphs are not supported"};
   Result<core::Graph*> graph = lookupGraph(hGraph);
   if (!graph) return graph.error();
-  // Nothing to upload or free ahead of time: operations run from host memory as recorded.
-  *phGraphExec = reinterpret_cast<CUgraphExec>(core::instantiateGraph(**graph));
+  const core::GraphNode* failed = nullptr;
+  Result<core::GraphExec*> exec = core::instantiateGraph(**graph, flags, &failed);
+  if (errorNode != nullptr) *errorNode = nodeHandle(failed);
+  if (!exec) return exec.error();
+  *phGraphExec = reinterpret_cast<CUgraphExec>(*exec);
   return {};
 }
 
@@ -85,18 +144,21 @@ Outcome instantiateWithLog(CUgraphExec* phGraphExec, CUgraph hGraph, CUgraphNode
                            char* logBuffer, size_t bufferSize) {
   if (phErrorNode != nullptr) *phErrorNode = nullptr;
   if (logBuffer != nullptr && bufferSize > 0) logBuffer[0] = '\0';
-  return instantiate(phGraphExec, hGraph, 0);
+  Outcome outcome = instantiate(phGraphExec, hGraph, 0, phErrorNode);
+  if (!outcome.ok() && logBuffer != nullptr && bufferSize > 0)
+    std::snprintf(logBuffer, bufferSize, "%s", outcome.message().c_str());
+  return outcome;
 }
 
 Outcome instantiateWithParams(CUgraphExec* phGraphExec, CUgraph hGraph,
-                              GraphInstantiateParams* params, StreamVariant v) {
+                              CUDA_GRAPH_INSTANTIATE_PARAMS* params, StreamVariant v) {
   if (params == nullptr) return invalidValue("instantiateParams is NULL");
   params->hErrNode_out = nullptr;
   if ((params->flags & 2u) != 0) {  // CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD needs a valid stream
     Result<core::Stream*> stream = resolveStream(params->hUploadStream, v);
     if (!stream) return stream.error();
   }
-  Outcome outcome = instantiate(phGraphExec, hGraph, params->flags);
+  Outcome outcome = instantiate(phGraphExec, hGraph, params->flags, &params->hErrNode_out);
   params->result_out = outcome.ok() ? 0 : 1;  // CUDA_GRAPH_INSTANTIATE_SUCCESS / _ERROR
   return outcome;
 }
@@ -118,17 +180,105 @@ Outcome graphUpload(CUgraphExec hGraphExec, CUstream h, StreamVariant v) {
   return {};  // nothing to upload: operations run from host memory
 }
 
-Outcome getNodes(CUgraph hGraph, CUgraphNode* nodes, size_t* numNodes) {
+// The CUDA convention for list queries: with a NULL array only the count; otherwise up to
+// *count entries (the rest NULL) and the real count.
+template <class T, class Source>
+Outcome fillList(T* out, size_t* count, const std::vector<Source>& items, auto convert) {
+  if (out != nullptr) {
+    for (size_t i = 0; i < *count; ++i) out[i] = i < items.size() ? convert(items[i]) : T{};
+  }
+  *count = items.size();
+  return {};
+}
+
+Outcome listNodes(CUgraph hGraph, CUgraphNode* nodes, size_t* numNodes, bool rootsOnly) {
   if (numNodes == nullptr) return invalidValue("numNodes is NULL");
+  std::lock_guard lock(core::graphMutex());
   Result<core::Graph*> graph = lookupGraph(hGraph);
   if (!graph) return graph.error();
-  size_t count = (*graph)->size();
-  if (nodes != nullptr) {
-    for (size_t i = 0; i < *numNodes; ++i)
-      nodes[i] = i < count ? reinterpret_cast<CUgraphNode>((*graph)->nodeHandle(i)) : nullptr;
+  auto list = rootsOnly ? (*graph)->rootNodes() : (*graph)->nodes();
+  return fillList(nodes, numNodes, list, [](core::GraphNode* n) { return nodeHandle(n); });
+}
+
+Outcome getEdges(CUgraph hGraph, CUgraphNode* from, CUgraphNode* to, CUgraphEdgeData* edgeData,
+                 size_t* numEdges) {
+  if (numEdges == nullptr) return invalidValue("numEdges is NULL");
+  if ((from == nullptr) != (to == nullptr)) return invalidValue("from and to must both be given");
+  if (edgeData != nullptr && from == nullptr) return invalidValue("edgeData without from/to");
+  std::lock_guard lock(core::graphMutex());
+  Result<core::Graph*> graph = lookupGraph(hGraph);
+  if (!graph) return graph.error();
+  auto edges = (*graph)->edges();
+  if (from != nullptr) {
+    for (size_t i = 0; i < *numEdges; ++i) {
+      bool present = i < edges.size();
+      from[i] = present ? nodeHandle(edges[i].first) : nullptr;
+      to[i] = present ? nodeHandle(edges[i].second) : nullptr;
+      if (edgeData != nullptr) edgeData[i] = CUgraphEdgeData{};
+    }
   }
-  *numNodes = count;
+  *numEdges = edges.size();
   return {};
+}
+
+Outcome nodeNeighbours(CUgraphNode hNode, CUgraphNode* nodes, CUgraphEdgeData* edgeData,
+                       size_t* count, bool dependencies) {
+  if (count == nullptr) return invalidValue("count is NULL");
+  if (edgeData != nullptr && nodes == nullptr) return invalidValue("edgeData without nodes");
+  std::lock_guard lock(core::graphMutex());
+  Result<core::GraphNode*> node = lookupNode(hNode);
+  if (!node) return node.error();
+  const auto& list = dependencies ? (*node)->dependencies() : (*node)->dependents();
+  if (edgeData != nullptr)
+    for (size_t i = 0; i < *count; ++i) edgeData[i] = CUgraphEdgeData{};
+  return fillList(nodes, count, list, [](core::GraphNode* n) { return nodeHandle(n); });
+}
+
+Outcome changeEdges(CUgraph hGraph, const CUgraphNode* from, const CUgraphNode* to,
+                    const CUgraphEdgeData* edgeData, size_t count, bool add) {
+  if (count > 0 && (from == nullptr || to == nullptr)) return invalidValue("from/to is NULL");
+  std::lock_guard lock(core::graphMutex());
+  Result<core::Graph*> graph = lookupGraph(hGraph);
+  if (!graph) return graph.error();
+  std::vector<std::pair<core::GraphNode*, core::GraphNode*>> pairs;
+  for (size_t i = 0; i < count; ++i) {
+    if (edgeData != nullptr &&
+        (edgeData[i].type != 0 || edgeData[i].from_port != 0 || edgeData[i].to_port != 0))
+      return {CUDA_ERROR_NOT_SUPPORTED, "only default edges are supported"};
+    Result<core::GraphNode*> a = lookupNode(from[i]);
+    if (!a) return a.error();
+    Result<core::GraphNode*> b = lookupNode(to[i]);
+    if (!b) return b.error();
+    pairs.emplace_back(*a, *b);
+  }
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    Status status = add ? (*graph)->addEdge(pairs[i].first, pairs[i].second)
+                        : (*graph)->removeEdge(pairs[i].first, pairs[i].second);
+    if (!status.ok()) {
+      for (size_t j = 0; j < i; ++j)  // all or nothing
+        (void)(add ? (*graph)->removeEdge(pairs[j].first, pairs[j].second)
+                   : (*graph)->addEdge(pairs[j].first, pairs[j].second));
+      return status;
+    }
+  }
+  return {};
+}
+
+// A DOT description of the graph, children as clusters.
+void writeDot(std::ostream& out, const core::Graph& graph, const std::string& prefix) {
+  for (const core::GraphNode* node : graph.nodes()) {
+    std::string id = prefix + "n" + std::to_string(graph.indexOf(node));
+    if (node->type() == core::GraphNodeType::Graph && node->content().child) {
+      out << "subgraph cluster_" << id << " {\nlabel=\"child graph " << id << "\";\n";
+      writeDot(out, *node->content().child, id + "_");
+      out << "}\n";
+    }
+    out << "\"" << id << "\" [label=\"" << core::graphNodeTypeName(node->type()) << "\\n"
+        << node->content().name << "\"" << (node->content().enabled ? "" : " style=dashed")
+        << "];\n";
+    for (const core::GraphNode* dependency : node->dependencies())
+      out << "\"" << prefix << "n" << graph.indexOf(dependency) << "\" -> \"" << id << "\";\n";
+  }
 }
 
 }  // namespace
@@ -137,23 +287,40 @@ Outcome getNodes(CUgraph hGraph, CUgraphNode* nodes, size_t* numNodes) {
 namespace rocuda::cuda {
 extern "C" {
 
+namespace core = rocuda::core;
+
 ROCUDA_STREAM_PAIR(cuStreamBeginCapture, cuStreamBeginCapture_ptsz, (CUstream hStream), (hStream),
                    api::beginCaptureV1)
 ROCUDA_STREAM_PAIR(cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz,
                    (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode), api::beginCapture)
+ROCUDA_STREAM_PAIR(cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph_ptsz,
+                   (CUstream hStream, CUgraph hGraph, const CUgraphNode* dependencies,
+                    const CUgraphEdgeData* dependencyData, size_t numDependencies,
+                    CUstreamCaptureMode mode),
+                   (hStream, hGraph, dependencies, dependencyData, numDependencies, mode),
+                   api::beginCaptureToGraph)
 ROCUDA_STREAM_PAIR(cuStreamEndCapture, cuStreamEndCapture_ptsz,
                    (CUstream hStream, CUgraph* phGraph), (hStream, phGraph), api::endCapture)
+ROCUDA_STREAM_PAIR(cuStreamUpdateCaptureDependencies, cuStreamUpdateCaptureDependencies_ptsz,
+                   (CUstream hStream, CUgraphNode* dependencies, size_t numDependencies,
+                    unsigned int flags),
+                   (hStream, dependencies, numDependencies, flags),
+                   api::updateCaptureDependenciesV1)
+ROCUDA_STREAM_PAIR(cuStreamUpdateCaptureDependencies_v2, cuStreamUpdateCaptureDependencies_v2_ptsz,
+                   (CUstream hStream, CUgraphNode* dependencies,
+                    const CUgraphEdgeData* dependencyData, size_t numDependencies,
+                    unsigned int flags),
+                   (hStream, dependencies, dependencyData, numDependencies, flags),
+                   api::updateCaptureDependencies)
 ROCUDA_STREAM_PAIR(cuGraphLaunch, cuGraphLaunch_ptsz, (CUgraphExec hGraphExec, CUstream hStream),
                    (hGraphExec, hStream), api::graphLaunch)
 ROCUDA_STREAM_PAIR(cuGraphUpload, cuGraphUpload_ptsz, (CUgraphExec hGraphExec, CUstream hStream),
                    (hGraphExec, hStream), api::graphUpload)
 ROCUDA_STREAM_PAIR(cuGraphInstantiateWithParams, cuGraphInstantiateWithParams_ptsz,
                    (CUgraphExec * phGraphExec, CUgraph hGraph,
-                    api::GraphInstantiateParams* instantiateParams),
+                    CUDA_GRAPH_INSTANTIATE_PARAMS* instantiateParams),
                    (phGraphExec, hGraph, instantiateParams), api::instantiateWithParams)
 
-// An empty graph: nodes are added by stream capture (explicit node APIs come later); an empty
-// graph instantiates and launches as a no-op, as in CUDA.
 ROCUDA_EXPORT CUresult cuGraphCreate(CUgraph* phGraph, unsigned int flags) {
   return ROCUDA_API((phGraph, flags), [&]() -> api::Outcome {
     if (phGraph == nullptr || flags != 0) return api::invalidValue("phGraph is NULL or flags != 0");
@@ -164,15 +331,161 @@ ROCUDA_EXPORT CUresult cuGraphCreate(CUgraph* phGraph, unsigned int flags) {
 
 ROCUDA_EXPORT CUresult cuGraphDestroy(CUgraph hGraph) {
   return ROCUDA_API((hGraph), [&]() -> api::Outcome {
+    std::lock_guard lock(core::graphMutex());
     Result<core::Graph*> graph = api::lookupGraph(hGraph);
     if (!graph) return graph.error();
+    if ((*graph)->embedded()) return api::invalidValue("the graph belongs to a child graph node");
     return core::destroyGraph(*graph);
   });
 }
 
 ROCUDA_EXPORT CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode* nodes, size_t* numNodes) {
   return ROCUDA_API((hGraph, nodes, numNodes),
-                    [&] { return api::getNodes(hGraph, nodes, numNodes); });
+                    [&] { return api::listNodes(hGraph, nodes, numNodes, false); });
+}
+
+ROCUDA_EXPORT CUresult cuGraphGetRootNodes(CUgraph hGraph, CUgraphNode* rootNodes,
+                                           size_t* numRootNodes) {
+  return ROCUDA_API((hGraph, rootNodes, numRootNodes),
+                    [&] { return api::listNodes(hGraph, rootNodes, numRootNodes, true); });
+}
+
+ROCUDA_EXPORT CUresult cuGraphGetEdges(CUgraph hGraph, CUgraphNode* from, CUgraphNode* to,
+                                       size_t* numEdges) {
+  return ROCUDA_API((hGraph, from, to, numEdges),
+                    [&] { return api::getEdges(hGraph, from, to, nullptr, numEdges); });
+}
+
+ROCUDA_EXPORT CUresult cuGraphGetEdges_v2(CUgraph hGraph, CUgraphNode* from, CUgraphNode* to,
+                                          CUgraphEdgeData* edgeData, size_t* numEdges) {
+  return ROCUDA_API((hGraph, from, to, edgeData, numEdges),
+                    [&] { return api::getEdges(hGraph, from, to, edgeData, numEdges); });
+}
+
+ROCUDA_EXPORT CUresult cuGraphNodeGetDependencies(CUgraphNode hNode, CUgraphNode* dependencies,
+                                                  size_t* numDependencies) {
+  return ROCUDA_API((hNode, dependencies, numDependencies), [&] {
+    return api::nodeNeighbours(hNode, dependencies, nullptr, numDependencies, true);
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphNodeGetDependencies_v2(CUgraphNode hNode, CUgraphNode* dependencies,
+                                                     CUgraphEdgeData* edgeData,
+                                                     size_t* numDependencies) {
+  return ROCUDA_API((hNode, dependencies, edgeData, numDependencies), [&] {
+    return api::nodeNeighbours(hNode, dependencies, edgeData, numDependencies, true);
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphNodeGetDependentNodes(CUgraphNode hNode, CUgraphNode* dependentNodes,
+                                                    size_t* numDependentNodes) {
+  return ROCUDA_API((hNode, dependentNodes, numDependentNodes), [&] {
+    return api::nodeNeighbours(hNode, dependentNodes, nullptr, numDependentNodes, false);
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphNodeGetDependentNodes_v2(CUgraphNode hNode,
+                                                       CUgraphNode* dependentNodes,
+                                                       CUgraphEdgeData* edgeData,
+                                                       size_t* numDependentNodes) {
+  return ROCUDA_API((hNode, dependentNodes, edgeData, numDependentNodes), [&] {
+    return api::nodeNeighbours(hNode, dependentNodes, edgeData, numDependentNodes, false);
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode* from,
+                                              const CUgraphNode* to, size_t numDependencies) {
+  return ROCUDA_API((hGraph, from, to, numDependencies), [&] {
+    return api::changeEdges(hGraph, from, to, nullptr, numDependencies, true);
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphAddDependencies_v2(CUgraph hGraph, const CUgraphNode* from,
+                                                 const CUgraphNode* to,
+                                                 const CUgraphEdgeData* edgeData,
+                                                 size_t numDependencies) {
+  return ROCUDA_API((hGraph, from, to, edgeData, numDependencies), [&] {
+    return api::changeEdges(hGraph, from, to, edgeData, numDependencies, true);
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphRemoveDependencies(CUgraph hGraph, const CUgraphNode* from,
+                                                 const CUgraphNode* to, size_t numDependencies) {
+  return ROCUDA_API((hGraph, from, to, numDependencies), [&] {
+    return api::changeEdges(hGraph, from, to, nullptr, numDependencies, false);
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphRemoveDependencies_v2(CUgraph hGraph, const CUgraphNode* from,
+                                                    const CUgraphNode* to,
+                                                    const CUgraphEdgeData* edgeData,
+                                                    size_t numDependencies) {
+  return ROCUDA_API((hGraph, from, to, edgeData, numDependencies), [&] {
+    return api::changeEdges(hGraph, from, to, edgeData, numDependencies, false);
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphDestroyNode(CUgraphNode hNode) {
+  return ROCUDA_API((hNode), [&]() -> api::Outcome {
+    std::lock_guard lock(core::graphMutex());
+    Result<core::GraphNode*> node = api::lookupNode(hNode);
+    if (!node) return node.error();
+    return (*node)->graph().destroyNode(*node);
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType* type) {
+  return ROCUDA_API((hNode, type), [&]() -> api::Outcome {
+    if (type == nullptr) return api::invalidValue("type is NULL");
+    std::lock_guard lock(core::graphMutex());
+    Result<core::GraphNode*> node = api::lookupNode(hNode);
+    if (!node) return node.error();
+    *type = static_cast<CUgraphNodeType>((*node)->type());
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphClone(CUgraph* phGraphClone, CUgraph originalGraph) {
+  return ROCUDA_API((phGraphClone, originalGraph), [&]() -> api::Outcome {
+    if (phGraphClone == nullptr) return api::invalidValue("phGraphClone is NULL");
+    std::lock_guard lock(core::graphMutex());
+    Result<core::Graph*> graph = api::lookupGraph(originalGraph);
+    if (!graph) return graph.error();
+    *phGraphClone = reinterpret_cast<CUgraph>(core::adoptGraph((*graph)->clone(nullptr)));
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphNodeFindInClone(CUgraphNode* phNode, CUgraphNode hOriginalNode,
+                                              CUgraph hClonedGraph) {
+  return ROCUDA_API((phNode, hOriginalNode, hClonedGraph), [&]() -> api::Outcome {
+    if (phNode == nullptr) return api::invalidValue("phNode is NULL");
+    std::lock_guard lock(core::graphMutex());
+    Result<core::GraphNode*> original = api::lookupNode(hOriginalNode);
+    if (!original) return original.error();
+    Result<core::Graph*> clone = api::lookupGraph(hClonedGraph);
+    if (!clone) return clone.error();
+    core::GraphNode* found = (*clone)->findInClone(*original);
+    if (found == nullptr) return api::invalidValue("the graph is not a clone of the node's graph");
+    *phNode = api::nodeHandle(found);
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphDebugDotPrint(CUgraph hGraph, const char* path, unsigned int flags) {
+  return ROCUDA_API((hGraph, path, flags), [&]() -> api::Outcome {
+    if (path == nullptr) return api::invalidValue("path is NULL");
+    std::lock_guard lock(core::graphMutex());
+    Result<core::Graph*> graph = api::lookupGraph(hGraph);
+    if (!graph) return graph.error();
+    std::ofstream out(path);
+    if (!out) return {CUDA_ERROR_OPERATING_SYSTEM, "cannot open the DOT file"};
+    out << "digraph cuda_graph {\n";
+    api::writeDot(out, **graph, "");
+    out << "}\n";
+    if (!out) return {CUDA_ERROR_OPERATING_SYSTEM, "cannot write the DOT file"};
+    return {};
+  });
 }
 
 ROCUDA_EXPORT CUresult cuGraphInstantiate(CUgraphExec* phGraphExec, CUgraph hGraph,

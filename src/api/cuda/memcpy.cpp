@@ -5,11 +5,15 @@
 // Synchronous forms queue on the default stream and wait. Asynchronous forms return at once,
 // except where the host side is pageable memory: a source is staged (copied) at call time, and
 // a pageable destination makes the call wait, as CUDA does.
+#include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <vector>
 
+#include "api/cuda/array_handles.h"
 #include "api/cuda/boundary.h"
+#include "core/array.h"
 #include "core/context.h"
 #include "core/memory.h"
 #include "core/platform.h"
@@ -100,7 +104,25 @@ struct Side {
   size_t pitch = 0;
   size_t height = 0;  // rows per slice (3D)
   bool device = false;
+  const core::Array* array = nullptr;  // a CUDA array endpoint (bounds checked against it)
+  size_t x = 0, y = 0, z = 0;          // the region's origin in the array (x in bytes)
 };
+
+Result<Side> resolveArraySide(CUarray handle, size_t x, size_t y, size_t z) {
+  Result<core::Array*> array = lookupArray(handle);
+  if (!array) return makeError(ErrorCode::InvalidValue, "not a live CUDA array");
+  Side side;
+  side.array = *array;
+  side.pitch = (*array)->rowPitch();
+  side.height = (*array)->rows();
+  side.x = x;
+  side.y = y;
+  side.z = z;
+  if (x > side.pitch || y > side.height || z > (*array)->slices())
+    return makeError(ErrorCode::InvalidValue, "copy origin outside the array");
+  side.base = (*array)->data() + z * (*array)->slicePitch() + y * side.pitch + x;
+  return side;
+}
 
 Result<Side> resolveSide(CUmemorytype type, const void* host, CUdeviceptr device, CUarray array,
                          size_t x, size_t y, size_t z, size_t pitch, size_t height) {
@@ -118,8 +140,7 @@ Result<Side> resolveSide(CUmemorytype type, const void* host, CUdeviceptr device
       side.device = type == CU_MEMORYTYPE_DEVICE;
       break;
     case CU_MEMORYTYPE_ARRAY:
-      (void)array;
-      return makeError(ErrorCode::NotSupported, "CUDA arrays are not supported");
+      return resolveArraySide(array, x, y, z);
     default:
       return makeError(ErrorCode::InvalidValue, "unknown memory type");
   }
@@ -129,6 +150,15 @@ Result<Side> resolveSide(CUmemorytype type, const void* host, CUdeviceptr device
 }
 
 Outcome checkSide(const Side& side, size_t width, size_t rows, size_t depth, const char* what) {
+  if (side.array != nullptr) {
+    const core::Array& a = *side.array;
+    if (side.x % a.texelBytes() != 0 || width % a.texelBytes() != 0)
+      return {CUDA_ERROR_INVALID_VALUE,
+              std::string(what) + " array offset or width is not a whole number of elements"};
+    if (side.x + width > a.rowPitch() || side.y + rows > a.rows() || side.z + depth > a.slices())
+      return {CUDA_ERROR_INVALID_VALUE, std::string(what) + " region exceeds the array"};
+    return {};
+  }
   if (rows > 1 && side.pitch < width)
     return {CUDA_ERROR_INVALID_VALUE, std::string(what) + " pitch is smaller than the width"};
   if (!side.device) return {};
@@ -136,6 +166,9 @@ Outcome checkSide(const Side& side, size_t width, size_t rows, size_t depth, con
   size_t extent = (depth - 1) * sliceBytes + (rows - 1) * side.pitch + width;
   return requireDeviceRange(side.base, extent, what);
 }
+
+// Host memory the copy engine cannot reach asynchronously (pageable), which makes a copy wait.
+bool pageableHost(const Side& side) { return side.array == nullptr && !isPinned(side.base); }
 
 Outcome copy3D(const Side& dst, const Side& src, size_t width, size_t rows, size_t depth,
                CUstream hStream, StreamVariant variant, bool async) {
@@ -148,7 +181,7 @@ Outcome copy3D(const Side& dst, const Side& src, size_t width, size_t rows, size
   if (!ok.ok()) return ok;
   backends::DeviceBackend& backend = (*stream)->context().device().backend();
   // Pageable host memory on either side: complete before returning (nothing to stage cheaply).
-  bool wait = !async || !isPinned(dst.base) || !isPinned(src.base);
+  bool wait = !async || pageableHost(dst) || pageableHost(src);
   return submit(
       **stream, "memcpy3D",
       [&backend, dst, src, width, rows, depth]() -> Status {
@@ -179,7 +212,8 @@ Outcome copy3DDescriptor(const CUDA_MEMCPY3D* p, CUstream stream, StreamVariant 
   if (p == nullptr) return invalidValue("pCopy is NULL");
   if (p->reserved0 != nullptr || p->reserved1 != nullptr || p->srcLOD != 0 || p->dstLOD != 0)
     return invalidValue("reserved fields and LODs must be 0");
-  if (p->Depth > 1 && (p->srcHeight < p->Height || p->dstHeight < p->Height))
+  if (p->Depth > 1 && ((p->srcMemoryType != CU_MEMORYTYPE_ARRAY && p->srcHeight < p->Height) ||
+                       (p->dstMemoryType != CU_MEMORYTYPE_ARRAY && p->dstHeight < p->Height)))
     return invalidValue("slice height smaller than the copy height");
   Result<Side> src = resolveSide(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcArray,
                                  p->srcXInBytes, p->srcY, p->srcZ, p->srcPitch, p->srcHeight);
@@ -204,6 +238,164 @@ Outcome copyPeer(CUdeviceptr dst, CUcontext dstContext, CUdeviceptr src, CUconte
     if (!drained) return drained;
   }
   return copyDtoD(dst, src, bytes, stream, variant, async);
+}
+
+Outcome copy3DPeer(const CUDA_MEMCPY3D_PEER* p, CUstream stream, StreamVariant variant,
+                   bool async) {
+  if (p == nullptr) return invalidValue("pCopy is NULL");
+  if (p->srcLOD != 0 || p->dstLOD != 0) return invalidValue("LODs must be 0");
+  // The contexts only matter for ordering: everything shares one address space.
+  core::Context* contexts[2] = {nullptr, nullptr};
+  CUcontext handles[2] = {p->srcContext, p->dstContext};
+  for (int i = 0; i < 2; ++i) {
+    if (handles[i] == nullptr) continue;
+    Result<core::Context*> context = lookupContext(handles[i]);
+    if (!context) return context.error();
+    contexts[i] = *context;
+  }
+  if (contexts[0] != nullptr && contexts[0] != contexts[1]) {
+    Status drained = contexts[0]->synchronize();  // the source's earlier work must be visible
+    if (!drained) return drained;
+  }
+  CUDA_MEMCPY3D plain{};
+  plain.srcXInBytes = p->srcXInBytes;
+  plain.srcY = p->srcY;
+  plain.srcZ = p->srcZ;
+  plain.srcMemoryType = p->srcMemoryType;
+  plain.srcHost = p->srcHost;
+  plain.srcDevice = p->srcDevice;
+  plain.srcArray = p->srcArray;
+  plain.srcPitch = p->srcPitch;
+  plain.srcHeight = p->srcHeight;
+  plain.dstXInBytes = p->dstXInBytes;
+  plain.dstY = p->dstY;
+  plain.dstZ = p->dstZ;
+  plain.dstMemoryType = p->dstMemoryType;
+  plain.dstHost = p->dstHost;
+  plain.dstDevice = p->dstDevice;
+  plain.dstArray = p->dstArray;
+  plain.dstPitch = p->dstPitch;
+  plain.dstHeight = p->dstHeight;
+  plain.WidthInBytes = p->WidthInBytes;
+  plain.Height = p->Height;
+  plain.Depth = p->Depth;
+  return copy3DDescriptor(&plain, stream, variant, async);
+}
+
+// ---- Batches (CUDA 12.8+): each copy is queued in order on the stream ----
+
+Outcome checkAttributes(size_t count, const CUmemcpyAttributes* attrs, const size_t* attrsIdxs,
+                        size_t numAttrs) {
+  if (attrs == nullptr || attrsIdxs == nullptr || numAttrs == 0 || numAttrs > count)
+    return invalidValue("attrs, attrsIdxs or numAttrs is invalid");
+  if (attrsIdxs[0] != 0) return invalidValue("attrsIdxs[0] must be 0");
+  for (size_t i = 0; i < numAttrs; ++i) {
+    if (i > 0 && (attrsIdxs[i] <= attrsIdxs[i - 1] || attrsIdxs[i] >= count))
+      return invalidValue("attrsIdxs must increase and stay below count");
+    if (attrs[i].srcAccessOrder < CU_MEMCPY_SRC_ACCESS_ORDER_STREAM ||
+        attrs[i].srcAccessOrder > CU_MEMCPY_SRC_ACCESS_ORDER_ANY)
+      return invalidValue("invalid srcAccessOrder");
+    if ((attrs[i].flags & ~1u) != 0) return invalidValue("unknown copy flags");
+  }
+  return {};
+}
+
+// A pointer of either kind (unified addressing): device ranges are checked.
+Outcome checkAnyPointer(const void* pointer, size_t bytes, const char* what) {
+  if (pointer == nullptr) return {CUDA_ERROR_INVALID_VALUE, std::string(what) + " is NULL"};
+  std::optional<core::Allocation> allocation = core::findAllocation(pointer);
+  if (allocation && allocation->kind == core::AllocationKind::Device)
+    return requireDeviceRange(pointer, bytes, what);
+  return {};
+}
+
+Outcome copyBatch(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
+                  CUmemcpyAttributes* attrs, size_t* attrsIdxs, size_t numAttrs, size_t* failIdx,
+                  CUstream stream, StreamVariant variant) {
+  if (failIdx != nullptr) *failIdx = SIZE_MAX;
+  if (count == 0 || dsts == nullptr || srcs == nullptr || sizes == nullptr)
+    return invalidValue("dsts, srcs or sizes is NULL, or count is 0");
+  Outcome ok = checkAttributes(count, attrs, attrsIdxs, numAttrs);
+  if (!ok.ok()) return ok;
+  for (size_t i = 0; i < count; ++i) {
+    ok = checkAnyPointer(asPointer(dsts[i]), sizes[i], "dsts[i]");
+    if (ok.ok()) ok = checkAnyPointer(asPointer(srcs[i]), sizes[i], "srcs[i]");
+    if (ok.ok()) ok = copy(asPointer(dsts[i]), asPointer(srcs[i]), sizes[i], stream, variant, true);
+    if (!ok.ok()) {
+      if (failIdx != nullptr) *failIdx = i;
+      return ok;
+    }
+  }
+  return {};
+}
+
+Result<Side> resolveOperand(const CUmemcpy3DOperand& operand, size_t elementBytes,
+                            const CUextent3D& extent) {
+  if (operand.type == CU_MEMCPY_OPERAND_TYPE_ARRAY) {
+    const CUoffset3D& o = operand.op.array.offset;
+    return resolveArraySide(operand.op.array.array, o.x * elementBytes, o.y, o.z);
+  }
+  if (operand.type != CU_MEMCPY_OPERAND_TYPE_POINTER)
+    return makeError(ErrorCode::InvalidValue, "unknown operand type");
+  const auto& p = operand.op.ptr;
+  if (p.ptr == 0) return makeError(ErrorCode::InvalidValue, "NULL operand pointer");
+  size_t rowLength = p.rowLength == 0 ? extent.width : p.rowLength;
+  size_t layerHeight = p.layerHeight == 0 ? extent.height : p.layerHeight;
+  if (rowLength < extent.width || layerHeight < extent.height)
+    return makeError(ErrorCode::InvalidValue, "rowLength or layerHeight smaller than the extent");
+  Side side;
+  side.base = static_cast<uint8_t*>(asPointer(p.ptr));
+  side.pitch = rowLength * elementBytes;
+  side.height = layerHeight;
+  std::optional<core::Allocation> allocation = core::findAllocation(side.base);
+  side.device = allocation && allocation->kind == core::AllocationKind::Device;
+  return side;
+}
+
+Result<size_t> operationElementBytes(const CUDA_MEMCPY3D_BATCH_OP& op) {
+  size_t bytes = 0;
+  for (const CUmemcpy3DOperand* operand : {&op.src, &op.dst}) {
+    if (operand->type != CU_MEMCPY_OPERAND_TYPE_ARRAY) continue;
+    Result<core::Array*> array = lookupArray(operand->op.array.array);
+    if (!array) return makeError(ErrorCode::InvalidValue, "not a live CUDA array");
+    if (bytes != 0 && bytes != (*array)->texelBytes())
+      return makeError(ErrorCode::InvalidValue, "the two arrays' element sizes differ");
+    bytes = (*array)->texelBytes();
+  }
+  return bytes == 0 ? 1 : bytes;  // pointer to pointer: bytes
+}
+
+Outcome copy3DBatch(size_t numOps, CUDA_MEMCPY3D_BATCH_OP* ops, size_t* failIdx,
+                    unsigned long long flags, CUstream stream, StreamVariant variant) {
+  if (failIdx != nullptr) *failIdx = SIZE_MAX;
+  if (numOps == 0 || ops == nullptr) return invalidValue("opList is NULL or numOps is 0");
+  if (flags != 0) return invalidValue("flags must be 0");
+  for (size_t i = 0; i < numOps; ++i) {
+    const CUDA_MEMCPY3D_BATCH_OP& op = ops[i];
+    Outcome ok;
+    if (op.extent.width == 0 || op.extent.height == 0 || op.extent.depth == 0)
+      ok = invalidValue("extents must not be 0");
+    else if (op.srcAccessOrder < CU_MEMCPY_SRC_ACCESS_ORDER_STREAM ||
+             op.srcAccessOrder > CU_MEMCPY_SRC_ACCESS_ORDER_ANY)
+      ok = invalidValue("invalid srcAccessOrder");
+    if (ok.ok()) {
+      Result<size_t> element = operationElementBytes(op);
+      Result<Side> src = element ? resolveOperand(op.src, *element, op.extent) : element.error();
+      Result<Side> dst = element ? resolveOperand(op.dst, *element, op.extent) : element.error();
+      if (!src)
+        ok = src.error();
+      else if (!dst)
+        ok = dst.error();
+      else
+        ok = copy3D(*dst, *src, op.extent.width * *element, op.extent.height, op.extent.depth,
+                    stream, variant, true);
+    }
+    if (!ok.ok()) {
+      if (failIdx != nullptr) *failIdx = i;
+      return ok;
+    }
+  }
+  return {};
 }
 
 // ---- Fills ----
@@ -281,6 +473,31 @@ Outcome copy3DAsync(const CUDA_MEMCPY3D* p, CUstream s, StreamVariant v) {
   return copy3DDescriptor(p, s, v, true);
 }
 
+Outcome copy3DPeerSync(const CUDA_MEMCPY3D_PEER* p, StreamVariant v) {
+  return copy3DPeer(p, nullptr, v, false);
+}
+Outcome copy3DPeerAsync(const CUDA_MEMCPY3D_PEER* p, CUstream s, StreamVariant v) {
+  return copy3DPeer(p, s, v, true);
+}
+Outcome batchWithFailIdx(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
+                         CUmemcpyAttributes* attrs, size_t* attrsIdxs, size_t numAttrs,
+                         size_t* failIdx, CUstream s, StreamVariant v) {
+  return copyBatch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, s, v);
+}
+Outcome batch(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
+              CUmemcpyAttributes* attrs, size_t* attrsIdxs, size_t numAttrs, CUstream s,
+              StreamVariant v) {
+  return copyBatch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, nullptr, s, v);
+}
+Outcome batch3DWithFailIdx(size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, size_t* failIdx,
+                           unsigned long long flags, CUstream s, StreamVariant v) {
+  return copy3DBatch(n, ops, failIdx, flags, s, v);
+}
+Outcome batch3D(size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, unsigned long long flags, CUstream s,
+                StreamVariant v) {
+  return copy3DBatch(n, ops, nullptr, flags, s, v);
+}
+
 template <class T>
 Outcome setSync(CUdeviceptr d, T value, size_t n, StreamVariant v) {
   return fill(d, value, sizeof(T), n, nullptr, v, false);
@@ -355,6 +572,32 @@ ROCUDA_STREAM_PAIR(cuMemcpy3D_v2, cuMemcpy3D_v2_ptds, (const CUDA_MEMCPY3D* pCop
 ROCUDA_STREAM_PAIR(cuMemcpy3DAsync_v2, cuMemcpy3DAsync_v2_ptsz,
                    (const CUDA_MEMCPY3D* pCopy, CUstream hStream), (pCopy, hStream),
                    api::copy3DAsync)
+
+ROCUDA_STREAM_PAIR(cuMemcpy3DPeer, cuMemcpy3DPeer_ptds, (const CUDA_MEMCPY3D_PEER* pCopy), (pCopy),
+                   api::copy3DPeerSync)
+ROCUDA_STREAM_PAIR(cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync_ptsz,
+                   (const CUDA_MEMCPY3D_PEER* pCopy, CUstream hStream), (pCopy, hStream),
+                   api::copy3DPeerAsync)
+// CUDA 12.8's forms report the failing copy in failIdx; CUDA 13's _v2 forms dropped it.
+ROCUDA_STREAM_PAIR(cuMemcpyBatchAsync, cuMemcpyBatchAsync_ptsz,
+                   (CUdeviceptr * dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
+                    CUmemcpyAttributes* attrs, size_t* attrsIdxs, size_t numAttrs, size_t* failIdx,
+                    CUstream hStream),
+                   (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream),
+                   api::batchWithFailIdx)
+ROCUDA_STREAM_PAIR(cuMemcpyBatchAsync_v2, cuMemcpyBatchAsync_v2_ptsz,
+                   (CUdeviceptr * dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
+                    CUmemcpyAttributes* attrs, size_t* attrsIdxs, size_t numAttrs,
+                    CUstream hStream),
+                   (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream), api::batch)
+ROCUDA_STREAM_PAIR(cuMemcpy3DBatchAsync, cuMemcpy3DBatchAsync_ptsz,
+                   (size_t numOps, CUDA_MEMCPY3D_BATCH_OP* opList, size_t* failIdx,
+                    unsigned long long flags, CUstream hStream),
+                   (numOps, opList, failIdx, flags, hStream), api::batch3DWithFailIdx)
+ROCUDA_STREAM_PAIR(cuMemcpy3DBatchAsync_v2, cuMemcpy3DBatchAsync_v2_ptsz,
+                   (size_t numOps, CUDA_MEMCPY3D_BATCH_OP* opList, unsigned long long flags,
+                    CUstream hStream),
+                   (numOps, opList, flags, hStream), api::batch3D)
 
 ROCUDA_STREAM_PAIR(cuMemsetD8_v2, cuMemsetD8_v2_ptds, (CUdeviceptr dstDevice, UChar uc, size_t N),
                    (dstDevice, uc, N), api::setSync<UChar>)

@@ -7,6 +7,7 @@
 
 #include "api/cuda/boundary.h"
 #include "core/context.h"
+#include "core/graph.h"
 #include "core/platform.h"
 
 namespace rocuda::api {
@@ -114,66 +115,6 @@ Outcome pointerAttribute(void* data, CUpointer_attribute attribute,
   }
 }
 
-// ---- Managed memory hints ----
-// Prefetching and advice change where managed pages live, never what they contain: Rocuda's
-// managed memory is coherent for host and device wherever it resides, so after validation there
-// is nothing to move (the CPU device shares the host's memory outright).
-Outcome checkManagedRange(CUdeviceptr devPtr, size_t count) {
-  std::optional<core::Allocation> allocation = core::findAllocation(fromDevicePtr(devPtr));
-  if (count == 0 || !allocation || allocation->kind != core::AllocationKind::Managed ||
-      !core::isInsideAllocation(fromDevicePtr(devPtr), count))
-    return invalidValue("the range is not inside managed memory");
-  return {};
-}
-
-Outcome checkDeviceOrCpu(CUdevice device) {
-  if (device == CU_DEVICE_CPU) return {};
-  Result<core::Device*> found = lookupDevice(device);
-  if (!found) return found.error();
-  return {};
-}
-
-Outcome checkLocation(const CUmemLocation& location) {
-  switch (location.type) {
-    case CU_MEM_LOCATION_TYPE_DEVICE:
-      return checkDeviceOrCpu(location.id);
-    case CU_MEM_LOCATION_TYPE_HOST:
-    case CU_MEM_LOCATION_TYPE_HOST_NUMA:
-    case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
-      return {};
-    default:
-      return invalidValue("unknown memory location type");
-  }
-}
-
-Outcome prefetch(CUdeviceptr devPtr, size_t count, const Outcome& target, CUstream hStream,
-                 StreamVariant variant) {
-  if (!target.ok()) return target;
-  Outcome range = checkManagedRange(devPtr, count);
-  if (!range.ok()) return range;
-  Result<core::Stream*> stream = resolveStream(hStream, variant);
-  if (!stream) return stream.error();
-  return {};
-}
-
-Outcome prefetchV1(CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream,
-                   StreamVariant variant) {
-  return prefetch(devPtr, count, checkDeviceOrCpu(dstDevice), hStream, variant);
-}
-
-Outcome prefetchV2(CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned flags,
-                   CUstream hStream, StreamVariant variant) {
-  if (flags != 0) return invalidValue("flags must be 0");
-  return prefetch(devPtr, count, checkLocation(location), hStream, variant);
-}
-
-Outcome advise(CUdeviceptr devPtr, size_t count, CUmem_advise advice, const Outcome& target) {
-  if (advice < CU_MEM_ADVISE_SET_READ_MOSTLY || advice > CU_MEM_ADVISE_UNSET_ACCESSED_BY)
-    return invalidValue("unknown advice");
-  if (!target.ok()) return target;
-  return checkManagedRange(devPtr, count);
-}
-
 }  // namespace
 }  // namespace rocuda::api
 
@@ -195,6 +136,7 @@ ROCUDA_EXPORT CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
 ROCUDA_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
   return ROCUDA_API((dptr, bytesize), [&]() -> api::Outcome {
     if (dptr == nullptr || bytesize == 0) return api::invalidValue("dptr is NULL or bytesize 0");
+    if (Status unsafe = core::checkUnsafeCall(); !unsafe) return unsafe;  // during a capture
     Result<core::Context*> context = api::currentContext();
     if (!context) return context.error();
     Result<void*> memory = core::allocateDevice(**context, bytesize);
@@ -214,6 +156,7 @@ ROCUDA_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, siz
     size_t pitch =
         (WidthInBytes + api::kPitchAlignment - 1) / api::kPitchAlignment * api::kPitchAlignment;
     if (Height > SIZE_MAX / pitch) return {CUDA_ERROR_OUT_OF_MEMORY, "size overflows"};
+    if (Status unsafe = core::checkUnsafeCall(); !unsafe) return unsafe;  // during a capture
     Result<core::Context*> context = api::currentContext();
     if (!context) return context.error();
     Result<void*> memory = core::allocateDevice(**context, pitch * Height);
@@ -227,6 +170,7 @@ ROCUDA_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, siz
 ROCUDA_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
   return ROCUDA_API((dptr), [&]() -> api::Outcome {
     if (dptr == 0) return {};  // cudaFree(nullptr) is defined as a no-op and arrives here
+    if (Status unsafe = core::checkUnsafeCall(); !unsafe) return unsafe;  // during a capture
     void* pointer = api::fromDevicePtr(dptr);
     std::optional<core::Allocation> allocation = core::findAllocation(pointer);
     if (!allocation || allocation->base != dptr ||
@@ -252,12 +196,17 @@ ROCUDA_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t* psize
 }
 
 ROCUDA_EXPORT CUresult cuMemAllocHost_v2(void** pp, size_t bytesize) {
-  return ROCUDA_API((pp, bytesize), [&] { return api::allocateHostMemory(pp, bytesize, 0); });
+  return ROCUDA_API((pp, bytesize), [&]() -> api::Outcome {
+    if (Status unsafe = core::checkUnsafeCall(); !unsafe) return unsafe;  // during a capture
+    return api::allocateHostMemory(pp, bytesize, 0);
+  });
 }
 
 ROCUDA_EXPORT CUresult cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags) {
-  return ROCUDA_API((pp, bytesize, Flags),
-                    [&] { return api::allocateHostMemory(pp, bytesize, Flags); });
+  return ROCUDA_API((pp, bytesize, Flags), [&]() -> api::Outcome {
+    if (Status unsafe = core::checkUnsafeCall(); !unsafe) return unsafe;  // during a capture
+    return api::allocateHostMemory(pp, bytesize, Flags);
+  });
 }
 
 ROCUDA_EXPORT CUresult cuMemFreeHost(void* p) {
@@ -266,6 +215,7 @@ ROCUDA_EXPORT CUresult cuMemFreeHost(void* p) {
     if (!allocation || allocation->kind != core::AllocationKind::Host ||
         allocation->base != reinterpret_cast<uintptr_t>(p))
       return api::invalidValue("not the start of a host allocation");
+    if (Status unsafe = core::checkUnsafeCall(); !unsafe) return unsafe;  // during a capture
     Status drained = api::drainOwner(p);
     Status freed = core::freeHost(p);
     if (!freed) return freed;
@@ -330,6 +280,7 @@ ROCUDA_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, uns
     if (dptr == nullptr || bytesize == 0) return api::invalidValue("dptr is NULL or bytesize 0");
     if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)
       return api::invalidValue("flags must be CU_MEM_ATTACH_GLOBAL or CU_MEM_ATTACH_HOST");
+    if (Status unsafe = core::checkUnsafeCall(); !unsafe) return unsafe;  // during a capture
     Result<core::Context*> context = api::currentContext();
     if (!context) return context.error();
     if (!(*context)->device().description().managedMemory)
@@ -365,28 +316,6 @@ ROCUDA_EXPORT CUresult cuPointerGetAttributes(unsigned int numAttributes,
       if (!outcome.ok()) return outcome;
     }
     return {};
-  });
-}
-
-ROCUDA_STREAM_PAIR(cuMemPrefetchAsync, cuMemPrefetchAsync_ptsz,
-                   (CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream),
-                   (devPtr, count, dstDevice, hStream), api::prefetchV1)
-ROCUDA_STREAM_PAIR(cuMemPrefetchAsync_v2, cuMemPrefetchAsync_v2_ptsz,
-                   (CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags,
-                    CUstream hStream),
-                   (devPtr, count, location, flags, hStream), api::prefetchV2)
-
-ROCUDA_EXPORT CUresult cuMemAdvise(CUdeviceptr devPtr, size_t count, CUmem_advise advice,
-                                   CUdevice device) {
-  return ROCUDA_API((devPtr, count, advice, device), [&] {
-    return api::advise(devPtr, count, advice, api::checkDeviceOrCpu(device));
-  });
-}
-
-ROCUDA_EXPORT CUresult cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, CUmem_advise advice,
-                                      CUmemLocation location) {
-  return ROCUDA_API((devPtr, count, advice, location.type), [&] {
-    return api::advise(devPtr, count, advice, api::checkLocation(location));
   });
 }
 

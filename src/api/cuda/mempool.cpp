@@ -42,6 +42,31 @@ Result<core::Device*> deviceOfLocation(const CUmemLocation& location) {
   return lookupDevice(location.id);
 }
 
+// The device a CUDA 13 location-based pool call names. Pools here hold pinned device memory only:
+// a pinned host or managed pool is a facility this device does not offer (NOT_SUPPORTED); a
+// combination CUDA itself rejects is INVALID_VALUE.
+Result<core::Device*> poolLocation(const CUmemLocation* location, CUmemAllocationType type) {
+  if (location == nullptr) return makeError(ErrorCode::InvalidValue, "location is NULL");
+  if (type != CU_MEM_ALLOCATION_TYPE_PINNED && type != CU_MEM_ALLOCATION_TYPE_MANAGED)
+    return makeError(ErrorCode::InvalidValue, "type must be PINNED or MANAGED");
+  switch (location->type) {
+    case CU_MEM_LOCATION_TYPE_DEVICE:
+      if (type == CU_MEM_ALLOCATION_TYPE_PINNED) return lookupDevice(location->id);
+      break;
+    case CU_MEM_LOCATION_TYPE_HOST:
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+      break;
+    case CU_MEM_LOCATION_TYPE_NONE:
+      if (type != CU_MEM_ALLOCATION_TYPE_MANAGED)
+        return makeError(ErrorCode::InvalidValue, "location type NONE needs a managed pool");
+      break;
+    default:
+      return makeError(ErrorCode::InvalidValue, "unknown location type");
+  }
+  return makeError(ErrorCode::NotSupported,
+                   "only pinned device-located memory pools exist on this platform");
+}
+
 Outcome allocateAsync(CUdeviceptr* dptr, size_t bytes, core::MemoryPool* pool, CUstream hStream,
                       StreamVariant variant) {
   if (dptr == nullptr || bytes == 0) return invalidValue("dptr is NULL or bytesize 0");
@@ -126,6 +151,42 @@ ROCUDA_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
     Result<core::MemoryPool*> found = api::lookupPool(pool);
     if (!found) return found.error();
     if (&(*found)->device() != *device) return api::invalidValue("the pool belongs to another device");
+    (*device)->setCurrentMemPool(*found);
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuMemGetDefaultMemPool(CUmemoryPool* pool_out, CUmemLocation* location,
+                                              CUmemAllocationType type) {
+  return ROCUDA_API((pool_out, location, type), [&]() -> api::Outcome {
+    if (pool_out == nullptr) return api::invalidValue("pool_out is NULL");
+    Result<core::Device*> device = api::poolLocation(location, type);
+    if (!device) return device.error();
+    *pool_out = api::toHandle((*device)->defaultMemPool());
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuMemGetMemPool(CUmemoryPool* pool, CUmemLocation* location,
+                                       CUmemAllocationType type) {
+  return ROCUDA_API((pool, location, type), [&]() -> api::Outcome {
+    if (pool == nullptr) return api::invalidValue("pool is NULL");
+    Result<core::Device*> device = api::poolLocation(location, type);
+    if (!device) return device.error();
+    *pool = api::toHandle((*device)->currentMemPool());
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuMemSetMemPool(CUmemLocation* location, CUmemAllocationType type,
+                                       CUmemoryPool pool) {
+  return ROCUDA_API((location, type, pool), [&]() -> api::Outcome {
+    Result<core::Device*> device = api::poolLocation(location, type);
+    if (!device) return device.error();
+    Result<core::MemoryPool*> found = api::lookupPool(pool);
+    if (!found) return found.error();
+    if (&(*found)->device() != *device)
+      return api::invalidValue("the pool's location is not the given location");
     (*device)->setCurrentMemPool(*found);
     return {};
   });

@@ -369,6 +369,48 @@ ROCUDA_EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUli
   });
 }
 
+// A library is loaded for one context here (see libraryContext): its module exists for that one.
+ROCUDA_EXPORT CUresult cuLibraryGetModule(CUmodule* pMod, CUlibrary library) {
+  return ROCUDA_API((pMod, library), [&]() -> api::Outcome {
+    if (pMod == nullptr) return api::invalidValue("pMod is NULL");
+    Result<core::Module*> found = api::lookupLibraryHandle(library);
+    if (!found) return found.error();
+    Result<core::Context*> context = api::currentContext();
+    if (!context) return context.error();
+    if (&(*found)->context() != *context)
+      return {CUDA_ERROR_NOT_FOUND, "the library was not loaded into the current context"};
+    *pMod = api::toHandle<CUmodule>((*found)->moduleView());
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuLibraryGetManaged(CUdeviceptr* dptr, size_t* bytes, CUlibrary library,
+                                           const char* name) {
+  return ROCUDA_API((dptr, bytes, library, name), [&]() -> api::Outcome {
+    if (name == nullptr || (dptr == nullptr && bytes == nullptr))
+      return api::invalidValue("name is NULL, or both dptr and bytes are");
+    Result<core::Module*> found = api::lookupLibraryHandle(library);
+    if (!found) return found.error();
+    Result<core::GlobalSymbol> managed = (*found)->managedGlobal(name);
+    if (!managed) return managed.error();
+    if (dptr != nullptr) *dptr = reinterpret_cast<uintptr_t>(managed->address);
+    if (bytes != nullptr) *bytes = managed->size;
+    return {};
+  });
+}
+
+// Unified functions need CU_DEVICE_ATTRIBUTE_UNIFIED_FUNCTION_POINTERS, which no device here has;
+// CUDA then answers NOT_FOUND.
+ROCUDA_EXPORT CUresult cuLibraryGetUnifiedFunction(void** fptr, CUlibrary library,
+                                                   const char* symbol) {
+  return ROCUDA_API((fptr, library, symbol), [&]() -> api::Outcome {
+    if (fptr == nullptr || symbol == nullptr) return api::invalidValue("NULL argument");
+    Result<core::Module*> found = api::lookupLibraryHandle(library);
+    if (!found) return found.error();
+    return {CUDA_ERROR_NOT_FOUND, "no device supports unified function pointers"};
+  });
+}
+
 ROCUDA_EXPORT CUresult cuLibraryGetKernelCount(unsigned int* count, CUlibrary lib) {
   return ROCUDA_API((count, lib), [&]() -> api::Outcome {
     if (count == nullptr) return api::invalidValue("count is NULL");

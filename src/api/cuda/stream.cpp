@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "api/cuda/boundary.h"
+#include "api/cuda/graph_internal.h"
 #include "core/context.h"
 #include "core/graph.h"
 #include "core/platform.h"
@@ -56,7 +57,10 @@ Outcome streamWaitEvent(CUstream h, CUevent hEvent, unsigned flags, StreamVarian
   Result<core::Event*> event = lookupEvent(hEvent);
   if (!event) return event.error();
   return withStream(h, v, [&](core::Stream& s) -> Outcome {
-    // Joining another stream into a capture (cross-stream capture) is not implemented.
+    // An event recorded in a capture joins `s` to that capture (fork/join, as CUDA does).
+    bool joined = false;
+    Outcome captured = captureOutcome(core::joinCaptureThroughEvent(s, **event, &joined));
+    if (!captured.ok() || joined) return captured;
     if (Outcome refused = refuseDuringCapture(s); !refused.ok()) return refused;
     if (core::CompletionPtr completion = (*event)->completion())
       s.addPendingDependency(std::move(completion));
@@ -166,15 +170,15 @@ Outcome captureInfo(CUstream h, CUstreamCaptureStatus* status, cuuint64_t* id, C
     core::CaptureStatePtr capture;
     Outcome outcome = captureStatus(s, status, &capture);
     if (!outcome.ok()) return outcome;
-    thread_local CUgraphNode lastNode = nullptr;
-    size_t nodes = capture ? capture->graph->size() : 0;
-    lastNode = nodes > 0 ? reinterpret_cast<CUgraphNode>(capture->graph->nodeHandle(nodes - 1))
-                         : nullptr;
+    thread_local std::vector<CUgraphNode> nodes;
+    nodes.clear();
+    if (capture)
+      for (core::GraphNode* node : s.captureDependencies()) nodes.push_back(nodeHandle(node));
     if (id != nullptr) *id = capture ? capture->id : 0;
     if (graph != nullptr) *graph = capture ? reinterpret_cast<CUgraph>(capture->graph) : nullptr;
-    if (dependencies != nullptr) *dependencies = nodes > 0 ? &lastNode : nullptr;
+    if (dependencies != nullptr) *dependencies = nodes.empty() ? nullptr : nodes.data();
     if (edgeData != nullptr) *edgeData = nullptr;  // default edges only
-    if (count != nullptr) *count = nodes > 0 ? 1 : 0;
+    if (count != nullptr) *count = nodes.size();
     return {};
   });
 }
@@ -194,8 +198,6 @@ Outcome captureInfoV3(CUstream h, CUstreamCaptureStatus* status, cuuint64_t* id,
   return captureInfo(h, status, id, graph, dependencies, edgeData, count, v);
 }
 
-thread_local CUstreamCaptureMode tCaptureMode = CU_STREAM_CAPTURE_MODE_GLOBAL;
-
 Outcome eventRecord(CUevent hEvent, CUstream h, unsigned flags, StreamVariant v) {
   if (flags != CU_EVENT_RECORD_DEFAULT && flags != CU_EVENT_RECORD_EXTERNAL)
     return invalidValue("unknown flags");
@@ -204,8 +206,9 @@ Outcome eventRecord(CUevent hEvent, CUstream h, unsigned flags, StreamVariant v)
   return withStream(h, v, [&](core::Stream& s) -> Outcome {
     if (&s.context() != &(*event)->context())
       return {CUDA_ERROR_INVALID_HANDLE, "event and stream belong to different contexts"};
-    // Event nodes (cross-stream capture) are not implemented: a record during capture fails.
-    if (Outcome refused = refuseDuringCapture(s); !refused.ok()) return refused;
+    // On a capturing stream the record marks a fork/join point of the capture (core::Event).
+    if (!s.capture())
+      if (Outcome refused = refuseDuringCapture(s); !refused.ok()) return refused;
     return (*event)->record(s);
   });
 }
@@ -302,7 +305,8 @@ ROCUDA_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mo
     if (mode == nullptr) return api::invalidValue("mode is NULL");
     if (*mode < CU_STREAM_CAPTURE_MODE_GLOBAL || *mode > CU_STREAM_CAPTURE_MODE_RELAXED)
       return api::invalidValue("unknown capture mode");
-    std::swap(*mode, api::tCaptureMode);
+    *mode = static_cast<CUstreamCaptureMode>(
+        core::exchangeThreadCaptureMode(static_cast<unsigned>(*mode)));
     return {};
   });
 }

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "backends/cpu/execution.h"
+#include "backends/cpu/texture_runtime.h"
 #include "support/log.h"
 
 #if defined(__x86_64__)
@@ -278,7 +279,7 @@ static int32_t vprintfEntry(const char* format, const uint8_t* args) {
 
 std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
   auto fn = [](auto f) { return reinterpret_cast<void*>(f); };
-  return {
+  std::vector<std::pair<std::string, void*>> symbols = {
       {"__rocuda_sreg_tid_x", fn(sregTidX)}, {"__rocuda_sreg_tid_y", fn(sregTidY)},
       {"__rocuda_sreg_tid_z", fn(sregTidZ)}, {"__rocuda_sreg_ntid_x", fn(sregNtidX)},
       {"__rocuda_sreg_ntid_y", fn(sregNtidY)}, {"__rocuda_sreg_ntid_z", fn(sregNtidZ)},
@@ -314,6 +315,8 @@ std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
       {"__rocuda_resume_warp", fn(resumeWarp)},
       {"vprintf", fn(vprintfEntry)},
   };
+  for (auto& symbol : textureRuntimeSymbols()) symbols.push_back(std::move(symbol));
+  return symbols;
 }
 
 }  // namespace rocuda::backends::cpu

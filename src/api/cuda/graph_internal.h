@@ -1,0 +1,41 @@
+// Shared by the graph entry points (graph.cpp, graph_nodes.cpp, graph_exec.cpp): handle lookup
+// and the construction of node contents from the driver API's parameter structures.
+#pragma once
+
+#include <vector>
+
+#include "api/cuda/boundary.h"
+#include "api/cuda/graph_abi.h"
+#include "core/graph.h"
+
+namespace rocuda::api {
+
+Result<core::Graph*> lookupGraph(cuda::CUgraph handle);         // InvalidValue
+Result<core::GraphExec*> lookupExec(cuda::CUgraphExec handle);  // InvalidValue
+Result<core::GraphNode*> lookupNode(cuda::CUgraphNode handle);  // InvalidValue
+
+inline cuda::CUgraphNode nodeHandle(const core::GraphNode* node) {
+  return reinterpret_cast<cuda::CUgraphNode>(const_cast<core::GraphNode*>(node));
+}
+
+// The dependency list of an add call: every entry a node of `graph`.
+Outcome collectDependencies(core::Graph& graph, const cuda::CUgraphNode* dependencies, size_t count,
+                            std::vector<core::GraphNode*>* out);
+
+// The content of a node of `params.type` (work, parameter copy, context...). `graph` is the graph
+// the node goes into (mem alloc/free nodes check it). Fills params.alloc.dptr for alloc nodes.
+Outcome buildNodeContent(cuda::CUgraphNodeParams& params, core::GraphNodeContent* content);
+// The parameters of `node` in CUgraphNodeParams form.
+Outcome readNodeParams(const core::GraphNode& node, cuda::CUgraphNodeParams* params);
+
+// Add a node of any kind to `hGraph` after the given dependencies.
+Outcome addNode(cuda::CUgraphNode* phNode, cuda::CUgraph hGraph,
+                const cuda::CUgraphNode* dependencies, size_t count,
+                cuda::CUgraphNodeParams& params);
+// Replace the parameters of `node` (of a graph, or of an executable graph's copy).
+Outcome setNodeParams(core::GraphNode& node, cuda::CUgraphNodeParams& params, bool executable);
+
+// CUDA's capture failures as results.
+Outcome captureOutcome(core::CaptureFailure failure);
+
+}  // namespace rocuda::api

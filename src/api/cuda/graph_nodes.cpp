@@ -1,0 +1,925 @@
+// Explicit graph nodes: cuGraphAdd*Node, cuGraphAddNode (CUgraphNodeParams) and the *GetParams /
+// *SetParams of every kind. A kernel, copy or fill node's work is recorded by issuing the very
+// call the immediate path would make (cuLaunchKernel, cuMemcpy3DAsync, cuMemsetD2D*Async) on a
+// private capturing stream: validation and argument packing are the immediate path's own.
+#include <cstring>
+#include <map>
+
+#include "api/cuda/graph_internal.h"
+#include "core/context.h"
+#include "core/memory.h"
+#include "core/module.h"
+#include "core/platform.h"
+#include "core/stream.h"
+
+namespace rocuda::cuda {
+extern "C" {
+CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                        unsigned by, unsigned bz, unsigned shared, CUstream stream,
+                        void** kernelParams, void** extra);
+CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D* copy, CUstream stream);
+CUresult cuMemsetD2D8Async(CUdeviceptr dst, size_t pitch, unsigned char value, size_t width,
+                           size_t height, CUstream stream);
+CUresult cuMemsetD2D16Async(CUdeviceptr dst, size_t pitch, unsigned short value, size_t width,
+                            size_t height, CUstream stream);
+CUresult cuMemsetD2D32Async(CUdeviceptr dst, size_t pitch, unsigned int value, size_t width,
+                            size_t height, CUstream stream);
+}
+}  // namespace rocuda::cuda
+
+namespace rocuda::api {
+
+using namespace cuda;
+
+// A kernel node's parameters: the argument values are copied (CUDA copies them when the node is
+// created), and kernelParams/extra point into this copy.
+struct KernelPayload {
+  CUDA_KERNEL_NODE_PARAMS_v2 params{};
+  std::vector<std::vector<uint8_t>> values;
+  std::vector<void*> pointers;
+  std::vector<uint8_t> buffer;
+  size_t bufferSize = 0;
+  void* extra[5] = {};
+  std::map<int, CUlaunchAttributeValue> attributes;
+};
+
+struct MemcpyPayload {
+  CUDA_MEMCPY3D copy{};
+  CUcontext context = nullptr;
+};
+
+struct MemsetPayload {
+  CUDA_MEMSET_NODE_PARAMS_v2 params{};
+};
+
+struct AllocPayload {
+  CUDA_MEM_ALLOC_NODE_PARAMS params{};
+  std::vector<CUmemAccessDesc> access;
+};
+
+namespace {
+
+// Run `issue` against a private capturing stream of `context`; the recorded node's work goes to
+// `content`. A call that recorded nothing (a zero-size copy) leaves an empty work: a no-op.
+Outcome recordWork(core::Context& context, core::GraphNodeContent* content,
+                   const std::function<CUresult(CUstream)>& issue) {
+  core::Stream stream(context, core::StreamKind::Created, CU_STREAM_NON_BLOCKING, 0);
+  core::Graph scratch;
+  auto capture = std::make_shared<core::CaptureState>();
+  capture->graph = &scratch;
+  capture->ownsGraph = false;
+  capture->origin = &stream;
+  stream.setCapture(capture);
+  CUresult result = issue(reinterpret_cast<CUstream>(&stream));
+  stream.setCapture(nullptr);
+  // A copy that would wait for pageable memory reports the wait as a capture error after
+  // recording the copy: the recorded node is what counts.
+  if (result != CUDA_SUCCESS &&
+      !(result == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && scratch.size() == 1))
+    return {result, "the node's parameters were refused"};
+  content->context = &context;
+  if (scratch.size() > 0) content->work = scratch.nodes().front()->content().work;
+  return {};
+}
+
+Result<core::Context*> contextOrCurrent(CUcontext handle) {
+  if (handle != nullptr) return lookupContext(handle);
+  return currentContext();
+}
+
+Outcome copyArguments(const core::Kernel& kernel, const CUDA_KERNEL_NODE_PARAMS_v2& in,
+                      KernelPayload& payload) {
+  const auto& info = kernel.info();
+  if (in.kernelParams != nullptr && in.extra != nullptr)
+    return invalidValue("kernelParams and extra are exclusive");
+  if (in.kernelParams != nullptr) {
+    for (size_t i = 0; i < info.params.size(); ++i) {
+      if (in.kernelParams[i] == nullptr) return invalidValue("a kernelParams entry is NULL");
+      const auto* bytes = static_cast<const uint8_t*>(in.kernelParams[i]);
+      payload.values.emplace_back(bytes, bytes + info.params[i].size);
+    }
+    for (auto& value : payload.values) payload.pointers.push_back(value.data());
+    payload.params.kernelParams = payload.pointers.data();
+    if (payload.pointers.empty()) payload.params.kernelParams = nullptr;
+  } else if (in.extra != nullptr) {
+    const void* buffer = nullptr;
+    const size_t* size = nullptr;
+    for (size_t i = 0; in.extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+      if (in.extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+        buffer = in.extra[i + 1];
+      else if (in.extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE)
+        size = static_cast<const size_t*>(in.extra[i + 1]);
+      else
+        return invalidValue("unknown entry in the extra array");
+    }
+    if (buffer == nullptr || size == nullptr)
+      return invalidValue("extra needs CU_LAUNCH_PARAM_BUFFER_POINTER and _SIZE");
+    const auto* bytes = static_cast<const uint8_t*>(buffer);
+    payload.buffer.assign(bytes, bytes + *size);
+    payload.bufferSize = *size;
+    payload.extra[0] = CU_LAUNCH_PARAM_BUFFER_POINTER;
+    payload.extra[1] = payload.buffer.data();
+    payload.extra[2] = CU_LAUNCH_PARAM_BUFFER_SIZE;
+    payload.extra[3] = &payload.bufferSize;
+    payload.extra[4] = CU_LAUNCH_PARAM_END;
+    payload.params.extra = payload.extra;
+  } else if (!info.params.empty()) {
+    return invalidValue("the kernel takes parameters but none were given");
+  }
+  return {};
+}
+
+Outcome buildKernel(const CUDA_KERNEL_NODE_PARAMS_v2& in, core::GraphNodeContent* content,
+                    const std::map<int, CUlaunchAttributeValue>* attributes) {
+  const void* function =
+      in.func != nullptr ? static_cast<const void*>(in.func) : static_cast<const void*>(in.kern);
+  if (function == nullptr) return invalidValue("no kernel (func and kern are NULL)");
+  Result<core::Kernel*> kernel = lookupKernel(function);
+  if (!kernel) return kernel.error();
+  auto payload = std::make_shared<KernelPayload>();
+  payload->params = in;
+  payload->params.kernelParams = nullptr;
+  payload->params.extra = nullptr;
+  if (attributes != nullptr) payload->attributes = *attributes;
+  Outcome copied = copyArguments(**kernel, in, *payload);
+  if (!copied.ok()) return copied;
+  core::Context& context = (*kernel)->module().context();
+  payload->params.ctx = reinterpret_cast<CUcontext>(&context);
+  auto f = reinterpret_cast<CUfunction>(*kernel);
+  const KernelPayload& p = *payload;
+  Outcome recorded = recordWork(context, content, [&](CUstream s) {
+    return cuLaunchKernel(f, p.params.gridDimX, p.params.gridDimY, p.params.gridDimZ,
+                          p.params.blockDimX, p.params.blockDimY, p.params.blockDimZ,
+                          p.params.sharedMemBytes, s, p.params.kernelParams, p.params.extra);
+  });
+  if (!recorded.ok()) return recorded;
+  content->name = "kernel " + (*kernel)->name();
+  content->params = std::move(payload);
+  return {};
+}
+
+Outcome buildMemcpy(const CUDA_MEMCPY_NODE_PARAMS& in, core::GraphNodeContent* content) {
+  if (in.flags != 0 || in.reserved != 0) return invalidValue("flags and reserved must be 0");
+  Result<core::Context*> context = contextOrCurrent(in.copyCtx);
+  if (!context) return context.error();
+  auto payload = std::make_shared<MemcpyPayload>();
+  payload->copy = in.copyParams;
+  payload->context = reinterpret_cast<CUcontext>(*context);
+  Outcome recorded = recordWork(**context, content,
+                                [&](CUstream s) { return cuMemcpy3DAsync_v2(&payload->copy, s); });
+  if (!recorded.ok()) return recorded;
+  content->name = "memcpy";
+  content->params = std::move(payload);
+  return {};
+}
+
+Outcome buildMemset(const CUDA_MEMSET_NODE_PARAMS_v2& in, core::GraphNodeContent* content) {
+  if (in.elementSize != 1 && in.elementSize != 2 && in.elementSize != 4)
+    return invalidValue("elementSize must be 1, 2 or 4");
+  if (in.width == 0 || in.height == 0) return invalidValue("empty memset");
+  Result<core::Context*> context = contextOrCurrent(in.ctx);
+  if (!context) return context.error();
+  auto payload = std::make_shared<MemsetPayload>();
+  payload->params = in;
+  payload->params.ctx = reinterpret_cast<CUcontext>(*context);
+  size_t pitch = in.height == 1 ? in.width * in.elementSize : in.pitch;
+  Outcome recorded = recordWork(**context, content, [&](CUstream s) -> CUresult {
+    switch (in.elementSize) {
+      case 1:
+        return cuMemsetD2D8Async(in.dst, pitch, static_cast<unsigned char>(in.value), in.width,
+                                 in.height, s);
+      case 2:
+        return cuMemsetD2D16Async(in.dst, pitch, static_cast<unsigned short>(in.value), in.width,
+                                  in.height, s);
+      default:
+        return cuMemsetD2D32Async(in.dst, pitch, in.value, in.width, in.height, s);
+    }
+  });
+  if (!recorded.ok()) return recorded;
+  content->name = "memset";
+  content->params = std::move(payload);
+  return {};
+}
+
+Outcome buildHost(const CUDA_HOST_NODE_PARAMS& in, core::GraphNodeContent* content) {
+  if (in.fn == nullptr) return invalidValue("fn is NULL");
+  auto payload = std::make_shared<CUDA_HOST_NODE_PARAMS>(in);
+  content->work = [fn = in.fn, userData = in.userData] {
+    fn(userData);
+    return Status::success();
+  };
+  content->name = "host";
+  content->params = std::move(payload);
+  return {};
+}
+
+Outcome buildChild(const CUDA_CHILD_GRAPH_NODE_PARAMS& in, core::GraphNodeContent* content) {
+  if (in.ownership != 0 && in.ownership != 1) return invalidValue("unknown ownership");
+  Result<core::Graph*> child = lookupGraph(in.graph);
+  if (!child) return child.error();
+  for (const core::GraphNode* node : (*child)->nodes())
+    if (in.ownership == 0 && (node->type() == core::GraphNodeType::MemAlloc ||
+                              node->type() == core::GraphNodeType::MemFree))
+      return invalidValue("a cloned child graph cannot hold memory nodes");
+  content->child = (*child)->clone(nullptr);
+  content->child->setEmbedded(true);
+  content->name = "graph";
+  if (in.ownership == 1 && !(*child)->embedded()) (void)core::destroyGraph(*child);
+  return {};
+}
+
+Outcome buildEvent(CUevent handle, core::GraphNodeContent* content) {
+  Result<core::Event*> event = lookupEvent(handle);
+  if (!event) return event.error();
+  content->event = *event;
+  content->name = "event";
+  return {};
+}
+
+Outcome buildAlloc(CUDA_MEM_ALLOC_NODE_PARAMS& in, core::GraphNodeContent* content) {
+  const CUmemPoolProps& props = in.poolProps;
+  if (props.allocType != CU_MEM_ALLOCATION_TYPE_PINNED)
+    return invalidValue("allocType must be pinned");
+  if (props.handleTypes != CU_MEM_HANDLE_TYPE_NONE) return invalidValue("IPC is not supported");
+  if (props.location.type != CU_MEM_LOCATION_TYPE_DEVICE) return invalidValue("not a device");
+  if (in.bytesize == 0) return invalidValue("bytesize is 0");
+  if (in.accessDescCount > 0 && in.accessDescs == nullptr) return invalidValue("accessDescs NULL");
+  Result<core::Context*> context = currentContext();
+  if (!context) return context.error();
+  if (props.location.id != (*context)->device().ordinal())
+    return invalidValue("the location is not the current context's device");
+  auto allocation = core::createGraphAllocation(**context, in.bytesize);
+  if (!allocation) return allocation.error();
+  in.dptr = reinterpret_cast<CUdeviceptr>((*allocation)->address);
+  auto payload = std::make_shared<AllocPayload>();
+  payload->params = in;
+  payload->access.assign(in.accessDescs, in.accessDescs + in.accessDescCount);
+  payload->params.accessDescs = payload->access.empty() ? nullptr : payload->access.data();
+  content->allocation = std::move(*allocation);
+  content->context = *context;
+  content->name = "mem_alloc";
+  content->params = std::move(payload);
+  return {};
+}
+
+Outcome buildFree(const CUDA_MEM_FREE_NODE_PARAMS& in, core::GraphNodeContent* content) {
+  void* address = reinterpret_cast<void*>(in.dptr);
+  if (!core::findGraphAllocation(address)) return invalidValue("dptr is not a graph allocation");
+  content->freeAddress = address;
+  content->name = "mem_free";
+  return {};
+}
+
+}  // namespace
+
+Outcome buildNodeContent(CUgraphNodeParams& params, core::GraphNodeContent* content) {
+  switch (params.type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+      return buildKernel(params.kernel, content, nullptr);
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+      return buildMemcpy(params.memcpy, content);
+    case CU_GRAPH_NODE_TYPE_MEMSET:
+      return buildMemset(params.memset, content);
+    case CU_GRAPH_NODE_TYPE_HOST:
+      return buildHost(params.host, content);
+    case CU_GRAPH_NODE_TYPE_GRAPH:
+      return buildChild(params.graph, content);
+    case CU_GRAPH_NODE_TYPE_EMPTY:
+      content->name = "empty";
+      return {};
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+      return buildEvent(params.eventWait.event, content);
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+      return buildEvent(params.eventRecord.event, content);
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+      return buildAlloc(params.alloc, content);
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+      return buildFree(params.free, content);
+    case CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL:
+    case CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT:
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+    case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+      return {CUDA_ERROR_NOT_SUPPORTED, "this node type is not supported"};
+  }
+  return invalidValue("unknown node type");
+}
+
+Outcome readNodeParams(const core::GraphNode& node, CUgraphNodeParams* params) {
+  std::memset(params, 0, sizeof *params);
+  params->type = static_cast<CUgraphNodeType>(node.type());
+  const core::GraphNodeContent& content = node.content();
+  auto missing = [] {
+    return Outcome{CUDA_ERROR_NOT_SUPPORTED, "parameters of a captured node are not kept"};
+  };
+  switch (node.type()) {
+    case core::GraphNodeType::Kernel:
+      if (!content.params) return missing();
+      params->kernel = static_cast<const KernelPayload*>(content.params.get())->params;
+      return {};
+    case core::GraphNodeType::Memcpy: {
+      if (!content.params) return missing();
+      const auto* p = static_cast<const MemcpyPayload*>(content.params.get());
+      params->memcpy.copyCtx = p->context;
+      params->memcpy.copyParams = p->copy;
+      return {};
+    }
+    case core::GraphNodeType::Memset:
+      if (!content.params) return missing();
+      params->memset = static_cast<const MemsetPayload*>(content.params.get())->params;
+      return {};
+    case core::GraphNodeType::Host:
+      if (!content.params) return missing();
+      params->host = *static_cast<const CUDA_HOST_NODE_PARAMS*>(content.params.get());
+      return {};
+    case core::GraphNodeType::Graph:
+      params->graph.graph = reinterpret_cast<CUgraph>(content.child.get());
+      return {};
+    case core::GraphNodeType::WaitEvent:
+    case core::GraphNodeType::EventRecord:
+      params->eventWait.event = reinterpret_cast<CUevent>(content.event);
+      return {};
+    case core::GraphNodeType::MemAlloc:
+      params->alloc = static_cast<const AllocPayload*>(content.params.get())->params;
+      return {};
+    case core::GraphNodeType::MemFree:
+      params->free.dptr = reinterpret_cast<CUdeviceptr>(content.freeAddress);
+      return {};
+    default:
+      return {};
+  }
+}
+
+Result<core::GraphNode*> lookupNode(CUgraphNode handle) {
+  if (auto* node = core::lookupGraphNode(handle)) return node;
+  return makeError(ErrorCode::InvalidValue, "not a graph node");
+}
+
+Outcome collectDependencies(core::Graph& graph, const CUgraphNode* dependencies, size_t count,
+                            std::vector<core::GraphNode*>* out) {
+  if (count > 0 && dependencies == nullptr) return invalidValue("dependencies is NULL");
+  for (size_t i = 0; i < count; ++i) {
+    Result<core::GraphNode*> node = lookupNode(dependencies[i]);
+    if (!node) return node.error();
+    if (!graph.owns(*node)) return invalidValue("a dependency belongs to another graph");
+    out->push_back(*node);
+  }
+  return {};
+}
+
+Outcome addNode(CUgraphNode* phNode, CUgraph hGraph, const CUgraphNode* dependencies, size_t count,
+                CUgraphNodeParams& params) {
+  if (phNode == nullptr) return invalidValue("phGraphNode is NULL");
+  std::lock_guard lock(core::graphMutex());
+  Result<core::Graph*> graph = lookupGraph(hGraph);
+  if (!graph) return graph.error();
+  std::vector<core::GraphNode*> nodes;
+  Outcome collected = collectDependencies(**graph, dependencies, count, &nodes);
+  if (!collected.ok()) return collected;
+  core::GraphNodeContent content;
+  Outcome built = buildNodeContent(params, &content);
+  if (!built.ok()) return built;
+  Result<core::GraphNode*> node =
+      (*graph)->addNode(static_cast<core::GraphNodeType>(params.type), nodes, std::move(content));
+  if (!node) return node.error();
+  *phNode = nodeHandle(*node);
+  return {};
+}
+
+Outcome setNodeParams(core::GraphNode& node, CUgraphNodeParams& params, bool executable) {
+  if (static_cast<int>(node.type()) != params.type)
+    return invalidValue("the parameters are for another node type");
+  core::GraphNodeContent& target = node.content();
+  if (node.type() == core::GraphNodeType::MemAlloc || node.type() == core::GraphNodeType::MemFree)
+    return invalidValue("memory node parameters cannot be changed");
+  const std::map<int, CUlaunchAttributeValue>* attributes = nullptr;
+  if (node.type() == core::GraphNodeType::Kernel && target.params)
+    attributes = &static_cast<const KernelPayload*>(target.params.get())->attributes;
+  core::GraphNodeContent content;
+  Outcome built = node.type() == core::GraphNodeType::Kernel
+                      ? buildKernel(params.kernel, &content, attributes)
+                      : buildNodeContent(params, &content);
+  if (!built.ok()) return built;
+  if (executable && target.context != nullptr && content.context != nullptr &&
+      target.context != content.context)
+    return invalidValue("an executable node cannot move to another context");
+  target.name = std::move(content.name);
+  target.work = std::move(content.work);
+  target.params = std::move(content.params);
+  if (content.context != nullptr) target.context = content.context;
+  target.event = content.event;
+  if (content.child) target.child = std::move(content.child);
+  return {};
+}
+
+namespace {
+
+Outcome nodeOfType(CUgraphNode hNode, core::GraphNodeType type, core::GraphNode** out) {
+  Result<core::GraphNode*> node = lookupNode(hNode);
+  if (!node) return node.error();
+  if ((*node)->type() != type) return invalidValue("the node is of another type");
+  *out = *node;
+  return {};
+}
+
+template <class Fill>
+Outcome addTyped(CUgraphNode* phNode, CUgraph hGraph, const CUgraphNode* deps, size_t count,
+                 CUgraphNodeType type, Fill fill) {
+  CUgraphNodeParams params{};
+  params.type = type;
+  Outcome filled = fill(params);
+  if (!filled.ok()) return filled;
+  return addNode(phNode, hGraph, deps, count, params);
+}
+
+// Get: read the node's CUgraphNodeParams and hand one member out.
+template <class Read>
+Outcome getTyped(CUgraphNode hNode, core::GraphNodeType type, Read read) {
+  std::lock_guard lock(core::graphMutex());
+  core::GraphNode* node = nullptr;
+  Outcome found = nodeOfType(hNode, type, &node);
+  if (!found.ok()) return found;
+  CUgraphNodeParams params{};
+  Outcome outcome = readNodeParams(*node, &params);
+  if (!outcome.ok()) return outcome;
+  read(params);
+  return {};
+}
+
+template <class Fill>
+Outcome setTyped(CUgraphNode hNode, core::GraphNodeType type, Fill fill) {
+  std::lock_guard lock(core::graphMutex());
+  core::GraphNode* node = nullptr;
+  Outcome found = nodeOfType(hNode, type, &node);
+  if (!found.ok()) return found;
+  CUgraphNodeParams params{};
+  params.type = static_cast<CUgraphNodeType>(type);
+  Outcome filled = fill(params);
+  if (!filled.ok()) return filled;
+  return setNodeParams(*node, params, false);
+}
+
+CUDA_KERNEL_NODE_PARAMS_v2 widen(const CUDA_KERNEL_NODE_PARAMS_v1& in) {
+  CUDA_KERNEL_NODE_PARAMS_v2 out{};
+  std::memcpy(&out, &in, sizeof in);
+  return out;
+}
+
+CUDA_MEMSET_NODE_PARAMS_v2 widen(const CUDA_MEMSET_NODE_PARAMS_v1& in, CUcontext ctx) {
+  CUDA_MEMSET_NODE_PARAMS_v2 out{};
+  std::memcpy(&out, &in, sizeof in);
+  out.ctx = ctx;
+  return out;
+}
+
+template <class T>
+Outcome need(const T* pointer, const char* what) {
+  return pointer == nullptr ? invalidValue(what) : Outcome{};
+}
+
+// Kernel node attributes: the launch attributes a kernel node may carry.
+Outcome checkAttribute(int id, const CUlaunchAttributeValue* value) {
+  switch (id) {
+    case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+    case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+    case CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+    case CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE:
+      return {};
+    case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+      if (value != nullptr && value->cooperative != 0)
+        return {CUDA_ERROR_NOT_SUPPORTED, "cooperative kernels are not supported"};
+      return {};
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+      if (value != nullptr &&
+          (value->clusterDim.x > 1 || value->clusterDim.y > 1 || value->clusterDim.z > 1))
+        return {CUDA_ERROR_NOT_SUPPORTED, "thread block clusters are not supported"};
+      return {};
+    default:
+      return invalidValue("not a kernel node attribute");
+  }
+}
+
+Outcome kernelPayload(CUgraphNode hNode, core::GraphNode** node, const KernelPayload** payload) {
+  Outcome found = nodeOfType(hNode, core::GraphNodeType::Kernel, node);
+  if (!found.ok()) return found;
+  if (!(*node)->content().params)
+    return {CUDA_ERROR_NOT_SUPPORTED, "attributes of a captured kernel node are not kept"};
+  *payload = static_cast<const KernelPayload*>((*node)->content().params.get());
+  return {};
+}
+
+// A copy of the node's payload with `change` applied (payloads are immutable once shared).
+Outcome changeAttributes(core::GraphNode& node, const KernelPayload& from,
+                         const std::map<int, CUlaunchAttributeValue>& attributes) {
+  core::GraphNodeContent content;
+  Outcome built = buildKernel(from.params, &content, &attributes);
+  if (!built.ok()) return built;
+  node.content().params = std::move(content.params);
+  node.content().work = std::move(content.work);
+  return {};
+}
+
+}  // namespace
+}  // namespace rocuda::api
+
+namespace rocuda::cuda {
+extern "C" {
+
+using api::Outcome;
+namespace core = rocuda::core;
+
+#define ROCUDA_ADD_NODE(type, ...)                                        \
+  api::addTyped(phGraphNode, hGraph, dependencies, numDependencies, type, \
+                [&](CUgraphNodeParams& p) -> Outcome { __VA_ARGS__ })
+
+ROCUDA_EXPORT CUresult cuGraphAddKernelNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                            const CUgraphNode* dependencies, size_t numDependencies,
+                                            const CUDA_KERNEL_NODE_PARAMS_v1* nodeParams) {
+  return ROCUDA_API((phGraphNode, hGraph, dependencies, numDependencies, nodeParams), [&] {
+    return ROCUDA_ADD_NODE(CU_GRAPH_NODE_TYPE_KERNEL, {
+      if (nodeParams == nullptr) return api::invalidValue("nodeParams is NULL");
+      p.kernel = api::widen(*nodeParams);
+      return {};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                               const CUgraphNode* dependencies,
+                                               size_t numDependencies,
+                                               const CUDA_KERNEL_NODE_PARAMS_v2* nodeParams) {
+  return ROCUDA_API((phGraphNode, hGraph, dependencies, numDependencies, nodeParams), [&] {
+    return ROCUDA_ADD_NODE(CU_GRAPH_NODE_TYPE_KERNEL, {
+      if (nodeParams == nullptr) return api::invalidValue("nodeParams is NULL");
+      p.kernel = *nodeParams;
+      return {};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                            const CUgraphNode* dependencies, size_t numDependencies,
+                                            const CUDA_MEMCPY3D* copyParams, CUcontext ctx) {
+  return ROCUDA_API((phGraphNode, hGraph, dependencies, numDependencies, copyParams, ctx), [&] {
+    return ROCUDA_ADD_NODE(CU_GRAPH_NODE_TYPE_MEMCPY, {
+      if (copyParams == nullptr) return api::invalidValue("copyParams is NULL");
+      if (ctx == nullptr) return api::invalidValue("ctx is NULL");
+      p.memcpy.copyParams = *copyParams;
+      p.memcpy.copyCtx = ctx;
+      return {};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                            const CUgraphNode* dependencies, size_t numDependencies,
+                                            const CUDA_MEMSET_NODE_PARAMS_v1* memsetParams,
+                                            CUcontext ctx) {
+  return ROCUDA_API((phGraphNode, hGraph, dependencies, numDependencies, memsetParams, ctx), [&] {
+    return ROCUDA_ADD_NODE(CU_GRAPH_NODE_TYPE_MEMSET, {
+      if (memsetParams == nullptr) return api::invalidValue("memsetParams is NULL");
+      if (ctx == nullptr) return api::invalidValue("ctx is NULL");
+      p.memset = api::widen(*memsetParams, ctx);
+      return {};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphAddHostNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                          const CUgraphNode* dependencies, size_t numDependencies,
+                                          const CUDA_HOST_NODE_PARAMS* nodeParams) {
+  return ROCUDA_API((phGraphNode, hGraph, dependencies, numDependencies, nodeParams), [&] {
+    return ROCUDA_ADD_NODE(CU_GRAPH_NODE_TYPE_HOST, {
+      if (nodeParams == nullptr) return api::invalidValue("nodeParams is NULL");
+      p.host = *nodeParams;
+      return {};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                                const CUgraphNode* dependencies,
+                                                size_t numDependencies, CUgraph childGraph) {
+  return ROCUDA_API((phGraphNode, hGraph, dependencies, numDependencies, childGraph), [&] {
+    return ROCUDA_ADD_NODE(CU_GRAPH_NODE_TYPE_GRAPH, {
+      p.graph.graph = childGraph;
+      return {};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                           const CUgraphNode* dependencies,
+                                           size_t numDependencies) {
+  return ROCUDA_API((phGraphNode, hGraph, dependencies, numDependencies),
+                    [&] { return ROCUDA_ADD_NODE(CU_GRAPH_NODE_TYPE_EMPTY, { return {}; }); });
+}
+
+ROCUDA_EXPORT CUresult cuGraphAddEventRecordNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                                 const CUgraphNode* dependencies,
+                                                 size_t numDependencies, CUevent event) {
+  return ROCUDA_API((phGraphNode, hGraph, dependencies, numDependencies, event), [&] {
+    return ROCUDA_ADD_NODE(CU_GRAPH_NODE_TYPE_EVENT_RECORD, {
+      p.eventRecord.event = event;
+      return {};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphAddEventWaitNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                               const CUgraphNode* dependencies,
+                                               size_t numDependencies, CUevent event) {
+  return ROCUDA_API((phGraphNode, hGraph, dependencies, numDependencies, event), [&] {
+    return ROCUDA_ADD_NODE(CU_GRAPH_NODE_TYPE_WAIT_EVENT, {
+      p.eventWait.event = event;
+      return {};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                              const CUgraphNode* dependencies,
+                                              size_t numDependencies,
+                                              CUDA_MEM_ALLOC_NODE_PARAMS* nodeParams) {
+  return ROCUDA_API((phGraphNode, hGraph, dependencies, numDependencies, nodeParams), [&] {
+    if (nodeParams == nullptr) return api::invalidValue("nodeParams is NULL");
+    CUgraphNodeParams p{};
+    p.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+    p.alloc = *nodeParams;
+    Outcome added = api::addNode(phGraphNode, hGraph, dependencies, numDependencies, p);
+    if (added.ok()) nodeParams->dptr = p.alloc.dptr;
+    return added;
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphAddMemFreeNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                             const CUgraphNode* dependencies,
+                                             size_t numDependencies, CUdeviceptr dptr) {
+  return ROCUDA_API((phGraphNode, hGraph, dependencies, numDependencies, dptr), [&] {
+    return ROCUDA_ADD_NODE(CU_GRAPH_NODE_TYPE_MEM_FREE, {
+      p.free.dptr = dptr;
+      return {};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphAddNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                      const CUgraphNode* dependencies, size_t numDependencies,
+                                      CUgraphNodeParams* nodeParams) {
+  return ROCUDA_API((phGraphNode, hGraph, dependencies, numDependencies, nodeParams), [&] {
+    if (nodeParams == nullptr) return api::invalidValue("nodeParams is NULL");
+    return api::addNode(phGraphNode, hGraph, dependencies, numDependencies, *nodeParams);
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                         const CUgraphNode* dependencies,
+                                         const CUgraphEdgeData* dependencyData,
+                                         size_t numDependencies, CUgraphNodeParams* nodeParams) {
+  return ROCUDA_API(
+      (phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams), [&] {
+        if (nodeParams == nullptr) return api::invalidValue("nodeParams is NULL");
+        if (dependencyData != nullptr)
+          for (size_t i = 0; i < numDependencies; ++i)
+            if (dependencyData[i].from_port != 0 || dependencyData[i].to_port != 0 ||
+                dependencyData[i].type != 0)
+              return Outcome{CUDA_ERROR_NOT_SUPPORTED, "only default edges are supported"};
+        return api::addNode(phGraphNode, hGraph, dependencies, numDependencies, *nodeParams);
+      });
+}
+
+ROCUDA_EXPORT CUresult cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams* nodeParams) {
+  return ROCUDA_API((hNode, nodeParams), [&]() -> Outcome {
+    if (nodeParams == nullptr) return api::invalidValue("nodeParams is NULL");
+    std::lock_guard lock(core::graphMutex());
+    Result<core::GraphNode*> node = api::lookupNode(hNode);
+    if (!node) return node.error();
+    return api::setNodeParams(**node, *nodeParams, false);
+  });
+}
+
+// ---- Per-kind get/set ----
+
+ROCUDA_EXPORT CUresult cuGraphKernelNodeGetParams(CUgraphNode hNode,
+                                                  CUDA_KERNEL_NODE_PARAMS_v1* nodeParams) {
+  return ROCUDA_API((hNode, nodeParams), [&]() -> Outcome {
+    if (nodeParams == nullptr) return api::invalidValue("nodeParams is NULL");
+    return api::getTyped(hNode, core::GraphNodeType::Kernel, [&](const CUgraphNodeParams& p) {
+      std::memcpy(nodeParams, &p.kernel, sizeof *nodeParams);
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode hNode,
+                                                     CUDA_KERNEL_NODE_PARAMS_v2* nodeParams) {
+  return ROCUDA_API((hNode, nodeParams), [&]() -> Outcome {
+    if (nodeParams == nullptr) return api::invalidValue("nodeParams is NULL");
+    return api::getTyped(hNode, core::GraphNodeType::Kernel,
+                         [&](const CUgraphNodeParams& p) { *nodeParams = p.kernel; });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphKernelNodeSetParams(CUgraphNode hNode,
+                                                  const CUDA_KERNEL_NODE_PARAMS_v1* nodeParams) {
+  return ROCUDA_API((hNode, nodeParams), [&]() -> Outcome {
+    if (nodeParams == nullptr) return api::invalidValue("nodeParams is NULL");
+    return api::setTyped(hNode, core::GraphNodeType::Kernel, [&](CUgraphNodeParams& p) {
+      p.kernel = api::widen(*nodeParams);
+      return Outcome{};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode hNode,
+                                                     const CUDA_KERNEL_NODE_PARAMS_v2* nodeParams) {
+  return ROCUDA_API((hNode, nodeParams), [&]() -> Outcome {
+    if (nodeParams == nullptr) return api::invalidValue("nodeParams is NULL");
+    return api::setTyped(hNode, core::GraphNodeType::Kernel, [&](CUgraphNodeParams& p) {
+      p.kernel = *nodeParams;
+      return Outcome{};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphMemcpyNodeGetParams(CUgraphNode hNode, CUDA_MEMCPY3D* nodeParams) {
+  return ROCUDA_API((hNode, nodeParams), [&]() -> Outcome {
+    if (nodeParams == nullptr) return api::invalidValue("nodeParams is NULL");
+    return api::getTyped(hNode, core::GraphNodeType::Memcpy,
+                         [&](const CUgraphNodeParams& p) { *nodeParams = p.memcpy.copyParams; });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphMemcpyNodeSetParams(CUgraphNode hNode,
+                                                  const CUDA_MEMCPY3D* nodeParams) {
+  return ROCUDA_API((hNode, nodeParams), [&]() -> Outcome {
+    if (nodeParams == nullptr) return api::invalidValue("nodeParams is NULL");
+    core::GraphNode* node = core::lookupGraphNode(hNode);
+    CUcontext ctx = node ? reinterpret_cast<CUcontext>(node->content().context) : nullptr;
+    return api::setTyped(hNode, core::GraphNodeType::Memcpy, [&](CUgraphNodeParams& p) {
+      p.memcpy.copyParams = *nodeParams;
+      p.memcpy.copyCtx = ctx;
+      return Outcome{};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphMemsetNodeGetParams(CUgraphNode hNode,
+                                                  CUDA_MEMSET_NODE_PARAMS_v1* nodeParams) {
+  return ROCUDA_API((hNode, nodeParams), [&]() -> Outcome {
+    if (nodeParams == nullptr) return api::invalidValue("nodeParams is NULL");
+    return api::getTyped(hNode, core::GraphNodeType::Memset, [&](const CUgraphNodeParams& p) {
+      std::memcpy(nodeParams, &p.memset, sizeof *nodeParams);
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphMemsetNodeSetParams(CUgraphNode hNode,
+                                                  const CUDA_MEMSET_NODE_PARAMS_v1* nodeParams) {
+  return ROCUDA_API((hNode, nodeParams), [&]() -> Outcome {
+    if (nodeParams == nullptr) return api::invalidValue("nodeParams is NULL");
+    core::GraphNode* node = core::lookupGraphNode(hNode);
+    CUcontext ctx = node ? reinterpret_cast<CUcontext>(node->content().context) : nullptr;
+    return api::setTyped(hNode, core::GraphNodeType::Memset, [&](CUgraphNodeParams& p) {
+      p.memset = api::widen(*nodeParams, ctx);
+      return Outcome{};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphHostNodeGetParams(CUgraphNode hNode,
+                                                CUDA_HOST_NODE_PARAMS* nodeParams) {
+  return ROCUDA_API((hNode, nodeParams), [&]() -> Outcome {
+    if (nodeParams == nullptr) return api::invalidValue("nodeParams is NULL");
+    return api::getTyped(hNode, core::GraphNodeType::Host,
+                         [&](const CUgraphNodeParams& p) { *nodeParams = p.host; });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphHostNodeSetParams(CUgraphNode hNode,
+                                                const CUDA_HOST_NODE_PARAMS* nodeParams) {
+  return ROCUDA_API((hNode, nodeParams), [&]() -> Outcome {
+    if (nodeParams == nullptr) return api::invalidValue("nodeParams is NULL");
+    return api::setTyped(hNode, core::GraphNodeType::Host, [&](CUgraphNodeParams& p) {
+      p.host = *nodeParams;
+      return Outcome{};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode hNode, CUgraph* phGraph) {
+  return ROCUDA_API((hNode, phGraph), [&]() -> Outcome {
+    if (phGraph == nullptr) return api::invalidValue("phGraph is NULL");
+    return api::getTyped(hNode, core::GraphNodeType::Graph,
+                         [&](const CUgraphNodeParams& p) { *phGraph = p.graph.graph; });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphEventRecordNodeGetEvent(CUgraphNode hNode, CUevent* event_out) {
+  return ROCUDA_API((hNode, event_out), [&]() -> Outcome {
+    if (event_out == nullptr) return api::invalidValue("event_out is NULL");
+    return api::getTyped(hNode, core::GraphNodeType::EventRecord,
+                         [&](const CUgraphNodeParams& p) { *event_out = p.eventRecord.event; });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphEventRecordNodeSetEvent(CUgraphNode hNode, CUevent event) {
+  return ROCUDA_API((hNode, event), [&]() -> Outcome {
+    return api::setTyped(hNode, core::GraphNodeType::EventRecord, [&](CUgraphNodeParams& p) {
+      p.eventRecord.event = event;
+      return Outcome{};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphEventWaitNodeGetEvent(CUgraphNode hNode, CUevent* event_out) {
+  return ROCUDA_API((hNode, event_out), [&]() -> Outcome {
+    if (event_out == nullptr) return api::invalidValue("event_out is NULL");
+    return api::getTyped(hNode, core::GraphNodeType::WaitEvent,
+                         [&](const CUgraphNodeParams& p) { *event_out = p.eventWait.event; });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphEventWaitNodeSetEvent(CUgraphNode hNode, CUevent event) {
+  return ROCUDA_API((hNode, event), [&]() -> Outcome {
+    return api::setTyped(hNode, core::GraphNodeType::WaitEvent, [&](CUgraphNodeParams& p) {
+      p.eventWait.event = event;
+      return Outcome{};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphMemAllocNodeGetParams(CUgraphNode hNode,
+                                                    CUDA_MEM_ALLOC_NODE_PARAMS* params_out) {
+  return ROCUDA_API((hNode, params_out), [&]() -> Outcome {
+    if (params_out == nullptr) return api::invalidValue("params_out is NULL");
+    return api::getTyped(hNode, core::GraphNodeType::MemAlloc,
+                         [&](const CUgraphNodeParams& p) { *params_out = p.alloc; });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr* dptr_out) {
+  return ROCUDA_API((hNode, dptr_out), [&]() -> Outcome {
+    if (dptr_out == nullptr) return api::invalidValue("dptr_out is NULL");
+    return api::getTyped(hNode, core::GraphNodeType::MemFree,
+                         [&](const CUgraphNodeParams& p) { *dptr_out = p.free.dptr; });
+  });
+}
+
+// ---- Kernel node attributes ----
+
+ROCUDA_EXPORT CUresult cuGraphKernelNodeGetAttribute(CUgraphNode hNode, CUkernelNodeAttrID attr,
+                                                     CUkernelNodeAttrValue* value_out) {
+  return ROCUDA_API((hNode, attr, value_out), [&]() -> Outcome {
+    if (value_out == nullptr) return api::invalidValue("value_out is NULL");
+    Outcome known = api::checkAttribute(attr, nullptr);
+    if (!known.ok()) return known;
+    std::lock_guard lock(core::graphMutex());
+    core::GraphNode* node = nullptr;
+    const api::KernelPayload* payload = nullptr;
+    Outcome found = api::kernelPayload(hNode, &node, &payload);
+    if (!found.ok()) return found;
+    auto it = payload->attributes.find(attr);
+    std::memset(value_out, 0, sizeof *value_out);
+    if (it != payload->attributes.end()) *value_out = it->second;
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphKernelNodeSetAttribute(CUgraphNode hNode, CUkernelNodeAttrID attr,
+                                                     const CUkernelNodeAttrValue* value) {
+  return ROCUDA_API((hNode, attr, value), [&]() -> Outcome {
+    if (value == nullptr) return api::invalidValue("value is NULL");
+    Outcome allowed = api::checkAttribute(attr, value);
+    if (!allowed.ok()) return allowed;
+    std::lock_guard lock(core::graphMutex());
+    core::GraphNode* node = nullptr;
+    const api::KernelPayload* payload = nullptr;
+    Outcome found = api::kernelPayload(hNode, &node, &payload);
+    if (!found.ok()) return found;
+    auto attributes = payload->attributes;
+    attributes[attr] = *value;
+    return api::changeAttributes(*node, *payload, attributes);
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphKernelNodeCopyAttributes(CUgraphNode dst, CUgraphNode src) {
+  return ROCUDA_API((dst, src), [&]() -> Outcome {
+    std::lock_guard lock(core::graphMutex());
+    core::GraphNode *to = nullptr, *from = nullptr;
+    const api::KernelPayload *target = nullptr, *source = nullptr;
+    Outcome found = api::kernelPayload(src, &from, &source);
+    if (!found.ok()) return found;
+    found = api::kernelPayload(dst, &to, &target);
+    if (!found.ok()) return found;
+    if (to->content().context != from->content().context)
+      return api::invalidValue("the nodes run in different contexts");
+    return api::changeAttributes(*to, *target, source->attributes);
+  });
+}
+
+#undef ROCUDA_ADD_NODE
+
+}  // extern "C"
+}  // namespace rocuda::cuda

@@ -1,0 +1,230 @@
+// The JIT linker (cuLinkCreate/AddData/AddFile/Complete/Destroy): PTX inputs, given as PTX text
+// or inside fatbinaries and ELF objects (-rdc device code), are parsed and linked at the PTX
+// level (ptx/link.h). cuLinkComplete hands out the linked PTX text, an image cuModuleLoadData
+// accepts. SASS cannot be linked here (Rocuda compiles PTX), nor can archives or NVVM IR.
+#include "ptx/link.h"
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "api/cuda/boundary.h"
+#include "core/context.h"
+#include "core/platform.h"
+#include "fatbin/fatbin.h"
+#include "ptx/parser.h"
+#include "ptx/printer.h"
+
+namespace rocuda::api {
+namespace {
+
+using namespace cuda;
+
+struct LinkState {
+  uint32_t arch = 0;  // compute capability of the context's device, to choose PTX in fatbins
+  std::vector<ptx::Module> modules;
+  std::string image;  // the linked PTX, valid until cuLinkDestroy
+  char* errorLog = nullptr;
+  size_t errorLogBytes = 0;
+};
+
+struct LinkStates {
+  std::mutex mutex;
+  std::set<LinkState*> live;
+};
+
+LinkStates& states() {
+  static LinkStates instance;
+  return instance;
+}
+
+Result<LinkState*> lookupState(CUlinkState handle) {
+  auto* state = reinterpret_cast<LinkState*>(handle);
+  LinkStates& s = states();
+  std::lock_guard lock(s.mutex);
+  if (s.live.count(state) == 0) return makeError(ErrorCode::InvalidHandle, "not a link state");
+  return state;
+}
+
+Outcome checkOptions(unsigned numOptions, const CUjit_option* options, void** values) {
+  if (numOptions > 0 && (options == nullptr || values == nullptr))
+    return invalidValue("options or optionValues is NULL");
+  return {};
+}
+
+// The failure, also written to the CU_JIT_ERROR_LOG_BUFFER given to cuLinkCreate.
+Outcome fail(LinkState& state, CUresult code, const std::string& message) {
+  if (state.errorLog != nullptr && state.errorLogBytes > 0) {
+    size_t n = std::min(message.size(), state.errorLogBytes - 1);
+    std::memcpy(state.errorLog, message.data(), n);
+    state.errorLog[n] = '\0';
+  }
+  return {code, message};
+}
+
+Outcome create(unsigned numOptions, CUjit_option* options, void** values, CUlinkState* stateOut) {
+  if (stateOut == nullptr) return invalidValue("stateOut is NULL");
+  if (Outcome checked = checkOptions(numOptions, options, values); !checked.ok()) return checked;
+  Result<core::Context*> context = currentContext();
+  if (!context) return context.error();
+  auto state = std::make_unique<LinkState>();
+  const auto& d = (*context)->device().description();
+  state->arch = static_cast<uint32_t>(d.computeCapabilityMajor * 10 + d.computeCapabilityMinor);
+  for (unsigned i = 0; i < numOptions; ++i) {
+    if (options[i] == CU_JIT_ERROR_LOG_BUFFER) state->errorLog = static_cast<char*>(values[i]);
+    if (options[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+      state->errorLogBytes = static_cast<size_t>(reinterpret_cast<uintptr_t>(values[i]));
+  }
+  LinkStates& s = states();
+  std::lock_guard lock(s.mutex);
+  *stateOut = reinterpret_cast<CUlinkState>(state.get());
+  s.live.insert(state.release());
+  return {};
+}
+
+Outcome addBytes(LinkState& state, CUjitInputType type, const uint8_t* data, size_t size,
+                 const std::string& name) {
+  if (type == CU_JIT_INPUT_LIBRARY || type == CU_JIT_INPUT_NVVM)
+    return fail(state, CUDA_ERROR_INVALID_IMAGE,
+                name + ": archives and NVVM IR cannot be linked here (PTX inputs only)");
+  if (type < CU_JIT_INPUT_CUBIN || type > CU_JIT_INPUT_NVVM)
+    return invalidValue("unknown input type");
+  Result<fatbin::ImageContents> contents = fatbin::readImageBytes(data, size, state.arch);
+  if (!contents)
+    return fail(state, CUDA_ERROR_INVALID_IMAGE, name + ": " + contents.error().message);
+  if (contents->ptx.empty())
+    return fail(state, CUDA_ERROR_NO_BINARY_FOR_GPU,
+                name +
+                    ": no PTX to link (SASS cannot be linked here; rebuild with PTX, e.g. "
+                    "-gencode arch=compute_XX,code=compute_XX)");
+  std::vector<ptx::Module> parsed;
+  for (const fatbin::PtxProgram& program : contents->ptx) {
+    ptx::ParseResult result = ptx::parseModule(program.text, name);
+    if (result.hasErrors()) return fail(state, CUDA_ERROR_INVALID_PTX, result.formatDiagnostics());
+    parsed.push_back(std::move(result.module));
+  }
+  for (ptx::Module& m : parsed) state.modules.push_back(std::move(m));
+  return {};
+}
+
+Outcome addData(CUlinkState handle, CUjitInputType type, void* data, size_t size, const char* name,
+                unsigned numOptions, CUjit_option* options, void** values) {
+  Result<LinkState*> state = lookupState(handle);
+  if (!state) return state.error();
+  if (data == nullptr || size == 0) return invalidValue("data is NULL or size 0");
+  if (Outcome checked = checkOptions(numOptions, options, values); !checked.ok()) return checked;
+  return addBytes(**state, type, static_cast<const uint8_t*>(data), size,
+                  name != nullptr ? name : "<data>");
+}
+
+Outcome addFile(CUlinkState handle, CUjitInputType type, const char* path, unsigned numOptions,
+                CUjit_option* options, void** values) {
+  Result<LinkState*> state = lookupState(handle);
+  if (!state) return state.error();
+  if (path == nullptr) return invalidValue("path is NULL");
+  if (Outcome checked = checkOptions(numOptions, options, values); !checked.ok()) return checked;
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return {CUDA_ERROR_FILE_NOT_FOUND, std::string("cannot open ") + path};
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(file)),
+                             std::istreambuf_iterator<char>());
+  if (bytes.empty())
+    return fail(**state, CUDA_ERROR_INVALID_IMAGE, std::string(path) + " is empty");
+  return addBytes(**state, type, bytes.data(), bytes.size(), path);
+}
+
+Outcome complete(CUlinkState handle, void** cubinOut, size_t* sizeOut) {
+  Result<LinkState*> found = lookupState(handle);
+  if (!found) return found.error();
+  if (cubinOut == nullptr) return invalidValue("cubinOut is NULL");
+  LinkState& state = **found;
+  if (state.modules.empty()) return invalidValue("nothing was added to link");
+  ptx::LinkResult linked = ptx::linkModules(std::move(state.modules));
+  state.modules.clear();
+  if (!linked.ok()) {
+    std::string message;
+    for (const std::string& e : linked.errors) message += "error: " + e + "\n";
+    return fail(state, CUDA_ERROR_INVALID_PTX, message);
+  }
+  state.image = ptx::printModule(linked.module);
+  *cubinOut = state.image.data();  // NUL-terminated: PTX text for cuModuleLoadData
+  if (sizeOut != nullptr) *sizeOut = state.image.size() + 1;
+  return {};
+}
+
+Outcome destroy(CUlinkState handle) {
+  auto* state = reinterpret_cast<LinkState*>(handle);
+  {
+    LinkStates& s = states();
+    std::lock_guard lock(s.mutex);
+    if (s.live.erase(state) == 0) return {CUDA_ERROR_INVALID_HANDLE, "not a link state"};
+  }
+  delete state;
+  return {};
+}
+
+}  // namespace
+}  // namespace rocuda::api
+
+namespace rocuda::cuda {
+extern "C" {
+
+ROCUDA_EXPORT CUresult cuLinkCreate(unsigned int numOptions, CUjit_option* options,
+                                    void** optionValues, CUlinkState* stateOut) {
+  return ROCUDA_API((numOptions, options, optionValues, stateOut),
+                    [&] { return api::create(numOptions, options, optionValues, stateOut); });
+}
+
+ROCUDA_EXPORT CUresult cuLinkCreate_v2(unsigned int numOptions, CUjit_option* options,
+                                       void** optionValues, CUlinkState* stateOut) {
+  return ROCUDA_API((numOptions, options, optionValues, stateOut),
+                    [&] { return api::create(numOptions, options, optionValues, stateOut); });
+}
+
+ROCUDA_EXPORT CUresult cuLinkAddData(CUlinkState state, CUjitInputType type, void* data,
+                                     size_t size, const char* name, unsigned int numOptions,
+                                     CUjit_option* options, void** optionValues) {
+  return ROCUDA_API((state, type, data, size, name, numOptions), [&] {
+    return api::addData(state, type, data, size, name, numOptions, options, optionValues);
+  });
+}
+
+ROCUDA_EXPORT CUresult cuLinkAddData_v2(CUlinkState state, CUjitInputType type, void* data,
+                                        size_t size, const char* name, unsigned int numOptions,
+                                        CUjit_option* options, void** optionValues) {
+  return ROCUDA_API((state, type, data, size, name, numOptions), [&] {
+    return api::addData(state, type, data, size, name, numOptions, options, optionValues);
+  });
+}
+
+ROCUDA_EXPORT CUresult cuLinkAddFile(CUlinkState state, CUjitInputType type, const char* path,
+                                     unsigned int numOptions, CUjit_option* options,
+                                     void** optionValues) {
+  return ROCUDA_API((state, type, path, numOptions), [&] {
+    return api::addFile(state, type, path, numOptions, options, optionValues);
+  });
+}
+
+ROCUDA_EXPORT CUresult cuLinkAddFile_v2(CUlinkState state, CUjitInputType type, const char* path,
+                                        unsigned int numOptions, CUjit_option* options,
+                                        void** optionValues) {
+  return ROCUDA_API((state, type, path, numOptions), [&] {
+    return api::addFile(state, type, path, numOptions, options, optionValues);
+  });
+}
+
+ROCUDA_EXPORT CUresult cuLinkComplete(CUlinkState state, void** cubinOut, size_t* sizeOut) {
+  return ROCUDA_API((state, cubinOut, sizeOut),
+                    [&] { return api::complete(state, cubinOut, sizeOut); });
+}
+
+ROCUDA_EXPORT CUresult cuLinkDestroy(CUlinkState state) {
+  return ROCUDA_API((state), [&] { return api::destroy(state); });
+}
+
+}  // extern "C"
+}  // namespace rocuda::cuda

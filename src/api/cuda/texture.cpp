@@ -1,0 +1,265 @@
+// Texture and surface objects. cuTexObjectCreate validates the descriptors and builds the
+// immutable support::TextureView that the handle points at; translated kernels sample through it
+// without calling back into the driver.
+#include "core/texture.h"
+
+#include <cstring>
+#include <memory>
+
+#include "api/cuda/array_handles.h"
+#include "api/cuda/boundary.h"
+#include "core/array.h"
+#include "core/context.h"
+#include "core/memory.h"
+
+namespace rocuda::api {
+namespace {
+
+using namespace cuda;
+using support::TextureView;
+
+template <class T>
+std::vector<uint8_t> bytesOf(const T& value) {
+  std::vector<uint8_t> out(sizeof(T));
+  std::memcpy(out.data(), &value, sizeof(T));
+  return out;
+}
+
+Outcome linearFormat(TextureView& view, CUarray_format format, unsigned channels) {
+  if (!core::texelFormatOf(static_cast<uint32_t>(format), view.format))
+    return invalidValue("unsupported texel format");
+  if (channels != 1 && channels != 2 && channels != 4)
+    return invalidValue("numChannels must be 1, 2 or 4");
+  view.channels = static_cast<uint8_t>(channels);
+  view.texelBytes = static_cast<uint8_t>(support::texelChannelBytes(view.format) * channels);
+  return {};
+}
+
+// Shape, layout and format of the resource.
+Outcome describeResource(TextureView& view, const CUDA_RESOURCE_DESC& res, bool surface) {
+  if (res.flags != 0) return invalidValue("CUDA_RESOURCE_DESC::flags must be 0");
+  switch (res.resType) {
+    case CU_RESOURCE_TYPE_ARRAY: {
+      Result<core::Array*> array = lookupArray(res.res.array.hArray);
+      if (!array) return invalidValue("res.array.hArray is not a live CUDA array");
+      if (surface && ((*array)->descriptor().flags & core::kArraySurfaceLoadStore) == 0)
+        return invalidValue("the array was not created with CUDA_ARRAY3D_SURFACE_LDST");
+      core::describeArray(view, **array);
+      return {};
+    }
+    case CU_RESOURCE_TYPE_MIPMAPPED_ARRAY: {
+      if (surface) return invalidValue("surfaces need a CUDA array resource");
+      Result<core::MipmappedArray*> mipmap = lookupMipmappedArray(res.res.mipmap.hMipmappedArray);
+      if (!mipmap) return invalidValue("res.mipmap.hMipmappedArray is not a live mipmapped array");
+      core::describeArray(view, *(*mipmap)->level(0));  // sampling reads level 0
+      return {};
+    }
+    case CU_RESOURCE_TYPE_LINEAR: {
+      if (surface) return invalidValue("surfaces need a CUDA array resource");
+      Outcome ok = linearFormat(view, res.res.linear.format, res.res.linear.numChannels);
+      if (!ok.ok()) return ok;
+      void* base = reinterpret_cast<void*>(res.res.linear.devPtr);
+      if (base == nullptr || res.res.linear.sizeInBytes < view.texelBytes ||
+          !core::isInsideAllocation(base, res.res.linear.sizeInBytes))
+        return invalidValue("res.linear does not describe allocated device memory");
+      view.shape = support::TextureShape::Linear1D;
+      view.data = static_cast<uint8_t*>(base);
+      view.width = res.res.linear.sizeInBytes / view.texelBytes;
+      view.rowPitch = view.slicePitch = res.res.linear.sizeInBytes;
+      return {};
+    }
+    case CU_RESOURCE_TYPE_PITCH2D: {
+      if (surface) return invalidValue("surfaces need a CUDA array resource");
+      const auto& p = res.res.pitch2D;
+      Outcome ok = linearFormat(view, p.format, p.numChannels);
+      if (!ok.ok()) return ok;
+      void* base = reinterpret_cast<void*>(p.devPtr);
+      if (p.width == 0 || p.height == 0 || p.pitchInBytes < p.width * view.texelBytes)
+        return invalidValue("res.pitch2D extent or pitch is invalid");
+      size_t bytes = (p.height - 1) * p.pitchInBytes + p.width * view.texelBytes;
+      if (base == nullptr || !core::isInsideAllocation(base, bytes))
+        return invalidValue("res.pitch2D does not describe allocated device memory");
+      view.shape = support::TextureShape::Pitch2D;
+      view.data = static_cast<uint8_t*>(base);
+      view.width = p.width;
+      view.height = p.height;
+      view.rowPitch = p.pitchInBytes;
+      view.slicePitch = p.pitchInBytes * p.height;
+      return {};
+    }
+    default:
+      return invalidValue("unknown resource type");
+  }
+}
+
+bool isInteger32(support::TexelFormat f) {
+  return f == support::TexelFormat::U32 || f == support::TexelFormat::S32;
+}
+bool isFloat(support::TexelFormat f) {
+  return f == support::TexelFormat::F32 || f == support::TexelFormat::F16;
+}
+
+Outcome describeSampling(TextureView& view, const CUDA_TEXTURE_DESC& tex) {
+  for (int i = 0; i < 3; ++i) {
+    if (tex.addressMode[i] < CU_TR_ADDRESS_MODE_WRAP ||
+        tex.addressMode[i] > CU_TR_ADDRESS_MODE_BORDER)
+      return invalidValue("unknown address mode");
+    view.address[i] = static_cast<support::TextureAddressMode>(tex.addressMode[i]);
+  }
+  if (tex.filterMode != CU_TR_FILTER_MODE_POINT && tex.filterMode != CU_TR_FILTER_MODE_LINEAR)
+    return invalidValue("unknown filter mode");
+  constexpr unsigned known = CU_TRSF_READ_AS_INTEGER | CU_TRSF_NORMALIZED_COORDINATES |
+                             CU_TRSF_SRGB | CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION |
+                             CU_TRSF_SEAMLESS_CUBEMAP;
+  if ((tex.flags & ~known) != 0) return invalidValue("unknown texture flags");
+  view.filter = static_cast<support::TextureFilter>(tex.filterMode);
+  view.normalizedCoords = (tex.flags & CU_TRSF_NORMALIZED_COORDINATES) != 0;
+  view.srgb = (tex.flags & CU_TRSF_SRGB) != 0;
+  // 32-bit integers are always returned as integers; floats need no conversion.
+  view.readAsInteger = (tex.flags & CU_TRSF_READ_AS_INTEGER) != 0 || isInteger32(view.format);
+  if (isFloat(view.format)) view.readAsInteger = false;
+  if (view.filter == support::TextureFilter::Linear && view.readAsInteger)
+    return invalidValue("linear filtering needs a texture that returns floating point");
+  // Wrap and mirror need normalized coordinates; CUDA clamps otherwise.
+  if (!view.normalizedCoords) {
+    for (auto& mode : view.address)
+      if (mode == support::TextureAddressMode::Wrap || mode == support::TextureAddressMode::Mirror)
+        mode = support::TextureAddressMode::Clamp;
+  }
+  for (int i = 0; i < 4; ++i) view.borderColor[i] = tex.borderColor[i];
+  return {};
+}
+
+Outcome texCreate(CUtexObject* out, const CUDA_RESOURCE_DESC* res, const CUDA_TEXTURE_DESC* tex,
+                  const CUDA_RESOURCE_VIEW_DESC* viewDesc) {
+  if (out == nullptr || res == nullptr || tex == nullptr)
+    return invalidValue("pTexObject, pResDesc or pTexDesc is NULL");
+  Result<core::Context*> context = currentContext();
+  if (!context) return context.error();
+  auto object = std::make_unique<core::TextureObject>(**context, false);
+  Outcome ok = describeResource(object->view(), *res, false);
+  if (!ok.ok()) return ok;
+  ok = describeSampling(object->view(), *tex);
+  if (!ok.ok()) return ok;
+  if (viewDesc != nullptr) {
+    if (viewDesc->format != CU_RES_VIEW_FORMAT_NONE || viewDesc->firstMipmapLevel != 0 ||
+        viewDesc->firstLayer != 0)
+      return {CUDA_ERROR_NOT_SUPPORTED, "resource views that reinterpret or offset"};
+    object->viewDesc = bytesOf(*viewDesc);
+  }
+  object->resourceDesc = bytesOf(*res);
+  object->textureDesc = bytesOf(*tex);
+  *out = core::registerTexture(std::move(object));
+  return {};
+}
+
+Result<core::TextureObject*> lookupTexture(CUtexObject handle, bool surface) {
+  core::TextureObject* object = core::findTexture(handle, surface);
+  if (object == nullptr)
+    return makeError(ErrorCode::InvalidValue,
+                     surface ? "not a live surface object" : "not a live texture object");
+  return object;
+}
+
+template <class T>
+Outcome copyOut(T* out, const std::vector<uint8_t>& bytes) {
+  if (bytes.size() != sizeof(T)) return invalidValue("the object has no such descriptor");
+  std::memcpy(out, bytes.data(), sizeof(T));
+  return {};
+}
+
+Outcome texGetResourceDesc(CUDA_RESOURCE_DESC* out, CUtexObject handle, bool surface) {
+  if (out == nullptr) return invalidValue("pResDesc is NULL");
+  Result<core::TextureObject*> object = lookupTexture(handle, surface);
+  if (!object) return object.error();
+  return copyOut(out, (*object)->resourceDesc);
+}
+
+Outcome texGetTextureDesc(CUDA_TEXTURE_DESC* out, CUtexObject handle) {
+  if (out == nullptr) return invalidValue("pTexDesc is NULL");
+  Result<core::TextureObject*> object = lookupTexture(handle, false);
+  if (!object) return object.error();
+  return copyOut(out, (*object)->textureDesc);
+}
+
+Outcome texGetViewDesc(CUDA_RESOURCE_VIEW_DESC* out, CUtexObject handle) {
+  if (out == nullptr) return invalidValue("pResViewDesc is NULL");
+  Result<core::TextureObject*> object = lookupTexture(handle, false);
+  if (!object) return object.error();
+  return copyOut(out, (*object)->viewDesc);
+}
+
+Outcome destroy(unsigned long long handle, bool surface) {
+  core::TextureObject* object = core::findTexture(handle, surface);
+  if (object == nullptr)
+    return invalidValue(surface ? "not a live surface object" : "not a live texture object");
+  // Kernels queued earlier may still sample through the view (unless the context is gone).
+  if (core::Context* context = core::lookupHandle<core::Context>(&object->context())) {
+    if (Status drained = context->synchronize(); !drained) return drained;
+  }
+  return core::destroyTexture(handle, surface);
+}
+
+Outcome surfCreate(CUsurfObject* out, const CUDA_RESOURCE_DESC* res) {
+  if (out == nullptr || res == nullptr) return invalidValue("pSurfObject or pResDesc is NULL");
+  if (res->resType != CU_RESOURCE_TYPE_ARRAY)
+    return invalidValue("surfaces need a CUDA array resource");
+  Result<core::Context*> context = currentContext();
+  if (!context) return context.error();
+  auto object = std::make_unique<core::TextureObject>(**context, true);
+  Outcome ok = describeResource(object->view(), *res, true);
+  if (!ok.ok()) return ok;
+  object->view().surface = true;
+  object->view().readAsInteger = true;
+  object->resourceDesc = bytesOf(*res);
+  *out = core::registerTexture(std::move(object));
+  return {};
+}
+
+}  // namespace
+}  // namespace rocuda::api
+
+namespace rocuda::cuda {
+extern "C" {
+
+ROCUDA_EXPORT CUresult cuTexObjectCreate(CUtexObject* pTexObject,
+                                         const CUDA_RESOURCE_DESC* pResDesc,
+                                         const CUDA_TEXTURE_DESC* pTexDesc,
+                                         const CUDA_RESOURCE_VIEW_DESC* pResViewDesc) {
+  return ROCUDA_API((pTexObject, pResDesc, pTexDesc, pResViewDesc),
+                    [&] { return api::texCreate(pTexObject, pResDesc, pTexDesc, pResViewDesc); });
+}
+ROCUDA_EXPORT CUresult cuTexObjectDestroy(CUtexObject texObject) {
+  return ROCUDA_API((texObject), [&] { return api::destroy(texObject, false); });
+}
+ROCUDA_EXPORT CUresult cuTexObjectGetResourceDesc(CUDA_RESOURCE_DESC* pResDesc,
+                                                  CUtexObject texObject) {
+  return ROCUDA_API((pResDesc, texObject),
+                    [&] { return api::texGetResourceDesc(pResDesc, texObject, false); });
+}
+ROCUDA_EXPORT CUresult cuTexObjectGetTextureDesc(CUDA_TEXTURE_DESC* pTexDesc,
+                                                 CUtexObject texObject) {
+  return ROCUDA_API((pTexDesc, texObject),
+                    [&] { return api::texGetTextureDesc(pTexDesc, texObject); });
+}
+ROCUDA_EXPORT CUresult cuTexObjectGetResourceViewDesc(CUDA_RESOURCE_VIEW_DESC* pResViewDesc,
+                                                      CUtexObject texObject) {
+  return ROCUDA_API((pResViewDesc, texObject),
+                    [&] { return api::texGetViewDesc(pResViewDesc, texObject); });
+}
+ROCUDA_EXPORT CUresult cuSurfObjectCreate(CUsurfObject* pSurfObject,
+                                          const CUDA_RESOURCE_DESC* pResDesc) {
+  return ROCUDA_API((pSurfObject, pResDesc),
+                    [&] { return api::surfCreate(pSurfObject, pResDesc); });
+}
+ROCUDA_EXPORT CUresult cuSurfObjectDestroy(CUsurfObject surfObject) {
+  return ROCUDA_API((surfObject), [&] { return api::destroy(surfObject, true); });
+}
+ROCUDA_EXPORT CUresult cuSurfObjectGetResourceDesc(CUDA_RESOURCE_DESC* pResDesc,
+                                                   CUsurfObject surfObject) {
+  return ROCUDA_API((pResDesc, surfObject),
+                    [&] { return api::texGetResourceDesc(pResDesc, surfObject, true); });
+}
+
+}  // extern "C"
+}  // namespace rocuda::cuda

@@ -1,0 +1,99 @@
+// Entry points of facilities that cannot exist on this platform: OpenGL, EGL and VDPAU interop
+// and graphics resources, external memory and semaphores, NvSciSync, and sharing between
+// processes (cuIpc*, memory pool export/import). They are exported and handed out by
+// cuGetProcAddress, so that applications probing for them get NVIDIA's documented error for an
+// unavailable facility (not a missing symbol) and a log line naming what is missing.
+//
+// No argument is read: every row of entry_points.def marked ROCUDA_UNAVAILABLE becomes a function
+// that returns a CUresult, which the C calling convention allows whatever the caller passes.
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "api/cuda/boundary.h"
+
+namespace rocuda::api {
+namespace {
+
+using namespace cuda;
+
+struct Unavailable {
+  CUresult code;
+  const char* facility;
+};
+
+bool startsWith(std::string_view name, std::string_view prefix) {
+  return name.substr(0, prefix.size()) == prefix;
+}
+
+// The documented code per call (cuda.h, cudaGL.h, cudaEGL.h, cudaVDPAU.h), chosen among those
+// each function lists for the condition "this kind of object cannot exist here".
+Unavailable classify(std::string_view api) {
+  if (startsWith(api, "cuIpc")) return {CUDA_ERROR_NOT_SUPPORTED, "inter-process sharing (IPC)"};
+  if (startsWith(api, "cuMemPoolExport") || startsWith(api, "cuMemPoolImport"))
+    return {CUDA_ERROR_INVALID_VALUE, "memory pools shareable between processes"};
+  if (api == "cuImportExternalMemory")
+    return {CUDA_ERROR_OPERATING_SYSTEM, "external memory (Vulkan, Direct3D, NvSci interop)"};
+  if (api == "cuImportExternalSemaphore" || api == "cuSignalExternalSemaphoresAsync" ||
+      api == "cuWaitExternalSemaphoresAsync")
+    return {CUDA_ERROR_NOT_SUPPORTED, "external semaphores (Vulkan, Direct3D, NvSci interop)"};
+  if (startsWith(api, "cuExternalMemory") || api == "cuDestroyExternalMemory" ||
+      api == "cuDestroyExternalSemaphore")
+    return {CUDA_ERROR_INVALID_HANDLE, "external memory and semaphores (none can be imported)"};
+  if (api == "cuDeviceGetNvSciSyncAttributes") return {CUDA_ERROR_NOT_SUPPORTED, "NvSciSync"};
+  if (api == "cuGLGetDevices") return {CUDA_ERROR_INVALID_GRAPHICS_CONTEXT, "OpenGL interop"};
+  if (startsWith(api, "cuGraphicsGL")) return {CUDA_ERROR_OPERATING_SYSTEM, "OpenGL interop"};
+  if (startsWith(api, "cuGL")) return {CUDA_ERROR_NOT_SUPPORTED, "OpenGL interop"};
+  if (startsWith(api, "cuVDPAU")) return {CUDA_ERROR_INVALID_VALUE, "VDPAU interop"};
+  if (startsWith(api, "cuGraphicsVDPAU")) return {CUDA_ERROR_INVALID_HANDLE, "VDPAU interop"};
+  if (startsWith(api, "cuEGL") || startsWith(api, "cuGraphicsEGL") ||
+      api == "cuGraphicsResourceGetMappedEglFrame")
+    return {CUDA_ERROR_INVALID_HANDLE, "EGL interop"};
+  // cuGraphicsMapResources and the other calls on a registered graphics resource: no resource
+  // can have been registered.
+  return {CUDA_ERROR_INVALID_HANDLE, "graphics interop resources"};
+}
+
+// The API name of a versioned symbol: cuIpcOpenMemHandle_v2 -> cuIpcOpenMemHandle.
+std::string_view apiName(std::string_view symbol) {
+  for (std::string_view suffix : {"_v2_ptsz", "_v2_ptds", "_ptsz", "_ptds", "_v2"})
+    if (symbol.size() > suffix.size() && symbol.substr(symbol.size() - suffix.size()) == suffix)
+      return symbol.substr(0, symbol.size() - suffix.size());
+  return symbol;
+}
+
+// One log line per entry point and process: probing code may call them in loops.
+void logOnce(std::string_view symbol, const Unavailable& u) {
+  static std::mutex mutex;
+  static std::set<std::string, std::less<>> logged;
+  std::lock_guard lock(mutex);
+  if (!logged.emplace(symbol).second) return;
+  log::warning(std::string(symbol) + ": no " + u.facility + " on this platform");
+}
+
+CUresult unavailable(const char* symbol) {
+  return call(
+      symbol, Needs::Init,
+      [symbol]() -> Outcome {
+        Unavailable u = classify(apiName(symbol));
+        logOnce(symbol, u);
+        return {u.code, std::string("no ") + u.facility + " on this platform"};
+      },
+      "()");
+}
+
+}  // namespace
+}  // namespace rocuda::api
+
+namespace rocuda::cuda {
+extern "C" {
+
+#define ROCUDA_ENTRY(name, version, symbol, stream)
+#define ROCUDA_UNAVAILABLE(name, version, symbol, stream) \
+  ROCUDA_EXPORT CUresult symbol() { return ::rocuda::api::unavailable(#symbol); }
+#include "api/cuda/entry_points.def"
+
+}  // extern "C"
+}  // namespace rocuda::cuda

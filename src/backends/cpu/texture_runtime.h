@@ -1,0 +1,48 @@
+// The CPU device's software texture sampler and surface access: the `__rocuda_tex_*` and
+// `__rocuda_surf_*` functions of the IR contract (compiler/compiler.h). Handles are addresses of
+// support::TextureView; every function tolerates a bad handle (it reads zeros / ignores stores)
+// rather than crash on a value that is not a live view.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace rocuda::backends::cpu {
+
+// Geometries (the PTX .1d/.2d/... suffix), as the translator passes them.
+enum class TexGeometry : int32_t { D1 = 0, D2 = 1, D3 = 2, A1D = 3, A2D = 4, Cube = 5, ACube = 6 };
+
+// The runtime's symbols, for deviceRuntimeSymbols().
+std::vector<std::pair<std::string, void*>> textureRuntimeSymbols();
+
+}  // namespace rocuda::backends::cpu
+
+extern "C" {
+// tex with f32 coordinates: out receives 4 x 32 bits (floats, or integers for textures read as
+// integers). `layer` is the array index for a1d/a2d/acube.
+void __rocuda_tex_fetch_f(void* out, uint64_t tex, int32_t geometry, float x, float y, float z,
+                          int32_t layer);
+// tex with s32 coordinates (texel indices; tex1Dfetch on linear memory).
+void __rocuda_tex_fetch_i(void* out, uint64_t tex, int32_t geometry, int32_t x, int32_t y,
+                          int32_t z, int32_t layer);
+// tld4.<component>.2d: component 0 r, 1 g, 2 b, 3 a of the four bilinear-footprint texels.
+void __rocuda_tex_gather(void* out, uint64_t tex, int32_t component, float x, float y,
+                         int32_t layer);
+// txq: query 0 width, 1 height, 2 depth, 3 channel_data_type, 4 channel_order,
+// 5 normalized_coords, 6 filter_mode, 7..9 addr_mode_0..2, 10 array_size, 11 num_mipmap_levels,
+// 12 num_samples. Also suq (surfaces) with the same codes.
+int32_t __rocuda_tex_query(uint64_t tex, int32_t query);
+int32_t __rocuda_surf_query(uint64_t surf, int32_t query);
+// suld.b / sust.b: x in bytes, `bytes` the access size (1..16). mode 0 trap, 1 clamp, 2 zero.
+// Return 0, or 1 when an out-of-range access must trap.
+int32_t __rocuda_surf_load(void* out, uint64_t surf, int32_t geometry, int32_t x, int32_t y,
+                           int32_t z, int32_t layer, int32_t bytes, int32_t mode);
+int32_t __rocuda_surf_store(const void* in, uint64_t surf, int32_t geometry, int32_t x, int32_t y,
+                            int32_t z, int32_t layer, int32_t bytes, int32_t mode);
+// sust.p: formatted store of 4 x 32-bit values (`kind` 0 f32, 1 s32, 2 u32, -1 the surface's
+// channel type), x in bytes.
+int32_t __rocuda_surf_store_p(const void* in, uint64_t surf, int32_t geometry, int32_t x, int32_t y,
+                              int32_t z, int32_t layer, int32_t kind, int32_t mode);
+}

@@ -1,0 +1,158 @@
+#include "core/array.h"
+
+#include <string>
+
+#include "core/context.h"
+#include "core/platform.h"
+
+namespace rocuda::core {
+namespace {
+
+// Largest extent Rocuda accepts in any dimension (CUDA's 3D texture limit); keeps every size
+// computation far from overflow.
+constexpr size_t kMaxExtent = 1u << 16;
+constexpr size_t kMaxLayers = 2048;
+
+Error invalid(const std::string& why) { return makeError(ErrorCode::InvalidValue, why); }
+
+}  // namespace
+
+bool texelFormatOf(uint32_t cudaFormat, support::TexelFormat& out) {
+  using support::TexelFormat;
+  switch (cudaFormat) {
+    case 1:
+      out = TexelFormat::U8;
+      return true;
+    case 2:
+      out = TexelFormat::U16;
+      return true;
+    case 3:
+      out = TexelFormat::U32;
+      return true;
+    case 8:
+      out = TexelFormat::S8;
+      return true;
+    case 9:
+      out = TexelFormat::S16;
+      return true;
+    case 10:
+      out = TexelFormat::S32;
+      return true;
+    case 16:
+      out = TexelFormat::F16;
+      return true;
+    case 32:
+      out = TexelFormat::F32;
+      return true;
+    default:
+      return false;
+  }
+}
+
+Status validateArrayDescriptor(const ArrayDescriptor& desc) {
+  support::TexelFormat texel;
+  if (!texelFormatOf(desc.format, texel)) return invalid("unsupported array format");
+  if (desc.channels != 1 && desc.channels != 2 && desc.channels != 4)
+    return invalid("NumChannels must be 1, 2 or 4");
+  if ((desc.flags & (kArraySparse | kArrayDeferredMapping)) != 0)
+    return makeError(ErrorCode::NotSupported, "sparse and deferred-mapping arrays");
+  constexpr uint32_t known = kArrayLayered | kArraySurfaceLoadStore | kArrayCubemap |
+                             kArrayTextureGather | kArrayDepthTexture | kArrayColorAttachment;
+  if ((desc.flags & ~known) != 0) return invalid("unknown array flags");
+  if (desc.width == 0) return invalid("Width must not be 0");
+  if (desc.height == 0 && desc.depth != 0 && (desc.flags & kArrayLayered) == 0)
+    return invalid("a 3D array needs a height");
+  bool layered = (desc.flags & kArrayLayered) != 0;
+  bool cubemap = (desc.flags & kArrayCubemap) != 0;
+  if (desc.width > kMaxExtent || desc.height > kMaxExtent)
+    return invalid("array extent beyond the device limit");
+  if (desc.depth > (layered || cubemap ? kMaxLayers * 6 : kMaxExtent))
+    return invalid("array depth beyond the device limit");
+  if (layered && desc.depth == 0) return invalid("a layered array needs its layer count in Depth");
+  if (cubemap) {
+    if (desc.width != desc.height) return invalid("cubemap faces must be square");
+    if (layered ? desc.depth % 6 != 0 : desc.depth != 6)
+      return invalid("a cubemap needs Depth 6 (a multiple of 6 when layered)");
+  }
+  if ((desc.flags & kArrayTextureGather) != 0 && (desc.height == 0 || desc.depth != 0))
+    return invalid("texture gather needs a 2D array");
+  return Status::success();
+}
+
+Array::Array(Context& context, const ArrayDescriptor& desc, MipmappedArray* owner)
+    : Object(ObjectKind::Array),
+      context_(context),
+      backend_(context.device().backend()),
+      desc_(desc),
+      owner_(owner) {}
+
+Result<std::unique_ptr<Array>> Array::create(Context& context, const ArrayDescriptor& desc,
+                                             MipmappedArray* owner) {
+  if (Status ok = validateArrayDescriptor(desc); !ok) return ok.error();
+  std::unique_ptr<Array> array(new Array(context, desc, owner));
+  texelFormatOf(desc.format, array->texel_);
+  array->texelBytes_ = support::texelChannelBytes(array->texel_) * desc.channels;
+  backends::DeviceBackend& backend = array->backend_;
+  Result<void*> storage = backend.allocateDevice(array->bytes());
+  if (!storage) return storage.error();
+  array->data_ = static_cast<uint8_t*>(*storage);
+  if (Status zero = backend.fill(array->data_, 0, 1, array->bytes()); !zero) return zero.error();
+  return array;
+}
+
+Array::~Array() {
+  if (data_ != nullptr) backend_.freeDevice(data_);
+}
+
+ArrayDescriptor mipmapLevelDescriptor(const ArrayDescriptor& desc, unsigned level) {
+  ArrayDescriptor out = desc;
+  auto shrink = [level](size_t extent) -> size_t {
+    if (extent == 0) return 0;
+    size_t value = level >= 63 ? 0 : extent >> level;
+    return value == 0 ? 1 : value;
+  };
+  out.width = shrink(desc.width);
+  out.height = shrink(desc.height);
+  // Layers and cubemap faces do not shrink; only a true 3D depth does.
+  if ((desc.flags & (kArrayLayered | kArrayCubemap)) == 0) out.depth = shrink(desc.depth);
+  return out;
+}
+
+MipmappedArray::MipmappedArray(const ArrayDescriptor& desc)
+    : Object(ObjectKind::MipmappedArray), desc_(desc) {}
+
+Result<std::unique_ptr<MipmappedArray>> MipmappedArray::create(Context& context,
+                                                               const ArrayDescriptor& desc,
+                                                               unsigned levels) {
+  if (Status ok = validateArrayDescriptor(desc); !ok) return ok.error();
+  if (levels == 0) return invalid("numMipmapLevels must be at least 1");
+  size_t largest = desc.width;
+  if (desc.height > largest) largest = desc.height;
+  if ((desc.flags & (kArrayLayered | kArrayCubemap)) == 0 && desc.depth > largest)
+    largest = desc.depth;
+  unsigned maxLevels = 1;
+  while ((largest >> maxLevels) != 0) ++maxLevels;
+  if (levels > maxLevels) return invalid("more mipmap levels than the extent allows");
+  std::unique_ptr<MipmappedArray> mipmap(new MipmappedArray(desc));
+  for (unsigned i = 0; i < levels; ++i) {
+    Result<std::unique_ptr<Array>> level =
+        Array::create(context, mipmapLevelDescriptor(desc, i), mipmap.get());
+    if (!level) return level.error();
+    mipmap->levels_.push_back(std::move(*level));
+  }
+  return mipmap;
+}
+
+MipmappedArray::~MipmappedArray() = default;
+
+Array* MipmappedArray::level(unsigned index) const {
+  return index < levels_.size() ? levels_[index].get() : nullptr;
+}
+
+size_t MipmappedArray::bytes() const {
+  size_t total = 0;
+  for (const auto& level : levels_) total += level->bytes();
+  return total;
+}
+
+}  // namespace rocuda::core

@@ -1,0 +1,49 @@
+// Texture and surface objects (cuTexObjectCreate, cuSurfObjectCreate). The handle the
+// application gets is the address of the object's support::TextureView, which translated kernels
+// read directly; core keeps a table of live handles so that API calls can validate them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "support/result.h"
+#include "support/texture_view.h"
+
+namespace rocuda::core {
+
+class Array;
+class Context;
+
+class TextureObject {
+ public:
+  TextureObject(Context& context, bool surface) : context_(context), surface_(surface) {}
+
+  Context& context() { return context_; }
+  bool isSurface() const { return surface_; }
+  support::TextureView& view() { return view_; }
+  const support::TextureView& view() const { return view_; }
+  uint64_t handle() const { return reinterpret_cast<uint64_t>(&view_); }
+
+  // The application's descriptors as given (opaque bytes to core), for the Get*Desc queries.
+  std::vector<uint8_t> resourceDesc;
+  std::vector<uint8_t> textureDesc;
+  std::vector<uint8_t> viewDesc;  // empty when created without a view
+
+ private:
+  Context& context_;
+  bool surface_;
+  support::TextureView view_;
+};
+
+// Point `view` at level 0 of `array` (shape, layout, format). Sampling state is left alone.
+void describeArray(support::TextureView& view, const Array& array);
+
+// Take ownership of `object`, making its handle live. Returns the handle.
+uint64_t registerTexture(std::unique_ptr<TextureObject> object);
+// The live object with that handle and kind, or nullptr.
+TextureObject* findTexture(uint64_t handle, bool surface);
+// InvalidHandle when `handle` is not a live object of that kind.
+Status destroyTexture(uint64_t handle, bool surface);
+
+}  // namespace rocuda::core

@@ -1,0 +1,214 @@
+#include "ptx/link.h"
+
+#include <map>
+#include <set>
+#include <utility>
+
+namespace rocuda::ptx {
+namespace {
+
+using Renames = std::map<std::string, std::string, std::less<>>;
+
+void renameName(std::string& name, const Renames& renames, const std::set<std::string>* shadowed) {
+  if (name.empty() || (shadowed != nullptr && shadowed->count(name) != 0)) return;
+  auto it = renames.find(name);
+  if (it != renames.end()) name = it->second;
+}
+
+void renameOperand(Operand& op, const Renames& renames, const std::set<std::string>& shadowed) {
+  if (op.kind == Operand::Kind::Symbol) renameName(op.symbol, renames, &shadowed);
+  if (op.kind == Operand::Kind::Address && op.address.baseKind == Address::BaseKind::Symbol)
+    renameName(op.address.symbol, renames, &shadowed);
+  for (Operand& element : op.elements) renameOperand(element, renames, shadowed);
+}
+
+void renameInitializer(Variable& variable, const Renames& renames,
+                       const std::set<std::string>* shadowed) {
+  for (InitializerElement& element : variable.initializer)
+    if (element.kind == InitializerElement::Kind::SymbolAddress)
+      renameName(element.symbol, renames, shadowed);
+}
+
+// Names a function body declares itself (parameters, locals, labels) hide module-scope names.
+std::set<std::string> shadowedIn(const Function& f) {
+  std::set<std::string> names;
+  for (const Variable& v : f.params) names.insert(v.name);
+  for (const Variable& v : f.returnParams) names.insert(v.name);
+  for (const Variable& v : f.locals) names.insert(v.name);
+  for (const Statement& s : f.body)
+    if (s.kind == Statement::Kind::Label) names.insert(s.label.name);
+  for (const CallPrototype& p : f.callPrototypes) names.insert(p.label);
+  for (const TargetList& t : f.targetLists) names.insert(t.label);
+  return names;
+}
+
+void renameFunction(Function& f, const Renames& renames) {
+  renameName(f.name, renames, nullptr);
+  if (f.isDeclaration) return;
+  std::set<std::string> shadowed = shadowedIn(f);
+  for (Statement& s : f.body) {
+    if (s.kind != Statement::Kind::Instruction) continue;
+    for (Operand& op : s.instruction.operands) renameOperand(op, renames, shadowed);
+  }
+  for (Variable& v : f.locals) renameInitializer(v, renames, &shadowed);
+  for (TargetList& t : f.targetLists)
+    if (t.isCallTargets)
+      for (std::string& target : t.targets) renameName(target, renames, &shadowed);
+}
+
+void renameModule(Module& m, const Renames& renames) {
+  if (renames.empty()) return;
+  for (Variable& v : m.globals) {
+    renameName(v.name, renames, nullptr);
+    renameInitializer(v, renames, nullptr);
+  }
+  for (Function& f : m.functions) renameFunction(f, renames);
+  for (auto& [alias, target] : m.aliases) {
+    renameName(alias, renames, nullptr);
+    renameName(target, renames, nullptr);
+  }
+}
+
+std::set<std::string> moduleScopeNames(const Module& m) {
+  std::set<std::string> names;
+  for (const Variable& v : m.globals) names.insert(v.name);
+  for (const Function& f : m.functions) names.insert(f.name);
+  return names;
+}
+
+// Module-local names that another module also uses get a suffix unique to their module.
+void renameCollidingLocals(std::vector<Module>& modules) {
+  std::vector<std::set<std::string>> names;
+  for (const Module& m : modules) names.push_back(moduleScopeNames(m));
+  auto usedElsewhere = [&](const std::string& name, size_t self) {
+    for (size_t j = 0; j < names.size(); ++j)
+      if (j != self && names[j].count(name) != 0) return true;
+    return false;
+  };
+  for (size_t k = 0; k < modules.size(); ++k) {
+    Renames renames;
+    auto consider = [&](const std::string& name, Linkage linkage) {
+      if (linkage != Linkage::Default || !usedElsewhere(name, k) || renames.count(name)) return;
+      std::string fresh = name + "_rl" + std::to_string(k);
+      while (usedElsewhere(fresh, modules.size()) || names[k].count(fresh)) fresh += "_";
+      renames.emplace(name, fresh);
+    };
+    for (const Variable& v : modules[k].globals) consider(v.name, v.linkage);
+    for (const Function& f : modules[k].functions) consider(f.name, f.linkage);
+    renameModule(modules[k], renames);
+    names[k] = moduleScopeNames(modules[k]);
+  }
+}
+
+bool isStrong(Linkage linkage) {
+  return linkage == Linkage::Visible || linkage == Linkage::Default;
+}
+
+// Which definition of each name wins: (module, index in globals or functions).
+struct Choice {
+  size_t module = 0;
+  size_t index = 0;
+  Linkage linkage = Linkage::Default;
+  bool isFunction = false;
+  uint64_t size = 0;
+};
+
+void choose(std::map<std::string, Choice>& chosen, const std::string& name, Choice candidate,
+            std::vector<std::string>& errors) {
+  auto [it, inserted] = chosen.emplace(name, candidate);
+  if (inserted) return;
+  Choice& current = it->second;
+  if (current.isFunction != candidate.isFunction) {
+    errors.push_back("'" + name + "' is defined both as a function and as a variable");
+  } else if (isStrong(current.linkage) && isStrong(candidate.linkage)) {
+    errors.push_back("multiple definitions of '" + name + "'");
+  } else if (isStrong(candidate.linkage)) {
+    current = candidate;  // a strong definition replaces a weak or common one
+  } else if (current.linkage == Linkage::Common && candidate.linkage == Linkage::Common &&
+             candidate.size > current.size) {
+    current = candidate;  // the largest common variable
+  }
+}
+
+std::map<std::string, Choice> chooseDefinitions(const std::vector<Module>& modules,
+                                                std::vector<std::string>& errors) {
+  std::map<std::string, Choice> chosen;
+  for (size_t k = 0; k < modules.size(); ++k) {
+    const Module& m = modules[k];
+    for (size_t i = 0; i < m.globals.size(); ++i)
+      if (m.globals[i].linkage != Linkage::Extern)
+        choose(chosen, m.globals[i].name,
+               {k, i, m.globals[i].linkage, false, m.globals[i].sizeInBytes()}, errors);
+    for (size_t i = 0; i < m.functions.size(); ++i)
+      if (!m.functions[i].isDeclaration)
+        choose(chosen, m.functions[i].name, {k, i, m.functions[i].linkage, true, 0}, errors);
+  }
+  return chosen;
+}
+
+// The numeric part of the first target, "sm_90a" -> 90 (0 when not an sm_XX target).
+unsigned targetNumber(const Module& m) {
+  if (m.targets.empty() || m.targets[0].rfind("sm_", 0) != 0) return 0;
+  unsigned value = 0;
+  for (char c : m.targets[0].substr(3)) {
+    if (c < '0' || c > '9') break;
+    value = value * 10 + static_cast<unsigned>(c - '0');
+  }
+  return value;
+}
+
+void mergeHeaders(const std::vector<Module>& modules, Module& out,
+                  std::vector<std::string>& errors) {
+  const Module* highest = &modules[0];
+  for (const Module& m : modules) {
+    if (m.versionMajor * 100 + m.versionMinor > out.versionMajor * 100 + out.versionMinor) {
+      out.versionMajor = m.versionMajor;
+      out.versionMinor = m.versionMinor;
+    }
+    if (targetNumber(m) > targetNumber(*highest)) highest = &m;
+    if (m.addressSize != modules[0].addressSize)
+      errors.push_back("modules disagree on .address_size");
+  }
+  out.targets = highest->targets;
+  out.addressSize = modules[0].addressSize;
+}
+
+}  // namespace
+
+LinkResult linkModules(std::vector<Module> modules) {
+  LinkResult result;
+  result.module.name = "<linked>";
+  if (modules.empty()) {
+    result.errors.push_back("nothing to link");
+    return result;
+  }
+  mergeHeaders(modules, result.module, result.errors);
+  renameCollidingLocals(modules);
+  std::map<std::string, Choice> chosen = chooseDefinitions(modules, result.errors);
+  if (!result.ok()) return result;
+
+  std::set<std::string> declared;  // unresolved externs already emitted
+  for (size_t k = 0; k < modules.size(); ++k) {
+    Module& m = modules[k];
+    for (size_t i = 0; i < m.globals.size(); ++i) {
+      Variable& v = m.globals[i];
+      auto it = chosen.find(v.name);
+      bool keep = it == chosen.end()
+                      ? declared.insert(v.name).second
+                      : it->second.module == k && it->second.index == i && !it->second.isFunction;
+      if (keep) result.module.globals.push_back(std::move(v));
+    }
+    for (size_t i = 0; i < m.functions.size(); ++i) {
+      Function& f = m.functions[i];
+      auto it = chosen.find(f.name);
+      bool keep = it == chosen.end()
+                      ? declared.insert(f.name).second
+                      : it->second.module == k && it->second.index == i && it->second.isFunction;
+      if (keep) result.module.functions.push_back(std::move(f));
+    }
+    for (auto& alias : m.aliases) result.module.aliases.push_back(std::move(alias));
+  }
+  return result;
+}
+
+}  // namespace rocuda::ptx

@@ -1,0 +1,29 @@
+// Linking PTX modules (cuLinkCreate/AddData/Complete with PTX inputs, -rdc device code): several
+// parsed modules become one, as nvlink would resolve them but at the PTX level.
+//
+//   - an `.extern` function or variable declared in one module binds to the `.visible` (or
+//     `.weak`, or `.common`) definition of that name in another; unresolved externs stay
+//     declarations (the runtime's vprintf, malloc... are provided when the module is loaded);
+//   - two strong definitions of one visible name are an error; a weak one yields to a strong
+//     one, the first of several weak ones is kept;
+//   - module-local names (no linkage directive) that collide with a name of another module are
+//     renamed in their module (`name_rl<k>`), with every reference to them;
+//   - .version is the highest, .target the one of the highest sm_XX, .address_size must agree.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ptx/ast.h"
+
+namespace rocuda::ptx {
+
+struct LinkResult {
+  Module module;
+  std::vector<std::string> errors;  // empty on success
+  bool ok() const { return errors.empty(); }
+};
+
+LinkResult linkModules(std::vector<Module> modules);
+
+}  // namespace rocuda::ptx

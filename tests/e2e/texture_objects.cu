@@ -1,0 +1,335 @@
+// Texture and surface objects through the runtime API: CUDA arrays (2D, 3D, layered), copies to
+// and from them, linear filtering with normalized coordinates under each address mode,
+// tex1Dfetch on linear memory, tex3D, layered textures, normalized-float reads of bytes and
+// surf2Dwrite/surf2Dread. The host reference follows the CUDA programming guide's "Texture
+// fetching" appendix (linear weights in 9-bit fixed point).
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "e2e_check.h"
+
+namespace {
+
+// ---- Host reference sampler ----
+
+int addressIndex(int i, int n, cudaTextureAddressMode mode, bool& border) {
+  border = false;
+  switch (mode) {
+    case cudaAddressModeWrap: return ((i % n) + n) % n;
+    case cudaAddressModeMirror: {
+      int m = ((i % (2 * n)) + 2 * n) % (2 * n);
+      return m < n ? m : 2 * n - 1 - m;
+    }
+    case cudaAddressModeBorder:
+      border = i < 0 || i >= n;
+      return i;
+    default: return i < 0 ? 0 : (i >= n ? n - 1 : i);
+  }
+}
+
+float texel2D(const std::vector<float>& t, int w, int h, int i, int j,
+              cudaTextureAddressMode mode) {
+  bool bi, bj;
+  int x = addressIndex(i, w, mode, bi), y = addressIndex(j, h, mode, bj);
+  if (bi || bj) return 0.0f;  // border colour 0
+  return t[y * w + x];
+}
+
+float fixedPointFraction(float v) { return std::round(v * 256.0f) / 256.0f; }
+
+// tex2D with linear filtering and normalized coordinates.
+float linear2D(const std::vector<float>& t, int w, int h, float x, float y,
+               cudaTextureAddressMode mode) {
+  float xb = x * w - 0.5f, yb = y * h - 0.5f;
+  float fi = std::floor(xb), fj = std::floor(yb);
+  float a = fixedPointFraction(xb - fi), b = fixedPointFraction(yb - fj);
+  int i = static_cast<int>(fi), j = static_cast<int>(fj);
+  return (1 - a) * (1 - b) * texel2D(t, w, h, i, j, mode) +
+         a * (1 - b) * texel2D(t, w, h, i + 1, j, mode) +
+         (1 - a) * b * texel2D(t, w, h, i, j + 1, mode) + a * b * texel2D(t, w, h, i + 1, j + 1, mode);
+}
+
+// ---- Kernels ----
+
+__global__ void sample2D(cudaTextureObject_t tex, const float2* coords, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = tex2D<float>(tex, coords[i].x, coords[i].y);
+}
+
+__global__ void fetchLinear(cudaTextureObject_t tex, int* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = tex1Dfetch<int>(tex, i);
+}
+
+__global__ void sample3D(cudaTextureObject_t tex, float* out, int w, int h, int d) {
+  int x = threadIdx.x, y = threadIdx.y, z = threadIdx.z;
+  if (x < w && y < h && z < d) out[(z * h + y) * w + x] = tex3D<float>(tex, x + 0.5f, y + 0.5f, z + 0.5f);
+}
+
+__global__ void sampleLayers(cudaTextureObject_t tex, float* out, int w, int h, int layers) {
+  int x = threadIdx.x, y = threadIdx.y, layer = threadIdx.z;
+  if (x < w && y < h && layer < layers)
+    out[(layer * h + y) * w + x] = tex2DLayered<float>(tex, x + 0.5f, y + 0.5f, layer);
+}
+
+__global__ void sampleBytes(cudaTextureObject_t tex, float4* out, int w, int h) {
+  int x = threadIdx.x, y = threadIdx.y;
+  if (x < w && y < h) out[y * w + x] = tex2D<float4>(tex, x + 0.5f, y + 0.5f);
+}
+
+__global__ void writeSurface(cudaSurfaceObject_t surf, int w, int h) {
+  int x = threadIdx.x, y = threadIdx.y;
+  if (x < w && y < h) surf2Dwrite(static_cast<float>(x * 10 + y), surf, x * 4, y);
+}
+
+__global__ void readSurface(cudaSurfaceObject_t surf, float* out, int w, int h) {
+  int x = threadIdx.x, y = threadIdx.y;
+  if (x >= w || y >= h) return;
+  float v;
+  surf2Dread(&v, surf, x * 4, y);
+  out[y * w + x] = v + 0.5f;
+  surf2Dwrite(v * 2.0f, surf, x * 4, y);
+}
+
+cudaTextureObject_t arrayTexture(cudaArray_t array, cudaTextureAddressMode mode,
+                                 cudaTextureFilterMode filter, bool normalized,
+                                 cudaTextureReadMode read = cudaReadModeElementType) {
+  cudaResourceDesc res{};
+  res.resType = cudaResourceTypeArray;
+  res.res.array.array = array;
+  cudaTextureDesc desc{};
+  desc.addressMode[0] = desc.addressMode[1] = desc.addressMode[2] = mode;
+  desc.filterMode = filter;
+  desc.readMode = read;
+  desc.normalizedCoords = normalized ? 1 : 0;
+  cudaTextureObject_t tex = 0;
+  CHECK(cudaCreateTextureObject(&tex, &res, &desc, nullptr));
+  return tex;
+}
+
+void filtering2D(Checker& check) {
+  const int w = 8, h = 6;
+  std::vector<float> texels(w * h);
+  for (int i = 0; i < w * h; ++i) texels[i] = static_cast<float>((i * 37) % 23) - 5.0f;
+  cudaChannelFormatDesc format = cudaCreateChannelDesc<float>();
+  cudaArray_t array;
+  CHECK(cudaMallocArray(&array, &format, w, h));
+  CHECK(cudaMemcpy2DToArray(array, 0, 0, texels.data(), w * sizeof(float), w * sizeof(float), h,
+                            cudaMemcpyHostToDevice));
+  // Coordinates inside and outside [0, 1) so that every address mode matters.
+  std::vector<float2> coords;
+  for (int i = 0; i < 40; ++i)
+    coords.push_back(make_float2(-1.3f + i * 0.091f, 1.7f - i * 0.077f));
+  int n = static_cast<int>(coords.size());
+  float2* dCoords;
+  float* dOut;
+  CHECK(cudaMalloc(&dCoords, n * sizeof(float2)));
+  CHECK(cudaMalloc(&dOut, n * sizeof(float)));
+  CHECK(cudaMemcpy(dCoords, coords.data(), n * sizeof(float2), cudaMemcpyHostToDevice));
+  const cudaTextureAddressMode modes[] = {cudaAddressModeWrap, cudaAddressModeClamp,
+                                          cudaAddressModeMirror, cudaAddressModeBorder};
+  const char* names[] = {"linear2D.wrap", "linear2D.clamp", "linear2D.mirror", "linear2D.border"};
+  for (int m = 0; m < 4; ++m) {
+    cudaTextureObject_t tex = arrayTexture(array, modes[m], cudaFilterModeLinear, true);
+    sample2D<<<1, 64>>>(tex, dCoords, dOut, n);
+    CHECK_LAUNCH();
+    std::vector<float> got(n);
+    CHECK(cudaMemcpy(got.data(), dOut, n * sizeof(float), cudaMemcpyDeviceToHost));
+    for (int i = 0; i < n; ++i)
+      check.near(names[m], i, linear2D(texels, w, h, coords[i].x, coords[i].y, modes[m]), got[i],
+                 1e-4);
+    CHECK(cudaDestroyTextureObject(tex));
+  }
+  // The array reads back unchanged.
+  std::vector<float> back(w * h);
+  CHECK(cudaMemcpy2DFromArray(back.data(), w * sizeof(float), array, 0, 0, w * sizeof(float), h,
+                              cudaMemcpyDeviceToHost));
+  for (int i = 0; i < w * h; ++i) check.eq("array2D.readback", i, texels[i], back[i]);
+  CHECK(cudaFree(dCoords));
+  CHECK(cudaFree(dOut));
+  CHECK(cudaFreeArray(array));
+}
+
+void linearMemory(Checker& check) {
+  const int n = 300;
+  std::vector<int> values(n);
+  for (int i = 0; i < n; ++i) values[i] = i * i - 1000;
+  int *dValues, *dOut;
+  CHECK(cudaMalloc(&dValues, n * sizeof(int)));
+  CHECK(cudaMalloc(&dOut, n * sizeof(int)));
+  CHECK(cudaMemcpy(dValues, values.data(), n * sizeof(int), cudaMemcpyHostToDevice));
+  cudaResourceDesc res{};
+  res.resType = cudaResourceTypeLinear;
+  res.res.linear.devPtr = dValues;
+  res.res.linear.desc = cudaCreateChannelDesc<int>();
+  res.res.linear.sizeInBytes = n * sizeof(int);
+  cudaTextureDesc desc{};
+  desc.readMode = cudaReadModeElementType;
+  cudaTextureObject_t tex;
+  CHECK(cudaCreateTextureObject(&tex, &res, &desc, nullptr));
+  fetchLinear<<<(n + 127) / 128, 128>>>(tex, dOut, n);
+  CHECK_LAUNCH();
+  std::vector<int> got(n);
+  CHECK(cudaMemcpy(got.data(), dOut, n * sizeof(int), cudaMemcpyDeviceToHost));
+  for (int i = 0; i < n; ++i) check.eq("tex1Dfetch", i, values[i], got[i]);
+  CHECK(cudaDestroyTextureObject(tex));
+  CHECK(cudaFree(dValues));
+  CHECK(cudaFree(dOut));
+}
+
+// 3D (point filtering at texel centres) and 2D layered arrays, filled with cudaMemcpy3D.
+void volumes(Checker& check, bool layered) {
+  const int w = 4, h = 3, d = 5;
+  std::vector<float> texels(w * h * d);
+  for (int i = 0; i < w * h * d; ++i) texels[i] = 0.25f * i - 3.0f;
+  cudaChannelFormatDesc format = cudaCreateChannelDesc<float>();
+  cudaArray_t array;
+  CHECK(cudaMalloc3DArray(&array, &format, make_cudaExtent(w, h, d),
+                          layered ? cudaArrayLayered : 0));
+  cudaMemcpy3DParms copy{};
+  copy.srcPtr = make_cudaPitchedPtr(texels.data(), w * sizeof(float), w, h);
+  copy.dstArray = array;
+  copy.extent = make_cudaExtent(w, h, d);
+  copy.kind = cudaMemcpyHostToDevice;
+  CHECK(cudaMemcpy3D(&copy));
+  cudaTextureObject_t tex = arrayTexture(array, cudaAddressModeClamp, cudaFilterModePoint, false);
+  float* dOut;
+  CHECK(cudaMalloc(&dOut, texels.size() * sizeof(float)));
+  CHECK(cudaMemset(dOut, 0, texels.size() * sizeof(float)));
+  if (layered)
+    sampleLayers<<<1, dim3(w, h, d)>>>(tex, dOut, w, h, d);
+  else
+    sample3D<<<1, dim3(w, h, d)>>>(tex, dOut, w, h, d);
+  CHECK_LAUNCH();
+  std::vector<float> got(texels.size());
+  CHECK(cudaMemcpy(got.data(), dOut, got.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < got.size(); ++i)
+    check.eq(layered ? "tex2DLayered" : "tex3D", static_cast<long long>(i), texels[i], got[i]);
+  CHECK(cudaDestroyTextureObject(tex));
+  CHECK(cudaFree(dOut));
+  CHECK(cudaFreeArray(array));
+}
+
+void normalizedBytes(Checker& check) {
+  const int w = 5, h = 2;
+  std::vector<uchar4> texels(w * h);
+  for (int i = 0; i < w * h; ++i)
+    texels[i] = make_uchar4(i * 25, 255 - i * 20, i, 128);
+  cudaChannelFormatDesc format = cudaCreateChannelDesc<uchar4>();
+  cudaArray_t array;
+  CHECK(cudaMallocArray(&array, &format, w, h));
+  CHECK(cudaMemcpy2DToArray(array, 0, 0, texels.data(), w * sizeof(uchar4), w * sizeof(uchar4), h,
+                            cudaMemcpyHostToDevice));
+  cudaTextureObject_t tex = arrayTexture(array, cudaAddressModeClamp, cudaFilterModePoint, false,
+                                         cudaReadModeNormalizedFloat);
+  float4* dOut;
+  CHECK(cudaMalloc(&dOut, w * h * sizeof(float4)));
+  sampleBytes<<<1, dim3(w, h)>>>(tex, dOut, w, h);
+  CHECK_LAUNCH();
+  std::vector<float4> got(w * h);
+  CHECK(cudaMemcpy(got.data(), dOut, w * h * sizeof(float4), cudaMemcpyDeviceToHost));
+  for (int i = 0; i < w * h; ++i) {
+    check.near("uchar4.x", i, texels[i].x / 255.0, got[i].x, 1e-6);
+    check.near("uchar4.y", i, texels[i].y / 255.0, got[i].y, 1e-6);
+    check.near("uchar4.z", i, texels[i].z / 255.0, got[i].z, 1e-6);
+    check.near("uchar4.w", i, texels[i].w / 255.0, got[i].w, 1e-6);
+  }
+  CHECK(cudaDestroyTextureObject(tex));
+  CHECK(cudaFree(dOut));
+  CHECK(cudaFreeArray(array));
+}
+
+// A texture over pitched linear memory (cudaMallocPitch), point-sampled at texel centres and
+// linearly filtered half way between rows.
+void pitched(Checker& check) {
+  const int w = 6, h = 4;
+  std::vector<float> texels(w * h);
+  for (int i = 0; i < w * h; ++i) texels[i] = static_cast<float>(i * 3 % 11);
+  float* dTexels;
+  size_t pitch = 0;
+  CHECK(cudaMallocPitch(reinterpret_cast<void**>(&dTexels), &pitch, w * sizeof(float), h));
+  CHECK(cudaMemcpy2D(dTexels, pitch, texels.data(), w * sizeof(float), w * sizeof(float), h,
+                     cudaMemcpyHostToDevice));
+  cudaResourceDesc res{};
+  res.resType = cudaResourceTypePitch2D;
+  res.res.pitch2D.devPtr = dTexels;
+  res.res.pitch2D.desc = cudaCreateChannelDesc<float>();
+  res.res.pitch2D.width = w;
+  res.res.pitch2D.height = h;
+  res.res.pitch2D.pitchInBytes = pitch;
+  cudaTextureDesc desc{};
+  desc.addressMode[0] = desc.addressMode[1] = cudaAddressModeClamp;
+  desc.filterMode = cudaFilterModeLinear;
+  desc.readMode = cudaReadModeElementType;
+  cudaTextureObject_t tex;
+  CHECK(cudaCreateTextureObject(&tex, &res, &desc, nullptr));
+  std::vector<float2> coords;
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) coords.push_back(make_float2(x + 0.5f, y + 1.0f));
+  int n = static_cast<int>(coords.size());
+  float2* dCoords;
+  float* dOut;
+  CHECK(cudaMalloc(&dCoords, n * sizeof(float2)));
+  CHECK(cudaMalloc(&dOut, n * sizeof(float)));
+  CHECK(cudaMemcpy(dCoords, coords.data(), n * sizeof(float2), cudaMemcpyHostToDevice));
+  sample2D<<<1, 64>>>(tex, dCoords, dOut, n);
+  CHECK_LAUNCH();
+  std::vector<float> got(n);
+  CHECK(cudaMemcpy(got.data(), dOut, n * sizeof(float), cudaMemcpyDeviceToHost));
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      int below = y + 1 < h ? y + 1 : h - 1;  // clamp at the last row
+      float expected = 0.5f * texels[y * w + x] + 0.5f * texels[below * w + x];
+      check.near("pitch2D", y * w + x, expected, got[y * w + x], 1e-5);
+    }
+  CHECK(cudaDestroyTextureObject(tex));
+  CHECK(cudaFree(dCoords));
+  CHECK(cudaFree(dOut));
+  CHECK(cudaFree(dTexels));
+}
+
+void surfaces(Checker& check) {
+  const int w = 7, h = 5;
+  cudaChannelFormatDesc format = cudaCreateChannelDesc<float>();
+  cudaArray_t array;
+  CHECK(cudaMallocArray(&array, &format, w, h, cudaArraySurfaceLoadStore));
+  cudaResourceDesc res{};
+  res.resType = cudaResourceTypeArray;
+  res.res.array.array = array;
+  cudaSurfaceObject_t surf;
+  CHECK(cudaCreateSurfaceObject(&surf, &res));
+  float* dOut;
+  CHECK(cudaMalloc(&dOut, w * h * sizeof(float)));
+  writeSurface<<<1, dim3(w, h)>>>(surf, w, h);
+  CHECK_LAUNCH();
+  readSurface<<<1, dim3(w, h)>>>(surf, dOut, w, h);
+  CHECK_LAUNCH();
+  std::vector<float> got(w * h), back(w * h);
+  CHECK(cudaMemcpy(got.data(), dOut, got.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy2DFromArray(back.data(), w * sizeof(float), array, 0, 0, w * sizeof(float), h,
+                              cudaMemcpyDeviceToHost));
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      float v = static_cast<float>(x * 10 + y);
+      check.eq("surf2Dread", y * w + x, v + 0.5f, got[y * w + x]);
+      check.eq("surf2Dwrite", y * w + x, v * 2.0f, back[y * w + x]);
+    }
+  CHECK(cudaDestroySurfaceObject(surf));
+  CHECK(cudaFree(dOut));
+  CHECK(cudaFreeArray(array));
+}
+
+}  // namespace
+
+int main() {
+  Checker check("texture_objects");
+  filtering2D(check);
+  linearMemory(check);
+  volumes(check, false);
+  volumes(check, true);
+  normalizedBytes(check);
+  pitched(check);
+  surfaces(check);
+  return check.finish();
+}

@@ -1,0 +1,746 @@
+// The graph entry points of libcuda.so.1 (loaded with dlopen, reached through cuGetProcAddress):
+// explicit construction of every node kind, structure queries, clone, instantiation and launch
+// with results checked, exec updates, user objects, graph memory, capture with fork/join, and
+// the documented errors.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "api/cuda/graph_abi.h"
+#include "rocuda/cuda_abi.h"
+
+namespace rocuda::cuda {
+namespace {
+
+using GetProcAddress = CUresult (*)(const char*, void**, int, cuuint64_t,
+                                    CUdriverProcAddressQueryResult*);
+
+void* library() {
+  static void* handle = dlopen(ROCUDA_LIBCUDA_PATH, RTLD_NOW | RTLD_LOCAL);
+  return handle;
+}
+
+template <class F>
+F proc(const char* name, int version) {
+  static auto getProc = reinterpret_cast<GetProcAddress>(dlsym(library(), "cuGetProcAddress_v2"));
+  void* pfn = nullptr;
+  CUresult result = getProc(name, &pfn, version, 0, nullptr);
+  EXPECT_EQ(result, CUDA_SUCCESS) << name;
+  return reinterpret_cast<F>(pfn);
+}
+
+// The forms a CUDA 11.8 runtime sees (the first-generation graph structures), and CUDA 13's.
+#define CU(name, ...) proc<CUresult (*)(__VA_ARGS__)>(#name, 11080)
+#define CU13(name, ...) proc<CUresult (*)(__VA_ARGS__)>(#name, 13000)
+
+constexpr const char* kPtx = R"(
+.version 7.0
+.target sm_50
+.address_size 64
+
+.visible .entry add_value(.param .u64 data, .param .u32 value, .param .u32 n)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<9>;
+  .reg .b64 %rd<5>;
+  ld.param.u64 %rd1, [data];
+  ld.param.u32 %r8, [value];
+  ld.param.u32 %r1, [n];
+  mov.u32 %r2, %ctaid.x;
+  mov.u32 %r3, %ntid.x;
+  mov.u32 %r4, %tid.x;
+  mad.lo.s32 %r5, %r2, %r3, %r4;
+  setp.ge.u32 %p1, %r5, %r1;
+  @%p1 bra DONE;
+  cvta.to.global.u64 %rd2, %rd1;
+  mul.wide.u32 %rd3, %r5, 4;
+  add.s64 %rd4, %rd2, %rd3;
+  ld.global.u32 %r6, [%rd4];
+  add.s32 %r7, %r6, %r8;
+  st.global.u32 [%rd4], %r7;
+DONE:
+  ret;
+}
+)";
+
+constexpr uint32_t kN = 256;
+
+class LibCudaGraph : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ASSERT_NE(library(), nullptr) << dlerror();
+    ASSERT_EQ(CU(cuInit, unsigned)(0), CUDA_SUCCESS);
+  }
+  void SetUp() override {
+    ASSERT_EQ(CU(cuDevicePrimaryCtxRetain, CUcontext*, CUdevice)(&context_, 0), CUDA_SUCCESS);
+    ASSERT_EQ(CU(cuCtxSetCurrent, CUcontext)(context_), CUDA_SUCCESS);
+    ASSERT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module_, kPtx), CUDA_SUCCESS);
+    ASSERT_EQ(CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&function_, module_,
+                                                                          "add_value"),
+              CUDA_SUCCESS);
+    ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&data_, kN * 4), CUDA_SUCCESS);
+    ASSERT_EQ(CU(cuStreamCreate, CUstream*, unsigned)(&stream_, 1), CUDA_SUCCESS);
+  }
+  void TearDown() override {
+    EXPECT_EQ(CU(cuStreamDestroy, CUstream)(stream_), CUDA_SUCCESS);
+    EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(data_), CUDA_SUCCESS);
+    EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module_), CUDA_SUCCESS);
+  }
+
+  // A kernel node adding `value` to every element of data_.
+  CUgraphNode addKernel(CUgraph graph, std::vector<CUgraphNode> deps, uint32_t value) {
+    uint32_t n = kN;
+    void* params[] = {&data_, &value, &n};
+    CUDA_KERNEL_NODE_PARAMS_v1 p{function_, 2, 1, 1, 128, 1, 1, 0, params, nullptr};
+    CUgraphNode node = nullptr;
+    EXPECT_EQ(CU(cuGraphAddKernelNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+                 const CUDA_KERNEL_NODE_PARAMS_v1*)(&node, graph, deps.data(), deps.size(), &p),
+              CUDA_SUCCESS);
+    return node;
+  }
+  std::vector<uint32_t> readBack() {
+    std::vector<uint32_t> out(kN);
+    EXPECT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(out.data(), data_, kN * 4),
+              CUDA_SUCCESS);
+    return out;
+  }
+  void launchAndWait(CUgraphExec exec) {
+    ASSERT_EQ(CU(cuGraphLaunch, CUgraphExec, CUstream)(exec, stream_), CUDA_SUCCESS);
+    ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(stream_), CUDA_SUCCESS);
+  }
+
+  CUcontext context_ = nullptr;
+  CUmodule module_ = nullptr;
+  CUfunction function_ = nullptr;
+  CUdeviceptr data_ = 0;
+  CUstream stream_ = nullptr;
+};
+
+using AddNode = CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t);
+using Memset = CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+                            const CUDA_MEMSET_NODE_PARAMS_v1*, CUcontext);
+
+int hostCalls = 0;
+void countCall(void* p) { hostCalls += *static_cast<int*>(p); }
+
+TEST_F(LibCudaGraph, ExplicitNodesRunInDependencyOrder) {
+  CUgraph graph = nullptr;
+  ASSERT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&graph, 0), CUDA_SUCCESS);
+  // memset 5 -> kernel +3 -> copy to host -> host node; a kernel +10 after the memset too.
+  CUDA_MEMSET_NODE_PARAMS_v1 fill{data_, 0, 5, 4, kN, 1};
+  CUgraphNode memset = nullptr;
+  ASSERT_EQ(
+      CU(cuGraphAddMemsetNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+         const CUDA_MEMSET_NODE_PARAMS_v1*, CUcontext)(&memset, graph, nullptr, 0, &fill, context_),
+      CUDA_SUCCESS);
+  CUgraphNode k3 = addKernel(graph, {memset}, 3);
+  CUgraphNode k10 = addKernel(graph, {k3}, 10);
+  std::vector<uint32_t> host(kN, 0);
+  CUDA_MEMCPY3D copy{};
+  copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  copy.srcDevice = data_;
+  copy.dstMemoryType = CU_MEMORYTYPE_HOST;
+  copy.dstHost = host.data();
+  copy.WidthInBytes = kN * 4;
+  copy.Height = 1;
+  copy.Depth = 1;
+  CUgraphNode memcpy = nullptr;
+  ASSERT_EQ(CU(cuGraphAddMemcpyNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+               const CUDA_MEMCPY3D*, CUcontext)(&memcpy, graph, &k10, 1, &copy, context_),
+            CUDA_SUCCESS);
+  int weight = 1;
+  CUDA_HOST_NODE_PARAMS hostParams{countCall, &weight};
+  CUgraphNode hostNode = nullptr;
+  ASSERT_EQ(CU(cuGraphAddHostNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+               const CUDA_HOST_NODE_PARAMS*)(&hostNode, graph, &memcpy, 1, &hostParams),
+            CUDA_SUCCESS);
+
+  CUgraphNodeType type{};
+  ASSERT_EQ(CU(cuGraphNodeGetType, CUgraphNode, CUgraphNodeType*)(memcpy, &type), CUDA_SUCCESS);
+  EXPECT_EQ(type, CU_GRAPH_NODE_TYPE_MEMCPY);
+  CUDA_KERNEL_NODE_PARAMS_v1 readParams{};
+  ASSERT_EQ(
+      CU(cuGraphKernelNodeGetParams, CUgraphNode, CUDA_KERNEL_NODE_PARAMS_v1*)(k3, &readParams),
+      CUDA_SUCCESS);
+  EXPECT_EQ(readParams.func, function_);
+  EXPECT_EQ(readParams.gridDimX, 2u);
+  EXPECT_EQ(*static_cast<uint32_t*>(readParams.kernelParams[1]), 3u);  // a copy of the value
+
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(
+      CU(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long)(&exec, graph, 0),
+      CUDA_SUCCESS);
+  hostCalls = 0;
+  launchAndWait(exec);
+  for (uint32_t v : host) ASSERT_EQ(v, 18u);
+  EXPECT_EQ(hostCalls, 1);
+
+  // Changing the graph's node does not change the instantiated graph; the exec's own does.
+  uint32_t value = 100, n = kN;
+  void* params[] = {&data_, &value, &n};
+  CUDA_KERNEL_NODE_PARAMS_v1 changed{function_, 2, 1, 1, 128, 1, 1, 0, params, nullptr};
+  ASSERT_EQ(
+      CU(cuGraphKernelNodeSetParams, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS_v1*)(k10, &changed),
+      CUDA_SUCCESS);
+  launchAndWait(exec);
+  for (uint32_t v : host) ASSERT_EQ(v, 18u);
+  ASSERT_EQ(CU(cuGraphExecKernelNodeSetParams, CUgraphExec, CUgraphNode,
+               const CUDA_KERNEL_NODE_PARAMS_v1*)(exec, k10, &changed),
+            CUDA_SUCCESS);
+  launchAndWait(exec);
+  for (uint32_t v : host) ASSERT_EQ(v, 108u);
+  // Disabled kernel nodes are skipped.
+  ASSERT_EQ(CU(cuGraphNodeSetEnabled, CUgraphExec, CUgraphNode, unsigned)(exec, k3, 0),
+            CUDA_SUCCESS);
+  unsigned enabled = 1;
+  ASSERT_EQ(CU(cuGraphNodeGetEnabled, CUgraphExec, CUgraphNode, unsigned*)(exec, k3, &enabled),
+            CUDA_SUCCESS);
+  EXPECT_EQ(enabled, 0u);
+  EXPECT_EQ(CU(cuGraphNodeSetEnabled, CUgraphExec, CUgraphNode, unsigned)(exec, hostNode, 0),
+            CUDA_ERROR_INVALID_VALUE);
+  launchAndWait(exec);
+  for (uint32_t v : host) ASSERT_EQ(v, 105u);
+  EXPECT_EQ(hostCalls, 4);
+
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
+}
+
+TEST_F(LibCudaGraph, StructureQueriesAndErrors) {
+  CUgraph graph = nullptr, other = nullptr;
+  ASSERT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&graph, 0), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&other, 0), CUDA_SUCCESS);
+  auto empty = CU(cuGraphAddEmptyNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t);
+  CUgraphNode a = nullptr, b = nullptr, c = nullptr, foreign = nullptr;
+  ASSERT_EQ(empty(&a, graph, nullptr, 0), CUDA_SUCCESS);
+  ASSERT_EQ(empty(&b, graph, &a, 1), CUDA_SUCCESS);
+  ASSERT_EQ(empty(&c, graph, nullptr, 0), CUDA_SUCCESS);
+  ASSERT_EQ(empty(&foreign, other, nullptr, 0), CUDA_SUCCESS);
+  EXPECT_EQ(empty(nullptr, graph, nullptr, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(empty(&a, nullptr, nullptr, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(empty(&a, graph, nullptr, 1), CUDA_ERROR_INVALID_VALUE);
+  CUgraphNode bogus = reinterpret_cast<CUgraphNode>(0x1234);
+  CUgraphNode x = nullptr;
+  EXPECT_EQ(empty(&x, graph, &bogus, 1), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(empty(&x, graph, &foreign, 1), CUDA_ERROR_INVALID_VALUE);
+  CUgraphNode twice[] = {a, a};
+  EXPECT_EQ(empty(&x, graph, twice, 2), CUDA_ERROR_INVALID_VALUE);
+
+  size_t count = 0;
+  ASSERT_EQ(CU(cuGraphGetNodes, CUgraph, CUgraphNode*, size_t*)(graph, nullptr, &count),
+            CUDA_SUCCESS);
+  EXPECT_EQ(count, 3u);
+  CUgraphNode roots[4] = {};
+  count = 4;
+  ASSERT_EQ(CU(cuGraphGetRootNodes, CUgraph, CUgraphNode*, size_t*)(graph, roots, &count),
+            CUDA_SUCCESS);
+  EXPECT_EQ(count, 2u);
+  EXPECT_EQ(roots[0], a);
+  EXPECT_EQ(roots[1], c);
+  EXPECT_EQ(roots[2], nullptr);
+
+  auto addDeps =
+      CU(cuGraphAddDependencies, CUgraph, const CUgraphNode*, const CUgraphNode*, size_t);
+  auto removeDeps =
+      CU(cuGraphRemoveDependencies, CUgraph, const CUgraphNode*, const CUgraphNode*, size_t);
+  ASSERT_EQ(addDeps(graph, &b, &c, 1), CUDA_SUCCESS);
+  EXPECT_EQ(addDeps(graph, &c, &a, 1), CUDA_ERROR_INVALID_VALUE);  // a cycle
+  EXPECT_EQ(addDeps(graph, &a, &foreign, 1), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(removeDeps(graph, &c, &a, 1), CUDA_ERROR_INVALID_VALUE);  // no such edge
+  CUgraphNode from[4] = {}, to[4] = {};
+  count = 4;
+  ASSERT_EQ(
+      CU(cuGraphGetEdges, CUgraph, CUgraphNode*, CUgraphNode*, size_t*)(graph, from, to, &count),
+      CUDA_SUCCESS);
+  EXPECT_EQ(count, 2u);
+  EXPECT_EQ(CU(cuGraphGetEdges, CUgraph, CUgraphNode*, CUgraphNode*, size_t*)(graph, from, nullptr,
+                                                                              &count),
+            CUDA_ERROR_INVALID_VALUE);
+  CUgraphNode deps[2] = {};
+  count = 2;
+  ASSERT_EQ(CU(cuGraphNodeGetDependencies, CUgraphNode, CUgraphNode*, size_t*)(c, deps, &count),
+            CUDA_SUCCESS);
+  EXPECT_EQ(count, 1u);
+  EXPECT_EQ(deps[0], b);
+  count = 2;
+  ASSERT_EQ(CU(cuGraphNodeGetDependentNodes, CUgraphNode, CUgraphNode*, size_t*)(a, deps, &count),
+            CUDA_SUCCESS);
+  EXPECT_EQ(count, 1u);
+  EXPECT_EQ(deps[0], b);
+
+  // Clone and find; the DOT file.
+  CUgraph clone = nullptr;
+  ASSERT_EQ(CU(cuGraphClone, CUgraph*, CUgraph)(&clone, graph), CUDA_SUCCESS);
+  CUgraphNode cloned = nullptr;
+  ASSERT_EQ(CU(cuGraphNodeFindInClone, CUgraphNode*, CUgraphNode, CUgraph)(&cloned, b, clone),
+            CUDA_SUCCESS);
+  EXPECT_NE(cloned, b);
+  EXPECT_EQ(CU(cuGraphNodeFindInClone, CUgraphNode*, CUgraphNode, CUgraph)(&cloned, b, other),
+            CUDA_ERROR_INVALID_VALUE);
+  std::string path = "/tmp/rocuda_graph_test_" + std::to_string(getpid()) + ".dot";
+  ASSERT_EQ(CU(cuGraphDebugDotPrint, CUgraph, const char*, unsigned)(graph, path.c_str(), 0),
+            CUDA_SUCCESS);
+  std::stringstream dot;
+  dot << std::ifstream(path).rdbuf();
+  std::remove(path.c_str());
+  EXPECT_EQ(dot.str().rfind("digraph", 0), 0u);
+  EXPECT_NE(dot.str().find("\"n0\" -> \"n1\""), std::string::npos);
+  EXPECT_NE(dot.str().find("\"n1\" -> \"n2\""), std::string::npos);
+
+  // Destroying a node removes its edges.
+  ASSERT_EQ(CU(cuGraphDestroyNode, CUgraphNode)(b), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroyNode, CUgraphNode)(b), CUDA_ERROR_INVALID_VALUE);
+  count = 0;
+  ASSERT_EQ(CU(cuGraphGetEdges, CUgraph, CUgraphNode*, CUgraphNode*, size_t*)(graph, nullptr,
+                                                                              nullptr, &count),
+            CUDA_SUCCESS);
+  EXPECT_EQ(count, 0u);
+  // Type-specific queries refuse other node kinds.
+  CUDA_HOST_NODE_PARAMS host{};
+  EXPECT_EQ(CU(cuGraphHostNodeGetParams, CUgraphNode, CUDA_HOST_NODE_PARAMS*)(a, &host),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuGraphHostNodeGetParams, CUgraphNode, CUDA_HOST_NODE_PARAMS*)(a, nullptr),
+            CUDA_ERROR_INVALID_VALUE);
+  CUDA_HOST_NODE_PARAMS nullFn{nullptr, nullptr};
+  EXPECT_EQ(CU(cuGraphAddHostNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+               const CUDA_HOST_NODE_PARAMS*)(&x, graph, nullptr, 0, &nullFn),
+            CUDA_ERROR_INVALID_VALUE);
+  CUDA_MEMSET_NODE_PARAMS_v1 badFill{data_, 0, 0, 3, kN, 1};
+  EXPECT_EQ(
+      CU(cuGraphAddMemsetNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+         const CUDA_MEMSET_NODE_PARAMS_v1*, CUcontext)(&x, graph, nullptr, 0, &badFill, context_),
+      CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(clone), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(other), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST_F(LibCudaGraph, ChildGraphsAndExecUpdate) {
+  ASSERT_EQ(CU(cuMemsetD32, CUdeviceptr, unsigned, size_t)(data_, 0, kN), CUDA_SUCCESS);
+  CUgraph child = nullptr, parent = nullptr;
+  ASSERT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&child, 0), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&parent, 0), CUDA_SUCCESS);
+  addKernel(child, {}, 1);
+  CUgraphNode first = addKernel(parent, {}, 2);
+  CUgraphNode childNode = nullptr;
+  ASSERT_EQ(CU(cuGraphAddChildGraphNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+               CUgraph)(&childNode, parent, &first, 1, child),
+            CUDA_SUCCESS);
+  CUgraph embedded = nullptr;
+  ASSERT_EQ(CU(cuGraphChildGraphNodeGetGraph, CUgraphNode, CUgraph*)(childNode, &embedded),
+            CUDA_SUCCESS);
+  EXPECT_NE(embedded, child);  // a clone
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(embedded), CUDA_ERROR_INVALID_VALUE);
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(
+      CU(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long)(&exec, parent, 0),
+      CUDA_SUCCESS);
+  launchAndWait(exec);
+  for (uint32_t v : readBack()) ASSERT_EQ(v, 3u);
+
+  // The same topology with other values updates in place.
+  CUgraph same = nullptr, innerSame = nullptr;
+  ASSERT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&same, 0), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&innerSame, 0), CUDA_SUCCESS);
+  addKernel(innerSame, {}, 10);
+  CUgraphNode first2 = addKernel(same, {}, 20);
+  CUgraphNode child2 = nullptr;
+  ASSERT_EQ(CU(cuGraphAddChildGraphNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+               CUgraph)(&child2, same, &first2, 1, innerSame),
+            CUDA_SUCCESS);
+  CUgraphExecUpdateResultInfo info{};
+  ASSERT_EQ(CU13(cuGraphExecUpdate, CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo*)(exec, same,
+                                                                                        &info),
+            CUDA_SUCCESS);
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_SUCCESS);
+  launchAndWait(exec);
+  for (uint32_t v : readBack()) ASSERT_EQ(v, 33u);
+
+  // Another topology is refused, naming the node.
+  CUgraph different = nullptr;
+  ASSERT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&different, 0), CUDA_SUCCESS);
+  addKernel(different, {}, 1);
+  CUgraphNode loose = addKernel(different, {}, 1);
+  EXPECT_EQ(CU13(cuGraphExecUpdate, CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo*)(
+                exec, different, &info),
+            CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED);
+  EXPECT_EQ(info.errorNode, loose);
+  EXPECT_EQ(CU13(cuGraphExecUpdate, CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo*)(
+                exec, different, nullptr),
+            CUDA_ERROR_INVALID_VALUE);
+  launchAndWait(exec);  // unchanged by the failed update
+  for (uint32_t v : readBack()) ASSERT_EQ(v, 63u);
+
+  cuuint64_t flags = 7;
+  ASSERT_EQ(CU13(cuGraphExecGetFlags, CUgraphExec, cuuint64_t*)(exec, &flags), CUDA_SUCCESS);
+  EXPECT_EQ(flags, 0u);
+  // A node of another graph is not part of the exec.
+  uint32_t value = 1, n = kN;
+  void* params[] = {&data_, &value, &n};
+  CUDA_KERNEL_NODE_PARAMS_v1 p{function_, 2, 1, 1, 128, 1, 1, 0, params, nullptr};
+  EXPECT_EQ(CU(cuGraphExecKernelNodeSetParams, CUgraphExec, CUgraphNode,
+               const CUDA_KERNEL_NODE_PARAMS_v1*)(exec, loose, &p),
+            CUDA_ERROR_INVALID_VALUE);
+  for (CUgraph g : {child, parent, same, innerSame, different})
+    EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(g), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+}
+
+int destroyedObjects = 0;
+void destroyObject(void*) { ++destroyedObjects; }
+
+TEST_F(LibCudaGraph, UserObjectsAndMemoryNodes) {
+  destroyedObjects = 0;
+  CUuserObject object = nullptr;
+  EXPECT_EQ(CU(cuUserObjectCreate, CUuserObject*, void*, CUhostFn, unsigned, unsigned)(
+                &object, nullptr, destroyObject, 1, 0),
+            CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(CU(cuUserObjectCreate, CUuserObject*, void*, CUhostFn, unsigned, unsigned)(
+                &object, nullptr, destroyObject, 1, 1),
+            CUDA_SUCCESS);
+  CUgraph graph = nullptr;
+  ASSERT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&graph, 0), CUDA_SUCCESS);
+  ASSERT_EQ(
+      CU(cuGraphRetainUserObject, CUgraph, CUuserObject, unsigned, unsigned)(graph, object, 1, 1),
+      CUDA_SUCCESS);  // moves the caller's reference
+  EXPECT_EQ(CU(cuGraphReleaseUserObject, CUgraph, CUuserObject, unsigned)(graph, object, 2),
+            CUDA_ERROR_INVALID_VALUE);
+
+  CUDA_MEM_ALLOC_NODE_PARAMS alloc{};
+  alloc.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  alloc.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  alloc.poolProps.location.id = 0;
+  alloc.bytesize = kN * 4;
+  CUgraphNode allocNode = nullptr, kernel = nullptr, freeNode = nullptr;
+  auto addAlloc = CU(cuGraphAddMemAllocNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+                     CUDA_MEM_ALLOC_NODE_PARAMS*);
+  ASSERT_EQ(addAlloc(&allocNode, graph, nullptr, 0, &alloc), CUDA_SUCCESS);
+  EXPECT_NE(alloc.dptr, 0u);
+  CUDA_MEM_ALLOC_NODE_PARAMS zero = alloc;
+  zero.bytesize = 0;
+  EXPECT_EQ(addAlloc(&kernel, graph, nullptr, 0, &zero), CUDA_ERROR_INVALID_VALUE);
+  CUDA_MEMSET_NODE_PARAMS_v1 fill{alloc.dptr, 0, 9, 4, kN, 1};
+  ASSERT_EQ(CU(cuGraphAddMemsetNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+               const CUDA_MEMSET_NODE_PARAMS_v1*,
+               CUcontext)(&kernel, graph, &allocNode, 1, &fill, context_),
+            CUDA_SUCCESS);
+  auto addFree =
+      CU(cuGraphAddMemFreeNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t, CUdeviceptr);
+  EXPECT_EQ(addFree(&freeNode, graph, &kernel, 1, data_), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(addFree(&freeNode, graph, &kernel, 1, alloc.dptr), CUDA_SUCCESS);
+  CUdeviceptr freed = 0;
+  ASSERT_EQ(CU(cuGraphMemFreeNodeGetParams, CUgraphNode, CUdeviceptr*)(freeNode, &freed),
+            CUDA_SUCCESS);
+  EXPECT_EQ(freed, alloc.dptr);
+  CUDA_MEM_ALLOC_NODE_PARAMS readAlloc{};
+  ASSERT_EQ(CU(cuGraphMemAllocNodeGetParams, CUgraphNode, CUDA_MEM_ALLOC_NODE_PARAMS*)(allocNode,
+                                                                                       &readAlloc),
+            CUDA_SUCCESS);
+  EXPECT_EQ(readAlloc.bytesize, kN * 4u);
+  cuuint64_t reserved = 0;
+  auto getAttr = CU(cuDeviceGetGraphMemAttribute, CUdevice, CUgraphMem_attribute, void*);
+  ASSERT_EQ(getAttr(0, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved), CUDA_SUCCESS);
+  EXPECT_GE(reserved, kN * 4u);
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(
+      CU(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long)(&exec, graph, 0),
+      CUDA_SUCCESS);
+  launchAndWait(exec);
+  cuuint64_t usedHigh = 0;
+  ASSERT_EQ(getAttr(0, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &usedHigh), CUDA_SUCCESS);
+  EXPECT_GE(usedHigh, kN * 4u);
+  cuuint64_t one = 1, zeroValue = 0;
+  auto setAttr = CU(cuDeviceSetGraphMemAttribute, CUdevice, CUgraphMem_attribute, void*);
+  EXPECT_EQ(setAttr(0, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &one), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(setAttr(0, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &zeroValue), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(setAttr(0, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &zeroValue), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuDeviceGraphMemTrim, CUdevice)(0), CUDA_SUCCESS);
+
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
+  EXPECT_EQ(destroyedObjects, 0);  // the exec still holds a reference
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+  EXPECT_EQ(destroyedObjects, 1);
+  EXPECT_EQ(CU(cuUserObjectRelease, CUuserObject, unsigned)(object, 1), CUDA_ERROR_INVALID_HANDLE);
+}
+
+TEST_F(LibCudaGraph, CaptureForkJoinAndEventNodes) {
+  CUstream side = nullptr;
+  ASSERT_EQ(CU(cuStreamCreate, CUstream*, unsigned)(&side, 1), CUDA_SUCCESS);
+  CUevent fork = nullptr, join = nullptr;
+  ASSERT_EQ(CU(cuEventCreate, CUevent*, unsigned)(&fork, 2), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuEventCreate, CUevent*, unsigned)(&join, 2), CUDA_SUCCESS);
+  auto launch = CU(cuLaunchKernel, CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                   unsigned, unsigned, CUstream, void**, void**);
+  auto captureInfo = CU(cuStreamGetCaptureInfo, CUstream, CUstreamCaptureStatus*, cuuint64_t*,
+                        CUgraph*, const CUgraphNode**, size_t*);
+  ASSERT_EQ(CU(cuStreamBeginCapture, CUstream, CUstreamCaptureMode)(stream_,
+                                                                    CU_STREAM_CAPTURE_MODE_GLOBAL),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemsetD32Async, CUdeviceptr, unsigned, size_t, CUstream)(data_, 1, kN, stream_),
+            CUDA_SUCCESS);
+  CUresult forked = CU(cuEventRecord, CUevent, CUstream)(fork, stream_);
+  if (forked != CUDA_SUCCESS) {
+    // The capture-aware cuEventRecord/cuStreamWaitEvent live in api/cuda/stream.cpp.
+    CUgraph none = nullptr;
+    (void)CU(cuStreamEndCapture, CUstream, CUgraph*)(stream_, &none);
+    GTEST_SKIP() << "cuEventRecord does not fork captures yet";
+  }
+  ASSERT_EQ(CU(cuStreamWaitEvent, CUstream, CUevent, unsigned)(side, fork, 0), CUDA_SUCCESS);
+  CUstreamCaptureStatus status{};
+  ASSERT_EQ(CU(cuStreamIsCapturing, CUstream, CUstreamCaptureStatus*)(side, &status), CUDA_SUCCESS);
+  EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  uint32_t ten = 10, hundred = 100, n = kN;
+  void* sideArgs[] = {&data_, &ten, &n};
+  ASSERT_EQ(launch(function_, 2, 1, 1, 128, 1, 1, 0, side, sideArgs, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuEventRecord, CUevent, CUstream)(join, side), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuStreamWaitEvent, CUstream, CUevent, unsigned)(stream_, join, 0), CUDA_SUCCESS);
+  const CUgraphNode* deps = nullptr;
+  size_t numDeps = 0;
+  cuuint64_t id = 0;
+  CUgraph capturing = nullptr;
+  ASSERT_EQ(captureInfo(stream_, &status, &id, &capturing, &deps, &numDeps), CUDA_SUCCESS);
+  EXPECT_EQ(numDeps, 2u);  // the memset and the side stream's kernel
+  void* mainArgs[] = {&data_, &hundred, &n};
+  ASSERT_EQ(launch(function_, 2, 1, 1, 128, 1, 1, 0, stream_, mainArgs, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(captureInfo(stream_, &status, &id, &capturing, &deps, &numDeps), CUDA_SUCCESS);
+  EXPECT_EQ(numDeps, 1u);
+  CUgraph graph = nullptr;
+  EXPECT_EQ(CU(cuStreamEndCapture, CUstream, CUgraph*)(side, &graph),
+            CUDA_ERROR_STREAM_CAPTURE_UNMATCHED);
+  ASSERT_EQ(CU(cuStreamEndCapture, CUstream, CUgraph*)(stream_, &graph),
+            CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);  // the unmatched end invalidated it
+  ASSERT_EQ(graph, nullptr);
+
+  // Again, ended properly: memset -> side kernel -> main kernel.
+  ASSERT_EQ(CU(cuStreamBeginCapture, CUstream, CUstreamCaptureMode)(stream_,
+                                                                    CU_STREAM_CAPTURE_MODE_GLOBAL),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemsetD32Async, CUdeviceptr, unsigned, size_t, CUstream)(data_, 1, kN, stream_),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuEventRecord, CUevent, CUstream)(fork, stream_), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuStreamWaitEvent, CUstream, CUevent, unsigned)(side, fork, 0), CUDA_SUCCESS);
+  ASSERT_EQ(launch(function_, 2, 1, 1, 128, 1, 1, 0, side, sideArgs, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuEventRecord, CUevent, CUstream)(join, side), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuStreamWaitEvent, CUstream, CUevent, unsigned)(stream_, join, 0), CUDA_SUCCESS);
+  ASSERT_EQ(launch(function_, 2, 1, 1, 128, 1, 1, 0, stream_, mainArgs, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuStreamEndCapture, CUstream, CUgraph*)(stream_, &graph), CUDA_SUCCESS);
+  ASSERT_NE(graph, nullptr);
+  size_t edges = 0;
+  ASSERT_EQ(CU(cuGraphGetEdges, CUgraph, CUgraphNode*, CUgraphNode*, size_t*)(graph, nullptr,
+                                                                              nullptr, &edges),
+            CUDA_SUCCESS);
+  EXPECT_EQ(edges, 3u);  // memset->side, side->main, memset->main (not pruned, as in CUDA)
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(
+      CU(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long)(&exec, graph, 0),
+      CUDA_SUCCESS);
+  launchAndWait(exec);
+  for (uint32_t v : readBack()) ASSERT_EQ(v, 111u);
+
+  // A fork that never joins back.
+  ASSERT_EQ(CU(cuStreamBeginCapture, CUstream, CUstreamCaptureMode)(stream_,
+                                                                    CU_STREAM_CAPTURE_MODE_GLOBAL),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuEventRecord, CUevent, CUstream)(fork, stream_), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuStreamWaitEvent, CUstream, CUevent, unsigned)(side, fork, 0), CUDA_SUCCESS);
+  ASSERT_EQ(launch(function_, 2, 1, 1, 128, 1, 1, 0, side, sideArgs, nullptr), CUDA_SUCCESS);
+  CUgraph unjoined = nullptr;
+  EXPECT_EQ(CU(cuStreamEndCapture, CUstream, CUgraph*)(stream_, &unjoined),
+            CUDA_ERROR_STREAM_CAPTURE_UNJOINED);
+  EXPECT_EQ(unjoined, nullptr);
+  ASSERT_EQ(CU(cuStreamIsCapturing, CUstream, CUstreamCaptureStatus*)(side, &status), CUDA_SUCCESS);
+  EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_NONE);
+
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuStreamDestroy, CUstream)(side), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuEventDestroy, CUevent)(fork), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuEventDestroy, CUevent)(join), CUDA_SUCCESS);
+}
+
+TEST_F(LibCudaGraph, EventRecordAndWaitNodes) {
+  CUevent event = nullptr;
+  ASSERT_EQ(CU(cuEventCreate, CUevent*, unsigned)(&event, 0), CUDA_SUCCESS);
+  CUgraph graph = nullptr;
+  ASSERT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&graph, 0), CUDA_SUCCESS);
+  CUgraphNode k = addKernel(graph, {}, 1);
+  CUgraphNode record = nullptr, wait = nullptr;
+  ASSERT_EQ(CU(cuGraphAddEventRecordNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+               CUevent)(&record, graph, &k, 1, event),
+            CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphAddEventRecordNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+               CUevent)(&wait, graph, &k, 1, nullptr),
+            CUDA_ERROR_INVALID_HANDLE);
+  ASSERT_EQ(CU(cuGraphAddEventWaitNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t, CUevent)(
+                &wait, graph, &record, 1, event),
+            CUDA_SUCCESS);
+  CUevent read = nullptr;
+  ASSERT_EQ(CU(cuGraphEventRecordNodeGetEvent, CUgraphNode, CUevent*)(record, &read), CUDA_SUCCESS);
+  EXPECT_EQ(read, event);
+  EXPECT_EQ(CU(cuGraphEventWaitNodeGetEvent, CUgraphNode, CUevent*)(record, &read),
+            CUDA_ERROR_INVALID_VALUE);
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(
+      CU(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long)(&exec, graph, 0),
+      CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuGraphLaunch, CUgraphExec, CUstream)(exec, stream_), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuEventSynchronize, CUevent)(event), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuEventQuery, CUevent)(event), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(stream_), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuEventDestroy, CUevent)(event), CUDA_SUCCESS);
+}
+
+TEST_F(LibCudaGraph, CaptureToGraphAndExecSetters) {
+  ASSERT_EQ(CU(cuMemsetD32, CUdeviceptr, unsigned, size_t)(data_, 0, kN), CUDA_SUCCESS);
+  CUgraph graph = nullptr;
+  ASSERT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&graph, 0), CUDA_SUCCESS);
+  CUDA_MEMSET_NODE_PARAMS_v1 fill{data_, 0, 2, 4, kN, 1};
+  CUgraphNode memset = nullptr;
+  ASSERT_EQ(
+      CU(cuGraphAddMemsetNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+         const CUDA_MEMSET_NODE_PARAMS_v1*, CUcontext)(&memset, graph, nullptr, 0, &fill, context_),
+      CUDA_SUCCESS);
+  int weight = 1;
+  CUDA_HOST_NODE_PARAMS hostParams{countCall, &weight};
+  CUgraphNode host = nullptr;
+  ASSERT_EQ(CU(cuGraphAddHostNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+               const CUDA_HOST_NODE_PARAMS*)(&host, graph, nullptr, 0, &hostParams),
+            CUDA_SUCCESS);
+  // Capture a kernel into the existing graph after the memset.
+  auto beginToGraph = CU13(cuStreamBeginCaptureToGraph, CUstream, CUgraph, const CUgraphNode*,
+                           const CUgraphEdgeData*, size_t, CUstreamCaptureMode);
+  CUgraph foreignGraph = nullptr;
+  ASSERT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&foreignGraph, 0), CUDA_SUCCESS);
+  EXPECT_EQ(beginToGraph(stream_, foreignGraph, &memset, nullptr, 1, CU_STREAM_CAPTURE_MODE_GLOBAL),
+            CUDA_ERROR_INVALID_VALUE);  // the dependency is not a node of that graph
+  ASSERT_EQ(beginToGraph(stream_, graph, &memset, nullptr, 1, CU_STREAM_CAPTURE_MODE_GLOBAL),
+            CUDA_SUCCESS);
+  EXPECT_EQ(beginToGraph(stream_, graph, nullptr, nullptr, 0, CU_STREAM_CAPTURE_MODE_GLOBAL),
+            CUDA_ERROR_ILLEGAL_STATE);  // already capturing
+  uint32_t five = 5, n = kN;
+  void* args[] = {&data_, &five, &n};
+  auto launch = CU(cuLaunchKernel, CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                   unsigned, unsigned, CUstream, void**, void**);
+  ASSERT_EQ(launch(function_, 2, 1, 1, 128, 1, 1, 0, stream_, args, nullptr), CUDA_SUCCESS);
+  // The next captured work also waits for the host node.
+  auto update = CU(cuStreamUpdateCaptureDependencies, CUstream, CUgraphNode*, size_t, unsigned);
+  EXPECT_EQ(update(stream_, &host, 1, 7), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(update(stream_, &host, 1, 0), CUDA_SUCCESS);  // CU_STREAM_ADD_CAPTURE_DEPENDENCIES
+  ASSERT_EQ(launch(function_, 2, 1, 1, 128, 1, 1, 0, stream_, args, nullptr), CUDA_SUCCESS);
+  CUgraph captured = nullptr;
+  ASSERT_EQ(CU(cuStreamEndCapture, CUstream, CUgraph*)(stream_, &captured), CUDA_SUCCESS);
+  EXPECT_EQ(captured, graph);
+  EXPECT_EQ(update(stream_, &host, 1, 0), CUDA_ERROR_ILLEGAL_STATE);  // not capturing
+  size_t count = 0;
+  ASSERT_EQ(CU(cuGraphGetEdges, CUgraph, CUgraphNode*, CUgraphNode*, size_t*)(graph, nullptr,
+                                                                              nullptr, &count),
+            CUDA_SUCCESS);
+  EXPECT_EQ(count, 3u);  // memset->k1, k1->k2, host->k2
+
+  CUDA_GRAPH_INSTANTIATE_PARAMS instantiate{};
+  instantiate.flags = 2;  // upload
+  instantiate.hUploadStream = stream_;
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(CU13(cuGraphInstantiateWithParams, CUgraphExec*, CUgraph,
+                 CUDA_GRAPH_INSTANTIATE_PARAMS*)(&exec, graph, &instantiate),
+            CUDA_SUCCESS);
+  EXPECT_EQ(instantiate.result_out, 0);
+  hostCalls = 0;
+  launchAndWait(exec);
+  for (uint32_t v : readBack()) ASSERT_EQ(v, 12u);
+  EXPECT_EQ(hostCalls, 1);
+
+  // Executable-graph setters: memset value, host argument.
+  CUDA_MEMSET_NODE_PARAMS_v1 fill7{data_, 0, 7, 4, kN, 1};
+  ASSERT_EQ(CU(cuGraphExecMemsetNodeSetParams, CUgraphExec, CUgraphNode,
+               const CUDA_MEMSET_NODE_PARAMS_v1*, CUcontext)(exec, memset, &fill7, context_),
+            CUDA_SUCCESS);
+  int heavier = 10;
+  CUDA_HOST_NODE_PARAMS hostParams10{countCall, &heavier};
+  ASSERT_EQ(CU(cuGraphExecHostNodeSetParams, CUgraphExec, CUgraphNode,
+               const CUDA_HOST_NODE_PARAMS*)(exec, host, &hostParams10),
+            CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphExecHostNodeSetParams, CUgraphExec, CUgraphNode,
+               const CUDA_HOST_NODE_PARAMS*)(exec, memset, &hostParams10),
+            CUDA_ERROR_INVALID_VALUE);  // a memset node
+  launchAndWait(exec);
+  for (uint32_t v : readBack()) ASSERT_EQ(v, 17u);
+  EXPECT_EQ(hostCalls, 11);
+  // The graph's own nodes were not changed by the exec setters.
+  CUDA_MEMSET_NODE_PARAMS_v1 read{};
+  ASSERT_EQ(CU(cuGraphMemsetNodeGetParams, CUgraphNode, CUDA_MEMSET_NODE_PARAMS_v1*)(memset, &read),
+            CUDA_SUCCESS);
+  EXPECT_EQ(read.value, 2u);
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(foreignGraph), CUDA_SUCCESS);
+}
+
+TEST_F(LibCudaGraph, GenericAddNodeAndKernelAttributes) {
+  CUgraph graph = nullptr;
+  ASSERT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&graph, 0), CUDA_SUCCESS);
+  uint32_t value = 4, n = kN;
+  void* args[] = {&data_, &value, &n};
+  CUgraphNodeParams params{};
+  params.type = CU_GRAPH_NODE_TYPE_KERNEL;
+  params.kernel =
+      CUDA_KERNEL_NODE_PARAMS_v2{function_, 2, 1, 1, 128, 1, 1, 0, args, nullptr, nullptr, nullptr};
+  CUgraphNode node = nullptr;
+  auto addNode = CU13(cuGraphAddNode, CUgraphNode*, CUgraph, const CUgraphNode*,
+                      const CUgraphEdgeData*, size_t, CUgraphNodeParams*);
+  ASSERT_EQ(addNode(&node, graph, nullptr, nullptr, 0, &params), CUDA_SUCCESS);
+  CUgraphNodeParams unsupported{};
+  unsupported.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+  CUgraphNode x = nullptr;
+  EXPECT_EQ(addNode(&x, graph, nullptr, nullptr, 0, &unsupported), CUDA_ERROR_NOT_SUPPORTED);
+  CUlaunchAttributeValue priority{};
+  priority.priority = 3;
+  auto setAttr = CU(cuGraphKernelNodeSetAttribute, CUgraphNode, CUkernelNodeAttrID,
+                    const CUkernelNodeAttrValue*);
+  auto getAttr =
+      CU(cuGraphKernelNodeGetAttribute, CUgraphNode, CUkernelNodeAttrID, CUkernelNodeAttrValue*);
+  ASSERT_EQ(setAttr(node, CU_LAUNCH_ATTRIBUTE_PRIORITY, &priority), CUDA_SUCCESS);
+  CUlaunchAttributeValue read{};
+  ASSERT_EQ(getAttr(node, CU_LAUNCH_ATTRIBUTE_PRIORITY, &read), CUDA_SUCCESS);
+  EXPECT_EQ(read.priority, 3);
+  CUlaunchAttributeValue cooperative{};
+  cooperative.cooperative = 1;
+  EXPECT_EQ(setAttr(node, CU_LAUNCH_ATTRIBUTE_COOPERATIVE, &cooperative), CUDA_ERROR_NOT_SUPPORTED);
+  CUgraphNode second = nullptr;
+  ASSERT_EQ(addNode(&second, graph, &node, nullptr, 1, &params), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuGraphKernelNodeCopyAttributes, CUgraphNode, CUgraphNode)(second, node),
+            CUDA_SUCCESS);
+  ASSERT_EQ(getAttr(second, CU_LAUNCH_ATTRIBUTE_PRIORITY, &read), CUDA_SUCCESS);
+  EXPECT_EQ(read.priority, 3);
+  // cuGraphNodeSetParams with the generic form; a type mismatch is refused.
+  value = 6;
+  ASSERT_EQ(CU13(cuGraphNodeSetParams, CUgraphNode, CUgraphNodeParams*)(second, &params),
+            CUDA_SUCCESS);
+  CUgraphNodeParams host{};
+  host.type = CU_GRAPH_NODE_TYPE_HOST;
+  host.host = CUDA_HOST_NODE_PARAMS{countCall, nullptr};
+  EXPECT_EQ(CU13(cuGraphNodeSetParams, CUgraphNode, CUgraphNodeParams*)(second, &host),
+            CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(CU(cuMemsetD32, CUdeviceptr, unsigned, size_t)(data_, 0, kN), CUDA_SUCCESS);
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(
+      CU(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long)(&exec, graph, 0),
+      CUDA_SUCCESS);
+  launchAndWait(exec);
+  for (uint32_t v : readBack()) ASSERT_EQ(v, 10u);
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
+}
+
+}  // namespace
+}  // namespace rocuda::cuda

@@ -1,0 +1,460 @@
+// Device and context extras, logs, async notifications, cluster occupancy, library modules and
+// managed variables, and the entry points of facilities unavailable here, through libcuda.so.1.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/unit/api/libcuda_harness.h"
+
+namespace rocuda::cuda::testing {
+namespace {
+
+using AtomicCaps = CUresult (*)(unsigned*, const CUatomicOperation*, unsigned, CUdevice);
+
+TEST_F(Driver, HostAtomicCapabilitiesMatchTheDeviceAttribute) {
+  auto caps = CU13(cuDeviceGetHostAtomicCapabilities, unsigned*, const CUatomicOperation*, unsigned,
+                   CUdevice);
+  int native = -1;
+  ASSERT_EQ(CU(cuDeviceGetAttribute, int*, CUdevice_attribute, CUdevice)(
+                &native, CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED, 0),
+            CUDA_SUCCESS);
+  CUatomicOperation ops[] = {CU_ATOMIC_OPERATION_INTEGER_ADD, CU_ATOMIC_OPERATION_CAS,
+                             CU_ATOMIC_OPERATION_FLOAT_ADD};
+  unsigned out[3] = {99, 99, 99};
+  ASSERT_EQ(caps(out, ops, 3, 0), CUDA_SUCCESS);
+  if (native == 1) {
+    EXPECT_NE(out[0] & CU_ATOMIC_CAPABILITY_SCALAR_32, 0u);
+    EXPECT_NE(out[0] & CU_ATOMIC_CAPABILITY_SIGNED, 0u);
+    EXPECT_NE(out[1] & CU_ATOMIC_CAPABILITY_SCALAR_64, 0u);
+    EXPECT_EQ(out[1] & CU_ATOMIC_CAPABILITY_REDUCTION, 0u);  // CAS returns a value
+    EXPECT_EQ(out[2] & CU_ATOMIC_CAPABILITY_SIGNED, 0u);
+  } else {
+    for (unsigned c : out) EXPECT_EQ(c, 0u);
+  }
+  EXPECT_EQ(caps(out, ops, 0, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(caps(nullptr, ops, 1, 0), CUDA_ERROR_INVALID_VALUE);
+  CUatomicOperation bad = CU_ATOMIC_OPERATION_MAX;
+  EXPECT_EQ(caps(out, &bad, 1, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(caps(out, ops, 1, 77), CUDA_ERROR_INVALID_DEVICE);
+
+  auto p2p = CU13(cuDeviceGetP2PAtomicCapabilities, unsigned*, const CUatomicOperation*, unsigned,
+                  CUdevice, CUdevice);
+  EXPECT_EQ(p2p(out, ops, 1, 0, 0), CUDA_ERROR_INVALID_DEVICE);  // the same device
+  EXPECT_EQ(p2p(out, ops, 1, 0, 77), CUDA_ERROR_INVALID_DEVICE);
+}
+
+TEST_F(Driver, Texture1DLinearMaxWidthFollowsTheAttribute) {
+  auto width = CU(cuDeviceGetTexture1DLinearMaxWidth, size_t*, CUarray_format, unsigned, CUdevice);
+  int attribute = -1;
+  ASSERT_EQ(CU(cuDeviceGetAttribute, int*, CUdevice_attribute, CUdevice)(
+                &attribute, CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LINEAR_WIDTH, 0),
+            CUDA_SUCCESS);
+  size_t elements = 1234;
+  ASSERT_EQ(width(&elements, CU_AD_FORMAT_FLOAT, 4, 0), CUDA_SUCCESS);
+  EXPECT_EQ(elements, static_cast<size_t>(attribute));
+  EXPECT_EQ(width(&elements, CU_AD_FORMAT_FLOAT, 3, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(width(&elements, static_cast<CUarray_format>(5), 1, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(width(nullptr, CU_AD_FORMAT_FLOAT, 1, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(width(&elements, CU_AD_FORMAT_FLOAT, 1, 9), CUDA_ERROR_INVALID_DEVICE);
+}
+
+TEST_F(Driver, CtxDetachDestroysACurrentCreatedContext) {
+  auto detach = CU(cuCtxDetach, CUcontext);
+  EXPECT_EQ(detach(context_), CUDA_ERROR_INVALID_CONTEXT);  // a primary context
+  auto create = proc<CUresult (*)(CUcontext*, unsigned, CUdevice)>("cuCtxCreate", 3020);
+  CUcontext created = nullptr;
+  ASSERT_EQ(create(&created, 0, 0), CUDA_SUCCESS);
+  CUcontext other = nullptr;
+  ASSERT_EQ(create(&other, 0, 0), CUDA_SUCCESS);
+  EXPECT_EQ(detach(created), CUDA_ERROR_INVALID_CONTEXT);  // not current: `other` is
+  EXPECT_EQ(detach(other), CUDA_SUCCESS);
+  unsigned version = 0;
+  EXPECT_EQ(CU(cuCtxGetApiVersion, CUcontext, unsigned*)(other, &version),
+            CUDA_ERROR_INVALID_CONTEXT);
+  ASSERT_EQ(CU(cuCtxSetCurrent, CUcontext)(created), CUDA_SUCCESS);
+  EXPECT_EQ(detach(created), CUDA_SUCCESS);
+  EXPECT_EQ(detach(created), CUDA_ERROR_INVALID_CONTEXT);
+  ASSERT_EQ(CU(cuCtxSetCurrent, CUcontext)(context_), CUDA_SUCCESS);
+}
+
+// ---- Logs ----
+struct Received {
+  int calls = 0;
+  std::string last;
+};
+
+void onLog(void* data, CUlogLevel level, char* message, size_t length) {
+  auto* received = static_cast<Received*>(data);
+  ++received->calls;
+  received->last.assign(message, length);
+}
+
+TEST_F(Driver, LogsKeepErrorsForCallbacksAndDumps) {
+  auto current = CU(cuLogsCurrent, CUlogIterator*, unsigned);
+  auto toMemory = CU(cuLogsDumpToMemory, CUlogIterator*, char*, size_t*, unsigned);
+  CUlogIterator start = 0;
+  ASSERT_EQ(current(&start, 0), CUDA_SUCCESS);
+  Received received;
+  CUlogsCallbackHandle handle = nullptr;
+  ASSERT_EQ(CU(cuLogsRegisterCallback, CUlogsCallback, void*, CUlogsCallbackHandle*)(
+                &onLog, &received, &handle),
+            CUDA_SUCCESS);
+  // An unavailable facility logs what is missing (and a failed call logs its error).
+  EXPECT_EQ(CU(cuIpcCloseMemHandle, CUdeviceptr)(0), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_GE(received.calls, 1);
+  EXPECT_NE(received.last.find("cuIpcCloseMemHandle"), std::string::npos) << received.last;
+
+  char buffer[4096];
+  size_t size = sizeof buffer;
+  CUlogIterator it = start;
+  ASSERT_EQ(toMemory(&it, buffer, &size, 0), CUDA_SUCCESS);
+  EXPECT_GT(size, 0u);
+  EXPECT_EQ(std::strlen(buffer), size);
+  EXPECT_NE(std::string(buffer).find("inter-process"), std::string::npos) << buffer;
+  // The iterator advanced: nothing new since.
+  size = sizeof buffer;
+  ASSERT_EQ(toMemory(&it, buffer, &size, 0), CUDA_SUCCESS);
+  EXPECT_EQ(size, 0u);
+
+  // Too small for any message.
+  CUlogIterator again = start;
+  size = 4;
+  EXPECT_EQ(toMemory(&again, buffer, &size, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(size, 0u);
+
+  char path[] = "/tmp/rocuda_logs_XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  CUlogIterator fromStart = start;
+  ASSERT_EQ(CU(cuLogsDumpToFile, CUlogIterator*, const char*, unsigned)(&fromStart, path, 0),
+            CUDA_SUCCESS);
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  EXPECT_NE(text.str().find("cuIpcCloseMemHandle"), std::string::npos);
+  std::remove(path);
+  EXPECT_EQ(fromStart, it);
+
+  ASSERT_EQ(CU(cuLogsUnregisterCallback, CUlogsCallbackHandle)(handle), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuLogsUnregisterCallback, CUlogsCallbackHandle)(handle), CUDA_ERROR_INVALID_VALUE);
+  int calls = received.calls;
+  EXPECT_EQ(CU(cuIpcCloseMemHandle, CUdeviceptr)(0), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(received.calls, calls);
+
+  EXPECT_EQ(current(nullptr, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(current(&it, 1), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(toMemory(&it, nullptr, &size, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuLogsDumpToFile, CUlogIterator*, const char*, unsigned)(&it, nullptr, 0),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuLogsRegisterCallback, CUlogsCallback, void*, CUlogsCallbackHandle*)(
+                nullptr, nullptr, nullptr),
+            CUDA_ERROR_INVALID_VALUE);
+}
+
+void onAsync(CUasyncNotificationInfo*, void*, CUasyncCallbackHandle) {}
+
+TEST_F(Driver, AsyncNotificationRegistrations) {
+  auto reg = CU(cuDeviceRegisterAsyncNotification, CUdevice, CUasyncCallback, void*,
+                CUasyncCallbackHandle*);
+  auto unreg = CU(cuDeviceUnregisterAsyncNotification, CUdevice, CUasyncCallbackHandle);
+  CUasyncCallbackHandle handle = nullptr;
+  ASSERT_EQ(reg(0, &onAsync, nullptr, &handle), CUDA_SUCCESS);
+  EXPECT_NE(handle, nullptr);
+  EXPECT_EQ(unreg(5, handle), CUDA_ERROR_INVALID_DEVICE);
+  EXPECT_EQ(unreg(0, handle), CUDA_SUCCESS);
+  EXPECT_EQ(unreg(0, handle), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(reg(0, nullptr, nullptr, &handle), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(reg(0, &onAsync, nullptr, nullptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(reg(3, &onAsync, nullptr, &handle), CUDA_ERROR_INVALID_DEVICE);
+}
+
+TEST_F(Driver, ProfilerInitializeIsNotSupported) {
+  EXPECT_EQ(CU(cuProfilerInitialize, const char*, const char*, CUoutput_mode)("c", "o", CU_OUT_CSV),
+            CUDA_ERROR_NOT_SUPPORTED);
+}
+
+// ---- Code: cluster occupancy, libraries ----
+constexpr const char* kPtx = R"(
+.version 7.0
+.target sm_50
+.address_size 64
+
+.visible .global .align 4 .u32 plain = 5;
+.visible .global .attribute(.managed) .align 4 .u32 shared_counter = 9;
+
+.visible .entry bump(.param .u64 data)
+{
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [data];
+  cvta.to.global.u64 %rd2, %rd1;
+  ld.global.u32 %r1, [%rd2];
+  add.s32 %r2, %r1, 1;
+  st.global.u32 [%rd2], %r2;
+  ret;
+}
+)";
+
+using Occupancy = CUresult (*)(int*, CUfunction, const CUlaunchConfig*);
+
+TEST_F(Driver, ClusterOccupancyOfSingleBlockClusters) {
+  CUmodule module = nullptr;
+  ASSERT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, kPtx), CUDA_SUCCESS);
+  CUfunction function = nullptr;
+  ASSERT_EQ(CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&function, module, "bump"),
+            CUDA_SUCCESS);
+  CUlaunchConfig config;
+  std::memset(&config, 0, sizeof config);
+  config.gridDimX = config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = 64;
+  config.blockDimY = config.blockDimZ = 1;
+  int size = 0;
+  ASSERT_EQ(proc<Occupancy>("cuOccupancyMaxPotentialClusterSize")(&size, function, &config),
+            CUDA_SUCCESS);
+  EXPECT_EQ(size, 1);
+
+  auto clusters = proc<Occupancy>("cuOccupancyMaxActiveClusters");
+  int count = 0;
+  EXPECT_EQ(clusters(&count, function, &config), CUDA_ERROR_INVALID_VALUE);  // no cluster size
+  CUlaunchAttribute attribute;
+  std::memset(&attribute, 0, sizeof attribute);
+  attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attribute.value.clusterDim = {2, 1, 1};
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  EXPECT_EQ(clusters(&count, function, &config), CUDA_ERROR_INVALID_CLUSTER_SIZE);
+  attribute.value.clusterDim = {1, 1, 1};
+  ASSERT_EQ(clusters(&count, function, &config), CUDA_SUCCESS);
+  int perSm = 0, sms = 0;
+  ASSERT_EQ(CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, int*, CUfunction, int, size_t)(
+                &perSm, function, 64, 0),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuDeviceGetAttribute, int*, CUdevice_attribute, CUdevice)(
+                &sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0),
+            CUDA_SUCCESS);
+  EXPECT_EQ(count, perSm * sms);
+  EXPECT_GT(count, 0);
+  EXPECT_EQ(clusters(nullptr, function, &config), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(proc<Occupancy>("cuOccupancyMaxPotentialClusterSize")(&size, function, nullptr),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
+}
+
+TEST_F(Driver, LibraryModuleManagedVariablesAndUnifiedFunctions) {
+  using LoadLibrary = CUresult (*)(CUlibrary*, const void*, CUjit_option*, void**, unsigned,
+                                   CUlibraryOption*, void**, unsigned);
+  CUlibrary library = nullptr;
+  ASSERT_EQ(proc<LoadLibrary>("cuLibraryLoadData")(&library, kPtx, nullptr, nullptr, 0, nullptr,
+                                                   nullptr, 0),
+            CUDA_SUCCESS);
+  auto managed = CU(cuLibraryGetManaged, CUdeviceptr*, size_t*, CUlibrary, const char*);
+  CUdeviceptr address = 0;
+  size_t bytes = 0;
+  ASSERT_EQ(managed(&address, &bytes, library, "shared_counter"), CUDA_SUCCESS);
+  EXPECT_EQ(bytes, 4u);
+  // A managed variable is visible to the host directly.
+  EXPECT_EQ(*reinterpret_cast<uint32_t*>(address), 9u);
+  EXPECT_EQ(managed(&address, nullptr, library, "shared_counter"), CUDA_SUCCESS);
+  EXPECT_EQ(managed(&address, &bytes, library, "plain"), CUDA_ERROR_NOT_FOUND);
+  EXPECT_EQ(managed(nullptr, nullptr, library, "shared_counter"), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(managed(&address, &bytes, reinterpret_cast<CUlibrary>(&bytes), "shared_counter"),
+            CUDA_ERROR_INVALID_HANDLE);
+
+  CUmodule module = nullptr;
+  auto getModule = CU(cuLibraryGetModule, CUmodule*, CUlibrary);
+  ASSERT_EQ(getModule(&module, library), CUDA_SUCCESS);
+  CUmodule again = nullptr;
+  ASSERT_EQ(getModule(&again, library), CUDA_SUCCESS);
+  EXPECT_EQ(again, module);
+  CUfunction function = nullptr;
+  EXPECT_EQ(CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&function, module, "bump"),
+            CUDA_SUCCESS);
+  CUdeviceptr plain = 0;
+  EXPECT_EQ(CU(cuModuleGetGlobal, CUdeviceptr*, size_t*, CUmodule, const char*)(&plain, &bytes,
+                                                                                module, "plain"),
+            CUDA_SUCCESS);
+  EXPECT_EQ(*reinterpret_cast<uint32_t*>(plain), 5u);
+  EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(getModule(nullptr, library), CUDA_ERROR_INVALID_VALUE);
+
+  void* pointer = nullptr;
+  auto unified = CU(cuLibraryGetUnifiedFunction, void**, CUlibrary, const char*);
+  EXPECT_EQ(unified(&pointer, library, "bump"), CUDA_ERROR_NOT_FOUND);
+  EXPECT_EQ(unified(nullptr, library, "bump"), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuLibraryUnload, CUlibrary)(library), CUDA_SUCCESS);
+  EXPECT_EQ(getModule(&module, library), CUDA_ERROR_INVALID_HANDLE);
+}
+
+// ---- Facilities unavailable here ----
+TEST_F(Driver, UnavailableFacilitiesAnswerTheirDocumentedErrors) {
+  // Exported and handed out by cuGetProcAddress, unlike unimplemented entry points.
+  EXPECT_NE(dlsym(library(), "cuIpcGetMemHandle"), nullptr);
+  EXPECT_NE(dlsym(library(), "cuGraphicsMapResources_ptsz"), nullptr);
+  EXPECT_EQ(CU(cuIpcGetMemHandle, CUipcMemHandle*, CUdeviceptr)(nullptr, 0),
+            CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(CU(cuIpcOpenMemHandle, CUdeviceptr*, CUipcMemHandle, unsigned)(nullptr, {}, 0),
+            CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(CU(cuGLGetDevices, unsigned*, CUdevice*, unsigned, int)(nullptr, nullptr, 0, 0),
+            CUDA_ERROR_INVALID_GRAPHICS_CONTEXT);
+  EXPECT_EQ(CU(cuGraphicsGLRegisterBuffer, void*, unsigned, unsigned)(nullptr, 0, 0),
+            CUDA_ERROR_OPERATING_SYSTEM);
+  EXPECT_EQ(CU(cuGraphicsMapResources, unsigned, void*, CUstream)(1, nullptr, nullptr),
+            CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(CU(cuImportExternalMemory, void*, const void*)(nullptr, nullptr),
+            CUDA_ERROR_OPERATING_SYSTEM);
+  EXPECT_EQ(CU(cuImportExternalSemaphore, void*, const void*)(nullptr, nullptr),
+            CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(CU(cuDestroyExternalMemory, void*)(nullptr), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(CU(cuMemPoolExportPointer, void*, CUdeviceptr)(nullptr, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuDeviceGetNvSciSyncAttributes, void*, CUdevice, int)(nullptr, 0, 0),
+            CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(CU(cuEGLStreamConsumerConnect, void*, void*)(nullptr, nullptr),
+            CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(CU(cuVDPAUGetDevice, CUdevice*, void*, void*)(nullptr, nullptr, nullptr),
+            CUDA_ERROR_INVALID_VALUE);
+}
+
+}  // namespace
+}  // namespace rocuda::cuda::testing
+
+namespace rocuda::cuda::testing {
+namespace {
+
+// ---- The JIT linker with PTX inputs ----
+const char* kLinkCaller = R"(
+.version 7.0
+.target sm_50
+.address_size 64
+.extern .func (.param .b32 ret) twice(.param .b32 x);
+.extern .global .align 4 .u32 scale;
+.visible .entry run(.param .u64 out)
+{
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [out];
+  cvta.to.global.u64 %rd2, %rd1;
+  mov.u32 %r1, 3;
+  {
+    .param .b32 a;
+    .param .b32 b;
+    st.param.b32 [a], %r1;
+    call.uni (b), twice, (a);
+    ld.param.b32 %r2, [b];
+  }
+  ld.global.u32 %r3, [scale];
+  mul.lo.s32 %r2, %r2, %r3;
+  st.global.u32 [%rd2], %r2;
+  ret;
+}
+)";
+
+const char* kLinkCallee = R"(
+.version 7.0
+.target sm_50
+.address_size 64
+.visible .global .align 4 .u32 scale = 10;
+.visible .func (.param .b32 r) twice(.param .b32 x)
+{
+  .reg .b32 %r<3>;
+  ld.param.u32 %r1, [x];
+  add.s32 %r2, %r1, %r1;
+  st.param.b32 [r], %r2;
+  ret;
+}
+)";
+
+using LinkCreate = CUresult (*)(unsigned, CUjit_option*, void**, CUlinkState*);
+using LinkAddData = CUresult (*)(CUlinkState, CUjitInputType, void*, size_t, const char*, unsigned,
+                                 CUjit_option*, void**);
+using LinkAddFile = CUresult (*)(CUlinkState, CUjitInputType, const char*, unsigned, CUjit_option*,
+                                 void**);
+
+class Linker : public Driver {
+ protected:
+  CUresult addPtx(CUlinkState state, const char* text, const char* name) {
+    return addData_(state, CU_JIT_INPUT_PTX, const_cast<char*>(text), std::strlen(text) + 1, name,
+                    0, nullptr, nullptr);
+  }
+  LinkCreate create_ = proc<LinkCreate>("cuLinkCreate", 12090);
+  LinkAddData addData_ = proc<LinkAddData>("cuLinkAddData", 12090);
+  LinkAddFile addFile_ = proc<LinkAddFile>("cuLinkAddFile", 12090);
+  CUresult (*complete_)(CUlinkState, void**, size_t*) =
+      proc<CUresult (*)(CUlinkState, void**, size_t*)>("cuLinkComplete", 12090);
+  CUresult (*destroy_)(CUlinkState) = proc<CUresult (*)(CUlinkState)>("cuLinkDestroy", 12090);
+};
+
+TEST_F(Linker, LinkedPtxLoadsAndRunsAcrossModules) {
+  CUlinkState state = nullptr;
+  ASSERT_EQ(create_(0, nullptr, nullptr, &state), CUDA_SUCCESS);
+  ASSERT_EQ(addPtx(state, kLinkCaller, "caller.ptx"), CUDA_SUCCESS);
+  // The second input through a file, as cuLinkAddFile reads it.
+  char path[] = "/tmp/rocuda_link_XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, kLinkCallee, std::strlen(kLinkCallee)),
+            static_cast<ssize_t>(std::strlen(kLinkCallee)));
+  close(fd);
+  ASSERT_EQ(addFile_(state, CU_JIT_INPUT_PTX, path, 0, nullptr, nullptr), CUDA_SUCCESS);
+  std::remove(path);
+  void* image = nullptr;
+  size_t size = 0;
+  ASSERT_EQ(complete_(state, &image, &size), CUDA_SUCCESS);
+  ASSERT_NE(image, nullptr);
+  EXPECT_EQ(std::strlen(static_cast<const char*>(image)) + 1, size);
+
+  CUmodule module = nullptr;
+  ASSERT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, image), CUDA_SUCCESS);
+  EXPECT_EQ(destroy_(state), CUDA_SUCCESS);  // the module keeps no reference to the image
+  CUfunction run = nullptr;
+  ASSERT_EQ(CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&run, module, "run"),
+            CUDA_SUCCESS);
+  CUdeviceptr out = 0;
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&out, 4), CUDA_SUCCESS);
+  void* params[] = {&out};
+  ASSERT_EQ(
+      CU(cuLaunchKernel, CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+         unsigned, CUstream, void**, void**)(run, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr),
+      CUDA_SUCCESS);
+  uint32_t value = 0;
+  ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(&value, out, 4), CUDA_SUCCESS);
+  EXPECT_EQ(value, 60u);  // twice(3) * scale
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(out), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
+}
+
+TEST_F(Linker, ErrorsAreReportedAndLogged) {
+  char log[512] = {};
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* values[] = {log, reinterpret_cast<void*>(uintptr_t{sizeof log})};
+  CUlinkState state = nullptr;
+  ASSERT_EQ(create_(2, options, values, &state), CUDA_SUCCESS);
+  EXPECT_EQ(addPtx(state, ".version 7.0\n.target sm_50\n.address_size 64\nbogus;\n", "bad.ptx"),
+            CUDA_ERROR_INVALID_PTX);
+  EXPECT_GT(std::strlen(log), 0u);
+  EXPECT_EQ(addData_(state, CU_JIT_INPUT_LIBRARY, const_cast<char*>(kLinkCallee), 10, "lib", 0,
+                     nullptr, nullptr),
+            CUDA_ERROR_INVALID_IMAGE);
+  EXPECT_EQ(addData_(state, CU_JIT_INPUT_PTX, nullptr, 10, "x", 0, nullptr, nullptr),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(addFile_(state, CU_JIT_INPUT_PTX, "/nonexistent/rocuda.ptx", 0, nullptr, nullptr),
+            CUDA_ERROR_FILE_NOT_FOUND);
+  void* image = nullptr;
+  EXPECT_EQ(complete_(state, &image, nullptr), CUDA_ERROR_INVALID_VALUE);  // nothing added
+  ASSERT_EQ(addPtx(state, kLinkCallee, "a.ptx"), CUDA_SUCCESS);
+  ASSERT_EQ(addPtx(state, kLinkCallee, "b.ptx"), CUDA_SUCCESS);
+  EXPECT_EQ(complete_(state, &image, nullptr), CUDA_ERROR_INVALID_PTX);  // two `scale`s
+  EXPECT_NE(std::string(log).find("multiple definitions"), std::string::npos) << log;
+  EXPECT_EQ(destroy_(state), CUDA_SUCCESS);
+  EXPECT_EQ(destroy_(state), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(addPtx(state, kLinkCallee, "c.ptx"), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(create_(0, nullptr, nullptr, nullptr), CUDA_ERROR_INVALID_VALUE);
+}
+
+}  // namespace
+}  // namespace rocuda::cuda::testing

@@ -1,0 +1,460 @@
+// Stream memory operations, stream attributes, managed memory hints and their range queries, and
+// the CUDA 13 location-based memory pool calls, through libcuda.so.1.
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <thread>
+
+#include "tests/unit/api/libcuda_harness.h"
+
+namespace rocuda::cuda::testing {
+namespace {
+
+using MemOp32 = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned);
+using MemOp64 = CUresult (*)(CUstream, CUdeviceptr, cuuint64_t, unsigned);
+
+class StreamOps : public Driver {
+ protected:
+  void SetUp() override {
+    Driver::SetUp();
+    // Pinned host memory: device-accessible, and the host can poke it directly.
+    ASSERT_EQ(CU(cuMemAllocHost, void**, size_t)(reinterpret_cast<void**>(&words_), 64),
+              CUDA_SUCCESS);
+    std::memset(words_, 0, 64);
+    ASSERT_EQ(CU(cuStreamCreate, CUstream*, unsigned)(&stream_, CU_STREAM_NON_BLOCKING),
+              CUDA_SUCCESS);
+  }
+  void TearDown() override {
+    EXPECT_EQ(CU(cuStreamDestroy, CUstream)(stream_), CUDA_SUCCESS);
+    EXPECT_EQ(CU(cuMemFreeHost, void*)(words_), CUDA_SUCCESS);
+    Driver::TearDown();
+  }
+  CUdeviceptr at(int index) { return reinterpret_cast<uintptr_t>(&words_[index]); }
+  std::atomic<uint32_t>& word(int index) {
+    return *reinterpret_cast<std::atomic<uint32_t>*>(&words_[index]);
+  }
+  CUresult query() { return CU(cuStreamQuery, CUstream)(stream_); }
+  CUresult sync() { return CU(cuStreamSynchronize, CUstream)(stream_); }
+
+  uint32_t* words_ = nullptr;
+  CUstream stream_ = nullptr;
+  MemOp32 wait32_ = proc<MemOp32>("cuStreamWaitValue32", 12090);
+  MemOp32 write32_ = proc<MemOp32>("cuStreamWriteValue32", 12090);
+  MemOp64 wait64_ = proc<MemOp64>("cuStreamWaitValue64", 12090);
+  MemOp64 write64_ = proc<MemOp64>("cuStreamWriteValue64", 12090);
+};
+
+TEST_F(StreamOps, WritesLandInStreamOrder) {
+  ASSERT_EQ(write32_(stream_, at(0), 7, CU_STREAM_WRITE_VALUE_DEFAULT), CUDA_SUCCESS);
+  ASSERT_EQ(
+      write64_(stream_, at(2), 0x1122334455667788ull, CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER),
+      CUDA_SUCCESS);
+  ASSERT_EQ(sync(), CUDA_SUCCESS);
+  EXPECT_EQ(words_[0], 7u);
+  uint64_t wide = 0;
+  std::memcpy(&wide, &words_[2], 8);
+  EXPECT_EQ(wide, 0x1122334455667788ull);
+}
+
+TEST_F(StreamOps, WaitBlocksLaterWorkUntilTheHostSetsTheValue) {
+  ASSERT_EQ(wait32_(stream_, at(0), 1, CU_STREAM_WAIT_VALUE_EQ), CUDA_SUCCESS);
+  ASSERT_EQ(write32_(stream_, at(1), 42, 0), CUDA_SUCCESS);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_EQ(query(), CUDA_ERROR_NOT_READY);
+  EXPECT_EQ(word(1).load(), 0u);  // the write after the wait has not run
+  word(0).store(1);
+  ASSERT_EQ(sync(), CUDA_SUCCESS);
+  EXPECT_EQ(word(1).load(), 42u);
+}
+
+TEST_F(StreamOps, WaitReleasedByAnotherStream) {
+  CUstream other = nullptr;
+  ASSERT_EQ(CU(cuStreamCreate, CUstream*, unsigned)(&other, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(wait64_(stream_, at(0), 5, CU_STREAM_WAIT_VALUE_GEQ | CU_STREAM_WAIT_VALUE_FLUSH),
+            CUDA_SUCCESS);
+  ASSERT_EQ(write32_(stream_, at(4), 9, 0), CUDA_SUCCESS);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(query(), CUDA_ERROR_NOT_READY);
+  ASSERT_EQ(write64_(other, at(0), 6, 0), CUDA_SUCCESS);
+  ASSERT_EQ(sync(), CUDA_SUCCESS);
+  EXPECT_EQ(words_[4], 9u);
+  EXPECT_EQ(CU(cuStreamDestroy, CUstream)(other), CUDA_SUCCESS);
+}
+
+TEST_F(StreamOps, EveryConditionIsEvaluated) {
+  words_[0] = 0b1010;
+  // Conditions that hold at once: the stream drains.
+  ASSERT_EQ(wait32_(stream_, at(0), 0b1000, CU_STREAM_WAIT_VALUE_AND), CUDA_SUCCESS);
+  ASSERT_EQ(wait32_(stream_, at(0), 0b0101, CU_STREAM_WAIT_VALUE_NOR), CUDA_SUCCESS);
+  ASSERT_EQ(wait32_(stream_, at(0), 0b1010, CU_STREAM_WAIT_VALUE_EQ), CUDA_SUCCESS);
+  // Cyclic >=: (int32_t)(10 - 0xFFFFFFF0) = 26 >= 0.
+  ASSERT_EQ(wait32_(stream_, at(0), 0xFFFFFFF0u, CU_STREAM_WAIT_VALUE_GEQ), CUDA_SUCCESS);
+  ASSERT_EQ(sync(), CUDA_SUCCESS);
+  // AND with no common bit does not hold until a bit is set.
+  ASSERT_EQ(wait32_(stream_, at(0), 0b0100, CU_STREAM_WAIT_VALUE_AND), CUDA_SUCCESS);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(query(), CUDA_ERROR_NOT_READY);
+  word(0).store(0b0100);
+  EXPECT_EQ(sync(), CUDA_SUCCESS);
+}
+
+TEST_F(StreamOps, BatchRunsItsOperationsInOrder) {
+  auto batch = proc<CUresult (*)(CUstream, unsigned, CUstreamBatchMemOpParams*, unsigned)>(
+      "cuStreamBatchMemOp", 12090);
+  CUstreamBatchMemOpParams ops[4];
+  std::memset(ops, 0, sizeof ops);
+  ops[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+  ops[0].writeValue.address = at(1);
+  ops[0].writeValue.value = 11;
+  ops[1].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
+  ops[1].waitValue.address = at(0);
+  ops[1].waitValue.value = 3;
+  ops[1].waitValue.flags = CU_STREAM_WAIT_VALUE_EQ;
+  ops[2].memoryBarrier.operation = CU_STREAM_MEM_OP_BARRIER;
+  ops[2].memoryBarrier.flags = CU_STREAM_MEMORY_BARRIER_TYPE_GPU;
+  ops[3].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
+  ops[3].writeValue.address = at(2);
+  ops[3].writeValue.value64 = 1ull << 40;
+  ASSERT_EQ(batch(stream_, 4, ops, 0), CUDA_SUCCESS);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(word(1).load(), 11u);  // before the wait
+  EXPECT_EQ(query(), CUDA_ERROR_NOT_READY);
+  word(0).store(3);
+  ASSERT_EQ(sync(), CUDA_SUCCESS);
+  uint64_t wide = 0;
+  std::memcpy(&wide, &words_[2], 8);
+  EXPECT_EQ(wide, 1ull << 40);
+
+  EXPECT_EQ(batch(stream_, 1, ops, 1), CUDA_ERROR_INVALID_VALUE);    // flags
+  EXPECT_EQ(batch(stream_, 256, ops, 0), CUDA_ERROR_INVALID_VALUE);  // count
+  EXPECT_EQ(batch(stream_, 1, nullptr, 0), CUDA_ERROR_INVALID_VALUE);
+  ops[0].operation = static_cast<CUstreamBatchMemOpType>(99);
+  EXPECT_EQ(batch(stream_, 1, ops, 0), CUDA_ERROR_INVALID_VALUE);
+  ops[0].flushRemoteWrites.operation = CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES;
+  ops[0].flushRemoteWrites.flags = 1;
+  EXPECT_EQ(batch(stream_, 1, ops, 0), CUDA_ERROR_INVALID_VALUE);
+  ops[0].flushRemoteWrites.flags = 0;
+  EXPECT_EQ(batch(stream_, 1, ops, 0), CUDA_SUCCESS);
+  EXPECT_EQ(sync(), CUDA_SUCCESS);
+}
+
+TEST_F(StreamOps, InvalidTargetsAndFlags) {
+  EXPECT_EQ(write32_(stream_, at(0) + 2, 1, 0), CUDA_ERROR_INVALID_VALUE);  // misaligned
+  EXPECT_EQ(write64_(stream_, at(1), 1, 0), CUDA_ERROR_INVALID_VALUE);      // 4-aligned only
+  EXPECT_EQ(write32_(stream_, at(0), 1, 2), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(wait32_(stream_, at(0), 1, 4), CUDA_ERROR_INVALID_VALUE);
+  uint32_t local = 0;  // memory the driver does not know
+  EXPECT_EQ(write32_(stream_, reinterpret_cast<uintptr_t>(&local), 1, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(write32_(stream_, 0, 1, 0), CUDA_ERROR_INVALID_VALUE);
+  CUdeviceptr managed = 0;
+  ASSERT_EQ(
+      CU(cuMemAllocManaged, CUdeviceptr*, size_t, unsigned)(&managed, 64, CU_MEM_ATTACH_GLOBAL),
+      CUDA_SUCCESS);
+  EXPECT_EQ(wait32_(stream_, managed, 0, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(managed), CUDA_SUCCESS);
+  // Device memory is a valid target.
+  CUdeviceptr device = 0;
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&device, 16), CUDA_SUCCESS);
+  EXPECT_EQ(write32_(stream_, device + 4, 77, 0), CUDA_SUCCESS);
+  ASSERT_EQ(sync(), CUDA_SUCCESS);
+  uint32_t back = 0;
+  ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(&back, device + 4, 4), CUDA_SUCCESS);
+  EXPECT_EQ(back, 77u);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(device), CUDA_SUCCESS);
+  int supported = 0;
+  ASSERT_EQ(CU(cuDeviceGetAttribute, int*, CUdevice_attribute, CUdevice)(
+                &supported, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, 0),
+            CUDA_SUCCESS);
+  EXPECT_EQ(supported, 1);
+}
+
+// ---- Stream attributes ----
+using GetAttr = CUresult (*)(CUstream, CUstreamAttrID, CUstreamAttrValue*);
+using SetAttr = CUresult (*)(CUstream, CUstreamAttrID, const CUstreamAttrValue*);
+
+TEST_F(StreamOps, AttributesAreStoredReportedAndCopied) {
+  auto get = proc<GetAttr>("cuStreamGetAttribute", 12090);
+  auto set = proc<SetAttr>("cuStreamSetAttribute", 12090);
+  CUstreamAttrValue value;
+  std::memset(&value, 0, sizeof value);
+  ASSERT_EQ(get(stream_, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, &value), CUDA_SUCCESS);
+  EXPECT_EQ(value.syncPolicy, CU_SYNC_POLICY_AUTO);
+  value.syncPolicy = CU_SYNC_POLICY_SPIN;
+  ASSERT_EQ(set(stream_, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, &value), CUDA_SUCCESS);
+  std::memset(&value, 0, sizeof value);
+  value.accessPolicyWindow = {reinterpret_cast<void*>(at(0)), 64, 0.5f,
+                              CU_ACCESS_PROPERTY_PERSISTING, CU_ACCESS_PROPERTY_STREAMING};
+  ASSERT_EQ(set(stream_, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, &value), CUDA_SUCCESS);
+  value.priority = -3;
+  ASSERT_EQ(set(stream_, CU_LAUNCH_ATTRIBUTE_PRIORITY, &value), CUDA_SUCCESS);
+
+  CUstream copy = nullptr;
+  ASSERT_EQ(CU(cuStreamCreate, CUstream*, unsigned)(&copy, 0), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuStreamCopyAttributes, CUstream, CUstream)(copy, stream_), CUDA_SUCCESS);
+  for (CUstream s : {stream_, copy}) {
+    std::memset(&value, 0, sizeof value);
+    ASSERT_EQ(get(s, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, &value), CUDA_SUCCESS);
+    EXPECT_EQ(value.syncPolicy, CU_SYNC_POLICY_SPIN);
+    ASSERT_EQ(get(s, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, &value), CUDA_SUCCESS);
+    EXPECT_EQ(value.accessPolicyWindow.base_ptr, reinterpret_cast<void*>(at(0)));
+    EXPECT_EQ(value.accessPolicyWindow.num_bytes, 64u);
+    EXPECT_EQ(value.accessPolicyWindow.hitRatio, 0.5f);
+    EXPECT_EQ(value.accessPolicyWindow.missProp, CU_ACCESS_PROPERTY_STREAMING);
+    // The priority range is [0, 0]: a requested priority is clamped into it.
+    ASSERT_EQ(get(s, CU_LAUNCH_ATTRIBUTE_PRIORITY, &value), CUDA_SUCCESS);
+    EXPECT_EQ(value.priority, 0);
+  }
+  EXPECT_EQ(CU(cuStreamDestroy, CUstream)(copy), CUDA_SUCCESS);
+}
+
+TEST_F(StreamOps, AttributeErrors) {
+  auto get = proc<GetAttr>("cuStreamGetAttribute", 12090);
+  auto set = proc<SetAttr>("cuStreamSetAttribute", 12090);
+  CUstreamAttrValue value;
+  std::memset(&value, 0, sizeof value);
+  EXPECT_EQ(get(stream_, CU_LAUNCH_ATTRIBUTE_COOPERATIVE, &value), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(get(stream_, CU_LAUNCH_ATTRIBUTE_PRIORITY, nullptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(set(stream_, CU_LAUNCH_ATTRIBUTE_PRIORITY, nullptr), CUDA_ERROR_INVALID_VALUE);
+  value.accessPolicyWindow.hitRatio = 2.0f;
+  EXPECT_EQ(set(stream_, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, &value),
+            CUDA_ERROR_INVALID_VALUE);
+  value.syncPolicy = static_cast<CUsynchronizationPolicy>(9);
+  EXPECT_EQ(set(stream_, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, &value),
+            CUDA_ERROR_INVALID_VALUE);
+  int bogus = 0;
+  EXPECT_EQ(get(reinterpret_cast<CUstream>(&bogus), CU_LAUNCH_ATTRIBUTE_PRIORITY, &value),
+            CUDA_ERROR_INVALID_HANDLE);
+}
+
+TEST_F(StreamOps, AttachMemAsync) {
+  auto attach = CU(cuStreamAttachMemAsync, CUstream, CUdeviceptr, size_t, unsigned);
+  CUdeviceptr managed = 0;
+  ASSERT_EQ(
+      CU(cuMemAllocManaged, CUdeviceptr*, size_t, unsigned)(&managed, 256, CU_MEM_ATTACH_GLOBAL),
+      CUDA_SUCCESS);
+  EXPECT_EQ(attach(stream_, managed, 0, CU_MEM_ATTACH_SINGLE), CUDA_SUCCESS);
+  EXPECT_EQ(attach(stream_, managed, 256, CU_MEM_ATTACH_HOST), CUDA_SUCCESS);
+  EXPECT_EQ(attach(stream_, managed, 128, CU_MEM_ATTACH_GLOBAL), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(attach(stream_, managed, 0, 8), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(attach(nullptr, managed, 0, CU_MEM_ATTACH_SINGLE), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(attach(stream_, at(0), 0, CU_MEM_ATTACH_GLOBAL), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(sync(), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(managed), CUDA_SUCCESS);
+}
+
+// ---- Managed memory hints ----
+using RangeAttr = CUresult (*)(void*, size_t, CUmem_range_attribute, CUdeviceptr, size_t);
+
+class Managed : public Driver {
+ protected:
+  void SetUp() override {
+    Driver::SetUp();
+    ASSERT_EQ(
+        CU(cuMemAllocManaged, CUdeviceptr*, size_t, unsigned)(&base_, kBytes, CU_MEM_ATTACH_GLOBAL),
+        CUDA_SUCCESS);
+  }
+  void TearDown() override {
+    EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(base_), CUDA_SUCCESS);
+    Driver::TearDown();
+  }
+  int attr(CUmem_range_attribute which, CUdeviceptr start, size_t bytes) {
+    int value = 12345;
+    EXPECT_EQ(range_(&value, 4, which, start, bytes), CUDA_SUCCESS);
+    return value;
+  }
+  CUresult advise(CUmem_advise advice, CUdeviceptr start, size_t bytes, CUmemLocation where) {
+    return CU13(cuMemAdvise, CUdeviceptr, size_t, CUmem_advise, CUmemLocation)(start, bytes, advice,
+                                                                               where);
+  }
+  static constexpr size_t kBytes = 3 * 4096;
+  CUdeviceptr base_ = 0;
+  RangeAttr range_ = proc<RangeAttr>("cuMemRangeGetAttribute", 12090);
+  CUmemLocation device0_{CU_MEM_LOCATION_TYPE_DEVICE, 0};
+  CUmemLocation host_{CU_MEM_LOCATION_TYPE_HOST, 0};
+};
+
+TEST_F(Managed, DefaultsBeforeAnyHint) {
+  EXPECT_EQ(attr(CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, base_, kBytes), 0);
+  EXPECT_EQ(attr(CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, base_, kBytes), CU_DEVICE_INVALID);
+  EXPECT_EQ(attr(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, base_, kBytes), CU_DEVICE_INVALID);
+  EXPECT_EQ(attr(CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE, base_, kBytes),
+            CU_MEM_LOCATION_TYPE_INVALID);
+  int devices[3] = {7, 7, 7};
+  ASSERT_EQ(range_(devices, sizeof devices, CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, base_, kBytes),
+            CUDA_SUCCESS);
+  for (int d : devices) EXPECT_EQ(d, CU_DEVICE_INVALID);
+}
+
+TEST_F(Managed, AdviceIsReportedPerRange) {
+  ASSERT_EQ(advise(CU_MEM_ADVISE_SET_READ_MOSTLY, base_, kBytes, device0_), CUDA_SUCCESS);
+  EXPECT_EQ(attr(CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, base_, kBytes), 1);
+  ASSERT_EQ(advise(CU_MEM_ADVISE_UNSET_READ_MOSTLY, base_ + 4096, 4096, device0_), CUDA_SUCCESS);
+  EXPECT_EQ(attr(CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, base_, kBytes), 0);
+  EXPECT_EQ(attr(CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, base_, 4096), 1);
+  EXPECT_EQ(attr(CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, base_ + 8192, 4096), 1);
+
+  ASSERT_EQ(advise(CU_MEM_ADVISE_SET_PREFERRED_LOCATION, base_, 8192, device0_), CUDA_SUCCESS);
+  EXPECT_EQ(attr(CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, base_, 8192), 0);
+  EXPECT_EQ(attr(CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE, base_, 8192),
+            CU_MEM_LOCATION_TYPE_DEVICE);
+  EXPECT_EQ(attr(CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID, base_, 8192), 0);
+  EXPECT_EQ(attr(CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, base_, kBytes), CU_DEVICE_INVALID);
+  ASSERT_EQ(advise(CU_MEM_ADVISE_SET_PREFERRED_LOCATION, base_ + 8192, 4096, host_), CUDA_SUCCESS);
+  EXPECT_EQ(attr(CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, base_ + 8192, 4096), CU_DEVICE_CPU);
+  EXPECT_EQ(attr(CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE, base_ + 8192, 4096),
+            CU_MEM_LOCATION_TYPE_HOST);
+
+  ASSERT_EQ(advise(CU_MEM_ADVISE_SET_ACCESSED_BY, base_, kBytes, device0_), CUDA_SUCCESS);
+  ASSERT_EQ(advise(CU_MEM_ADVISE_SET_ACCESSED_BY, base_, 4096, host_), CUDA_SUCCESS);
+  int devices[3] = {7, 7, 7};
+  ASSERT_EQ(range_(devices, sizeof devices, CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, base_, 4096),
+            CUDA_SUCCESS);
+  EXPECT_EQ(devices[0], 0);
+  EXPECT_EQ(devices[1], CU_DEVICE_CPU);
+  EXPECT_EQ(devices[2], CU_DEVICE_INVALID);
+  ASSERT_EQ(range_(devices, sizeof devices, CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, base_, kBytes),
+            CUDA_SUCCESS);
+  EXPECT_EQ(devices[0], 0);
+  EXPECT_EQ(devices[1], CU_DEVICE_INVALID);
+  ASSERT_EQ(advise(CU_MEM_ADVISE_UNSET_ACCESSED_BY, base_, kBytes, device0_), CUDA_SUCCESS);
+  ASSERT_EQ(range_(devices, 4, CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, base_, kBytes), CUDA_SUCCESS);
+  EXPECT_EQ(devices[0], CU_DEVICE_INVALID);
+}
+
+TEST_F(Managed, PrefetchesAreReportedAndFreedMemoryForgetsThem) {
+  // The CUDA 8 form, with a CUdevice target.
+  auto prefetch =
+      proc<CUresult (*)(CUdeviceptr, size_t, CUdevice, CUstream)>("cuMemPrefetchAsync", 8000);
+  ASSERT_EQ(prefetch(base_, kBytes, 0, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(attr(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, base_, kBytes), 0);
+  ASSERT_EQ(prefetch(base_, 4096, CU_DEVICE_CPU, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(attr(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, base_, 4096), CU_DEVICE_CPU);
+  EXPECT_EQ(attr(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE, base_, 4096),
+            CU_MEM_LOCATION_TYPE_HOST);
+  EXPECT_EQ(attr(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, base_, kBytes), CU_DEVICE_INVALID);
+  EXPECT_EQ(prefetch(base_, kBytes, 42, nullptr), CUDA_ERROR_INVALID_DEVICE);
+
+  // Several attributes at once.
+  auto ranges = CU(cuMemRangeGetAttributes, void**, size_t*, CUmem_range_attribute*, size_t,
+                   CUdeviceptr, size_t);
+  int readMostly = 9, last = 9;
+  void* data[] = {&readMostly, &last};
+  size_t sizes[] = {4, 4};
+  CUmem_range_attribute which[] = {CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY,
+                                   CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID};
+  ASSERT_EQ(ranges(data, sizes, which, 2, base_ + 4096, 8192), CUDA_SUCCESS);
+  EXPECT_EQ(readMostly, 0);
+  EXPECT_EQ(last, 0);
+  EXPECT_EQ(ranges(data, sizes, which, 0, base_, kBytes), CUDA_ERROR_INVALID_VALUE);
+
+  // A new allocation at a reused address starts without hints.
+  ASSERT_EQ(CU(cuMemFree, CUdeviceptr)(base_), CUDA_SUCCESS);
+  ASSERT_EQ(
+      CU(cuMemAllocManaged, CUdeviceptr*, size_t, unsigned)(&base_, kBytes, CU_MEM_ATTACH_GLOBAL),
+      CUDA_SUCCESS);
+  EXPECT_EQ(attr(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, base_, kBytes), CU_DEVICE_INVALID);
+}
+
+TEST_F(Managed, RangeQueryErrors) {
+  int value = 0;
+  EXPECT_EQ(range_(&value, 8, CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, base_, kBytes),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(range_(&value, 6, CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, base_, kBytes),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(range_(nullptr, 4, CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, base_, kBytes),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(range_(&value, 4, static_cast<CUmem_range_attribute>(99), base_, kBytes),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(range_(&value, 4, CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, base_, kBytes + 1),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(range_(&value, 4, CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, base_, 0),
+            CUDA_ERROR_INVALID_VALUE);
+  CUdeviceptr device = 0;
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&device, 64), CUDA_SUCCESS);
+  EXPECT_EQ(range_(&value, 4, CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, device, 64),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(device), CUDA_SUCCESS);
+}
+
+using PrefetchBatch = CUresult (*)(CUdeviceptr*, size_t*, size_t, CUmemLocation*, size_t*, size_t,
+                                   unsigned long long, CUstream);
+
+TEST_F(Managed, BatchPrefetchAndDiscard) {
+  auto batch = proc<PrefetchBatch>("cuMemPrefetchBatchAsync");
+  auto both = proc<PrefetchBatch>("cuMemDiscardAndPrefetchBatchAsync");
+  auto discard =
+      CU13(cuMemDiscardBatchAsync, CUdeviceptr*, size_t*, size_t, unsigned long long, CUstream);
+  CUstream stream = nullptr;
+  ASSERT_EQ(CU(cuStreamCreate, CUstream*, unsigned)(&stream, 0), CUDA_SUCCESS);
+  CUdeviceptr ptrs[] = {base_, base_ + 4096, base_ + 8192};
+  size_t sizes[] = {4096, 4096, 4096};
+  CUmemLocation locations[] = {device0_, host_};
+  size_t firsts[] = {0, 2};
+  ASSERT_EQ(batch(ptrs, sizes, 3, locations, firsts, 2, 0, stream), CUDA_SUCCESS);
+  EXPECT_EQ(attr(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, base_, 8192), 0);
+  EXPECT_EQ(attr(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, base_ + 8192, 4096), CU_DEVICE_CPU);
+  ASSERT_EQ(both(ptrs, sizes, 1, &host_, firsts, 1, 0, stream), CUDA_SUCCESS);
+  EXPECT_EQ(attr(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, base_, 4096), CU_DEVICE_CPU);
+  EXPECT_EQ(discard(ptrs, sizes, 3, 0, stream), CUDA_SUCCESS);
+
+  size_t badFirsts[] = {1, 2};
+  EXPECT_EQ(batch(ptrs, sizes, 3, locations, badFirsts, 2, 0, stream), CUDA_ERROR_INVALID_VALUE);
+  size_t unordered[] = {0, 0};
+  EXPECT_EQ(batch(ptrs, sizes, 3, locations, unordered, 2, 0, stream), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(batch(ptrs, sizes, 1, locations, firsts, 2, 0, stream), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(batch(ptrs, sizes, 3, locations, firsts, 2, 1, stream), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(batch(ptrs, sizes, 3, locations, firsts, 2, 0, CU_STREAM_LEGACY),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(discard(ptrs, sizes, 0, 0, stream), CUDA_ERROR_INVALID_VALUE);
+  size_t tooBig[] = {1, kBytes, 1};  // past the end of the allocation
+  EXPECT_EQ(discard(ptrs, tooBig, 3, 0, stream), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuStreamDestroy, CUstream)(stream), CUDA_SUCCESS);
+}
+
+// ---- Location-based pool calls (CUDA 13) ----
+TEST_F(Driver, MemPoolsByLocation) {
+  auto getDefault =
+      CU13(cuMemGetDefaultMemPool, CUmemoryPool*, CUmemLocation*, CUmemAllocationType);
+  auto getCurrent = CU13(cuMemGetMemPool, CUmemoryPool*, CUmemLocation*, CUmemAllocationType);
+  auto setCurrent = CU13(cuMemSetMemPool, CUmemLocation*, CUmemAllocationType, CUmemoryPool);
+  CUmemLocation device{CU_MEM_LOCATION_TYPE_DEVICE, 0};
+  CUmemoryPool pool = nullptr, legacy = nullptr;
+  ASSERT_EQ(getDefault(&pool, &device, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuDeviceGetDefaultMemPool, CUmemoryPool*, CUdevice)(&legacy, 0), CUDA_SUCCESS);
+  EXPECT_EQ(pool, legacy);
+
+  CUmemPoolProps props;
+  std::memset(&props, 0, sizeof props);
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location = device;
+  CUmemoryPool created = nullptr;
+  ASSERT_EQ(CU(cuMemPoolCreate, CUmemoryPool*, const CUmemPoolProps*)(&created, &props),
+            CUDA_SUCCESS);
+  ASSERT_EQ(setCurrent(&device, CU_MEM_ALLOCATION_TYPE_PINNED, created), CUDA_SUCCESS);
+  CUmemoryPool current = nullptr;
+  ASSERT_EQ(getCurrent(&current, &device, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_SUCCESS);
+  EXPECT_EQ(current, created);
+  ASSERT_EQ(CU(cuDeviceGetMemPool, CUmemoryPool*, CUdevice)(&current, 0), CUDA_SUCCESS);
+  EXPECT_EQ(current, created);
+  ASSERT_EQ(setCurrent(&device, CU_MEM_ALLOCATION_TYPE_PINNED, legacy), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemPoolDestroy, CUmemoryPool)(created), CUDA_SUCCESS);
+
+  CUmemLocation host{CU_MEM_LOCATION_TYPE_HOST, 0};
+  CUmemLocation none{CU_MEM_LOCATION_TYPE_NONE, 0};
+  CUmemLocation badDevice{CU_MEM_LOCATION_TYPE_DEVICE, 99};
+  EXPECT_EQ(getDefault(&pool, &host, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(getDefault(&pool, &none, CU_MEM_ALLOCATION_TYPE_MANAGED), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(getDefault(&pool, &none, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(getDefault(&pool, &device, CU_MEM_ALLOCATION_TYPE_INVALID), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(getDefault(&pool, nullptr, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(getDefault(nullptr, &device, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(getCurrent(&pool, &badDevice, CU_MEM_ALLOCATION_TYPE_PINNED),
+            CUDA_ERROR_INVALID_DEVICE);
+  EXPECT_EQ(setCurrent(&device, CU_MEM_ALLOCATION_TYPE_PINNED, nullptr), CUDA_ERROR_INVALID_VALUE);
+}
+
+}  // namespace
+}  // namespace rocuda::cuda::testing

@@ -1,0 +1,388 @@
+// CUDA arrays, texture and surface objects and copies to and from arrays, through libcuda.so.1
+// loaded with dlopen and reached through cuGetProcAddress as cudart reaches them.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "rocuda/cuda_abi.h"
+#include "support/texture_view.h"
+
+namespace rocuda::cuda {
+namespace {
+
+using GetProcAddress = CUresult (*)(const char*, void**, int, cuuint64_t,
+                                    CUdriverProcAddressQueryResult*);
+
+void* library() {
+  static void* handle = dlopen(ROCUDA_LIBCUDA_PATH, RTLD_NOW | RTLD_LOCAL);
+  return handle;
+}
+
+template <class F>
+F proc(const char* name, int version = 13000) {
+  static auto getProc = reinterpret_cast<GetProcAddress>(dlsym(library(), "cuGetProcAddress_v2"));
+  void* pfn = nullptr;
+  CUresult result = getProc(name, &pfn, version, 0, nullptr);
+  EXPECT_EQ(result, CUDA_SUCCESS) << name;
+  return reinterpret_cast<F>(pfn);
+}
+
+#define CU(name, ...) proc<CUresult (*)(__VA_ARGS__)>(#name)
+
+class Textures : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ASSERT_NE(library(), nullptr) << dlerror();
+    ASSERT_EQ(CU(cuInit, unsigned)(0), CUDA_SUCCESS);
+    CUcontext context = nullptr;
+    ASSERT_EQ(CU(cuDevicePrimaryCtxRetain, CUcontext*, CUdevice)(&context, 0), CUDA_SUCCESS);
+    ASSERT_EQ(CU(cuCtxSetCurrent, CUcontext)(context), CUDA_SUCCESS);
+  }
+
+  static CUarray create3D(size_t w, size_t h, size_t d, CUarray_format format, unsigned channels,
+                          unsigned flags = 0) {
+    CUDA_ARRAY3D_DESCRIPTOR desc{};
+    desc.Width = w;
+    desc.Height = h;
+    desc.Depth = d;
+    desc.Format = format;
+    desc.NumChannels = channels;
+    desc.Flags = flags;
+    CUarray array = nullptr;
+    EXPECT_EQ(CU(cuArray3DCreate, CUarray*, const CUDA_ARRAY3D_DESCRIPTOR*)(&array, &desc),
+              CUDA_SUCCESS);
+    return array;
+  }
+  static void destroy(CUarray array) {
+    EXPECT_EQ(CU(cuArrayDestroy, CUarray)(array), CUDA_SUCCESS);
+  }
+};
+
+TEST_F(Textures, ArrayCreateValidatesDescriptors) {
+  auto create = CU(cuArrayCreate, CUarray*, const CUDA_ARRAY_DESCRIPTOR*);
+  auto create3 = CU(cuArray3DCreate, CUarray*, const CUDA_ARRAY3D_DESCRIPTOR*);
+  CUarray array = nullptr;
+  CUDA_ARRAY_DESCRIPTOR desc{64, 16, CU_AD_FORMAT_FLOAT, 1};
+  EXPECT_EQ(create(&array, nullptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(create(nullptr, &desc), CUDA_ERROR_INVALID_VALUE);
+  desc.NumChannels = 3;
+  EXPECT_EQ(create(&array, &desc), CUDA_ERROR_INVALID_VALUE);
+  desc.NumChannels = 1;
+  desc.Format = static_cast<CUarray_format>(77);
+  EXPECT_EQ(create(&array, &desc), CUDA_ERROR_INVALID_VALUE);
+  desc.Format = CU_AD_FORMAT_FLOAT;
+  desc.Width = 0;
+  EXPECT_EQ(create(&array, &desc), CUDA_ERROR_INVALID_VALUE);
+  desc.Width = 64;
+  ASSERT_EQ(create(&array, &desc), CUDA_SUCCESS);
+  CUDA_ARRAY_DESCRIPTOR got{};
+  ASSERT_EQ(CU(cuArrayGetDescriptor, CUDA_ARRAY_DESCRIPTOR*, CUarray)(&got, array), CUDA_SUCCESS);
+  EXPECT_EQ(got.Width, 64u);
+  EXPECT_EQ(got.Height, 16u);
+  EXPECT_EQ(got.Format, CU_AD_FORMAT_FLOAT);
+  EXPECT_EQ(got.NumChannels, 1u);
+  destroy(array);
+  // A destroyed array is no longer a valid handle.
+  EXPECT_EQ(CU(cuArrayDestroy, CUarray)(array), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(CU(cuArrayGetDescriptor, CUDA_ARRAY_DESCRIPTOR*, CUarray)(&got, array),
+            CUDA_ERROR_INVALID_HANDLE);
+
+  CUDA_ARRAY3D_DESCRIPTOR d3{8, 8, 5, CU_AD_FORMAT_UNSIGNED_INT8, 4, CUDA_ARRAY3D_CUBEMAP};
+  EXPECT_EQ(create3(&array, &d3), CUDA_ERROR_INVALID_VALUE);  // a cubemap needs depth 6
+  d3.Depth = 6;
+  ASSERT_EQ(create3(&array, &d3), CUDA_SUCCESS);
+  destroy(array);
+  d3.Flags = CUDA_ARRAY3D_CUBEMAP | CUDA_ARRAY3D_LAYERED;
+  d3.Depth = 12;
+  ASSERT_EQ(create3(&array, &d3), CUDA_SUCCESS);
+  CUDA_ARRAY3D_DESCRIPTOR got3{};
+  ASSERT_EQ(CU(cuArray3DGetDescriptor, CUDA_ARRAY3D_DESCRIPTOR*, CUarray)(&got3, array),
+            CUDA_SUCCESS);
+  EXPECT_EQ(got3.Depth, 12u);
+  EXPECT_EQ(got3.Flags, CUDA_ARRAY3D_CUBEMAP | CUDA_ARRAY3D_LAYERED);
+  destroy(array);
+  d3 = {8, 0, 0, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_LAYERED};
+  EXPECT_EQ(create3(&array, &d3), CUDA_ERROR_INVALID_VALUE);  // layered without layers
+  d3.Flags = CUDA_ARRAY3D_SPARSE;
+  EXPECT_NE(create3(&array, &d3), CUDA_SUCCESS);
+}
+
+TEST_F(Textures, ArraysOutliveTheirContext) {
+  auto create = proc<CUresult (*)(CUcontext*, unsigned, CUdevice)>("cuCtxCreate", 3020);
+  CUcontext primary = nullptr, own = nullptr;
+  ASSERT_EQ(CU(cuCtxGetCurrent, CUcontext*)(&primary), CUDA_SUCCESS);
+  ASSERT_EQ(create(&own, 0, 0), CUDA_SUCCESS);  // becomes current
+  CUarray array = create3D(8, 8, 0, CU_AD_FORMAT_FLOAT, 1);
+  ASSERT_EQ(CU(cuCtxDestroy, CUcontext)(own), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuCtxSetCurrent, CUcontext)(primary), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuArrayDestroy, CUarray)(array), CUDA_SUCCESS);
+}
+
+TEST_F(Textures, PlaneSparseAndMemoryRequirementQueries) {
+  CUarray array = create3D(16, 16, 0, CU_AD_FORMAT_FLOAT, 1);
+  CUarray plane = nullptr;
+  EXPECT_EQ(CU(cuArrayGetPlane, CUarray*, CUarray, unsigned)(&plane, array, 0),
+            CUDA_ERROR_INVALID_VALUE);
+  CUDA_ARRAY_SPARSE_PROPERTIES sparse{};
+  EXPECT_EQ(CU(cuArrayGetSparseProperties, CUDA_ARRAY_SPARSE_PROPERTIES*, CUarray)(&sparse, array),
+            CUDA_ERROR_INVALID_VALUE);
+  CUDA_ARRAY_MEMORY_REQUIREMENTS req{};
+  EXPECT_EQ(CU(cuArrayGetMemoryRequirements, CUDA_ARRAY_MEMORY_REQUIREMENTS*, CUarray, CUdevice)(
+                &req, array, 0),
+            CUDA_ERROR_INVALID_VALUE);
+  destroy(array);
+  EXPECT_EQ(CU(cuArrayGetPlane, CUarray*, CUarray, unsigned)(&plane, array, 0),
+            CUDA_ERROR_INVALID_HANDLE);
+}
+
+TEST_F(Textures, MipmappedArrayLevels) {
+  auto create =
+      CU(cuMipmappedArrayCreate, CUmipmappedArray*, const CUDA_ARRAY3D_DESCRIPTOR*, unsigned);
+  auto level = CU(cuMipmappedArrayGetLevel, CUarray*, CUmipmappedArray, unsigned);
+  CUDA_ARRAY3D_DESCRIPTOR desc{16, 8, 0, CU_AD_FORMAT_FLOAT, 2, 0};
+  CUmipmappedArray mipmap = nullptr;
+  EXPECT_EQ(create(&mipmap, &desc, 6), CUDA_ERROR_INVALID_VALUE);  // 16 allows 5 levels
+  ASSERT_EQ(create(&mipmap, &desc, 5), CUDA_SUCCESS);
+  CUarray l3 = nullptr;
+  ASSERT_EQ(level(&l3, mipmap, 3), CUDA_SUCCESS);
+  CUDA_ARRAY3D_DESCRIPTOR got{};
+  ASSERT_EQ(CU(cuArray3DGetDescriptor, CUDA_ARRAY3D_DESCRIPTOR*, CUarray)(&got, l3), CUDA_SUCCESS);
+  EXPECT_EQ(got.Width, 2u);
+  EXPECT_EQ(got.Height, 1u);
+  EXPECT_EQ(level(&l3, mipmap, 5), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuArrayDestroy, CUarray)(l3), CUDA_ERROR_INVALID_HANDLE);  // owned by the mipmap
+  CUDA_ARRAY_SPARSE_PROPERTIES sparse{};
+  EXPECT_EQ(CU(cuMipmappedArrayGetSparseProperties, CUDA_ARRAY_SPARSE_PROPERTIES*,
+               CUmipmappedArray)(&sparse, mipmap),
+            CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(CU(cuMipmappedArrayDestroy, CUmipmappedArray)(mipmap), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMipmappedArrayDestroy, CUmipmappedArray)(mipmap), CUDA_ERROR_INVALID_HANDLE);
+}
+
+TEST_F(Textures, CopiesThroughArrays) {
+  const size_t w = 5, h = 3, d = 2;
+  CUarray array = create3D(w, h, d, CU_AD_FORMAT_SIGNED_INT32, 1);
+  std::vector<int32_t> host(w * h * d);
+  std::iota(host.begin(), host.end(), 100);
+  // Host -> array (3D), array -> device (3D), device -> host (1D).
+  CUDA_MEMCPY3D up{};
+  up.srcMemoryType = CU_MEMORYTYPE_HOST;
+  up.srcHost = host.data();
+  up.srcPitch = w * 4;
+  up.srcHeight = h;
+  up.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+  up.dstArray = array;
+  up.WidthInBytes = w * 4;
+  up.Height = h;
+  up.Depth = d;
+  ASSERT_EQ(CU(cuMemcpy3D, const CUDA_MEMCPY3D*)(&up), CUDA_SUCCESS);
+  CUdeviceptr device = 0;
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&device, host.size() * 4), CUDA_SUCCESS);
+  CUDA_MEMCPY3D across{};
+  across.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+  across.srcArray = array;
+  across.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  across.dstDevice = device;
+  across.dstPitch = w * 4;
+  across.dstHeight = h;
+  across.WidthInBytes = w * 4;
+  across.Height = h;
+  across.Depth = d;
+  ASSERT_EQ(CU(cuMemcpy3DAsync, const CUDA_MEMCPY3D*, CUstream)(&across, nullptr), CUDA_SUCCESS);
+  std::vector<int32_t> back(host.size(), 0);
+  ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(back.data(), device, back.size() * 4),
+            CUDA_SUCCESS);
+  EXPECT_EQ(back, host);
+
+  // A 2D sub-rectangle of slice 0 back to the host: elements (1..3, 1..2).
+  CUDA_MEMCPY2D down{};
+  down.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+  down.srcArray = array;
+  down.srcXInBytes = 4;
+  down.srcY = 1;
+  down.dstMemoryType = CU_MEMORYTYPE_HOST;
+  int32_t rect[2][3] = {};
+  down.dstHost = rect;
+  down.dstPitch = sizeof rect[0];
+  down.WidthInBytes = 12;
+  down.Height = 2;
+  ASSERT_EQ(CU(cuMemcpy2D, const CUDA_MEMCPY2D*)(&down), CUDA_SUCCESS);
+  EXPECT_EQ(rect[0][0], 100 + 1 * 5 + 1);
+  EXPECT_EQ(rect[1][2], 100 + 2 * 5 + 3);
+
+  // Regions beyond the array and partial elements are refused.
+  down.WidthInBytes = 4 * 5;
+  EXPECT_EQ(CU(cuMemcpy2D, const CUDA_MEMCPY2D*)(&down), CUDA_ERROR_INVALID_VALUE);
+  down.WidthInBytes = 6;
+  EXPECT_EQ(CU(cuMemcpy2D, const CUDA_MEMCPY2D*)(&down), CUDA_ERROR_INVALID_VALUE);
+
+  // Array -> array with the 3D batch (elements), then the peer form back to the host.
+  CUarray second = create3D(w, h, d, CU_AD_FORMAT_SIGNED_INT32, 1);
+  CUDA_MEMCPY3D_BATCH_OP op{};
+  op.src.type = CU_MEMCPY_OPERAND_TYPE_ARRAY;
+  op.src.op.array.array = array;
+  op.src.op.array.offset = {1, 0, 1};
+  op.dst.type = CU_MEMCPY_OPERAND_TYPE_ARRAY;
+  op.dst.op.array.array = second;
+  op.extent = {2, 3, 1};
+  op.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+  ASSERT_EQ(CU(cuMemcpy3DBatchAsync, size_t, CUDA_MEMCPY3D_BATCH_OP*, unsigned long long, CUstream)(
+                1, &op, 0, nullptr),
+            CUDA_SUCCESS);
+  CUDA_MEMCPY3D_PEER peer{};
+  peer.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+  peer.srcArray = second;
+  peer.dstMemoryType = CU_MEMORYTYPE_HOST;
+  int32_t out[3][2] = {};
+  peer.dstHost = out;
+  peer.dstPitch = sizeof out[0];
+  peer.WidthInBytes = 8;
+  peer.Height = 3;
+  peer.Depth = 1;
+  ASSERT_EQ(CU(cuMemcpy3DPeer, const CUDA_MEMCPY3D_PEER*)(&peer), CUDA_SUCCESS);
+  EXPECT_EQ(out[0][0], 100 + 15 + 1);
+  EXPECT_EQ(out[2][1], 100 + 15 + 10 + 2);
+  op.extent = {0, 1, 1};
+  EXPECT_EQ(CU(cuMemcpy3DBatchAsync, size_t, CUDA_MEMCPY3D_BATCH_OP*, unsigned long long, CUstream)(
+                1, &op, 0, nullptr),
+            CUDA_ERROR_INVALID_VALUE);
+  destroy(second);
+  destroy(array);
+  EXPECT_EQ(CU(cuMemcpy3D, const CUDA_MEMCPY3D*)(&up), CUDA_ERROR_INVALID_VALUE);  // destroyed
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(device), CUDA_SUCCESS);
+}
+
+TEST_F(Textures, BatchAsyncCopiesEachPair) {
+  auto batch = CU(cuMemcpyBatchAsync, CUdeviceptr*, CUdeviceptr*, size_t*, size_t,
+                  CUmemcpyAttributes*, size_t*, size_t, CUstream);
+  CUdeviceptr device = 0;
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&device, 64), CUDA_SUCCESS);
+  uint32_t a[4] = {1, 2, 3, 4}, b[4] = {5, 6, 7, 8}, back[8] = {};
+  CUdeviceptr dsts[3] = {device, device + 16, reinterpret_cast<CUdeviceptr>(back)};
+  CUdeviceptr srcs[3] = {reinterpret_cast<CUdeviceptr>(a), reinterpret_cast<CUdeviceptr>(b),
+                         device};
+  size_t sizes[3] = {16, 16, 32};
+  CUmemcpyAttributes attr{};
+  attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+  size_t index = 0;
+  ASSERT_EQ(batch(dsts, srcs, sizes, 3, &attr, &index, 1, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(nullptr), CUDA_SUCCESS);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(back[i], static_cast<uint32_t>(i + 1));
+  attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_INVALID;
+  EXPECT_EQ(batch(dsts, srcs, sizes, 3, &attr, &index, 1, nullptr), CUDA_ERROR_INVALID_VALUE);
+  attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+  EXPECT_EQ(batch(dsts, srcs, sizes, 0, &attr, &index, 1, nullptr), CUDA_ERROR_INVALID_VALUE);
+  sizes[0] = 1000;  // beyond the allocation
+  EXPECT_EQ(batch(dsts, srcs, sizes, 3, &attr, &index, 1, nullptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(device), CUDA_SUCCESS);
+}
+
+TEST_F(Textures, TextureObjectsDescribeTheirResource) {
+  auto create = CU(cuTexObjectCreate, CUtexObject*, const CUDA_RESOURCE_DESC*,
+                   const CUDA_TEXTURE_DESC*, const CUDA_RESOURCE_VIEW_DESC*);
+  auto destroyTex = CU(cuTexObjectDestroy, CUtexObject);
+  CUarray array = create3D(4, 2, 0, CU_AD_FORMAT_UNSIGNED_INT8, 4);
+  CUDA_RESOURCE_DESC res{};
+  res.resType = CU_RESOURCE_TYPE_ARRAY;
+  res.res.array.hArray = array;
+  CUDA_TEXTURE_DESC tex{};
+  tex.addressMode[0] = CU_TR_ADDRESS_MODE_WRAP;
+  tex.addressMode[1] = CU_TR_ADDRESS_MODE_BORDER;
+  tex.filterMode = CU_TR_FILTER_MODE_LINEAR;
+  tex.flags = CU_TRSF_NORMALIZED_COORDINATES;
+  tex.borderColor[2] = 0.5f;
+  CUtexObject object = 0;
+  EXPECT_EQ(create(nullptr, &res, &tex, nullptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(create(&object, nullptr, &tex, nullptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(create(&object, &res, nullptr, nullptr), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(create(&object, &res, &tex, nullptr), CUDA_SUCCESS);
+  // The handle is the sampler's view of the texels.
+  const auto* view = reinterpret_cast<const support::TextureView*>(object);
+  EXPECT_EQ(view->magic, support::kTextureViewMagic);
+  EXPECT_EQ(view->width, 4u);
+  EXPECT_EQ(view->height, 2u);
+  EXPECT_EQ(view->channels, 4);
+  EXPECT_EQ(view->filter, support::TextureFilter::Linear);
+  EXPECT_EQ(view->address[1], support::TextureAddressMode::Border);
+  EXPECT_TRUE(view->normalizedCoords);
+  EXPECT_FALSE(view->readAsInteger);
+  CUDA_RESOURCE_DESC gotRes{};
+  ASSERT_EQ(CU(cuTexObjectGetResourceDesc, CUDA_RESOURCE_DESC*, CUtexObject)(&gotRes, object),
+            CUDA_SUCCESS);
+  EXPECT_EQ(gotRes.resType, CU_RESOURCE_TYPE_ARRAY);
+  EXPECT_EQ(gotRes.res.array.hArray, array);
+  CUDA_TEXTURE_DESC gotTex{};
+  ASSERT_EQ(CU(cuTexObjectGetTextureDesc, CUDA_TEXTURE_DESC*, CUtexObject)(&gotTex, object),
+            CUDA_SUCCESS);
+  EXPECT_EQ(gotTex.borderColor[2], 0.5f);
+  CUDA_RESOURCE_VIEW_DESC gotView{};
+  EXPECT_EQ(
+      CU(cuTexObjectGetResourceViewDesc, CUDA_RESOURCE_VIEW_DESC*, CUtexObject)(&gotView, object),
+      CUDA_ERROR_INVALID_VALUE);  // created without a view
+  ASSERT_EQ(destroyTex(object), CUDA_SUCCESS);
+  EXPECT_EQ(destroyTex(object), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuTexObjectGetResourceDesc, CUDA_RESOURCE_DESC*, CUtexObject)(&gotRes, object),
+            CUDA_ERROR_INVALID_VALUE);
+
+  // Invalid descriptors.
+  tex.addressMode[0] = static_cast<CUaddress_mode>(9);
+  EXPECT_EQ(create(&object, &res, &tex, nullptr), CUDA_ERROR_INVALID_VALUE);
+  tex.addressMode[0] = CU_TR_ADDRESS_MODE_CLAMP;
+  tex.flags |= CU_TRSF_READ_AS_INTEGER;  // linear filtering of integers
+  EXPECT_EQ(create(&object, &res, &tex, nullptr), CUDA_ERROR_INVALID_VALUE);
+  tex.flags = 0;
+  res.flags = 1;
+  EXPECT_EQ(create(&object, &res, &tex, nullptr), CUDA_ERROR_INVALID_VALUE);
+  res.flags = 0;
+  destroy(array);
+  EXPECT_EQ(create(&object, &res, &tex, nullptr), CUDA_ERROR_INVALID_VALUE);  // destroyed array
+
+  // Linear memory: the range must be allocated.
+  CUdeviceptr device = 0;
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&device, 256), CUDA_SUCCESS);
+  res = {};
+  res.resType = CU_RESOURCE_TYPE_LINEAR;
+  res.res.linear.devPtr = device;
+  res.res.linear.format = CU_AD_FORMAT_FLOAT;
+  res.res.linear.numChannels = 1;
+  res.res.linear.sizeInBytes = 512;
+  tex = {};
+  EXPECT_EQ(create(&object, &res, &tex, nullptr), CUDA_ERROR_INVALID_VALUE);
+  res.res.linear.sizeInBytes = 256;
+  ASSERT_EQ(create(&object, &res, &tex, nullptr), CUDA_SUCCESS);
+  view = reinterpret_cast<const support::TextureView*>(object);
+  EXPECT_EQ(view->width, 64u);
+  EXPECT_EQ(view->shape, support::TextureShape::Linear1D);
+  EXPECT_EQ(destroyTex(object), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(device), CUDA_SUCCESS);
+}
+
+TEST_F(Textures, SurfaceObjectsNeedLoadStoreArrays) {
+  auto create = CU(cuSurfObjectCreate, CUsurfObject*, const CUDA_RESOURCE_DESC*);
+  CUarray plain = create3D(4, 4, 0, CU_AD_FORMAT_FLOAT, 1);
+  CUarray surface = create3D(4, 4, 0, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_SURFACE_LDST);
+  CUDA_RESOURCE_DESC res{};
+  res.resType = CU_RESOURCE_TYPE_ARRAY;
+  res.res.array.hArray = plain;
+  CUsurfObject object = 0;
+  EXPECT_EQ(create(&object, &res), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(create(&object, nullptr), CUDA_ERROR_INVALID_VALUE);
+  res.res.array.hArray = surface;
+  ASSERT_EQ(create(&object, &res), CUDA_SUCCESS);
+  CUDA_RESOURCE_DESC got{};
+  ASSERT_EQ(CU(cuSurfObjectGetResourceDesc, CUDA_RESOURCE_DESC*, CUsurfObject)(&got, object),
+            CUDA_SUCCESS);
+  EXPECT_EQ(got.res.array.hArray, surface);
+  // A surface handle is not a texture handle.
+  EXPECT_EQ(CU(cuTexObjectDestroy, CUtexObject)(object), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(CU(cuSurfObjectDestroy, CUsurfObject)(object), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuSurfObjectDestroy, CUsurfObject)(object), CUDA_ERROR_INVALID_VALUE);
+  destroy(plain);
+  destroy(surface);
+}
+
+}  // namespace
+}  // namespace rocuda::cuda
