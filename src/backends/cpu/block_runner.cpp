@@ -72,8 +72,8 @@ void runSequential(BlockState& block, std::vector<std::unique_ptr<ThreadState>>&
 }
 
 // A BlockLoop kernel runs the whole block in one call; a trap longjmps out of it.
-void runBlockLoop(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& threads) {
-  currentThread() = threads[0].get();
+void runBlockLoop(BlockState& block) {
+  currentThread() = &bindThread(block, 0);
   if (setjmp(block.trapExit) != 0) return;
   block.grid->code.blockLoop(block.grid->params, &block.context);
 }
@@ -263,7 +263,10 @@ bool runUniformRounds(BlockState& block, std::vector<std::unique_ptr<ThreadState
       point = first >> 2;
       continue;
     }
-    for (uint32_t t = 0; t < count; ++t) applyStepCode(*threads[t], codes[t]);
+    for (uint32_t t = 0; t < count; ++t) {
+      bindThread(block, t);
+      applyStepCode(*threads[t], codes[t]);
+    }
     if (!uniform) return false;
     // All in one warp collective: go on together if every lane's collective completes.
     for (uint32_t warp = 0; warp < count; warp += kWarpSize) releaseWarp(threads, warp, count);
@@ -285,10 +288,6 @@ void runContinuations(BlockState& block, std::vector<std::unique_ptr<ThreadState
     block.trapped = true;
     return;
   }
-  for (uint32_t t = 0; t < count; ++t) {
-    threads[t]->waiting = WaitKind::None;
-    threads[t]->resumePoint = 0;
-  }
   if (resources.codes.size() < count) resources.codes.resize(count);
   if (setjmp(block.trapExit) != 0) return;
   if (!runUniformRounds(block, threads, count, resources.codes.data()))
@@ -296,6 +295,16 @@ void runContinuations(BlockState& block, std::vector<std::unique_ptr<ThreadState
 }
 
 }  // namespace
+
+ThreadState& bindThread(BlockState& block, uint32_t linearTid) {
+  ThreadState& thread = *block.threads[linearTid];
+  thread.tid = decompose(linearTid, block.grid->block);
+  thread.linearTid = linearTid;
+  thread.block = &block;
+  thread.finished = false;
+  thread.waiting = WaitKind::None;
+  return thread;
+}
 
 ThreadState*& currentThread() {
   static thread_local ThreadState* current = nullptr;
@@ -316,20 +325,17 @@ BlockOutcome runBlock(const GridState& grid, uint64_t linearBlockIndex) {
   uint32_t count = grid.block[0] * grid.block[1] * grid.block[2];
   while (resources.threads.size() < count)
     resources.threads.push_back(std::make_unique<ThreadState>());
-  for (uint32_t t = 0; t < count; ++t) {
-    ThreadState& thread = *resources.threads[t];
-    thread.tid = decompose(t, grid.block);
-    thread.linearTid = t;
-    thread.block = &block;
-    thread.finished = false;
-  }
+  // Block forms bind a thread's state only when the runtime needs it (bindThread), so that a
+  // block costs nothing per thread outside the generated code.
   block.threads = resources.threads.data();
+  if (grid.code.execution == compiler::CpuExecution::ThreadEntry)
+    for (uint32_t t = 0; t < count; ++t) bindThread(block, t);
   block.context = compiler::BlockContext{{grid.block[0], grid.block[1], grid.block[2]},
                                          {block.ctaid[0], block.ctaid[1], block.ctaid[2]},
                                          {grid.grid[0], grid.grid[1], grid.grid[2]},
                                          count, block.shared, nullptr, &block};
   switch (grid.code.execution) {
-    case compiler::CpuExecution::BlockLoop: runBlockLoop(block, resources.threads); break;
+    case compiler::CpuExecution::BlockLoop: runBlockLoop(block); break;
     case compiler::CpuExecution::Continuation:
       runContinuations(block, resources.threads, count, resources);
       break;

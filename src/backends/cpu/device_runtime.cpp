@@ -154,17 +154,20 @@ static uint64_t matchSync(int32_t mode, uint64_t value, int32_t mask) {
 
 // Block forms of kernels (compiler.h). BlockLoop and Continuation kernels name the thread
 // before calls that need it; waits that carry data name it themselves.
+static BlockState& blockOf(compiler::BlockContext* context) {
+  return *static_cast<BlockState*>(context->runtime);
+}
 static ThreadState& threadOf(compiler::BlockContext* context, uint32_t linearTid) {
-  return *static_cast<BlockState*>(context->runtime)->threads[linearTid];
+  return *blockOf(context).threads[linearTid];
 }
 static void enterThread(compiler::BlockContext* context, uint32_t linearTid) {
-  currentThread() = &threadOf(context, linearTid);
+  currentThread() = &bindThread(blockOf(context), linearTid);
 }
 static void suspendBarrierReduce(compiler::BlockContext* context, uint32_t linearTid,
                                  int32_t /*op*/, int32_t /*id*/, int32_t /*threads*/,
                                  int32_t predicate) {
   ThreadState& thread = threadOf(context, linearTid);
-  BlockState& b = *thread.block;
+  BlockState& b = blockOf(context);
   thread.reduceRound = b.roundParity;
   b.reduceArrived[thread.reduceRound] += 1;
   b.reduceTrue[thread.reduceRound] += predicate != 0 ? 1 : 0;
@@ -172,7 +175,7 @@ static void suspendBarrierReduce(compiler::BlockContext* context, uint32_t linea
 static int32_t resumeBarrierReduce(compiler::BlockContext* context, uint32_t linearTid,
                                    int32_t op) {
   const ThreadState& thread = threadOf(context, linearTid);
-  const BlockState& b = *thread.block;
+  const BlockState& b = blockOf(context);
   uint32_t arrived = b.reduceArrived[thread.reduceRound], votes = b.reduceTrue[thread.reduceRound];
   switch (op) {
     case 0: return static_cast<int32_t>(votes);

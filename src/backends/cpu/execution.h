@@ -107,6 +107,9 @@ struct BlockState {
 // The CUDA thread running on this OS thread (nullptr outside kernels).
 ThreadState*& currentThread();
 
+// Set up the state of thread `linearTid` of `block` (indices, block, not finished, not waiting).
+ThreadState& bindThread(BlockState& block, uint32_t linearTid);
+
 enum class BlockOutcome { Completed, Trapped, Asserted };
 
 // Run one block of `grid` with the given block index.
