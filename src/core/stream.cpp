@@ -1,6 +1,7 @@
 #include "core/stream.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "core/context.h"
 #include "core/platform.h"
@@ -8,18 +9,40 @@
 
 namespace rocuda::core {
 
+namespace {
+
+// Waking a sleeping thread costs tens of microseconds on an idle (virtual) machine, more than
+// a short kernel takes: waiters first poll for this long before they sleep.
+constexpr auto kSpinBeforeSleep = std::chrono::microseconds(50);
+
+template <class Ready>
+bool spinUntil(Ready ready) {
+  auto deadline = std::chrono::steady_clock::now() + kSpinBeforeSleep;
+  for (unsigned i = 0;; ++i) {
+    if (ready()) return true;
+    if ((i & 63) == 63) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::yield();
+    }
+  }
+}
+
+}  // namespace
+
 void Completion::complete(Status status) {
   {
     std::lock_guard lock(mutex_);
     status_ = std::move(status);
     finishedAt_ = std::chrono::steady_clock::now();
     done_ = true;
+    doneFlag_.store(true, std::memory_order_release);
   }
   cv_.notify_all();
 }
 
 void Completion::wait() const {
   if (capturedBy_) capturedBy_->invalidated = true;
+  if (spinUntil([this] { return doneFlag_.load(std::memory_order_acquire); })) return;
   std::unique_lock lock(mutex_);
   cv_.wait(lock, [this] { return done_; });
 }
@@ -67,6 +90,7 @@ CompletionPtr Stream::enqueue(std::string name, std::function<Status()> work,
     for (auto& pending : pendingDependencies_) dependencies.push_back(std::move(pending));
     pendingDependencies_.clear();
     queue_.push_back(Command{std::move(name), std::move(work), std::move(dependencies), completion});
+    queued_.fetch_add(1, std::memory_order_release);
     tail_ = completion;
     // The worker starts with the first command: streams that are never used cost no thread.
     if (!worker_.joinable()) worker_ = std::thread([this] { workerLoop(); });
@@ -108,6 +132,7 @@ void Stream::workerLoop() {
   for (;;) {
     Command command;
     {
+      spinUntil([this] { return queued_.load(std::memory_order_acquire) != 0; });
       std::unique_lock lock(mutex_);
       cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping, and drained
@@ -120,6 +145,7 @@ void Stream::workerLoop() {
       // Pop only after running, so that idle() is false while a command runs.
       std::lock_guard lock(mutex_);
       queue_.pop_front();
+      queued_.fetch_sub(1, std::memory_order_release);
     }
     command.completion->complete(std::move(status));
   }

@@ -42,6 +42,7 @@ class Completion {
   mutable std::mutex mutex_;
   mutable std::condition_variable cv_;
   bool done_ = false;
+  std::atomic<bool> doneFlag_{false};  // done_, readable without the lock (short spin waits)
   Status status_;
   std::chrono::steady_clock::time_point finishedAt_;
 };
@@ -108,6 +109,7 @@ class Stream : public Object {
   std::map<unsigned, AttributeValue> attributes_;
   std::condition_variable cv_;
   std::deque<Command> queue_;
+  std::atomic<size_t> queued_{0};  // queue_.size(), readable without the lock (spin waits)
   std::vector<CompletionPtr> pendingDependencies_;
   CompletionPtr tail_;
   CaptureStatePtr capture_;
