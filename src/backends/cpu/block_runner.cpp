@@ -263,15 +263,17 @@ bool runUniformRounds(BlockState& block, std::vector<std::unique_ptr<ThreadState
       point = first >> 2;
       continue;
     }
-    for (uint32_t t = 0; t < count; ++t) {
-      bindThread(block, t);
-      applyStepCode(*threads[t], codes[t]);
+    for (uint32_t t = 0; t < count; ++t) applyStepCode(*threads[t], codes[t]);
+    bool released = uniform;
+    if (uniform) {  // all in one warp collective: go on together if every lane's completes
+      for (uint32_t warp = 0; warp < count; warp += kWarpSize) releaseWarp(threads, warp, count);
+      for (uint32_t t = 0; t < count && released; ++t)
+        released = threads[t]->waiting == WaitKind::None;
     }
-    if (!uniform) return false;
-    // All in one warp collective: go on together if every lane's collective completes.
-    for (uint32_t warp = 0; warp < count; warp += kWarpSize) releaseWarp(threads, warp, count);
-    for (uint32_t t = 0; t < count; ++t)
-      if (threads[t]->waiting != WaitKind::None) return false;
+    if (!released) {  // the per-thread scheduler takes over: it needs each thread's indices
+      for (uint32_t t = 0; t < count; ++t) bindThread(block, t);
+      return false;
+    }
     point = first >> 2;
   }
 }
@@ -301,8 +303,6 @@ ThreadState& bindThread(BlockState& block, uint32_t linearTid) {
   thread.tid = decompose(linearTid, block.grid->block);
   thread.linearTid = linearTid;
   thread.block = &block;
-  thread.finished = false;
-  thread.waiting = WaitKind::None;
   return thread;
 }
 
@@ -329,7 +329,11 @@ BlockOutcome runBlock(const GridState& grid, uint64_t linearBlockIndex) {
   // block costs nothing per thread outside the generated code.
   block.threads = resources.threads.data();
   if (grid.code.execution == compiler::CpuExecution::ThreadEntry)
-    for (uint32_t t = 0; t < count; ++t) bindThread(block, t);
+    for (uint32_t t = 0; t < count; ++t) {
+      ThreadState& thread = bindThread(block, t);
+      thread.finished = false;
+      thread.waiting = WaitKind::None;
+    }
   block.context = compiler::BlockContext{{grid.block[0], grid.block[1], grid.block[2]},
                                          {block.ctaid[0], block.ctaid[1], block.ctaid[2]},
                                          {grid.grid[0], grid.grid[1], grid.grid[2]},

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "backends/cpu/execution.h"
 #include "backends/cpu/thread_pool.h"
@@ -137,7 +138,9 @@ class CpuDevice final : public DeviceBackend {
 
  private:
   void describe();
-  Result<compiler::HostObject> compileCached(std::string_view ptx, std::string_view moduleName);
+  // The host object for `ptx`, from the code cache unless `refresh`; `fromCache` tells which.
+  Result<compiler::HostObject> compileCached(std::string_view ptx, std::string_view moduleName,
+                                             bool refresh, bool* fromCache);
 
   Result<void*> allocate(size_t bytes) {
     size_t rounded = (std::max<size_t>(bytes, 1) + kAllocationAlignment - 1) /
@@ -180,7 +183,9 @@ void CpuDevice::describe() {
 }
 
 Result<compiler::HostObject> CpuDevice::compileCached(std::string_view ptx,
-                                                      std::string_view moduleName) {
+                                                      std::string_view moduleName, bool refresh,
+                                                      bool* fromCache) {
+  *fromCache = false;
   compiler::CompileOptions options;
   options.blockFunctions = env::get("ROCUDA_CPU_BLOCK_FORMS").value_or("1") != "0";
   Sha256 key;
@@ -194,8 +199,9 @@ Result<compiler::HostObject> CpuDevice::compileCached(std::string_view ptx,
   std::string cacheKey = Sha256::hex(key.finish());
 
   DiskCache& cache = DiskCache::instance();
-  if (auto entry = cache.load(cacheKey)) {
+  if (auto entry = refresh ? std::nullopt : cache.load(cacheKey)) {
     auto object = compiler::HostObject::deserialize(entry->data(), entry->size());
+    *fromCache = object.ok();
     if (object.ok()) return object;
     log::warning("code cache entry for '" + std::string(moduleName) + "' is unreadable (" +
                  object.error().message + "); recompiling");
@@ -208,10 +214,19 @@ Result<compiler::HostObject> CpuDevice::compileCached(std::string_view ptx,
 
 Result<std::unique_ptr<LoadedModule>> CpuDevice::loadPtx(std::string_view ptx,
                                                          std::string_view moduleName) {
-  auto object = compileCached(ptx, moduleName);
+  bool fromCache = false;
+  auto object = compileCached(ptx, moduleName, /*refresh=*/false, &fromCache);
   if (!object.ok()) return object.takeError();
   static const compiler::RuntimeSymbols runtime = deviceRuntimeSymbols();
   auto code = compiler::loadHostCode(*object, runtime);
+  if (!code.ok() && fromCache) {
+    // A cached object this runtime cannot link (left by another build of Rocuda): replace it.
+    log::warning("cached code for '" + std::string(moduleName) + "' does not link (" +
+                 code.error().message + "); recompiling");
+    object = compileCached(ptx, moduleName, /*refresh=*/true, &fromCache);
+    if (!object.ok()) return object.takeError();
+    code = compiler::loadHostCode(*object, runtime);
+  }
   if (!code.ok()) return code.takeError();
   auto module = std::make_unique<CpuModule>(std::move(object->info), std::move(*code));
   ROCUDA_TRY(module->resolveKernels());

@@ -107,7 +107,7 @@ struct BlockState {
 // The CUDA thread running on this OS thread (nullptr outside kernels).
 ThreadState*& currentThread();
 
-// Set up the state of thread `linearTid` of `block` (indices, block, not finished, not waiting).
+// Give thread `linearTid` of `block` its identity (indices, block) for the runtime.
 ThreadState& bindThread(BlockState& block, uint32_t linearTid);
 
 enum class BlockOutcome { Completed, Trapped, Asserted };
