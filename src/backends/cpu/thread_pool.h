@@ -29,9 +29,11 @@ class ThreadPool {
  private:
   struct Job {
     uint64_t count = 0;
+    uint64_t chunk = 1;  // items taken per claim: few claims, yet enough chunks to balance
     const std::function<void(uint64_t)>* task = nullptr;
-    std::atomic<uint64_t> next{0};
-    std::atomic<uint64_t> finished{0};
+    // Separate cache lines: claiming and finishing are done by different workers at once.
+    alignas(64) std::atomic<uint64_t> next{0};
+    alignas(64) std::atomic<uint64_t> finished{0};
   };
   // Run items of `job` until none are left; true if this call finished the last item.
   static void work(Job& job);
