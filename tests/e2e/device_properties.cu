@@ -44,6 +44,16 @@ int main() {
   check.expect(prop.major >= 7, "compute capability major >= 7");
   check.expect(prop.minor >= 0 && prop.minor <= 9, "compute capability minor in 0..9");
 
+  // Texture and surface limits, stream-ordered allocation and host registration: every
+  // device that runs this suite offers them.
+  check.expect(prop.maxTexture1D > 0 && prop.maxTexture2D[0] > 0 && prop.maxTexture2D[1] > 0,
+               "texture limits are reported");
+  check.expect(prop.maxTexture3D[2] > 0 && prop.maxTexture2DLayered[2] > 0,
+               "3D and layered texture limits are reported");
+  check.expect(prop.maxSurface2D[0] > 0 && prop.maxSurface2D[1] > 0, "surface limits");
+  check.eq("memoryPoolsSupported", 0, 1, prop.memoryPoolsSupported);
+  check.eq("hostRegisterSupported", 0, 1, prop.hostRegisterSupported);
+
   // Attributes must agree with the property struct.
   struct {
     cudaDeviceAttr attr;
@@ -60,6 +70,11 @@ int main() {
       {cudaDevAttrMaxGridDimX, prop.maxGridSize[0], "cudaDevAttrMaxGridDimX"},
       {cudaDevAttrMaxSharedMemoryPerBlock, static_cast<int>(prop.sharedMemPerBlock),
        "cudaDevAttrMaxSharedMemoryPerBlock"},
+      {cudaDevAttrMaxTexture2DWidth, prop.maxTexture2D[0], "cudaDevAttrMaxTexture2DWidth"},
+      {cudaDevAttrMaxSurface2DLayeredLayers, prop.maxSurface2DLayered[2],
+       "cudaDevAttrMaxSurface2DLayeredLayers"},
+      {cudaDevAttrMemoryPoolsSupported, prop.memoryPoolsSupported,
+       "cudaDevAttrMemoryPoolsSupported"},
   };
   for (const auto& a : attrs) {
     int value = -1;
