@@ -28,6 +28,7 @@ struct WorkerResources {
   std::unique_ptr<uint8_t, FreeDeleter> frames;  // Continuation kernels' per-thread frames
   size_t framesCapacity = 0;
   std::vector<uint32_t> codes;  // Continuation kernels: each thread's last step code
+  std::vector<uint32_t> live;   // the per-thread scheduler's running threads
 };
 
 // Frames hold values of any alignment the compiler laid out (up to 64 bytes).
@@ -153,8 +154,11 @@ bool releaseWarp(std::vector<std::unique_ptr<ThreadState>>& threads, uint32_t fi
   }
   if (release == 0) return false;
   std::array<uint64_t, kWarpSize> results{};
-  for (uint32_t l = 0; l < lanes; ++l)
-    if (release & (1u << l)) results[l] = warpResult(requests, participants[l], l);
+  if (uniform)
+    uniformWarpResults(requests, waiting, results);
+  else
+    for (uint32_t l = 0; l < lanes; ++l)
+      if (release & (1u << l)) results[l] = warpResult(requests, participants[l], l);
   for (uint32_t l = 0; l < lanes; ++l) {
     if (!(release & (1u << l))) continue;
     ThreadState& thread = *threads[first + l];
@@ -174,16 +178,11 @@ void completeBarrierRound(BlockState& block) {
 
 // A block barrier completes when every live thread waits at one (and none in a warp collective).
 bool releaseBarrier(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& threads,
-                    uint32_t count) {
-  bool any = false;
-  for (uint32_t t = 0; t < count; ++t) {
-    const ThreadState& thread = *threads[t];
-    if (thread.finished) continue;
-    if (thread.waiting != WaitKind::Barrier) return false;
-    any = true;
-  }
-  if (!any) return false;
-  for (uint32_t t = 0; t < count; ++t) threads[t]->waiting = WaitKind::None;
+                    const std::vector<uint32_t>& live) {
+  for (uint32_t t : live)
+    if (threads[t]->waiting != WaitKind::Barrier) return false;
+  if (live.empty()) return false;
+  for (uint32_t t : live) threads[t]->waiting = WaitKind::None;
   completeBarrierRound(block);
   return true;
 }
@@ -191,26 +190,36 @@ bool releaseBarrier(BlockState& block, std::vector<std::unique_ptr<ThreadState>>
 // Each pass resumes every runnable thread until it waits (at a block barrier or in a warp
 // collective) or ends; then the waits that can complete are released. When none can and threads
 // remain, the block is deadlocked: it stops with an error, never hangs. `resume(thread)` runs one
-// thread on to its next wait.
+// thread on to its next wait. Passes visit only the threads still running (often a single warp
+// finishing a reduction while the rest of the block has exited).
 template <class Resume>
 void schedule(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& threads,
               uint32_t count, Resume resume) {
+  std::vector<uint32_t>& live = workerResources().live;
+  live.clear();
+  for (uint32_t t = 0; t < count; ++t)
+    if (!threads[t]->finished) live.push_back(t);
   while (!block.trapped) {
-    bool anyLive = false;
-    for (uint32_t t = 0; t < count && !block.trapped; ++t) {
+    size_t kept = 0;
+    for (uint32_t t : live) {
       ThreadState* thread = threads[t].get();
-      if (thread->finished) continue;
       if (thread->waiting == WaitKind::None) {
         currentThread() = thread;
         resume(*thread);
+        if (block.trapped) return;
       }
-      anyLive = anyLive || !thread->finished;
+      if (!thread->finished) live[kept++] = t;
     }
-    if (!anyLive || block.trapped) return;
+    live.resize(kept);
+    if (live.empty()) return;
     bool released = false;
-    for (uint32_t first = 0; first < count; first += kWarpSize)
-      released = releaseWarp(threads, first, count) || released;
-    if (released || releaseBarrier(block, threads, count)) continue;
+    uint32_t lastWarp = UINT32_MAX;
+    for (uint32_t t : live)
+      if (uint32_t first = t / kWarpSize * kWarpSize; first != lastWarp) {
+        lastWarp = first;
+        released = releaseWarp(threads, first, count) || released;
+      }
+    if (released || releaseBarrier(block, threads, live)) continue;
     log::error("kernel '" + std::string(block.grid->kernelName) + "' deadlocked in block (" +
                std::to_string(block.ctaid[0]) + "," + std::to_string(block.ctaid[1]) + "," +
                std::to_string(block.ctaid[2]) +

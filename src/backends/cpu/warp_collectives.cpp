@@ -137,4 +137,19 @@ uint64_t warpResult(const WarpRequests& requests, uint32_t participants, uint32_
   return 0;
 }
 
+void uniformWarpResults(const WarpRequests& requests, uint32_t participants,
+                        std::array<uint64_t, kWarpSize>& results) {
+  uint32_t first = 0;
+  while (first < kWarpSize && !(participants & bit(first))) ++first;
+  if (first == kWarpSize) return;
+  // Votes and reductions give every lane the same answer: compute it once, not once per lane.
+  WarpOp op = requests[first]->op;
+  bool shared = op == WarpOp::Vote || op == WarpOp::Redux || op == WarpOp::Sync;
+  for (uint32_t l = first + 1; l < kWarpSize && shared; ++l)
+    shared = !(participants & bit(l)) || requests[l]->mode == requests[first]->mode;
+  uint64_t common = shared ? warpResult(requests, participants, first) : 0;
+  for (uint32_t l = 0; l < kWarpSize; ++l)
+    if (participants & bit(l)) results[l] = shared ? common : warpResult(requests, participants, l);
+}
+
 }  // namespace rocuda::backends::cpu

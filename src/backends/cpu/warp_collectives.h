@@ -21,4 +21,10 @@ using WarpRequests = std::array<const WarpRequest*, kWarpSize>;
 // names only lanes that have a request).
 uint64_t warpResult(const WarpRequests& requests, uint32_t participants, uint32_t lane);
 
+// The results of every lane in `participants` when all of them take part in one collective
+// with the same operation, mode and member mask (results[l] for each such lane l): the same
+// values as warpResult, computed once per warp where the answer is the same for every lane.
+void uniformWarpResults(const WarpRequests& requests, uint32_t participants,
+                        std::array<uint64_t, kWarpSize>& results);
+
 }  // namespace rocuda::backends::cpu

@@ -108,3 +108,37 @@ TEST(WarpCollectives, MatchAnyGroupsEqualValues) {
 
 }  // namespace
 }  // namespace rocuda::backends::cpu
+
+namespace rocuda::backends::cpu {
+namespace {
+
+// The once-per-warp computation gives every lane what the per-lane definition gives it.
+TEST(WarpCollectives, UniformResultsMatchPerLaneResults) {
+  const uint32_t members = 0x00ffffffu;  // a partial warp of 24 lanes
+  auto value = [](uint32_t l) { return (l * 7 + 3) % 11; };
+  struct Case {
+    WarpOp op;
+    int32_t mode;
+    int32_t b, c;
+  } cases[] = {{WarpOp::Shfl, 1, 3, 0x1f},      {WarpOp::Shfl, 3, 5, 0x1f},
+               {WarpOp::Vote, 0, 0, 0},         {WarpOp::Vote, 1, 0, 0},
+               {WarpOp::Vote, 3, 0, 0},         {WarpOp::Redux, 0, 0, 0},
+               {WarpOp::Redux, 4, 0, 0},        {WarpOp::Match, 0, 0, 0}};
+  for (const Case& c : cases) {
+    std::array<WarpRequest, kWarpSize> lanes{};
+    WarpRequests requests{};
+    for (uint32_t l = 0; l < kWarpSize; ++l) {
+      if ((members >> l & 1u) == 0) continue;
+      lanes[l] = WarpRequest{c.op, c.mode, value(l), c.b, c.c, members, 0};
+      requests[l] = &lanes[l];
+    }
+    std::array<uint64_t, kWarpSize> results{};
+    uniformWarpResults(requests, members, results);
+    for (uint32_t l = 0; l < 24; ++l)
+      EXPECT_EQ(results[l], warpResult(requests, members, l))
+          << "op " << static_cast<int>(c.op) << " mode " << c.mode << " lane " << l;
+  }
+}
+
+}  // namespace
+}  // namespace rocuda::backends::cpu
