@@ -32,6 +32,15 @@ void dumpModule(const llvm::Module& module, std::string_view name, const char* s
   out << text;
 }
 
+// An Internal error naming `what` when `module` is not valid IR (a compiler fault).
+Status verified(const llvm::Module& module, const std::string& what) {
+  std::string problems;
+  llvm::raw_string_ostream os(problems);
+  if (llvm::verifyModule(module, &os))
+    return makeError(ErrorCode::Internal, what + " does not verify: " + problems);
+  return Status::success();
+}
+
 }  // namespace
 
 Result<HostObject> compileForHost(std::string_view ptxText, std::string_view moduleName,
@@ -47,11 +56,7 @@ Result<HostObject> compileForHost(std::string_view ptxText, std::string_view mod
   std::unique_ptr<llvm::Module> module = std::move(*translated);
   dumpModule(*module, moduleName, ".ll");
 
-  std::string problems;
-  llvm::raw_string_ostream os(problems);
-  if (llvm::verifyModule(*module, &os))
-    return makeError(ErrorCode::Internal, "translated IR of '" + std::string(moduleName) +
-                                              "' does not verify: " + problems);
+  ROCUDA_TRY(verified(*module, "translated IR of '" + std::string(moduleName) + "'"));
 
   auto tm = detail::createHostTargetMachine(options.optLevel);
   if (!tm.ok()) return tm.error();
@@ -67,11 +72,7 @@ Result<HostObject> compileForHost(std::string_view ptxText, std::string_view mod
   }
   if (options.blockFunctions) {
     detail::lowerToBlockForms(*module, result.info);
-    std::string broken;
-    llvm::raw_string_ostream brokenOs(broken);
-    if (llvm::verifyModule(*module, &brokenOs))
-      return makeError(ErrorCode::Internal, "block forms of '" + std::string(moduleName) +
-                                                "' do not verify: " + broken);
+    ROCUDA_TRY(verified(*module, "block forms of '" + std::string(moduleName) + "'"));
     detail::optimizeForHost(*module, **tm, options.optLevel);
     dumpModule(*module, moduleName, ".block.ll");
   }

@@ -631,13 +631,12 @@ void lowerToContinuation(llvm::Function& kernel, KernelInfo& info) {
 }  // namespace
 
 void lowerToBlockForms(llvm::Module& module, ModuleInfo& info) {
-  const std::vector<std::string> waiting(kWaitingFunctions.begin(), kWaitingFunctions.end());
   for (llvm::Function& f : module)
     if (!f.isDeclaration()) splitPointerArithmetic(f);
   for (KernelInfo& kernelInfo : info.kernels) {
     llvm::Function* kernel = module.getFunction(kernelInfo.name);
     if (kernel == nullptr || kernel->isDeclaration()) continue;
-    bool waits = kernelReaches(module, kernelInfo.name, waiting);
+    bool waits = kernelInfo.usesBarriers || kernelInfo.usesWarpCollectives;
     kernelInfo.cpuSlowPathReason = slowPathReason(*kernel, waits);
     if (!kernelInfo.cpuSlowPathReason.empty()) continue;
     if (waits)

@@ -51,7 +51,8 @@ bool kernelReaches(llvm::Module& module, const std::string& name,
 
 // Replace each kernel of `module` by its block form for the CPU device (BlockLoop or
 // Continuation, see compiler.h), recording the form in `info`; kernels that cannot take one keep
-// their per-thread entry and get KernelInfo::cpuSlowPathReason. Run after inlining; the result
+// their per-thread entry and get KernelInfo::cpuSlowPathReason. Run after inlining and after
+// KernelInfo::usesBarriers / usesWarpCollectives are set (they decide the form); the result
 // wants another optimisation pass (to inline the thread forms and vectorise the loops).
 void lowerToBlockForms(llvm::Module& module, ModuleInfo& info);
 
