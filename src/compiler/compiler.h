@@ -109,6 +109,10 @@ struct BlockContext {
   uint8_t* shared;  // the block's shared-memory window
   uint8_t* frames;  // Continuation kernels: threadCount frames of cpuFrameBytes
   void* runtime;    // the device runtime's own block state (opaque to generated code)
+  // Cooperative launches: the grid's workspace that cooperative groups' grid.sync() finds
+  // through %envreg1/%envreg2 ({u32 size, u32 barrier}, as NVIDIA's driver lays it out); null
+  // otherwise, which grid_group::is_valid() reports as false.
+  void* gridWorkspace;
 };
 
 // How a kernel's host code runs a block (see the contract above).

@@ -30,7 +30,9 @@ namespace {
 enum class WaitKind : uint32_t { Finished = 0, Barrier = 1, BarrierReduce = 2, Warp = 3 };
 
 // BlockContext's fields, in compiler.h's order.
-enum ContextField : unsigned { kNtid, kCtaid, kNctaid, kThreadCount, kShared, kFrames };
+enum ContextField : unsigned {
+  kNtid, kCtaid, kNctaid, kThreadCount, kShared, kFrames, kRuntime, kGridWorkspace
+};
 
 constexpr std::array<std::string_view, 7> kWaitingFunctions = {
     "__rocuda_barrier_sync", "__rocuda_barrier_reduce", "__rocuda_warp_sync",
@@ -48,7 +50,7 @@ llvm::StructType* blockContextType(llvm::LLVMContext& c) {
   auto* i32 = llvm::Type::getInt32Ty(c);
   auto* dim = llvm::ArrayType::get(i32, 3);
   auto* ptr = llvm::PointerType::getUnqual(c);
-  return llvm::StructType::get(c, {dim, dim, dim, i32, ptr, ptr, ptr});
+  return llvm::StructType::get(c, {dim, dim, dim, i32, ptr, ptr, ptr, ptr});
 }
 
 // The values a thread form of the kernel computes its identity from.

@@ -346,7 +346,7 @@ BlockOutcome runBlock(const GridState& grid, uint64_t linearBlockIndex) {
   block.context = compiler::BlockContext{{grid.block[0], grid.block[1], grid.block[2]},
                                          {block.ctaid[0], block.ctaid[1], block.ctaid[2]},
                                          {grid.grid[0], grid.grid[1], grid.grid[2]},
-                                         count, block.shared, nullptr, &block};
+                                         count, block.shared, nullptr, &block, nullptr};
   switch (grid.code.execution) {
     case compiler::CpuExecution::BlockLoop: runBlockLoop(block); break;
     case compiler::CpuExecution::Continuation:

@@ -26,7 +26,8 @@ static_assert(offsetof(compiler::BlockContext, ctaid) == 12 &&
               offsetof(compiler::BlockContext, nctaid) == 24 &&
               offsetof(compiler::BlockContext, shared) == 40 &&
               offsetof(compiler::BlockContext, frames) == 48 &&
-              offsetof(compiler::BlockContext, runtime) == 56);
+              offsetof(compiler::BlockContext, runtime) == 56 &&
+              offsetof(compiler::BlockContext, gridWorkspace) == 64);
 
 ThreadState& self() { return *currentThread(); }
 BlockState& block() { return *self().block; }
