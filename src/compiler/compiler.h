@@ -67,15 +67,16 @@
 //    i32 resume)` runs one thread from resume point `resume` (0 = the start) to its next wait
 //    and returns a code: 0 when the thread finished, else (point << 2) | kind, with the point to
 //    resume from and the kind of wait: 1 block barrier, 2 bar.red, 3 warp collective.
-//    `void __rocuda_round_<K>(ptr params, ptr context, i32 resume, ptr codes)` steps every
-//    thread of the block from the same point, storing each code at codes[linearTid] (i32).
-//    Waits that carry data announce it before returning: `void __rocuda_suspend_barrier_reduce(
-//    ptr context, i32 linearTid, i32 op, i32 id, i32 threads, i32 predicate)`, `void
-//    __rocuda_suspend_warp(ptr context, i32 linearTid, i32 op, i32 mode, i64 value, i32 b,
-//    i32 c, i32 mask)` (op: 0 sync, 1 shfl, 2 vote, 3 redux, 4 match; other operands as for the
-//    collectives above); on resuming, `i32 __rocuda_resume_barrier_reduce(ptr context, i32
-//    linearTid, i32 op)` and `i64 __rocuda_resume_warp(ptr context, i32 linearTid)` give the
-//    result. Values live across a wait, and the thread's local memory, are kept in the thread's
+//    `void __rocuda_round_<K>(ptr params, ptr context, i32 resume, ptr codes, i32 limit)`
+//    steps every thread of the block from the same point, storing each code at
+//    codes[linearTid] (i32); in a one-dimensional block only the threads below `limit` (the
+//    others have exited: tails such as `if (tid < 32)`).
+//    A bar.red announces its vote before returning, `void __rocuda_suspend_barrier_reduce(
+//    ptr context, i32 linearTid, i32 op, i32 id, i32 threads, i32 predicate)`, and on resuming
+//    `i32 __rocuda_resume_barrier_reduce(ptr context, i32 linearTid, i32 op)` gives the result.
+//    A warp collective posts its operands in the thread's BlockContext::warpSlots entry and
+//    reads its result there on resuming (WarpSlot below), without calling the runtime.
+//    Values live across a wait, and the thread's local memory, are kept in the thread's
 //    frame: KernelInfo::cpuFrameBytes bytes at BlockContext::frames + linearTid * cpuFrameBytes.
 //    Other calls that need the thread are preceded by __rocuda_enter_thread, as above.
 //  * ThreadEntry (the slow path, only where the above cannot be formed: KernelInfo::
@@ -97,7 +98,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-4";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-5";
 
 // What the block forms of a kernel receive (see the contract above); the layout is ABI between
 // generated code and the CPU device runtime.
@@ -113,6 +114,25 @@ struct BlockContext {
   // through %envreg1/%envreg2 ({u32 size, u32 barrier}, as NVIDIA's driver lays it out); null
   // otherwise, which grid_group::is_valid() reports as false.
   void* gridWorkspace;
+  // Continuation kernels: one WarpSlot per thread, where a thread waiting in a warp collective
+  // posts its operands and finds its result (see WarpSlot).
+  struct WarpSlot* warpSlots;
+};
+
+// A thread's part in a warp collective, filled by generated code in place (no runtime call):
+// before returning from a wait in a collective the step stores `value`, `op` (0 sync, 1 shfl,
+// 2 vote, 3 redux, 4 match), `mode`, `b`, `c` and `mask`; when the collective completes, the
+// runtime stores the thread's `result` (the encodings of the collectives above) before any
+// member lane resumes.
+struct WarpSlot {
+  uint64_t value;
+  uint64_t result;
+  int32_t op;
+  int32_t mode;  // shfl/vote/match mode, redux operation
+  int32_t b;     // shfl operands
+  int32_t c;
+  uint32_t mask;  // PTX member mask
+  uint32_t reserved;
 };
 
 // How a kernel's host code runs a block (see the contract above).

@@ -31,8 +31,11 @@ enum class WaitKind : uint32_t { Finished = 0, Barrier = 1, BarrierReduce = 2, W
 
 // BlockContext's fields, in compiler.h's order.
 enum ContextField : unsigned {
-  kNtid, kCtaid, kNctaid, kThreadCount, kShared, kFrames, kRuntime, kGridWorkspace
+  kNtid, kCtaid, kNctaid, kThreadCount, kShared, kFrames, kRuntime, kGridWorkspace, kWarpSlots
 };
+
+// WarpSlot's fields, in compiler.h's order.
+enum SlotField : unsigned { kSlotValue, kSlotResult, kSlotOp, kSlotMode, kSlotB, kSlotC, kSlotMask };
 
 constexpr std::array<std::string_view, 7> kWaitingFunctions = {
     "__rocuda_barrier_sync", "__rocuda_barrier_reduce", "__rocuda_warp_sync",
@@ -50,7 +53,13 @@ llvm::StructType* blockContextType(llvm::LLVMContext& c) {
   auto* i32 = llvm::Type::getInt32Ty(c);
   auto* dim = llvm::ArrayType::get(i32, 3);
   auto* ptr = llvm::PointerType::getUnqual(c);
-  return llvm::StructType::get(c, {dim, dim, dim, i32, ptr, ptr, ptr, ptr});
+  return llvm::StructType::get(c, {dim, dim, dim, i32, ptr, ptr, ptr, ptr, ptr});
+}
+
+llvm::StructType* warpSlotType(llvm::LLVMContext& c) {
+  auto* i32 = llvm::Type::getInt32Ty(c);
+  auto* i64 = llvm::Type::getInt64Ty(c);
+  return llvm::StructType::get(c, {i64, i64, i32, i32, i32, i32, i32, i32});
 }
 
 // The values a thread form of the kernel computes its identity from.
@@ -278,14 +287,54 @@ llvm::FunctionCallee runtimeFunction(llvm::Module& m, const char* name, llvm::Ty
   return callee;
 }
 
-// Turn the waiting call `call` into the end of its block (announcing the wait to the runtime
-// where the runtime needs data: bar.red votes, warp requests) and a resume block that starts
-// with the call's result.
+// ---- Warp collectives in continuations (WarpSlot in compiler.h) ----
+
+// A warp collective's wait: post the thread's operands in its slot before the wait and read its
+// result there on resuming (compiler.h). Returns the result, or nullptr when the collective
+// gives none.
+llvm::Value* postAndCollect(llvm::CallInst* call, const ThreadValues& v, llvm::IRBuilder<>& before,
+                            llvm::IRBuilder<>& after) {
+  llvm::StringRef name = call->getCalledFunction()->getName();
+  auto arg = [&](unsigned i) { return call->getArgOperand(i); };
+  // op numbers as in compiler.h: 0 sync, 1 shfl, 2 vote, 3 redux, 4 match.
+  int op = name == "__rocuda_warp_sync"    ? 0
+           : name == "__rocuda_shfl_sync"  ? 1
+           : name == "__rocuda_vote_sync"  ? 2
+           : name == "__rocuda_redux_sync" ? 3
+                                           : 4;
+  llvm::Value* zero = before.getInt32(0);
+  llvm::Value* mode = op == 0 ? zero : arg(0);
+  llvm::Value* mask = op == 0 ? arg(0) : op == 1 ? arg(4) : arg(2);
+  llvm::Value* value =
+      op == 0 ? before.getInt64(0) : before.CreateZExt(arg(1), before.getInt64Ty());
+  llvm::Value* bOperand = op == 1 ? arg(2) : zero;
+  llvm::Value* cOperand = op == 1 ? arg(3) : zero;
+  llvm::StructType* type = warpSlotType(before.getContext());
+  llvm::Value* slots = loadContext(before, v.context, kWarpSlots);
+  llvm::Value* own =
+      before.CreateInBoundsGEP(type, slots, before.CreateZExt(v.linear, before.getInt64Ty()));
+  before.CreateStore(value, before.CreateStructGEP(type, own, kSlotValue));
+  before.CreateStore(before.getInt32(op), before.CreateStructGEP(type, own, kSlotOp));
+  before.CreateStore(mode, before.CreateStructGEP(type, own, kSlotMode));
+  before.CreateStore(bOperand, before.CreateStructGEP(type, own, kSlotB));
+  before.CreateStore(cOperand, before.CreateStructGEP(type, own, kSlotC));
+  before.CreateStore(mask, before.CreateStructGEP(type, own, kSlotMask));
+  if (call->getType()->isVoidTy()) return nullptr;
+  llvm::Value* slotsAgain = loadContext(after, v.context, kWarpSlots);
+  llvm::Value* ownAgain =
+      after.CreateInBoundsGEP(type, slotsAgain, after.CreateZExt(v.linear, after.getInt64Ty()));
+  llvm::Value* raw =
+      after.CreateLoad(after.getInt64Ty(), after.CreateStructGEP(type, ownAgain, kSlotResult));
+  return after.CreateZExtOrTrunc(raw, call->getType());
+}
+
+// Turn the waiting call `call` into the end of its block (announcing the wait where the runtime
+// needs data: bar.red votes, warp collectives' operands) and a resume block that starts with the
+// call's result.
 WaitPoint splitAtWait(llvm::CallInst* call, const ThreadValues& v) {
   llvm::Module& m = *call->getModule();
   llvm::LLVMContext& c = m.getContext();
   auto* i32 = llvm::Type::getInt32Ty(c);
-  auto* i64 = llvm::Type::getInt64Ty(c);
   auto* ptr = llvm::PointerType::getUnqual(c);
   auto* voidTy = llvm::Type::getVoidTy(c);
   llvm::BasicBlock* suspend = call->getParent();
@@ -307,33 +356,7 @@ WaitPoint splitAtWait(llvm::CallInst* call, const ThreadValues& v) {
         runtimeFunction(m, "__rocuda_resume_barrier_reduce", i32, {ptr, i32, i32}),
         {v.context, v.linear, arg(0)});
   } else {
-    // op numbers as in compiler.h: 0 sync, 1 shfl, 2 vote, 3 redux, 4 match.
-    int op = name == "__rocuda_warp_sync"   ? 0
-             : name == "__rocuda_shfl_sync" ? 1
-             : name == "__rocuda_vote_sync" ? 2
-             : name == "__rocuda_redux_sync" ? 3
-                                            : 4;
-    llvm::Value* zero = before.getInt32(0);
-    std::array<llvm::Value*, 6> operands{before.getInt32(op), zero, before.getInt64(0),
-                                         zero, zero, nullptr};
-    switch (op) {
-      case 0: operands[5] = arg(0); break;
-      case 1:
-        operands = {operands[0], arg(0), before.CreateZExt(arg(1), i64), arg(2), arg(3), arg(4)};
-        break;
-      case 2:
-      case 3:
-        operands = {operands[0], arg(0), before.CreateZExt(arg(1), i64), zero, zero, arg(2)};
-        break;
-      default: operands = {operands[0], arg(0), arg(1), zero, zero, arg(2)}; break;
-    }
-    before.CreateCall(runtimeFunction(m, "__rocuda_suspend_warp", voidTy,
-                                      {ptr, i32, i32, i32, i64, i32, i32, i32}),
-                      {v.context, v.linear, operands[0], operands[1], operands[2], operands[3],
-                       operands[4], operands[5]});
-    llvm::Value* raw = after.CreateCall(
-        runtimeFunction(m, "__rocuda_resume_warp", i64, {ptr, i32}), {v.context, v.linear});
-    if (!call->getType()->isVoidTy()) result = after.CreateZExtOrTrunc(raw, call->getType());
+    result = postAndCollect(call, v, before, after);
   }
   if (result != nullptr) call->replaceAllUsesWith(result);
   call->eraseFromParent();
@@ -537,8 +560,12 @@ void lowerToBlockLoop(llvm::Function& kernel, KernelInfo& info) {
   info.cpuExecution = CpuExecution::BlockLoop;
 }
 
-// `void __rocuda_round_<K>(ptr params, ptr context, i32 resume, ptr codes)`: every thread of
-// the block from the same resume point, each thread's code stored in codes[linearTid]. One
+// The most instructions the rounds of a kernel may hold as inlined copies of its step.
+constexpr size_t kInlinedRoundBudget = 40000;
+
+// `void __rocuda_round_<K>(ptr params, ptr context, i32 resume, ptr codes, i32 limit)`: every
+// thread of the block (below `limit`) from the same resume point, each thread's code stored in
+// codes[linearTid]. One
 // loop per resume point, each calling the step with a constant point, so that inlining leaves
 // only that region's code in the loop (and the vectorizer may widen it).
 void buildRounds(llvm::Function& step, const KernelInfo& info, size_t waits) {
@@ -547,7 +574,7 @@ void buildRounds(llvm::Function& step, const KernelInfo& info, size_t waits) {
   auto* ptr = llvm::PointerType::getUnqual(c);
   auto* i32 = llvm::Type::getInt32Ty(c);
   auto* fn = llvm::Function::Create(
-      llvm::FunctionType::get(llvm::Type::getVoidTy(c), {ptr, ptr, i32, ptr}, false),
+      llvm::FunctionType::get(llvm::Type::getVoidTy(c), {ptr, ptr, i32, ptr, i32}, false),
       llvm::GlobalValue::ExternalLinkage, roundSymbol(info.name), m);
   markParamsReadOnly(*fn, info);
   fn->addParamAttr(3, llvm::Attribute::NoAlias);
@@ -558,6 +585,14 @@ void buildRounds(llvm::Function& step, const KernelInfo& info, size_t waits) {
   auto* exit = llvm::BasicBlock::Create(c, "exit", fn);
   llvm::IRBuilder<> b(entry);
   std::array<llvm::Value*, 3> extent = loadBlockExtent(b, context);
+  // A one-dimensional block runs threads [0, limit) only (a bound, not a test per thread, so
+  // that the vectorizer still sees a counted loop).
+  llvm::Value* oneDimensional =
+      b.CreateICmpEQ(b.CreateMul(extent[1], extent[2]), b.getInt32(1));
+  extent[0] = b.CreateSelect(oneDimensional,
+                             b.CreateBinaryIntrinsic(llvm::Intrinsic::umin, extent[0],
+                                                     fn->getArg(4)),
+                             extent[0]);
   llvm::SwitchInst* choose = b.CreateSwitch(fn->getArg(2), exit, waits + 1);
   for (size_t point = 0; point <= waits; ++point) {
     llvm::ConstantInt* resume = b.getInt32(static_cast<uint32_t>(point));
@@ -625,8 +660,13 @@ void lowerToContinuation(llvm::Function& kernel, KernelInfo& info) {
   info.cpuFrameBytes = moveAllocasToFrame(*step, dispatch, values);
   info.cpuExecution = CpuExecution::Continuation;
   // Inlined into the rounds, a step costs a copy of the kernel per resume point: worth it for
-  // the few waits of typical kernels, left to the inliner's judgement beyond.
-  if (waits.size() <= 8) step->addFnAttr(llvm::Attribute::AlwaysInline);
+  // typical kernels (a dozen waits in a few hundred instructions). Big kernels with many waits
+  // (CUB's radix sort) would multiply compile time for little gain: their rounds call the step.
+  size_t copies = (waits.size() + 1) * step->getInstructionCount();
+  if (copies <= kInlinedRoundBudget)
+    step->addFnAttr(llvm::Attribute::AlwaysInline);
+  else
+    step->addFnAttr(llvm::Attribute::NoInline);
   buildRounds(*step, info, waits.size());
 }
 

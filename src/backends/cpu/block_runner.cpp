@@ -29,6 +29,7 @@ struct WorkerResources {
   size_t framesCapacity = 0;
   std::vector<uint32_t> codes;  // Continuation kernels: each thread's last step code
   std::vector<uint32_t> live;   // the per-thread scheduler's running threads
+  std::vector<WarpRequest> warpSlots;  // threads waiting in warp collectives (BlockContext)
 };
 
 // Frames hold values of any alignment the compiler laid out (up to 64 bytes).
@@ -123,8 +124,9 @@ bool uniformCollective(const WarpRequests& requests, uint32_t live, uint32_t wai
 // Release the lanes of warp `first / 32` whose collective can complete: every live lane named in
 // their member mask waits in the same collective. Results are computed before any lane resumes,
 // so each sees every other lane's contribution. Returns whether a lane was released.
-bool releaseWarp(std::vector<std::unique_ptr<ThreadState>>& threads, uint32_t first,
-                 uint32_t count) {
+bool releaseWarp(BlockState& block, uint32_t first, uint32_t count) {
+  const std::unique_ptr<ThreadState>* threads = block.threads;
+  WarpRequest* slots = block.context.warpSlots + first;
   uint32_t lanes = std::min(kWarpSize, count - first);
   uint32_t live = 0, waiting = 0;
   WarpRequests requests{};
@@ -134,7 +136,7 @@ bool releaseWarp(std::vector<std::unique_ptr<ThreadState>>& threads, uint32_t fi
     live |= 1u << l;
     if (thread.waiting != WaitKind::Warp) continue;
     waiting |= 1u << l;
-    requests[l] = &thread.warp;
+    requests[l] = &slots[l];
   }
   if (waiting == 0) return false;
   uint32_t release = 0;
@@ -161,9 +163,8 @@ bool releaseWarp(std::vector<std::unique_ptr<ThreadState>>& threads, uint32_t fi
       if (release & (1u << l)) results[l] = warpResult(requests, participants[l], l);
   for (uint32_t l = 0; l < lanes; ++l) {
     if (!(release & (1u << l))) continue;
-    ThreadState& thread = *threads[first + l];
-    thread.warp.result = results[l];
-    thread.waiting = WaitKind::None;
+    slots[l].result = results[l];
+    threads[first + l]->waiting = WaitKind::None;
   }
   return true;
 }
@@ -217,7 +218,7 @@ void schedule(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& thre
     for (uint32_t t : live)
       if (uint32_t first = t / kWarpSize * kWarpSize; first != lastWarp) {
         lastWarp = first;
-        released = releaseWarp(threads, first, count) || released;
+        released = releaseWarp(block, first, count) || released;
       }
     if (released || releaseBarrier(block, threads, live)) continue;
     log::error("kernel '" + std::string(block.grid->kernelName) + "' deadlocked in block (" +
@@ -255,32 +256,84 @@ void stepContinuations(BlockState& block, std::vector<std::unique_ptr<ThreadStat
   });
 }
 
+// Every thread of the block waits in the same warp collective: when it is a shfl or a warp sync,
+// whose completion needs no check of member masks (the lanes at one instruction have all
+// arrived), complete it in one pass over the block. Returns whether it did.
+bool completeUniformCollective(BlockState& block, uint32_t count) {
+  WarpRequest* slots = block.context.warpSlots;
+  auto op = static_cast<WarpOp>(slots[0].op);
+  if (op == WarpOp::Shfl) completeBlockShuffle(slots, count);
+  return op == WarpOp::Shfl || op == WarpOp::Sync;
+}
+
+// Whether threads [0, limit) are a prefix [0, live) waiting at one point (codes[0]) followed by
+// finished threads; all of them finished counts too (live = 0).
+bool waitingPrefix(const uint32_t* codes, uint32_t limit, uint32_t& live) {
+  uint32_t first = codes[0];
+  uint32_t n = 0;
+  while (n < limit && codes[n] == first) ++n;
+  live = first == 0 ? 0 : n;
+  for (uint32_t t = n; t < limit; ++t)
+    if (codes[t] != 0) return false;
+  return true;
+}
+
+// Give threads [0, count) their identities, counting the indices up rather than dividing.
+void bindThreads(BlockState& block, uint32_t count) {
+  const std::array<uint32_t, 3>& extent = block.grid->block;
+  std::array<uint32_t, 3> tid{0, 0, 0};
+  for (uint32_t t = 0; t < count; ++t) {
+    ThreadState& thread = *block.threads[t];
+    thread.tid = tid;
+    thread.linearTid = t;
+    thread.block = &block;
+    if (++tid[0] == extent[0]) {
+      tid[0] = 0;
+      if (++tid[1] == extent[1]) {
+        tid[1] = 0;
+        ++tid[2];
+      }
+    }
+  }
+}
+
 // While every thread of the block is at the same resume point, one call of the kernel's round
-// function steps them all (the common case: barriers and collectives every thread reaches).
-// Returns whether the block finished so; otherwise the threads' states are set for the
-// per-thread scheduler.
+// function steps them all (the common case: barriers and collectives every thread reaches); in
+// a one-dimensional block also while the running threads are a prefix and the rest have
+// finished (a reduction's last warp). Returns whether the block finished so; otherwise the
+// threads' states are set for the per-thread scheduler.
 bool runUniformRounds(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& threads,
                       uint32_t count, uint32_t* codes) {
   const GridState& grid = *block.grid;
+  bool oneDimensional = grid.block[1] * grid.block[2] == 1;
+  uint32_t limit = count;  // threads at and beyond it have finished
   for (uint32_t point = 0;;) {
-    grid.code.round(grid.params, &block.context, point, codes);
-    uint32_t first = codes[0];
-    bool uniform = std::all_of(codes, codes + count, [&](uint32_t c) { return c == first; });
+    grid.code.round(grid.params, &block.context, point, codes, limit);
+    uint32_t first = codes[0], live = 0;
+    bool uniform = waitingPrefix(codes, limit, live) && (live == limit || oneDimensional);
     if (uniform && first == 0) return true;
-    if (uniform && (first & 3) != 3) {  // all at one barrier: it completes
-      completeBarrierRound(block);
-      point = first >> 2;
-      continue;
+    if (uniform) {
+      limit = live;
+      if ((first & 3) != 3) {  // all at one barrier: it completes
+        completeBarrierRound(block);
+        point = first >> 2;
+        continue;
+      }
+      if (completeUniformCollective(block, limit)) {
+        point = first >> 2;
+        continue;
+      }
     }
-    for (uint32_t t = 0; t < count; ++t) applyStepCode(*threads[t], codes[t]);
+    for (uint32_t t = 0; t < limit; ++t) applyStepCode(*threads[t], codes[t]);
+    for (uint32_t t = limit; t < count; ++t) threads[t]->finished = true;
     bool released = uniform;
     if (uniform) {  // all in one warp collective: go on together if every lane's completes
-      for (uint32_t warp = 0; warp < count; warp += kWarpSize) releaseWarp(threads, warp, count);
-      for (uint32_t t = 0; t < count && released; ++t)
+      for (uint32_t warp = 0; warp < limit; warp += kWarpSize) releaseWarp(block, warp, count);
+      for (uint32_t t = 0; t < limit && released; ++t)
         released = threads[t]->waiting == WaitKind::None;
     }
     if (!released) {  // the per-thread scheduler takes over: it needs each thread's indices
-      for (uint32_t t = 0; t < count; ++t) bindThread(block, t);
+      bindThreads(block, count);
       return false;
     }
     point = first >> 2;
@@ -337,16 +390,22 @@ BlockOutcome runBlock(const GridState& grid, uint64_t linearBlockIndex) {
   // Block forms bind a thread's state only when the runtime needs it (bindThread), so that a
   // block costs nothing per thread outside the generated code.
   block.threads = resources.threads.data();
-  if (grid.code.execution == compiler::CpuExecution::ThreadEntry)
+  if (grid.code.execution == compiler::CpuExecution::ThreadEntry) {
+    bindThreads(block, count);
     for (uint32_t t = 0; t < count; ++t) {
-      ThreadState& thread = bindThread(block, t);
-      thread.finished = false;
-      thread.waiting = WaitKind::None;
+      block.threads[t]->finished = false;
+      block.threads[t]->waiting = WaitKind::None;
     }
+  }
   block.context = compiler::BlockContext{{grid.block[0], grid.block[1], grid.block[2]},
                                          {block.ctaid[0], block.ctaid[1], block.ctaid[2]},
                                          {grid.grid[0], grid.grid[1], grid.grid[2]},
-                                         count, block.shared, nullptr, &block, nullptr};
+                                         count, block.shared, nullptr, &block, nullptr,
+                                         nullptr};
+  if (grid.usesWarpCollectives) {
+    if (resources.warpSlots.size() < count) resources.warpSlots.resize(count);
+    block.context.warpSlots = resources.warpSlots.data();
+  }
   switch (grid.code.execution) {
     case compiler::CpuExecution::BlockLoop: runBlockLoop(block); break;
     case compiler::CpuExecution::Continuation:

@@ -27,7 +27,10 @@ static_assert(offsetof(compiler::BlockContext, ctaid) == 12 &&
               offsetof(compiler::BlockContext, shared) == 40 &&
               offsetof(compiler::BlockContext, frames) == 48 &&
               offsetof(compiler::BlockContext, runtime) == 56 &&
-              offsetof(compiler::BlockContext, gridWorkspace) == 64);
+              offsetof(compiler::BlockContext, gridWorkspace) == 64 &&
+              offsetof(compiler::BlockContext, warpSlots) == 72);
+static_assert(sizeof(compiler::WarpSlot) == 40 && offsetof(compiler::WarpSlot, result) == 8 &&
+              offsetof(compiler::WarpSlot, op) == 16 && offsetof(compiler::WarpSlot, mask) == 32);
 
 ThreadState& self() { return *currentThread(); }
 BlockState& block() { return *self().block; }
@@ -128,10 +131,11 @@ static uint64_t warpCollective(WarpOp op, int32_t mode, uint64_t value, int32_t 
                "stopping the kernel");
     trap();
   }
-  thread.warp = WarpRequest{op, mode, value, b, c, mask, 0};
+  WarpRequest* slots = thread.block->context.warpSlots;
+  slots[thread.linearTid] = WarpRequest{value, 0, static_cast<int32_t>(op), mode, b, c, mask, 0};
   thread.waiting = WaitKind::Warp;
   Fiber::switchTo(thread.fiber, thread.block->scheduler);
-  return thread.warp.result;
+  return slots[thread.linearTid].result;
 }
 
 static void warpSync(int32_t mask) {
@@ -184,16 +188,6 @@ static int32_t resumeBarrierReduce(compiler::BlockContext* context, uint32_t lin
     default: return votes != 0 ? 1 : 0;
   }
 }
-static void suspendWarp(compiler::BlockContext* context, uint32_t linearTid, int32_t op,
-                        int32_t mode, uint64_t value, int32_t b, int32_t c, int32_t mask) {
-  ThreadState& thread = threadOf(context, linearTid);
-  thread.warp = WarpRequest{static_cast<WarpOp>(op), mode, value, b, c,
-                            static_cast<uint32_t>(mask), 0};
-}
-static uint64_t resumeWarp(compiler::BlockContext* context, uint32_t linearTid) {
-  return threadOf(context, linearTid).warp.result;
-}
-
 // assert() in device code: report as CUDA does, then stop the block; the launch fails with
 // CUDA_ERROR_ASSERT.
 [[noreturn]] static void assertFail(uint64_t message, uint64_t file, uint32_t line,
@@ -315,8 +309,6 @@ std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
       {"__rocuda_enter_thread", fn(enterThread)},
       {"__rocuda_suspend_barrier_reduce", fn(suspendBarrierReduce)},
       {"__rocuda_resume_barrier_reduce", fn(resumeBarrierReduce)},
-      {"__rocuda_suspend_warp", fn(suspendWarp)},
-      {"__rocuda_resume_warp", fn(resumeWarp)},
       {"vprintf", fn(vprintfEntry)},
   };
   for (auto& symbol : textureRuntimeSymbols()) symbols.push_back(std::move(symbol));

@@ -26,7 +26,7 @@ using ContinuationEntry = uint32_t (*)(void* params, compiler::BlockContext* con
                                        uint32_t linearTid, uint32_t tidX, uint32_t tidY,
                                        uint32_t tidZ, uint32_t resume);
 using RoundEntry = void (*)(void* params, compiler::BlockContext* context, uint32_t resume,
-                            uint32_t* codes);
+                            uint32_t* codes, uint32_t limit);
 
 // A kernel's host code in the form the compiler chose.
 struct KernelCode {
@@ -61,14 +61,9 @@ struct GridState {
 enum class WarpOp : uint8_t { Sync, Shfl, Vote, Redux, Match };
 
 // One lane's contribution to a warp collective, and its result once every member has arrived.
-struct WarpRequest {
-  WarpOp op = WarpOp::Sync;
-  int32_t mode = 0;      // shfl/vote/match mode, redux op
-  uint64_t value = 0;    // shfl/redux value, vote predicate, match value
-  int32_t b = 0, c = 0;  // shfl operands
-  uint32_t mask = 0;     // PTX member mask
-  uint64_t result = 0;
-};
+// The layout is the compiler's WarpSlot: continuation kernels fill it in place, the fiber path
+// through warpCollective (device_runtime.cpp). `op` holds a WarpOp.
+using WarpRequest = compiler::WarpSlot;
 
 // Why a fiber gave control back to the block's scheduler.
 enum class WaitKind : uint8_t { None, Barrier, Warp };
@@ -82,7 +77,6 @@ struct ThreadState {
   Fiber fiber;
   bool finished = false;
   WaitKind waiting = WaitKind::None;
-  WarpRequest warp;  // valid while waiting == Warp, and its result after
   uint32_t resumePoint = 0;  // Continuation: where the thread goes on
   uint32_t reduceRound = 0;  // bar.red in a Continuation: the round this thread voted in
 };

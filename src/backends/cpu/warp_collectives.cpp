@@ -7,43 +7,15 @@ namespace {
 
 uint32_t bit(uint32_t lane) { return 1u << lane; }
 
-// shfl.sync: the source lane and the predicate, after PTX's pseudo-code (c packs the clamp
-// value in bits 0..4 and the segment mask in bits 8..12).
+// shfl.sync among the arrived lanes (before snapshots: the unit tests' reference).
 uint64_t shuffle(const WarpRequests& requests, uint32_t participants, uint32_t lane) {
   const WarpRequest& self = *requests[lane];
-  int32_t bval = self.b & 0x1f;
-  int32_t clamp = self.c & 0x1f;
-  int32_t segmask = (self.c >> 8) & 0x1f;
-  int32_t me = static_cast<int32_t>(lane);
-  int32_t maxLane = (me & segmask) | (clamp & ~segmask);
-  int32_t minLane = me & segmask;
-  int32_t source = me;
-  bool inRange = false;
-  switch (self.mode) {
-    case 0:
-      source = me - bval;
-      inRange = source >= maxLane;
-      break;
-    case 1:
-      source = me + bval;
-      inRange = source <= maxLane;
-      break;
-    case 2:
-      source = me ^ bval;
-      inRange = source <= maxLane;
-      break;
-    default:
-      source = minLane | (bval & ~segmask);
-      inRange = source <= maxLane;
-      break;
-  }
-  if (!inRange) source = me;
+  ShuffleSource source = shuffleSource(self.mode, self.b, self.c, lane);
   // Reading a lane that does not take part is undefined in PTX: give the lane its own value.
-  uint32_t from = static_cast<uint32_t>(source);
   uint32_t value = static_cast<uint32_t>(self.value);
-  if (from < kWarpSize && (participants & bit(from)) && requests[from] != nullptr)
-    value = static_cast<uint32_t>(requests[from]->value);
-  return uint64_t(value) | (inRange ? uint64_t(1) << 32 : 0);
+  if ((participants & bit(source.lane)) && requests[source.lane] != nullptr)
+    value = static_cast<uint32_t>(requests[source.lane]->value);
+  return uint64_t(value) | (source.inRange ? uint64_t(1) << 32 : 0);
 }
 
 // vote.sync: mode 0 all, 1 any, 2 uni, 3 ballot.
@@ -119,10 +91,54 @@ uint64_t match(const WarpRequests& requests, uint32_t participants, uint32_t lan
 
 }  // namespace
 
+// After PTX's pseudo-code: c packs the clamp value in bits 0..4 and the segment mask in 8..12.
+ShuffleSource shuffleSource(int32_t mode, int32_t b, int32_t c, uint32_t lane) {
+  int32_t bval = b & 0x1f;
+  int32_t clamp = c & 0x1f;
+  int32_t segmask = (c >> 8) & 0x1f;
+  int32_t me = static_cast<int32_t>(lane);
+  int32_t maxLane = (me & segmask) | (clamp & ~segmask);
+  int32_t minLane = me & segmask;
+  int32_t source = me;
+  bool inRange = false;
+  switch (mode) {
+    case 0:
+      source = me - bval;
+      inRange = source >= maxLane;
+      break;
+    case 1:
+      source = me + bval;
+      inRange = source <= maxLane;
+      break;
+    case 2:
+      source = me ^ bval;
+      inRange = source <= maxLane;
+      break;
+    default:
+      source = minLane | (bval & ~segmask);
+      inRange = source <= maxLane;
+      break;
+  }
+  return {inRange ? static_cast<uint32_t>(source) : lane, inRange};
+}
+
+void completeBlockShuffle(WarpRequest* slots, uint32_t count) {
+  for (uint32_t first = 0; first < count; first += kWarpSize) {
+    WarpRequest* warp = slots + first;
+    uint32_t lanes = std::min(kWarpSize, count - first);
+    // Results go to `result`, sources are read from `value`: no lane's answer disturbs another's.
+    for (uint32_t l = 0; l < lanes; ++l) {
+      ShuffleSource source = shuffleSource(warp[l].mode, warp[l].b, warp[l].c, l);
+      uint32_t from = source.lane < lanes ? source.lane : l;
+      warp[l].result = (warp[from].value & 0xffffffffu) | (source.inRange ? uint64_t(1) << 32 : 0);
+    }
+  }
+}
+
 uint64_t warpResult(const WarpRequests& requests, uint32_t participants, uint32_t lane) {
   if (lane >= kWarpSize || requests[lane] == nullptr) return 0;
   participants |= bit(lane);
-  switch (requests[lane]->op) {
+  switch (static_cast<WarpOp>(requests[lane]->op)) {
     case WarpOp::Shfl:
       return shuffle(requests, participants, lane);
     case WarpOp::Vote:
@@ -143,7 +159,7 @@ void uniformWarpResults(const WarpRequests& requests, uint32_t participants,
   while (first < kWarpSize && !(participants & bit(first))) ++first;
   if (first == kWarpSize) return;
   // Votes and reductions give every lane the same answer: compute it once, not once per lane.
-  WarpOp op = requests[first]->op;
+  auto op = static_cast<WarpOp>(requests[first]->op);
   bool shared = op == WarpOp::Vote || op == WarpOp::Redux || op == WarpOp::Sync;
   for (uint32_t l = first + 1; l < kWarpSize && shared; ++l)
     shared = !(participants & bit(l)) || requests[l]->mode == requests[first]->mode;

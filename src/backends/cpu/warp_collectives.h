@@ -27,4 +27,19 @@ uint64_t warpResult(const WarpRequests& requests, uint32_t participants, uint32_
 void uniformWarpResults(const WarpRequests& requests, uint32_t participants,
                         std::array<uint64_t, kWarpSize>& results);
 
+// Complete a shfl that all `count` threads of a block wait in (`slots[t]` thread t's request):
+// each result from the source lane's value, sources beyond the block's last thread giving the
+// lane its own. The same results as warpResult with every present lane of the warp taking part,
+// without the per-warp bookkeeping.
+void completeBlockShuffle(WarpRequest* slots, uint32_t count);
+
+// Where shfl lane `lane` reads from (its own lane when the source is out of range), and whether
+// the source was in range, as the PTX ISA defines shfl.sync.
+struct ShuffleSource {
+  uint32_t lane;
+  bool inRange;
+};
+ShuffleSource shuffleSource(int32_t mode, int32_t b, int32_t c, uint32_t lane);
+
+
 }  // namespace rocuda::backends::cpu

@@ -11,6 +11,10 @@ namespace {
 
 constexpr uint32_t kFull = 0xffffffffu;
 
+WarpRequest request(WarpOp op, int32_t mode, uint64_t value, int32_t b, int32_t c, uint32_t mask) {
+  return WarpRequest{value, 0, static_cast<int32_t>(op), mode, b, c, mask, 0};
+}
+
 struct Warp {
   std::array<WarpRequest, kWarpSize> lanes{};
   WarpRequests requests{};
@@ -21,7 +25,7 @@ struct Warp {
   Warp(WarpOp op, int32_t mode, uint32_t members, Value value, int32_t b = 0, int32_t c = 0) {
     for (uint32_t l = 0; l < kWarpSize; ++l) {
       if ((members >> l & 1u) == 0) continue;
-      lanes[l] = WarpRequest{op, mode, static_cast<uint64_t>(value(l)), b, c, members, 0};
+      lanes[l] = request(op, mode, static_cast<uint64_t>(value(l)), b, c, members);
       requests[l] = &lanes[l];
       participants |= 1u << l;
     }
@@ -129,7 +133,7 @@ TEST(WarpCollectives, UniformResultsMatchPerLaneResults) {
     WarpRequests requests{};
     for (uint32_t l = 0; l < kWarpSize; ++l) {
       if ((members >> l & 1u) == 0) continue;
-      lanes[l] = WarpRequest{c.op, c.mode, value(l), c.b, c.c, members, 0};
+      lanes[l] = request(c.op, c.mode, value(l), c.b, c.c, members);
       requests[l] = &lanes[l];
     }
     std::array<uint64_t, kWarpSize> results{};
@@ -137,6 +141,28 @@ TEST(WarpCollectives, UniformResultsMatchPerLaneResults) {
     for (uint32_t l = 0; l < 24; ++l)
       EXPECT_EQ(results[l], warpResult(requests, members, l))
           << "op " << static_cast<int>(c.op) << " mode " << c.mode << " lane " << l;
+  }
+}
+
+
+// The whole-block shuffle gives every thread what the per-warp definition gives it, including
+// the partial last warp, whose missing lanes read as the lane's own value.
+TEST(WarpCollectives, BlockShuffleMatchesDefinition) {
+  const uint32_t threadCount = 56;  // one full warp and a partial one of 24 lanes
+  struct Case {
+    int32_t mode, b, c;
+  } cases[] = {{0, 1, 0}, {1, 16, 0x1f}, {2, 4, 0x1f}, {3, 7, 0x1f}, {1, 2, (8 << 8) | 0x7}};
+  for (const Case& c : cases) {
+    std::array<WarpRequest, 64> slots{};
+    for (uint32_t t = 0; t < threadCount; ++t)
+      slots[t] = request(WarpOp::Shfl, c.mode, 1000 + t, c.b, c.c, kFull);
+    completeBlockShuffle(slots.data(), threadCount);
+    Warp full(WarpOp::Shfl, c.mode, kFull, [](uint32_t l) { return 1000 + l; }, c.b, c.c);
+    Warp partial(WarpOp::Shfl, c.mode, 0x00ffffffu, [](uint32_t l) { return 1032 + l; }, c.b, c.c);
+    for (uint32_t t = 0; t < threadCount; ++t) {
+      uint64_t expected = t < 32 ? full.result(t) : partial.result(t - 32);
+      EXPECT_EQ(slots[t].result, expected) << "mode " << c.mode << " thread " << t;
+    }
   }
 }
 
