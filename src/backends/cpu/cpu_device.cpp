@@ -4,9 +4,13 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <system_error>
+#include <thread>
+#include <vector>
 
 #include "backends/cpu/execution.h"
 #include "backends/cpu/thread_pool.h"
@@ -233,6 +237,48 @@ Result<std::unique_ptr<LoadedModule>> CpuDevice::loadPtx(std::string_view ptx,
   return std::unique_ptr<LoadedModule>(std::move(module));
 }
 
+// A cooperative grid runs every block at once, each on a host thread of its own: its blocks
+// wait for one another (grid.sync()), so none may wait for a worker another holds. The core has
+// capped the grid at the device's occupancy; blocks that spin yield their host threads
+// (__rocuda_spin_poll), so that the blocks they wait for get the cores. A failing block makes the
+// others give up their waits instead of hanging.
+Status runCooperative(GridState& grid, uint64_t blocks, const std::function<void(uint64_t)>& runOne,
+                      std::atomic<bool>& failed) {
+  CooperativeGrid cooperative;
+  cooperative.running.store(static_cast<uint32_t>(blocks));
+  grid.cooperative = &cooperative;
+  auto body = [&](uint64_t index) {
+    runOne(index);
+    if (failed.load(std::memory_order_relaxed))
+      cooperative.failed.store(true, std::memory_order_relaxed);
+    cooperative.running.fetch_sub(1, std::memory_order_acq_rel);
+  };
+  std::vector<std::thread> threads;
+  threads.reserve(blocks - 1);
+  Status started = Status::success();
+  for (uint64_t index = 1; index < blocks; ++index) {
+    try {
+      threads.emplace_back(body, index);
+    } catch (const std::system_error& error) {
+      // Blocks already started must not wait for ones that never will.
+      cooperative.running.fetch_sub(static_cast<uint32_t>(blocks - index));
+      cooperative.failed.store(true);
+      failed.store(true);
+      started = makeError(ErrorCode::LaunchOutOfResources,
+                          "cannot start a host thread for each of the " + std::to_string(blocks) +
+                              " blocks of a cooperative grid: " + error.what());
+      break;
+    }
+  }
+  if (started.ok())
+    body(0);
+  else
+    cooperative.running.fetch_sub(1);
+  for (std::thread& thread : threads) thread.join();
+  grid.cooperative = nullptr;
+  return started;
+}
+
 Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const void* params) {
   auto& cpuKernel = static_cast<CpuKernel&>(kernel);
   const compiler::KernelInfo& info = cpuKernel.info();
@@ -251,13 +297,18 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
 
   uint64_t blocks = uint64_t(config.grid[0]) * config.grid[1] * config.grid[2];
   std::atomic<bool> failed{false}, asserted{false};
-  pool_.parallelFor(blocks, [&](uint64_t index) {
+  auto runOne = [&](uint64_t index) {
     if (failed.load(std::memory_order_relaxed)) return;  // the grid is already failing
     BlockOutcome outcome = runBlock(grid, index);
     if (outcome == BlockOutcome::Completed) return;
     if (outcome == BlockOutcome::Asserted) asserted.store(true, std::memory_order_relaxed);
     failed.store(true, std::memory_order_relaxed);
-  });
+  };
+  if (config.cooperative) {
+    ROCUDA_TRY(runCooperative(grid, blocks, runOne, failed));
+  } else {
+    pool_.parallelFor(blocks, runOne);
+  }
   if (asserted.load())
     return makeError(ErrorCode::Assert, "kernel '" + info.name + "' failed a device-side assert");
   if (failed.load())
