@@ -8,9 +8,6 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <system_error>
-#include <thread>
-#include <vector>
 
 #include "backends/cpu/execution.h"
 #include "backends/cpu/thread_pool.h"
@@ -142,6 +139,8 @@ class CpuDevice final : public DeviceBackend {
 
  private:
   void describe();
+  Status runCooperative(GridState& grid, uint64_t blocks,
+                        const std::function<void(uint64_t)>& runOne, std::atomic<bool>& failed);
   // The host object for `ptx`, from the code cache unless `refresh`; `fromCache` tells which.
   Result<compiler::HostObject> compileCached(std::string_view ptx, std::string_view moduleName,
                                              bool refresh, bool* fromCache);
@@ -160,6 +159,7 @@ class CpuDevice final : public DeviceBackend {
   DeviceDescription description_;
   std::string hostTarget_;  // triple, CPU and features: code for one CPU may not run on another
   ThreadPool pool_;
+  CoResidentThreads coResident_;  // cooperative grids: a thread per block
   std::atomic<uint32_t> nextGridId_{1};
 };
 
@@ -242,41 +242,20 @@ Result<std::unique_ptr<LoadedModule>> CpuDevice::loadPtx(std::string_view ptx,
 // capped the grid at the device's occupancy; blocks that spin yield their host threads
 // (__rocuda_spin_poll), so that the blocks they wait for get the cores. A failing block makes the
 // others give up their waits instead of hanging.
-Status runCooperative(GridState& grid, uint64_t blocks, const std::function<void(uint64_t)>& runOne,
-                      std::atomic<bool>& failed) {
+Status CpuDevice::runCooperative(GridState& grid, uint64_t blocks,
+                                 const std::function<void(uint64_t)>& runOne,
+                                 std::atomic<bool>& failed) {
   CooperativeGrid cooperative;
   cooperative.running.store(static_cast<uint32_t>(blocks));
   grid.cooperative = &cooperative;
-  auto body = [&](uint64_t index) {
+  Status status = coResident_.run(blocks, [&](uint64_t index) {
     runOne(index);
     if (failed.load(std::memory_order_relaxed))
       cooperative.failed.store(true, std::memory_order_relaxed);
     cooperative.running.fetch_sub(1, std::memory_order_acq_rel);
-  };
-  std::vector<std::thread> threads;
-  threads.reserve(blocks - 1);
-  Status started = Status::success();
-  for (uint64_t index = 1; index < blocks; ++index) {
-    try {
-      threads.emplace_back(body, index);
-    } catch (const std::system_error& error) {
-      // Blocks already started must not wait for ones that never will.
-      cooperative.running.fetch_sub(static_cast<uint32_t>(blocks - index));
-      cooperative.failed.store(true);
-      failed.store(true);
-      started = makeError(ErrorCode::LaunchOutOfResources,
-                          "cannot start a host thread for each of the " + std::to_string(blocks) +
-                              " blocks of a cooperative grid: " + error.what());
-      break;
-    }
-  }
-  if (started.ok())
-    body(0);
-  else
-    cooperative.running.fetch_sub(1);
-  for (std::thread& thread : threads) thread.join();
+  });
   grid.cooperative = nullptr;
-  return started;
+  return status;
 }
 
 Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const void* params) {
