@@ -1,12 +1,13 @@
 // Cooperative grids on the CPU device: every block resident at once, meeting at a grid barrier
 // built as cooperative groups builds it (workspace address from %envreg1/%envreg2, thread 0
 // adding to the barrier word with atom.add.release.gpu and spinning on ld.acquire.gpu), in
-// each block form; many more blocks than cores; a trapping or departed block fails the launch
-// instead of hanging it.
+// each block form; many more blocks than cores, whose waiting costs next to no processor time;
+// a trapping or departed block fails the launch instead of hanging it.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <string>
 #include <vector>
@@ -137,16 +138,16 @@ class CpuCooperative : public ::testing::Test {
   }
   void TearDown() override { ::unsetenv("ROCUDA_CPU_BLOCK_FORMS"); }
 
-  LoadedKernel* load(const std::string& ptx, bool blockForms) {
+  LoadedKernel* load(const std::string& ptx, bool blockForms, const char* name = "coop") {
     if (blockForms)
       ::unsetenv("ROCUDA_CPU_BLOCK_FORMS");
     else
       ::setenv("ROCUDA_CPU_BLOCK_FORMS", "0", 1);
-    auto module = device_->loadPtx(ptx, "coop");
+    auto module = device_->loadPtx(ptx, name);
     EXPECT_TRUE(module.ok()) << (module.ok() ? "" : module.error().message);
     if (!module.ok()) return nullptr;
     modules_.push_back(std::move(*module));
-    return modules_.back()->kernel("coop");
+    return modules_.back()->kernel(name);
   }
 
   // Runs `kernel` over `blocks` x `threads`; returns the launch status, `out` the outputs.
@@ -242,6 +243,74 @@ TEST_F(CpuCooperative, BlockThatLeavesBeforeTheBarrierIsReportedAsDeadlock) {
   Status status = run(*kernel, 5, 32, true, 1, out, /*victim=*/2, /*mode=*/2);
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(status.error().code, ErrorCode::LaunchFailed);
+}
+
+// Block 0 works for `cycles` clock64 ticks while every other block waits for it at a grid
+// barrier (one thread per block: a BlockLoop kernel).
+const char* kBusyPtx = R"(.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry busy(.param .u64 cycles)
+{
+  .reg .pred %p<4>;
+  .reg .b32 %r<16>;
+  .reg .b64 %rd<12>;
+  ld.param.u64 %rd9, [cycles];
+  mov.u32 %r4, %envreg1;
+  mov.u32 %r5, %envreg2;
+  mov.b64 %rd3, {%r5, %r4};
+  add.s64 %rd6, %rd3, 4;
+  mov.u32 %r1, %ctaid.x;
+  mov.u32 %r3, %nctaid.x;
+  mov.u32 %r7, 1;
+  setp.ne.u32 %p3, %r1, 0;
+  @%p3 bra ARRIVE;
+  sub.s32 %r8, %r3, 1;
+  mov.u32 %r9, -2147483648;
+  sub.s32 %r7, %r9, %r8;
+  mov.u64 %rd1, %clock64;
+WORK:
+  mov.u64 %rd2, %clock64;
+  sub.s64 %rd4, %rd2, %rd1;
+  setp.lt.u64 %p1, %rd4, %rd9;
+  @%p1 bra WORK;
+ARRIVE:
+  atom.add.release.gpu.u32 %r10, [%rd6], %r7;
+SPIN:
+  ld.acquire.gpu.u32 %r11, [%rd6];
+  xor.b32 %r12, %r11, %r10;
+  setp.gt.s32 %p2, %r12, -1;
+  @%p2 bra SPIN;
+  ret;
+}
+)";
+
+double processCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
+
+TEST_F(CpuCooperative, WaitingBlocksLeaveTheCoresToTheBlockTheyWaitFor) {
+  LoadedKernel* kernel = load(kBusyPtx, true, "busy");
+  ASSERT_NE(kernel, nullptr);
+  EXPECT_EQ(kernel->info().cpuExecution, CpuExecution::BlockLoop);
+  uint64_t cycles = 300'000'000;  // about 0.1 s
+  std::vector<uint8_t> params(kernel->info().paramBufferSize);
+  std::memcpy(params.data() + kernel->info().params[0].offset, &cycles, sizeof cycles);
+  // The processor time a cooperative launch of `blocks` takes.
+  auto cpuSeconds = [&](uint32_t blocks) {
+    LaunchConfig config;
+    config.grid = {blocks, 1, 1};
+    config.cooperative = true;
+    double start = processCpuSeconds();
+    EXPECT_TRUE(device_->launch(*kernel, config, params.data()).ok());
+    return processCpuSeconds() - start;
+  };
+  double alone = cpuSeconds(1);
+  double waited = cpuSeconds(8 * uint32_t(device_->description().multiprocessorCount));
+  // Block 0's work is the same; waiters that spun would add the time of every other core.
+  EXPECT_LT(waited, 1.5 * alone + 0.03) << "alone " << alone << " s, with waiters " << waited;
 }
 
 }  // namespace
