@@ -57,6 +57,9 @@ struct LaunchConfig {
   std::array<uint32_t, 3> grid{1, 1, 1};
   std::array<uint32_t, 3> block{1, 1, 1};
   uint32_t dynamicSharedBytes = 0;
+  // Every block resident at once, with a grid workspace for cooperative groups' grid.sync(); the
+  // core has checked the grid against the device's occupancy.
+  bool cooperative = false;
 };
 
 // A kernel of a loaded module.

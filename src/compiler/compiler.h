@@ -37,6 +37,8 @@
 //      `i64 __rocuda_match_sync(i32 mode, i64 value, i32 mask)`, mode 0 any, 1 all; returns the
 //        lane mask in bits 0..31 and (match.all) the predicate in bit 32.
 //    `activemask` is the full warp (0xffffffff) for now.
+//  * `%envreg<n>` is `i32 __rocuda_sreg_envreg<n>()`: %envreg1 and %envreg2 are the high and low
+//    halves of BlockContext::gridWorkspace (cooperative groups' grid workspace), the others 0.
 //  * `.global` / `.const` variables are LLVM globals named as in the PTX, looked up by name.
 //  * Textures and surfaces (tex, tld4, txq, suld.b, sust.b/.p, suq): the handle is a 64-bit
 //    texture/surface object, the address of a support::TextureView (support/texture_view.h).
@@ -79,6 +81,10 @@
 //    Values live across a wait, and the thread's local memory, are kept in the thread's
 //    frame: KernelInfo::cpuFrameBytes bytes at BlockContext::frames + linearTid * cpuFrameBytes.
 //    Other calls that need the thread are preceded by __rocuda_enter_thread, as above.
+//  * Spin-waits: each acquire, relaxed or volatile load outside block-private state spaces, and
+//    each atom.cas, that sits in a loop is followed by `void __rocuda_spin_poll(ptr address, i64
+//    value)` (the value read, zero-extended), so that a thread waiting for another block can
+//    yield its host thread; it needs no announcement of the calling thread.
 //  * ThreadEntry (the slow path, only where the above cannot be formed: KernelInfo::
 //    cpuSlowPathReason says why): `void K(ptr params)` runs one thread; threads that wait run as
 //    fibers.
@@ -98,7 +104,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-5";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-6";
 
 // What the block forms of a kernel receive (see the contract above); the layout is ABI between
 // generated code and the CPU device runtime.

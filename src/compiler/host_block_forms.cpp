@@ -86,6 +86,17 @@ llvm::Value* loadContext(llvm::IRBuilder<>& b, llvm::Value* context, ContextFiel
   return load;
 }
 
+// %envreg<n>: registers the driver sets for the launch. %envreg1 (high half) and %envreg2 (low
+// half) hold the address of a cooperative launch's grid workspace, which cooperative groups'
+// grid.sync() uses (cuda's cooperative_groups/details/driver_abi.h); every other is 0 here.
+llvm::Value* envreg(llvm::IRBuilder<>& b, std::string_view index, const ThreadValues& v) {
+  if (index != "1" && index != "2") return b.getInt32(0);
+  llvm::Value* address =
+      b.CreatePtrToInt(loadContext(b, v.context, kGridWorkspace), b.getInt64Ty());
+  if (index == "1") address = b.CreateLShr(address, 32);
+  return b.CreateTrunc(address, b.getInt32Ty());
+}
+
 // The value of special register `name` (without the __rocuda_sreg_ prefix), or nullptr when
 // only the runtime knows it (clocks, grid id, shared-memory sizes...).
 llvm::Value* threadQuery(llvm::IRBuilder<>& b, std::string_view name, const ThreadValues& v) {
@@ -107,6 +118,7 @@ llvm::Value* threadQuery(llvm::IRBuilder<>& b, std::string_view name, const Thre
   if (name == "lanemask_le") return b.CreateSub(b.CreateShl(b.getInt32(2), lane), b.getInt32(1));
   if (name == "lanemask_ge") return b.CreateShl(ones, lane);
   if (name == "lanemask_gt") return b.CreateShl(b.CreateShl(ones, lane), 1);
+  if (name.starts_with("envreg")) return envreg(b, name.substr(6), v);
   return nullptr;
 }
 
@@ -178,7 +190,7 @@ bool needsThreadIdentity(const llvm::CallBase& call) {
   // Functions that are told the thread (waits, clocks) need no announcement.
   if (name.starts_with("__rocuda_suspend_") || name.starts_with("__rocuda_resume_") ||
       name.starts_with("__rocuda_sreg_clock") || name == "__rocuda_sreg_globaltimer" ||
-      name == "__rocuda_enter_thread")
+      name == "__rocuda_enter_thread" || name == "__rocuda_spin_poll")
     return false;
   return name.starts_with("__rocuda_") || name == "__assertfail";
 }

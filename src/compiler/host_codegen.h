@@ -49,6 +49,11 @@ Result<std::vector<uint8_t>> emitObject(llvm::Module& module, llvm::TargetMachin
 bool kernelReaches(llvm::Module& module, const std::string& name,
                    const std::vector<std::string>& callees);
 
+// Make every pollable access (translator.h: kPollMetadata) inside a loop report what it read to
+// `void __rocuda_spin_poll(ptr address, i64 value)`, so that the CPU device's runtime can let a
+// spin-waiting host thread yield. Run after inlining, before the block forms.
+void insertSpinPolls(llvm::Module& module);
+
 // Replace each kernel of `module` by its block form for the CPU device (BlockLoop or
 // Continuation, see compiler.h), recording the form in `info`; kernels that cannot take one keep
 // their per-thread entry and get KernelInfo::cpuSlowPathReason. Run after inlining and after

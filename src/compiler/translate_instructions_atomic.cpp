@@ -72,6 +72,8 @@ Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
             ? llvm::AtomicOrdering::Acquire
             : llvm::AtomicOrdering::Monotonic;
     auto* x = B.CreateAtomicCmpXchg(ptr, cmp, val, llvm::MaybeAlign(size), order, failure);
+    // Spin locks retry a compare-and-swap until another thread releases the lock.
+    if (inst.space != ptx::StateSpace::Shared) markPollableAccess(*x);
     old = B.CreateExtractValue(x, 0);
   } else {
     llvm::AtomicRMWInst::BinOp op;

@@ -8,6 +8,10 @@ namespace rocuda::compiler::detail {
 
 using ptx::ScalarType;
 
+void markPollableAccess(llvm::Instruction& access) {
+  access.setMetadata(kPollMetadata, llvm::MDNode::get(access.getContext(), {}));
+}
+
 namespace {
 
 // Memory ordering of ld/st modifiers; NotAtomic for plain accesses.
@@ -40,6 +44,14 @@ Status load(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto* ty = t.bitsType(type);
   llvm::AtomicOrdering order = orderingOf(inst);
   bool isVolatile = inst.hasModifier("volatile");
+  // A block's own memory cannot be changed by another block: only waits for other blocks (or
+  // the host) need the polling hook.
+  bool blockPrivate = inst.space == ptx::StateSpace::Shared ||
+                      inst.space == ptx::StateSpace::SharedCluster ||
+                      inst.space == ptx::StateSpace::Local ||
+                      inst.space == ptx::StateSpace::Param || inst.space == ptx::StateSpace::Const;
+  bool pollable = (isVolatile || order != llvm::AtomicOrdering::NotAtomic) && !blockPrivate &&
+                  elements.size() == 1;
   for (size_t i = 0; i < elements.size(); ++i) {
     if (elements[i]->kind == ptx::Operand::Kind::Sink) continue;
     llvm::Value* p = i == 0 ? ptr : B.CreateConstGEP1_64(t.i8(), ptr, i * size);
@@ -48,6 +60,7 @@ Status load(FunctionTranslator& t, const ptx::Instruction& inst) {
       ld->setAtomic(order == llvm::AtomicOrdering::Release ? llvm::AtomicOrdering::Monotonic
                                                            : order);
     }
+    if (pollable) markPollableAccess(*ld);
     ROCUDA_TRY(t.write(*elements[i], ld, type));
   }
   return Status::success();

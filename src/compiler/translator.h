@@ -29,6 +29,13 @@ namespace rocuda::compiler::detail {
 // Wider type of the same signedness (mul.wide): u16 -> u32, s32 -> s64.
 ptx::ScalarType widenedType(ptx::ScalarType type);
 
+// Metadata on memory accesses another thread may be waiting to see change (acquire, relaxed and
+// volatile loads outside .shared/.local/.param/.const, atom.cas): where a spin-wait polls. The
+// host code generator makes such accesses inside loops yield the host thread while they keep
+// reading the same value (markPollableAccess, insertSpinPolls); other targets ignore it.
+inline constexpr const char* kPollMetadata = "rocuda.poll";
+void markPollableAccess(llvm::Instruction& access);
+
 class ModuleTranslator {
  public:
   ModuleTranslator(llvm::LLVMContext& context, const ptx::Module& ptx, std::string_view name);

@@ -1,5 +1,6 @@
 #include "core/launch.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -79,6 +80,28 @@ Result<std::shared_ptr<std::vector<uint8_t>>> packArguments(const compiler::Kern
   return buffer;
 }
 
+// NVIDIA's rule for cooperative grids: no more blocks than the occupancy calculator says fit
+// on the device at once.
+Status validateCooperative(Kernel& kernel, const backends::DeviceDescription& device,
+                           const LaunchRequest& request) {
+  if (!device.cooperativeLaunch)
+    return makeError(ErrorCode::NotSupported, "the device does not support cooperative launches");
+  int threads = static_cast<int>(request.block[0] * request.block[1] * request.block[2]);
+  Result<int> perMultiprocessor =
+      maxActiveBlocksPerMultiprocessor(kernel, threads, request.sharedBytes);
+  if (!perMultiprocessor.ok()) return perMultiprocessor.error();
+  uint64_t limit = uint64_t(*perMultiprocessor) * uint64_t(device.multiprocessorCount);
+  uint64_t blocks = uint64_t(request.grid[0]) * request.grid[1] * request.grid[2];
+  if (blocks > limit)
+    return makeError(ErrorCode::CooperativeLaunchTooLarge,
+                     "cooperative grid of " + std::to_string(blocks) + " blocks for kernel '" +
+                         kernel.name() + "'; the device holds at most " + std::to_string(limit) +
+                         " such blocks at once (" + std::to_string(*perMultiprocessor) +
+                         " per multiprocessor, " + std::to_string(device.multiprocessorCount) +
+                         " multiprocessors)");
+  return Status::success();
+}
+
 bool isStickyFailure(ErrorCode code) {
   return code == ErrorCode::IllegalAddress || code == ErrorCode::LaunchFailed ||
          code == ErrorCode::Assert;
@@ -93,10 +116,13 @@ Status launchKernel(Kernel& kernel, Stream& stream, const LaunchRequest& request
     return makeError(ErrorCode::InvalidHandle,
                      "kernel '" + kernel.name() + "' was loaded for another device");
   ROCUDA_TRY(validateConfiguration(kernel, context.device().description(), request));
+  if (request.cooperative)
+    ROCUDA_TRY(validateCooperative(kernel, context.device().description(), request));
   auto arguments = packArguments(kernel.info(), request);
   if (!arguments.ok()) return arguments.error();
 
-  backends::LaunchConfig config{request.grid, request.block, request.sharedBytes};
+  backends::LaunchConfig config{request.grid, request.block, request.sharedBytes,
+                                request.cooperative};
   auto* backend = &context.device().backend();
   auto* loaded = &kernel.loaded();
   Context* owner = &context;
@@ -109,6 +135,23 @@ Status launchKernel(Kernel& kernel, Stream& stream, const LaunchRequest& request
                   });
   if (!queued.ok()) return queued.error();
   return Status::success();
+}
+
+Result<int> maxActiveBlocksPerMultiprocessor(Kernel& kernel, int blockSize,
+                                             size_t dynamicSharedBytes) {
+  if (blockSize <= 0) return makeError(ErrorCode::InvalidValue, "blockSize must be positive");
+  const auto& d = kernel.module().context().device().description();
+  if (blockSize > d.maxThreadsPerBlock) return 0;
+  int warps = (blockSize + d.warpSize - 1) / d.warpSize;
+  int threadsPerBlock = warps * d.warpSize;
+  int blocks =
+      std::min(d.maxBlocksPerMultiprocessor, d.maxThreadsPerMultiprocessor / threadsPerBlock);
+  size_t shared = kernel.info().staticSharedBytes + dynamicSharedBytes;
+  if (shared > static_cast<size_t>(d.sharedMemPerBlockOptin)) return 0;
+  if (shared > 0)
+    blocks =
+        std::min<long long>(blocks, static_cast<long long>(d.sharedMemPerMultiprocessor / shared));
+  return std::max(blocks, 0);
 }
 
 }  // namespace rocuda::core

@@ -34,6 +34,8 @@ enum class ErrorCode {
   OperatingSystem,
   StreamCaptureUnsupported,  // an operation not permitted while a stream is capturing
   StreamCaptureImplicit,     // the legacy stream would depend on a capturing blocking stream
+  // A cooperative grid larger than the device can hold at once.
+  CooperativeLaunchTooLarge,
   Internal,
 };
 

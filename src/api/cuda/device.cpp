@@ -134,6 +134,10 @@ std::optional<int> capabilityAttribute(const DeviceDescription& d, int attribute
       return cpuLike || d.integrated ? 1 : 0;
     case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR:
       return d.maxBlocksPerMultiprocessor;
+    case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH:  // every block of the grid resident at once
+      return d.cooperativeLaunch ? 1 : 0;
+    case CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH:
+      return 0;  // cuLaunchCooperativeKernelMultiDevice is gone from CUDA 13's driver API
     case CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT:
       return 1;
     case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:  // stream-ordered allocation (core)
@@ -154,7 +158,7 @@ std::optional<int> capabilityAttribute(const DeviceDescription& d, int attribute
       break;
   }
   // Everything else names a feature Rocuda does not offer (IPC, virtual memory management,
-  // clusters, cooperative launch, read-only host registration...): absent.
+  // clusters, read-only host registration...): absent.
   if (attribute >= 1 && attribute < CU_DEVICE_ATTRIBUTE_MAX) return 0;
   return std::nullopt;
 }

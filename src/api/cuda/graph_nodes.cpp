@@ -17,6 +17,8 @@ extern "C" {
 CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                         unsigned by, unsigned bz, unsigned shared, CUstream stream,
                         void** kernelParams, void** extra);
+CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
+                          void** extra);
 CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D* copy, CUstream stream);
 CUresult cuMemsetD2D8Async(CUdeviceptr dst, size_t pitch, unsigned char value, size_t width,
                            size_t height, CUstream stream);
@@ -147,7 +149,18 @@ Outcome buildKernel(const CUDA_KERNEL_NODE_PARAMS_v2& in, core::GraphNodeContent
   payload->params.ctx = reinterpret_cast<CUcontext>(&context);
   auto f = reinterpret_cast<CUfunction>(*kernel);
   const KernelPayload& p = *payload;
+  auto cooperative = p.attributes.find(CU_LAUNCH_ATTRIBUTE_COOPERATIVE);
+  bool isCooperative = cooperative != p.attributes.end() && cooperative->second.cooperative != 0;
   Outcome recorded = recordWork(context, content, [&](CUstream s) {
+    if (isCooperative) {  // launched as cuLaunchKernelEx would: every block resident at once
+      CUlaunchAttribute attribute{};
+      attribute.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+      attribute.value.cooperative = 1;
+      CUlaunchConfig config{p.params.gridDimX,  p.params.gridDimY,  p.params.gridDimZ,
+                            p.params.blockDimX, p.params.blockDimY, p.params.blockDimZ,
+                            p.params.sharedMemBytes, s, &attribute, 1};
+      return cuLaunchKernelEx(&config, f, p.params.kernelParams, p.params.extra);
+    }
     return cuLaunchKernel(f, p.params.gridDimX, p.params.gridDimY, p.params.gridDimZ,
                           p.params.blockDimX, p.params.blockDimY, p.params.blockDimZ,
                           p.params.sharedMemBytes, s, p.params.kernelParams, p.params.extra);
@@ -487,9 +500,7 @@ Outcome checkAttribute(int id, const CUlaunchAttributeValue* value) {
     case CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
     case CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE:
       return {};
-    case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
-      if (value != nullptr && value->cooperative != 0)
-        return {CUDA_ERROR_NOT_SUPPORTED, "cooperative kernels are not supported"};
+    case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:  // buildKernel launches such a node cooperatively
       return {};
     case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
       if (value != nullptr &&

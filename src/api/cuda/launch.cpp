@@ -1,5 +1,5 @@
-// Kernel launch (cuLaunchKernel with kernelParams or `extra`, cuLaunchKernelEx), host functions
-// in stream order, and occupancy.
+// Kernel launch (cuLaunchKernel with kernelParams or `extra`, cuLaunchCooperativeKernel,
+// cuLaunchKernelEx), host functions in stream order, and occupancy.
 #include "core/launch.h"
 
 #include <algorithm>
@@ -35,7 +35,7 @@ Outcome parseExtra(void** extra, core::LaunchRequest& request) {
 
 Outcome launch(const void* f, const std::array<uint32_t, 3>& grid,
                const std::array<uint32_t, 3>& block, unsigned sharedMemBytes, CUstream hStream,
-               void** kernelParams, void** extra, StreamVariant variant) {
+               void** kernelParams, void** extra, StreamVariant variant, bool cooperative = false) {
   Result<core::Kernel*> kernel = lookupKernel(f);
   if (!kernel) return kernel.error();
   Result<core::Stream*> stream = resolveStream(hStream, variant);
@@ -52,6 +52,7 @@ Outcome launch(const void* f, const std::array<uint32_t, 3>& grid,
   request.block = block;
   request.sharedBytes = sharedMemBytes;
   request.kernelParams = kernelParams;
+  request.cooperative = cooperative;
   if (extra != nullptr) {
     Outcome parsed = parseExtra(extra, request);
     if (!parsed.ok()) return parsed;
@@ -65,9 +66,18 @@ Outcome launchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsign
   return launch(f, {gx, gy, gz}, {bx, by, bz}, shared, stream, kernelParams, extra, variant);
 }
 
+// cuLaunchCooperativeKernel: as cuLaunchKernel with kernelParams only, every block resident at
+// once (core checks the grid against the occupancy).
+Outcome launchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                unsigned by, unsigned bz, unsigned shared, CUstream stream,
+                                void** kernelParams, StreamVariant variant) {
+  return launch(f, {gx, gy, gz}, {bx, by, bz}, shared, stream, kernelParams, nullptr, variant,
+                /*cooperative=*/true);
+}
+
 // Attributes that change what a launch means must be honoured or refused; the others are
-// performance hints.
-Outcome checkLaunchAttributes(const CUlaunchConfig& config) {
+// performance hints. `cooperative` is set from CU_LAUNCH_ATTRIBUTE_COOPERATIVE.
+Outcome checkLaunchAttributes(const CUlaunchConfig& config, bool* cooperative) {
   if (config.numAttrs > 0 && config.attrs == nullptr) return invalidValue("attrs is NULL");
   for (unsigned i = 0; i < config.numAttrs; ++i) {
     const CUlaunchAttribute& attribute = config.attrs[i];
@@ -85,8 +95,7 @@ Outcome checkLaunchAttributes(const CUlaunchConfig& config) {
       case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
         break;  // allowing overlap with the previous kernel; running in order is correct
       case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
-        if (attribute.value.cooperative != 0)
-          return {CUDA_ERROR_NOT_SUPPORTED, "cooperative launches are not supported"};
+        *cooperative = attribute.value.cooperative != 0;
         break;
       case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
       case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION: {
@@ -106,11 +115,12 @@ Outcome checkLaunchAttributes(const CUlaunchConfig& config) {
 Outcome launchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
                        void** extra, StreamVariant variant) {
   if (config == nullptr) return invalidValue("config is NULL");
-  Outcome attributes = checkLaunchAttributes(*config);
+  bool cooperative = false;
+  Outcome attributes = checkLaunchAttributes(*config, &cooperative);
   if (!attributes.ok()) return attributes;
   return launch(f, {config->gridDimX, config->gridDimY, config->gridDimZ},
                 {config->blockDimX, config->blockDimY, config->blockDimZ}, config->sharedMemBytes,
-                config->hStream, kernelParams, extra, variant);
+                config->hStream, kernelParams, extra, variant, cooperative);
 }
 
 Outcome launchHostFunc(CUstream hStream, CUhostFn fn, void* userData, StreamVariant variant) {
@@ -126,21 +136,10 @@ Outcome launchHostFunc(CUstream hStream, CUhostFn fn, void* userData, StreamVari
   return {};
 }
 
-// Resident blocks per multiprocessor, limited by threads, blocks and shared memory.
+// Resident blocks per multiprocessor, limited by threads, blocks and shared memory (the same
+// count limits cooperative grids).
 Result<int> occupancy(core::Kernel& kernel, int blockSize, size_t dynamicShared) {
-  if (blockSize <= 0) return makeError(ErrorCode::InvalidValue, "blockSize must be positive");
-  const auto& d = kernel.module().context().device().description();
-  int warps = (blockSize + d.warpSize - 1) / d.warpSize;
-  int threadsPerBlock = warps * d.warpSize;
-  int blocks =
-      std::min(d.maxBlocksPerMultiprocessor, d.maxThreadsPerMultiprocessor / threadsPerBlock);
-  size_t shared = kernel.info().staticSharedBytes + dynamicShared;
-  if (shared > static_cast<size_t>(d.sharedMemPerBlockOptin)) return 0;
-  if (shared > 0)
-    blocks =
-        std::min<long long>(blocks, static_cast<long long>(d.sharedMemPerMultiprocessor / shared));
-  if (blockSize > d.maxThreadsPerBlock) return 0;
-  return std::max(blocks, 0);
+  return core::maxActiveBlocksPerMultiprocessor(kernel, blockSize, dynamicShared);
 }
 
 Outcome maxActiveBlocks(int* numBlocks, CUfunction func, int blockSize, size_t dynamicShared,
@@ -170,6 +169,14 @@ ROCUDA_STREAM_PAIR(cuLaunchKernel, cuLaunchKernel_ptsz,
                    (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
                     sharedMemBytes, hStream, kernelParams, extra),
                    api::launchKernel)
+ROCUDA_STREAM_PAIR(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz,
+                   (CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                    unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                    unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                    void** kernelParams),
+                   (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                    sharedMemBytes, hStream, kernelParams),
+                   api::launchCooperativeKernel)
 ROCUDA_STREAM_PAIR(cuLaunchKernelEx, cuLaunchKernelEx_ptsz,
                    (const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra),
                    (config, f, kernelParams, extra), api::launchKernelEx)

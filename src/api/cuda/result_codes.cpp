@@ -218,6 +218,8 @@ CUresult toCuResult(ErrorCode code) {
       return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     case ErrorCode::StreamCaptureImplicit:
       return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+    case ErrorCode::CooperativeLaunchTooLarge:
+      return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
     case ErrorCode::Internal:
       return CUDA_ERROR_UNKNOWN;
   }

@@ -373,6 +373,11 @@ ThreadState*& currentThread() {
   return current;
 }
 
+BlockState*& currentBlock() {
+  static thread_local BlockState* current = nullptr;
+  return current;
+}
+
 BlockOutcome runBlock(const GridState& grid, uint64_t linearBlockIndex) {
   WorkerResources& resources = workerResources();
   if (resources.sharedCapacity < grid.sharedBytes) {
@@ -400,12 +405,15 @@ BlockOutcome runBlock(const GridState& grid, uint64_t linearBlockIndex) {
   block.context = compiler::BlockContext{{grid.block[0], grid.block[1], grid.block[2]},
                                          {block.ctaid[0], block.ctaid[1], block.ctaid[2]},
                                          {grid.grid[0], grid.grid[1], grid.grid[2]},
-                                         count, block.shared, nullptr, &block, nullptr,
+                                         count, block.shared, nullptr, &block,
+                                         grid.cooperative ? &grid.cooperative->workspace
+                                                          : nullptr,
                                          nullptr};
   if (grid.usesWarpCollectives) {
     if (resources.warpSlots.size() < count) resources.warpSlots.resize(count);
     block.context.warpSlots = resources.warpSlots.data();
   }
+  currentBlock() = &block;
   switch (grid.code.execution) {
     case compiler::CpuExecution::BlockLoop: runBlockLoop(block); break;
     case compiler::CpuExecution::Continuation:
@@ -419,6 +427,8 @@ BlockOutcome runBlock(const GridState& grid, uint64_t linearBlockIndex) {
       break;
   }
   currentThread() = nullptr;
+  currentBlock() = nullptr;
+  if (block.stuck) grid.cooperative->stuck.fetch_sub(1, std::memory_order_acq_rel);
   if (block.asserted) return BlockOutcome::Asserted;
   return block.trapped ? BlockOutcome::Trapped : BlockOutcome::Completed;
 }

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -138,6 +139,8 @@ class CpuDevice final : public DeviceBackend {
 
  private:
   void describe();
+  Status runCooperative(GridState& grid, uint64_t blocks,
+                        const std::function<void(uint64_t)>& runOne, std::atomic<bool>& failed);
   // The host object for `ptx`, from the code cache unless `refresh`; `fromCache` tells which.
   Result<compiler::HostObject> compileCached(std::string_view ptx, std::string_view moduleName,
                                              bool refresh, bool* fromCache);
@@ -156,6 +159,7 @@ class CpuDevice final : public DeviceBackend {
   DeviceDescription description_;
   std::string hostTarget_;  // triple, CPU and features: code for one CPU may not run on another
   ThreadPool pool_;
+  CoResidentThreads coResident_;  // cooperative grids: a thread per block
   std::atomic<uint32_t> nextGridId_{1};
 };
 
@@ -233,6 +237,27 @@ Result<std::unique_ptr<LoadedModule>> CpuDevice::loadPtx(std::string_view ptx,
   return std::unique_ptr<LoadedModule>(std::move(module));
 }
 
+// A cooperative grid runs every block at once, each on a host thread of its own: its blocks
+// wait for one another (grid.sync()), so none may wait for a worker another holds. The core has
+// capped the grid at the device's occupancy; blocks that spin yield their host threads
+// (__rocuda_spin_poll), so that the blocks they wait for get the cores. A failing block makes the
+// others give up their waits instead of hanging.
+Status CpuDevice::runCooperative(GridState& grid, uint64_t blocks,
+                                 const std::function<void(uint64_t)>& runOne,
+                                 std::atomic<bool>& failed) {
+  CooperativeGrid cooperative;
+  cooperative.running.store(static_cast<uint32_t>(blocks));
+  grid.cooperative = &cooperative;
+  Status status = coResident_.run(blocks, [&](uint64_t index) {
+    runOne(index);
+    if (failed.load(std::memory_order_relaxed))
+      cooperative.failed.store(true, std::memory_order_relaxed);
+    cooperative.running.fetch_sub(1, std::memory_order_acq_rel);
+  });
+  grid.cooperative = nullptr;
+  return status;
+}
+
 Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const void* params) {
   auto& cpuKernel = static_cast<CpuKernel&>(kernel);
   const compiler::KernelInfo& info = cpuKernel.info();
@@ -251,13 +276,18 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
 
   uint64_t blocks = uint64_t(config.grid[0]) * config.grid[1] * config.grid[2];
   std::atomic<bool> failed{false}, asserted{false};
-  pool_.parallelFor(blocks, [&](uint64_t index) {
+  auto runOne = [&](uint64_t index) {
     if (failed.load(std::memory_order_relaxed)) return;  // the grid is already failing
     BlockOutcome outcome = runBlock(grid, index);
     if (outcome == BlockOutcome::Completed) return;
     if (outcome == BlockOutcome::Asserted) asserted.store(true, std::memory_order_relaxed);
     failed.store(true, std::memory_order_relaxed);
-  });
+  };
+  if (config.cooperative) {
+    ROCUDA_TRY(runCooperative(grid, blocks, runOne, failed));
+  } else {
+    pool_.parallelFor(blocks, runOne);
+  }
   if (asserted.load())
     return makeError(ErrorCode::Assert, "kernel '" + info.name + "' failed a device-side assert");
   if (failed.load())

@@ -1,13 +1,16 @@
 // The device runtime of the CPU device: the functions translated kernels call for special
 // registers, barriers, warp collectives, shared memory, trap and printf (the contract is in
 // compiler/compiler.h).
+#include <algorithm>
 #include <chrono>
 #include <csetjmp>
-#include <cstdio>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <utility>
 
 #include "backends/cpu/execution.h"
 #include "backends/cpu/texture_runtime.h"
@@ -45,6 +48,15 @@ uint64_t cycleCounter() {
 }
 
 uint32_t laneOf(const ThreadState& thread) { return thread.linearTid % 32; }
+
+// %envreg<n> on the slow path (block forms read BlockContext::gridWorkspace themselves).
+template <int N>
+uint32_t sregEnvreg() {
+  auto address = reinterpret_cast<uintptr_t>(block().context.gridWorkspace);
+  if constexpr (N == 1) return static_cast<uint32_t>(static_cast<uint64_t>(address) >> 32);
+  if constexpr (N == 2) return static_cast<uint32_t>(address);
+  return 0;
+}
 
 }  // namespace
 
@@ -209,6 +221,69 @@ static int32_t resumeBarrierReduce(compiler::BlockContext* context, uint32_t lin
 
 namespace {
 
+// ---- Spin-waits (compiler.h: __rocuda_spin_poll) ----
+
+// A thread reading the same address in a loop waits for another block (or the host). It spins
+// briefly, then yields its host thread, then sleeps, ever longer while nothing changes, so that
+// the blocks it waits for get the cores: a cooperative grid may hold many more blocks than cores.
+constexpr uint32_t kPausePolls = 32;
+constexpr uint32_t kYieldPolls = 64;        // then sleeps of 16 us << (polls - kYieldPolls)
+constexpr uint32_t kLongestSleepShift = 6;  // ~1 ms
+// Polls further apart than this belong to different waits (the thread worked in between).
+constexpr uint64_t kNewWaitCycles = uint64_t(1) << 20;
+// A cooperative block whose wait saw nothing change for this many sleeps (about 2 s) is stuck;
+// when every block still running is stuck, none can release another: the grid is deadlocked.
+constexpr uint32_t kStuckSleeps = 2000;
+
+struct SpinState {
+  const void* address = nullptr;
+  uint64_t value = 0;
+  uint32_t polls = 0;
+  uint64_t lastPoll = 0;
+};
+
+SpinState& spinState() {
+  static thread_local SpinState state;
+  return state;
+}
+
+// End the calling block: it belongs to a cooperative grid that cannot complete.
+[[noreturn]] void abandonBlock(BlockState& b) {
+  b.trapped = true;
+  if (b.grid->useFibers()) {
+    Fiber::switchTo(currentThread()->fiber, b.scheduler);  // never resumed
+  }
+  std::longjmp(b.trapExit, 1);
+}
+
+void markStuck(BlockState& b, bool stuck) {
+  if (b.stuck == stuck || b.grid->cooperative == nullptr) return;
+  b.stuck = stuck;
+  b.grid->cooperative->stuck.fetch_add(stuck ? 1u : ~0u, std::memory_order_acq_rel);
+}
+
+void checkCooperativeGrid(BlockState& b, uint32_t sleeps) {
+  CooperativeGrid& grid = *b.grid->cooperative;
+  if (grid.failed.load(std::memory_order_relaxed)) abandonBlock(b);
+  if (sleeps < kStuckSleeps) return;
+  markStuck(b, true);
+  if (grid.stuck.load(std::memory_order_acquire) < grid.running.load(std::memory_order_acquire))
+    return;
+  log::error("kernel '" + std::string(b.grid->kernelName) + "' deadlocked: block (" +
+             std::to_string(b.ctaid[0]) + "," + std::to_string(b.ctaid[1]) + "," +
+             std::to_string(b.ctaid[2]) +
+             ") and every other running block of its cooperative grid wait for memory that no "
+             "block changes (a block left before grid.sync()?)");
+  grid.failed.store(true, std::memory_order_relaxed);
+  abandonBlock(b);
+}
+
+void pauseBriefly() {
+#if defined(__x86_64__)
+  _mm_pause();
+#endif
+}
+
 // CUDA's device printf: `args` holds each argument at its natural alignment (8 bytes for double,
 // pointers and 64-bit integers; 4 for smaller integers, which are promoted).
 int devicePrintf(const char* format, const uint8_t* args) {
@@ -270,6 +345,34 @@ int devicePrintf(const char* format, const uint8_t* args) {
 }  // namespace
 
 extern "C" {
+static void spinPoll(const void* address, uint64_t value) {
+  SpinState& s = spinState();
+  uint64_t now = cycleCounter();
+  bool sameWait = address == s.address && now - s.lastPoll <= kNewWaitCycles;
+  if (!sameWait || value != s.value) {
+    if (s.polls > kYieldPolls)
+      if (BlockState* b = currentBlock()) markStuck(*b, false);
+    // Within one wait, a changed value means others make progress (arrivals at a barrier): go
+    // on waiting, with short sleeps.
+    uint32_t polls = sameWait && s.polls > kYieldPolls ? kYieldPolls : 0;
+    s = SpinState{address, value, polls, now};
+    return;
+  }
+  uint32_t polls = ++s.polls;
+  if (polls < kPausePolls) {
+    pauseBriefly();
+  } else if (polls < kYieldPolls) {
+    std::this_thread::yield();
+  } else {
+    uint32_t sleeps = polls - kYieldPolls;
+    if (BlockState* b = currentBlock(); b != nullptr && b->grid->cooperative != nullptr)
+      checkCooperativeGrid(*b, sleeps);
+    std::this_thread::sleep_for(
+        std::chrono::microseconds(16u << std::min(sleeps, kLongestSleepShift)));
+  }
+  s.lastPoll = cycleCounter();
+}
+
 static int32_t vprintfEntry(const char* format, const uint8_t* args) {
   return devicePrintf(format, args);
 }
@@ -297,6 +400,7 @@ std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
       {"__rocuda_sreg_dynamic_smem_size", fn(sregDynamicSmemSize)},
       {"__rocuda_sreg_total_smem_size", fn(sregTotalSmemSize)},
       {"__rocuda_shared_base", fn(sharedBase)},
+      {"__rocuda_spin_poll", fn(spinPoll)},
       {"__rocuda_barrier_sync", fn(barrierSync)},
       {"__rocuda_barrier_reduce", fn(barrierReduce)},
       {"__assertfail", fn(assertFail)},
@@ -311,6 +415,9 @@ std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
       {"__rocuda_resume_barrier_reduce", fn(resumeBarrierReduce)},
       {"vprintf", fn(vprintfEntry)},
   };
+  [&]<int... N>(std::integer_sequence<int, N...>) {
+    (symbols.emplace_back("__rocuda_sreg_envreg" + std::to_string(N), fn(sregEnvreg<N>)), ...);
+  }(std::make_integer_sequence<int, 32>{});
   for (auto& symbol : textureRuntimeSymbols()) symbols.push_back(std::move(symbol));
   return symbols;
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <csetjmp>
 #include <memory>
 #include <cstdint>
@@ -38,6 +39,20 @@ struct KernelCode {
   uint32_t frameBytes = 0;  // Continuation: each thread's frame
 };
 
+// A cooperative grid's shared state: its workspace (the layout cooperative groups expects of
+// NVIDIA's driver, found through %envreg1/%envreg2) and what lets spinning blocks give up when
+// the grid cannot complete.
+struct CooperativeGrid {
+  struct Workspace {
+    uint32_t size = sizeof(Workspace);
+    uint32_t barrier = 0;  // grid.sync()'s arrival counter; its top bit flips per completion
+  };
+  alignas(64) Workspace workspace;
+  alignas(64) std::atomic<bool> failed{false};  // a block trapped: the others stop waiting
+  std::atomic<uint32_t> running{0};             // blocks not finished yet
+  std::atomic<uint32_t> stuck{0};  // blocks whose wait has seen nothing change for long
+};
+
 struct GridState {
   KernelCode code;
   void* params = nullptr;
@@ -49,6 +64,7 @@ struct GridState {
   bool usesWarpCollectives = false;
   uint32_t gridId = 0;
   std::string_view kernelName;  // for diagnostics (a deadlocked block names its kernel)
+  CooperativeGrid* cooperative = nullptr;  // cooperative launches only
 
   // Per-thread entries run as fibers when threads must wait for one another.
   bool useFibers() const {
@@ -90,6 +106,7 @@ struct BlockState {
   Fiber scheduler;        // the worker's own context while fibers run
   bool trapped = false;   // a thread executed trap (or failed an assert): the block stops
   bool asserted = false;  // the trap came from a failed device-side assert()
+  bool stuck = false;     // cooperative grids: counted in CooperativeGrid::stuck
   // bar.red: votes of the current barrier round, double-buffered so that threads resuming from
   // one round read its result while the next round counts afresh.
   uint32_t roundParity = 0;
@@ -100,6 +117,10 @@ struct BlockState {
 
 // The CUDA thread running on this OS thread (nullptr outside kernels).
 ThreadState*& currentThread();
+
+// The block running on this OS thread (nullptr outside kernels); unlike currentThread() always
+// set, whatever the block form.
+BlockState*& currentBlock();
 
 // Give thread `linearTid` of `block` its identity (indices, block) for the runtime.
 ThreadState& bindThread(BlockState& block, uint32_t linearTid);

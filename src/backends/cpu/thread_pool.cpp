@@ -1,6 +1,8 @@
 #include "backends/cpu/thread_pool.h"
 
 #include <algorithm>
+#include <string>
+#include <system_error>
 
 namespace rocuda::backends::cpu {
 
@@ -67,6 +69,59 @@ void ThreadPool::workerLoop() {
     lock.lock();
     if (job->finished.load(std::memory_order_acquire) == job->count) done_.notify_all();
   }
+}
+
+CoResidentThreads::~CoResidentThreads() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  for (auto& thread : threads_) thread.join();
+}
+
+void CoResidentThreads::threadLoop(uint64_t item) {
+  uint64_t seen = 0;
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+    if (stopping_) return;
+    seen = generation_;
+    if (item >= count_) continue;  // a smaller job than this thread's item: nothing to do
+    const std::function<void(uint64_t)>* task = task_;
+    lock.unlock();
+    (*task)(item);
+    lock.lock();
+    if (--remaining_ == 0) done_.notify_all();
+  }
+}
+
+Status CoResidentThreads::run(uint64_t count, const std::function<void(uint64_t)>& task) {
+  if (count == 0) return Status::success();
+  std::lock_guard job(jobMutex_);
+  {
+    std::lock_guard lock(mutex_);
+    try {
+      while (threads_.size() + 1 < count) {
+        uint64_t item = threads_.size() + 1;
+        threads_.emplace_back([this, item] { threadLoop(item); });
+      }
+    } catch (const std::system_error& error) {
+      std::string what = "cannot start a host thread for each of " + std::to_string(count) +
+                         " co-resident blocks: " + error.what();
+      return makeError(ErrorCode::LaunchOutOfResources, what);
+    }
+    task_ = &task;
+    count_ = count;
+    remaining_ = count - 1;
+    ++generation_;
+  }
+  wake_.notify_all();
+  task(0);
+  std::unique_lock lock(mutex_);
+  done_.wait(lock, [&] { return remaining_ == 0; });
+  task_ = nullptr;
+  return Status::success();
 }
 
 }  // namespace rocuda::backends::cpu

@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/result.h"
+
 namespace rocuda::backends::cpu {
 
 class ThreadPool {
@@ -45,6 +47,36 @@ class ThreadPool {
   std::deque<std::shared_ptr<Job>> jobs_;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
+};
+
+// Threads that run every item of a job at the same time, each on its own thread (the blocks of a
+// cooperative grid, which wait for one another). Threads are kept from job to job, so that
+// launching costs no thread creation once the largest grid has been seen; one job at a time.
+class CoResidentThreads {
+ public:
+  CoResidentThreads() = default;
+  CoResidentThreads(const CoResidentThreads&) = delete;
+  CoResidentThreads& operator=(const CoResidentThreads&) = delete;
+  ~CoResidentThreads();
+
+  // Run task(i) for every i in [0, count) at once, the calling thread taking item 0, and return
+  // when all have finished. LaunchOutOfResources, running nothing, when the threads cannot be
+  // started.
+  Status run(uint64_t count, const std::function<void(uint64_t)>& task);
+
+ private:
+  void threadLoop(uint64_t item);
+
+  std::mutex jobMutex_;  // held for a whole job
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  const std::function<void(uint64_t)>* task_ = nullptr;
+  uint64_t count_ = 0;
+  uint64_t generation_ = 0;
+  uint64_t remaining_ = 0;  // items of the current job not finished by the kept threads
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;  // threads_[i] runs item i + 1
 };
 
 }  // namespace rocuda::backends::cpu

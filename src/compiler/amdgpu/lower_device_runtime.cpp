@@ -72,6 +72,10 @@ llvm::Value* specialRegister(Builder& b, const std::string& name) {
   if (name == "lanemask_le") return b.CreateSub(b.CreateShl(b.CreateShl(one, laneId(b)), one), one);
   if (name == "lanemask_ge") return b.CreateShl(b.getInt32(-1), laneId(b));
   if (name == "lanemask_gt") return b.CreateShl(b.CreateShl(b.getInt32(-1), laneId(b)), one);
+  // %envreg<n>: no launch on AMD GPUs is cooperative yet, so there is no grid workspace to
+  // point at (%envreg1/%envreg2); a null one makes grid_group::is_valid() false, as for an
+  // ordinary launch on NVIDIA's driver.
+  if (name.rfind("envreg", 0) == 0) return b.getInt32(0);
   return nullptr;
 }
 

@@ -715,13 +715,16 @@ TEST_F(LibCudaGraph, GenericAddNodeAndKernelAttributes) {
   EXPECT_EQ(read.priority, 3);
   CUlaunchAttributeValue cooperative{};
   cooperative.cooperative = 1;
-  EXPECT_EQ(setAttr(node, CU_LAUNCH_ATTRIBUTE_COOPERATIVE, &cooperative), CUDA_ERROR_NOT_SUPPORTED);
+  // A cooperative node (its two blocks fit on any device) launches cooperatively.
+  EXPECT_EQ(setAttr(node, CU_LAUNCH_ATTRIBUTE_COOPERATIVE, &cooperative), CUDA_SUCCESS);
   CUgraphNode second = nullptr;
   ASSERT_EQ(addNode(&second, graph, &node, nullptr, 1, &params), CUDA_SUCCESS);
   ASSERT_EQ(CU(cuGraphKernelNodeCopyAttributes, CUgraphNode, CUgraphNode)(second, node),
             CUDA_SUCCESS);
   ASSERT_EQ(getAttr(second, CU_LAUNCH_ATTRIBUTE_PRIORITY, &read), CUDA_SUCCESS);
   EXPECT_EQ(read.priority, 3);
+  ASSERT_EQ(getAttr(second, CU_LAUNCH_ATTRIBUTE_COOPERATIVE, &read), CUDA_SUCCESS);
+  EXPECT_EQ(read.cooperative, 1);
   // cuGraphNodeSetParams with the generic form; a type mismatch is refused.
   value = 6;
   ASSERT_EQ(CU13(cuGraphNodeSetParams, CUgraphNode, CUgraphNodeParams*)(second, &params),

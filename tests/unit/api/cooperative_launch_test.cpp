@@ -1,0 +1,342 @@
+// Cooperative launches through libcuda.so.1: the device attributes, cuLaunchCooperativeKernel
+// (both stream forms), cuLaunchKernelEx and graph kernel nodes with the cooperative attribute,
+// running a kernel whose blocks meet at a grid barrier built as cooperative groups builds it
+// (%envreg1/%envreg2 -> workspace, atom.add.release.gpu, ld.acquire.gpu spin); an ordinary launch
+// sees no workspace; grids over the occupancy and invalid arguments are refused.
+#include <cstdint>
+#include <vector>
+
+#include "api/cuda/graph_abi.h"
+#include "tests/unit/api/libcuda_harness.h"
+
+namespace rocuda::cuda::testing {
+namespace {
+
+// grid_sum(slots, out): thread 0 of every block writes slots[ctaid] = ctaid + 1, the grid meets
+// at the barrier, then every thread writes the sum of all slots to out[global id]. Without a
+// workspace (an ordinary launch) every thread writes 0xffffffff instead. `rounds` repeats the
+// barrier with the barrier word's top bit flipping each time.
+constexpr const char* kPtx = R"(
+.version 7.0
+.target sm_70
+.address_size 64
+
+.visible .entry grid_sum(.param .u64 slots, .param .u64 out, .param .u32 rounds)
+{
+  .reg .pred %p<8>;
+  .reg .b32 %r<32>;
+  .reg .b64 %rd<16>;
+  ld.param.u64 %rd1, [slots];
+  ld.param.u64 %rd2, [out];
+  ld.param.u32 %r20, [rounds];
+  mov.u32 %r1, %ctaid.x;
+  mov.u32 %r2, %tid.x;
+  mov.u32 %r3, %nctaid.x;
+  mov.u32 %r13, %ntid.x;
+  mad.lo.s32 %r14, %r1, %r13, %r2;
+  mul.wide.u32 %rd9, %r14, 4;
+  add.s64 %rd10, %rd2, %rd9;
+  mov.u32 %r4, %envreg1;
+  mov.u32 %r5, %envreg2;
+  mov.b64 %rd3, {%r5, %r4};
+  setp.eq.s64 %p1, %rd3, 0;
+  @%p1 bra INVALID;
+  add.s64 %rd6, %rd3, 4;
+  setp.ne.u32 %p2, %r2, 0;
+  // nb: 1, or 0x80000000 - (nblocks - 1) from block 0, so the top bit flips once all arrived
+  mov.u32 %r7, 1;
+  setp.ne.u32 %p3, %r1, 0;
+  @%p3 bra NB_DONE;
+  sub.s32 %r8, %r3, 1;
+  mov.u32 %r9, -2147483648;
+  sub.s32 %r7, %r9, %r8;
+NB_DONE:
+  mov.u32 %r21, 0;
+ROUND:
+  @%p2 bra ARRIVE;
+  add.u32 %r6, %r1, %r21;
+  add.u32 %r6, %r6, 1;
+  mul.wide.u32 %rd4, %r1, 4;
+  add.s64 %rd5, %rd1, %rd4;
+  st.global.u32 [%rd5], %r6;
+ARRIVE:
+  bar.sync 0;
+  @%p2 bra WAITED;
+  atom.add.release.gpu.u32 %r10, [%rd6], %r7;
+SPIN:
+  ld.acquire.gpu.u32 %r11, [%rd6];
+  xor.b32 %r12, %r11, %r10;
+  setp.gt.s32 %p4, %r12, -1;
+  @%p4 bra SPIN;
+WAITED:
+  bar.sync 0;
+  mov.u32 %r15, 0;
+  mov.u32 %r16, 0;
+  mov.u64 %rd7, %rd1;
+SUM:
+  ld.global.u32 %r17, [%rd7];
+  add.u32 %r15, %r15, %r17;
+  add.s64 %rd7, %rd7, 4;
+  add.u32 %r16, %r16, 1;
+  setp.lt.u32 %p5, %r16, %r3;
+  @%p5 bra SUM;
+  ld.global.u32 %r22, [%rd10];
+  add.u32 %r22, %r22, %r15;
+  st.global.u32 [%rd10], %r22;
+  // Nobody may overwrite a slot before every block has read them all.
+  bar.sync 0;
+  @%p2 bra WAITED2;
+  atom.add.release.gpu.u32 %r10, [%rd6], %r7;
+SPIN2:
+  ld.acquire.gpu.u32 %r11, [%rd6];
+  xor.b32 %r12, %r11, %r10;
+  setp.gt.s32 %p4, %r12, -1;
+  @%p4 bra SPIN2;
+WAITED2:
+  bar.sync 0;
+  add.u32 %r21, %r21, 1;
+  setp.lt.u32 %p6, %r21, %r20;
+  @%p6 bra ROUND;
+  ret;
+INVALID:
+  mov.u32 %r18, -1;
+  st.global.u32 [%rd10], %r18;
+  ret;
+}
+)";
+
+constexpr unsigned kThreads = 64;
+
+class Cooperative : public Driver {
+ protected:
+  void SetUp() override {
+    Driver::SetUp();
+    ASSERT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module_, kPtx), CUDA_SUCCESS);
+    ASSERT_EQ(
+        CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&kernel_, module_, "grid_sum"),
+        CUDA_SUCCESS);
+    ASSERT_EQ(CU(cuDeviceGetAttribute, int*, CUdevice_attribute, CUdevice)(
+                  &multiprocessors_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0),
+              CUDA_SUCCESS);
+    ASSERT_EQ(CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, int*, CUfunction, int, size_t)(
+                  &perMultiprocessor_, kernel_, kThreads, 0),
+              CUDA_SUCCESS);
+    ASSERT_GT(perMultiprocessor_, 0);
+  }
+  void TearDown() override {
+    for (CUdeviceptr p : allocations_) EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(p), CUDA_SUCCESS);
+    EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module_), CUDA_SUCCESS);
+    Driver::TearDown();
+  }
+
+  CUdeviceptr allocate(size_t bytes) {
+    CUdeviceptr p = 0;
+    EXPECT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&p, bytes), CUDA_SUCCESS);
+    EXPECT_EQ(CU(cuMemsetD8, CUdeviceptr, unsigned char, size_t)(p, 0, bytes), CUDA_SUCCESS);
+    allocations_.push_back(p);
+    return p;
+  }
+
+  // Buffers for a grid of `blocks`; `params` points at them.
+  struct Buffers {
+    CUdeviceptr slots = 0, out = 0;
+    unsigned rounds = 3;
+    void* params[3] = {};
+  };
+  void prepare(Buffers& b, unsigned blocks) {
+    b.slots = allocate(blocks * sizeof(uint32_t));
+    b.out = allocate(blocks * kThreads * sizeof(uint32_t));
+    b.params[0] = &b.slots;
+    b.params[1] = &b.out;
+    b.params[2] = &b.rounds;
+  }
+
+  // Each round adds sum(ctaid + 1 + round) over the blocks to every thread's output.
+  void expectSums(const Buffers& b, unsigned blocks) {
+    ASSERT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
+    std::vector<uint32_t> out(blocks * kThreads);
+    ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(out.data(), b.out,
+                                                              out.size() * sizeof(uint32_t)),
+              CUDA_SUCCESS);
+    uint32_t expected = 0;
+    for (unsigned round = 0; round < b.rounds; ++round)
+      for (unsigned block = 0; block < blocks; ++block) expected += block + 1 + round;
+    for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i], expected) << "thread " << i;
+  }
+
+  unsigned maxBlocks() const { return unsigned(perMultiprocessor_ * multiprocessors_); }
+
+  CUmodule module_ = nullptr;
+  CUfunction kernel_ = nullptr;
+  int multiprocessors_ = 0, perMultiprocessor_ = 0;
+  std::vector<CUdeviceptr> allocations_;
+};
+
+using LaunchCooperative = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                       unsigned, unsigned, CUstream, void**);
+using LaunchEx = CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**);
+
+LaunchCooperative launchCooperative(cuuint64_t flags = 0) {
+  return proc<LaunchCooperative>("cuLaunchCooperativeKernel", 12090, flags);
+}
+
+TEST_F(Cooperative, DeviceReportsCooperativeLaunchButNotMultiDevice) {
+  int value = -1;
+  auto get = CU(cuDeviceGetAttribute, int*, CUdevice_attribute, CUdevice);
+  ASSERT_EQ(get(&value, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, 0), CUDA_SUCCESS);
+  EXPECT_EQ(value, 1);
+  ASSERT_EQ(get(&value, CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH, 0), CUDA_SUCCESS);
+  EXPECT_EQ(value, 0);
+}
+
+TEST_F(Cooperative, EveryBlockTheDeviceHoldsMeetsAtTheGridBarrier) {
+  // Blocks of 64 threads: many more blocks than cores, all spinning on one another.
+  unsigned blocks = maxBlocks();
+  Buffers b;
+  prepare(b, blocks);
+  ASSERT_EQ(launchCooperative()(kernel_, blocks, 1, 1, kThreads, 1, 1, 0, nullptr, b.params),
+            CUDA_SUCCESS);
+  expectSums(b, blocks);
+}
+
+TEST_F(Cooperative, PerThreadStreamFormAndTwoDimensionalGrid) {
+  unsigned blocks = maxBlocks() / 2 * 2;
+  Buffers b;
+  prepare(b, blocks);
+  ASSERT_EQ(launchCooperative(CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)(
+                kernel_, blocks, 1, 1, kThreads, 1, 1, 0, CU_STREAM_PER_THREAD, b.params),
+            CUDA_SUCCESS);
+  expectSums(b, blocks);
+}
+
+TEST_F(Cooperative, LaunchKernelExWithTheCooperativeAttribute) {
+  unsigned blocks = 2 * unsigned(multiprocessors_) + 1;
+  Buffers b;
+  b.rounds = 5;
+  prepare(b, blocks);
+  CUlaunchAttribute attribute{};
+  attribute.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+  attribute.value.cooperative = 1;
+  CUlaunchConfig config{blocks, 1, 1, kThreads, 1, 1, 0, nullptr, &attribute, 1};
+  ASSERT_EQ(proc<LaunchEx>("cuLaunchKernelEx", 12090)(&config, kernel_, b.params, nullptr),
+            CUDA_SUCCESS);
+  expectSums(b, blocks);
+}
+
+TEST_F(Cooperative, OrdinaryLaunchHasNoGridWorkspace) {
+  unsigned blocks = 3;
+  Buffers b;
+  prepare(b, blocks);
+  auto launch = CU(cuLaunchKernel, CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                   unsigned, unsigned, CUstream, void**, void**);
+  ASSERT_EQ(launch(kernel_, blocks, 1, 1, kThreads, 1, 1, 0, nullptr, b.params, nullptr),
+            CUDA_SUCCESS);
+  // The attribute set to 0 is an ordinary launch too.
+  CUlaunchAttribute attribute{};
+  attribute.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+  attribute.value.cooperative = 0;
+  CUlaunchConfig config{blocks, 1, 1, kThreads, 1, 1, 0, nullptr, &attribute, 1};
+  ASSERT_EQ(proc<LaunchEx>("cuLaunchKernelEx", 12090)(&config, kernel_, b.params, nullptr),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
+  std::vector<uint32_t> out(blocks * kThreads);
+  ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(out.data(), b.out,
+                                                            out.size() * sizeof(uint32_t)),
+            CUDA_SUCCESS);
+  for (size_t i = 0; i < out.size(); ++i) EXPECT_EQ(out[i], 0xffffffffu) << "thread " << i;
+}
+
+TEST_F(Cooperative, GridOverTheOccupancyIsTooLarge) {
+  Buffers b;
+  prepare(b, maxBlocks() + 1);
+  EXPECT_EQ(
+      launchCooperative()(kernel_, maxBlocks() + 1, 1, 1, kThreads, 1, 1, 0, nullptr, b.params),
+      CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
+  // Counted over all three dimensions.
+  EXPECT_EQ(launchCooperative()(kernel_, maxBlocks(), 2, 1, kThreads, 1, 1, 0, nullptr, b.params),
+            CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
+  CUlaunchAttribute attribute{};
+  attribute.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+  attribute.value.cooperative = 1;
+  CUlaunchConfig config{maxBlocks() + 1, 1, 1, kThreads, 1, 1, 0, nullptr, &attribute, 1};
+  EXPECT_EQ(proc<LaunchEx>("cuLaunchKernelEx", 12090)(&config, kernel_, b.params, nullptr),
+            CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
+  // Dynamic shared memory lowers the occupancy, and with it the limit.
+  int sharedPerMultiprocessor = 0;
+  ASSERT_EQ(
+      CU(cuDeviceGetAttribute, int*, CUdevice_attribute, CUdevice)(
+          &sharedPerMultiprocessor, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, 0),
+      CUDA_SUCCESS);
+  size_t shared = size_t(sharedPerMultiprocessor) / 3 + 1024;  // two blocks per multiprocessor
+  ASSERT_LE(shared, 48u * 1024);
+  int perMultiprocessor = 0;
+  ASSERT_EQ(CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, int*, CUfunction, int, size_t)(
+                &perMultiprocessor, kernel_, kThreads, shared),
+            CUDA_SUCCESS);
+  EXPECT_EQ(perMultiprocessor, 2);
+  unsigned limit = unsigned(perMultiprocessor * multiprocessors_);
+  EXPECT_EQ(launchCooperative()(kernel_, limit + 1, 1, 1, kThreads, 1, 1, unsigned(shared), nullptr,
+                                b.params),
+            CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
+  EXPECT_EQ(launchCooperative()(kernel_, limit, 1, 1, kThreads, 1, 1, unsigned(shared), nullptr,
+                                b.params),
+            CUDA_SUCCESS);
+  expectSums(b, limit);
+}
+
+TEST_F(Cooperative, InvalidArgumentsAreRefused) {
+  Buffers b;
+  prepare(b, 2);
+  auto launch = launchCooperative();
+  EXPECT_EQ(launch(nullptr, 2, 1, 1, kThreads, 1, 1, 0, nullptr, b.params),
+            CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(launch(kernel_, 0, 1, 1, kThreads, 1, 1, 0, nullptr, b.params),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(launch(kernel_, 2, 1, 1, 0, 1, 1, 0, nullptr, b.params), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(launch(kernel_, 2, 1, 1, 2048, 1, 1, 0, nullptr, b.params), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(launch(kernel_, 2, 1, 1, kThreads, 1, 1, 0, nullptr, nullptr),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(launch(kernel_, 2, 1, 1, kThreads, 1, 1, 1u << 30, nullptr, b.params),
+            CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST_F(Cooperative, GraphKernelNodeWithTheCooperativeAttribute) {
+  unsigned blocks = maxBlocks();
+  Buffers b;
+  prepare(b, blocks);
+  CUgraph graph = nullptr;
+  ASSERT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&graph, 0), CUDA_SUCCESS);
+  CUDA_KERNEL_NODE_PARAMS_v2 params{};
+  params.func = kernel_;
+  params.gridDimX = blocks;
+  params.gridDimY = params.gridDimZ = 1;
+  params.blockDimX = kThreads;
+  params.blockDimY = params.blockDimZ = 1;
+  params.kernelParams = b.params;
+  CUgraphNode node = nullptr;
+  ASSERT_EQ(proc<CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+                              const CUDA_KERNEL_NODE_PARAMS_v2*)>("cuGraphAddKernelNode", 12090)(
+                &node, graph, nullptr, 0, &params),
+            CUDA_SUCCESS);
+  CUlaunchAttributeValue value{};
+  value.cooperative = 1;
+  ASSERT_EQ(CU(cuGraphKernelNodeSetAttribute, CUgraphNode, CUkernelNodeAttrID,
+               const CUlaunchAttributeValue*)(node, CU_LAUNCH_ATTRIBUTE_COOPERATIVE, &value),
+            CUDA_SUCCESS);
+  CUlaunchAttributeValue read{};
+  ASSERT_EQ(CU(cuGraphKernelNodeGetAttribute, CUgraphNode, CUkernelNodeAttrID,
+               CUlaunchAttributeValue*)(node, CU_LAUNCH_ATTRIBUTE_COOPERATIVE, &read),
+            CUDA_SUCCESS);
+  EXPECT_EQ(read.cooperative, 1);
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(
+      CU(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long)(&exec, graph, 0),
+      CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuGraphLaunch, CUgraphExec, CUstream)(exec, nullptr), CUDA_SUCCESS);
+  expectSums(b, blocks);
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
+}
+
+}  // namespace
+}  // namespace rocuda::cuda::testing
