@@ -139,6 +139,8 @@ std::optional<int> capabilityAttribute(const DeviceDescription& d, int attribute
     case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:  // stream-ordered allocation (core)
     case CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED:  // cuMemHostRegister (core)
       return 1;
+    case CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED:  // interprocess events (core/ipc.cpp)
+      return d.sharesMemoryBetweenProcesses ? 1 : 0;
     case CU_DEVICE_ATTRIBUTE_NUMA_ID:
       return -1;
     case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID:
