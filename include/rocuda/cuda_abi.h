@@ -67,6 +67,10 @@ enum CUipcMem_flags_enum {
   CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1,
 };
 using CUipcMem_flags = CUipcMem_flags_enum;
+struct CUmemPoolPtrExportData_st {
+  unsigned char reserved[64];
+};
+using CUmemPoolPtrExportData = CUmemPoolPtrExportData_st;
 
 // ---- Enumerations (values as in CUDA 13.0's cuda.h) ----
 

@@ -16,6 +16,7 @@
 
 #include "core/context.h"
 #include "core/memory.h"
+#include "core/memory_pool.h"
 #include "core/platform.h"
 #include "core/stream.h"
 #include "support/log.h"
@@ -25,6 +26,8 @@ namespace {
 
 constexpr uint32_t kMemoryMagic = 0x4d434452;  // "RDCM"
 constexpr uint32_t kEventMagic = 0x45434452;   // "RDCE"
+constexpr uint32_t kPoolMagic = 0x50434452;     // "RDCP"
+constexpr uint32_t kPoolPointerMagic = 0x41434452;  // "RDCA"
 constexpr uint32_t kWireVersion = 1;
 
 // What a handle carries: enough for another process to find the exporter's descriptor and to
@@ -289,6 +292,119 @@ Status waitInterprocessEvent(Stream& stream, std::shared_ptr<InterprocessEvent> 
         return Status::success();
       });
   return completion ? Status::success() : Status(completion.error());
+}
+
+// ---- Memory pools ----
+
+namespace {
+
+// What a pool's descriptor holds: the exporting process and the pool's number there.
+struct PoolRecord {
+  uint32_t magic;
+  int32_t pid;
+  uint64_t id;
+};
+
+struct PoolTable {
+  std::mutex mutex;
+  uint64_t nextId = 1;
+  std::map<MemoryPool*, uint64_t> localIds;        // pools of this process, once shared
+  std::map<MemoryPool*, PoolRecord> importedFrom;  // pools standing for another process's
+};
+PoolTable& pools() {
+  static PoolTable* table = new PoolTable();
+  return *table;
+}
+
+constexpr unsigned kPosixFdHandle = 1;  // CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+
+uint64_t localPoolId(MemoryPool* pool) {
+  PoolTable& table = pools();
+  std::lock_guard lock(table.mutex);
+  auto [it, added] = table.localIds.try_emplace(pool, table.nextId);
+  if (added) ++table.nextId;
+  return it->second;
+}
+
+}  // namespace
+
+Result<int> exportPool(MemoryPool& pool) {
+  if (pool.imported() || (pool.handleTypes() & kPosixFdHandle) == 0)
+    return makeError(ErrorCode::InvalidValue,
+                     "the pool was not created with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR");
+  PoolRecord record{kPoolMagic, static_cast<int32_t>(getpid()), localPoolId(&pool)};
+  int fd = memfd_create("rocuda-memory-pool", MFD_CLOEXEC);
+  if (fd < 0) return makeError(ErrorCode::OutOfMemory, osError("memfd_create"));
+  if (pwrite(fd, &record, sizeof record, 0) != static_cast<ssize_t>(sizeof record)) {
+    Error error = makeError(ErrorCode::OutOfMemory, osError("pwrite"));
+    ::close(fd);
+    return error;
+  }
+  return fd;
+}
+
+Result<MemoryPool*> importPool(Device& device, int fd) {
+  PoolRecord record{};
+  if (fd < 0 || pread(fd, &record, sizeof record, 0) != static_cast<ssize_t>(sizeof record) ||
+      record.magic != kPoolMagic)
+    return makeError(ErrorCode::InvalidValue, "the handle names no exported memory pool");
+  auto* pool = new MemoryPool(device, false, 0);
+  pool->setHandleTypes(kPosixFdHandle);
+  pool->setImported();
+  PoolTable& table = pools();
+  std::lock_guard lock(table.mutex);
+  table.importedFrom[pool] = record;
+  return pool;
+}
+
+Result<IpcHandle> exportPoolPointer(const void* pointer) {
+  std::optional<Allocation> allocation = findAllocation(pointer);
+  if (!allocation || allocation->kind != AllocationKind::Device || allocation->pool == nullptr ||
+      allocation->base != reinterpret_cast<uintptr_t>(pointer) ||
+      lookupHandle<MemoryPool>(allocation->pool) == nullptr ||
+      (allocation->pool->handleTypes() & kPosixFdHandle) == 0)
+    return makeError(ErrorCode::InvalidValue,
+                     "not the start of an allocation from a pool shareable between processes");
+  Context& context = *allocation->context;
+  (void)context.synchronize();  // pages are copied when first shared
+  Result<backends::SharedAllocation> shared =
+      context.device().backend().shareDevice(reinterpret_cast<void*>(allocation->base));
+  if (!shared) return shared.takeError();
+  Result<IpcHandle> data = encode(kPoolPointerMagic, shared->fd, allocation->size, shared->bytes);
+  if (!data) return data;
+  WireHandle wire;
+  std::memcpy(&wire, data->data(), sizeof wire);
+  wire.reserved[0] = localPoolId(allocation->pool);
+  std::memcpy(data->data(), &wire, sizeof wire);
+  return data;
+}
+
+Result<void*> importPoolPointer(Context& context, MemoryPool& pool, const IpcHandle& data) {
+  Result<WireHandle> wire = decode(data, kPoolPointerMagic);
+  if (!wire) return makeError(ErrorCode::InvalidValue, wire.error().message);
+  {
+    PoolTable& table = pools();
+    std::lock_guard lock(table.mutex);
+    auto it = table.importedFrom.find(&pool);
+    if (it == table.importedFrom.end())
+      return makeError(ErrorCode::InvalidValue, "the pool was not imported from another process");
+    if (it->second.pid != wire->pid || it->second.id != wire->reserved[0])
+      return makeError(ErrorCode::InvalidValue, "the pointer belongs to another memory pool");
+  }
+  Result<int> fd = openPeerDescriptor(*wire);
+  if (!fd) return makeError(ErrorCode::InvalidValue, fd.error().message);
+  Result<void*> mapped = context.device().backend().mapShared(*fd, 0, wire->mapped);
+  ::close(*fd);
+  if (!mapped) return makeError(ErrorCode::OutOfMemory, mapped.error().message);
+  registerMapped(context, *mapped, wire->bytes, MappedFrom::PoolImport);
+  return *mapped;
+}
+
+void forgetPool(MemoryPool* pool) {
+  PoolTable& table = pools();
+  std::lock_guard lock(table.mutex);
+  table.localIds.erase(pool);
+  table.importedFrom.erase(pool);
 }
 
 // ---- External memory ----

@@ -17,7 +17,9 @@
 namespace rocuda::core {
 
 class Context;
+class Device;
 class Event;
+class MemoryPool;
 class Stream;
 
 inline constexpr size_t kIpcHandleBytes = 64;
@@ -70,6 +72,21 @@ Result<Event*> openEvent(Context& context, const IpcHandle& handle);
 // cuStreamWaitEvent on an interprocess event: `stream` waits for the event's latest record,
 // wherever it was made.
 Status waitInterprocessEvent(Stream& stream, std::shared_ptr<InterprocessEvent> state);
+
+// ---- Memory pools shared between processes (CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) ----
+// A new descriptor naming `pool` for other processes (the caller owns it). InvalidValue unless
+// the pool was created with POSIX file descriptor handles.
+Result<int> exportPool(MemoryPool& pool);
+// A pool of `device` standing for the pool `fd` names (the descriptor stays the caller's);
+// nothing can be allocated from it, only pointers imported.
+Result<MemoryPool*> importPool(Device& device, int fd);
+// Data naming the allocation at `pointer` (the start of an allocation from a shareable pool).
+Result<IpcHandle> exportPoolPointer(const void* pointer);
+// Maps the allocation `data` names, which must come from the pool `pool` was imported from;
+// cuMemFree / cuMemFreeAsync unmap it.
+Result<void*> importPoolPointer(Context& context, MemoryPool& pool, const IpcHandle& data);
+// cuMemPoolDestroy: the pool's identity for sharing goes with it.
+void forgetPool(MemoryPool* pool);
 
 // ---- External memory (cuImportExternalMemory) ----
 class ExternalMemory : public Object {

@@ -220,7 +220,8 @@ Status freeDevice(const void* pointer) {
   if (allocation->kind == AllocationKind::Managed) {
     clearManagedState(allocation->base, allocation->size);  // the address may be reused
     backend.freeHost(const_cast<void*>(pointer));
-  } else if (allocation->mappedFrom == MappedFrom::ExternalMemory) {
+  } else if (allocation->mappedFrom == MappedFrom::ExternalMemory ||
+             allocation->mappedFrom == MappedFrom::PoolImport) {
     backend.unmapShared(const_cast<void*>(pointer), allocation->size);
   } else {
     backend.freeDevice(const_cast<void*>(pointer));

@@ -17,8 +17,9 @@ class MemoryPool;
 enum class AllocationKind : uint8_t { Device, Host, Managed, Global };
 // Device memory that is a mapping of shared memory rather than an allocation: opened from
 // another process (cuIpcOpenMemHandle, released by cuIpcCloseMemHandle only) or a buffer of
-// imported external memory (released by cuMemFree, which unmaps it).
-enum class MappedFrom : uint8_t { None, Ipc, ExternalMemory };
+// imported external memory or an allocation imported from another process's memory pool
+// (released by cuMemFree, which unmaps it).
+enum class MappedFrom : uint8_t { None, Ipc, ExternalMemory, PoolImport };
 
 struct Allocation {
   uintptr_t base = 0;

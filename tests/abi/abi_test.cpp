@@ -710,6 +710,7 @@ ROCUDA_SAME_SIZE(CUsurfObject);
 ROCUDA_SAME_SIZE(CUuuid);
 ROCUDA_SAME_SIZE(CUipcEventHandle);
 ROCUDA_SAME_SIZE(CUipcMemHandle);
+ROCUDA_SAME_SIZE(CUmemPoolPtrExportData);
 ROCUDA_SAME_SIZE(CUlaunchAttributeValue);
 
 // Structures.

@@ -8,6 +8,7 @@
 #include "api/cuda/boundary.h"
 #include "core/context.h"
 #include "core/memory.h"
+#include "core/memory_pool.h"
 #include "core/platform.h"
 #include "core/stream.h"
 #include "support/log.h"
@@ -165,6 +166,70 @@ ROCUDA_EXPORT CUresult cuDestroyExternalMemory(CUexternalMemory extMem) {
     core::ExternalMemory* memory = api::lookupExternalMemory(extMem);
     if (memory == nullptr) return {CUDA_ERROR_INVALID_HANDLE, "not an external memory object"};
     return core::ExternalMemory::destroy(memory);
+  });
+}
+
+// ---- Memory pools shared between processes ----
+
+ROCUDA_EXPORT CUresult cuMemPoolExportToShareableHandle(void* handle_out, CUmemoryPool pool,
+                                                        CUmemAllocationHandleType handleType,
+                                                        unsigned long long flags) {
+  return ROCUDA_API((handle_out, pool, handleType, flags), [&]() -> api::Outcome {
+    if (handle_out == nullptr || flags != 0) return api::invalidValue("handle_out NULL or flags");
+    core::MemoryPool* found = core::lookupHandle<core::MemoryPool>(pool);
+    if (found == nullptr) return api::invalidValue("not a live memory pool");
+    if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+      return api::invalidValue("only CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR handles exist here");
+    Result<int> fd = core::exportPool(*found);
+    if (!fd) return fd.error();
+    *static_cast<int*>(handle_out) = *fd;
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool* pool_out, void* handle,
+                                                          CUmemAllocationHandleType handleType,
+                                                          unsigned long long flags) {
+  return ROCUDA_API((pool_out, handle, handleType, flags), [&]() -> api::Outcome {
+    if (pool_out == nullptr || flags != 0) return api::invalidValue("pool_out NULL or flags");
+    if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+      return api::invalidValue("only CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR handles exist here");
+    Result<core::Context*> context = api::currentContext();
+    if (!context) return context.error();
+    // A POSIX handle is the descriptor itself, passed as (void*)(uintptr_t)fd.
+    int fd = static_cast<int>(reinterpret_cast<uintptr_t>(handle));
+    Result<core::MemoryPool*> imported = core::importPool((*context)->device(), fd);
+    if (!imported) return imported.error();
+    *pool_out = reinterpret_cast<CUmemoryPool>(*imported);
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData* shareData_out,
+                                              CUdeviceptr ptr) {
+  return ROCUDA_API((shareData_out, ptr), [&]() -> api::Outcome {
+    if (shareData_out == nullptr) return api::invalidValue("shareData_out is NULL");
+    Result<core::IpcHandle> data = core::exportPoolPointer(reinterpret_cast<void*>(ptr));
+    if (!data) return data.error();
+    std::memcpy(shareData_out->reserved, data->data(), data->size());
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuMemPoolImportPointer(CUdeviceptr* ptr_out, CUmemoryPool pool,
+                                              CUmemPoolPtrExportData* shareData) {
+  return ROCUDA_API((ptr_out, pool, shareData), [&]() -> api::Outcome {
+    if (ptr_out == nullptr || shareData == nullptr) return api::invalidValue("NULL argument");
+    core::MemoryPool* found = core::lookupHandle<core::MemoryPool>(pool);
+    if (found == nullptr) return api::invalidValue("not a live memory pool");
+    Result<core::Context*> context = api::currentContext();
+    if (!context) return context.error();
+    core::IpcHandle data;
+    std::memcpy(data.data(), shareData->reserved, data.size());
+    Result<void*> pointer = core::importPoolPointer(**context, *found, data);
+    if (!pointer) return pointer.error();
+    *ptr_out = reinterpret_cast<uintptr_t>(*pointer);
+    return {};
   });
 }
 

@@ -250,6 +250,106 @@ TEST_F(Driver, IpcEventHandlesShareCompletion) {
   EXPECT_EQ(CU(cuMemFreeHost, void*)(flag), CUDA_SUCCESS);
 }
 
+// ---- Memory pools shared between processes, in one process ----
+
+CUmemoryPool createPool(CUmemAllocationHandleType types, CUresult* result) {
+  CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.handleTypes = types;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = 0;
+  CUmemoryPool pool = nullptr;
+  *result = CU(cuMemPoolCreate, CUmemoryPool*, const CUmemPoolProps*)(&pool, &props);
+  return pool;
+}
+
+auto exportPool() {
+  return CU(cuMemPoolExportToShareableHandle, void*, CUmemoryPool, CUmemAllocationHandleType,
+            unsigned long long);
+}
+auto importPool() {
+  return CU(cuMemPoolImportFromShareableHandle, CUmemoryPool*, void*, CUmemAllocationHandleType,
+            unsigned long long);
+}
+auto exportPointer() { return CU(cuMemPoolExportPointer, CUmemPoolPtrExportData*, CUdeviceptr); }
+auto importPointer() {
+  return CU(cuMemPoolImportPointer, CUdeviceptr*, CUmemoryPool, CUmemPoolPtrExportData*);
+}
+auto allocFromPool() {
+  return CU(cuMemAllocFromPoolAsync, CUdeviceptr*, size_t, CUmemoryPool, CUstream);
+}
+
+TEST_F(Driver, ShareableMemoryPools) {
+  int types = 0;
+  ASSERT_EQ(CU(cuDeviceGetAttribute, int*, CUdevice_attribute, CUdevice)(
+                &types, CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES, 0),
+            CUDA_SUCCESS);
+  EXPECT_EQ(types, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUresult result = CUDA_SUCCESS;
+  createPool(CU_MEM_HANDLE_TYPE_WIN32, &result);
+  EXPECT_EQ(result, CUDA_ERROR_NOT_SUPPORTED);
+  CUmemoryPool plain = createPool(CU_MEM_HANDLE_TYPE_NONE, &result);
+  ASSERT_EQ(result, CUDA_SUCCESS);
+  CUmemoryPool pool = createPool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, &result);
+  ASSERT_EQ(result, CUDA_SUCCESS);
+
+  int fd = -1;
+  EXPECT_EQ(exportPool()(&fd, plain, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(exportPool()(nullptr, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(exportPool()(&fd, pool, CU_MEM_HANDLE_TYPE_WIN32, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(exportPool()(&fd, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 1),
+            CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(exportPool()(&fd, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), CUDA_SUCCESS);
+  ASSERT_GE(fd, 0);
+  auto asHandle = [](int descriptor) { return reinterpret_cast<void*>(uintptr_t(descriptor)); };
+  CUmemoryPool imported = nullptr;
+  int notAPool = memfd_create("not-a-pool", MFD_CLOEXEC);
+  EXPECT_EQ(importPool()(&imported, asHandle(notAPool), CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                         0),
+            CUDA_ERROR_INVALID_VALUE);
+  close(notAPool);
+  ASSERT_EQ(importPool()(&imported, asHandle(fd), CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+            CUDA_SUCCESS);
+  close(fd);  // the caller's: importing did not take it
+  CUdeviceptr fromImported = 0;
+  EXPECT_EQ(allocFromPool()(&fromImported, 256, imported, nullptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuDeviceSetMemPool, CUdevice, CUmemoryPool)(0, imported), CUDA_ERROR_INVALID_VALUE);
+
+  // Pointers: only the start of an allocation from a shareable pool.
+  CUdeviceptr shared = 0, unshared = 0, ordinary = 0;
+  ASSERT_EQ(allocFromPool()(&shared, 4096 * 4, pool, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(allocFromPool()(&unshared, 256, plain, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&ordinary, 256), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemsetD32, CUdeviceptr, unsigned, size_t)(shared, 40, 4096), CUDA_SUCCESS);
+  CUmemPoolPtrExportData data{};
+  EXPECT_EQ(exportPointer()(nullptr, shared), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(exportPointer()(&data, unshared), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(exportPointer()(&data, ordinary), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(exportPointer()(&data, shared + 4), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(exportPointer()(&data, shared), CUDA_SUCCESS);
+  CUdeviceptr alias = 0;
+  EXPECT_EQ(importPointer()(&alias, pool, &data), CUDA_ERROR_INVALID_VALUE);  // not imported
+  EXPECT_EQ(importPointer()(nullptr, imported, &data), CUDA_ERROR_INVALID_VALUE);
+  CUmemPoolPtrExportData garbage{};
+  EXPECT_EQ(importPointer()(&alias, imported, &garbage), CUDA_ERROR_INVALID_VALUE);
+  // Imported in the same process, it is a second mapping of the same memory.
+  ASSERT_EQ(importPointer()(&alias, imported, &data), CUDA_SUCCESS);
+  EXPECT_NE(alias, shared);
+  ASSERT_EQ(launchAddOne(alias, 4096, nullptr), CUDA_SUCCESS);
+  std::vector<uint32_t> values = readBack(shared, 4096);
+  for (uint32_t i = 0; i < 4096; ++i) ASSERT_EQ(values[i], 41u) << i;
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(alias), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemFreeAsync, CUdeviceptr, CUstream)(shared, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemFreeAsync, CUdeviceptr, CUstream)(unshared, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(ordinary), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemPoolDestroy, CUmemoryPool)(imported), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemPoolDestroy, CUmemoryPool)(pool), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemPoolDestroy, CUmemoryPool)(plain), CUDA_SUCCESS);
+}
+
 // ---- Two processes ----
 
 // This binary again, running only IpcChild with the parent's handles in its environment.
@@ -289,6 +389,20 @@ TEST_F(Driver, IpcSharesMemoryAndEventsWithAnotherProcess) {
   ASSERT_EQ(getMemHandle()(&stale, gone), CUDA_SUCCESS);
   ASSERT_EQ(CU(cuMemFree, CUdeviceptr)(gone), CUDA_SUCCESS);
 
+  // A pool allocation, shared through the pool's descriptor and the pointer's export data.
+  CUresult created = CUDA_SUCCESS;
+  CUmemoryPool pool = createPool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, &created);
+  ASSERT_EQ(created, CUDA_SUCCESS);
+  CUdeviceptr pooled = 0;
+  ASSERT_EQ(allocFromPool()(&pooled, kN * 4, pool, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemsetD32, CUdeviceptr, unsigned, size_t)(pooled, 1000, kN), CUDA_SUCCESS);
+  int poolFd = -1;
+  ASSERT_EQ(exportPool()(&poolFd, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+            CUDA_SUCCESS);
+  ASSERT_EQ(fcntl(poolFd, F_SETFD, 0), 0);  // handed to the child (SCM_RIGHTS would do too)
+  CUmemPoolPtrExportData pointerData{};
+  ASSERT_EQ(exportPointer()(&pointerData, pooled), CUDA_SUCCESS);
+
   int toChild[2], toParent[2];
   ASSERT_EQ(pipe2(toChild, O_CLOEXEC), 0);
   ASSERT_EQ(pipe2(toParent, O_CLOEXEC), 0);
@@ -297,7 +411,8 @@ TEST_F(Driver, IpcSharesMemoryAndEventsWithAnotherProcess) {
   ASSERT_EQ(fcntl(toParent[1], F_SETFD, 0), 0);
   std::ostringstream arguments;
   arguments << toHex(memory) << ' ' << toHex(eventHandle) << ' ' << toHex(stale) << ' '
-            << toChild[0] << ' ' << toParent[1] << ' ' << kN;
+            << toChild[0] << ' ' << toParent[1] << ' ' << kN << ' ' << poolFd << ' '
+            << toHex(pointerData);
   pid_t child = spawnChild(arguments.str());
   ASSERT_GT(child, 0);
   close(toChild[0]);
@@ -324,6 +439,13 @@ TEST_F(Driver, IpcSharesMemoryAndEventsWithAnotherProcess) {
   // The child's writes of step 2 (it adds one more after its copy) are ours to see.
   values = readBack(data, kN);
   for (uint32_t i = 0; i < kN; ++i) ASSERT_EQ(values[i], i * 3 + 3) << i;
+  // The child added one to the pool allocation through its imported pointer.
+  values = readBack(pooled, kN);
+  for (uint32_t i = 0; i < kN; ++i) ASSERT_EQ(values[i], 1001u) << i;
+  close(poolFd);
+  EXPECT_EQ(CU(cuMemFreeAsync, CUdeviceptr, CUstream)(pooled, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemPoolDestroy, CUmemoryPool)(pool), CUDA_SUCCESS);
   EXPECT_EQ(CU(cuEventDestroy, CUevent)(event), CUDA_SUCCESS);
   EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(data), CUDA_SUCCESS);
 }
@@ -337,8 +459,24 @@ TEST_F(IpcChild, UsesTheParentsMemoryAndEvent) {
   std::string memoryHex, eventHex, staleHex;
   int fromParent = -1, toParent = -1;
   uint32_t n = 0;
-  in >> memoryHex >> eventHex >> staleHex >> fromParent >> toParent >> n;
+  int poolFd = -1;
+  std::string pointerHex;
+  in >> memoryHex >> eventHex >> staleHex >> fromParent >> toParent >> n >> poolFd >> pointerHex;
   ASSERT_TRUE(in) << variable;
+
+  // The parent's pool allocation, through the pool's descriptor.
+  CUmemoryPool pool = nullptr;
+  ASSERT_EQ(importPool()(&pool, reinterpret_cast<void*>(uintptr_t(poolFd)),
+                         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+            CUDA_SUCCESS);
+  auto pointerData = fromHex<CUmemPoolPtrExportData>(pointerHex);
+  CUdeviceptr pooled = 0;
+  ASSERT_EQ(importPointer()(&pooled, pool, &pointerData), CUDA_SUCCESS);
+  std::vector<uint32_t> fromPool = readBack(pooled, n);
+  for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(fromPool[i], 1000u) << i;
+  ASSERT_EQ(launchAddOne(pooled, n, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(pooled), CUDA_SUCCESS);  // before the exporter frees it
+  EXPECT_EQ(CU(cuMemPoolDestroy, CUmemoryPool)(pool), CUDA_SUCCESS);
 
   CUdeviceptr stalePointer = 0;
   EXPECT_EQ(openMemHandle()(&stalePointer, fromHex<CUipcMemHandle>(staleHex), 0),

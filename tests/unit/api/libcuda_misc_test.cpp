@@ -306,7 +306,6 @@ TEST_F(Driver, UnavailableFacilitiesAnswerTheirDocumentedErrors) {
   EXPECT_EQ(CU(cuImportExternalSemaphore, void*, const void*)(nullptr, nullptr),
             CUDA_ERROR_NOT_SUPPORTED);
   EXPECT_EQ(CU(cuDestroyExternalSemaphore, void*)(nullptr), CUDA_ERROR_INVALID_HANDLE);
-  EXPECT_EQ(CU(cuMemPoolExportPointer, void*, CUdeviceptr)(nullptr, 0), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(CU(cuDeviceGetNvSciSyncAttributes, void*, CUdevice, int)(nullptr, 0, 0),
             CUDA_ERROR_NOT_SUPPORTED);
   EXPECT_EQ(CU(cuEGLStreamConsumerConnect, void*, void*)(nullptr, nullptr),
