@@ -250,6 +250,71 @@ TEST_F(Driver, IpcEventHandlesShareCompletion) {
   EXPECT_EQ(CU(cuMemFreeHost, void*)(flag), CUDA_SUCCESS);
 }
 
+// Graph event-record and event-wait nodes of an interprocess event go through its shared state.
+TEST_F(Driver, IpcEventsInGraphs) {
+  CUevent shared = nullptr, opened = nullptr;
+  ASSERT_EQ(CU(cuEventCreate, CUevent*, unsigned)(
+                &shared, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING),
+            CUDA_SUCCESS);
+  CUipcEventHandle handle{};
+  ASSERT_EQ(getEventHandle()(&handle, shared), CUDA_SUCCESS);
+  ASSERT_EQ(openEventHandle()(&opened, handle), CUDA_SUCCESS);
+  auto graphOf = [](CUevent event, bool record) {
+    CUgraph graph = nullptr;
+    CUgraphNode node = nullptr;
+    CUgraphExec exec = nullptr;
+    EXPECT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&graph, 0), CUDA_SUCCESS);
+    if (record)
+      EXPECT_EQ(CU(cuGraphAddEventRecordNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+                   CUevent)(&node, graph, nullptr, 0, event),
+                CUDA_SUCCESS);
+    else
+      EXPECT_EQ(CU(cuGraphAddEventWaitNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+                   CUevent)(&node, graph, nullptr, 0, event),
+                CUDA_SUCCESS);
+    EXPECT_EQ(CU(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long)(
+                  &exec, graph, 0),
+              CUDA_SUCCESS);
+    EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
+    return exec;
+  };
+  CUgraphExec recordExec = graphOf(shared, true), waitExec = graphOf(opened, false);
+  CUstream gated = nullptr, waiting = nullptr;
+  ASSERT_EQ(CU(cuStreamCreate, CUstream*, unsigned)(&gated, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuStreamCreate, CUstream*, unsigned)(&waiting, CU_STREAM_NON_BLOCKING),
+            CUDA_SUCCESS);
+  uint32_t* flag = nullptr;
+  CUdeviceptr value = 0;
+  ASSERT_EQ(CU(cuMemAllocHost, void**, size_t)(reinterpret_cast<void**>(&flag), 4), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&value, 4), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemsetD32, CUdeviceptr, unsigned, size_t)(value, 0, 1), CUDA_SUCCESS);
+  *flag = 0;
+  ASSERT_EQ(CU(cuStreamWaitValue32, CUstream, CUdeviceptr, cuuint32_t, unsigned)(
+                gated, reinterpret_cast<CUdeviceptr>(flag), 1, CU_STREAM_WAIT_VALUE_GEQ),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuGraphLaunch, CUgraphExec, CUstream)(recordExec, gated), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuEventQuery, CUevent)(opened), CUDA_ERROR_NOT_READY);
+  ASSERT_EQ(CU(cuGraphLaunch, CUgraphExec, CUstream)(waitExec, waiting), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemsetD32Async, CUdeviceptr, unsigned, size_t, CUstream)(value, 77, 1, waiting),
+            CUDA_SUCCESS);
+  usleep(20000);  // the memset is held back by the graph's wait, however long we wait
+  EXPECT_EQ(readBack(value, 1)[0], 0u);
+  EXPECT_EQ(CU(cuStreamQuery, CUstream)(waiting), CUDA_ERROR_NOT_READY);
+  __atomic_store_n(flag, 1u, __ATOMIC_RELEASE);
+  ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(waiting), CUDA_SUCCESS);
+  EXPECT_EQ(readBack(value, 1)[0], 77u);
+  EXPECT_EQ(CU(cuEventQuery, CUevent)(opened), CUDA_SUCCESS);
+
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(recordExec), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(waitExec), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuStreamDestroy, CUstream)(gated), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuStreamDestroy, CUstream)(waiting), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuEventDestroy, CUevent)(opened), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuEventDestroy, CUevent)(shared), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemFreeHost, void*)(flag), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(value), CUDA_SUCCESS);
+}
+
 // ---- Memory pools shared between processes, in one process ----
 
 CUmemoryPool createPool(CUmemAllocationHandleType types, CUresult* result) {
