@@ -8,6 +8,7 @@
 #include "api/cuda/boundary.h"
 #include "core/context.h"
 #include "core/graph.h"
+#include "core/memory_pool.h"
 #include "core/platform.h"
 
 namespace rocuda::api {
@@ -108,8 +109,12 @@ Outcome pointerAttribute(void* data, CUpointer_attribute attribute,
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
       store(data, known ? allocation->size : size_t{0});
       return {};
-    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
-      store(data, 0ULL);
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:  // those of a shareable pool (core/ipc.h)
+      store(data, static_cast<unsigned long long>(
+                      known && allocation->pool != nullptr &&
+                              core::lookupHandle<core::MemoryPool>(allocation->pool) != nullptr
+                          ? allocation->pool->handleTypes()
+                          : 0));
       return {};
     case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
       store(data, static_cast<unsigned>(known ? 3 : 0));  // read-write

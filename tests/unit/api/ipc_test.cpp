@@ -388,6 +388,16 @@ TEST_F(Driver, ShareableMemoryPools) {
   ASSERT_EQ(allocFromPool()(&unshared, 256, plain, nullptr), CUDA_SUCCESS);
   ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&ordinary, 256), CUDA_SUCCESS);
   ASSERT_EQ(CU(cuMemsetD32, CUdeviceptr, unsigned, size_t)(shared, 40, 4096), CUDA_SUCCESS);
+  auto allowedTypes = [](CUdeviceptr pointer) {
+    unsigned long long allowed = 99;
+    EXPECT_EQ(CU(cuPointerGetAttribute, void*, CUpointer_attribute, CUdeviceptr)(
+                  &allowed, CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES, pointer),
+              CUDA_SUCCESS);
+    return allowed;
+  };
+  EXPECT_EQ(allowedTypes(shared), unsigned{CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR});
+  EXPECT_EQ(allowedTypes(unshared), 0u);
+  EXPECT_EQ(allowedTypes(ordinary), 0u);
   CUmemPoolPtrExportData data{};
   EXPECT_EQ(exportPointer()(nullptr, shared), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(exportPointer()(&data, unshared), CUDA_ERROR_INVALID_VALUE);
