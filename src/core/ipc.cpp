@@ -101,6 +101,7 @@ struct OpenedKey {
 };
 struct Opened {
   OpenedKey key;
+  backends::DeviceBackend* backend = nullptr;  // the device outlives the context
   size_t mapped = 0;
   unsigned references = 0;
 };
@@ -119,7 +120,8 @@ OpenedTable& opened() {
 Result<IpcHandle> exportMemory(const void* pointer) {
   std::optional<Allocation> allocation = findAllocation(pointer);
   if (!allocation || allocation->kind != AllocationKind::Device || allocation->pool != nullptr ||
-      allocation->mappedFrom != MappedFrom::None || allocation->context == nullptr)
+      allocation->mappedFrom != MappedFrom::None ||
+      lookupHandle<Context>(allocation->context) == nullptr)
     return makeError(ErrorCode::InvalidValue,
                      "only device memory allocated by cuMemAlloc can be shared between processes");
   Context& context = *allocation->context;
@@ -155,7 +157,7 @@ Result<void*> openMemory(Context& context, const IpcHandle& handle) {
   if (!mapped) return mapped.takeError();
   registerMapped(context, *mapped, wire->bytes, MappedFrom::Ipc);
   table.byKey[key] = *mapped;
-  table.byPointer[*mapped] = Opened{key, wire->mapped, 1};
+  table.byPointer[*mapped] = Opened{key, &context.device().backend(), wire->mapped, 1};
   return *mapped;
 }
 
@@ -170,7 +172,7 @@ Status closeMemory(const void* pointer) {
   table.byPointer.erase(it);
   table.byKey.erase(entry.key);
   unregisterMapped(const_cast<void*>(pointer), MappedFrom::Ipc);
-  entry.key.context->device().backend().unmapShared(const_cast<void*>(pointer), entry.mapped);
+  entry.backend->unmapShared(const_cast<void*>(pointer), entry.mapped);
   return Status::success();
 }
 
@@ -362,6 +364,7 @@ Result<IpcHandle> exportPoolPointer(const void* pointer) {
   if (!allocation || allocation->kind != AllocationKind::Device || allocation->pool == nullptr ||
       allocation->base != reinterpret_cast<uintptr_t>(pointer) ||
       lookupHandle<MemoryPool>(allocation->pool) == nullptr ||
+      lookupHandle<Context>(allocation->context) == nullptr ||
       (allocation->pool->handleTypes() & kPosixFdHandle) == 0)
     return makeError(ErrorCode::InvalidValue,
                      "not the start of an allocation from a pool shareable between processes");
@@ -440,6 +443,8 @@ Status ExternalMemory::destroy(ExternalMemory* memory) {
 Result<void*> ExternalMemory::mapBuffer(uint64_t offset, uint64_t bytes) {
   if (bytes == 0 || offset > bytes_ || bytes > bytes_ - offset)
     return makeError(ErrorCode::InvalidValue, "the buffer does not lie inside the external memory");
+  if (lookupHandle<Context>(&context_) == nullptr)
+    return makeError(ErrorCode::InvalidContext, "the context that imported the memory is gone");
   Result<void*> mapped = context_.device().backend().mapShared(fd_, offset, bytes);
   if (!mapped) return mapped.takeError();
   registerMapped(context_, *mapped, bytes, MappedFrom::ExternalMemory);

@@ -80,7 +80,8 @@ ROCUDA_EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr dptr) {
     if (!context) return context.error();
     // Work queued on the mapping must finish before it goes away (as cuMemFree waits).
     if (auto allocation = core::findAllocation(reinterpret_cast<void*>(dptr));
-        allocation && allocation->mappedFrom == core::MappedFrom::Ipc)
+        allocation && allocation->mappedFrom == core::MappedFrom::Ipc &&
+        core::lookupHandle<core::Context>(allocation->context) != nullptr)
       (void)allocation->context->synchronize();
     return core::closeMemory(reinterpret_cast<void*>(dptr));
   });
