@@ -63,6 +63,14 @@ struct CUipcMemHandle_st {
   char reserved[CU_IPC_HANDLE_SIZE];
 };
 using CUipcMemHandle = CUipcMemHandle_st;
+enum CUipcMem_flags_enum {
+  CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1,
+};
+using CUipcMem_flags = CUipcMem_flags_enum;
+struct CUmemPoolPtrExportData_st {
+  unsigned char reserved[64];
+};
+using CUmemPoolPtrExportData = CUmemPoolPtrExportData_st;
 
 // ---- Enumerations (values as in CUDA 13.0's cuda.h) ----
 
@@ -1432,5 +1440,44 @@ enum CUoutput_mode_enum {
   CU_OUT_CSV = 0x01,
 };
 using CUoutput_mode = CUoutput_mode_enum;
+
+// External memory (cuImportExternalMemory and its buffers).
+enum CUexternalMemoryHandleType_enum {
+  CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD = 1,
+  CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32 = 2,
+  CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32_KMT = 3,
+  CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D12_HEAP = 4,
+  CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D12_RESOURCE = 5,
+  CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D11_RESOURCE = 6,
+  CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D11_RESOURCE_KMT = 7,
+  CU_EXTERNAL_MEMORY_HANDLE_TYPE_NVSCIBUF = 8,
+  CU_EXTERNAL_MEMORY_HANDLE_TYPE_DMABUF_FD = 9,
+};
+using CUexternalMemoryHandleType = CUexternalMemoryHandleType_enum;
+inline constexpr unsigned CUDA_EXTERNAL_MEMORY_DEDICATED = 0x1;
+
+struct CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st {
+  CUexternalMemoryHandleType type;
+  union {
+    int fd;
+    struct {
+      void* handle;
+      const void* name;
+    } win32;
+    const void* nvSciBufObject;
+  } handle;
+  unsigned long long size;
+  unsigned int flags;
+  unsigned int reserved[16];
+};
+using CUDA_EXTERNAL_MEMORY_HANDLE_DESC = CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st;
+
+struct CUDA_EXTERNAL_MEMORY_BUFFER_DESC_st {
+  unsigned long long offset;
+  unsigned long long size;
+  unsigned int flags;
+  unsigned int reserved[16];
+};
+using CUDA_EXTERNAL_MEMORY_BUFFER_DESC = CUDA_EXTERNAL_MEMORY_BUFFER_DESC_st;
 
 }  // namespace rocuda::cuda

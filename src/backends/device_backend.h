@@ -51,6 +51,16 @@ struct DeviceDescription {
   bool pageableMemoryAccess = false;  // device can use any host pointer (true on the CPU device)
   bool hostNativeAtomics = false;
   bool cooperativeLaunch = true;
+  // Device memory can be shared with other processes through file descriptors (CUDA IPC,
+  // external memory imported from an fd): DeviceBackend::shareDevice and mapShared work.
+  bool sharesMemoryBetweenProcesses = false;
+};
+
+// A device allocation made shareable: a file descriptor of its pages, owned by the backend
+// (closed when the allocation is freed), and the bytes the descriptor covers.
+struct SharedAllocation {
+  int fd = -1;
+  size_t bytes = 0;
 };
 
 struct LaunchConfig {
@@ -91,6 +101,19 @@ class DeviceBackend {
   virtual void freeHost(void* pointer) = 0;
   // Bytes of device memory free right now.
   virtual uint64_t freeMemory() const = 0;
+
+  // Sharing memory between processes (backends without it answer NotSupported).
+  // shareDevice: the allocation at `base` (from allocateDevice) made shareable in place, its
+  // address unchanged; the caller must make sure nothing writes it meanwhile.
+  virtual Result<SharedAllocation> shareDevice(void* /*base*/) {
+    return makeError(ErrorCode::NotSupported, "this device cannot share memory between processes");
+  }
+  // `bytes` at `offset` of a file descriptor (not taken over) mapped as device memory.
+  virtual Result<void*> mapShared(int /*fd*/, uint64_t /*offset*/, size_t /*bytes*/) {
+    return makeError(ErrorCode::NotSupported, "this device cannot map shared memory");
+  }
+  // Undoes mapShared(_, _, bytes) that returned `pointer`.
+  virtual void unmapShared(void* /*pointer*/, size_t /*bytes*/) {}
 
   // Synchronous copies and fills, any direction (the core resolved the pointers already).
   virtual Status copy(void* destination, const void* source, size_t bytes) = 0;

@@ -4,6 +4,7 @@
 
 #include "core/context.h"
 #include "core/graph.h"
+#include "core/ipc.h"
 #include "core/stream.h"
 
 namespace rocuda::core {
@@ -14,7 +15,16 @@ namespace {
 struct LaunchPlan {
   std::vector<std::function<Status()>> steps;
   std::vector<CompletionPtr> records;  // completed at the end even if a node fails
+  // Records of interprocess events (core/ipc.h), likewise finished at the end.
+  std::vector<std::pair<std::shared_ptr<InterprocessEvent>, uint64_t>> sharedRecords;
 };
+
+// An interprocess event's shared state, or null for other events (and if it cannot be made).
+std::shared_ptr<InterprocessEvent> sharedStateOf(Event& event) {
+  if ((event.flags() & 4u) == 0) return nullptr;  // CU_EVENT_INTERPROCESS
+  auto state = event.interprocessState();
+  return state.ok() ? *state : nullptr;
+}
 
 void planGraph(const Graph& graph, const std::vector<GraphNode*>& order, LaunchPlan& plan);
 
@@ -30,13 +40,26 @@ void planNode(const GraphNode& node, LaunchPlan& plan) {
       auto completion = std::make_shared<Completion>();
       content.event->recordCompletion(completion);
       plan.records.push_back(completion);
-      plan.steps.push_back([completion] {
+      std::shared_ptr<InterprocessEvent> shared = sharedStateOf(*content.event);
+      uint64_t number = shared ? shared->beginRecord() : 0;
+      if (shared) plan.sharedRecords.emplace_back(shared, number);
+      plan.steps.push_back([completion, shared, number] {
         completion->complete(Status::success());
+        if (shared) shared->finishRecord(number);
         return Status::success();
       });
       return;
     }
     case GraphNodeType::WaitEvent: {
+      // An interprocess event's latest record may be another process's.
+      if (auto shared = content.event ? content.event->interprocess() : nullptr) {
+        uint64_t number = shared->latestRecord();
+        plan.steps.push_back([shared, number] {
+          shared->wait(number);
+          return Status::success();
+        });
+        return;
+      }
       CompletionPtr completion = content.event ? content.event->completion() : nullptr;
       if (completion)
         plan.steps.push_back([completion] {
@@ -155,10 +178,12 @@ Status GraphExec::launch(Stream& stream) {
     }
     for (const CompletionPtr& record : plan->records)
       if (!record->done()) record->complete(Status::success());
+    for (const auto& [shared, number] : plan->sharedRecords) shared->finishRecord(number);
     return result;
   });
   if (!queued.ok()) {
     for (const CompletionPtr& record : plan->records) record->complete(queued.error());
+    for (const auto& [shared, number] : plan->sharedRecords) shared->finishRecord(number);
     return queued.error();
   }
   return Status::success();

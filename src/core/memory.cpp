@@ -43,6 +43,7 @@ Result<Allocation> removeExact(const void* pointer, bool host) {
   std::lock_guard lock(t.mutex);
   auto it = t.byBase.find(reinterpret_cast<uintptr_t>(pointer));
   bool matches = it != t.byBase.end() && !it->second.registered &&
+                 it->second.mappedFrom != MappedFrom::Ipc &&
                  (host ? it->second.kind == AllocationKind::Host
                        : it->second.kind == AllocationKind::Device ||
                              it->second.kind == AllocationKind::Managed);
@@ -219,6 +220,9 @@ Status freeDevice(const void* pointer) {
   if (allocation->kind == AllocationKind::Managed) {
     clearManagedState(allocation->base, allocation->size);  // the address may be reused
     backend.freeHost(const_cast<void*>(pointer));
+  } else if (allocation->mappedFrom == MappedFrom::ExternalMemory ||
+             allocation->mappedFrom == MappedFrom::PoolImport) {
+    backend.unmapShared(const_cast<void*>(pointer), allocation->size);
   } else {
     backend.freeDevice(const_cast<void*>(pointer));
   }
@@ -251,6 +255,22 @@ bool unregisterHostRange(void* base) {
   std::lock_guard lock(t.mutex);
   auto it = t.byBase.find(reinterpret_cast<uintptr_t>(base));
   if (it == t.byBase.end() || !it->second.registered) return false;
+  t.byBase.erase(it);
+  return true;
+}
+
+void registerMapped(Context& context, void* base, size_t size, MappedFrom from) {
+  Allocation allocation{reinterpret_cast<uintptr_t>(base), size, AllocationKind::Device, &context,
+                        0};
+  allocation.mappedFrom = from;
+  insert(allocation);
+}
+
+bool unregisterMapped(void* base, MappedFrom from) {
+  AllocationTable& t = table();
+  std::lock_guard lock(t.mutex);
+  auto it = t.byBase.find(reinterpret_cast<uintptr_t>(base));
+  if (it == t.byBase.end() || it->second.mappedFrom != from) return false;
   t.byBase.erase(it);
   return true;
 }

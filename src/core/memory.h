@@ -15,6 +15,11 @@ class Context;
 class MemoryPool;
 
 enum class AllocationKind : uint8_t { Device, Host, Managed, Global };
+// Device memory that is a mapping of shared memory rather than an allocation: opened from
+// another process (cuIpcOpenMemHandle, released by cuIpcCloseMemHandle only) or a buffer of
+// imported external memory or an allocation imported from another process's memory pool
+// (released by cuMemFree, which unmaps it).
+enum class MappedFrom : uint8_t { None, Ipc, ExternalMemory, PoolImport };
 
 struct Allocation {
   uintptr_t base = 0;
@@ -25,6 +30,7 @@ struct Allocation {
   MemoryPool* pool = nullptr;  // set for stream-ordered allocations (cuMemAllocAsync)
   bool registered = false;     // Host kind: the application's memory, page-locked by
                                // cuMemHostRegister rather than allocated by Rocuda
+  MappedFrom mappedFrom = MappedFrom::None;  // Device kind only
 };
 
 // The allocation containing [pointer, pointer+1), if any.
@@ -46,6 +52,10 @@ Status freeHost(const void* pointer);
 // the range overlaps a tracked one; unregister is false when `base` starts no registered range.
 bool registerHostRange(Context& context, void* base, size_t size, unsigned flags);
 bool unregisterHostRange(void* base);
+// Shared memory mapped by the backend (mapShared), tracked as device memory of `context`.
+// unregisterMapped is false when `base` starts no mapping of that origin.
+void registerMapped(Context& context, void* base, size_t size, MappedFrom from);
+bool unregisterMapped(void* base, MappedFrom from);
 
 // ---- Managed memory advice (cuMemAdvise, cuMemPrefetchAsync, cuMemRangeGetAttribute) ----
 // Rocuda's managed memory is coherent wherever it lives, so hints move nothing; they are kept

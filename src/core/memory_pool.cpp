@@ -9,6 +9,8 @@ MemoryPool::MemoryPool(Device& device, bool isDefault, uint64_t maxSize)
     : Object(ObjectKind::MemoryPool), device_(device), isDefault_(isDefault), maxSize_(maxSize) {}
 
 Status MemoryPool::reserve(uint64_t bytes) {
+  if (imported_)
+    return makeError(ErrorCode::InvalidValue, "an imported memory pool cannot allocate");
   std::lock_guard lock(mutex_);
   if (maxSize_ != 0 && used_ + bytes > maxSize_)
     return makeError(ErrorCode::OutOfMemory, "the memory pool's maximum size (" +

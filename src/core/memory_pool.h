@@ -42,6 +42,14 @@ class MemoryPool : public Object {
   // InvalidValue for read-only attributes, and for high-water marks set to anything but 0.
   Status setAttribute(PoolAttribute which, uint64_t value);
 
+  // Sharing between processes (core/ipc.h): the CU_MEM_HANDLE_TYPE_* bits the pool was created
+  // with, and whether it stands for another process's pool, from which nothing is allocated here
+  // (reserve answers InvalidValue).
+  unsigned handleTypes() const { return handleTypes_; }
+  void setHandleTypes(unsigned types) { handleTypes_ = types; }
+  bool imported() const { return imported_; }
+  void setImported() { imported_ = true; }
+
  private:
   Device& device_;
   bool isDefault_;
@@ -53,6 +61,8 @@ class MemoryPool : public Object {
   uint64_t releaseThreshold_ = 0;
   uint64_t used_ = 0;
   uint64_t usedHigh_ = 0;
+  unsigned handleTypes_ = 0;
+  bool imported_ = false;
 };
 
 }  // namespace rocuda::core

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "core/context.h"
+#include "core/ipc.h"
 #include "core/platform.h"
 #include "support/log.h"
 
@@ -269,13 +270,46 @@ Status Event::record(Stream& stream) {
     capturedAfter_ = std::move(after);
     return Status::success();
   }
-  auto completion = context_.enqueue(stream, "event record", [] { return Status::success(); });
-  if (!completion.ok()) return completion.error();
+  std::shared_ptr<InterprocessEvent> shared;
+  if ((flags_ & 4u) != 0) {
+    auto state = interprocessState();
+    if (!state.ok()) return state.error();
+    shared = std::move(*state);
+  }
+  uint64_t number = shared ? shared->beginRecord() : 0;
+  auto completion = context_.enqueue(stream, "event record", [shared, number] {
+    if (shared) shared->finishRecord(number);
+    return Status::success();
+  });
+  if (!completion.ok()) {
+    if (shared) shared->finishRecord(number);  // nothing will finish it: waiters must not hang
+    return completion.error();
+  }
   std::lock_guard lock(mutex_);
   completion_ = std::move(*completion);
   capturedIn_.reset();
   capturedAfter_.clear();
   return Status::success();
+}
+
+Result<std::shared_ptr<InterprocessEvent>> Event::interprocessState() {
+  std::lock_guard lock(mutex_);
+  if (!interprocess_) {
+    auto created = InterprocessEvent::create();
+    if (!created.ok()) return created.takeError();
+    interprocess_ = std::move(*created);
+  }
+  return interprocess_;
+}
+
+std::shared_ptr<InterprocessEvent> Event::interprocess() const {
+  std::lock_guard lock(mutex_);
+  return interprocess_;
+}
+
+void Event::adoptInterprocess(std::shared_ptr<InterprocessEvent> state) {
+  std::lock_guard lock(mutex_);
+  interprocess_ = std::move(state);
 }
 
 void Event::recordCompletion(CompletionPtr completion) {
@@ -297,11 +331,17 @@ CompletionPtr Event::completion() const {
 }
 
 Status Event::synchronize() const {
+  // An interprocess event's latest record may have been made by another process.
+  if (auto shared = interprocess()) {
+    shared->wait(shared->latestRecord());
+    return Status::success();
+  }
   if (CompletionPtr c = completion()) c->wait();
   return Status::success();
 }
 
 bool Event::query() const {
+  if (auto shared = interprocess()) return shared->reached(shared->latestRecord());
   CompletionPtr c = completion();
   return !c || c->done();
 }

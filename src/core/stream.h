@@ -23,6 +23,7 @@
 namespace rocuda::core {
 
 class Context;
+class InterprocessEvent;
 
 // The completion of one command: set once, waited on by hosts and by other streams.
 class Completion {
@@ -140,10 +141,18 @@ class Event : public Object {
   Status synchronize() const;
   bool query() const;  // true when complete (or never recorded)
 
+  // CU_EVENT_INTERPROCESS events keep their state in memory shared with other processes
+  // (core/ipc.h), made at the first record or export; an event opened from another process's
+  // handle adopts that process's state. interprocess() is null for other events.
+  Result<std::shared_ptr<InterprocessEvent>> interprocessState();
+  std::shared_ptr<InterprocessEvent> interprocess() const;
+  void adoptInterprocess(std::shared_ptr<InterprocessEvent> state);
+
  private:
   Context& context_;
   unsigned flags_;
   mutable std::mutex mutex_;
+  std::shared_ptr<InterprocessEvent> interprocess_;
   CompletionPtr completion_;
   CaptureStatePtr capturedIn_;
   std::vector<GraphNode*> capturedAfter_;

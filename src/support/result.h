@@ -32,6 +32,7 @@ enum class ErrorCode {
   Assert,
   FileNotFound,
   OperatingSystem,
+  MapFailed,  // memory of another process or file descriptor that cannot be mapped
   StreamCaptureUnsupported,  // an operation not permitted while a stream is capturing
   StreamCaptureImplicit,     // the legacy stream would depend on a capturing blocking stream
   // A cooperative grid larger than the device can hold at once.

@@ -143,6 +143,10 @@ std::optional<int> capabilityAttribute(const DeviceDescription& d, int attribute
     case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:  // stream-ordered allocation (core)
     case CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED:  // cuMemHostRegister (core)
       return 1;
+    case CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED:  // interprocess events (core/ipc.cpp)
+      return d.sharesMemoryBetweenProcesses ? 1 : 0;
+    case CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES:  // shareable pools (core/ipc.cpp)
+      return d.sharesMemoryBetweenProcesses ? CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR : 0;
     case CU_DEVICE_ATTRIBUTE_NUMA_ID:
       return -1;
     case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID:

@@ -8,6 +8,7 @@
 #include "api/cuda/boundary.h"
 #include "core/context.h"
 #include "core/graph.h"
+#include "core/memory_pool.h"
 #include "core/platform.h"
 
 namespace rocuda::api {
@@ -90,7 +91,14 @@ Outcome pointerAttribute(void* data, CUpointer_attribute attribute,
       store(data, known && allocation->context != nullptr ? allocation->context->device().ordinal()
                                                           : int{CU_DEVICE_INVALID});
       return {};
-    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:  // cuIpcGetMemHandle accepts it
+      store(data, static_cast<int>(
+                      known && allocation->kind == core::AllocationKind::Device &&
+                      allocation->pool == nullptr &&
+                      allocation->mappedFrom == core::MappedFrom::None &&
+                      allocation->context != nullptr &&
+                      allocation->context->device().description().sharesMemoryBetweenProcesses));
+      return {};
     case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
     case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE:
       store(data, 0);
@@ -101,8 +109,12 @@ Outcome pointerAttribute(void* data, CUpointer_attribute attribute,
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
       store(data, known ? allocation->size : size_t{0});
       return {};
-    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
-      store(data, 0ULL);
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:  // those of a shareable pool (core/ipc.h)
+      store(data, static_cast<unsigned long long>(
+                      known && allocation->pool != nullptr &&
+                              core::lookupHandle<core::MemoryPool>(allocation->pool) != nullptr
+                          ? allocation->pool->handleTypes()
+                          : 0));
       return {};
     case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
       store(data, static_cast<unsigned>(known ? 3 : 0));  // read-write

@@ -4,6 +4,7 @@
 
 #include "api/cuda/boundary.h"
 #include "core/context.h"
+#include "core/ipc.h"
 #include "core/memory.h"
 #include "core/platform.h"
 #include "core/stream.h"
@@ -151,6 +152,7 @@ ROCUDA_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
     Result<core::MemoryPool*> found = api::lookupPool(pool);
     if (!found) return found.error();
     if (&(*found)->device() != *device) return api::invalidValue("the pool belongs to another device");
+    if ((*found)->imported()) return api::invalidValue("an imported pool cannot allocate");
     (*device)->setCurrentMemPool(*found);
     return {};
   });
@@ -187,6 +189,7 @@ ROCUDA_EXPORT CUresult cuMemSetMemPool(CUmemLocation* location, CUmemAllocationT
     if (!found) return found.error();
     if (&(*found)->device() != *device)
       return api::invalidValue("the pool's location is not the given location");
+    if ((*found)->imported()) return api::invalidValue("an imported pool cannot allocate");
     (*device)->setCurrentMemPool(*found);
     return {};
   });
@@ -197,11 +200,16 @@ ROCUDA_EXPORT CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps*
     if (pool == nullptr || poolProps == nullptr) return api::invalidValue("NULL argument");
     if (poolProps->allocType != CU_MEM_ALLOCATION_TYPE_PINNED)
       return api::invalidValue("allocType must be CU_MEM_ALLOCATION_TYPE_PINNED");
-    if (poolProps->handleTypes != CU_MEM_HANDLE_TYPE_NONE)
-      return {CUDA_ERROR_NOT_SUPPORTED, "memory pools cannot be shared between processes here"};
     Result<core::Device*> device = api::deviceOfLocation(poolProps->location);
     if (!device) return device.error();
-    *pool = reinterpret_cast<CUmemoryPool>(new core::MemoryPool(**device, false, poolProps->maxSize));
+    // Pools shareable between processes: POSIX file descriptors only (core/ipc.cpp).
+    if (poolProps->handleTypes != CU_MEM_HANDLE_TYPE_NONE &&
+        (poolProps->handleTypes != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR ||
+         !(*device)->description().sharesMemoryBetweenProcesses))
+      return {CUDA_ERROR_NOT_SUPPORTED, "memory pools cannot be shared with these handle types"};
+    auto* created = new core::MemoryPool(**device, false, poolProps->maxSize);
+    created->setHandleTypes(poolProps->handleTypes);
+    *pool = reinterpret_cast<CUmemoryPool>(created);
     return {};
   });
 }
@@ -214,6 +222,7 @@ ROCUDA_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
     core::Device& device = (*found)->device();
     if (&device.currentMemPool() == *found) device.setCurrentMemPool(nullptr);
     // Outstanding allocations stay valid; they are simply no longer counted by the pool.
+    core::forgetPool(*found);
     delete *found;
     return {};
   });

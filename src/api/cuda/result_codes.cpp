@@ -214,6 +214,8 @@ CUresult toCuResult(ErrorCode code) {
       return CUDA_ERROR_FILE_NOT_FOUND;
     case ErrorCode::OperatingSystem:
       return CUDA_ERROR_OPERATING_SYSTEM;
+    case ErrorCode::MapFailed:
+      return CUDA_ERROR_MAP_FAILED;
     case ErrorCode::StreamCaptureUnsupported:
       return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     case ErrorCode::StreamCaptureImplicit:

@@ -6,6 +6,7 @@
 #include "api/cuda/boundary.h"
 #include "api/cuda/graph_internal.h"
 #include "core/context.h"
+#include "core/ipc.h"
 #include "core/graph.h"
 #include "core/platform.h"
 
@@ -62,6 +63,8 @@ Outcome streamWaitEvent(CUstream h, CUevent hEvent, unsigned flags, StreamVarian
     Outcome captured = captureOutcome(core::joinCaptureThroughEvent(s, **event, &joined));
     if (!captured.ok() || joined) return captured;
     if (Outcome refused = refuseDuringCapture(s); !refused.ok()) return refused;
+    // An interprocess event's latest record may be another process's.
+    if (auto shared = (*event)->interprocess()) return core::waitInterprocessEvent(s, shared);
     if (core::CompletionPtr completion = (*event)->completion())
       s.addPendingDependency(std::move(completion));
     return {};
@@ -317,13 +320,13 @@ ROCUDA_EXPORT CUresult cuEventCreate(CUevent* phEvent, unsigned int Flags) {
     constexpr unsigned kKnown =
         CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
     if ((Flags & ~kKnown) != 0) return api::invalidValue("unknown flags");
-    if ((Flags & CU_EVENT_INTERPROCESS) != 0) {
-      if ((Flags & CU_EVENT_DISABLE_TIMING) == 0)
-        return api::invalidValue("interprocess events need CU_EVENT_DISABLE_TIMING");
-      return {CUDA_ERROR_NOT_SUPPORTED, "interprocess events are not supported"};
-    }
+    if ((Flags & CU_EVENT_INTERPROCESS) != 0 && (Flags & CU_EVENT_DISABLE_TIMING) == 0)
+      return api::invalidValue("interprocess events need CU_EVENT_DISABLE_TIMING");
     Result<core::Context*> context = api::currentContext();
     if (!context) return context.error();
+    if ((Flags & CU_EVENT_INTERPROCESS) != 0 &&
+        !(*context)->device().description().sharesMemoryBetweenProcesses)
+      return {CUDA_ERROR_NOT_SUPPORTED, "this device cannot share events between processes"};
     Result<core::Event*> event = (*context)->createEvent(Flags);
     if (!event) return event.error();
     *phEvent = reinterpret_cast<CUevent>(*event);

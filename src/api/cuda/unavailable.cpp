@@ -1,6 +1,6 @@
 // Entry points of facilities that cannot exist on this platform: OpenGL, EGL and VDPAU interop
-// and graphics resources, external memory and semaphores, NvSciSync, and sharing between
-// processes (cuIpc*, memory pool export/import). They are exported and handed out by
+// and graphics resources, external semaphores and NvSciSync (sharing between processes, external
+// memory and shareable memory pools are in ipc.cpp). They are exported and handed out by
 // cuGetProcAddress, so that applications probing for them get NVIDIA's documented error for an
 // unavailable facility (not a missing symbol) and a log line naming what is missing.
 //
@@ -31,17 +31,11 @@ bool startsWith(std::string_view name, std::string_view prefix) {
 // The documented code per call (cuda.h, cudaGL.h, cudaEGL.h, cudaVDPAU.h), chosen among those
 // each function lists for the condition "this kind of object cannot exist here".
 Unavailable classify(std::string_view api) {
-  if (startsWith(api, "cuIpc")) return {CUDA_ERROR_NOT_SUPPORTED, "inter-process sharing (IPC)"};
-  if (startsWith(api, "cuMemPoolExport") || startsWith(api, "cuMemPoolImport"))
-    return {CUDA_ERROR_INVALID_VALUE, "memory pools shareable between processes"};
-  if (api == "cuImportExternalMemory")
-    return {CUDA_ERROR_OPERATING_SYSTEM, "external memory (Vulkan, Direct3D, NvSci interop)"};
   if (api == "cuImportExternalSemaphore" || api == "cuSignalExternalSemaphoresAsync" ||
       api == "cuWaitExternalSemaphoresAsync")
     return {CUDA_ERROR_NOT_SUPPORTED, "external semaphores (Vulkan, Direct3D, NvSci interop)"};
-  if (startsWith(api, "cuExternalMemory") || api == "cuDestroyExternalMemory" ||
-      api == "cuDestroyExternalSemaphore")
-    return {CUDA_ERROR_INVALID_HANDLE, "external memory and semaphores (none can be imported)"};
+  if (api == "cuDestroyExternalSemaphore")
+    return {CUDA_ERROR_INVALID_HANDLE, "external semaphores (none can be imported)"};
   if (api == "cuDeviceGetNvSciSyncAttributes") return {CUDA_ERROR_NOT_SUPPORTED, "NvSciSync"};
   if (api == "cuGLGetDevices") return {CUDA_ERROR_INVALID_GRAPHICS_CONTEXT, "OpenGL interop"};
   if (startsWith(api, "cuGraphicsGL")) return {CUDA_ERROR_OPERATING_SYSTEM, "OpenGL interop"};

@@ -2,12 +2,19 @@
 // grid's blocks run on a pool of all cores.
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "backends/cpu/execution.h"
 #include "backends/cpu/thread_pool.h"
@@ -104,8 +111,8 @@ class CpuDevice final : public DeviceBackend {
 
   const DeviceDescription& description() const override { return description_; }
 
-  Result<void*> allocateDevice(size_t bytes) override { return allocate(bytes); }
-  void freeDevice(void* pointer) override { release(pointer); }
+  Result<void*> allocateDevice(size_t bytes) override;
+  void freeDevice(void* pointer) override;
   Result<void*> allocateHost(size_t bytes) override { return allocate(bytes); }
   void freeHost(void* pointer) override { release(pointer); }
   uint64_t freeMemory() const override { return platform::availablePhysicalMemory(); }
@@ -133,6 +140,10 @@ class CpuDevice final : public DeviceBackend {
     return Status::success();
   }
 
+  Result<SharedAllocation> shareDevice(void* base) override;
+  Result<void*> mapShared(int fd, uint64_t offset, size_t bytes) override;
+  void unmapShared(void* pointer, size_t bytes) override;
+
   Result<std::unique_ptr<LoadedModule>> loadPtx(std::string_view ptx,
                                                 std::string_view moduleName) override;
   Status launch(LoadedKernel& kernel, const LaunchConfig& config, const void* params) override;
@@ -156,12 +167,147 @@ class CpuDevice final : public DeviceBackend {
   }
   void release(void* pointer) { std::free(pointer); }
 
+  // Device allocations are whole pages of their own (anonymous memory), so that one can be made
+  // shareable in place (shareDevice) without touching its neighbours.
+  struct DeviceRegion {
+    size_t bytes = 0;  // mapped length, whole pages
+    int fd = -1;       // the memfd backing it once shared
+  };
+  std::mutex regionsMutex_;
+  std::unordered_map<void*, DeviceRegion> regions_;
+  // Freed regions never shared, kept mapped for reuse: a fresh mapping faults every page in
+  // again, which made allocate/free loops (Thrust's temporary storage) 20-40 times slower than
+  // the heap. Bounded by kReuseCacheBytes; the cache is given back when mmap fails.
+  std::multimap<size_t, void*> reusable_;  // by length
+  size_t reusableBytes_ = 0;
+  void* takeReusable(size_t length);       // caller holds regionsMutex_
+  void releaseReusable();                  // caller holds regionsMutex_
+
   DeviceDescription description_;
   std::string hostTarget_;  // triple, CPU and features: code for one CPU may not run on another
   ThreadPool pool_;
   CoResidentThreads coResident_;  // cooperative grids: a thread per block
   std::atomic<uint32_t> nextGridId_{1};
 };
+
+size_t pageSize() {
+  static const size_t size = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return size;
+}
+
+size_t roundToPages(size_t bytes) {
+  return (std::max<size_t>(bytes, 1) + pageSize() - 1) / pageSize() * pageSize();
+}
+
+std::string osError(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
+
+constexpr size_t kReuseCacheBytes = size_t{256} << 20;
+
+// A cached region at least `length` long and at most twice that, or nullptr.
+void* CpuDevice::takeReusable(size_t length) {
+  auto it = reusable_.lower_bound(length);
+  if (it == reusable_.end() || it->first > 2 * length) return nullptr;
+  void* memory = it->second;
+  regions_[memory] = DeviceRegion{it->first, -1};
+  reusableBytes_ -= it->first;
+  reusable_.erase(it);
+  return memory;
+}
+
+void CpuDevice::releaseReusable() {
+  for (const auto& [length, memory] : reusable_) munmap(memory, length);
+  reusable_.clear();
+  reusableBytes_ = 0;
+}
+
+Result<void*> CpuDevice::allocateDevice(size_t bytes) {
+  size_t length = roundToPages(bytes);
+  if (length < bytes)
+    return makeError(ErrorCode::OutOfMemory, "cannot allocate " + std::to_string(bytes) + " bytes");
+  std::lock_guard lock(regionsMutex_);
+  if (void* reused = takeReusable(length)) return reused;
+  void* memory = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED && !reusable_.empty()) {
+    releaseReusable();
+    memory = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  }
+  if (memory == MAP_FAILED)
+    return makeError(ErrorCode::OutOfMemory,
+                     "cannot allocate " + std::to_string(bytes) + " bytes of device memory");
+  regions_[memory] = DeviceRegion{length, -1};
+  return memory;
+}
+
+void CpuDevice::freeDevice(void* pointer) {
+  DeviceRegion region;
+  {
+    std::lock_guard lock(regionsMutex_);
+    auto it = regions_.find(pointer);
+    if (it == regions_.end()) return;  // the core frees only what it allocated here
+    region = it->second;
+    regions_.erase(it);
+    // Shared regions are not reused: other processes may still map their memfd.
+    if (region.fd < 0 && reusableBytes_ + region.bytes <= kReuseCacheBytes) {
+      reusable_.emplace(region.bytes, pointer);
+      reusableBytes_ += region.bytes;
+      return;
+    }
+  }
+  munmap(pointer, region.bytes);
+  if (region.fd >= 0) close(region.fd);  // importers' mappings keep the pages alive
+}
+
+// Copies the anonymous pages at `base` into a memfd and maps the memfd over them (MAP_FIXED
+// replaces the mapping atomically), so the allocation keeps its address and its contents while
+// other processes can map the same pages. Pages still all zero are not copied: the memfd's
+// unwritten pages read as zero, and copying would commit memory the allocation never used.
+Result<SharedAllocation> CpuDevice::shareDevice(void* base) {
+  std::lock_guard lock(regionsMutex_);
+  auto it = regions_.find(base);
+  if (it == regions_.end())
+    return makeError(ErrorCode::InvalidValue, "not the base of a device allocation");
+  DeviceRegion& region = it->second;
+  if (region.fd >= 0) return SharedAllocation{region.fd, region.bytes};
+  int fd = memfd_create("rocuda-device-memory", MFD_CLOEXEC);
+  if (fd < 0) return makeError(ErrorCode::OutOfMemory, osError("memfd_create"));
+  auto fail = [fd](ErrorCode code, const char* what) {
+    Error error = makeError(code, osError(what));
+    close(fd);
+    return error;
+  };
+  if (ftruncate(fd, static_cast<off_t>(region.bytes)) != 0)
+    return fail(ErrorCode::OutOfMemory, "ftruncate");
+  void* staging = mmap(nullptr, region.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (staging == MAP_FAILED) return fail(ErrorCode::OutOfMemory, "mmap");
+  static const std::vector<uint8_t> zeros(pageSize(), 0);
+  for (size_t at = 0; at < region.bytes; at += pageSize()) {
+    const uint8_t* page = static_cast<const uint8_t*>(base) + at;
+    if (std::memcmp(page, zeros.data(), pageSize()) != 0)
+      std::memcpy(static_cast<uint8_t*>(staging) + at, page, pageSize());
+  }
+  munmap(staging, region.bytes);
+  void* mapped =
+      mmap(base, region.bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+  if (mapped == MAP_FAILED) return fail(ErrorCode::OutOfMemory, "mmap (MAP_FIXED)");
+  region.fd = fd;
+  return SharedAllocation{fd, region.bytes};
+}
+
+Result<void*> CpuDevice::mapShared(int fd, uint64_t offset, size_t bytes) {
+  uint64_t pageOffset = offset / pageSize() * pageSize();
+  size_t delta = static_cast<size_t>(offset - pageOffset);
+  size_t length = roundToPages(bytes + delta);
+  void* mapped = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                      static_cast<off_t>(pageOffset));
+  if (mapped == MAP_FAILED) return makeError(ErrorCode::MapFailed, osError("mmap"));
+  return static_cast<uint8_t*>(mapped) + delta;
+}
+
+void CpuDevice::unmapShared(void* pointer, size_t bytes) {
+  uintptr_t address = reinterpret_cast<uintptr_t>(pointer);
+  uintptr_t start = address / pageSize() * pageSize();
+  munmap(reinterpret_cast<void*>(start), roundToPages(bytes + (address - start)));
+}
 
 void CpuDevice::describe() {
   DeviceDescription& d = description_;
@@ -177,6 +323,7 @@ void CpuDevice::describe() {
   d.integrated = true;
   d.pageableMemoryAccess = true;
   d.hostNativeAtomics = true;
+  d.sharesMemoryBetweenProcesses = true;
   d.sharedMemPerBlock = 48 * 1024;
   d.sharedMemPerBlockOptin = 96 * 1024;
   d.sharedMemPerMultiprocessor = 100 * 1024;

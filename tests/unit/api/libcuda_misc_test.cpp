@@ -105,9 +105,10 @@ TEST_F(Driver, LogsKeepErrorsForCallbacksAndDumps) {
                 &onLog, &received, &handle),
             CUDA_SUCCESS);
   // An unavailable facility logs what is missing (and a failed call logs its error).
-  EXPECT_EQ(CU(cuIpcCloseMemHandle, CUdeviceptr)(0), CUDA_ERROR_NOT_SUPPORTED);
+  auto importSemaphore = CU(cuImportExternalSemaphore, void*, const void*);
+  EXPECT_EQ(importSemaphore(nullptr, nullptr), CUDA_ERROR_NOT_SUPPORTED);
   EXPECT_GE(received.calls, 1);
-  EXPECT_NE(received.last.find("cuIpcCloseMemHandle"), std::string::npos) << received.last;
+  EXPECT_NE(received.last.find("cuImportExternalSemaphore"), std::string::npos) << received.last;
 
   char buffer[4096];
   size_t size = sizeof buffer;
@@ -115,7 +116,7 @@ TEST_F(Driver, LogsKeepErrorsForCallbacksAndDumps) {
   ASSERT_EQ(toMemory(&it, buffer, &size, 0), CUDA_SUCCESS);
   EXPECT_GT(size, 0u);
   EXPECT_EQ(std::strlen(buffer), size);
-  EXPECT_NE(std::string(buffer).find("inter-process"), std::string::npos) << buffer;
+  EXPECT_NE(std::string(buffer).find("external semaphores"), std::string::npos) << buffer;
   // The iterator advanced: nothing new since.
   size = sizeof buffer;
   ASSERT_EQ(toMemory(&it, buffer, &size, 0), CUDA_SUCCESS);
@@ -137,14 +138,14 @@ TEST_F(Driver, LogsKeepErrorsForCallbacksAndDumps) {
   std::ifstream file(path);
   std::stringstream text;
   text << file.rdbuf();
-  EXPECT_NE(text.str().find("cuIpcCloseMemHandle"), std::string::npos);
+  EXPECT_NE(text.str().find("cuImportExternalSemaphore"), std::string::npos);
   std::remove(path);
   EXPECT_EQ(fromStart, it);
 
   ASSERT_EQ(CU(cuLogsUnregisterCallback, CUlogsCallbackHandle)(handle), CUDA_SUCCESS);
   EXPECT_EQ(CU(cuLogsUnregisterCallback, CUlogsCallbackHandle)(handle), CUDA_ERROR_INVALID_VALUE);
   int calls = received.calls;
-  EXPECT_EQ(CU(cuIpcCloseMemHandle, CUdeviceptr)(0), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(importSemaphore(nullptr, nullptr), CUDA_ERROR_NOT_SUPPORTED);
   EXPECT_EQ(received.calls, calls);
 
   EXPECT_EQ(current(nullptr, 0), CUDA_ERROR_INVALID_VALUE);
@@ -294,24 +295,17 @@ TEST_F(Driver, LibraryModuleManagedVariablesAndUnifiedFunctions) {
 // ---- Facilities unavailable here ----
 TEST_F(Driver, UnavailableFacilitiesAnswerTheirDocumentedErrors) {
   // Exported and handed out by cuGetProcAddress, unlike unimplemented entry points.
-  EXPECT_NE(dlsym(library(), "cuIpcGetMemHandle"), nullptr);
+  EXPECT_NE(dlsym(library(), "cuImportExternalSemaphore"), nullptr);
   EXPECT_NE(dlsym(library(), "cuGraphicsMapResources_ptsz"), nullptr);
-  EXPECT_EQ(CU(cuIpcGetMemHandle, CUipcMemHandle*, CUdeviceptr)(nullptr, 0),
-            CUDA_ERROR_NOT_SUPPORTED);
-  EXPECT_EQ(CU(cuIpcOpenMemHandle, CUdeviceptr*, CUipcMemHandle, unsigned)(nullptr, {}, 0),
-            CUDA_ERROR_NOT_SUPPORTED);
   EXPECT_EQ(CU(cuGLGetDevices, unsigned*, CUdevice*, unsigned, int)(nullptr, nullptr, 0, 0),
             CUDA_ERROR_INVALID_GRAPHICS_CONTEXT);
   EXPECT_EQ(CU(cuGraphicsGLRegisterBuffer, void*, unsigned, unsigned)(nullptr, 0, 0),
             CUDA_ERROR_OPERATING_SYSTEM);
   EXPECT_EQ(CU(cuGraphicsMapResources, unsigned, void*, CUstream)(1, nullptr, nullptr),
             CUDA_ERROR_INVALID_HANDLE);
-  EXPECT_EQ(CU(cuImportExternalMemory, void*, const void*)(nullptr, nullptr),
-            CUDA_ERROR_OPERATING_SYSTEM);
   EXPECT_EQ(CU(cuImportExternalSemaphore, void*, const void*)(nullptr, nullptr),
             CUDA_ERROR_NOT_SUPPORTED);
-  EXPECT_EQ(CU(cuDestroyExternalMemory, void*)(nullptr), CUDA_ERROR_INVALID_HANDLE);
-  EXPECT_EQ(CU(cuMemPoolExportPointer, void*, CUdeviceptr)(nullptr, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuDestroyExternalSemaphore, void*)(nullptr), CUDA_ERROR_INVALID_HANDLE);
   EXPECT_EQ(CU(cuDeviceGetNvSciSyncAttributes, void*, CUdevice, int)(nullptr, 0, 0),
             CUDA_ERROR_NOT_SUPPORTED);
   EXPECT_EQ(CU(cuEGLStreamConsumerConnect, void*, void*)(nullptr, nullptr),
