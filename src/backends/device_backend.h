@@ -88,6 +88,9 @@ class DeviceBackend {
   virtual void freeHost(void* pointer) = 0;
   // Bytes of device memory free right now.
   virtual uint64_t freeMemory() const = 0;
+  // cuMemHostRegister / cuMemHostUnregister of the application's memory (the CPU device's
+  // memcheck tracks it); nothing to do by default.
+  virtual void hostRangeRegistered(void* /*base*/, size_t /*bytes*/, bool /*registered*/) {}
 
   // Synchronous copies and fills, any direction (the core resolved the pointers already).
   virtual Status copy(void* destination, const void* source, size_t bytes) = 0;

@@ -243,6 +243,7 @@ bool registerHostRange(Context& context, void* base, size_t size, unsigned flags
   Allocation allocation{start, size, AllocationKind::Host, &context, flags};
   allocation.registered = true;
   t.byBase[start] = allocation;
+  context.device().backend().hostRangeRegistered(base, size, true);
   return true;
 }
 
@@ -251,6 +252,8 @@ bool unregisterHostRange(void* base) {
   std::lock_guard lock(t.mutex);
   auto it = t.byBase.find(reinterpret_cast<uintptr_t>(base));
   if (it == t.byBase.end() || !it->second.registered) return false;
+  if (Context* owner = lookupHandle<Context>(it->second.context))  // may be destroyed already
+    owner->device().backend().hostRangeRegistered(base, it->second.size, false);
   t.byBase.erase(it);
   return true;
 }

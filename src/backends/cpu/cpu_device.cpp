@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "backends/cpu/execution.h"
+#include "backends/cpu/memcheck.h"
 #include "backends/cpu/thread_pool.h"
 #include "backends/device_backend.h"
 #include "support/disk_cache.h"
@@ -39,7 +40,17 @@ class CpuKernel final : public LoadedKernel {
 class CpuModule final : public LoadedModule {
  public:
   CpuModule(compiler::ModuleInfo info, std::unique_ptr<compiler::HostCode> code)
-      : info_(std::move(info)), code_(std::move(code)) {}
+      : info_(std::move(info)), code_(std::move(code)) {
+    if (!memcheckEnabled()) return;
+    for (const auto& global : info_.globals)
+      if (void* address = code_->lookup(global.name)) {
+        AllocationMap::instance().add(address, global.size, /*owned=*/false);
+        memcheckGlobals_.push_back(address);
+      }
+  }
+  ~CpuModule() override {
+    for (void* address : memcheckGlobals_) AllocationMap::instance().remove(address, false);
+  }
 
   Status resolveKernels() {
     for (const auto& kernelInfo : info_.kernels) {
@@ -85,6 +96,7 @@ class CpuModule final : public LoadedModule {
   compiler::ModuleInfo info_;
   std::unique_ptr<compiler::HostCode> code_;
   std::map<std::string, std::unique_ptr<CpuKernel>, std::less<>> kernels_;
+  std::vector<void*> memcheckGlobals_;  // registered in the memcheck allocation map
 };
 
 unsigned configuredThreads() {
@@ -108,6 +120,13 @@ class CpuDevice final : public DeviceBackend {
   Result<void*> allocateHost(size_t bytes) override { return allocate(bytes); }
   void freeHost(void* pointer) override { release(pointer); }
   uint64_t freeMemory() const override { return platform::availablePhysicalMemory(); }
+  void hostRangeRegistered(void* base, size_t bytes, bool registered) override {
+    if (!memcheckEnabled()) return;
+    if (registered)
+      AllocationMap::instance().add(base, bytes, /*owned=*/false);
+    else
+      AllocationMap::instance().remove(base, /*owned=*/false);
+  }
 
   Status copy(void* destination, const void* source, size_t bytes) override {
     if (bytes != 0) std::memmove(destination, source, bytes);
@@ -149,9 +168,15 @@ class CpuDevice final : public DeviceBackend {
     if (memory == nullptr)
       return makeError(ErrorCode::OutOfMemory,
                        "cannot allocate " + std::to_string(bytes) + " bytes of host memory");
+    // Memcheck knows the size asked for: an access into the rounding padding is reported.
+    if (memcheckEnabled()) AllocationMap::instance().add(memory, bytes, /*owned=*/true);
     return memory;
   }
-  void release(void* pointer) { std::free(pointer); }
+  void release(void* pointer) {
+    if (!memcheckEnabled()) return std::free(pointer);
+    // Freed memory stays in the quarantine (not reused) for a while: see memcheck.h.
+    for (void* old : AllocationMap::instance().remove(pointer, /*owned=*/true)) std::free(old);
+  }
 
   DeviceDescription description_;
   std::string hostTarget_;  // triple, CPU and features: code for one CPU may not run on another
@@ -188,12 +213,14 @@ Result<compiler::HostObject> CpuDevice::compileCached(std::string_view ptx,
   *fromCache = false;
   compiler::CompileOptions options;
   options.blockFunctions = env::get("ROCUDA_CPU_BLOCK_FORMS").value_or("1") != "0";
+  options.memcheck = memcheckEnabled();
   Sha256 key;
   key.update(compiler::kCompilerVersion);
   key.update(std::string_view("\0", 1));
   key.update(hostTarget_);
   key.update(std::string_view("\0", 1));
-  key.update("O" + std::to_string(options.optLevel) + (options.blockFunctions ? "" : " threads"));
+  key.update("O" + std::to_string(options.optLevel) + (options.blockFunctions ? "" : " threads") +
+             (options.memcheck ? " memcheck" : ""));
   key.update(std::string_view("\0", 1));
   key.update(ptx);
   std::string cacheKey = Sha256::hex(key.finish());
@@ -217,7 +244,11 @@ Result<std::unique_ptr<LoadedModule>> CpuDevice::loadPtx(std::string_view ptx,
   bool fromCache = false;
   auto object = compileCached(ptx, moduleName, /*refresh=*/false, &fromCache);
   if (!object.ok()) return object.takeError();
-  static const compiler::RuntimeSymbols runtime = deviceRuntimeSymbols();
+  static const compiler::RuntimeSymbols runtime = [] {
+    compiler::RuntimeSymbols symbols = deviceRuntimeSymbols();
+    for (auto& symbol : memcheckRuntimeSymbols()) symbols.push_back(std::move(symbol));
+    return symbols;
+  }();
   auto code = compiler::loadHostCode(*object, runtime);
   if (!code.ok() && fromCache) {
     // A cached object this runtime cannot link (left by another build of Rocuda): replace it.
@@ -248,6 +279,9 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
   grid.usesWarpCollectives = info.usesWarpCollectives;
   grid.kernelName = info.name;
   grid.gridId = nextGridId_++;
+  grid.paramBytes = info.paramBufferSize;
+  std::atomic<bool> illegalAddress{false};
+  grid.illegalAddress = &illegalAddress;
 
   uint64_t blocks = uint64_t(config.grid[0]) * config.grid[1] * config.grid[2];
   std::atomic<bool> failed{false}, asserted{false};
@@ -260,6 +294,9 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
   });
   if (asserted.load())
     return makeError(ErrorCode::Assert, "kernel '" + info.name + "' failed a device-side assert");
+  if (illegalAddress.load())
+    return makeError(ErrorCode::IllegalAddress,
+                     "kernel '" + info.name + "' made an invalid memory access (memcheck)");
   if (failed.load())
     return makeError(ErrorCode::LaunchFailed,
                      "kernel '" + info.name +

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <csetjmp>
 #include <memory>
 #include <cstdint>
@@ -49,6 +50,8 @@ struct GridState {
   bool usesWarpCollectives = false;
   uint32_t gridId = 0;
   std::string_view kernelName;  // for diagnostics (a deadlocked block names its kernel)
+  uint32_t paramBytes = 0;      // of the parameter buffer (memcheck: reachable through pointers)
+  std::atomic<bool>* illegalAddress = nullptr;  // memcheck: set by the first invalid access
 
   // Per-thread entries run as fibers when threads must wait for one another.
   bool useFibers() const {
