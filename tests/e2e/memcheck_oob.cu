@@ -31,6 +31,20 @@ __global__ void correctKernel(const int* in, int* out, const int* order, int n) 
   if (i < n) out[i] = tile[threadIdx.x] + left;
 }
 
+// Correct: device-side malloc/free (memcheck must know these allocations too).
+__global__ void deviceHeap(int* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  int* scratch = static_cast<int*>(malloc(4 * sizeof(int)));
+  if (scratch == nullptr) {
+    out[i] = -1;
+    return;
+  }
+  for (int k = 0; k < 4; ++k) scratch[k] = i * k;
+  out[i] = scratch[0] + scratch[1] + scratch[2] + scratch[3];
+  free(scratch);
+}
+
 // The planted bugs: one thread of one block goes wrong.
 constexpr int kBadThread = 5, kBadBlock = 2;
 
@@ -94,6 +108,11 @@ void runCorrectKernel(Checker& check) {
     };
     check.eq("correctKernel", i, tileAt(t) + tileAt((t + threads - 1) % threads), hostOut[i]);
   }
+  deviceHeap<<<blocks, threads>>>(out, n);
+  CHECK_LAUNCH();
+  CHECK(cudaDeviceSynchronize());
+  CHECK(cudaMemcpy(hostOut, out, sizeof hostOut, cudaMemcpyDeviceToHost));
+  for (int i = 0; i < n; ++i) check.eq("deviceHeap", i, 6 * i, hostOut[i]);
   CHECK(cudaFree(in));
   CHECK(cudaFree(out));
   CHECK(cudaFree(order));

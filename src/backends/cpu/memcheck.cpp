@@ -7,6 +7,7 @@
 #include <cinttypes>
 #include <csetjmp>
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 
 #include "backends/cpu/execution.h"
@@ -295,10 +296,29 @@ static void memcheckAccess(const void* address, uint64_t size, uint32_t access, 
   }
   stopBlock();
 }
+
+// Device-side malloc/free (PTX calls them by value with 64-bit integers): under memcheck their
+// memory is an allocation like any other, so that kernels may use it and overruns are caught.
+static uint64_t deviceMalloc(uint64_t size) {
+  void* memory = std::malloc(size == 0 ? 1 : size);
+  if (memory != nullptr) AllocationMap::instance().add(memory, size, /*owned=*/true);
+  return reinterpret_cast<uint64_t>(memory);
+}
+static void deviceFree(uint64_t pointer) {
+  if (pointer == 0) return;
+  for (void* old : AllocationMap::instance().remove(reinterpret_cast<void*>(pointer), true))
+    std::free(old);
+}
 }  // extern "C"
 
 std::vector<std::pair<std::string, void*>> memcheckRuntimeSymbols() {
-  return {{"__rocuda_memcheck", reinterpret_cast<void*>(memcheckAccess)}};
+  std::vector<std::pair<std::string, void*>> symbols = {
+      {"__rocuda_memcheck", reinterpret_cast<void*>(memcheckAccess)}};
+  if (memcheckEnabled()) {  // otherwise kernels use the process's malloc/free directly
+    symbols.emplace_back("malloc", reinterpret_cast<void*>(deviceMalloc));
+    symbols.emplace_back("free", reinterpret_cast<void*>(deviceFree));
+  }
+  return symbols;
 }
 
 }  // namespace rocuda::backends::cpu
