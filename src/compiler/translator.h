@@ -114,7 +114,7 @@ class FunctionTranslator {
   Result<llvm::Value*> address(const ptx::Operand& op, ptx::StateSpace space);
   // ROCUDA_MEMCHECK: check [ptr, ptr+size) before `inst` accesses it (nothing when off).
   void checkAccess(const ptx::Instruction& inst, llvm::Value* ptr, uint64_t size, bool write,
-                   ptx::StateSpace space);
+                   ptx::StateSpace space, bool atomic = false);
   // The value of a symbol used as an operand (`mov r, sym`): its address in its own space.
   Result<llvm::Value*> symbolValue(const std::string& name, int64_t offset);
 

@@ -35,7 +35,9 @@ const std::vector<Variable>& variables() {
        "allocations (a debugging aid, like compute-sanitizer): the first out-of-bounds access or "
        "use after free stops the kernel, whose launch fails with CUDA_ERROR_ILLEGAL_ADDRESS, "
        "after an error line naming the kernel, thread, block, PTX line (and CUDA line with "
-       "`nvcc -lineinfo`) and the nearest allocation. Kernels run several times slower."},
+       "`nvcc -lineinfo`) and the nearest allocation. `race` also checks shared memory for races: "
+       "accesses by threads of different warps to the same bytes, at least one a write, with no "
+       "barrier between are reported (the kernel goes on). Kernels run much slower."},
       {"ROCUDA_DEVICES", "cpu",
        "Backends to use, in order, separated by commas: `hip` (AMD GPUs through ROCm's HIP "
        "runtime) and `cpu` (the CPU device). Device ordinals follow this order. The default is "

@@ -1,12 +1,13 @@
 // ROCUDA_MEMCHECK=1: planted invalid accesses are caught with the right thread, block and line.
 // One case per process (CUDA_ERROR_ILLEGAL_ADDRESS is sticky, the context is unusable after it):
-//   memcheck_oob global|shared|local|free|off
+//   memcheck_oob global|shared|local|free|off|race
 // Every case first runs a correct kernel (global, shared and local memory) under memcheck and
 // checks its results; then the planted bug: the launch must fail with cudaErrorIllegalAddress,
 // stay failed, and the error line Rocuda writes to stderr (captured here) must name the
 // access, thread, block, CUDA line (built with -lineinfo) and the allocation. `off` runs with
 // memcheck off: the planted global write (inside the allocation's alignment padding, so
-// harmless) goes unchecked and nothing breaks.
+// harmless) goes unchecked and nothing breaks. `race` (ROCUDA_MEMCHECK=race): the correct kernel
+// reports no race, a kernel missing a __syncthreads reports both hazards and still completes.
 #include <unistd.h>
 
 #include <cstdio>
@@ -81,6 +82,14 @@ __global__ void readAfterFree(const int* data, int* out) {
   out[i] = data[i];  // kFreeLine
 }
 constexpr int kFreeLine = __LINE__ - 2;
+
+// A planted race: each thread reads what a thread of another warp wrote, with no barrier.
+__global__ void missingBarrier(int* out) {
+  __shared__ int tile[128];
+  tile[threadIdx.x] = threadIdx.x * 3;  // kRaceWriteLine
+  out[blockIdx.x * blockDim.x + threadIdx.x] = tile[(threadIdx.x + 64) % 128];  // kRaceReadLine
+}
+constexpr int kRaceWriteLine = __LINE__ - 3, kRaceReadLine = __LINE__ - 2;
 
 namespace {
 
@@ -236,12 +245,31 @@ void freeCase(Checker& check) {
                ": use after free of the allocation at " + hex(data) + " of 1024 bytes");
 }
 
+void raceCase(Checker& check) {
+  std::string clean;
+  check.expect(captureStderr([&] { runCorrectKernel(check); }, clean) == cudaSuccess,
+               "the correct kernel succeeds under the race check");
+  check.expect(clean.find("race") == std::string::npos, "the correct kernel reports no race");
+  int* out;
+  CHECK(cudaMalloc(&out, 2 * 128 * sizeof(int)));
+  std::string text;
+  cudaError_t result = captureStderr([&] { missingBarrier<<<2, 128>>>(out); }, text);
+  check.expect(result == cudaSuccess, "a race is reported, not fatal");
+  expectReport(check, text, "memcheck: shared memory race (write after read) in block (");
+  expectReport(check, text, "memcheck: shared memory race (read after write) in block (");
+  expectReport(check, text, ") of kernel _Z14missingBarrierPi: ");
+  expectReport(check, text, line(kRaceWriteLine) + ", conflicts with a read by thread (");
+  expectReport(check, text, line(kRaceReadLine) + ", conflicts with a write by thread (");
+  expectReport(check, text, ", with no barrier between");
+  CHECK(cudaFree(out));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Checker check("memcheck_oob");
   std::string mode = argc > 1 ? argv[1] : "global";
-  runCorrectKernel(check);
+  if (mode != "race") runCorrectKernel(check);
   if (mode == "global") {
     globalCase(check, true);
   } else if (mode == "off") {
@@ -253,6 +281,8 @@ int main(int argc, char** argv) {
     localCase(check);
   } else if (mode == "free") {
     freeCase(check);
+  } else if (mode == "race") {
+    raceCase(check);
   } else {
     std::fprintf(stderr, "unknown case '%s'\n", mode.c_str());
     return 2;

@@ -171,6 +171,7 @@ bool releaseWarp(std::vector<std::unique_ptr<ThreadState>>& threads, uint32_t fi
 // Threads resuming from a barrier read this round's bar.red votes; the next barrier counts
 // afresh.
 void completeBarrierRound(BlockState& block) {
+  ++block.barrierEpoch;
   block.roundParity ^= 1;
   block.reduceArrived[block.roundParity] = 0;
   block.reduceTrue[block.roundParity] = 0;

@@ -105,6 +105,7 @@ struct BlockState {
   uint32_t reduceArrived[2] = {0, 0};
   uint32_t reduceTrue[2] = {0, 0};
   std::jmp_buf trapExit;  // where a trap returns to when threads run without fibers
+  uint32_t barrierEpoch = 0;  // block barriers completed so far (ROCUDA_MEMCHECK=race)
 };
 
 // The CUDA thread running on this OS thread (nullptr outside kernels).

@@ -16,16 +16,26 @@
 
 namespace rocuda::backends::cpu {
 
-bool memcheckEnabled() {
-  static const bool enabled = [] {
+namespace {
+
+enum class Mode { Off, Bounds, Race };
+
+Mode memcheckMode() {
+  static const Mode mode = [] {
     std::optional<std::string> value = env::get("ROCUDA_MEMCHECK");
-    if (!value || value->empty() || *value == "0") return false;
+    if (!value || value->empty() || *value == "0") return Mode::Off;
+    if (*value == "race") return Mode::Race;
     if (*value != "1")
-      log::warning("ROCUDA_MEMCHECK='" + *value + "' is not supported (only 1); using 1");
-    return true;
+      log::warning("ROCUDA_MEMCHECK='" + *value + "' is not 0, 1 or race; using 1");
+    return Mode::Bounds;
   }();
-  return enabled;
+  return mode;
 }
+
+}  // namespace
+
+bool memcheckEnabled() { return memcheckMode() != Mode::Off; }
+bool memcheckRaceEnabled() { return memcheckMode() == Mode::Race; }
 
 void AllocationMap::add(const void* base, size_t size, bool owned) {
   uintptr_t start = reinterpret_cast<uintptr_t>(base);
@@ -272,14 +282,20 @@ std::string checkAccess(uintptr_t address, uint64_t size, uint32_t space, uintpt
 extern "C" {
 static void memcheckAccess(const void* address, uint64_t size, uint32_t access, uint32_t ptxLine,
                            const char* source, const void* localBase, uint64_t localSize) {
-  uint32_t space = access >> compiler::kMemcheckSpaceShift;
+  uint32_t space = (access >> compiler::kMemcheckSpaceShift) & 7;
   uintptr_t at = reinterpret_cast<uintptr_t>(address);
   std::string problem = checkAccess(at, size, space, reinterpret_cast<uintptr_t>(localBase),
                                     localSize);
-  if (problem.empty()) return;
   const ThreadState& thread = *currentThread();
   const BlockState& block = *thread.block;
   const GridState& grid = *block.grid;
+  if (problem.empty()) {
+    uintptr_t shared = reinterpret_cast<uintptr_t>(block.shared);
+    if (memcheckRaceEnabled() && at >= shared && at - shared < grid.sharedBytes &&
+        (space == compiler::kMemcheckShared || space == compiler::kMemcheckGeneric))
+      raceCheckShared(static_cast<uint32_t>(at - shared), size, access, ptxLine, source);
+    return;
+  }
   // One report per launch: the first invalid access; other blocks stop without a line.
   if (grid.illegalAddress == nullptr || !grid.illegalAddress->exchange(true)) {
     char head[320];

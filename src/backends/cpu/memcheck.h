@@ -17,8 +17,17 @@
 
 namespace rocuda::backends::cpu {
 
-// ROCUDA_MEMCHECK is set to a value that enables the bounds check ("1"); read once.
+// ROCUDA_MEMCHECK is set to a value that enables the bounds check ("1" or "race"); read once.
 bool memcheckEnabled();
+// ROCUDA_MEMCHECK=race: also the shared-memory race check (memcheck_race.cpp).
+bool memcheckRaceEnabled();
+
+struct BlockState;
+// The race check of one valid shared-memory access of the calling thread: conflicting accesses
+// by threads of different warps with no block barrier between are reported (error lines, at
+// most a few per launch); the kernel goes on, as compute-sanitizer's racecheck lets it.
+void raceCheckShared(uint32_t offset, uint64_t size, uint32_t access, uint32_t ptxLine,
+                     const char* source);
 
 // The memory kernels may reach through pointers: allocations of the device (device, pinned and
 // managed memory, pool allocations), host ranges registered with cuMemHostRegister and module
