@@ -22,7 +22,6 @@ bool memcheckEnabled();
 // ROCUDA_MEMCHECK=race: also the shared-memory race check (memcheck_race.cpp).
 bool memcheckRaceEnabled();
 
-struct BlockState;
 // The race check of one valid shared-memory access of the calling thread: conflicting accesses
 // by threads of different warps with no block barrier between are reported (error lines, at
 // most a few per launch); the kernel goes on, as compute-sanitizer's racecheck lets it.
