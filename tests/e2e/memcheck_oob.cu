@@ -1,6 +1,6 @@
 // ROCUDA_MEMCHECK=1: planted invalid accesses are caught with the right thread, block and line.
 // One case per process (CUDA_ERROR_ILLEGAL_ADDRESS is sticky, the context is unusable after it):
-//   memcheck_oob global|shared|local|free|off|race
+//   memcheck_oob global|shared|local|local_sync|free|off|race
 // Every case first runs a correct kernel (global, shared and local memory) under memcheck and
 // checks its results; then the planted bug: the launch must fail with cudaErrorIllegalAddress,
 // stay failed, and the error line Rocuda writes to stderr (captured here) must name the
@@ -66,10 +66,13 @@ __global__ void plantedSharedWrite(int* out, int badOffset) {
 }
 constexpr int kSharedLine = __LINE__ - 4;
 
+// Sync: with a barrier, so that the kernel runs as a Continuation (local memory in frames).
+template <bool Sync>
 __global__ void plantedLocalWrite(int* out, const int* indices) {
   int local[8];
   for (int k = 0; k < 8; ++k) local[k] = k * threadIdx.x;
   int index = indices[blockIdx.x * blockDim.x + threadIdx.x];
+  if (Sync) __syncthreads();
   local[index] = 42;  // kLocalLine
   int sum = 0;
   for (int k = 0; k < 8; ++k) sum += local[(k + index) & 7];
@@ -211,7 +214,7 @@ void sharedCase(Checker& check) {
   expectReport(check, text, ": 12 bytes after the end of the block's 256 bytes of shared memory");
 }
 
-void localCase(Checker& check) {
+void localCase(Checker& check, bool sync) {
   const int count = 4 * 32;
   int hostIndices[count];
   for (int i = 0; i < count; ++i) hostIndices[i] = i % 8;
@@ -221,10 +224,17 @@ void localCase(Checker& check) {
   CHECK(cudaMalloc(&indices, sizeof hostIndices));
   CHECK(cudaMemcpy(indices, hostIndices, sizeof hostIndices, cudaMemcpyHostToDevice));
   std::string text;
-  cudaError_t result = captureStderr([&] { plantedLocalWrite<<<4, 32>>>(out, indices); }, text);
+  cudaError_t result = captureStderr([&] {
+    if (sync)
+      plantedLocalWrite<true><<<4, 32>>>(out, indices);
+    else
+      plantedLocalWrite<false><<<4, 32>>>(out, indices);
+  }, text);
   expectIllegalAddress(check, result);
   expectReport(check, text, "memcheck: invalid local write of 4 bytes at 0x");
-  expectReport(check, text, threadAndBlock() + "_Z17plantedLocalWritePiPKi, PTX line ");
+  expectReport(check, text, threadAndBlock() + (sync ? "_Z17plantedLocalWriteILb1EEvPiPKi"
+                                                      : "_Z17plantedLocalWriteILb0EEvPiPKi") +
+                                ", PTX line ");
   expectReport(check, text, line(kLocalLine));
   expectReport(check, text, ": 8 bytes after the end of the thread's local memory of 32 bytes");
 }
@@ -277,8 +287,8 @@ int main(int argc, char** argv) {
     runCorrectKernel(check);  // the device is still fine
   } else if (mode == "shared") {
     sharedCase(check);
-  } else if (mode == "local") {
-    localCase(check);
+  } else if (mode == "local" || mode == "local_sync") {
+    localCase(check, mode == "local_sync");
   } else if (mode == "free") {
     freeCase(check);
   } else if (mode == "race") {
