@@ -101,6 +101,10 @@ class DeviceBackend {
   virtual void freeHost(void* pointer) = 0;
   // Bytes of device memory free right now.
   virtual uint64_t freeMemory() const = 0;
+  // Memory kernels may access that the backend did not allocate appeared or went away:
+  // cuMemHostRegister'ed ranges, IPC handles opened, external memory and imported pool
+  // pointers mapped (the CPU device's memcheck tracks them); nothing to do by default.
+  virtual void externalRangeMapped(void* /*base*/, size_t /*bytes*/, bool /*registered*/) {}
 
   // Sharing memory between processes (backends without it answer NotSupported).
   // shareDevice: the allocation at `base` (from allocateDevice) made shareable in place, its

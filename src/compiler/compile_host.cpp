@@ -51,6 +51,7 @@ Result<HostObject> compileForHost(std::string_view ptxText, std::string_view mod
   llvm::LLVMContext context;
   HostObject result;
   detail::ModuleTranslator translator(context, parsed.module, moduleName);
+  translator.memcheck = options.memcheck;
   auto translated = translator.translate(result.info);
   if (!translated.ok()) return translated.error();
   std::unique_ptr<llvm::Module> module = std::move(*translated);

@@ -55,6 +55,14 @@
 //        1 clamp, 2 zero; a non-zero return in trap mode is followed by __rocuda_trap) and
 //        `__rocuda_surf_store_p(ptr in, ..., i32 kind, i32 mode)` (kind -1: the surface's type).
 //    Only mipmap level 0 is sampled (tex.level / tex.grad read level 0).
+//  * ROCUDA_MEMCHECK (CompileOptions::memcheck, host code only): before every ld/ldu/st (scalar
+//    or vector: one call for the whole vector), atom/red and cp.async, `void __rocuda_memcheck(
+//    ptr address, i64 size, i32 access, i32 ptxLine, ptr source, ptr localBase, i64 localSize)`:
+//    access is kMemcheckWrite | kMemcheckAtomic (atom/red) | space << kMemcheckSpaceShift (the
+//    kMemcheck* space codes below, 3 bits; .param accesses are not checked); source is "file:line" of the last `.loc` (nvcc -lineinfo)
+//    or null; for .local accesses in a function with one .local variable (nvcc's depot),
+//    [localBase, localBase + localSize) is that variable, else null and 0. The call needs the
+//    calling thread's identity and does not return when the access is invalid (as trap).
 //
 // Host code (compileForHost) runs a whole block per call rather than one CUDA thread per call
 // (KernelInfo::cpuExecution says which form each kernel took; BlockContext below is what the
@@ -105,6 +113,13 @@ namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
 inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-6";
+
+// ROCUDA_MEMCHECK's access codes (see the contract above).
+inline constexpr uint32_t kMemcheckWrite = 1;
+inline constexpr uint32_t kMemcheckSpaceShift = 1;
+inline constexpr uint32_t kMemcheckAtomic = 1u << 4;
+inline constexpr uint32_t kMemcheckGeneric = 0, kMemcheckGlobal = 1, kMemcheckShared = 2,
+                          kMemcheckLocal = 3, kMemcheckConst = 4;
 
 // What the block forms of a kernel receive (see the contract above); the layout is ABI between
 // generated code and the CPU device runtime.
@@ -200,6 +215,8 @@ struct CompileOptions {
   // Host code: compile kernels into block forms (BlockLoop / Continuation). When false every
   // kernel is a ThreadEntry (used by tests that drive single threads).
   bool blockFunctions = true;
+  // Host code: check every memory access (ROCUDA_MEMCHECK; the __rocuda_memcheck contract).
+  bool memcheck = false;
 };
 
 // Host code for one PTX module: a relocatable object file for this machine plus its ModuleInfo.

@@ -62,6 +62,7 @@ Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   ROCUDA_VALUE(ptr, t.address(inst.operands[first], inst.space));
   llvm::AtomicOrdering order = semantics(inst);
   unsigned size = ptx::scalarTypeSize(type);
+  t.checkAccess(inst, ptr, size, /*write=*/true, inst.space, /*atomic=*/true);
   llvm::Value* old = nullptr;
   if (cas) {
     ScalarType bits = size == 2 ? ScalarType::B16 : size == 4 ? ScalarType::B32 : ScalarType::B64;

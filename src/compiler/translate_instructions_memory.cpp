@@ -52,6 +52,7 @@ Status load(FunctionTranslator& t, const ptx::Instruction& inst) {
                       inst.space == ptx::StateSpace::Param || inst.space == ptx::StateSpace::Const;
   bool pollable = (isVolatile || order != llvm::AtomicOrdering::NotAtomic) && !blockPrivate &&
                   elements.size() == 1;
+  t.checkAccess(inst, ptr, uint64_t(size) * elements.size(), /*write=*/false, inst.space);
   for (size_t i = 0; i < elements.size(); ++i) {
     if (elements[i]->kind == ptx::Operand::Kind::Sink) continue;
     llvm::Value* p = i == 0 ? ptr : B.CreateConstGEP1_64(t.i8(), ptr, i * size);
@@ -82,6 +83,7 @@ Status store(FunctionTranslator& t, const ptx::Instruction& inst) {
                                        : type;
   llvm::AtomicOrdering order = orderingOf(inst);
   bool isVolatile = inst.hasModifier("volatile");
+  t.checkAccess(inst, ptr, uint64_t(size) * elements.size(), /*write=*/true, inst.space);
   for (size_t i = 0; i < elements.size(); ++i) {
     if (elements[i]->kind == ptx::Operand::Kind::Sink) continue;
     ROCUDA_VALUE(v, t.read(*elements[i], bits));
@@ -166,6 +168,7 @@ Status cpAsync(FunctionTranslator& t, const ptx::Instruction& inst) {
   ROCUDA_VALUE(src, t.address(inst.operands[1], ptx::StateSpace::Global));
   uint64_t size = inst.operands[2].imm.bits;
   if (size != 4 && size != 8 && size != 16) return t.invalid(inst, "cp-size must be 4, 8 or 16");
+  t.checkAccess(inst, dst, size, /*write=*/true, ptx::StateSpace::Shared);
   llvm::Value* srcSize = B.getInt64(size);
   if (inst.operands.size() > 3 && inst.operands[3].kind != ptx::Operand::Kind::Symbol) {
     ROCUDA_VALUE(n, t.read(inst.operands[3], ptx::ScalarType::U32));
@@ -173,6 +176,10 @@ Status cpAsync(FunctionTranslator& t, const ptx::Instruction& inst) {
         B.CreateZExt(B.CreateBinaryIntrinsic(llvm::Intrinsic::umin, n, B.getInt32(size)), t.i64());
     B.CreateMemSet(dst, B.getInt8(0), size, llvm::MaybeAlign(1));  // bytes past src-size are 0
   }
+  // src-size may be smaller than cp-size (zero-fill): the check reads the full cp-size, which
+  // only over-approximates at the end of an allocation read with a short src-size.
+  if (inst.operands.size() <= 3 || inst.operands[3].kind == ptx::Operand::Kind::Symbol)
+    t.checkAccess(inst, src, size, /*write=*/false, ptx::StateSpace::Global);
   B.CreateMemCpy(dst, llvm::MaybeAlign(1), src, llvm::MaybeAlign(1), srcSize);
   return Status::success();
 }

@@ -53,6 +53,14 @@ class ModuleTranslator {
   llvm::Function* sharedBaseFunction();
   llvm::Function* trapFunction();
   llvm::Function* libmFunction(const std::string& name, llvm::Type* type, unsigned arity);
+  // ROCUDA_MEMCHECK (translate_memcheck.cpp): `void __rocuda_memcheck(ptr address, i64 size,
+  // i32 access, i32 ptxLine, ptr source, ptr localBase, i64 localSize)`, and the constant string
+  // "file:line" of an instruction's CUDA source position (null when the PTX has none).
+  llvm::Function* memcheckFunction();
+  llvm::Constant* memcheckSource(uint32_t file, uint32_t line);
+
+  // Instrument every memory access with a __rocuda_memcheck call (host code only).
+  bool memcheck = false;
 
   llvm::GlobalVariable* findGlobal(const std::string& name) const;
   llvm::Function* findFunction(const std::string& name) const;
@@ -79,6 +87,7 @@ class ModuleTranslator {
   std::unordered_map<std::string, uint64_t> sharedOffsets_;
   std::unordered_map<std::string, uint64_t> sharedStaticBytes_;    // per kernel
   std::unordered_map<std::string, uint64_t> sharedDynamicOffset_;  // per kernel
+  std::unordered_map<uint64_t, llvm::Constant*> memcheckSources_;  // (file << 32 | line)
 };
 
 class FunctionTranslator {
@@ -110,6 +119,9 @@ class FunctionTranslator {
   Status write(const ptx::Operand& op, llvm::Value* value, ptx::ScalarType type);
   // The pointer an address operand `[...]` designates in state space `space`.
   Result<llvm::Value*> address(const ptx::Operand& op, ptx::StateSpace space);
+  // ROCUDA_MEMCHECK: check [ptr, ptr+size) before `inst` accesses it (nothing when off).
+  void checkAccess(const ptx::Instruction& inst, llvm::Value* ptr, uint64_t size, bool write,
+                   ptx::StateSpace space, bool atomic = false);
   // The value of a symbol used as an operand (`mov r, sym`): its address in its own space.
   Result<llvm::Value*> symbolValue(const std::string& name, int64_t offset);
 

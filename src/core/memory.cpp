@@ -247,6 +247,7 @@ bool registerHostRange(Context& context, void* base, size_t size, unsigned flags
   Allocation allocation{start, size, AllocationKind::Host, &context, flags};
   allocation.registered = true;
   t.byBase[start] = allocation;
+  context.device().backend().externalRangeMapped(base, size, true);
   return true;
 }
 
@@ -255,6 +256,8 @@ bool unregisterHostRange(void* base) {
   std::lock_guard lock(t.mutex);
   auto it = t.byBase.find(reinterpret_cast<uintptr_t>(base));
   if (it == t.byBase.end() || !it->second.registered) return false;
+  if (Context* owner = lookupHandle<Context>(it->second.context))  // may be destroyed already
+    owner->device().backend().externalRangeMapped(base, it->second.size, false);
   t.byBase.erase(it);
   return true;
 }
@@ -264,6 +267,7 @@ void registerMapped(Context& context, void* base, size_t size, MappedFrom from) 
                         0};
   allocation.mappedFrom = from;
   insert(allocation);
+  context.device().backend().externalRangeMapped(base, size, true);
 }
 
 bool unregisterMapped(void* base, MappedFrom from) {
@@ -271,6 +275,8 @@ bool unregisterMapped(void* base, MappedFrom from) {
   std::lock_guard lock(t.mutex);
   auto it = t.byBase.find(reinterpret_cast<uintptr_t>(base));
   if (it == t.byBase.end() || it->second.mappedFrom != from) return false;
+  if (Context* owner = lookupHandle<Context>(it->second.context))  // may be destroyed already
+    owner->device().backend().externalRangeMapped(base, it->second.size, false);
   t.byBase.erase(it);
   return true;
 }

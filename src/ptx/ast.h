@@ -158,6 +158,9 @@ struct Operand {
 
 struct Instruction {
   SourceLocation loc;
+  // The CUDA source position of the last `.loc` before the instruction (nvcc -lineinfo): an index
+  // into Module::files and a 1-based line; 0 when the PTX has none.
+  uint32_t sourceFile = 0, sourceLine = 0;
   Opcode opcode = Opcode::mov;
   // Guard predicate `@p` / `@!p`: register index into Function::registers.
   std::optional<uint32_t> guard;

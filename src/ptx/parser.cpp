@@ -129,13 +129,18 @@ void Parser::parseLoc() {
   const Token& start = tok();
   advance();
   // .loc file line column [, function_name label, inlined_at file line column]: no ';'.
+  uint64_t numbers[3] = {0, 0, 0};
   for (int i = 0; i < 3; ++i) {
     if (!at(TokenKind::Number) || tok().line != start.line) {
       error(tok(), "expected file, line and column numbers after .loc");
       return skipRestOfLine(start.line);
     }
+    if (!parseIntegerText(text(tok()), tok(), numbers[i])) return skipRestOfLine(start.line);
     advance();
   }
+  // Later instructions carry it (memcheck reports name the CUDA line).
+  locFile_ = numbers[0] < 65536 ? static_cast<uint32_t>(numbers[0]) : 0;
+  locLine_ = numbers[1] <= UINT32_MAX ? static_cast<uint32_t>(numbers[1]) : 0;
   skipRestOfLine(start.line);
 }
 
@@ -277,6 +282,7 @@ void Parser::parseFunction(Linkage linkage, bool isEntry, const Token& start) {
 
 void Parser::parseBody(FunctionState& state) {
   unsigned depth = 0;
+  locFile_ = locLine_ = 0;
   while (!tooManyErrors()) {
     if (at(TokenKind::End)) {
       error(tok(), "expected '}' at end of function '" + state.function->name + "'");

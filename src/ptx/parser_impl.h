@@ -197,6 +197,7 @@ class Parser {
   std::vector<Operand> operandScratch_;  // reused by parseInstruction  // built lazily for errors
                                          // located by line only
   std::vector<FunctionState> functionStates_;  // kept until the module-wide symbol check
+  uint32_t locFile_ = 0, locLine_ = 0;  // the last `.loc` of the current body
   friend class ParserAccess;
 };
 

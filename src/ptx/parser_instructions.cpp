@@ -488,6 +488,8 @@ void Parser::parseInstruction(FunctionState& state) {
   Statement statement;
   Instruction& inst = statement.instruction;
   inst.loc = locOf(start);
+  inst.sourceFile = locFile_;
+  inst.sourceLine = locLine_;
   if (accept(TokenKind::At)) {
     inst.guardNegated = accept(TokenKind::Bang);
     const Token& guard = tok();

@@ -29,6 +29,15 @@ const std::vector<Variable>& variables() {
        "continuations: for comparing the two and for isolating a suspected compiler fault."},
       {"ROCUDA_CPU_THREADS", "number of cores",
        "Worker threads of the CPU device's thread pool (blocks run in parallel on them)."},
+      {"ROCUDA_MEMCHECK", "0",
+       "`1` checks every global, shared, local and generic memory access of kernels on the CPU "
+       "device against the block's shared memory, the thread's local memory and the live "
+       "allocations (a debugging aid, like compute-sanitizer): the first out-of-bounds access or "
+       "use after free stops the kernel, whose launch fails with CUDA_ERROR_ILLEGAL_ADDRESS, "
+       "after an error line naming the kernel, thread, block, PTX line (and CUDA line with "
+       "`nvcc -lineinfo`) and the nearest allocation. `race` also checks shared memory for races: "
+       "accesses by threads of different warps to the same bytes, at least one a write, with no "
+       "barrier between are reported (the kernel goes on). Kernels run much slower."},
       {"ROCUDA_DEVICES", "cpu",
        "Backends to use, in order, separated by commas: `hip` (AMD GPUs through ROCm's HIP "
        "runtime) and `cpu` (the CPU device). Device ordinals follow this order. The default is "

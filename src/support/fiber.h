@@ -23,6 +23,10 @@ class Fiber {
   // Save the running context in `from` and continue `to` where it left off.
   static void switchTo(Fiber& from, Fiber& to);
 
+  // The fiber's stack (null before the first prepare): memcheck accepts addresses on it.
+  const void* stack() const { return stack_; }
+  size_t stackBytes() const { return stackBytes_; }
+
  private:
   bool reserveStack(size_t stackBytes);
 

@@ -172,6 +172,7 @@ bool releaseWarp(BlockState& block, uint32_t first, uint32_t count) {
 // Threads resuming from a barrier read this round's bar.red votes; the next barrier counts
 // afresh.
 void completeBarrierRound(BlockState& block) {
+  ++block.barrierEpoch;
   block.roundParity ^= 1;
   block.reduceArrived[block.roundParity] = 0;
   block.reduceTrue[block.roundParity] = 0;

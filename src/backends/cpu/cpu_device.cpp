@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "backends/cpu/execution.h"
+#include "backends/cpu/memcheck.h"
 #include "backends/cpu/thread_pool.h"
 #include "backends/device_backend.h"
 #include "support/disk_cache.h"
@@ -47,7 +48,17 @@ class CpuKernel final : public LoadedKernel {
 class CpuModule final : public LoadedModule {
  public:
   CpuModule(compiler::ModuleInfo info, std::unique_ptr<compiler::HostCode> code)
-      : info_(std::move(info)), code_(std::move(code)) {}
+      : info_(std::move(info)), code_(std::move(code)) {
+    if (!memcheckEnabled()) return;
+    for (const auto& global : info_.globals)
+      if (void* address = code_->lookup(global.name)) {
+        AllocationMap::instance().add(address, global.size, /*owned=*/false);
+        memcheckGlobals_.push_back(address);
+      }
+  }
+  ~CpuModule() override {
+    for (void* address : memcheckGlobals_) AllocationMap::instance().remove(address, false);
+  }
 
   Status resolveKernels() {
     for (const auto& kernelInfo : info_.kernels) {
@@ -93,6 +104,7 @@ class CpuModule final : public LoadedModule {
   compiler::ModuleInfo info_;
   std::unique_ptr<compiler::HostCode> code_;
   std::map<std::string, std::unique_ptr<CpuKernel>, std::less<>> kernels_;
+  std::vector<void*> memcheckGlobals_;  // registered in the memcheck allocation map
 };
 
 unsigned configuredThreads() {
@@ -116,6 +128,13 @@ class CpuDevice final : public DeviceBackend {
   Result<void*> allocateHost(size_t bytes) override { return allocate(bytes); }
   void freeHost(void* pointer) override { release(pointer); }
   uint64_t freeMemory() const override { return platform::availablePhysicalMemory(); }
+  void externalRangeMapped(void* base, size_t bytes, bool registered) override {
+    if (!memcheckEnabled()) return;
+    if (registered)
+      AllocationMap::instance().add(base, bytes, /*owned=*/false);
+    else
+      AllocationMap::instance().remove(base, /*owned=*/false);
+  }
 
   Status copy(void* destination, const void* source, size_t bytes) override {
     if (bytes != 0) std::memmove(destination, source, bytes);
@@ -163,9 +182,15 @@ class CpuDevice final : public DeviceBackend {
     if (memory == nullptr)
       return makeError(ErrorCode::OutOfMemory,
                        "cannot allocate " + std::to_string(bytes) + " bytes of host memory");
+    // Memcheck knows the size asked for: an access into the rounding padding is reported.
+    if (memcheckEnabled()) AllocationMap::instance().add(memory, bytes, /*owned=*/true);
     return memory;
   }
-  void release(void* pointer) { std::free(pointer); }
+  void release(void* pointer) {
+    if (!memcheckEnabled()) return std::free(pointer);
+    // Freed memory stays in the quarantine (not reused) for a while: see memcheck.h.
+    for (void* old : AllocationMap::instance().remove(pointer, /*owned=*/true)) std::free(old);
+  }
 
   // Device allocations are whole pages of their own (anonymous memory), so that one can be made
   // shareable in place (shareDevice) without touching its neighbours.
@@ -181,6 +206,7 @@ class CpuDevice final : public DeviceBackend {
   std::multimap<size_t, void*> reusable_;  // by length
   size_t reusableBytes_ = 0;
   void* takeReusable(size_t length);       // caller holds regionsMutex_
+  void releaseRegion(void* pointer);       // unmapped, or kept for reuse
   void releaseReusable();                  // caller holds regionsMutex_
 
   DeviceDescription description_;
@@ -235,10 +261,19 @@ Result<void*> CpuDevice::allocateDevice(size_t bytes) {
     return makeError(ErrorCode::OutOfMemory,
                      "cannot allocate " + std::to_string(bytes) + " bytes of device memory");
   regions_[memory] = DeviceRegion{length, -1};
+  // Memcheck knows the size asked for: an access into the page's rest is reported.
+  if (memcheckEnabled()) AllocationMap::instance().add(memory, bytes, /*owned=*/true);
   return memory;
 }
 
 void CpuDevice::freeDevice(void* pointer) {
+  if (!memcheckEnabled()) return releaseRegion(pointer);
+  // Freed memory stays in the quarantine (neither reused nor unmapped) for a while, so that a
+  // late access reads as a use after free: see memcheck.h.
+  for (void* old : AllocationMap::instance().remove(pointer, /*owned=*/true)) releaseRegion(old);
+}
+
+void CpuDevice::releaseRegion(void* pointer) {
   DeviceRegion region;
   {
     std::lock_guard lock(regionsMutex_);
@@ -339,12 +374,14 @@ Result<compiler::HostObject> CpuDevice::compileCached(std::string_view ptx,
   *fromCache = false;
   compiler::CompileOptions options;
   options.blockFunctions = env::get("ROCUDA_CPU_BLOCK_FORMS").value_or("1") != "0";
+  options.memcheck = memcheckEnabled();
   Sha256 key;
   key.update(compiler::kCompilerVersion);
   key.update(std::string_view("\0", 1));
   key.update(hostTarget_);
   key.update(std::string_view("\0", 1));
-  key.update("O" + std::to_string(options.optLevel) + (options.blockFunctions ? "" : " threads"));
+  key.update("O" + std::to_string(options.optLevel) + (options.blockFunctions ? "" : " threads") +
+             (options.memcheck ? " memcheck" : ""));
   key.update(std::string_view("\0", 1));
   key.update(ptx);
   std::string cacheKey = Sha256::hex(key.finish());
@@ -368,7 +405,11 @@ Result<std::unique_ptr<LoadedModule>> CpuDevice::loadPtx(std::string_view ptx,
   bool fromCache = false;
   auto object = compileCached(ptx, moduleName, /*refresh=*/false, &fromCache);
   if (!object.ok()) return object.takeError();
-  static const compiler::RuntimeSymbols runtime = deviceRuntimeSymbols();
+  static const compiler::RuntimeSymbols runtime = [] {
+    compiler::RuntimeSymbols symbols = deviceRuntimeSymbols();
+    for (auto& symbol : memcheckRuntimeSymbols()) symbols.push_back(std::move(symbol));
+    return symbols;
+  }();
   auto code = compiler::loadHostCode(*object, runtime);
   if (!code.ok() && fromCache) {
     // A cached object this runtime cannot link (left by another build of Rocuda): replace it.
@@ -395,6 +436,9 @@ Status CpuDevice::runCooperative(GridState& grid, uint64_t blocks,
   CooperativeGrid cooperative;
   cooperative.running.store(static_cast<uint32_t>(blocks));
   grid.cooperative = &cooperative;
+  // grid.sync() reaches the workspace through a pointer: memcheck must know it.
+  if (memcheckEnabled())
+    AllocationMap::instance().add(&cooperative.workspace, sizeof cooperative.workspace, false);
   Status status = coResident_.run(blocks, [&](uint64_t index) {
     runOne(index);
     if (failed.load(std::memory_order_relaxed))
@@ -402,6 +446,7 @@ Status CpuDevice::runCooperative(GridState& grid, uint64_t blocks,
     cooperative.running.fetch_sub(1, std::memory_order_acq_rel);
   });
   grid.cooperative = nullptr;
+  if (memcheckEnabled()) AllocationMap::instance().remove(&cooperative.workspace, false);
   return status;
 }
 
@@ -420,6 +465,9 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
   grid.usesWarpCollectives = info.usesWarpCollectives;
   grid.kernelName = info.name;
   grid.gridId = nextGridId_++;
+  grid.paramBytes = info.paramBufferSize;
+  std::atomic<bool> illegalAddress{false};
+  grid.illegalAddress = &illegalAddress;
 
   uint64_t blocks = uint64_t(config.grid[0]) * config.grid[1] * config.grid[2];
   std::atomic<bool> failed{false}, asserted{false};
@@ -437,6 +485,9 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
   }
   if (asserted.load())
     return makeError(ErrorCode::Assert, "kernel '" + info.name + "' failed a device-side assert");
+  if (illegalAddress.load())
+    return makeError(ErrorCode::IllegalAddress,
+                     "kernel '" + info.name + "' made an invalid memory access (memcheck)");
   if (failed.load())
     return makeError(ErrorCode::LaunchFailed,
                      "kernel '" + info.name +

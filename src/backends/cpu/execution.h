@@ -65,6 +65,8 @@ struct GridState {
   uint32_t gridId = 0;
   std::string_view kernelName;  // for diagnostics (a deadlocked block names its kernel)
   CooperativeGrid* cooperative = nullptr;  // cooperative launches only
+  uint32_t paramBytes = 0;      // of the parameter buffer (memcheck: reachable through pointers)
+  std::atomic<bool>* illegalAddress = nullptr;  // memcheck: set by the first invalid access
 
   // Per-thread entries run as fibers when threads must wait for one another.
   bool useFibers() const {
@@ -113,6 +115,7 @@ struct BlockState {
   uint32_t reduceArrived[2] = {0, 0};
   uint32_t reduceTrue[2] = {0, 0};
   std::jmp_buf trapExit;  // where a trap returns to when threads run without fibers
+  uint32_t barrierEpoch = 0;  // block barriers completed so far (ROCUDA_MEMCHECK=race)
 };
 
 // The CUDA thread running on this OS thread (nullptr outside kernels).

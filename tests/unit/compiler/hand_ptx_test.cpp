@@ -835,5 +835,54 @@ TEST(CompilerContract, SharedLayoutPerKernelAndAsyncCopy) {
   EXPECT_EQ(out[3], 0u);  // beyond src-size: zero-filled
 }
 
+// ROCUDA_MEMCHECK's instrumentation (the __rocuda_memcheck contract in compiler.h): one call
+// before each access, with its size, kind and space, the PTX line and the .loc position; none
+// without the option.
+TEST(CompilerContract, MemcheckInstrumentsEveryAccess) {
+  const char* ptx = R"(.version 8.0
+.target sm_75
+.address_size 64
+.file 1 "/src/k.cu"
+.visible .entry k(.param .u64 p)
+{
+  .local .align 4 .b8 depot[32];
+  .shared .align 4 .b8 tile[64];
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [p];
+  .loc 1 7 3
+  ld.global.v2.u32 {%r1, %r2}, [%rd1];
+  st.shared.u32 [tile+4], %r1;
+  mov.u64 %rd2, depot;
+  st.local.u32 [%rd2+8], %r2;
+  atom.add.u32 %r3, [%rd1+8], %r1;
+  ret;
+}
+)";
+  auto dir = std::filesystem::temp_directory_path() /
+             ("rocuda_memcheck_dump_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  ::setenv("ROCUDA_DUMP", dir.c_str(), 1);
+  CompileOptions options;
+  options.memcheck = true;
+  auto checked = compileForHost(ptx, "checked", options);
+  auto plain = compileForHost(ptx, "plain", {});
+  ::unsetenv("ROCUDA_DUMP");
+  ASSERT_TRUE(checked.ok()) << checked.error().message;
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  std::string ir = readFile((dir / "checked.ll").string());
+  std::string plainIr = readFile((dir / "plain.block.ll").string());
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(plainIr.find("__rocuda_memcheck"), std::string::npos);
+  EXPECT_NE(ir.find("c\"/src/k.cu:7\\00\""), std::string::npos) << ir;
+  // (size, access = write | space << 1, PTX line): global read of the v2, shared write, local
+  // write with the depot, generic atomic write (| 16).
+  for (const char* call : {"i64 8, i32 2, i32 13,", "i64 4, i32 5, i32 14,",
+                           "i64 4, i32 7, i32 16,", "i64 4, i32 17, i32 17,"}) {
+    EXPECT_NE(ir.find(call), std::string::npos) << call << "\n" << ir;
+  }
+  EXPECT_NE(ir.find("i64 32)"), std::string::npos) << "the depot's size: " << ir;
+}
+
 }  // namespace
 }  // namespace rocuda::compiler::test

@@ -319,5 +319,27 @@ TEST(PtxSyntax, LabelsAreBlockScopedLikeInlinedAsm) {
   EXPECT_NE(printed.find("L1$1:"), std::string::npos);
 }
 
+// nvcc -lineinfo: each instruction carries the CUDA position of the last .loc before it (for
+// memcheck reports); a new body starts without one.
+TEST(PtxSyntax, LocDirectivesGiveInstructionsTheirSourceLine) {
+  ParseResult r = parseOk(
+      ".version 8.0\n.target sm_75\n.address_size 64\n.file 1 \"/src/k.cu\"\n"
+      ".visible .entry k(.param .u64 p)\n{\n.reg .b64 %rd<2>;\n"
+      "ld.param.u64 %rd1, [p];\n"
+      ".loc 1 12 5\nst.global.u64 [%rd1], %rd1;\n"
+      ".loc 1 14 3, function_name $L__info_string0, inlined_at 1 20 1\nret;\n}\n"
+      ".visible .entry k2()\n{\nret;\n}\n");
+  ASSERT_EQ(r.module.functions.size(), 2u);
+  ASSERT_GE(r.module.files.size(), 2u);
+  EXPECT_EQ(r.module.files[1], "/src/k.cu");
+  const Function& k = r.module.functions[0];
+  ASSERT_EQ(k.body.size(), 3u);
+  EXPECT_EQ(k.body[0].instruction.sourceLine, 0u);
+  EXPECT_EQ(k.body[1].instruction.sourceFile, 1u);
+  EXPECT_EQ(k.body[1].instruction.sourceLine, 12u);
+  EXPECT_EQ(k.body[2].instruction.sourceLine, 14u);
+  EXPECT_EQ(r.module.functions[1].body[0].instruction.sourceLine, 0u);
+}
+
 }  // namespace
 }  // namespace rocuda::ptx

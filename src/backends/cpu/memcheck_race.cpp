@@ -1,0 +1,145 @@
+// ROCUDA_MEMCHECK=race: the shared-memory race check (see memcheck.h). A shadow word per 4 bytes
+// of the block's shared window remembers the last writer and the last reader in the current
+// barrier epoch (BlockState::barrierEpoch, advanced whenever a block barrier completes); an
+// access that conflicts with one by a thread of another warp in the same epoch is a race.
+// Threads of one warp are not compared: they may order their accesses with __syncwarp or warp
+// collectives, which this check does not track.
+#include <array>
+#include <cinttypes>
+#include <cstdio>
+#include <mutex>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "backends/cpu/execution.h"
+#include "backends/cpu/memcheck.h"
+#include "support/log.h"
+
+namespace rocuda::backends::cpu {
+namespace {
+
+constexpr uint32_t kWarp = 32;
+constexpr size_t kReportsPerLaunch = 8;
+
+struct ShadowWord {
+  uint64_t stamp = 0;  // (block serial << 32) | barrier epoch the entries below belong to
+  int32_t writer = -1, reader = -1;  // linear thread ids, -1 none
+  uint32_t writerLine = 0, readerLine = 0;
+  const char* writerSource = nullptr;
+  const char* readerSource = nullptr;
+  bool writerAtomic = false;
+};
+
+// Per worker thread: the shadow of the block it runs (blocks run one at a time per worker).
+struct Shadow {
+  std::vector<ShadowWord> words;
+  const BlockState* block = nullptr;
+  std::array<uint32_t, 3> ctaid{};
+  uint32_t gridId = 0;
+  uint64_t serial = 0;
+};
+
+Shadow& shadowOf(const BlockState& block) {
+  static thread_local Shadow shadow;
+  const GridState& grid = *block.grid;
+  if (shadow.block != &block || shadow.ctaid != block.ctaid || shadow.gridId != grid.gridId) {
+    shadow.block = &block;
+    shadow.ctaid = block.ctaid;
+    shadow.gridId = grid.gridId;
+    ++shadow.serial;  // every word's stamp is stale now: no clearing needed
+  }
+  size_t words = (size_t{grid.sharedBytes} + 3) / 4;
+  if (shadow.words.size() < words) shadow.words.resize(words);
+  return shadow;
+}
+
+std::string threadName(uint32_t linear, const std::array<uint32_t, 3>& extent) {
+  uint32_t x = linear % extent[0], y = linear / extent[0] % extent[1],
+           z = linear / (extent[0] * extent[1]);
+  return "(" + std::to_string(x) + "," + std::to_string(y) + "," + std::to_string(z) + ")";
+}
+
+std::string where(uint32_t line, const char* source) {
+  std::string text = "PTX line " + std::to_string(line);
+  if (source != nullptr) text += std::string(" (") + source + ")";
+  return text;
+}
+
+// One error line per distinct (launch, kind, lines) hazard, at most kReportsPerLaunch a launch.
+void report(const char* kind, uint32_t offset, uint64_t size, uint32_t otherTid,
+            uint32_t otherLine, const char* otherSource, const char* otherAccess,
+            uint32_t ptxLine, const char* source, const char* access) {
+  const ThreadState& thread = *currentThread();
+  const BlockState& block = *thread.block;
+  const GridState& grid = *block.grid;
+  static std::mutex mutex;
+  static std::set<std::tuple<uint32_t, std::string, uint32_t, uint32_t>> seen;
+  static uint32_t seenGrid = 0;
+  static size_t count = 0;
+  {
+    std::lock_guard lock(mutex);
+    if (seenGrid != grid.gridId) {
+      seenGrid = grid.gridId;
+      seen.clear();
+      count = 0;
+    }
+    if (count >= kReportsPerLaunch) return;
+    if (!seen.emplace(grid.gridId, kind, otherLine, ptxLine).second) return;
+    ++count;
+  }
+  char head[200];
+  std::snprintf(head, sizeof head,
+                "memcheck: shared memory race (%s) in block (%u,%u,%u) of kernel %.*s: ", kind,
+                block.ctaid[0], block.ctaid[1], block.ctaid[2],
+                static_cast<int>(grid.kernelName.size()), grid.kernelName.data());
+  log::error(std::string(head) + access + " of " + std::to_string(size) +
+             " bytes at shared offset " + std::to_string(offset) + " by thread " +
+             threadName(thread.linearTid, grid.block) + ", " + where(ptxLine, source) +
+             ", conflicts with a " + otherAccess + " by thread " +
+             threadName(otherTid, grid.block) + ", " + where(otherLine, otherSource) +
+             ", with no barrier between");
+}
+
+}  // namespace
+
+void raceCheckShared(uint32_t offset, uint64_t size, uint32_t access, uint32_t ptxLine,
+                     const char* source) {
+  const ThreadState& thread = *currentThread();
+  const BlockState& block = *thread.block;
+  Shadow& shadow = shadowOf(block);
+  uint64_t stamp = (shadow.serial << 32) | block.barrierEpoch;
+  bool write = (access & compiler::kMemcheckWrite) != 0;
+  bool atomic = (access & compiler::kMemcheckAtomic) != 0;
+  int32_t self = static_cast<int32_t>(thread.linearTid);
+  auto otherWarp = [&](int32_t tid) {
+    return tid >= 0 && static_cast<uint32_t>(tid) / kWarp != thread.linearTid / kWarp;
+  };
+  uint64_t last = size == 0 ? offset : offset + size - 1;
+  for (uint64_t word = offset / 4; word <= last / 4 && word < shadow.words.size(); ++word) {
+    ShadowWord& w = shadow.words[word];
+    if (w.stamp != stamp) w = ShadowWord{stamp};
+    const char* mine = atomic ? "atomic" : write ? "write" : "read";
+    if (otherWarp(w.writer) && !(atomic && w.writerAtomic)) {
+      report(write ? "write after write" : "read after write", offset, size,
+             static_cast<uint32_t>(w.writer), w.writerLine, w.writerSource,
+             w.writerAtomic ? "atomic" : "write", ptxLine, source, mine);
+    } else if (write && otherWarp(w.reader)) {
+      report("write after read", offset, size, static_cast<uint32_t>(w.reader), w.readerLine,
+             w.readerSource, "read", ptxLine, source, mine);
+    }
+    if (write) {
+      w.writer = self;
+      w.writerLine = ptxLine;
+      w.writerSource = source;
+      w.writerAtomic = atomic;
+    } else {
+      w.reader = self;
+      w.readerLine = ptxLine;
+      w.readerSource = source;
+    }
+  }
+}
+
+}  // namespace rocuda::backends::cpu
