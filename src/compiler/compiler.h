@@ -84,8 +84,8 @@
 //    A bar.red announces its vote before returning, `void __rocuda_suspend_barrier_reduce(
 //    ptr context, i32 linearTid, i32 op, i32 id, i32 threads, i32 predicate)`, and on resuming
 //    `i32 __rocuda_resume_barrier_reduce(ptr context, i32 linearTid, i32 op)` gives the result.
-//    A warp collective posts its operands in the thread's BlockContext::warpSlots entry and
-//    reads its result there on resuming (WarpSlot below), without calling the runtime.
+//    A warp collective posts its operands in BlockContext::warpLanes and reads its result there
+//    on resuming (WarpLanes below), without calling the runtime.
 //    Values live across a wait, and the thread's local memory, are kept in the thread's
 //    frame: KernelInfo::cpuFrameBytes bytes at BlockContext::frames + linearTid * cpuFrameBytes.
 //    Other calls that need the thread are preceded by __rocuda_enter_thread, as above.
@@ -112,7 +112,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-6";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-7";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;
@@ -135,25 +135,29 @@ struct BlockContext {
   // through %envreg1/%envreg2 ({u32 size, u32 barrier}, as NVIDIA's driver lays it out); null
   // otherwise, which grid_group::is_valid() reports as false.
   void* gridWorkspace;
-  // Continuation kernels: one WarpSlot per thread, where a thread waiting in a warp collective
-  // posts its operands and finds its result (see WarpSlot).
-  struct WarpSlot* warpSlots;
+  // Continuation kernels: the block's warp-collective lanes (WarpLanes below).
+  struct WarpLanes* warpLanes;
 };
 
-// A thread's part in a warp collective, filled by generated code in place (no runtime call):
-// before returning from a wait in a collective the step stores `value`, `op` (0 sync, 1 shfl,
-// 2 vote, 3 redux, 4 match), `mode`, `b`, `c` and `mask`; when the collective completes, the
-// runtime stores the thread's `result` (the encodings of the collectives above) before any
-// member lane resumes.
-struct WarpSlot {
-  uint64_t value;
-  uint64_t result;
-  int32_t op;
-  int32_t mode;  // shfl/vote/match mode, redux operation
-  int32_t b;     // shfl operands
-  int32_t c;
-  uint32_t mask;  // PTX member mask
-  uint32_t reserved;
+// Where the threads of a block waiting in warp collectives post their operands and find their
+// results: one array per field, indexed by linear thread id (so that the posts of a round
+// vectorize). Before returning from a wait in a collective the step stores value[t], op[t]
+// (0 sync, 1 shfl, 2 vote, 3 redux, 4 match), mode[t], b[t], c[t] and mask[t]. When the
+// collective completes the runtime fills result[t] before any member lane resumes: for vote,
+// redux and match the lane's answer (the encodings of the collectives above); for shfl a
+// snapshot of value[t], from which the resuming lane reads its source lane's entry itself: the
+// source as PTX's pseudo-code computes it, the lane's own when that is out of range or beyond
+// the block's last thread. (The runtime may exchange the value and result arrays instead of
+// copying: snapshots, rather than reading value[], let a lane that resumed first post its next
+// collective without overwriting what later lanes still have to read.)
+struct WarpLanes {
+  uint64_t* value;
+  uint64_t* result;
+  int32_t* op;
+  int32_t* mode;  // shfl/vote/match mode, redux operation
+  int32_t* b;     // shfl operands
+  int32_t* c;
+  uint32_t* mask;  // PTX member mask
 };
 
 // How a kernel's host code runs a block (see the contract above).

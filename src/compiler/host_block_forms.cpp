@@ -31,11 +31,11 @@ enum class WaitKind : uint32_t { Finished = 0, Barrier = 1, BarrierReduce = 2, W
 
 // BlockContext's fields, in compiler.h's order.
 enum ContextField : unsigned {
-  kNtid, kCtaid, kNctaid, kThreadCount, kShared, kFrames, kRuntime, kGridWorkspace, kWarpSlots
+  kNtid, kCtaid, kNctaid, kThreadCount, kShared, kFrames, kRuntime, kGridWorkspace, kWarpLanes
 };
 
-// WarpSlot's fields, in compiler.h's order.
-enum SlotField : unsigned { kSlotValue, kSlotResult, kSlotOp, kSlotMode, kSlotB, kSlotC, kSlotMask };
+// WarpLanes' arrays, in compiler.h's order.
+enum LaneField : unsigned { kLaneValue, kLaneResult, kLaneOp, kLaneMode, kLaneB, kLaneC, kLaneMask };
 
 constexpr std::array<std::string_view, 7> kWaitingFunctions = {
     "__rocuda_barrier_sync", "__rocuda_barrier_reduce", "__rocuda_warp_sync",
@@ -54,12 +54,6 @@ llvm::StructType* blockContextType(llvm::LLVMContext& c) {
   auto* dim = llvm::ArrayType::get(i32, 3);
   auto* ptr = llvm::PointerType::getUnqual(c);
   return llvm::StructType::get(c, {dim, dim, dim, i32, ptr, ptr, ptr, ptr, ptr});
-}
-
-llvm::StructType* warpSlotType(llvm::LLVMContext& c) {
-  auto* i32 = llvm::Type::getInt32Ty(c);
-  auto* i64 = llvm::Type::getInt64Ty(c);
-  return llvm::StructType::get(c, {i64, i64, i32, i32, i32, i32, i32, i32});
 }
 
 // The values a thread form of the kernel computes its identity from.
@@ -299,11 +293,59 @@ llvm::FunctionCallee runtimeFunction(llvm::Module& m, const char* name, llvm::Ty
   return callee;
 }
 
-// ---- Warp collectives in continuations (WarpSlot in compiler.h) ----
+// ---- Warp collectives in continuations (WarpLanes in compiler.h) ----
 
-// A warp collective's wait: post the thread's operands in its slot before the wait and read its
-// result there on resuming (compiler.h). Returns the result, or nullptr when the collective
-// gives none.
+// Entry `index` of the WarpLanes array `field` (i64 for value and result, else i32). The arrays
+// stay put while a round runs: their addresses may be hoisted out of its loops.
+llvm::Value* laneEntry(llvm::IRBuilder<>& b, const ThreadValues& v, LaneField field,
+                       llvm::Value* index) {
+  llvm::Value* lanes = loadContext(b, v.context, kWarpLanes);
+  auto* array = b.CreateLoad(b.getPtrTy(), b.CreateConstInBoundsGEP1_64(b.getPtrTy(), lanes, field));
+  array->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(b.getContext(), {}));
+  llvm::Type* element = field <= kLaneResult ? b.getInt64Ty() : b.getInt32Ty();
+  return b.CreateInBoundsGEP(element, array, b.CreateZExt(index, b.getInt64Ty()));
+}
+
+// An operand the resuming thread needs again: a constant as it is, else reloaded from the
+// thread's own entry (no value has to live across the wait).
+llvm::Value* operandAgain(llvm::IRBuilder<>& b, const ThreadValues& v, llvm::Value* operand,
+                          LaneField field) {
+  if (llvm::isa<llvm::Constant>(operand)) return operand;
+  return b.CreateLoad(b.getInt32Ty(), laneEntry(b, v, field, v.linear));
+}
+
+// shfl's result for the resuming lane: the source lane as the PTX ISA's pseudo-code computes it
+// (c packs the clamp in bits 0..4 and the segment mask in bits 8..12), that lane's snapshot, and
+// the in-range predicate in bit 32 (the encoding of __rocuda_shfl_sync).
+llvm::Value* shuffleResult(llvm::IRBuilder<>& b, const ThreadValues& v, llvm::Value* mode,
+                           llvm::Value* bOperand, llvm::Value* cOperand) {
+  llvm::Value* lane = b.CreateAnd(v.linear, 31);
+  llvm::Value* bval = b.CreateAnd(bOperand, 31);
+  llvm::Value* clamp = b.CreateAnd(cOperand, 31);
+  llvm::Value* segmask = b.CreateAnd(b.CreateLShr(cOperand, 8), 31);
+  llvm::Value* notSeg = b.CreateNot(segmask);
+  llvm::Value* minLane = b.CreateAnd(lane, segmask);
+  llvm::Value* maxLane = b.CreateOr(minLane, b.CreateAnd(clamp, notSeg));
+  auto isMode = [&](int m) { return b.CreateICmpEQ(mode, b.getInt32(m)); };
+  llvm::Value* source = b.CreateSelect(
+      isMode(0), b.CreateSub(lane, bval),
+      b.CreateSelect(isMode(1), b.CreateAdd(lane, bval),
+                     b.CreateSelect(isMode(2), b.CreateXor(lane, bval),
+                                    b.CreateOr(minLane, b.CreateAnd(bval, notSeg)))));
+  llvm::Value* inRange = b.CreateSelect(isMode(0), b.CreateICmpSGE(source, maxLane),
+                                        b.CreateICmpSLE(source, maxLane));
+  source = b.CreateSelect(inRange, source, lane);
+  llvm::Value* from = b.CreateAdd(b.CreateSub(v.linear, lane), source);
+  llvm::Value* threadCount = loadContext(b, v.context, kThreadCount);
+  from = b.CreateSelect(b.CreateICmpULT(from, threadCount), from, v.linear);
+  llvm::Value* snapshot = b.CreateLoad(b.getInt64Ty(), laneEntry(b, v, kLaneResult, from));
+  llvm::Value* value = b.CreateAnd(snapshot, b.getInt64(0xffffffffu));
+  return b.CreateOr(value, b.CreateShl(b.CreateZExt(inRange, b.getInt64Ty()), 32));
+}
+
+// A warp collective's wait: post the thread's operands before the wait; on resuming, compute
+// (shfl) or read (the others) its result (compiler.h). Returns the result, or nullptr when the
+// collective gives none.
 llvm::Value* postAndCollect(llvm::CallInst* call, const ThreadValues& v, llvm::IRBuilder<>& before,
                             llvm::IRBuilder<>& after) {
   llvm::StringRef name = call->getCalledFunction()->getName();
@@ -321,22 +363,17 @@ llvm::Value* postAndCollect(llvm::CallInst* call, const ThreadValues& v, llvm::I
       op == 0 ? before.getInt64(0) : before.CreateZExt(arg(1), before.getInt64Ty());
   llvm::Value* bOperand = op == 1 ? arg(2) : zero;
   llvm::Value* cOperand = op == 1 ? arg(3) : zero;
-  llvm::StructType* type = warpSlotType(before.getContext());
-  llvm::Value* slots = loadContext(before, v.context, kWarpSlots);
-  llvm::Value* own =
-      before.CreateInBoundsGEP(type, slots, before.CreateZExt(v.linear, before.getInt64Ty()));
-  before.CreateStore(value, before.CreateStructGEP(type, own, kSlotValue));
-  before.CreateStore(before.getInt32(op), before.CreateStructGEP(type, own, kSlotOp));
-  before.CreateStore(mode, before.CreateStructGEP(type, own, kSlotMode));
-  before.CreateStore(bOperand, before.CreateStructGEP(type, own, kSlotB));
-  before.CreateStore(cOperand, before.CreateStructGEP(type, own, kSlotC));
-  before.CreateStore(mask, before.CreateStructGEP(type, own, kSlotMask));
+  const std::pair<LaneField, llvm::Value*> posts[] = {
+      {kLaneValue, value}, {kLaneOp, before.getInt32(op)}, {kLaneMode, mode},
+      {kLaneB, bOperand},  {kLaneC, cOperand},             {kLaneMask, mask}};
+  for (auto [field, operand] : posts)
+    before.CreateStore(operand, laneEntry(before, v, field, v.linear));
   if (call->getType()->isVoidTy()) return nullptr;
-  llvm::Value* slotsAgain = loadContext(after, v.context, kWarpSlots);
-  llvm::Value* ownAgain =
-      after.CreateInBoundsGEP(type, slotsAgain, after.CreateZExt(v.linear, after.getInt64Ty()));
   llvm::Value* raw =
-      after.CreateLoad(after.getInt64Ty(), after.CreateStructGEP(type, ownAgain, kSlotResult));
+      op == 1 ? shuffleResult(after, v, operandAgain(after, v, mode, kLaneMode),
+                              operandAgain(after, v, bOperand, kLaneB),
+                              operandAgain(after, v, cOperand, kLaneC))
+              : after.CreateLoad(after.getInt64Ty(), laneEntry(after, v, kLaneResult, v.linear));
   return after.CreateZExtOrTrunc(raw, call->getType());
 }
 

@@ -21,6 +21,26 @@ struct FreeDeleter {
   void operator()(void* p) const { std::free(p); }
 };
 
+// compiler::WarpLanes' storage: values are double-buffered so that a round's results can be
+// exchanged with its posts instead of copied (completeUniformCollective).
+struct WarpLaneArrays {
+  std::vector<uint64_t> values[2];
+  std::vector<int32_t> op, mode, b, c;
+  std::vector<uint32_t> mask;
+  compiler::WarpLanes view{};
+
+  compiler::WarpLanes* prepare(uint32_t count) {
+    if (op.size() < count) {
+      for (auto& v : values) v.resize(count);
+      for (auto* v : {&op, &mode, &b, &c}) v->resize(count);
+      mask.resize(count);
+    }
+    view = {values[0].data(), values[1].data(), op.data(), mode.data(),
+            b.data(),         c.data(),         mask.data()};
+    return &view;
+  }
+};
+
 struct WorkerResources {
   std::vector<std::unique_ptr<ThreadState>> threads;
   std::unique_ptr<uint8_t[]> shared;
@@ -29,7 +49,7 @@ struct WorkerResources {
   size_t framesCapacity = 0;
   std::vector<uint32_t> codes;  // Continuation kernels: each thread's last step code
   std::vector<uint32_t> live;   // the per-thread scheduler's running threads
-  std::vector<WarpRequest> warpSlots;  // threads waiting in warp collectives (BlockContext)
+  WarpLaneArrays warpLanes;     // threads waiting in warp collectives (BlockContext)
 };
 
 // Frames hold values of any alignment the compiler laid out (up to 64 bytes).
@@ -126,9 +146,10 @@ bool uniformCollective(const WarpRequests& requests, uint32_t live, uint32_t wai
 // so each sees every other lane's contribution. Returns whether a lane was released.
 bool releaseWarp(BlockState& block, uint32_t first, uint32_t count) {
   const std::unique_ptr<ThreadState>* threads = block.threads;
-  WarpRequest* slots = block.context.warpSlots + first;
+  compiler::WarpLanes& lanesOf = *block.context.warpLanes;
   uint32_t lanes = std::min(kWarpSize, count - first);
   uint32_t live = 0, waiting = 0;
+  std::array<WarpRequest, kWarpSize> posted;
   WarpRequests requests{};
   for (uint32_t l = 0; l < lanes; ++l) {
     const ThreadState& thread = *threads[first + l];
@@ -136,7 +157,8 @@ bool releaseWarp(BlockState& block, uint32_t first, uint32_t count) {
     live |= 1u << l;
     if (thread.waiting != WaitKind::Warp) continue;
     waiting |= 1u << l;
-    requests[l] = &slots[l];
+    posted[l] = requestOf(lanesOf, first + l);
+    requests[l] = &posted[l];
   }
   if (waiting == 0) return false;
   uint32_t release = 0;
@@ -155,15 +177,17 @@ bool releaseWarp(BlockState& block, uint32_t first, uint32_t count) {
     participants[l] = members;
   }
   if (release == 0) return false;
+  // A shfl lane gets a snapshot of its own value; resuming, it reads its source lane's.
   std::array<uint64_t, kWarpSize> results{};
-  if (uniform)
+  if (uniform && requests[std::countr_zero(waiting)]->op != WarpOp::Shfl)
     uniformWarpResults(requests, waiting, results);
-  else
+  else if (!uniform)
     for (uint32_t l = 0; l < lanes; ++l)
-      if (release & (1u << l)) results[l] = warpResult(requests, participants[l], l);
+      if ((release & (1u << l)) && requests[l]->op != WarpOp::Shfl)
+        results[l] = warpResult(requests, participants[l], l);
   for (uint32_t l = 0; l < lanes; ++l) {
     if (!(release & (1u << l))) continue;
-    slots[l].result = results[l];
+    lanesOf.result[first + l] = requests[l]->op == WarpOp::Shfl ? requests[l]->value : results[l];
     threads[first + l]->waiting = WaitKind::None;
   }
   return true;
@@ -257,13 +281,14 @@ void stepContinuations(BlockState& block, std::vector<std::unique_ptr<ThreadStat
   });
 }
 
-// Every thread of the block waits in the same warp collective: when it is a shfl or a warp sync,
-// whose completion needs no check of member masks (the lanes at one instruction have all
-// arrived), complete it in one pass over the block. Returns whether it did.
-bool completeUniformCollective(BlockState& block, uint32_t count) {
-  WarpRequest* slots = block.context.warpSlots;
-  auto op = static_cast<WarpOp>(slots[0].op);
-  if (op == WarpOp::Shfl) completeBlockShuffle(slots, count);
+// Every running thread of the block waits in the same warp collective: when it is a shfl or a
+// warp sync, whose completion needs no check of member masks (the lanes at one instruction have
+// all arrived), complete it at no cost per thread. Returns whether it did.
+bool completeUniformCollective(BlockState& block) {
+  compiler::WarpLanes& lanes = *block.context.warpLanes;
+  auto op = static_cast<WarpOp>(lanes.op[0]);
+  // The posts become the snapshots the resuming lanes read; the old snapshots take the next posts.
+  if (op == WarpOp::Shfl) std::swap(lanes.value, lanes.result);
   return op == WarpOp::Shfl || op == WarpOp::Sync;
 }
 
@@ -320,7 +345,7 @@ bool runUniformRounds(BlockState& block, std::vector<std::unique_ptr<ThreadState
         point = first >> 2;
         continue;
       }
-      if (completeUniformCollective(block, limit)) {
+      if (completeUniformCollective(block)) {
         point = first >> 2;
         continue;
       }
@@ -410,10 +435,7 @@ BlockOutcome runBlock(const GridState& grid, uint64_t linearBlockIndex) {
                                          grid.cooperative ? &grid.cooperative->workspace
                                                           : nullptr,
                                          nullptr};
-  if (grid.usesWarpCollectives) {
-    if (resources.warpSlots.size() < count) resources.warpSlots.resize(count);
-    block.context.warpSlots = resources.warpSlots.data();
-  }
+  if (grid.usesWarpCollectives) block.context.warpLanes = resources.warpLanes.prepare(count);
   currentBlock() = &block;
   switch (grid.code.execution) {
     case compiler::CpuExecution::BlockLoop: runBlockLoop(block); break;

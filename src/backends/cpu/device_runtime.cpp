@@ -14,6 +14,7 @@
 
 #include "backends/cpu/execution.h"
 #include "backends/cpu/texture_runtime.h"
+#include "backends/cpu/warp_collectives.h"
 #include "support/log.h"
 
 #if defined(__x86_64__)
@@ -31,9 +32,7 @@ static_assert(offsetof(compiler::BlockContext, ctaid) == 12 &&
               offsetof(compiler::BlockContext, frames) == 48 &&
               offsetof(compiler::BlockContext, runtime) == 56 &&
               offsetof(compiler::BlockContext, gridWorkspace) == 64 &&
-              offsetof(compiler::BlockContext, warpSlots) == 72);
-static_assert(sizeof(compiler::WarpSlot) == 40 && offsetof(compiler::WarpSlot, result) == 8 &&
-              offsetof(compiler::WarpSlot, op) == 16 && offsetof(compiler::WarpSlot, mask) == 32);
+              offsetof(compiler::BlockContext, warpLanes) == 72);
 
 ThreadState& self() { return *currentThread(); }
 BlockState& block() { return *self().block; }
@@ -143,11 +142,18 @@ static uint64_t warpCollective(WarpOp op, int32_t mode, uint64_t value, int32_t 
                "stopping the kernel");
     trap();
   }
-  WarpRequest* slots = thread.block->context.warpSlots;
-  slots[thread.linearTid] = WarpRequest{value, 0, static_cast<int32_t>(op), mode, b, c, mask, 0};
+  compiler::WarpLanes& lanes = *thread.block->context.warpLanes;
+  uint32_t t = thread.linearTid;
+  lanes.value[t] = value;
+  lanes.op[t] = static_cast<int32_t>(op);
+  lanes.mode[t] = mode;
+  lanes.b[t] = b;
+  lanes.c[t] = c;
+  lanes.mask[t] = mask;
   thread.waiting = WaitKind::Warp;
   Fiber::switchTo(thread.fiber, thread.block->scheduler);
-  return slots[thread.linearTid].result;
+  if (op == WarpOp::Shfl) return shuffleFromSnapshots(lanes, t, thread.block->context.threadCount);
+  return lanes.result[t];
 }
 
 static void warpSync(int32_t mask) {

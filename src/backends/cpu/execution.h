@@ -78,10 +78,14 @@ struct GridState {
 // Kinds of warp collective a thread can wait in (see compiler.h for the runtime contract).
 enum class WarpOp : uint8_t { Sync, Shfl, Vote, Redux, Match };
 
-// One lane's contribution to a warp collective, and its result once every member has arrived.
-// The layout is the compiler's WarpSlot: continuation kernels fill it in place, the fiber path
-// through warpCollective (device_runtime.cpp). `op` holds a WarpOp.
-using WarpRequest = compiler::WarpSlot;
+// One lane's contribution to a warp collective (a copy of its entries in compiler::WarpLanes).
+struct WarpRequest {
+  WarpOp op = WarpOp::Sync;
+  int32_t mode = 0;      // shfl/vote/match mode, redux op
+  uint64_t value = 0;    // shfl/redux value, vote predicate, match value
+  int32_t b = 0, c = 0;  // shfl operands
+  uint32_t mask = 0;     // PTX member mask
+};
 
 // Why a fiber gave control back to the block's scheduler.
 enum class WaitKind : uint8_t { None, Barrier, Warp };

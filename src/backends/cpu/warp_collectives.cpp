@@ -122,23 +122,26 @@ ShuffleSource shuffleSource(int32_t mode, int32_t b, int32_t c, uint32_t lane) {
   return {inRange ? static_cast<uint32_t>(source) : lane, inRange};
 }
 
-void completeBlockShuffle(WarpRequest* slots, uint32_t count) {
-  for (uint32_t first = 0; first < count; first += kWarpSize) {
-    WarpRequest* warp = slots + first;
-    uint32_t lanes = std::min(kWarpSize, count - first);
-    // Results go to `result`, sources are read from `value`: no lane's answer disturbs another's.
-    for (uint32_t l = 0; l < lanes; ++l) {
-      ShuffleSource source = shuffleSource(warp[l].mode, warp[l].b, warp[l].c, l);
-      uint32_t from = source.lane < lanes ? source.lane : l;
-      warp[l].result = (warp[from].value & 0xffffffffu) | (source.inRange ? uint64_t(1) << 32 : 0);
-    }
-  }
+WarpRequest requestOf(const compiler::WarpLanes& lanes, uint32_t linearTid) {
+  return WarpRequest{static_cast<WarpOp>(lanes.op[linearTid]), lanes.mode[linearTid],
+                     lanes.value[linearTid],                   lanes.b[linearTid],
+                     lanes.c[linearTid],                       lanes.mask[linearTid]};
+}
+
+uint64_t shuffleFromSnapshots(const compiler::WarpLanes& lanes, uint32_t linearTid,
+                              uint32_t threadCount) {
+  uint32_t lane = linearTid % kWarpSize;
+  ShuffleSource source =
+      shuffleSource(lanes.mode[linearTid], lanes.b[linearTid], lanes.c[linearTid], lane);
+  uint32_t from = linearTid - lane + source.lane;
+  if (from >= threadCount) from = linearTid;
+  return (lanes.result[from] & 0xffffffffu) | (source.inRange ? uint64_t(1) << 32 : 0);
 }
 
 uint64_t warpResult(const WarpRequests& requests, uint32_t participants, uint32_t lane) {
   if (lane >= kWarpSize || requests[lane] == nullptr) return 0;
   participants |= bit(lane);
-  switch (static_cast<WarpOp>(requests[lane]->op)) {
+  switch (requests[lane]->op) {
     case WarpOp::Shfl:
       return shuffle(requests, participants, lane);
     case WarpOp::Vote:
@@ -159,7 +162,7 @@ void uniformWarpResults(const WarpRequests& requests, uint32_t participants,
   while (first < kWarpSize && !(participants & bit(first))) ++first;
   if (first == kWarpSize) return;
   // Votes and reductions give every lane the same answer: compute it once, not once per lane.
-  auto op = static_cast<WarpOp>(requests[first]->op);
+  WarpOp op = requests[first]->op;
   bool shared = op == WarpOp::Vote || op == WarpOp::Redux || op == WarpOp::Sync;
   for (uint32_t l = first + 1; l < kWarpSize && shared; ++l)
     shared = !(participants & bit(l)) || requests[l]->mode == requests[first]->mode;

@@ -27,11 +27,14 @@ uint64_t warpResult(const WarpRequests& requests, uint32_t participants, uint32_
 void uniformWarpResults(const WarpRequests& requests, uint32_t participants,
                         std::array<uint64_t, kWarpSize>& results);
 
-// Complete a shfl that all `count` threads of a block wait in (`slots[t]` thread t's request):
-// each result from the source lane's value, sources beyond the block's last thread giving the
-// lane its own. The same results as warpResult with every present lane of the warp taking part,
-// without the per-warp bookkeeping.
-void completeBlockShuffle(WarpRequest* slots, uint32_t count);
+// Lane `linearTid`'s request as posted in `lanes`.
+WarpRequest requestOf(const compiler::WarpLanes& lanes, uint32_t linearTid);
+
+// shfl's result for thread `linearTid` of a block of `threadCount` threads once its collective
+// was released: the source lane's snapshot (WarpLanes::result), computed as generated
+// continuation code computes it itself (compiler.h).
+uint64_t shuffleFromSnapshots(const compiler::WarpLanes& lanes, uint32_t linearTid,
+                              uint32_t threadCount);
 
 // Where shfl lane `lane` reads from (its own lane when the source is out of range), and whether
 // the source was in range, as the PTX ISA defines shfl.sync.

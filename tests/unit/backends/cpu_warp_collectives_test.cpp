@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <vector>
 
 namespace rocuda::backends::cpu {
 namespace {
@@ -12,7 +13,7 @@ namespace {
 constexpr uint32_t kFull = 0xffffffffu;
 
 WarpRequest request(WarpOp op, int32_t mode, uint64_t value, int32_t b, int32_t c, uint32_t mask) {
-  return WarpRequest{value, 0, static_cast<int32_t>(op), mode, b, c, mask, 0};
+  return WarpRequest{op, mode, value, b, c, mask};
 }
 
 struct Warp {
@@ -145,23 +146,28 @@ TEST(WarpCollectives, UniformResultsMatchPerLaneResults) {
 }
 
 
-// The whole-block shuffle gives every thread what the per-warp definition gives it, including
-// the partial last warp, whose missing lanes read as the lane's own value.
-TEST(WarpCollectives, BlockShuffleMatchesDefinition) {
+// Released shuffles read their source lane's snapshot (what generated continuation code does
+// inline): the per-warp definition's answers, with sources beyond the block's last thread
+// giving the lane its own value.
+TEST(WarpCollectives, ShuffleFromSnapshotsMatchesDefinition) {
   const uint32_t threadCount = 56;  // one full warp and a partial one of 24 lanes
   struct Case {
     int32_t mode, b, c;
   } cases[] = {{0, 1, 0}, {1, 16, 0x1f}, {2, 4, 0x1f}, {3, 7, 0x1f}, {1, 2, (8 << 8) | 0x7}};
   for (const Case& c : cases) {
-    std::array<WarpRequest, 64> slots{};
-    for (uint32_t t = 0; t < threadCount; ++t)
-      slots[t] = request(WarpOp::Shfl, c.mode, 1000 + t, c.b, c.c, kFull);
-    completeBlockShuffle(slots.data(), threadCount);
+    std::vector<uint64_t> posts(threadCount), snapshots(threadCount);
+    std::vector<int32_t> ops(threadCount, 1), modes(threadCount, c.mode), bs(threadCount, c.b),
+        cs(threadCount, c.c);
+    std::vector<uint32_t> masks(threadCount, kFull);
+    for (uint32_t t = 0; t < threadCount; ++t) snapshots[t] = 1000 + t;
+    compiler::WarpLanes lanes{posts.data(), snapshots.data(), ops.data(), modes.data(),
+                              bs.data(),    cs.data(),        masks.data()};
     Warp full(WarpOp::Shfl, c.mode, kFull, [](uint32_t l) { return 1000 + l; }, c.b, c.c);
     Warp partial(WarpOp::Shfl, c.mode, 0x00ffffffu, [](uint32_t l) { return 1032 + l; }, c.b, c.c);
     for (uint32_t t = 0; t < threadCount; ++t) {
       uint64_t expected = t < 32 ? full.result(t) : partial.result(t - 32);
-      EXPECT_EQ(slots[t].result, expected) << "mode " << c.mode << " thread " << t;
+      EXPECT_EQ(shuffleFromSnapshots(lanes, t, threadCount), expected)
+          << "mode " << c.mode << " thread " << t;
     }
   }
 }
