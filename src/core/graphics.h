@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/object.h"
@@ -19,6 +20,7 @@ namespace rocuda::core {
 
 class Context;
 class Device;
+class MipmappedArray;
 class Stream;
 
 // True when the calling thread has a current OpenGL context (EGL or GLX) of a GL library already
@@ -35,6 +37,12 @@ class GraphicsResource : public Object {
   // (InvalidHandle otherwise; InvalidGraphicsContext without a current GL context).
   static Result<GraphicsResource*> registerGlBuffer(Context& context, unsigned buffer,
                                                     unsigned flags);
+  // cuGraphicsGLRegisterImage: a GL_TEXTURE_2D texture of a sized R/RG/RGBA format (8/16-bit
+  // normalized, 16F/32F, 8/16/32-bit integer). Mapping copies its levels into CUDA arrays
+  // (glGetTexImage), unmapping copies them back (glTexSubImage2D) unless mapped read-only.
+  // Other texture targets and renderbuffers are NotSupported.
+  static Result<GraphicsResource*> registerGlImage(Context& context, unsigned image,
+                                                   unsigned target, unsigned flags);
   // cuGraphicsUnregisterResource: a mapped resource is unmapped first (after the context's work).
   static Status unregister(GraphicsResource* resource);
   ~GraphicsResource() override;
@@ -51,11 +59,16 @@ class GraphicsResource : public Object {
 
   // The mapped buffer (NotMapped when not mapped). A zero-size buffer maps to nullptr.
   Result<void*> mappedPointer(size_t* bytes) const;
+  bool isImage() const { return target_ != 0; }
+  // The mapped image's levels (an image resource only; NotMapped when not mapped).
+  Result<MipmappedArray*> mappedArrays() const;
 
  private:
   GraphicsResource(Context& context, unsigned buffer, unsigned flags);
   Status mapOne();
   Status unmapOne();
+  Status mapImage();
+  Status unmapImage();
 
   Context& context_;
   unsigned buffer_;
@@ -64,6 +77,11 @@ class GraphicsResource : public Object {
   bool mapped_ = false;
   void* pointer_ = nullptr;
   size_t bytes_ = 0;
+  unsigned target_ = 0;  // 0 for a buffer object
+  struct ImageFormat {
+    unsigned glFormat = 0, glType = 0, cudaFormat = 0, channels = 0;
+  } image_;
+  std::unique_ptr<MipmappedArray> arrays_;  // while an image is mapped
 };
 
 // cuGLGetDevices: the devices that can map buffers of the current GL context (those with

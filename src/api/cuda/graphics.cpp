@@ -1,8 +1,7 @@
 // OpenGL interop: cuGraphicsGLRegisterBuffer and the graphics-resource calls (cuGraphics*), the
 // legacy buffer-object calls (cuGLRegisterBufferObject...) on top of them, and cuGLGetDevices.
 // The work is in core/graphics.cpp; this file checks arguments and converts handles. Images
-// (cuGraphicsGLRegisterImage) are not implemented: their rows stay ROCUDA_UNAVAILABLE, so no
-// resource is ever mapped as an array.
+// (cuGraphicsGLRegisterImage) are GL_TEXTURE_2D textures copied into CUDA arrays while mapped.
 #include "core/graphics.h"
 
 #include <map>
@@ -11,6 +10,7 @@
 #include <vector>
 
 #include "api/cuda/boundary.h"
+#include "core/array.h"
 #include "core/context.h"
 #include "core/platform.h"
 #include "core/stream.h"
@@ -69,9 +69,24 @@ Outcome mapResources(unsigned count, CUgraphicsResource* handles, CUstream hStre
              : core::GraphicsResource::unmap(*resources, **stream);
 }
 
+Outcome registerImage(CUgraphicsResource* out, unsigned image, unsigned target, unsigned flags) {
+  if (out == nullptr) return invalidValue("pCudaResource is NULL");
+  Result<core::Context*> context = currentContext();
+  if (!context) return context.error();
+  Result<core::GraphicsResource*> resource =
+      core::GraphicsResource::registerGlImage(**context, image, target, flags);
+  if (!resource) return resource.error();
+  *out = reinterpret_cast<CUgraphicsResource>(*resource);
+  return {};
+}
+
 Outcome mappedPointer(CUdeviceptr* pointer, size_t* bytes, CUgraphicsResource handle) {
   Result<core::GraphicsResource*> resource = lookupResource(handle);
   if (!resource) return resource.error();
+  if ((*resource)->isImage())
+    return (*resource)->mapped()
+               ? Outcome{CUDA_ERROR_NOT_MAPPED_AS_POINTER, "an image is mapped as arrays"}
+               : Outcome{CUDA_ERROR_NOT_MAPPED, "the resource is not mapped"};
   size_t size = 0;
   Result<void*> mapped = (*resource)->mappedPointer(&size);
   if (!mapped) return mapped.error();
@@ -90,11 +105,34 @@ Outcome narrowPointer(Narrow* out32, unsigned* size32, CUdeviceptr pointer, size
   return {};
 }
 
-Outcome mappedArray(CUgraphicsResource handle) {
+// The mapped levels of an image resource.
+Outcome mappedArrays(CUgraphicsResource handle, core::MipmappedArray** out) {
   Result<core::GraphicsResource*> resource = lookupResource(handle);
   if (!resource) return resource.error();
   if (!(*resource)->mapped()) return {CUDA_ERROR_NOT_MAPPED, "the resource is not mapped"};
-  return {CUDA_ERROR_NOT_MAPPED_AS_ARRAY, "a buffer object is mapped as a pointer, not an array"};
+  if (!(*resource)->isImage())
+    return {CUDA_ERROR_NOT_MAPPED_AS_ARRAY, "a buffer object is mapped as a pointer, not an array"};
+  Result<core::MipmappedArray*> arrays = (*resource)->mappedArrays();
+  if (!arrays) return arrays.error();
+  *out = *arrays;
+  return {};
+}
+
+Outcome mappedArray(CUarray* out, CUgraphicsResource handle, unsigned index, unsigned level) {
+  core::MipmappedArray* arrays = nullptr;
+  if (Outcome found = mappedArrays(handle, &arrays); !found.ok()) return found;
+  if (index != 0) return invalidValue("a GL_TEXTURE_2D image has only array index 0");
+  core::Array* array = arrays->level(level);
+  if (array == nullptr) return invalidValue("mipLevel is beyond the texture's levels");
+  *out = reinterpret_cast<CUarray>(array);
+  return {};
+}
+
+Outcome mappedMipmappedArray(CUmipmappedArray* out, CUgraphicsResource handle) {
+  core::MipmappedArray* arrays = nullptr;
+  if (Outcome found = mappedArrays(handle, &arrays); !found.ok()) return found;
+  *out = reinterpret_cast<CUmipmappedArray>(arrays);
+  return {};
 }
 
 Outcome glDevices(unsigned* count, CUdevice* devices, unsigned capacity, unsigned list) {
@@ -206,6 +244,13 @@ ROCUDA_EXPORT CUresult cuGraphicsGLRegisterBuffer(CUgraphicsResource* pCudaResou
                     [&] { return api::registerBuffer(pCudaResource, buffer, Flags); });
 }
 
+ROCUDA_EXPORT CUresult cuGraphicsGLRegisterImage(CUgraphicsResource* pCudaResource,
+                                                 unsigned int image, unsigned int target,
+                                                 unsigned int Flags) {
+  return ROCUDA_API((pCudaResource, image, target, Flags),
+                    [&] { return api::registerImage(pCudaResource, image, target, Flags); });
+}
+
 ROCUDA_EXPORT CUresult cuGraphicsUnregisterResource(CUgraphicsResource resource) {
   return ROCUDA_API((resource), [&]() -> api::Outcome {
     Result<core::GraphicsResource*> found = api::lookupResource(resource);
@@ -268,7 +313,7 @@ ROCUDA_EXPORT CUresult cuGraphicsSubResourceGetMappedArray(CUarray* pArray,
                                                            unsigned int mipLevel) {
   return ROCUDA_API((pArray, resource, arrayIndex, mipLevel), [&]() -> api::Outcome {
     if (pArray == nullptr) return api::invalidValue("pArray is NULL");
-    return api::mappedArray(resource);
+    return api::mappedArray(pArray, resource, arrayIndex, mipLevel);
   });
 }
 
@@ -276,7 +321,7 @@ ROCUDA_EXPORT CUresult cuGraphicsResourceGetMappedMipmappedArray(CUmipmappedArra
                                                                  CUgraphicsResource resource) {
   return ROCUDA_API((pMipmappedArray, resource), [&]() -> api::Outcome {
     if (pMipmappedArray == nullptr) return api::invalidValue("pMipmappedArray is NULL");
-    return api::mappedArray(resource);
+    return api::mappedMipmappedArray(pMipmappedArray, resource);
   });
 }
 

@@ -1,5 +1,5 @@
-// Entry points of facilities that cannot exist on this platform: OpenGL images (OpenGL buffers
-// are in graphics.cpp), EGL and VDPAU interop, external semaphores and NvSciSync (sharing between
+// Entry points of facilities that cannot exist on this platform: EGL and VDPAU interop (OpenGL
+// interop is in graphics.cpp), external semaphores and NvSciSync (sharing between
 // processes, external memory and shareable memory pools are in ipc.cpp). They are exported and
 // handed out by cuGetProcAddress, so that applications probing for them get NVIDIA's documented
 // error for an unavailable facility (not a missing symbol) and a log line naming what is missing.
@@ -37,8 +37,6 @@ Unavailable classify(std::string_view api) {
   if (api == "cuDestroyExternalSemaphore")
     return {CUDA_ERROR_INVALID_HANDLE, "external semaphores (none can be imported)"};
   if (api == "cuDeviceGetNvSciSyncAttributes") return {CUDA_ERROR_NOT_SUPPORTED, "NvSciSync"};
-  if (startsWith(api, "cuGraphicsGL"))
-    return {CUDA_ERROR_OPERATING_SYSTEM, "OpenGL image interop"};
   if (startsWith(api, "cuVDPAU")) return {CUDA_ERROR_INVALID_VALUE, "VDPAU interop"};
   if (startsWith(api, "cuGraphicsVDPAU")) return {CUDA_ERROR_INVALID_HANDLE, "VDPAU interop"};
   if (startsWith(api, "cuEGL") || startsWith(api, "cuGraphicsEGL") ||

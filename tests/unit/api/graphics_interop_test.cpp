@@ -296,10 +296,149 @@ TEST_F(GlInterop, RegistrationErrors) {
   gl().release();
   EXPECT_EQ(registerBuffer()(&resource, buffer, 0), CUDA_ERROR_INVALID_GRAPHICS_CONTEXT);
   ASSERT_TRUE(gl().makeCurrent());
-  // Images stay unavailable.
-  EXPECT_EQ(CU(cuGraphicsGLRegisterImage, CUgraphicsResource*, unsigned, unsigned, unsigned)(
-                &resource, 1, GL_TEXTURE_2D, 0),
-            CUDA_ERROR_OPERATING_SYSTEM);
+}
+
+// A 2D copy between host memory and a CUDA array (the whole array).
+CUresult copyArray(CUarray array, void* host, size_t widthBytes, size_t height, bool toArray) {
+  CUDA_MEMCPY2D copy{};
+  if (toArray) {
+    copy.srcMemoryType = CU_MEMORYTYPE_HOST;
+    copy.srcHost = host;
+    copy.srcPitch = widthBytes;
+    copy.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+    copy.dstArray = array;
+  } else {
+    copy.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+    copy.srcArray = array;
+    copy.dstMemoryType = CU_MEMORYTYPE_HOST;
+    copy.dstHost = host;
+    copy.dstPitch = widthBytes;
+  }
+  copy.WidthInBytes = widthBytes;
+  copy.Height = height;
+  return CU(cuMemcpy2D, const CUDA_MEMCPY2D*)(&copy);
+}
+
+auto registerImage() {
+  return CU(cuGraphicsGLRegisterImage, CUgraphicsResource*, unsigned, unsigned, unsigned);
+}
+auto subResourceArray() {
+  return CU(cuGraphicsSubResourceGetMappedArray, CUarray*, CUgraphicsResource, unsigned, unsigned);
+}
+
+GLuint makeTexture(GLenum internal, int width, int height, int levels) {
+  GLuint texture = 0;
+  glGenTextures(1, &texture);
+  glBindTexture(GL_TEXTURE_2D, texture);
+  glTexStorage2D(GL_TEXTURE_2D, levels, internal, width, height);
+  glBindTexture(GL_TEXTURE_2D, 0);
+  EXPECT_EQ(glGetError(), GLenum{GL_NO_ERROR});
+  return texture;
+}
+
+TEST_F(GlInterop, ImagesAreCopiedIntoArraysWhileMapped) {
+  constexpr int kWidth = 16, kHeight = 8;
+  GLuint texture = makeTexture(GL_RGBA8, kWidth, kHeight, 1);
+  std::vector<uint8_t> pixels(kWidth * kHeight * 4);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 7 + 3);
+  glBindTexture(GL_TEXTURE_2D, texture);
+  glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
+  glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, kWidth, kHeight, GL_RGBA, GL_UNSIGNED_BYTE,
+                  pixels.data());
+  glBindTexture(GL_TEXTURE_2D, 0);
+
+  CUgraphicsResource resource = nullptr;
+  ASSERT_EQ(registerImage()(&resource, texture, GL_TEXTURE_2D, CU_GRAPHICS_REGISTER_FLAGS_NONE),
+            CUDA_SUCCESS);
+  CUarray array = nullptr;
+  EXPECT_EQ(subResourceArray()(&array, resource, 0, 0), CUDA_ERROR_NOT_MAPPED);
+  ASSERT_EQ(mapResources()(1, &resource, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(subResourceArray()(&array, resource, 0, 0), CUDA_SUCCESS);
+  CUarray other = nullptr;
+  EXPECT_EQ(subResourceArray()(&other, resource, 0, 1), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(subResourceArray()(&other, resource, 1, 0), CUDA_ERROR_INVALID_VALUE);
+  CUdeviceptr pointer = 0;
+  EXPECT_EQ(mappedPointer()(&pointer, nullptr, resource), CUDA_ERROR_NOT_MAPPED_AS_POINTER);
+  CUDA_ARRAY_DESCRIPTOR desc{};
+  ASSERT_EQ(CU(cuArrayGetDescriptor, CUDA_ARRAY_DESCRIPTOR*, CUarray)(&desc, array), CUDA_SUCCESS);
+  EXPECT_EQ(desc.Width, size_t{kWidth});
+  EXPECT_EQ(desc.Height, size_t{kHeight});
+  EXPECT_EQ(desc.Format, CU_AD_FORMAT_UNSIGNED_INT8);
+  EXPECT_EQ(desc.NumChannels, 4u);
+  // The array holds the texture's texels; what CUDA writes reaches the texture on unmap.
+  std::vector<uint8_t> seen(pixels.size());
+  ASSERT_EQ(copyArray(array, seen.data(), kWidth * 4, kHeight, false), CUDA_SUCCESS);
+  EXPECT_EQ(seen, pixels);
+  std::vector<uint8_t> written(pixels.size());
+  for (size_t i = 0; i < written.size(); ++i) written[i] = static_cast<uint8_t>(255 - i);
+  ASSERT_EQ(copyArray(array, written.data(), kWidth * 4, kHeight, true), CUDA_SUCCESS);
+  // A level of the mapping is not the application's to destroy.
+  EXPECT_EQ(CU(cuArrayDestroy, CUarray)(array), CUDA_ERROR_INVALID_HANDLE);
+  ASSERT_EQ(unmapResources()(1, &resource, nullptr), CUDA_SUCCESS);
+  std::vector<uint8_t> fromGl(pixels.size());
+  glBindTexture(GL_TEXTURE_2D, texture);
+  glPixelStorei(GL_PACK_ALIGNMENT, 1);
+  glGetTexImage(GL_TEXTURE_2D, 0, GL_RGBA, GL_UNSIGNED_BYTE, fromGl.data());
+  glBindTexture(GL_TEXTURE_2D, 0);
+  EXPECT_EQ(fromGl, written);
+  EXPECT_EQ(unregister()(resource), CUDA_SUCCESS);
+  glDeleteTextures(1, &texture);
+}
+
+TEST_F(GlInterop, ImageMipLevelsMapAsAMipmappedArray) {
+  GLuint texture = makeTexture(GL_R32F, 8, 4, 4);  // 8x4, 4x2, 2x1, 1x1
+  std::vector<float> level2 = {1.5f, -2.25f};
+  glBindTexture(GL_TEXTURE_2D, texture);
+  glTexSubImage2D(GL_TEXTURE_2D, 2, 0, 0, 2, 1, GL_RED, GL_FLOAT, level2.data());
+  glBindTexture(GL_TEXTURE_2D, 0);
+  CUgraphicsResource resource = nullptr;
+  ASSERT_EQ(registerImage()(&resource, texture, GL_TEXTURE_2D, 0), CUDA_SUCCESS);
+  ASSERT_EQ(setMapFlags()(resource, CU_GRAPHICS_MAP_RESOURCE_FLAGS_READ_ONLY), CUDA_SUCCESS);
+  ASSERT_EQ(mapResources()(1, &resource, nullptr), CUDA_SUCCESS);
+  CUmipmappedArray mipmapped = nullptr;
+  ASSERT_EQ(CU(cuGraphicsResourceGetMappedMipmappedArray, CUmipmappedArray*, CUgraphicsResource)(
+                &mipmapped, resource),
+            CUDA_SUCCESS);
+  auto getLevel = CU(cuMipmappedArrayGetLevel, CUarray*, CUmipmappedArray, unsigned);
+  CUarray level = nullptr;
+  ASSERT_EQ(getLevel(&level, mipmapped, 2), CUDA_SUCCESS);
+  CUarray same = nullptr;
+  ASSERT_EQ(subResourceArray()(&same, resource, 0, 2), CUDA_SUCCESS);
+  EXPECT_EQ(same, level);
+  EXPECT_EQ(getLevel(&level, mipmapped, 4), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(getLevel(&level, mipmapped, 2), CUDA_SUCCESS);
+  std::vector<float> seen(2);
+  ASSERT_EQ(copyArray(level, seen.data(), 8, 1, false), CUDA_SUCCESS);
+  EXPECT_EQ(seen, level2);
+  ASSERT_EQ(unmapResources()(1, &resource, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(unregister()(resource), CUDA_SUCCESS);
+  glDeleteTextures(1, &texture);
+}
+
+TEST_F(GlInterop, ImageRegistrationErrors) {
+  GLuint texture = makeTexture(GL_RGBA8, 4, 4, 1);
+  CUgraphicsResource resource = nullptr;
+  // Targets cudaGL.h lists but Rocuda does not implement yet; an unknown target.
+  EXPECT_EQ(registerImage()(&resource, texture, GL_TEXTURE_3D, 0), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(registerImage()(&resource, texture, GL_RENDERBUFFER, 0), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(registerImage()(&resource, texture, GL_ARRAY_BUFFER, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(registerImage()(&resource, 4242, GL_TEXTURE_2D, 0), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(registerImage()(&resource, texture, GL_TEXTURE_2D, 3), CUDA_ERROR_INVALID_VALUE);
+  // RGB8 is not among the formats CUDA maps.
+  GLuint rgb = makeTexture(GL_RGB8, 4, 4, 1);
+  EXPECT_EQ(registerImage()(&resource, rgb, GL_TEXTURE_2D, 0), CUDA_ERROR_INVALID_VALUE);
+  // A texture of another target.
+  GLuint cube = 0;
+  glGenTextures(1, &cube);
+  glBindTexture(GL_TEXTURE_CUBE_MAP, cube);
+  glBindTexture(GL_TEXTURE_CUBE_MAP, 0);
+  EXPECT_EQ(registerImage()(&resource, cube, GL_TEXTURE_2D, 0), CUDA_ERROR_INVALID_VALUE);
+  gl().release();
+  EXPECT_EQ(registerImage()(&resource, texture, GL_TEXTURE_2D, 0),
+            CUDA_ERROR_INVALID_GRAPHICS_CONTEXT);
+  ASSERT_TRUE(gl().makeCurrent());
+  GLuint textures[] = {texture, rgb, cube};
+  glDeleteTextures(3, textures);
 }
 
 TEST_F(GlInterop, MapStateErrors) {

@@ -297,8 +297,6 @@ TEST_F(Driver, UnavailableFacilitiesAnswerTheirDocumentedErrors) {
   // Exported and handed out by cuGetProcAddress, unlike unimplemented entry points.
   EXPECT_NE(dlsym(library(), "cuImportExternalSemaphore"), nullptr);
   EXPECT_NE(dlsym(library(), "cuGraphicsMapResources_ptsz"), nullptr);
-  EXPECT_EQ(CU(cuGraphicsGLRegisterImage, void*, unsigned, unsigned, unsigned)(nullptr, 0, 0, 0),
-            CUDA_ERROR_OPERATING_SYSTEM);
   // OpenGL buffer interop exists, but this process never loaded OpenGL (graphics_interop_test
   // covers it with a GL context).
   unsigned count = 7;
@@ -308,6 +306,9 @@ TEST_F(Driver, UnavailableFacilitiesAnswerTheirDocumentedErrors) {
   CUgraphicsResource resource = nullptr;
   auto registerBuffer = CU(cuGraphicsGLRegisterBuffer, CUgraphicsResource*, unsigned, unsigned);
   EXPECT_EQ(registerBuffer(&resource, 1, 0), CUDA_ERROR_INVALID_GRAPHICS_CONTEXT);
+  EXPECT_EQ(CU(cuGraphicsGLRegisterImage, CUgraphicsResource*, unsigned, unsigned, unsigned)(
+                &resource, 1, 0x0DE1, 0),
+            CUDA_ERROR_INVALID_GRAPHICS_CONTEXT);
   CUgraphicsResource bogus = reinterpret_cast<CUgraphicsResource>(&count);
   EXPECT_EQ(CU(cuGraphicsMapResources, unsigned, CUgraphicsResource*, CUstream)(1, &bogus, nullptr),
             CUDA_ERROR_INVALID_HANDLE);
