@@ -9,6 +9,8 @@ packages=(
   llvm-19-dev liblld-19-dev clang-19 llvm-19-tools
   libzstd-dev liblz4-dev libgtest-dev
   libamdhip64-5  # the real HIP runtime: the HIP backend is tested loading it on machines without a GPU
+  # OpenGL interop tests: a headless EGL context on Mesa's llvmpipe (libcuda itself never links GL)
+  libegl-dev libgl-dev libopengl-dev libegl-mesa0 libgl1-mesa-dri
 )
 
 missing=()

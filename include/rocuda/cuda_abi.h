@@ -19,6 +19,7 @@ using cuuint32_t = uint32_t;
 using cuuint64_t = uint64_t;
 using CUdeviceptr_v2 = unsigned long long;
 using CUdeviceptr = CUdeviceptr_v2;
+using CUdeviceptr_v1 = unsigned int;  // CUDA 2.x/3.0 32-bit forms
 using CUdevice_v1 = int;
 using CUdevice = CUdevice_v1;
 
@@ -67,6 +68,33 @@ enum CUipcMem_flags_enum {
   CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1,
 };
 using CUipcMem_flags = CUipcMem_flags_enum;
+// Graphics interop (cuda.h, cudaGL.h).
+enum CUgraphicsRegisterFlags_enum {
+  CU_GRAPHICS_REGISTER_FLAGS_NONE = 0x00,
+  CU_GRAPHICS_REGISTER_FLAGS_READ_ONLY = 0x01,
+  CU_GRAPHICS_REGISTER_FLAGS_WRITE_DISCARD = 0x02,
+  CU_GRAPHICS_REGISTER_FLAGS_SURFACE_LDST = 0x04,
+  CU_GRAPHICS_REGISTER_FLAGS_TEXTURE_GATHER = 0x08,
+};
+using CUgraphicsRegisterFlags = CUgraphicsRegisterFlags_enum;
+enum CUgraphicsMapResourceFlags_enum {
+  CU_GRAPHICS_MAP_RESOURCE_FLAGS_NONE = 0x00,
+  CU_GRAPHICS_MAP_RESOURCE_FLAGS_READ_ONLY = 0x01,
+  CU_GRAPHICS_MAP_RESOURCE_FLAGS_WRITE_DISCARD = 0x02,
+};
+using CUgraphicsMapResourceFlags = CUgraphicsMapResourceFlags_enum;
+enum CUGLDeviceList_enum {
+  CU_GL_DEVICE_LIST_ALL = 0x01,
+  CU_GL_DEVICE_LIST_CURRENT_FRAME = 0x02,
+  CU_GL_DEVICE_LIST_NEXT_FRAME = 0x03,
+};
+using CUGLDeviceList = CUGLDeviceList_enum;
+enum CUGLmap_flags_enum {
+  CU_GL_MAP_RESOURCE_FLAGS_NONE = 0x00,
+  CU_GL_MAP_RESOURCE_FLAGS_READ_ONLY = 0x01,
+  CU_GL_MAP_RESOURCE_FLAGS_WRITE_DISCARD = 0x02,
+};
+using CUGLmap_flags = CUGLmap_flags_enum;
 struct CUmemPoolPtrExportData_st {
   unsigned char reserved[64];
 };

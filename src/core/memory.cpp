@@ -44,6 +44,7 @@ Result<Allocation> removeExact(const void* pointer, bool host) {
   auto it = t.byBase.find(reinterpret_cast<uintptr_t>(pointer));
   bool matches = it != t.byBase.end() && !it->second.registered &&
                  it->second.mappedFrom != MappedFrom::Ipc &&
+                 it->second.mappedFrom != MappedFrom::Graphics &&
                  (host ? it->second.kind == AllocationKind::Host
                        : it->second.kind == AllocationKind::Device ||
                              it->second.kind == AllocationKind::Managed);

@@ -19,7 +19,8 @@ enum class AllocationKind : uint8_t { Device, Host, Managed, Global };
 // another process (cuIpcOpenMemHandle, released by cuIpcCloseMemHandle only) or a buffer of
 // imported external memory or an allocation imported from another process's memory pool
 // (released by cuMemFree, which unmaps it).
-enum class MappedFrom : uint8_t { None, Ipc, ExternalMemory, PoolImport };
+// Graphics: an OpenGL buffer mapped by cuGraphicsMapResources (released by unmapping only).
+enum class MappedFrom : uint8_t { None, Ipc, ExternalMemory, PoolImport, Graphics };
 
 struct Allocation {
   uintptr_t base = 0;

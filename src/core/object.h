@@ -10,7 +10,7 @@ namespace rocuda::core {
 
 enum class ObjectKind : uint8_t {
   Context, Module, Library, Kernel, Stream, Event, MemoryPool, Graph, GraphExec,
-  Array, MipmappedArray, ExternalMemory
+  Array, MipmappedArray, ExternalMemory, GraphicsResource
 };
 
 class Object {

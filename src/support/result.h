@@ -37,6 +37,10 @@ enum class ErrorCode {
   StreamCaptureImplicit,     // the legacy stream would depend on a capturing blocking stream
   // A cooperative grid larger than the device can hold at once.
   CooperativeLaunchTooLarge,
+  // Graphics interop: no current OpenGL context; a resource's map state forbids the call.
+  InvalidGraphicsContext,
+  AlreadyMapped,
+  NotMapped,
   Internal,
 };
 

@@ -222,6 +222,12 @@ CUresult toCuResult(ErrorCode code) {
       return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
     case ErrorCode::CooperativeLaunchTooLarge:
       return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+    case ErrorCode::InvalidGraphicsContext:
+      return CUDA_ERROR_INVALID_GRAPHICS_CONTEXT;
+    case ErrorCode::AlreadyMapped:
+      return CUDA_ERROR_ALREADY_MAPPED;
+    case ErrorCode::NotMapped:
+      return CUDA_ERROR_NOT_MAPPED;
     case ErrorCode::Internal:
       return CUDA_ERROR_UNKNOWN;
   }

@@ -1,8 +1,8 @@
-// Entry points of facilities that cannot exist on this platform: OpenGL, EGL and VDPAU interop
-// and graphics resources, external semaphores and NvSciSync (sharing between processes, external
-// memory and shareable memory pools are in ipc.cpp). They are exported and handed out by
-// cuGetProcAddress, so that applications probing for them get NVIDIA's documented error for an
-// unavailable facility (not a missing symbol) and a log line naming what is missing.
+// Entry points of facilities that cannot exist on this platform: EGL and VDPAU interop (OpenGL
+// interop is in graphics.cpp), external semaphores and NvSciSync (sharing between
+// processes, external memory and shareable memory pools are in ipc.cpp). They are exported and
+// handed out by cuGetProcAddress, so that applications probing for them get NVIDIA's documented
+// error for an unavailable facility (not a missing symbol) and a log line naming what is missing.
 //
 // No argument is read: every row of entry_points.def marked ROCUDA_UNAVAILABLE becomes a function
 // that returns a CUresult, which the C calling convention allows whatever the caller passes.
@@ -37,16 +37,12 @@ Unavailable classify(std::string_view api) {
   if (api == "cuDestroyExternalSemaphore")
     return {CUDA_ERROR_INVALID_HANDLE, "external semaphores (none can be imported)"};
   if (api == "cuDeviceGetNvSciSyncAttributes") return {CUDA_ERROR_NOT_SUPPORTED, "NvSciSync"};
-  if (api == "cuGLGetDevices") return {CUDA_ERROR_INVALID_GRAPHICS_CONTEXT, "OpenGL interop"};
-  if (startsWith(api, "cuGraphicsGL")) return {CUDA_ERROR_OPERATING_SYSTEM, "OpenGL interop"};
-  if (startsWith(api, "cuGL")) return {CUDA_ERROR_NOT_SUPPORTED, "OpenGL interop"};
   if (startsWith(api, "cuVDPAU")) return {CUDA_ERROR_INVALID_VALUE, "VDPAU interop"};
   if (startsWith(api, "cuGraphicsVDPAU")) return {CUDA_ERROR_INVALID_HANDLE, "VDPAU interop"};
   if (startsWith(api, "cuEGL") || startsWith(api, "cuGraphicsEGL") ||
       api == "cuGraphicsResourceGetMappedEglFrame")
     return {CUDA_ERROR_INVALID_HANDLE, "EGL interop"};
-  // cuGraphicsMapResources and the other calls on a registered graphics resource: no resource
-  // can have been registered.
+  // Any other call on a graphics resource of these kinds: none can have been registered.
   return {CUDA_ERROR_INVALID_HANDLE, "graphics interop resources"};
 }
 

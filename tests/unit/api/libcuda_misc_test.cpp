@@ -297,11 +297,20 @@ TEST_F(Driver, UnavailableFacilitiesAnswerTheirDocumentedErrors) {
   // Exported and handed out by cuGetProcAddress, unlike unimplemented entry points.
   EXPECT_NE(dlsym(library(), "cuImportExternalSemaphore"), nullptr);
   EXPECT_NE(dlsym(library(), "cuGraphicsMapResources_ptsz"), nullptr);
-  EXPECT_EQ(CU(cuGLGetDevices, unsigned*, CUdevice*, unsigned, int)(nullptr, nullptr, 0, 0),
+  // OpenGL buffer interop exists, but this process never loaded OpenGL (graphics_interop_test
+  // covers it with a GL context).
+  unsigned count = 7;
+  EXPECT_EQ(CU(cuGLGetDevices, unsigned*, CUdevice*, unsigned, int)(&count, nullptr, 0, 1),
             CUDA_ERROR_INVALID_GRAPHICS_CONTEXT);
-  EXPECT_EQ(CU(cuGraphicsGLRegisterBuffer, void*, unsigned, unsigned)(nullptr, 0, 0),
-            CUDA_ERROR_OPERATING_SYSTEM);
-  EXPECT_EQ(CU(cuGraphicsMapResources, unsigned, void*, CUstream)(1, nullptr, nullptr),
+  EXPECT_EQ(count, 7u);
+  CUgraphicsResource resource = nullptr;
+  auto registerBuffer = CU(cuGraphicsGLRegisterBuffer, CUgraphicsResource*, unsigned, unsigned);
+  EXPECT_EQ(registerBuffer(&resource, 1, 0), CUDA_ERROR_INVALID_GRAPHICS_CONTEXT);
+  EXPECT_EQ(CU(cuGraphicsGLRegisterImage, CUgraphicsResource*, unsigned, unsigned, unsigned)(
+                &resource, 1, 0x0DE1, 0),
+            CUDA_ERROR_INVALID_GRAPHICS_CONTEXT);
+  CUgraphicsResource bogus = reinterpret_cast<CUgraphicsResource>(&count);
+  EXPECT_EQ(CU(cuGraphicsMapResources, unsigned, CUgraphicsResource*, CUstream)(1, &bogus, nullptr),
             CUDA_ERROR_INVALID_HANDLE);
   EXPECT_EQ(CU(cuImportExternalSemaphore, void*, const void*)(nullptr, nullptr),
             CUDA_ERROR_NOT_SUPPORTED);
