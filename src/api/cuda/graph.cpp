@@ -348,7 +348,8 @@ ROCUDA_EXPORT CUresult cuGraphConditionalHandleCreate(CUgraphConditionalHandle* 
     std::lock_guard lock(core::graphMutex());
     Result<core::Graph*> graph = api::lookupGraph(hGraph);
     if (!graph) return graph.error();
-    Result<core::Context*> context = ctx != nullptr ? api::lookupContext(ctx) : api::currentContext();
+    Result<core::Context*> context =
+        ctx != nullptr ? api::lookupContext(ctx) : api::currentContext();
     if (!context) return context.error();
     *pHandle_out = (*graph)->createConditionalHandle(**context, defaultLaunchValue,
                                                      (flags & CU_GRAPH_COND_ASSIGN_DEFAULT) != 0);

@@ -223,8 +223,8 @@ class LibCudaConditional : public testing::Test {
 
   using AddNodeFn = CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
                                  CUgraphNodeParams*);
-  AddNodeFn addNode = CU(cuGraphAddNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
-                         CUgraphNodeParams*);
+  // The CUDA 12.2 form (without edge data).
+  AddNodeFn addNode = proc<AddNodeFn>("cuGraphAddNode", 12020);
   CUcontext context_ = nullptr;
   CUmodule module_ = nullptr;
   CUfunction add_ = nullptr, setCond_ = nullptr, countDown_ = nullptr;
