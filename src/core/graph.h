@@ -163,6 +163,9 @@ class Graph : public Object {
   // Conditional handles created on this graph; a conditional body knows its enclosing graph.
   uint64_t createConditionalHandle(Context& context, uint32_t defaultValue, bool assignDefault);
   const std::vector<ConditionalHandle>& conditionalHandles() const { return handles_; }
+  void setConditionalHandles(std::vector<ConditionalHandle> handles) {
+    handles_ = std::move(handles);
+  }
   const Graph* parent() const { return parent_; }
   void setParent(const Graph* parent) { parent_ = parent; }
   // The handle `id` of this graph or of a graph enclosing it (nullptr when none).

@@ -164,8 +164,8 @@ GraphUpdateResult compareGraphs(const Graph& mine, const Graph& other, const Gra
         return GraphUpdateResult::TopologyChanged;
     }
     if (a[i]->type() == GraphNodeType::Conditional) {
-      if (ca.conditionHandle != cb.conditionHandle || ca.conditionType != cb.conditionType ||
-          ca.bodies.size() != cb.bodies.size())
+      // The handle may differ (every graph makes its own): the exec takes the new graph's.
+      if (ca.conditionType != cb.conditionType || ca.bodies.size() != cb.bodies.size())
         return GraphUpdateResult::ParametersChanged;
       for (size_t k = 0; k < ca.bodies.size(); ++k) {
         const GraphNode *innerNode = nullptr, *innerFrom = nullptr;
@@ -304,6 +304,7 @@ GraphUpdateResult GraphExec::update(const Graph& graph, const GraphNode** errorN
       target.child->setEmbedded(true);
     }
     if (mine[i]->type() == GraphNodeType::Conditional) {
+      target.conditionHandle = source.conditionHandle;
       target.bodies.clear();
       target.bodyList.clear();
       for (const auto& body : source.bodies) {
@@ -314,6 +315,8 @@ GraphUpdateResult GraphExec::update(const Graph& graph, const GraphNode** errorN
     }
     fromOriginal_[theirs[i]] = mine[i];
   }
+  // The new graph's handles and defaults; values start again from the defaults.
+  graph_->setConditionalHandles(graph.conditionalHandles());
   conditions_ = std::make_shared<ConditionTable>(*graph_);
   return GraphUpdateResult::Success;
 }

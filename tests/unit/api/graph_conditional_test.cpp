@@ -410,6 +410,34 @@ TEST_F(LibCudaConditional, ClonedGraphsKeepTheirConditionals) {
   destroy(graph, {});
 }
 
+TEST_F(LibCudaConditional, ExecUpdateTakesTheNewBodiesAndHandles) {
+  auto build = [&](uint32_t step, CUgraphConditionalNodeType type) {
+    CUgraph graph = newGraph();
+    CUgraphConditionalHandle h = handle(graph, 1, CU_GRAPH_COND_ASSIGN_DEFAULT);
+    std::vector<CUgraph> bodies;
+    CUgraphNode node = nullptr;
+    EXPECT_EQ(conditional(&node, graph, {}, h, type, 1, &bodies), CUDA_SUCCESS);
+    CUgraphNode added = add(bodies[0], {}, step);
+    countDown(bodies[0], {added}, h);
+    return graph;
+  };
+  CUgraph first = build(1, CU_GRAPH_COND_TYPE_WHILE), second = build(10, CU_GRAPH_COND_TYPE_WHILE);
+  CUgraph other = build(1, CU_GRAPH_COND_TYPE_IF);
+  CUgraphExec exec = instantiate(first);
+  auto update = CU(cuGraphExecUpdate, CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo*);
+  CUgraphExecUpdateResultInfo info{};
+  ASSERT_EQ(update(exec, second, &info), CUDA_SUCCESS);
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_SUCCESS);
+  setCounter(3);
+  launch(exec);
+  expectData(30);  // the second graph's body, looping on the second graph's handle
+  EXPECT_EQ(update(exec, other, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+  EXPECT_NE(info.result, CU_GRAPH_EXEC_UPDATE_SUCCESS);
+  destroy(first, {exec});
+  destroy(second, {});
+  destroy(other, {});
+}
+
 TEST_F(LibCudaConditional, CapturesIntoABodyGraph) {
   CUgraph graph = newGraph();
   CUgraphConditionalHandle h = handle(graph, 2, CU_GRAPH_COND_ASSIGN_DEFAULT);
