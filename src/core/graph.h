@@ -1,5 +1,6 @@
 // CUDA graphs: a graph is a DAG of nodes (kernel launches, copies, fills, host calls, child
-// graphs, event record/wait, memory alloc/free), built explicitly or recorded by stream capture.
+// graphs, event record/wait, memory alloc/free, conditionals owning body graphs), built explicitly
+// or recorded by stream capture.
 // Each executable node carries the very closure the immediate path would have queued (arguments
 // captured by value) plus an opaque copy of the API's parameters for the *GetParams queries.
 // An executable graph is an instantiated deep copy, launched as one stream command that runs its
