@@ -63,6 +63,14 @@ struct SharedAllocation {
   size_t bytes = 0;
 };
 
+// cudaGraphSetConditional's target: the condition values of the graph launch running a kernel.
+class GraphConditions {
+ public:
+  virtual ~GraphConditions() = default;
+  // False when `handle` is not a condition of this launch's graph.
+  virtual bool set(uint64_t handle, uint32_t value) = 0;
+};
+
 struct LaunchConfig {
   std::array<uint32_t, 3> grid{1, 1, 1};
   std::array<uint32_t, 3> block{1, 1, 1};
@@ -70,6 +78,8 @@ struct LaunchConfig {
   // Every block resident at once, with a grid workspace for cooperative groups' grid.sync(); the
   // core has checked the grid against the device's occupancy.
   bool cooperative = false;
+  // Kernels of graph launches: the launch's conditions (null outside graphs).
+  GraphConditions* conditions = nullptr;
 };
 
 // A kernel of a loaded module.

@@ -45,7 +45,7 @@ class JitHostCode final : public HostCode {
 // Names the process must never provide: the runtime's own entry points (a libc `vprintf` has a
 // different signature, and a stray __rocuda_* definition would hide a missing runtime symbol).
 bool reservedName(llvm::StringRef name) {
-  return name.starts_with("__rocuda_") || name == "vprintf";
+  return name.starts_with("__rocuda_") || name == "vprintf" || name == "cudaGraphSetConditional";
 }
 
 Error linkError(const std::string& what, llvm::Error error) {

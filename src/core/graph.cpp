@@ -77,8 +77,17 @@ GraphNodeContent copyContent(const GraphNodeContent& from,
     to.child = from.child->clone(mapping);
     to.child->setEmbedded(true);
   }
+  to.conditionHandle = from.conditionHandle;
+  to.conditionType = from.conditionType;
+  for (const auto& body : from.bodies) {
+    to.bodies.push_back(body->clone(mapping));
+    to.bodies.back()->setEmbedded(true);
+    to.bodyList.push_back(to.bodies.back().get());
+  }
   return to;
 }
+
+std::atomic<uint64_t> conditionalHandleIds{1};
 
 void releaseAll(std::map<UserObject*, unsigned>& objects) {
   for (auto& [object, count] : objects) (void)object->release(count);
@@ -309,6 +318,10 @@ std::unique_ptr<Graph> Graph::clone(
     object->retain(count);
     copy->userObjects_[object] += count;
   }
+  copy->handles_ = handles_;
+  copy->parent_ = parent_;
+  for (const auto& node : copy->nodes_)
+    for (const auto& body : node->content_.bodies) body->parent_ = copy.get();
   if (mapping != nullptr) mapping->insert(local.begin(), local.end());
   return copy;
 }
@@ -317,6 +330,52 @@ GraphNode* Graph::findInClone(const GraphNode* original) const {
   auto it = cloneOf_.find(original);
   if (it == cloneOf_.end() || !owns(it->second)) return nullptr;
   return it->second;
+}
+
+// ---- Conditional handles and nodes ----
+
+uint64_t Graph::createConditionalHandle(Context& context, uint32_t defaultValue,
+                                        bool assignDefault) {
+  ConditionalHandle handle;
+  handle.id = conditionalHandleIds++;
+  handle.defaultValue = defaultValue;
+  handle.assignDefault = assignDefault;
+  handle.context = &context;
+  handles_.push_back(handle);
+  return handle.id;
+}
+
+const ConditionalHandle* Graph::findConditionalHandle(uint64_t id) const {
+  for (const Graph* graph = this; graph != nullptr; graph = graph->parent_)
+    for (const ConditionalHandle& handle : graph->handles_)
+      if (handle.id == id) return &handle;
+  return nullptr;
+}
+
+Result<GraphNode*> addConditionalNode(Graph& graph, const std::vector<GraphNode*>& dependencies,
+                                      uint64_t handle, ConditionalType type, unsigned count) {
+  if (graph.findConditionalHandle(handle) == nullptr)
+    return invalid("the conditional handle was not created on this graph or one enclosing it");
+  bool sizeOk = (type == ConditionalType::While && count == 1) ||
+                (type == ConditionalType::If && (count == 1 || count == 2)) ||
+                (type == ConditionalType::Switch && count > 0);
+  if (!sizeOk) return invalid("invalid number of conditional bodies for this node type");
+  if (type != ConditionalType::If && type != ConditionalType::While &&
+      type != ConditionalType::Switch)
+    return invalid("unknown conditional node type");
+  GraphNodeContent content;
+  content.name = type == ConditionalType::If      ? "if"
+                 : type == ConditionalType::While ? "while"
+                                                  : "switch";
+  content.conditionHandle = handle;
+  content.conditionType = type;
+  for (unsigned i = 0; i < count; ++i) {
+    content.bodies.push_back(std::make_unique<Graph>());
+    content.bodies.back()->setEmbedded(true);
+    content.bodies.back()->setParent(&graph);
+    content.bodyList.push_back(content.bodies.back().get());
+  }
+  return graph.addNode(GraphNodeType::Conditional, dependencies, std::move(content));
 }
 
 // ---- User objects ----
@@ -363,12 +422,51 @@ Status destroyGraph(Graph* graph) {
   return release(graph);
 }
 
+namespace {
+
+// Conditional nodes need a handle of the graph being instantiated, and their bodies (and graphs
+// nested in them) hold only kernel, empty, child-graph, memset, memcpy and conditional nodes.
+// Returns the offending node, if any.
+const GraphNode* checkConditionals(const Graph& graph, bool inBody, const ConditionTable& table,
+                                   std::string* why) {
+  if (graph.topologicalOrder().size() != graph.size()) {
+    *why = "a nested graph has a cycle";
+    return graph.nodes().front();
+  }
+  for (const GraphNode* node : graph.nodes()) {
+    GraphNodeType type = node->type();
+    if (inBody && type != GraphNodeType::Kernel && type != GraphNodeType::Empty &&
+        type != GraphNodeType::Graph && type != GraphNodeType::Memset &&
+        type != GraphNodeType::Memcpy && type != GraphNodeType::Conditional) {
+      *why = std::string("a conditional body cannot hold a ") + graphNodeTypeName(type) + " node";
+      return node;
+    }
+    if (type == GraphNodeType::Conditional && table.slotOf(node->content().conditionHandle) < 0) {
+      *why = "a conditional node's handle does not belong to the graph";
+      return node;
+    }
+    if (node->content().child)
+      if (const GraphNode* bad = checkConditionals(*node->content().child, inBody, table, why))
+        return bad;
+    for (const auto& body : node->content().bodies)
+      if (const GraphNode* bad = checkConditionals(*body, true, table, why)) return bad;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 Result<GraphExec*> instantiateGraph(const Graph& graph, uint64_t flags,
                                     const GraphNode** errorNode) {
   std::lock_guard lock(graphMutex());
   if (graph.topologicalOrder().size() != graph.size()) {
     if (errorNode != nullptr) *errorNode = nullptr;
     return makeError(ErrorCode::InvalidValue, "the graph has a cycle");
+  }
+  std::string why;
+  if (const GraphNode* bad = checkConditionals(graph, false, ConditionTable(graph), &why)) {
+    if (errorNode != nullptr) *errorNode = bad;
+    return makeError(ErrorCode::InvalidValue, why);
   }
   return adopt(std::make_unique<GraphExec>(graph, flags));
 }

@@ -1,5 +1,6 @@
 // CUDA graphs: a graph is a DAG of nodes (kernel launches, copies, fills, host calls, child
-// graphs, event record/wait, memory alloc/free), built explicitly or recorded by stream capture.
+// graphs, event record/wait, memory alloc/free, conditionals owning body graphs), built explicitly
+// or recorded by stream capture.
 // Each executable node carries the very closure the immediate path would have queued (arguments
 // captured by value) plus an opaque copy of the API's parameters for the *GetParams queries.
 // An executable graph is an instantiated deep copy, launched as one stream command that runs its
@@ -21,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backends/device_backend.h"
 #include "core/object.h"
 #include "support/result.h"
 
@@ -62,6 +64,18 @@ struct GraphAllocation {
   bool inUse = false;  // allocated by a launch and not yet freed by a free node
 };
 
+// The values of CUgraphConditionalNodeType.
+enum class ConditionalType : uint8_t { If = 0, While = 1, Switch = 2 };
+
+// cuGraphConditionalHandleCreate: a condition variable of a graph. The handle value is unique in
+// the process (clones keep it, so kernels that received it as an argument still name it).
+struct ConditionalHandle {
+  uint64_t id = 0;
+  uint32_t defaultValue = 0;
+  bool assignDefault = false;  // CU_GRAPH_COND_ASSIGN_DEFAULT: reset at every launch
+  Context* context = nullptr;
+};
+
 // What a node is, apart from its edges: copied by clone and instantiation.
 struct GraphNodeContent {
   std::string name;                    // for logs and DOT output
@@ -73,6 +87,11 @@ struct GraphNodeContent {
   void* freeAddress = nullptr;                  // memory free nodes
   std::unique_ptr<Graph> child;                 // child-graph nodes own their graph
   bool enabled = true;                          // cuGraphNodeSetEnabled (executable graphs)
+  // Conditional nodes: the handle whose value selects a body, the kind, and the bodies (owned).
+  uint64_t conditionHandle = 0;
+  ConditionalType conditionType = ConditionalType::If;
+  std::vector<std::unique_ptr<Graph>> bodies;
+  std::vector<Graph*> bodyList;  // the bodies' handles (CUDA_CONDITIONAL_NODE_PARAMS::phGraph_out)
 };
 
 class GraphNode {
@@ -142,12 +161,49 @@ class Graph : public Object {
   bool embedded() const { return embedded_; }
   void setEmbedded(bool embedded) { embedded_ = embedded; }
 
+  // Conditional handles created on this graph; a conditional body knows its enclosing graph.
+  uint64_t createConditionalHandle(Context& context, uint32_t defaultValue, bool assignDefault);
+  const std::vector<ConditionalHandle>& conditionalHandles() const { return handles_; }
+  void setConditionalHandles(std::vector<ConditionalHandle> handles) {
+    handles_ = std::move(handles);
+  }
+  const Graph* parent() const { return parent_; }
+  void setParent(const Graph* parent) { parent_ = parent; }
+  // The handle `id` of this graph or of a graph enclosing it (nullptr when none).
+  const ConditionalHandle* findConditionalHandle(uint64_t id) const;
+
  private:
   std::vector<std::unique_ptr<GraphNode>> nodes_;
   std::unordered_map<const GraphNode*, GraphNode*> cloneOf_;  // original -> node of this graph
   std::map<UserObject*, unsigned> userObjects_;
   bool embedded_ = false;
+  std::vector<ConditionalHandle> handles_;
+  const Graph* parent_ = nullptr;
 };
+
+// A conditional node with `count` empty bodies (InvalidValue for a bad size or a handle that is
+// not `graph`'s or an enclosing graph's).
+Result<GraphNode*> addConditionalNode(Graph& graph, const std::vector<GraphNode*>& dependencies,
+                                      uint64_t handle, ConditionalType type, unsigned count);
+
+// The condition values of one executable graph (every handle of the graph and its bodies and
+// children). cudaGraphSetConditional reaches them through the launch that runs the kernel.
+class ConditionTable : public backends::GraphConditions {
+ public:
+  explicit ConditionTable(const Graph& graph);
+  bool set(uint64_t handle, uint32_t value) override;
+  // The slot of `handle`, or -1.
+  int slotOf(uint64_t handle) const;
+  uint32_t value(int slot) const { return values_[slot].load(std::memory_order_acquire); }
+  void applyDefaults(bool all);  // all: every handle (instantiation), else ASSIGN_DEFAULT ones
+
+ private:
+  void collect(const Graph& graph);
+  std::vector<ConditionalHandle> handles_;
+  std::unique_ptr<std::atomic<uint32_t>[]> values_;
+};
+// The conditions of the graph launch running on this thread (null outside graph launches).
+backends::GraphConditions*& activeGraphConditions();
 
 // cuUserObjectCreate: a reference-counted object whose destructor runs when the last reference
 // (the application's or a graph's) goes.
@@ -207,6 +263,7 @@ class GraphExec : public Object {
   std::unordered_map<const GraphNode*, GraphNode*> fromOriginal_;
   std::vector<GraphNode*> order_;
   uint64_t flags_;
+  std::shared_ptr<ConditionTable> conditions_;
 };
 
 // Graphs and executable graphs live until destroyed (cuGraphDestroy / cuGraphExecDestroy).

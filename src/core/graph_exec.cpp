@@ -26,14 +26,53 @@ std::shared_ptr<InterprocessEvent> sharedStateOf(Event& event) {
   return state.ok() ? *state : nullptr;
 }
 
-void planGraph(const Graph& graph, const std::vector<GraphNode*>& order, LaunchPlan& plan);
+void planGraph(const Graph& graph, const std::vector<GraphNode*>& order, LaunchPlan& plan,
+               const ConditionTable* conditions);
 
-void planNode(const GraphNode& node, LaunchPlan& plan) {
+Status runSteps(const std::vector<std::function<Status()>>& steps) {
+  for (const auto& step : steps) ROCUDA_TRY(step());
+  return Status::success();
+}
+
+// A conditional node: each body planned once, run (or repeated) by the condition's value when
+// the node's turn comes in the launch's order.
+void planConditional(const GraphNodeContent& content, LaunchPlan& plan,
+                     const ConditionTable* conditions) {
+  int slot = conditions != nullptr ? conditions->slotOf(content.conditionHandle) : -1;
+  if (slot < 0) return;  // instantiation refuses such graphs
+  auto bodies = std::make_shared<std::vector<std::vector<std::function<Status()>>>>();
+  for (const auto& body : content.bodies) {
+    LaunchPlan inner;  // bodies hold no event or memory nodes: only steps
+    planGraph(*body, body->topologicalOrder(), inner, conditions);
+    bodies->push_back(std::move(inner.steps));
+  }
+  ConditionalType type = content.conditionType;
+  plan.steps.push_back([conditions, slot, type, bodies]() -> Status {
+    uint32_t value = conditions->value(slot);
+    switch (type) {
+      case ConditionalType::If:
+        if (value != 0) return runSteps((*bodies)[0]);
+        return bodies->size() > 1 ? runSteps((*bodies)[1]) : Status::success();
+      case ConditionalType::While:
+        for (; value != 0; value = conditions->value(slot)) ROCUDA_TRY(runSteps((*bodies)[0]));
+        return Status::success();
+      case ConditionalType::Switch:
+        return value < bodies->size() ? runSteps((*bodies)[value]) : Status::success();
+    }
+    return Status::success();
+  });
+}
+
+void planNode(const GraphNode& node, LaunchPlan& plan, const ConditionTable* conditions) {
   const GraphNodeContent& content = node.content();
   if (!content.enabled) return;  // a disabled node runs as an empty node
   switch (node.type()) {
     case GraphNodeType::Graph:
-      if (content.child) planGraph(*content.child, content.child->topologicalOrder(), plan);
+      if (content.child)
+        planGraph(*content.child, content.child->topologicalOrder(), plan, conditions);
+      return;
+    case GraphNodeType::Conditional:
+      planConditional(content, plan, conditions);
       return;
     case GraphNodeType::EventRecord: {
       if (content.event == nullptr) return;
@@ -92,9 +131,12 @@ void planNode(const GraphNode& node, LaunchPlan& plan) {
   }
 }
 
-void planGraph(const Graph&, const std::vector<GraphNode*>& order, LaunchPlan& plan) {
-  for (const GraphNode* node : order) planNode(*node, plan);
+void planGraph(const Graph&, const std::vector<GraphNode*>& order, LaunchPlan& plan,
+               const ConditionTable* conditions) {
+  for (const GraphNode* node : order) planNode(*node, plan, conditions);
 }
+
+thread_local backends::GraphConditions* activeConditions = nullptr;
 
 // Whether `a` (of graph `ga`) and `b` (of `gb`) have the same type and dependencies, by
 // creation index; children compared recursively.
@@ -121,6 +163,17 @@ GraphUpdateResult compareGraphs(const Graph& mine, const Graph& other, const Gra
       if (compareGraphs(*ca.child, *cb.child, &innerNode, &innerFrom) != GraphUpdateResult::Success)
         return GraphUpdateResult::TopologyChanged;
     }
+    if (a[i]->type() == GraphNodeType::Conditional) {
+      // The handle may differ (every graph makes its own): the exec takes the new graph's.
+      if (ca.conditionType != cb.conditionType || ca.bodies.size() != cb.bodies.size())
+        return GraphUpdateResult::ParametersChanged;
+      for (size_t k = 0; k < ca.bodies.size(); ++k) {
+        const GraphNode *innerNode = nullptr, *innerFrom = nullptr;
+        if (compareGraphs(*ca.bodies[k], *cb.bodies[k], &innerNode, &innerFrom) !=
+            GraphUpdateResult::Success)
+          return GraphUpdateResult::TopologyChanged;
+      }
+    }
     if (ca.context != cb.context &&
         (a[i]->type() == GraphNodeType::Kernel || a[i]->type() == GraphNodeType::Memcpy ||
          a[i]->type() == GraphNodeType::Memset))
@@ -135,11 +188,48 @@ GraphUpdateResult compareGraphs(const Graph& mine, const Graph& other, const Gra
 
 }  // namespace
 
+backends::GraphConditions*& activeGraphConditions() { return activeConditions; }
+
+ConditionTable::ConditionTable(const Graph& graph) {
+  collect(graph);
+  values_ = std::make_unique<std::atomic<uint32_t>[]>(handles_.size());
+  applyDefaults(true);
+}
+
+void ConditionTable::collect(const Graph& graph) {
+  for (const ConditionalHandle& handle : graph.conditionalHandles())
+    if (slotOf(handle.id) < 0) handles_.push_back(handle);
+  for (const GraphNode* node : graph.nodes()) {
+    if (node->content().child) collect(*node->content().child);
+    for (const auto& body : node->content().bodies) collect(*body);
+  }
+}
+
+int ConditionTable::slotOf(uint64_t handle) const {
+  for (size_t i = 0; i < handles_.size(); ++i)
+    if (handles_[i].id == handle) return static_cast<int>(i);
+  return -1;
+}
+
+bool ConditionTable::set(uint64_t handle, uint32_t value) {
+  int slot = slotOf(handle);
+  if (slot < 0) return false;
+  values_[slot].store(value, std::memory_order_release);
+  return true;
+}
+
+void ConditionTable::applyDefaults(bool all) {
+  for (size_t i = 0; i < handles_.size(); ++i)
+    if (all || handles_[i].assignDefault)
+      values_[i].store(handles_[i].defaultValue, std::memory_order_relaxed);
+}
+
 GraphExec::GraphExec(const Graph& graph, uint64_t flags)
     : Object(ObjectKind::GraphExec), flags_(flags) {
   graph_ = graph.clone(&fromOriginal_);
   graph_->setEmbedded(true);
   order_ = graph_->topologicalOrder();
+  conditions_ = std::make_shared<ConditionTable>(*graph_);
 }
 
 GraphExec::~GraphExec() = default;
@@ -164,18 +254,23 @@ Status GraphExec::launch(Stream& stream) {
     return Status::success();
   }
   auto plan = std::make_shared<LaunchPlan>();
+  std::shared_ptr<ConditionTable> conditions = conditions_;
   {
     std::lock_guard lock(graphMutex());
-    planGraph(*graph_, order_, *plan);
+    planGraph(*graph_, order_, *plan, conditions.get());
   }
   // The nodes share this launch's command: they run in a topological order, after earlier work
   // on the stream, and the first failure stops the rest (as a failed node stops a CUDA graph).
-  auto queued = stream.context().enqueue(stream, "graph launch", [plan]() -> Status {
+  auto queued = stream.context().enqueue(stream, "graph launch", [plan, conditions]() -> Status {
+    conditions->applyDefaults(false);  // CU_GRAPH_COND_ASSIGN_DEFAULT, in stream order
+    backends::GraphConditions* outer = activeConditions;
+    activeConditions = conditions.get();  // for cudaGraphSetConditional in this launch's kernels
     Status result = Status::success();
     for (const auto& step : plan->steps) {
       result = step();
       if (!result.ok()) break;
     }
+    activeConditions = outer;
     for (const CompletionPtr& record : plan->records)
       if (!record->done()) record->complete(Status::success());
     for (const auto& [shared, number] : plan->sharedRecords) shared->finishRecord(number);
@@ -208,8 +303,21 @@ GraphUpdateResult GraphExec::update(const Graph& graph, const GraphNode** errorN
       target.child = source.child->clone(&fromOriginal_);
       target.child->setEmbedded(true);
     }
+    if (mine[i]->type() == GraphNodeType::Conditional) {
+      target.conditionHandle = source.conditionHandle;
+      target.bodies.clear();
+      target.bodyList.clear();
+      for (const auto& body : source.bodies) {
+        target.bodies.push_back(body->clone(&fromOriginal_));
+        target.bodies.back()->setEmbedded(true);
+        target.bodyList.push_back(target.bodies.back().get());
+      }
+    }
     fromOriginal_[theirs[i]] = mine[i];
   }
+  // The new graph's handles and defaults; values start again from the defaults.
+  graph_->setConditionalHandles(graph.conditionalHandles());
+  conditions_ = std::make_shared<ConditionTable>(*graph_);
   return GraphUpdateResult::Success;
 }
 

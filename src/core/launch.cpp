@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/context.h"
+#include "core/graph.h"
 #include "core/module.h"
 #include "core/platform.h"
 #include "core/stream.h"
@@ -128,7 +129,9 @@ Status launchKernel(Kernel& kernel, Stream& stream, const LaunchRequest& request
   Context* owner = &context;
   Result<CompletionPtr> queued = context.enqueue(stream, "kernel " + kernel.name(),
                   [backend, loaded, config, owner, buffer = std::move(*arguments)]() -> Status {
-                    Status status = backend->launch(*loaded, config, buffer->data());
+                    backends::LaunchConfig run = config;
+                    run.conditions = activeGraphConditions();  // set inside graph launches
+                    Status status = backend->launch(*loaded, run, buffer->data());
                     if (!status.ok() && isStickyFailure(status.error().code))
                       owner->setStickyError(status.error());
                     return status;

@@ -273,6 +273,14 @@ void writeDot(std::ostream& out, const core::Graph& graph, const std::string& pr
       writeDot(out, *node->content().child, id + "_");
       out << "}\n";
     }
+    const auto& bodies = node->content().bodies;
+    for (size_t k = 0; k < bodies.size(); ++k) {
+      std::string body = id + "_b" + std::to_string(k);
+      out << "subgraph cluster_" << body << " {\nlabel=\"" << node->content().name << " body " << k
+          << " (handle " << node->content().conditionHandle << ")\";\n";
+      writeDot(out, *bodies[k], body + "_");
+      out << "}\n";
+    }
     out << "\"" << id << "\" [label=\"" << core::graphNodeTypeName(node->type()) << "\\n"
         << node->content().name << "\"" << (node->content().enabled ? "" : " style=dashed")
         << "];\n";
@@ -325,6 +333,26 @@ ROCUDA_EXPORT CUresult cuGraphCreate(CUgraph* phGraph, unsigned int flags) {
   return ROCUDA_API((phGraph, flags), [&]() -> api::Outcome {
     if (phGraph == nullptr || flags != 0) return api::invalidValue("phGraph is NULL or flags != 0");
     *phGraph = reinterpret_cast<CUgraph>(core::createGraph());
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphConditionalHandleCreate(CUgraphConditionalHandle* pHandle_out,
+                                                      CUgraph hGraph, CUcontext ctx,
+                                                      unsigned int defaultLaunchValue,
+                                                      unsigned int flags) {
+  return ROCUDA_API((pHandle_out, hGraph, ctx, defaultLaunchValue, flags), [&]() -> api::Outcome {
+    if (pHandle_out == nullptr) return api::invalidValue("pHandle_out is NULL");
+    if ((flags & ~CU_GRAPH_COND_ASSIGN_DEFAULT) != 0)
+      return api::invalidValue("flags must be 0 or CU_GRAPH_COND_ASSIGN_DEFAULT");
+    std::lock_guard lock(core::graphMutex());
+    Result<core::Graph*> graph = api::lookupGraph(hGraph);
+    if (!graph) return graph.error();
+    Result<core::Context*> context =
+        ctx != nullptr ? api::lookupContext(ctx) : api::currentContext();
+    if (!context) return context.error();
+    *pHandle_out = (*graph)->createConditionalHandle(**context, defaultLaunchValue,
+                                                     (flags & CU_GRAPH_COND_ASSIGN_DEFAULT) != 0);
     return {};
   });
 }

@@ -114,6 +114,20 @@ struct CUDA_EVENT_NODE_PARAMS {  // CUDA_EVENT_RECORD_NODE_PARAMS and _WAIT_
   CUevent event;
 };
 
+using CUgraphConditionalHandle = unsigned long long;
+enum CUgraphConditionalNodeType : int {
+  CU_GRAPH_COND_TYPE_IF = 0,
+  CU_GRAPH_COND_TYPE_WHILE = 1,
+  CU_GRAPH_COND_TYPE_SWITCH = 2
+};
+constexpr unsigned CU_GRAPH_COND_ASSIGN_DEFAULT = 1;
+struct CUDA_CONDITIONAL_NODE_PARAMS {
+  CUgraphConditionalHandle handle;
+  CUgraphConditionalNodeType type;
+  unsigned int size;
+  CUgraph* phGraph_out;  // the driver's array of body graphs, filled in by node creation
+  CUcontext ctx;
+};
 struct CUgraphNodeParams {
   CUgraphNodeType type;
   int reserved0[3];
@@ -128,6 +142,7 @@ struct CUgraphNodeParams {
     CUDA_EVENT_NODE_PARAMS eventRecord;
     CUDA_MEM_ALLOC_NODE_PARAMS alloc;
     CUDA_MEM_FREE_NODE_PARAMS free;
+    CUDA_CONDITIONAL_NODE_PARAMS conditional;
   };
   long long reserved2;
 };
@@ -162,6 +177,7 @@ static_assert(sizeof(CUDA_MEMSET_NODE_PARAMS_v1) == 40);
 static_assert(sizeof(CUDA_MEMSET_NODE_PARAMS_v2) == 48);
 static_assert(sizeof(CUDA_MEMCPY_NODE_PARAMS) == 216);
 static_assert(sizeof(CUDA_MEM_ALLOC_NODE_PARAMS) == 120);
+static_assert(sizeof(CUDA_CONDITIONAL_NODE_PARAMS) == 32);
 static_assert(sizeof(CUgraphNodeParams) == 256);
 static_assert(sizeof(CUgraphExecUpdateResultInfo) == 24);
 static_assert(sizeof(CUgraphEdgeData) == 8);

@@ -311,8 +311,9 @@ Outcome buildNodeContent(CUgraphNodeParams& params, core::GraphNodeContent* cont
     case CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL:
     case CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT:
     case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
-    case CU_GRAPH_NODE_TYPE_CONDITIONAL:
       return {CUDA_ERROR_NOT_SUPPORTED, "this node type is not supported"};
+    case CU_GRAPH_NODE_TYPE_CONDITIONAL:  // made by addNode (its bodies are created there)
+      return invalidValue("conditional node parameters cannot be changed");
   }
   return invalidValue("unknown node type");
 }
@@ -357,6 +358,17 @@ Outcome readNodeParams(const core::GraphNode& node, CUgraphNodeParams* params) {
     case core::GraphNodeType::MemFree:
       params->free.dptr = reinterpret_cast<CUdeviceptr>(content.freeAddress);
       return {};
+    case core::GraphNodeType::Conditional: {
+      const core::ConditionalHandle* handle =
+          node.graph().findConditionalHandle(content.conditionHandle);
+      params->conditional.handle = content.conditionHandle;
+      params->conditional.type = static_cast<CUgraphConditionalNodeType>(content.conditionType);
+      params->conditional.size = static_cast<unsigned>(content.bodies.size());
+      params->conditional.phGraph_out =
+          reinterpret_cast<CUgraph*>(const_cast<core::Graph**>(content.bodyList.data()));
+      params->conditional.ctx = reinterpret_cast<CUcontext>(handle ? handle->context : nullptr);
+      return {};
+    }
     default:
       return {};
   }
@@ -379,6 +391,35 @@ Outcome collectDependencies(core::Graph& graph, const CUgraphNode* dependencies,
   return {};
 }
 
+namespace {
+
+// A conditional node: the driver makes its empty bodies and hands them out in phGraph_out.
+Outcome addConditional(CUgraphNode* phNode, core::Graph& graph,
+                       const std::vector<core::GraphNode*>& dependencies,
+                       CUgraphNodeParams& params) {
+  CUDA_CONDITIONAL_NODE_PARAMS& in = params.conditional;
+  const core::ConditionalHandle* handle = graph.findConditionalHandle(in.handle);
+  if (handle == nullptr)
+    return invalidValue("the conditional handle was not created on this graph or one enclosing it");
+  if (in.ctx != nullptr) {
+    Result<core::Context*> context = lookupContext(in.ctx);
+    if (!context) return context.error();
+    if (*context != handle->context)
+      return invalidValue("ctx is not the context the conditional handle was created with");
+  }
+  if (in.type < CU_GRAPH_COND_TYPE_IF || in.type > CU_GRAPH_COND_TYPE_SWITCH)
+    return invalidValue("unknown conditional node type");
+  Result<core::GraphNode*> node = core::addConditionalNode(
+      graph, dependencies, in.handle, static_cast<core::ConditionalType>(in.type), in.size);
+  if (!node) return node.error();
+  in.phGraph_out = reinterpret_cast<CUgraph*>((*node)->content().bodyList.data());
+  if (in.ctx == nullptr) in.ctx = reinterpret_cast<CUcontext>(handle->context);
+  *phNode = nodeHandle(*node);
+  return {};
+}
+
+}  // namespace
+
 Outcome addNode(CUgraphNode* phNode, CUgraph hGraph, const CUgraphNode* dependencies, size_t count,
                 CUgraphNodeParams& params) {
   if (phNode == nullptr) return invalidValue("phGraphNode is NULL");
@@ -388,6 +429,8 @@ Outcome addNode(CUgraphNode* phNode, CUgraph hGraph, const CUgraphNode* dependen
   std::vector<core::GraphNode*> nodes;
   Outcome collected = collectDependencies(**graph, dependencies, count, &nodes);
   if (!collected.ok()) return collected;
+  if (params.type == CU_GRAPH_NODE_TYPE_CONDITIONAL)
+    return addConditional(phNode, **graph, nodes, params);
   core::GraphNodeContent content;
   Outcome built = buildNodeContent(params, &content);
   if (!built.ok()) return built;

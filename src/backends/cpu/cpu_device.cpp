@@ -466,6 +466,7 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
   grid.kernelName = info.name;
   grid.gridId = nextGridId_++;
   grid.paramBytes = info.paramBufferSize;
+  grid.conditions = config.conditions;
   std::atomic<bool> illegalAddress{false};
   grid.illegalAddress = &illegalAddress;
 

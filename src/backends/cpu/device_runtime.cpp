@@ -2,6 +2,7 @@
 // registers, barriers, warp collectives, shared memory, trap and printf (the contract is in
 // compiler/compiler.h).
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <csetjmp>
 #include <cstddef>
@@ -223,6 +224,20 @@ static int32_t resumeBarrierReduce(compiler::BlockContext* context, uint32_t lin
   b.asserted = true;
   trap();
 }
+// cudaGraphSetConditional(handle, value): sets a condition of the graph launch running this
+// kernel. NVIDIA leaves a call outside a graph (or with another graph's handle) undefined: it is
+// reported and ignored.
+static void graphSetConditional(uint64_t handle, uint32_t value) {
+  BlockState* b = currentBlock();
+  GraphConditions* conditions = b != nullptr ? b->grid->conditions : nullptr;
+  if (conditions != nullptr && conditions->set(handle, value)) return;
+  static std::atomic<bool> reported{false};
+  if (!reported.exchange(true))
+    log::warning(std::string("cudaGraphSetConditional in kernel '") +
+                 (b != nullptr ? std::string(b->grid->kernelName) : std::string("?")) +
+                 (conditions == nullptr ? "' launched outside a graph: ignored"
+                                        : "' with a handle not of its graph: ignored"));
+}
 }  // extern "C"
 
 namespace {
@@ -420,6 +435,7 @@ std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
       {"__rocuda_suspend_barrier_reduce", fn(suspendBarrierReduce)},
       {"__rocuda_resume_barrier_reduce", fn(resumeBarrierReduce)},
       {"vprintf", fn(vprintfEntry)},
+      {"cudaGraphSetConditional", fn(graphSetConditional)},
   };
   [&]<int... N>(std::integer_sequence<int, N...>) {
     (symbols.emplace_back("__rocuda_sreg_envreg" + std::to_string(N), fn(sregEnvreg<N>)), ...);

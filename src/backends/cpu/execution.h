@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backends/device_backend.h"
 #include "compiler/compiler.h"
 #include "support/fiber.h"
 #include "support/result.h"
@@ -67,6 +68,7 @@ struct GridState {
   CooperativeGrid* cooperative = nullptr;  // cooperative launches only
   uint32_t paramBytes = 0;      // of the parameter buffer (memcheck: reachable through pointers)
   std::atomic<bool>* illegalAddress = nullptr;  // memcheck: set by the first invalid access
+  GraphConditions* conditions = nullptr;  // graph launches: for cudaGraphSetConditional
 
   // Per-thread entries run as fibers when threads must wait for one another.
   bool useFibers() const {

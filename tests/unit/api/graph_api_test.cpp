@@ -700,9 +700,13 @@ TEST_F(LibCudaGraph, GenericAddNodeAndKernelAttributes) {
                       const CUgraphEdgeData*, size_t, CUgraphNodeParams*);
   ASSERT_EQ(addNode(&node, graph, nullptr, nullptr, 0, &params), CUDA_SUCCESS);
   CUgraphNodeParams unsupported{};
-  unsupported.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+  unsupported.type = CU_GRAPH_NODE_TYPE_BATCH_MEM_OP;
   CUgraphNode x = nullptr;
   EXPECT_EQ(addNode(&x, graph, nullptr, nullptr, 0, &unsupported), CUDA_ERROR_NOT_SUPPORTED);
+  // A conditional node needs a handle of the graph (graph_conditional_test.cpp has the rest).
+  CUgraphNodeParams conditional{};
+  conditional.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+  EXPECT_EQ(addNode(&x, graph, nullptr, nullptr, 0, &conditional), CUDA_ERROR_INVALID_VALUE);
   CUlaunchAttributeValue priority{};
   priority.priority = 3;
   auto setAttr = CU(cuGraphKernelNodeSetAttribute, CUgraphNode, CUkernelNodeAttrID,
