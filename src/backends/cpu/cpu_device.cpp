@@ -251,8 +251,12 @@ Result<void*> CpuDevice::allocateDevice(size_t bytes) {
   if (length < bytes)
     return makeError(ErrorCode::OutOfMemory, "cannot allocate " + std::to_string(bytes) + " bytes");
   std::lock_guard lock(regionsMutex_);
-  if (void* reused = takeReusable(length)) return reused;
-  void* memory = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* memory = takeReusable(length);
+  if (memory != nullptr) {
+    if (memcheckEnabled()) AllocationMap::instance().add(memory, bytes, /*owned=*/true);
+    return memory;
+  }
+  memory = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (memory == MAP_FAILED && !reusable_.empty()) {
     releaseReusable();
     memory = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
