@@ -336,7 +336,9 @@ bool runUniformRounds(BlockState& block, std::vector<std::unique_ptr<ThreadState
   for (uint32_t point = 0;;) {
     grid.code.round(grid.params, &block.context, point, codes, limit);
     uint32_t first = codes[0], live = 0;
-    bool uniform = waitingPrefix(codes, limit, live) && (live == limit || oneDimensional);
+    // A prefix short of the limit only runs on in a one-dimensional block (the round's limit).
+    bool uniform = waitingPrefix(codes, limit, live) &&
+                   (first == 0 || live == limit || oneDimensional);
     if (uniform && first == 0) return true;
     if (uniform) {
       limit = live;
