@@ -3,7 +3,9 @@
 #include "core/memory_pool.h"
 
 #include "api/cuda/boundary.h"
+#include "api/cuda/graph_internal.h"
 #include "core/context.h"
+#include "core/graph.h"
 #include "core/ipc.h"
 #include "core/memory.h"
 #include "core/platform.h"
@@ -68,6 +70,36 @@ Result<core::Device*> poolLocation(const CUmemLocation* location, CUmemAllocatio
                    "only pinned device-located memory pools exist on this platform");
 }
 
+// In a capturing stream, stream-ordered allocation becomes a memory alloc node of the capture's
+// graph (its address fixed when the node is added, as cuGraphAddMemAllocNode's) and freeing a
+// graph allocation a memory free node, as CUDA records them: replaying the graph reuses the
+// memory instead of the first launch freeing it.
+Outcome captureMemoryNode(core::Stream& stream, CUgraphNodeParams& params) {
+  core::CaptureStatePtr capture = stream.capture();
+  std::lock_guard lock(core::graphMutex());
+  core::GraphNodeContent content;
+  Outcome built = buildNodeContent(params, &content);
+  if (!built.ok()) return built;
+  Result<core::GraphNode*> node = capture->graph->addNode(
+      static_cast<core::GraphNodeType>(params.type), stream.captureDependencies(),
+      std::move(content));
+  if (!node) return node.error();
+  stream.setCaptureDependencies({*node});
+  return {};
+}
+
+Outcome captureAllocation(CUdeviceptr* dptr, size_t bytes, core::Stream& stream) {
+  CUgraphNodeParams params{};
+  params.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+  params.alloc.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  params.alloc.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  params.alloc.poolProps.location.id = stream.context().device().ordinal();
+  params.alloc.bytesize = bytes;
+  Outcome captured = captureMemoryNode(stream, params);
+  if (captured.ok()) *dptr = params.alloc.dptr;
+  return captured;
+}
+
 Outcome allocateAsync(CUdeviceptr* dptr, size_t bytes, core::MemoryPool* pool, CUstream hStream,
                       StreamVariant variant) {
   if (dptr == nullptr || bytes == 0) return invalidValue("dptr is NULL or bytesize 0");
@@ -78,6 +110,7 @@ Outcome allocateAsync(CUdeviceptr* dptr, size_t bytes, core::MemoryPool* pool, C
   if (pool == nullptr) pool = &context.device().currentMemPool();
   if (&pool->device() != &context.device())
     return invalidValue("the pool belongs to another device than the stream");
+  if ((*stream)->capture()) return captureAllocation(dptr, bytes, **stream);
   // Memory is available at once, so it is valid for all later work in the stream's order.
   Result<void*> memory = core::allocateFromPool(context, *pool, bytes);
   if (!memory) return memory.error();
@@ -98,6 +131,16 @@ Outcome allocFromPoolAsync(CUdeviceptr* dptr, size_t bytes, CUmemoryPool handle,
 
 Outcome freeAsync(CUdeviceptr dptr, CUstream hStream, StreamVariant variant) {
   void* pointer = reinterpret_cast<void*>(dptr);
+  if (core::findGraphAllocation(pointer)) {
+    Result<core::Stream*> stream = resolveStream(hStream, variant);
+    if (!stream) return stream.error();
+    if ((*stream)->capture()) {
+      CUgraphNodeParams params{};
+      params.type = CU_GRAPH_NODE_TYPE_MEM_FREE;
+      params.free.dptr = dptr;
+      return captureMemoryNode(**stream, params);
+    }
+  }
   std::optional<core::Allocation> allocation = core::findAllocation(pointer);
   if (!allocation || allocation->base != dptr || allocation->kind != core::AllocationKind::Device)
     return invalidValue("not the start of a device allocation");

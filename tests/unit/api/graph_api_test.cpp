@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -745,6 +746,60 @@ TEST_F(LibCudaGraph, GenericAddNodeAndKernelAttributes) {
       CUDA_SUCCESS);
   launchAndWait(exec);
   for (uint32_t v : readBack()) ASSERT_EQ(v, 10u);
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
+}
+
+}  // namespace
+}  // namespace rocuda::cuda
+
+namespace rocuda::cuda {
+namespace {
+
+// Stream-ordered allocation inside a capture becomes memory alloc and free nodes, so the graph
+// can be launched again and again (the memory is the graph's, not freed by the first launch).
+TEST_F(LibCudaGraph, CapturedStreamOrderedAllocationBecomesMemoryNodes) {
+  auto allocAsync = CU(cuMemAllocAsync, CUdeviceptr*, size_t, CUstream);
+  auto freeAsync = CU(cuMemFreeAsync, CUdeviceptr, CUstream);
+  ASSERT_EQ(CU(cuStreamBeginCapture, CUstream, CUstreamCaptureMode)(stream_,
+                                                                    CU_STREAM_CAPTURE_MODE_GLOBAL),
+            CUDA_SUCCESS);
+  CUdeviceptr scratch = 0;
+  ASSERT_EQ(allocAsync(&scratch, kN * 4, stream_), CUDA_SUCCESS);
+  ASSERT_NE(scratch, 0u);
+  ASSERT_EQ(CU(cuMemsetD32Async, CUdeviceptr, unsigned, size_t, CUstream)(scratch, 7, kN, stream_),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemcpyDtoDAsync, CUdeviceptr, CUdeviceptr, size_t, CUstream)(data_, scratch,
+                                                                              kN * 4, stream_),
+            CUDA_SUCCESS);
+  ASSERT_EQ(freeAsync(scratch, stream_), CUDA_SUCCESS);
+  CUgraph graph = nullptr;
+  ASSERT_EQ(CU(cuStreamEndCapture, CUstream, CUgraph*)(stream_, &graph), CUDA_SUCCESS);
+
+  size_t count = 0;
+  auto getNodes = CU(cuGraphGetNodes, CUgraph, CUgraphNode*, size_t*);
+  ASSERT_EQ(getNodes(graph, nullptr, &count), CUDA_SUCCESS);
+  ASSERT_EQ(count, 4u);
+  std::vector<CUgraphNode> nodes(count);
+  ASSERT_EQ(getNodes(graph, nodes.data(), &count), CUDA_SUCCESS);
+  std::vector<CUgraphNodeType> types;
+  for (CUgraphNode node : nodes) {
+    CUgraphNodeType type{};
+    ASSERT_EQ(CU(cuGraphNodeGetType, CUgraphNode, CUgraphNodeType*)(node, &type), CUDA_SUCCESS);
+    types.push_back(type);
+  }
+  EXPECT_EQ(std::count(types.begin(), types.end(), CU_GRAPH_NODE_TYPE_MEM_ALLOC), 1);
+  EXPECT_EQ(std::count(types.begin(), types.end(), CU_GRAPH_NODE_TYPE_MEM_FREE), 1);
+
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(
+      CU(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long)(&exec, graph, 0),
+      CUDA_SUCCESS);
+  for (int launch = 0; launch < 3; ++launch) {
+    ASSERT_EQ(CU(cuMemsetD32, CUdeviceptr, unsigned, size_t)(data_, 0, kN), CUDA_SUCCESS);
+    launchAndWait(exec);
+    for (uint32_t v : readBack()) ASSERT_EQ(v, 7u) << "launch " << launch;
+  }
   EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
   EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
 }
