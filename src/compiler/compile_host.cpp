@@ -65,12 +65,9 @@ Result<HostObject> compileForHost(std::string_view ptxText, std::string_view mod
   detail::insertSpinPolls(*module);
   dumpModule(*module, moduleName, ".host.ll");
   for (auto& kernel : result.info.kernels) {
-    kernel.usesBarriers = detail::kernelReaches(
-        *module, kernel.name, {"__rocuda_barrier_sync", "__rocuda_barrier_reduce"});
+    kernel.usesBarriers = detail::kernelReaches(*module, kernel.name, detail::kBarrierFunctions);
     kernel.usesWarpCollectives =
-        detail::kernelReaches(*module, kernel.name,
-                              {"__rocuda_warp_sync", "__rocuda_shfl_sync", "__rocuda_vote_sync",
-                               "__rocuda_redux_sync", "__rocuda_match_sync"});
+        detail::kernelReaches(*module, kernel.name, detail::kWarpCollectiveFunctions);
   }
   if (options.blockFunctions) {
     detail::lowerToBlockForms(*module, result.info);

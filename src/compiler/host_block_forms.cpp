@@ -37,15 +37,20 @@ enum ContextField : unsigned {
 // WarpLanes' arrays, in compiler.h's order.
 enum LaneField : unsigned { kLaneValue, kLaneResult, kLaneOp, kLaneMode, kLaneB, kLaneC, kLaneMask };
 
-constexpr std::array<std::string_view, 7> kWaitingFunctions = {
-    "__rocuda_barrier_sync", "__rocuda_barrier_reduce", "__rocuda_warp_sync",
-    "__rocuda_shfl_sync",    "__rocuda_vote_sync",      "__rocuda_redux_sync",
-    "__rocuda_match_sync"};
+// Every function at which a thread waits for others (host_codegen.h).
+const std::vector<std::string>& waitingFunctions() {
+  static const std::vector<std::string> all = [] {
+    std::vector<std::string> names = kBarrierFunctions;
+    names.insert(names.end(), kWarpCollectiveFunctions.begin(), kWarpCollectiveFunctions.end());
+    return names;
+  }();
+  return all;
+}
 
 bool isWaitingFunction(const llvm::Function* f) {
   if (f == nullptr) return false;
-  for (auto name : kWaitingFunctions)
-    if (f->getName() == llvm::StringRef(name.data(), name.size())) return true;
+  for (const std::string& name : waitingFunctions())
+    if (f->getName() == name) return true;
   return false;
 }
 
@@ -574,8 +579,7 @@ std::string slowPathReason(llvm::Function& kernel, bool waits) {
       if (callee == nullptr)
         return "it waits at a barrier or warp collective and calls through a function pointer";
       if (!callee->isDeclaration() &&
-          kernelReaches(*kernel.getParent(), callee->getName().str(),
-                        {kWaitingFunctions.begin(), kWaitingFunctions.end()}))
+          kernelReaches(*kernel.getParent(), callee->getName().str(), waitingFunctions()))
         return "function '" + callee->getName().str() +
                "' waits at a barrier or warp collective and was not inlined";
     }

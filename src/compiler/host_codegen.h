@@ -49,6 +49,15 @@ Result<std::vector<uint8_t>> emitObject(llvm::Module& module, llvm::TargetMachin
 bool kernelReaches(llvm::Module& module, const std::string& name,
                    const std::vector<std::string>& callees);
 
+// The translator's functions at which a thread waits for others: block barriers (bar.sync,
+// bar.red) and warp collectives. They decide KernelInfo::usesBarriers / usesWarpCollectives and
+// become the wait points of continuations.
+inline const std::vector<std::string> kBarrierFunctions = {"__rocuda_barrier_sync",
+                                                           "__rocuda_barrier_reduce"};
+inline const std::vector<std::string> kWarpCollectiveFunctions = {
+    "__rocuda_warp_sync", "__rocuda_shfl_sync", "__rocuda_vote_sync", "__rocuda_redux_sync",
+    "__rocuda_match_sync"};
+
 // Make every pollable access (translator.h: kPollMetadata) inside a loop report what it read to
 // `void __rocuda_spin_poll(ptr address, i64 value)`, so that the CPU device's runtime can let a
 // spin-waiting host thread yield. Run after inlining, before the block forms.
