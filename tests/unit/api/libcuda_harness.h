@@ -30,6 +30,39 @@ F proc(const char* name, int version = 13000, cuuint64_t flags = 0) {
 #define CU(name, ...) ::rocuda::cuda::testing::proc<CUresult (*)(__VA_ARGS__)>(#name, 12090)
 #define CU13(name, ...) ::rocuda::cuda::testing::proc<CUresult (*)(__VA_ARGS__)>(#name, 13000)
 
+// `add_one(u32* data, u32 n)`: data[i] += 1 for every i < n (one thread per element).
+inline constexpr const char* kAddOnePtx = R"(
+.version 7.0
+.target sm_50
+.address_size 64
+
+.visible .entry add_one(.param .u64 data, .param .u32 n)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<5>;
+  ld.param.u64 %rd1, [data];
+  ld.param.u32 %r1, [n];
+  mov.u32 %r2, %ctaid.x;
+  mov.u32 %r3, %ntid.x;
+  mov.u32 %r4, %tid.x;
+  mad.lo.s32 %r5, %r2, %r3, %r4;
+  setp.ge.u32 %p1, %r5, %r1;
+  @%p1 bra DONE;
+  cvta.to.global.u64 %rd2, %rd1;
+  mul.wide.u32 %rd3, %r5, 4;
+  add.s64 %rd4, %rd2, %rd3;
+  ld.global.u32 %r6, [%rd4];
+  add.s32 %r7, %r6, 1;
+  st.global.u32 [%rd4], %r7;
+DONE:
+  ret;
+}
+)";
+
+using Launch = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                            unsigned, unsigned, CUstream, void**, void**);
+
 // Every test runs with device 0's primary context current.
 class Driver : public ::testing::Test {
  protected:
