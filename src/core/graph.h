@@ -310,6 +310,11 @@ uint64_t nextCaptureId();
 Result<GraphNode*> recordCapturedNode(Stream& stream, const CaptureStatePtr& capture,
                                       std::string name, std::function<Status()> work);
 
+// The same for a node whose content the caller built (memory alloc/free nodes of stream-ordered
+// allocation in a capture). The caller holds graphMutex().
+Result<GraphNode*> appendCapturedNode(Stream& stream, const CaptureStatePtr& capture,
+                                      GraphNodeType type, GraphNodeContent content);
+
 // Capture failures with no ErrorCode of their own (the API maps them to CUresult).
 enum class CaptureFailure : uint8_t {
   None,

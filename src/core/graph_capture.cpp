@@ -75,6 +75,11 @@ Result<GraphNode*> recordCapturedNode(Stream& stream, const CaptureStatePtr& cap
   content.work = std::move(work);
   GraphNodeType type = capturedType(name);
   content.name = std::move(name);
+  return appendCapturedNode(stream, capture, type, std::move(content));
+}
+
+Result<GraphNode*> appendCapturedNode(Stream& stream, const CaptureStatePtr& capture,
+                                      GraphNodeType type, GraphNodeContent content) {
   Result<GraphNode*> node =
       capture->graph->addNode(type, stream.captureDependencies(), std::move(content));
   if (!node.ok()) return node.error();

@@ -75,16 +75,13 @@ Result<core::Device*> poolLocation(const CUmemLocation* location, CUmemAllocatio
 // graph allocation a memory free node, as CUDA records them: replaying the graph reuses the
 // memory instead of the first launch freeing it.
 Outcome captureMemoryNode(core::Stream& stream, CUgraphNodeParams& params) {
-  core::CaptureStatePtr capture = stream.capture();
   std::lock_guard lock(core::graphMutex());
   core::GraphNodeContent content;
   Outcome built = buildNodeContent(params, &content);
   if (!built.ok()) return built;
-  Result<core::GraphNode*> node = capture->graph->addNode(
-      static_cast<core::GraphNodeType>(params.type), stream.captureDependencies(),
-      std::move(content));
+  Result<core::GraphNode*> node = core::appendCapturedNode(
+      stream, stream.capture(), static_cast<core::GraphNodeType>(params.type), std::move(content));
   if (!node) return node.error();
-  stream.setCaptureDependencies({*node});
   return {};
 }
 
