@@ -37,7 +37,8 @@ class RefCollector {
   RefCollector(const ptx::Module& module, const ptx::Function& fn, FunctionRefs& out)
       : module_(module), fn_(fn), out_(out) {}
 
-  void symbol(const std::string& name) {
+  void symbol(std::string_view view) {
+    std::string name(view);
     for (const auto& var : fn_.locals)
       if (var.name == name) {
         if (var.space == ptx::StateSpace::Shared) out_.shared.insert(fn_.name + "/" + name);
@@ -53,14 +54,14 @@ class RefCollector {
   void operand(const ptx::Operand& op) {
     switch (op.kind) {
       case ptx::Operand::Kind::Symbol:
-        symbol(op.symbol);
+        symbol(op.symbol());
         break;
       case ptx::Operand::Kind::Address:
-        if (op.address.baseKind == ptx::Address::BaseKind::Symbol) symbol(op.address.symbol);
+        if (op.address().baseKind == ptx::Address::BaseKind::Symbol) symbol(op.address().symbol);
         break;
       case ptx::Operand::Kind::Vector:
       case ptx::Operand::Kind::List:
-        for (const auto& e : op.elements) operand(e);
+        for (const auto& e : op.elements()) operand(e);
         break;
       default:
         break;
@@ -89,13 +90,13 @@ std::unordered_map<std::string, FunctionRefs> collectRefs(const ptx::Module& mod
     FunctionRefs& r = refs[fn.name];
     RefCollector collect(module, fn, r);
     for (const auto& st : fn.body) {
-      if (st.kind != ptx::Statement::Kind::Instruction) continue;
+      if (st.isLabel()) continue;
       const auto& inst = st.instruction;
-      for (const auto& op : inst.operands) collect.operand(op);
-      if (inst.opcode != ptx::Opcode::call || inst.operands.empty()) continue;
-      size_t callee = inst.operands[0].kind == ptx::Operand::Kind::List ? 1 : 0;
-      if (callee < inst.operands.size() &&
-          inst.operands[callee].kind == ptx::Operand::Kind::Register)
+      for (const auto& op : inst.operands()) collect.operand(op);
+      if (inst.opcode != ptx::Opcode::call || inst.operands().empty()) continue;
+      size_t callee = inst.operands()[0].kind == ptx::Operand::Kind::List ? 1 : 0;
+      if (callee < inst.operands().size() &&
+          inst.operands()[callee].kind == ptx::Operand::Kind::Register)
         r.indirect = true;
     }
   }

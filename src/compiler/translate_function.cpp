@@ -14,28 +14,34 @@ using ptx::ScalarType;
 
 std::string instructionName(const ptx::Instruction& inst) {
   std::string name = ptx::opcodeName(inst.opcode);
-  for (const auto& m : inst.modifiers) name += "." + m;
+  for (const auto& m : inst.modifiers()) name += "." + std::string(m);
   if (inst.space != ptx::StateSpace::None) {
     std::string space = ptx::stateSpaceName(inst.space);
     if (!space.empty() && space[0] != '.') name += ".";
     name += space;
   }
   if (inst.vectorWidth > 1) name += ".v" + std::to_string(inst.vectorWidth);
-  for (auto t : inst.types) name += std::string(".") + ptx::scalarTypeName(t);
+  for (auto t : inst.types()) name += std::string(".") + ptx::scalarTypeName(t);
   return name;
 }
 
 std::string roundingModifier(const ptx::Instruction& inst) {
-  for (const auto& m : inst.modifiers)
+  for (const auto& m : inst.modifiers())
     if (m == "rn" || m == "rz" || m == "rm" || m == "rp" || m == "rni" || m == "rzi" ||
         m == "rmi" || m == "rpi" || m == "rna" || m == "rs")
-      return m;
+      return std::string(m);
   return "";
 }
 
 FunctionTranslator::FunctionTranslator(ModuleTranslator& mt, const ptx::Function& fn,
                                        llvm::Function* llvmFunction)
     : mt(mt), fn(fn), function(llvmFunction), b(mt.context()) {}
+
+std::string FunctionTranslator::operandContext() const {
+  if (current_ == nullptr) return "'" + fn.name + "'";
+  return "'" + instructionName(*current_) + "' at " + std::to_string(current_->loc.line) + ":" +
+         std::to_string(current_->loc.column);
+}
 
 Error FunctionTranslator::unsupported(const ptx::Instruction& inst, const std::string& why) const {
   std::string msg = "unsupported PTX instruction '" + instructionName(inst) + "' at " +
@@ -100,13 +106,13 @@ llvm::AllocaInst* FunctionTranslator::carryFlag() {
   return carry_;
 }
 
-llvm::Value* FunctionTranslator::paramStorage(const std::string& name) {
-  auto it = locals_.find(name);
+llvm::Value* FunctionTranslator::paramStorage(std::string_view name) {
+  auto it = locals_.find(std::string(name));
   return it == locals_.end() ? nullptr : it->second;
 }
 
-llvm::BasicBlock* FunctionTranslator::labelBlock(const std::string& name) {
-  auto it = labels_.find(name);
+llvm::BasicBlock* FunctionTranslator::labelBlock(std::string_view name) {
+  auto it = labels_.find(std::string(name));
   return it == labels_.end() ? nullptr : it->second;
 }
 
@@ -122,7 +128,7 @@ void FunctionTranslator::emitReturn() {
   b.CreateRetVoid();
 }
 
-Result<llvm::Value*> FunctionTranslator::symbolPointer(const std::string& name) {
+Result<llvm::Value*> FunctionTranslator::symbolPointer(std::string_view name) {
   if (auto* local = paramStorage(name)) return local;
   uint64_t offset = 0;
   if (mt.localSharedOffset(fn.name, name, offset) || mt.sharedOffset(name, offset))
@@ -130,10 +136,10 @@ Result<llvm::Value*> FunctionTranslator::symbolPointer(const std::string& name) 
   if (auto* gv = mt.findGlobal(name)) return static_cast<llvm::Value*>(gv);
   if (auto* f = mt.findFunction(name)) return static_cast<llvm::Value*>(f);
   return makeError(ErrorCode::InvalidPtx,
-                   "unknown symbol '" + name + "' in function '" + fn.name + "'");
+                   "unknown symbol '" + std::string(name) + "' in function '" + fn.name + "'");
 }
 
-Result<llvm::Value*> FunctionTranslator::symbolValue(const std::string& name, int64_t offset) {
+Result<llvm::Value*> FunctionTranslator::symbolValue(std::string_view name, int64_t offset) {
   uint64_t shared = 0;
   if (!paramStorage(name) &&
       (mt.localSharedOffset(fn.name, name, shared) || mt.sharedOffset(name, shared)))
@@ -201,38 +207,37 @@ static llvm::Value* immediateValue(FunctionTranslator& t, const ptx::Immediate& 
 Result<llvm::Value*> FunctionTranslator::read(const ptx::Operand& op, ScalarType type) {
   switch (op.kind) {
     case ptx::Operand::Kind::Register: {
-      if (op.reg >= registers_.size() || !registers_[op.reg])
+      if (op.reg() >= registers_.size() || !registers_[op.reg()])
         return makeError(ErrorCode::InvalidPtx, "bad register operand in '" + fn.name + "'");
-      auto* slot = registers_[op.reg];
+      auto* slot = registers_[op.reg()];
       return adaptRead(*this, b.CreateLoad(slot->getAllocatedType(), slot), type, op.negated);
     }
     case ptx::Operand::Kind::SpecialRegister: {
-      if (op.special == ptx::SpecialRegister::WarpSize)  // WARP_SZ: a constant here
+      if (op.special() == ptx::SpecialRegister::WarpSize)  // WARP_SZ: a constant here
         return adaptRead(*this, b.getInt32(32), type, false);
-      llvm::Value* v = b.CreateCall(mt.sregFunction(op.special, op.envregIndex));
+      llvm::Value* v = b.CreateCall(mt.sregFunction(op.special(), op.envregIndex()));
       return adaptRead(*this, v, type, op.negated);
     }
     case ptx::Operand::Kind::Immediate:
-      return immediateValue(*this, op.imm, type);
+      return immediateValue(*this, op.imm(), type);
     case ptx::Operand::Kind::Symbol: {
-      auto v = symbolValue(op.symbol, op.symbolOffset);
+      auto v = symbolValue(std::string(op.symbol()), op.symbolOffset());
       if (!v.ok()) return v;
       return adaptRead(*this, *v, type, false);
     }
     default:
-      return makeError(ErrorCode::InvalidPtx, "operand at " + std::to_string(op.loc.line) + ":" +
-                                                  std::to_string(op.loc.column) +
-                                                  " cannot be read as a value");
+      return makeError(ErrorCode::InvalidPtx,
+                       "an operand of " + operandContext() + " cannot be read as a value");
   }
 }
 
 Status FunctionTranslator::write(const ptx::Operand& op, llvm::Value* v, ScalarType type) {
   if (op.kind == ptx::Operand::Kind::Sink) return Status::success();
-  if (op.kind != ptx::Operand::Kind::Register || op.reg >= registers_.size() || !registers_[op.reg])
-    return makeError(ErrorCode::InvalidPtx, "destination at " + std::to_string(op.loc.line) + ":" +
-                                                std::to_string(op.loc.column) +
-                                                " is not a register");
-  auto* slot = registers_[op.reg];
+  if (op.kind != ptx::Operand::Kind::Register || op.reg() >= registers_.size() ||
+      !registers_[op.reg()])
+    return makeError(ErrorCode::InvalidPtx,
+                     "a destination of " + operandContext() + " is not a register");
+  auto* slot = registers_[op.reg()];
   auto* regType = llvm::cast<llvm::IntegerType>(slot->getAllocatedType());
   llvm::Type* vt = v->getType();
   if (!vt->isIntegerTy())
@@ -252,23 +257,18 @@ Status FunctionTranslator::write(const ptx::Operand& op, llvm::Value* v, ScalarT
 
 Result<llvm::Value*> FunctionTranslator::address(const ptx::Operand& op, ptx::StateSpace space) {
   if (op.kind != ptx::Operand::Kind::Address)
-    return makeError(ErrorCode::InvalidPtx, "expected an address operand at " +
-                                                std::to_string(op.loc.line) + ":" +
-                                                std::to_string(op.loc.column));
-  const auto& a = op.address;
+    return makeError(ErrorCode::InvalidPtx, "expected an address operand in " + operandContext());
+  const ptx::Address a = op.address();
   llvm::Value* ptr = nullptr;
   int64_t offset = a.offset;
   if (a.baseKind == ptx::Address::BaseKind::Symbol) {
-    auto p = symbolPointer(a.symbol);
+    auto p = symbolPointer(std::string(a.symbol));
     if (!p.ok()) return p;
     ptr = *p;
   } else {
     llvm::Value* base = b.getInt64(0);
     if (a.baseKind == ptx::Address::BaseKind::Register) {
-      ptx::Operand reg;
-      reg.kind = ptx::Operand::Kind::Register;
-      reg.reg = a.reg;
-      auto v = read(reg, ScalarType::U64);
+      auto v = read(ptx::Operand::makeRegister(a.reg), ScalarType::U64);
       if (!v.ok()) return v;
       base = *v;
     } else {
@@ -286,24 +286,21 @@ Result<llvm::Value*> FunctionTranslator::address(const ptx::Operand& op, ptx::St
 }
 
 Status FunctionTranslator::createStorage() {
-  registers_.resize(fn.registers.size(), nullptr);
+  registers_.resize(fn.registerCount(), nullptr);
   llvm::IRBuilder<> eb(entry_);
-  for (size_t i = 0; i < fn.registers.size(); ++i) {
-    const auto& reg = fn.registers[i];
-    if (reg.type == ScalarType::None) continue;
-    unsigned bits = reg.type == ScalarType::Pred
+  for (const ptx::RegisterDeclaration& d : fn.registerDeclarations) {
+    if (d.type == ScalarType::None) continue;
+    unsigned bits = d.type == ScalarType::Pred
                         ? 1
-                        : std::max(1u, ptx::scalarTypeSize(reg.type)) * 8 * reg.vectorWidth;
+                        : std::max(1u, ptx::scalarTypeSize(d.type)) * 8 * d.vectorWidth;
     auto* type = b.getIntNTy(bits);
-    registers_[i] = entryAlloca(type, std::max(1u, std::min(bits / 8, 8u)), reg.name);
-    // PTX leaves registers undefined; zero avoids undef-driven surprises and costs nothing.
-    eb.CreateStore(llvm::ConstantInt::get(type, 0), registers_[i]);
+    for (uint32_t i = d.first; i < d.first + d.count; ++i) {
+      registers_[i] = entryAlloca(type, std::max(1u, std::min(bits / 8, 8u)), fn.registerName(i));
+      // PTX leaves registers undefined; zero avoids undef-driven surprises and costs nothing.
+      eb.CreateStore(llvm::ConstantInt::get(type, 0), registers_[i]);
+    }
   }
-  auto findRegister = [&](const std::string& name) -> int64_t {
-    for (size_t i = 0; i < fn.registers.size(); ++i)
-      if (fn.registers[i].name == name) return static_cast<int64_t>(i);
-    return -1;
-  };
+  auto findRegister = [&](const std::string& name) { return fn.findRegister(name); };
   if (fn.isEntry) {
     params_ = function->getArg(0);
     uint64_t offset = 0;
@@ -348,26 +345,24 @@ Status FunctionTranslator::translate() {
   auto* body = llvm::BasicBlock::Create(ctx(), "body", function);
   ROCUDA_TRY(createStorage());
   for (const auto& st : fn.body)
-    if (st.kind == ptx::Statement::Kind::Label)
-      labels_[st.label.name] = llvm::BasicBlock::Create(ctx(), st.label.name, function);
+    if (st.isLabel())
+      labels_[std::string(st.labelName())] =
+          llvm::BasicBlock::Create(ctx(), std::string(st.labelName()), function);
   b.SetInsertPoint(body);
   for (const auto& st : fn.body) {
-    if (st.kind == ptx::Statement::Kind::Label) {
-      auto* block = labels_[st.label.name];
+    if (st.isLabel()) {
+      auto* block = labels_[std::string(st.labelName())];
       if (!b.GetInsertBlock()->getTerminator()) b.CreateBr(block);
       b.SetInsertPoint(block);
       continue;
     }
     const auto& inst = st.instruction;
-    if (!inst.guard) {
+    current_ = &inst;
+    if (!inst.guard()) {
       ROCUDA_TRY(translateInstruction(inst));
       continue;
     }
-    ptx::Operand guard;
-    guard.kind = ptx::Operand::Kind::Register;
-    guard.reg = *inst.guard;
-    guard.negated = inst.guardNegated;
-    auto cond = read(guard, ScalarType::Pred);
+    auto cond = read(ptx::Operand::makeRegister(*inst.guard(), inst.guardNegated), ScalarType::Pred);
     if (!cond.ok()) return cond.error();
     auto* then = llvm::BasicBlock::Create(ctx(), "guarded", function);
     auto* cont = llvm::BasicBlock::Create(ctx(), "cont", function);
@@ -390,7 +385,7 @@ Status FunctionTranslator::translate() {
 }
 
 static bool anyFloat(const ptx::Instruction& inst) {
-  for (auto t : inst.types)
+  for (auto t : inst.types())
     if (ptx::isFloat(t)) return true;
   return false;
 }
@@ -398,6 +393,7 @@ static bool anyFloat(const ptx::Instruction& inst) {
 // clang-format off
 Status FunctionTranslator::translateInstruction(const ptx::Instruction& inst) {
   using ptx::Opcode;
+  current_ = &inst;
   switch (inst.opcode) {
     case Opcode::add: case Opcode::sub: case Opcode::mul: case Opcode::mad: case Opcode::div:
     case Opcode::rem: case Opcode::abs: case Opcode::neg: case Opcode::min: case Opcode::max:

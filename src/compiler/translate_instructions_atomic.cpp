@@ -48,8 +48,8 @@ bool rmwOp(const ptx::Instruction& inst, ScalarType type, llvm::AtomicRMWInst::B
 
 Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
-  if (inst.types.size() != 1 || inst.vectorWidth != 1) return t.unsupported(inst);
-  ScalarType type = inst.types[0];
+  if (inst.types().size() != 1 || inst.vectorWidth != 1) return t.unsupported(inst);
+  ScalarType type = inst.types()[0];
   if (type == ScalarType::B128 || type == ScalarType::F16x2 || type == ScalarType::BF16x2)
     return t.unsupported(inst);
   unsigned bytes = ptx::scalarTypeSize(type);
@@ -58,16 +58,16 @@ Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   bool isRed = inst.opcode == ptx::Opcode::red;
   size_t first = isRed ? 0 : 1;
   bool cas = inst.hasModifier("cas");
-  if (inst.operands.size() != first + (cas ? 3 : 2)) return t.invalid(inst, "wrong operands");
-  ROCUDA_VALUE(ptr, t.address(inst.operands[first], inst.space));
+  if (inst.operands().size() != first + (cas ? 3 : 2)) return t.invalid(inst, "wrong operands");
+  ROCUDA_VALUE(ptr, t.address(inst.operands()[first], inst.space));
   llvm::AtomicOrdering order = semantics(inst);
   unsigned size = ptx::scalarTypeSize(type);
   t.checkAccess(inst, ptr, size, /*write=*/true, inst.space, /*atomic=*/true);
   llvm::Value* old = nullptr;
   if (cas) {
     ScalarType bits = size == 2 ? ScalarType::B16 : size == 4 ? ScalarType::B32 : ScalarType::B64;
-    ROCUDA_VALUE(cmp, t.read(inst.operands[first + 1], bits));
-    ROCUDA_VALUE(val, t.read(inst.operands[first + 2], bits));
+    ROCUDA_VALUE(cmp, t.read(inst.operands()[first + 1], bits));
+    ROCUDA_VALUE(val, t.read(inst.operands()[first + 2], bits));
     auto failure =
         order == llvm::AtomicOrdering::AcquireRelease || order == llvm::AtomicOrdering::Acquire
             ? llvm::AtomicOrdering::Acquire
@@ -82,11 +82,11 @@ Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
     ScalarType operandType = type;
     if (op == llvm::AtomicRMWInst::Xchg && ptx::isFloat(type))
       operandType = size == 4 ? ScalarType::B32 : size == 8 ? ScalarType::B64 : ScalarType::B16;
-    ROCUDA_VALUE(val, t.read(inst.operands[first + 1], operandType));
+    ROCUDA_VALUE(val, t.read(inst.operands()[first + 1], operandType));
     old = B.CreateAtomicRMW(op, ptr, val, llvm::MaybeAlign(size), order);
   }
   if (isRed) return Status::success();
-  return t.write(inst.operands[0], old, type);
+  return t.write(inst.operands()[0], old, type);
 }
 
 }  // namespace rocuda::compiler::detail

@@ -16,8 +16,8 @@ llvm::Value* constant(llvm::Type* type, uint64_t value) {
 
 Status shift(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType type) {
   auto& B = t.b;
-  ROCUDA_VALUE(a, t.read(inst.operands[1], type));
-  ROCUDA_VALUE(n, t.read(inst.operands[2], ScalarType::U32));
+  ROCUDA_VALUE(a, t.read(inst.operands()[1], type));
+  ROCUDA_VALUE(n, t.read(inst.operands()[2], ScalarType::U32));
   auto* ty = a->getType();
   unsigned w = ty->getIntegerBitWidth();
   llvm::Value* big = B.CreateICmpUGE(n, B.getInt32(w));
@@ -30,7 +30,7 @@ Status shift(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType typ
   } else {
     r = B.CreateSelect(big, constant(ty, 0), B.CreateLShr(a, amount));
   }
-  return t.write(inst.operands[0], r, type);
+  return t.write(inst.operands()[0], r, type);
 }
 
 // Mask of the low `len` bits (len may be >= width: all ones).
@@ -46,9 +46,9 @@ llvm::Value* lowMask(FunctionTranslator& t, llvm::Type* ty, llvm::Value* len) {
 
 Status bfe(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType type) {
   auto& B = t.b;
-  ROCUDA_VALUE(a, t.read(inst.operands[1], type));
-  ROCUDA_VALUE(posIn, t.read(inst.operands[2], ScalarType::U32));
-  ROCUDA_VALUE(lenIn, t.read(inst.operands[3], ScalarType::U32));
+  ROCUDA_VALUE(a, t.read(inst.operands()[1], type));
+  ROCUDA_VALUE(posIn, t.read(inst.operands()[2], ScalarType::U32));
+  ROCUDA_VALUE(lenIn, t.read(inst.operands()[3], ScalarType::U32));
   auto* ty = a->getType();
   unsigned w = ty->getIntegerBitWidth();
   llvm::Value* pos = B.CreateAnd(posIn, 0xff);
@@ -61,7 +61,7 @@ Status bfe(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType type)
   llvm::Value* avail = B.CreateSelect(posBig, B.getInt32(0), B.CreateSub(B.getInt32(w), pos));
   llvm::Value* taken = B.CreateBinaryIntrinsic(llvm::Intrinsic::umin, len, avail);
   llvm::Value* field = B.CreateAnd(shifted, lowMask(t, ty, taken));
-  if (!ptx::isSignedInteger(type)) return t.write(inst.operands[0], field, type);
+  if (!ptx::isSignedInteger(type)) return t.write(inst.operands()[0], field, type);
   // Sign bit: a[min(pos + len - 1, msb)], replicated above the field.
   llvm::Value* top = B.CreateSub(B.CreateAdd(pos, len), B.getInt32(1));
   top = B.CreateBinaryIntrinsic(llvm::Intrinsic::smax, top, B.getInt32(0));
@@ -69,16 +69,16 @@ Status bfe(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType type)
   llvm::Value* sbit = B.CreateTrunc(B.CreateLShr(a, B.CreateZExtOrTrunc(top, ty)), t.i1());
   llvm::Value* upper = B.CreateNot(lowMask(t, ty, taken));
   llvm::Value* r = B.CreateSelect(sbit, B.CreateOr(field, upper), field);
-  return t.write(inst.operands[0], r, type);
+  return t.write(inst.operands()[0], r, type);
 }
 
 Status bfi(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType type) {
   auto& B = t.b;
-  if (inst.operands.size() < 5) return t.invalid(inst, "too few operands");
-  ROCUDA_VALUE(a, t.read(inst.operands[1], type));
-  ROCUDA_VALUE(base, t.read(inst.operands[2], type));
-  ROCUDA_VALUE(posIn, t.read(inst.operands[3], ScalarType::U32));
-  ROCUDA_VALUE(lenIn, t.read(inst.operands[4], ScalarType::U32));
+  if (inst.operands().size() < 5) return t.invalid(inst, "too few operands");
+  ROCUDA_VALUE(a, t.read(inst.operands()[1], type));
+  ROCUDA_VALUE(base, t.read(inst.operands()[2], type));
+  ROCUDA_VALUE(posIn, t.read(inst.operands()[3], ScalarType::U32));
+  ROCUDA_VALUE(lenIn, t.read(inst.operands()[4], ScalarType::U32));
   auto* ty = a->getType();
   unsigned w = ty->getIntegerBitWidth();
   llvm::Value* pos = B.CreateAnd(posIn, 0xff);
@@ -88,12 +88,12 @@ Status bfi(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType type)
   llvm::Value* mask = B.CreateShl(lowMask(t, ty, len), p);
   llvm::Value* merged =
       B.CreateOr(B.CreateAnd(base, B.CreateNot(mask)), B.CreateAnd(B.CreateShl(a, p), mask));
-  return t.write(inst.operands[0], B.CreateSelect(posBig, base, merged), type);
+  return t.write(inst.operands()[0], B.CreateSelect(posBig, base, merged), type);
 }
 
 Status bfind(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType type) {
   auto& B = t.b;
-  ROCUDA_VALUE(a, t.read(inst.operands[1], type));
+  ROCUDA_VALUE(a, t.read(inst.operands()[1], type));
   auto* ty = a->getType();
   unsigned w = ty->getIntegerBitWidth();
   llvm::Value* x = a;
@@ -103,16 +103,16 @@ Status bfind(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType typ
       B.CreateTrunc(B.CreateBinaryIntrinsic(llvm::Intrinsic::ctlz, x, B.getTrue()), t.i32());
   llvm::Value* pos = inst.hasModifier("shiftamt") ? lz : B.CreateSub(B.getInt32(w - 1), lz);
   llvm::Value* none = B.CreateICmpEQ(x, constant(ty, 0));
-  return t.write(inst.operands[0], B.CreateSelect(none, B.getInt32(0xffffffffu), pos),
+  return t.write(inst.operands()[0], B.CreateSelect(none, B.getInt32(0xffffffffu), pos),
                  ScalarType::U32);
 }
 
 Status prmt(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
-  if (inst.operands.size() < 4) return t.invalid(inst, "too few operands");
-  ROCUDA_VALUE(a, t.read(inst.operands[1], ScalarType::B32));
-  ROCUDA_VALUE(bv, t.read(inst.operands[2], ScalarType::B32));
-  ROCUDA_VALUE(c, t.read(inst.operands[3], ScalarType::B32));
+  if (inst.operands().size() < 4) return t.invalid(inst, "too few operands");
+  ROCUDA_VALUE(a, t.read(inst.operands()[1], ScalarType::B32));
+  ROCUDA_VALUE(bv, t.read(inst.operands()[2], ScalarType::B32));
+  ROCUDA_VALUE(c, t.read(inst.operands()[3], ScalarType::B32));
   llvm::Value* bytes =
       B.CreateOr(B.CreateZExt(a, t.i64()), B.CreateShl(B.CreateZExt(bv, t.i64()), 32));
   std::string mode;
@@ -149,17 +149,17 @@ Status prmt(FunctionTranslator& t, const ptx::Instruction& inst) {
     }
     result = B.CreateOr(result, B.CreateShl(byte, 8 * i));
   }
-  return t.write(inst.operands[0], result, ScalarType::B32);
+  return t.write(inst.operands()[0], result, ScalarType::B32);
 }
 
 Status lop3(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType type) {
   auto& B = t.b;
-  if (inst.operands.size() < 5 || inst.operands[4].kind != ptx::Operand::Kind::Immediate)
+  if (inst.operands().size() < 5 || inst.operands()[4].kind != ptx::Operand::Kind::Immediate)
     return t.unsupported(inst, "expected d, a, b, c, immLut");
-  ROCUDA_VALUE(a, t.read(inst.operands[1], type));
-  ROCUDA_VALUE(bv, t.read(inst.operands[2], type));
-  ROCUDA_VALUE(c, t.read(inst.operands[3], type));
-  uint64_t lut = inst.operands[4].imm.bits & 0xff;
+  ROCUDA_VALUE(a, t.read(inst.operands()[1], type));
+  ROCUDA_VALUE(bv, t.read(inst.operands()[2], type));
+  ROCUDA_VALUE(c, t.read(inst.operands()[3], type));
+  uint64_t lut = inst.operands()[4].imm().bits & 0xff;
   llvm::Value* r = constant(a->getType(), 0);
   for (unsigned k = 0; k < 8; ++k) {
     if (!((lut >> k) & 1)) continue;
@@ -168,21 +168,21 @@ Status lop3(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType type
                     (k & 1) ? c : B.CreateNot(c));
     r = B.CreateOr(r, term);
   }
-  return t.write(inst.operands[0], r, type);
+  return t.write(inst.operands()[0], r, type);
 }
 
 Status shf(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
-  if (inst.operands.size() < 4) return t.invalid(inst, "too few operands");
-  ROCUDA_VALUE(lo, t.read(inst.operands[1], ScalarType::B32));
-  ROCUDA_VALUE(hi, t.read(inst.operands[2], ScalarType::B32));
-  ROCUDA_VALUE(n, t.read(inst.operands[3], ScalarType::U32));
+  if (inst.operands().size() < 4) return t.invalid(inst, "too few operands");
+  ROCUDA_VALUE(lo, t.read(inst.operands()[1], ScalarType::B32));
+  ROCUDA_VALUE(hi, t.read(inst.operands()[2], ScalarType::B32));
+  ROCUDA_VALUE(n, t.read(inst.operands()[3], ScalarType::U32));
   bool left = inst.hasModifier("l");
   if (inst.hasModifier("wrap")) {
     llvm::Value* amount = B.CreateAnd(n, 31);
     auto id = left ? llvm::Intrinsic::fshl : llvm::Intrinsic::fshr;
     llvm::Value* r = B.CreateIntrinsic(id, {t.i32()}, {hi, lo, amount});
-    return t.write(inst.operands[0], r, ScalarType::B32);
+    return t.write(inst.operands()[0], r, ScalarType::B32);
   }
   // .clamp: amounts >= 32 shift a whole word.
   llvm::Value* big = B.CreateICmpUGE(n, B.getInt32(32));
@@ -190,17 +190,17 @@ Status shf(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto id = left ? llvm::Intrinsic::fshl : llvm::Intrinsic::fshr;
   llvm::Value* r = B.CreateIntrinsic(id, {t.i32()}, {hi, lo, amount});
   r = B.CreateSelect(big, left ? lo : hi, r);
-  return t.write(inst.operands[0], r, ScalarType::B32);
+  return t.write(inst.operands()[0], r, ScalarType::B32);
 }
 
 Status dp4a(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
-  if (inst.operands.size() < 4 || inst.types.size() < 2) return t.invalid(inst, "bad form");
-  bool sa = ptx::isSignedInteger(inst.types[0]), sb = ptx::isSignedInteger(inst.types[1]);
+  if (inst.operands().size() < 4 || inst.types().size() < 2) return t.invalid(inst, "bad form");
+  bool sa = ptx::isSignedInteger(inst.types()[0]), sb = ptx::isSignedInteger(inst.types()[1]);
   ScalarType ct = (sa || sb) ? ScalarType::S32 : ScalarType::U32;
-  ROCUDA_VALUE(a, t.read(inst.operands[1], ScalarType::B32));
-  ROCUDA_VALUE(bv, t.read(inst.operands[2], ScalarType::B32));
-  ROCUDA_VALUE(c, t.read(inst.operands[3], ct));
+  ROCUDA_VALUE(a, t.read(inst.operands()[1], ScalarType::B32));
+  ROCUDA_VALUE(bv, t.read(inst.operands()[2], ScalarType::B32));
+  ROCUDA_VALUE(c, t.read(inst.operands()[3], ct));
   bool two = inst.opcode == ptx::Opcode::dp2a;
   unsigned bBase = (two && inst.hasModifier("hi")) ? 2 : 0;
   auto part = [&](llvm::Value* v, unsigned index, unsigned bits, bool s) {
@@ -213,14 +213,14 @@ Status dp4a(FunctionTranslator& t, const ptx::Instruction& inst) {
     llvm::Value* y = part(bv, bBase + i, 8, sb);
     sum = B.CreateAdd(sum, B.CreateMul(x, y));
   }
-  return t.write(inst.operands[0], sum, ct);
+  return t.write(inst.operands()[0], sum, ct);
 }
 
 Status bmsk(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
-  if (inst.operands.size() < 3) return t.invalid(inst, "too few operands");
-  ROCUDA_VALUE(pos, t.read(inst.operands[1], ScalarType::U32));
-  ROCUDA_VALUE(len, t.read(inst.operands[2], ScalarType::U32));
+  if (inst.operands().size() < 3) return t.invalid(inst, "too few operands");
+  ROCUDA_VALUE(pos, t.read(inst.operands()[1], ScalarType::U32));
+  ROCUDA_VALUE(len, t.read(inst.operands()[2], ScalarType::U32));
   if (inst.hasModifier("wrap")) {
     pos = B.CreateAnd(pos, 31);
     len = B.CreateAnd(len, 31);
@@ -228,30 +228,30 @@ Status bmsk(FunctionTranslator& t, const ptx::Instruction& inst) {
   llvm::Value* posBig = B.CreateICmpUGE(pos, B.getInt32(32));
   llvm::Value* m =
       B.CreateShl(lowMask(t, t.i32(), len), B.CreateSelect(posBig, B.getInt32(0), pos));
-  return t.write(inst.operands[0], B.CreateSelect(posBig, B.getInt32(0), m), ScalarType::B32);
+  return t.write(inst.operands()[0], B.CreateSelect(posBig, B.getInt32(0), m), ScalarType::B32);
 }
 
 Status szext(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType type) {
   auto& B = t.b;
-  if (inst.operands.size() < 3) return t.invalid(inst, "too few operands");
-  ROCUDA_VALUE(a, t.read(inst.operands[1], ScalarType::B32));
-  ROCUDA_VALUE(n, t.read(inst.operands[2], ScalarType::U32));
+  if (inst.operands().size() < 3) return t.invalid(inst, "too few operands");
+  ROCUDA_VALUE(a, t.read(inst.operands()[1], ScalarType::B32));
+  ROCUDA_VALUE(n, t.read(inst.operands()[2], ScalarType::U32));
   n = inst.hasModifier("wrap") ? B.CreateAnd(n, 31)
                                : B.CreateBinaryIntrinsic(llvm::Intrinsic::umin, n, B.getInt32(32));
   llvm::Value* zero = B.CreateICmpEQ(n, B.getInt32(0));
   llvm::Value* sh = B.CreateSelect(zero, B.getInt32(0), B.CreateSub(B.getInt32(32), n));
   llvm::Value* up = B.CreateShl(a, sh);
   llvm::Value* r = ptx::isSignedInteger(type) ? B.CreateAShr(up, sh) : B.CreateLShr(up, sh);
-  return t.write(inst.operands[0], B.CreateSelect(zero, B.getInt32(0), r), type);
+  return t.write(inst.operands()[0], B.CreateSelect(zero, B.getInt32(0), r), type);
 }
 
 }  // namespace
 
 Status translateBitOp(FunctionTranslator& t, const ptx::Instruction& inst) {
-  if (inst.types.empty()) return t.invalid(inst, "missing type");
-  ScalarType type = inst.types[0];
+  if (inst.types().empty()) return t.invalid(inst, "missing type");
+  ScalarType type = inst.types()[0];
   auto& B = t.b;
-  size_t nops = inst.operands.size();
+  size_t nops = inst.operands().size();
   if (nops < 2) return t.invalid(inst, "too few operands");
   if (ptx::isFloat(type) || type == ScalarType::B128)
     return t.invalid(inst, "needs an integer or bit type");
@@ -260,21 +260,21 @@ Status translateBitOp(FunctionTranslator& t, const ptx::Instruction& inst) {
     case ptx::Opcode::or_:
     case ptx::Opcode::xor_: {
       if (nops < 3) return t.invalid(inst, "too few operands");
-      ROCUDA_VALUE(a, t.read(inst.operands[1], type));
-      ROCUDA_VALUE(b, t.read(inst.operands[2], type));
+      ROCUDA_VALUE(a, t.read(inst.operands()[1], type));
+      ROCUDA_VALUE(b, t.read(inst.operands()[2], type));
       llvm::Value* r = inst.opcode == ptx::Opcode::and_  ? B.CreateAnd(a, b)
                        : inst.opcode == ptx::Opcode::or_ ? B.CreateOr(a, b)
                                                          : B.CreateXor(a, b);
-      return t.write(inst.operands[0], r, type);
+      return t.write(inst.operands()[0], r, type);
     }
     case ptx::Opcode::not_: {
-      ROCUDA_VALUE(a, t.read(inst.operands[1], type));
-      return t.write(inst.operands[0], B.CreateNot(a), type);
+      ROCUDA_VALUE(a, t.read(inst.operands()[1], type));
+      return t.write(inst.operands()[0], B.CreateNot(a), type);
     }
     case ptx::Opcode::cnot: {
-      ROCUDA_VALUE(a, t.read(inst.operands[1], type));
+      ROCUDA_VALUE(a, t.read(inst.operands()[1], type));
       llvm::Value* z = B.CreateICmpEQ(a, constant(a->getType(), 0));
-      return t.write(inst.operands[0], B.CreateZExt(z, a->getType()), type);
+      return t.write(inst.operands()[0], B.CreateZExt(z, a->getType()), type);
     }
     case ptx::Opcode::shl:
     case ptx::Opcode::shr:
@@ -282,15 +282,15 @@ Status translateBitOp(FunctionTranslator& t, const ptx::Instruction& inst) {
       return shift(t, inst, type);
     case ptx::Opcode::popc:
     case ptx::Opcode::clz: {
-      ROCUDA_VALUE(a, t.read(inst.operands[1], type));
+      ROCUDA_VALUE(a, t.read(inst.operands()[1], type));
       llvm::Value* r = inst.opcode == ptx::Opcode::popc
                            ? B.CreateUnaryIntrinsic(llvm::Intrinsic::ctpop, a)
                            : B.CreateBinaryIntrinsic(llvm::Intrinsic::ctlz, a, B.getFalse());
-      return t.write(inst.operands[0], B.CreateZExtOrTrunc(r, t.i32()), ScalarType::U32);
+      return t.write(inst.operands()[0], B.CreateZExtOrTrunc(r, t.i32()), ScalarType::U32);
     }
     case ptx::Opcode::brev: {
-      ROCUDA_VALUE(a, t.read(inst.operands[1], type));
-      return t.write(inst.operands[0], B.CreateUnaryIntrinsic(llvm::Intrinsic::bitreverse, a),
+      ROCUDA_VALUE(a, t.read(inst.operands()[1], type));
+      return t.write(inst.operands()[0], B.CreateUnaryIntrinsic(llvm::Intrinsic::bitreverse, a),
                      type);
     }
     case ptx::Opcode::bfe:

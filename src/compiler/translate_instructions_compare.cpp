@@ -14,9 +14,9 @@ const char* const kCompareOps[] = {"eq", "ne",  "lt",  "le",  "gt",  "ge",  "lo"
                                    "hs", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan"};
 
 std::string compareOp(const ptx::Instruction& inst) {
-  for (const auto& m : inst.modifiers)
+  for (const auto& m : inst.modifiers())
     for (const char* op : kCompareOps)
-      if (m == op) return m;
+      if (m == op) return std::string(m);
   return "";
 }
 
@@ -119,34 +119,34 @@ llvm::Value* combine(FunctionTranslator& t, const std::string& op, llvm::Value* 
 Status setp(FunctionTranslator& t, const ptx::Instruction& inst, bool isSet) {
   auto& B = t.b;
   std::string bop = boolOp(inst);
-  size_t n = inst.operands.size();
+  size_t n = inst.operands().size();
   size_t base = bop.empty() ? 3 : 4;
   bool twoDest = !isSet && n == base + 1;
   if (n != base && !twoDest) return t.invalid(inst, "wrong number of operands");
   size_t first = twoDest ? 2 : 1;
-  ScalarType type = isSet ? inst.types.back() : inst.types[0];
-  ROCUDA_VALUE(cmp, compare(t, inst, type, inst.operands[first], inst.operands[first + 1]));
+  ScalarType type = isSet ? inst.types().back() : inst.types()[0];
+  ROCUDA_VALUE(cmp, compare(t, inst, type, inst.operands()[first], inst.operands()[first + 1]));
   llvm::Value* c = nullptr;
   if (!bop.empty()) {
-    auto cv = t.read(inst.operands[first + 2], ScalarType::Pred);
+    auto cv = t.read(inst.operands()[first + 2], ScalarType::Pred);
     if (!cv.ok()) return cv.error();
     c = *cv;
   }
   llvm::Value* p = c ? combine(t, bop, cmp, c) : cmp;
   if (isSet) {
-    ScalarType dtype = inst.types[0];
+    ScalarType dtype = inst.types()[0];
     llvm::Type* vt = t.valueType(dtype);
     llvm::Value* r =
         vt->isFloatingPointTy()
             ? B.CreateSelect(p, llvm::ConstantFP::get(vt, 1.0), llvm::ConstantFP::get(vt, 0.0))
             : B.CreateSelect(p, llvm::ConstantInt::getAllOnesValue(vt),
                              llvm::ConstantInt::get(vt, 0));
-    return t.write(inst.operands[0], r, dtype);
+    return t.write(inst.operands()[0], r, dtype);
   }
-  ROCUDA_TRY(t.write(inst.operands[0], p, ScalarType::Pred));
+  ROCUDA_TRY(t.write(inst.operands()[0], p, ScalarType::Pred));
   if (twoDest) {
     llvm::Value* q = c ? combine(t, bop, B.CreateNot(cmp), c) : B.CreateNot(cmp);
-    ROCUDA_TRY(t.write(inst.operands[1], q, ScalarType::Pred));
+    ROCUDA_TRY(t.write(inst.operands()[1], q, ScalarType::Pred));
   }
   return Status::success();
 }
@@ -154,28 +154,28 @@ Status setp(FunctionTranslator& t, const ptx::Instruction& inst, bool isSet) {
 }  // namespace
 
 Status translateCompareOp(FunctionTranslator& t, const ptx::Instruction& inst) {
-  if (inst.types.empty()) return t.invalid(inst, "missing type");
+  if (inst.types().empty()) return t.invalid(inst, "missing type");
   auto& B = t.b;
   switch (inst.opcode) {
     case ptx::Opcode::setp:
       return setp(t, inst, false);
     case ptx::Opcode::set:
-      if (inst.types.size() < 2) return t.invalid(inst, "set needs a destination and source type");
+      if (inst.types().size() < 2) return t.invalid(inst, "set needs a destination and source type");
       return setp(t, inst, true);
     case ptx::Opcode::selp: {
-      if (inst.operands.size() != 4) return t.invalid(inst, "wrong number of operands");
-      ScalarType type = inst.types[0];
-      ROCUDA_VALUE(a, t.read(inst.operands[1], type));
-      ROCUDA_VALUE(b, t.read(inst.operands[2], type));
-      ROCUDA_VALUE(c, t.read(inst.operands[3], ScalarType::Pred));
-      return t.write(inst.operands[0], B.CreateSelect(c, a, b), type);
+      if (inst.operands().size() != 4) return t.invalid(inst, "wrong number of operands");
+      ScalarType type = inst.types()[0];
+      ROCUDA_VALUE(a, t.read(inst.operands()[1], type));
+      ROCUDA_VALUE(b, t.read(inst.operands()[2], type));
+      ROCUDA_VALUE(c, t.read(inst.operands()[3], ScalarType::Pred));
+      return t.write(inst.operands()[0], B.CreateSelect(c, a, b), type);
     }
     case ptx::Opcode::slct: {
-      if (inst.operands.size() != 4 || inst.types.size() < 2) return t.invalid(inst, "wrong form");
-      ScalarType type = inst.types[0], ctype = inst.types[1];
-      ROCUDA_VALUE(a, t.read(inst.operands[1], type));
-      ROCUDA_VALUE(b, t.read(inst.operands[2], type));
-      ROCUDA_VALUE(c, t.read(inst.operands[3], ctype));
+      if (inst.operands().size() != 4 || inst.types().size() < 2) return t.invalid(inst, "wrong form");
+      ScalarType type = inst.types()[0], ctype = inst.types()[1];
+      ROCUDA_VALUE(a, t.read(inst.operands()[1], type));
+      ROCUDA_VALUE(b, t.read(inst.operands()[2], type));
+      ROCUDA_VALUE(c, t.read(inst.operands()[3], ctype));
       llvm::Value* cond = nullptr;
       if (ptx::isFloat(ctype)) {
         if (inst.hasModifier("ftz")) c = flushInput(t, c);
@@ -183,7 +183,7 @@ Status translateCompareOp(FunctionTranslator& t, const ptx::Instruction& inst) {
       } else {
         cond = B.CreateICmpSGE(c, llvm::ConstantInt::get(c->getType(), 0));
       }
-      return t.write(inst.operands[0], B.CreateSelect(cond, a, b), type);
+      return t.write(inst.operands()[0], B.CreateSelect(cond, a, b), type);
     }
     default:
       return t.unsupported(inst);

@@ -28,21 +28,21 @@ struct CallShape {
 };
 
 bool callShape(const ptx::Instruction& inst, CallShape& shape) {
-  size_t i = 0, n = inst.operands.size();
-  if (i < n && inst.operands[i].kind == ptx::Operand::Kind::List) shape.rets = &inst.operands[i++];
+  size_t i = 0, n = inst.operands().size();
+  if (i < n && inst.operands()[i].kind == ptx::Operand::Kind::List) shape.rets = &inst.operands()[i++];
   if (i >= n) return false;
-  shape.callee = &inst.operands[i++];
-  if (i < n && inst.operands[i].kind == ptx::Operand::Kind::List) shape.args = &inst.operands[i++];
+  shape.callee = &inst.operands()[i++];
+  if (i < n && inst.operands()[i].kind == ptx::Operand::Kind::List) shape.args = &inst.operands()[i++];
   return true;
 }
 
-size_t countOf(const ptx::Operand* list) { return list ? list->elements.size() : 0; }
+size_t countOf(const ptx::Operand* list) { return list ? list->elements().size() : 0; }
 
 // Caller-side storage for one argument or return value of an internal call.
 Result<llvm::Value*> argumentPointer(FunctionTranslator& t, const ptx::Operand& op, uint64_t size,
                                      bool isArgument) {
   if (op.kind == ptx::Operand::Kind::Symbol) {
-    if (auto* p = t.paramStorage(op.symbol)) return p;
+    if (auto* p = t.paramStorage(op.symbol())) return p;
   }
   auto* slot = t.entryAlloca(llvm::ArrayType::get(t.i8(), std::max<uint64_t>(size, 8)), 8);
   if (isArgument) {
@@ -56,7 +56,7 @@ Status copyReturnsBack(FunctionTranslator& t, const ptx::Operand* rets,
                        const std::vector<llvm::Value*>& pointers,
                        const std::vector<uint64_t>& sizes) {
   for (size_t i = 0; i < countOf(rets); ++i) {
-    const auto& op = rets->elements[i];
+    const auto& op = rets->elements()[i];
     if (op.kind != ptx::Operand::Kind::Register) continue;
     ScalarType type = bitsOfSize(sizes[i]);
     ROCUDA_TRY(t.write(op, t.b.CreateLoad(t.bitsType(type), pointers[i]), type));
@@ -71,12 +71,12 @@ Status externalCall(FunctionTranslator& t, const ptx::Instruction& inst, const C
   if (countOf(shape.args) != type->getNumParams()) return t.invalid(inst, "argument count");
   std::vector<llvm::Value*> args;
   for (size_t i = 0; i < countOf(shape.args); ++i) {
-    const auto& op = shape.args->elements[i];
+    const auto& op = shape.args->elements()[i];
     llvm::Type* want = type->getParamType(static_cast<unsigned>(i));
     llvm::Type* loadType = want->isPointerTy() ? t.i64() : want;
     llvm::Value* v = nullptr;
-    if (op.kind == ptx::Operand::Kind::Symbol && t.paramStorage(op.symbol)) {
-      v = B.CreateLoad(loadType, t.paramStorage(op.symbol));
+    if (op.kind == ptx::Operand::Kind::Symbol && t.paramStorage(op.symbol())) {
+      v = B.CreateLoad(loadType, t.paramStorage(op.symbol()));
     } else {
       unsigned bytes = static_cast<unsigned>(loadType->getPrimitiveSizeInBits() / 8);
       ROCUDA_VALUE(r, t.read(op, bitsOfSize(bytes)));
@@ -86,9 +86,9 @@ Status externalCall(FunctionTranslator& t, const ptx::Instruction& inst, const C
   }
   llvm::Value* result = B.CreateCall(f, args);
   if (countOf(shape.rets) == 0 || type->getReturnType()->isVoidTy()) return Status::success();
-  const auto& ret = shape.rets->elements[0];
-  if (ret.kind == ptx::Operand::Kind::Symbol && t.paramStorage(ret.symbol)) {
-    B.CreateStore(result, t.paramStorage(ret.symbol));
+  const auto& ret = shape.rets->elements()[0];
+  if (ret.kind == ptx::Operand::Kind::Symbol && t.paramStorage(ret.symbol())) {
+    B.CreateStore(result, t.paramStorage(ret.symbol()));
     return Status::success();
   }
   uint64_t bytes =
@@ -104,9 +104,9 @@ Status call(FunctionTranslator& t, const ptx::Instruction& inst) {
   std::vector<uint64_t> retSizes;
   llvm::FunctionCallee callee;
   if (shape.callee->kind == ptx::Operand::Kind::Symbol) {
-    const ptx::Function* def = t.mt.findFunctionDef(shape.callee->symbol);
-    llvm::Function* f = t.mt.findFunction(shape.callee->symbol);
-    if (!def || !f) return t.invalid(inst, "unknown function '" + shape.callee->symbol + "'");
+    const ptx::Function* def = t.mt.findFunctionDef(shape.callee->symbol());
+    llvm::Function* f = t.mt.findFunction(shape.callee->symbol());
+    if (!def || !f) return t.invalid(inst, "unknown function '" + std::string(shape.callee->symbol()) + "'");
     if (def->isEntry) return t.unsupported(inst, "calling a kernel");
     if (def->isDeclaration) return externalCall(t, inst, shape, *def, f);
     if (countOf(shape.rets) != def->returnParams.size() ||
@@ -114,13 +114,13 @@ Status call(FunctionTranslator& t, const ptx::Instruction& inst) {
       return t.invalid(inst, "argument count does not match '" + def->name + "'");
     for (size_t i = 0; i < countOf(shape.rets); ++i) {
       uint64_t size = def->returnParams[i].sizeInBytes();
-      ROCUDA_VALUE(p, argumentPointer(t, shape.rets->elements[i], size, false));
+      ROCUDA_VALUE(p, argumentPointer(t, shape.rets->elements()[i], size, false));
       pointers.push_back(p);
       retSizes.push_back(size);
     }
     for (size_t i = 0; i < countOf(shape.args); ++i) {
       ROCUDA_VALUE(p,
-                   argumentPointer(t, shape.args->elements[i], def->params[i].sizeInBytes(), true));
+                   argumentPointer(t, shape.args->elements()[i], def->params[i].sizeInBytes(), true));
       pointers.push_back(p);
     }
     callee = f;
@@ -128,12 +128,12 @@ Status call(FunctionTranslator& t, const ptx::Instruction& inst) {
     // Indirect call through a function pointer: every internal function takes pointers only.
     ROCUDA_VALUE(target, t.read(*shape.callee, ScalarType::U64));
     for (size_t i = 0; i < countOf(shape.rets); ++i) {
-      ROCUDA_VALUE(p, argumentPointer(t, shape.rets->elements[i], 8, false));
+      ROCUDA_VALUE(p, argumentPointer(t, shape.rets->elements()[i], 8, false));
       pointers.push_back(p);
       retSizes.push_back(8);
     }
     for (size_t i = 0; i < countOf(shape.args); ++i) {
-      ROCUDA_VALUE(p, argumentPointer(t, shape.args->elements[i], 8, true));
+      ROCUDA_VALUE(p, argumentPointer(t, shape.args->elements()[i], 8, true));
       pointers.push_back(p);
     }
     std::vector<llvm::Type*> params(pointers.size(), t.ptrTy());
@@ -150,8 +150,8 @@ Status barrier(FunctionTranslator& t, const ptx::Instruction& inst) {
   if (inst.hasModifier("warp")) {
     // bar.warp.sync mask (__syncwarp): a warp-level rendezvous provided by the runtime.
     llvm::Value* mask = B.getInt32(0xffffffffu);
-    if (!inst.operands.empty()) {
-      ROCUDA_VALUE(m, t.read(inst.operands[0], ScalarType::B32));
+    if (!inst.operands().empty()) {
+      ROCUDA_VALUE(m, t.read(inst.operands()[0], ScalarType::B32));
       mask = m;
     }
     auto callee = t.mt.module().getOrInsertFunction(
@@ -168,12 +168,12 @@ Status barrier(FunctionTranslator& t, const ptx::Instruction& inst) {
     return t.unsupported(inst);
   llvm::Value* id = B.getInt32(0);
   llvm::Value* count = B.getInt32(0);
-  if (!inst.operands.empty()) {
-    ROCUDA_VALUE(a, t.read(inst.operands[0], ScalarType::U32));
+  if (!inst.operands().empty()) {
+    ROCUDA_VALUE(a, t.read(inst.operands()[0], ScalarType::U32));
     id = a;
   }
-  if (inst.operands.size() > 1) {
-    ROCUDA_VALUE(c, t.read(inst.operands[1], ScalarType::U32));
+  if (inst.operands().size() > 1) {
+    ROCUDA_VALUE(c, t.read(inst.operands()[1], ScalarType::U32));
     count = c;
   }
   B.CreateCall(t.mt.barrierFunction(), {id, count});
@@ -186,10 +186,10 @@ Status translateControlOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
   switch (inst.opcode) {
     case ptx::Opcode::bra: {
-      if (inst.operands.size() != 1 || inst.operands[0].kind != ptx::Operand::Kind::Symbol)
+      if (inst.operands().size() != 1 || inst.operands()[0].kind != ptx::Operand::Kind::Symbol)
         return t.invalid(inst, "expected a label");
-      llvm::BasicBlock* target = t.labelBlock(inst.operands[0].symbol);
-      if (!target) return t.invalid(inst, "unknown label '" + inst.operands[0].symbol + "'");
+      llvm::BasicBlock* target = t.labelBlock(inst.operands()[0].symbol());
+      if (!target) return t.invalid(inst, "unknown label '" + std::string(inst.operands()[0].symbol()) + "'");
       B.CreateBr(target);
       t.startDeadBlock();
       return Status::success();
@@ -219,9 +219,9 @@ Status translateControlOp(FunctionTranslator& t, const ptx::Instruction& inst) {
       B.CreateFence(llvm::AtomicOrdering::SequentiallyConsistent);
       return Status::success();
     case ptx::Opcode::activemask:
-      if (inst.operands.size() != 1) return t.invalid(inst, "expected d");
+      if (inst.operands().size() != 1) return t.invalid(inst, "expected d");
       // Every lane of the warp is active until warp-level execution exists.
-      return t.write(inst.operands[0], B.getInt32(0xffffffffu), ScalarType::B32);
+      return t.write(inst.operands()[0], B.getInt32(0xffffffffu), ScalarType::B32);
     case ptx::Opcode::nanosleep:
     case ptx::Opcode::brkpt:
     case ptx::Opcode::pmevent:

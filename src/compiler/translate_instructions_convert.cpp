@@ -160,24 +160,24 @@ bool supportedType(ScalarType type) {
 }  // namespace
 
 Status translateConvertOp(FunctionTranslator& t, const ptx::Instruction& inst) {
-  if (inst.opcode != ptx::Opcode::cvt || inst.types.size() != 2) return t.unsupported(inst);
-  ScalarType to = inst.types[0], from = inst.types[1];
+  if (inst.opcode != ptx::Opcode::cvt || inst.types().size() != 2) return t.unsupported(inst);
+  ScalarType to = inst.types()[0], from = inst.types()[1];
   if (inst.hasModifier("satfinite")) return t.unsupported(inst);
   if ((to == ScalarType::F16x2 || to == ScalarType::BF16x2) && from == ScalarType::F32) {
     // cvt.rn.f16x2.f32 d, a, b: a goes to the upper half, b to the lower.
-    if (inst.operands.size() != 3) return t.invalid(inst, "expected d, a, b");
+    if (inst.operands().size() != 3) return t.invalid(inst, "expected d, a, b");
     ScalarType half = to == ScalarType::F16x2 ? ScalarType::F16 : ScalarType::BF16;
-    ROCUDA_VALUE(hi, convertScalar(t, inst, inst.operands[1], half, from));
-    ROCUDA_VALUE(lo, convertScalar(t, inst, inst.operands[2], half, from));
+    ROCUDA_VALUE(hi, convertScalar(t, inst, inst.operands()[1], half, from));
+    ROCUDA_VALUE(lo, convertScalar(t, inst, inst.operands()[2], half, from));
     auto& B = t.b;
     llvm::Value* h = B.CreateZExt(B.CreateBitCast(hi, B.getInt16Ty()), t.i32());
     llvm::Value* l = B.CreateZExt(B.CreateBitCast(lo, B.getInt16Ty()), t.i32());
-    return t.write(inst.operands[0], B.CreateOr(B.CreateShl(h, 16), l), ScalarType::B32);
+    return t.write(inst.operands()[0], B.CreateOr(B.CreateShl(h, 16), l), ScalarType::B32);
   }
   if (!supportedType(to) || !supportedType(from)) return t.unsupported(inst);
-  if (inst.operands.size() != 2) return t.invalid(inst, "expected d, a");
-  ROCUDA_VALUE(r, convertScalar(t, inst, inst.operands[1], to, from));
-  return t.write(inst.operands[0], r, to);
+  if (inst.operands().size() != 2) return t.invalid(inst, "expected d, a");
+  ROCUDA_VALUE(r, convertScalar(t, inst, inst.operands()[1], to, from));
+  return t.write(inst.operands()[0], r, to);
 }
 
 }  // namespace rocuda::compiler::detail

@@ -175,12 +175,12 @@ Status unaryMath(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType
       return t.unsupported(inst);
   }
   if (ftz) r = flushSubnormalF32(t, r);
-  return t.write(inst.operands[0], r, type);
+  return t.write(inst.operands()[0], r, type);
 }
 
 Status testp(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType type) {
   auto& B = t.b;
-  ROCUDA_VALUE(a, t.read(inst.operands[1], type));
+  ROCUDA_VALUE(a, t.read(inst.operands()[1], type));
   llvm::Type* ty = a->getType();
   llvm::Value* mag = B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, a);
   auto inf = llvm::ConstantFP::getInfinity(ty);
@@ -202,17 +202,17 @@ Status testp(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType typ
                     B.CreateFCmpONE(mag, llvm::ConstantFP::get(ty, 0.0)));
   else
     return t.unsupported(inst);
-  return t.write(inst.operands[0], r, ScalarType::Pred);
+  return t.write(inst.operands()[0], r, ScalarType::Pred);
 }
 
 // min/max: a NaN input yields the other (both NaN: NaN), -0 < +0; .NaN propagates NaNs.
 Status minMax(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType type) {
   auto& B = t.b;
-  if (inst.operands.size() != 3) return t.unsupported(inst, "three-input min/max");
+  if (inst.operands().size() != 3) return t.unsupported(inst, "three-input min/max");
   if (inst.hasModifier("xorsign")) return t.unsupported(inst);
   bool ftz = inst.hasModifier("ftz");
-  ROCUDA_VALUE(a, t.read(inst.operands[1], type));
-  ROCUDA_VALUE(b, t.read(inst.operands[2], type));
+  ROCUDA_VALUE(a, t.read(inst.operands()[1], type));
+  ROCUDA_VALUE(b, t.read(inst.operands()[2], type));
   if (ftz) {
     a = flushSubnormalF32(t, a);
     b = flushSubnormalF32(t, b);
@@ -234,22 +234,22 @@ Status minMax(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType ty
     r = B.CreateSelect(bothZero, zeros, r);
   }
   if (ftz) r = flushSubnormalF32(t, r);
-  return t.write(inst.operands[0], r, type);
+  return t.write(inst.operands()[0], r, type);
 }
 
 }  // namespace
 
 Status translateFloatOp(FunctionTranslator& t, const ptx::Instruction& inst) {
-  if (inst.types.empty()) return t.invalid(inst, "missing type");
-  ScalarType type = inst.types[0];
-  if (inst.operands.size() < 2) return t.invalid(inst, "too few operands");
+  if (inst.types().empty()) return t.invalid(inst, "missing type");
+  ScalarType type = inst.types()[0];
+  if (inst.operands().size() < 2) return t.invalid(inst, "too few operands");
   if (inst.opcode == ptx::Opcode::testp) return testp(t, inst, type);
   if (!ptx::isFloat(type) || type == ScalarType::TF32 || scalarTypeSize(type) == 1)
     return t.unsupported(inst);
   auto& B = t.b;
   bool ftz = inst.hasModifier("ftz");
   auto operand = [&](size_t i) -> Result<llvm::Value*> {
-    auto v = t.read(inst.operands[i], type);
+    auto v = t.read(inst.operands()[i], type);
     if (v.ok() && ftz) return flushSubnormalF32(t, *v);
     return v;
   };
@@ -261,7 +261,7 @@ Status translateFloatOp(FunctionTranslator& t, const ptx::Instruction& inst) {
     case ptx::Opcode::fma:
     case ptx::Opcode::mad: {
       bool three = inst.opcode == ptx::Opcode::fma || inst.opcode == ptx::Opcode::mad;
-      if (inst.operands.size() < (three ? 4u : 3u)) return t.invalid(inst, "too few operands");
+      if (inst.operands().size() < (three ? 4u : 3u)) return t.invalid(inst, "too few operands");
       ROCUDA_VALUE(a, operand(1));
       ROCUDA_VALUE(b, operand(2));
       llvm::Value* c = nullptr;
@@ -282,17 +282,17 @@ Status translateFloatOp(FunctionTranslator& t, const ptx::Instruction& inst) {
         r = B.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, r,
                                     llvm::ConstantFP::get(r->getType(), 0.0));
       if (ftz) r = flushSubnormalF32(t, r);
-      return t.write(inst.operands[0], r, type);
+      return t.write(inst.operands()[0], r, type);
     }
     case ptx::Opcode::min:
     case ptx::Opcode::max:
       return minMax(t, inst, type);
     case ptx::Opcode::copysign: {
-      if (inst.operands.size() < 3) return t.invalid(inst, "too few operands");
+      if (inst.operands().size() < 3) return t.invalid(inst, "too few operands");
       ROCUDA_VALUE(a, operand(1));
       ROCUDA_VALUE(b, operand(2));
       // PTX: d = b with the sign of a.
-      return t.write(inst.operands[0], B.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, b, a),
+      return t.write(inst.operands()[0], B.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, b, a),
                      type);
     }
     default: {

@@ -110,13 +110,13 @@ llvm::Value* safeDivRem(FunctionTranslator& t, llvm::Value* a, llvm::Value* b, b
 }
 
 Status mulOrMad(FunctionTranslator& t, const ptx::Instruction& inst, bool mad, bool carryIn) {
-  ScalarType type = inst.types[0];
+  ScalarType type = inst.types()[0];
   bool isSigned = ptx::isSignedInteger(type);
   bool wide = inst.hasModifier("wide"), hi = inst.hasModifier("hi");
   size_t need = mad ? 4 : 3;
-  if (inst.operands.size() < need) return t.invalid(inst, "too few operands");
-  ROCUDA_VALUE(a, t.read(inst.operands[1], type));
-  ROCUDA_VALUE(b, t.read(inst.operands[2], type));
+  if (inst.operands().size() < need) return t.invalid(inst, "too few operands");
+  ROCUDA_VALUE(a, t.read(inst.operands()[1], type));
+  ROCUDA_VALUE(b, t.read(inst.operands()[2], type));
   ScalarType resultType = type;
   llvm::Value* r = nullptr;
   if (wide) {
@@ -132,7 +132,7 @@ Status mulOrMad(FunctionTranslator& t, const ptx::Instruction& inst, bool mad, b
     r = t.b.CreateMul(a, b);
   }
   if (mad) {
-    ROCUDA_VALUE(c, t.read(inst.operands[3], resultType));
+    ROCUDA_VALUE(c, t.read(inst.operands()[3], resultType));
     if (inst.hasModifier("sat")) {
       if (type != ScalarType::S32 || !hi) return t.unsupported(inst);
       r = t.b.CreateBinaryIntrinsic(llvm::Intrinsic::sadd_sat, r, c);
@@ -142,15 +142,15 @@ Status mulOrMad(FunctionTranslator& t, const ptx::Instruction& inst, bool mad, b
       r = t.b.CreateAdd(r, c);
     }
   }
-  return t.write(inst.operands[0], r, resultType);
+  return t.write(inst.operands()[0], r, resultType);
 }
 
 Status mul24(FunctionTranslator& t, const ptx::Instruction& inst, bool mad) {
-  ScalarType type = inst.types[0];
+  ScalarType type = inst.types()[0];
   bool isSigned = ptx::isSignedInteger(type);
-  if (inst.operands.size() < (mad ? 4u : 3u)) return t.invalid(inst, "too few operands");
-  ROCUDA_VALUE(a, t.read(inst.operands[1], type));
-  ROCUDA_VALUE(b, t.read(inst.operands[2], type));
+  if (inst.operands().size() < (mad ? 4u : 3u)) return t.invalid(inst, "too few operands");
+  ROCUDA_VALUE(a, t.read(inst.operands()[1], type));
+  ROCUDA_VALUE(b, t.read(inst.operands()[2], type));
   auto* i64 = t.i64();
   auto ext24 = [&](llvm::Value* v) {
     llvm::Value* x = t.b.CreateShl(t.b.CreateZExt(v, i64), 40);
@@ -160,18 +160,18 @@ Status mul24(FunctionTranslator& t, const ptx::Instruction& inst, bool mad) {
   llvm::Value* r = inst.hasModifier("hi") ? t.b.CreateTrunc(t.b.CreateLShr(p, 16), t.i32())
                                           : t.b.CreateTrunc(p, t.i32());
   if (mad) {
-    ROCUDA_VALUE(c, t.read(inst.operands[3], type));
+    ROCUDA_VALUE(c, t.read(inst.operands()[3], type));
     r = t.b.CreateAdd(r, c);
   }
-  return t.write(inst.operands[0], r, type);
+  return t.write(inst.operands()[0], r, type);
 }
 
 Status simpleBinary(FunctionTranslator& t, const ptx::Instruction& inst) {
-  ScalarType type = inst.types[0];
+  ScalarType type = inst.types()[0];
   bool isSigned = ptx::isSignedInteger(type);
-  if (inst.operands.size() < 3) return t.invalid(inst, "too few operands");
-  ROCUDA_VALUE(a, t.read(inst.operands[1], type));
-  ROCUDA_VALUE(b, t.read(inst.operands[2], type));
+  if (inst.operands().size() < 3) return t.invalid(inst, "too few operands");
+  ROCUDA_VALUE(a, t.read(inst.operands()[1], type));
+  ROCUDA_VALUE(b, t.read(inst.operands()[2], type));
   auto& B = t.b;
   bool cc = inst.hasModifier("cc");
   llvm::Value* r = nullptr;
@@ -211,17 +211,17 @@ Status simpleBinary(FunctionTranslator& t, const ptx::Instruction& inst) {
   }
   if (inst.hasModifier("relu"))
     r = B.CreateBinaryIntrinsic(llvm::Intrinsic::smax, r, llvm::ConstantInt::get(r->getType(), 0));
-  return t.write(inst.operands[0], r, type);
+  return t.write(inst.operands()[0], r, type);
 }
 
 }  // namespace
 
 Status translateIntegerOp(FunctionTranslator& t, const ptx::Instruction& inst) {
-  if (inst.types.empty()) return t.invalid(inst, "missing type");
-  ScalarType type = inst.types[0];
+  if (inst.types().empty()) return t.invalid(inst, "missing type");
+  ScalarType type = inst.types()[0];
   if (type == ScalarType::Pred || type == ScalarType::B128 || ptx::isFloat(type))
     return t.invalid(inst, "needs an integer type");
-  if (inst.vectorWidth > 1 || inst.types.size() > 1) return t.unsupported(inst);
+  if (inst.vectorWidth > 1 || inst.types().size() > 1) return t.unsupported(inst);
   auto& B = t.b;
   switch (inst.opcode) {
     case ptx::Opcode::mul:
@@ -236,23 +236,23 @@ Status translateIntegerOp(FunctionTranslator& t, const ptx::Instruction& inst) {
       return mul24(t, inst, true);
     case ptx::Opcode::abs:
     case ptx::Opcode::neg: {
-      if (inst.operands.size() < 2) return t.invalid(inst, "too few operands");
-      ROCUDA_VALUE(a, t.read(inst.operands[1], type));
+      if (inst.operands().size() < 2) return t.invalid(inst, "too few operands");
+      ROCUDA_VALUE(a, t.read(inst.operands()[1], type));
       llvm::Value* neg = B.CreateSub(llvm::ConstantInt::get(a->getType(), 0), a);
       llvm::Value* r = neg;
       if (inst.opcode == ptx::Opcode::abs)
         r = B.CreateSelect(B.CreateICmpSLT(a, llvm::ConstantInt::get(a->getType(), 0)), neg, a);
-      return t.write(inst.operands[0], r, type);
+      return t.write(inst.operands()[0], r, type);
     }
     case ptx::Opcode::sad: {
-      if (inst.operands.size() < 4) return t.invalid(inst, "too few operands");
+      if (inst.operands().size() < 4) return t.invalid(inst, "too few operands");
       bool isSigned = ptx::isSignedInteger(type);
-      ROCUDA_VALUE(a, t.read(inst.operands[1], type));
-      ROCUDA_VALUE(b, t.read(inst.operands[2], type));
-      ROCUDA_VALUE(c, t.read(inst.operands[3], type));
+      ROCUDA_VALUE(a, t.read(inst.operands()[1], type));
+      ROCUDA_VALUE(b, t.read(inst.operands()[2], type));
+      ROCUDA_VALUE(c, t.read(inst.operands()[3], type));
       llvm::Value* less = isSigned ? B.CreateICmpSLT(a, b) : B.CreateICmpULT(a, b);
       llvm::Value* diff = B.CreateSelect(less, B.CreateSub(b, a), B.CreateSub(a, b));
-      return t.write(inst.operands[0], B.CreateAdd(c, diff), type);
+      return t.write(inst.operands()[0], B.CreateAdd(c, diff), type);
     }
     default:
       return simpleBinary(t, inst);

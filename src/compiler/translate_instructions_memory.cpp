@@ -25,7 +25,7 @@ llvm::AtomicOrdering orderingOf(const ptx::Instruction& inst) {
 std::vector<const ptx::Operand*> elementsOf(const ptx::Operand& op) {
   std::vector<const ptx::Operand*> out;
   if (op.kind == ptx::Operand::Kind::Vector) {
-    for (const auto& e : op.elements) out.push_back(&e);
+    for (const auto& e : op.elements()) out.push_back(&e);
   } else {
     out.push_back(&op);
   }
@@ -34,11 +34,11 @@ std::vector<const ptx::Operand*> elementsOf(const ptx::Operand& op) {
 
 Status load(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
-  if (inst.operands.size() != 2 || inst.types.size() != 1) return t.unsupported(inst);
-  ScalarType type = inst.types[0];
+  if (inst.operands().size() != 2 || inst.types().size() != 1) return t.unsupported(inst);
+  ScalarType type = inst.types()[0];
   if (type == ScalarType::B128 || type == ScalarType::Pred) return t.unsupported(inst);
-  ROCUDA_VALUE(ptr, t.address(inst.operands[1], inst.space));
-  auto elements = elementsOf(inst.operands[0]);
+  ROCUDA_VALUE(ptr, t.address(inst.operands()[1], inst.space));
+  auto elements = elementsOf(inst.operands()[0]);
   if (elements.size() != inst.vectorWidth) return t.invalid(inst, "vector width mismatch");
   unsigned size = ptx::scalarTypeSize(type);
   auto* ty = t.bitsType(type);
@@ -69,11 +69,11 @@ Status load(FunctionTranslator& t, const ptx::Instruction& inst) {
 
 Status store(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
-  if (inst.operands.size() != 2 || inst.types.size() != 1) return t.unsupported(inst);
-  ScalarType type = inst.types[0];
+  if (inst.operands().size() != 2 || inst.types().size() != 1) return t.unsupported(inst);
+  ScalarType type = inst.types()[0];
   if (type == ScalarType::B128 || type == ScalarType::Pred) return t.unsupported(inst);
-  ROCUDA_VALUE(ptr, t.address(inst.operands[0], inst.space));
-  auto elements = elementsOf(inst.operands[1]);
+  ROCUDA_VALUE(ptr, t.address(inst.operands()[0], inst.space));
+  auto elements = elementsOf(inst.operands()[1]);
   if (elements.size() != inst.vectorWidth) return t.invalid(inst, "vector width mismatch");
   unsigned size = ptx::scalarTypeSize(type);
   // Stores move bits: read integer-typed so that float registers are not converted.
@@ -103,40 +103,40 @@ Status store(FunctionTranslator& t, const ptx::Instruction& inst) {
 
 Status cvta(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
-  if (inst.operands.size() != 2 || inst.types.empty()) return t.invalid(inst, "expected d, a");
-  ScalarType type = inst.types[0];
+  if (inst.operands().size() != 2 || inst.types().empty()) return t.invalid(inst, "expected d, a");
+  ScalarType type = inst.types()[0];
   bool toSpace = inst.hasModifier("to");
-  ROCUDA_VALUE(a, t.read(inst.operands[1], ScalarType::U64));
+  ROCUDA_VALUE(a, t.read(inst.operands()[1], ScalarType::U64));
   llvm::Value* r = a;
   if (inst.space == ptx::StateSpace::Shared || inst.space == ptx::StateSpace::SharedCluster) {
     llvm::Value* base = B.CreatePtrToInt(t.sharedBase(), t.i64());
     r = toSpace ? B.CreateSub(a, base) : B.CreateAdd(a, base);
   }
   // Global, local, const and param addresses are host addresses in both forms.
-  return t.write(inst.operands[0], r, type);
+  return t.write(inst.operands()[0], r, type);
 }
 
 Status mov(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
-  if (inst.operands.size() != 2 || inst.types.size() != 1) return t.unsupported(inst);
-  ScalarType type = inst.types[0];
-  const auto& dst = inst.operands[0];
-  const auto& src = inst.operands[1];
+  if (inst.operands().size() != 2 || inst.types().size() != 1) return t.unsupported(inst);
+  ScalarType type = inst.types()[0];
+  const auto& dst = inst.operands()[0];
+  const auto& src = inst.operands()[1];
   unsigned total = type == ScalarType::Pred ? 1 : ptx::scalarTypeSize(type) * 8;
   if (dst.kind == ptx::Operand::Kind::Vector) {  // unpack: element 0 is the low bits
     ROCUDA_VALUE(v, t.read(src, type));
     if (!v->getType()->isIntegerTy()) v = B.CreateBitCast(v, B.getIntNTy(total));
-    unsigned n = static_cast<unsigned>(dst.elements.size());
+    unsigned n = static_cast<unsigned>(dst.elements().size());
     if (n == 0 || total % n) return t.invalid(inst, "bad vector");
     unsigned w = total / n;
     for (unsigned i = 0; i < n; ++i) {
       llvm::Value* part = B.CreateTrunc(B.CreateLShr(v, i * w), B.getIntNTy(w));
-      ROCUDA_TRY(t.write(dst.elements[i], part, ScalarType::B8));
+      ROCUDA_TRY(t.write(dst.elements()[i], part, ScalarType::B8));
     }
     return Status::success();
   }
   if (src.kind == ptx::Operand::Kind::Vector) {  // pack
-    unsigned n = static_cast<unsigned>(src.elements.size());
+    unsigned n = static_cast<unsigned>(src.elements().size());
     if (n == 0 || total % n) return t.invalid(inst, "bad vector");
     unsigned w = total / n;
     ScalarType partType = w == 8    ? ScalarType::B8
@@ -145,7 +145,7 @@ Status mov(FunctionTranslator& t, const ptx::Instruction& inst) {
                                     : ScalarType::B64;
     llvm::Value* r = llvm::ConstantInt::get(B.getIntNTy(total), 0);
     for (unsigned i = 0; i < n; ++i) {
-      ROCUDA_VALUE(part, t.read(src.elements[i], partType));
+      ROCUDA_VALUE(part, t.read(src.elements()[i], partType));
       r = B.CreateOr(r, B.CreateShl(B.CreateZExt(part, r->getType()), i * w));
     }
     return t.write(dst, r, type);
@@ -161,24 +161,24 @@ Status cpAsync(FunctionTranslator& t, const ptx::Instruction& inst) {
   if (inst.hasModifier("commit_group") || inst.hasModifier("wait_group") ||
       inst.hasModifier("wait_all"))
     return Status::success();
-  if (inst.hasModifier("bulk") || inst.hasModifier("mbarrier") || inst.operands.size() < 3 ||
-      inst.operands[2].kind != ptx::Operand::Kind::Immediate)
+  if (inst.hasModifier("bulk") || inst.hasModifier("mbarrier") || inst.operands().size() < 3 ||
+      inst.operands()[2].kind != ptx::Operand::Kind::Immediate)
     return t.unsupported(inst);
-  ROCUDA_VALUE(dst, t.address(inst.operands[0], ptx::StateSpace::Shared));
-  ROCUDA_VALUE(src, t.address(inst.operands[1], ptx::StateSpace::Global));
-  uint64_t size = inst.operands[2].imm.bits;
+  ROCUDA_VALUE(dst, t.address(inst.operands()[0], ptx::StateSpace::Shared));
+  ROCUDA_VALUE(src, t.address(inst.operands()[1], ptx::StateSpace::Global));
+  uint64_t size = inst.operands()[2].imm().bits;
   if (size != 4 && size != 8 && size != 16) return t.invalid(inst, "cp-size must be 4, 8 or 16");
   t.checkAccess(inst, dst, size, /*write=*/true, ptx::StateSpace::Shared);
   llvm::Value* srcSize = B.getInt64(size);
-  if (inst.operands.size() > 3 && inst.operands[3].kind != ptx::Operand::Kind::Symbol) {
-    ROCUDA_VALUE(n, t.read(inst.operands[3], ptx::ScalarType::U32));
+  if (inst.operands().size() > 3 && inst.operands()[3].kind != ptx::Operand::Kind::Symbol) {
+    ROCUDA_VALUE(n, t.read(inst.operands()[3], ptx::ScalarType::U32));
     srcSize =
         B.CreateZExt(B.CreateBinaryIntrinsic(llvm::Intrinsic::umin, n, B.getInt32(size)), t.i64());
     B.CreateMemSet(dst, B.getInt8(0), size, llvm::MaybeAlign(1));  // bytes past src-size are 0
   }
   // src-size may be smaller than cp-size (zero-fill): the check reads the full cp-size, which
   // only over-approximates at the end of an allocation read with a short src-size.
-  if (inst.operands.size() <= 3 || inst.operands[3].kind == ptx::Operand::Kind::Symbol)
+  if (inst.operands().size() <= 3 || inst.operands()[3].kind == ptx::Operand::Kind::Symbol)
     t.checkAccess(inst, src, size, /*write=*/false, ptx::StateSpace::Global);
   B.CreateMemCpy(dst, llvm::MaybeAlign(1), src, llvm::MaybeAlign(1), srcSize);
   return Status::success();

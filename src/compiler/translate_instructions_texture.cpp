@@ -34,22 +34,18 @@ Result<llvm::Value*> handleOf(FunctionTranslator& t, const ptx::Instruction& ins
                               const ptx::Operand& op) {
   if (op.kind != ptx::Operand::Kind::Address)
     return t.unsupported(inst, "expected [handle, {coordinates}]");
-  if (op.address.baseKind != ptx::Address::BaseKind::Register)
+  if (op.address().baseKind != ptx::Address::BaseKind::Register)
     return t.unsupported(inst, "texture and surface references by name (use objects)");
-  ptx::Operand reg;
-  reg.kind = ptx::Operand::Kind::Register;
-  reg.reg = op.address.reg;
-  reg.loc = op.loc;
-  return t.read(reg, ScalarType::B64);
+  return t.read(ptx::Operand::makeRegister(op.address().reg), ScalarType::B64);
 }
 
 // The coordinate operands of an address operand (a vector, or a single operand).
 std::vector<const ptx::Operand*> coordinatesOf(const ptx::Operand& op) {
   std::vector<const ptx::Operand*> out;
-  if (op.elements.empty()) return out;
-  const ptx::Operand& coords = op.elements[0];
+  if (op.elements().empty()) return out;
+  const ptx::Operand& coords = op.elements()[0];
   if (coords.kind == ptx::Operand::Kind::Vector) {
-    for (const auto& e : coords.elements) out.push_back(&e);
+    for (const auto& e : coords.elements()) out.push_back(&e);
   } else {
     out.push_back(&coords);
   }
@@ -60,7 +56,7 @@ std::vector<const ptx::Operand*> coordinatesOf(const ptx::Operand& op) {
 std::vector<const ptx::Operand*> elementsOf(const ptx::Operand& op) {
   std::vector<const ptx::Operand*> out;
   if (op.kind == ptx::Operand::Kind::Vector) {
-    for (const auto& e : op.elements) out.push_back(&e);
+    for (const auto& e : op.elements()) out.push_back(&e);
   } else {
     out.push_back(&op);
   }
@@ -106,16 +102,16 @@ Status tex(FunctionTranslator& t, const ptx::Instruction& inst) {
   int geometry = geometryOf(inst);
   size_t spatial = 0;
   bool layered = false;
-  if (!coordinateLayout(geometry, spatial, layered) || inst.types.size() != 2 ||
-      inst.operands.size() < 2 || inst.destinationPair)
+  if (!coordinateLayout(geometry, spatial, layered) || inst.types().size() != 2 ||
+      inst.operands().size() < 2 || inst.destinationPair)
     return t.unsupported(inst);
-  ScalarType result = inst.types[0], coordType = inst.types[1];
+  ScalarType result = inst.types()[0], coordType = inst.types()[1];
   if (result != ScalarType::F32 && result != ScalarType::S32 && result != ScalarType::U32)
     return t.unsupported(inst, "result type");
   if (coordType != ScalarType::F32 && coordType != ScalarType::S32)
     return t.unsupported(inst, "coordinate type");
-  ROCUDA_VALUE(handle, handleOf(t, inst, inst.operands[1]));
-  auto coords = coordinatesOf(inst.operands[1]);
+  ROCUDA_VALUE(handle, handleOf(t, inst, inst.operands()[1]));
+  auto coords = coordinatesOf(inst.operands()[1]);
   size_t first = layered ? 1 : 0;
   if (coords.size() < first + spatial) return t.invalid(inst, "too few coordinates");
   llvm::Value* layer = B.getInt32(0);
@@ -137,7 +133,7 @@ Status tex(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto callee = runtime(t, isFloat ? "__rocuda_tex_fetch_f" : "__rocuda_tex_fetch_i", B.getVoidTy(),
                         {t.ptrTy(), t.i64(), t.i32(), coordTy, coordTy, coordTy, t.i32()});
   B.CreateCall(callee, {buffer, handle, B.getInt32(geometry), xyz[0], xyz[1], xyz[2], layer});
-  return writeLanes(t, inst.operands[0], buffer, result);
+  return writeLanes(t, inst.operands()[0], buffer, result);
 }
 
 Status tld4(FunctionTranslator& t, const ptx::Instruction& inst) {
@@ -147,11 +143,11 @@ Status tld4(FunctionTranslator& t, const ptx::Instruction& inst) {
   for (int i = 0; i < 4; ++i)
     if (inst.hasModifier(names[i])) component = i;
   int geometry = geometryOf(inst);
-  if (component < 0 || (geometry != k2D && geometry != kA2D) || inst.types.size() != 2 ||
-      inst.types[1] != ScalarType::F32 || inst.operands.size() < 2 || inst.destinationPair)
+  if (component < 0 || (geometry != k2D && geometry != kA2D) || inst.types().size() != 2 ||
+      inst.types()[1] != ScalarType::F32 || inst.operands().size() < 2 || inst.destinationPair)
     return t.unsupported(inst);
-  ROCUDA_VALUE(handle, handleOf(t, inst, inst.operands[1]));
-  auto coords = coordinatesOf(inst.operands[1]);
+  ROCUDA_VALUE(handle, handleOf(t, inst, inst.operands()[1]));
+  auto coords = coordinatesOf(inst.operands()[1]);
   size_t first = geometry == kA2D ? 1 : 0;
   if (coords.size() < first + 2) return t.invalid(inst, "too few coordinates");
   llvm::Value* layer = B.getInt32(0);
@@ -165,7 +161,7 @@ Status tld4(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto callee = runtime(t, "__rocuda_tex_gather", B.getVoidTy(),
                         {t.ptrTy(), t.i64(), t.i32(), B.getFloatTy(), B.getFloatTy(), t.i32()});
   B.CreateCall(callee, {buffer, handle, B.getInt32(component), x, y, layer});
-  return writeLanes(t, inst.operands[0], buffer, inst.types[0]);
+  return writeLanes(t, inst.operands()[0], buffer, inst.types()[0]);
 }
 
 Status query(FunctionTranslator& t, const ptx::Instruction& inst, bool surface) {
@@ -179,12 +175,12 @@ Status query(FunctionTranslator& t, const ptx::Instruction& inst, bool surface) 
   int which = -1;
   for (int i = 0; i < 13; ++i)
     if (inst.hasModifier(kQueries[i])) which = i;
-  if (which < 0 || inst.operands.size() < 2) return t.unsupported(inst);
-  ROCUDA_VALUE(handle, handleOf(t, inst, inst.operands[1]));
+  if (which < 0 || inst.operands().size() < 2) return t.unsupported(inst);
+  ROCUDA_VALUE(handle, handleOf(t, inst, inst.operands()[1]));
   auto callee = runtime(t, surface ? "__rocuda_surf_query" : "__rocuda_tex_query", t.i32(),
                         {t.i64(), t.i32()});
   llvm::Value* value = t.b.CreateCall(callee, {handle, t.b.getInt32(which)});
-  return t.write(inst.operands[0], value, ScalarType::B32);
+  return t.write(inst.operands()[0], value, ScalarType::B32);
 }
 
 // Surface coordinates: x (bytes), y, z, layer as i32 values.
@@ -247,15 +243,15 @@ unsigned elementBytes(ScalarType type) {
 Status surfaceAccess(FunctionTranslator& t, const ptx::Instruction& inst, bool load) {
   auto& B = t.b;
   bool formatted = inst.hasModifier("p");
-  if ((!inst.hasModifier("b") && !formatted) || (formatted && load) || inst.types.size() != 1 ||
-      inst.operands.size() != 2)
+  if ((!inst.hasModifier("b") && !formatted) || (formatted && load) || inst.types().size() != 1 ||
+      inst.operands().size() != 2)
     return t.unsupported(inst);
-  unsigned element = elementBytes(inst.types[0]);
+  unsigned element = elementBytes(inst.types()[0]);
   unsigned bytes = element * inst.vectorWidth;
   if (element == 0 || bytes > 16 || (formatted && element != 4))
     return t.unsupported(inst, "element type");
-  const ptx::Operand& address = inst.operands[load ? 1 : 0];
-  const ptx::Operand& data = inst.operands[load ? 0 : 1];
+  const ptx::Operand& address = inst.operands()[load ? 1 : 0];
+  const ptx::Operand& data = inst.operands()[load ? 0 : 1];
   int geometry = geometryOf(inst);
   ROCUDA_VALUE(handle, handleOf(t, inst, address));
   auto coords = surfaceCoordinates(t, inst, address, geometry);
@@ -268,7 +264,7 @@ Status surfaceAccess(FunctionTranslator& t, const ptx::Instruction& inst, bool l
   if (!load) {
     B.CreateStore(llvm::Constant::getNullValue(bufferType), buffer);
     for (size_t i = 0; i < lanes.size(); ++i) {
-      ROCUDA_VALUE(v, t.read(*lanes[i], inst.types[0]));
+      ROCUDA_VALUE(v, t.read(*lanes[i], inst.types()[0]));
       B.CreateStore(
           v, B.CreateConstInBoundsGEP1_32(t.i8(), buffer, static_cast<unsigned>(i * element)));
     }
@@ -288,7 +284,7 @@ Status surfaceAccess(FunctionTranslator& t, const ptx::Instruction& inst, bool l
   for (size_t i = 0; i < lanes.size(); ++i) {
     llvm::Value* slot =
         B.CreateConstInBoundsGEP1_32(t.i8(), buffer, static_cast<unsigned>(i * element));
-    ROCUDA_TRY(t.write(*lanes[i], B.CreateLoad(elementType, slot), inst.types[0]));
+    ROCUDA_TRY(t.write(*lanes[i], B.CreateLoad(elementType, slot), inst.types()[0]));
   }
   return Status::success();
 }

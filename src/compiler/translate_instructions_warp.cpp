@@ -20,8 +20,8 @@ llvm::FunctionCallee collective(FunctionTranslator& t, const char* name, llvm::T
 
 // The last operand of a .sync collective is the member mask; old forms have none.
 Result<llvm::Value*> memberMask(FunctionTranslator& t, const ptx::Instruction& inst, size_t index) {
-  if (index >= inst.operands.size()) return static_cast<llvm::Value*>(t.b.getInt32(0xffffffffu));
-  return t.read(inst.operands[index], ScalarType::B32);
+  if (index >= inst.operands().size()) return static_cast<llvm::Value*>(t.b.getInt32(0xffffffffu));
+  return t.read(inst.operands()[index], ScalarType::B32);
 }
 
 int modeIndex(const ptx::Instruction& inst, std::initializer_list<const char*> modes) {
@@ -36,21 +36,21 @@ int modeIndex(const ptx::Instruction& inst, std::initializer_list<const char*> m
 Status shfl(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
   int mode = modeIndex(inst, {"up", "down", "bfly", "idx"});
-  size_t n = inst.operands.size();
+  size_t n = inst.operands().size();
   if (mode < 0 || (n != 5 && n != 6)) return t.unsupported(inst);
   bool hasPred = n == 6;
   size_t a = hasPred ? 2 : 1;
-  ROCUDA_VALUE(value, t.read(inst.operands[a], ScalarType::B32));
-  ROCUDA_VALUE(lane, t.read(inst.operands[a + 1], ScalarType::B32));
-  ROCUDA_VALUE(clamp, t.read(inst.operands[a + 2], ScalarType::B32));
+  ROCUDA_VALUE(value, t.read(inst.operands()[a], ScalarType::B32));
+  ROCUDA_VALUE(lane, t.read(inst.operands()[a + 1], ScalarType::B32));
+  ROCUDA_VALUE(clamp, t.read(inst.operands()[a + 2], ScalarType::B32));
   ROCUDA_VALUE(mask, memberMask(t, inst, a + 3));
   auto callee =
       collective(t, "__rocuda_shfl_sync", t.i64(), {t.i32(), t.i32(), t.i32(), t.i32(), t.i32()});
   llvm::Value* r = B.CreateCall(callee, {B.getInt32(mode), value, lane, clamp, mask});
-  ROCUDA_TRY(t.write(inst.operands[0], B.CreateTrunc(r, t.i32()), ScalarType::B32));
+  ROCUDA_TRY(t.write(inst.operands()[0], B.CreateTrunc(r, t.i32()), ScalarType::B32));
   if (hasPred) {
     llvm::Value* valid = B.CreateTrunc(B.CreateLShr(r, 32), t.i1());
-    ROCUDA_TRY(t.write(inst.operands[1], valid, ScalarType::Pred));
+    ROCUDA_TRY(t.write(inst.operands()[1], valid, ScalarType::Pred));
   }
   return Status::success();
 }
@@ -58,19 +58,19 @@ Status shfl(FunctionTranslator& t, const ptx::Instruction& inst) {
 Status vote(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
   int mode = modeIndex(inst, {"all", "any", "uni", "ballot"});
-  if (mode < 0 || inst.operands.size() < 2) return t.unsupported(inst);
-  ROCUDA_VALUE(pred, t.read(inst.operands[1], ScalarType::Pred));
+  if (mode < 0 || inst.operands().size() < 2) return t.unsupported(inst);
+  ROCUDA_VALUE(pred, t.read(inst.operands()[1], ScalarType::Pred));
   ROCUDA_VALUE(mask, memberMask(t, inst, 2));
   auto callee = collective(t, "__rocuda_vote_sync", t.i32(), {t.i32(), t.i32(), t.i32()});
   llvm::Value* r = B.CreateCall(callee, {B.getInt32(mode), B.CreateZExt(pred, t.i32()), mask});
-  if (mode == 3) return t.write(inst.operands[0], r, ScalarType::B32);
-  return t.write(inst.operands[0], B.CreateICmpNE(r, B.getInt32(0)), ScalarType::Pred);
+  if (mode == 3) return t.write(inst.operands()[0], r, ScalarType::B32);
+  return t.write(inst.operands()[0], B.CreateICmpNE(r, B.getInt32(0)), ScalarType::Pred);
 }
 
 Status redux(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
-  if (inst.types.size() != 1 || inst.operands.size() != 3) return t.unsupported(inst);
-  ScalarType type = inst.types[0];
+  if (inst.types().size() != 1 || inst.operands().size() != 3) return t.unsupported(inst);
+  ScalarType type = inst.types()[0];
   bool isSigned = type == ScalarType::S32;
   int op = -1;
   if (inst.hasModifier("add"))
@@ -86,31 +86,31 @@ Status redux(FunctionTranslator& t, const ptx::Instruction& inst) {
   else if (inst.hasModifier("xor"))
     op = 7;
   if (op < 0 || ptx::isFloat(type)) return t.unsupported(inst);
-  ROCUDA_VALUE(value, t.read(inst.operands[1], ScalarType::B32));
+  ROCUDA_VALUE(value, t.read(inst.operands()[1], ScalarType::B32));
   ROCUDA_VALUE(mask, memberMask(t, inst, 2));
   auto callee = collective(t, "__rocuda_redux_sync", t.i32(), {t.i32(), t.i32(), t.i32()});
-  return t.write(inst.operands[0], B.CreateCall(callee, {B.getInt32(op), value, mask}), type);
+  return t.write(inst.operands()[0], B.CreateCall(callee, {B.getInt32(op), value, mask}), type);
 }
 
 Status match(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
   int mode = modeIndex(inst, {"any", "all"});
-  size_t n = inst.operands.size();
-  if (mode < 0 || inst.types.size() != 1 || (n != 3 && n != 4)) return t.unsupported(inst);
+  size_t n = inst.operands().size();
+  if (mode < 0 || inst.types().size() != 1 || (n != 3 && n != 4)) return t.unsupported(inst);
   bool hasPred = n == 4;
   size_t a = hasPred ? 2 : 1;
-  ROCUDA_VALUE(value, t.read(inst.operands[a], ScalarType::B64));
-  if (ptx::scalarTypeSize(inst.types[0]) == 4) {
-    ROCUDA_VALUE(narrow, t.read(inst.operands[a], ScalarType::B32));
+  ROCUDA_VALUE(value, t.read(inst.operands()[a], ScalarType::B64));
+  if (ptx::scalarTypeSize(inst.types()[0]) == 4) {
+    ROCUDA_VALUE(narrow, t.read(inst.operands()[a], ScalarType::B32));
     value = B.CreateZExt(narrow, t.i64());
   }
   ROCUDA_VALUE(mask, memberMask(t, inst, a + 1));
   auto callee = collective(t, "__rocuda_match_sync", t.i64(), {t.i32(), t.i64(), t.i32()});
   llvm::Value* r = B.CreateCall(callee, {B.getInt32(mode), value, mask});
-  ROCUDA_TRY(t.write(inst.operands[0], B.CreateTrunc(r, t.i32()), ScalarType::B32));
+  ROCUDA_TRY(t.write(inst.operands()[0], B.CreateTrunc(r, t.i32()), ScalarType::B32));
   if (hasPred)
     ROCUDA_TRY(
-        t.write(inst.operands[1], B.CreateTrunc(B.CreateLShr(r, 32), t.i1()), ScalarType::Pred));
+        t.write(inst.operands()[1], B.CreateTrunc(B.CreateLShr(r, 32), t.i1()), ScalarType::Pred));
   return Status::success();
 }
 
@@ -120,20 +120,20 @@ Status match(FunctionTranslator& t, const ptx::Instruction& inst) {
 Status translateBarrierReduction(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
   int op = modeIndex(inst, {"popc", "and", "or"});
-  size_t n = inst.operands.size();
+  size_t n = inst.operands().size();
   if (op < 0 || (n != 3 && n != 4)) return t.unsupported(inst);
-  ROCUDA_VALUE(id, t.read(inst.operands[1], ScalarType::U32));
+  ROCUDA_VALUE(id, t.read(inst.operands()[1], ScalarType::U32));
   llvm::Value* threads = B.getInt32(0);
   if (n == 4) {
-    ROCUDA_VALUE(count, t.read(inst.operands[2], ScalarType::U32));
+    ROCUDA_VALUE(count, t.read(inst.operands()[2], ScalarType::U32));
     threads = count;
   }
-  ROCUDA_VALUE(pred, t.read(inst.operands[n - 1], ScalarType::Pred));
+  ROCUDA_VALUE(pred, t.read(inst.operands()[n - 1], ScalarType::Pred));
   auto callee =
       collective(t, "__rocuda_barrier_reduce", t.i32(), {t.i32(), t.i32(), t.i32(), t.i32()});
   llvm::Value* r = B.CreateCall(callee, {B.getInt32(op), id, threads, B.CreateZExt(pred, t.i32())});
-  if (op == 0) return t.write(inst.operands[0], r, ScalarType::U32);
-  return t.write(inst.operands[0], B.CreateICmpNE(r, B.getInt32(0)), ScalarType::Pred);
+  if (op == 0) return t.write(inst.operands()[0], r, ScalarType::U32);
+  return t.write(inst.operands()[0], B.CreateICmpNE(r, B.getInt32(0)), ScalarType::Pred);
 }
 
 Status translateWarpOp(FunctionTranslator& t, const ptx::Instruction& inst) {

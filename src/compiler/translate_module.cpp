@@ -105,31 +105,31 @@ llvm::Function* ModuleTranslator::libmFunction(const std::string& name, llvm::Ty
   return fn;
 }
 
-llvm::GlobalVariable* ModuleTranslator::findGlobal(const std::string& name) const {
-  auto it = globals_.find(name);
+llvm::GlobalVariable* ModuleTranslator::findGlobal(std::string_view name) const {
+  auto it = globals_.find(std::string(name));
   return it == globals_.end() ? nullptr : it->second;
 }
 
-llvm::Function* ModuleTranslator::findFunction(const std::string& name) const {
-  auto it = functions_.find(name);
+llvm::Function* ModuleTranslator::findFunction(std::string_view name) const {
+  auto it = functions_.find(std::string(name));
   return it == functions_.end() ? nullptr : it->second;
 }
 
-const ptx::Function* ModuleTranslator::findFunctionDef(const std::string& name) const {
-  auto it = functionDefs_.find(name);
+const ptx::Function* ModuleTranslator::findFunctionDef(std::string_view name) const {
+  auto it = functionDefs_.find(std::string(name));
   return it == functionDefs_.end() ? nullptr : it->second;
 }
 
-bool ModuleTranslator::sharedOffset(const std::string& name, uint64_t& offset) const {
-  auto it = sharedOffsets_.find(name);
+bool ModuleTranslator::sharedOffset(std::string_view name, uint64_t& offset) const {
+  auto it = sharedOffsets_.find(std::string(name));
   if (it == sharedOffsets_.end()) return false;
   offset = it->second;
   return true;
 }
 
-bool ModuleTranslator::localSharedOffset(const std::string& function, const std::string& name,
+bool ModuleTranslator::localSharedOffset(const std::string& function, std::string_view name,
                                          uint64_t& offset) const {
-  return sharedOffset(function + "/" + name, offset);
+  return sharedOffset(function + "/" + std::string(name), offset);
 }
 
 Status ModuleTranslator::layoutShared() {
@@ -158,20 +158,20 @@ Result<llvm::Constant*> ModuleTranslator::initializerFor(const ptx::Variable& va
       continue;
     }
     const auto& init = var.initializer[i];
-    if (init.kind == ptx::InitializerElement::Kind::SymbolAddress) {
-      llvm::Constant* target = findGlobal(init.symbol);
-      if (!target) target = findFunction(init.symbol);
+    if (init.kind() == ptx::InitializerElement::Kind::SymbolAddress) {
+      llvm::Constant* target = findGlobal(init.symbol());
+      if (!target) target = findFunction(init.symbol());
       if (!target)
         return makeError(ErrorCode::UnsupportedPtx,
-                         "initializer of '" + var.name + "' takes the address of '" + init.symbol +
+                         "initializer of '" + var.name + "' takes the address of '" + std::string(init.symbol()) +
                              "', which is not a global or function of this module");
       auto* i8 = llvm::Type::getInt8Ty(context_);
       auto* gep = llvm::ConstantExpr::getGetElementPtr(
-          i8, target, llvm::ConstantInt::get(llvm::Type::getInt64Ty(context_), init.offset));
+          i8, target, llvm::ConstantInt::get(llvm::Type::getInt64Ty(context_), init.offset()));
       elements.push_back(llvm::ConstantExpr::getPtrToInt(gep, elementType));
       continue;
     }
-    const auto& imm = init.number;
+    const auto& imm = init.number();
     uint64_t bits = imm.bits;
     if (isF32 || isF64) {
       double value = imm.value;

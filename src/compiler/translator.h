@@ -62,13 +62,13 @@ class ModuleTranslator {
   // Instrument every memory access with a __rocuda_memcheck call (host code only).
   bool memcheck = false;
 
-  llvm::GlobalVariable* findGlobal(const std::string& name) const;
-  llvm::Function* findFunction(const std::string& name) const;
-  const ptx::Function* findFunctionDef(const std::string& name) const;
+  llvm::GlobalVariable* findGlobal(std::string_view name) const;
+  llvm::Function* findFunction(std::string_view name) const;
+  const ptx::Function* findFunctionDef(std::string_view name) const;
   // Offset in the shared window of a module-scope or function-local .shared variable.
-  bool sharedOffset(const std::string& name, uint64_t& offset) const;
+  bool sharedOffset(std::string_view name, uint64_t& offset) const;
   // Function-local shared variables are laid out module-wide, keyed "function/name".
-  bool localSharedOffset(const std::string& function, const std::string& name,
+  bool localSharedOffset(const std::string& function, std::string_view name,
                          uint64_t& offset) const;
 
  private:
@@ -123,19 +123,19 @@ class FunctionTranslator {
   void checkAccess(const ptx::Instruction& inst, llvm::Value* ptr, uint64_t size, bool write,
                    ptx::StateSpace space, bool atomic = false);
   // The value of a symbol used as an operand (`mov r, sym`): its address in its own space.
-  Result<llvm::Value*> symbolValue(const std::string& name, int64_t offset);
+  Result<llvm::Value*> symbolValue(std::string_view name, int64_t offset);
 
   llvm::Value* sharedBase();
   llvm::AllocaInst* carryFlag();
   // Storage of a .param variable of this function or of a caller-side .param local.
-  llvm::Value* paramStorage(const std::string& name);
+  llvm::Value* paramStorage(std::string_view name);
   // Mark the current block finished: later instructions go to a fresh (unreachable) block.
   void startDeadBlock();
-  llvm::BasicBlock* labelBlock(const std::string& name);
+  llvm::BasicBlock* labelBlock(std::string_view name);
   // `ret`: copies .reg return parameters out, then returns.
   void emitReturn();
   // A pointer to the storage of a symbol (variable, parameter, function) in any space.
-  Result<llvm::Value*> symbolPointer(const std::string& name);
+  Result<llvm::Value*> symbolPointer(std::string_view name);
   // An alloca in the entry block (valid anywhere in the function).
   llvm::AllocaInst* entryAlloca(llvm::Type* type, uint64_t align, const std::string& name = "");
 
@@ -145,10 +145,13 @@ class FunctionTranslator {
  private:
   Status createStorage();
   Status translateInstruction(const ptx::Instruction& inst);
+  // "line:column of 'ld.global.u32'": where an operand that cannot be used is.
+  std::string operandContext() const;
 
   std::vector<llvm::AllocaInst*> registers_;
   std::unordered_map<std::string, llvm::Value*> locals_;  // .local/.param locals and params
   std::unordered_map<std::string, llvm::BasicBlock*> labels_;
+  const ptx::Instruction* current_ = nullptr;  // being translated, for operand diagnostics
   llvm::BasicBlock* entry_ = nullptr;
   llvm::AllocaInst* carry_ = nullptr;
   llvm::Value* sharedBase_ = nullptr;

@@ -1,5 +1,9 @@
-// Out-of-line helpers of the PTX AST: type sizes and names, variable sizes, module lookups.
+// Out-of-line helpers of the PTX AST: the arena, the compact operand and instruction encodings,
+// type sizes and names, variable sizes, register and module lookups.
 #include "ptx/ast.h"
+
+#include <algorithm>
+#include <cstring>
 
 namespace rocuda::ptx {
 
@@ -341,5 +345,318 @@ const Variable* Module::findGlobal(std::string_view wanted) const {
   }
   return declaration;
 }
+
+
+// ---- Arena ----
+
+void* Arena::allocate(size_t bytes, size_t alignment) {
+  auto aligned = [&](char* p) {
+    auto address = reinterpret_cast<uintptr_t>(p);
+    return reinterpret_cast<char*>((address + alignment - 1) & ~(uintptr_t{alignment} - 1));
+  };
+  char* at = cursor_ ? aligned(cursor_) : nullptr;
+  if (at == nullptr || static_cast<size_t>(end_ - at) < bytes) {
+    // Chunks grow geometrically (small modules stay small); big requests get their own.
+    size_t size = std::max(nextChunk_, bytes + alignment);
+    nextChunk_ = std::min<size_t>(nextChunk_ * 2, size_t{1} << 20);
+    chunks_.emplace_back(new char[size]);
+    reserved_ += size;
+    cursor_ = chunks_.back().get();
+    end_ = cursor_ + size;
+    at = aligned(cursor_);
+  }
+  cursor_ = at + bytes;
+  return at;
+}
+
+std::string_view Arena::copyString(std::string_view text) {
+  if (text.empty()) return {};
+  char* out = static_cast<char*>(allocate(text.size(), 1));
+  std::memcpy(out, text.data(), text.size());
+  return {out, text.size()};
+}
+
+std::string_view Arena::intern(std::string_view text) {
+  auto it = interned_.find(text);
+  if (it != interned_.end()) return *it;
+  std::string_view copy = copyString(text);
+  interned_.insert(copy);
+  return copy;
+}
+
+// ---- Operand ----
+
+Operand Operand::makeRegister(uint32_t reg, bool negated) {
+  Operand op;
+  op.kind = Kind::Register;
+  op.negated = negated;
+  op.index_ = reg;
+  return op;
+}
+
+Operand Operand::makeSpecial(SpecialRegister reg, uint32_t index, bool negated) {
+  Operand op;
+  op.kind = Kind::SpecialRegister;
+  op.negated = negated;
+  op.sub_ = static_cast<uint8_t>(reg);
+  op.index_ = index;
+  return op;
+}
+
+Operand Operand::makeImmediate(const Immediate& imm) {
+  Operand op;
+  op.kind = Kind::Immediate;
+  op.sub_ = static_cast<uint8_t>(imm.kind);
+  if (imm.kind == Immediate::Kind::Double)
+    std::memcpy(&op.payload_, &imm.value, sizeof(double));
+  else
+    op.payload_ = imm.bits;
+  return op;
+}
+
+Operand Operand::makeSymbol(const SymbolReference* reference) {
+  Operand op;
+  op.kind = Kind::Symbol;
+  op.flags_ = kHasReference;
+  op.payload_ = reinterpret_cast<uintptr_t>(reference);
+  return op;
+}
+
+Operand Operand::makeAddress(Address::BaseKind base, uint32_t reg, int64_t offset,
+                             const SymbolReference* reference) {
+  Operand op;
+  op.kind = Kind::Address;
+  op.sub_ = static_cast<uint8_t>(base);
+  op.index_ = base == Address::BaseKind::Register ? reg : 0;
+  if (reference != nullptr) {
+    op.flags_ = kHasReference;
+    op.payload_ = reinterpret_cast<uintptr_t>(reference);
+  } else {
+    op.payload_ = static_cast<uint64_t>(offset);
+  }
+  return op;
+}
+
+Operand Operand::makeList(Kind kind, const Operand* elements, size_t count) {
+  Operand op;
+  op.kind = kind;
+  op.index_ = static_cast<uint32_t>(count);
+  op.payload_ = reinterpret_cast<uintptr_t>(elements);
+  return op;
+}
+
+Operand Operand::makeSink() { return Operand(); }
+
+Immediate Operand::imm() const {
+  Immediate imm;
+  if (kind != Kind::Immediate) return imm;
+  imm.kind = static_cast<Immediate::Kind>(sub_);
+  imm.bits = payload_;
+  if (imm.kind == Immediate::Kind::Double) std::memcpy(&imm.value, &payload_, sizeof(double));
+  return imm;
+}
+
+const SymbolReference* Operand::reference() const {
+  return (flags_ & kHasReference) ? reinterpret_cast<const SymbolReference*>(payload_) : nullptr;
+}
+
+std::string_view Operand::symbol() const {
+  const SymbolReference* ref = kind == Kind::Symbol ? reference() : nullptr;
+  return ref ? ref->name : std::string_view();
+}
+
+int64_t Operand::symbolOffset() const {
+  const SymbolReference* ref = kind == Kind::Symbol ? reference() : nullptr;
+  return ref ? ref->offset : 0;
+}
+
+Address Operand::address() const {
+  Address address;
+  if (kind != Kind::Address) return address;
+  address.baseKind = static_cast<Address::BaseKind>(sub_);
+  address.reg = address.baseKind == Address::BaseKind::Register ? index_ : 0;
+  if (const SymbolReference* ref = reference()) {
+    if (address.baseKind == Address::BaseKind::Symbol) address.symbol = ref->name;
+    address.offset = ref->offset;
+  } else {
+    address.offset = static_cast<int64_t>(payload_);
+  }
+  return address;
+}
+
+Span<Operand> Operand::elements() const {
+  if (kind == Kind::Vector || kind == Kind::List)
+    return {reinterpret_cast<const Operand*>(payload_), index_};
+  if (kind == Kind::Address) {
+    const SymbolReference* ref = reference();
+    if (ref != nullptr && ref->coordinates != nullptr) return {ref->coordinates, 1};
+  }
+  return {};
+}
+
+// ---- Instruction and Statement ----
+
+namespace {
+size_t alignUp(size_t value, size_t alignment) { return (value + alignment - 1) / alignment * alignment; }
+}  // namespace
+
+Span<std::string_view> Instruction::modifiers() const {
+  const char* base = static_cast<const char*>(parts_);
+  size_t at = alignUp(sizeof(Operand) * operandCount_, alignof(std::string_view));
+  return {reinterpret_cast<const std::string_view*>(base + at), modifierCount_};
+}
+
+Span<ScalarType> Instruction::types() const {
+  const char* base = static_cast<const char*>(parts_);
+  size_t at = alignUp(sizeof(Operand) * operandCount_, alignof(std::string_view)) +
+              sizeof(std::string_view) * modifierCount_;
+  return {reinterpret_cast<const ScalarType*>(base + at), typeCount_};
+}
+
+void Instruction::setParts(Arena& arena, const Operand* operands, size_t operandCount,
+                           const std::string_view* modifiers, size_t modifierCount,
+                           const ScalarType* types, size_t typeCount) {
+  operandCount = std::min<size_t>(operandCount, 255);
+  modifierCount = std::min<size_t>(modifierCount, 255);
+  typeCount = std::min<size_t>(typeCount, 255);
+  size_t modifiersAt = alignUp(sizeof(Operand) * operandCount, alignof(std::string_view));
+  size_t typesAt = modifiersAt + sizeof(std::string_view) * modifierCount;
+  size_t bytes = typesAt + typeCount;
+  operandCount_ = static_cast<uint8_t>(operandCount);
+  modifierCount_ = static_cast<uint8_t>(modifierCount);
+  typeCount_ = static_cast<uint8_t>(typeCount);
+  if (bytes == 0) {
+    parts_ = nullptr;
+    return;
+  }
+  char* block = static_cast<char*>(arena.allocate(bytes, alignof(Operand)));
+  for (size_t i = 0; i < operandCount; ++i)
+    new (block + sizeof(Operand) * i) Operand(operands[i]);
+  for (size_t i = 0; i < modifierCount; ++i)
+    new (block + modifiersAt + sizeof(std::string_view) * i) std::string_view(modifiers[i]);
+  if (typeCount) std::memcpy(block + typesAt, types, typeCount);
+  parts_ = block;
+}
+
+void Instruction::setOperands(Arena& arena, const Operand* operands, size_t count) {
+  Span<std::string_view> mods = modifiers();
+  Span<ScalarType> tys = types();
+  std::vector<std::string_view> keptModifiers(mods.begin(), mods.end());
+  std::vector<ScalarType> keptTypes(tys.begin(), tys.end());
+  setParts(arena, operands, count, keptModifiers.data(), keptModifiers.size(), keptTypes.data(),
+           keptTypes.size());
+}
+
+Statement Statement::makeLabel(Arena& arena, std::string_view name, SourceLocation loc) {
+  Statement statement;
+  auto* stored = static_cast<std::string_view*>(
+      arena.allocate(sizeof(std::string_view), alignof(std::string_view)));
+  new (stored) std::string_view(arena.intern(name));
+  statement.label_ = stored;
+  statement.instruction.loc = loc;
+  return statement;
+}
+
+// ---- InitializerElement ----
+
+InitializerElement InitializerElement::makeNumber(const Immediate& number) {
+  InitializerElement element;
+  element.kind_ = Kind::Number;
+  element.numberKind_ = number.kind;
+  if (number.kind == Immediate::Kind::Double)
+    std::memcpy(&element.payload_, &number.value, sizeof(double));
+  else
+    element.payload_ = number.bits;
+  return element;
+}
+
+InitializerElement InitializerElement::makeSymbolAddress(const SymbolReference* reference,
+                                                         bool generic) {
+  InitializerElement element;
+  element.kind_ = Kind::SymbolAddress;
+  element.generic_ = generic;
+  element.payload_ = reinterpret_cast<uintptr_t>(reference);
+  return element;
+}
+
+Immediate InitializerElement::number() const {
+  Immediate imm;
+  if (kind_ != Kind::Number) return imm;
+  imm.kind = numberKind_;
+  imm.bits = payload_;
+  if (imm.kind == Immediate::Kind::Double) std::memcpy(&imm.value, &payload_, sizeof(double));
+  return imm;
+}
+
+std::string_view InitializerElement::symbol() const {
+  return kind_ == Kind::SymbolAddress ? reinterpret_cast<const SymbolReference*>(payload_)->name
+                                      : std::string_view();
+}
+
+int64_t InitializerElement::offset() const {
+  return kind_ == Kind::SymbolAddress ? reinterpret_cast<const SymbolReference*>(payload_)->offset
+                                      : 0;
+}
+
+// ---- Function registers ----
+
+uint32_t Function::registerCount() const {
+  if (registerDeclarations.empty()) return 0;
+  const RegisterDeclaration& last = registerDeclarations.back();
+  return last.first + last.count;
+}
+
+const RegisterDeclaration& Function::declarationOf(uint32_t reg) const {
+  // The last declaration whose first index is <= reg.
+  auto it = std::upper_bound(
+      registerDeclarations.begin(), registerDeclarations.end(), reg,
+      [](uint32_t value, const RegisterDeclaration& d) { return value < d.first; });
+  return *(it == registerDeclarations.begin() ? it : it - 1);
+}
+
+std::string Function::registerName(uint32_t reg) const {
+  auto renamed = std::lower_bound(
+      renamedRegisters.begin(), renamedRegisters.end(), reg,
+      [](const std::pair<uint32_t, std::string_view>& entry, uint32_t value) {
+        return entry.first < value;
+      });
+  if (renamed != renamedRegisters.end() && renamed->first == reg) return std::string(renamed->second);
+  if (registerDeclarations.empty()) return "%?";
+  const RegisterDeclaration& d = declarationOf(reg);
+  if (!d.isRange) return std::string(d.name);
+  return std::string(d.name) + std::to_string(reg - d.first);
+}
+
+int64_t Function::findRegister(std::string_view name) const {
+  for (const auto& [reg, renamed] : renamedRegisters)
+    if (renamed == name) return reg;
+  auto isRenamed = [&](uint32_t reg) {
+    auto it = std::lower_bound(
+        renamedRegisters.begin(), renamedRegisters.end(), reg,
+        [](const std::pair<uint32_t, std::string_view>& entry, uint32_t value) {
+          return entry.first < value;
+        });
+    return it != renamedRegisters.end() && it->first == reg;
+  };
+  for (const RegisterDeclaration& d : registerDeclarations) {
+    if (!d.isRange) {
+      if (d.name == name && !isRenamed(d.first)) return d.first;
+      continue;
+    }
+    if (name.size() <= d.name.size() || name.substr(0, d.name.size()) != d.name) continue;
+    std::string_view digits = name.substr(d.name.size());
+    if (digits.size() > 9 || (digits.size() > 1 && digits[0] == '0')) continue;
+    uint32_t number = 0;
+    bool ok = true;
+    for (char c : digits) {
+      if (c < '0' || c > '9') ok = false;
+      number = number * 10 + static_cast<uint32_t>(c - '0');
+    }
+    if (ok && number < d.count && !isRenamed(d.first + number)) return d.first + number;
+  }
+  return -1;
+}
+
+Module::Module() { arenas.push_back(std::make_shared<Arena>()); }
 
 }  // namespace rocuda::ptx

@@ -1,16 +1,23 @@
 // The PTX abstract syntax tree: what the parser produces and the compiler consumes.
 //
-// Design: one Module owns all text it refers to (names are std::string). Registers are resolved by
-// the parser to per-function indices, so the compiler never looks names up; nested `{ }` scopes
-// are flattened (a shadowing declaration gets its own index). Instructions keep their modifiers as
-// an ordered list of strings without the leading dot, except the three kinds every consumer needs
-// decoded: types, state space and vector width.
+// Design: compact, because modules of CUB/Thrust kernels run to tens of megabytes of text.
+// Instructions (48 bytes) and operands (16 bytes) point into the module's Arena for their
+// variable-length parts; registers are resolved by the parser to per-function indices and stored
+// as declarations (a `%r<100>` range is one entry), so the compiler never looks names up; nested
+// `{ }` scopes are flattened (a shadowing declaration gets its own index). Instructions keep their
+// modifiers as an ordered list of spellings without the leading dot, except the three kinds every
+// consumer needs decoded: types, state space and vector width. Names of functions, variables and
+// declarations are std::strings owned by the module.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 namespace rocuda::ptx {
@@ -112,48 +119,135 @@ struct Immediate {
     Integer,   // bits holds the two's-complement value, sign-extended to 64 bits
     F32Bits,   // 0fXXXXXXXX: bits holds the 32 raw bits
     F64Bits,   // 0dXXXXXXXXXXXXXXXX: bits holds the 64 raw bits
-    Double,    // decimal float literal (1.5, 1e-3): value holds it
+    Double,    // decimal float literal (1.5, 1e-3): value holds it (and bits its IEEE bits)
   };
   Kind kind = Kind::Integer;
   uint64_t bits = 0;
   double value = 0.0;
 };
 
-struct Operand;
+// Storage for the variable-length parts of a module: operand arrays, modifier spellings,
+// symbol references, names. A bump allocator with stable addresses, so that the AST can refer
+// to its parts with plain pointers and a multi-megabyte module costs a few bytes per token
+// instead of one heap block per operand. What the parser put in an arena is never changed
+// afterwards: code that rewrites a module (the linker) allocates new parts and repoints to them.
+class Arena {
+ public:
+  Arena() = default;
+  Arena(const Arena&) = delete;
+  Arena& operator=(const Arena&) = delete;
+
+  void* allocate(size_t bytes, size_t alignment);
+  // A copy of `count` trivially copyable elements (nullptr when count is 0).
+  template <class T>
+  T* copy(const T* elements, size_t count) {
+    if (count == 0) return nullptr;
+    T* out = static_cast<T*>(allocate(sizeof(T) * count, alignof(T)));
+    for (size_t i = 0; i < count; ++i) out[i] = elements[i];
+    return out;
+  }
+  std::string_view copyString(std::string_view text);
+  // Like copyString, but equal strings share one copy (modifier spellings, labels, symbols).
+  std::string_view intern(std::string_view text);
+  size_t bytesReserved() const { return reserved_; }
+
+ private:
+  std::vector<std::unique_ptr<char[]>> chunks_;
+  char* cursor_ = nullptr;
+  char* end_ = nullptr;
+  size_t nextChunk_ = 4096;
+  size_t reserved_ = 0;
+  std::unordered_set<std::string_view> interned_;
+};
+
+// A read-only view of `size` elements owned by an Arena.
+template <class T>
+class Span {
+ public:
+  Span() = default;
+  Span(const T* data, size_t size) : data_(data), size_(static_cast<uint32_t>(size)) {}
+  const T* begin() const { return data_; }
+  const T* end() const { return data_ + size_; }
+  const T* data() const { return data_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const T& operator[](size_t index) const { return data_[index]; }
+  const T& front() const { return data_[0]; }
+  const T& back() const { return data_[size_ - 1]; }
+
+ private:
+  const T* data_ = nullptr;
+  uint32_t size_ = 0;
+};
+
+class Operand;
+
+// A name used as a value, or the base of an address: `var+4`, `bra LABEL`, `[var+8]`, and the
+// texture form `[tex, {x, y}]` (coordinates: one Vector operand). Lives in the module's arena.
+struct SymbolReference {
+  std::string_view name;
+  int64_t offset = 0;
+  const Operand* coordinates = nullptr;
+};
 
 // [base + offset]: base is a register, a variable/function name, or nothing (absolute address).
+// A value built on demand by Operand::address().
 struct Address {
   enum class BaseKind : uint8_t { None, Register, Symbol };
   BaseKind baseKind = BaseKind::None;
-  uint32_t reg = 0;     // when Register: index into Function::registers
-  std::string symbol;   // when Symbol
+  uint32_t reg = 0;         // when Register: index into the function's registers
+  std::string_view symbol;  // when Symbol
   int64_t offset = 0;
 };
 
-struct Operand {
+// One operand in 16 bytes: the kind, a 32-bit index (register, %envreg number, element count)
+// and a 64-bit payload (immediate bits, an address offset, or a pointer into the arena).
+// Positions of operands are not stored: diagnostics name the instruction and the operand's
+// ordinal, and the parser checks operands while it still has their tokens.
+class Operand {
+ public:
   enum class Kind : uint8_t {
-    Register,         // reg
-    SpecialRegister,  // special (+ envregIndex for %envreg<n> / %pm<n>)
-    Immediate,        // imm
-    Symbol,           // symbol: a variable, function or label name used as a value (mov r, var;
-                      //   bra LABEL; call f; ...); symbolOffset for `var+4` in mov
-    Address,          // address: [..]; texture/surface forms `[tex, {x, y}]` keep the
-                      //   coordinate vector as the single entry of `elements`
-    Vector,           // elements: {a, b, c, d} (elements may be Register, Immediate or Sink)
-    List,             // elements: parenthesised list (call arguments and return values)
+    Register,         // reg()
+    SpecialRegister,  // special() (+ envregIndex() for %envreg<n> / %pm<n>)
+    Immediate,        // imm()
+    Symbol,           // symbol(), symbolOffset(): a variable, function or label name used as a
+                      //   value (mov r, var; bra LABEL; call f; ...)
+    Address,          // address(); texture/surface forms `[tex, {x, y}]` keep the coordinate
+                      //   vector as the single entry of elements()
+    Vector,           // elements(): {a, b, c, d} (Register, Immediate or Sink elements)
+    List,             // elements(): parenthesised list (call arguments and return values)
     Sink,             // `_`
   };
-  Kind kind = Kind::Register;
-  bool negated = false;   // `!p` as a predicate operand (e.g. setp/selp inputs)
-  uint32_t reg = 0;
-  SpecialRegister special = SpecialRegister::TidX;
-  uint32_t envregIndex = 0;
-  Immediate imm;
-  std::string symbol;
-  int64_t symbolOffset = 0;
-  Address address;
-  std::vector<Operand> elements;
-  SourceLocation loc;
+  Kind kind = Kind::Sink;
+  bool negated = false;  // `!p` as a predicate operand (e.g. setp/selp inputs)
+
+  static Operand makeRegister(uint32_t reg, bool negated = false);
+  static Operand makeSpecial(SpecialRegister reg, uint32_t index, bool negated = false);
+  static Operand makeImmediate(const Immediate& imm);
+  static Operand makeSymbol(const SymbolReference* reference);
+  // reference: nullptr for `[reg+offset]` / `[offset]`; otherwise holds the symbol base (empty
+  // name for a register base) and the offset, and the texture coordinates if any.
+  static Operand makeAddress(Address::BaseKind base, uint32_t reg, int64_t offset,
+                             const SymbolReference* reference);
+  static Operand makeList(Kind kind, const Operand* elements, size_t count);  // Vector or List
+  static Operand makeSink();
+
+  uint32_t reg() const { return index_; }  // Register (and Address::reg of a register base)
+  SpecialRegister special() const { return static_cast<SpecialRegister>(sub_); }
+  uint32_t envregIndex() const { return index_; }
+  Immediate imm() const;
+  std::string_view symbol() const;   // Symbol
+  int64_t symbolOffset() const;      // Symbol
+  Address address() const;           // Address
+  const SymbolReference* reference() const;  // Symbol, or Address with a symbol or coordinates
+  Span<Operand> elements() const;   // Vector, List; Address: the coordinates (0 or 1 entries)
+
+ private:
+  uint8_t sub_ = 0;    // SpecialRegister, Immediate::Kind or Address::BaseKind
+  uint8_t flags_ = 0;  // kHasReference
+  uint32_t index_ = 0;
+  uint64_t payload_ = 0;
+  static constexpr uint8_t kHasReference = 1;
 };
 
 struct Instruction {
@@ -161,66 +255,107 @@ struct Instruction {
   // The CUDA source position of the last `.loc` before the instruction (nvcc -lineinfo): an index
   // into Module::files and a 1-based line; 0 when the PTX has none.
   uint32_t sourceFile = 0, sourceLine = 0;
-  Opcode opcode = Opcode::mov;
-  // Guard predicate `@p` / `@!p`: register index into Function::registers.
-  std::optional<uint32_t> guard;
-  bool guardNegated = false;
+
+  // Operands, destination(s) first, as written; a predicate pair `p|q` (setp, shfl, elect,
+  // lop3) is two operands.
+  Span<Operand> operands() const { return {operandData(), operandCount_}; }
   // Modifiers in source order without the dot, excluding types, the state space and vN:
   // e.g. mul.wide.s32 -> {"wide"}; ld.global.nc.v4.f32 -> {"nc"}; setp.lt.and.f32 -> {"lt","and"};
   // cvt.rn.ftz.f32.f64 -> {"rn","ftz"}; atom.global.add.u32 -> {"add"}; bar.sync -> {"sync"};
   // scope and ordering suffixes likewise ("gpu", "acquire", "shared::cta" is a space, see below).
-  std::vector<std::string> modifiers;
-  std::vector<ScalarType> types;  // every type suffix in source order (cvt.f32.s32 -> {F32, S32})
-  StateSpace space = StateSpace::None;  // .global/.shared/... suffix when present; a second
-                                        // space (cp.async.bulk.shared::cluster.global) is
-                                        // kept in `modifiers` ("global") at its position
-  uint8_t vectorWidth = 1;              // .v2/.v4/.v8 -> 2/4/8
-  std::vector<Operand> operands;        // destination(s) first, as written; a predicate pair
-                                        // `p|q` (setp, shfl, elect, lop3) is two operands
-  bool destinationPair = false;         // operands[0] and [1] were written `a|b`
-  // Source order of the suffixes, for printing them back exactly (cvta.to.global.u64,
-  // prmt.b32.f4e): 2 bits per suffix, first suffix lowest, 0 = modifier, 1 = type, 2 = space,
-  // 3 = vector width. suffixCount 0 (or > 16 suffixes) means "unknown": modifiers, space,
-  // vector, types.
-  uint32_t suffixLayout = 0;
-  uint8_t suffixCount = 0;
-
+  Span<std::string_view> modifiers() const;
+  Span<ScalarType> types() const;  // every type suffix in source order (cvt.f32.s32 -> {F32, S32})
+  // Guard predicate `@p` / `@!p`: register index into the function's registers.
+  std::optional<uint32_t> guard() const {
+    return hasGuard_ ? std::optional<uint32_t>(guard_) : std::nullopt;
+  }
   bool hasModifier(std::string_view name) const {
-    for (const auto& m : modifiers)
+    for (std::string_view m : modifiers())
       if (m == name) return true;
     return false;
   }
+
+  // Stores the parts in `arena` (one block) and points the instruction at them. Counts above 255
+  // are the caller's error to report (the parser does).
+  void setParts(Arena& arena, const Operand* operands, size_t operandCount,
+                const std::string_view* modifiers, size_t modifierCount, const ScalarType* types,
+                size_t typeCount);
+  void setOperands(Arena& arena, const Operand* operands, size_t count);  // keeps the rest
+  void setGuard(uint32_t reg) { guard_ = reg, hasGuard_ = true; }
+
+  uint32_t suffixLayout = 0;  // see suffixCount
+  Opcode opcode = Opcode::mov;
+  StateSpace space = StateSpace::None;  // .global/.shared/... suffix when present; a second
+                                        // space (cp.async.bulk.shared::cluster.global) is
+                                        // kept in modifiers() ("global") at its position
+  uint8_t vectorWidth = 1;              // .v2/.v4/.v8 -> 2/4/8
+  bool guardNegated = false;
+  bool destinationPair = false;         // operands()[0] and [1] were written `a|b`
+  // Source order of the suffixes, for printing them back exactly (cvta.to.global.u64,
+  // prmt.b32.f4e): 2 bits per suffix in suffixLayout, first suffix lowest, 0 = modifier,
+  // 1 = type, 2 = space, 3 = vector width. suffixCount 0 (or > 16 suffixes) means "unknown":
+  // modifiers, space, vector, types.
+  uint8_t suffixCount = 0;
+
+ private:
+  const Operand* operandData() const { return static_cast<const Operand*>(parts_); }
+  const void* parts_ = nullptr;  // [Operand x n][string_view x m][ScalarType x k]
+  uint32_t guard_ = 0;
+  bool hasGuard_ = false;
+  uint8_t operandCount_ = 0, modifierCount_ = 0, typeCount_ = 0;
 };
 
-struct Label {
-  std::string name;  // unique in the function: the same name in another `{ }` block (inlined
-                     // asm) becomes "L1#1", and branches there use that name
-  SourceLocation loc;
-};
-
-// A body is a flat list of statements; nested `{ }` blocks are flattened by the parser.
+// A body is a flat list of statements, instructions and labels; nested `{ }` blocks are
+// flattened by the parser.
 struct Statement {
   enum class Kind : uint8_t { Instruction, Label };
-  Kind kind = Kind::Instruction;
-  Instruction instruction;
-  Label label;
+  Instruction instruction;  // for a label only instruction.loc is set
+
+  Kind kind() const { return label_ ? Kind::Label : Kind::Instruction; }
+  bool isLabel() const { return label_ != nullptr; }
+  // Unique in the function: the same name in another `{ }` block (inlined asm) becomes "L1#1",
+  // and branches there use that name.
+  std::string_view labelName() const { return label_ ? *label_ : std::string_view(); }
+  SourceLocation loc() const { return instruction.loc; }
+  static Statement makeLabel(Arena& arena, std::string_view name, SourceLocation loc);
+
+ private:
+  const std::string_view* label_ = nullptr;  // in the arena
 };
 
-struct Register {
-  std::string name;     // unique within the function after flattening ("%r5", "%p1", shadowed -> "%r5#1")
+// One name of a `.reg` declaration (or a `.reg` parameter): a single register, or a numbered
+// range `%r<100>` = %r0..%r99. Registers are numbered in declaration order, so a function's
+// declarations cover 0..registerCount()-1 without gaps.
+struct RegisterDeclaration {
+  std::string_view name;  // the register's name, or a range's prefix ("%r")
+  uint32_t first = 0;     // index of its (first) register
+  uint32_t count = 1;     // registers declared: 1, or N for a range
   ScalarType type = ScalarType::None;
   uint8_t vectorWidth = 1;  // .reg .v4 .f32 %v; rare
+  bool isRange = false;
   SourceLocation loc;
 };
 
-// One element of a variable initializer: a number or the address of a symbol (+offset).
-struct InitializerElement {
+// One element of a variable initializer: a number or the address of a symbol (+offset), in
+// 16 bytes (tables of constants are the largest initializers).
+class InitializerElement {
+ public:
   enum class Kind : uint8_t { Number, SymbolAddress };
-  Kind kind = Kind::Number;
-  Immediate number;
-  std::string symbol;
-  int64_t offset = 0;
-  bool generic = false;  // generic(sym): the generic address of sym
+  static InitializerElement makeNumber(const Immediate& number);
+  // generic(sym): the generic address of sym.
+  static InitializerElement makeSymbolAddress(const SymbolReference* reference, bool generic);
+
+  Kind kind() const { return kind_; }
+  Immediate number() const;
+  std::string_view symbol() const;
+  int64_t offset() const;
+  bool generic() const { return generic_; }
+
+ private:
+  Kind kind_ = Kind::Number;
+  bool generic_ = false;
+  Immediate::Kind numberKind_ = Immediate::Kind::Integer;
+  uint64_t payload_ = 0;  // number bits, or a SymbolReference* in the arena
 };
 
 struct Variable {
@@ -283,7 +418,10 @@ struct Function {
   std::vector<Variable> params;        // .param (entries) or .param/.reg (funcs), in order
   std::vector<Variable> returnParams;  // .func (.param .b32 ret) name(...)
   PerformanceDirectives performance;
-  std::vector<Register> registers;     // every register declared anywhere in the body
+  // Every register declared anywhere in the body, in index order; a name shadowed in a nested
+  // block is a register of its own whose name is made unique ("%r5#1", in renamedRegisters).
+  std::vector<RegisterDeclaration> registerDeclarations;
+  std::vector<std::pair<uint32_t, std::string_view>> renamedRegisters;  // sorted by index
   std::vector<Variable> locals;        // .local/.shared/.const/.param variables of the body; their
                                        // names are unique like registers: the `.param param0`
                                        // of the second call block is "param0#1", and operands
@@ -292,10 +430,19 @@ struct Function {
   std::vector<CallPrototype> callPrototypes;  // declared in the body (label is the name)
   std::vector<TargetList> targetLists;        // .branchtargets / .calltargets in the body
   SourceLocation loc;
+
+  uint32_t registerCount() const;
+  // The declaration a register index belongs to (index < registerCount()).
+  const RegisterDeclaration& declarationOf(uint32_t reg) const;
+  ScalarType registerType(uint32_t reg) const { return declarationOf(reg).type; }
+  std::string registerName(uint32_t reg) const;  // "%r5", "%p1", "%r5#1"
+  // The index of the register with this (flattened) name, or -1.
+  int64_t findRegister(std::string_view name) const;
 };
 
 
 struct Module {
+  Module();
   std::string name;  // file name, or "<memory>"
   uint32_t versionMajor = 0, versionMinor = 0;   // .version 9.0
   std::vector<std::string> targets;              // .target sm_90a, texmode_independent, debug ...
@@ -305,6 +452,10 @@ struct Module {
   std::vector<Function> functions;               // in source order, declarations included
   std::vector<std::pair<std::string, std::string>> aliases;  // .alias a, b;
   std::vector<std::string> files;                // .file entries by index (may be empty)
+  // Where operands, modifiers and names live: arenas[0] is the module's own, and a linked
+  // module keeps the arenas of its inputs. Shared, so that copies of a module stay valid.
+  std::vector<std::shared_ptr<Arena>> arenas;
+  Arena& arena() { return *arenas.front(); }
 
   const Function* findFunction(std::string_view name) const;
   const Variable* findGlobal(std::string_view name) const;

@@ -147,14 +147,16 @@ OperandCount operandCountFor(Opcode opcode) {
 
 void Parser::checkInstruction(const Function& function, const Instruction& inst,
                               const Token& start) {
-  if (inst.guard && *inst.guard < function.registers.size() &&
-      function.registers[*inst.guard].type != ScalarType::Pred) {
+  std::optional<uint32_t> guard = inst.guard();
+  if (guard && *guard < function.registerCount() &&
+      function.registerType(*guard) != ScalarType::Pred) {
     errorAt(kUnknownOffset, inst.loc,
-            "guard '" + function.registers[*inst.guard].name + "' is not a .pred register");
+            "guard '" + function.registerName(*guard) + "' is not a .pred register");
   }
   const Rule* rule = ruleFor(inst.opcode);
   if (rule == nullptr) return;
-  size_t found = inst.operands.size();
+  Span<Operand> operands = inst.operands();
+  size_t found = operands.size();
   if (found < rule->min || found > rule->max) {
     std::string expected;
     if (rule->min == rule->max)
@@ -169,9 +171,9 @@ void Parser::checkInstruction(const Function& function, const Instruction& inst,
     return;
   }
   if (rule->address >= 0 && static_cast<size_t>(rule->address) < found) {
-    const Operand& op = inst.operands[rule->address];
+    const Operand& op = operands[rule->address];
     if (op.kind != Operand::Kind::Address) {
-      errorAt(kUnknownOffset, op.loc,
+      errorAt(kUnknownOffset, operandLocs_[rule->address],
               "'" + std::string(opcodeName(inst.opcode)) + "' expects an address in brackets " +
                   "as its " + ordinal(rule->address) + " operand");
     }
@@ -225,11 +227,11 @@ void Parser::checkModuleSymbols() {
   // Initializers may take the address of globals and functions.
   for (const auto& var : out_.module.globals) {
     for (const auto& element : var.initializer) {
-      if (element.kind != InitializerElement::Kind::SymbolAddress) continue;
-      if (globals.count(element.symbol) || functions.count(element.symbol)) continue;
-      errorAt(
-          kUnknownOffset, var.loc,
-          "undeclared identifier '" + element.symbol + "' in initializer of '" + var.name + "'");
+      if (element.kind() != InitializerElement::Kind::SymbolAddress) continue;
+      if (globals.count(element.symbol()) || functions.count(element.symbol())) continue;
+      errorAt(kUnknownOffset, var.loc,
+              "undeclared identifier '" + std::string(element.symbol()) + "' in initializer of '" +
+                  var.name + "'");
     }
   }
 }

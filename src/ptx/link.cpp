@@ -9,48 +9,106 @@ namespace {
 
 using Renames = std::map<std::string, std::string, std::less<>>;
 
-void renameName(std::string& name, const Renames& renames, const std::set<std::string>* shadowed) {
-  if (name.empty() || (shadowed != nullptr && shadowed->count(name) != 0)) return;
+// The new name of `name`, or nullptr when it keeps its name.
+const std::string* renamed(std::string_view name, const Renames& renames,
+                           const std::set<std::string, std::less<>>* shadowed) {
+  if (name.empty() || (shadowed != nullptr && shadowed->find(name) != shadowed->end()))
+    return nullptr;
   auto it = renames.find(name);
-  if (it != renames.end()) name = it->second;
+  return it == renames.end() ? nullptr : &it->second;
 }
 
-void renameOperand(Operand& op, const Renames& renames, const std::set<std::string>& shadowed) {
-  if (op.kind == Operand::Kind::Symbol) renameName(op.symbol, renames, &shadowed);
-  if (op.kind == Operand::Kind::Address && op.address.baseKind == Address::BaseKind::Symbol)
-    renameName(op.address.symbol, renames, &shadowed);
-  for (Operand& element : op.elements) renameOperand(element, renames, shadowed);
+void renameName(std::string& name, const Renames& renames,
+                const std::set<std::string, std::less<>>* shadowed) {
+  if (const std::string* fresh = renamed(name, renames, shadowed)) name = *fresh;
+}
+
+// Operands live in the parser's arena, which is never written: a renamed operand (or list) is a
+// new one in `arena`. Returns whether `op` changed.
+bool renameOperand(Operand& op, const Renames& renames,
+                   const std::set<std::string, std::less<>>& shadowed, Arena& arena) {
+  auto reference = [&](std::string_view name, const SymbolReference* old,
+                       const Operand* coordinates) {
+    auto* ref = static_cast<SymbolReference*>(
+        arena.allocate(sizeof(SymbolReference), alignof(SymbolReference)));
+    return new (ref) SymbolReference{name, old ? old->offset : 0, coordinates};
+  };
+  if (op.kind == Operand::Kind::Symbol) {
+    const std::string* fresh = renamed(op.symbol(), renames, &shadowed);
+    if (fresh == nullptr) return false;
+    op = Operand::makeSymbol(reference(arena.intern(*fresh), op.reference(), nullptr));
+    return true;
+  }
+  if (op.kind == Operand::Kind::Address) {
+    Address address = op.address();
+    const std::string* fresh = address.baseKind == Address::BaseKind::Symbol
+                                   ? renamed(address.symbol, renames, &shadowed)
+                                   : nullptr;
+    Span<Operand> coords = op.elements();
+    Operand coordinates = coords.empty() ? Operand() : coords[0];
+    bool coordinatesChanged =
+        !coords.empty() && renameOperand(coordinates, renames, shadowed, arena);
+    if (fresh == nullptr && !coordinatesChanged) return false;
+    std::string_view name = fresh ? arena.intern(*fresh) : address.symbol;
+    const Operand* storedCoordinates =
+        coords.empty() ? nullptr
+                       : (coordinatesChanged ? arena.copy(&coordinates, 1) : &coords[0]);
+    op = Operand::makeAddress(address.baseKind, address.reg, address.offset,
+                              reference(name, op.reference(), storedCoordinates));
+    return true;
+  }
+  if (op.kind == Operand::Kind::Vector || op.kind == Operand::Kind::List) {
+    std::vector<Operand> elements(op.elements().begin(), op.elements().end());
+    bool changed = false;
+    for (Operand& element : elements) changed |= renameOperand(element, renames, shadowed, arena);
+    if (!changed) return false;
+    op = Operand::makeList(op.kind, arena.copy(elements.data(), elements.size()),
+                           elements.size());
+    return true;
+  }
+  return false;
 }
 
 void renameInitializer(Variable& variable, const Renames& renames,
-                       const std::set<std::string>* shadowed) {
-  for (InitializerElement& element : variable.initializer)
-    if (element.kind == InitializerElement::Kind::SymbolAddress)
-      renameName(element.symbol, renames, shadowed);
+                       const std::set<std::string, std::less<>>* shadowed, Arena& arena) {
+  for (InitializerElement& element : variable.initializer) {
+    if (element.kind() != InitializerElement::Kind::SymbolAddress) continue;
+    const std::string* fresh = renamed(element.symbol(), renames, shadowed);
+    if (fresh == nullptr) continue;
+    auto* ref = static_cast<SymbolReference*>(
+        arena.allocate(sizeof(SymbolReference), alignof(SymbolReference)));
+    new (ref) SymbolReference{arena.intern(*fresh), element.offset(), nullptr};
+    element = InitializerElement::makeSymbolAddress(ref, element.generic());
+  }
 }
 
 // Names a function body declares itself (parameters, locals, labels) hide module-scope names.
-std::set<std::string> shadowedIn(const Function& f) {
-  std::set<std::string> names;
+std::set<std::string, std::less<>> shadowedIn(const Function& f) {
+  std::set<std::string, std::less<>> names;
   for (const Variable& v : f.params) names.insert(v.name);
   for (const Variable& v : f.returnParams) names.insert(v.name);
   for (const Variable& v : f.locals) names.insert(v.name);
   for (const Statement& s : f.body)
-    if (s.kind == Statement::Kind::Label) names.insert(s.label.name);
+    if (s.isLabel()) names.emplace(s.labelName());
   for (const CallPrototype& p : f.callPrototypes) names.insert(p.label);
   for (const TargetList& t : f.targetLists) names.insert(t.label);
   return names;
 }
 
-void renameFunction(Function& f, const Renames& renames) {
+void renameFunction(Function& f, const Renames& renames, Arena& arena) {
   renameName(f.name, renames, nullptr);
   if (f.isDeclaration) return;
-  std::set<std::string> shadowed = shadowedIn(f);
+  std::set<std::string, std::less<>> shadowed = shadowedIn(f);
+  std::vector<Operand> operands;
   for (Statement& s : f.body) {
-    if (s.kind != Statement::Kind::Instruction) continue;
-    for (Operand& op : s.instruction.operands) renameOperand(op, renames, shadowed);
+    if (s.isLabel()) continue;
+    Instruction& inst = s.instruction;
+    operands.assign(inst.operands().begin(), inst.operands().end());
+    bool changed = false;
+    for (Operand& op : operands) changed |= renameOperand(op, renames, shadowed, arena);
+    if (changed) inst.setOperands(arena, operands.data(), operands.size());
   }
-  for (Variable& v : f.locals) renameInitializer(v, renames, &shadowed);
+  for (Variable& v : f.locals) renameInitializer(v, renames, &shadowed, arena);
   for (TargetList& t : f.targetLists)
     if (t.isCallTargets)
       for (std::string& target : t.targets) renameName(target, renames, &shadowed);
@@ -58,11 +116,14 @@ void renameFunction(Function& f, const Renames& renames) {
 
 void renameModule(Module& m, const Renames& renames) {
   if (renames.empty()) return;
+  // A new arena of this module's own: the others may be shared with copies of the module.
+  m.arenas.push_back(std::make_shared<Arena>());
+  Arena& arena = *m.arenas.back();
   for (Variable& v : m.globals) {
     renameName(v.name, renames, nullptr);
-    renameInitializer(v, renames, nullptr);
+    renameInitializer(v, renames, nullptr, arena);
   }
-  for (Function& f : m.functions) renameFunction(f, renames);
+  for (Function& f : m.functions) renameFunction(f, renames, arena);
   for (auto& [alias, target] : m.aliases) {
     renameName(alias, renames, nullptr);
     renameName(target, renames, nullptr);
@@ -207,6 +268,8 @@ LinkResult linkModules(std::vector<Module> modules) {
       if (keep) result.module.functions.push_back(std::move(f));
     }
     for (auto& alias : m.aliases) result.module.aliases.push_back(std::move(alias));
+    // The kept functions and globals point into their module's arenas.
+    for (auto& arena : m.arenas) result.module.arenas.push_back(arena);
   }
   return result;
 }

@@ -260,6 +260,9 @@ void Parser::parseFunction(Linkage linkage, bool isEntry, const Token& start) {
     advance();
     parseBody(state);
     resolveScopedLabels(state);
+    // Growth left up to half of these unused; a module's AST is kept while it is compiled.
+    state.function->body.shrink_to_fit();
+    state.function->registerDeclarations.shrink_to_fit();
   } else {
     error(tok(), std::string("expected '{' or ';' after ") + kind + " " + state.function->name +
                      " header, found " + describe(tok()));
@@ -384,16 +387,14 @@ void Parser::parseLabelStatement(FunctionState& state) {
     return;
   }
   state.labels.emplace(name, locOf(label));
-  Statement statement;
-  statement.kind = Statement::Kind::Label;
-  statement.label.name = name;
-  statement.label.loc = locOf(label);
+  std::string unique(name);
   if (!definitions.empty()) {  // same name in another block: unique like registers
-    statement.label.name += "#" + std::to_string(definitions.size());
+    unique += "#" + std::to_string(definitions.size());
     state.duplicateLabels = true;
   }
+  Statement statement = Statement::makeLabel(arena(), unique, locOf(label));
   definitions.push_back(
-      {block, static_cast<uint32_t>(state.function->body.size()), statement.label.loc});
+      {block, static_cast<uint32_t>(state.function->body.size()), statement.loc()});
   appendStatement(state, std::move(statement));
 }
 
@@ -407,25 +408,30 @@ void Parser::appendStatement(FunctionState& state, Statement&& statement) {
 void Parser::resolveScopedLabels(FunctionState& state) {
   if (!state.duplicateLabels) return;
   std::vector<Statement>& body = state.function->body;
-  auto resolve = [&](size_t index, Operand& op) {
-    if (op.kind != Operand::Kind::Symbol) return;
-    auto it = state.labelDefinitions.find(op.symbol);
-    if (it == state.labelDefinitions.end() || it->second.size() < 2) return;
+  // The label name a branch in statement `index` means by `name`, or `name` itself.
+  auto resolve = [&](size_t index, std::string_view name) -> std::string_view {
+    auto it = state.labelDefinitions.find(name);
+    if (it == state.labelDefinitions.end() || it->second.size() < 2) return name;
     for (uint32_t block = state.statementBlock[index];; block = state.blockParent[block]) {
-      for (const LabelDefinition& definition : it->second) {
-        if (definition.block == block) {
-          op.symbol = body[definition.statement].label.name;
-          return;
-        }
-      }
-      if (block == 0) return;
+      for (const LabelDefinition& definition : it->second)
+        if (definition.block == block) return body[definition.statement].labelName();
+      if (block == 0) return name;
     }
   };
+  std::vector<Operand> operands;
   for (size_t i = 0; i < body.size(); ++i) {
-    for (Operand& op : body[i].instruction.operands) {
-      resolve(i, op);
-      for (Operand& element : op.elements) resolve(i, element);
+    Instruction& inst = body[i].instruction;
+    bool changed = false;
+    operands.assign(inst.operands().begin(), inst.operands().end());
+    for (Operand& op : operands) {
+      if (op.kind != Operand::Kind::Symbol) continue;
+      std::string_view target = resolve(i, op.symbol());
+      if (target == op.symbol()) continue;
+      op = Operand::makeSymbol(newReference(target, op.symbolOffset(), nullptr));
+      changed = true;
     }
+    // Branch targets are plain symbols, never elements of lists: only top-level operands.
+    if (changed) inst.setOperands(arena(), operands.data(), operands.size());
   }
 }
 

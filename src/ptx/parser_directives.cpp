@@ -132,10 +132,10 @@ bool Parser::parseDims(Variable& var) {
 }
 
 bool Parser::parseInitializerElement(Variable& var) {
-  InitializerElement element;
   const Token& start = tok();
   if (at(TokenKind::Identifier)) {
-    element.kind = InitializerElement::Kind::SymbolAddress;
+    bool generic = false;
+    std::string_view symbol;
     if (text(start) == "generic" && peekTok(1).kind == TokenKind::LParen) {
       advance();
       advance();
@@ -143,23 +143,25 @@ bool Parser::parseInitializerElement(Variable& var) {
         error(tok(), "expected a variable name in generic(), found " + describe(tok()));
         return false;
       }
-      element.generic = true;
-      element.symbol = text(tok());
+      generic = true;
+      symbol = text(tok());
       advance();
       if (!expect(TokenKind::RParen, "after generic(name")) return false;
     } else {
-      element.symbol = text(start);
+      symbol = text(start);
       advance();
     }
+    int64_t offset = 0;
     if (at(TokenKind::Plus) || at(TokenKind::Minus)) {
       bool negative = at(TokenKind::Minus);
       advance();
       if (!negative && accept(TokenKind::Minus)) negative = true;  // sym+-4
-      uint64_t offset = 0;
-      if (!parseUint(offset)) return false;
-      element.offset = negative ? -static_cast<int64_t>(offset) : static_cast<int64_t>(offset);
+      uint64_t magnitude = 0;
+      if (!parseUint(magnitude)) return false;
+      offset = negative ? -static_cast<int64_t>(magnitude) : static_cast<int64_t>(magnitude);
     }
-    var.initializer.push_back(std::move(element));
+    var.initializer.push_back(InitializerElement::makeSymbolAddress(
+        newReference(arena().intern(symbol), offset, nullptr), generic));
     return true;
   }
   bool negative = accept(TokenKind::Minus);
@@ -167,9 +169,10 @@ bool Parser::parseInitializerElement(Variable& var) {
     error(tok(), "expected a constant in initializer, found " + describe(tok()));
     return false;
   }
-  if (!parseImmediate(tok(), negative, element.number)) return false;
+  Immediate number;
+  if (!parseImmediate(tok(), negative, number)) return false;
   advance();
-  var.initializer.push_back(std::move(element));
+  var.initializer.push_back(InitializerElement::makeNumber(number));
   return true;
 }
 
@@ -276,23 +279,32 @@ bool Parser::parsePerformanceDirective(Function& function) {
   return false;
 }
 
-void Parser::addRegister(FunctionState& state, std::string name, bool taken, const Token& at,
-                         const Variable& head) {
-  // Unique name after flattening: "%r5", then "%r5#1", "%r5#2" for redeclarations in other
-  // blocks ('#' cannot occur in PTX names, so renamed names never collide with real ones).
-  if (taken) name += "#" + std::to_string(++state.shadowCounts[name]);
-  Register reg;
-  reg.name = std::move(name);
-  reg.type = head.type;
-  reg.vectorWidth = head.vectorWidth;
-  reg.loc = locOf(at);
-  state.function->registers.push_back(std::move(reg));
+void Parser::addRegisters(FunctionState& state, std::string_view name, uint32_t count,
+                          bool isRange, const Token& at, const Variable& head) {
+  Function& function = *state.function;
+  RegisterDeclaration declaration;
+  declaration.name = arena().intern(name);
+  declaration.first = function.registerCount();
+  declaration.count = count;
+  declaration.isRange = isRange;
+  declaration.type = head.type;
+  declaration.vectorWidth = head.vectorWidth;
+  declaration.loc = locOf(at);
+  function.registerDeclarations.push_back(declaration);
+}
+
+// Unique name after flattening: "%r5", then "%r5#1", "%r5#2" for redeclarations in other
+// blocks ('#' cannot occur in PTX names, so renamed names never collide with real ones).
+void Parser::renameRegister(FunctionState& state, uint32_t reg, std::string_view name) {
+  std::string unique(name);
+  unique += "#" + std::to_string(++state.shadowCounts[unique]);
+  state.function->renamedRegisters.emplace_back(reg, arena().intern(unique));
 }
 
 bool Parser::declareRegister(FunctionState& state, std::string_view name, const Token& at,
                              const Variable& head) {
   Function& function = *state.function;
-  if (function.registers.size() >= kMaxRegistersPerFunction) {
+  if (function.registerCount() >= kMaxRegistersPerFunction) {
     error(at, "too many registers in function '" + function.name + "'");
     return false;
   }
@@ -307,27 +319,31 @@ bool Parser::declareRegister(FunctionState& state, std::string_view name, const 
     highest = std::max(highest, number + 1);
   }
   state.exactNames.insert(name);
-  addRegister(state, std::string(name), taken, at, head);
-  state.scopes.back().registers.emplace(name, uint32_t(function.registers.size() - 1));
+  uint32_t reg = function.registerCount();
+  addRegisters(state, name, 1, false, at, head);
+  if (taken) renameRegister(state, reg, name);
+  state.scopes.back().registers.emplace(name, reg);
   return true;
 }
 
 bool Parser::declareRegisterRange(FunctionState& state, std::string_view prefix, uint32_t count,
                                   const Token& at, const Variable& head) {
   Function& function = *state.function;
-  if (count > kMaxRegistersPerFunction - function.registers.size()) {
+  if (count > kMaxRegistersPerFunction - function.registerCount()) {
     error(at, "too many registers in function '" + function.name + "'");
     return false;
   }
-  auto first = static_cast<uint32_t>(function.registers.size());
+  uint32_t first = function.registerCount();
   uint32_t& declared = state.rangeCounts[prefix];
   bool mayCollide = declared != 0 || state.numberedExact.count(prefix) != 0;
-  std::string name(prefix);
-  for (uint32_t i = 0; i < count; ++i) {
-    name.resize(prefix.size());
-    name += std::to_string(i);
-    bool taken = mayCollide && (i < declared || state.exactNames.count(name) != 0);
-    addRegister(state, name, taken, at, head);
+  if (count != 0) addRegisters(state, prefix, count, true, at, head);
+  if (mayCollide) {
+    std::string name(prefix);
+    for (uint32_t i = 0; i < count; ++i) {
+      name.resize(prefix.size());
+      name += std::to_string(i);
+      if (i < declared || state.exactNames.count(name) != 0) renameRegister(state, first + i, name);
+    }
   }
   declared = std::max(declared, count);
   state.scopes.back().ranges.emplace(prefix, std::make_pair(first, count));

@@ -20,6 +20,8 @@ inline constexpr unsigned kMaxInitializerDepth = 32;
 inline constexpr uint64_t kMaxRegistersPerFunction = 1u << 22;
 inline constexpr size_t kMaxErrors = 10000;
 inline constexpr uint32_t kUnknownOffset = UINT32_MAX;  // errorAt: derive it from the line
+inline constexpr size_t kMaxOperands = 255;   // top-level operands of one instruction
+inline constexpr size_t kMaxSuffixes = 255;   // modifiers, and types, of one instruction
 
 // One `{ }` level of a function body: names declared there.
 struct Scope {
@@ -166,8 +168,9 @@ class Parser {
                        const Variable& head);
   bool declareRegisterRange(FunctionState& state, std::string_view prefix, uint32_t count,
                             const Token& at, const Variable& head);
-  void addRegister(FunctionState& state, std::string name, bool taken, const Token& at,
-                   const Variable& head);
+  void addRegisters(FunctionState& state, std::string_view name, uint32_t count, bool isRange,
+                    const Token& at, const Variable& head);
+  void renameRegister(FunctionState& state, uint32_t reg, std::string_view name);
 
   // Instructions (parser_instructions.cpp).
   void parseInstruction(FunctionState& state);
@@ -178,8 +181,13 @@ class Parser {
   bool parseImmediate(const Token& token, bool negative, Immediate& out);
   bool parseIntegerText(std::string_view digits, const Token& token, uint64_t& out);
   bool resolveRegister(FunctionState& state, const Token& token, uint32_t& out);
-  bool parseRegisterOrSpecial(FunctionState& state, Operand& out);
-  void resolveSymbol(FunctionState& state, Opcode opcode, const Token& token, std::string& out);
+  bool parseRegisterOrSpecial(FunctionState& state, Operand& out, bool negated);
+  // The name an identifier operand refers to (a renamed local, or itself; interned), queued
+  // for the module-wide check unless it is a local or a parameter.
+  std::string_view resolveSymbol(FunctionState& state, Opcode opcode, const Token& token);
+  const SymbolReference* newReference(std::string_view name, int64_t offset,
+                                      const Operand* coordinates);
+  Arena& arena() { return out_.module.arena(); }
 
   // Semantic checks (checker.cpp).
   // Guard type, operand count and address operands, from the rule table in checker.cpp.
@@ -193,9 +201,14 @@ class Parser {
   size_t pos_ = 0;
   ParseResult& out_;
   size_t errorCount_ = 0;
-  std::vector<uint32_t> lineStarts_;
-  std::vector<Operand> operandScratch_;  // reused by parseInstruction  // built lazily for errors
-                                         // located by line only
+  std::vector<uint32_t> lineStarts_;  // built lazily for errors located by line only
+  // Reused by parseInstruction: the operands, their positions (for the checks), the elements
+  // of `{...}` / `(...)` operands (a stack), modifiers and types.
+  std::vector<Operand> operandScratch_;
+  std::vector<SourceLocation> operandLocs_;
+  std::vector<Operand> elementStack_;
+  std::vector<std::string_view> modifierScratch_;
+  std::vector<ScalarType> typeScratch_;
   std::vector<FunctionState> functionStates_;  // kept until the module-wide symbol check
   uint32_t locFile_ = 0, locLine_ = 0;  // the last `.loc` of the current body
   friend class ParserAccess;

@@ -237,11 +237,11 @@ bool Parser::resolveRegister(FunctionState& state, const Token& token, uint32_t&
   return false;
 }
 
-bool Parser::parseRegisterOrSpecial(FunctionState& state, Operand& out) {
+bool Parser::parseRegisterOrSpecial(FunctionState& state, Operand& out, bool negated) {
   const Token& token = tok();
-  out.loc = locOf(token);
-  if (resolveRegister(state, token, out.reg)) {
-    out.kind = Operand::Kind::Register;
+  uint32_t reg = 0;
+  if (resolveRegister(state, token, reg)) {
+    out = Operand::makeRegister(reg, negated);
     advance();
     if (at(TokenKind::Directive) && tok().offset == token.offset + token.length) {
       error(tok(),
@@ -256,9 +256,9 @@ bool Parser::parseRegisterOrSpecial(FunctionState& state, Operand& out) {
     component = text(next);
   uint32_t index = 0;
   bool needsComponent = false;
-  if (lookupSpecialRegister(text(token), component, out.special, index, needsComponent)) {
-    out.kind = Operand::Kind::SpecialRegister;
-    out.envregIndex = index;
+  SpecialRegister special = SpecialRegister::TidX;
+  if (lookupSpecialRegister(text(token), component, special, index, needsComponent)) {
+    out = Operand::makeSpecial(special, index, negated);
     advance();
     if (needsComponent) advance();
     return true;
@@ -272,39 +272,44 @@ bool Parser::parseRegisterOrSpecial(FunctionState& state, Operand& out) {
   return false;
 }
 
-void Parser::resolveSymbol(FunctionState& state, Opcode opcode, const Token& token,
-                           std::string& out) {
+std::string_view Parser::resolveSymbol(FunctionState& state, Opcode opcode, const Token& token) {
   std::string_view name = text(token);
   for (auto scope = state.scopes.rbegin(); scope != state.scopes.rend(); ++scope) {
     if (scope->locals.empty()) continue;
     auto it = scope->locals.find(std::string(name));
-    if (it != scope->locals.end()) {
-      out = state.function->locals[it->second].name;
-      return;
-    }
+    if (it != scope->locals.end()) return arena().intern(state.function->locals[it->second].name);
   }
-  out = name;
-  if (state.params.count(out) == 0)
+  if (state.params.count(std::string(name)) == 0)
     state.pending.push_back({name, opcode, token.offset, locOf(token)});
+  return arena().intern(name);
+}
+
+const SymbolReference* Parser::newReference(std::string_view name, int64_t offset,
+                                            const Operand* coordinates) {
+  auto* ref = static_cast<SymbolReference*>(
+      arena().allocate(sizeof(SymbolReference), alignof(SymbolReference)));
+  new (ref) SymbolReference{name, offset, coordinates};
+  return ref;
 }
 
 bool Parser::parseAddress(FunctionState& state, Instruction& inst, Operand& out) {
-  out.kind = Operand::Kind::Address;
   advance();  // '['
-  Address& address = out.address;
+  Address::BaseKind baseKind = Address::BaseKind::None;
+  uint32_t reg = 0;
+  std::string_view symbol;
+  int64_t offset = 0;
   const Token& base = tok();
   bool haveBase = true;
-  if (at(TokenKind::Identifier) &&
-      (text(base)[0] == '%' || resolveRegister(state, base, address.reg))) {
-    if (!resolveRegister(state, base, address.reg)) {
+  if (at(TokenKind::Identifier) && (text(base)[0] == '%' || resolveRegister(state, base, reg))) {
+    if (!resolveRegister(state, base, reg)) {
       error(base, "undeclared register '" + std::string(text(base)) + "'");
       return false;
     }
-    address.baseKind = Address::BaseKind::Register;
+    baseKind = Address::BaseKind::Register;
     advance();
   } else if (at(TokenKind::Identifier)) {
-    address.baseKind = Address::BaseKind::Symbol;
-    resolveSymbol(state, inst.opcode, base, address.symbol);
+    baseKind = Address::BaseKind::Symbol;
+    symbol = resolveSymbol(state, inst.opcode, base);
     advance();
   } else {
     haveBase = false;
@@ -326,15 +331,20 @@ bool Parser::parseAddress(FunctionState& state, Instruction& inst, Operand& out)
       error(tok(), "address offset must be an integer");
       return false;
     }
-    address.offset = static_cast<int64_t>(imm.bits);
+    offset = static_cast<int64_t>(imm.bits);
     advance();
   }
-  // Texture/surface form: [tex, {coordinates}] keeps the coordinates in Operand::elements.
+  // Texture/surface form: [tex, {coordinates}] keeps the coordinates as the one element.
+  const Operand* coordinates = nullptr;
   if (accept(TokenKind::Comma)) {
     Operand coords;
     if (!parseOperand(state, inst, coords, 1)) return false;
-    out.elements.push_back(std::move(coords));
+    coordinates = arena().copy(&coords, 1);
   }
+  const SymbolReference* ref = nullptr;
+  if (baseKind == Address::BaseKind::Symbol || coordinates != nullptr)
+    ref = newReference(symbol, offset, coordinates);
+  out = Operand::makeAddress(baseKind, reg, offset, ref);
   return expect(TokenKind::RBracket, "at end of address");
 }
 
@@ -343,26 +353,26 @@ bool Parser::parseNameOperand(FunctionState& state, Instruction& inst, Operand& 
   const Token& start = tok();
   std::string_view name = text(start);
   if (name == "_") {
-    out.kind = Operand::Kind::Sink;
+    out = Operand::makeSink();
     advance();
     return true;
   }
-  if (name[0] == '%') return parseRegisterOrSpecial(state, out);
+  if (name[0] == '%') return parseRegisterOrSpecial(state, out, false);
   // Inline asm declares registers without '%' (`.reg .pred p;`): they win over symbols.
-  if (resolveRegister(state, start, out.reg)) {
-    out.kind = Operand::Kind::Register;
+  uint32_t reg = 0;
+  if (resolveRegister(state, start, reg)) {
+    out = Operand::makeRegister(reg);
     advance();
     return true;
   }
   if (name == "WARP_SZ") {  // predefined identifier, a run-time constant
-    out.kind = Operand::Kind::SpecialRegister;
-    out.special = SpecialRegister::WarpSize;
+    out = Operand::makeSpecial(SpecialRegister::WarpSize, 0);
     advance();
     return true;
   }
-  out.kind = Operand::Kind::Symbol;
-  resolveSymbol(state, inst.opcode, start, out.symbol);
+  std::string_view symbol = resolveSymbol(state, inst.opcode, start);
   advance();
+  int64_t offset = 0;
   // sym+4, sym-4 and sym+-4 (the form the printer and nvcc use for negative offsets).
   bool plusMinus = at(TokenKind::Plus) && peekTok(1).kind == TokenKind::Minus &&
                    peekTok(2).kind == TokenKind::Number;
@@ -377,15 +387,15 @@ bool Parser::parseNameOperand(FunctionState& state, Instruction& inst, Operand& 
       error(tok(), "symbol offset must be an integer");
       return false;
     }
-    out.symbolOffset = static_cast<int64_t>(imm.bits);
+    offset = static_cast<int64_t>(imm.bits);
     advance();
   }
+  out = Operand::makeSymbol(newReference(symbol, offset, nullptr));
   return true;
 }
 
 bool Parser::parseOperand(FunctionState& state, Instruction& inst, Operand& out, unsigned depth) {
   const Token& start = tok();
-  out.loc = locOf(start);
   switch (start.kind) {
     case TokenKind::Bang:
       advance();
@@ -393,23 +403,20 @@ bool Parser::parseOperand(FunctionState& state, Instruction& inst, Operand& out,
         error(tok(), "expected a predicate register after '!', found " + describe(tok()));
         return false;
       }
-      out.negated = true;
-      return parseRegisterOrSpecial(state, out);
+      return parseRegisterOrSpecial(state, out, true);
     case TokenKind::Minus:
-      advance();
+    case TokenKind::Number: {
+      bool negative = accept(TokenKind::Minus);
       if (!at(TokenKind::Number)) {
         error(tok(), "expected a number after '-', found " + describe(tok()));
         return false;
       }
-      out.kind = Operand::Kind::Immediate;
-      if (!parseImmediate(tok(), true, out.imm)) return false;
+      Immediate imm;
+      if (!parseImmediate(tok(), negative, imm)) return false;
+      out = Operand::makeImmediate(imm);
       advance();
       return true;
-    case TokenKind::Number:
-      out.kind = Operand::Kind::Immediate;
-      if (!parseImmediate(start, false, out.imm)) return false;
-      advance();
-      return true;
+    }
     case TokenKind::LBracket:
       return parseAddress(state, inst, out);
     case TokenKind::LBrace:
@@ -419,15 +426,30 @@ bool Parser::parseOperand(FunctionState& state, Instruction& inst, Operand& out,
         error(start, "unexpected nested operand list");
         return false;
       }
-      out.kind = isVector ? Operand::Kind::Vector : Operand::Kind::List;
+      Operand::Kind kind = isVector ? Operand::Kind::Vector : Operand::Kind::List;
       advance();
       TokenKind close = isVector ? TokenKind::RBrace : TokenKind::RParen;
-      if (accept(close)) return true;
-      do {
-        out.elements.emplace_back();
-        if (!parseOperand(state, inst, out.elements.back(), depth + 1)) return false;
-      } while (accept(TokenKind::Comma));
-      return expect(close, isVector ? "at end of vector operand" : "at end of operand list");
+      // Elements collect on a stack shared by all nesting levels: a nested list is complete
+      // (and popped) before its parent appends the next element.
+      size_t first = elementStack_.size();
+      if (!accept(close)) {
+        do {
+          Operand element;
+          if (!parseOperand(state, inst, element, depth + 1)) {
+            elementStack_.resize(first);
+            return false;
+          }
+          elementStack_.push_back(element);
+        } while (accept(TokenKind::Comma));
+        if (!expect(close, isVector ? "at end of vector operand" : "at end of operand list")) {
+          elementStack_.resize(first);
+          return false;
+        }
+      }
+      size_t count = elementStack_.size() - first;
+      out = Operand::makeList(kind, arena().copy(elementStack_.data() + first, count), count);
+      elementStack_.resize(first);
+      return true;
     }
     case TokenKind::Identifier: {
       return parseNameOperand(state, inst, out);
@@ -439,26 +461,16 @@ bool Parser::parseOperand(FunctionState& state, Instruction& inst, Operand& out,
 }
 
 void Parser::parseModifiers(Instruction& inst) {
-  // Decode first, then size the vectors exactly (most instructions have one to three).
-  constexpr size_t kMaxBuffered = 16;
-  DecodedModifier decoded[kMaxBuffered];
-  size_t count = 0, types = 0, others = 0;
-  while (count < kMaxBuffered && peekTok(count).kind == TokenKind::Directive) {
-    decoded[count] = decodeModifier(text(peekTok(count)).substr(1));
-    types += decoded[count].kind == DecodedModifier::Kind::Type;
-    others += decoded[count].kind != DecodedModifier::Kind::Type;
-    ++count;
-  }
-  inst.types.reserve(types);
-  inst.modifiers.reserve(others);
+  modifierScratch_.clear();
+  typeScratch_.clear();
   size_t i = 0;
   for (; at(TokenKind::Directive); ++i) {
     std::string_view name = text(tok()).substr(1);
-    DecodedModifier d = i < count ? decoded[i] : decodeModifier(name);
+    DecodedModifier d = decodeModifier(name);
     uint32_t slot = 0;
     switch (d.kind) {
       case DecodedModifier::Kind::Type:
-        inst.types.push_back(d.type);
+        typeScratch_.push_back(d.type);
         slot = 1;
         break;
       case DecodedModifier::Kind::Vector:
@@ -474,13 +486,13 @@ void Parser::parseModifiers(Instruction& inst) {
         }
         [[fallthrough]];
       case DecodedModifier::Kind::Other:
-        inst.modifiers.emplace_back(name);
+        modifierScratch_.push_back(arena().intern(name));
         break;
     }
-    if (i < kMaxBuffered) inst.suffixLayout |= slot << (2 * i);
+    if (i < 16) inst.suffixLayout |= slot << (2 * i);
     advance();
   }
-  inst.suffixCount = i <= kMaxBuffered ? static_cast<uint8_t>(i) : 0;
+  inst.suffixCount = i <= 16 ? static_cast<uint8_t>(i) : 0;
 }
 
 void Parser::parseInstruction(FunctionState& state) {
@@ -502,7 +514,7 @@ void Parser::parseInstruction(FunctionState& state) {
       }
       return skipStatement();
     }
-    inst.guard = reg;
+    inst.setGuard(reg);
     advance();
   }
   const Token& opcodeToken = tok();
@@ -530,19 +542,29 @@ void Parser::parseInstruction(FunctionState& state) {
     if (inst.opcode != opcode) advance();
   }
   parseModifiers(inst);
+  if (modifierScratch_.size() > kMaxSuffixes || typeScratch_.size() > kMaxSuffixes) {
+    error(opcodeToken, "too many suffixes on instruction '" + std::string(text(opcodeToken)) +
+                           "'");
+    return skipStatement();
+  }
+  // Operands (and their positions, for the checks below) go to reused scratch lists; the
+  // instruction gets one exactly sized block in the arena.
+  std::vector<Operand>& operands = operandScratch_;
+  operands.clear();
+  operandLocs_.clear();
   if (!at(TokenKind::Semicolon)) {
-    // Operands go to a reused scratch list first so that the instruction gets an exactly
-    // sized vector: the AST of a multi-megabyte module stays compact.
-    std::vector<Operand>& scratch = operandScratch_;
-    scratch.clear();
     do {
-      scratch.emplace_back();
-      if (!parseOperand(state, inst, scratch.back(), 0)) return skipStatement();
+      operandLocs_.push_back(locOf(tok()));
+      operands.emplace_back();
+      if (!parseOperand(state, inst, operands.back(), 0)) return skipStatement();
       // `setp ... p|q, a, b`: the second destination is one more operand.
-      if (scratch.size() == 1 && at(TokenKind::Pipe)) inst.destinationPair = true;
+      if (operands.size() == 1 && at(TokenKind::Pipe)) inst.destinationPair = true;
+      if (operands.size() > kMaxOperands) {
+        error(opcodeToken, "too many operands for instruction '" +
+                               std::string(text(opcodeToken)) + "'");
+        return skipStatement();
+      }
     } while (accept(TokenKind::Comma) || accept(TokenKind::Pipe));
-    inst.operands.assign(std::make_move_iterator(scratch.begin()),
-                         std::make_move_iterator(scratch.end()));
   }
   if (!at(TokenKind::Semicolon)) {
     // Point just past the last token of the instruction, where the ';' belongs.
@@ -554,6 +576,8 @@ void Parser::parseInstruction(FunctionState& state) {
   } else {
     advance();
   }
+  inst.setParts(arena(), operands.data(), operands.size(), modifierScratch_.data(),
+                modifierScratch_.size(), typeScratch_.data(), typeScratch_.size());
   checkInstruction(*state.function, inst, opcodeToken);
   appendStatement(state, std::move(statement));
 }

@@ -8,8 +8,8 @@ namespace rocuda::ptx {
 namespace {
 
 // '#' (our flattening suffix) is not a PTX identifier character.
-std::string spell(const std::string& name) {
-  std::string result = name;
+std::string spell(std::string_view name) {
+  std::string result(name);
   for (char& c : result)
     if (c == '#') c = '$';
   return result;
@@ -49,41 +49,42 @@ std::string printOffset(int64_t offset) {
 std::string printOperand(const Function& function, const Operand& op) {
   std::string prefix = op.negated ? "!" : "";
   auto regName = [&](uint32_t index) {
-    return index < function.registers.size() ? spell(function.registers[index].name)
-                                             : std::string("%<bad>");
+    return index < function.registerCount() ? spell(function.registerName(index))
+                                            : std::string("%<bad>");
   };
   switch (op.kind) {
     case Operand::Kind::Register:
-      return prefix + regName(op.reg);
+      return prefix + regName(op.reg());
     case Operand::Kind::SpecialRegister: {
-      std::string name = specialRegisterName(op.special);
-      if (op.special == SpecialRegister::Envreg || op.special == SpecialRegister::Pm ||
-          op.special == SpecialRegister::ReservedSmemOffsetN)
-        name += std::to_string(op.envregIndex);
+      std::string name = specialRegisterName(op.special());
+      if (op.special() == SpecialRegister::Envreg || op.special() == SpecialRegister::Pm ||
+          op.special() == SpecialRegister::ReservedSmemOffsetN)
+        name += std::to_string(op.envregIndex());
       return prefix + name;
     }
     case Operand::Kind::Immediate:
-      return printImmediate(op.imm);
+      return printImmediate(op.imm());
     case Operand::Kind::Symbol:
-      return spell(op.symbol) + printOffset(op.symbolOffset);
+      return spell(op.symbol()) + printOffset(op.symbolOffset());
     case Operand::Kind::Address: {
       std::string text = "[";
-      const Address& a = op.address;
+      const Address a = op.address();
       if (a.baseKind == Address::BaseKind::Register)
         text += regName(a.reg) + printOffset(a.offset);
       else if (a.baseKind == Address::BaseKind::Symbol)
         text += spell(a.symbol) + printOffset(a.offset);
       else
         text += std::to_string(a.offset);
-      for (const auto& element : op.elements) text += ", " + printOperand(function, element);
+      for (const auto& element : op.elements()) text += ", " + printOperand(function, element);
       return text + "]";
     }
     case Operand::Kind::Vector:
     case Operand::Kind::List: {
       bool vector = op.kind == Operand::Kind::Vector;
       std::string text = vector ? "{" : "(";
-      for (size_t i = 0; i < op.elements.size(); ++i)
-        text += (i ? ", " : "") + printOperand(function, op.elements[i]);
+      Span<Operand> elements = op.elements();
+      for (size_t i = 0; i < elements.size(); ++i)
+        text += (i ? ", " : "") + printOperand(function, elements[i]);
       return text + (vector ? "}" : ")");
     }
     case Operand::Kind::Sink:
@@ -111,8 +112,9 @@ std::string printVariableHead(const Variable& var) {
 }
 
 std::string printElement(const InitializerElement& e) {
-  if (e.kind == InitializerElement::Kind::Number) return printImmediate(e.number);
-  return (e.generic ? "generic(" + e.symbol + ")" : e.symbol) + printOffset(e.offset);
+  if (e.kind() == InitializerElement::Kind::Number) return printImmediate(e.number());
+  std::string symbol(e.symbol());
+  return (e.generic() ? "generic(" + symbol + ")" : symbol) + printOffset(e.offset());
 }
 
 // Elements [first, first + count) grouped by the array dimensions from `dim` on.
@@ -182,14 +184,25 @@ std::string printFunction(const Function& f) {
   if (p.noreturn) text += " .noreturn";
   if (f.isDeclaration) return text + ";\n";
   text += "\n{\n";
-  for (const Register& r : f.registers) {
+  for (const RegisterDeclaration& d : f.registerDeclarations) {
     bool isParam = false;
     for (const auto* list : {&f.params, &f.returnParams})
-      for (const Variable& v : *list) isParam |= v.space == StateSpace::Reg && v.name == r.name;
+      for (const Variable& v : *list)
+        isParam |= !d.isRange && v.space == StateSpace::Reg && v.name == d.name;
     if (isParam) continue;
-    text += "  .reg";
-    if (r.vectorWidth > 1) text += " .v" + std::to_string(r.vectorWidth);
-    text += std::string(" .") + scalarTypeName(r.type) + " " + spell(r.name) + ";\n";
+    std::string head = "  .reg";
+    if (d.vectorWidth > 1) head += " .v" + std::to_string(d.vectorWidth);
+    head += std::string(" .") + scalarTypeName(d.type) + " ";
+    // A range prints as a range unless some of its registers were renamed (shadowing).
+    bool renamed = false;
+    for (const auto& entry : f.renamedRegisters)
+      renamed |= entry.first >= d.first && entry.first < d.first + d.count;
+    if (d.isRange && !renamed) {
+      text += head + spell(d.name) + "<" + std::to_string(d.count) + ">;\n";
+      continue;
+    }
+    for (uint32_t i = 0; i < d.count; ++i)
+      text += head + spell(f.registerName(d.first + i)) + ";\n";
   }
   for (const Variable& v : f.locals) text += "  " + printVariable(v);
   for (const CallPrototype& proto : f.callPrototypes) {
@@ -204,8 +217,8 @@ std::string printFunction(const Function& f) {
   }
   for (const std::string& pragma : p.pragmas) text += "  .pragma " + pragma + ";\n";
   for (const Statement& s : f.body) {
-    if (s.kind == Statement::Kind::Label)
-      text += spell(s.label.name) + ":\n";
+    if (s.isLabel())
+      text += spell(s.labelName()) + ":\n";
     else
       text += "  " + printInstruction(f, s.instruction) + "\n";
   }
@@ -216,14 +229,16 @@ std::string printFunction(const Function& f) {
 
 std::string printInstruction(const Function& function, const Instruction& inst) {
   std::string text;
-  if (inst.guard) {
+  if (std::optional<uint32_t> guard = inst.guard()) {
     text += inst.guardNegated ? "@!" : "@";
-    text += *inst.guard < function.registers.size() ? spell(function.registers[*inst.guard].name)
-                                                    : "%<bad>";
+    text += *guard < function.registerCount() ? spell(function.registerName(*guard)) : "%<bad>";
     text += " ";
   }
   text += opcodeName(inst.opcode);
   size_t nextModifier = 0, nextType = 0;
+  Span<std::string_view> modifiers = inst.modifiers();
+  Span<ScalarType> types = inst.types();
+  Span<Operand> operands = inst.operands();
   bool spaceDone = inst.space == StateSpace::None, vectorDone = inst.vectorWidth <= 1;
   auto space = [&] {
     if (!spaceDone) text += std::string(".") + stateSpaceName(inst.space);
@@ -237,11 +252,10 @@ std::string printInstruction(const Function& function, const Instruction& inst) 
   for (size_t i = 0; i < inst.suffixCount; ++i) {
     switch ((inst.suffixLayout >> (2 * i)) & 3) {
       case 0:
-        if (nextModifier < inst.modifiers.size()) text += "." + inst.modifiers[nextModifier++];
+        if (nextModifier < modifiers.size()) text += "." + std::string(modifiers[nextModifier++]);
         break;
       case 1:
-        if (nextType < inst.types.size())
-          text += std::string(".") + scalarTypeName(inst.types[nextType++]);
+        if (nextType < types.size()) text += std::string(".") + scalarTypeName(types[nextType++]);
         break;
       case 2:
         space();
@@ -252,13 +266,12 @@ std::string printInstruction(const Function& function, const Instruction& inst) 
     }
   }
   space();
-  while (nextModifier < inst.modifiers.size()) text += "." + inst.modifiers[nextModifier++];
+  while (nextModifier < modifiers.size()) text += "." + std::string(modifiers[nextModifier++]);
   vector();
-  while (nextType < inst.types.size())
-    text += std::string(".") + scalarTypeName(inst.types[nextType++]);
-  for (size_t i = 0; i < inst.operands.size(); ++i) {
+  while (nextType < types.size()) text += std::string(".") + scalarTypeName(types[nextType++]);
+  for (size_t i = 0; i < operands.size(); ++i) {
     const char* separator = i == 0 ? " " : (i == 1 && inst.destinationPair) ? "|" : ", ";
-    text += separator + printOperand(function, inst.operands[i]);
+    text += separator + printOperand(function, operands[i]);
   }
   return text + ";";
 }

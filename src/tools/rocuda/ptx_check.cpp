@@ -53,7 +53,7 @@ Counts countModule(const ptx::Module& module) {
     if (function.isDeclaration) continue;
     ++counts.functions;
     for (const auto& statement : function.body)
-      if (statement.kind == ptx::Statement::Kind::Instruction) ++counts.instructions;
+      if (!statement.isLabel()) ++counts.instructions;
   }
   return counts;
 }

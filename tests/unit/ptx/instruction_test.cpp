@@ -22,7 +22,7 @@ struct One {
     inst = onlyInstruction(result);
     function = test::firstFunction(result);
   }
-  std::string reg(size_t operand) const { return registerName(*function, inst->operands[operand]); }
+  std::string reg(size_t operand) const { return registerName(*function, inst->operands()[operand]); }
 };
 
 TEST(PtxInstruction, ModifiersTypesSpaceAndVectorAreDecoded) {
@@ -31,50 +31,50 @@ TEST(PtxInstruction, ModifiersTypesSpaceAndVectorAreDecoded) {
   EXPECT_EQ(ld.inst->opcode, Opcode::ld);
   EXPECT_EQ(ld.inst->space, StateSpace::Global);
   EXPECT_EQ(ld.inst->vectorWidth, 4);
-  EXPECT_EQ(ld.inst->modifiers, std::vector<std::string>{"nc"});
-  EXPECT_EQ(ld.inst->types, std::vector<ScalarType>{ScalarType::F32});
-  ASSERT_EQ(ld.inst->operands.size(), 2u);
-  const Operand& vec = ld.inst->operands[0];
+  EXPECT_EQ(test::strings(ld.inst->modifiers()), std::vector<std::string>{"nc"});
+  EXPECT_EQ(test::toVector(ld.inst->types()), std::vector<ScalarType>{ScalarType::F32});
+  ASSERT_EQ(ld.inst->operands().size(), 2u);
+  const Operand& vec = ld.inst->operands()[0];
   ASSERT_EQ(vec.kind, Operand::Kind::Vector);
-  ASSERT_EQ(vec.elements.size(), 4u);
-  EXPECT_EQ(registerName(*ld.function, vec.elements[1]), "%f2");
-  EXPECT_EQ(vec.elements[2].kind, Operand::Kind::Sink);
-  const Operand& addr = ld.inst->operands[1];
+  ASSERT_EQ(vec.elements().size(), 4u);
+  EXPECT_EQ(registerName(*ld.function, vec.elements()[1]), "%f2");
+  EXPECT_EQ(vec.elements()[2].kind, Operand::Kind::Sink);
+  const Operand& addr = ld.inst->operands()[1];
   ASSERT_EQ(addr.kind, Operand::Kind::Address);
-  EXPECT_EQ(addr.address.baseKind, Address::BaseKind::Register);
-  EXPECT_EQ(ld.function->registers[addr.address.reg].name, "%rd1");
-  EXPECT_EQ(addr.address.offset, 16);
+  EXPECT_EQ(addr.address().baseKind, Address::BaseKind::Register);
+  EXPECT_EQ(ld.function->registerName(addr.address().reg), "%rd1");
+  EXPECT_EQ(addr.address().offset, 16);
 
   One cvt("cvt.rn.ftz.f32.f64 %f1, %fd1;");
-  EXPECT_EQ(cvt.inst->modifiers, (std::vector<std::string>{"rn", "ftz"}));
-  EXPECT_EQ(cvt.inst->types, (std::vector<ScalarType>{ScalarType::F32, ScalarType::F64}));
+  EXPECT_EQ(test::strings(cvt.inst->modifiers()), (std::vector<std::string>{"rn", "ftz"}));
+  EXPECT_EQ(test::toVector(cvt.inst->types()), (std::vector<ScalarType>{ScalarType::F32, ScalarType::F64}));
   EXPECT_TRUE(cvt.inst->hasModifier("ftz"));
   EXPECT_FALSE(cvt.inst->hasModifier("rz"));
 
   One setp("setp.lt.and.f32 %p1, %f1, %f2, !%p2;");
-  EXPECT_EQ(setp.inst->modifiers, (std::vector<std::string>{"lt", "and"}));
-  ASSERT_EQ(setp.inst->operands.size(), 4u);
-  EXPECT_TRUE(setp.inst->operands[3].negated);
+  EXPECT_EQ(test::strings(setp.inst->modifiers()), (std::vector<std::string>{"lt", "and"}));
+  ASSERT_EQ(setp.inst->operands().size(), 4u);
+  EXPECT_TRUE(setp.inst->operands()[3].negated);
   EXPECT_EQ(setp.reg(3), "%p2");
 
   One wide("mul.wide.s32 %rd1, %r1, 4;");
-  EXPECT_EQ(wide.inst->modifiers, std::vector<std::string>{"wide"});
-  EXPECT_EQ(wide.inst->operands[2].kind, Operand::Kind::Immediate);
-  EXPECT_EQ(wide.inst->operands[2].imm.bits, 4u);
+  EXPECT_EQ(test::strings(wide.inst->modifiers()), std::vector<std::string>{"wide"});
+  EXPECT_EQ(wide.inst->operands()[2].kind, Operand::Kind::Immediate);
+  EXPECT_EQ(wide.inst->operands()[2].imm().bits, 4u);
 }
 
 TEST(PtxInstruction, ScopedModifiersAndSharedSpaces) {
   One atom("atom.global.add.u32 %r1, [%rd1], 1;");
-  EXPECT_EQ(atom.inst->modifiers, std::vector<std::string>{"add"});
+  EXPECT_EQ(test::strings(atom.inst->modifiers()), std::vector<std::string>{"add"});
   EXPECT_EQ(atom.inst->space, StateSpace::Global);
 
   One hint("ld.global.L1::evict_last.L2::cache_hint.b32 %r1, [%rd1], %rd2;");
-  EXPECT_EQ(hint.inst->modifiers, (std::vector<std::string>{"L1::evict_last", "L2::cache_hint"}));
-  EXPECT_EQ(hint.inst->operands.size(), 3u);
+  EXPECT_EQ(test::strings(hint.inst->modifiers()), (std::vector<std::string>{"L1::evict_last", "L2::cache_hint"}));
+  EXPECT_EQ(hint.inst->operands().size(), 3u);
 
   One acquire("ld.acquire.gpu.shared::cta.u32 %r1, [%r2];");
   EXPECT_EQ(acquire.inst->space, StateSpace::Shared);
-  EXPECT_EQ(acquire.inst->modifiers, (std::vector<std::string>{"acquire", "gpu"}));
+  EXPECT_EQ(test::strings(acquire.inst->modifiers()), (std::vector<std::string>{"acquire", "gpu"}));
 
   One cluster("st.shared::cluster.u32 [%r1], %r2;");
   EXPECT_EQ(cluster.inst->space, StateSpace::SharedCluster);
@@ -84,20 +84,20 @@ TEST(PtxInstruction, ScopedModifiersAndSharedSpaces) {
       "[%r1], [%rd1], %r2, [%r3];");
   EXPECT_EQ(bulk.inst->opcode, Opcode::cp_async);
   EXPECT_EQ(bulk.inst->space, StateSpace::SharedCluster);
-  EXPECT_EQ(bulk.inst->modifiers,
+  EXPECT_EQ(test::strings(bulk.inst->modifiers()),
             (std::vector<std::string>{"bulk", "global", "mbarrier::complete_tx::bytes"}));
 
   One bar("bar.sync 0;");
   EXPECT_EQ(bar.inst->opcode, Opcode::bar);
-  EXPECT_EQ(bar.inst->modifiers, std::vector<std::string>{"sync"});
+  EXPECT_EQ(test::strings(bar.inst->modifiers()), std::vector<std::string>{"sync"});
 
   One pack("cvt.pack.sat.u8.s32.b32 %r1, %r2, %r3, %r4;");
   EXPECT_EQ(pack.inst->opcode, Opcode::cvt_pack);
-  EXPECT_EQ(pack.inst->modifiers, std::vector<std::string>{"sat"});
+  EXPECT_EQ(test::strings(pack.inst->modifiers()), std::vector<std::string>{"sat"});
 
   One keyword("and.pred %p1, %p2, %p3;");
   EXPECT_EQ(keyword.inst->opcode, Opcode::and_);
-  EXPECT_EQ(keyword.inst->types, std::vector<ScalarType>{ScalarType::Pred});
+  EXPECT_EQ(test::toVector(keyword.inst->types()), std::vector<ScalarType>{ScalarType::Pred});
 }
 
 TEST(PtxInstruction, GuardsAndPredicatePairs) {
@@ -106,12 +106,12 @@ TEST(PtxInstruction, GuardsAndPredicatePairs) {
   ASSERT_FALSE(r.hasErrors()) << r.formatDiagnostics();
   const Instruction* inst = onlyInstruction(r);
   ASSERT_NE(inst, nullptr);
-  ASSERT_TRUE(inst->guard.has_value());
+  ASSERT_TRUE(inst->guard().has_value());
   EXPECT_TRUE(inst->guardNegated);
-  EXPECT_EQ(test::firstFunction(r)->registers[*inst->guard].name, "%p3");
+  EXPECT_EQ(test::firstFunction(r)->registerName(*inst->guard()), "%p3");
 
   One pair("setp.gt.s32 %p1|%p2, %r1, %r2;");
-  ASSERT_EQ(pair.inst->operands.size(), 4u);
+  ASSERT_EQ(pair.inst->operands().size(), 4u);
   EXPECT_EQ(pair.reg(0), "%p1");
   EXPECT_EQ(pair.reg(1), "%p2");
   EXPECT_TRUE(pair.inst->destinationPair);
@@ -145,19 +145,19 @@ TEST(PtxInstruction, SpecialRegisters) {
   for (const Case& c : cases) {
     One mov(std::string("mov.u32 %r1, ") + c.text + ";");
     ASSERT_NE(mov.inst, nullptr) << c.text;
-    const Operand& op = mov.inst->operands[1];
+    const Operand& op = mov.inst->operands()[1];
     EXPECT_EQ(op.kind, Operand::Kind::SpecialRegister) << c.text;
-    EXPECT_EQ(op.special, c.reg) << c.text;
-    EXPECT_EQ(op.envregIndex, c.index) << c.text;
+    EXPECT_EQ(op.special(), c.reg) << c.text;
+    EXPECT_EQ(op.envregIndex(), c.index) << c.text;
   }
   One clock("mov.u64 %rd1, %clock64;");
-  EXPECT_EQ(clock.inst->operands[1].special, SpecialRegister::Clock64);
+  EXPECT_EQ(clock.inst->operands()[1].special(), SpecialRegister::Clock64);
   One warpSize("mov.u32 %r1, WARP_SZ;");
-  EXPECT_EQ(warpSize.inst->operands[1].kind, Operand::Kind::SpecialRegister);
-  EXPECT_EQ(warpSize.inst->operands[1].special, SpecialRegister::WarpSize);
+  EXPECT_EQ(warpSize.inst->operands()[1].kind, Operand::Kind::SpecialRegister);
+  EXPECT_EQ(warpSize.inst->operands()[1].special(), SpecialRegister::WarpSize);
   EXPECT_EQ(printInstruction(*warpSize.function, *warpSize.inst), "mov.u32 %r1, WARP_SZ;");
   One timer("mov.u64 %rd1, %globaltimer;");
-  EXPECT_EQ(timer.inst->operands[1].special, SpecialRegister::GlobalTimer);
+  EXPECT_EQ(timer.inst->operands()[1].special(), SpecialRegister::GlobalTimer);
 }
 
 TEST(PtxInstruction, Immediates) {
@@ -185,63 +185,63 @@ TEST(PtxInstruction, Immediates) {
   for (const Case& c : cases) {
     One mov(std::string("mov.b64 %rd1, ") + c.text + ";");
     ASSERT_NE(mov.inst, nullptr) << c.text;
-    const Operand& op = mov.inst->operands[1];
+    const Operand& op = mov.inst->operands()[1];
     ASSERT_EQ(op.kind, Operand::Kind::Immediate) << c.text;
-    EXPECT_EQ(op.imm.kind, c.kind) << c.text;
-    EXPECT_EQ(op.imm.bits, c.bits) << c.text;
+    EXPECT_EQ(op.imm().kind, c.kind) << c.text;
+    EXPECT_EQ(op.imm().bits, c.bits) << c.text;
   }
   One decimal("mov.f64 %fd1, 1.5e-3;");
-  EXPECT_EQ(decimal.inst->operands[1].imm.kind, Immediate::Kind::Double);
-  EXPECT_DOUBLE_EQ(decimal.inst->operands[1].imm.value, 1.5e-3);
+  EXPECT_EQ(decimal.inst->operands()[1].imm().kind, Immediate::Kind::Double);
+  EXPECT_DOUBLE_EQ(decimal.inst->operands()[1].imm().value, 1.5e-3);
   One negative("mov.f32 %f1, -2.25;");
-  EXPECT_DOUBLE_EQ(negative.inst->operands[1].imm.value, -2.25);
+  EXPECT_DOUBLE_EQ(negative.inst->operands()[1].imm().value, -2.25);
 }
 
 TEST(PtxInstruction, AddressForms) {
   const char* scope = ".global .align 4 .b8 buf[64];";
   One neg("ld.global.u32 %r1, [%rd1+-4];", scope);
-  EXPECT_EQ(neg.inst->operands[1].address.offset, -4);
+  EXPECT_EQ(neg.inst->operands()[1].address().offset, -4);
   One minus("ld.global.u32 %r1, [%rd1-8];", scope);
-  EXPECT_EQ(minus.inst->operands[1].address.offset, -8);
+  EXPECT_EQ(minus.inst->operands()[1].address().offset, -8);
   One sym("ld.global.u32 %r1, [buf];", scope);
-  EXPECT_EQ(sym.inst->operands[1].address.baseKind, Address::BaseKind::Symbol);
-  EXPECT_EQ(sym.inst->operands[1].address.symbol, "buf");
+  EXPECT_EQ(sym.inst->operands()[1].address().baseKind, Address::BaseKind::Symbol);
+  EXPECT_EQ(sym.inst->operands()[1].address().symbol, "buf");
   One symOffset("ld.global.u32 %r1, [buf+8];", scope);
-  EXPECT_EQ(symOffset.inst->operands[1].address.offset, 8);
+  EXPECT_EQ(symOffset.inst->operands()[1].address().offset, 8);
   One absolute("ld.shared.u32 %r1, [1024];", scope);
-  EXPECT_EQ(absolute.inst->operands[1].address.baseKind, Address::BaseKind::None);
-  EXPECT_EQ(absolute.inst->operands[1].address.offset, 1024);
+  EXPECT_EQ(absolute.inst->operands()[1].address().baseKind, Address::BaseKind::None);
+  EXPECT_EQ(absolute.inst->operands()[1].address().offset, 1024);
   One param("ld.param.u64 %rd1, [k_param_0];");
-  EXPECT_EQ(param.inst->operands[1].address.symbol, "k_param_0");
+  EXPECT_EQ(param.inst->operands()[1].address().symbol, "k_param_0");
   One hex("st.global.u32 [%rd2+0x10], %r1;", scope);
-  EXPECT_EQ(hex.inst->operands[0].address.offset, 16);
+  EXPECT_EQ(hex.inst->operands()[0].address().offset, 16);
   One tex("tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%f5, %f6}];");
-  const Operand& texAddr = tex.inst->operands[1];
+  const Operand& texAddr = tex.inst->operands()[1];
   EXPECT_EQ(texAddr.kind, Operand::Kind::Address);
-  ASSERT_EQ(texAddr.elements.size(), 1u);
-  EXPECT_EQ(texAddr.elements[0].kind, Operand::Kind::Vector);
-  EXPECT_EQ(texAddr.elements[0].elements.size(), 2u);
+  ASSERT_EQ(texAddr.elements().size(), 1u);
+  EXPECT_EQ(texAddr.elements()[0].kind, Operand::Kind::Vector);
+  EXPECT_EQ(texAddr.elements()[0].elements().size(), 2u);
 }
 
 TEST(PtxInstruction, SymbolOperands) {
   const char* scope = ".global .align 4 .b8 buf[64];";
   One mov("mov.u64 %rd1, buf;", scope);
-  EXPECT_EQ(mov.inst->operands[1].kind, Operand::Kind::Symbol);
-  EXPECT_EQ(mov.inst->operands[1].symbol, "buf");
+  EXPECT_EQ(mov.inst->operands()[1].kind, Operand::Kind::Symbol);
+  EXPECT_EQ(mov.inst->operands()[1].symbol(), "buf");
   One offset("mov.u64 %rd1, buf+4;", scope);
-  EXPECT_EQ(offset.inst->operands[1].symbolOffset, 4);
+  EXPECT_EQ(offset.inst->operands()[1].symbolOffset(), 4);
   One cvta("cvta.global.u64 %rd1, buf;", scope);
   EXPECT_EQ(cvta.inst->space, StateSpace::Global);
 }
 
 TEST(PtxInstruction, VectorMovAndPackedRegisters) {
   One pack("mov.b64 %rd1, {%r1, %r2};");
-  ASSERT_EQ(pack.inst->operands[1].kind, Operand::Kind::Vector);
-  EXPECT_EQ(pack.inst->operands[1].elements.size(), 2u);
+  ASSERT_EQ(pack.inst->operands()[1].kind, Operand::Kind::Vector);
+  EXPECT_EQ(pack.inst->operands()[1].elements().size(), 2u);
   One unpack("mov.b32 {%h1, _}, %r1;");
-  EXPECT_EQ(unpack.inst->operands[0].elements[1].kind, Operand::Kind::Sink);
+  EXPECT_EQ(unpack.inst->operands()[0].elements()[1].kind, Operand::Kind::Sink);
   One imm("st.global.v2.u32 [%rd1], {%r1, 0};");
-  EXPECT_EQ(imm.inst->operands[1].elements[1].kind, Operand::Kind::Immediate);
+  EXPECT_EQ(imm.inst->operands()[1].elements()[1].kind, Operand::Kind::Immediate);
 }
 
 TEST(PtxInstruction, CallsUseListOperands) {
@@ -251,25 +251,25 @@ TEST(PtxInstruction, CallsUseListOperands) {
       "call.uni (retval0), _Z3fooi, (param0); }",
       scope);
   ASSERT_NE(call.inst, nullptr);
-  EXPECT_EQ(call.inst->modifiers, std::vector<std::string>{"uni"});
-  ASSERT_EQ(call.inst->operands.size(), 3u);
-  EXPECT_EQ(call.inst->operands[0].kind, Operand::Kind::List);
-  EXPECT_EQ(call.inst->operands[1].symbol, "_Z3fooi");
-  EXPECT_EQ(call.inst->operands[2].elements.size(), 1u);
+  EXPECT_EQ(test::strings(call.inst->modifiers()), std::vector<std::string>{"uni"});
+  ASSERT_EQ(call.inst->operands().size(), 3u);
+  EXPECT_EQ(call.inst->operands()[0].kind, Operand::Kind::List);
+  EXPECT_EQ(call.inst->operands()[1].symbol(), "_Z3fooi");
+  EXPECT_EQ(call.inst->operands()[2].elements().size(), 1u);
   One noArgs("call.uni _Z3fooi, ();", scope);
-  EXPECT_EQ(noArgs.inst->operands[1].kind, Operand::Kind::List);
-  EXPECT_TRUE(noArgs.inst->operands[1].elements.empty());
+  EXPECT_EQ(noArgs.inst->operands()[1].kind, Operand::Kind::List);
+  EXPECT_TRUE(noArgs.inst->operands()[1].elements().empty());
 }
 
 TEST(PtxInstruction, InlineAsmRegistersWithoutPercent) {
-  One body("{ .reg .pred p; .reg .b32 t; setp.ne.u32 p, %r1, 0; @p add.u32 t, %r1, 1; }");
+  One body("{ .reg() .pred p; .reg() .b32 t; setp.ne.u32 p, %r1, 0; @p add.u32 t, %r1, 1; }");
   EXPECT_EQ(body.inst, nullptr);  // two instructions
   const Function* k = body.function;
   ASSERT_EQ(k->body.size(), 2u);
   const Instruction& add = k->body[1].instruction;
-  ASSERT_TRUE(add.guard.has_value());
-  EXPECT_EQ(k->registers[*add.guard].name, "p");
-  EXPECT_EQ(registerName(*k, add.operands[0]), "t");
+  ASSERT_TRUE(add.guard().has_value());
+  EXPECT_EQ(k->registerName(*add.guard()), "p");
+  EXPECT_EQ(registerName(*k, add.operands()[0]), "t");
 }
 
 TEST(PtxInstruction, EveryOpcodeSpellingIsRecognised) {

@@ -62,10 +62,10 @@ TEST_P(NvccOutput, ParsesWithoutDiagnosticsAndRoundTrips) {
     ++definitions;
     EXPECT_FALSE(f.body.empty()) << f.name;
     for (const Statement& s : f.body) {
-      if (s.kind != Statement::Kind::Instruction) continue;
-      for (const Operand& op : s.instruction.operands) {
+      if (s.kind() != Statement::Kind::Instruction) continue;
+      for (const Operand& op : s.instruction.operands()) {
         if (op.kind == Operand::Kind::Register) {
-          ASSERT_LT(op.reg, f.registers.size());
+          ASSERT_LT(op.reg(), f.registerCount());
         }
       }
     }
@@ -97,7 +97,7 @@ TEST_P(NvccOutput, MutationsDoNotCrash) {
   ASSERT_TRUE(g.load(GetParam()));
   int rounds = g.text.size() > 64 * 1024 ? 4 : 40;  // big files: prefixes cover them too
   std::mt19937 rng(static_cast<unsigned>(std::hash<std::string>()(GetParam())));
-  const char* const snippets[] = {"{", "}", ";", ",", "[", "]", "%r1", "@", "_", ".reg", "("};
+  const char* const snippets[] = {"{", "}", ";", ",", "[", "]", "%r1", "@", "_", ".reg()", "("};
   size_t reported = 0;
   for (int round = 0; round < rounds; ++round) {
     std::string text = g.text;
@@ -150,12 +150,12 @@ INSTANTIATE_TEST_SUITE_P(Generated, PrintedPtxas,
                                            "math_sm_120"),
                          [](const auto& info) { return info.param; });
 
-// Counts the registers nvcc declares with `.reg .t %name<N>;`, independently of the parser.
+// Counts the registers nvcc declares with `.reg() .t %name<N>;`, independently of the parser.
 size_t declaredRegisterCount(std::string_view text, std::string_view functionName) {
   size_t start = text.find(std::string(functionName) + "(");
   size_t end = text.find("\n}", start);
   size_t count = 0;
-  for (size_t at = text.find(".reg", start); at < end; at = text.find(".reg", at + 1)) {
+  for (size_t at = text.find(".reg()", start); at < end; at = text.find(".reg()", at + 1)) {
     size_t open = text.find('<', at), close = text.find('>', at), line = text.find('\n', at);
     if (open < line && close < line)
       count += std::stoul(std::string(text.substr(open + 1, close - open - 1)));
@@ -167,7 +167,7 @@ size_t declaredRegisterCount(std::string_view text, std::string_view functionNam
 
 const Instruction* findInstruction(const Function& f, Opcode opcode, StateSpace space) {
   for (const Statement& s : f.body)
-    if (s.kind == Statement::Kind::Instruction && s.instruction.opcode == opcode &&
+    if (s.kind() == Statement::Kind::Instruction && s.instruction.opcode == opcode &&
         s.instruction.space == space)
       return &s.instruction;
   return nullptr;
@@ -185,19 +185,19 @@ TEST(NvccContent, VectorAdd) {
     ASSERT_EQ(k.params.size(), 4u);
     EXPECT_EQ(k.params[0].type, ScalarType::U64);
     EXPECT_EQ(k.params[3].type, ScalarType::U32);
-    EXPECT_EQ(k.registers.size(), declaredRegisterCount(g.text, k.name));
+    EXPECT_EQ(k.registerCount(), declaredRegisterCount(g.text, k.name));
     const Instruction* load = findInstruction(k, Opcode::ld, StateSpace::Global);
     ASSERT_NE(load, nullptr);
-    EXPECT_EQ(load->types, std::vector<ScalarType>{ScalarType::F32});
-    ASSERT_EQ(load->operands.size(), 2u);
-    EXPECT_EQ(load->operands[1].address.baseKind, Address::BaseKind::Register);
+    EXPECT_EQ(test::toVector(load->types()), std::vector<ScalarType>{ScalarType::F32});
+    ASSERT_EQ(load->operands().size(), 2u);
+    EXPECT_EQ(load->operands()[1].address().baseKind, Address::BaseKind::Register);
     const Instruction* store = findInstruction(k, Opcode::st, StateSpace::Global);
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(store->operands[0].kind, Operand::Kind::Address);
+    EXPECT_EQ(store->operands()[0].kind, Operand::Kind::Address);
     bool sawTid = false;
     for (const Statement& s : k.body)
-      for (const Operand& op : s.instruction.operands)
-        sawTid |= op.kind == Operand::Kind::SpecialRegister && op.special == SpecialRegister::TidX;
+      for (const Operand& op : s.instruction.operands())
+        sawTid |= op.kind == Operand::Kind::SpecialRegister && op.special() == SpecialRegister::TidX;
     EXPECT_TRUE(sawTid);
   }
 }
@@ -213,7 +213,7 @@ TEST(NvccContent, ReductionUsesSharedMemoryBarriersAndLaunchBounds) {
   EXPECT_EQ(sum->locals[0].sizeInBytes(), 1024u);
   const Instruction* bar = findInstruction(*sum, Opcode::bar, StateSpace::None);
   ASSERT_NE(bar, nullptr);
-  EXPECT_EQ(bar->modifiers, std::vector<std::string>{"sync"});
+  EXPECT_EQ(test::strings(bar->modifiers()), std::vector<std::string>{"sync"});
   const Variable* dynamic = g.result.module.findGlobal("dynamicShared");
   ASSERT_NE(dynamic, nullptr);
   EXPECT_EQ(dynamic->linkage, Linkage::Extern);
@@ -226,10 +226,10 @@ TEST(NvccContent, AtomicsHaveOperationModifiers) {
   std::set<std::string> seen;
   for (const Function& f : g.result.module.functions)
     for (const Statement& s : f.body)
-      if (s.instruction.opcode == Opcode::atom && !s.instruction.types.empty())
-        seen.insert(s.instruction.modifiers.empty() ? ""
-                                                    : s.instruction.modifiers.back() + "." +
-                                                          scalarTypeName(s.instruction.types[0]));
+      if (s.instruction.opcode == Opcode::atom && !s.instruction.types().empty())
+        seen.insert(s.instruction.modifiers().empty() ? ""
+                                                    : std::string(s.instruction.modifiers().back()) + "." +
+                                                          scalarTypeName(s.instruction.types()[0]));
   for (const char* op : {"add.f32", "add.f64", "cas.b32", "cas.b64", "add.u64", "exch.b32",
                          "min.s32", "max.u32", "inc.u32", "dec.u32"})
     EXPECT_TRUE(seen.count(op)) << op;
@@ -252,7 +252,7 @@ TEST(NvccContent, DeviceFunctionsCallsAndPrototypes) {
   size_t direct = 0, indirect = 0;
   for (const Statement& s : kernel->body) {
     if (s.instruction.opcode != Opcode::call) continue;
-    const auto& ops = s.instruction.operands;
+    const auto& ops = s.instruction.operands();
     if (ops.size() >= 2 && ops[1].kind == Operand::Kind::Symbol) ++direct;
     if (ops.size() == 4 && ops[1].kind == Operand::Kind::Register) ++indirect;
   }
@@ -261,7 +261,7 @@ TEST(NvccContent, DeviceFunctionsCallsAndPrototypes) {
   const Variable* ops = m.findGlobal("ops");
   ASSERT_NE(ops, nullptr);
   ASSERT_EQ(ops->initializer.size(), 2u);
-  EXPECT_EQ(ops->initializer[0].kind, InitializerElement::Kind::SymbolAddress);
+  EXPECT_EQ(ops->initializer[0].kind(), InitializerElement::Kind::SymbolAddress);
 }
 
 TEST(NvccContent, ConstantsPrintfAndManaged) {
@@ -284,7 +284,7 @@ TEST(NvccContent, ConstantsPrintfAndManaged) {
   const Variable* names = m.findGlobal("names");
   ASSERT_NE(names, nullptr);
   ASSERT_EQ(names->initializer.size(), 2u);
-  EXPECT_TRUE(names->initializer[0].generic);
+  EXPECT_TRUE(names->initializer[0].generic());
 }
 
 TEST(NvccContent, MathIsLongAndUsesFloatModifiers) {
@@ -292,7 +292,7 @@ TEST(NvccContent, MathIsLongAndUsesFloatModifiers) {
   const Function* f = g.result.module.findFunction("_Z9mathFloatPfi");
   ASSERT_NE(f, nullptr);
   EXPECT_GT(f->body.size(), 300u);
-  EXPECT_EQ(f->registers.size(), declaredRegisterCount(g.text, f->name));
+  EXPECT_EQ(f->registerCount(), declaredRegisterCount(g.text, f->name));
   bool approx = false, rn = false;
   for (const Statement& s : f->body) {
     approx |= s.instruction.hasModifier("approx");
@@ -307,7 +307,7 @@ TEST(NvccContent, HalfAndBfloat16Types) {
   std::set<ScalarType> types;
   for (const Function& f : g.result.module.functions)
     for (const Statement& s : f.body)
-      for (ScalarType t : s.instruction.types) types.insert(t);
+      for (ScalarType t : s.instruction.types()) types.insert(t);
   EXPECT_TRUE(types.count(ScalarType::F16));
   EXPECT_TRUE(types.count(ScalarType::BF16) || types.count(ScalarType::BF16x2));
   EXPECT_TRUE(types.count(ScalarType::F16x2));
@@ -320,15 +320,15 @@ TEST(NvccContent, WarpShufflesAndVotes) {
   std::set<std::string> shfl;
   bool ballot = false;
   for (const Statement& s : f->body) {
-    if (s.instruction.opcode == Opcode::shfl) shfl.insert(s.instruction.modifiers.at(1));
+    if (s.instruction.opcode == Opcode::shfl) shfl.emplace(s.instruction.modifiers()[1]);
     if (s.instruction.opcode == Opcode::vote) ballot |= s.instruction.hasModifier("ballot");
   }
   EXPECT_EQ(shfl, (std::set<std::string>{"down", "bfly", "idx", "up"}));
   bool warpSize = false;
   for (const Statement& s : f->body)
-    for (const Operand& op : s.instruction.operands)
+    for (const Operand& op : s.instruction.operands())
       warpSize |= op.kind == Operand::Kind::SpecialRegister &&
-                  op.special == SpecialRegister::WarpSize;
+                  op.special() == SpecialRegister::WarpSize;
   EXPECT_TRUE(warpSize);
   EXPECT_TRUE(ballot);
 }
@@ -342,8 +342,8 @@ TEST(NvccContent, MiscTexturesAndSpecialRegisters) {
   const Instruction* tex = nullptr;
   for (const Statement& s : f->body) {
     if (s.instruction.opcode == Opcode::tex && tex == nullptr) tex = &s.instruction;
-    for (const Operand& op : s.instruction.operands)
-      if (op.kind == Operand::Kind::SpecialRegister) specials.insert(op.special);
+    for (const Operand& op : s.instruction.operands())
+      if (op.kind == Operand::Kind::SpecialRegister) specials.insert(op.special());
   }
   for (SpecialRegister r :
        {SpecialRegister::SmId, SpecialRegister::LaneId, SpecialRegister::Clock64,
@@ -351,9 +351,9 @@ TEST(NvccContent, MiscTexturesAndSpecialRegisters) {
     EXPECT_TRUE(specials.count(r)) << specialRegisterName(r);
   ASSERT_NE(tex, nullptr);
   EXPECT_EQ(tex->vectorWidth, 4);
-  EXPECT_EQ(tex->modifiers, std::vector<std::string>{"1d"});
-  ASSERT_EQ(tex->operands.size(), 2u);
-  EXPECT_EQ(tex->operands[1].elements.size(), 1u);
+  EXPECT_EQ(test::strings(tex->modifiers()), std::vector<std::string>{"1d"});
+  ASSERT_EQ(tex->operands().size(), 2u);
+  EXPECT_EQ(tex->operands()[1].elements().size(), 1u);
 }
 
 TEST(NvccContent, HopperAsyncCopiesAndClusters) {
@@ -378,17 +378,17 @@ TEST(NvccContent, TensorCoresAndSurfaces) {
       mma = &s.instruction;
   ASSERT_NE(mma, nullptr);
   EXPECT_TRUE(mma->hasModifier("m16n16k16"));
-  ASSERT_EQ(mma->operands.size(), 4u);
-  EXPECT_EQ(mma->operands[0].elements.size(), 8u);
+  ASSERT_EQ(mma->operands().size(), 4u);
+  EXPECT_EQ(mma->operands()[0].elements().size(), 8u);
   const Function* surfaces = g.result.module.findFunction("_Z8surfacesyi");
   ASSERT_NE(surfaces, nullptr);
   const Instruction* sust = findInstruction(*surfaces, Opcode::sust, StateSpace::None);
   ASSERT_NE(sust, nullptr);
-  EXPECT_EQ(sust->modifiers, (std::vector<std::string>{"b", "2d", "trap"}));
-  ASSERT_EQ(sust->operands.size(), 2u);
-  EXPECT_EQ(sust->operands[0].kind, Operand::Kind::Address);
-  ASSERT_EQ(sust->operands[0].elements.size(), 1u);
-  EXPECT_EQ(sust->operands[0].elements[0].elements.size(), 2u);
+  EXPECT_EQ(test::strings(sust->modifiers()), (std::vector<std::string>{"b", "2d", "trap"}));
+  ASSERT_EQ(sust->operands().size(), 2u);
+  EXPECT_EQ(sust->operands()[0].kind, Operand::Kind::Address);
+  ASSERT_EQ(sust->operands()[0].elements().size(), 1u);
+  EXPECT_EQ(sust->operands()[0].elements()[0].elements().size(), 2u);
 }
 
 TEST(NvccContent, DynamicParallelismDeclaresDeviceRuntime) {

@@ -14,10 +14,10 @@ std::string wrapKernel(std::string_view body, std::string_view moduleScope) {
   text +=
       ".visible .entry k(.param .u64 k_param_0)\n"  // 5
       "{\n"                                         // 6
-      ".reg .pred %p<8>; .reg .b16 %rs<8>;\n"       // 7
-      ".reg .b32 %r<16>; .reg .b64 %rd<16>;\n"      // 8
-      ".reg .f32 %f<16>; .reg .f64 %fd<8>;\n"       // 9
-      ".reg .b16 %h<4>;\n"                          // 10
+      ".reg() .pred %p<8>; .reg() .b16 %rs<8>;\n"       // 7
+      ".reg() .b32 %r<16>; .reg() .b64 %rd<16>;\n"      // 8
+      ".reg() .f32 %f<16>; .reg() .f64 %fd<8>;\n"       // 9
+      ".reg() .b16 %h<4>;\n"                          // 10
       "// body\n";                                  // 11
   text += std::string(body) + "\n}\n";              // 12...
   return text;
@@ -38,15 +38,15 @@ const Function* firstFunction(const ParseResult& result) {
 const Instruction* onlyInstruction(const ParseResult& result) {
   const Function* function = firstFunction(result);
   if (function == nullptr || function->body.size() != 1 ||
-      function->body[0].kind != Statement::Kind::Instruction)
+      function->body[0].kind() != Statement::Kind::Instruction)
     return nullptr;
   return &function->body[0].instruction;
 }
 
 std::string registerName(const Function& function, const Operand& operand) {
-  if (operand.kind != Operand::Kind::Register || operand.reg >= function.registers.size())
+  if (operand.kind != Operand::Kind::Register || operand.reg() >= function.registerCount())
     return "";
-  return function.registers[operand.reg].name;
+  return function.registerName(operand.reg());
 }
 
 bool readFile(const std::string& path, std::string& out) {

@@ -3,6 +3,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ptx/ast.h"
 #include "ptx/parser.h"
@@ -22,6 +23,15 @@ const Function* firstFunction(const ParseResult& result);
 std::string registerName(const Function& function, const Operand& operand);
 
 bool readFile(const std::string& path, std::string& out);
+
+// AST spans as vectors, for comparisons in expectations.
+template <class T>
+std::vector<T> toVector(Span<T> span) {
+  return std::vector<T>(span.begin(), span.end());
+}
+inline std::vector<std::string> strings(Span<std::string_view> span) {
+  return std::vector<std::string>(span.begin(), span.end());
+}
 
 // The line number in `wrapKernel` output where the body starts (for exact diagnostics).
 inline constexpr unsigned kBodyFirstLine = 12;

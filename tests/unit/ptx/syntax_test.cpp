@@ -65,7 +65,7 @@ TEST(PtxSyntax, FunctionsWithReturnParamsDeclarationsAndRegParams) {
   ParseResult r = parseOk(
       ".version 9.0\n.target sm_80\n.address_size 64\n"
       ".extern .func (.param .b32 func_retval0) vprintf(.param .b64 a, .param .b64 b);\n"
-      ".weak .func (.reg .b32 out) twice(.reg .b32 in)\n{\n add.s32 out, in, in;\n ret;\n}\n"
+      ".weak .func (.reg() .b32 out) twice(.reg() .b32 in)\n{\n add.s32 out, in, in;\n ret;\n}\n"
       ".func noargs\n{\n ret;\n}\n"
       ".func stop() .noreturn\n{\n trap;\n}\n");
   ASSERT_EQ(r.module.functions.size(), 4u);
@@ -78,14 +78,14 @@ TEST(PtxSyntax, FunctionsWithReturnParamsDeclarationsAndRegParams) {
   const Function& twice = r.module.functions[1];
   EXPECT_EQ(twice.linkage, Linkage::Weak);
   EXPECT_EQ(twice.params[0].space, StateSpace::Reg);
-  ASSERT_EQ(twice.registers.size(), 2u);  // the .reg parameters are registers
-  EXPECT_EQ(twice.registers[0].name, "out");
-  EXPECT_EQ(twice.registers[1].name, "in");
+  ASSERT_EQ(twice.registerCount(), 2u);  // the .reg parameters are registers
+  EXPECT_EQ(twice.registerName(0), "out");
+  EXPECT_EQ(twice.registerName(1), "in");
   ASSERT_EQ(twice.body.size(), 2u);
   const Instruction& add = twice.body[0].instruction;
-  EXPECT_EQ(add.operands[0].kind, Operand::Kind::Register);
-  EXPECT_EQ(add.operands[0].reg, 0u);
-  EXPECT_EQ(add.operands[2].reg, 1u);
+  EXPECT_EQ(add.operands()[0].kind, Operand::Kind::Register);
+  EXPECT_EQ(add.operands()[0].reg(), 0u);
+  EXPECT_EQ(add.operands()[2].reg(), 1u);
   EXPECT_TRUE(r.module.functions[2].params.empty());
   EXPECT_TRUE(r.module.functions[3].performance.noreturn);
   EXPECT_EQ(r.module.findFunction("noargs"), &r.module.functions[2]);
@@ -152,23 +152,23 @@ TEST(PtxSyntax, Initializers) {
   EXPECT_EQ(g[9].dims, std::vector<uint64_t>{0});
   ASSERT_EQ(g[0].initializer.size(), 4u);
   EXPECT_TRUE(g[0].hasInitializer);
-  EXPECT_EQ(g[0].initializer[1].number.bits, 105u);
-  EXPECT_EQ(g[0].initializer[3].number.bits, UINT64_MAX);
-  EXPECT_EQ(g[1].initializer[0].number.kind, Immediate::Kind::F32Bits);
-  EXPECT_EQ(g[1].initializer[0].number.bits, 0x3F800000u);
-  EXPECT_EQ(g[2].initializer[0].number.kind, Immediate::Kind::F64Bits);
-  EXPECT_EQ(g[2].initializer[0].number.bits, 0x4000000000000000ull);
+  EXPECT_EQ(g[0].initializer[1].number().bits, 105u);
+  EXPECT_EQ(g[0].initializer[3].number().bits, UINT64_MAX);
+  EXPECT_EQ(g[1].initializer[0].number().kind, Immediate::Kind::F32Bits);
+  EXPECT_EQ(g[1].initializer[0].number().bits, 0x3F800000u);
+  EXPECT_EQ(g[2].initializer[0].number().kind, Immediate::Kind::F64Bits);
+  EXPECT_EQ(g[2].initializer[0].number().bits, 0x4000000000000000ull);
   ASSERT_EQ(g[3].initializer.size(), 4u);
-  EXPECT_EQ(g[3].initializer[3].number.bits, 16u);
-  EXPECT_EQ(g[4].initializer[0].number.kind, Immediate::Kind::Double);
-  EXPECT_DOUBLE_EQ(g[4].initializer[0].number.value, 0.5);
+  EXPECT_EQ(g[3].initializer[3].number().bits, 16u);
+  EXPECT_EQ(g[4].initializer[0].number().kind, Immediate::Kind::Double);
+  EXPECT_DOUBLE_EQ(g[4].initializer[0].number().value, 0.5);
   ASSERT_EQ(g[5].initializer.size(), 3u);
-  EXPECT_EQ(g[5].initializer[0].kind, InitializerElement::Kind::SymbolAddress);
-  EXPECT_TRUE(g[5].initializer[0].generic);
-  EXPECT_EQ(g[5].initializer[0].symbol, "str");
-  EXPECT_EQ(g[5].initializer[1].offset, 2);
-  EXPECT_FALSE(g[5].initializer[1].generic);
-  EXPECT_EQ(g[5].initializer[2].symbol, "one");
+  EXPECT_EQ(g[5].initializer[0].kind(), InitializerElement::Kind::SymbolAddress);
+  EXPECT_TRUE(g[5].initializer[0].generic());
+  EXPECT_EQ(g[5].initializer[0].symbol(), "str");
+  EXPECT_EQ(g[5].initializer[1].offset(), 2);
+  EXPECT_FALSE(g[5].initializer[1].generic());
+  EXPECT_EQ(g[5].initializer[2].symbol(), "one");
   EXPECT_TRUE(g[6].hasInitializer);
   EXPECT_TRUE(g[6].initializer.empty());
 }
@@ -197,35 +197,35 @@ TEST(PtxSyntax, FileLocSectionAliasAndPragma) {
 TEST(PtxSyntax, RegisterRangesVectorsAndShadowing) {
   ParseResult r = parseOk(
       ".version 9.0\n.target sm_90\n.address_size 64\n"
-      ".entry k()\n{\n .reg .b32 %r<3>;\n .reg .v4 .f32 %v;\n .reg .pred p, q;\n"
+      ".entry k()\n{\n .reg() .b32 %r<3>;\n .reg() .v4 .f32 %v;\n .reg() .pred p, q;\n"
       " mov.u32 %r2, 1;\n"
-      " {\n  .reg .b32 %r2;\n  mov.u32 %r2, 2;\n  { .reg .b32 %r<3>; mov.u32 %r2, 3; }\n }\n"
-      " { .reg .b32 %r2; mov.u32 %r2, 4; }\n"
+      " {\n  .reg() .b32 %r2;\n  mov.u32 %r2, 2;\n  { .reg() .b32 %r<3>; mov.u32 %r2, 3; }\n }\n"
+      " { .reg() .b32 %r2; mov.u32 %r2, 4; }\n"
       " mov.u32 %r2, 5;\n ret;\n}\n");
   const Function* k = firstFunction(r);
   ASSERT_NE(k, nullptr);
   std::vector<std::string> names;
-  for (const auto& reg : k->registers) names.push_back(reg.name);
+  for (uint32_t i = 0; i < k->registerCount(); ++i) names.push_back(k->registerName(i));
   std::vector<std::string> expected = {"%r0",   "%r1",   "%r2",   "%v",    "p",    "q",
                                        "%r2#1", "%r0#1", "%r1#1", "%r2#2", "%r2#3"};
   EXPECT_EQ(names, expected);
-  EXPECT_EQ(k->registers[3].vectorWidth, 4);
-  EXPECT_EQ(k->registers[3].type, ScalarType::F32);
-  EXPECT_EQ(k->registers[4].type, ScalarType::Pred);
+  EXPECT_EQ(k->declarationOf(3).vectorWidth, 4);
+  EXPECT_EQ(k->registerType(3), ScalarType::F32);
+  EXPECT_EQ(k->registerType(4), ScalarType::Pred);
   ASSERT_EQ(k->body.size(), 6u);
   std::vector<std::string> targets;
   for (const auto& s : k->body)
-    if (!s.instruction.operands.empty())
-      targets.push_back(test::registerName(*k, s.instruction.operands[0]));
+    if (!s.instruction.operands().empty())
+      targets.push_back(test::registerName(*k, s.instruction.operands()[0]));
   EXPECT_EQ(targets, (std::vector<std::string>{"%r2", "%r2#1", "%r2#2", "%r2#3", "%r2"}));
 }
 
 TEST(PtxSyntax, CallSequencesRenameRepeatedParamLocals) {
   ParseResult r = parseOk(
       ".version 9.0\n.target sm_90\n.address_size 64\n"
-      ".func (.param .b32 ret) f(.param .b32 x)\n{\n .reg .b32 %r<2>;\n"
+      ".func (.param .b32 ret) f(.param .b32 x)\n{\n .reg() .b32 %r<2>;\n"
       " ld.param.b32 %r0, [x];\n st.param.b32 [ret], %r0;\n ret;\n}\n"
-      ".entry k()\n{\n .reg .b32 %r<4>;\n .local .align 8 .b8 __local_depot0[16];\n"
+      ".entry k()\n{\n .reg() .b32 %r<4>;\n .local .align 8 .b8 __local_depot0[16];\n"
       " { .param .b32 param0; st.param.b32 [param0], %r1; .param .b32 retval0;\n"
       "   call.uni (retval0), f, (param0); ld.param.b32 %r2, [retval0]; }\n"
       " { .param .b32 param0; st.param.b32 [param0], %r2; .param .b32 retval0;\n"
@@ -240,20 +240,20 @@ TEST(PtxSyntax, CallSequencesRenameRepeatedParamLocals) {
   EXPECT_EQ(k.locals[4].name, "retval0#1");
   const Instruction& secondCall = k.body[4].instruction;
   ASSERT_EQ(secondCall.opcode, Opcode::call);
-  ASSERT_EQ(secondCall.operands.size(), 3u);
-  EXPECT_EQ(secondCall.operands[0].kind, Operand::Kind::List);
-  EXPECT_EQ(secondCall.operands[0].elements[0].symbol, "retval0#1");
-  EXPECT_EQ(secondCall.operands[1].symbol, "f");
-  EXPECT_EQ(secondCall.operands[2].elements[0].symbol, "param0#1");
-  EXPECT_EQ(k.body[3].instruction.operands[0].address.symbol, "param0#1");
-  EXPECT_EQ(k.body[0].instruction.operands[0].address.symbol, "param0");
+  ASSERT_EQ(secondCall.operands().size(), 3u);
+  EXPECT_EQ(secondCall.operands()[0].kind, Operand::Kind::List);
+  EXPECT_EQ(secondCall.operands()[0].elements()[0].symbol(), "retval0#1");
+  EXPECT_EQ(secondCall.operands()[1].symbol(), "f");
+  EXPECT_EQ(secondCall.operands()[2].elements()[0].symbol(), "param0#1");
+  EXPECT_EQ(k.body[3].instruction.operands()[0].address().symbol, "param0#1");
+  EXPECT_EQ(k.body[0].instruction.operands()[0].address().symbol, "param0");
 }
 
 TEST(PtxSyntax, CallPrototypesAndTargetLists) {
   ParseResult r = parseOk(
       ".version 9.0\n.target sm_90\n.address_size 64\n"
       ".func a() { ret; }\n.func b() { ret; }\n"
-      ".entry k(.param .u64 fp)\n{\n .reg .b64 %rd<2>;\n .reg .b32 %r<2>;\n"
+      ".entry k(.param .u64 fp)\n{\n .reg() .b64 %rd<2>;\n .reg() .b32 %r<2>;\n"
       " ld.param.u64 %rd1, [fp];\n"
       " proto: .callprototype (.param .b32 _) _ (.param .b64 _, .param .b32 _);\n"
       " noret: .callprototype _ ();\n"
@@ -276,10 +276,10 @@ TEST(PtxSyntax, CallPrototypesAndTargetLists) {
   EXPECT_EQ(k.targetLists[0].targets, (std::vector<std::string>{"L0", "L1"}));
   EXPECT_TRUE(k.targetLists[1].isCallTargets);
   const Instruction& call = k.body[1].instruction;
-  ASSERT_EQ(call.operands.size(), 4u);
-  EXPECT_EQ(call.operands[1].kind, Operand::Kind::Register);
-  EXPECT_EQ(call.operands[3].kind, Operand::Kind::Symbol);
-  EXPECT_EQ(call.operands[3].symbol, "proto");
+  ASSERT_EQ(call.operands().size(), 4u);
+  EXPECT_EQ(call.operands()[1].kind, Operand::Kind::Register);
+  EXPECT_EQ(call.operands()[3].kind, Operand::Kind::Symbol);
+  EXPECT_EQ(call.operands()[3].symbol(), "proto");
 }
 
 TEST(PtxSyntax, LabelsAndNestedBlocksAreFlattened) {
@@ -287,11 +287,11 @@ TEST(PtxSyntax, LabelsAndNestedBlocksAreFlattened) {
       "$L__BB0_1:\n{\n add.s32 %r1, %r1, 1;\n{\nloop: bra.uni $L__BB0_1;\n}\n}\nret;"));
   const Function* k = firstFunction(r);
   ASSERT_EQ(k->body.size(), 5u);
-  EXPECT_EQ(k->body[0].kind, Statement::Kind::Label);
-  EXPECT_EQ(k->body[0].label.name, "$L__BB0_1");
-  EXPECT_EQ(k->body[0].label.loc.line, test::kBodyFirstLine);
-  EXPECT_EQ(k->body[2].label.name, "loop");
-  EXPECT_EQ(k->body[3].instruction.operands[0].symbol, "$L__BB0_1");
+  EXPECT_EQ(k->body[0].kind(), Statement::Kind::Label);
+  EXPECT_EQ(k->body[0].labelName(), "$L__BB0_1");
+  EXPECT_EQ(k->body[0].loc().line, test::kBodyFirstLine);
+  EXPECT_EQ(k->body[2].labelName(), "loop");
+  EXPECT_EQ(k->body[3].instruction.operands()[0].symbol(), "$L__BB0_1");
   EXPECT_EQ(k->body[4].instruction.opcode, Opcode::ret);
 }
 
@@ -306,10 +306,10 @@ TEST(PtxSyntax, LabelsAreBlockScopedLikeInlinedAsm) {
   std::vector<std::string> labels;
   std::vector<std::string> targets;
   for (const Statement& s : k->body) {
-    if (s.kind == Statement::Kind::Label)
-      labels.push_back(s.label.name);
+    if (s.isLabel())
+      labels.emplace_back(s.labelName());
     else if (s.instruction.opcode == Opcode::bra)
-      targets.push_back(s.instruction.operands[0].symbol);
+      targets.emplace_back(s.instruction.operands()[0].symbol());
   }
   EXPECT_EQ(labels, (std::vector<std::string>{"L1", "L1#1", "L1#2"}));
   EXPECT_EQ(targets, (std::vector<std::string>{"L1", "L1#1", "L1#2"}));
@@ -324,7 +324,7 @@ TEST(PtxSyntax, LabelsAreBlockScopedLikeInlinedAsm) {
 TEST(PtxSyntax, LocDirectivesGiveInstructionsTheirSourceLine) {
   ParseResult r = parseOk(
       ".version 8.0\n.target sm_75\n.address_size 64\n.file 1 \"/src/k.cu\"\n"
-      ".visible .entry k(.param .u64 p)\n{\n.reg .b64 %rd<2>;\n"
+      ".visible .entry k(.param .u64 p)\n{\n.reg() .b64 %rd<2>;\n"
       "ld.param.u64 %rd1, [p];\n"
       ".loc 1 12 5\nst.global.u64 [%rd1], %rd1;\n"
       ".loc 1 14 3, function_name $L__info_string0, inlined_at 1 20 1\nret;\n}\n"
