@@ -97,7 +97,7 @@ TEST_P(NvccOutput, MutationsDoNotCrash) {
   ASSERT_TRUE(g.load(GetParam()));
   int rounds = g.text.size() > 64 * 1024 ? 4 : 40;  // big files: prefixes cover them too
   std::mt19937 rng(static_cast<unsigned>(std::hash<std::string>()(GetParam())));
-  const char* const snippets[] = {"{", "}", ";", ",", "[", "]", "%r1", "@", "_", ".reg()", "("};
+  const char* const snippets[] = {"{", "}", ";", ",", "[", "]", "%r1", "@", "_", ".reg", "("};
   size_t reported = 0;
   for (int round = 0; round < rounds; ++round) {
     std::string text = g.text;
@@ -155,7 +155,7 @@ size_t declaredRegisterCount(std::string_view text, std::string_view functionNam
   size_t start = text.find(std::string(functionName) + "(");
   size_t end = text.find("\n}", start);
   size_t count = 0;
-  for (size_t at = text.find(".reg()", start); at < end; at = text.find(".reg()", at + 1)) {
+  for (size_t at = text.find(".reg", start); at < end; at = text.find(".reg", at + 1)) {
     size_t open = text.find('<', at), close = text.find('>', at), line = text.find('\n', at);
     if (open < line && close < line)
       count += std::stoul(std::string(text.substr(open + 1, close - open - 1)));

@@ -14,10 +14,10 @@ std::string wrapKernel(std::string_view body, std::string_view moduleScope) {
   text +=
       ".visible .entry k(.param .u64 k_param_0)\n"  // 5
       "{\n"                                         // 6
-      ".reg() .pred %p<8>; .reg() .b16 %rs<8>;\n"       // 7
-      ".reg() .b32 %r<16>; .reg() .b64 %rd<16>;\n"      // 8
-      ".reg() .f32 %f<16>; .reg() .f64 %fd<8>;\n"       // 9
-      ".reg() .b16 %h<4>;\n"                          // 10
+      ".reg .pred %p<8>; .reg .b16 %rs<8>;\n"       // 7
+      ".reg .b32 %r<16>; .reg .b64 %rd<16>;\n"      // 8
+      ".reg .f32 %f<16>; .reg .f64 %fd<8>;\n"       // 9
+      ".reg .b16 %h<4>;\n"                          // 10
       "// body\n";                                  // 11
   text += std::string(body) + "\n}\n";              // 12...
   return text;

@@ -15,7 +15,7 @@ const char* const kSample =
     ".global .align 4 .b8 str[4] = {1, 2, 3, 0};\n"
     ".extern .func (.param .b32 r) vprintf(.param .b64 a, .param .b64 b);\n"
     ".visible .entry k(.param .u64 .ptr .global .align 4 p, .param .u32 n) .maxntid 64, 1, 1\n"
-    "{\n .reg() .pred %p<3>;\n .reg() .b32 %r<8>;\n .reg() .f32 %f<4>;\n .reg() .b64 %rd<6>;\n"
+    "{\n .reg .pred %p<3>;\n .reg .b32 %r<8>;\n .reg .f32 %f<4>;\n .reg .b64 %rd<6>;\n"
     " .shared .align 4 .f32 s[64];\n"
     " ld.param.u64 %rd1, [p];\n mov.u32 %r1, %tid.x;\n setp.ge.u32 %p1, %r1, 64;\n"
     " @%p1 bra $L__BB0_2;\n mul.wide.u32 %rd2, %r1, 4;\n add.s64 %rd3, %rd1, %rd2;\n"
@@ -78,7 +78,7 @@ TEST(PtxRobustness, DeepInitializerAndOperandNestingIsBounded) {
 }
 
 TEST(PtxRobustness, HugeRegisterCountsAreRejected) {
-  ParseResult r = test::parseKernel(".reg() .b32 %big<4000000000>;");
+  ParseResult r = test::parseKernel(".reg .b32 %big<4000000000>;");
   ASSERT_TRUE(r.hasErrors());
   EXPECT_EQ(r.diagnostics[0].message, "too many registers in function 'k'");
   ParseResult dims = parseModule(".global .u8 x[99999999999][99999999999];", "d.ptx");
@@ -126,7 +126,7 @@ TEST(PtxRobustness, MutatedSampleNeverCrashes) {
   std::mt19937 rng(777);
   const std::string sample = kSample;
   const char* const snippets[] = {"{", "}",   ";",      "(",  ")",  "[", "]",
-                                  ",", "%r1", ".reg()",   "@",  "!",  "_", "0f",
+                                  ",", "%r1", ".reg",   "@",  "!",  "_", "0f",
                                   "-", "+",   ".entry", "\"", "/*", "<", ">"};
   for (int round = 0; round < 3000; ++round) {
     std::string text = sample;

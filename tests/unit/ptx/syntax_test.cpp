@@ -65,7 +65,7 @@ TEST(PtxSyntax, FunctionsWithReturnParamsDeclarationsAndRegParams) {
   ParseResult r = parseOk(
       ".version 9.0\n.target sm_80\n.address_size 64\n"
       ".extern .func (.param .b32 func_retval0) vprintf(.param .b64 a, .param .b64 b);\n"
-      ".weak .func (.reg() .b32 out) twice(.reg() .b32 in)\n{\n add.s32 out, in, in;\n ret;\n}\n"
+      ".weak .func (.reg .b32 out) twice(.reg .b32 in)\n{\n add.s32 out, in, in;\n ret;\n}\n"
       ".func noargs\n{\n ret;\n}\n"
       ".func stop() .noreturn\n{\n trap;\n}\n");
   ASSERT_EQ(r.module.functions.size(), 4u);
@@ -197,10 +197,10 @@ TEST(PtxSyntax, FileLocSectionAliasAndPragma) {
 TEST(PtxSyntax, RegisterRangesVectorsAndShadowing) {
   ParseResult r = parseOk(
       ".version 9.0\n.target sm_90\n.address_size 64\n"
-      ".entry k()\n{\n .reg() .b32 %r<3>;\n .reg() .v4 .f32 %v;\n .reg() .pred p, q;\n"
+      ".entry k()\n{\n .reg .b32 %r<3>;\n .reg .v4 .f32 %v;\n .reg .pred p, q;\n"
       " mov.u32 %r2, 1;\n"
-      " {\n  .reg() .b32 %r2;\n  mov.u32 %r2, 2;\n  { .reg() .b32 %r<3>; mov.u32 %r2, 3; }\n }\n"
-      " { .reg() .b32 %r2; mov.u32 %r2, 4; }\n"
+      " {\n  .reg .b32 %r2;\n  mov.u32 %r2, 2;\n  { .reg .b32 %r<3>; mov.u32 %r2, 3; }\n }\n"
+      " { .reg .b32 %r2; mov.u32 %r2, 4; }\n"
       " mov.u32 %r2, 5;\n ret;\n}\n");
   const Function* k = firstFunction(r);
   ASSERT_NE(k, nullptr);
@@ -223,9 +223,9 @@ TEST(PtxSyntax, RegisterRangesVectorsAndShadowing) {
 TEST(PtxSyntax, CallSequencesRenameRepeatedParamLocals) {
   ParseResult r = parseOk(
       ".version 9.0\n.target sm_90\n.address_size 64\n"
-      ".func (.param .b32 ret) f(.param .b32 x)\n{\n .reg() .b32 %r<2>;\n"
+      ".func (.param .b32 ret) f(.param .b32 x)\n{\n .reg .b32 %r<2>;\n"
       " ld.param.b32 %r0, [x];\n st.param.b32 [ret], %r0;\n ret;\n}\n"
-      ".entry k()\n{\n .reg() .b32 %r<4>;\n .local .align 8 .b8 __local_depot0[16];\n"
+      ".entry k()\n{\n .reg .b32 %r<4>;\n .local .align 8 .b8 __local_depot0[16];\n"
       " { .param .b32 param0; st.param.b32 [param0], %r1; .param .b32 retval0;\n"
       "   call.uni (retval0), f, (param0); ld.param.b32 %r2, [retval0]; }\n"
       " { .param .b32 param0; st.param.b32 [param0], %r2; .param .b32 retval0;\n"
@@ -253,7 +253,7 @@ TEST(PtxSyntax, CallPrototypesAndTargetLists) {
   ParseResult r = parseOk(
       ".version 9.0\n.target sm_90\n.address_size 64\n"
       ".func a() { ret; }\n.func b() { ret; }\n"
-      ".entry k(.param .u64 fp)\n{\n .reg() .b64 %rd<2>;\n .reg() .b32 %r<2>;\n"
+      ".entry k(.param .u64 fp)\n{\n .reg .b64 %rd<2>;\n .reg .b32 %r<2>;\n"
       " ld.param.u64 %rd1, [fp];\n"
       " proto: .callprototype (.param .b32 _) _ (.param .b64 _, .param .b32 _);\n"
       " noret: .callprototype _ ();\n"
@@ -324,7 +324,7 @@ TEST(PtxSyntax, LabelsAreBlockScopedLikeInlinedAsm) {
 TEST(PtxSyntax, LocDirectivesGiveInstructionsTheirSourceLine) {
   ParseResult r = parseOk(
       ".version 8.0\n.target sm_75\n.address_size 64\n.file 1 \"/src/k.cu\"\n"
-      ".visible .entry k(.param .u64 p)\n{\n.reg() .b64 %rd<2>;\n"
+      ".visible .entry k(.param .u64 p)\n{\n.reg .b64 %rd<2>;\n"
       "ld.param.u64 %rd1, [p];\n"
       ".loc 1 12 5\nst.global.u64 [%rd1], %rd1;\n"
       ".loc 1 14 3, function_name $L__info_string0, inlined_at 1 20 1\nret;\n}\n"
