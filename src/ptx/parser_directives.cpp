@@ -270,6 +270,12 @@ bool Parser::parsePerformanceDirective(Function& function) {
   if (name == ".maxclusterrank") return single(perf.maxclusterrank);
   if (name == ".explicitcluster") return perf.explicitCluster = true;
   if (name == ".noreturn") return perf.noreturn = true;
+  if (name == ".blocksareclusters") return true;  // launch-shape hint; no effect on semantics
+  if (name == ".abi_preserve" || name == ".abi_preserve_control") {
+    // Registers a callee keeps for its callers (an ABI hint of ptxas; our calls save nothing).
+    std::vector<uint32_t> values;
+    return parseUintList(values, 1);
+  }
   if (name == ".pragma") {
     if (at(TokenKind::String)) perf.pragmas.emplace_back(text(tok()));
     return expect(TokenKind::String, "after .pragma") &&
@@ -366,8 +372,12 @@ void Parser::parseRegisterDeclaration(FunctionState& state) {
     advance();
     Scope& scope = state.scopes.back();
     uint32_t existing = 0;
-    bool exists = scope.ranges.count(name) != 0 || lookupInScope(scope, name, existing);
+    // `.reg .pred r;` and `.reg .b32 r<4>;` coexist (r vs r0..r3); two ranges of one prefix
+    // in one block, or a name declared twice, do not.
+    bool rangeExists = scope.ranges.count(name) != 0;
+    bool exists = rangeExists || lookupInScope(scope, name, existing);
     if (accept(TokenKind::Less)) {
+      exists = rangeExists;
       uint64_t count = 0;
       if (!parseUint(count) || !expect(TokenKind::Greater, "after register count"))
         return skipStatement();
