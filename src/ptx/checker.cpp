@@ -1,4 +1,7 @@
-// Semantic checks: operand counts (table-driven) and symbol resolution across the module.
+// Semantic checks: operand counts (table-driven), the PTX ISA version and target each
+// instruction form needs (requirements.def), and symbol resolution across the module.
+#include <algorithm>
+#include <cstring>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -138,7 +141,167 @@ const char* ordinal(size_t index) {
   return index < 5 ? kNames[index] : "later";
 }
 
+// ---- PTX ISA version and target requirements ----
+//
+// requirements.def was measured with ptxas 13.0: for every instruction form, the lowest
+// `.version` and `.target` at which ptxas accepts it (ptxas checks the module's `.target`
+// directive, so forms of targets older than ptxas itself still measure). A form is a set of
+// suffix tokens; every row whose tokens an instruction carries applies. A token this checker
+// cannot evaluate (a spelling the parser folds, like `shared::cta`) matches nothing, so unclear
+// rows never reject valid PTX.
+
+struct Requirement {
+  Opcode opcode;
+  bool specialRegister;  // a SREG row: `tokens` names a special register
+  const char* tokens;
+  uint16_t version;      // major * 10 + minor
+  uint16_t sm;           // lowest generic target, 0 for none
+  const char* only;      // comma-separated arch/family-specific targets, or ""
+};
+
+// SREG rows carry a placeholder opcode; #op still spells "SREG", which marks them.
+#define SREG mov
+#define ROCUDA_PTX_REQUIREMENT(op, tokens, version, sm, only) \
+  {Opcode::op, std::string_view(#op) == "SREG", tokens, version, sm, only},
+constexpr Requirement kRequirements[] = {
+#include "ptx/requirements.def"
+};
+#undef ROCUDA_PTX_REQUIREMENT
+#undef SREG
+
+const std::vector<std::vector<const Requirement*>>& requirementsByOpcode() {
+  static const auto table = [] {
+    std::vector<std::vector<const Requirement*>> byOpcode(kOpcodeCount);
+    for (const Requirement& r : kRequirements)
+      if (!r.specialRegister) byOpcode[static_cast<size_t>(r.opcode)].push_back(&r);
+    return byOpcode;
+  }();
+  return table;
+}
+
+// Whether the instruction carries one suffix token of a row. State spaces are positional: the
+// first space token of a row is the instruction's space, the second one (cp.async.bulk's source)
+// is kept among the modifiers.
+bool hasToken(const Instruction& inst, std::string_view token, unsigned& spacesSeen) {
+  if (token == "3src") return inst.operands().size() == 4;
+  if (token.size() > 3 && token[0] == '@' && token[2] == ':') {  // @1:bf16: the second type
+    size_t index = static_cast<size_t>(token[1] - '0');
+    Span<ScalarType> types = inst.types();
+    return index < types.size() && token.substr(3) == scalarTypeName(types[index]);
+  }
+  if (token == "generic") return inst.space == StateSpace::None;
+  if (token.size() >= 2 && token[0] == 'v' && token[1] >= '1' && token[1] <= '9')
+    return std::to_string(inst.vectorWidth) == token.substr(1);
+  if (decodeModifier(token).kind == DecodedModifier::Kind::Space) {
+    if (spacesSeen++ == 0) {
+      // `.shared` and `.shared::cta` decode to one space: only plain spellings can match.
+      return inst.space != StateSpace::None && token.find("::") == std::string_view::npos &&
+             token == stateSpaceName(inst.space);
+    }
+    return inst.hasModifier(token);
+  }
+  if (inst.hasModifier(token)) return true;
+  for (ScalarType type : inst.types())
+    if (token == scalarTypeName(type)) return true;
+  return false;
+}
+
+bool matches(const Instruction& inst, std::string_view tokens) {
+  unsigned spacesSeen = 0;
+  while (!tokens.empty()) {
+    size_t space = tokens.find(' ');
+    if (!hasToken(inst, tokens.substr(0, space), spacesSeen)) return false;
+    if (space == std::string_view::npos) break;
+    tokens.remove_prefix(space + 1);
+  }
+  return true;
+}
+
+bool matchesSpecialRegister(const Operand& op, std::string_view token) {
+  if (op.kind != Operand::Kind::SpecialRegister) return false;
+  std::string_view name = specialRegisterName(op.special());
+  if (name == token) return true;
+  if (name.size() > token.size() && name.substr(0, token.size()) == token &&
+      name[token.size()] == '.')
+    return true;  // %tid for %tid.x
+  bool numbered = op.special() == SpecialRegister::Envreg || op.special() == SpecialRegister::Pm ||
+                  op.special() == SpecialRegister::ReservedSmemOffsetN;
+  return numbered && token.size() > name.size() && token.substr(0, name.size()) == name;
+}
+
+bool inList(std::string_view list, std::string_view target) {
+  while (!list.empty()) {
+    size_t comma = list.find(',');
+    if (list.substr(0, comma) == target) return true;
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+std::string versionText(unsigned version) {
+  return std::to_string(version / 10) + "." + std::to_string(version % 10);
+}
+
 }  // namespace
+
+void Parser::checkRequirements(const Instruction& inst, const Token& start) {
+  const ModuleTarget& target = target_;
+  if (!target.known && versionNumber_ == 0) return;
+  // "cvt.rn.f32.bf16": the opcode, then the row's modifiers, then its types in position order.
+  auto describeRow = [&](const Requirement& row) {
+    if (row.specialRegister) return std::string(row.tokens);
+    std::string text = opcodeName(inst.opcode);
+    std::vector<std::string_view> positional;
+    for (std::string_view t = row.tokens; !t.empty();) {
+      size_t space = t.find(' ');
+      std::string_view token = t.substr(0, space);
+      if (token[0] == '@')
+        positional.push_back(token);
+      else
+        text += "." + std::string(token);
+      if (space == std::string_view::npos) break;
+      t.remove_prefix(space + 1);
+    }
+    std::sort(positional.begin(), positional.end());
+    for (std::string_view token : positional) text += "." + std::string(token.substr(3));
+    return text;
+  };
+  const Requirement* versionRow = nullptr;  // the highest version requirement not met
+  const Requirement* targetRow = nullptr;   // the highest target requirement not met
+  auto consider = [&](const Requirement& row) {
+    if (versionNumber_ != 0 && versionNumber_ < row.version &&
+        (versionRow == nullptr || row.version > versionRow->version))
+      versionRow = &row;
+    if (!target.known) return;
+    bool restricted = row.only[0] != '\0';
+    bool refused = restricted ? !inList(row.only, target.name) && (row.sm == 0 || target.sm < row.sm)
+                              : target.sm < row.sm;
+    if (refused && (targetRow == nullptr || row.sm > targetRow->sm)) targetRow = &row;
+  };
+  for (const Requirement* row : requirementsByOpcode()[static_cast<size_t>(inst.opcode)])
+    if (matches(inst, row->tokens)) consider(*row);
+  for (const Operand& op : inst.operands())
+    if (op.kind == Operand::Kind::SpecialRegister)
+      for (const Requirement& row : kRequirements)
+        if (row.specialRegister && matchesSpecialRegister(op, row.tokens)) consider(row);
+  if (versionRow != nullptr)
+    error(start, "'" + describeRow(*versionRow) + "' requires PTX ISA .version " +
+                     versionText(versionRow->version) + " or later (the module declares .version " +
+                     versionText(versionNumber_) + ")");
+  if (targetRow != nullptr) {
+    if (targetRow->only[0] != '\0' && targetRow->sm == 0) {
+      std::string only(targetRow->only);
+      std::replace(only.begin(), only.end(), ',', ' ');
+      error(start, "'" + describeRow(*targetRow) + "' is not supported on .target " + target.name +
+                       " (only on " + only + ")");
+    } else {
+      error(start, "'" + describeRow(*targetRow) + "' requires .target sm_" +
+                       std::to_string(targetRow->sm) + " or higher (the module targets " +
+                       target.name + ")");
+    }
+  }
+}
 
 OperandCount operandCountFor(Opcode opcode) {
   const Rule* rule = ruleFor(opcode);
@@ -153,6 +316,7 @@ void Parser::checkInstruction(const Function& function, const Instruction& inst,
     errorAt(kUnknownOffset, inst.loc,
             "guard '" + function.registerName(*guard) + "' is not a .pred register");
   }
+  checkRequirements(inst, start);
   const Rule* rule = ruleFor(inst.opcode);
   if (rule == nullptr) return;
   Span<Operand> operands = inst.operands();

@@ -87,7 +87,44 @@ void Parser::parseVersion() {
   advance();
   out_.module.versionMajor = static_cast<uint32_t>(major);
   out_.module.versionMinor = static_cast<uint32_t>(minor);
+  versionNumber_ = minor < 10 ? static_cast<unsigned>(major * 10 + minor) : 0;
 }
+
+bool parseTargetName(std::string_view name, ModuleTarget& out) {
+  if (name.size() < 4 || name.substr(0, 3) != "sm_") return false;
+  unsigned sm = 0;
+  size_t i = 3;
+  for (; i < name.size() && name[i] >= '0' && name[i] <= '9' && i < 7; ++i)
+    sm = sm * 10 + static_cast<unsigned>(name[i] - '0');
+  if (i == 3 || (i < name.size() && (i + 1 != name.size() || (name[i] != 'a' && name[i] != 'f'))))
+    return false;
+  out.known = true;
+  out.name = name;
+  out.sm = sm;
+  return true;
+}
+
+namespace {
+
+// The first PTX ISA version that knows each target (ptxas 13.0; older ones from the manual).
+unsigned minimumVersionFor(std::string_view target) {
+  static const std::pair<const char*, unsigned> kTargets[] = {
+      {"sm_10", 10},  {"sm_11", 10},  {"sm_12", 12},  {"sm_13", 12},  {"sm_20", 20},
+      {"sm_21", 20},  {"sm_30", 30},  {"sm_32", 40},  {"sm_35", 31},  {"sm_37", 41},
+      {"sm_50", 40},  {"sm_52", 41},  {"sm_53", 42},  {"sm_60", 50},  {"sm_61", 50},
+      {"sm_62", 50},  {"sm_70", 60},  {"sm_72", 61},  {"sm_75", 63},  {"sm_80", 70},
+      {"sm_86", 71},  {"sm_87", 74},  {"sm_88", 73},  {"sm_89", 78},  {"sm_90", 78},
+      {"sm_90a", 80}, {"sm_100", 86}, {"sm_100a", 86}, {"sm_100f", 88}, {"sm_101", 86},
+      {"sm_101a", 86}, {"sm_101f", 88}, {"sm_103", 88}, {"sm_103a", 88}, {"sm_103f", 88},
+      {"sm_110", 90}, {"sm_110a", 90}, {"sm_110f", 90}, {"sm_120", 87}, {"sm_120a", 87},
+      {"sm_120f", 88}, {"sm_121", 88}, {"sm_121a", 88}, {"sm_121f", 88},
+  };
+  for (const auto& [name, version] : kTargets)
+    if (target == name) return version;
+  return 0;
+}
+
+}  // namespace
 
 void Parser::parseTarget() {
   advance();
@@ -97,7 +134,16 @@ void Parser::parseTarget() {
       skipRestOfLine(tok().line);
       return;
     }
-    out_.module.targets.emplace_back(text(tok()));
+    const Token& name = tok();
+    out_.module.targets.emplace_back(text(name));
+    if (!target_.known && parseTargetName(text(name), target_)) {
+      unsigned needed = minimumVersionFor(target_.name);
+      if (needed != 0 && versionNumber_ != 0 && versionNumber_ < needed)
+        error(name, "PTX ISA .version " + std::to_string(versionNumber_ / 10) + "." +
+                        std::to_string(versionNumber_ % 10) + " does not support .target " +
+                        target_.name + " (it needs .version " + std::to_string(needed / 10) +
+                        "." + std::to_string(needed % 10) + " or later)");
+    }
     advance();
   } while (accept(TokenKind::Comma));
 }

@@ -94,6 +94,15 @@ struct OperandCount {
 };
 OperandCount operandCountFor(Opcode opcode);
 
+// The module's `.target` as far as the requirement checks need it: the first sm_XX entry.
+struct ModuleTarget {
+  bool known = false;
+  std::string name;  // "sm_90a"
+  unsigned sm = 0;   // 90
+};
+// Parses "sm_90a" / "sm_100f" / "sm_75"; false for anything else (texmode_*, debug, ...).
+bool parseTargetName(std::string_view name, ModuleTarget& out);
+
 class Parser {
  public:
   Parser(std::string_view text, std::string_view fileName, ParseResult& out);
@@ -192,6 +201,8 @@ class Parser {
   // Semantic checks (checker.cpp).
   // Guard type, operand count and address operands, from the rule table in checker.cpp.
   void checkInstruction(const Function& function, const Instruction& inst, const Token& start);
+  // The PTX ISA version and target the instruction form needs (requirements.def).
+  void checkRequirements(const Instruction& inst, const Token& start);
   void checkModuleSymbols();
   void checkRedefinitions();
 
@@ -211,6 +222,8 @@ class Parser {
   std::vector<ScalarType> typeScratch_;
   std::vector<FunctionState> functionStates_;  // kept until the module-wide symbol check
   uint32_t locFile_ = 0, locLine_ = 0;  // the last `.loc` of the current body
+  unsigned versionNumber_ = 0;  // `.version` as major * 10 + minor; 0 before it (or unparsable)
+  ModuleTarget target_;
   friend class ParserAccess;
 };
 

@@ -49,7 +49,7 @@ TEST(PtxDiagnostics, UndeclaredRegister) {
   expectBodyError("add.s32 %r1, %r99, 1;", 14, "undeclared register '%r99'");
   expectBodyError("@%q1 ret;", 2, "undeclared register '%q1'");
   expectBodyError("ld.global.u32 %r1, [%rd16];", 21, "undeclared register '%rd16'");
-  expectBodyError("{ .reg() .b32 %t; }\nmov.u32 %t, 1;", 9, "undeclared register '%t'", 1);
+  expectBodyError("{ .reg .b32 %t; }\nmov.u32 %t, 1;", 9, "undeclared register '%t'", 1);
 }
 
 TEST(PtxDiagnostics, MissingSemicolon) {
@@ -111,8 +111,8 @@ TEST(PtxDiagnostics, SpecialRegisterWithoutComponent) {
 
 TEST(PtxDiagnostics, Redefinitions) {
   expectBodyError("L: ret;\nL: ret;", 1, "redefinition of label 'L' (first defined at line 12)", 1);
-  expectBodyError(".reg() .b32 %r1;", 11, "redeclaration of register '%r1'");
-  expectBodyError(".reg() .b32 %x; .reg() .f32 %x;", 25, "redeclaration of register '%x'");
+  expectBodyError(".reg .b32 %r1;", 11, "redeclaration of register '%r1'");
+  expectBodyError(".reg .b32 %x; .reg .f32 %x;", 25, "redeclaration of register '%x'");
 }
 
 TEST(PtxDiagnostics, UnknownDirectives) {
@@ -161,7 +161,7 @@ TEST(PtxDiagnostics, EveryOtherMessage) {
   const Case cases[] = {
       {".entry ( ) { ret; }", 1, 8, "expected a function name after .entry, found '('"},
       {".func f() ret;", 1, 11, "expected '{' or ';' after .func f header, found 'ret'"},
-      {".func f(.u32 x) { ret; }", 1, 9, "expected .param or .reg() in parameter list, found '.u32'"},
+      {".func f(.u32 x) { ret; }", 1, 9, "expected .param or .reg in parameter list, found '.u32'"},
       {".target 90", 1, 9, "expected a target name like sm_90 after .target, found '90'"},
       {".file 1 x.cu", 1, 9, "expected a file name string after .file 1"},
       {".loc 1 2", 1, 9, "expected file, line and column numbers after .loc"},
@@ -171,26 +171,26 @@ TEST(PtxDiagnostics, EveryOtherMessage) {
       {".alias g, ;", 1, 11, "expected the aliased function after ',', found ';'"},
       {".visible ;", 1, 10, "expected .entry, .func or a variable declaration, found ';'"},
       {"#include", 1, 1, "invalid character '#'"},
-      {".entry k() { .reg() .b32 %r1; 5; }", 1, 29, "expected an instruction, found '5'"},
+      {".entry k() { .reg .b32 %r1; 5; }", 1, 29, "expected an instruction, found '5'"},
       {".entry k() { @5 ret; }", 1, 15, "expected a predicate register after '@', found '5'"},
-      {".entry k() { .reg() .b32 %r<2>; ld.u32 %r1, [%r0+x]; }", 1, 48,
+      {".entry k() { .reg .b32 %r<2>; ld.u32 %r1, [%r0+x]; }", 1, 48,
        "expected an address offset, found 'x'"},
-      {".entry k() { .reg() .b32 %r<2>; ld.u32 %r1, [%r0+1.5]; }", 1, 48,
+      {".entry k() { .reg .b32 %r<2>; ld.u32 %r1, [%r0+1.5]; }", 1, 48,
        "address offset must be an integer"},
-      {".entry k() { .reg() .b32 %r<2>; add.u32 %r1, %r0, ]; }", 1, 49,
+      {".entry k() { .reg .b32 %r<2>; add.u32 %r1, %r0, ]; }", 1, 49,
        "expected an operand, found ']'"},
-      {".entry k() { .reg() .v2 .b32 %v; .reg() .b32 %r; mov.u32 %r, %v.x; }", 1, 60,
+      {".entry k() { .reg .v2 .b32 %v; .reg .b32 %r; mov.u32 %r, %v.x; }", 1, 60,
        "vector register components ('.x') are not supported"},
-      {".entry k() { .reg() .pred %p; not.pred %p, !5; }", 1, 43,
+      {".entry k() { .reg .pred %p; not.pred %p, !5; }", 1, 43,
        "expected a predicate register after '!', found '5'"},
-      {".entry k() { .reg() .b32 %r; mov.u32 %r, -x; }", 1, 41,
+      {".entry k() { .reg .b32 %r; mov.u32 %r, -x; }", 1, 41,
        "expected a number after '-', found 'x'"},
-      {".global .u32 g; .entry k() { .reg() .b64 %r; mov.u64 %r, g+0f3F800000; }", 1, 58,
+      {".global .u32 g; .entry k() { .reg .b64 %r; mov.u64 %r, g+0f3F800000; }", 1, 58,
        "symbol offset must be an integer"},
-      {".entry k() { .reg() .b32 %r<2>; .reg() .b32 %r<4>; }", 1, 41,
+      {".entry k() { .reg .b32 %r<2>; .reg .b32 %r<4>; }", 1, 41,
        "redeclaration of registers '%r<N>'"},
-      {".entry k() { .reg() .b32 5; }", 1, 24, "expected a name in declaration, found '5'"},
-      {".entry k() { .reg() .b32 %a, 5; }", 1, 28, "expected a register name, found '5'"},
+      {".entry k() { .reg .b32 5; }", 1, 24, "expected a name in declaration, found '5'"},
+      {".entry k() { .reg .b32 %a, 5; }", 1, 28, "expected a register name, found '5'"},
       {".entry k() .maxntid 1, 2, 3, 4 { ret; }", 1, 30, "too many values (at most 3)"},
       {".entry k() .maxnreg 4294967296 { ret; }", 1, 21, "value 4294967296 is too large"},
       {".entry k() .maxnreg x { ret; }", 1, 21, "expected a number, found 'x'"},
@@ -208,13 +208,13 @@ TEST(PtxDiagnostics, EveryOtherMessage) {
       {".entry k() { t: .calltargets nof; ret; }", 1, 30,
        "call to undeclared function 'nof' (declare it with .extern .func)"},
       {".global .u32 x = {1, 2;", 1, 23, "expected '}' at end of initializer list, found ';'"},
-      {".entry k() { .reg() .b32 %r; mov.u32 %r, {%r, %r; }", 1, 47,
+      {".entry k() { .reg .b32 %r; mov.u32 %r, {%r, %r; }", 1, 47,
        "expected '}' at end of vector operand, found ';'"},
-      {".entry k() { .reg() .b32 %r; mov.u32 %r, (%r; }", 1, 43,
+      {".entry k() { .reg .b32 %r; mov.u32 %r, (%r; }", 1, 43,
        "expected ')' at end of operand list, found ';'"},
-      {".entry k() { .reg() .b32 %r; ld.u32 %r, [%r; }", 1, 42,
+      {".entry k() { .reg .b32 %r; ld.u32 %r, [%r; }", 1, 42,
        "expected ']' at end of address, found ';'"},
-      {".entry k() { .reg() .b32 %r<2 ; }", 1, 29, "expected '>' after register count, found ';'"},
+      {".entry k() { .reg .b32 %r<2 ; }", 1, 29, "expected '>' after register count, found ';'"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.text);
@@ -253,9 +253,9 @@ TEST(PtxDiagnostics, RecoveryReportsEveryError) {
 TEST(PtxDiagnostics, RecoveryAcrossFunctions) {
   ParseResult r = parseModule(
       ".version 9.0\n.target sm_90\n.address_size 64\n"
-      ".entry a()\n{\n .reg() .b32 %r<2>;\n mov.u32 %r1, %r5;\n ret;\n}\n"
+      ".entry a()\n{\n .reg .b32 %r<2>;\n mov.u32 %r1, %r5;\n ret;\n}\n"
       ".global .u32 ok;\n"
-      ".entry b()\n{\n .reg() .b32 %r<2>;\n nope;\n ret;\n}\n",
+      ".entry b()\n{\n .reg .b32 %r<2>;\n nope;\n ret;\n}\n",
       "two.ptx");
   expectDiagnostics(r,
                     {{7, 15, "undeclared register '%r5'"}, {14, 2, "unknown instruction 'nope'"}});
@@ -276,6 +276,55 @@ TEST(PtxDiagnostics, FormatShowsFileLineColumnSourceAndCaret) {
   EXPECT_FALSE(clean.hasErrors());
   EXPECT_EQ(clean.module.name, "<memory>");
   EXPECT_EQ(clean.formatDiagnostics(), "");
+}
+
+// PTX ISA version and target requirements, as ptxas enforces them (requirements.def).
+std::string moduleWith(std::string_view version, std::string_view target, std::string_view body) {
+  return ".version " + std::string(version) + "\n.target " + std::string(target) +
+         "\n.address_size 64\n.entry k()\n{\n.reg .b16 %rs<4>;\n.reg .b32 %r<4>;\n.reg .b64 %rd<4>;\n" +
+         std::string(body) + "\nret;\n}\n";
+}
+
+TEST(PtxDiagnostics, InstructionNewerThanTheDeclaredVersion) {
+  expectModuleError(moduleWith("7.8", "sm_90", "  add.u16x2 %r1, %r2, %r3;"), 9, 3,
+                    "'add.u16x2' requires PTX ISA .version 8.0 or later (the module declares "
+                    ".version 7.8)");
+  expectModuleError(moduleWith("5.0", "sm_60", "shfl.sync.bfly.b32 %r1, %r2, 1, 31, -1;"), 9, 1,
+                    "'shfl.sync' requires PTX ISA .version 6.0 or later (the module declares "
+                    ".version 5.0)");
+  // The same instructions at their versions are fine.
+  EXPECT_FALSE(parseModule(moduleWith("8.0", "sm_90", "add.u16x2 %r1, %r2, %r3;"), "m").hasErrors());
+  EXPECT_FALSE(
+      parseModule(moduleWith("6.0", "sm_60", "shfl.sync.bfly.b32 %r1, %r2, 1, 31, -1;"), "m")
+          .hasErrors());
+}
+
+TEST(PtxDiagnostics, InstructionNewerThanTheTarget) {
+  expectModuleError(moduleWith("9.0", "sm_89", "add.u16x2 %r1, %r2, %r3;"), 9, 1,
+                    "'add.u16x2' requires .target sm_90 or higher (the module targets sm_89)");
+  // Types count: cvt from bf16 to f16 needs sm_90, not cvt in general.
+  expectDiagnostics(
+      parseModule(moduleWith("7.0", "sm_75", "cvt.rn.f32.f16 %r1, %rs1;\ncvt.f32.bf16 %r1, %rs2;"),
+                  "m.ptx"),
+      {{10, 1, "'cvt.f32.bf16' requires PTX ISA .version 7.1 or later (the module declares "
+               ".version 7.0)"},
+       {10, 1, "'cvt.f32.bf16' requires .target sm_80 or higher (the module targets sm_75)"}});
+  // Special registers have targets too.
+  expectModuleError(moduleWith("8.0", "sm_80", "mov.u32 %r1, %clusterid.x;"), 9, 1,
+                    "'%clusterid' requires .target sm_90 or higher (the module targets sm_80)");
+}
+
+TEST(PtxDiagnostics, ArchitectureSpecificInstructionOnAnotherTarget) {
+  expectModuleError(moduleWith("8.0", "sm_90", "wgmma.fence.sync.aligned;"), 9, 1,
+                    "'wgmma.fence' is not supported on .target sm_90 (only on sm_90a)");
+  EXPECT_FALSE(parseModule(moduleWith("8.0", "sm_90a", "wgmma.fence.sync.aligned;"), "m").hasErrors());
+}
+
+TEST(PtxDiagnostics, TargetNewerThanTheDeclaredVersion) {
+  expectModuleError(".version 7.0\n.target sm_90\n.address_size 64\n", 2, 9,
+                    "PTX ISA .version 7.0 does not support .target sm_90 (it needs .version 7.8 "
+                    "or later)");
+  EXPECT_FALSE(parseModule(".version 7.8\n.target sm_90\n.address_size 64\n", "m").hasErrors());
 }
 
 }  // namespace

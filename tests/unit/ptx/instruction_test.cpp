@@ -262,7 +262,7 @@ TEST(PtxInstruction, CallsUseListOperands) {
 }
 
 TEST(PtxInstruction, InlineAsmRegistersWithoutPercent) {
-  One body("{ .reg() .pred p; .reg() .b32 t; setp.ne.u32 p, %r1, 0; @p add.u32 t, %r1, 1; }");
+  One body("{ .reg .pred p; .reg .b32 t; setp.ne.u32 p, %r1, 0; @p add.u32 t, %r1, 1; }");
   EXPECT_EQ(body.inst, nullptr);  // two instructions
   const Function* k = body.function;
   ASSERT_EQ(k->body.size(), 2u);
@@ -296,7 +296,6 @@ TEST(PtxInstruction, EveryOpcodeSpellingIsRecognised) {
       "testp.finite.f32 %p1, %f1;",
       "isspacep.global %p1, %rd1;",
       "stacksave.u64 %rd1;",
-      "setmaxnreg.inc.sync.aligned.u32 240;",
       "discard.global.L2 [%rd1], 128;",
       "applypriority.global.L2::evict_normal [%rd1], 128;",
       "mapa.u64 %rd1, %rd2, %r1;",
