@@ -248,7 +248,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 const char* kFloatPtx = R"(
 .version 8.0
-.target sm_75
+.target sm_80
 .address_size 64
 
 .visible .entry cvtModes(.param .u64 out, .param .f64 px, .param .f32 py, .param .s64 pz)

@@ -28,7 +28,7 @@ const char* kCaller = R"(
 .global .align 4 .u32 helper_state = 1;
 .func (.param .b32 r) helper(.param .b32 x)
 {
-  .reg() .b32 %r<3>;
+  .reg .b32 %r<3>;
   ld.param.u32 %r1, [x];
   ld.global.u32 %r2, [helper_state];
   add.s32 %r1, %r1, %r2;
@@ -37,8 +37,8 @@ const char* kCaller = R"(
 }
 .visible .entry run(.param .u64 out)
 {
-  .reg() .b32 %r<4>;
-  .reg() .b64 %rd<2>;
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<2>;
   ld.param.u64 %rd1, [out];
   mov.u32 %r1, 3;
   {
@@ -63,14 +63,14 @@ const char* kCallee = R"(
 .global .align 4 .u32 helper_state = 2;
 .func (.param .b32 r) helper(.param .b32 x)
 {
-  .reg() .b32 %r<2>;
+  .reg .b32 %r<2>;
   ld.param.u32 %r1, [x];
   st.param.b32 [r], %r1;
   ret;
 }
 .visible .func (.param .b32 r) twice(.param .b32 x)
 {
-  .reg() .b32 %r<3>;
+  .reg .b32 %r<3>;
   ld.param.u32 %r1, [x];
   add.s32 %r2, %r1, %r1;
   st.param.b32 [r], %r2;

@@ -150,7 +150,7 @@ INSTANTIATE_TEST_SUITE_P(Generated, PrintedPtxas,
                                            "math_sm_120"),
                          [](const auto& info) { return info.param; });
 
-// Counts the registers nvcc declares with `.reg() .t %name<N>;`, independently of the parser.
+// Counts the registers nvcc declares with `.reg .t %name<N>;`, independently of the parser.
 size_t declaredRegisterCount(std::string_view text, std::string_view functionName) {
   size_t start = text.find(std::string(functionName) + "(");
   size_t end = text.find("\n}", start);

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Generates src/ptx/requirements.def from src/ptx/requirements.tsv.
+
+requirements.tsv holds, for every PTX instruction form, the lowest .version and .target at which
+ptxas 13.0 accepts an example of it (measured by assembling the example with the .version or the
+.target lowered one step; ptxas checks the module's .target directive, so old targets measure too).
+Columns: pattern, min_ptx_version, min_target, only_targets, verified, example, comment.
+  scripts/gen-ptx-requirements.py   # rewrites src/ptx/requirements.def
+"""
+import os, re, sys
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+opcodes = set()
+src = open(os.path.join(ROOT, 'src/ptx/ast.h')).read()
+m = re.search(r'#define ROCUDA_PTX_OPCODES\(X\)(.*?)\n\nenum', src, re.S)
+for name, spelling in re.findall(r'X\((\w+)(?:,\s*"([^"]+)")?\)', m.group(1)):
+    opcodes.add((name, spelling or name))
+spell2enum = {sp: n for n, sp in opcodes}
+
+def parse_target(t):
+    m = re.fullmatch(r'sm_(\d+)([af]?)', t.strip())
+    return (int(m.group(1)), m.group(2)) if m else None
+
+def expand_family(t):
+    n, s = parse_target(t)
+    if s != 'f': return [t]
+    fam = {100: [100, 103], 110: [110], 120: [120, 121]}.get(n, [n])
+    return [f'sm_{x}{k}' for x in fam for k in ('f', 'a')]
+
+TYPES = set('b8 b16 b32 b64 b128 u8 u16 u32 u64 s8 s16 s32 s64 f16 f16x2 bf16 bf16x2 tf32 f32 f64 e4m3 e5m2 e4m3x2 e5m2x2 e2m3x2 e3m2x2 e2m1x2 ue8m0x2 s4 u4 s2 u2 b1 pred'.split())
+def positional(rest, example):
+    """Type tokens of multi-type forms become '@i:type' from the example's type order."""
+    tys = [t for t in rest if t in TYPES]
+    if len(tys) < 2 or not example: return rest
+    mnemonic = example.strip().split()[0]
+    if mnemonic.startswith('@'): mnemonic = example.strip().split()[1]
+    ex = [t for t in mnemonic.split('.')[1:] if t in TYPES]
+    out = [t for t in rest if t not in TYPES]
+    used = set()
+    for t in tys:
+        idx = [i for i, e in enumerate(ex) if e == t and i not in used]
+        if not idx: return None  # example disagrees: drop the row (never reject on doubt)
+        used.add(idx[0]); out.append(f'@{idx[0]}:{t}')
+    return out
+
+rows = {}
+def add(pattern, ver, target, only, origin, example=''):
+    pattern = pattern.strip()
+    if not pattern or pattern.startswith('#') or pattern.startswith('.') : return
+    toks = pattern.split('.')
+    if pattern.startswith('%'):
+        op, rest = 'SREG', [pattern]
+    else:
+        first = toks[0]; rest = toks[1:]
+        if len(toks) > 1 and first + '.' + toks[1] in spell2enum:
+            op = spell2enum[first + '.' + toks[1]]; rest = toks[2:]
+        elif first in spell2enum:
+            op = spell2enum[first]
+        else:
+            if pattern != 'WARP_SZ': print('unknown opcode', pattern, file=sys.stderr)
+            return
+    try:
+        major, minor = ver.strip().split('.')
+        v = int(major) * 10 + int(minor)
+    except Exception:
+        print('bad version', pattern, ver, file=sys.stderr); return
+    sm = 0
+    onlyl = [o.strip() for o in only.split(',') if o.strip()] if only else []
+    tt = [x.strip() for x in target.split(',') if x.strip()]
+    if tt:
+        pts = [parse_target(x) for x in tt]
+        if any(p is None for p in pts):
+            print('bad target', pattern, target, file=sys.stderr); return
+        if len(tt) > 1 or pts[0][1]:
+            for x in tt: onlyl += expand_family(x)
+        else:
+            sm = pts[0][0]
+    rest = positional(rest, example)
+    if rest is None:
+        print('dropped (example disagrees)', pattern, example, file=sys.stderr); return
+    key = (op, tuple(rest))
+    onlys = ','.join(sorted(set(onlyl)))
+    old = rows.get(key)
+    if old is None or (v, sm) > (old[0], old[1]):
+        rows[key] = (v, sm, onlys, pattern)
+
+def load(path, verified=False):
+    for line in open(path):
+        if line.startswith('#') or line.startswith('pattern'): continue
+        c = line.rstrip('\n').split('\t')
+        if len(c) < 3: continue
+        if verified:
+            ver, target = c[1], c[2]
+            comment = c[6] if len(c) > 6 else ''
+            # Rows lowered from another row's example hold for that example's type order only;
+            # with positional types this row is exact for its own example again.
+            m = re.search(r'own example "(.*?)" needs (\d+\.\d+)/(sm_\d+)', comment)
+            if m and 'cross-row' in comment and sum(t in TYPES for t in c[0].split('.')) >= 2:
+                ver, target, example = m.group(2), m.group(3), m.group(1)
+            else:
+                example = c[5] if len(c) > 5 else ''
+            add(c[0], ver, target, c[3] if len(c) > 3 else '', path, example)
+        else:
+            only = ''
+            if len(c) > 5 and c[5].startswith('only:'):
+                only = c[5][5:].split(' ')[0]
+            add(c[0], c[1], c[2], only, path, c[4] if len(c) > 4 else '')
+
+load(os.path.join(ROOT, 'src/ptx/requirements.tsv'), verified=True)
+out = ['// Generated by scripts/gen-ptx-requirements.py from requirements.tsv (ptxas 13.0 measurements): for each',
+       '// instruction form, the PTX ISA version and the target it needs.',
+       '//   ROCUDA_PTX_REQUIREMENT(opcode, "tokens", version, sm, "only targets")',
+       '// tokens: suffixes that must all be present (modifiers, type and space names, vN, and the',
+       '// pseudo-tokens 3src and generic; @i:type is the i-th type suffix); version: major * 10 + minor; sm: lowest generic target',
+       '// (0: none); only targets: the arch/family-specific targets that alone accept the form.',
+       '// SREG rows name a special register (matched by prefix) instead of an opcode.']
+for (op, rest), (v, sm, onlys, pattern) in sorted(rows.items()):
+    if v <= 10 and sm <= 10 and not onlys: continue  # no requirement at all
+    out.append(f'ROCUDA_PTX_REQUIREMENT({op}, "{" ".join(rest)}", {v}, {sm}, "{onlys}")')
+open(os.path.join(ROOT, 'src/ptx/requirements.def'), 'w').write('\n'.join(out) + '\n')
+print(len(out) - 7, 'rows written to src/ptx/requirements.def')
