@@ -169,51 +169,120 @@ constexpr Requirement kRequirements[] = {
 #undef ROCUDA_PTX_REQUIREMENT
 #undef SREG
 
-const std::vector<std::vector<const Requirement*>>& requirementsByOpcode() {
+// A row's tokens, decoded once. State spaces are positional: the first space token of a row is
+// the instruction's space, the second one (cp.async.bulk's source) is kept among the modifiers.
+struct RowToken {
+  enum class Kind : uint8_t {
+    Modifier,      // text among the modifiers
+    AnyType,       // type among the types
+    TypeAt,        // type is the index-th type suffix (@1:bf16)
+    Space,         // the instruction's space is `space`
+    SecondSpace,   // text among the modifiers (a second state space)
+    VectorWidth,   // .vN: index is N
+    ThreeSources,  // 3src: four operands (min/max with three inputs)
+    NoSpace,       // generic: no state space
+    Never,         // a token this checker cannot evaluate: the row never applies
+  };
+  Kind kind = Kind::Never;
+  ScalarType type = ScalarType::None;
+  StateSpace space = StateSpace::None;
+  uint8_t index = 0;
+  std::string_view text;
+};
+
+struct CompiledRow {
+  const Requirement* row;
+  std::vector<RowToken> tokens;
+};
+
+RowToken decodeToken(std::string_view token, unsigned& spacesSeen) {
+  RowToken t;
+  t.text = token;
+  if (token == "3src") {
+    t.kind = RowToken::Kind::ThreeSources;
+  } else if (token == "generic") {
+    t.kind = RowToken::Kind::NoSpace;
+  } else if (token.size() > 3 && token[0] == '@' && token[2] == ':') {
+    DecodedModifier d = decodeModifier(token.substr(3));
+    t.kind = d.kind == DecodedModifier::Kind::Type ? RowToken::Kind::TypeAt : RowToken::Kind::Never;
+    t.type = d.type;
+    t.index = static_cast<uint8_t>(token[1] - '0');
+  } else {
+    DecodedModifier d = decodeModifier(token);
+    switch (d.kind) {
+      case DecodedModifier::Kind::Type:
+        t.kind = RowToken::Kind::AnyType;
+        t.type = d.type;
+        break;
+      case DecodedModifier::Kind::Vector:
+        t.kind = RowToken::Kind::VectorWidth;
+        t.index = d.width;
+        break;
+      case DecodedModifier::Kind::Space:
+        // `.shared` and `.shared::cta` decode to one space: only plain spellings can match.
+        if (spacesSeen++ != 0)
+          t.kind = RowToken::Kind::SecondSpace;
+        else if (token.find("::") == std::string_view::npos)
+          t.kind = RowToken::Kind::Space, t.space = d.space;
+        break;
+      case DecodedModifier::Kind::Other:
+        t.kind = RowToken::Kind::Modifier;
+        break;
+    }
+  }
+  return t;
+}
+
+const std::vector<std::vector<CompiledRow>>& requirementsByOpcode() {
   static const auto table = [] {
-    std::vector<std::vector<const Requirement*>> byOpcode(kOpcodeCount);
-    for (const Requirement& r : kRequirements)
-      if (!r.specialRegister) byOpcode[static_cast<size_t>(r.opcode)].push_back(&r);
+    std::vector<std::vector<CompiledRow>> byOpcode(kOpcodeCount);
+    for (const Requirement& r : kRequirements) {
+      if (r.specialRegister) continue;
+      CompiledRow compiled{&r, {}};
+      unsigned spacesSeen = 0;
+      for (std::string_view t = r.tokens; !t.empty();) {
+        size_t space = t.find(' ');
+        compiled.tokens.push_back(decodeToken(t.substr(0, space), spacesSeen));
+        if (space == std::string_view::npos) break;
+        t.remove_prefix(space + 1);
+      }
+      byOpcode[static_cast<size_t>(r.opcode)].push_back(std::move(compiled));
+    }
     return byOpcode;
   }();
   return table;
 }
 
-// Whether the instruction carries one suffix token of a row. State spaces are positional: the
-// first space token of a row is the instruction's space, the second one (cp.async.bulk's source)
-// is kept among the modifiers.
-bool hasToken(const Instruction& inst, std::string_view token, unsigned& spacesSeen) {
-  if (token == "3src") return inst.operands().size() == 4;
-  if (token.size() > 3 && token[0] == '@' && token[2] == ':') {  // @1:bf16: the second type
-    size_t index = static_cast<size_t>(token[1] - '0');
-    Span<ScalarType> types = inst.types();
-    return index < types.size() && token.substr(3) == scalarTypeName(types[index]);
-  }
-  if (token == "generic") return inst.space == StateSpace::None;
-  if (token.size() >= 2 && token[0] == 'v' && token[1] >= '1' && token[1] <= '9')
-    return std::to_string(inst.vectorWidth) == token.substr(1);
-  if (decodeModifier(token).kind == DecodedModifier::Kind::Space) {
-    if (spacesSeen++ == 0) {
-      // `.shared` and `.shared::cta` decode to one space: only plain spellings can match.
-      return inst.space != StateSpace::None && token.find("::") == std::string_view::npos &&
-             token == stateSpaceName(inst.space);
+bool hasToken(const Instruction& inst, const RowToken& token) {
+  switch (token.kind) {
+    case RowToken::Kind::Modifier:
+    case RowToken::Kind::SecondSpace:
+      return inst.hasModifier(token.text);
+    case RowToken::Kind::AnyType:
+      for (ScalarType type : inst.types())
+        if (type == token.type) return true;
+      return false;
+    case RowToken::Kind::TypeAt: {
+      Span<ScalarType> types = inst.types();
+      return token.index < types.size() && types[token.index] == token.type;
     }
-    return inst.hasModifier(token);
+    case RowToken::Kind::Space:
+      return inst.space == token.space;
+    case RowToken::Kind::VectorWidth:
+      return inst.vectorWidth == token.index;
+    case RowToken::Kind::ThreeSources:
+      return inst.operands().size() == 4;
+    case RowToken::Kind::NoSpace:
+      return inst.space == StateSpace::None;
+    case RowToken::Kind::Never:
+      return false;
   }
-  if (inst.hasModifier(token)) return true;
-  for (ScalarType type : inst.types())
-    if (token == scalarTypeName(type)) return true;
   return false;
 }
 
-bool matches(const Instruction& inst, std::string_view tokens) {
-  unsigned spacesSeen = 0;
-  while (!tokens.empty()) {
-    size_t space = tokens.find(' ');
-    if (!hasToken(inst, tokens.substr(0, space), spacesSeen)) return false;
-    if (space == std::string_view::npos) break;
-    tokens.remove_prefix(space + 1);
-  }
+bool matches(const Instruction& inst, const CompiledRow& row) {
+  for (const RowToken& token : row.tokens)
+    if (!hasToken(inst, token)) return false;
   return true;
 }
 
@@ -279,8 +348,8 @@ void Parser::checkRequirements(const Instruction& inst, const Token& start) {
                               : target.sm < row.sm;
     if (refused && (targetRow == nullptr || row.sm > targetRow->sm)) targetRow = &row;
   };
-  for (const Requirement* row : requirementsByOpcode()[static_cast<size_t>(inst.opcode)])
-    if (matches(inst, row->tokens)) consider(*row);
+  for (const CompiledRow& row : requirementsByOpcode()[static_cast<size_t>(inst.opcode)])
+    if (matches(inst, row)) consider(*row.row);
   for (const Operand& op : inst.operands())
     if (op.kind == Operand::Kind::SpecialRegister)
       for (const Requirement& row : kRequirements)
