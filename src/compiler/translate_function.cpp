@@ -209,10 +209,18 @@ Result<llvm::Value*> FunctionTranslator::read(const ptx::Operand& op, ScalarType
     case ptx::Operand::Kind::Register: {
       if (op.reg() >= registers_.size() || !registers_[op.reg()])
         return makeError(ErrorCode::InvalidPtx, "bad register operand in '" + fn.name + "'");
+      if (!op.component().empty() || op.minus())
+        return makeError(ErrorCode::UnsupportedPtx,
+                         "register components, byte/half selectors and '-' on registers (in " +
+                             operandContext() + ") are not supported yet");
       auto* slot = registers_[op.reg()];
       return adaptRead(*this, b.CreateLoad(slot->getAllocatedType(), slot), type, op.negated);
     }
     case ptx::Operand::Kind::SpecialRegister: {
+      if (op.vectorForm() != ptx::Operand::VectorForm::Component)
+        return makeError(ErrorCode::UnsupportedPtx, "special registers as whole vectors or their "
+                                                    ".w component (in " +
+                                                        operandContext() + ") are not supported yet");
       if (op.special() == ptx::SpecialRegister::WarpSize)  // WARP_SZ: a constant here
         return adaptRead(*this, b.getInt32(32), type, false);
       llvm::Value* v = b.CreateCall(mt.sregFunction(op.special(), op.envregIndex()));
@@ -237,6 +245,9 @@ Status FunctionTranslator::write(const ptx::Operand& op, llvm::Value* v, ScalarT
       !registers_[op.reg()])
     return makeError(ErrorCode::InvalidPtx,
                      "a destination of " + operandContext() + " is not a register");
+  if (!op.component().empty() || op.minus())
+    return makeError(ErrorCode::UnsupportedPtx, "register components and byte/half selectors (in " +
+                                                    operandContext() + ") are not supported yet");
   auto* slot = registers_[op.reg()];
   auto* regType = llvm::cast<llvm::IntegerType>(slot->getAllocatedType());
   llvm::Type* vt = v->getType();

@@ -36,6 +36,8 @@ Result<llvm::Value*> handleOf(FunctionTranslator& t, const ptx::Instruction& ins
     return t.unsupported(inst, "expected [handle, {coordinates}]");
   if (op.address().baseKind != ptx::Address::BaseKind::Register)
     return t.unsupported(inst, "texture and surface references by name (use objects)");
+  if (op.elements().size() > 1)
+    return t.unsupported(inst, "a separate sampler operand (texmode_independent)");
   return t.read(ptx::Operand::makeRegister(op.address().reg), ScalarType::B64);
 }
 

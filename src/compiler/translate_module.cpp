@@ -30,6 +30,7 @@ std::string sregSymbol(ptx::SpecialRegister reg, uint32_t index) {
     if (name.empty() || !std::isdigit(static_cast<unsigned char>(name.back())))
       name += std::to_string(index);
   }
+  if (reg == ptx::SpecialRegister::Pm64) name += std::to_string(index) + "_64";
   return "__rocuda_sreg_" + name;
 }
 

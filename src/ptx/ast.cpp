@@ -59,6 +59,10 @@ unsigned scalarTypeSize(ScalarType type) {
       return 1;
     case ScalarType::Pred:
       return 1;
+    case ScalarType::TexRef:
+    case ScalarType::SamplerRef:
+    case ScalarType::SurfRef:
+      return 8;
   }
   return 0;
 }
@@ -200,6 +204,12 @@ const char* scalarTypeName(ScalarType type) {
       return "b1";
     case ScalarType::Pred:
       return "pred";
+    case ScalarType::TexRef:
+      return "texref";
+    case ScalarType::SamplerRef:
+      return "samplerref";
+    case ScalarType::SurfRef:
+      return "surfref";
   }
   return "";
 }
@@ -287,6 +297,7 @@ const char* specialRegisterName(SpecialRegister reg) {
       "%reserved_smem_offset_cap",
       "%reserved_smem_offset_",
       "WARP_SZ",
+      "%pm",  // Pm64: printed with its index and "_64"
   };
   auto index = static_cast<size_t>(reg);
   return index < sizeof(kNames) / sizeof(kNames[0]) ? kNames[index] : "%?";
@@ -386,21 +397,31 @@ std::string_view Arena::intern(std::string_view text) {
 
 // ---- Operand ----
 
-Operand Operand::makeRegister(uint32_t reg, bool negated) {
+Operand Operand::makeRegister(uint32_t reg, bool negated, const std::string_view* component,
+                              bool minus) {
   Operand op;
   op.kind = Kind::Register;
   op.negated = negated;
   op.index_ = reg;
+  op.payload_ = reinterpret_cast<uintptr_t>(component);
+  if (minus) op.flags_ |= kMinus;
   return op;
 }
 
-Operand Operand::makeSpecial(SpecialRegister reg, uint32_t index, bool negated) {
+Operand Operand::makeSpecial(SpecialRegister reg, uint32_t index, bool negated, VectorForm form) {
   Operand op;
   op.kind = Kind::SpecialRegister;
   op.negated = negated;
   op.sub_ = static_cast<uint8_t>(reg);
   op.index_ = index;
+  if (form == VectorForm::Whole) op.flags_ |= kWhole;
+  if (form == VectorForm::W) op.flags_ |= kComponentW;
   return op;
+}
+
+std::string_view Operand::component() const {
+  if (kind != Kind::Register || payload_ == 0) return {};
+  return *reinterpret_cast<const std::string_view*>(payload_);
 }
 
 Operand Operand::makeImmediate(const Immediate& imm) {
@@ -489,7 +510,8 @@ Span<Operand> Operand::elements() const {
     return {reinterpret_cast<const Operand*>(payload_), index_};
   if (kind == Kind::Address) {
     const SymbolReference* ref = reference();
-    if (ref != nullptr && ref->coordinates != nullptr) return {ref->coordinates, 1};
+    if (ref != nullptr && ref->coordinates != nullptr)
+      return {ref->coordinates, ref->coordinateCount};
   }
   return {};
 }

@@ -36,6 +36,7 @@ enum class ScalarType : uint8_t {
   E4M3, E5M2, E4M3x2, E5M2x2, E2M3x2, E3M2x2, E2M1x2, UE8M0x2,
   S4, U4, S2, U2, B1,
   Pred,
+  TexRef, SamplerRef, SurfRef,  // opaque handles of .texref / .samplerref / .surfref (8 bytes)
 };
 
 // Size in bytes of a scalar type (0 for None; predicates count as 1; sub-byte types round up to 1).
@@ -62,6 +63,12 @@ const char* stateSpaceName(StateSpace space);
 
 enum class Linkage : uint8_t { Default, Visible, Extern, Weak, Common };
 
+// How an instruction spelled its state space where two spellings decode to one StateSpace:
+// `.shared` / `.shared::cta`, `.param` / `.param::entry` / `.param::func`. ptxas requires the
+// explicit spelling in some instructions (tcgen05.alloc, cp.async.bulk...) and a newer .version
+// for it, so printing and checking need it.
+enum class SpaceSpelling : uint8_t { Plain, Cta, Entry, Func };
+
 // Special registers (%tid.x, %laneid, ...). Vector ones are split per component.
 enum class SpecialRegister : uint8_t {
   TidX, TidY, TidZ,
@@ -83,6 +90,7 @@ enum class SpecialRegister : uint8_t {
   ReservedSmemOffsetBegin, ReservedSmemOffsetEnd, ReservedSmemOffsetCap,
   ReservedSmemOffsetN,  // %reserved_smem_offset_0 / _1: Operand::envregIndex holds n
   WarpSize,             // the predefined identifier WARP_SZ (nvcc's `warpSize`)
+  Pm64,                 // %pm0_64..%pm7_64: Operand::envregIndex holds n
 };
 const char* specialRegisterName(SpecialRegister reg);  // "%tid.x", ...
 
@@ -183,11 +191,13 @@ class Span {
 class Operand;
 
 // A name used as a value, or the base of an address: `var+4`, `bra LABEL`, `[var+8]`, and the
-// texture form `[tex, {x, y}]` (coordinates: one Vector operand). Lives in the module's arena.
+// texture forms `[tex, {x, y}]` and `[tex, sampler, {x, y}]` (texmode_independent): the parts
+// after the base, in order. Lives in the module's arena.
 struct SymbolReference {
   std::string_view name;
   int64_t offset = 0;
   const Operand* coordinates = nullptr;
+  uint32_t coordinateCount = 0;  // 0, 1 (coordinates) or 2 (sampler, coordinates)
 };
 
 // [base + offset]: base is a register, a variable/function name, or nothing (absolute address).
@@ -213,7 +223,8 @@ class Operand {
     Symbol,           // symbol(), symbolOffset(): a variable, function or label name used as a
                       //   value (mov r, var; bra LABEL; call f; ...)
     Address,          // address(); texture/surface forms `[tex, {x, y}]` keep the coordinate
-                      //   vector as the single entry of elements()
+                      //   vector as the single entry of elements(), `[tex, smp, {x, y}]` the
+                      //   sampler and the vector
     Vector,           // elements(): {a, b, c, d} (Register, Immediate or Sink elements)
     List,             // elements(): parenthesised list (call arguments and return values)
     Sink,             // `_`
@@ -221,8 +232,15 @@ class Operand {
   Kind kind = Kind::Sink;
   bool negated = false;  // `!p` as a predicate operand (e.g. setp/selp inputs)
 
-  static Operand makeRegister(uint32_t reg, bool negated = false);
-  static Operand makeSpecial(SpecialRegister reg, uint32_t index, bool negated = false);
+  // component: `%v.x`, or a video-instruction selector `%r.b0` / `%r.h10` / `%r.b3210` (an
+  // interned spelling in the arena, without the dot); minus: `-%r` (vmad's negated sources).
+  static Operand makeRegister(uint32_t reg, bool negated = false,
+                              const std::string_view* component = nullptr, bool minus = false);
+  // form: the component itself (%tid.x is TidX), the fourth one (%tid.w: `reg` is the .x
+  // register), or the whole .v4 vector (`mov.v4.u32 {..}, %tid`: `reg` is the .x register).
+  enum class VectorForm : uint8_t { Component, W, Whole };
+  static Operand makeSpecial(SpecialRegister reg, uint32_t index, bool negated = false,
+                             VectorForm form = VectorForm::Component);
   static Operand makeImmediate(const Immediate& imm);
   static Operand makeSymbol(const SymbolReference* reference);
   // reference: nullptr for `[reg+offset]` / `[offset]`; otherwise holds the symbol base (empty
@@ -233,6 +251,12 @@ class Operand {
   static Operand makeSink();
 
   uint32_t reg() const { return index_; }  // Register (and Address::reg of a register base)
+  std::string_view component() const;      // Register: "x", "b0", "h10"... or empty
+  bool minus() const { return (flags_ & kMinus) != 0; }  // Register written `-%r`
+  VectorForm vectorForm() const {           // SpecialRegister
+    return (flags_ & kWhole) ? VectorForm::Whole
+                             : (flags_ & kComponentW) ? VectorForm::W : VectorForm::Component;
+  }
   SpecialRegister special() const { return static_cast<SpecialRegister>(sub_); }
   uint32_t envregIndex() const { return index_; }
   Immediate imm() const;
@@ -240,14 +264,14 @@ class Operand {
   int64_t symbolOffset() const;      // Symbol
   Address address() const;           // Address
   const SymbolReference* reference() const;  // Symbol, or Address with a symbol or coordinates
-  Span<Operand> elements() const;   // Vector, List; Address: the coordinates (0 or 1 entries)
+  Span<Operand> elements() const;   // Vector, List; Address: the parts after the base (0-2)
 
  private:
   uint8_t sub_ = 0;    // SpecialRegister, Immediate::Kind or Address::BaseKind
-  uint8_t flags_ = 0;  // kHasReference
+  uint8_t flags_ = 0;  // kHasReference, kMinus, kWhole, kComponentW
   uint32_t index_ = 0;
-  uint64_t payload_ = 0;
-  static constexpr uint8_t kHasReference = 1;
+  uint64_t payload_ = 0;  // Register: the component's string_view in the arena, or 0
+  static constexpr uint8_t kHasReference = 1, kMinus = 2, kWhole = 4, kComponentW = 8;
 };
 
 struct Instruction {
@@ -289,6 +313,7 @@ struct Instruction {
                                         // space (cp.async.bulk.shared::cluster.global) is
                                         // kept in modifiers() ("global") at its position
   uint8_t vectorWidth = 1;              // .v2/.v4/.v8 -> 2/4/8
+  SpaceSpelling spaceSpelling = SpaceSpelling::Plain;  // of `space`
   bool guardNegated = false;
   bool destinationPair = false;         // operands()[0] and [1] were written `a|b`
   // Source order of the suffixes, for printing them back exactly (cvta.to.global.u64,
@@ -372,6 +397,9 @@ struct Variable {
   StateSpace pointeeSpace = StateSpace::None;
   uint32_t pointeeAlignment = 0;
   bool managed = false;            // .attribute(.managed): a __managed__ variable
+  // The initializer of a .texref / .samplerref: `{ filter_mode = linear, width = 64 }` as
+  // (field, value) pairs in source order.
+  std::vector<std::pair<std::string, std::string>> opaqueFields;
   SourceLocation loc;
 
   // Total size in bytes (0 for an unsized array).

@@ -27,16 +27,17 @@ void renameName(std::string& name, const Renames& renames,
 // new one in `arena`. Returns whether `op` changed.
 bool renameOperand(Operand& op, const Renames& renames,
                    const std::set<std::string, std::less<>>& shadowed, Arena& arena) {
-  auto reference = [&](std::string_view name, const SymbolReference* old,
-                       const Operand* coordinates) {
+  auto reference = [&](std::string_view name, const SymbolReference* old, const Operand* parts,
+                       size_t partCount) {
     auto* ref = static_cast<SymbolReference*>(
         arena.allocate(sizeof(SymbolReference), alignof(SymbolReference)));
-    return new (ref) SymbolReference{name, old ? old->offset : 0, coordinates};
+    return new (ref) SymbolReference{name, old ? old->offset : 0, parts,
+                                     static_cast<uint32_t>(partCount)};
   };
   if (op.kind == Operand::Kind::Symbol) {
     const std::string* fresh = renamed(op.symbol(), renames, &shadowed);
     if (fresh == nullptr) return false;
-    op = Operand::makeSymbol(reference(arena.intern(*fresh), op.reference(), nullptr));
+    op = Operand::makeSymbol(reference(arena.intern(*fresh), op.reference(), nullptr, 0));
     return true;
   }
   if (op.kind == Operand::Kind::Address) {
@@ -44,17 +45,16 @@ bool renameOperand(Operand& op, const Renames& renames,
     const std::string* fresh = address.baseKind == Address::BaseKind::Symbol
                                    ? renamed(address.symbol, renames, &shadowed)
                                    : nullptr;
-    Span<Operand> coords = op.elements();
-    Operand coordinates = coords.empty() ? Operand() : coords[0];
-    bool coordinatesChanged =
-        !coords.empty() && renameOperand(coordinates, renames, shadowed, arena);
-    if (fresh == nullptr && !coordinatesChanged) return false;
+    // The parts after the base: [tex, {coords}] or [tex, sampler, {coords}].
+    std::vector<Operand> parts(op.elements().begin(), op.elements().end());
+    bool partsChanged = false;
+    for (Operand& part : parts) partsChanged |= renameOperand(part, renames, shadowed, arena);
+    if (fresh == nullptr && !partsChanged) return false;
     std::string_view name = fresh ? arena.intern(*fresh) : address.symbol;
-    const Operand* storedCoordinates =
-        coords.empty() ? nullptr
-                       : (coordinatesChanged ? arena.copy(&coordinates, 1) : &coords[0]);
+    const Operand* storedParts =
+        partsChanged ? arena.copy(parts.data(), parts.size()) : op.elements().data();
     op = Operand::makeAddress(address.baseKind, address.reg, address.offset,
-                              reference(name, op.reference(), storedCoordinates));
+                              reference(name, op.reference(), storedParts, parts.size()));
     return true;
   }
   if (op.kind == Operand::Kind::Vector || op.kind == Operand::Kind::List) {

@@ -191,6 +191,28 @@ bool Parser::parseInitializerList(Variable& var, unsigned depth) {
 
 bool Parser::parseInitializer(Variable& var) {
   var.hasInitializer = true;
+  if (var.type == ScalarType::TexRef || var.type == ScalarType::SamplerRef ||
+      var.type == ScalarType::SurfRef) {
+    // `{ addr_mode_0 = clamp_to_edge, filter_mode = linear, width = 64 }`
+    if (!expect(TokenKind::LBrace, "to start the fields of a texture or sampler")) return false;
+    if (accept(TokenKind::RBrace)) return true;
+    do {
+      if (!at(TokenKind::Identifier)) {
+        error(tok(), "expected a field name, found " + describe(tok()));
+        return false;
+      }
+      std::string field(text(tok()));
+      advance();
+      if (!expect(TokenKind::Equal, "after the field name")) return false;
+      if (!at(TokenKind::Identifier) && !at(TokenKind::Number)) {
+        error(tok(), "expected a value for '" + field + "', found " + describe(tok()));
+        return false;
+      }
+      var.opaqueFields.emplace_back(std::move(field), std::string(text(tok())));
+      advance();
+    } while (accept(TokenKind::Comma));
+    return expect(TokenKind::RBrace, "at end of the fields");
+  }
   return parseInitializerList(var, 0);
 }
 

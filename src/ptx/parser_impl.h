@@ -85,7 +85,7 @@ struct DecodedModifier {
 DecodedModifier decodeModifier(std::string_view nameWithoutDot);
 bool lookupOpcode(std::string_view name, Opcode& out);
 bool lookupSpecialRegister(std::string_view name, std::string_view component, SpecialRegister& out,
-                           uint32_t& index, bool& needsComponent);
+                           uint32_t& index, bool& needsComponent, Operand::VectorForm& form);
 
 // Operand count range for the common instructions ({0, 255} where unchecked).
 struct OperandCount {
@@ -190,12 +190,14 @@ class Parser {
   bool parseImmediate(const Token& token, bool negative, Immediate& out);
   bool parseIntegerText(std::string_view digits, const Token& token, uint64_t& out);
   bool resolveRegister(FunctionState& state, const Token& token, uint32_t& out);
-  bool parseRegisterOrSpecial(FunctionState& state, Operand& out, bool negated);
+  // A register (with a component or selector: %v.x, %r.b0; minus: `-%r`) or special register.
+  bool parseRegisterOrSpecial(FunctionState& state, Instruction& inst, Operand& out, bool negated,
+                              bool minus);
   // The name an identifier operand refers to (a renamed local, or itself; interned), queued
   // for the module-wide check unless it is a local or a parameter.
   std::string_view resolveSymbol(FunctionState& state, Opcode opcode, const Token& token);
   const SymbolReference* newReference(std::string_view name, int64_t offset,
-                                      const Operand* coordinates);
+                                      const Operand* coordinates, size_t coordinateCount = 0);
   Arena& arena() { return out_.module.arena(); }
 
   // Semantic checks (checker.cpp).
@@ -203,6 +205,9 @@ class Parser {
   void checkInstruction(const Function& function, const Instruction& inst, const Token& start);
   // The PTX ISA version and target the instruction form needs (requirements.def).
   void checkRequirements(const Instruction& inst, const Token& start);
+  // Register operands whose type does not fit the instruction type (ptxas's "Arguments
+  // mismatch"), for the instructions where that rule is exact.
+  void checkOperandTypes(const Function& function, const Instruction& inst);
   void checkModuleSymbols();
   void checkRedefinitions();
 

@@ -43,6 +43,8 @@ std::unordered_map<std::string_view, DecodedModifier> buildModifierTable() {
   type("e2m1x2", ScalarType::E2M1x2), type("ue8m0x2", ScalarType::UE8M0x2);
   type("s4", ScalarType::S4), type("u4", ScalarType::U4), type("s2", ScalarType::S2);
   type("u2", ScalarType::U2), type("b1", ScalarType::B1), type("pred", ScalarType::Pred);
+  type("texref", ScalarType::TexRef), type("samplerref", ScalarType::SamplerRef);
+  type("surfref", ScalarType::SurfRef);
   space("global", StateSpace::Global), space("shared", StateSpace::Shared);
   space("shared::cta", StateSpace::Shared), space("shared::cluster", StateSpace::SharedCluster);
   space("local", StateSpace::Local), space("const", StateSpace::Const);
@@ -80,7 +82,7 @@ bool lookupOpcode(std::string_view name, Opcode& out) {
 }
 
 bool lookupSpecialRegister(std::string_view name, std::string_view component, SpecialRegister& out,
-                           uint32_t& index, bool& needsComponent) {
+                           uint32_t& index, bool& needsComponent, Operand::VectorForm& form) {
   struct Vector {
     const char* name;
     SpecialRegister x;
@@ -97,9 +99,15 @@ bool lookupSpecialRegister(std::string_view name, std::string_view component, Sp
   };
   needsComponent = false;
   index = 0;
+  form = Operand::VectorForm::Component;
   for (const auto& entry : kVectors) {
     if (name != entry.name) continue;
     needsComponent = true;
+    out = entry.x;
+    if (component == ".w") {  // the fourth, unused component of the .v4 register
+      form = Operand::VectorForm::W;
+      return true;
+    }
     if (component.size() != 2 || component[0] != '.' || component[1] < 'x' || component[1] > 'z')
       return false;
     out = static_cast<SpecialRegister>(static_cast<int>(entry.x) + (component[1] - 'x'));
@@ -123,13 +131,13 @@ bool lookupSpecialRegister(std::string_view name, std::string_view component, Sp
   auto numbered = [&](std::string_view prefix, uint32_t limit, SpecialRegister reg) {
     if (name.substr(0, prefix.size()) != prefix || name.size() == prefix.size()) return false;
     std::string_view digits = name.substr(prefix.size());
-    if (reg == SpecialRegister::Pm && digits.size() > 3 &&
-        digits.substr(digits.size() - 3) == "_64")
-      digits.remove_suffix(3);
+    bool wide = reg == SpecialRegister::Pm && digits.size() > 3 &&
+                digits.substr(digits.size() - 3) == "_64";
+    if (wide) digits.remove_suffix(3);
     uint32_t value = 0;
     auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
     if (ec != std::errc() || ptr != digits.data() + digits.size() || value >= limit) return false;
-    out = reg;
+    out = wide ? SpecialRegister::Pm64 : reg;
     index = value;
     return true;
   };
@@ -237,18 +245,46 @@ bool Parser::resolveRegister(FunctionState& state, const Token& token, uint32_t&
   return false;
 }
 
-bool Parser::parseRegisterOrSpecial(FunctionState& state, Operand& out, bool negated) {
+namespace {
+
+// `.x` .. `.w` / `.r` .. `.a` of a vector register, or a video-instruction selector: `.b0`-`.b7`
+// bytes (up to four of them: .b3210), `.h0`-`.h3` halves (up to two: .h10).
+bool isRegisterComponent(std::string_view c) {
+  if (c.size() == 1) return std::string_view("xyzwrgba").find(c[0]) != std::string_view::npos;
+  if (c.size() < 2 || (c[0] != 'b' && c[0] != 'h')) return false;
+  char highest = c[0] == 'b' ? '7' : '3';
+  if (c.size() - 1 > (c[0] == 'b' ? 4u : 2u)) return false;
+  for (char d : c.substr(1))
+    if (d < '0' || d > highest) return false;
+  return true;
+}
+
+}  // namespace
+
+bool Parser::parseRegisterOrSpecial(FunctionState& state, Instruction& inst, Operand& out,
+                                    bool negated, bool minus) {
   const Token& token = tok();
   uint32_t reg = 0;
   if (resolveRegister(state, token, reg)) {
-    out = Operand::makeRegister(reg, negated);
     advance();
+    const std::string_view* component = nullptr;
     if (at(TokenKind::Directive) && tok().offset == token.offset + token.length) {
-      error(tok(),
-            "vector register components ('" + std::string(text(tok())) + "') are not supported");
-      return false;
+      std::string_view text = this->text(tok()).substr(1);
+      if (!isRegisterComponent(text)) {
+        error(tok(), "invalid register component '." + std::string(text) + "'");
+        return false;
+      }
+      auto* stored = static_cast<std::string_view*>(
+          arena().allocate(sizeof(std::string_view), alignof(std::string_view)));
+      component = new (stored) std::string_view(arena().intern(text));
+      advance();
     }
+    out = Operand::makeRegister(reg, negated, component, minus);
     return true;
+  }
+  if (minus) {
+    error(token, "expected a register after '-', found " + describe(token));
+    return false;
   }
   std::string_view component;
   const Token& next = peekTok(1);
@@ -257,15 +293,22 @@ bool Parser::parseRegisterOrSpecial(FunctionState& state, Operand& out, bool neg
   uint32_t index = 0;
   bool needsComponent = false;
   SpecialRegister special = SpecialRegister::TidX;
-  if (lookupSpecialRegister(text(token), component, special, index, needsComponent)) {
-    out = Operand::makeSpecial(special, index, negated);
+  Operand::VectorForm form = Operand::VectorForm::Component;
+  if (lookupSpecialRegister(text(token), component, special, index, needsComponent, form)) {
+    out = Operand::makeSpecial(special, index, negated, form);
     advance();
     if (needsComponent) advance();
     return true;
   }
+  if (needsComponent && component.empty() && inst.vectorWidth == 4) {
+    // `mov.v4.u32 {a, b, c, d}, %tid`: the whole vector register.
+    out = Operand::makeSpecial(special, 0, negated, Operand::VectorForm::Whole);
+    advance();
+    return true;
+  }
   if (needsComponent) {
-    error(token,
-          "special register '" + std::string(text(token)) + "' needs a component (.x, .y or .z)");
+    error(token, "special register '" + std::string(text(token)) +
+                     "' needs a component (.x, .y, .z or .w) or a .v4 instruction");
   } else {
     error(token, "undeclared register '" + std::string(text(token)) + "'");
   }
@@ -285,10 +328,10 @@ std::string_view Parser::resolveSymbol(FunctionState& state, Opcode opcode, cons
 }
 
 const SymbolReference* Parser::newReference(std::string_view name, int64_t offset,
-                                            const Operand* coordinates) {
+                                            const Operand* coordinates, size_t coordinateCount) {
   auto* ref = static_cast<SymbolReference*>(
       arena().allocate(sizeof(SymbolReference), alignof(SymbolReference)));
-  new (ref) SymbolReference{name, offset, coordinates};
+  new (ref) SymbolReference{name, offset, coordinates, static_cast<uint32_t>(coordinateCount)};
   return ref;
 }
 
@@ -334,16 +377,22 @@ bool Parser::parseAddress(FunctionState& state, Instruction& inst, Operand& out)
     offset = static_cast<int64_t>(imm.bits);
     advance();
   }
-  // Texture/surface form: [tex, {coordinates}] keeps the coordinates as the one element.
-  const Operand* coordinates = nullptr;
-  if (accept(TokenKind::Comma)) {
-    Operand coords;
-    if (!parseOperand(state, inst, coords, 1)) return false;
-    coordinates = arena().copy(&coords, 1);
+  // Texture/surface forms: [tex, {coordinates}] and [tex, sampler, {coordinates}] keep the
+  // parts after the base as elements.
+  Operand parts[2];
+  size_t partCount = 0;
+  while (accept(TokenKind::Comma)) {
+    if (partCount == 2) {
+      error(tok(), "too many parts in a texture address (at most [tex, sampler, coordinates])");
+      return false;
+    }
+    if (!parseOperand(state, inst, parts[partCount], 1)) return false;
+    ++partCount;
   }
   const SymbolReference* ref = nullptr;
-  if (baseKind == Address::BaseKind::Symbol || coordinates != nullptr)
-    ref = newReference(symbol, offset, coordinates);
+  if (baseKind == Address::BaseKind::Symbol || partCount != 0) {
+    ref = newReference(symbol, offset, arena().copy(parts, partCount), partCount);
+  }
   out = Operand::makeAddress(baseKind, reg, offset, ref);
   return expect(TokenKind::RBracket, "at end of address");
 }
@@ -357,14 +406,10 @@ bool Parser::parseNameOperand(FunctionState& state, Instruction& inst, Operand& 
     advance();
     return true;
   }
-  if (name[0] == '%') return parseRegisterOrSpecial(state, out, false);
+  if (name[0] == '%') return parseRegisterOrSpecial(state, inst, out, false, false);
   // Inline asm declares registers without '%' (`.reg .pred p;`): they win over symbols.
   uint32_t reg = 0;
-  if (resolveRegister(state, start, reg)) {
-    out = Operand::makeRegister(reg);
-    advance();
-    return true;
-  }
+  if (resolveRegister(state, start, reg)) return parseRegisterOrSpecial(state, inst, out, false, false);
   if (name == "WARP_SZ") {  // predefined identifier, a run-time constant
     out = Operand::makeSpecial(SpecialRegister::WarpSize, 0);
     advance();
@@ -403,10 +448,16 @@ bool Parser::parseOperand(FunctionState& state, Instruction& inst, Operand& out,
         error(tok(), "expected a predicate register after '!', found " + describe(tok()));
         return false;
       }
-      return parseRegisterOrSpecial(state, out, true);
+      return parseRegisterOrSpecial(state, inst, out, true, false);
     case TokenKind::Minus:
     case TokenKind::Number: {
       bool negative = accept(TokenKind::Minus);
+      // `-%r` (vmad's negated sources; ptxas takes it for registers only).
+      if (negative && at(TokenKind::Identifier) && (text(tok())[0] == '%' || [&] {
+            uint32_t reg = 0;
+            return resolveRegister(state, tok(), reg);
+          }()))
+        return parseRegisterOrSpecial(state, inst, out, false, true);
       if (!at(TokenKind::Number)) {
         error(tok(), "expected a number after '-', found " + describe(tok()));
         return false;
@@ -481,6 +532,10 @@ void Parser::parseModifiers(Instruction& inst) {
         // A second space (cp.async.bulk.shared::cluster.global) stays a modifier, in order.
         if (inst.space == StateSpace::None) {
           inst.space = d.space;
+          inst.spaceSpelling = name == "shared::cta"    ? SpaceSpelling::Cta
+                               : name == "param::entry" ? SpaceSpelling::Entry
+                               : name == "param::func"  ? SpaceSpelling::Func
+                                                        : SpaceSpelling::Plain;
           slot = 2;
           break;
         }

@@ -53,13 +53,21 @@ std::string printOperand(const Function& function, const Operand& op) {
                                             : std::string("%<bad>");
   };
   switch (op.kind) {
-    case Operand::Kind::Register:
-      return prefix + regName(op.reg());
+    case Operand::Kind::Register: {
+      std::string text = (op.minus() ? "-" : "") + prefix + regName(op.reg());
+      if (!op.component().empty()) text += "." + std::string(op.component());
+      return text;
+    }
     case Operand::Kind::SpecialRegister: {
       std::string name = specialRegisterName(op.special());
+      if (op.vectorForm() != Operand::VectorForm::Component)  // "%tid.x" -> "%tid" / "%tid.w"
+        name = name.substr(0, name.rfind('.')) +
+               (op.vectorForm() == Operand::VectorForm::W ? ".w" : "");
       if (op.special() == SpecialRegister::Envreg || op.special() == SpecialRegister::Pm ||
+          op.special() == SpecialRegister::Pm64 ||
           op.special() == SpecialRegister::ReservedSmemOffsetN)
         name += std::to_string(op.envregIndex());
+      if (op.special() == SpecialRegister::Pm64) name += "_64";
       return prefix + name;
     }
     case Operand::Kind::Immediate:
@@ -147,7 +155,14 @@ std::string printVariable(const Variable& var) {
   static const char* const kLinkage[] = {"", ".visible ", ".extern ", ".weak ", ".common "};
   std::string text = kLinkage[static_cast<int>(var.linkage)];
   text += std::string(".") + stateSpaceName(var.space) + printVariableHead(var);
-  if (var.hasInitializer) text += " = " + printInitializer(var);
+  if (var.hasInitializer && !var.opaqueFields.empty()) {
+    text += " = {";
+    for (size_t i = 0; i < var.opaqueFields.size(); ++i)
+      text += (i ? ", " : " ") + var.opaqueFields[i].first + " = " + var.opaqueFields[i].second;
+    text += " }";
+  } else if (var.hasInitializer) {
+    text += " = " + printInitializer(var);
+  }
   return text + ";\n";
 }
 
@@ -241,7 +256,10 @@ std::string printInstruction(const Function& function, const Instruction& inst) 
   Span<Operand> operands = inst.operands();
   bool spaceDone = inst.space == StateSpace::None, vectorDone = inst.vectorWidth <= 1;
   auto space = [&] {
-    if (!spaceDone) text += std::string(".") + stateSpaceName(inst.space);
+    static const char* const kSpellings[] = {"", "::cta", "::entry", "::func"};
+    if (!spaceDone)
+      text += std::string(".") + stateSpaceName(inst.space) +
+              kSpellings[static_cast<int>(inst.spaceSpelling)];
     spaceDone = true;
   };
   auto vector = [&] {

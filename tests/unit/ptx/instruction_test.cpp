@@ -311,7 +311,8 @@ TEST(PtxInstruction, PrinterSpellsInstructionsBack) {
   const char* cases[][2] = {
       {"ld.global.nc.v4.f32 {%f1, %f2, _, %f4}, [%rd1+16];",
        "ld.global.nc.v4.f32 {%f1, %f2, _, %f4}, [%rd1+16];"},
-      {"@!%p1 st.shared::cta.u32 [%r1+-4], %r2;", "@!%p1 st.shared.u32 [%r1+-4], %r2;"},
+      {"@!%p1 st.shared::cta.u32 [%r1+-4], %r2;", "@!%p1 st.shared::cta.u32 [%r1+-4], %r2;"},
+      {"ld.param::entry.u32 %r1, [%rd1+4];", "ld.param::entry.u32 %r1, [%rd1+4];"},
       {"setp.lt.and.f32 %p1|%p2, %f1, 0f3F800000, !%p3;",
        "setp.lt.and.f32 %p1|%p2, %f1, 0f3F800000, !%p3;"},
       {"mov.u32 %r1, %ctaid.y;", "mov.u32 %r1, %ctaid.y;"},
@@ -326,4 +327,59 @@ TEST(PtxInstruction, PrinterSpellsInstructionsBack) {
 }
 
 }  // namespace
+TEST(PtxInstruction, VideoSelectorsAndNegatedSources) {
+  One vadd("vadd.s32.u32.s32.sat.add %r1, %r2.b0, %r3.h1, %r4;");
+  ASSERT_NE(vadd.inst, nullptr);
+  EXPECT_EQ(vadd.inst->operands()[0].component(), "");
+  EXPECT_EQ(vadd.inst->operands()[1].component(), "b0");
+  EXPECT_EQ(vadd.inst->operands()[2].component(), "h1");
+  One simd("vadd4.u32.u32.u32.sat %r1.b3210, %r2.b7654, %r3.b0123, %r4;");
+  ASSERT_NE(simd.inst, nullptr);
+  EXPECT_EQ(simd.inst->operands()[1].component(), "b7654");
+  One vmad("vmad.s32.u32.u32 %r1, -%r2, %r3.h0, %r4;");
+  ASSERT_NE(vmad.inst, nullptr);
+  EXPECT_TRUE(vmad.inst->operands()[1].minus());
+  EXPECT_FALSE(vmad.inst->operands()[2].minus());
+  ParseResult bad = parseKernel("vadd.s32.u32.s32 %r1, %r2.b8, %r3, %r4;");
+  ASSERT_EQ(bad.diagnostics.size(), 1u);
+  EXPECT_EQ(bad.diagnostics[0].message, "invalid register component '.b8'");
+}
+
+TEST(PtxInstruction, VectorSpecialRegisters) {
+  One w("mov.u32 %r1, %ctaid.w;");
+  ASSERT_NE(w.inst, nullptr);
+  EXPECT_EQ(w.inst->operands()[1].special(), SpecialRegister::CtaidX);
+  EXPECT_EQ(w.inst->operands()[1].vectorForm(), Operand::VectorForm::W);
+  One whole("mov.v4.u32 {%r1, %r2, %r3, %r4}, %tid;");
+  ASSERT_NE(whole.inst, nullptr);
+  EXPECT_EQ(whole.inst->operands()[1].vectorForm(), Operand::VectorForm::Whole);
+  One x("mov.u32 %r1, %tid.y;");
+  EXPECT_EQ(x.inst->operands()[1].special(), SpecialRegister::TidY);
+  EXPECT_EQ(x.inst->operands()[1].vectorForm(), Operand::VectorForm::Component);
+}
+
+TEST(PtxInstruction, TextureSamplerAndSurfaceReferences) {
+  const char* scope =
+      ".global .texref t;\n"
+      ".global .samplerref s = { addr_mode_0 = clamp_to_edge, filter_mode = linear };\n"
+      ".global .surfref u;\n";
+  ParseResult r = parseKernel("tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [t, s, {%f5, %f6}];", scope);
+  ASSERT_FALSE(r.hasErrors()) << r.formatDiagnostics();
+  const Variable* sampler = r.module.findGlobal("s");
+  ASSERT_NE(sampler, nullptr);
+  EXPECT_EQ(sampler->type, ScalarType::SamplerRef);
+  EXPECT_EQ(sampler->opaqueFields,
+            (std::vector<std::pair<std::string, std::string>>{{"addr_mode_0", "clamp_to_edge"},
+                                                              {"filter_mode", "linear"}}));
+  EXPECT_EQ(r.module.findGlobal("t")->type, ScalarType::TexRef);
+  EXPECT_EQ(r.module.findGlobal("u")->sizeInBytes(), 8u);
+  const Instruction* tex = onlyInstruction(r);
+  ASSERT_NE(tex, nullptr);
+  const Operand& address = tex->operands()[1];
+  EXPECT_EQ(address.address().symbol, "t");
+  ASSERT_EQ(address.elements().size(), 2u);
+  EXPECT_EQ(address.elements()[0].symbol(), "s");
+  EXPECT_EQ(address.elements()[1].kind, Operand::Kind::Vector);
+}
+
 }  // namespace rocuda::ptx
