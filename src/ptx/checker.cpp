@@ -177,6 +177,7 @@ struct RowToken {
     AnyType,       // type among the types
     TypeAt,        // type is the index-th type suffix (@1:bf16)
     Space,         // the instruction's space is `space`
+    SpelledSpace,  // ... and spelled explicitly (`.shared::cta`, `.param::entry`)
     SecondSpace,   // text among the modifiers (a second state space)
     VectorWidth,   // .vN: index is N
     ThreeSources,  // 3src: four operands (min/max with three inputs)
@@ -219,11 +220,14 @@ RowToken decodeToken(std::string_view token, unsigned& spacesSeen) {
         t.index = d.width;
         break;
       case DecodedModifier::Kind::Space:
-        // `.shared` and `.shared::cta` decode to one space: only plain spellings can match.
-        if (spacesSeen++ != 0)
+        if (spacesSeen++ != 0) {
           t.kind = RowToken::Kind::SecondSpace;
-        else if (token.find("::") == std::string_view::npos)
+        } else if (token == "shared::cta" || token == "param::entry" || token == "param::func") {
+          t.kind = RowToken::Kind::SpelledSpace, t.space = d.space;  // the explicit spelling
+        } else if (token.find("::") == std::string_view::npos ||
+                   d.space == StateSpace::SharedCluster) {
           t.kind = RowToken::Kind::Space, t.space = d.space;
+        }
         break;
       case DecodedModifier::Kind::Other:
         t.kind = RowToken::Kind::Modifier;
@@ -268,6 +272,12 @@ bool hasToken(const Instruction& inst, const RowToken& token) {
     }
     case RowToken::Kind::Space:
       return inst.space == token.space;
+    case RowToken::Kind::SpelledSpace:
+      return inst.space == token.space && inst.spaceSpelling != SpaceSpelling::Plain &&
+             token.text.substr(token.text.find("::") + 2) ==
+                 (inst.spaceSpelling == SpaceSpelling::Cta     ? "cta"
+                  : inst.spaceSpelling == SpaceSpelling::Entry ? "entry"
+                                                               : "func");
     case RowToken::Kind::VectorWidth:
       return inst.vectorWidth == token.index;
     case RowToken::Kind::ThreeSources:
@@ -294,6 +304,7 @@ bool matchesSpecialRegister(const Operand& op, std::string_view token) {
       name[token.size()] == '.')
     return true;  // %tid for %tid.x
   bool numbered = op.special() == SpecialRegister::Envreg || op.special() == SpecialRegister::Pm ||
+                  op.special() == SpecialRegister::Pm64 ||
                   op.special() == SpecialRegister::ReservedSmemOffsetN;
   return numbered && token.size() > name.size() && token.substr(0, name.size()) == name;
 }
@@ -377,6 +388,84 @@ OperandCount operandCountFor(Opcode opcode) {
   return rule ? OperandCount{rule->min, rule->max} : OperandCount{};
 }
 
+namespace {
+
+// Whether a register of type `reg` may stand where an instruction of type `type` expects an
+// operand `widthFactor` times as wide (2 for the wide results of mul.wide / mad.wide), by the
+// PTX type-checking rules ptxas applies to arithmetic: sizes agree; a bit-size register fits
+// any type; integer types take signed, unsigned and bit-size registers; float types take their
+// own type and bit-size registers; predicates only predicates.
+bool registerFits(ScalarType reg, ScalarType type, unsigned widthFactor) {
+  if (type == ScalarType::Pred || reg == ScalarType::Pred) return reg == type;
+  if (scalarTypeSize(reg) != scalarTypeSize(type) * widthFactor) return false;
+  if (isBitType(reg) || (isBitType(type) && widthFactor == 1)) return true;
+  if (widthFactor != 1) return !isFloat(reg);  // wide integer results: any 2N-bit integer
+  if (isFloat(type)) return reg == type;
+  return (isSignedInteger(type) || isUnsignedInteger(type)) &&
+         (isSignedInteger(reg) || isUnsignedInteger(reg));
+}
+
+// The instructions whose operands all have the instruction's type (the last operand of selp is
+// the predicate; setp's first one or two are predicate destinations; wide forms double the
+// destination, and mad.wide's addend).
+struct TypedShape {
+  size_t firstChecked;  // operands before it are not checked here (setp's destinations)
+  bool lastIsPredicate;
+};
+
+bool typedShape(const Instruction& inst, TypedShape& shape) {
+  switch (inst.opcode) {
+    case Opcode::add: case Opcode::sub: case Opcode::mul: case Opcode::mad: case Opcode::min:
+    case Opcode::max: case Opcode::and_: case Opcode::or_: case Opcode::xor_: case Opcode::not_:
+    case Opcode::neg: case Opcode::abs: case Opcode::rem: case Opcode::div:
+      shape = {0, false};
+      return true;
+    case Opcode::selp:
+      shape = {0, true};
+      return true;
+    case Opcode::setp:  // setp.lt.and.s32 p|q, a, b, c: c is the predicate it combines with
+      shape = {inst.destinationPair ? size_t{2} : size_t{1},
+               inst.hasModifier("and") || inst.hasModifier("or") || inst.hasModifier("xor")};
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+// ptxas's "Arguments mismatch": a register operand whose declared type does not fit the
+// instruction type. Only the plain forms of the arithmetic, logic, compare and select
+// instructions, where the rule is exact (no relaxed rules as for ld, st, cvt).
+void Parser::checkOperandTypes(const Function& function, const Instruction& inst) {
+  TypedShape shape;
+  if (!typedShape(inst, shape) || inst.types().size() != 1 || inst.vectorWidth != 1) return;
+  ScalarType type = inst.types()[0];
+  if (type == ScalarType::F16x2 || type == ScalarType::BF16x2 || scalarTypeSize(type) == 0) return;
+  bool wide = inst.hasModifier("wide");
+  Span<Operand> operands = inst.operands();
+  for (size_t i = shape.firstChecked; i < operands.size(); ++i) {
+    const Operand& op = operands[i];
+    if (op.kind != Operand::Kind::Register || !op.component().empty() ||
+        op.reg() >= function.registerCount())
+      continue;
+    const RegisterDeclaration& declaration = function.declarationOf(op.reg());
+    if (declaration.vectorWidth != 1) continue;
+    bool predicate = shape.lastIsPredicate && i + 1 == operands.size();
+    ScalarType expected = predicate ? ScalarType::Pred : type;
+    unsigned factor = (wide && !predicate && (i == 0 || (inst.opcode == Opcode::mad && i == 3))) ? 2 : 1;
+    if (registerFits(declaration.type, expected, factor)) continue;
+    std::string what = std::string(".") + scalarTypeName(expected);
+    if (factor == 2) what = std::to_string(scalarTypeSize(type) * 16) + "-bit";
+    errorAt(kUnknownOffset, operandLocs_[i],
+            "operand " + std::to_string(i + 1) + " of '" + std::string(opcodeName(inst.opcode)) +
+                "' is the ." + scalarTypeName(declaration.type) + " register '" +
+                function.registerName(op.reg()) + "', which does not fit " + what +
+                " (ptxas: arguments mismatch)");
+    return;  // one per instruction
+  }
+}
+
 void Parser::checkInstruction(const Function& function, const Instruction& inst,
                               const Token& start) {
   std::optional<uint32_t> guard = inst.guard();
@@ -386,6 +475,7 @@ void Parser::checkInstruction(const Function& function, const Instruction& inst,
             "guard '" + function.registerName(*guard) + "' is not a .pred register");
   }
   checkRequirements(inst, start);
+  checkOperandTypes(function, inst);
   const Rule* rule = ruleFor(inst.opcode);
   if (rule == nullptr) return;
   Span<Operand> operands = inst.operands();

@@ -104,9 +104,14 @@ TEST(PtxDiagnostics, ModuleRedefinitions) {
 
 TEST(PtxDiagnostics, SpecialRegisterWithoutComponent) {
   expectBodyError("mov.u32 %r1, %tid;", 14,
-                  "special register '%tid' needs a component (.x, .y or .z)");
-  expectBodyError("mov.u32 %r1, %ctaid.w;", 14,
-                  "special register '%ctaid' needs a component (.x, .y or .z)");
+                  "special register '%tid' needs a component (.x, .y, .z or .w) or a .v4 "
+                  "instruction");
+  expectBodyError("mov.u32 %r1, %ctaid.q;", 14,
+                  "special register '%ctaid' needs a component (.x, .y, .z or .w) or a .v4 "
+                  "instruction");
+  // ptxas accepts the unused fourth component and the whole vector in a .v4 move.
+  EXPECT_FALSE(parseKernel("mov.u32 %r1, %ctaid.w;").hasErrors());
+  EXPECT_FALSE(parseKernel("mov.v4.u32 {%r1, %r2, %r3, %r4}, %ntid;").hasErrors());
 }
 
 TEST(PtxDiagnostics, Redefinitions) {
@@ -179,8 +184,8 @@ TEST(PtxDiagnostics, EveryOtherMessage) {
        "address offset must be an integer"},
       {".entry k() { .reg .b32 %r<2>; add.u32 %r1, %r0, ]; }", 1, 49,
        "expected an operand, found ']'"},
-      {".entry k() { .reg .v2 .b32 %v; .reg .b32 %r; mov.u32 %r, %v.x; }", 1, 60,
-       "vector register components ('.x') are not supported"},
+      {".entry k() { .reg .v2 .b32 %v; .reg .b32 %r; mov.u32 %r, %v.q; }", 1, 60,
+       "invalid register component '.q'"},
       {".entry k() { .reg .pred %p; not.pred %p, !5; }", 1, 43,
        "expected a predicate register after '!', found '5'"},
       {".entry k() { .reg .b32 %r; mov.u32 %r, -x; }", 1, 41,
@@ -318,6 +323,39 @@ TEST(PtxDiagnostics, ArchitectureSpecificInstructionOnAnotherTarget) {
   expectModuleError(moduleWith("8.0", "sm_90", "wgmma.fence.sync.aligned;"), 9, 1,
                     "'wgmma.fence' is not supported on .target sm_90 (only on sm_90a)");
   EXPECT_FALSE(parseModule(moduleWith("8.0", "sm_90a", "wgmma.fence.sync.aligned;"), "m").hasErrors());
+}
+
+// ptxas's "Arguments mismatch", with the operand located (each case checked against ptxas).
+TEST(PtxDiagnostics, RegisterTypeDoesNotFitTheInstruction) {
+  expectBodyError("add.s32 %r1, %f1, %r2;", 14,
+                  "operand 2 of 'add' is the .f32 register '%f1', which does not fit .s32 "
+                  "(ptxas: arguments mismatch)");
+  expectBodyError("add.u32 %r1, %rd1, %r2;", 14,
+                  "operand 2 of 'add' is the .b64 register '%rd1', which does not fit .u32 "
+                  "(ptxas: arguments mismatch)");
+  expectBodyError("mul.wide.u32 %r1, %r2, %r3;", 14,
+                  "operand 1 of 'mul' is the .b32 register '%r1', which does not fit 64-bit "
+                  "(ptxas: arguments mismatch)");
+  expectBodyError("selp.b32 %r1, %r2, %r3, %r4;", 25,
+                  "operand 4 of 'selp' is the .b32 register '%r4', which does not fit .pred "
+                  "(ptxas: arguments mismatch)");
+  // What the rules allow: bit-size registers anywhere of their size, signed and unsigned
+  // integers together, wide results, predicates combined by setp.
+  for (const char* ok : {"add.f32 %f1, %r1, %r2;", "xor.b32 %r1, %f1, %r2;",
+                         "mul.wide.s32 %rd1, %r1, %r2;", "mad.wide.u32 %rd1, %r1, %r2, %rd2;",
+                         "setp.eq.and.b32 %p1|%p2, %r1, %r2, %p3;", "add.f16 %rs1, %rs2, %rs3;"})
+    EXPECT_FALSE(parseKernel(ok).hasErrors()) << ok << parseKernel(ok).formatDiagnostics();
+}
+
+// `.shared::cta` is a spelling of its own where ptxas says so (.version 7.8), and prints back.
+TEST(PtxDiagnostics, ExplicitSharedCtaNeedsItsVersion) {
+  expectModuleError(moduleWith("7.0", "sm_80", ".shared .b32 s;\nld.shared::cta.u32 %r1, [s];"),
+                    10, 1,
+                    "'ld.shared::cta' requires PTX ISA .version 7.8 or later (the module declares "
+                    ".version 7.0)");
+  EXPECT_FALSE(
+      parseModule(moduleWith("7.0", "sm_80", ".shared .b32 s;\nld.shared.u32 %r1, [s];"), "m")
+          .hasErrors());
 }
 
 TEST(PtxDiagnostics, TargetNewerThanTheDeclaredVersion) {
