@@ -466,8 +466,54 @@ void Parser::checkOperandTypes(const Function& function, const Instruction& inst
   }
 }
 
-void Parser::checkInstruction(const Function& function, const Instruction& inst,
+void Parser::checkStateSpaces(const FunctionState& state, const Instruction& inst,
                               const Token& start) {
+  bool stores = inst.opcode == Opcode::st || inst.opcode == Opcode::atom ||
+                inst.opcode == Opcode::red;
+  bool accesses = stores || inst.opcode == Opcode::ld || inst.opcode == Opcode::ldu;
+  if (!accesses && inst.opcode != Opcode::cvta) return;
+  std::string name = std::string(opcodeName(inst.opcode)) + "." + stateSpaceName(inst.space);
+  if (stores && inst.space == StateSpace::Const) {
+    error(start, "'" + name + "': .const memory is read-only");
+    return;
+  }
+  if (inst.space == StateSpace::None || inst.hasModifier("to")) return;  // generic, or cvta.to
+  for (size_t i = 0; i < inst.operands().size(); ++i) {
+    const Operand& op = inst.operands()[i];
+    std::string_view symbol;
+    if (op.kind == Operand::Kind::Address && op.address().baseKind == Address::BaseKind::Symbol)
+      symbol = op.address().symbol;
+    else if (inst.opcode == Opcode::cvta && op.kind == Operand::Kind::Symbol)
+      symbol = op.symbol();
+    else
+      continue;
+    const SymbolSpace* found = nullptr;
+    if (auto it = state.symbolSpaces.find(symbol); it != state.symbolSpaces.end())
+      found = &it->second;
+    else if (auto global = symbolSpaces_.find(symbol); global != symbolSpaces_.end())
+      found = &global->second;
+    if (found == nullptr) continue;  // a function, or declared later: nothing to compare
+    StateSpace space = found->space;
+    bool compatible = space == inst.space ||
+                      (inst.space == StateSpace::SharedCluster && space == StateSpace::Shared);
+    if (!compatible) {
+      errorAt(kUnknownOffset, operandLocs_[i],
+              "'" + name + "' addresses '" + std::string(symbol) + "', a ." +
+                  stateSpaceName(space) + " variable (state space mismatch)");
+      return;
+    }
+    if (stores && i == 0 && found->readOnlyParameter) {
+      errorAt(kUnknownOffset, operandLocs_[i],
+              "'" + name + "' writes to the input parameter '" + std::string(symbol) +
+                  "' (parameters are read-only; only a .func's return values are written)");
+      return;
+    }
+  }
+}
+
+void Parser::checkInstruction(const FunctionState& state, const Instruction& inst,
+                              const Token& start) {
+  const Function& function = *state.function;
   std::optional<uint32_t> guard = inst.guard();
   if (guard && *guard < function.registerCount() &&
       function.registerType(*guard) != ScalarType::Pred) {
@@ -476,6 +522,7 @@ void Parser::checkInstruction(const Function& function, const Instruction& inst,
   }
   checkRequirements(inst, start);
   checkOperandTypes(function, inst);
+  checkStateSpaces(state, inst, start);
   const Rule* rule = ruleFor(inst.opcode);
   if (rule == nullptr) return;
   Span<Operand> operands = inst.operands();

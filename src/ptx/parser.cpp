@@ -258,7 +258,12 @@ void Parser::parseDeclaration() {
   DecodedModifier decoded = decodeModifier(name.substr(1));
   if (decoded.kind == DecodedModifier::Kind::Space && decoded.space != StateSpace::Reg &&
       decoded.space != StateSpace::Param) {
+    size_t first = out_.module.globals.size();
     if (!parseVariableDeclaration(decoded.space, linkage, out_.module.globals)) skipStatement();
+    for (size_t i = first; i < out_.module.globals.size(); ++i) {
+      const Variable& var = out_.module.globals[i];
+      symbolSpaces_.emplace(arena().intern(var.name), SymbolSpace{var.space, false});
+    }
     return;
   }
   error(tok(), "unknown directive '" + std::string(name) + "'");
@@ -297,6 +302,9 @@ void Parser::parseFunction(Linkage linkage, bool isEntry, const Token& start) {
         declareRegister(state, param.name, start, param);
       } else {
         state.params.insert(param.name);
+        // Parameters other than a .func's return values are read-only.
+        bool input = list == &state.function->params;
+        state.symbolSpaces[arena().intern(param.name)] = SymbolSpace{StateSpace::Param, input};
       }
     }
   }

@@ -443,6 +443,7 @@ void Parser::parseLocalDeclaration(FunctionState& state, StateSpace space) {
       }
     }
     state.scopes.back().locals[std::move(original)] = static_cast<uint32_t>(i);
+    state.symbolSpaces[arena().intern(var.name)] = SymbolSpace{var.space, false};
   }
 }
 

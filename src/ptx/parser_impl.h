@@ -54,6 +54,12 @@ struct PendingSymbol {
   SourceLocation loc;
 };
 
+// The state space of a variable an address may name, for the state-space checks.
+struct SymbolSpace {
+  StateSpace space = StateSpace::None;
+  bool readOnlyParameter = false;  // an input parameter of the function
+};
+
 struct FunctionState {
   Function* function = nullptr;  // valid while its body is parsed
   size_t index = 0;              // into Module::functions
@@ -71,6 +77,8 @@ struct FunctionState {
   std::vector<uint32_t> statementBlock;  // Function::body index -> block id
   bool duplicateLabels = false;
   std::unordered_set<std::string> params;  // .param parameter names
+  // Parameters and locals (by their flattened names) -> state space.
+  std::unordered_map<std::string_view, SymbolSpace> symbolSpaces;
   std::vector<PendingSymbol> pending;
 };
 
@@ -202,7 +210,10 @@ class Parser {
 
   // Semantic checks (checker.cpp).
   // Guard type, operand count and address operands, from the rule table in checker.cpp.
-  void checkInstruction(const Function& function, const Instruction& inst, const Token& start);
+  void checkInstruction(const FunctionState& state, const Instruction& inst, const Token& start);
+  // An explicit state space must be the space of the variable the address names; nothing
+  // stores to .const or to a function's input parameters.
+  void checkStateSpaces(const FunctionState& state, const Instruction& inst, const Token& start);
   // The PTX ISA version and target the instruction form needs (requirements.def).
   void checkRequirements(const Instruction& inst, const Token& start);
   // Register operands whose type does not fit the instruction type (ptxas's "Arguments
@@ -229,6 +240,7 @@ class Parser {
   uint32_t locFile_ = 0, locLine_ = 0;  // the last `.loc` of the current body
   unsigned versionNumber_ = 0;  // `.version` as major * 10 + minor; 0 before it (or unparsable)
   ModuleTarget target_;
+  std::unordered_map<std::string_view, SymbolSpace> symbolSpaces_;  // module-scope variables
   friend class ParserAccess;
 };
 

@@ -633,7 +633,7 @@ void Parser::parseInstruction(FunctionState& state) {
   }
   inst.setParts(arena(), operands.data(), operands.size(), modifierScratch_.data(),
                 modifierScratch_.size(), typeScratch_.data(), typeScratch_.size());
-  checkInstruction(*state.function, inst, opcodeToken);
+  checkInstruction(state, inst, opcodeToken);
   appendStatement(state, std::move(statement));
 }
 

@@ -347,6 +347,37 @@ TEST(PtxDiagnostics, RegisterTypeDoesNotFitTheInstruction) {
     EXPECT_FALSE(parseKernel(ok).hasErrors()) << ok << parseKernel(ok).formatDiagnostics();
 }
 
+// State spaces: an explicit space must be that of the variable addressed (each checked against
+// ptxas, which calls it "State space mismatch between instruction and address").
+TEST(PtxDiagnostics, StateSpaceOfTheAddressedVariable) {
+  const char* scope = ".global .u32 g;\n.shared .u32 s;\n.const .u32 c;\n";
+  auto expectError = [&](const char* body, uint32_t column, const std::string& message) {
+    SCOPED_TRACE(body);
+    // The three lines of module scope come before the body.
+    expectDiagnostics(parseKernel(body, scope), {{kBodyFirstLine + 3, column, message}});
+  };
+  expectError("ld.shared.u32 %r1, [g];", 20,
+              "'ld.shared' addresses 'g', a .global variable (state space mismatch)");
+  expectError("atom.global.add.u32 %r1, [s], 1;", 26,
+              "'atom.global' addresses 's', a .shared variable (state space mismatch)");
+  expectError("cvta.global.u64 %rd1, s;", 23,
+              "'cvta.global' addresses 's', a .shared variable (state space mismatch)");
+  expectError("st.const.u32 [c], %r1;", 1, "'st.const': .const memory is read-only");
+  for (const char* ok : {"ld.const.u32 %r1, [c];", "ld.u32 %r1, [s];", "cvta.shared.u64 %rd1, s;",
+                         "ld.shared::cluster.u32 %r1, [s];", "ld.global.u32 %r1, [g+4];"})
+    EXPECT_FALSE(parseKernel(ok, scope).hasErrors()) << ok;
+}
+
+TEST(PtxDiagnostics, WritesToInputParameters) {
+  expectModuleError(
+      ".version 8.0\n.target sm_90\n.address_size 64\n"
+      ".func (.param .b32 r) f(.param .b32 a)\n{\n.reg .b32 %r<2>;\n"
+      "st.param.b32 [r], %r1;\nst.param.b32 [a], %r1;\nret;\n}\n",
+      8, 14,
+      "'st.param' writes to the input parameter 'a' (parameters are read-only; only a .func's "
+      "return values are written)");
+}
+
 // `.shared::cta` is a spelling of its own where ptxas says so (.version 7.8), and prints back.
 TEST(PtxDiagnostics, ExplicitSharedCtaNeedsItsVersion) {
   expectModuleError(moduleWith("7.0", "sm_80", ".shared .b32 s;\nld.shared::cta.u32 %r1, [s];"),
