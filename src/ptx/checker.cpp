@@ -405,55 +405,67 @@ bool registerFits(ScalarType reg, ScalarType type, unsigned widthFactor) {
          (isSignedInteger(reg) || isUnsignedInteger(reg));
 }
 
-// The instructions whose operands all have the instruction's type (the last operand of selp is
-// the predicate; setp's first one or two are predicate destinations; wide forms double the
-// destination, and mad.wide's addend).
-struct TypedShape {
-  size_t firstChecked;  // operands before it are not checked here (setp's destinations)
-  bool lastIsPredicate;
-};
-
-bool typedShape(const Instruction& inst, TypedShape& shape) {
+// What each operand of an instruction must be, as a string with one letter per operand: T the
+// instruction's type, W twice its width (the wide forms' results and mad.wide's addend), U a
+// 32-bit integer (shift amounts, bit positions, counts), P a predicate, '-' not checked here.
+// Empty: the instruction is not checked.
+std::string_view operandRoles(const Instruction& inst) {
+  bool wide = inst.hasModifier("wide");
   switch (inst.opcode) {
-    case Opcode::add: case Opcode::sub: case Opcode::mul: case Opcode::mad: case Opcode::min:
-    case Opcode::max: case Opcode::and_: case Opcode::or_: case Opcode::xor_: case Opcode::not_:
-    case Opcode::neg: case Opcode::abs: case Opcode::rem: case Opcode::div:
-      shape = {0, false};
-      return true;
+    case Opcode::add: case Opcode::sub: case Opcode::min: case Opcode::max: case Opcode::and_:
+    case Opcode::or_: case Opcode::xor_: case Opcode::not_: case Opcode::cnot: case Opcode::neg:
+    case Opcode::abs: case Opcode::rem: case Opcode::div: case Opcode::mov: case Opcode::brev:
+    case Opcode::copysign: case Opcode::fma: case Opcode::sqrt: case Opcode::rsqrt:
+    case Opcode::rcp: case Opcode::sin: case Opcode::cos: case Opcode::lg2: case Opcode::ex2:
+    case Opcode::tanh: case Opcode::mul24: case Opcode::mad24: case Opcode::sad:
+      return "TTTT";
+    case Opcode::mul:
+      return wide ? "WTT" : "TTT";
+    case Opcode::mad:
+      return wide ? "WTTW" : "TTTT";
+    case Opcode::shl: case Opcode::shr:
+      return "TTU";
+    case Opcode::bfe:
+      return "TTUU";
+    case Opcode::bfi:
+      return "TTTUU";
+    case Opcode::popc: case Opcode::clz: case Opcode::bfind:
+      return "UT";
+    case Opcode::testp:
+      return "PT";
     case Opcode::selp:
-      shape = {0, true};
-      return true;
-    case Opcode::setp:  // setp.lt.and.s32 p|q, a, b, c: c is the predicate it combines with
-      shape = {inst.destinationPair ? size_t{2} : size_t{1},
-               inst.hasModifier("and") || inst.hasModifier("or") || inst.hasModifier("xor")};
-      return true;
+      return "TTTP";
+    case Opcode::setp: {  // setp.lt.and.s32 p|q, a, b, c: c is the predicate it combines with
+      bool combines = inst.hasModifier("and") || inst.hasModifier("or") || inst.hasModifier("xor");
+      if (inst.destinationPair) return combines ? "--TTP" : "--TT";
+      return combines ? "-TTP" : "-TT";
+    }
     default:
-      return false;
+      return "";
   }
 }
 
 }  // namespace
 
-// ptxas's "Arguments mismatch": a register operand whose declared type does not fit the
-// instruction type. Only the plain forms of the arithmetic, logic, compare and select
-// instructions, where the rule is exact (no relaxed rules as for ld, st, cvt).
+// ptxas's "Arguments mismatch": a register operand whose declared type does not fit what the
+// instruction expects there. Only for the instructions above, where the rule is exact (ld, st,
+// cvt have relaxed rules and are not checked).
 void Parser::checkOperandTypes(const Function& function, const Instruction& inst) {
-  TypedShape shape;
-  if (!typedShape(inst, shape) || inst.types().size() != 1 || inst.vectorWidth != 1) return;
+  std::string_view roles = operandRoles(inst);
+  if (roles.empty() || inst.types().size() != 1 || inst.vectorWidth != 1) return;
   ScalarType type = inst.types()[0];
   if (type == ScalarType::F16x2 || type == ScalarType::BF16x2 || scalarTypeSize(type) == 0) return;
-  bool wide = inst.hasModifier("wide");
   Span<Operand> operands = inst.operands();
-  for (size_t i = shape.firstChecked; i < operands.size(); ++i) {
+  for (size_t i = 0; i < operands.size() && i < roles.size(); ++i) {
     const Operand& op = operands[i];
-    if (op.kind != Operand::Kind::Register || !op.component().empty() ||
+    char role = roles[i];
+    if (role == '-' || op.kind != Operand::Kind::Register || !op.component().empty() ||
         op.reg() >= function.registerCount())
       continue;
     const RegisterDeclaration& declaration = function.declarationOf(op.reg());
     if (declaration.vectorWidth != 1) continue;
-    bool predicate = shape.lastIsPredicate && i + 1 == operands.size();
-    ScalarType expected = predicate ? ScalarType::Pred : type;
-    unsigned factor = (wide && !predicate && (i == 0 || (inst.opcode == Opcode::mad && i == 3))) ? 2 : 1;
+    ScalarType expected = role == 'P' ? ScalarType::Pred : role == 'U' ? ScalarType::U32 : type;
+    unsigned factor = role == 'W' ? 2 : 1;
     if (registerFits(declaration.type, expected, factor)) continue;
     std::string what = std::string(".") + scalarTypeName(expected);
     if (factor == 2) what = std::to_string(scalarTypeSize(type) * 16) + "-bit";

@@ -339,9 +339,21 @@ TEST(PtxDiagnostics, RegisterTypeDoesNotFitTheInstruction) {
   expectBodyError("selp.b32 %r1, %r2, %r3, %r4;", 25,
                   "operand 4 of 'selp' is the .b32 register '%r4', which does not fit .pred "
                   "(ptxas: arguments mismatch)");
+  expectBodyError("shl.b32 %r1, %r2, %rd1;", 19,
+                  "operand 3 of 'shl' is the .b64 register '%rd1', which does not fit .u32 "
+                  "(ptxas: arguments mismatch)");
+  expectBodyError("popc.b64 %rd1, %rd2;", 10,
+                  "operand 1 of 'popc' is the .b64 register '%rd1', which does not fit .u32 "
+                  "(ptxas: arguments mismatch)");
+  expectBodyError("testp.finite.f32 %p1, %rd1;", 23,
+                  "operand 2 of 'testp' is the .b64 register '%rd1', which does not fit .f32 "
+                  "(ptxas: arguments mismatch)");
   // What the rules allow: bit-size registers anywhere of their size, signed and unsigned
-  // integers together, wide results, predicates combined by setp.
+  // integers together, wide results, predicates combined by setp, 32-bit shift amounts and
+  // counts of 64-bit operations.
   for (const char* ok : {"add.f32 %f1, %r1, %r2;", "xor.b32 %r1, %f1, %r2;",
+                         "shl.b64 %rd1, %rd2, %r1;", "popc.b64 %r1, %rd1;",
+                         "bfe.u64 %rd1, %rd2, %r1, %r2;", "mov.b32 %f1, %r1;",
                          "mul.wide.s32 %rd1, %r1, %r2;", "mad.wide.u32 %rd1, %r1, %r2, %rd2;",
                          "setp.eq.and.b32 %p1|%p2, %r1, %r2, %p3;", "add.f16 %rs1, %rs2, %rs3;"})
     EXPECT_FALSE(parseKernel(ok).hasErrors()) << ok << parseKernel(ok).formatDiagnostics();
