@@ -204,15 +204,19 @@ static llvm::Value* immediateValue(FunctionTranslator& t, const ptx::Immediate& 
   return vt == it ? c : b.CreateBitCast(c, vt);
 }
 
+Status FunctionTranslator::supportedRegisterForm(const ptx::Operand& op) const {
+  if (op.component().empty() && !op.minus()) return Status::success();
+  return makeError(ErrorCode::UnsupportedPtx,
+                   "register components, byte/half selectors and '-' on registers (in " +
+                       operandContext() + ") are not supported yet");
+}
+
 Result<llvm::Value*> FunctionTranslator::read(const ptx::Operand& op, ScalarType type) {
   switch (op.kind) {
     case ptx::Operand::Kind::Register: {
       if (op.reg() >= registers_.size() || !registers_[op.reg()])
         return makeError(ErrorCode::InvalidPtx, "bad register operand in '" + fn.name + "'");
-      if (!op.component().empty() || op.minus())
-        return makeError(ErrorCode::UnsupportedPtx,
-                         "register components, byte/half selectors and '-' on registers (in " +
-                             operandContext() + ") are not supported yet");
+      ROCUDA_TRY(supportedRegisterForm(op));
       auto* slot = registers_[op.reg()];
       return adaptRead(*this, b.CreateLoad(slot->getAllocatedType(), slot), type, op.negated);
     }
@@ -229,7 +233,7 @@ Result<llvm::Value*> FunctionTranslator::read(const ptx::Operand& op, ScalarType
     case ptx::Operand::Kind::Immediate:
       return immediateValue(*this, op.imm(), type);
     case ptx::Operand::Kind::Symbol: {
-      auto v = symbolValue(std::string(op.symbol()), op.symbolOffset());
+      auto v = symbolValue(op.symbol(), op.symbolOffset());
       if (!v.ok()) return v;
       return adaptRead(*this, *v, type, false);
     }
@@ -245,9 +249,7 @@ Status FunctionTranslator::write(const ptx::Operand& op, llvm::Value* v, ScalarT
       !registers_[op.reg()])
     return makeError(ErrorCode::InvalidPtx,
                      "a destination of " + operandContext() + " is not a register");
-  if (!op.component().empty() || op.minus())
-    return makeError(ErrorCode::UnsupportedPtx, "register components and byte/half selectors (in " +
-                                                    operandContext() + ") are not supported yet");
+  ROCUDA_TRY(supportedRegisterForm(op));
   auto* slot = registers_[op.reg()];
   auto* regType = llvm::cast<llvm::IntegerType>(slot->getAllocatedType());
   llvm::Type* vt = v->getType();
@@ -273,7 +275,7 @@ Result<llvm::Value*> FunctionTranslator::address(const ptx::Operand& op, ptx::St
   llvm::Value* ptr = nullptr;
   int64_t offset = a.offset;
   if (a.baseKind == ptx::Address::BaseKind::Symbol) {
-    auto p = symbolPointer(std::string(a.symbol));
+    auto p = symbolPointer(a.symbol);
     if (!p.ok()) return p;
     ptr = *p;
   } else {
@@ -311,7 +313,6 @@ Status FunctionTranslator::createStorage() {
       eb.CreateStore(llvm::ConstantInt::get(type, 0), registers_[i]);
     }
   }
-  auto findRegister = [&](const std::string& name) { return fn.findRegister(name); };
   if (fn.isEntry) {
     params_ = function->getArg(0);
     uint64_t offset = 0;
@@ -326,7 +327,7 @@ Status FunctionTranslator::createStorage() {
     auto bind = [&](const ptx::Variable& p, bool isReturn) {
       llvm::Value* ptr = function->getArg(arg++);
       locals_[p.name] = ptr;
-      int64_t reg = p.space == ptx::StateSpace::Reg ? findRegister(p.name) : -1;
+      int64_t reg = p.space == ptx::StateSpace::Reg ? fn.findRegister(p.name) : -1;
       if (reg < 0 || !registers_[reg]) return;
       if (isReturn) {
         regReturns_.emplace_back(static_cast<uint32_t>(reg), ptr);

@@ -147,6 +147,8 @@ class FunctionTranslator {
   Status translateInstruction(const ptx::Instruction& inst);
   // "line:column of 'ld.global.u32'": where an operand that cannot be used is.
   std::string operandContext() const;
+  // A register operand with a component, selector or '-' (parsed, not translated yet) is refused.
+  Status supportedRegisterForm(const ptx::Operand& op) const;
 
   std::vector<llvm::AllocaInst*> registers_;
   std::unordered_map<std::string, llvm::Value*> locals_;  // .local/.param locals and params

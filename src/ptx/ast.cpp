@@ -571,10 +571,7 @@ void Instruction::setOperands(Arena& arena, const Operand* operands, size_t coun
 
 Statement Statement::makeLabel(Arena& arena, std::string_view name, SourceLocation loc) {
   Statement statement;
-  auto* stored = static_cast<std::string_view*>(
-      arena.allocate(sizeof(std::string_view), alignof(std::string_view)));
-  new (stored) std::string_view(arena.intern(name));
-  statement.label_ = stored;
+  statement.label_ = arena.create(arena.intern(name));
   statement.instruction.loc = loc;
   return statement;
 }
@@ -680,5 +677,22 @@ int64_t Function::findRegister(std::string_view name) const {
 }
 
 Module::Module() { arenas.push_back(std::make_shared<Arena>()); }
+
+SpaceSpelling spaceSpellingOf(std::string_view suffix) {
+  if (suffix == "shared::cta") return SpaceSpelling::Cta;
+  if (suffix == "param::entry") return SpaceSpelling::Entry;
+  if (suffix == "param::func") return SpaceSpelling::Func;
+  return SpaceSpelling::Plain;
+}
+
+const char* spaceSpellingSuffix(SpaceSpelling spelling) {
+  static const char* const kSuffixes[] = {"", "::cta", "::entry", "::func"};
+  return kSuffixes[static_cast<int>(spelling)];
+}
+
+bool isNumberedSpecialRegister(SpecialRegister reg) {
+  return reg == SpecialRegister::Envreg || reg == SpecialRegister::Pm ||
+         reg == SpecialRegister::Pm64 || reg == SpecialRegister::ReservedSmemOffsetN;
+}
 
 }  // namespace rocuda::ptx

@@ -68,6 +68,10 @@ enum class Linkage : uint8_t { Default, Visible, Extern, Weak, Common };
 // explicit spelling in some instructions (tcgen05.alloc, cp.async.bulk...) and a newer .version
 // for it, so printing and checking need it.
 enum class SpaceSpelling : uint8_t { Plain, Cta, Entry, Func };
+// The spelling of a state-space suffix without its dot ("shared::cta" -> Cta; Plain otherwise),
+// and the part a spelling adds to the space's name ("::cta", "" for Plain).
+SpaceSpelling spaceSpellingOf(std::string_view suffix);
+const char* spaceSpellingSuffix(SpaceSpelling spelling);
 
 // Special registers (%tid.x, %laneid, ...). Vector ones are split per component.
 enum class SpecialRegister : uint8_t {
@@ -93,6 +97,9 @@ enum class SpecialRegister : uint8_t {
   Pm64,                 // %pm0_64..%pm7_64: Operand::envregIndex holds n
 };
 const char* specialRegisterName(SpecialRegister reg);  // "%tid.x", ...
+// The numbered ones (%envreg<n>, %pm<n>, %pm<n>_64, %reserved_smem_offset_<n>): their name
+// lacks the number, which is Operand::envregIndex.
+bool isNumberedSpecialRegister(SpecialRegister reg);
 
 // Every instruction of the PTX ISA. The parser rejects any other opcode.
 #define ROCUDA_PTX_OPCODES(X)                                                                     \
@@ -153,6 +160,11 @@ class Arena {
     T* out = static_cast<T*>(allocate(sizeof(T) * count, alignof(T)));
     for (size_t i = 0; i < count; ++i) out[i] = elements[i];
     return out;
+  }
+  // A copy of one trivially copyable value, for the AST to point at.
+  template <class T>
+  const T* create(const T& value) {
+    return copy(&value, 1);
   }
   std::string_view copyString(std::string_view text);
   // Like copyString, but equal strings share one copy (modifier spellings, labels, symbols).

@@ -29,10 +29,8 @@ bool renameOperand(Operand& op, const Renames& renames,
                    const std::set<std::string, std::less<>>& shadowed, Arena& arena) {
   auto reference = [&](std::string_view name, const SymbolReference* old, const Operand* parts,
                        size_t partCount) {
-    auto* ref = static_cast<SymbolReference*>(
-        arena.allocate(sizeof(SymbolReference), alignof(SymbolReference)));
-    return new (ref) SymbolReference{name, old ? old->offset : 0, parts,
-                                     static_cast<uint32_t>(partCount)};
+    return arena.create(SymbolReference{name, old ? old->offset : 0, parts,
+                                        static_cast<uint32_t>(partCount)});
   };
   if (op.kind == Operand::Kind::Symbol) {
     const std::string* fresh = renamed(op.symbol(), renames, &shadowed);
@@ -75,10 +73,9 @@ void renameInitializer(Variable& variable, const Renames& renames,
     if (element.kind() != InitializerElement::Kind::SymbolAddress) continue;
     const std::string* fresh = renamed(element.symbol(), renames, shadowed);
     if (fresh == nullptr) continue;
-    auto* ref = static_cast<SymbolReference*>(
-        arena.allocate(sizeof(SymbolReference), alignof(SymbolReference)));
-    new (ref) SymbolReference{arena.intern(*fresh), element.offset(), nullptr};
-    element = InitializerElement::makeSymbolAddress(ref, element.generic());
+    element = InitializerElement::makeSymbolAddress(
+        arena.create(SymbolReference{arena.intern(*fresh), element.offset(), nullptr}),
+        element.generic());
   }
 }
 

@@ -139,10 +139,9 @@ void Parser::parseTarget() {
     if (!target_.known && parseTargetName(text(name), target_)) {
       unsigned needed = minimumVersionFor(target_.name);
       if (needed != 0 && versionNumber_ != 0 && versionNumber_ < needed)
-        error(name, "PTX ISA .version " + std::to_string(versionNumber_ / 10) + "." +
-                        std::to_string(versionNumber_ % 10) + " does not support .target " +
-                        target_.name + " (it needs .version " + std::to_string(needed / 10) +
-                        "." + std::to_string(needed % 10) + " or later)");
+        error(name, "PTX ISA .version " + versionText(versionNumber_) +
+                        " does not support .target " + target_.name + " (it needs .version " +
+                        versionText(needed) + " or later)");
     }
     advance();
   } while (accept(TokenKind::Comma));

@@ -111,6 +111,11 @@ struct ModuleTarget {
 // Parses "sm_90a" / "sm_100f" / "sm_75"; false for anything else (texmode_*, debug, ...).
 bool parseTargetName(std::string_view name, ModuleTarget& out);
 
+// A PTX ISA version held as major * 10 + minor, spelled "7.8".
+inline std::string versionText(unsigned version) {
+  return std::to_string(version / 10) + "." + std::to_string(version % 10);
+}
+
 class Parser {
  public:
   Parser(std::string_view text, std::string_view fileName, ParseResult& out);

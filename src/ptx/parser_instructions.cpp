@@ -274,9 +274,7 @@ bool Parser::parseRegisterOrSpecial(FunctionState& state, Instruction& inst, Ope
         error(tok(), "invalid register component '." + std::string(text) + "'");
         return false;
       }
-      auto* stored = static_cast<std::string_view*>(
-          arena().allocate(sizeof(std::string_view), alignof(std::string_view)));
-      component = new (stored) std::string_view(arena().intern(text));
+      component = arena().create(arena().intern(text));
       advance();
     }
     out = Operand::makeRegister(reg, negated, component, minus);
@@ -329,10 +327,8 @@ std::string_view Parser::resolveSymbol(FunctionState& state, Opcode opcode, cons
 
 const SymbolReference* Parser::newReference(std::string_view name, int64_t offset,
                                             const Operand* coordinates, size_t coordinateCount) {
-  auto* ref = static_cast<SymbolReference*>(
-      arena().allocate(sizeof(SymbolReference), alignof(SymbolReference)));
-  new (ref) SymbolReference{name, offset, coordinates, static_cast<uint32_t>(coordinateCount)};
-  return ref;
+  return arena().create(
+      SymbolReference{name, offset, coordinates, static_cast<uint32_t>(coordinateCount)});
 }
 
 bool Parser::parseAddress(FunctionState& state, Instruction& inst, Operand& out) {
@@ -532,10 +528,7 @@ void Parser::parseModifiers(Instruction& inst) {
         // A second space (cp.async.bulk.shared::cluster.global) stays a modifier, in order.
         if (inst.space == StateSpace::None) {
           inst.space = d.space;
-          inst.spaceSpelling = name == "shared::cta"    ? SpaceSpelling::Cta
-                               : name == "param::entry" ? SpaceSpelling::Entry
-                               : name == "param::func"  ? SpaceSpelling::Func
-                                                        : SpaceSpelling::Plain;
+          inst.spaceSpelling = spaceSpellingOf(name);
           slot = 2;
           break;
         }

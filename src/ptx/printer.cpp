@@ -63,10 +63,7 @@ std::string printOperand(const Function& function, const Operand& op) {
       if (op.vectorForm() != Operand::VectorForm::Component)  // "%tid.x" -> "%tid" / "%tid.w"
         name = name.substr(0, name.rfind('.')) +
                (op.vectorForm() == Operand::VectorForm::W ? ".w" : "");
-      if (op.special() == SpecialRegister::Envreg || op.special() == SpecialRegister::Pm ||
-          op.special() == SpecialRegister::Pm64 ||
-          op.special() == SpecialRegister::ReservedSmemOffsetN)
-        name += std::to_string(op.envregIndex());
+      if (isNumberedSpecialRegister(op.special())) name += std::to_string(op.envregIndex());
       if (op.special() == SpecialRegister::Pm64) name += "_64";
       return prefix + name;
     }
@@ -256,10 +253,9 @@ std::string printInstruction(const Function& function, const Instruction& inst) 
   Span<Operand> operands = inst.operands();
   bool spaceDone = inst.space == StateSpace::None, vectorDone = inst.vectorWidth <= 1;
   auto space = [&] {
-    static const char* const kSpellings[] = {"", "::cta", "::entry", "::func"};
     if (!spaceDone)
       text += std::string(".") + stateSpaceName(inst.space) +
-              kSpellings[static_cast<int>(inst.spaceSpelling)];
+              spaceSpellingSuffix(inst.spaceSpelling);
     spaceDone = true;
   };
   auto vector = [&] {
