@@ -24,6 +24,9 @@
 //  * Barrier reductions (`bar.red`, __syncthreads_count/and/or): `i32 __rocuda_barrier_reduce(
 //    i32 op, i32 id, i32 threads, i32 predicate)`, op 0 popc (returns the count), 1 and, 2 or
 //    (return 0/1). Kernels calling it have usesBarriers set.
+//  * Atomic read-modify-writes, compare-and-swaps, atomic loads/stores and fences are
+//    system-wide in LLVM terms; their PTX scope (.cta, .cluster, .gpu; atom/red default to .gpu)
+//    is `!rocuda.scope !{!"cta"}` metadata for targets with a scoped memory model (AMDGPU).
 //  * Warp collectives (all convergent; `mask` is the PTX member mask; kernels calling any of them
 //    have usesWarpCollectives set):
 //      `void __rocuda_warp_sync(i32 mask)` (bar.warp.sync / __syncwarp);

@@ -74,11 +74,13 @@ PassContext::PassContext(llvm::TargetMachine& tm) : pb(&tm) {
   pb.crossRegisterProxies(lam, fam, cgam, mam);
 }
 
-Result<std::vector<uint8_t>> emitObject(llvm::Module& module, llvm::TargetMachine& tm) {
+Result<std::vector<uint8_t>> emitObject(llvm::Module& module, llvm::TargetMachine& tm,
+                                        bool assembly) {
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream stream(buffer);
   llvm::legacy::PassManager pm;
-  if (tm.addPassesToEmitFile(pm, stream, nullptr, llvm::CodeGenFileType::ObjectFile))
+  auto type = assembly ? llvm::CodeGenFileType::AssemblyFile : llvm::CodeGenFileType::ObjectFile;
+  if (tm.addPassesToEmitFile(pm, stream, nullptr, type))
     return makeError(ErrorCode::Internal,
                      "the target " + tm.getTargetTriple().str() + " cannot emit object files");
   pm.run(module);

@@ -41,8 +41,10 @@ struct PassContext {
   llvm::PassBuilder pb;
 };
 
-// Emit an ELF relocatable object for `tm`'s target (the host or an AMD GPU).
-Result<std::vector<uint8_t>> emitObject(llvm::Module& module, llvm::TargetMachine& tm);
+// Emit an ELF relocatable object for `tm`'s target (the host or an AMD GPU), or with `assembly`
+// the target's assembly text instead.
+Result<std::vector<uint8_t>> emitObject(llvm::Module& module, llvm::TargetMachine& tm,
+                                        bool assembly = false);
 
 // Whether kernel `name` (after inlining) can reach a call to one of `callees` (an indirect call
 // counts as reaching them when any function of the module calls one).

@@ -46,6 +46,17 @@ bool rmwOp(const ptx::Instruction& inst, ScalarType type, llvm::AtomicRMWInst::B
 
 }  // namespace
 
+void markScope(llvm::Instruction& access, const ptx::Instruction& inst, const char* defaultScope) {
+  const char* scope = defaultScope;
+  for (const char* name : {"cta", "cluster", "gpu", "sys"})
+    if (inst.hasModifier(name)) scope = name;
+  if (inst.hasModifier("gl")) scope = "gpu";  // membar.gl
+  if (!scope) return;
+  llvm::LLVMContext& context = access.getContext();
+  access.setMetadata(kScopeMetadata,
+                     llvm::MDNode::get(context, {llvm::MDString::get(context, scope)}));
+}
+
 Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
   if (inst.types().size() != 1 || inst.vectorWidth != 1) return t.unsupported(inst);
@@ -73,6 +84,7 @@ Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
             ? llvm::AtomicOrdering::Acquire
             : llvm::AtomicOrdering::Monotonic;
     auto* x = B.CreateAtomicCmpXchg(ptr, cmp, val, llvm::MaybeAlign(size), order, failure);
+    markScope(*x, inst, "gpu");  // PTX's default scope for atom and red
     // Spin locks retry a compare-and-swap until another thread releases the lock.
     if (inst.space != ptx::StateSpace::Shared) markPollableAccess(*x);
     old = B.CreateExtractValue(x, 0);
@@ -83,7 +95,9 @@ Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
     if (op == llvm::AtomicRMWInst::Xchg && ptx::isFloat(type))
       operandType = size == 4 ? ScalarType::B32 : size == 8 ? ScalarType::B64 : ScalarType::B16;
     ROCUDA_VALUE(val, t.read(inst.operands()[first + 1], operandType));
-    old = B.CreateAtomicRMW(op, ptr, val, llvm::MaybeAlign(size), order);
+    auto* rmw = B.CreateAtomicRMW(op, ptr, val, llvm::MaybeAlign(size), order);
+    markScope(*rmw, inst, "gpu");
+    old = rmw;
   }
   if (isRed) return Status::success();
   return t.write(inst.operands()[0], old, type);

@@ -216,7 +216,7 @@ Status translateControlOp(FunctionTranslator& t, const ptx::Instruction& inst) {
     case ptx::Opcode::membar:
     case ptx::Opcode::fence:
       if (inst.hasModifier("proxy") || inst.hasModifier("mbarrier_init")) return Status::success();
-      B.CreateFence(llvm::AtomicOrdering::SequentiallyConsistent);
+      markScope(*B.CreateFence(llvm::AtomicOrdering::SequentiallyConsistent), inst, nullptr);
       return Status::success();
     case ptx::Opcode::activemask:
       if (inst.operands().size() != 1) return t.invalid(inst, "expected d");

@@ -60,6 +60,7 @@ Status load(FunctionTranslator& t, const ptx::Instruction& inst) {
     if (order != llvm::AtomicOrdering::NotAtomic && elements.size() == 1) {
       ld->setAtomic(order == llvm::AtomicOrdering::Release ? llvm::AtomicOrdering::Monotonic
                                                            : order);
+      markScope(*ld, inst, nullptr);
     }
     if (pollable) markPollableAccess(*ld);
     ROCUDA_TRY(t.write(*elements[i], ld, type));
@@ -94,9 +95,11 @@ Status store(FunctionTranslator& t, const ptx::Instruction& inst) {
     }
     llvm::Value* p = i == 0 ? ptr : B.CreateConstGEP1_64(t.i8(), ptr, i * size);
     auto* st = B.CreateAlignedStore(v, p, llvm::Align(size), isVolatile);
-    if (order != llvm::AtomicOrdering::NotAtomic && elements.size() == 1)
+    if (order != llvm::AtomicOrdering::NotAtomic && elements.size() == 1) {
       st->setAtomic(order == llvm::AtomicOrdering::Acquire ? llvm::AtomicOrdering::Monotonic
                                                            : order);
+      markScope(*st, inst, nullptr);
+    }
   }
   return Status::success();
 }

@@ -36,6 +36,14 @@ ptx::ScalarType widenedType(ptx::ScalarType type);
 inline constexpr const char* kPollMetadata = "rocuda.poll";
 void markPollableAccess(llvm::Instruction& access);
 
+// Metadata naming the PTX scope ("cta", "cluster", "gpu" or "sys") of an atomic access or a
+// fence; the LLVM sync scope stays system-wide. Targets with a scoped memory model (AMDGPU)
+// narrow their sync scope by it; the host ignores it (system-wide order honours every scope).
+inline constexpr const char* kScopeMetadata = "rocuda.scope";
+// Mark `access` with the scope modifier of `inst` (membar's .gl is "gpu"), or `defaultScope`
+// when it has none (nullptr: leave it system-wide).
+void markScope(llvm::Instruction& access, const ptx::Instruction& inst, const char* defaultScope);
+
 class ModuleTranslator {
  public:
   ModuleTranslator(llvm::LLVMContext& context, const ptx::Module& ptx, std::string_view name);

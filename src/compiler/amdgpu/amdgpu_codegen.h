@@ -29,6 +29,10 @@ const std::vector<std::string>& supportedAmdgpuProcessors();
 // Wavefront size kernels are compiled for on `processor` (32 on RDNA, 64 on CDNA); 0 if unknown.
 int amdgpuWavefrontSize(std::string_view processor);
 
+// What compileForAmdgpu returns: the linked code object, or for inspection (`rocuda compile
+// --emit`, the FileCheck tests) the target's assembly or the optimised AMDGPU LLVM IR as text.
+enum class AmdgpuOutput { CodeObject, Assembly, LlvmIr };
+
 // Parse, translate, lower and link PTX into an executable AMD GPU code object (a shared ELF for
 // amdgcn-amd-amdhsa) that hipModuleLoadData accepts. Each `.entry K` becomes kernel K whose
 // explicit kernel arguments have exactly the offsets, sizes and alignments of CUDA's packed
@@ -36,6 +40,7 @@ int amdgpuWavefrontSize(std::string_view processor);
 // Errors: InvalidPtx, UnsupportedPtx (names the function or instruction the AMD lowering cannot
 // handle yet), InvalidValue (bad target), Internal.
 Result<std::vector<uint8_t>> compileForAmdgpu(std::string_view ptx, std::string_view moduleName,
-                                              const AmdgpuTarget& target);
+                                              const AmdgpuTarget& target,
+                                              AmdgpuOutput output = AmdgpuOutput::CodeObject);
 
 }  // namespace rocuda::compiler

@@ -2,6 +2,8 @@
 // and the back end (optimise, emit, link). Run in this order by compileForAmdgpu.
 #pragma once
 
+#include <llvm/IR/IRBuilder.h>
+
 #include <cstdint>
 #include <vector>
 
@@ -10,7 +12,6 @@
 #include "support/result.h"
 
 namespace llvm {
-class Module;
 class TargetMachine;
 }  // namespace llvm
 
@@ -24,14 +25,31 @@ inline constexpr unsigned kFlatAS = 0, kGlobalAS = 1, kLocalAS = 3, kConstantAS 
 // UnsupportedPtx for `.extern` variables (nothing would define them).
 Status lowerAddressSpaces(llvm::Module& module);
 
+// Atomics and fences get the AMDGPU sync scope of their PTX scope (the translator's
+// kScopeMetadata): .cta "workgroup", .cluster/.gpu "agent", .sys and unmarked ones system-wide.
+void lowerSyncScopes(llvm::Module& module);
+
 // Each neutral kernel `void K(ptr params)` becomes the internal always-inline `K.body`, called by
 // an amdgpu_kernel `K` with one byref kernel argument per PTX parameter, copied into a private
 // buffer laid out like CUDA's packed parameter buffer.
 Status lowerKernelAbi(llvm::Module& module, const ModuleInfo& info);
 
-// Define the device runtime of the IR contract (special registers, barriers, shared window,
-// trap) in IR; UnsupportedPtx naming every other external function the module still calls.
-Status lowerDeviceRuntime(llvm::Module& module, const ModuleInfo& info);
+// Define the device runtime of the IR contract (special registers, barriers and barrier
+// reductions, warp collectives, shared window, trap) in IR for `target`; UnsupportedPtx naming
+// every other external function the module still calls.
+Status lowerDeviceRuntime(llvm::Module& module, const ModuleInfo& info, const AmdgpuTarget& target);
+
+// Turn the runtime declaration `fn` into an internal always-inline definition; returns a builder
+// at its entry.
+llvm::IRBuilder<> defineRuntime(llvm::Function& fn);
+
+// The calling lane's index in its wavefront (0..waveSize-1).
+llvm::Value* waveLane(llvm::IRBuilder<>& b, unsigned waveSize);
+
+// Define `fn` if it is one of the contract's warp collectives (__rocuda_shfl_sync, _vote_sync,
+// _redux_sync, _match_sync, _warp_sync) for wavefronts of `waveSize` lanes (32: one CUDA warp;
+// 64: two); false if it is none of them.
+bool defineWarpCollective(llvm::Function& fn, unsigned waveSize);
 
 // TargetMachine for amdgcn-amd-amdhsa; also sets the module's triple, data layout and code
 // object version.

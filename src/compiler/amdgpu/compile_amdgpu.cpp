@@ -40,7 +40,7 @@ Status verify(llvm::Module& module, std::string_view moduleName, const char* sta
 }  // namespace
 
 Result<std::vector<uint8_t>> compileForAmdgpu(std::string_view ptx, std::string_view moduleName,
-                                              const AmdgpuTarget& target) {
+                                              const AmdgpuTarget& target, AmdgpuOutput output) {
   auto tm = amdgpu::createAmdgpuTargetMachine(target);
   if (!tm.ok()) return tm.error();
 
@@ -59,17 +59,25 @@ Result<std::vector<uint8_t>> compileForAmdgpu(std::string_view ptx, std::string_
 
   amdgpu::prepareModuleForTarget(*module, **tm, target.codeObjectVersion);
   ROCUDA_TRY(amdgpu::lowerAddressSpaces(*module));
+  amdgpu::lowerSyncScopes(*module);
   ROCUDA_TRY(amdgpu::lowerKernelAbi(*module, info));
-  ROCUDA_TRY(amdgpu::lowerDeviceRuntime(*module, info));
+  ROCUDA_TRY(amdgpu::lowerDeviceRuntime(*module, info, target));
   ROCUDA_TRY(verify(*module, moduleName, "AMDGPU"));
 
   amdgpu::optimizeForAmdgpu(*module, **tm);
-  auto object = detail::emitObject(*module, **tm);
+  if (output == AmdgpuOutput::LlvmIr) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os, nullptr);
+    return std::vector<uint8_t>(text.begin(), text.end());
+  }
+  auto object = detail::emitObject(*module, **tm, output == AmdgpuOutput::Assembly);
   if (!backendErrors.empty())
     return makeError(ErrorCode::UnsupportedPtx, "the AMD GPU backend cannot compile '" +
                                                     std::string(moduleName) + "' for " +
                                                     target.processor + ": " + backendErrors);
   if (!object.ok()) return object.error();
+  if (output == AmdgpuOutput::Assembly) return object;
   return amdgpu::linkCodeObject(*object);
 }
 

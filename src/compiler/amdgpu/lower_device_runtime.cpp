@@ -31,26 +31,52 @@ llvm::Value* dispatchField(Builder& b, unsigned offset, llvm::Type* type) {
 
 llvm::Value* blockDim(Builder& b, int dim) { return dispatchField(b, 4 + 2 * dim, b.getInt16Ty()); }
 
-llvm::Value* laneId(Builder& b) {
-  // mbcnt with an all-ones mask counts the lanes below this one in the wavefront; CUDA's lane is
-  // that modulo 32 (a wave64 holds two CUDA warps).
-  llvm::Value* lo =
-      b.CreateIntrinsic(llvm::Intrinsic::amdgcn_mbcnt_lo, {}, {b.getInt32(-1), b.getInt32(0)});
-  llvm::Value* all = b.CreateIntrinsic(llvm::Intrinsic::amdgcn_mbcnt_hi, {}, {b.getInt32(-1), lo});
-  return b.CreateAnd(all, 31);
+// CUDA's lane: the wavefront lane modulo 32 (a wave64 holds two CUDA warps).
+llvm::Value* laneId(Builder& b, unsigned waveSize) { return b.CreateAnd(waveLane(b, waveSize), 31); }
+
+llvm::Value* threadIdx(Builder& b, int dim) {
+  static const llvm::Intrinsic::ID ids[] = {llvm::Intrinsic::amdgcn_workitem_id_x,
+                                            llvm::Intrinsic::amdgcn_workitem_id_y,
+                                            llvm::Intrinsic::amdgcn_workitem_id_z};
+  return b.CreateIntrinsic(ids[dim], {}, {});
+}
+
+// The thread's index in its block, x fastest (CUDA's and the wavefronts' order).
+llvm::Value* linearThreadIdx(Builder& b) {
+  return b.CreateAdd(threadIdx(b, 0),
+                     b.CreateMul(blockDim(b, 0), b.CreateAdd(threadIdx(b, 1),
+                                                             b.CreateMul(blockDim(b, 1), threadIdx(b, 2)))));
+}
+
+// %clock64: the shader cycle counter; gfx11's is only 20 bits wide (HW_REG_SHADER_CYCLES), so
+// there the 64-bit constant-rate counter stands in, monotonic like a cycle count.
+llvm::Value* cycleCounter(Builder& b, const AmdgpuTarget& target) {
+  bool narrowCycles = target.processor.rfind("gfx11", 0) == 0;
+  return b.CreateIntrinsic(narrowCycles ? llvm::Intrinsic::readsteadycounter
+                                        : llvm::Intrinsic::readcyclecounter,
+                           {}, {});
+}
+
+// %globaltimer in nanoseconds: the constant-rate counter (s_memrealtime, or the REALTIME message
+// on gfx11+), which runs at 100 MHz on the supported GPUs (HIP's wall-clock rate).
+llvm::Value* globalTimer(Builder& b) {
+  return b.CreateMul(b.CreateIntrinsic(llvm::Intrinsic::readsteadycounter, {}, {}), b.getInt64(10));
+}
+
+// The 64-bit special registers and the halves read from them; nullptr for the others.
+llvm::Value* wideSpecialRegister(Builder& b, const std::string& name, const AmdgpuTarget& target) {
+  if (name == "clock64") return cycleCounter(b, target);
+  if (name == "globaltimer") return globalTimer(b);
+  return nullptr;
 }
 
 // The value of special register `name` (without "__rocuda_sreg_"), or nullptr if unsupported.
-llvm::Value* specialRegister(Builder& b, const std::string& name) {
+llvm::Value* specialRegister(Builder& b, const std::string& name, const AmdgpuTarget& target) {
+  unsigned waveSize = static_cast<unsigned>(amdgpuWavefrontSize(target.processor));
   static const char* const kDims = "xyz";
   for (int d = 0; d < 3; ++d) {
     std::string suffix = std::string("_") + kDims[d];
-    if (name == "tid" + suffix) {
-      static const llvm::Intrinsic::ID ids[] = {llvm::Intrinsic::amdgcn_workitem_id_x,
-                                                llvm::Intrinsic::amdgcn_workitem_id_y,
-                                                llvm::Intrinsic::amdgcn_workitem_id_z};
-      return b.CreateIntrinsic(ids[d], {}, {});
-    }
+    if (name == "tid" + suffix) return threadIdx(b, d);
     if (name == "ctaid" + suffix) {
       static const llvm::Intrinsic::ID ids[] = {llvm::Intrinsic::amdgcn_workgroup_id_x,
                                                 llvm::Intrinsic::amdgcn_workgroup_id_y,
@@ -65,13 +91,22 @@ llvm::Value* specialRegister(Builder& b, const std::string& name) {
       return b.CreateUDiv(b.CreateAdd(grid, b.CreateSub(block, b.getInt32(1))), block);
     }
   }
-  if (name == "laneid") return laneId(b);
+  llvm::Value* lane = laneId(b, waveSize);
+  if (name == "laneid") return lane;
+  // As on the CPU device: the warp's index in the block, counting from thread 0.
+  if (name == "warpid") return b.CreateLShr(linearThreadIdx(b), 5);
   llvm::Value* one = b.getInt32(1);
-  if (name == "lanemask_eq") return b.CreateShl(one, laneId(b));
-  if (name == "lanemask_lt") return b.CreateSub(b.CreateShl(one, laneId(b)), one);
-  if (name == "lanemask_le") return b.CreateSub(b.CreateShl(b.CreateShl(one, laneId(b)), one), one);
-  if (name == "lanemask_ge") return b.CreateShl(b.getInt32(-1), laneId(b));
-  if (name == "lanemask_gt") return b.CreateShl(b.CreateShl(b.getInt32(-1), laneId(b)), one);
+  if (name == "lanemask_eq") return b.CreateShl(one, lane);
+  if (name == "lanemask_lt") return b.CreateSub(b.CreateShl(one, lane), one);
+  if (name == "lanemask_le") return b.CreateSub(b.CreateShl(b.CreateShl(one, lane), one), one);
+  if (name == "lanemask_ge") return b.CreateShl(b.getInt32(-1), lane);
+  if (name == "lanemask_gt") return b.CreateShl(b.CreateShl(b.getInt32(-1), lane), one);
+  if (name == "clock") return b.CreateTrunc(cycleCounter(b, target), b.getInt32Ty());
+  if (name == "clock_hi")
+    return b.CreateTrunc(b.CreateLShr(cycleCounter(b, target), 32), b.getInt32Ty());
+  if (name == "globaltimer_lo") return b.CreateTrunc(globalTimer(b), b.getInt32Ty());
+  if (name == "globaltimer_hi")
+    return b.CreateTrunc(b.CreateLShr(globalTimer(b), 32), b.getInt32Ty());
   // %envreg<n>: no launch on AMD GPUs is cooperative yet, so there is no grid workspace to
   // point at (%envreg1/%envreg2); a null one makes grid_group::is_valid() false, as for an
   // ordinary launch on NVIDIA's driver.
@@ -79,64 +114,125 @@ llvm::Value* specialRegister(Builder& b, const std::string& name) {
   return nullptr;
 }
 
-// Turn a runtime declaration into an internal always-inline definition; returns its builder.
-Builder defineRuntime(llvm::Function& fn) {
-  fn.setLinkage(llvm::GlobalValue::InternalLinkage);
-  fn.addFnAttr(llvm::Attribute::AlwaysInline);
-  return Builder(llvm::BasicBlock::Create(fn.getContext(), "entry", &fn));
+// bar.sync orders shared and global memory among the block's threads: release before the
+// hardware barrier, acquire after it, both at work-group scope.
+void emitBarrier(Builder& b) {
+  llvm::SyncScope::ID workgroup = b.getContext().getOrInsertSyncScopeID("workgroup");
+  b.CreateFence(llvm::AtomicOrdering::Release, workgroup);
+  b.CreateIntrinsic(llvm::Intrinsic::amdgcn_s_barrier, {}, {});
+  b.CreateFence(llvm::AtomicOrdering::Acquire, workgroup);
 }
 
 void defineBarrier(llvm::Function& fn) {
   Builder b = defineRuntime(fn);
-  // bar.sync orders shared and global memory among the block's threads: release before the
-  // hardware barrier, acquire after it, both at work-group scope.
-  b.CreateFence(llvm::AtomicOrdering::Release, b.getContext().getOrInsertSyncScopeID("workgroup"));
-  b.CreateIntrinsic(llvm::Intrinsic::amdgcn_s_barrier, {}, {});
-  b.CreateFence(llvm::AtomicOrdering::Acquire, b.getContext().getOrInsertSyncScopeID("workgroup"));
+  emitBarrier(b);
   b.CreateRetVoid();
 }
 
-// s_barrier synchronises the whole work-group: only `bar.sync 0` (all threads) maps to it.
-Status checkBarrierCalls(llvm::Function& fn) {
+// s_barrier synchronises the whole work-group: only barrier 0 for all threads maps to it.
+// `idArg` and `threadsArg` are the positions of the barrier id and thread count in `fn`'s calls.
+Status checkBarrierCalls(llvm::Function& fn, unsigned idArg, unsigned threadsArg) {
   for (llvm::User* user : fn.users()) {
     auto* call = llvm::dyn_cast<llvm::CallBase>(user);
     if (!call) continue;
-    auto* id = llvm::dyn_cast<llvm::ConstantInt>(call->getArgOperand(0));
-    auto* threads = llvm::dyn_cast<llvm::ConstantInt>(call->getArgOperand(1));
+    auto* id = llvm::dyn_cast<llvm::ConstantInt>(call->getArgOperand(idArg));
+    auto* threads = llvm::dyn_cast<llvm::ConstantInt>(call->getArgOperand(threadsArg));
     if (!id || !threads || !id->isZero() || !threads->isZero())
       return makeError(ErrorCode::UnsupportedPtx,
-                       "the AMD GPU backend supports only whole-block barriers (bar.sync 0), "
-                       "not named or partial ones, in '" +
+                       "the AMD GPU backend supports only whole-block barriers (barrier 0 for "
+                       "all threads), not named or partial ones, in '" +
                            call->getFunction()->getName().str() + "'");
   }
   return Status::success();
 }
 
-// All kernels' shared windows start at LDS address 0, so one window object serves the whole
-// module (functions called from several kernels use the same offsets). It is sized for the
-// largest window; dynamic shared memory, which HIP allocates right after the kernel's static
-// LDS, starts at or before its end.
-void defineSharedBase(llvm::Function& fn, const ModuleInfo& info) {
+// The module's one LDS object. All kernels' shared windows start at the same LDS address, so one
+// window serves the whole module (functions called from several kernels use the same offsets).
+// It is sized for the largest window; dynamic shared memory, which HIP allocates right after the
+// kernel's static LDS, starts at or before its end. Barrier reductions keep their counter in a
+// 16-byte prefix before the window.
+struct Lds {
+  llvm::GlobalVariable* object = nullptr;
+  uint64_t windowOffset = 0;  // where the CUDA shared window starts in `object`
+};
+
+constexpr uint64_t kReductionPrefix = 16;
+
+Lds createLds(llvm::Module& module, const ModuleInfo& info, bool reductionCounter) {
   uint64_t window = 0;
   for (const auto& k : info.kernels)
     window = std::max<uint64_t>({window, k.staticSharedBytes, k.dynamicSharedOffset});
-  llvm::Module& module = *fn.getParent();
+  Lds lds;
+  lds.windowOffset = reductionCounter ? kReductionPrefix : 0;
   auto* i8 = llvm::Type::getInt8Ty(module.getContext());
-  llvm::GlobalVariable* lds;
-  if (window > 0) {
-    auto* type = llvm::ArrayType::get(i8, window);
-    lds = new llvm::GlobalVariable(module, type, false, llvm::GlobalValue::InternalLinkage,
-                                   llvm::UndefValue::get(type), "__rocuda_shared_window", nullptr,
-                                   llvm::GlobalValue::NotThreadLocal, kLocalAS);
+  if (window + lds.windowOffset > 0) {
+    auto* type = llvm::ArrayType::get(i8, window + lds.windowOffset);
+    lds.object = new llvm::GlobalVariable(module, type, false, llvm::GlobalValue::InternalLinkage,
+                                          llvm::UndefValue::get(type), "__rocuda_shared_window",
+                                          nullptr, llvm::GlobalValue::NotThreadLocal, kLocalAS);
   } else {
     // Only dynamic shared memory: an external zero-sized LDS array, as HIP declares it.
-    lds = new llvm::GlobalVariable(
+    lds.object = new llvm::GlobalVariable(
         module, llvm::ArrayType::get(i8, 0), false, llvm::GlobalValue::ExternalLinkage, nullptr,
         "__rocuda_dynamic_shared", nullptr, llvm::GlobalValue::NotThreadLocal, kLocalAS);
   }
-  lds->setAlignment(llvm::Align(16));
+  lds.object->setAlignment(llvm::Align(16));
+  return lds;
+}
+
+void defineSharedBase(llvm::Function& fn, const Lds& lds) {
   Builder b = defineRuntime(fn);
-  b.CreateRet(b.CreateAddrSpaceCast(lds, fn.getReturnType()));
+  llvm::Value* window = b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), lds.object, lds.windowOffset);
+  b.CreateRet(b.CreateAddrSpaceCast(window, fn.getReturnType()));
+}
+
+// i32 __rocuda_barrier_reduce(i32 op, i32 id, i32 threads, i32 predicate): op 0 popc (the
+// count), 1 and, 2 or. Thread 0 clears the LDS counter between two barriers (the first keeps it
+// from clearing the previous reduction's result before every thread has read it), the first
+// active lane of each wavefront adds its wavefront's count, and a third barrier publishes the
+// total. `and` counts the threads whose predicate is false.
+void defineBarrierReduce(llvm::Function& fn, const Lds& lds, unsigned waveSize) {
+  Builder b = defineRuntime(fn);
+  llvm::LLVMContext& context = fn.getContext();
+  llvm::Value* op = fn.getArg(0);
+  llvm::Value* predicate = b.CreateICmpNE(fn.getArg(3), b.getInt32(0));
+  llvm::Value* counted = b.CreateXor(predicate, b.CreateICmpEQ(op, b.getInt32(1)));
+  llvm::Value* counter = lds.object;  // the prefix's first word
+  llvm::SyncScope::ID workgroup = context.getOrInsertSyncScopeID("workgroup");
+
+  emitBarrier(b);
+  auto* clear = llvm::BasicBlock::Create(context, "clear", &fn);
+  auto* count = llvm::BasicBlock::Create(context, "count", &fn);
+  llvm::Value* first = b.CreateICmpEQ(linearThreadIdx(b), b.getInt32(0));
+  b.CreateCondBr(first, clear, count);
+  b.SetInsertPoint(clear);
+  b.CreateStore(b.getInt32(0), counter);
+  b.CreateBr(count);
+
+  b.SetInsertPoint(count);
+  emitBarrier(b);
+  llvm::Type* maskType = b.getIntNTy(waveSize);
+  llvm::Value* ballot = b.CreateIntrinsic(llvm::Intrinsic::amdgcn_ballot, {maskType}, {counted});
+  llvm::Value* active = b.CreateIntrinsic(llvm::Intrinsic::amdgcn_ballot, {maskType}, {b.getTrue()});
+  llvm::Value* firstActive =
+      b.CreateTrunc(b.CreateIntrinsic(llvm::Intrinsic::cttz, {maskType}, {active, b.getTrue()}),
+                    b.getInt32Ty());
+  auto* add = llvm::BasicBlock::Create(context, "add", &fn);
+  auto* total = llvm::BasicBlock::Create(context, "total", &fn);
+  b.CreateCondBr(b.CreateICmpEQ(waveLane(b, waveSize), firstActive), add, total);
+  b.SetInsertPoint(add);
+  llvm::Value* n = b.CreateTrunc(b.CreateUnaryIntrinsic(llvm::Intrinsic::ctpop, ballot), b.getInt32Ty());
+  b.CreateAtomicRMW(llvm::AtomicRMWInst::Add, counter, n, llvm::Align(4),
+                    llvm::AtomicOrdering::Monotonic, workgroup);
+  b.CreateBr(total);
+
+  b.SetInsertPoint(total);
+  emitBarrier(b);
+  llvm::Value* sum = b.CreateLoad(b.getInt32Ty(), counter);
+  llvm::Value* none = b.CreateZExt(b.CreateICmpEQ(sum, b.getInt32(0)), b.getInt32Ty());
+  llvm::Value* some = b.CreateZExt(b.CreateICmpNE(sum, b.getInt32(0)), b.getInt32Ty());
+  b.CreateRet(b.CreateSelect(b.CreateICmpEQ(op, b.getInt32(0)), sum,
+                             b.CreateSelect(b.CreateICmpEQ(op, b.getInt32(1)), none, some)));
 }
 
 void defineTrap(llvm::Function& fn) {
@@ -163,7 +259,22 @@ bool needsLibraryCall(const llvm::Function& fn) {
 
 }  // namespace
 
-Status lowerDeviceRuntime(llvm::Module& module, const ModuleInfo& info) {
+llvm::IRBuilder<> defineRuntime(llvm::Function& fn) {
+  fn.setLinkage(llvm::GlobalValue::InternalLinkage);
+  fn.addFnAttr(llvm::Attribute::AlwaysInline);
+  return llvm::IRBuilder<>(llvm::BasicBlock::Create(fn.getContext(), "entry", &fn));
+}
+
+Status lowerDeviceRuntime(llvm::Module& module, const ModuleInfo& info, const AmdgpuTarget& target) {
+  unsigned waveSize = static_cast<unsigned>(amdgpuWavefrontSize(target.processor));
+  auto used = [&](const char* name) {
+    llvm::Function* fn = module.getFunction(name);
+    return fn && !fn->use_empty();
+  };
+  bool reduces = used("__rocuda_barrier_reduce");
+  Lds lds;
+  if (reduces || used("__rocuda_shared_base")) lds = createLds(module, info, reduces);
+
   std::set<std::string> unsupported;
   std::vector<llvm::Function*> declarations;
   for (auto& fn : module)
@@ -177,14 +288,16 @@ Status lowerDeviceRuntime(llvm::Module& module, const ModuleInfo& info) {
     if (fn->use_empty()) continue;
     if (name.rfind("__rocuda_sreg_", 0) == 0) {
       std::string reg = name.substr(14);
-      // Every supported register is an i32 that does not change during the thread's life.
-      if (!fn->getReturnType()->isIntegerTy(32) || fn->arg_size() != 0) {
+      // Every supported register is an i32 or i64 read with no arguments.
+      llvm::Type* type = fn->getReturnType();
+      if (!(type->isIntegerTy(32) || type->isIntegerTy(64)) || fn->arg_size() != 0) {
         unsupported.insert(name);
         continue;
       }
       llvm::BasicBlock* entry = llvm::BasicBlock::Create(module.getContext(), "entry", fn);
       Builder b(entry);
-      llvm::Value* value = specialRegister(b, reg);
+      llvm::Value* value = type->isIntegerTy(64) ? wideSpecialRegister(b, reg, target)
+                                                 : specialRegister(b, reg, target);
       if (!value) {
         entry->eraseFromParent();
         unsupported.insert(name);
@@ -194,13 +307,16 @@ Status lowerDeviceRuntime(llvm::Module& module, const ModuleInfo& info) {
       fn->setLinkage(llvm::GlobalValue::InternalLinkage);
       fn->addFnAttr(llvm::Attribute::AlwaysInline);
     } else if (name == "__rocuda_barrier_sync") {
-      ROCUDA_TRY(checkBarrierCalls(*fn));
+      ROCUDA_TRY(checkBarrierCalls(*fn, 0, 1));
       defineBarrier(*fn);
+    } else if (name == "__rocuda_barrier_reduce") {
+      ROCUDA_TRY(checkBarrierCalls(*fn, 1, 2));
+      defineBarrierReduce(*fn, lds, waveSize);
     } else if (name == "__rocuda_shared_base") {
-      defineSharedBase(*fn, info);
+      defineSharedBase(*fn, lds);
     } else if (name == "__rocuda_trap") {
       defineTrap(*fn);
-    } else {
+    } else if (!defineWarpCollective(*fn, waveSize)) {
       unsupported.insert(name);
     }
   }

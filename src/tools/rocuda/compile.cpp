@@ -12,11 +12,13 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: rocuda compile INPUT --target gfxNNNN[:features] [-o OUT] [--code-object-version 4|5]\n"
+    "                      [--emit code-object|asm|llvm]\n"
     "\n"
     "Compiles the PTX in INPUT (PTX text, an nvcc-built executable or object, or a fatbin) to an\n"
     "AMD GPU code object for the target (e.g. gfx1100, gfx90a:sramecc+:xnack-). One code object\n"
     "per translation unit: OUT, or OUT.1, OUT.2... when there are several (default OUT:\n"
-    "INPUT's file name + .<target>.co in the current directory).\n";
+    "INPUT's file name + .<target>.co in the current directory; '-o -' writes to stdout).\n"
+    "--emit asm writes the target's assembly instead, --emit llvm the optimised AMDGPU LLVM IR.\n";
 
 // Take the highest PTX of each translation unit.
 constexpr uint32_t kHighestArch = 1000;
@@ -24,7 +26,19 @@ constexpr uint32_t kHighestArch = 1000;
 struct Options {
   std::string input, output, target;
   int codeObjectVersion = 5;
+  compiler::AmdgpuOutput emit = compiler::AmdgpuOutput::CodeObject;
 };
+
+const char* defaultExtension(compiler::AmdgpuOutput emit) {
+  switch (emit) {
+    case compiler::AmdgpuOutput::Assembly:
+      return ".s";
+    case compiler::AmdgpuOutput::LlvmIr:
+      return ".ll";
+    default:
+      return ".co";
+  }
+}
 
 bool parseOptions(const std::vector<std::string>& args, Options& options) {
   for (size_t i = 0; i < args.size(); ++i) {
@@ -38,6 +52,16 @@ bool parseOptions(const std::vector<std::string>& args, Options& options) {
       const std::string& v = args[++i];
       if (v != "4" && v != "5") return false;
       options.codeObjectVersion = v[0] - '0';
+    } else if (arg == "--emit" && hasValue) {
+      const std::string& kind = args[++i];
+      if (kind == "code-object")
+        options.emit = compiler::AmdgpuOutput::CodeObject;
+      else if (kind == "asm")
+        options.emit = compiler::AmdgpuOutput::Assembly;
+      else if (kind == "llvm")
+        options.emit = compiler::AmdgpuOutput::LlvmIr;
+      else
+        return false;
     } else if (!arg.empty() && arg[0] != '-' && options.input.empty()) {
       options.input = arg;
     } else {
@@ -50,7 +74,7 @@ bool parseOptions(const std::vector<std::string>& args, Options& options) {
 std::string defaultOutput(const Options& options) {
   std::string name = options.input.substr(options.input.rfind('/') + 1);
   std::string processor = options.target.substr(0, options.target.find(':'));
-  return name + "." + processor + ".co";
+  return name + "." + processor + defaultExtension(options.emit);
 }
 
 }  // namespace
@@ -88,7 +112,7 @@ int commandCompile(const std::vector<std::string>& args) {
     const fatbin::PtxProgram& program = contents->ptx[i];
     std::string name = contents->ptx.size() == 1 ? options.input
                                                  : options.input + " (" + program.name + ")";
-    auto object = compiler::compileForAmdgpu(program.text, name, *target);
+    auto object = compiler::compileForAmdgpu(program.text, name, *target, options.emit);
     if (!object.ok()) {
       // PTX diagnostics carry their file:line:column already; other errors get the input's name.
       if (object.error().code == ErrorCode::InvalidPtx)
@@ -96,6 +120,10 @@ int commandCompile(const std::vector<std::string>& args) {
       else
         std::fprintf(stderr, "%s: error: %s\n", name.c_str(), object.error().message.c_str());
       ++failures;
+      continue;
+    }
+    if (output == "-") {
+      std::fwrite(object->data(), 1, object->size(), stdout);
       continue;
     }
     std::string path = contents->ptx.size() == 1 ? output : output + "." + std::to_string(i + 1);

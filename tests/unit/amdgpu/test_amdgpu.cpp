@@ -297,11 +297,15 @@ TEST(AmdgpuPtx, RejectsWhatItCannotLower) {
                   "{\n.param .b64 f;\n.param .b64 a;\n.param .b32 r;\nst.param.b64 [f], 0;\n"
                   "st.param.b64 [a], 0;\ncall.uni (r), vprintf, (f, a);\n}"),
        "vprintf"},
-      {kernelWith("",
-                  "mov.u32 %r1, %tid.x;\nshfl.sync.down.b32 %r2|%p1, %r1, 1, 31, -1;\n"
-                  "ld.param.u64 %rd1, [p];\nst.global.u32 [%rd1], %r2;"),
-       "__rocuda_shfl_sync"},
+      {kernelWith(".extern .func (.param .b64 r) malloc(.param .b64 s);",
+                  "{\n.param .b64 s;\n.param .b64 r;\nst.param.b64 [s], 16;\n"
+                  "call.uni (r), malloc, (s);\n}"),
+       "malloc"},
       {kernelWith("", "bar.sync 1, 64;"), "barrier"},
+      {kernelWith("",
+                  "setp.eq.u32 %p1, %r1, 0;\nbar.red.popc.u32 %r2, 1, 64, %p1;\n"
+                  "ld.param.u64 %rd1, [p];\nst.global.u32 [%rd1], %r2;"),
+       "barrier"},
       {kernelWith("", "mov.u32 %r1, %smid;\nld.param.u64 %rd1, [p];\nst.global.u32 [%rd1], %r1;"),
        "__rocuda_sreg_smid"},
   };
