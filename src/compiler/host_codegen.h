@@ -41,6 +41,13 @@ struct PassContext {
   llvm::PassBuilder pb;
 };
 
+// The code cache's entry format for compiled code (a host object, an AMD code object): the
+// ModuleInfo, then the code. The reader checks every size; `what` names the entry in errors.
+std::vector<uint8_t> serializeCompiledModule(const ModuleInfo& info,
+                                             const std::vector<uint8_t>& code);
+Status deserializeCompiledModule(const uint8_t* data, size_t size, std::string_view what,
+                                 ModuleInfo& info, std::vector<uint8_t>& code);
+
 // Emit an ELF relocatable object for `tm`'s target (the host or an AMD GPU), or with `assembly`
 // the target's assembly text instead.
 Result<std::vector<uint8_t>> emitObject(llvm::Module& module, llvm::TargetMachine& tm,

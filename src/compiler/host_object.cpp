@@ -24,31 +24,47 @@ bool readU64(const uint8_t*& cursor, const uint8_t* end, uint64_t& value) {
 
 }  // namespace
 
-std::vector<uint8_t> HostObject::serialize() const {
+namespace detail {
+
+std::vector<uint8_t> serializeCompiledModule(const ModuleInfo& info,
+                                             const std::vector<uint8_t>& code) {
   std::vector<uint8_t> infoBytes = info.serialize();
   std::vector<uint8_t> out;
-  out.reserve(16 + infoBytes.size() + object.size());
+  out.reserve(16 + infoBytes.size() + code.size());
   appendU64(out, infoBytes.size());
   out.insert(out.end(), infoBytes.begin(), infoBytes.end());
-  appendU64(out, object.size());
-  out.insert(out.end(), object.begin(), object.end());
+  appendU64(out, code.size());
+  out.insert(out.end(), code.begin(), code.end());
   return out;
 }
 
-Result<HostObject> HostObject::deserialize(const uint8_t* data, size_t size) {
+Status deserializeCompiledModule(const uint8_t* data, size_t size, std::string_view what,
+                                 ModuleInfo& info, std::vector<uint8_t>& code) {
   const uint8_t* cursor = data;
   const uint8_t* end = data + size;
-  uint64_t infoSize = 0, objectSize = 0;
+  uint64_t infoSize = 0, codeSize = 0;
   if (!readU64(cursor, end, infoSize) || infoSize > uint64_t(end - cursor))
-    return makeError(ErrorCode::InvalidImage, "truncated host object (module info)");
-  auto info = ModuleInfo::deserialize(cursor, infoSize);
-  if (!info.ok()) return info.takeError();
+    return makeError(ErrorCode::InvalidImage, "truncated " + std::string(what) + " (module info)");
+  auto parsed = ModuleInfo::deserialize(cursor, infoSize);
+  if (!parsed.ok()) return parsed.takeError();
   cursor += infoSize;
-  if (!readU64(cursor, end, objectSize) || objectSize != uint64_t(end - cursor))
-    return makeError(ErrorCode::InvalidImage, "truncated host object (object file)");
+  if (!readU64(cursor, end, codeSize) || codeSize != uint64_t(end - cursor))
+    return makeError(ErrorCode::InvalidImage, "truncated " + std::string(what) + " (code)");
+  info = std::move(*parsed);
+  code.assign(cursor, end);
+  return Status::success();
+}
+
+}  // namespace detail
+
+std::vector<uint8_t> HostObject::serialize() const {
+  return detail::serializeCompiledModule(info, object);
+}
+
+Result<HostObject> HostObject::deserialize(const uint8_t* data, size_t size) {
   HostObject result;
-  result.info = std::move(*info);
-  result.object.assign(cursor, end);
+  ROCUDA_TRY(detail::deserializeCompiledModule(data, size, "host object", result.info,
+                                               result.object));
   return result;
 }
 

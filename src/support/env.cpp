@@ -40,9 +40,12 @@ const std::vector<Variable>& variables() {
        "barrier between are reported (the kernel goes on). Kernels run much slower."},
       {"ROCUDA_DEVICES", "cpu",
        "Backends to use, in order, separated by commas: `hip` (AMD GPUs through ROCm's HIP "
-       "runtime) and `cpu` (the CPU device). Device ordinals follow this order. The default is "
-       "`cpu` until the AMD code generator lands; `hip,cpu` opts in to AMD GPUs (memory works, "
-       "kernels do not yet). Without `hip`, HIP is never loaded."},
+       "runtime) and `cpu` (the CPU device). Device ordinals follow this order. `hip,cpu` opts "
+       "in to AMD GPUs: kernels are compiled by the AMD code generator and run through HIP. The "
+       "default stays `cpu` until that path has run on real AMD GPUs. Without `hip`, HIP is "
+       "never loaded."},
+      {"ROCUDA_AMDGPU_CODE_OBJECT", "5 on ROCm 6 and later, 4 on ROCm 5",
+       "AMD code object version (`4` or `5`) that kernels for AMD GPUs are compiled to."},
       {"ROCUDA_HIP_LIBRARY", nullptr,
        "Path of the HIP runtime to use (libamdhip64.so / amdhip64_6.dll), or of the directory "
        "holding it; tried before $ROCM_PATH/lib, /opt/rocm/lib and the loader path."},

@@ -50,6 +50,16 @@ constexpr hipError_t hipErrorNotSupported = 801;
 constexpr hipError_t hipErrorUnknown = 999;
 
 using hipDevice_t = int;
+// Opaque handles (pointers to HIP's internal types).
+using hipModule_t = struct ihipModule_t*;
+using hipFunction_t = struct ihipModuleSymbol_t*;
+using hipStream_t = struct ihipStream_t*;
+// hipFunction_attribute (CUDA's CUfunction_attribute numbering).
+using hipFunction_attribute = int;
+constexpr hipFunction_attribute HIP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0;
+constexpr hipFunction_attribute HIP_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1;
+constexpr hipFunction_attribute HIP_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 3;
+constexpr hipFunction_attribute HIP_FUNC_ATTRIBUTE_NUM_REGS = 4;
 using hipDeviceAttribute_t = int;
 using hipMemcpyKind = int;
 constexpr hipMemcpyKind hipMemcpyDefault = 4;  // direction inferred from the pointers (UVA)
@@ -154,6 +164,15 @@ constexpr size_t kDevicePropBufferBytes = 4096;
   X(hipMemsetD8, hipError_t (*)(void*, unsigned char, size_t), true)                         \
   X(hipMemsetD16, hipError_t (*)(void*, unsigned short, size_t), true)                       \
   X(hipMemsetD32, hipError_t (*)(void*, int, size_t), true)                                  \
+  X(hipModuleLoadData, hipError_t (*)(hipModule_t*, const void*), true)                      \
+  X(hipModuleUnload, hipError_t (*)(hipModule_t), true)                                      \
+  X(hipModuleGetFunction, hipError_t (*)(hipFunction_t*, hipModule_t, const char*), true)    \
+  X(hipModuleGetGlobal, hipError_t (*)(void**, size_t*, hipModule_t, const char*), true)     \
+  X(hipModuleLaunchKernel,                                                                   \
+    hipError_t (*)(hipFunction_t, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, \
+                   unsigned, hipStream_t, void**, void**),                                   \
+    true)                                                                                    \
+  X(hipFuncGetAttribute, hipError_t (*)(int*, hipFunction_attribute, hipFunction_t), false)  \
   X(hipGetErrorName, const char* (*)(hipError_t), false)                                     \
   X(hipDriverGetVersion, hipError_t (*)(int*), false)                                        \
   X(hipDeviceGetUuid, hipError_t (*)(hipUUID*, hipDevice_t), false)                          \

@@ -1,13 +1,106 @@
-// One AMD GPU as a Rocuda device: memory and copies through HIP, each call synchronous on the
-// calling thread (HIP's current device is per thread, so every call selects it first).
+// One AMD GPU as a Rocuda device: memory, copies and kernels through HIP, each call synchronous
+// on the calling thread (HIP's current device is per thread, so every call selects it first).
+// PTX is compiled by the AMD code generator for the device's gcnArchName (through the code
+// cache), loaded with hipModuleLoadData and launched with hipModuleLaunchKernel.
 #include "backends/hip/hip_device.h"
 
 #include <algorithm>
+#include <unordered_map>
 
+#include "compiler/amdgpu/amdgpu_codegen.h"
+#include "support/disk_cache.h"
+#include "support/env.h"
 #include "support/log.h"
+#include "support/sha256.h"
 
 namespace rocuda::backends::hip {
 namespace {
+
+class HipKernel final : public LoadedKernel {
+ public:
+  HipKernel(const compiler::KernelInfo& info, hipFunction_t function)
+      : info_(info), function_(function) {}
+  const compiler::KernelInfo& info() const override { return info_; }
+  hipFunction_t function() const { return function_; }
+
+ private:
+  const compiler::KernelInfo& info_;  // owned by the module
+  hipFunction_t function_;
+};
+
+// A code object loaded into one device; unloaded with the module.
+class HipModule final : public LoadedModule {
+ public:
+  HipModule(std::shared_ptr<HipLibrary> library, int ordinal, compiler::ModuleInfo info,
+            hipModule_t module)
+      : library_(std::move(library)), ordinal_(ordinal), info_(std::move(info)), module_(module) {}
+
+  ~HipModule() override {
+    const HipApi& api = library_->api();
+    if (api.hipSetDevice(ordinal_) != hipSuccess) return;
+    hipError_t status = api.hipModuleUnload(module_);
+    if (status != hipSuccess) log::warning(library_->error(status, "hipModuleUnload").message);
+  }
+
+  // Look up every kernel and global the compiler reported: a code object that lacks one is
+  // refused at load time rather than at first use.
+  Status resolve(std::string_view moduleName) {
+    const HipApi& api = library_->api();
+    for (const compiler::KernelInfo& k : info_.kernels) {
+      hipFunction_t function = nullptr;
+      hipError_t status = api.hipModuleGetFunction(&function, module_, k.name.c_str());
+      if (status != hipSuccess)
+        return library_->error(status, "hipModuleGetFunction('" + k.name + "') in module '" +
+                                           std::string(moduleName) + "'");
+      kernels_.emplace(k.name, std::make_unique<HipKernel>(k, function));
+    }
+    for (const compiler::GlobalInfo& g : info_.globals) {
+      void* address = nullptr;
+      size_t bytes = 0;
+      hipError_t status = api.hipModuleGetGlobal(&address, &bytes, module_, g.name.c_str());
+      if (status != hipSuccess)
+        return library_->error(status, "hipModuleGetGlobal('" + g.name + "') in module '" +
+                                           std::string(moduleName) + "'");
+      if (bytes < g.size)
+        return makeError(ErrorCode::InvalidImage,
+                         "global '" + g.name + "' of module '" + std::string(moduleName) + "' has " +
+                             std::to_string(bytes) + " bytes in the code object, the PTX declares " +
+                             std::to_string(g.size));
+      globals_.emplace(g.name, address);
+    }
+    return Status::success();
+  }
+
+  const compiler::ModuleInfo& info() const override { return info_; }
+  LoadedKernel* kernel(std::string_view name) override {
+    auto it = kernels_.find(std::string(name));
+    return it == kernels_.end() ? nullptr : it->second.get();
+  }
+  void* globalAddress(std::string_view name) override {
+    auto it = globals_.find(std::string(name));
+    return it == globals_.end() ? nullptr : it->second;
+  }
+
+ private:
+  std::shared_ptr<HipLibrary> library_;
+  int ordinal_;
+  compiler::ModuleInfo info_;
+  hipModule_t module_;
+  std::unordered_map<std::string, std::unique_ptr<HipKernel>> kernels_;
+  std::unordered_map<std::string, void*> globals_;
+};
+
+// The code object version to compile for: ROCUDA_AMDGPU_CODE_OBJECT, else 5 on ROCm 6 and later
+// and 4 on ROCm 5 (whose loader predates version 5 as the default).
+int codeObjectVersionFor(const HipApi& api) {
+  if (auto value = env::get("ROCUDA_AMDGPU_CODE_OBJECT")) {
+    if (*value == "4" || *value == "5") return (*value)[0] - '0';
+    log::warning("ROCUDA_AMDGPU_CODE_OBJECT='" + *value + "' is not 4 or 5; using the default");
+  }
+  int version = 0;
+  if (api.hipRuntimeGetVersion(&version) == hipSuccess && hipVersionMajor(version) < 6) return 4;
+  return 5;
+}
 
 class HipDevice final : public DeviceBackend {
  public:
@@ -102,21 +195,82 @@ class HipDevice final : public DeviceBackend {
 
   Result<std::unique_ptr<LoadedModule>> loadPtx(std::string_view ptx,
                                                 std::string_view moduleName) override {
-    std::string message = "cannot load PTX module '" + std::string(moduleName) + "' on " +
-                          description_.name + " (" + description_.nativeTarget +
-                          "): " + kNoAmdCodegenMessage;
-    log::warning(message);
-    return makeError(ErrorCode::NotSupported, message);
+    auto target = compiler::parseGcnArchName(description_.nativeTarget);
+    if (!target.ok()) {
+      std::string message = "cannot load PTX module '" + std::string(moduleName) + "' on " +
+                            description_.name + ": " + target.error().message +
+                            " (docs/amd.md lists the supported GPUs)";
+      log::warning(message);
+      return makeError(ErrorCode::NotSupported, message);
+    }
+    target->codeObjectVersion = codeObjectVersionFor(api_);
+    auto compiled = compileCached(ptx, moduleName, *target);
+    if (!compiled.ok()) return compiled.takeError();
+    ROCUDA_TRY(select());
+    hipModule_t module = nullptr;
+    hipError_t status = api_.hipModuleLoadData(&module, compiled->output.data());
+    if (status != hipSuccess)
+      return library_->error(status, "hipModuleLoadData of module '" + std::string(moduleName) +
+                                         "' (" + compiler::amdgpuTargetName(*target) + ")");
+    auto loaded =
+        std::make_unique<HipModule>(library_, ordinal_, std::move(compiled->info), module);
+    ROCUDA_TRY(loaded->resolve(moduleName));
+    return std::unique_ptr<LoadedModule>(std::move(loaded));
   }
 
   Status launch(LoadedKernel& kernel, const LaunchConfig& config, const void* params) override {
-    std::string message = "cannot launch '" + kernel.info().name + "' on " + description_.name +
-                          ": " + kNoAmdCodegenMessage;
-    log::warning(message);
-    return makeError(ErrorCode::NotSupported, message);
+    auto& hipKernel = static_cast<HipKernel&>(kernel);
+    const compiler::KernelInfo& info = hipKernel.info();
+    if (config.cooperative) {
+      // grid.sync() needs a grid workspace (%envreg1/2), which AMD code does not have yet.
+      std::string message = "cooperative launch of '" + info.name + "' on " + description_.name +
+                            ": cooperative launches are not implemented on AMD GPUs yet";
+      log::warning(message);
+      return makeError(ErrorCode::NotSupported, message);
+    }
+    ROCUDA_TRY(select());
+    // kernelParams[i] points at parameter i inside CUDA's packed buffer: the code object's
+    // kernel arguments have the same offsets, so HIP copies each into place.
+    std::vector<void*> arguments;
+    arguments.reserve(info.params.size());
+    auto* base = static_cast<uint8_t*>(const_cast<void*>(params));
+    for (const compiler::KernelParamInfo& p : info.params) arguments.push_back(base + p.offset);
+    hipError_t status = api_.hipModuleLaunchKernel(
+        hipKernel.function(), config.grid[0], config.grid[1], config.grid[2], config.block[0],
+        config.block[1], config.block[2], config.dynamicSharedBytes, nullptr,
+        arguments.empty() ? nullptr : arguments.data(), nullptr);
+    if (status != hipSuccess)
+      return library_->error(status, "hipModuleLaunchKernel of '" + info.name + "'");
+    // The backend contract is synchronous; faults in the kernel surface here.
+    return synchronize("kernel '" + info.name + "'");
   }
 
  private:
+  // The code object for `ptx` on `target`, from the code cache when it has it.
+  Result<compiler::AmdgpuCompilation> compileCached(std::string_view ptx,
+                                                    std::string_view moduleName,
+                                                    const compiler::AmdgpuTarget& target) {
+    Sha256 key;
+    key.update(compiler::kCompilerVersion);
+    key.update(std::string_view("\0", 1));
+    key.update(compiler::amdgpuTargetName(target));
+    key.update(std::string_view("\0", 1));
+    key.update(ptx);
+    std::string cacheKey = Sha256::hex(key.finish());
+    DiskCache& cache = DiskCache::instance();
+    if (auto entry = cache.load(cacheKey)) {
+      auto compiled = compiler::AmdgpuCompilation::deserialize(entry->data(), entry->size());
+      if (compiled.ok()) return compiled;
+      log::warning("code cache entry for '" + std::string(moduleName) + "' is unreadable (" +
+                   compiled.error().message + "); recompiling");
+    }
+    log::info("compiling PTX module '" + std::string(moduleName) + "' for " +
+              compiler::amdgpuTargetName(target));
+    auto compiled = compiler::compileForAmdgpu(ptx, moduleName, target);
+    if (compiled.ok()) cache.store(cacheKey, compiled->serialize());
+    return compiled;
+  }
+
   Status select() const {
     hipError_t status = api_.hipSetDevice(ordinal_);
     if (status != hipSuccess)

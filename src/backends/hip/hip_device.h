@@ -8,10 +8,6 @@
 
 namespace rocuda::backends::hip {
 
-// The message every code-loading call on an AMD device answers until the AMD lowering exists.
-inline constexpr const char* kNoAmdCodegenMessage =
-    "AMD code generation is not implemented yet; set ROCUDA_DEVICES=cpu";
-
 std::unique_ptr<DeviceBackend> createHipDevice(std::shared_ptr<HipLibrary> library, int ordinal,
                                                DeviceDescription description);
 

@@ -9,6 +9,7 @@
 #include "backends/hip/hip_api.h"
 #include "backends/hip/hip_backend.h"
 #include "backends/hip/hip_device.h"
+#include "compiler/amdgpu/amdgpu_codegen.h"
 #include "support/env.h"
 #include "support/log.h"
 #include "support/sha256.h"
@@ -82,10 +83,7 @@ int nativeWavefrontSize(std::string_view processor) {
 }
 
 bool isSupportedProcessor(std::string_view processor) {
-  static constexpr std::string_view kTargets[] = {"gfx90a",  "gfx942",  "gfx1030", "gfx1100",
-                                                  "gfx1101", "gfx1102", "gfx1150", "gfx1151",
-                                                  "gfx1200", "gfx1201"};
-  return std::find(std::begin(kTargets), std::end(kTargets), processor) != std::end(kTargets);
+  return compiler::amdgpuWavefrontSize(processor) != 0;  // the code generator's own table
 }
 
 bool parsePciBusId(std::string_view text, int* domain, int* bus, int* device) {

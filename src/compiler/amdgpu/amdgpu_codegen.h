@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler/compiler.h"
 #include "support/result.h"
 
 namespace rocuda::compiler {
@@ -33,14 +34,26 @@ int amdgpuWavefrontSize(std::string_view processor);
 // --emit`, the FileCheck tests) the target's assembly or the optimised AMDGPU LLVM IR as text.
 enum class AmdgpuOutput { CodeObject, Assembly, LlvmIr };
 
+struct AmdgpuCompilation {
+  ModuleInfo info;              // kernels and globals, exactly as compileForHost describes them
+  std::vector<uint8_t> output;  // the code object (or the text asked for)
+
+  // The code cache's entry format (that of HostObject). deserialize checks every size.
+  std::vector<uint8_t> serialize() const;
+  static Result<AmdgpuCompilation> deserialize(const uint8_t* data, size_t size);
+};
+
 // Parse, translate, lower and link PTX into an executable AMD GPU code object (a shared ELF for
 // amdgcn-amd-amdhsa) that hipModuleLoadData accepts. Each `.entry K` becomes kernel K whose
 // explicit kernel arguments have exactly the offsets, sizes and alignments of CUDA's packed
 // parameter buffer (KernelInfo::params), so a kernelParams array launches it unchanged.
 // Errors: InvalidPtx, UnsupportedPtx (names the function or instruction the AMD lowering cannot
 // handle yet), InvalidValue (bad target), Internal.
-Result<std::vector<uint8_t>> compileForAmdgpu(std::string_view ptx, std::string_view moduleName,
-                                              const AmdgpuTarget& target,
-                                              AmdgpuOutput output = AmdgpuOutput::CodeObject);
+Result<AmdgpuCompilation> compileForAmdgpu(std::string_view ptx, std::string_view moduleName,
+                                           const AmdgpuTarget& target,
+                                           AmdgpuOutput output = AmdgpuOutput::CodeObject);
+
+// The AMD target as a cache-key component: processor, features, code object version.
+std::string amdgpuTargetName(const AmdgpuTarget& target);
 
 }  // namespace rocuda::compiler

@@ -39,8 +39,25 @@ Status verify(llvm::Module& module, std::string_view moduleName, const char* sta
 
 }  // namespace
 
-Result<std::vector<uint8_t>> compileForAmdgpu(std::string_view ptx, std::string_view moduleName,
-                                              const AmdgpuTarget& target, AmdgpuOutput output) {
+std::vector<uint8_t> AmdgpuCompilation::serialize() const {
+  return detail::serializeCompiledModule(info, output);
+}
+
+Result<AmdgpuCompilation> AmdgpuCompilation::deserialize(const uint8_t* data, size_t size) {
+  AmdgpuCompilation result;
+  ROCUDA_TRY(
+      detail::deserializeCompiledModule(data, size, "AMD code object", result.info, result.output));
+  return result;
+}
+
+std::string amdgpuTargetName(const AmdgpuTarget& target) {
+  return "amdgcn-amd-amdhsa, " + target.processor +
+         (target.features.empty() ? "" : ", " + target.features) + ", code object v" +
+         std::to_string(target.codeObjectVersion);
+}
+
+Result<AmdgpuCompilation> compileForAmdgpu(std::string_view ptx, std::string_view moduleName,
+                                           const AmdgpuTarget& target, AmdgpuOutput output) {
   auto tm = amdgpu::createAmdgpuTargetMachine(target);
   if (!tm.ok()) return tm.error();
 
@@ -65,11 +82,14 @@ Result<std::vector<uint8_t>> compileForAmdgpu(std::string_view ptx, std::string_
   ROCUDA_TRY(verify(*module, moduleName, "AMDGPU"));
 
   amdgpu::optimizeForAmdgpu(*module, **tm);
+  AmdgpuCompilation result;
+  result.info = std::move(info);
   if (output == AmdgpuOutput::LlvmIr) {
     std::string text;
     llvm::raw_string_ostream os(text);
     module->print(os, nullptr);
-    return std::vector<uint8_t>(text.begin(), text.end());
+    result.output.assign(text.begin(), text.end());
+    return result;
   }
   auto object = detail::emitObject(*module, **tm, output == AmdgpuOutput::Assembly);
   if (!backendErrors.empty())
@@ -77,8 +97,14 @@ Result<std::vector<uint8_t>> compileForAmdgpu(std::string_view ptx, std::string_
                                                     std::string(moduleName) + "' for " +
                                                     target.processor + ": " + backendErrors);
   if (!object.ok()) return object.error();
-  if (output == AmdgpuOutput::Assembly) return object;
-  return amdgpu::linkCodeObject(*object);
+  if (output == AmdgpuOutput::Assembly) {
+    result.output = std::move(*object);
+    return result;
+  }
+  auto linked = amdgpu::linkCodeObject(*object);
+  if (!linked.ok()) return linked.error();
+  result.output = std::move(*linked);
+  return result;
 }
 
 }  // namespace rocuda::compiler

@@ -123,11 +123,11 @@ int commandCompile(const std::vector<std::string>& args) {
       continue;
     }
     if (output == "-") {
-      std::fwrite(object->data(), 1, object->size(), stdout);
+      std::fwrite(object->output.data(), 1, object->output.size(), stdout);
       continue;
     }
     std::string path = contents->ptx.size() == 1 ? output : output + "." + std::to_string(i + 1);
-    if (auto status = platform::writeFileAtomically(path, object->data(), object->size());
+    if (auto status = platform::writeFileAtomically(path, object->output.data(), object->output.size());
         !status.ok()) {
       std::fprintf(stderr, "rocuda compile: %s\n", status.error().message.c_str());
       return 2;

@@ -196,8 +196,8 @@ TEST_P(AmdgpuProgram, CompilesForEveryTarget) {
     SCOPED_TRACE(processor);
     auto co = compileForAmdgpu(ptx, program, AmdgpuTarget{processor, "", 5});
     ASSERT_TRUE(co.ok()) << co.error().message;
-    checkElfHeader(*co, 5);
-    checkCodeObject(*co, info, processor, program);
+    checkElfHeader(co->output, 5);
+    checkCodeObject(co->output, info, processor, program);
   }
 }
 
@@ -260,8 +260,8 @@ TEST(AmdgpuPtx, KernelArgumentsFollowCudaLayout) {
     SCOPED_TRACE(processor);
     auto co = compileForAmdgpu(kSharedPtx, "shared", AmdgpuTarget{processor, "", 5});
     ASSERT_TRUE(co.ok()) << co.error().message;
-    checkCodeObject(*co, info, processor, "shared");
-    std::string path = writeTemp(*co, std::string("shared_dis.") + processor);
+    checkCodeObject(co->output, info, processor, "shared");
+    std::string path = writeTemp(co->output, std::string("shared_dis.") + processor);
     ToolOutput dis = runTool(tool("llvm-objdump") + " -d --mcpu=" + processor + " " + path);
     std::filesystem::remove(path);
     // bar.sync 0 is the hardware work-group barrier (split into signal/wait on gfx12).
@@ -275,8 +275,8 @@ TEST(AmdgpuPtx, CodeObjectVersions) {
   for (int version : {4, 5}) {
     auto co = compileForAmdgpu(kSharedPtx, "shared", AmdgpuTarget{"gfx942", "+sramecc", version});
     ASSERT_TRUE(co.ok()) << co.error().message;
-    checkElfHeader(*co, version);
-    std::string path = writeTemp(*co, "version.co");
+    checkElfHeader(co->output, version);
+    std::string path = writeTemp(co->output, "version.co");
     ToolOutput notes = runTool(tool("llvm-readelf") + " --notes " + path);
     std::filesystem::remove(path);
     // amdhsa.version 1.1 is code object v4, 1.2 is v5.

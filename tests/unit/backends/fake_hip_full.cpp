@@ -1,10 +1,15 @@
 // An in-process HIP double for ordering and error-path tests only (never for attribute values:
 // those come from recorded data of real GPUs). Behaviour follows environment variables read on
 // every call: FAKE_HIP_VERSION, FAKE_HIP_INIT_ERROR, FAKE_HIP_COUNT, FAKE_HIP_ARCH,
-// FAKE_HIP_MALLOC_ERROR. Built twice: ROCm 5's exports, and (FAKE_HIP_ROCM6) ROCm 6/7's. Every call
-// is appended to a log the test reads (fakeHipCallLog).
+// FAKE_HIP_MALLOC_ERROR, FAKE_HIP_LOAD_ERROR, FAKE_HIP_LAUNCH_ERROR, FAKE_HIP_SYNC_ERROR (the
+// error a kernel fault reports), FAKE_HIP_PARAM_SIZES (e.g. "8,4": how many bytes of each
+// kernelParams entry a launch records). Built twice: ROCm 5's exports, and (FAKE_HIP_ROCM6) ROCm
+// 6/7's. Every call is appended to a log the test reads (fakeHipCallLog).
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <sstream>
 #include <string>
 
 namespace {
@@ -21,8 +26,18 @@ void note(const char* call) {
 }
 }  // namespace
 
+// What the last hipModuleLoadData saw and the last launch passed.
+struct FakeModule {
+  std::map<std::string, int> functions;
+  uint8_t globals[256] = {};
+};
+std::string lastImage;  // "elf machine=224 abi=3" or "not an AMD GPU ELF"
+std::string lastLaunch;
+
 extern "C" {
 const char* fakeHipCallLog() { return callLog.c_str(); }
+const char* fakeHipLastImage() { return lastImage.c_str(); }
+const char* fakeHipLastLaunch() { return lastLaunch.c_str(); }
 void fakeHipResetLog() {
   callLog.clear();
   current = -1;
@@ -98,7 +113,7 @@ int hipSetDevice(int ordinal) {
 }
 int hipDeviceSynchronize() {
   note("hipDeviceSynchronize");
-  return 0;
+  return envInt("FAKE_HIP_SYNC_ERROR", 0);
 }
 int hipMalloc(void** pointer, size_t bytes) {
   note("hipMalloc");
@@ -145,5 +160,55 @@ int hipMemsetD16(void*, unsigned short, size_t) {
 int hipMemsetD32(void*, int, size_t) {
   note("hipMemsetD32");
   return 0;
+}
+int hipModuleLoadData(void** module, const void* image) {
+  note("hipModuleLoadData");
+  const auto* bytes = static_cast<const uint8_t*>(image);
+  bool elf = std::memcmp(bytes, "\x7f" "ELF", 4) == 0;
+  lastImage = elf ? "elf machine=" + std::to_string(bytes[18] | (bytes[19] << 8)) +
+                        " abi=" + std::to_string(bytes[8])
+                  : "not an AMD GPU ELF";
+  int error = envInt("FAKE_HIP_LOAD_ERROR", 0);
+  if (error != 0) return error;
+  if (!elf) return 200;  // hipErrorInvalidImage
+  *module = new FakeModule;
+  return 0;
+}
+int hipModuleUnload(void* module) {
+  note("hipModuleUnload");
+  delete static_cast<FakeModule*>(module);
+  return 0;
+}
+int hipModuleGetFunction(void** function, void* module, const char* name) {
+  note((std::string("hipModuleGetFunction(") + name + ")").c_str());
+  auto* m = static_cast<FakeModule*>(module);
+  int& slot = m->functions[name];
+  *function = &slot;
+  return 0;
+}
+int hipModuleGetGlobal(void** address, size_t* bytes, void* module, const char* name) {
+  note((std::string("hipModuleGetGlobal(") + name + ")").c_str());
+  *address = static_cast<FakeModule*>(module)->globals;
+  *bytes = sizeof FakeModule::globals;
+  return 0;
+}
+int hipModuleLaunchKernel(void*, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                          unsigned bz, unsigned shared, void* stream, void** params, void** extra) {
+  note("hipModuleLaunchKernel");
+  std::ostringstream out;
+  out << "grid " << gx << "," << gy << "," << gz << " block " << bx << "," << by << "," << bz
+      << " shared " << shared << " stream " << (stream ? "other" : "null") << " extra "
+      << (extra ? "set" : "null") << " params";
+  const char* sizes = std::getenv("FAKE_HIP_PARAM_SIZES");
+  std::stringstream list(sizes ? sizes : "");
+  std::string size;
+  for (int i = 0; std::getline(list, size, ','); ++i) {
+    out << " [";
+    const auto* bytes = static_cast<const uint8_t*>(params[i]);
+    for (int b = 0; b < std::atoi(size.c_str()); ++b) out << (b ? " " : "") << int(bytes[b]);
+    out << "]";
+  }
+  lastLaunch = out.str();
+  return envInt("FAKE_HIP_LAUNCH_ERROR", 0);
 }
 }

@@ -117,7 +117,10 @@ class HipDouble : public ::testing::Test {
     ASSERT_NE(handle_, nullptr) << dlerror();
     log_ = reinterpret_cast<const char* (*)()>(dlsym(handle_, "fakeHipCallLog"));
     reset_ = reinterpret_cast<void (*)()>(dlsym(handle_, "fakeHipResetLog"));
+    lastImage_ = reinterpret_cast<const char* (*)()>(dlsym(handle_, "fakeHipLastImage"));
+    lastLaunch_ = reinterpret_cast<const char* (*)()>(dlsym(handle_, "fakeHipLastLaunch"));
     ASSERT_NE(log_, nullptr);
+    ASSERT_NE(lastLaunch_, nullptr);
     reset_();
   }
   void TearDown() override { dlclose(handle_); }
@@ -127,9 +130,14 @@ class HipDouble : public ::testing::Test {
     return text;
   }
 
+  std::string lastImage() { return lastImage_(); }
+  std::string lastLaunch() { return lastLaunch_(); }
+
   void* handle_ = nullptr;
   const char* (*log_)() = nullptr;
   void (*reset_)() = nullptr;
+  const char* (*lastImage_)() = nullptr;
+  const char* (*lastLaunch_)() = nullptr;
 };
 
 TEST_F(HipDouble, InitialisesBeforeCountingAndDescribesEachDevice) {
@@ -233,13 +241,139 @@ TEST_F(HipDouble, HipErrorsBecomeRocudaErrorsWithHipsText) {
   EXPECT_TRUE(contains(memory.error().message, "1048576 bytes"));
 }
 
-TEST_F(HipDouble, CodeLoadingIsNotSupportedYet) {
+// A kernel with CUDA-layout parameters of three sizes and a __device__ variable.
+constexpr const char* kScalePtx = R"(
+.version 7.0
+.target sm_75
+.address_size 64
+.visible .global .align 4 .u32 counter;
+.visible .entry scale(.param .u64 out, .param .u32 n, .param .f32 factor)
+{
+  .reg .b32 %r<4>;
+  .reg .f32 %f<3>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u32 %r1, [n];
+  ld.param.f32 %f1, [factor];
+  mov.u32 %r2, %tid.x;
+  cvt.rn.f32.u32 %f2, %r2;
+  mul.f32 %f2, %f2, %f1;
+  mul.wide.u32 %rd2, %r2, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.f32 [%rd3], %f2;
+  atom.global.add.u32 %r3, [counter], %r1;
+  ret;
+}
+)";
+
+// The packed parameter buffer of scale(out, n, factor): 8 + 4 + 4 bytes.
+struct ScaleParams {
+  uint64_t out = 0x1122334455667788ull;
+  uint32_t n = 7;
+  float factor = 2.0f;  // 0x40000000
+};
+
+TEST_F(HipDouble, KernelsCompileForTheDeviceAndLaunchWithCudasParameterLayout) {
+  ScopedEnv arch("FAKE_HIP_ARCH", "gfx90a:sramecc+:xnack-");
   HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
   ASSERT_EQ(result.devices.size(), 1u);
-  auto module = result.devices[0]->loadPtx(".version 8.0\n.target sm_86\n", "m");
+  DeviceBackend& device = *result.devices[0];
+  calls();
+  auto module = device.loadPtx(kScalePtx, "scale.ptx");
+  ASSERT_TRUE(module.ok()) << module.error().message;
+  EXPECT_EQ(calls(),
+            "hipRuntimeGetVersion;hipSetDevice;hipModuleLoadData;hipModuleGetFunction(scale);"
+            "hipModuleGetGlobal(counter);");
+  // An AMD GPU executable (EM_AMDGPU), code object v5 on ROCm 6 (ELFABIVERSION 3).
+  EXPECT_EQ(lastImage(), "elf machine=224 abi=3");
+  LoadedKernel* kernel = (*module)->kernel("scale");
+  ASSERT_NE(kernel, nullptr);
+  EXPECT_EQ((*module)->kernel("absent"), nullptr);
+  EXPECT_NE((*module)->globalAddress("counter"), nullptr);
+  EXPECT_EQ((*module)->globalAddress("absent"), nullptr);
+
+  ScopedEnv sizes("FAKE_HIP_PARAM_SIZES", "8,4,4");
+  LaunchConfig config;
+  config.grid = {4, 2, 1};
+  config.block = {64, 1, 1};
+  config.dynamicSharedBytes = 128;
+  ScaleParams params;
+  ASSERT_TRUE(device.launch(*kernel, config, &params).ok());
+  EXPECT_EQ(calls(), "hipSetDevice;hipModuleLaunchKernel;hipDeviceSynchronize;");
+  EXPECT_EQ(lastLaunch(),
+            "grid 4,2,1 block 64,1,1 shared 128 stream null extra null params "
+            "[136 119 102 85 68 51 34 17] [7 0 0 0] [0 0 0 64]");
+  module->reset();
+  EXPECT_EQ(calls(), "hipSetDevice;hipModuleUnload;");
+}
+
+TEST_F(HipDouble, CodeObjectVersionFollowsTheRuntime) {
+  ScopedEnv version("FAKE_HIP_VERSION", "50200000");
+  HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
+  ASSERT_EQ(result.devices.size(), 1u);
+  ASSERT_TRUE(result.devices[0]->loadPtx(kScalePtx, "scale.ptx").ok());
+  EXPECT_EQ(lastImage(), "elf machine=224 abi=2");  // code object v4 for ROCm 5
+  if (!canRead("ROCUDA_AMDGPU_CODE_OBJECT")) GTEST_SKIP();
+  ScopedEnv forced("ROCUDA_AMDGPU_CODE_OBJECT", "5");
+  ASSERT_TRUE(result.devices[0]->loadPtx(kScalePtx, "scale.ptx").ok());
+  EXPECT_EQ(lastImage(), "elf machine=224 abi=3");
+}
+
+TEST_F(HipDouble, LoadAndLaunchErrorsNameTheModuleKernelAndHipError) {
+  HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
+  ASSERT_EQ(result.devices.size(), 1u);
+  DeviceBackend& device = *result.devices[0];
+
+  auto invalid = device.loadPtx(".version 7.0\n.target sm_75\nbogus;\n", "bad.ptx");
+  ASSERT_FALSE(invalid.ok());
+  EXPECT_EQ(invalid.error().code, ErrorCode::InvalidPtx);
+  EXPECT_FALSE(contains(calls(), "hipModuleLoadData"));  // nothing reaches HIP
+
+  {
+    ScopedEnv load("FAKE_HIP_LOAD_ERROR", "200");
+    auto refused = device.loadPtx(kScalePtx, "scale.ptx");
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().code, ErrorCode::InvalidImage);
+    EXPECT_TRUE(contains(refused.error().message, "hipModuleLoadData of module 'scale.ptx'"))
+        << refused.error().message;
+  }
+
+  auto module = device.loadPtx(kScalePtx, "scale.ptx");
+  ASSERT_TRUE(module.ok()) << module.error().message;
+  LoadedKernel& kernel = *(*module)->kernel("scale");
+  ScaleParams params;
+  LaunchConfig config;
+  {
+    ScopedEnv launch("FAKE_HIP_LAUNCH_ERROR", "9");
+    Status status = device.launch(kernel, config, &params);
+    ASSERT_FALSE(status.ok());
+    EXPECT_EQ(status.error().code, ErrorCode::InvalidConfiguration);
+    EXPECT_TRUE(contains(status.error().message, "hipModuleLaunchKernel of 'scale'"));
+  }
+  {
+    ScopedEnv fault("FAKE_HIP_SYNC_ERROR", "700");
+    Status status = device.launch(kernel, config, &params);
+    ASSERT_FALSE(status.ok());
+    EXPECT_EQ(status.error().code, ErrorCode::IllegalAddress);
+    EXPECT_TRUE(contains(status.error().message, "kernel 'scale'")) << status.error().message;
+  }
+  config.cooperative = true;
+  calls();
+  Status cooperative = device.launch(kernel, config, &params);
+  ASSERT_FALSE(cooperative.ok());
+  EXPECT_EQ(cooperative.error().code, ErrorCode::NotSupported);
+  EXPECT_EQ(calls(), "");
+}
+
+TEST_F(HipDouble, GpusRocudaDoesNotTargetRefuseCodeByName) {
+  ScopedEnv arch("FAKE_HIP_ARCH", "gfx803");
+  HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
+  ASSERT_EQ(result.devices.size(), 1u);
+  auto module = result.devices[0]->loadPtx(kScalePtx, "scale.ptx");
   ASSERT_FALSE(module.ok());
   EXPECT_EQ(module.error().code, ErrorCode::NotSupported);
-  EXPECT_TRUE(contains(module.error().message, "set ROCUDA_DEVICES=cpu"));
+  EXPECT_TRUE(contains(module.error().message, "gfx803")) << module.error().message;
+  EXPECT_TRUE(contains(module.error().message, "docs/amd.md"));
 }
 
 }  // namespace
