@@ -85,6 +85,7 @@ Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
             : llvm::AtomicOrdering::Monotonic;
     auto* x = B.CreateAtomicCmpXchg(ptr, cmp, val, llvm::MaybeAlign(size), order, failure);
     markScope(*x, inst, "gpu");  // PTX's default scope for atom and red
+    markSpace(*x, inst);
     // Spin locks retry a compare-and-swap until another thread releases the lock.
     if (inst.space != ptx::StateSpace::Shared) markPollableAccess(*x);
     old = B.CreateExtractValue(x, 0);
@@ -97,6 +98,7 @@ Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
     ROCUDA_VALUE(val, t.read(inst.operands()[first + 1], operandType));
     auto* rmw = B.CreateAtomicRMW(op, ptr, val, llvm::MaybeAlign(size), order);
     markScope(*rmw, inst, "gpu");
+    markSpace(*rmw, inst);
     old = rmw;
   }
   if (isRed) return Status::success();

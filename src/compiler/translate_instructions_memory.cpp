@@ -12,6 +12,19 @@ void markPollableAccess(llvm::Instruction& access) {
   access.setMetadata(kPollMetadata, llvm::MDNode::get(access.getContext(), {}));
 }
 
+void markSpace(llvm::Instruction& access, const ptx::Instruction& inst) {
+  const char* space = nullptr;
+  bool readOnly = inst.hasModifier("nc") || inst.opcode == ptx::Opcode::ldu;
+  if (inst.space == ptx::StateSpace::Const)
+    space = "constant";
+  else if (inst.space == ptx::StateSpace::Global)
+    space = readOnly && llvm::isa<llvm::LoadInst>(access) ? "constant" : "global";
+  if (!space) return;
+  llvm::LLVMContext& context = access.getContext();
+  access.setMetadata(kSpaceMetadata,
+                     llvm::MDNode::get(context, {llvm::MDString::get(context, space)}));
+}
+
 namespace {
 
 // Memory ordering of ld/st modifiers; NotAtomic for plain accesses.
@@ -57,6 +70,7 @@ Status load(FunctionTranslator& t, const ptx::Instruction& inst) {
     if (elements[i]->kind == ptx::Operand::Kind::Sink) continue;
     llvm::Value* p = i == 0 ? ptr : B.CreateConstGEP1_64(t.i8(), ptr, i * size);
     auto* ld = B.CreateAlignedLoad(ty, p, llvm::Align(size), isVolatile);
+    markSpace(*ld, inst);
     if (order != llvm::AtomicOrdering::NotAtomic && elements.size() == 1) {
       ld->setAtomic(order == llvm::AtomicOrdering::Release ? llvm::AtomicOrdering::Monotonic
                                                            : order);
@@ -95,6 +109,7 @@ Status store(FunctionTranslator& t, const ptx::Instruction& inst) {
     }
     llvm::Value* p = i == 0 ? ptr : B.CreateConstGEP1_64(t.i8(), ptr, i * size);
     auto* st = B.CreateAlignedStore(v, p, llvm::Align(size), isVolatile);
+    markSpace(*st, inst);
     if (order != llvm::AtomicOrdering::NotAtomic && elements.size() == 1) {
       st->setAtomic(order == llvm::AtomicOrdering::Acquire ? llvm::AtomicOrdering::Monotonic
                                                            : order);

@@ -44,6 +44,14 @@ inline constexpr const char* kScopeMetadata = "rocuda.scope";
 // when it has none (nullptr: leave it system-wide).
 void markScope(llvm::Instruction& access, const ptx::Instruction& inst, const char* defaultScope);
 
+// Metadata on loads, stores and atomics whose PTX names their state space although the address
+// is generic in the neutral IR: "global" (ld/st/atom/red.global), "constant" (ld.const, and
+// ld.global.nc / ldu.global: memory the kernel only reads). Targets with address spaces
+// (AMDGPU) access the memory through the narrower space; the host ignores it.
+inline constexpr const char* kSpaceMetadata = "rocuda.space";
+// Mark `access` by the space and modifiers of `inst`; other spaces are left unmarked.
+void markSpace(llvm::Instruction& access, const ptx::Instruction& inst);
+
 class ModuleTranslator {
  public:
   ModuleTranslator(llvm::LLVMContext& context, const ptx::Module& ptx, std::string_view name);

@@ -1,6 +1,8 @@
 // Generic (flat) storage of the neutral module moved to the AMDGPU address spaces it lives in:
 // allocas to private, module variables to global. Users keep flat pointers (addrspacecast),
-// which InferAddressSpaces later narrows where it can.
+// which InferAddressSpaces later narrows where it can. Accesses whose PTX named their space
+// (kSpaceMetadata) go through a pointer of that space: global_* instead of flat_* instructions,
+// and scalar s_load for uniform reads of constant memory.
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/GlobalVariable.h>
 #include <llvm/IR/IRBuilder.h>
@@ -8,6 +10,7 @@
 #include <llvm/IR/Module.h>
 
 #include "compiler/amdgpu/amdgpu_lowering.h"
+#include "compiler/translator.h"
 
 namespace rocuda::compiler::amdgpu {
 namespace {
@@ -30,11 +33,41 @@ void lowerAllocas(llvm::Function& function) {
   }
 }
 
+// The pointer operand of a memory access, or nullptr.
+llvm::Use* pointerOperand(llvm::Instruction& inst) {
+  if (llvm::isa<llvm::LoadInst>(inst)) return &inst.getOperandUse(0);
+  if (llvm::isa<llvm::StoreInst>(inst)) return &inst.getOperandUse(1);
+  if (llvm::isa<llvm::AtomicRMWInst>(inst) || llvm::isa<llvm::AtomicCmpXchgInst>(inst))
+    return &inst.getOperandUse(0);
+  return nullptr;
+}
+
+// PTX guarantees the address of an ld/st.global (ld.const...) is in that space: cast the flat
+// pointer there (a no-op on AMD GPUs, where both are the same 64-bit address).
+void narrowMarkedAccesses(llvm::Function& function) {
+  for (auto& block : function)
+    for (auto& inst : block) {
+      llvm::MDNode* space = inst.getMetadata(detail::kSpaceMetadata);
+      llvm::Use* pointer = pointerOperand(inst);
+      if (!space || !pointer || space->getNumOperands() != 1) continue;
+      auto* name = llvm::dyn_cast<llvm::MDString>(space->getOperand(0));
+      if (!name || pointer->get()->getType()->getPointerAddressSpace() != kFlatAS) continue;
+      unsigned as = name->getString() == "constant" && llvm::isa<llvm::LoadInst>(inst)
+                        ? kConstantAS
+                        : kGlobalAS;
+      llvm::IRBuilder<> b(&inst);
+      pointer->set(b.CreateAddrSpaceCast(pointer->get(), b.getPtrTy(as)));
+    }
+}
+
 }  // namespace
 
 Status lowerAddressSpaces(llvm::Module& module) {
   for (auto& function : module)
-    if (!function.isDeclaration()) lowerAllocas(function);
+    if (!function.isDeclaration()) {
+      lowerAllocas(function);
+      narrowMarkedAccesses(function);
+    }
 
   std::vector<std::pair<llvm::GlobalVariable*, llvm::GlobalVariable*>> moved;
   for (auto& gv : module.globals()) {
