@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # rocuda compile: PTX to AMD GPU code objects for a wave32 and a wave64 target; clear errors for
-# a bad target and for PTX the AMD backend cannot lower yet.
+# a bad target and for PTX the AMD backend cannot lower yet; printf compiles.
 set -u
 rocuda=$1 inputs=$2 readelf=$3
 fail() { echo "FAIL: $*"; exit 1; }
@@ -18,7 +18,11 @@ for target in gfx1100 gfx90a:sramecc+:xnack-; do
 done
 message=$("$rocuda" compile "$inputs/saxpy.ptx" --target gfx803 2>&1)
 [[ $? -eq 2 && -n $message ]] || fail "an unsupported target is not refused with a message"
-message=$("$rocuda" compile "$inputs/printf.ptx" --target gfx1100 -o "$out/p.co" 2>&1)
-[[ $? -eq 1 ]] || fail "PTX calling vprintf did not fail"
-[[ $message == *"vprintf"* ]] || fail "the error does not name vprintf: $message"
+"$rocuda" compile "$inputs/printf.ptx" --target gfx1100 -o "$out/p.co" ||
+  fail "PTX calling vprintf did not compile"
+symbols=$("$readelf" --symbols "$out/p.co")
+[[ $symbols == *"__rocuda_printf_buffer"* ]] || fail "a printing code object has no printf buffer symbol"
+message=$("$rocuda" compile "$inputs/malloc.ptx" --target gfx1100 -o "$out/m.co" 2>&1)
+[[ $? -eq 1 ]] || fail "PTX calling malloc did not fail"
+[[ $message == *"malloc"* ]] || fail "the error does not name malloc: $message"
 echo "1 passed, 0 failed"

@@ -16,6 +16,7 @@
 #include "backends/cpu/execution.h"
 #include "backends/cpu/texture_runtime.h"
 #include "backends/cpu/warp_collectives.h"
+#include "support/device_printf.h"
 #include "support/log.h"
 
 #if defined(__x86_64__)
@@ -305,62 +306,20 @@ void pauseBriefly() {
 #endif
 }
 
-// CUDA's device printf: `args` holds each argument at its natural alignment (8 bytes for double,
-// pointers and 64-bit integers; 4 for smaller integers, which are promoted).
+// CUDA's device printf (support/device_printf.h). Like CUDA's, it returns the number of
+// arguments the format reads (-1 for a null format); device memory is host memory here, so %s
+// reads the string in place.
 int devicePrintf(const char* format, const uint8_t* args) {
-  std::string out;
-  size_t offset = 0;
-  auto take = [&](size_t size) {
-    offset = (offset + size - 1) / size * size;
-    const uint8_t* at = args + offset;
-    offset += size;
-    return at;
-  };
-  for (const char* p = format; p && *p; ++p) {
-    if (*p != '%') { out += *p; continue; }
-    const char* start = p++;
-    if (*p == '%') { out += '%'; continue; }
-    while (*p && std::strchr("-+ #0123456789.*", *p)) ++p;
-    int longs = 0;
-    bool shortMod = false;
-    while (*p == 'l' || *p == 'h' || *p == 'z' || *p == 'j' || *p == 't' || *p == 'L') {
-      if (*p == 'h') shortMod = true; else ++longs;
-      ++p;
-    }
-    if (*p == '\0') break;
-    std::string spec(start, p + 1);
-    char buffer[512];
-    char conversion = *p;
-    if (std::strchr("diouxXc", conversion)) {
-      if (args == nullptr) break;
-      std::string plain = std::string(start, p - start - (longs + (shortMod ? 1 : 0)));
-      if (longs > 0) {
-        int64_t v; std::memcpy(&v, take(8), 8);
-        std::snprintf(buffer, sizeof buffer, (plain + "ll" + conversion).c_str(), (long long)v);
-      } else {
-        int32_t v; std::memcpy(&v, take(4), 4);
-        std::snprintf(buffer, sizeof buffer, (std::string(start, p + 1)).c_str(), v);
-      }
-    } else if (std::strchr("fFeEgGaA", conversion)) {
-      if (args == nullptr) break;
-      double v; std::memcpy(&v, take(8), 8);
-      std::snprintf(buffer, sizeof buffer, spec.c_str(), v);
-    } else if (conversion == 's' || conversion == 'p') {
-      if (args == nullptr) break;
-      const void* v; std::memcpy(&v, take(8), 8);
-      if (conversion == 's' && v == nullptr) v = "(null)";
-      std::snprintf(buffer, sizeof buffer, spec.c_str(), v);
-    } else {
-      out += spec;
-      continue;
-    }
-    out += buffer;
-  }
+  if (format == nullptr) return -1;
+  device_printf::Layout layout = device_printf::layoutOf(format);
+  std::string out = device_printf::format(
+      format, args, args == nullptr ? 0 : layout.bytes,
+      [](uint64_t address) { return std::string(reinterpret_cast<const char*>(address)); });
   static std::mutex outputMutex;
   std::lock_guard lock(outputMutex);
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);
-  return static_cast<int>(out.size());
+  return static_cast<int>(layout.arguments);
 }
 
 }  // namespace

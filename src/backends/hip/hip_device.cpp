@@ -3,8 +3,10 @@
 // PTX is compiled by the AMD code generator for the device's gcnArchName (through the code
 // cache), loaded with hipModuleLoadData and launched with hipModuleLaunchKernel.
 #include "backends/hip/hip_device.h"
+#include "backends/hip/hip_printf.h"
 
 #include <algorithm>
+#include <mutex>
 #include <unordered_map>
 
 #include "compiler/amdgpu/amdgpu_codegen.h"
@@ -18,14 +20,16 @@ namespace {
 
 class HipKernel final : public LoadedKernel {
  public:
-  HipKernel(const compiler::KernelInfo& info, hipFunction_t function)
-      : info_(info), function_(function) {}
+  HipKernel(const compiler::KernelInfo& info, hipFunction_t function, PrintfBuffer* printf)
+      : info_(info), function_(function), printf_(printf) {}
   const compiler::KernelInfo& info() const override { return info_; }
   hipFunction_t function() const { return function_; }
+  PrintfBuffer* printfBuffer() const { return printf_; }  // null when the module never prints
 
  private:
   const compiler::KernelInfo& info_;  // owned by the module
   hipFunction_t function_;
+  PrintfBuffer* printf_;  // owned by the module
 };
 
 // A code object loaded into one device; unloaded with the module.
@@ -38,21 +42,27 @@ class HipModule final : public LoadedModule {
   ~HipModule() override {
     const HipApi& api = library_->api();
     if (api.hipSetDevice(ordinal_) != hipSuccess) return;
+    printf_.reset();
     hipError_t status = api.hipModuleUnload(module_);
     if (status != hipSuccess) log::warning(library_->error(status, "hipModuleUnload").message);
   }
 
   // Look up every kernel and global the compiler reported: a code object that lacks one is
   // refused at load time rather than at first use.
-  Status resolve(std::string_view moduleName) {
+  Status resolve(std::string_view moduleName, bool prints) {
     const HipApi& api = library_->api();
+    if (prints) {
+      auto buffer = PrintfBuffer::create(library_, module_, moduleName);
+      if (!buffer.ok()) return buffer.takeError();
+      printf_ = std::move(*buffer);
+    }
     for (const compiler::KernelInfo& k : info_.kernels) {
       hipFunction_t function = nullptr;
       hipError_t status = api.hipModuleGetFunction(&function, module_, k.name.c_str());
       if (status != hipSuccess)
         return library_->error(status, "hipModuleGetFunction('" + k.name + "') in module '" +
                                            std::string(moduleName) + "'");
-      kernels_.emplace(k.name, std::make_unique<HipKernel>(k, function));
+      kernels_.emplace(k.name, std::make_unique<HipKernel>(k, function, printf_.get()));
     }
     for (const compiler::GlobalInfo& g : info_.globals) {
       void* address = nullptr;
@@ -86,6 +96,7 @@ class HipModule final : public LoadedModule {
   int ordinal_;
   compiler::ModuleInfo info_;
   hipModule_t module_;
+  std::unique_ptr<PrintfBuffer> printf_;
   std::unordered_map<std::string, std::unique_ptr<HipKernel>> kernels_;
   std::unordered_map<std::string, void*> globals_;
 };
@@ -214,7 +225,7 @@ class HipDevice final : public DeviceBackend {
                                          "' (" + compiler::amdgpuTargetName(*target) + ")");
     auto loaded =
         std::make_unique<HipModule>(library_, ordinal_, std::move(compiled->info), module);
-    ROCUDA_TRY(loaded->resolve(moduleName));
+    ROCUDA_TRY(loaded->resolve(moduleName, codeObjectPrints(compiled->output)));
     return std::unique_ptr<LoadedModule>(std::move(loaded));
   }
 
@@ -228,6 +239,10 @@ class HipDevice final : public DeviceBackend {
       log::warning(message);
       return makeError(ErrorCode::NotSupported, message);
     }
+    // A module's printf buffer is emptied after each of its kernels: one at a time.
+    std::unique_lock<std::mutex> printing;
+    if (PrintfBuffer* buffer = hipKernel.printfBuffer())
+      printing = std::unique_lock<std::mutex>(buffer->launchMutex());
     ROCUDA_TRY(select());
     // kernelParams[i] points at parameter i inside CUDA's packed buffer: the code object's
     // kernel arguments have the same offsets, so HIP copies each into place.
@@ -241,8 +256,14 @@ class HipDevice final : public DeviceBackend {
         arguments.empty() ? nullptr : arguments.data(), nullptr);
     if (status != hipSuccess)
       return library_->error(status, "hipModuleLaunchKernel of '" + info.name + "'");
-    // The backend contract is synchronous; faults in the kernel surface here.
-    return synchronize("kernel '" + info.name + "'");
+    // The backend contract is synchronous; faults in the kernel surface here. What it printed
+    // before a fault is still shown.
+    Status finished = synchronize("kernel '" + info.name + "'");
+    if (PrintfBuffer* buffer = hipKernel.printfBuffer()) {
+      Status drained = buffer->drain(info.name);
+      if (finished.ok()) return drained;
+    }
+    return finished;
   }
 
  private:

@@ -30,6 +30,22 @@ const std::vector<std::string>& supportedAmdgpuProcessors();
 // Wavefront size kernels are compiled for on `processor` (32 on RDNA, 64 on CDNA); 0 if unknown.
 int amdgpuWavefrontSize(std::string_view processor);
 
+// Device printf on AMD GPUs. Each module that calls printf has a global pointer
+// kAmdgpuPrintfBufferSymbol, which the host sets to a buffer in device memory that starts with
+// an AmdgpuPrintfHeader; kernels append one record per call at `used` (atomically): a u32 of
+// argument bytes, a u32 format index, then CUDA's argument buffer, padded to 8 bytes. A record
+// that does not fit in `capacity` is counted in `dropped` instead. kAmdgpuPrintfFormatsSymbol
+// holds the module's format strings, each ended by a NUL, in index order (a null buffer pointer
+// makes printf do nothing).
+inline constexpr const char* kAmdgpuPrintfBufferSymbol = "__rocuda_printf_buffer";
+inline constexpr const char* kAmdgpuPrintfFormatsSymbol = "__rocuda_printf_formats";
+struct AmdgpuPrintfHeader {
+  uint64_t used = 0;      // bytes of records written after the header
+  uint64_t capacity = 0;  // bytes available for records
+  uint64_t dropped = 0;   // records that did not fit
+};
+inline constexpr size_t kAmdgpuPrintfRecordHeaderBytes = 8;
+
 // What compileForAmdgpu returns: the linked code object, or for inspection (`rocuda compile
 // --emit`, the FileCheck tests) the target's assembly or the optimised AMDGPU LLVM IR as text.
 enum class AmdgpuOutput { CodeObject, Assembly, LlvmIr };

@@ -51,6 +51,10 @@ llvm::Value* waveLane(llvm::IRBuilder<>& b, unsigned waveSize);
 // 64: two); false if it is none of them.
 bool defineWarpCollective(llvm::Function& fn, unsigned waveSize);
 
+// vprintf calls with a constant format become records in the host's printf buffer
+// (amdgpu_codegen.h); UnsupportedPtx for any other format. Runs after optimizeForAmdgpu.
+Status lowerPrintf(llvm::Module& module);
+
 // TargetMachine for amdgcn-amd-amdhsa; also sets the module's triple, data layout and code
 // object version.
 Result<std::unique_ptr<llvm::TargetMachine>> createAmdgpuTargetMachine(const AmdgpuTarget& target);

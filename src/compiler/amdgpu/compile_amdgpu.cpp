@@ -82,6 +82,8 @@ Result<AmdgpuCompilation> compileForAmdgpu(std::string_view ptx, std::string_vie
   ROCUDA_TRY(verify(*module, moduleName, "AMDGPU"));
 
   amdgpu::optimizeForAmdgpu(*module, **tm);
+  ROCUDA_TRY(amdgpu::lowerPrintf(*module));
+  ROCUDA_TRY(verify(*module, moduleName, "AMDGPU printf"));
   AmdgpuCompilation result;
   result.info = std::move(info);
   if (output == AmdgpuOutput::LlvmIr) {

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <vector>
 #include <sstream>
 #include <string>
 
@@ -29,8 +30,9 @@ void note(const char* call) {
 // What the last hipModuleLoadData saw and the last launch passed.
 struct FakeModule {
   std::map<std::string, int> functions;
-  uint8_t globals[256] = {};
+  std::map<std::string, std::vector<uint8_t>> globals;  // 256 bytes each
 };
+FakeModule* lastModule = nullptr;
 std::string lastImage;  // "elf machine=224 abi=3" or "not an AMD GPU ELF"
 std::string lastLaunch;
 
@@ -38,6 +40,11 @@ extern "C" {
 const char* fakeHipCallLog() { return callLog.c_str(); }
 const char* fakeHipLastImage() { return lastImage.c_str(); }
 const char* fakeHipLastLaunch() { return lastLaunch.c_str(); }
+// The storage of a global of the last module loaded (null before it was looked up).
+void* fakeHipGlobal(const char* name) {
+  if (lastModule == nullptr || !lastModule->globals.count(name)) return nullptr;
+  return lastModule->globals[name].data();
+}
 void fakeHipResetLog() {
   callLog.clear();
   current = -1;
@@ -171,11 +178,12 @@ int hipModuleLoadData(void** module, const void* image) {
   int error = envInt("FAKE_HIP_LOAD_ERROR", 0);
   if (error != 0) return error;
   if (!elf) return 200;  // hipErrorInvalidImage
-  *module = new FakeModule;
+  *module = lastModule = new FakeModule;
   return 0;
 }
 int hipModuleUnload(void* module) {
   note("hipModuleUnload");
+  if (module == lastModule) lastModule = nullptr;
   delete static_cast<FakeModule*>(module);
   return 0;
 }
@@ -188,8 +196,10 @@ int hipModuleGetFunction(void** function, void* module, const char* name) {
 }
 int hipModuleGetGlobal(void** address, size_t* bytes, void* module, const char* name) {
   note((std::string("hipModuleGetGlobal(") + name + ")").c_str());
-  *address = static_cast<FakeModule*>(module)->globals;
-  *bytes = sizeof FakeModule::globals;
+  std::vector<uint8_t>& storage = static_cast<FakeModule*>(module)->globals[name];
+  storage.resize(256);
+  *address = storage.data();
+  *bytes = storage.size();
   return 0;
 }
 int hipModuleLaunchKernel(void*, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,

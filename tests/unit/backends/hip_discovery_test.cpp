@@ -5,11 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <vector>
 #include <string>
 
 #include "backends/hip/hip_api.h"
 #include "backends/hip/hip_backend.h"
 #include "backends/hip/hip_device.h"
+#include "backends/hip/hip_printf.h"
 #include "support/env.h"
 
 namespace rocuda::backends {
@@ -119,6 +122,7 @@ class HipDouble : public ::testing::Test {
     reset_ = reinterpret_cast<void (*)()>(dlsym(handle_, "fakeHipResetLog"));
     lastImage_ = reinterpret_cast<const char* (*)()>(dlsym(handle_, "fakeHipLastImage"));
     lastLaunch_ = reinterpret_cast<const char* (*)()>(dlsym(handle_, "fakeHipLastLaunch"));
+    global_ = reinterpret_cast<void* (*)(const char*)>(dlsym(handle_, "fakeHipGlobal"));
     ASSERT_NE(log_, nullptr);
     ASSERT_NE(lastLaunch_, nullptr);
     reset_();
@@ -132,12 +136,14 @@ class HipDouble : public ::testing::Test {
 
   std::string lastImage() { return lastImage_(); }
   std::string lastLaunch() { return lastLaunch_(); }
+  void* global(const char* name) { return global_(name); }
 
   void* handle_ = nullptr;
   const char* (*log_)() = nullptr;
   void (*reset_)() = nullptr;
   const char* (*lastImage_)() = nullptr;
   const char* (*lastLaunch_)() = nullptr;
+  void* (*global_)(const char*) = nullptr;
 };
 
 TEST_F(HipDouble, InitialisesBeforeCountingAndDescribesEachDevice) {
@@ -363,6 +369,91 @@ TEST_F(HipDouble, LoadAndLaunchErrorsNameTheModuleKernelAndHipError) {
   ASSERT_FALSE(cooperative.ok());
   EXPECT_EQ(cooperative.error().code, ErrorCode::NotSupported);
   EXPECT_EQ(calls(), "");
+}
+
+constexpr const char* kPrintingPtx = R"(
+.version 7.0
+.target sm_75
+.address_size 64
+.extern .func (.param .b32 func_retval0) vprintf(.param .b64 f, .param .b64 a);
+.global .align 1 .b8 $str[8] = {116, 105, 100, 32, 37, 100, 10, 0};
+.visible .entry hello()
+{
+  .local .align 8 .b8 depot[8];
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<6>;
+  mov.u64 %rd1, depot;
+  cvta.local.u64 %rd2, %rd1;
+  mov.u32 %r1, %tid.x;
+  st.local.u32 [%rd1], %r1;
+  mov.u64 %rd3, $str;
+  cvta.global.u64 %rd4, %rd3;
+  {
+  .param .b64 f;
+  st.param.b64 [f], %rd4;
+  .param .b64 a;
+  st.param.b64 [a], %rd2;
+  .param .b32 r;
+  call.uni (r), vprintf, (f, a);
+  ld.param.b32 %r2, [r];
+  }
+  ret;
+}
+)";
+
+TEST_F(HipDouble, PrintingModulesGetABufferThatEachLaunchDrains) {
+  HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
+  ASSERT_EQ(result.devices.size(), 1u);
+  DeviceBackend& device = *result.devices[0];
+  calls();
+  auto module = device.loadPtx(kPrintingPtx, "hello.ptx");
+  ASSERT_TRUE(module.ok()) << module.error().message;
+  EXPECT_EQ(calls(),
+            "hipRuntimeGetVersion;hipSetDevice;hipModuleLoadData;"
+            "hipModuleGetGlobal(__rocuda_printf_buffer);hipModuleGetGlobal(__rocuda_printf_formats);"
+            "hipMemcpy(default);hipMalloc;hipMemcpy(default);hipMemcpy(default);"
+            "hipModuleGetFunction(hello);hipModuleGetGlobal($str);");
+  // The module's buffer symbol points at a header announcing 1 MiB of room.
+  auto* symbol = static_cast<uint64_t**>(global("__rocuda_printf_buffer"));
+  ASSERT_NE(symbol, nullptr);
+  uint64_t* header = *symbol;
+  ASSERT_NE(header, nullptr);
+  EXPECT_EQ(header[0], 0u);
+  EXPECT_EQ(header[1], uint64_t(1) << 20);
+
+  // What a kernel would have written: one record naming a format the module does not have (the
+  // double's formats symbol holds 256 empty ones).
+  uint32_t record[4] = {4, 1000, 0, 0};
+  std::memcpy(header + 3, record, sizeof record);
+  header[0] = sizeof record;
+  testing::internal::CaptureStdout();
+  LaunchConfig config;
+  ASSERT_TRUE(device.launch(*(*module)->kernel("hello"), config, nullptr).ok());
+  EXPECT_EQ(testing::internal::GetCapturedStdout(), "[rocuda: malformed printf record at offset 0]\n");
+  EXPECT_EQ(header[0], 0u);  // emptied for the next launch
+  EXPECT_EQ(header[1], uint64_t(1) << 20);
+}
+
+TEST(HipPrintf, RecordsFormatWithTheModulesFormats) {
+  std::string formats("tid %d\n\0%s=%.1f\n\0", 17);
+  std::vector<uint8_t> records(64, 0);
+  auto put = [&](size_t at, uint64_t value, size_t size) { std::memcpy(&records[at], &value, size); };
+  put(0, 4, 4);   // 4 argument bytes
+  put(4, 0, 4);   // format 0
+  put(8, 7, 4);   // tid 7
+  put(16, 16, 4); // 16 argument bytes (pointer, double)
+  put(20, 1, 4);  // format 1
+  put(24, 0xabc, 8);
+  double x = 2.5;
+  std::memcpy(&records[32], &x, 8);
+  auto reader = [](uint64_t address) {
+    return address == 0xabc ? std::string("x") : std::string("?");
+  };
+  EXPECT_EQ(hip::formatPrintfRecords(records.data(), 40, formats, reader), "tid 7\nx=2.5\n");
+  // A record running past the end is reported, not read.
+  put(40, 100, 4);
+  EXPECT_EQ(hip::formatPrintfRecords(records.data(), 48, formats, reader),
+            "tid 7\nx=2.5\n[rocuda: malformed printf record at offset 40]\n");
 }
 
 TEST_F(HipDouble, GpusRocudaDoesNotTargetRefuseCodeByName) {

@@ -1,0 +1,57 @@
+// Device printf on AMD GPUs, host side: the buffer kernels append their records to
+// (compiler/amdgpu/amdgpu_codegen.h), set up for each module that prints and drained after every
+// launch of one of its kernels.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backends/hip/hip_api.h"
+#include "support/device_printf.h"
+#include "support/result.h"
+
+namespace rocuda::backends::hip {
+
+// The text of the records in `records` (`bytes` long, as the kernels wrote them), with the
+// module's NUL-separated `formats`. A record naming an unknown format or running past the end is
+// reported in the text and ends the walk.
+std::string formatPrintfRecords(const uint8_t* records, size_t bytes, std::string_view formats,
+                                const device_printf::StringReader& readString);
+
+// Whether a code object has printf's buffer symbol (its kernels print).
+bool codeObjectPrints(const std::vector<uint8_t>& codeObject);
+
+class PrintfBuffer {
+ public:
+  // Allocate the buffer on the current device, point the module's buffer symbol at it and read
+  // its formats.
+  static Result<std::unique_ptr<PrintfBuffer>> create(std::shared_ptr<HipLibrary> library,
+                                                      hipModule_t module,
+                                                      std::string_view moduleName);
+  ~PrintfBuffer();
+
+  // Held across a launch, its wait and drain(): the buffer is reset after each drain, so no
+  // other kernel of the module may be writing it meanwhile.
+  std::mutex& launchMutex() { return mutex_; }
+  // Print what the kernel wrote (to stdout, as CUDA does) and empty the buffer.
+  Status drain(std::string_view kernelName);
+
+  static constexpr size_t kCapacityBytes = size_t(1) << 20;  // CUDA's default printf FIFO size
+
+ private:
+  PrintfBuffer(std::shared_ptr<HipLibrary> library, void* device, std::string formats)
+      : library_(std::move(library)), device_(device), formats_(std::move(formats)) {}
+  std::string readDeviceString(uint64_t address) const;
+
+  std::shared_ptr<HipLibrary> library_;
+  void* device_;         // AmdgpuPrintfHeader, then the records
+  std::string formats_;  // the module's formats, NUL-separated
+  std::mutex mutex_;
+};
+
+}  // namespace rocuda::backends::hip

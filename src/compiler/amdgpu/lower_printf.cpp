@@ -1,0 +1,145 @@
+// Device printf for AMD GPUs (amdgpu_codegen.h describes the buffer): every `vprintf(format,
+// args)` call becomes a call of `__rocuda_printf_record(index, args, bytes)`, which appends the
+// format's index and CUDA's argument buffer to the host's buffer. The format must be a string
+// constant of the module (what nvcc emits for every printf literal): its layout
+// (support/device_printf.h) gives the bytes to copy at compile time, so the kernel never parses
+// it. Runs after optimisation, when `cvta.global` of the string has folded into a constant.
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/GlobalVariable.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Instructions.h>
+#include <llvm/IR/Module.h>
+
+#include <cstddef>
+#include <map>
+#include <optional>
+
+#include "compiler/amdgpu/amdgpu_lowering.h"
+#include "support/device_printf.h"
+
+namespace rocuda::compiler::amdgpu {
+namespace {
+
+// The format string `value` points at, if it is a constant of the module.
+std::optional<std::string> constantString(llvm::Value* value) {
+  auto* global = llvm::dyn_cast<llvm::GlobalVariable>(value->stripPointerCasts());
+  if (!global || !global->hasDefinitiveInitializer()) return std::nullopt;
+  auto* data = llvm::dyn_cast<llvm::ConstantDataSequential>(global->getInitializer());
+  if (!data || !data->isString()) return std::nullopt;
+  std::string text = data->getAsString().str();
+  size_t end = text.find('\0');
+  if (end == std::string::npos) return std::nullopt;  // not terminated: not a C string
+  return text.substr(0, end);
+}
+
+// void __rocuda_printf_record(i32 index, ptr args, i32 bytes)
+llvm::Function* defineRecord(llvm::Module& module, llvm::GlobalVariable& buffer) {
+  llvm::LLVMContext& context = module.getContext();
+  llvm::IRBuilder<> b(context);
+  auto* type = llvm::FunctionType::get(b.getVoidTy(), {b.getInt32Ty(), b.getPtrTy(), b.getInt32Ty()},
+                                       false);
+  auto* fn = llvm::Function::Create(type, llvm::GlobalValue::InternalLinkage,
+                                    "__rocuda_printf_record", module);
+  fn->setDoesNotThrow();
+  llvm::Value *index = fn->getArg(0), *args = fn->getArg(1), *bytes = fn->getArg(2);
+  auto block = [&](const char* name) { return llvm::BasicBlock::Create(context, name, fn); };
+  llvm::BasicBlock *entry = block("entry"), *reserve = block("reserve"), *write = block("write"),
+                   *drop = block("drop"), *done = block("done");
+  llvm::SyncScope::ID agent = context.getOrInsertSyncScopeID("agent");
+  auto field = [&](llvm::Value* base, uint64_t offset) {
+    return b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), base, offset);
+  };
+
+  b.SetInsertPoint(entry);
+  llvm::Value* base = b.CreateAlignedLoad(b.getPtrTy(kGlobalAS), &buffer, llvm::Align(8));
+  b.CreateCondBr(b.CreateIsNull(base), done, reserve);
+
+  b.SetInsertPoint(reserve);
+  llvm::Value* size = b.CreateAnd(
+      b.CreateAdd(b.CreateZExt(bytes, b.getInt64Ty()), b.getInt64(kAmdgpuPrintfRecordHeaderBytes + 7)),
+      b.getInt64(~uint64_t(7)));
+  llvm::Value* offset = b.CreateAtomicRMW(llvm::AtomicRMWInst::Add,
+                                          field(base, offsetof(AmdgpuPrintfHeader, used)), size,
+                                          llvm::Align(8), llvm::AtomicOrdering::Monotonic, agent);
+  llvm::Value* capacity = b.CreateAlignedLoad(
+      b.getInt64Ty(), field(base, offsetof(AmdgpuPrintfHeader, capacity)), llvm::Align(8));
+  b.CreateCondBr(b.CreateICmpULE(b.CreateAdd(offset, size), capacity), write, drop);
+
+  b.SetInsertPoint(drop);
+  b.CreateAtomicRMW(llvm::AtomicRMWInst::Add, field(base, offsetof(AmdgpuPrintfHeader, dropped)),
+                    b.getInt64(1), llvm::Align(8), llvm::AtomicOrdering::Monotonic, agent);
+  b.CreateBr(done);
+
+  b.SetInsertPoint(write);
+  llvm::Value* record = b.CreateInBoundsGEP(
+      b.getInt8Ty(), base, b.CreateAdd(offset, b.getInt64(sizeof(AmdgpuPrintfHeader))));
+  b.CreateAlignedStore(bytes, record, llvm::Align(8));
+  b.CreateAlignedStore(index, field(record, 4), llvm::Align(4));
+  b.CreateMemCpy(field(record, kAmdgpuPrintfRecordHeaderBytes), llvm::Align(8), args,
+                 llvm::MaybeAlign(), b.CreateZExt(bytes, b.getInt64Ty()));
+  b.CreateBr(done);
+
+  b.SetInsertPoint(done);
+  b.CreateRetVoid();
+  return fn;
+}
+
+llvm::GlobalVariable* protectedGlobal(llvm::Module& module, llvm::Constant* initializer,
+                                      const char* name, bool constant) {
+  auto* global =
+      new llvm::GlobalVariable(module, initializer->getType(), constant,
+                               llvm::GlobalValue::ExternalLinkage, initializer, name, nullptr,
+                               llvm::GlobalValue::NotThreadLocal, kGlobalAS);
+  global->setVisibility(llvm::GlobalValue::ProtectedVisibility);  // hipModuleGetGlobal finds it
+  global->setAlignment(llvm::Align(8));
+  return global;
+}
+
+}  // namespace
+
+Status lowerPrintf(llvm::Module& module) {
+  llvm::Function* vprintf = module.getFunction("vprintf");
+  if (!vprintf || vprintf->use_empty()) return Status::success();
+  llvm::LLVMContext& context = module.getContext();
+  auto* buffer = protectedGlobal(
+      module, llvm::ConstantPointerNull::get(llvm::PointerType::get(context, kGlobalAS)),
+      kAmdgpuPrintfBufferSymbol, /*constant=*/false);
+  llvm::Function* record = defineRecord(module, *buffer);
+
+  std::map<std::string, uint32_t> indices;
+  std::string formats;
+  // In program order, so that format indices follow the source.
+  std::vector<llvm::CallBase*> calls;
+  for (llvm::Function& fn : module)
+    for (llvm::BasicBlock& block : fn)
+      for (llvm::Instruction& inst : block)
+        if (auto* call = llvm::dyn_cast<llvm::CallBase>(&inst);
+            call && call->getCalledFunction() == vprintf)
+          calls.push_back(call);
+  for (llvm::CallBase* call : calls) {
+    std::optional<std::string> format = constantString(call->getArgOperand(0));
+    if (!format)
+      return makeError(ErrorCode::UnsupportedPtx,
+                       "printf in '" + call->getFunction()->getName().str() +
+                           "' has a format string that is not a string constant of the module; "
+                           "the AMD GPU backend needs the format at compile time");
+    auto [it, added] = indices.emplace(*format, static_cast<uint32_t>(indices.size()));
+    if (added) formats += *format + '\0';
+    device_printf::Layout layout = device_printf::layoutOf(*format);
+    llvm::IRBuilder<> b(call);
+    b.CreateCall(record, {b.getInt32(it->second), call->getArgOperand(1),
+                          b.getInt32(static_cast<uint32_t>(layout.bytes))});
+    // CUDA's printf returns the number of arguments the format reads.
+    call->replaceAllUsesWith(b.getInt32(static_cast<uint32_t>(layout.arguments)));
+    call->eraseFromParent();
+  }
+  if (!vprintf->use_empty())
+    return makeError(ErrorCode::UnsupportedPtx,
+                     "the AMD GPU backend cannot take the address of vprintf");
+  protectedGlobal(module, llvm::ConstantDataArray::getString(context, formats, /*AddNull=*/false),
+                  kAmdgpuPrintfFormatsSymbol, /*constant=*/true);
+  vprintf->eraseFromParent();
+  return Status::success();
+}
+
+}  // namespace rocuda::compiler::amdgpu
