@@ -82,11 +82,21 @@ struct LaunchConfig {
   GraphConditions* conditions = nullptr;
 };
 
+// What a kernel's compiled code uses, as cuFuncGetAttribute reports it. A field the backend does
+// not know stays -1, and the compiler's description (KernelInfo) answers instead.
+struct KernelResources {
+  int registersPerThread = 0;     // the CPU device allocates no register file
+  int localBytesPerThread = -1;   // private (scratch) memory of each thread
+  int staticSharedBytes = -1;     // shared memory (LDS) the code object reserves
+  int maxThreadsPerBlock = -1;    // the most threads a block of this code may have
+};
+
 // A kernel of a loaded module.
 class LoadedKernel {
  public:
   virtual ~LoadedKernel() = default;
   virtual const compiler::KernelInfo& info() const = 0;
+  virtual KernelResources resources() const { return {}; }
 };
 
 // Code compiled for this device and loaded into it.

@@ -122,22 +122,28 @@ Outcome functionAttribute(int* pi, CUfunction_attribute attrib, const void* hand
   if (!found) return found.error();
   core::Kernel& kernel = **found;
   const auto& device = kernel.module().context().device().description();
+  // The compiled code's own figures where the device has them (an AMD code object's metadata).
+  const backends::KernelResources resources = kernel.loaded().resources();
   switch (attrib) {
     case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
-      *pi = maxThreadsOf(kernel);
+      *pi = resources.maxThreadsPerBlock > 0
+                ? std::min(maxThreadsOf(kernel), resources.maxThreadsPerBlock)
+                : maxThreadsOf(kernel);
       return {};
     case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
-      *pi = static_cast<int>(kernel.info().staticSharedBytes);
+      *pi = resources.staticSharedBytes >= 0 ? resources.staticSharedBytes
+                                             : static_cast<int>(kernel.info().staticSharedBytes);
       return {};
     case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES:
       *pi = 0;
       return {};
     case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
-      *pi = static_cast<int>(kernel.info().localBytesPerThread);
+      *pi = resources.localBytesPerThread >= 0 ? resources.localBytesPerThread
+                                               : static_cast<int>(kernel.info().localBytesPerThread);
       return {};
     case CU_FUNC_ATTRIBUTE_NUM_REGS:
-      *pi = 0;
-      return {};  // no register file is allocated
+      *pi = resources.registersPerThread;
+      return {};
     case CU_FUNC_ATTRIBUTE_PTX_VERSION:
       // The arch the PTX was generated for (compute_75 -> 75), as NVIDIA reports for JIT-compiled
       // code: CUB/Thrust pick their tuning policy by it, among those compiled into the binary.

@@ -18,11 +18,32 @@
 namespace rocuda::backends::hip {
 namespace {
 
+// Registers, scratch, LDS and the block-size limit from the code object (hipFuncGetAttribute,
+// which reads its kernel descriptor and metadata); -1 where the runtime lacks the call.
+KernelResources codeObjectResources(const HipApi& api, hipFunction_t function) {
+  KernelResources resources;
+  resources.registersPerThread = -1;
+  if (api.hipFuncGetAttribute == nullptr) return resources;
+  auto read = [&](hipFunction_attribute attribute, int& into) {
+    int value = 0;
+    if (api.hipFuncGetAttribute(&value, attribute, function) == hipSuccess) into = value;
+  };
+  read(HIP_FUNC_ATTRIBUTE_NUM_REGS, resources.registersPerThread);
+  read(HIP_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, resources.localBytesPerThread);
+  read(HIP_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, resources.staticSharedBytes);
+  read(HIP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, resources.maxThreadsPerBlock);
+  return resources;
+}
+
 class HipKernel final : public LoadedKernel {
  public:
-  HipKernel(const compiler::KernelInfo& info, hipFunction_t function, PrintfBuffer* printf)
-      : info_(info), function_(function), printf_(printf) {}
+  HipKernel(const compiler::KernelInfo& info, hipFunction_t function, PrintfBuffer* printf,
+            KernelResources resources)
+      : info_(info), function_(function), printf_(printf), resources_(resources) {
+    if (resources_.registersPerThread < 0) resources_.registersPerThread = 0;  // unknown
+  }
   const compiler::KernelInfo& info() const override { return info_; }
+  KernelResources resources() const override { return resources_; }
   hipFunction_t function() const { return function_; }
   PrintfBuffer* printfBuffer() const { return printf_; }  // null when the module never prints
 
@@ -30,6 +51,7 @@ class HipKernel final : public LoadedKernel {
   const compiler::KernelInfo& info_;  // owned by the module
   hipFunction_t function_;
   PrintfBuffer* printf_;  // owned by the module
+  KernelResources resources_;
 };
 
 // A code object loaded into one device; unloaded with the module.
@@ -62,7 +84,8 @@ class HipModule final : public LoadedModule {
       if (status != hipSuccess)
         return library_->error(status, "hipModuleGetFunction('" + k.name + "') in module '" +
                                            std::string(moduleName) + "'");
-      kernels_.emplace(k.name, std::make_unique<HipKernel>(k, function, printf_.get()));
+      kernels_.emplace(k.name, std::make_unique<HipKernel>(k, function, printf_.get(),
+                                                           codeObjectResources(api, function)));
     }
     for (const compiler::GlobalInfo& g : info_.globals) {
       void* address = nullptr;

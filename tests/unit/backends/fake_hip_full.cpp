@@ -221,4 +221,14 @@ int hipModuleLaunchKernel(void*, unsigned gx, unsigned gy, unsigned gz, unsigned
   lastLaunch = out.str();
   return envInt("FAKE_HIP_LAUNCH_ERROR", 0);
 }
+// A kernel of 40 VGPRs, 16 bytes of scratch, 1040 bytes of LDS, at most 256 threads.
+int hipFuncGetAttribute(int* value, int attribute, void*) {
+  switch (attribute) {
+    case 0: *value = 256; return 0;
+    case 1: *value = 1040; return 0;
+    case 3: *value = 16; return 0;
+    case 4: *value = 40; return 0;
+    default: return 1;
+  }
+}
 }

@@ -295,6 +295,12 @@ TEST_F(HipDouble, KernelsCompileForTheDeviceAndLaunchWithCudasParameterLayout) {
   LoadedKernel* kernel = (*module)->kernel("scale");
   ASSERT_NE(kernel, nullptr);
   EXPECT_EQ((*module)->kernel("absent"), nullptr);
+  // Function attributes come from the code object (the double's answers).
+  KernelResources resources = kernel->resources();
+  EXPECT_EQ(resources.registersPerThread, 40);
+  EXPECT_EQ(resources.localBytesPerThread, 16);
+  EXPECT_EQ(resources.staticSharedBytes, 1040);
+  EXPECT_EQ(resources.maxThreadsPerBlock, 256);
   EXPECT_NE((*module)->globalAddress("counter"), nullptr);
   EXPECT_EQ((*module)->globalAddress("absent"), nullptr);
 
