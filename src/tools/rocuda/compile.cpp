@@ -1,7 +1,12 @@
 #include "tools/rocuda/compile.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "compiler/amdgpu/amdgpu_codegen.h"
 #include "fatbin/fatbin.h"
@@ -18,6 +23,7 @@ constexpr const char* kUsage =
     "AMD GPU code object for the target (e.g. gfx1100, gfx90a:sramecc+:xnack-). One code object\n"
     "per translation unit: OUT, or OUT.1, OUT.2... when there are several (default OUT:\n"
     "INPUT's file name + .<target>.co in the current directory; '-o -' writes to stdout).\n"
+    "Translation units are compiled in parallel, one per core.\n"
     "--emit asm writes the target's assembly instead, --emit llvm the optimised AMDGPU LLVM IR.\n";
 
 // Take the highest PTX of each translation unit.
@@ -107,18 +113,33 @@ int commandCompile(const std::vector<std::string>& args) {
     return 1;
   }
   std::string output = options.output.empty() ? defaultOutput(options) : options.output;
+  // Translation units are independent: compile them on every core, report them in order.
+  size_t units = contents->ptx.size();
+  std::vector<std::optional<Result<compiler::AmdgpuCompilation>>> results(units);
+  std::vector<std::string> names(units);
+  for (size_t i = 0; i < units; ++i)
+    names[i] = units == 1 ? options.input : options.input + " (" + contents->ptx[i].name + ")";
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < units; i = next++)
+      results[i].emplace(
+          compiler::compileForAmdgpu(contents->ptx[i].text, names[i], *target, options.emit));
+  };
+  size_t workers = std::min<size_t>(units, std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> threads;
+  for (size_t w = 1; w < workers; ++w) threads.emplace_back(work);
+  work();
+  for (auto& thread : threads) thread.join();
+
   int failures = 0;
-  for (size_t i = 0; i < contents->ptx.size(); ++i) {
-    const fatbin::PtxProgram& program = contents->ptx[i];
-    std::string name = contents->ptx.size() == 1 ? options.input
-                                                 : options.input + " (" + program.name + ")";
-    auto object = compiler::compileForAmdgpu(program.text, name, *target, options.emit);
+  for (size_t i = 0; i < units; ++i) {
+    auto& object = *results[i];
     if (!object.ok()) {
       // PTX diagnostics carry their file:line:column already; other errors get the input's name.
       if (object.error().code == ErrorCode::InvalidPtx)
         std::fprintf(stderr, "%s\n", object.error().message.c_str());
       else
-        std::fprintf(stderr, "%s: error: %s\n", name.c_str(), object.error().message.c_str());
+        std::fprintf(stderr, "%s: error: %s\n", names[i].c_str(), object.error().message.c_str());
       ++failures;
       continue;
     }
@@ -126,8 +147,9 @@ int commandCompile(const std::vector<std::string>& args) {
       std::fwrite(object->output.data(), 1, object->output.size(), stdout);
       continue;
     }
-    std::string path = contents->ptx.size() == 1 ? output : output + "." + std::to_string(i + 1);
-    if (auto status = platform::writeFileAtomically(path, object->output.data(), object->output.size());
+    std::string path = units == 1 ? output : output + "." + std::to_string(i + 1);
+    if (auto status =
+            platform::writeFileAtomically(path, object->output.data(), object->output.size());
         !status.ok()) {
       std::fprintf(stderr, "rocuda compile: %s\n", status.error().message.c_str());
       return 2;
