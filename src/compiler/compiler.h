@@ -39,7 +39,8 @@
 //        3 min.s32, 4 max.s32, 5 and, 6 or, 7 xor;
 //      `i64 __rocuda_match_sync(i32 mode, i64 value, i32 mask)`, mode 0 any, 1 all; returns the
 //        lane mask in bits 0..31 and (match.all) the predicate in bit 32.
-//    `activemask` is the full warp (0xffffffff) for now.
+//    `activemask` is `i32 __rocuda_activemask()` (convergent): the lanes of the warp executing
+//    it. Host code folds it to the full warp (0xffffffff) before optimisation.
 //  * `%envreg<n>` is `i32 __rocuda_sreg_envreg<n>()`: %envreg1 and %envreg2 are the high and low
 //    halves of BlockContext::gridWorkspace (cooperative groups' grid workspace), the others 0.
 //  * `.global` / `.const` variables are LLVM globals named as in the PTX, looked up by name.

@@ -218,10 +218,16 @@ Status translateControlOp(FunctionTranslator& t, const ptx::Instruction& inst) {
       if (inst.hasModifier("proxy") || inst.hasModifier("mbarrier_init")) return Status::success();
       markScope(*B.CreateFence(llvm::AtomicOrdering::SequentiallyConsistent), inst, nullptr);
       return Status::success();
-    case ptx::Opcode::activemask:
+    case ptx::Opcode::activemask: {
       if (inst.operands().size() != 1) return t.invalid(inst, "expected d");
-      // Every lane of the warp is active until warp-level execution exists.
-      return t.write(inst.operands()[0], B.getInt32(0xffffffffu), ScalarType::B32);
+      auto callee = t.mt.module().getOrInsertFunction("__rocuda_activemask",
+                                                      llvm::FunctionType::get(t.i32(), false));
+      if (auto* f = llvm::dyn_cast<llvm::Function>(callee.getCallee())) {
+        f->setConvergent();  // its answer depends on where in the control flow it runs
+        f->setDoesNotThrow();
+      }
+      return t.write(inst.operands()[0], B.CreateCall(callee), ScalarType::B32);
+    }
     case ptx::Opcode::nanosleep:
     case ptx::Opcode::brkpt:
     case ptx::Opcode::pmevent:

@@ -47,7 +47,7 @@ llvm::IRBuilder<> defineRuntime(llvm::Function& fn);
 llvm::Value* waveLane(llvm::IRBuilder<>& b, unsigned waveSize);
 
 // Define `fn` if it is one of the contract's warp collectives (__rocuda_shfl_sync, _vote_sync,
-// _redux_sync, _match_sync, _warp_sync) for wavefronts of `waveSize` lanes (32: one CUDA warp;
+// _redux_sync, _match_sync, _warp_sync, _activemask) for wavefronts of `waveSize` lanes (32: one CUDA warp;
 // 64: two); false if it is none of them.
 bool defineWarpCollective(llvm::Function& fn, unsigned waveSize);
 

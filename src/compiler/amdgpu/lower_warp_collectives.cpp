@@ -223,6 +223,12 @@ void defineWarpSync(llvm::Function& fn) {
   b.CreateRetVoid();
 }
 
+// i32 __rocuda_activemask(): the warp's lanes executing it (EXEC, within the half on wave64).
+void defineActivemask(llvm::Function& fn, unsigned waveSize) {
+  Builder b = defineRuntime(fn);
+  b.CreateRet(WaveBuilder(b, waveSize).warpBallot(b.getTrue()));
+}
+
 }  // namespace
 
 llvm::Value* waveLane(llvm::IRBuilder<>& b, unsigned waveSize) {
@@ -236,7 +242,9 @@ llvm::Value* waveLane(llvm::IRBuilder<>& b, unsigned waveSize) {
 
 bool defineWarpCollective(llvm::Function& fn, unsigned waveSize) {
   llvm::StringRef name = fn.getName();
-  if (name == "__rocuda_shfl_sync")
+  if (name == "__rocuda_activemask")
+    defineActivemask(fn, waveSize);
+  else if (name == "__rocuda_shfl_sync")
     defineShuffle(fn, waveSize);
   else if (name == "__rocuda_vote_sync")
     defineVote(fn, waveSize);
