@@ -51,10 +51,7 @@ void markScope(llvm::Instruction& access, const ptx::Instruction& inst, const ch
   for (const char* name : {"cta", "cluster", "gpu", "sys"})
     if (inst.hasModifier(name)) scope = name;
   if (inst.hasModifier("gl")) scope = "gpu";  // membar.gl
-  if (!scope) return;
-  llvm::LLVMContext& context = access.getContext();
-  access.setMetadata(kScopeMetadata,
-                     llvm::MDNode::get(context, {llvm::MDString::get(context, scope)}));
+  if (scope) setStringMetadata(access, kScopeMetadata, scope);
 }
 
 Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {

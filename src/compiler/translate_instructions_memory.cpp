@@ -12,6 +12,18 @@ void markPollableAccess(llvm::Instruction& access) {
   access.setMetadata(kPollMetadata, llvm::MDNode::get(access.getContext(), {}));
 }
 
+void setStringMetadata(llvm::Instruction& inst, const char* kind, llvm::StringRef value) {
+  llvm::LLVMContext& context = inst.getContext();
+  inst.setMetadata(kind, llvm::MDNode::get(context, {llvm::MDString::get(context, value)}));
+}
+
+llvm::StringRef stringMetadata(const llvm::Instruction& inst, const char* kind) {
+  llvm::MDNode* node = inst.getMetadata(kind);
+  if (!node || node->getNumOperands() != 1) return {};
+  auto* text = llvm::dyn_cast<llvm::MDString>(node->getOperand(0));
+  return text ? text->getString() : llvm::StringRef();
+}
+
 void markSpace(llvm::Instruction& access, const ptx::Instruction& inst) {
   const char* space = nullptr;
   bool readOnly = inst.hasModifier("nc") || inst.opcode == ptx::Opcode::ldu;
@@ -19,10 +31,7 @@ void markSpace(llvm::Instruction& access, const ptx::Instruction& inst) {
     space = "constant";
   else if (inst.space == ptx::StateSpace::Global)
     space = readOnly && llvm::isa<llvm::LoadInst>(access) ? "constant" : "global";
-  if (!space) return;
-  llvm::LLVMContext& context = access.getContext();
-  access.setMetadata(kSpaceMetadata,
-                     llvm::MDNode::get(context, {llvm::MDString::get(context, space)}));
+  if (space) setStringMetadata(access, kSpaceMetadata, space);
 }
 
 namespace {

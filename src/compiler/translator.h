@@ -36,6 +36,11 @@ ptx::ScalarType widenedType(ptx::ScalarType type);
 inline constexpr const char* kPollMetadata = "rocuda.poll";
 void markPollableAccess(llvm::Instruction& access);
 
+// Metadata of `kind` holding one string (kScopeMetadata, kSpaceMetadata below): the translator
+// sets it, target lowerings read it ("" when the instruction has none).
+void setStringMetadata(llvm::Instruction& inst, const char* kind, llvm::StringRef value);
+llvm::StringRef stringMetadata(const llvm::Instruction& inst, const char* kind);
+
 // Metadata naming the PTX scope ("cta", "cluster", "gpu" or "sys") of an atomic access or a
 // fence; the LLVM sync scope stays system-wide. Targets with a scoped memory model (AMDGPU)
 // narrow their sync scope by it; the host ignores it (system-wide order honours every scope).

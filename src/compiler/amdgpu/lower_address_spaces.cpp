@@ -47,12 +47,12 @@ llvm::Use* pointerOperand(llvm::Instruction& inst) {
 void narrowMarkedAccesses(llvm::Function& function) {
   for (auto& block : function)
     for (auto& inst : block) {
-      llvm::MDNode* space = inst.getMetadata(detail::kSpaceMetadata);
+      llvm::StringRef space = detail::stringMetadata(inst, detail::kSpaceMetadata);
       llvm::Use* pointer = pointerOperand(inst);
-      if (!space || !pointer || space->getNumOperands() != 1) continue;
-      auto* name = llvm::dyn_cast<llvm::MDString>(space->getOperand(0));
-      if (!name || pointer->get()->getType()->getPointerAddressSpace() != kFlatAS) continue;
-      unsigned as = name->getString() == "constant" && llvm::isa<llvm::LoadInst>(inst)
+      if (space.empty() || !pointer ||
+          pointer->get()->getType()->getPointerAddressSpace() != kFlatAS)
+        continue;
+      unsigned as = space == "constant" && llvm::isa<llvm::LoadInst>(inst)
                         ? kConstantAS
                         : kGlobalAS;
       llvm::IRBuilder<> b(&inst);

@@ -33,13 +33,10 @@ void lowerSyncScopes(llvm::Module& module) {
   for (llvm::Function& fn : module)
     for (llvm::BasicBlock& block : fn)
       for (llvm::Instruction& inst : block) {
-        llvm::MDNode* scope = inst.getMetadata(detail::kScopeMetadata);
-        if (!scope || scope->getNumOperands() != 1) continue;
-        auto* name = llvm::dyn_cast<llvm::MDString>(scope->getOperand(0));
-        if (!name) continue;
-        if (name->getString() == "cta")
+        llvm::StringRef scope = detail::stringMetadata(inst, detail::kScopeMetadata);
+        if (scope == "cta")
           setSyncScope(inst, workgroup);
-        else if (name->getString() == "cluster" || name->getString() == "gpu")
+        else if (scope == "cluster" || scope == "gpu")
           setSyncScope(inst, agent);
       }
 }
