@@ -3,6 +3,7 @@
 #pragma once
 
 #include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/IntrinsicsAMDGPU.h>
 
 #include <cstdint>
 #include <vector>
@@ -43,8 +44,95 @@ Status lowerDeviceRuntime(llvm::Module& module, const ModuleInfo& info, const Am
 // at its entry.
 llvm::IRBuilder<> defineRuntime(llvm::Function& fn);
 
-// The calling lane's index in its wavefront (0..waveSize-1).
-llvm::Value* waveLane(llvm::IRBuilder<>& b, unsigned waveSize);
+// Wavefront and CUDA-warp arithmetic at `b`'s insertion point. A CUDA warp is a wave32, or one
+// 32-lane half of a wave64 (lanes 0-31 and 32-63); see lower_warp_collectives.cpp.
+class WaveBuilder {
+ public:
+  WaveBuilder(llvm::IRBuilder<>& b, unsigned waveSize) : b_(b), waveSize_(waveSize) {}
+
+  llvm::Type* waveMaskType() { return b_.getIntNTy(waveSize_); }
+
+  // EXEC-masked ballot of `predicate` over the whole wavefront (uniform).
+  llvm::Value* waveBallot(llvm::Value* predicate) {
+    return b_.CreateIntrinsic(llvm::Intrinsic::amdgcn_ballot, {waveMaskType()}, {predicate});
+  }
+
+  // The ballot's 32 bits of the calling lane's CUDA warp.
+  llvm::Value* warpBallot(llvm::Value* predicate) {
+    llvm::Value* ballot = waveBallot(predicate);
+    if (waveSize_ == 32) return ballot;
+    return b_.CreateTrunc(b_.CreateLShr(ballot, b_.CreateZExt(warpBase(), waveMaskType())),
+                          b_.getInt32Ty());
+  }
+
+  // The lanes taking part: active lanes of the warp in `mask`, and the calling lane.
+  llvm::Value* participants(llvm::Value* mask) {
+    llvm::Value* active = warpBallot(b_.getTrue());
+    return b_.CreateOr(b_.CreateAnd(active, mask), b_.CreateShl(b_.getInt32(1), lane()));
+  }
+
+  // The calling lane's index in its wavefront (0..waveSize-1).
+  llvm::Value* waveLane();
+  llvm::Value* lane() { return b_.CreateAnd(waveLane(), 31); }
+  // 0, or 32 for the upper CUDA warp of a wave64.
+  llvm::Value* warpBase() {
+    return waveSize_ == 32 ? b_.getInt32(0) : b_.CreateAnd(waveLane(), 32);
+  }
+
+  // Whether wave lane `i` (uniform) belongs to the calling lane's warp and to its `mask`.
+  llvm::Value* laneTakesPart(llvm::Value* i, llvm::Value* mask) {
+    llvm::Value* inMask = b_.CreateTrunc(b_.CreateLShr(mask, b_.CreateAnd(i, 31)), b_.getInt1Ty());
+    llvm::Value* self = b_.CreateICmpEQ(i, waveLane());
+    if (waveSize_ == 32) return b_.CreateOr(inMask, self);
+    llvm::Value* sameWarp = b_.CreateICmpEQ(b_.CreateAnd(i, 32), warpBase());
+    return b_.CreateOr(b_.CreateAnd(sameWarp, inMask), self);
+  }
+
+  llvm::Value* readLane(llvm::Value* value, llvm::Value* i) {
+    return b_.CreateIntrinsic(llvm::Intrinsic::amdgcn_readlane, {value->getType()}, {value, i});
+  }
+
+  // A uniform loop over the wavefront's active lanes: `step(i, acc)` (i = wave lane, uniform)
+  // returns the next accumulator; returns the last one. Scalar readlanes, no LDS traffic.
+  template <typename Step>
+  llvm::Value* forEachActiveLane(llvm::Value* initial, Step step) {
+    llvm::Function* fn = b_.GetInsertBlock()->getParent();
+    llvm::LLVMContext& context = fn->getContext();
+    llvm::Value* active = waveBallot(b_.getTrue());
+    llvm::BasicBlock* entry = b_.GetInsertBlock();
+    auto* header = llvm::BasicBlock::Create(context, "lanes", fn);
+    auto* body = llvm::BasicBlock::Create(context, "lane", fn);
+    auto* exit = llvm::BasicBlock::Create(context, "lanes.done", fn);
+    b_.CreateBr(header);
+
+    b_.SetInsertPoint(header);
+    llvm::PHINode* remaining = b_.CreatePHI(waveMaskType(), 2, "remaining");
+    llvm::PHINode* acc = b_.CreatePHI(initial->getType(), 2, "acc");
+    remaining->addIncoming(active, entry);
+    acc->addIncoming(initial, entry);
+    b_.CreateCondBr(b_.CreateICmpEQ(remaining, llvm::ConstantInt::get(waveMaskType(), 0)), exit,
+                    body);
+
+    b_.SetInsertPoint(body);
+    llvm::Value* i = b_.CreateTrunc(
+        b_.CreateIntrinsic(llvm::Intrinsic::cttz, {waveMaskType()}, {remaining, b_.getTrue()}),
+        b_.getInt32Ty());
+    llvm::Value* next = step(i, static_cast<llvm::Value*>(acc));
+    llvm::Value* rest = b_.CreateAnd(
+        remaining, b_.CreateSub(remaining, llvm::ConstantInt::get(waveMaskType(), 1)));
+    remaining->addIncoming(rest, b_.GetInsertBlock());
+    acc->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateBr(header);
+
+    b_.SetInsertPoint(exit);
+    return acc;
+  }
+
+ private:
+  llvm::IRBuilder<>& b_;
+  unsigned waveSize_;
+};
+
 
 // Define `fn` if it is one of the contract's warp collectives (__rocuda_shfl_sync, _vote_sync,
 // _redux_sync, _match_sync, _warp_sync, _activemask) for wavefronts of `waveSize` lanes (32: one CUDA warp;

@@ -31,9 +31,6 @@ llvm::Value* dispatchField(Builder& b, unsigned offset, llvm::Type* type) {
 
 llvm::Value* blockDim(Builder& b, int dim) { return dispatchField(b, 4 + 2 * dim, b.getInt16Ty()); }
 
-// CUDA's lane: the wavefront lane modulo 32 (a wave64 holds two CUDA warps).
-llvm::Value* laneId(Builder& b, unsigned waveSize) { return b.CreateAnd(waveLane(b, waveSize), 31); }
-
 llvm::Value* threadIdx(Builder& b, int dim) {
   static const llvm::Intrinsic::ID ids[] = {llvm::Intrinsic::amdgcn_workitem_id_x,
                                             llvm::Intrinsic::amdgcn_workitem_id_y,
@@ -91,7 +88,7 @@ llvm::Value* specialRegister(Builder& b, const std::string& name, const AmdgpuTa
       return b.CreateUDiv(b.CreateAdd(grid, b.CreateSub(block, b.getInt32(1))), block);
     }
   }
-  llvm::Value* lane = laneId(b, waveSize);
+  llvm::Value* lane = WaveBuilder(b, waveSize).lane();
   if (name == "laneid") return lane;
   // As on the CPU device: the warp's index in the block, counting from thread 0.
   if (name == "warpid") return b.CreateLShr(linearThreadIdx(b), 5);
@@ -211,15 +208,15 @@ void defineBarrierReduce(llvm::Function& fn, const Lds& lds, unsigned waveSize) 
 
   b.SetInsertPoint(count);
   emitBarrier(b);
-  llvm::Type* maskType = b.getIntNTy(waveSize);
-  llvm::Value* ballot = b.CreateIntrinsic(llvm::Intrinsic::amdgcn_ballot, {maskType}, {counted});
-  llvm::Value* active = b.CreateIntrinsic(llvm::Intrinsic::amdgcn_ballot, {maskType}, {b.getTrue()});
-  llvm::Value* firstActive =
-      b.CreateTrunc(b.CreateIntrinsic(llvm::Intrinsic::cttz, {maskType}, {active, b.getTrue()}),
-                    b.getInt32Ty());
+  WaveBuilder wave(b, waveSize);
+  llvm::Value* ballot = wave.waveBallot(counted);
+  llvm::Value* active = wave.waveBallot(b.getTrue());
+  llvm::Value* firstActive = b.CreateTrunc(
+      b.CreateIntrinsic(llvm::Intrinsic::cttz, {wave.waveMaskType()}, {active, b.getTrue()}),
+      b.getInt32Ty());
   auto* add = llvm::BasicBlock::Create(context, "add", &fn);
   auto* total = llvm::BasicBlock::Create(context, "total", &fn);
-  b.CreateCondBr(b.CreateICmpEQ(waveLane(b, waveSize), firstActive), add, total);
+  b.CreateCondBr(b.CreateICmpEQ(wave.waveLane(), firstActive), add, total);
   b.SetInsertPoint(add);
   llvm::Value* n = b.CreateTrunc(b.CreateUnaryIntrinsic(llvm::Intrinsic::ctpop, ballot), b.getInt32Ty());
   b.CreateAtomicRMW(llvm::AtomicRMWInst::Add, counter, n, llvm::Align(4),

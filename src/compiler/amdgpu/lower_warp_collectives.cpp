@@ -18,92 +18,6 @@ namespace {
 
 using Builder = llvm::IRBuilder<>;
 
-class WaveBuilder {
- public:
-  WaveBuilder(Builder& b, unsigned waveSize) : b_(b), waveSize_(waveSize) {}
-
-  llvm::Type* waveMaskType() { return b_.getIntNTy(waveSize_); }
-
-  // EXEC-masked ballot of `predicate` over the whole wavefront (uniform).
-  llvm::Value* waveBallot(llvm::Value* predicate) {
-    return b_.CreateIntrinsic(llvm::Intrinsic::amdgcn_ballot, {waveMaskType()}, {predicate});
-  }
-
-  // The ballot's 32 bits of the calling lane's CUDA warp.
-  llvm::Value* warpBallot(llvm::Value* predicate) {
-    llvm::Value* ballot = waveBallot(predicate);
-    if (waveSize_ == 32) return ballot;
-    return b_.CreateTrunc(b_.CreateLShr(ballot, b_.CreateZExt(warpBase(), waveMaskType())),
-                          b_.getInt32Ty());
-  }
-
-  // The lanes taking part: active lanes of the warp in `mask`, and the calling lane.
-  llvm::Value* participants(llvm::Value* mask) {
-    llvm::Value* active = warpBallot(b_.getTrue());
-    return b_.CreateOr(b_.CreateAnd(active, mask), b_.CreateShl(b_.getInt32(1), lane()));
-  }
-
-  llvm::Value* waveLane() { return amdgpu::waveLane(b_, waveSize_); }
-  llvm::Value* lane() { return b_.CreateAnd(waveLane(), 31); }
-  // 0, or 32 for the upper CUDA warp of a wave64.
-  llvm::Value* warpBase() {
-    return waveSize_ == 32 ? b_.getInt32(0) : b_.CreateAnd(waveLane(), 32);
-  }
-
-  // Whether wave lane `i` (uniform) belongs to the calling lane's warp and to its `mask`.
-  llvm::Value* laneTakesPart(llvm::Value* i, llvm::Value* mask) {
-    llvm::Value* inMask = b_.CreateTrunc(b_.CreateLShr(mask, b_.CreateAnd(i, 31)), b_.getInt1Ty());
-    llvm::Value* self = b_.CreateICmpEQ(i, waveLane());
-    if (waveSize_ == 32) return b_.CreateOr(inMask, self);
-    llvm::Value* sameWarp = b_.CreateICmpEQ(b_.CreateAnd(i, 32), warpBase());
-    return b_.CreateOr(b_.CreateAnd(sameWarp, inMask), self);
-  }
-
-  llvm::Value* readLane(llvm::Value* value, llvm::Value* i) {
-    return b_.CreateIntrinsic(llvm::Intrinsic::amdgcn_readlane, {value->getType()}, {value, i});
-  }
-
-  // A uniform loop over the wavefront's active lanes: `step(i, acc)` (i = wave lane, uniform)
-  // returns the next accumulator; returns the last one. Scalar readlanes, no LDS traffic.
-  template <typename Step>
-  llvm::Value* forEachActiveLane(llvm::Value* initial, Step step) {
-    llvm::Function* fn = b_.GetInsertBlock()->getParent();
-    llvm::LLVMContext& context = fn->getContext();
-    llvm::Value* active = waveBallot(b_.getTrue());
-    llvm::BasicBlock* entry = b_.GetInsertBlock();
-    auto* header = llvm::BasicBlock::Create(context, "lanes", fn);
-    auto* body = llvm::BasicBlock::Create(context, "lane", fn);
-    auto* exit = llvm::BasicBlock::Create(context, "lanes.done", fn);
-    b_.CreateBr(header);
-
-    b_.SetInsertPoint(header);
-    llvm::PHINode* remaining = b_.CreatePHI(waveMaskType(), 2, "remaining");
-    llvm::PHINode* acc = b_.CreatePHI(initial->getType(), 2, "acc");
-    remaining->addIncoming(active, entry);
-    acc->addIncoming(initial, entry);
-    b_.CreateCondBr(b_.CreateICmpEQ(remaining, llvm::ConstantInt::get(waveMaskType(), 0)), exit,
-                    body);
-
-    b_.SetInsertPoint(body);
-    llvm::Value* i = b_.CreateTrunc(
-        b_.CreateIntrinsic(llvm::Intrinsic::cttz, {waveMaskType()}, {remaining, b_.getTrue()}),
-        b_.getInt32Ty());
-    llvm::Value* next = step(i, static_cast<llvm::Value*>(acc));
-    llvm::Value* rest = b_.CreateAnd(
-        remaining, b_.CreateSub(remaining, llvm::ConstantInt::get(waveMaskType(), 1)));
-    remaining->addIncoming(rest, b_.GetInsertBlock());
-    acc->addIncoming(next, b_.GetInsertBlock());
-    b_.CreateBr(header);
-
-    b_.SetInsertPoint(exit);
-    return acc;
-  }
-
- private:
-  Builder& b_;
-  unsigned waveSize_;
-};
-
 llvm::Value* arg(llvm::Function& fn, unsigned i) { return fn.getArg(i); }
 
 // i64 __rocuda_shfl_sync(i32 mode, i32 value, i32 b, i32 c, i32 mask): PTX's pseudo-code for the
@@ -231,12 +145,12 @@ void defineActivemask(llvm::Function& fn, unsigned waveSize) {
 
 }  // namespace
 
-llvm::Value* waveLane(llvm::IRBuilder<>& b, unsigned waveSize) {
+llvm::Value* WaveBuilder::waveLane() {
   // mbcnt with an all-ones mask counts the lanes below this one in the wavefront.
   llvm::Value* lane =
-      b.CreateIntrinsic(llvm::Intrinsic::amdgcn_mbcnt_lo, {}, {b.getInt32(-1), b.getInt32(0)});
-  if (waveSize == 64)
-    lane = b.CreateIntrinsic(llvm::Intrinsic::amdgcn_mbcnt_hi, {}, {b.getInt32(-1), lane});
+      b_.CreateIntrinsic(llvm::Intrinsic::amdgcn_mbcnt_lo, {}, {b_.getInt32(-1), b_.getInt32(0)});
+  if (waveSize_ == 64)
+    lane = b_.CreateIntrinsic(llvm::Intrinsic::amdgcn_mbcnt_hi, {}, {b_.getInt32(-1), lane});
   return lane;
 }
 
