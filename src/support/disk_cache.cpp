@@ -29,6 +29,17 @@ DiskCache& DiskCache::instance() {
 
 DiskCache::DiskCache(std::string directory) : directory_(std::move(directory)) {}
 
+std::string DiskCache::keyOf(std::initializer_list<std::string_view> parts) {
+  Sha256 hash;
+  bool first = true;
+  for (std::string_view part : parts) {
+    if (!first) hash.update(std::string_view("\0", 1));
+    hash.update(part);
+    first = false;
+  }
+  return Sha256::hex(hash.finish());
+}
+
 std::string DiskCache::pathFor(std::string_view key) const {
   // Two-level layout keeps directories small.
   std::string k(key);

@@ -6,10 +6,14 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "support/log.h"
+#include "support/result.h"
 
 namespace rocuda {
 
@@ -26,6 +30,30 @@ class DiskCache {
   std::optional<std::vector<uint8_t>> load(std::string_view key) const;
   void store(std::string_view key, const std::vector<uint8_t>& payload) const;
   std::string pathFor(std::string_view key) const;
+
+  // A key: the hex SHA-256 of `parts` separated by NULs (compiler version, target, options, input).
+  static std::string keyOf(std::initializer_list<std::string_view> parts);
+
+  // Compiled code through the cache: the entry for `key` decoded by T::deserialize, else (no
+  // entry, `refresh`, or an entry that does not decode: reported, naming `what`) the result of
+  // `compile()`, stored when it succeeded. `*fromCache`, when given, says which it was.
+  template <typename T, typename Compile>
+  Result<T> loadOrCompile(std::string_view key, std::string_view what, Compile compile,
+                          bool refresh = false, bool* fromCache = nullptr) const {
+    if (fromCache) *fromCache = false;
+    if (auto entry = refresh ? std::nullopt : load(key)) {
+      auto decoded = T::deserialize(entry->data(), entry->size());
+      if (decoded.ok()) {
+        if (fromCache) *fromCache = true;
+        return decoded;
+      }
+      log::warning("code cache entry for '" + std::string(what) + "' is unreadable (" +
+                   decoded.error().message + "); recompiling");
+    }
+    Result<T> compiled = compile();
+    if (compiled.ok()) store(key, compiled->serialize());
+    return compiled;
+  }
 
  private:
   std::string directory_;

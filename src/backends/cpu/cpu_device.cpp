@@ -375,33 +375,20 @@ void CpuDevice::describe() {
 Result<compiler::HostObject> CpuDevice::compileCached(std::string_view ptx,
                                                       std::string_view moduleName, bool refresh,
                                                       bool* fromCache) {
-  *fromCache = false;
   compiler::CompileOptions options;
   options.blockFunctions = env::get("ROCUDA_CPU_BLOCK_FORMS").value_or("1") != "0";
   options.memcheck = memcheckEnabled();
-  Sha256 key;
-  key.update(compiler::kCompilerVersion);
-  key.update(std::string_view("\0", 1));
-  key.update(hostTarget_);
-  key.update(std::string_view("\0", 1));
-  key.update("O" + std::to_string(options.optLevel) + (options.blockFunctions ? "" : " threads") +
-             (options.memcheck ? " memcheck" : ""));
-  key.update(std::string_view("\0", 1));
-  key.update(ptx);
-  std::string cacheKey = Sha256::hex(key.finish());
-
-  DiskCache& cache = DiskCache::instance();
-  if (auto entry = refresh ? std::nullopt : cache.load(cacheKey)) {
-    auto object = compiler::HostObject::deserialize(entry->data(), entry->size());
-    *fromCache = object.ok();
-    if (object.ok()) return object;
-    log::warning("code cache entry for '" + std::string(moduleName) + "' is unreadable (" +
-                 object.error().message + "); recompiling");
-  }
-  log::info("compiling PTX module '" + std::string(moduleName) + "' for the host");
-  auto object = compiler::compileForHost(ptx, moduleName, options);
-  if (object.ok()) cache.store(cacheKey, object->serialize());
-  return object;
+  std::string variant = "O" + std::to_string(options.optLevel) +
+                        (options.blockFunctions ? "" : " threads") +
+                        (options.memcheck ? " memcheck" : "");
+  std::string key = DiskCache::keyOf({compiler::kCompilerVersion, hostTarget_, variant, ptx});
+  return DiskCache::instance().loadOrCompile<compiler::HostObject>(
+      key, moduleName,
+      [&] {
+        log::info("compiling PTX module '" + std::string(moduleName) + "' for the host");
+        return compiler::compileForHost(ptx, moduleName, options);
+      },
+      refresh, fromCache);
 }
 
 Result<std::unique_ptr<LoadedModule>> CpuDevice::loadPtx(std::string_view ptx,

@@ -13,7 +13,6 @@
 #include "support/disk_cache.h"
 #include "support/env.h"
 #include "support/log.h"
-#include "support/sha256.h"
 
 namespace rocuda::backends::hip {
 namespace {
@@ -294,25 +293,14 @@ class HipDevice final : public DeviceBackend {
   Result<compiler::AmdgpuCompilation> compileCached(std::string_view ptx,
                                                     std::string_view moduleName,
                                                     const compiler::AmdgpuTarget& target) {
-    Sha256 key;
-    key.update(compiler::kCompilerVersion);
-    key.update(std::string_view("\0", 1));
-    key.update(compiler::amdgpuTargetName(target));
-    key.update(std::string_view("\0", 1));
-    key.update(ptx);
-    std::string cacheKey = Sha256::hex(key.finish());
-    DiskCache& cache = DiskCache::instance();
-    if (auto entry = cache.load(cacheKey)) {
-      auto compiled = compiler::AmdgpuCompilation::deserialize(entry->data(), entry->size());
-      if (compiled.ok()) return compiled;
-      log::warning("code cache entry for '" + std::string(moduleName) + "' is unreadable (" +
-                   compiled.error().message + "); recompiling");
-    }
-    log::info("compiling PTX module '" + std::string(moduleName) + "' for " +
-              compiler::amdgpuTargetName(target));
-    auto compiled = compiler::compileForAmdgpu(ptx, moduleName, target);
-    if (compiled.ok()) cache.store(cacheKey, compiled->serialize());
-    return compiled;
+    std::string key = DiskCache::keyOf(
+        {compiler::kCompilerVersion, compiler::amdgpuTargetName(target), ptx});
+    return DiskCache::instance().loadOrCompile<compiler::AmdgpuCompilation>(
+        key, moduleName, [&] {
+          log::info("compiling PTX module '" + std::string(moduleName) + "' for " +
+                    compiler::amdgpuTargetName(target));
+          return compiler::compileForAmdgpu(ptx, moduleName, target);
+        });
   }
 
   Status select() const {
