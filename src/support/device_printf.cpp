@@ -12,7 +12,6 @@ struct Conversion {
   std::string_view spec;  // "%-08.3lld"
   std::string_view plain; // the spec without length modifiers, e.g. "%-08.3" + conversion
   char conversion = 0;
-  bool longInteger = false;
   Kind kind = Kind::Int32;
 };
 
@@ -50,7 +49,6 @@ void walk(std::string_view format, Literal literal, Convert conversion) {
     c.spec = format.substr(percent, p + 1 - percent);
     c.plain = format.substr(percent, modifiers - percent);
     c.conversion = format[p];
-    c.longInteger = longs > 0;
     i = p + 1;
     if (std::strchr("diouxXc", c.conversion)) {
       c.kind = longs > 0 ? Kind::Int64 : Kind::Int32;

@@ -81,13 +81,17 @@ Result<std::unique_ptr<PrintfBuffer>> PrintfBuffer::create(std::shared_ptr<HipLi
   status = api.hipMalloc(&device, sizeof(AmdgpuPrintfHeader) + kCapacityBytes);
   if (status != hipSuccess) return failed(status, "hipMalloc of the buffer");
   std::unique_ptr<PrintfBuffer> buffer(new PrintfBuffer(library, device, std::move(formats)));
-  AmdgpuPrintfHeader header;
-  header.capacity = kCapacityBytes;
-  status = api.hipMemcpy(device, &header, sizeof header, hipMemcpyDefault);
+  status = buffer->empty();
   if (status == hipSuccess)
     status = api.hipMemcpy(symbol, &device, sizeof device, hipMemcpyDefault);
   if (status != hipSuccess) return failed(status, "hipMemcpy of the buffer's header");
   return buffer;
+}
+
+hipError_t PrintfBuffer::empty() {
+  AmdgpuPrintfHeader header;
+  header.capacity = kCapacityBytes;
+  return library_->api().hipMemcpy(device_, &header, sizeof header, hipMemcpyDefault);
 }
 
 PrintfBuffer::~PrintfBuffer() {
@@ -141,9 +145,7 @@ Status PrintfBuffer::drain(std::string_view kernelName) {
     log::warning(std::to_string(header.dropped) + " printf calls of kernel '" +
                  std::string(kernelName) + "' did not fit in the " +
                  std::to_string(kCapacityBytes >> 10) + " KiB printf buffer and were lost");
-  AmdgpuPrintfHeader empty;
-  empty.capacity = kCapacityBytes;
-  status = api.hipMemcpy(device_, &empty, sizeof empty, hipMemcpyDefault);
+  status = empty();
   if (status != hipSuccess) return library_->error(status, "hipMemcpy resetting the printf buffer");
   return Status::success();
 }

@@ -47,6 +47,8 @@ class PrintfBuffer {
   PrintfBuffer(std::shared_ptr<HipLibrary> library, void* device, std::string formats)
       : library_(std::move(library)), device_(device), formats_(std::move(formats)) {}
   std::string readDeviceString(uint64_t address) const;
+  // Write a header with no records and the whole capacity free.
+  hipError_t empty();
 
   std::shared_ptr<HipLibrary> library_;
   void* device_;         // AmdgpuPrintfHeader, then the records
