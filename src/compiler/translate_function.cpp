@@ -417,7 +417,7 @@ Status FunctionTranslator::translateInstruction(const ptx::Instruction& inst) {
     case Opcode::bfind: case Opcode::prmt: case Opcode::lop3: case Opcode::shf: case Opcode::shl:
     case Opcode::shr: case Opcode::and_: case Opcode::or_: case Opcode::xor_: case Opcode::not_:
     case Opcode::cnot: case Opcode::bmsk: case Opcode::szext: case Opcode::dp4a:
-    case Opcode::dp2a:
+    case Opcode::dp2a: case Opcode::fns:
       return translateBitOp(*this, inst);
     case Opcode::fma: case Opcode::rcp: case Opcode::sqrt: case Opcode::rsqrt: case Opcode::sin:
     case Opcode::cos: case Opcode::ex2: case Opcode::lg2: case Opcode::tanh: case Opcode::testp:

@@ -1,5 +1,5 @@
 // Logic and bit manipulation: and/or/xor/not/cnot, shl/shr (amounts >= width clamp), popc, clz,
-// brev, bfe, bfi, bfind, prmt, lop3, shf, bmsk, szext, dp4a/dp2a.
+// brev, bfe, bfi, bfind, fns, prmt, lop3, shf, bmsk, szext, dp4a/dp2a.
 #include <llvm/IR/Intrinsics.h>
 
 #include "compiler/translator.h"
@@ -62,11 +62,12 @@ Status bfe(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType type)
   llvm::Value* taken = B.CreateBinaryIntrinsic(llvm::Intrinsic::umin, len, avail);
   llvm::Value* field = B.CreateAnd(shifted, lowMask(t, ty, taken));
   if (!ptx::isSignedInteger(type)) return t.write(inst.operands()[0], field, type);
-  // Sign bit: a[min(pos + len - 1, msb)], replicated above the field.
+  // Sign bit: a[min(pos + len - 1, msb)], replicated above the field; none when len is 0.
   llvm::Value* top = B.CreateSub(B.CreateAdd(pos, len), B.getInt32(1));
   top = B.CreateBinaryIntrinsic(llvm::Intrinsic::smax, top, B.getInt32(0));
   top = B.CreateBinaryIntrinsic(llvm::Intrinsic::umin, top, B.getInt32(w - 1));
   llvm::Value* sbit = B.CreateTrunc(B.CreateLShr(a, B.CreateZExtOrTrunc(top, ty)), t.i1());
+  sbit = B.CreateAnd(sbit, B.CreateICmpNE(len, B.getInt32(0)));
   llvm::Value* upper = B.CreateNot(lowMask(t, ty, taken));
   llvm::Value* r = B.CreateSelect(sbit, B.CreateOr(field, upper), field);
   return t.write(inst.operands()[0], r, type);
@@ -216,6 +217,39 @@ Status dp4a(FunctionTranslator& t, const ptx::Instruction& inst) {
   return t.write(inst.operands()[0], sum, ct);
 }
 
+// fns: the position of the offset-th set bit of mask counting up from base (offset > 0), down
+// from it (offset < 0), or base itself when offset is 0 and its bit is set; else 0xffffffff.
+// A downward search is an upward one in the bit-reversed mask. Unrolled over the 32 positions.
+Status fns(FunctionTranslator& t, const ptx::Instruction& inst) {
+  auto& B = t.b;
+  if (inst.operands().size() != 4) return t.invalid(inst, "expected d, mask, base, offset");
+  ROCUDA_VALUE(maskIn, t.read(inst.operands()[1], ScalarType::B32));
+  ROCUDA_VALUE(baseIn, t.read(inst.operands()[2], ScalarType::U32));
+  ROCUDA_VALUE(offset, t.read(inst.operands()[3], ScalarType::S32));
+  llvm::Value* base = B.CreateAnd(baseIn, 31);  // base > 31 is undefined in the ISA
+  llvm::Value* down = B.CreateICmpSLT(offset, B.getInt32(0));
+  llvm::Value* mask = B.CreateSelect(
+      down, B.CreateUnaryIntrinsic(llvm::Intrinsic::bitreverse, maskIn), maskIn);
+  llvm::Value* start = B.CreateSelect(down, B.CreateSub(B.getInt32(31), base), base);
+  llvm::Value* wanted = B.CreateSelect(down, B.CreateNeg(offset), offset);
+  wanted = B.CreateSelect(B.CreateICmpEQ(offset, B.getInt32(0)), B.getInt32(1), wanted);
+  // Only bits from start upwards count; offset 0 looks at the start bit alone.
+  llvm::Value* window = B.CreateAnd(mask, B.CreateShl(B.getInt32(0xffffffffu), start));
+  window = B.CreateSelect(B.CreateICmpEQ(offset, B.getInt32(0)),
+                          B.CreateAnd(window, B.CreateShl(B.getInt32(1), start)), window);
+  llvm::Value* count = B.getInt32(0);
+  llvm::Value* found = B.getInt32(0xffffffffu);
+  for (uint32_t i = 0; i < 32; ++i) {
+    llvm::Value* bit = B.CreateTrunc(B.CreateLShr(window, i), t.i1());
+    count = B.CreateAdd(count, B.CreateZExt(bit, t.i32()));
+    llvm::Value* hit = B.CreateAnd(bit, B.CreateICmpEQ(count, wanted));
+    found = B.CreateSelect(hit, B.getInt32(i), found);
+  }
+  llvm::Value* miss = B.CreateICmpEQ(found, B.getInt32(0xffffffffu));
+  llvm::Value* position = B.CreateSelect(down, B.CreateSub(B.getInt32(31), found), found);
+  return t.write(inst.operands()[0], B.CreateSelect(miss, found, position), ScalarType::B32);
+}
+
 Status bmsk(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
   if (inst.operands().size() < 3) return t.invalid(inst, "too few operands");
@@ -311,6 +345,8 @@ Status translateBitOp(FunctionTranslator& t, const ptx::Instruction& inst) {
       return dp4a(t, inst);
     case ptx::Opcode::bmsk:
       return bmsk(t, inst);
+    case ptx::Opcode::fns:
+      return fns(t, inst);
     case ptx::Opcode::szext:
       return szext(t, inst, type);
     default:

@@ -26,14 +26,6 @@ std::string boolOp(const ptx::Instruction& inst) {
   return "";
 }
 
-llvm::Value* flushInput(FunctionTranslator& t, llvm::Value* v) {
-  auto& B = t.b;
-  if (!v->getType()->isFloatTy()) return v;
-  llvm::Value* mag = B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, v);
-  llvm::Value* tiny = B.CreateFCmpOLT(mag, llvm::ConstantFP::get(v->getType(), 1.17549435e-38));
-  return B.CreateSelect(tiny, llvm::ConstantFP::get(v->getType(), 0.0), v);
-}
-
 Result<llvm::Value*> compare(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType type,
                              const ptx::Operand& aOp, const ptx::Operand& bOp) {
   auto& B = t.b;
@@ -42,10 +34,9 @@ Result<llvm::Value*> compare(FunctionTranslator& t, const ptx::Instruction& inst
   ROCUDA_VALUE(a, t.read(aOp, type));
   ROCUDA_VALUE(b, t.read(bOp, type));
   if (ptx::isFloat(type)) {
-    if (a->getType()->isVectorTy()) return t.unsupported(inst, "packed comparison");
     if (inst.hasModifier("ftz")) {
-      a = flushInput(t, a);
-      b = flushInput(t, b);
+      a = flushSubnormal(t, a);
+      b = flushSubnormal(t, b);
     }
     using P = llvm::CmpInst::Predicate;
     P pred;
@@ -116,6 +107,31 @@ llvm::Value* combine(FunctionTranslator& t, const std::string& op, llvm::Value* 
   return x;
 }
 
+// f16x2 / bf16x2 comparisons compare each half: setp writes the low half's predicate to p and
+// the high half's to q (each combined with c); set writes each half of d (all ones or 1.0).
+Status packedResult(FunctionTranslator& t, const ptx::Instruction& inst, bool isSet, bool twoDest,
+                    const std::string& bop, llvm::Value* cmp, llvm::Value* c) {
+  auto& B = t.b;
+  if (isSet) {
+    llvm::Value* p = c ? combine(t, bop, cmp, B.CreateVectorSplat(2, c)) : cmp;
+    ScalarType dtype = inst.types()[0];
+    llvm::Type* vt = t.valueType(dtype);
+    if (vt->isVectorTy())  // set.*.f16x2.f16x2: 1.0 or 0.0 per half
+      return t.write(inst.operands()[0],
+                     B.CreateSelect(p, llvm::ConstantFP::get(vt, 1.0), llvm::ConstantFP::get(vt, 0.0)),
+                     dtype);
+    auto* halves = llvm::FixedVectorType::get(B.getInt16Ty(), 2);
+    llvm::Value* r = B.CreateSelect(p, llvm::ConstantInt::getAllOnesValue(halves),
+                                    llvm::ConstantInt::get(halves, 0));
+    return t.write(inst.operands()[0], B.CreateBitCast(r, t.i32()), dtype);
+  }
+  if (!twoDest) return t.invalid(inst, "a packed comparison writes two predicates (p|q)");
+  llvm::Value* lo = B.CreateExtractElement(cmp, uint64_t{0});
+  llvm::Value* hi = B.CreateExtractElement(cmp, uint64_t{1});
+  ROCUDA_TRY(t.write(inst.operands()[0], c ? combine(t, bop, lo, c) : lo, ScalarType::Pred));
+  return t.write(inst.operands()[1], c ? combine(t, bop, hi, c) : hi, ScalarType::Pred);
+}
+
 Status setp(FunctionTranslator& t, const ptx::Instruction& inst, bool isSet) {
   auto& B = t.b;
   std::string bop = boolOp(inst);
@@ -132,6 +148,7 @@ Status setp(FunctionTranslator& t, const ptx::Instruction& inst, bool isSet) {
     if (!cv.ok()) return cv.error();
     c = *cv;
   }
+  if (cmp->getType()->isVectorTy()) return packedResult(t, inst, isSet, twoDest, bop, cmp, c);
   llvm::Value* p = c ? combine(t, bop, cmp, c) : cmp;
   if (isSet) {
     ScalarType dtype = inst.types()[0];
@@ -178,7 +195,7 @@ Status translateCompareOp(FunctionTranslator& t, const ptx::Instruction& inst) {
       ROCUDA_VALUE(c, t.read(inst.operands()[3], ctype));
       llvm::Value* cond = nullptr;
       if (ptx::isFloat(ctype)) {
-        if (inst.hasModifier("ftz")) c = flushInput(t, c);
+        if (inst.hasModifier("ftz")) c = flushSubnormal(t, c);
         cond = B.CreateFCmpOGE(c, llvm::ConstantFP::get(c->getType(), 0.0));
       } else {
         cond = B.CreateICmpSGE(c, llvm::ConstantInt::get(c->getType(), 0));

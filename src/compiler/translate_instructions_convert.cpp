@@ -116,7 +116,7 @@ Result<llvm::Value*> convertScalar(FunctionTranslator& t, const ptx::Instruction
   bool fromFloat = ptx::isFloat(from), toFloat = ptx::isFloat(to);
   llvm::Type* vt = t.valueType(to);
   if (!fromFloat && !toFloat) return intToInt(t, a, from, to, sat);
-  if (ftz) a = flushSubnormalF32(t, a);
+  if (ftz && a->getType()->isFloatTy()) a = flushSubnormal(t, a);  // .ftz is for f32 only
   llvm::Value* r = nullptr;
   if (fromFloat && !toFloat) return floatToInt(t, a, to, mode);
   if (!fromFloat) {
@@ -129,7 +129,7 @@ Result<llvm::Value*> convertScalar(FunctionTranslator& t, const ptx::Instruction
   if (sat) r = saturateUnit(t, r);
   if (inst.hasModifier("relu"))
     r = B.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, r, llvm::ConstantFP::get(vt, 0.0));
-  if (ftz) r = flushSubnormalF32(t, r);
+  if (ftz && r->getType()->isFloatTy()) r = flushSubnormal(t, r);
   return r;
 }
 

@@ -1,6 +1,6 @@
-// Floating-point arithmetic: add/sub/mul/fma/mad/div/rcp/sqrt (IEEE, with .rz/.rm/.rp computed
-// from an exact error term), the approximate transcendental forms, min/max with PTX NaN rules,
-// abs/neg/copysign/testp, and .ftz (flush f32 subnormal inputs and results to signed zero).
+// Floating-point arithmetic: add/sub/mul/fma/mad/div/rcp/sqrt (IEEE; .rz/.rm/.rp in the target's
+// dynamic rounding mode, see roundedHelper), the approximate transcendental forms, min/max with PTX NaN rules,
+// abs/neg/copysign/testp, and .ftz (flush subnormal inputs and results to signed zero).
 #include <llvm/IR/Intrinsics.h>
 
 #include "compiler/translator.h"
@@ -57,6 +57,104 @@ llvm::Value* fmaOf(FunctionTranslator& t, llvm::Value* a, llvm::Value* b, llvm::
   return t.b.CreateIntrinsic(llvm::Intrinsic::fma, {a->getType()}, {a, b, c});
 }
 
+// llvm.set.rounding's encoding of a PTX rounding modifier.
+int llvmRoundingMode(const std::string& mode) {
+  if (mode == "rz") return 0;
+  if (mode == "rp") return 2;
+  if (mode == "rm") return 3;
+  return 1;
+}
+
+enum class RoundedOp { Add, Mul, Fma, Div, Sqrt };
+
+// .rz/.rm/.rp arithmetic runs in a small helper per operation, mode and type: it switches the
+// target's dynamic rounding mode around one constrained operation and restores it, so the
+// hardware rounds exactly (overflow, subnormal results and signed zeros included). The helper
+// is strictfp and never inlined, so no ordinary floating-point code runs under a changed mode.
+llvm::Function* roundedHelper(FunctionTranslator& t, RoundedOp op, const std::string& mode,
+                              llvm::Type* type) {
+  static const char* const kNames[] = {"add", "mul", "fma", "div", "sqrt"};
+  std::string name = std::string("__rocuda_rounded_") + kNames[static_cast<int>(op)] + "_" + mode +
+                     (type->isDoubleTy() ? "_f64" : "_f32");
+  llvm::Module& m = t.mt.module();
+  if (auto* existing = m.getFunction(name)) return existing;
+  unsigned arity = op == RoundedOp::Fma ? 3 : op == RoundedOp::Sqrt ? 1 : 2;
+  std::vector<llvm::Type*> params(arity, type);
+  auto* fn = llvm::Function::Create(llvm::FunctionType::get(type, params, false),
+                                    llvm::Function::InternalLinkage, name, m);
+  fn->addFnAttr(llvm::Attribute::StrictFP);
+  fn->addFnAttr(llvm::Attribute::NoInline);
+  fn->setDoesNotThrow();
+  fn->setWillReturn();
+  llvm::IRBuilder<> B(llvm::BasicBlock::Create(m.getContext(), "entry", fn));
+  B.setIsFPConstrained(true);
+  B.setDefaultConstrainedRounding(llvm::RoundingMode::Dynamic);
+  B.setDefaultConstrainedExcept(llvm::fp::ebIgnore);
+  llvm::Value* saved = B.CreateIntrinsic(llvm::Intrinsic::get_rounding, {}, {});
+  B.CreateIntrinsic(llvm::Intrinsic::set_rounding, {}, {B.getInt32(llvmRoundingMode(mode))});
+  llvm::Value* a = fn->getArg(0);
+  llvm::Value* r = nullptr;
+  switch (op) {
+    case RoundedOp::Add: r = B.CreateFAdd(a, fn->getArg(1)); break;
+    case RoundedOp::Mul: r = B.CreateFMul(a, fn->getArg(1)); break;
+    case RoundedOp::Div: r = B.CreateFDiv(a, fn->getArg(1)); break;
+    case RoundedOp::Fma:
+      r = B.CreateConstrainedFPCall(
+          llvm::Intrinsic::getDeclaration(&m, llvm::Intrinsic::experimental_constrained_fma, {type}),
+          {a, fn->getArg(1), fn->getArg(2)});
+      break;
+    case RoundedOp::Sqrt:
+      r = B.CreateConstrainedFPCall(
+          llvm::Intrinsic::getDeclaration(&m, llvm::Intrinsic::experimental_constrained_sqrt, {type}),
+          {a});
+      break;
+  }
+  B.CreateIntrinsic(llvm::Intrinsic::set_rounding, {}, {saved});
+  B.CreateRet(r);
+  return fn;
+}
+
+// f32 division and square root in a directed mode: computed in double, where the exact
+// remainder tells on which side of the double result the exact value lies; then that double is
+// rounded to f32 in the mode. Exact for every f32 input (no double underflow is possible), and
+// needs no strict division or square root, which the AMDGPU backend cannot select.
+llvm::Value* divSqrtF32ViaDouble(FunctionTranslator& t, RoundedOp op, const std::string& mode,
+                                 llvm::Value* a, llvm::Value* b) {
+  auto& B = t.b;
+  auto* d = B.getDoubleTy();
+  auto* zero = llvm::ConstantFP::get(d, 0.0);
+  llvm::Value* x = B.CreateFPExt(a, d);
+  llvm::Value* s = nullptr;
+  llvm::Value* err = nullptr;  // has the sign of (exact - s)
+  if (op == RoundedOp::Sqrt) {
+    s = B.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
+    err = fmaOf(t, B.CreateFNeg(s), s, x);
+  } else {
+    llvm::Value* y = B.CreateFPExt(b, d);
+    s = B.CreateFDiv(x, y);
+    llvm::Value* rem = fmaOf(t, B.CreateFNeg(s), y, x);
+    err = B.CreateSelect(B.CreateFCmpOLT(y, zero), B.CreateFNeg(rem), rem);
+  }
+  llvm::Value* r = B.CreateFPTrunc(s, a->getType());
+  llvm::Value* diff = B.CreateFSub(s, B.CreateFPExt(r, d));  // exact
+  llvm::Value* side = B.CreateSelect(B.CreateFCmpONE(diff, zero), diff, err);
+  auto* ft = a->getType();
+  llvm::Value* sign = B.CreateSelect(
+      B.CreateFCmpOGT(side, zero), llvm::ConstantFP::get(ft, 1.0),
+      B.CreateSelect(B.CreateFCmpOLT(side, zero), llvm::ConstantFP::get(ft, -1.0),
+                     llvm::ConstantFP::get(ft, 0.0)));
+  return applyDirectedRounding(t, r, sign, mode);
+}
+
+llvm::Value* rounded(FunctionTranslator& t, RoundedOp op, const std::string& mode,
+                     std::vector<llvm::Value*> args) {
+  bool divOrSqrt = op == RoundedOp::Div || op == RoundedOp::Sqrt;
+  if (divOrSqrt && args[0]->getType()->isFloatTy())
+    return divSqrtF32ViaDouble(t, op, mode, args[0], args.size() > 1 ? args[1] : nullptr);
+  llvm::Function* helper = roundedHelper(t, op, mode, args[0]->getType());
+  return t.b.CreateCall(helper, args);
+}
+
 Result<llvm::Value*> arith(FunctionTranslator& t, const ptx::Instruction& inst, llvm::Value* a,
                            llvm::Value* b, llvm::Value* c) {
   auto& B = t.b;
@@ -64,57 +162,22 @@ Result<llvm::Value*> arith(FunctionTranslator& t, const ptx::Instruction& inst, 
   bool directed = isDirected(mode);
   bool scalar = a->getType()->isFloatTy() || a->getType()->isDoubleTy();
   if (directed && !scalar) return t.unsupported(inst, "directed rounding on this type");
-  llvm::Value* r = nullptr;
-  llvm::Value* err = nullptr;
   switch (inst.opcode) {
     case ptx::Opcode::add:
     case ptx::Opcode::sub: {
       llvm::Value* y = inst.opcode == ptx::Opcode::sub ? B.CreateFNeg(b) : b;
-      r = B.CreateFAdd(a, y);
-      if (directed) {  // TwoSum: the exact error of the rounded sum
-        llvm::Value* bb = B.CreateFSub(r, a);
-        err = B.CreateFAdd(B.CreateFSub(a, B.CreateFSub(r, bb)), B.CreateFSub(y, bb));
-      }
-      break;
+      return directed ? rounded(t, RoundedOp::Add, mode, {a, y}) : B.CreateFAdd(a, y);
     }
     case ptx::Opcode::mul:
-      r = B.CreateFMul(a, b);
-      if (directed) err = fmaOf(t, a, b, B.CreateFNeg(r));
-      break;
+      return directed ? rounded(t, RoundedOp::Mul, mode, {a, b}) : B.CreateFMul(a, b);
     case ptx::Opcode::fma:
     case ptx::Opcode::mad:
-      r = fmaOf(t, a, b, c);
-      if (directed) {
-        if (!a->getType()->isFloatTy()) return t.unsupported(inst, "directed rounding of fma.f64");
-        // In double, a*b is exact and p + c = s + e exactly (TwoSum); s - r is exact too.
-        auto* d = B.getDoubleTy();
-        llvm::Value* p = B.CreateFMul(B.CreateFPExt(a, d), B.CreateFPExt(b, d));
-        llvm::Value* cd = B.CreateFPExt(c, d);
-        llvm::Value* sum = B.CreateFAdd(p, cd);
-        llvm::Value* bb = B.CreateFSub(sum, p);
-        llvm::Value* e = B.CreateFAdd(B.CreateFSub(p, B.CreateFSub(sum, bb)), B.CreateFSub(cd, bb));
-        llvm::Value* diff = B.CreateFAdd(B.CreateFSub(sum, B.CreateFPExt(r, d)), e);
-        auto* zero = llvm::ConstantFP::get(d, 0.0);
-        auto* ft = a->getType();
-        err = B.CreateSelect(
-            B.CreateFCmpOGT(diff, zero), llvm::ConstantFP::get(ft, 1.0),
-            B.CreateSelect(B.CreateFCmpOLT(diff, zero), llvm::ConstantFP::get(ft, -1.0),
-                           llvm::ConstantFP::get(ft, 0.0)));
-      }
-      break;
+      return directed ? rounded(t, RoundedOp::Fma, mode, {a, b, c}) : fmaOf(t, a, b, c);
     case ptx::Opcode::div:
-      r = B.CreateFDiv(a, b);
-      if (directed) {
-        llvm::Value* rem = fmaOf(t, B.CreateFNeg(r), b, a);
-        err = B.CreateSelect(B.CreateFCmpOLT(b, llvm::ConstantFP::get(b->getType(), 0.0)),
-                             B.CreateFNeg(rem), rem);
-      }
-      break;
+      return directed ? rounded(t, RoundedOp::Div, mode, {a, b}) : B.CreateFDiv(a, b);
     default:
       return t.unsupported(inst);
   }
-  if (directed) r = applyDirectedRounding(t, r, err, mode);
-  return r;
 }
 
 Status unaryMath(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType type,
@@ -133,20 +196,14 @@ Status unaryMath(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType
       r = B.CreateFNeg(a);
       break;
     case ptx::Opcode::sqrt:
-      r = B.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, a);
-      if (isDirected(mode)) r = applyDirectedRounding(t, r, fmaOf(t, B.CreateFNeg(r), r, a), mode);
+      r = isDirected(mode) ? rounded(t, RoundedOp::Sqrt, mode, {a})
+                           : B.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, a);
       break;
     case ptx::Opcode::rsqrt:
       r = B.CreateFDiv(one, B.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, a));
       break;
     case ptx::Opcode::rcp:
-      r = B.CreateFDiv(one, a);
-      if (isDirected(mode)) {
-        llvm::Value* rem = fmaOf(t, B.CreateFNeg(r), a, one);
-        llvm::Value* err = B.CreateSelect(B.CreateFCmpOLT(a, llvm::ConstantFP::get(ty, 0.0)),
-                                          B.CreateFNeg(rem), rem);
-        r = applyDirectedRounding(t, r, err, mode);
-      }
+      r = isDirected(mode) ? rounded(t, RoundedOp::Div, mode, {one, a}) : B.CreateFDiv(one, a);
       break;
     case ptx::Opcode::sin:
       r = B.CreateUnaryIntrinsic(llvm::Intrinsic::sin, a);
@@ -174,7 +231,7 @@ Status unaryMath(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType
     default:
       return t.unsupported(inst);
   }
-  if (ftz) r = flushSubnormalF32(t, r);
+  if (ftz) r = flushSubnormal(t, r);
   return t.write(inst.operands()[0], r, type);
 }
 
@@ -195,8 +252,10 @@ Status testp(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType typ
     r = B.CreateFCmpORD(a, a);
   else if (inst.hasModifier("notanumber"))
     r = B.CreateFCmpUNO(a, a);
-  else if (inst.hasModifier("normal"))
-    r = B.CreateAnd(B.CreateFCmpOGE(mag, minNormal), B.CreateFCmpOLT(mag, inf));
+  else if (inst.hasModifier("normal"))  // the ISA counts +-0 as normal
+    r = B.CreateAnd(B.CreateOr(B.CreateFCmpOGE(mag, minNormal),
+                               B.CreateFCmpOEQ(mag, llvm::ConstantFP::get(ty, 0.0))),
+                    B.CreateFCmpOLT(mag, inf));
   else if (inst.hasModifier("subnormal"))
     r = B.CreateAnd(B.CreateFCmpOLT(mag, minNormal),
                     B.CreateFCmpONE(mag, llvm::ConstantFP::get(ty, 0.0)));
@@ -209,13 +268,25 @@ Status testp(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType typ
 Status minMax(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType type) {
   auto& B = t.b;
   if (inst.operands().size() != 3) return t.unsupported(inst, "three-input min/max");
-  if (inst.hasModifier("xorsign")) return t.unsupported(inst);
+  bool xorsign = inst.hasModifier("xorsign");
+  if (xorsign && !inst.hasModifier("abs")) return t.invalid(inst, ".xorsign needs .abs");
   bool ftz = inst.hasModifier("ftz");
   ROCUDA_VALUE(a, t.read(inst.operands()[1], type));
   ROCUDA_VALUE(b, t.read(inst.operands()[2], type));
   if (ftz) {
-    a = flushSubnormalF32(t, a);
-    b = flushSubnormalF32(t, b);
+    a = flushSubnormal(t, a);
+    b = flushSubnormal(t, b);
+  }
+  // .xorsign.abs: min/max of the magnitudes, signed with sign(a) ^ sign(b) unless NaN.
+  llvm::Value* signs = nullptr;
+  if (xorsign) {
+    llvm::Type* bitsType = llvm::Type::getIntNTy(
+        t.mt.context(), static_cast<unsigned>(a->getType()->getScalarSizeInBits()));
+    if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(a->getType()))
+      bitsType = llvm::FixedVectorType::get(bitsType, vt->getNumElements());
+    signs = B.CreateXor(B.CreateBitCast(a, bitsType), B.CreateBitCast(b, bitsType));
+    a = B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, a);
+    b = B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, b);
   }
   bool propagateNaN = inst.hasModifier("NaN");
   bool isMin = inst.opcode == ptx::Opcode::min;
@@ -233,7 +304,15 @@ Status minMax(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType ty
     llvm::Value* bothZero = B.CreateAnd(B.CreateFCmpOEQ(a, zero), B.CreateFCmpOEQ(b, zero));
     r = B.CreateSelect(bothZero, zeros, r);
   }
-  if (ftz) r = flushSubnormalF32(t, r);
+  if (xorsign) {
+    llvm::Value* signed_ = B.CreateBitCast(B.CreateOr(B.CreateBitCast(r, signs->getType()),
+                                                      B.CreateAnd(signs, llvm::ConstantInt::get(
+                                                          signs->getType(),
+                                                          llvm::APInt::getSignMask(signs->getType()->getScalarSizeInBits())))),
+                                           r->getType());
+    r = B.CreateSelect(B.CreateFCmpUNO(r, r), r, signed_);
+  }
+  if (ftz) r = flushSubnormal(t, r);
   return t.write(inst.operands()[0], r, type);
 }
 
@@ -250,7 +329,7 @@ Status translateFloatOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   bool ftz = inst.hasModifier("ftz");
   auto operand = [&](size_t i) -> Result<llvm::Value*> {
     auto v = t.read(inst.operands()[i], type);
-    if (v.ok() && ftz) return flushSubnormalF32(t, *v);
+    if (v.ok() && ftz) return flushSubnormal(t, *v);
     return v;
   };
   switch (inst.opcode) {
@@ -281,7 +360,7 @@ Status translateFloatOp(FunctionTranslator& t, const ptx::Instruction& inst) {
       if (inst.hasModifier("relu"))
         r = B.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, r,
                                     llvm::ConstantFP::get(r->getType(), 0.0));
-      if (ftz) r = flushSubnormalF32(t, r);
+      if (ftz) r = flushSubnormal(t, r);
       return t.write(inst.operands()[0], r, type);
     }
     case ptx::Opcode::min:
@@ -302,11 +381,14 @@ Status translateFloatOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   }
 }
 
-llvm::Value* flushSubnormalF32(FunctionTranslator& t, llvm::Value* v) {
+llvm::Value* flushSubnormal(FunctionTranslator& t, llvm::Value* v) {
   auto& B = t.b;
-  if (!v->getType()->isFloatTy()) return v;
+  llvm::Type* element = v->getType()->getScalarType();
+  if (!element->isFloatingPointTy()) return v;
   llvm::Value* mag = B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, v);
-  llvm::Value* tiny = B.CreateFCmpOLT(mag, llvm::ConstantFP::get(v->getType(), 1.17549435e-38));
+  auto* minNormal = llvm::ConstantFP::get(
+      v->getType(), llvm::APFloat::getSmallestNormalized(element->getFltSemantics()));
+  llvm::Value* tiny = B.CreateFCmpOLT(mag, minNormal);
   llvm::Value* zero = B.CreateBinaryIntrinsic(llvm::Intrinsic::copysign,
                                               llvm::ConstantFP::get(v->getType(), 0.0), v);
   return B.CreateSelect(tiny, zero, v);

@@ -196,8 +196,8 @@ Status translateWarpOp(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateBarrierReduction(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateTextureOp(FunctionTranslator& t, const ptx::Instruction& inst);
 
-// .ftz: an f32 subnormal becomes a zero of the same sign (other types pass through).
-llvm::Value* flushSubnormalF32(FunctionTranslator& t, llvm::Value* v);
+// .ftz: a subnormal (of any float type, scalar or packed) becomes a zero of the same sign.
+llvm::Value* flushSubnormal(FunctionTranslator& t, llvm::Value* v);
 
 // Move a round-to-nearest result `r` one step for .rz/.rm/.rp; `err` has the sign of exact - r.
 llvm::Value* applyDirectedRounding(FunctionTranslator& t, llvm::Value* r, llvm::Value* err,

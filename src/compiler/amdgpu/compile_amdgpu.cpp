@@ -37,6 +37,25 @@ Status verify(llvm::Module& module, std::string_view moduleName, const char* sta
   return Status::success();
 }
 
+// The AMDGPU backend of LLVM 19 cannot select a strict f64 division or square root and stops
+// the process when asked to: the directed-rounding helpers of div/rcp/sqrt.f64 (see
+// roundedHelper in the translator) are refused here, by instruction, instead.
+Status refuseUnselectableHelpers(const llvm::Module& module) {
+  for (const llvm::Function& fn : module) {
+    llvm::StringRef name = fn.getName();
+    if (!name.consume_front("__rocuda_rounded_") || !name.ends_with("_f64")) continue;
+    auto [op, rest] = name.split('_');
+    if (op != "div" && op != "sqrt") continue;
+    std::string mode = rest.drop_back(4).str();
+    std::string what = op == "div" ? "div." + mode + ".f64 / rcp." + mode + ".f64"
+                                   : "sqrt." + mode + ".f64";
+    return makeError(ErrorCode::UnsupportedPtx,
+                     "'" + what + "' (directed rounding of a double division or square root) is "
+                     "not supported on AMD GPUs yet");
+  }
+  return Status::success();
+}
+
 }  // namespace
 
 std::vector<uint8_t> AmdgpuCompilation::serialize() const {
@@ -77,6 +96,7 @@ Result<AmdgpuCompilation> compileForAmdgpu(std::string_view ptx, std::string_vie
   amdgpu::prepareModuleForTarget(*module, **tm, target.codeObjectVersion);
   ROCUDA_TRY(amdgpu::lowerAddressSpaces(*module));
   amdgpu::lowerSyncScopes(*module);
+  ROCUDA_TRY(refuseUnselectableHelpers(*module));
   ROCUDA_TRY(amdgpu::lowerKernelAbi(*module, info));
   ROCUDA_TRY(amdgpu::lowerDeviceRuntime(*module, info, target));
   ROCUDA_TRY(verify(*module, moduleName, "AMDGPU"));

@@ -104,7 +104,7 @@ uint32_t refBfe(uint32_t a, uint32_t pos, uint32_t len, bool isSigned) {
   pos &= 0xff;
   len &= 0xff;
   uint32_t sbit = 0;
-  if (isSigned) {
+  if (isSigned && len != 0) {  // PTX: no sign bit for an empty field
     int top = std::min<int>(static_cast<int>(pos + len) - 1, 31);
     sbit = (a >> std::max(top, 0)) & 1;
   }
