@@ -1,7 +1,11 @@
 // cvt between every integer and float type: integer narrowing/widening with .sat, float<->float
-// with .rn/.rz/.rm/.rp and the integral .rni/.rzi/.rmi/.rpi, float->int saturating (NaN -> 0),
-// int->float with directed rounding, .ftz, .sat, .relu and the f16x2/bf16x2 pair forms.
+// with .rn/.rz/.rm/.rp and the integral .rni/.rzi/.rmi/.rpi, float->int saturating (NaN rules
+// of the ISA),
+// int->float with directed rounding, .ftz, .sat, .relu, .satfinite, the f16x2/bf16x2 pair forms,
+// tf32, and the fp8 pairs (e4m3x2, e5m2x2).
 #include <llvm/IR/Intrinsics.h>
+
+#include <cmath>
 
 #include "compiler/translator.h"
 
@@ -51,32 +55,72 @@ llvm::Value* intToInt(FunctionTranslator& t, llvm::Value* a, ScalarType from, Sc
   return B.CreateTrunc(x, dst);
 }
 
+// Saturating; NaN gives 0, except from f64 or to a 64-bit integer, where it gives
+// 1 << (width - 1) (PTX ISA, cvt: integer notes).
 llvm::Value* floatToInt(FunctionTranslator& t, llvm::Value* a, ScalarType to,
                         const std::string& mode) {
   auto& B = t.b;
+  bool fromDouble = a->getType()->isDoubleTy();
   if (a->getType()->isHalfTy() || a->getType()->isBFloatTy()) a = B.CreateFPExt(a, B.getFloatTy());
   a = roundIntegral(t, a, mode.empty() ? "rzi" : mode);
-  auto* dst = t.bitsType(to);
+  auto* dst = llvm::cast<llvm::IntegerType>(t.bitsType(to));
   auto id = signedInt(to) ? llvm::Intrinsic::fptosi_sat : llvm::Intrinsic::fptoui_sat;
-  return B.CreateIntrinsic(id, {dst, a->getType()}, {a});
+  llvm::Value* r = B.CreateIntrinsic(id, {dst, a->getType()}, {a});
+  if (!fromDouble && dst->getBitWidth() != 64) return r;  // fptosi_sat gives 0 for NaN
+  auto* nanResult = llvm::ConstantInt::get(dst, llvm::APInt::getSignMask(dst->getBitWidth()));
+  return B.CreateSelect(B.CreateFCmpUNO(a, a), nanResult, r);
+}
+
+// The sign (+1, -1 or 0, in r's type) of exact - r, where r is the integer a converted to
+// float: r converted back in a's own width (saturating), with values at or beyond 2^width
+// (2^(width-1) signed), which saturation would hide, known to lie above every a. No 128-bit
+// conversion: the AMDGPU backend cannot select one.
+llvm::Value* integerRoundingSign(FunctionTranslator& t, llvm::Value* a, ScalarType from,
+                                 llvm::Value* r) {
+  auto& B = t.b;
+  bool s = signedInt(from);
+  llvm::Type* ft = r->getType();
+  unsigned width = a->getType()->getIntegerBitWidth();
+  auto id = s ? llvm::Intrinsic::fptosi_sat : llvm::Intrinsic::fptoui_sat;
+  llvm::Value* back = B.CreateIntrinsic(id, {a->getType(), ft}, {r});
+  llvm::Value* beyond =
+      B.CreateFCmpOGE(r, llvm::ConstantFP::get(ft, std::ldexp(1.0, static_cast<int>(s ? width - 1 : width))));
+  llvm::Value* above = B.CreateAnd(B.CreateNot(beyond), s ? B.CreateICmpSGT(a, back) : B.CreateICmpUGT(a, back));
+  llvm::Value* below = B.CreateOr(beyond, s ? B.CreateICmpSLT(a, back) : B.CreateICmpULT(a, back));
+  return B.CreateSelect(above, llvm::ConstantFP::get(ft, 1.0),
+                        B.CreateSelect(below, llvm::ConstantFP::get(ft, -1.0), llvm::ConstantFP::get(ft, 0.0)));
+}
+
+// An integer to f16 / bf16: rounded to odd in f32 first (truncated, last bit set when
+// inexact), which the final f32 -> 16-bit rounding in any mode turns into the single correct
+// rounding; converting through a nearest-rounded f32 would round twice.
+llvm::Value* intToHalf(FunctionTranslator& t, llvm::Value* a, ScalarType from, llvm::Type* vt,
+                       const std::string& mode) {
+  auto& B = t.b;
+  auto* f32 = B.getFloatTy();
+  llvm::Value* nearest = signedInt(from) ? B.CreateSIToFP(a, f32) : B.CreateUIToFP(a, f32);
+  llvm::Value* truncated = applyDirectedRounding(t, nearest, integerRoundingSign(t, a, from, nearest), "rz");
+  llvm::Value* inexact = B.CreateFCmpONE(integerRoundingSign(t, a, from, truncated), llvm::ConstantFP::get(f32, 0.0));
+  llvm::Value* bits = B.CreateBitCast(truncated, t.i32());
+  llvm::Value* odd = B.CreateBitCast(B.CreateSelect(inexact, B.CreateOr(bits, 1), bits), f32);
+  llvm::Value* r = B.CreateFPTrunc(odd, vt);
+  if (mode != "rz" && mode != "rm" && mode != "rp") return r;
+  llvm::Value* err = B.CreateFSub(odd, B.CreateFPExt(r, f32));
+  auto* zero = llvm::ConstantFP::get(f32, 0.0);
+  llvm::Value* sign = B.CreateSelect(
+      B.CreateFCmpOGT(err, zero), llvm::ConstantFP::get(vt, 1.0),
+      B.CreateSelect(B.CreateFCmpOLT(err, zero), llvm::ConstantFP::get(vt, -1.0),
+                     llvm::ConstantFP::get(vt, 0.0)));
+  return applyDirectedRounding(t, r, sign, mode);
 }
 
 llvm::Value* intToFloat(FunctionTranslator& t, llvm::Value* a, ScalarType from, llvm::Type* vt,
                         const std::string& mode) {
   auto& B = t.b;
-  bool s = signedInt(from);
-  llvm::Value* r = s ? B.CreateSIToFP(a, vt) : B.CreateUIToFP(a, vt);
+  if (vt->isHalfTy() || vt->isBFloatTy()) return intToHalf(t, a, from, vt, mode);
+  llvm::Value* r = signedInt(from) ? B.CreateSIToFP(a, vt) : B.CreateUIToFP(a, vt);
   if (mode != "rz" && mode != "rm" && mode != "rp") return r;
-  if (!vt->isFloatTy() && !vt->isDoubleTy()) return r;  // half: rare; nearest
-  // Compare the rounded value with the exact integer in 128 bits to find the error's sign.
-  auto* i128 = B.getInt128Ty();
-  llvm::Value* exact = s ? B.CreateSExt(a, i128) : B.CreateZExt(a, i128);
-  llvm::Value* back = B.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {i128, vt}, {r});
-  llvm::Value* err =
-      B.CreateSelect(B.CreateICmpSGT(exact, back), llvm::ConstantFP::get(vt, 1.0),
-                     B.CreateSelect(B.CreateICmpSLT(exact, back), llvm::ConstantFP::get(vt, -1.0),
-                                    llvm::ConstantFP::get(vt, 0.0)));
-  return applyDirectedRounding(t, r, err, mode);
+  return applyDirectedRounding(t, r, integerRoundingSign(t, a, from, r), mode);
 }
 
 Result<llvm::Value*> floatToFloat(FunctionTranslator& t, const ptx::Instruction& inst,
@@ -107,6 +151,17 @@ Result<llvm::Value*> floatToFloat(FunctionTranslator& t, const ptx::Instruction&
   return r;
 }
 
+// .satfinite on an f16 / bf16 result: values beyond the largest finite one (infinities
+// included) become that value with their sign; NaN stays NaN.
+llvm::Value* saturateFinite(FunctionTranslator& t, llvm::Value* r) {
+  auto& B = t.b;
+  llvm::Type* ty = r->getType();
+  auto* inf = llvm::ConstantFP::getInfinity(ty);
+  auto* largest = llvm::ConstantFP::get(ty, llvm::APFloat::getLargest(ty->getFltSemantics()));
+  llvm::Value* isInf = B.CreateFCmpOEQ(B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, r), inf);
+  return B.CreateSelect(isInf, B.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, largest, r), r);
+}
+
 Result<llvm::Value*> convertScalar(FunctionTranslator& t, const ptx::Instruction& inst,
                                    const ptx::Operand& src, ScalarType to, ScalarType from) {
   auto& B = t.b;
@@ -130,7 +185,153 @@ Result<llvm::Value*> convertScalar(FunctionTranslator& t, const ptx::Instruction
   if (inst.hasModifier("relu"))
     r = B.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, r, llvm::ConstantFP::get(vt, 0.0));
   if (ftz && r->getType()->isFloatTy()) r = flushSubnormal(t, r);
+  if (inst.hasModifier("satfinite")) r = saturateFinite(t, r);
   return r;
+}
+
+// The 8-bit floating-point formats of cvt (OCP FP8): e4m3 has no infinities and one NaN
+// pattern per sign (S.1111.111); e5m2 is IEEE-like.
+struct Minifloat {
+  int mantissaBits;
+  int exponentBits;
+  bool hasInfinity;
+  uint32_t largestBits;  // the largest finite magnitude's encoding
+  double largest;
+};
+constexpr Minifloat kE4M3{3, 4, false, 0x7e, 448.0};
+constexpr Minifloat kE5M2{2, 5, true, 0x7b, 57344.0};
+constexpr uint32_t kMinifloatNaN = 0x7f;
+
+// An f32 rounded to nearest even into the format with .satfinite (mandatory for these
+// conversions): NaN gives the NaN pattern, magnitudes beyond the largest finite value give it.
+// The magnitude is clamped first, then scaled by the quantum of its binade (exact) and rounded
+// to an integer n: the encoding is ((e - emin) << mantissa) + n, carries included.
+llvm::Value* toMinifloat(FunctionTranslator& t, llvm::Value* x, const Minifloat& f, bool relu) {
+  auto& B = t.b;
+  auto* f32 = B.getFloatTy();
+  int bias = (1 << (f.exponentBits - 1)) - 1;
+  int emin = 1 - bias;
+  if (relu)  // negative results clamp to +0 (NaN stays NaN)
+    x = B.CreateSelect(B.CreateFCmpOLT(x, llvm::ConstantFP::get(f32, 0.0)),
+                       llvm::ConstantFP::get(f32, 0.0), x);
+  llvm::Value* sign = B.CreateShl(B.CreateLShr(B.CreateBitCast(x, t.i32()), 31), 7);
+  llvm::Value* mag = B.CreateBinaryIntrinsic(
+      llvm::Intrinsic::minnum, B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x),
+      llvm::ConstantFP::get(f32, f.largest));
+  llvm::Value* field = B.CreateLShr(B.CreateBitCast(mag, t.i32()), 23);
+  llvm::Value* e = B.CreateBinaryIntrinsic(llvm::Intrinsic::smax, B.CreateSub(field, B.getInt32(127)),
+                                           B.getInt32(emin));
+  llvm::Value* scale = B.CreateIntrinsic(llvm::Intrinsic::ldexp, {f32, t.i32()},
+                                         {llvm::ConstantFP::get(f32, 1.0),
+                                          B.CreateSub(B.getInt32(f.mantissaBits), e)});
+  llvm::Value* n = B.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, B.CreateFMul(mag, scale));
+  llvm::Value* magnitude = B.CreateAdd(
+      B.CreateShl(B.CreateSub(e, B.getInt32(emin)), f.mantissaBits), B.CreateFPToUI(n, t.i32()));
+  magnitude = B.CreateBinaryIntrinsic(llvm::Intrinsic::umin, magnitude, B.getInt32(f.largestBits));
+  return B.CreateSelect(B.CreateFCmpUNO(x, x), B.getInt32(kMinifloatNaN), B.CreateOr(sign, magnitude));
+}
+
+// The low byte of `bits` (i32) in the format, widened to f16 (exactly).
+llvm::Value* fromMinifloat(FunctionTranslator& t, llvm::Value* bits, const Minifloat& f) {
+  auto& B = t.b;
+  auto* f32 = B.getFloatTy();
+  int bias = (1 << (f.exponentBits - 1)) - 1;
+  uint32_t mantMask = (1u << f.mantissaBits) - 1, maxField = (1u << f.exponentBits) - 1;
+  llvm::Value* field = B.CreateAnd(B.CreateLShr(bits, f.mantissaBits), maxField);
+  llvm::Value* mant = B.CreateAnd(bits, mantMask);
+  llvm::Value* subnormal = B.CreateICmpEQ(field, B.getInt32(0));
+  llvm::Value* significand = B.CreateSelect(subnormal, mant, B.CreateOr(mant, 1u << f.mantissaBits));
+  llvm::Value* exponent = B.CreateSub(B.CreateBinaryIntrinsic(llvm::Intrinsic::umax, field, B.getInt32(1)),
+                                      B.getInt32(bias + f.mantissaBits));
+  llvm::Value* v = B.CreateIntrinsic(llvm::Intrinsic::ldexp, {f32, t.i32()},
+                                     {B.CreateUIToFP(significand, f32), exponent});
+  llvm::Value* top = B.CreateICmpEQ(field, B.getInt32(maxField));
+  llvm::Value* isNaN = f.hasInfinity ? B.CreateAnd(top, B.CreateICmpNE(mant, B.getInt32(0)))
+                                     : B.CreateAnd(top, B.CreateICmpEQ(mant, B.getInt32(mantMask)));
+  if (f.hasInfinity)
+    v = B.CreateSelect(B.CreateAnd(top, B.CreateICmpEQ(mant, B.getInt32(0))),
+                       llvm::ConstantFP::getInfinity(f32), v);
+  v = B.CreateSelect(isNaN, llvm::ConstantFP::getNaN(f32), v);
+  llvm::Value* negative = B.CreateICmpNE(B.CreateAnd(bits, 0x80), B.getInt32(0));
+  v = B.CreateSelect(negative, B.CreateFNeg(v), v);
+  return B.CreateFPTrunc(v, B.getHalfTy());
+}
+
+// cvt to and from e4m3x2 / e5m2x2: d[15:8] holds the conversion of a (or of a's upper half),
+// d[7:0] that of b (or of a's lower half); widening fills d's upper f16 from a[15:8].
+Status convertMinifloat(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType to,
+                        ScalarType from) {
+  auto& B = t.b;
+  bool narrowing = to == ScalarType::E4M3x2 || to == ScalarType::E5M2x2;
+  const Minifloat& f = (to == ScalarType::E4M3x2 || from == ScalarType::E4M3x2) ? kE4M3 : kE5M2;
+  bool relu = inst.hasModifier("relu");
+  if (roundingModifier(inst) != "rn") return t.invalid(inst, "needs .rn");
+  if (narrowing) {
+    if (!inst.hasModifier("satfinite")) return t.invalid(inst, ".satfinite is mandatory here");
+    llvm::Value* hi = nullptr;
+    llvm::Value* lo = nullptr;
+    if (from == ScalarType::F32) {
+      if (inst.operands().size() != 3) return t.invalid(inst, "expected d, a, b");
+      ROCUDA_VALUE(a, t.read(inst.operands()[1], ScalarType::F32));
+      ROCUDA_VALUE(b, t.read(inst.operands()[2], ScalarType::F32));
+      hi = toMinifloat(t, a, f, relu);
+      lo = toMinifloat(t, b, f, relu);
+    } else if (from == ScalarType::F16x2) {
+      if (inst.operands().size() != 2) return t.invalid(inst, "expected d, a");
+      ROCUDA_VALUE(a, t.read(inst.operands()[1], ScalarType::F16x2));
+      llvm::Value* wide = B.CreateFPExt(a, llvm::FixedVectorType::get(B.getFloatTy(), 2));
+      hi = toMinifloat(t, B.CreateExtractElement(wide, uint64_t{1}), f, relu);
+      lo = toMinifloat(t, B.CreateExtractElement(wide, uint64_t{0}), f, relu);
+    } else {
+      return t.unsupported(inst);
+    }
+    llvm::Value* d = B.CreateTrunc(B.CreateOr(B.CreateShl(hi, 8), lo), B.getInt16Ty());
+    return t.write(inst.operands()[0], d, ScalarType::B16);
+  }
+  if (to != ScalarType::F16x2 || inst.operands().size() != 2) return t.unsupported(inst);
+  ROCUDA_VALUE(a, t.read(inst.operands()[1], ScalarType::B16));
+  llvm::Value* bits = B.CreateZExt(a, t.i32());
+  llvm::Value* hi = fromMinifloat(t, B.CreateLShr(bits, 8), f);
+  llvm::Value* lo = fromMinifloat(t, B.CreateAnd(bits, 0xff), f);
+  if (relu) {
+    auto* zero = llvm::ConstantFP::get(B.getHalfTy(), 0.0);
+    hi = B.CreateSelect(B.CreateFCmpOLT(hi, zero), zero, hi);
+    lo = B.CreateSelect(B.CreateFCmpOLT(lo, zero), zero, lo);
+  }
+  llvm::Value* pair = llvm::PoisonValue::get(llvm::FixedVectorType::get(B.getHalfTy(), 2));
+  pair = B.CreateInsertElement(pair, lo, uint64_t{0});
+  pair = B.CreateInsertElement(pair, hi, uint64_t{1});
+  return t.write(inst.operands()[0], pair, ScalarType::F16x2);
+}
+
+// cvt to tf32 from f32: the mantissa rounded to 10 bits (.rna ties away, .rn ties to even, .rz
+// truncates), kept in an f32 container with the low 13 bits zero; NaN stays NaN; .satfinite
+// turns overflow into the largest finite tf32, .relu clamps negatives to +0.
+Status convertTf32(FunctionTranslator& t, const ptx::Instruction& inst) {
+  auto& B = t.b;
+  if (inst.operands().size() != 2) return t.invalid(inst, "expected d, a");
+  std::string mode = roundingModifier(inst);
+  if (mode != "rna" && mode != "rn" && mode != "rz") return t.invalid(inst, "needs .rna, .rn or .rz");
+  ROCUDA_VALUE(a, t.read(inst.operands()[1], ScalarType::F32));
+  if (inst.hasModifier("relu"))
+    a = B.CreateSelect(B.CreateFCmpOLT(a, llvm::ConstantFP::get(B.getFloatTy(), 0.0)),
+                       llvm::ConstantFP::get(B.getFloatTy(), 0.0), a);
+  llvm::Value* bits = B.CreateBitCast(a, t.i32());
+  llvm::Value* increment = B.getInt32(0);
+  if (mode == "rna") increment = B.getInt32(0x1000);
+  if (mode == "rn")  // half an ulp, less one unless the kept part is odd: ties to even
+    increment = B.CreateAdd(B.getInt32(0xfff), B.CreateAnd(B.CreateLShr(bits, 13), 1));
+  llvm::Value* rounded = B.CreateAnd(B.CreateAdd(bits, increment), B.getInt32(0xffffe000u));
+  llvm::Value* notFinite =
+      B.CreateFCmpUEQ(B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, a), llvm::ConstantFP::getInfinity(B.getFloatTy()));
+  llvm::Value* r = B.CreateSelect(notFinite, bits, rounded);  // NaN and inf stay as they are
+  if (inst.hasModifier("satfinite")) {
+    llvm::Value* overflow = B.CreateICmpUGE(B.CreateAnd(r, 0x7fffffff), B.getInt32(0x7f800000));
+    llvm::Value* isNaN = B.CreateFCmpUNO(a, a);
+    llvm::Value* largest = B.CreateOr(B.CreateAnd(bits, 0x80000000u), B.getInt32(0x7f7fe000));
+    r = B.CreateSelect(B.CreateAnd(overflow, B.CreateNot(isNaN)), largest, r);
+  }
+  return t.write(inst.operands()[0], r, ScalarType::B32);
 }
 
 bool supportedType(ScalarType type) {
@@ -162,7 +363,13 @@ bool supportedType(ScalarType type) {
 Status translateConvertOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   if (inst.opcode != ptx::Opcode::cvt || inst.types().size() != 2) return t.unsupported(inst);
   ScalarType to = inst.types()[0], from = inst.types()[1];
-  if (inst.hasModifier("satfinite")) return t.unsupported(inst);
+  auto minifloat = [](ScalarType type) { return type == ScalarType::E4M3x2 || type == ScalarType::E5M2x2; };
+  if (minifloat(to) || minifloat(from)) return convertMinifloat(t, inst, to, from);
+  if (to == ScalarType::TF32 && from == ScalarType::F32) return convertTf32(t, inst);
+  bool halfResult = to == ScalarType::F16 || to == ScalarType::BF16 || to == ScalarType::F16x2 ||
+                    to == ScalarType::BF16x2;
+  if (inst.hasModifier("satfinite") && (!halfResult || from != ScalarType::F32))
+    return t.unsupported(inst);
   if ((to == ScalarType::F16x2 || to == ScalarType::BF16x2) && from == ScalarType::F32) {
     // cvt.rn.f16x2.f32 d, a, b: a goes to the upper half, b to the lower.
     if (inst.operands().size() != 3) return t.invalid(inst, "expected d, a, b");

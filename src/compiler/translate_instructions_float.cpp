@@ -155,6 +155,61 @@ llvm::Value* rounded(FunctionTranslator& t, RoundedOp op, const std::string& mod
   return t.b.CreateCall(helper, args);
 }
 
+// The integer type of v's width, vector shaped like v.
+llvm::Type* bitsTypeOf(llvm::Value* v) {
+  llvm::Type* ty = v->getType();
+  llvm::Type* element = llvm::Type::getIntNTy(ty->getContext(), ty->getScalarSizeInBits());
+  if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(ty))
+    return llvm::FixedVectorType::get(element, vt->getNumElements());
+  return element;
+}
+
+// `r`, the rounded-to-nearest value of an exact result whose error `err` (exact - r, in r's or
+// a wider type: only its sign and zeroness count) is known, rounded to odd instead: truncated
+// toward zero, last bit set if inexact.
+llvm::Value* roundedToOdd(FunctionTranslator& t, llvm::Value* r, llvm::Value* err) {
+  auto& B = t.b;
+  auto* zero = llvm::ConstantFP::get(r->getType(), 0.0);
+  auto* errZero = llvm::ConstantFP::get(err->getType(), 0.0);
+  llvm::Type* it = bitsTypeOf(r);
+  llvm::Value* bits = B.CreateBitCast(r, it);
+  // r moved away from zero when the error points back towards it: step its magnitude down.
+  llvm::Value* away =
+      B.CreateOr(B.CreateAnd(B.CreateFCmpOGT(r, zero), B.CreateFCmpOLT(err, errZero)),
+                 B.CreateAnd(B.CreateFCmpOLT(r, zero), B.CreateFCmpOGT(err, errZero)));
+  bits = B.CreateSelect(away, B.CreateSub(bits, llvm::ConstantInt::get(it, 1)), bits);
+  llvm::Value* inexact = B.CreateFCmpONE(err, errZero);
+  bits = B.CreateSelect(inexact, B.CreateOr(bits, llvm::ConstantInt::get(it, 1)), bits);
+  return B.CreateBitCast(bits, r->getType());
+}
+
+// fma on f16 / bf16 (and their x2 forms) rounded once: a*b is exact in double and TwoSum gives
+// the exact error of adding c; the double is rounded to odd, then to odd again in f32, and only
+// the last step rounds to nearest. An f32 fma followed by a rounding to 16 bits would round
+// twice and miss the nearest value now and then.
+llvm::Value* fmaHalfOnce(FunctionTranslator& t, llvm::Value* a, llvm::Value* b, llvm::Value* c) {
+  auto& B = t.b;
+  llvm::Type* ty = a->getType();
+  auto widen = [&](llvm::Type* element) -> llvm::Type* {
+    if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(ty))
+      return llvm::FixedVectorType::get(element, vt->getNumElements());
+    return element;
+  };
+  llvm::Type* d = widen(B.getDoubleTy());
+  llvm::Type* f = widen(B.getFloatTy());
+  llvm::Value* product = B.CreateFMul(B.CreateFPExt(a, d), B.CreateFPExt(b, d));  // exact
+  llvm::Value* addend = B.CreateFPExt(c, d);
+  llvm::Value* sum = B.CreateFAdd(product, addend);
+  llvm::Value* bb = B.CreateFSub(sum, product);
+  llvm::Value* err = B.CreateFAdd(B.CreateFSub(product, B.CreateFSub(sum, bb)),
+                                  B.CreateFSub(addend, bb));
+  llvm::Value* odd = roundedToOdd(t, sum, err);
+  llvm::Value* narrow = B.CreateFPTrunc(odd, f);
+  llvm::Value* narrowErr = B.CreateFSub(odd, B.CreateFPExt(narrow, d));  // exact (or NaN)
+  llvm::Value* narrowOdd = roundedToOdd(t, narrow, narrowErr);
+  return B.CreateFPTrunc(narrowOdd, ty);
+}
+
 Result<llvm::Value*> arith(FunctionTranslator& t, const ptx::Instruction& inst, llvm::Value* a,
                            llvm::Value* b, llvm::Value* c) {
   auto& B = t.b;
@@ -172,7 +227,9 @@ Result<llvm::Value*> arith(FunctionTranslator& t, const ptx::Instruction& inst, 
       return directed ? rounded(t, RoundedOp::Mul, mode, {a, b}) : B.CreateFMul(a, b);
     case ptx::Opcode::fma:
     case ptx::Opcode::mad:
-      return directed ? rounded(t, RoundedOp::Fma, mode, {a, b, c}) : fmaOf(t, a, b, c);
+      if (directed) return rounded(t, RoundedOp::Fma, mode, {a, b, c});
+      if (!scalar) return fmaHalfOnce(t, a, b, c);  // f16, bf16 and their x2 forms
+      return fmaOf(t, a, b, c);
     case ptx::Opcode::div:
       return directed ? rounded(t, RoundedOp::Div, mode, {a, b}) : B.CreateFDiv(a, b);
     default:

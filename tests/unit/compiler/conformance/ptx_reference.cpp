@@ -204,6 +204,29 @@ double sqrtF64(double a, Rounding r) {
   return inMode(r, [&] { return std::sqrt(x); });
 }
 
+double integerToF64(uint64_t bits, bool isSigned, Rounding r) {
+  // long double holds every 64-bit integer exactly; its conversion to double rounds in the mode.
+  volatile long double exact = isSigned ? static_cast<long double>(static_cast<int64_t>(bits))
+                                        : static_cast<long double>(bits);
+  return inMode(r, [&] { return static_cast<double>(exact); });
+}
+
+double integerToOdd(uint64_t bits, bool isSigned) {
+  bool negative = isSigned && static_cast<int64_t>(bits) < 0;
+  uint64_t magnitude = negative ? 0 - bits : bits;
+  int width = 64 - __builtin_clzll(magnitude | 1);
+  double r;
+  if (width <= 53) {
+    r = static_cast<double>(magnitude);
+  } else {
+    int shift = width - 53;
+    uint64_t kept = magnitude >> shift;
+    if (magnitude & ((uint64_t{1} << shift) - 1)) kept |= 1;
+    r = std::ldexp(static_cast<double>(kept), shift);
+  }
+  return negative ? -r : r;
+}
+
 double roundIntegral(double a, Rounding r) {
   switch (r) {
     case Rounding::Nearest: return std::nearbyint(a);

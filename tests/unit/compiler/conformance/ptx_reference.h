@@ -55,6 +55,10 @@ double mulF64(double a, double b, Rounding r);
 double fmaF64(double a, double b, double c, Rounding r);
 double divF64(double a, double b, Rounding r);
 double sqrtF64(double a, Rounding r);
+// A 64-bit integer (its bits and signedness) converted to double in a rounding mode.
+double integerToF64(uint64_t bits, bool isSigned, Rounding r);
+// The same integer rounded to odd in double: exact for one more rounding to f32 or narrower.
+double integerToOdd(uint64_t bits, bool isSigned);
 // A double rounded to an integral value in a mode (cvt.rni / rzi / rmi / rpi).
 double roundIntegral(double a, Rounding r);
 

@@ -1,0 +1,265 @@
+// cvt: integer <-> integer (with .sat and the register-width extension rules), float -> integer
+// (integer rounding, clamping, the ISA's NaN results), integer -> float and float -> float in
+// every rounding mode with .ftz / .sat / .satfinite, packing to f16x2 / bf16x2, tf32 and fp8.
+#include <cmath>
+
+#include "conformance.h"
+
+namespace rocuda::compiler::conformance {
+namespace {
+
+struct IntType {
+  std::string name;  // s8, u16, ...
+  int bits;
+  bool isSigned;
+};
+
+const IntType kIntTypes[] = {{"u8", 8, false},  {"s8", 8, true},   {"u16", 16, false}, {"s16", 16, true},
+                             {"u32", 32, false}, {"s32", 32, true}, {"u64", 64, false}, {"s64", 64, true}};
+
+Reg regFor(int bits) { return bits <= 16 ? Reg::B16 : bits == 32 ? Reg::B32 : Reg::B64; }
+int regBitsFor(int bits) { return bits <= 16 ? 16 : bits; }
+
+uint64_t mask(int bits) { return bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1; }
+
+// The low `bits` of v read as the type's value (as a 128-bit integer).
+__int128 valueOf(uint64_t v, const IntType& t) {
+  v &= mask(t.bits);
+  if (t.isSigned && t.bits < 64 && ((v >> (t.bits - 1)) & 1)) v |= ~mask(t.bits);
+  return t.isSigned ? static_cast<__int128>(static_cast<int64_t>(v)) : static_cast<__int128>(v);
+}
+
+__int128 minOf(const IntType& t) { return t.isSigned ? -(static_cast<__int128>(1) << (t.bits - 1)) : 0; }
+__int128 maxOf(const IntType& t) {
+  return t.isSigned ? (static_cast<__int128>(1) << (t.bits - 1)) - 1 : (static_cast<__int128>(1) << t.bits) - 1;
+}
+
+// A destination value written to a register wider than its type: signed types sign-extend,
+// the others zero-extend (PTX ISA, cvt notes).
+uint64_t toRegister(__int128 value, const IntType& d) {
+  uint64_t bits = static_cast<uint64_t>(value) & mask(d.bits);
+  if (d.isSigned && d.bits < 64 && ((bits >> (d.bits - 1)) & 1)) bits |= ~mask(d.bits);
+  return bits & mask(regBitsFor(d.bits));
+}
+
+std::vector<InstructionCase> intToIntCases() {
+  std::vector<InstructionCase> v;
+  for (const IntType& d : kIntTypes)
+    for (const IntType& a : kIntTypes) {
+      if (d.name == a.name) continue;
+      Operand dop{regFor(d.bits), Values::Int}, aop{regFor(a.bits), Values::Int};
+      v.push_back(unary("cvt_" + d.name + "_" + a.name, "cvt." + d.name + "." + a.name + " $d, $a;", dop, aop,
+                        [=](const Inputs& in) { return toRegister(valueOf(in[0], a), d); }));
+      // .sat only where the destination cannot hold every source value.
+      if (minOf(d) <= minOf(a) && maxOf(d) >= maxOf(a)) continue;
+      v.push_back(unary("cvt_sat_" + d.name + "_" + a.name, "cvt.sat." + d.name + "." + a.name + " $d, $a;",
+                        dop, aop, [=](const Inputs& in) {
+                          __int128 x = valueOf(in[0], a);
+                          x = x < minOf(d) ? minOf(d) : x > maxOf(d) ? maxOf(d) : x;
+                          return toRegister(x, d);
+                        }));
+    }
+  return v;
+}
+
+struct FloatType {
+  std::string name;
+  const FloatFormat* format;
+  Operand op;
+  std::string version;  // the PTX ISA version that allows it
+};
+
+const FloatType kF16Type{"f16", &kHalf, kF16, "8.5"};
+const FloatType kBF16Type{"bf16", &kBFloat16, kBF16, "8.5"};
+const FloatType kF32Type{"f32", &kFloat32, kF32, "8.5"};
+const FloatType kF64Type{"f64", &kFloat64, kF64, "8.5"};
+
+constexpr Rounding kModes[] = {Rounding::Nearest, Rounding::Zero, Rounding::Down, Rounding::Up};
+
+std::string integerRounding(Rounding r) { return std::string(roundingName(r)) + "i"; }
+
+// Float to integer: rounded to an integral value, clamped to the range; NaN gives 0 unless the
+// source is f64 or the destination 64-bit, which give 1 << (width - 1).
+uint64_t floatToInt(uint64_t bits, const FloatType& a, const IntType& d, Rounding r, bool ftz) {
+  if (ftz) bits = flushSubnormalBits(bits, *a.format);
+  double x = decodeFloat(bits, *a.format);
+  if (std::isnan(x)) {
+    if (a.name != "f64" && d.bits != 64) return 0;
+    return toRegister(static_cast<__int128>(1) << (d.bits - 1), d);
+  }
+  double n = roundIntegral(x, r);
+  __int128 value;
+  if (n <= static_cast<double>(minOf(d)))
+    value = minOf(d);
+  else if (n >= static_cast<double>(maxOf(d)))
+    value = maxOf(d);
+  else
+    value = static_cast<__int128>(n);
+  return toRegister(value, d);
+}
+
+std::vector<InstructionCase> floatToIntCases() {
+  std::vector<InstructionCase> v;
+  auto add = [&](const FloatType& a, const IntType& d, Rounding r, bool ftz) {
+    std::string mods = "." + integerRounding(r) + (ftz ? ".ftz" : "");
+    std::string inst = "cvt" + mods + "." + d.name + "." + a.name;
+    std::string name = inst;
+    for (char& ch : name)
+      if (ch == '.') ch = '_';
+    v.push_back(unary(name, inst + " $d, $a;", Operand{regFor(d.bits), Values::Int}, a.op,
+                      [=](const Inputs& in) { return floatToInt(in[0], a, d, r, ftz); }));
+    if (a.name == "bf16") v.back().version = "7.8";
+  };
+  for (const FloatType& a : {kF32Type, kF64Type, kF16Type})
+    for (const IntType& d : kIntTypes)
+      for (Rounding r : {Rounding::Nearest, Rounding::Zero}) add(a, d, r, false);
+  for (Rounding r : {Rounding::Down, Rounding::Up}) {
+    add(kF32Type, kIntTypes[5], r, false);
+    add(kF64Type, kIntTypes[7], r, false);
+    add(kF16Type, kIntTypes[3], r, false);
+  }
+  add(kBF16Type, kIntTypes[4], Rounding::Nearest, false);
+  add(kF32Type, kIntTypes[5], Rounding::Zero, true);
+  return v;
+}
+
+uint64_t intToFloat(uint64_t bits, const IntType& a, const FloatType& d, Rounding r) {
+  uint64_t raw = static_cast<uint64_t>(valueOf(bits, a));
+  if (d.name == "f64") return bitsOf(integerToF64(raw, a.isSigned || a.bits < 64, r));
+  return encodeFloat(integerToOdd(raw, a.isSigned || a.bits < 64), *d.format, r);
+}
+
+std::vector<InstructionCase> intToFloatCases() {
+  std::vector<InstructionCase> v;
+  for (const FloatType& d : {kF32Type, kF64Type, kF16Type, kBF16Type})
+    for (const IntType& a : kIntTypes) {
+      if (a.bits == 8) continue;
+      for (Rounding r : kModes) {
+        if (d.name == "bf16" && r != Rounding::Nearest) continue;
+        std::string inst = std::string("cvt.") + roundingName(r) + "." + d.name + "." + a.name;
+        std::string name = inst;
+        for (char& ch : name)
+          if (ch == '.') ch = '_';
+        v.push_back(unary(name, inst + " $d, $a;", d.op, Operand{regFor(a.bits), Values::Int},
+                          [=](const Inputs& in) { return intToFloat(in[0], a, d, r); }));
+        if (d.name == "bf16") v.back().version = "7.8";
+      }
+    }
+  return v;
+}
+
+std::vector<InstructionCase> floatToFloatCases() {
+  std::vector<InstructionCase> v;
+  auto add = [&](const FloatType& d, const FloatType& a, std::string mods, std::function<uint64_t(uint64_t)> ref) {
+    std::string inst = "cvt" + mods + "." + d.name + "." + a.name;
+    std::string name = inst;
+    for (char& ch : name)
+      if (ch == '.') ch = '_';
+    v.push_back(unary(name, inst + " $d, $a;", d.op, a.op, [=](const Inputs& in) { return ref(in[0]); }));
+  };
+  // Narrowing in every mode (bf16 from f32 in all four since sm_90).
+  for (Rounding r : kModes) {
+    std::string m = std::string(".") + roundingName(r);
+    add(kF32Type, kF64Type, m, [=](uint64_t x) { return encodeFloat(asF64(x), kFloat32, r); });
+    add(kF16Type, kF32Type, m, [=](uint64_t x) { return encodeFloat(decodeFloat(x, kFloat32), kHalf, r); });
+    add(kBF16Type, kF32Type, m, [=](uint64_t x) { return encodeFloat(decodeFloat(x, kFloat32), kBFloat16, r); });
+    add(kF16Type, kF64Type, m, [=](uint64_t x) { return encodeFloat(asF64(x), kHalf, r); });
+  }
+  add(kF32Type, kF64Type, ".rn.ftz", [](uint64_t x) { return encodeFloat(asF64(x), kFloat32, Rounding::Nearest, true); });
+  add(kBF16Type, kF64Type, ".rn", [](uint64_t x) { return encodeFloat(asF64(x), kBFloat16, Rounding::Nearest); });
+  add(kF16Type, kF32Type, ".rn.satfinite", [](uint64_t x) {
+    return encodeFloat(decodeFloat(x, kFloat32), kHalf, Rounding::Nearest, false, true);
+  });
+  add(kF16Type, kF32Type, ".rn.sat", [](uint64_t x) {
+    double d = decodeFloat(x, kFloat32);
+    if (std::isnan(d) || d <= 0) return uint64_t{0};
+    return encodeFloat(std::min(d, 1.0), kHalf, Rounding::Nearest);
+  });
+  // Widening is exact (every input of the 16-bit sources).
+  add(kF32Type, kF16Type, "", [](uint64_t x) { return uint64_t{bitsOf(static_cast<float>(decodeFloat(x, kHalf)))}; });
+  add(kF32Type, kBF16Type, "", [](uint64_t x) { return uint64_t{bitsOf(static_cast<float>(decodeFloat(x, kBFloat16)))}; });
+  add(kF64Type, kF16Type, "", [](uint64_t x) { return bitsOf(decodeFloat(x, kHalf)); });
+  add(kF64Type, kF32Type, "", [](uint64_t x) { return bitsOf(decodeFloat(x, kFloat32)); });
+  add(kF32Type, kF16Type, ".ftz", [](uint64_t x) {
+    return encodeFloat(decodeFloat(x, kHalf), kFloat32, Rounding::Nearest, true);
+  });
+  // Rounding to an integral value in the same type, and .sat.
+  for (Rounding r : kModes) {
+    std::string m = "." + integerRounding(r);
+    add(kF32Type, kF32Type, m, [=](uint64_t x) { return encodeFloat(roundIntegral(decodeFloat(x, kFloat32), r), kFloat32, r); });
+    add(kF64Type, kF64Type, m, [=](uint64_t x) { return bitsOf(roundIntegral(asF64(x), r)); });
+    add(kF16Type, kF16Type, m, [=](uint64_t x) { return encodeFloat(roundIntegral(decodeFloat(x, kHalf), r), kHalf, r); });
+  }
+  add(kF32Type, kF32Type, ".sat", [](uint64_t x) {
+    double d = decodeFloat(x, kFloat32);
+    if (std::isnan(d) || d <= 0) return uint64_t{0};
+    return uint64_t{bitsOf(static_cast<float>(std::min(d, 1.0)))};
+  });
+  add(kF32Type, kF32Type, ".ftz.sat", [](uint64_t x) {
+    double d = decodeFloat(flushSubnormalBits(x, kFloat32), kFloat32);
+    if (std::isnan(d) || d <= 0) return uint64_t{0};
+    return uint64_t{bitsOf(static_cast<float>(std::min(d, 1.0)))};
+  });
+  return v;
+}
+
+// A byte pair of fp8 values where any NaN encoding matches any other.
+bool sameFp8Pair(uint64_t got, uint64_t want, const FloatFormat& f) {
+  for (int shift : {0, 8}) {
+    uint64_t g = (got >> shift) & 0xff, w = (want >> shift) & 0xff;
+    if (g != w && !(isNaNBits(g, f) && isNaNBits(w, f))) return false;
+  }
+  return true;
+}
+
+std::vector<InstructionCase> packedCases() {
+  std::vector<InstructionCase> v;
+  // Two f32 to one x2 register: a in the upper half, b in the lower.
+  v.push_back(binary("cvt_rn_f16x2_f32", "cvt.rn.f16x2.f32 $d, $a, $b;", kF16x2, kF32, kF32, [](const Inputs& in) {
+    return encodeFloat(decodeFloat(in[0], kFloat32), kHalf, Rounding::Nearest) << 16 |
+           encodeFloat(decodeFloat(in[1], kFloat32), kHalf, Rounding::Nearest);
+  }));
+  v.push_back(binary("cvt_rz_bf16x2_f32", "cvt.rz.bf16x2.f32 $d, $a, $b;", kBF16x2, kF32, kF32, [](const Inputs& in) {
+    return encodeFloat(decodeFloat(in[0], kFloat32), kBFloat16, Rounding::Zero) << 16 |
+           encodeFloat(decodeFloat(in[1], kFloat32), kBFloat16, Rounding::Zero);
+  }));
+  v.push_back(binary("cvt_rn_satfinite_bf16x2_f32", "cvt.rn.satfinite.bf16x2.f32 $d, $a, $b;", kBF16x2, kF32, kF32,
+                     [](const Inputs& in) {
+                       return encodeFloat(decodeFloat(in[0], kFloat32), kBFloat16, Rounding::Nearest, false, true) << 16 |
+                              encodeFloat(decodeFloat(in[1], kFloat32), kBFloat16, Rounding::Nearest, false, true);
+                     }));
+  // tf32: the f32 rounded to a 10-bit mantissa, kept in an f32 container.
+  v.push_back(unary("cvt_rna_tf32_f32", "cvt.rna.tf32.f32 $d, $a;", kF32, kF32, [](const Inputs& in) {
+    double x = decodeFloat(in[0], kFloat32);
+    if (std::isnan(x)) return uint64_t{0x7fffffffu};
+    return encodeFloat(x, kTf32, Rounding::NearestAway) << 13;
+  }));
+  // fp8 pairs from two f32: a in the upper byte.
+  for (bool e4m3 : {true, false}) {
+    const FloatFormat& f = e4m3 ? kE4M3 : kE5M2;
+    std::string t = e4m3 ? "e4m3x2" : "e5m2x2";
+    v.push_back(binary("cvt_rn_satfinite_" + t + "_f32", "cvt.rn.satfinite." + t + ".f32 $d, $a, $b;", kS16, kF32,
+                       kF32, [&f](const Inputs& in) {
+                         return encodeFloat(decodeFloat(in[0], kFloat32), f, Rounding::Nearest, false, true) << 8 |
+                                encodeFloat(decodeFloat(in[1], kFloat32), f, Rounding::Nearest, false, true);
+                       }));
+    v.back().accept = [&f](uint64_t got, uint64_t want, const Inputs&) { return sameFp8Pair(got, want, f); };
+    v.back().target = "sm_89";
+    // And back: each byte of the pair widened to f16 (exact), upper byte to the upper half.
+    v.push_back(unary("cvt_rn_f16x2_" + t, "cvt.rn.f16x2." + t + " $d, $a;", kF16x2, kS16, [&f](const Inputs& in) {
+      return encodeFloat(decodeFloat(in[0] >> 8 & 0xff, f), kHalf, Rounding::Nearest) << 16 |
+             encodeFloat(decodeFloat(in[0] & 0xff, f), kHalf, Rounding::Nearest);
+    }));
+    v.back().target = "sm_89";
+  }
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(ConvertIntToInt, Conformance, ::testing::ValuesIn(intToIntCases()), caseName);
+INSTANTIATE_TEST_SUITE_P(ConvertFloatToInt, Conformance, ::testing::ValuesIn(floatToIntCases()), caseName);
+INSTANTIATE_TEST_SUITE_P(ConvertIntToFloat, Conformance, ::testing::ValuesIn(intToFloatCases()), caseName);
+INSTANTIATE_TEST_SUITE_P(ConvertFloatToFloat, Conformance, ::testing::ValuesIn(floatToFloatCases()), caseName);
+INSTANTIATE_TEST_SUITE_P(ConvertPacked, Conformance, ::testing::ValuesIn(packedCases()), caseName);
+
+}  // namespace
+}  // namespace rocuda::compiler::conformance
