@@ -441,6 +441,8 @@ Status FunctionTranslator::translateInstruction(const ptx::Instruction& inst) {
       return translateMovOp(*this, inst);
     case Opcode::shfl: case Opcode::vote: case Opcode::redux: case Opcode::match:
       return translateWarpOp(*this, inst);
+    case Opcode::mma:
+      return translateMmaOp(*this, inst);
     case Opcode::tex: case Opcode::tld4: case Opcode::txq: case Opcode::suq: case Opcode::suld:
     case Opcode::sust:
       return translateTextureOp(*this, inst);

@@ -55,6 +55,19 @@ Status shfl(FunctionTranslator& t, const ptx::Instruction& inst) {
   return Status::success();
 }
 
+}  // namespace
+
+llvm::Value* shuffleFromLane(FunctionTranslator& t, llvm::Value* value, llvm::Value* lane) {
+  auto callee =
+      collective(t, "__rocuda_shfl_sync", t.i64(), {t.i32(), t.i32(), t.i32(), t.i32(), t.i32()});
+  constexpr uint32_t kIdx = 3, kWholeWarp = 0x1f;
+  llvm::Value* r = t.b.CreateCall(callee, {t.b.getInt32(kIdx), value, lane,
+                                           t.b.getInt32(kWholeWarp), t.b.getInt32(0xffffffffu)});
+  return t.b.CreateTrunc(r, t.i32());
+}
+
+namespace {
+
 Status vote(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
   int mode = modeIndex(inst, {"all", "any", "uni", "ballot"});

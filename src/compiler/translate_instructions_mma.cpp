@@ -1,0 +1,219 @@
+// mma.sync: warp-level matrix multiply-accumulate, emulated with the warp's shuffles. Each lane
+// gathers the fragment registers of the lanes that hold its rows of A (the four lanes of its
+// group) and its columns of B (the lanes of groups 2t and 2t+1), places every element where
+// the PTX ISA's fragment layout puts it, and computes its own elements of D = A * B + C: the
+// products exactly and their sum in double, rounded once to D's type (f64: an fma chain).
+// The same IR runs on the CPU device and, through the shuffle lowering, on AMD GPUs.
+#include <llvm/IR/Intrinsics.h>
+
+#include "compiler/translator.h"
+
+namespace rocuda::compiler::detail {
+
+using ptx::ScalarType;
+
+namespace {
+
+// A supported mma form: the k extent, A's rows (16, or 8 for m8n8k4), and fragment sizes.
+struct MmaForm {
+  int k = 0;
+  int rows = 16;
+  int aRegisters = 0, bRegisters = 0, cElements = 0;
+  ScalarType input = ScalarType::F16;
+};
+
+int elementsPerRegister(ScalarType type) {
+  return type == ScalarType::F16 || type == ScalarType::BF16 ? 2 : 1;
+}
+
+// Where A's element i of the lane with threadID_in_group `t` sits: its row relative to the
+// lane's groupID (0 or 8, as 0 / 1) and its k. PTX ISA, "Matrix Fragments for mma".
+std::pair<int, int> aPosition(const MmaForm& f, int t, int i) {
+  if (f.input == ScalarType::F64) return {0, t};                                  // m8n8k4
+  if (f.input == ScalarType::TF32) return {i & 1, t + 4 * (i >= 2 ? 1 : 0)};       // m16n8k8
+  if (f.k == 16) return {(i >> 1) & 1, 2 * t + (i & 1) + 8 * (i >= 4 ? 1 : 0)};  // m16n8k16
+  return {i >= 2 ? 1 : 0, 2 * t + (i & 1)};                                       // m16n8k8
+}
+
+// The k of B's element i of the lane with threadID_in_group `t` (its column is the lane's group).
+int bPosition(const MmaForm& f, int t, int i) {
+  if (f.input == ScalarType::F64) return t;
+  if (f.input == ScalarType::TF32) return t + 4 * i;
+  if (f.k == 16) return 2 * t + (i & 1) + 8 * (i >= 2 ? 1 : 0);
+  return 2 * t + i;
+}
+
+// C's and D's element i: row relative to groupID (as 0 / 1), column 2t + j.
+std::pair<int, int> cPosition(const MmaForm& f, int i) {
+  if (f.rows == 8) return {0, i};
+  return {i >= 2 ? 1 : 0, i & 1};
+}
+
+bool formOf(const ptx::Instruction& inst, ScalarType d, ScalarType a, ScalarType b, ScalarType c,
+            MmaForm& f) {
+  if (!inst.hasModifier("row") || !inst.hasModifier("col") || a != b) return false;
+  f.input = a;
+  bool halfInput = a == ScalarType::F16 || a == ScalarType::BF16;
+  if (inst.hasModifier("m16n8k16") && halfInput) {
+    f.k = 16;
+    f.aRegisters = 4;
+    f.bRegisters = 2;
+  } else if (inst.hasModifier("m16n8k8") && halfInput) {
+    f.k = 8;
+    f.aRegisters = 2;
+    f.bRegisters = 1;
+  } else if (inst.hasModifier("m16n8k8") && a == ScalarType::TF32) {
+    f.k = 8;
+    f.aRegisters = 4;
+    f.bRegisters = 2;
+  } else if (inst.hasModifier("m8n8k4") && a == ScalarType::F64) {
+    f.k = 4;
+    f.rows = 8;
+    f.aRegisters = 1;
+    f.bRegisters = 1;
+  } else {
+    return false;
+  }
+  f.cElements = f.rows == 8 ? 2 : 4;
+  // Accumulators: f32 for every input type; f16 with f16 inputs; f64 with f64.
+  if (a == ScalarType::F64) return d == ScalarType::F64 && c == ScalarType::F64;
+  if (d != c) return false;
+  return d == ScalarType::F32 || (d == ScalarType::F16 && a == ScalarType::F16);
+}
+
+// Reads a fragment operand ({r0, r1, ...}) as raw registers: i32, or i64 for f64 elements.
+Result<std::vector<llvm::Value*>> readFragment(FunctionTranslator& t, const ptx::Instruction& inst,
+                                               const ptx::Operand& op, size_t count,
+                                               ScalarType element) {
+  std::vector<llvm::Value*> regs;
+  bool vector = op.kind == ptx::Operand::Kind::Vector;
+  if ((vector ? op.elements().size() : 1) != count)
+    return t.invalid(inst, "a fragment of " + std::to_string(count) + " registers was expected");
+  ScalarType raw = element == ScalarType::F64 ? ScalarType::B64 : ScalarType::B32;
+  for (size_t i = 0; i < count; ++i) {
+    ROCUDA_VALUE(v, t.read(vector ? op.elements()[i] : op, raw));
+    regs.push_back(v);
+  }
+  return regs;
+}
+
+// The elements of one raw register, as doubles.
+std::vector<llvm::Value*> decode(FunctionTranslator& t, llvm::Value* reg, ScalarType type) {
+  auto& B = t.b;
+  auto* d = B.getDoubleTy();
+  if (type == ScalarType::F64) return {B.CreateBitCast(reg, d)};
+  if (type == ScalarType::F32) return {B.CreateFPExt(B.CreateBitCast(reg, B.getFloatTy()), d)};
+  if (type == ScalarType::TF32)  // the hardware reads only the tf32 bits
+    return {B.CreateFPExt(B.CreateBitCast(B.CreateAnd(reg, 0xffffe000u), B.getFloatTy()), d)};
+  llvm::Type* half = type == ScalarType::BF16 ? B.getBFloatTy() : B.getHalfTy();
+  std::vector<llvm::Value*> out;
+  for (unsigned shift : {0u, 16u}) {
+    llvm::Value* bits = B.CreateTrunc(B.CreateLShr(reg, shift), B.getInt16Ty());
+    out.push_back(B.CreateFPExt(B.CreateBitCast(bits, half), d));
+  }
+  return out;
+}
+
+// A raw register of another lane: 32-bit registers in one shuffle, 64-bit ones in two.
+llvm::Value* fetch(FunctionTranslator& t, llvm::Value* reg, llvm::Value* lane) {
+  auto& B = t.b;
+  if (reg->getType()->isIntegerTy(32)) return shuffleFromLane(t, reg, lane);
+  llvm::Value* lo = shuffleFromLane(t, B.CreateTrunc(reg, t.i32()), lane);
+  llvm::Value* hi = shuffleFromLane(t, B.CreateTrunc(B.CreateLShr(reg, 32), t.i32()), lane);
+  return B.CreateOr(B.CreateZExt(lo, t.i64()), B.CreateShl(B.CreateZExt(hi, t.i64()), 32));
+}
+
+}  // namespace
+
+Status translateMmaOp(FunctionTranslator& t, const ptx::Instruction& inst) {
+  auto& B = t.b;
+  auto types = inst.types();
+  if (types.size() != 4 || inst.operands().size() != 4)
+    return t.unsupported(inst, "expected mma.sync.aligned.shape.row.col.dtype.atype.btype.ctype d, a, b, c");
+  ScalarType dType = types[0], aType = types[1], bType = types[2], cType = types[3];
+  MmaForm f;
+  if (!formOf(inst, dType, aType, bType, cType, f)) return t.unsupported(inst);
+  const auto& ops = inst.operands();
+  auto aRegsRead = readFragment(t, inst, ops[1], f.aRegisters, aType);
+  if (!aRegsRead.ok()) return aRegsRead.error();
+  const std::vector<llvm::Value*>& aRegs = *aRegsRead;
+  auto bRegsRead = readFragment(t, inst, ops[2], f.bRegisters, bType);
+  if (!bRegsRead.ok()) return bRegsRead.error();
+  const std::vector<llvm::Value*>& bRegs = *bRegsRead;
+  size_t cRegisters = static_cast<size_t>(f.cElements / elementsPerRegister(cType));
+  auto cRegsRead = readFragment(t, inst, ops[3], cRegisters, cType);
+  if (!cRegsRead.ok()) return cRegsRead.error();
+  const std::vector<llvm::Value*>& cRegs = *cRegsRead;
+
+  llvm::Value* lane = B.CreateCall(t.mt.sregFunction(ptx::SpecialRegister::LaneId, 0));
+  llvm::Value* group = B.CreateLShr(lane, 2);
+  llvm::Value* inGroup = B.CreateAnd(lane, 3);
+  int perA = elementsPerRegister(aType);
+
+  // A's rows g and g + 8 from the four lanes of this lane's group.
+  std::vector<std::vector<llvm::Value*>> a(static_cast<size_t>(f.rows / 8),
+                                           std::vector<llvm::Value*>(static_cast<size_t>(f.k)));
+  for (int holder = 0; holder < 4; ++holder) {
+    llvm::Value* source = B.CreateAdd(B.CreateShl(group, 2), B.getInt32(holder));
+    for (int r = 0; r < f.aRegisters; ++r) {
+      std::vector<llvm::Value*> elements = decode(t, fetch(t, aRegs[r], source), aType);
+      for (int e = 0; e < perA; ++e) {
+        auto [row, k] = aPosition(f, holder, r * perA + e);
+        a[static_cast<size_t>(row)][static_cast<size_t>(k)] = elements[static_cast<size_t>(e)];
+      }
+    }
+  }
+  // B's columns 2t and 2t + 1 from the lanes of groups 2t and 2t + 1.
+  std::vector<std::vector<llvm::Value*>> b(2, std::vector<llvm::Value*>(static_cast<size_t>(f.k)));
+  for (int column = 0; column < 2; ++column) {
+    llvm::Value* owner = B.CreateAdd(B.CreateShl(inGroup, 1), B.getInt32(column));
+    for (int holder = 0; holder < 4; ++holder) {
+      llvm::Value* source = B.CreateAdd(B.CreateShl(owner, 2), B.getInt32(holder));
+      for (int r = 0; r < f.bRegisters; ++r) {
+        std::vector<llvm::Value*> elements = decode(t, fetch(t, bRegs[r], source), bType);
+        for (int e = 0; e < perA; ++e)
+          b[static_cast<size_t>(column)][static_cast<size_t>(bPosition(f, holder, r * perA + e))] =
+              elements[static_cast<size_t>(e)];
+      }
+    }
+  }
+  // This lane's elements of D.
+  std::vector<llvm::Value*> c;
+  for (llvm::Value* reg : cRegs)
+    for (llvm::Value* v : decode(t, reg, cType)) c.push_back(v);
+  std::vector<llvm::Value*> d;
+  for (int i = 0; i < f.cElements; ++i) {
+    auto [row, column] = cPosition(f, i);
+    llvm::Value* sum = c[static_cast<size_t>(i)];
+    for (int k = 0; k < f.k; ++k) {
+      llvm::Value* x = a[static_cast<size_t>(row)][static_cast<size_t>(k)];
+      llvm::Value* y = b[static_cast<size_t>(column)][static_cast<size_t>(k)];
+      sum = aType == ScalarType::F64
+                ? B.CreateIntrinsic(llvm::Intrinsic::fma, {B.getDoubleTy()}, {x, y, sum})
+                : B.CreateFAdd(sum, B.CreateFMul(x, y));
+    }
+    d.push_back(sum);
+  }
+  const ptx::Operand& dOp = ops[0];
+  bool vector = dOp.kind == ptx::Operand::Kind::Vector;
+  size_t dRegisters = static_cast<size_t>(f.cElements / elementsPerRegister(dType));
+  if ((vector ? dOp.elements().size() : 1) != dRegisters)
+    return t.invalid(inst, "a fragment of " + std::to_string(dRegisters) + " registers was expected");
+  for (size_t r = 0; r < dRegisters; ++r) {
+    const ptx::Operand& target = vector ? dOp.elements()[r] : dOp;
+    if (dType == ScalarType::F16) {  // two halves per register, the lower element first
+      llvm::Value* lo = B.CreateBitCast(B.CreateFPTrunc(d[2 * r], B.getHalfTy()), B.getInt16Ty());
+      llvm::Value* hi = B.CreateBitCast(B.CreateFPTrunc(d[2 * r + 1], B.getHalfTy()), B.getInt16Ty());
+      llvm::Value* packed =
+          B.CreateOr(B.CreateZExt(lo, t.i32()), B.CreateShl(B.CreateZExt(hi, t.i32()), 16));
+      ROCUDA_TRY(t.write(target, packed, ScalarType::B32));
+    } else if (dType == ScalarType::F32) {
+      ROCUDA_TRY(t.write(target, B.CreateFPTrunc(d[r], B.getFloatTy()), ScalarType::F32));
+    } else {
+      ROCUDA_TRY(t.write(target, d[r], ScalarType::F64));
+    }
+  }
+  return Status::success();
+}
+
+}  // namespace rocuda::compiler::detail

@@ -1,0 +1,191 @@
+// mma.sync over a whole warp: fragments laid out per the PTX ISA's "Matrix Fragments for mma"
+// tables (written out again here, independently of the translator), multiplied, and every
+// element of D compared with a host reference. Values are small multiples of 1/4 (integers for
+// f16 accumulators) so that every sum is exact and the comparison can be bit for bit.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <sstream>
+
+#include "conformance/ptx_reference.h"
+#include "test_runtime.h"
+
+namespace rocuda::compiler::test {
+namespace {
+
+using conformance::decodeFloat;
+using conformance::encodeFloat;
+using conformance::FloatFormat;
+using conformance::Rounding;
+
+struct MmaCase {
+  std::string name;
+  std::string shape;  // m16n8k16, m16n8k8, m8n8k4
+  std::string dType, aType;
+  int m, k;
+};
+
+std::ostream& operator<<(std::ostream& os, const MmaCase& c) { return os << c.name; }
+
+int elementBits(const std::string& type) {
+  return type == "f16" || type == "bf16" ? 16 : type == "f64" ? 64 : 32;
+}
+int registerBits(const std::string& type) { return type == "f64" ? 64 : 32; }
+int perRegister(const std::string& type) { return registerBits(type) / elementBits(type); }
+
+// Fragment element i of `lane`: (row, column) in A (m x k), B (k x 8) or C/D (m x 8).
+std::pair<int, int> fragmentPosition(const MmaCase& c, char matrix, int lane, int i) {
+  int g = lane >> 2, t = lane % 4;
+  if (matrix == 'C') {
+    if (c.m == 8) return {g, 2 * t + i};
+    return {g + 8 * (i / 2), 2 * t + (i % 2)};
+  }
+  if (c.aType == "f64") return matrix == 'A' ? std::pair{g, t} : std::pair{t, g};
+  if (c.aType == "tf32") {
+    if (matrix == 'A') return {g + 8 * (i % 2), t + 4 * (i / 2)};
+    return {t + 4 * i, g};
+  }
+  if (c.k == 16) {
+    if (matrix == 'A') return {g + 8 * ((i / 2) % 2), 2 * t + (i % 2) + 8 * (i / 4)};
+    return {2 * t + (i % 2) + 8 * (i / 2), g};
+  }
+  if (matrix == 'A') return {g + 8 * (i / 2), 2 * t + (i % 2)};
+  return {2 * t + i, g};
+}
+
+uint64_t encode(double v, const std::string& type) {
+  if (type == "f16") return encodeFloat(v, conformance::kHalf, Rounding::Nearest);
+  if (type == "bf16") return encodeFloat(v, conformance::kBFloat16, Rounding::Nearest);
+  if (type == "f64") return conformance::bitsOf(v);
+  return conformance::bitsOf(static_cast<float>(v));  // f32 and tf32
+}
+
+// Packs a matrix's fragments: registers[lane][r], elements low half first.
+std::vector<uint64_t> pack(const MmaCase& c, char matrix, const std::string& type, int elements,
+                           const std::vector<double>& values, int columns) {
+  int per = perRegister(type), regs = elements / per;
+  std::vector<uint64_t> out(32 * static_cast<size_t>(regs));
+  for (int lane = 0; lane < 32; ++lane)
+    for (int i = 0; i < elements; ++i) {
+      auto [row, col] = fragmentPosition(c, matrix, lane, i);
+      uint64_t bits = encode(values[static_cast<size_t>(row * columns + col)], type);
+      out[static_cast<size_t>(lane * regs + i / per)] |= bits << (elementBits(type) * (i % per));
+    }
+  return out;
+}
+
+std::string kernel(const MmaCase& c, int aRegs, int bRegs, int cRegs, int dRegs) {
+  std::string cType = c.dType;
+  auto regName = [](char m, int i) { return std::string("%") + m + std::to_string(i); };
+  auto list = [&](char m, int n) {
+    std::string s = "{";
+    for (int i = 0; i < n; ++i) s += (i ? ", " : "") + regName(m, i);
+    return s + "}";
+  };
+  std::ostringstream k;
+  int aw = registerBits(c.aType), cw = registerBits(c.dType);
+  k << ".version 8.5\n.target sm_90\n.address_size 64\n"
+    << ".visible .entry mma_test(.param .u64 pa, .param .u64 pb, .param .u64 pc, .param .u64 pd)\n{\n"
+    << "  .reg .b32 %lane;\n  .reg .b64 %p<12>;\n"
+    << "  .reg .b" << aw << " %a<" << aRegs << ">;\n  .reg .b" << aw << " %b<" << bRegs << ">;\n"
+    << "  .reg .b" << cw << " %c<" << cRegs << ">;\n  .reg .b" << cw << " %d<" << dRegs << ">;\n"
+    << "  mov.u32 %lane, %tid.x;\n";
+  auto loads = [&](const char* param, char m, int n, int width, int base) {
+    k << "  ld.param.u64 %p" << base << ", [" << param << "];\n"
+      << "  mul.wide.u32 %p" << base + 1 << ", %lane, " << n * width / 8 << ";\n"
+      << "  add.s64 %p" << base << ", %p" << base << ", %p" << base + 1 << ";\n";
+    for (int i = 0; i < n; ++i)
+      k << "  ld.global.b" << width << " " << regName(m, i) << ", [%p" << base << "+" << i * width / 8 << "];\n";
+  };
+  loads("pa", 'a', aRegs, aw, 0);
+  loads("pb", 'b', bRegs, aw, 2);
+  loads("pc", 'c', cRegs, cw, 4);
+  k << "  mma.sync.aligned." << c.shape << ".row.col." << c.dType << "." << c.aType << "." << c.aType << "."
+    << cType << " " << list('d', dRegs) << ", " << list('a', aRegs) << ", " << list('b', bRegs) << ", "
+    << list('c', cRegs) << ";\n";
+  k << "  ld.param.u64 %p6, [pd];\n  mul.wide.u32 %p7, %lane, " << dRegs * cw / 8 << ";\n"
+    << "  add.s64 %p6, %p6, %p7;\n";
+  for (int i = 0; i < dRegs; ++i)
+    k << "  st.global.b" << cw << " [%p6+" << i * cw / 8 << "], " << regName('d', i) << ";\n";
+  k << "  ret;\n}\n";
+  return k.str();
+}
+
+class MmaTest : public ::testing::TestWithParam<MmaCase> {};
+
+TEST_P(MmaTest, MatchesHostProduct) {
+  const MmaCase& c = GetParam();
+  const int n = 8;
+  int aElements = c.m * c.k / 32, bElements = c.k * n / 32, cElements = c.m * n / 32;
+  int aRegs = aElements / perRegister(c.aType), bRegs = bElements / perRegister(c.aType);
+  int cRegs = cElements / perRegister(c.dType);
+  std::string source = kernel(c, aRegs, bRegs, cRegs, cRegs);
+  auto loaded = compileAndLoad(source, c.name);
+  ASSERT_TRUE(loaded) << source;
+  std::mt19937 rng(7);
+  bool halfAccumulator = c.dType == "f16";
+  auto value = [&](int range) {
+    int v = static_cast<int>(rng() % static_cast<uint32_t>(2 * range + 1)) - range;
+    return halfAccumulator ? static_cast<double>(v % 4) : v / 4.0;  // exact in every type used
+  };
+  for (int round = 0; round < 4; ++round) {
+    std::vector<double> A(static_cast<size_t>(c.m * c.k)), B(static_cast<size_t>(c.k * n)),
+        C(static_cast<size_t>(c.m * n));
+    for (double& v : A) v = value(12);
+    for (double& v : B) v = value(12);
+    for (double& v : C) v = value(40);
+    std::vector<uint64_t> a = pack(c, 'A', c.aType, aElements, A, c.k);
+    std::vector<uint64_t> b = pack(c, 'B', c.aType, bElements, B, n);
+    std::vector<uint64_t> cc = pack(c, 'C', c.dType, cElements, C, n);
+    // Registers of 32 bits are stored as 32-bit words.
+    auto words = [&](const std::vector<uint64_t>& regs, const std::string& type) {
+      std::vector<uint8_t> bytes(regs.size() * static_cast<size_t>(registerBits(type) / 8));
+      for (size_t i = 0; i < regs.size(); ++i)
+        std::memcpy(bytes.data() + i * static_cast<size_t>(registerBits(type) / 8), &regs[i],
+                    static_cast<size_t>(registerBits(type) / 8));
+      return bytes;
+    };
+    std::vector<uint8_t> aBytes = words(a, c.aType), bBytes = words(b, c.aType), cBytes = words(cc, c.dType);
+    std::vector<uint8_t> dBytes(cBytes.size(), 0xcd);
+    void* pa = aBytes.data();
+    void* pb = bBytes.data();
+    void* pc = cBytes.data();
+    void* pd = dBytes.data();
+    ASSERT_TRUE(launch(*loaded, "mma_test", {}, {32}, {&pa, &pb, &pc, &pd}));
+    int failures = 0;
+    for (int lane = 0; lane < 32; ++lane)
+      for (int i = 0; i < cElements; ++i) {
+        auto [row, col] = fragmentPosition(c, 'C', lane, i);
+        double want = C[static_cast<size_t>(row * n + col)];
+        for (int k = 0; k < c.k; ++k)
+          want += A[static_cast<size_t>(row * c.k + k)] * B[static_cast<size_t>(k * n + col)];
+        int per = perRegister(c.dType), bits = elementBits(c.dType);
+        uint64_t reg = 0;
+        int bytes = registerBits(c.dType) / 8;
+        std::memcpy(&reg, dBytes.data() + static_cast<size_t>((lane * cRegs + i / per) * bytes),
+                    static_cast<size_t>(bytes));
+        uint64_t got = (reg >> (bits * (i % per))) & (bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1);
+        if (got != encode(want, c.dType) && ++failures <= 5)
+          ADD_FAILURE() << c.name << ": D[" << row << "][" << col << "] (lane " << lane << ", element " << i
+                        << ") is 0x" << std::hex << got << ", want 0x" << encode(want, c.dType) << std::dec
+                        << " (" << want << ")";
+      }
+    ASSERT_EQ(failures, 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, MmaTest,
+    ::testing::Values(MmaCase{"m16n8k16_f32_f16", "m16n8k16", "f32", "f16", 16, 16},
+                      MmaCase{"m16n8k16_f32_bf16", "m16n8k16", "f32", "bf16", 16, 16},
+                      MmaCase{"m16n8k16_f16_f16", "m16n8k16", "f16", "f16", 16, 16},
+                      MmaCase{"m16n8k8_f32_f16", "m16n8k8", "f32", "f16", 16, 8},
+                      MmaCase{"m16n8k8_f32_bf16", "m16n8k8", "f32", "bf16", 16, 8},
+                      MmaCase{"m16n8k8_f32_tf32", "m16n8k8", "f32", "tf32", 16, 8},
+                      MmaCase{"m8n8k4_f64_f64", "m8n8k4", "f64", "f64", 8, 4}),
+    [](const ::testing::TestParamInfo<MmaCase>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace rocuda::compiler::test
