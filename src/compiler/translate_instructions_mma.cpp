@@ -1,4 +1,4 @@
-// mma.sync: warp-level matrix multiply-accumulate, emulated with the warp's shuffles. Each lane
+// mma.sync and wmma: warp-level matrix multiply-accumulate, emulated with the warp's shuffles. Each lane
 // gathers the fragment registers of the lanes that hold its rows of A (the four lanes of its
 // group) and its columns of B (the lanes of groups 2t and 2t+1), places every element where
 // the PTX ISA's fragment layout puts it, and computes its own elements of D = A * B + C: the
@@ -123,28 +123,13 @@ llvm::Value* fetch(FunctionTranslator& t, llvm::Value* reg, llvm::Value* lane) {
   return B.CreateOr(B.CreateZExt(lo, t.i64()), B.CreateShl(B.CreateZExt(hi, t.i64()), 32));
 }
 
-}  // namespace
-
-Status translateMmaOp(FunctionTranslator& t, const ptx::Instruction& inst) {
+// This lane's elements of D = A * B + C (C's elements given as doubles), as doubles in C's order.
+std::vector<llvm::Value*> multiplyFragments(FunctionTranslator& t, const MmaForm& f,
+                                            const std::vector<llvm::Value*>& aRegs,
+                                            const std::vector<llvm::Value*>& bRegs,
+                                            const std::vector<llvm::Value*>& c) {
   auto& B = t.b;
-  auto types = inst.types();
-  if (types.size() != 4 || inst.operands().size() != 4)
-    return t.unsupported(inst, "expected mma.sync.aligned.shape.row.col.dtype.atype.btype.ctype d, a, b, c");
-  ScalarType dType = types[0], aType = types[1], bType = types[2], cType = types[3];
-  MmaForm f;
-  if (!formOf(inst, dType, aType, bType, cType, f)) return t.unsupported(inst);
-  const auto& ops = inst.operands();
-  auto aRegsRead = readFragment(t, inst, ops[1], f.aRegisters, aType);
-  if (!aRegsRead.ok()) return aRegsRead.error();
-  const std::vector<llvm::Value*>& aRegs = *aRegsRead;
-  auto bRegsRead = readFragment(t, inst, ops[2], f.bRegisters, bType);
-  if (!bRegsRead.ok()) return bRegsRead.error();
-  const std::vector<llvm::Value*>& bRegs = *bRegsRead;
-  size_t cRegisters = static_cast<size_t>(f.cElements / elementsPerRegister(cType));
-  auto cRegsRead = readFragment(t, inst, ops[3], cRegisters, cType);
-  if (!cRegsRead.ok()) return cRegsRead.error();
-  const std::vector<llvm::Value*>& cRegs = *cRegsRead;
-
+  ScalarType aType = f.input, bType = f.input;
   llvm::Value* lane = B.CreateCall(t.mt.sregFunction(ptx::SpecialRegister::LaneId, 0));
   llvm::Value* group = B.CreateLShr(lane, 2);
   llvm::Value* inGroup = B.CreateAnd(lane, 3);
@@ -177,10 +162,6 @@ Status translateMmaOp(FunctionTranslator& t, const ptx::Instruction& inst) {
       }
     }
   }
-  // This lane's elements of D.
-  std::vector<llvm::Value*> c;
-  for (llvm::Value* reg : cRegs)
-    for (llvm::Value* v : decode(t, reg, cType)) c.push_back(v);
   std::vector<llvm::Value*> d;
   for (int i = 0; i < f.cElements; ++i) {
     auto [row, column] = cPosition(f, i);
@@ -194,9 +175,15 @@ Status translateMmaOp(FunctionTranslator& t, const ptx::Instruction& inst) {
     }
     d.push_back(sum);
   }
-  const ptx::Operand& dOp = ops[0];
+  return d;
+}
+
+// Writes D's elements (doubles, in fragment order) to the fragment operand in D's type.
+Status writeFragment(FunctionTranslator& t, const ptx::Instruction& inst, const ptx::Operand& dOp,
+                     ScalarType dType, const std::vector<llvm::Value*>& d) {
+  auto& B = t.b;
   bool vector = dOp.kind == ptx::Operand::Kind::Vector;
-  size_t dRegisters = static_cast<size_t>(f.cElements / elementsPerRegister(dType));
+  size_t dRegisters = d.size() / static_cast<size_t>(elementsPerRegister(dType));
   if ((vector ? dOp.elements().size() : 1) != dRegisters)
     return t.invalid(inst, "a fragment of " + std::to_string(dRegisters) + " registers was expected");
   for (size_t r = 0; r < dRegisters; ++r) {
@@ -214,6 +201,203 @@ Status translateMmaOp(FunctionTranslator& t, const ptx::Instruction& inst) {
     }
   }
   return Status::success();
+}
+
+
+// wmma (m16n16k16, f16 / bf16 inputs): fragments are two side-by-side m16n8k16 mma fragments.
+// A is mma's A fragment (an f16 A has 8 registers: the last 4 stay zero); B and C/D are mma's
+// for columns 0-7, then 8-15 (for C/D that is also the layout NVIDIA's sm_80 uses). The fragment
+// layout is unspecified by the ISA, so loads, stores and mma only need to agree; element-wise
+// code on fragments works as with any layout. Each element's position is (g or 2t) + a constant.
+struct WmmaPosition {
+  bool rowFromGroup;  // row = g + row, column = 2t + column (else row = 2t + row, column = g + column)
+  int row, column;
+};
+
+WmmaPosition wmmaPosition(char matrix, int i) {
+  int half = i / 4, j = i % 4;
+  if (matrix == 'a') return {true, 8 * ((i >> 1) & 1), (i & 1) + 8 * (i >= 4 ? 1 : 0)};
+  if (matrix == 'b') return {false, (j & 1) + 8 * (j >= 2 ? 1 : 0), 8 * half};
+  return {true, 8 * (j >= 2 ? 1 : 0), (j & 1) + 8 * half};  // c and d
+}
+
+size_t wmmaRegisters(char matrix, ScalarType type) {
+  if (matrix == 'a' || matrix == 'b') return type == ScalarType::F16 ? 8 : 4;
+  return type == ScalarType::F32 ? 8 : 4;
+}
+
+// The address of each of the lane's 8 fragment elements in a matrix at `base` with `stride`
+// elements between rows (row-major) or columns (column-major).
+std::vector<llvm::Value*> wmmaAddresses(FunctionTranslator& t, char matrix, llvm::Value* base,
+                                        llvm::Value* stride, bool rowMajor, unsigned size) {
+  auto& B = t.b;
+  llvm::Value* lane = B.CreateCall(t.mt.sregFunction(ptx::SpecialRegister::LaneId, 0));
+  llvm::Value* group = B.CreateLShr(lane, 2);
+  llvm::Value* pair = B.CreateShl(B.CreateAnd(lane, 3), 1);
+  std::vector<llvm::Value*> out;
+  for (int i = 0; i < 8; ++i) {
+    WmmaPosition p = wmmaPosition(matrix, i);
+    llvm::Value* row = B.CreateAdd(p.rowFromGroup ? group : pair, B.getInt32(static_cast<uint32_t>(p.row)));
+    llvm::Value* column = B.CreateAdd(p.rowFromGroup ? pair : group, B.getInt32(static_cast<uint32_t>(p.column)));
+    llvm::Value* offset = rowMajor ? B.CreateAdd(B.CreateMul(row, stride), column)
+                                   : B.CreateAdd(B.CreateMul(column, stride), row);
+    offset = B.CreateMul(B.CreateZExt(offset, t.i64()), B.getInt64(size));
+    out.push_back(B.CreateGEP(t.i8(), base, offset));
+  }
+  return out;
+}
+
+char wmmaMatrix(const ptx::Instruction& inst) {
+  for (char m : {'a', 'b', 'c', 'd'})
+    if (inst.hasModifier(std::string(1, m))) return m;
+  return 0;
+}
+
+Result<llvm::Value*> wmmaStride(FunctionTranslator& t, const ptx::Instruction& inst, size_t index) {
+  if (inst.operands().size() <= index) return static_cast<llvm::Value*>(t.b.getInt32(16));
+  return t.read(inst.operands()[index], ScalarType::U32);
+}
+
+Status wmmaLoad(FunctionTranslator& t, const ptx::Instruction& inst) {
+  auto& B = t.b;
+  char matrix = wmmaMatrix(inst);
+  ScalarType type = inst.types().empty() ? ScalarType::B32 : inst.types()[0];
+  bool inputType = type == ScalarType::F16 || type == ScalarType::BF16;
+  if (matrix == 0 || matrix == 'd' || (matrix == 'c' ? !(type == ScalarType::F16 || type == ScalarType::F32)
+                                                     : !inputType))
+    return t.unsupported(inst);
+  if (inst.operands().size() < 2) return t.invalid(inst, "expected a fragment and an address");
+  ROCUDA_VALUE(base, t.address(inst.operands()[1], inst.space));
+  ROCUDA_VALUE(stride, wmmaStride(t, inst, 2));
+  unsigned size = ptx::scalarTypeSize(type);
+  std::vector<llvm::Value*> addresses = wmmaAddresses(t, matrix, base, stride, inst.hasModifier("row"), size);
+  std::vector<llvm::Value*> bits;
+  for (llvm::Value* p : addresses) {
+    t.checkAccess(inst, p, size, /*write=*/false, inst.space);
+    auto* ld = B.CreateAlignedLoad(B.getIntNTy(size * 8), p, llvm::Align(size));
+    markSpace(*ld, inst);
+    bits.push_back(ld);
+  }
+  const ptx::Operand& frag = inst.operands()[0];
+  size_t registers = wmmaRegisters(matrix, type);
+  if (frag.kind != ptx::Operand::Kind::Vector || frag.elements().size() != registers)
+    return t.invalid(inst, "a fragment of " + std::to_string(registers) + " registers was expected");
+  for (size_t r = 0; r < registers; ++r) {
+    llvm::Value* value = B.getInt32(0);
+    if (size == 4) {
+      value = bits[r];
+    } else if (r < 4) {
+      value = B.CreateOr(B.CreateZExt(bits[2 * r], t.i32()),
+                         B.CreateShl(B.CreateZExt(bits[2 * r + 1], t.i32()), 16));
+    }
+    ROCUDA_TRY(t.write(frag.elements()[r], value, ScalarType::B32));
+  }
+  return Status::success();
+}
+
+Status wmmaStore(FunctionTranslator& t, const ptx::Instruction& inst) {
+  auto& B = t.b;
+  ScalarType type = inst.types().empty() ? ScalarType::B32 : inst.types()[0];
+  if (wmmaMatrix(inst) != 'd' || !(type == ScalarType::F16 || type == ScalarType::F32))
+    return t.unsupported(inst);
+  if (inst.operands().size() < 2) return t.invalid(inst, "expected an address and a fragment");
+  const ptx::Operand& frag = inst.operands()[1];
+  size_t registers = wmmaRegisters('d', type);
+  if (frag.kind != ptx::Operand::Kind::Vector || frag.elements().size() != registers)
+    return t.invalid(inst, "a fragment of " + std::to_string(registers) + " registers was expected");
+  ROCUDA_VALUE(base, t.address(inst.operands()[0], inst.space));
+  ROCUDA_VALUE(stride, wmmaStride(t, inst, 2));
+  unsigned size = ptx::scalarTypeSize(type);
+  std::vector<llvm::Value*> elements;
+  for (size_t r = 0; r < registers; ++r) {
+    ROCUDA_VALUE(reg, t.read(frag.elements()[r], ScalarType::B32));
+    if (size == 4) {
+      elements.push_back(reg);
+    } else {
+      elements.push_back(B.CreateTrunc(reg, B.getInt16Ty()));
+      elements.push_back(B.CreateTrunc(B.CreateLShr(reg, 16), B.getInt16Ty()));
+    }
+  }
+  std::vector<llvm::Value*> addresses = wmmaAddresses(t, 'd', base, stride, inst.hasModifier("row"), size);
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    t.checkAccess(inst, addresses[i], size, /*write=*/true, inst.space);
+    auto* st = B.CreateAlignedStore(elements[i], addresses[i], llvm::Align(size));
+    markSpace(*st, inst);
+  }
+  return Status::success();
+}
+
+Status wmmaMma(FunctionTranslator& t, const ptx::Instruction& inst) {
+  auto types = inst.types();
+  // f16 inputs: .dtype.ctype; bf16 (and others): .dtype.atype.btype.ctype.
+  if (types.size() != 2 && types.size() != 4) return t.unsupported(inst);
+  ScalarType dType = types[0], cType = types.back();
+  ScalarType aType = types.size() == 4 ? types[1] : ScalarType::F16;
+  MmaForm f;
+  f.k = 16;
+  f.aRegisters = 4;
+  f.bRegisters = 2;
+  f.cElements = 4;
+  f.input = aType;
+  bool ok = (aType == ScalarType::F16 && (dType == ScalarType::F16 || dType == ScalarType::F32) &&
+             (cType == ScalarType::F16 || cType == ScalarType::F32)) ||
+            (aType == ScalarType::BF16 && types[2] == ScalarType::BF16 && dType == ScalarType::F32 &&
+             cType == ScalarType::F32);
+  if (!ok || inst.hasModifier("satfinite") || inst.operands().size() != 4) return t.unsupported(inst);
+  const auto& ops = inst.operands();
+  auto aRead = readFragment(t, inst, ops[1], wmmaRegisters('a', aType), ScalarType::B32);
+  if (!aRead.ok()) return aRead.error();
+  auto bRead = readFragment(t, inst, ops[2], wmmaRegisters('b', aType), ScalarType::B32);
+  if (!bRead.ok()) return bRead.error();
+  auto cRead = readFragment(t, inst, ops[3], wmmaRegisters('c', cType), ScalarType::B32);
+  if (!cRead.ok()) return cRead.error();
+  std::vector<llvm::Value*> aRegs(aRead->begin(), aRead->begin() + 4);
+  std::vector<llvm::Value*> c;
+  for (llvm::Value* reg : *cRead)
+    for (llvm::Value* v : decode(t, reg, cType)) c.push_back(v);
+  std::vector<llvm::Value*> d;
+  for (size_t half = 0; half < 2; ++half) {
+    std::vector<llvm::Value*> bRegs((*bRead).begin() + 2 * half, (*bRead).begin() + 2 * half + 2);
+    std::vector<llvm::Value*> cHalf(c.begin() + 4 * half, c.begin() + 4 * half + 4);
+    for (llvm::Value* v : multiplyFragments(t, f, aRegs, bRegs, cHalf)) d.push_back(v);
+  }
+  return writeFragment(t, inst, ops[0], dType, d);
+}
+
+}  // namespace
+
+Status translateMmaOp(FunctionTranslator& t, const ptx::Instruction& inst) {
+  auto types = inst.types();
+  if (types.size() != 4 || inst.operands().size() != 4)
+    return t.unsupported(inst, "expected mma.sync.aligned.shape.row.col.dtype.atype.btype.ctype d, a, b, c");
+  ScalarType dType = types[0], aType = types[1], bType = types[2], cType = types[3];
+  MmaForm f;
+  if (!formOf(inst, dType, aType, bType, cType, f)) return t.unsupported(inst);
+  const auto& ops = inst.operands();
+  auto aRegsRead = readFragment(t, inst, ops[1], f.aRegisters, aType);
+  if (!aRegsRead.ok()) return aRegsRead.error();
+  const std::vector<llvm::Value*>& aRegs = *aRegsRead;
+  auto bRegsRead = readFragment(t, inst, ops[2], f.bRegisters, bType);
+  if (!bRegsRead.ok()) return bRegsRead.error();
+  const std::vector<llvm::Value*>& bRegs = *bRegsRead;
+  size_t cRegisters = static_cast<size_t>(f.cElements / elementsPerRegister(cType));
+  auto cRegsRead = readFragment(t, inst, ops[3], cRegisters, cType);
+  if (!cRegsRead.ok()) return cRegsRead.error();
+  const std::vector<llvm::Value*>& cRegs = *cRegsRead;
+
+  std::vector<llvm::Value*> c;
+  for (llvm::Value* reg : cRegs)
+    for (llvm::Value* v : decode(t, reg, cType)) c.push_back(v);
+  std::vector<llvm::Value*> d = multiplyFragments(t, f, aRegs, bRegs, c);
+  return writeFragment(t, inst, ops[0], dType, d);
+}
+
+Status translateWmmaOp(FunctionTranslator& t, const ptx::Instruction& inst) {
+  if (!inst.hasModifier("m16n16k16")) return t.unsupported(inst, "wmma shapes other than m16n16k16");
+  if (inst.hasModifier("load")) return wmmaLoad(t, inst);
+  if (inst.hasModifier("store")) return wmmaStore(t, inst);
+  if (inst.hasModifier("mma")) return wmmaMma(t, inst);
+  return t.unsupported(inst);
 }
 
 }  // namespace rocuda::compiler::detail
