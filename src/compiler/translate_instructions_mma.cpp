@@ -1,4 +1,5 @@
-// mma.sync and wmma: warp-level matrix multiply-accumulate, emulated with the warp's shuffles. Each lane
+// mma.sync, wmma, ldmatrix and stmatrix: warp-level matrix instructions, emulated with the
+// warp's shuffles. Each lane
 // gathers the fragment registers of the lanes that hold its rows of A (the four lanes of its
 // group) and its columns of B (the lanes of groups 2t and 2t+1), places every element where
 // the PTX ISA's fragment layout puts it, and computes its own elements of D = A * B + C: the
@@ -364,6 +365,76 @@ Status wmmaMma(FunctionTranslator& t, const ptx::Instruction& inst) {
   return writeFragment(t, inst, ops[0], dType, d);
 }
 
+
+// ldmatrix / stmatrix (m8n8, b16): lanes 8j..8j+7 give the row addresses of matrix j; lane L holds
+// row L/4, columns 2(L%4) and 2(L%4)+1 of each matrix in register j (.trans: row 2(L%4) and
+// 2(L%4)+1 of column L/4). Each lane fetches the row addresses it needs from their lanes and
+// loads or stores its own elements.
+Status matrixLoadStore(FunctionTranslator& t, const ptx::Instruction& inst, bool store) {
+  auto& B = t.b;
+  int count = inst.hasModifier("x4") ? 4 : inst.hasModifier("x2") ? 2 : inst.hasModifier("x1") ? 1 : 0;
+  if (count == 0 || !inst.hasModifier("m8n8") || inst.types().size() != 1 ||
+      inst.types()[0] != ScalarType::B16 || inst.operands().size() != 2)
+    return t.unsupported(inst);
+  bool trans = inst.hasModifier("trans");
+  const ptx::Operand& frag = inst.operands()[store ? 1 : 0];
+  const ptx::Operand& where = inst.operands()[store ? 0 : 1];
+  size_t fragCount = frag.kind == ptx::Operand::Kind::Vector ? frag.elements().size() : 1;
+  if (fragCount != static_cast<size_t>(count))
+    return t.invalid(inst, "a fragment of " + std::to_string(count) + " registers was expected");
+  auto element = [&](int j) -> const ptx::Operand& {
+    return frag.kind == ptx::Operand::Kind::Vector ? frag.elements()[static_cast<size_t>(j)] : frag;
+  };
+  ROCUDA_VALUE(ptr, t.address(where, inst.space));
+  llvm::Value* address = B.CreatePtrToInt(ptr, t.i64());
+  llvm::Value* lane = B.CreateCall(t.mt.sregFunction(ptx::SpecialRegister::LaneId, 0));
+  llvm::Value* row = B.CreateLShr(lane, 2);
+  llvm::Value* pair = B.CreateAnd(lane, 3);
+  auto rowAddress = [&](int matrix, llvm::Value* r) {
+    return fetch(t, address, B.CreateAdd(B.getInt32(static_cast<uint32_t>(8 * matrix)), r));
+  };
+  auto pointer = [&](llvm::Value* rowStart, llvm::Value* byteOffset) {
+    return B.CreateIntToPtr(B.CreateAdd(rowStart, B.CreateZExt(byteOffset, t.i64())), ptr->getType());
+  };
+  for (int j = 0; j < count; ++j) {
+    llvm::Value* value = nullptr;
+    if (store) {
+      ROCUDA_VALUE(v, t.read(element(j), ScalarType::B32));
+      value = v;
+    }
+    if (!trans) {
+      llvm::Value* p = pointer(rowAddress(j, row), B.CreateShl(pair, 2));
+      if (store) {
+        t.checkAccess(inst, p, 4, /*write=*/true, inst.space);
+        markSpace(*B.CreateAlignedStore(value, p, llvm::Align(4)), inst);
+        continue;
+      }
+      t.checkAccess(inst, p, 4, /*write=*/false, inst.space);
+      auto* ld = B.CreateAlignedLoad(t.i32(), p, llvm::Align(4));
+      markSpace(*ld, inst);
+      ROCUDA_TRY(t.write(element(j), ld, ScalarType::B32));
+      continue;
+    }
+    llvm::Value* halves[2] = {nullptr, nullptr};
+    for (int e = 0; e < 2; ++e) {
+      llvm::Value* sourceRow = B.CreateAdd(B.CreateShl(pair, 1), B.getInt32(static_cast<uint32_t>(e)));
+      llvm::Value* p = pointer(rowAddress(j, sourceRow), B.CreateShl(row, 1));
+      t.checkAccess(inst, p, 2, store, inst.space);
+      if (store) {
+        llvm::Value* half = B.CreateTrunc(B.CreateLShr(value, static_cast<uint64_t>(16 * e)), B.getInt16Ty());
+        markSpace(*B.CreateAlignedStore(half, p, llvm::Align(2)), inst);
+      } else {
+        auto* ld = B.CreateAlignedLoad(B.getInt16Ty(), p, llvm::Align(2));
+        markSpace(*ld, inst);
+        halves[e] = B.CreateZExt(ld, t.i32());
+      }
+    }
+    if (!store)
+      ROCUDA_TRY(t.write(element(j), B.CreateOr(halves[0], B.CreateShl(halves[1], 16)), ScalarType::B32));
+  }
+  return Status::success();
+}
+
 }  // namespace
 
 Status translateMmaOp(FunctionTranslator& t, const ptx::Instruction& inst) {
@@ -398,6 +469,10 @@ Status translateWmmaOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   if (inst.hasModifier("store")) return wmmaStore(t, inst);
   if (inst.hasModifier("mma")) return wmmaMma(t, inst);
   return t.unsupported(inst);
+}
+
+Status translateMatrixLoadStore(FunctionTranslator& t, const ptx::Instruction& inst) {
+  return matrixLoadStore(t, inst, inst.opcode == ptx::Opcode::stmatrix);
 }
 
 }  // namespace rocuda::compiler::detail

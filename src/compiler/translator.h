@@ -195,6 +195,7 @@ Status translateMovOp(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateWarpOp(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateMmaOp(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateWmmaOp(FunctionTranslator& t, const ptx::Instruction& inst);
+Status translateMatrixLoadStore(FunctionTranslator& t, const ptx::Instruction& inst);
 // shfl.sync.idx of a 32-bit value from `lane` over the whole warp (all 32 lanes take part).
 llvm::Value* shuffleFromLane(FunctionTranslator& t, llvm::Value* value, llvm::Value* lane);
 Status translateBarrierReduction(FunctionTranslator& t, const ptx::Instruction& inst);

@@ -189,3 +189,85 @@ INSTANTIATE_TEST_SUITE_P(
 
 }  // namespace
 }  // namespace rocuda::compiler::test
+
+namespace rocuda::compiler::test {
+namespace {
+
+// ldmatrix / stmatrix on four 8x8 b16 matrices in shared memory with padded rows (24 bytes): lane
+// L owns row L % 8 of matrix L / 8 (it copies it in and gives its address).
+const char* kMatrixPtx = R"(
+.version 8.5
+.target sm_90
+.address_size 64
+.visible .entry ldmatrix_test(.param .u64 pin, .param .u64 pout)
+{
+  .shared .align 16 .b8 tiles[768];
+  .reg .b32 %lane, %m, %r, %off, %v<4>, %x<4>, %t<4>, %w<4>;
+  .reg .b64 %p<6>;
+  .reg .b32 %s<2>;
+  mov.u32 %lane, %laneid;
+  shr.u32 %m, %lane, 3;
+  and.b32 %r, %lane, 7;
+  mad.lo.u32 %off, %m, 192, 0;
+  mad.lo.u32 %off, %r, 24, %off;
+  mov.u32 %s0, tiles;
+  add.u32 %s1, %s0, %off;
+  ld.param.u64 %p0, [pin];
+  mul.wide.u32 %p1, %lane, 16;
+  add.s64 %p0, %p0, %p1;
+  ld.global.v4.b32 {%v0, %v1, %v2, %v3}, [%p0];
+  st.shared.v2.b32 [%s1], {%v0, %v1};
+  st.shared.v2.b32 [%s1+8], {%v2, %v3};
+  bar.warp.sync 0xffffffff;
+  ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%x0, %x1, %x2, %x3}, [%s1];
+  ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%t0, %t1, %t2, %t3}, [%s1];
+  ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%w0, %w1}, [%s1];
+  ld.param.u64 %p2, [pout];
+  mul.wide.u32 %p3, %lane, 48;
+  add.s64 %p2, %p2, %p3;
+  st.global.v4.b32 [%p2], {%x0, %x1, %x2, %x3};
+  st.global.v4.b32 [%p2+16], {%t0, %t1, %t2, %t3};
+  st.global.v2.b32 [%p2+32], {%w0, %w1};
+  // stmatrix back into the tiles (.trans), then every lane reads its row again.
+  bar.warp.sync 0xffffffff;
+  stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%s1], {%x0, %x1, %x2, %x3};
+  bar.warp.sync 0xffffffff;
+  ld.shared.v2.b32 {%v0, %v1}, [%s1];
+  st.global.v2.b32 [%p2+40], {%v0, %v1};
+  ret;
+}
+)";
+
+TEST(MatrixLoadStore, LdmatrixAndStmatrixFollowTheFragmentLayout) {
+  auto loaded = compileAndLoad(kMatrixPtx, "ldmatrix");
+  ASSERT_TRUE(loaded);
+  // M[j][r][c] = a distinct 16-bit value; lane 8j + r's 16 input bytes are row r of matrix j.
+  auto value = [](int j, int r, int c) { return static_cast<uint16_t>(0x1000 * (j + 1) + 16 * r + c); };
+  std::vector<uint16_t> in(32 * 8);
+  for (int lane = 0; lane < 32; ++lane)
+    for (int c = 0; c < 8; ++c) in[static_cast<size_t>(lane * 8 + c)] = value(lane / 8, lane % 8, c);
+  std::vector<uint32_t> out(32 * 12, 0xdeadbeef);
+  void* pin = in.data();
+  void* pout = out.data();
+  ASSERT_TRUE(launch(*loaded, "ldmatrix_test", {}, {32}, {&pin, &pout}));
+  auto pack = [](uint16_t lo, uint16_t hi) { return static_cast<uint32_t>(lo) | static_cast<uint32_t>(hi) << 16; };
+  for (int lane = 0; lane < 32; ++lane) {
+    int g = lane / 4, t = lane % 4;
+    const uint32_t* o = out.data() + lane * 12;
+    for (int j = 0; j < 4; ++j) {
+      EXPECT_EQ(o[j], pack(value(j, g, 2 * t), value(j, g, 2 * t + 1))) << "lane " << lane << " matrix " << j;
+      EXPECT_EQ(o[4 + j], pack(value(j, 2 * t, g), value(j, 2 * t + 1, g)))
+          << ".trans lane " << lane << " matrix " << j;
+    }
+    for (int j = 0; j < 2; ++j)
+      EXPECT_EQ(o[8 + j], pack(value(j, g, 2 * t), value(j, g, 2 * t + 1))) << ".x2 lane " << lane;
+    // stmatrix.trans of the non-transposed fragments writes each matrix transposed: row r of
+    // matrix j now holds column r.
+    int j = lane / 8, r = lane % 8;
+    for (int c = 0; c < 4; ++c)
+      EXPECT_EQ(o[10 + c / 2] >> (16 * (c % 2)) & 0xffff, value(j, c, r)) << "stmatrix lane " << lane;
+  }
+}
+
+}  // namespace
+}  // namespace rocuda::compiler::test
