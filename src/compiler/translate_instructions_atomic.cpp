@@ -1,5 +1,8 @@
 // atom / red on global, shared and generic addresses as LLVM atomics. inc/dec map to LLVM's
-// uinc_wrap/udec_wrap, which are exactly PTX's wrap rules.
+// uinc_wrap/udec_wrap, which are exactly PTX's wrap rules; 16-bit float and f16x2/bf16x2
+// arithmetic is a compare-and-swap loop on the raw bits.
+#include <llvm/IR/Intrinsics.h>
+
 #include "compiler/translator.h"
 
 namespace rocuda::compiler::detail {
@@ -35,13 +38,57 @@ bool rmwOp(const ptx::Instruction& inst, ScalarType type, llvm::AtomicRMWInst::B
       {"min", isSigned ? Op::Min : Op::UMin, Op::FMin, false},
       {"max", isSigned ? Op::Max : Op::UMax, Op::FMax, false},
   };
+  // min/max exist for the 16-bit float types (scalar and x2) only.
+  bool halfFloat = type == ScalarType::F16 || type == ScalarType::BF16 ||
+                   type == ScalarType::F16x2 || type == ScalarType::BF16x2;
   for (const auto& e : table) {
     if (!inst.hasModifier(e.name)) continue;
-    if (isFloat && !e.floatOk) return false;
+    bool minMax = e.floatOp == Op::FMin || e.floatOp == Op::FMax;
+    if (isFloat && !e.floatOk && !(minMax && halfFloat)) return false;
     op = isFloat ? e.floatOp : e.intOp;
     return true;
   }
   return false;
+}
+
+// f16 / bf16 / f16x2 / bf16x2 add, min and max as a compare-and-swap loop on the raw bits.
+// LLVM's own expansion of such an atomicrmw compares values that went through f32 conversions;
+// a NaN whose bits change on the way (a signalling NaN becomes quiet) never compares equal again
+// and the loop would never end.
+llvm::Value* halfFloatRmw(FunctionTranslator& t, const ptx::Instruction& inst, llvm::Value* ptr,
+                          llvm::AtomicRMWInst::BinOp op, llvm::Value* val,
+                          llvm::AtomicOrdering order) {
+  auto& B = t.b;
+  llvm::Type* valueType = val->getType();
+  auto* bits = B.getIntNTy(static_cast<unsigned>(valueType->getPrimitiveSizeInBits()));
+  llvm::Align align(bits->getBitWidth() / 8);
+  llvm::Function* fn = B.GetInsertBlock()->getParent();
+  auto* initial = B.CreateAlignedLoad(bits, ptr, align);
+  initial->setAtomic(llvm::AtomicOrdering::Monotonic);
+  markSpace(*initial, inst);
+  llvm::BasicBlock* before = B.GetInsertBlock();
+  auto* loop = llvm::BasicBlock::Create(fn->getContext(), "atom.retry", fn);
+  auto* done = llvm::BasicBlock::Create(fn->getContext(), "atom.done", fn);
+  B.CreateBr(loop);
+  B.SetInsertPoint(loop);
+  llvm::PHINode* expected = B.CreatePHI(bits, 2);
+  expected->addIncoming(initial, before);
+  llvm::Value* current = B.CreateBitCast(expected, valueType);
+  llvm::Value* updated =
+      op == llvm::AtomicRMWInst::FAdd ? B.CreateFAdd(current, val)
+      : op == llvm::AtomicRMWInst::FMin ? B.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, current, val)
+                                        : B.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, current, val);
+  auto failure = order == llvm::AtomicOrdering::AcquireRelease || order == llvm::AtomicOrdering::Acquire
+                     ? llvm::AtomicOrdering::Acquire
+                     : llvm::AtomicOrdering::Monotonic;
+  auto* x = B.CreateAtomicCmpXchg(ptr, expected, B.CreateBitCast(updated, bits), align, order, failure);
+  markScope(*x, inst, "gpu");
+  markSpace(*x, inst);
+  llvm::Value* seen = B.CreateExtractValue(x, 0);
+  expected->addIncoming(seen, loop);
+  B.CreateCondBr(B.CreateExtractValue(x, 1), done, loop);
+  B.SetInsertPoint(done);
+  return B.CreateBitCast(seen, valueType);
 }
 
 }  // namespace
@@ -58,8 +105,10 @@ Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
   if (inst.types().size() != 1 || inst.vectorWidth != 1) return t.unsupported(inst);
   ScalarType type = inst.types()[0];
-  if (type == ScalarType::B128 || type == ScalarType::F16x2 || type == ScalarType::BF16x2)
-    return t.unsupported(inst);
+  if (type == ScalarType::B128) return t.unsupported(inst);
+  // f16x2 / bf16x2 (add.noftz, min, max): both halves at once, as a vector atomicrmw.
+  bool packed = type == ScalarType::F16x2 || type == ScalarType::BF16x2;
+  if (packed && (inst.hasModifier("cas") || inst.hasModifier("exch"))) return t.unsupported(inst);
   unsigned bytes = ptx::scalarTypeSize(type);
   if (type == ScalarType::Pred || (bytes != 2 && bytes != 4 && bytes != 8))
     return t.invalid(inst, "atomics need a 16-, 32- or 64-bit type");
@@ -93,10 +142,16 @@ Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
     if (op == llvm::AtomicRMWInst::Xchg && ptx::isFloat(type))
       operandType = size == 4 ? ScalarType::B32 : size == 8 ? ScalarType::B64 : ScalarType::B16;
     ROCUDA_VALUE(val, t.read(inst.operands()[first + 1], operandType));
-    auto* rmw = B.CreateAtomicRMW(op, ptr, val, llvm::MaybeAlign(size), order);
-    markScope(*rmw, inst, "gpu");
-    markSpace(*rmw, inst);
-    old = rmw;
+    bool halfFloat = val->getType()->getScalarType()->isHalfTy() ||
+                     val->getType()->getScalarType()->isBFloatTy();
+    if (halfFloat && op != llvm::AtomicRMWInst::Xchg) {
+      old = halfFloatRmw(t, inst, ptr, op, val, order);
+    } else {
+      auto* rmw = B.CreateAtomicRMW(op, ptr, val, llvm::MaybeAlign(size), order);
+      markScope(*rmw, inst, "gpu");
+      markSpace(*rmw, inst);
+      old = rmw;
+    }
   }
   if (isRed) return Status::success();
   return t.write(inst.operands()[0], old, type);

@@ -351,7 +351,7 @@ std::string kernelSource(const InstructionCase& c) {
     << "    .param .u64 pd, .param .u32 pn)\n{\n"
     << "  .reg .pred %guard;\n  .reg .b32 %idx<4>;\n  .reg .b64 %addr<8>;\n  .reg .b32 %pin<4>;\n"
     << "  .reg .pred %q<8>;\n  .reg .b16 %h<8>;\n  .reg .b32 %r<8>;\n  .reg .b64 %l<8>;\n"
-    << "  .reg .f32 %f<8>;\n  .reg .f64 %fd<8>;\n";
+    << "  .reg .f32 %f<8>;\n  .reg .f64 %fd<8>;\n" << c.declarations;
   for (size_t i = 0; i < c.operands.size(); ++i)
     k << "  .reg " << regType(c.operands[i].reg) << " %in" << i << ";\n";
   k << "  .reg " << regType(c.result.reg) << " %out;\n"

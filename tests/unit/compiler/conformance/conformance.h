@@ -53,6 +53,7 @@ struct InstructionCase {
   Acceptor accept;  // empty: equal bits (any NaN matches any NaN for float results)
   std::string target = "sm_90";
   std::string version = "8.5";
+  std::string declarations = "";  // function-scope declarations the body needs (.shared)
 };
 
 // Builders for the common shapes.

@@ -90,6 +90,54 @@ std::vector<InstructionCase> halfUnaryCases() {
   return v;
 }
 
+// atom on f16x2 / bf16x2 in shared memory: each thread owns a slot holding a, adds (or takes the
+// min / max with) b, and returns the old value xor the new one (old must be a).
+std::vector<InstructionCase> packedAtomicCases() {
+  std::vector<InstructionCase> v;
+  for (bool bf : {false, true})
+    for (std::string op : {"add.noftz", "min", "max"}) {
+      const FloatFormat& f = bf ? kBFloat16 : kHalf;
+      std::string t = bf ? "bf16x2" : "f16x2";
+      std::string name = "atom_shared_" + op + "_" + t;
+      for (char& ch : name)
+        if (ch == '.') ch = '_';
+      std::string body =
+          "mov.u32 %r0, %tid.x; shl.b32 %r0, %r0, 2; mov.u32 %r1, slots; add.u32 %r1, %r1, %r0;"
+          " st.shared.b32 [%r1], $a; atom.shared." + op + "." + t + " %r2, [%r1], $b;"
+          " ld.shared.b32 %r3, [%r1]; xor.b32 %r2, %r2, $a; setp.eq.u32 %q0, %r2, 0;"
+          " selp.b32 $d, %r3, 0x7e007e00, %q0;";
+      InstructionCase c = binary(name, body, bf ? kBF16x2 : kF16x2, bf ? kBF16x2 : kF16x2, bf ? kBF16x2 : kF16x2,
+                                 [=, &f](const Inputs& in) {
+                                   if (op == "add.noftz") return packedArith(HalfOp::Add, in, f, false, false);
+                                   uint64_t r = 0;
+                                   for (int shift : {0, 16}) {
+                                     uint64_t a = (in[0] >> shift) & 0xffff, b = (in[1] >> shift) & 0xffff;
+                                     bool an = isNaNBits(a, f), bn = isNaNBits(b, f);
+                                     double x = decodeFloat(a, f), y = decodeFloat(b, f);
+                                     uint64_t pick = an ? b : bn ? a : ((x < y) == (op == "min") ? a : b);
+                                     r |= pick << shift;
+                                   }
+                                   return r;
+                                 });
+      c.declarations = "  .shared .align 4 .b32 slots[256];\n";
+      if (op != "add.noftz") {
+        // Equal zeros of opposite sign may come back as either (minNum / maxNum).
+        c.accept = [&f](uint64_t got, uint64_t want, const Inputs&) {
+          for (int shift : {0, 16}) {
+            uint64_t g = (got >> shift) & 0xffff, w = (want >> shift) & 0xffff;
+            bool same = g == w || (isNaNBits(g, f) && isNaNBits(w, f)) || ((g | w) & 0x7fff) == 0;
+            if (!same) return false;
+          }
+          return true;
+        };
+      }
+      if (bf || op != "add.noftz") c.version = "8.1";
+      v.push_back(c);
+    }
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(PackedAtomics, Conformance, ::testing::ValuesIn(packedAtomicCases()), caseName);
 INSTANTIATE_TEST_SUITE_P(HalfArithmetic, Conformance, ::testing::ValuesIn(halfArithmeticCases()), caseName);
 INSTANTIATE_TEST_SUITE_P(HalfUnary, Conformance, ::testing::ValuesIn(halfUnaryCases()), caseName);
 
