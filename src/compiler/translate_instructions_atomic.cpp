@@ -11,6 +11,13 @@ using ptx::ScalarType;
 
 namespace {
 
+// A compare-and-swap's ordering when it fails: the acquire part of `order`, if any.
+llvm::AtomicOrdering failureOrdering(llvm::AtomicOrdering order) {
+  return order == llvm::AtomicOrdering::AcquireRelease || order == llvm::AtomicOrdering::Acquire
+             ? llvm::AtomicOrdering::Acquire
+             : llvm::AtomicOrdering::Monotonic;
+}
+
 llvm::AtomicOrdering semantics(const ptx::Instruction& inst) {
   if (inst.hasModifier("acq_rel")) return llvm::AtomicOrdering::AcquireRelease;
   if (inst.hasModifier("acquire")) return llvm::AtomicOrdering::Acquire;
@@ -78,10 +85,8 @@ llvm::Value* halfFloatRmw(FunctionTranslator& t, const ptx::Instruction& inst, l
       op == llvm::AtomicRMWInst::FAdd ? B.CreateFAdd(current, val)
       : op == llvm::AtomicRMWInst::FMin ? B.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, current, val)
                                         : B.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, current, val);
-  auto failure = order == llvm::AtomicOrdering::AcquireRelease || order == llvm::AtomicOrdering::Acquire
-                     ? llvm::AtomicOrdering::Acquire
-                     : llvm::AtomicOrdering::Monotonic;
-  auto* x = B.CreateAtomicCmpXchg(ptr, expected, B.CreateBitCast(updated, bits), align, order, failure);
+  auto* x = B.CreateAtomicCmpXchg(ptr, expected, B.CreateBitCast(updated, bits), align, order,
+                                  failureOrdering(order));
   markScope(*x, inst, "gpu");
   markSpace(*x, inst);
   llvm::Value* seen = B.CreateExtractValue(x, 0);
@@ -106,7 +111,7 @@ Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   if (inst.types().size() != 1 || inst.vectorWidth != 1) return t.unsupported(inst);
   ScalarType type = inst.types()[0];
   if (type == ScalarType::B128) return t.unsupported(inst);
-  // f16x2 / bf16x2 (add.noftz, min, max): both halves at once, as a vector atomicrmw.
+  // f16x2 / bf16x2 take add.noftz, min and max (both halves at once, see halfFloatRmw).
   bool packed = type == ScalarType::F16x2 || type == ScalarType::BF16x2;
   if (packed && (inst.hasModifier("cas") || inst.hasModifier("exch"))) return t.unsupported(inst);
   unsigned bytes = ptx::scalarTypeSize(type);
@@ -125,11 +130,8 @@ Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
     ScalarType bits = size == 2 ? ScalarType::B16 : size == 4 ? ScalarType::B32 : ScalarType::B64;
     ROCUDA_VALUE(cmp, t.read(inst.operands()[first + 1], bits));
     ROCUDA_VALUE(val, t.read(inst.operands()[first + 2], bits));
-    auto failure =
-        order == llvm::AtomicOrdering::AcquireRelease || order == llvm::AtomicOrdering::Acquire
-            ? llvm::AtomicOrdering::Acquire
-            : llvm::AtomicOrdering::Monotonic;
-    auto* x = B.CreateAtomicCmpXchg(ptr, cmp, val, llvm::MaybeAlign(size), order, failure);
+    auto* x = B.CreateAtomicCmpXchg(ptr, cmp, val, llvm::MaybeAlign(size), order,
+                                    failureOrdering(order));
     markScope(*x, inst, "gpu");  // PTX's default scope for atom and red
     markSpace(*x, inst);
     // Spin locks retry a compare-and-swap until another thread releases the lock.

@@ -1,8 +1,7 @@
 // cvt between every integer and float type: integer narrowing/widening with .sat, float<->float
 // with .rn/.rz/.rm/.rp and the integral .rni/.rzi/.rmi/.rpi, float->int saturating (NaN rules
-// of the ISA),
-// int->float with directed rounding, .ftz, .sat, .relu, .satfinite, the f16x2/bf16x2 pair forms,
-// tf32, and the fp8 pairs (e4m3x2, e5m2x2).
+// of the ISA), int->float with directed rounding, .ftz, .sat, .relu, .satfinite, the
+// f16x2/bf16x2 pair forms, tf32, and the fp8 pairs (e4m3x2, e5m2x2).
 #include <llvm/IR/Intrinsics.h>
 
 #include <cmath>
@@ -105,13 +104,7 @@ llvm::Value* intToHalf(FunctionTranslator& t, llvm::Value* a, ScalarType from, l
   llvm::Value* odd = B.CreateBitCast(B.CreateSelect(inexact, B.CreateOr(bits, 1), bits), f32);
   llvm::Value* r = B.CreateFPTrunc(odd, vt);
   if (mode != "rz" && mode != "rm" && mode != "rp") return r;
-  llvm::Value* err = B.CreateFSub(odd, B.CreateFPExt(r, f32));
-  auto* zero = llvm::ConstantFP::get(f32, 0.0);
-  llvm::Value* sign = B.CreateSelect(
-      B.CreateFCmpOGT(err, zero), llvm::ConstantFP::get(vt, 1.0),
-      B.CreateSelect(B.CreateFCmpOLT(err, zero), llvm::ConstantFP::get(vt, -1.0),
-                     llvm::ConstantFP::get(vt, 0.0)));
-  return applyDirectedRounding(t, r, sign, mode);
+  return applyDirectedRounding(t, r, B.CreateFSub(odd, B.CreateFPExt(r, f32)), mode);  // exact
 }
 
 llvm::Value* intToFloat(FunctionTranslator& t, llvm::Value* a, ScalarType from, llvm::Type* vt,
@@ -137,14 +130,8 @@ Result<llvm::Value*> floatToFloat(FunctionTranslator& t, const ptx::Instruction&
   }
   llvm::Value* r = B.CreateFPTrunc(a, vt);
   if (mode == "rz" || mode == "rm" || mode == "rp") {
-    llvm::Value* err = B.CreateFSub(a, B.CreateFPExt(r, at));
-    llvm::Value* errT = B.CreateFPTrunc(err, vt);
-    // errT may round to zero for tiny errors: keep only its sign, as +-1.
-    errT = B.CreateSelect(
-        B.CreateFCmpOGT(err, llvm::ConstantFP::get(at, 0.0)), llvm::ConstantFP::get(vt, 1.0),
-        B.CreateSelect(B.CreateFCmpOLT(err, llvm::ConstantFP::get(at, 0.0)),
-                       llvm::ConstantFP::get(vt, -1.0), llvm::ConstantFP::get(vt, 0.0)));
-    r = applyDirectedRounding(t, r, errT, mode);
+    llvm::Value* err = B.CreateFSub(a, B.CreateFPExt(r, at));  // exact, in the wider type
+    r = applyDirectedRounding(t, r, err, mode);
   } else if (!mode.empty() && mode != "rn") {
     return t.unsupported(inst, "rounding ." + mode);
   }

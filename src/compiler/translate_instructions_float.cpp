@@ -1,6 +1,7 @@
 // Floating-point arithmetic: add/sub/mul/fma/mad/div/rcp/sqrt (IEEE; .rz/.rm/.rp in the target's
-// dynamic rounding mode, see roundedHelper), the approximate transcendental forms, min/max with PTX NaN rules,
-// abs/neg/copysign/testp, and .ftz (flush subnormal inputs and results to signed zero).
+// dynamic rounding mode, see roundedHelper), the approximate transcendental forms, min/max with
+// PTX NaN rules, abs/neg/copysign/testp, and .ftz (flush subnormal inputs and results to signed
+// zero).
 #include <llvm/IR/Intrinsics.h>
 
 #include "compiler/translator.h"
@@ -31,13 +32,14 @@ llvm::Value* nextDown(FunctionTranslator& t, llvm::Value* x) {
 }  // namespace
 
 // Round-to-nearest result `r` moved one step to honour a directed mode; `err` has the sign of
-// (exact - r). Shared with conversions.
+// (exact - r), in r's type or a wider one (only its sign counts). Shared with conversions.
 llvm::Value* applyDirectedRounding(FunctionTranslator& t, llvm::Value* r, llvm::Value* err,
                                    const std::string& mode) {
   auto& B = t.b;
   auto* zero = llvm::ConstantFP::get(r->getType(), 0.0);
-  llvm::Value* above = B.CreateFCmpOGT(err, zero);  // exact > r
-  llvm::Value* below = B.CreateFCmpOLT(err, zero);  // exact < r
+  auto* errZero = llvm::ConstantFP::get(err->getType(), 0.0);
+  llvm::Value* above = B.CreateFCmpOGT(err, errZero);  // exact > r
+  llvm::Value* below = B.CreateFCmpOLT(err, errZero);  // exact < r
   if (mode == "rp" || mode == "rpi") return B.CreateSelect(above, nextUp(t, r), r);
   if (mode == "rm" || mode == "rmi") return B.CreateSelect(below, nextDown(t, r), r);
   if (mode == "rz" || mode == "rzi") {
@@ -138,12 +140,7 @@ llvm::Value* divSqrtF32ViaDouble(FunctionTranslator& t, RoundedOp op, const std:
   llvm::Value* r = B.CreateFPTrunc(s, a->getType());
   llvm::Value* diff = B.CreateFSub(s, B.CreateFPExt(r, d));  // exact
   llvm::Value* side = B.CreateSelect(B.CreateFCmpONE(diff, zero), diff, err);
-  auto* ft = a->getType();
-  llvm::Value* sign = B.CreateSelect(
-      B.CreateFCmpOGT(side, zero), llvm::ConstantFP::get(ft, 1.0),
-      B.CreateSelect(B.CreateFCmpOLT(side, zero), llvm::ConstantFP::get(ft, -1.0),
-                     llvm::ConstantFP::get(ft, 0.0)));
-  return applyDirectedRounding(t, r, sign, mode);
+  return applyDirectedRounding(t, r, side, mode);
 }
 
 llvm::Value* rounded(FunctionTranslator& t, RoundedOp op, const std::string& mode,
@@ -155,13 +152,17 @@ llvm::Value* rounded(FunctionTranslator& t, RoundedOp op, const std::string& mod
   return t.b.CreateCall(helper, args);
 }
 
+// `element`, or a vector of it when `like` is a vector: a type of the same shape.
+llvm::Type* shapedLike(llvm::Type* like, llvm::Type* element) {
+  if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(like))
+    return llvm::FixedVectorType::get(element, vt->getNumElements());
+  return element;
+}
+
 // The integer type of v's width, vector shaped like v.
 llvm::Type* bitsTypeOf(llvm::Value* v) {
   llvm::Type* ty = v->getType();
-  llvm::Type* element = llvm::Type::getIntNTy(ty->getContext(), ty->getScalarSizeInBits());
-  if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(ty))
-    return llvm::FixedVectorType::get(element, vt->getNumElements());
-  return element;
+  return shapedLike(ty, llvm::Type::getIntNTy(ty->getContext(), ty->getScalarSizeInBits()));
 }
 
 // `r`, the rounded-to-nearest value of an exact result whose error `err` (exact - r, in r's or
@@ -190,13 +191,8 @@ llvm::Value* roundedToOdd(FunctionTranslator& t, llvm::Value* r, llvm::Value* er
 llvm::Value* fmaHalfOnce(FunctionTranslator& t, llvm::Value* a, llvm::Value* b, llvm::Value* c) {
   auto& B = t.b;
   llvm::Type* ty = a->getType();
-  auto widen = [&](llvm::Type* element) -> llvm::Type* {
-    if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(ty))
-      return llvm::FixedVectorType::get(element, vt->getNumElements());
-    return element;
-  };
-  llvm::Type* d = widen(B.getDoubleTy());
-  llvm::Type* f = widen(B.getFloatTy());
+  llvm::Type* d = shapedLike(ty, B.getDoubleTy());
+  llvm::Type* f = shapedLike(ty, B.getFloatTy());
   llvm::Value* product = B.CreateFMul(B.CreateFPExt(a, d), B.CreateFPExt(b, d));  // exact
   llvm::Value* addend = B.CreateFPExt(c, d);
   llvm::Value* sum = B.CreateFAdd(product, addend);
@@ -337,10 +333,7 @@ Status minMax(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType ty
   // .xorsign.abs: min/max of the magnitudes, signed with sign(a) ^ sign(b) unless NaN.
   llvm::Value* signs = nullptr;
   if (xorsign) {
-    llvm::Type* bitsType = llvm::Type::getIntNTy(
-        t.mt.context(), static_cast<unsigned>(a->getType()->getScalarSizeInBits()));
-    if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(a->getType()))
-      bitsType = llvm::FixedVectorType::get(bitsType, vt->getNumElements());
+    llvm::Type* bitsType = bitsTypeOf(a);
     signs = B.CreateXor(B.CreateBitCast(a, bitsType), B.CreateBitCast(b, bitsType));
     a = B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, a);
     b = B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, b);
@@ -362,12 +355,12 @@ Status minMax(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType ty
     r = B.CreateSelect(bothZero, zeros, r);
   }
   if (xorsign) {
-    llvm::Value* signed_ = B.CreateBitCast(B.CreateOr(B.CreateBitCast(r, signs->getType()),
-                                                      B.CreateAnd(signs, llvm::ConstantInt::get(
-                                                          signs->getType(),
-                                                          llvm::APInt::getSignMask(signs->getType()->getScalarSizeInBits())))),
-                                           r->getType());
-    r = B.CreateSelect(B.CreateFCmpUNO(r, r), r, signed_);
+    llvm::Type* bitsType = signs->getType();
+    auto* signMask = llvm::ConstantInt::get(
+        bitsType, llvm::APInt::getSignMask(bitsType->getScalarSizeInBits()));
+    llvm::Value* magnitude = B.CreateBitCast(r, bitsType);
+    llvm::Value* withSign = B.CreateOr(magnitude, B.CreateAnd(signs, signMask));
+    r = B.CreateSelect(B.CreateFCmpUNO(r, r), r, B.CreateBitCast(withSign, r->getType()));
   }
   if (ftz) r = flushSubnormal(t, r);
   return t.write(inst.operands()[0], r, type);

@@ -18,6 +18,13 @@ llvm::FunctionCallee collective(FunctionTranslator& t, const char* name, llvm::T
   return callee;
 }
 
+// i64 __rocuda_shfl_sync(mode, value, lane, clamp, mask): the value, and the source lane's
+// validity in bit 32.
+llvm::FunctionCallee shuffleFunction(FunctionTranslator& t) {
+  return collective(t, "__rocuda_shfl_sync", t.i64(),
+                    {t.i32(), t.i32(), t.i32(), t.i32(), t.i32()});
+}
+
 // The last operand of a .sync collective is the member mask; old forms have none.
 Result<llvm::Value*> memberMask(FunctionTranslator& t, const ptx::Instruction& inst, size_t index) {
   if (index >= inst.operands().size()) return static_cast<llvm::Value*>(t.b.getInt32(0xffffffffu));
@@ -44,9 +51,7 @@ Status shfl(FunctionTranslator& t, const ptx::Instruction& inst) {
   ROCUDA_VALUE(lane, t.read(inst.operands()[a + 1], ScalarType::B32));
   ROCUDA_VALUE(clamp, t.read(inst.operands()[a + 2], ScalarType::B32));
   ROCUDA_VALUE(mask, memberMask(t, inst, a + 3));
-  auto callee =
-      collective(t, "__rocuda_shfl_sync", t.i64(), {t.i32(), t.i32(), t.i32(), t.i32(), t.i32()});
-  llvm::Value* r = B.CreateCall(callee, {B.getInt32(mode), value, lane, clamp, mask});
+  llvm::Value* r = B.CreateCall(shuffleFunction(t), {B.getInt32(mode), value, lane, clamp, mask});
   ROCUDA_TRY(t.write(inst.operands()[0], B.CreateTrunc(r, t.i32()), ScalarType::B32));
   if (hasPred) {
     llvm::Value* valid = B.CreateTrunc(B.CreateLShr(r, 32), t.i1());
@@ -58,11 +63,10 @@ Status shfl(FunctionTranslator& t, const ptx::Instruction& inst) {
 }  // namespace
 
 llvm::Value* shuffleFromLane(FunctionTranslator& t, llvm::Value* value, llvm::Value* lane) {
-  auto callee =
-      collective(t, "__rocuda_shfl_sync", t.i64(), {t.i32(), t.i32(), t.i32(), t.i32(), t.i32()});
   constexpr uint32_t kIdx = 3, kWholeWarp = 0x1f;
-  llvm::Value* r = t.b.CreateCall(callee, {t.b.getInt32(kIdx), value, lane,
-                                           t.b.getInt32(kWholeWarp), t.b.getInt32(0xffffffffu)});
+  llvm::Value* r = t.b.CreateCall(shuffleFunction(t), {t.b.getInt32(kIdx), value, lane,
+                                                       t.b.getInt32(kWholeWarp),
+                                                       t.b.getInt32(0xffffffffu)});
   return t.b.CreateTrunc(r, t.i32());
 }
 

@@ -204,7 +204,8 @@ Status translateTextureOp(FunctionTranslator& t, const ptx::Instruction& inst);
 // .ftz: a subnormal (of any float type, scalar or packed) becomes a zero of the same sign.
 llvm::Value* flushSubnormal(FunctionTranslator& t, llvm::Value* v);
 
-// Move a round-to-nearest result `r` one step for .rz/.rm/.rp; `err` has the sign of exact - r.
+// Move a round-to-nearest result `r` one step for .rz/.rm/.rp; `err` has the sign of exact - r
+// (in r's type or a wider one).
 llvm::Value* applyDirectedRounding(FunctionTranslator& t, llvm::Value* r, llvm::Value* err,
                                    const std::string& mode);
 
