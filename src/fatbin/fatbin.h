@@ -54,6 +54,12 @@ Result<ImageContents> readImage(const void* image, uint32_t targetArch);
 // Never reads outside [data, data + size). A wrapper is refused (its pointers cannot be checked).
 Result<ImageContents> readImageBytes(const uint8_t* data, size_t size, uint32_t targetArch);
 
+// Static libraries (ar archives of ELF objects and cubins, e.g. from `nvcc -lib -rdc=true`):
+// the PTX of every member, read as readImageBytes reads one image. Linker inputs only: a module
+// cannot be loaded from an archive.
+bool isArchive(const uint8_t* data, size_t size);
+Result<ImageContents> readArchive(const uint8_t* data, size_t size, uint32_t targetArch);
+
 // "kernel 'NAME' has no PTX in this binary (it carries only SASS for sm_75); Rocuda compiles
 // PTX: rebuild with -gencode arch=compute_75,code=compute_75 (or add it next to your -arch)".
 std::string noPtxMessage(std::string_view kernelName, const std::vector<uint32_t>& sassArchs);

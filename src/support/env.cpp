@@ -54,6 +54,13 @@ const std::vector<Variable>& variables() {
        "Rocuda)."},
       {"HIP_PATH", nullptr,
        "Windows: HIP SDK installation whose bin\\ directory is searched for amdhip64_*.dll."},
+      {"ROCUDA_NVIDIA_NVJITLINK", nullptr,
+       "Path of NVIDIA's libnvJitLink.so.13, which Rocuda's nvJitLink calls to turn LTO-IR "
+       "(numba-cuda's default, `nvcc -dlto`) into PTX; tried before $CUDA_HOME/lib64, "
+       "$CUDA_HOME/lib, /usr/local/cuda/lib64, /usr/local/cuda/lib and the loader path."},
+      {"CUDA_HOME", nullptr,
+       "CUDA toolkit installation searched for NVIDIA's libnvJitLink.so.13 (read, not set, by "
+       "Rocuda)."},
       {"ROCUDA_CC", "8.6",
        "Compute capability reported by every device, as MAJOR.MINOR (e.g. `8.6`)."},
   };

@@ -1,9 +1,6 @@
-// The JIT linker (cuLinkCreate/AddData/AddFile/Complete/Destroy): PTX inputs, given as PTX text
-// or inside fatbinaries and ELF objects (-rdc device code), are parsed and linked at the PTX
-// level (ptx/link.h). cuLinkComplete hands out the linked PTX text, an image cuModuleLoadData
-// accepts. SASS cannot be linked here (Rocuda compiles PTX), nor can archives or NVVM IR.
-#include "ptx/link.h"
-
+// The JIT linker (cuLinkCreate/AddData/AddFile/Complete/Destroy) over the PTX-level linker
+// shared with nvJitLink (api/link/image_linker.h). cuLinkComplete hands out the linked PTX text,
+// an image cuModuleLoadData accepts.
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -14,11 +11,9 @@
 #include <vector>
 
 #include "api/cuda/boundary.h"
+#include "api/link/image_linker.h"
 #include "core/context.h"
 #include "core/platform.h"
-#include "fatbin/fatbin.h"
-#include "ptx/parser.h"
-#include "ptx/printer.h"
 
 namespace rocuda::api {
 namespace {
@@ -26,8 +21,8 @@ namespace {
 using namespace cuda;
 
 struct LinkState {
-  uint32_t arch = 0;  // compute capability of the context's device, to choose PTX in fatbins
-  std::vector<ptx::Module> modules;
+  explicit LinkState(uint32_t arch) : linker(arch) {}
+  link::ImageLinker linker;  // arch: the context's device, to choose PTX in fatbins
   std::string image;  // the linked PTX, valid until cuLinkDestroy
   char* errorLog = nullptr;
   size_t errorLogBytes = 0;
@@ -72,9 +67,9 @@ Outcome create(unsigned numOptions, CUjit_option* options, void** values, CUlink
   if (Outcome checked = checkOptions(numOptions, options, values); !checked.ok()) return checked;
   Result<core::Context*> context = currentContext();
   if (!context) return context.error();
-  auto state = std::make_unique<LinkState>();
   const auto& d = (*context)->device().description();
-  state->arch = static_cast<uint32_t>(d.computeCapabilityMajor * 10 + d.computeCapabilityMinor);
+  auto state = std::make_unique<LinkState>(
+      static_cast<uint32_t>(d.computeCapabilityMajor * 10 + d.computeCapabilityMinor));
   for (unsigned i = 0; i < numOptions; ++i) {
     if (options[i] == CU_JIT_ERROR_LOG_BUFFER) state->errorLog = static_cast<char*>(values[i]);
     if (options[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
@@ -89,27 +84,23 @@ Outcome create(unsigned numOptions, CUjit_option* options, void** values, CUlink
 
 Outcome addBytes(LinkState& state, CUjitInputType type, const uint8_t* data, size_t size,
                  const std::string& name) {
-  if (type == CU_JIT_INPUT_LIBRARY || type == CU_JIT_INPUT_NVVM)
+  if (type == CU_JIT_INPUT_NVVM)
     return fail(state, CUDA_ERROR_INVALID_IMAGE,
-                name + ": archives and NVVM IR cannot be linked here (PTX inputs only)");
+                name + ": NVVM IR cannot be linked by Rocuda (it compiles PTX)");
   if (type < CU_JIT_INPUT_CUBIN || type > CU_JIT_INPUT_NVVM)
     return invalidValue("unknown input type");
-  Result<fatbin::ImageContents> contents = fatbin::readImageBytes(data, size, state.arch);
-  if (!contents)
-    return fail(state, CUDA_ERROR_INVALID_IMAGE, name + ": " + contents.error().message);
-  if (contents->ptx.empty())
-    return fail(state, CUDA_ERROR_NO_BINARY_FOR_GPU,
-                name +
-                    ": no PTX to link (SASS cannot be linked here; rebuild with PTX, e.g. "
-                    "-gencode arch=compute_XX,code=compute_XX)");
-  std::vector<ptx::Module> parsed;
-  for (const fatbin::PtxProgram& program : contents->ptx) {
-    ptx::ParseResult result = ptx::parseModule(program.text, name);
-    if (result.hasErrors()) return fail(state, CUDA_ERROR_INVALID_PTX, result.formatDiagnostics());
-    parsed.push_back(std::move(result.module));
-  }
-  for (ptx::Module& m : parsed) state.modules.push_back(std::move(m));
-  return {};
+  link::InputKind kind = type == CU_JIT_INPUT_CUBIN       ? link::InputKind::Cubin
+                        : type == CU_JIT_INPUT_PTX       ? link::InputKind::Ptx
+                        : type == CU_JIT_INPUT_FATBINARY ? link::InputKind::Fatbin
+                        : type == CU_JIT_INPUT_OBJECT    ? link::InputKind::Object
+                                                         : link::InputKind::Library;
+  Status added = state.linker.add(kind, data, size, name);
+  if (added.ok()) return {};
+  const Error& e = added.error();
+  CUresult code = e.code == ErrorCode::NoBinaryForGpu ? CUDA_ERROR_NO_BINARY_FOR_GPU
+                  : e.code == ErrorCode::InvalidPtx   ? CUDA_ERROR_INVALID_PTX
+                                                      : CUDA_ERROR_INVALID_IMAGE;
+  return fail(state, code, e.message);
 }
 
 Outcome addData(CUlinkState handle, CUjitInputType type, void* data, size_t size, const char* name,
@@ -142,15 +133,10 @@ Outcome complete(CUlinkState handle, void** cubinOut, size_t* sizeOut) {
   if (!found) return found.error();
   if (cubinOut == nullptr) return invalidValue("cubinOut is NULL");
   LinkState& state = **found;
-  if (state.modules.empty()) return invalidValue("nothing was added to link");
-  ptx::LinkResult linked = ptx::linkModules(std::move(state.modules));
-  state.modules.clear();
-  if (!linked.ok()) {
-    std::string message;
-    for (const std::string& e : linked.errors) message += "error: " + e + "\n";
-    return fail(state, CUDA_ERROR_INVALID_PTX, message);
-  }
-  state.image = ptx::printModule(linked.module);
+  if (state.linker.empty()) return invalidValue("nothing was added to link");
+  Result<std::string> linked = state.linker.complete();
+  if (!linked) return fail(state, CUDA_ERROR_INVALID_PTX, linked.error().message);
+  state.image = std::move(*linked);
   *cubinOut = state.image.data();  // NUL-terminated: PTX text for cuModuleLoadData
   if (sizeOut != nullptr) *sizeOut = state.image.size() + 1;
   return {};

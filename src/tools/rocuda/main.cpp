@@ -61,6 +61,16 @@ int commandRun(std::vector<std::string> args) {
   std::string path = libraries;
   if (const char* existing = std::getenv("LD_LIBRARY_PATH"); existing && *existing)
     path += std::string(":") + existing;
+  // Rocuda's nvJitLink is preloaded as well: Python CUDA clients (cuda.bindings, numba-cuda) take
+  // an nvJitLink already in the process before the loader path, and would otherwise find
+  // NVIDIA's in a pip wheel (nvidia-nvjitlink), whose SASS output Rocuda cannot run.
+  std::string nvJitLink = libraries + "/libnvJitLink.so.13";
+  if (rocuda::platform::fileExists(nvJitLink)) {
+    std::string preload = nvJitLink;
+    if (const char* existing = std::getenv("LD_PRELOAD"); existing && *existing)
+      preload += std::string(":") + existing;
+    setenv("LD_PRELOAD", preload.c_str(), 1);
+  }
   rocuda::Error error = rocuda::platform::execWithEnvironment(args, "LD_LIBRARY_PATH", path);
   std::fprintf(stderr, "rocuda run: %s\n", error.message.c_str());
   return 126;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "fatbin/fatbin.h"
@@ -330,6 +331,78 @@ TEST(FatbinSynthetic, EmptyContainerHasNothing) {
   ImageContents r = mustRead(c, 75);
   EXPECT_TRUE(r.ptx.empty());
   EXPECT_TRUE(r.sassArchs.empty());
+}
+
+// An ar archive as GNU ar writes it: magic, then 60-byte headers (name, 12 bytes of mtime,
+// uid, gid, mode, decimal size, "`\n") and members padded to even offsets.
+struct ArMember {
+  std::string name;  // as it appears in the header ("/", "//", "x.o/", "/0")
+  Bytes bytes;
+};
+
+Bytes buildArchive(const std::vector<ArMember>& members) {
+  std::string out = "!<arch>\n";
+  for (const ArMember& m : members) {
+    char header[61];
+    std::snprintf(header, sizeof header, "%-16s%-12s%-6s%-6s%-8s%-10zu`\n", m.name.c_str(), "0",
+                  "0", "0", "644", m.bytes.size());
+    out.append(header, 60);
+    out.append(m.bytes.begin(), m.bytes.end());
+    if (m.bytes.size() % 2) out += '\n';
+  }
+  return Bytes(out.begin(), out.end());
+}
+
+Bytes text(const std::string& s) { return Bytes(s.begin(), s.end()); }
+
+TEST(FatbinArchive, MembersWithShortAndLongNamesGiveTheirPtx) {
+  LOAD_INPUT(object, "kernels.o");
+  LOAD_INPUT(cubin, "kernels.cubin");
+  std::string longName = "kernels_object_with_a_long_name.o";
+  Bytes archive = buildArchive({{"/", Bytes(8, 0)},
+                                {"//", text(longName + "/\n")},
+                                {"/0", object},
+                                {"notes.txt/", text("not device code")},
+                                {"sass.cubin/", cubin}});
+  ASSERT_TRUE(isArchive(archive.data(), archive.size()));
+  Result<ImageContents> c = readArchive(archive.data(), archive.size(), 86);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  ASSERT_EQ(c->ptx.size(), 1u);  // the cubin carries SASS only, the text file nothing
+  expectKernelsPtx(c->ptx[0]);
+  EXPECT_EQ(c->ptx[0].name.rfind(longName + ": ", 0), 0u) << c->ptx[0].name;
+  EXPECT_EQ(c->sassArchs, (std::vector<uint32_t>{75, 86}));
+}
+
+TEST(FatbinArchive, CorruptArchivesAreErrors) {
+  Bytes good = buildArchive({{"a.txt/", text("abc")}});
+  ASSERT_TRUE(readArchive(good.data(), good.size(), 86).ok());
+  EXPECT_FALSE(isArchive(good.data(), 7));
+  Bytes notArchive = text(".version 9.0\n");
+  EXPECT_FALSE(isArchive(notArchive.data(), notArchive.size()));
+  EXPECT_FALSE(readArchive(notArchive.data(), notArchive.size(), 86).ok());
+
+  auto expectError = [](Bytes bytes, const std::string& part) {
+    Result<ImageContents> r = readArchive(bytes.data(), bytes.size(), 86);
+    ASSERT_FALSE(r.ok()) << part;
+    EXPECT_EQ(r.error().code, ErrorCode::InvalidImage);
+    EXPECT_TRUE(contains(r.error().message, part)) << r.error().message;
+  };
+  Bytes truncated(good.begin(), good.begin() + 8 + 30);
+  expectError(truncated, "truncated in a member header");
+  Bytes badTerminator = good;
+  badTerminator[8 + 58] = 'x';
+  expectError(badTerminator, "corrupt archive member header");
+  Bytes badSize = good;
+  badSize[8 + 48] = 'z';
+  expectError(badSize, "corrupt archive member header");
+  Bytes pastEnd = good;
+  pastEnd[8 + 48] = '9';
+  pastEnd[8 + 49] = '9';
+  expectError(pastEnd, "past the end of the archive");
+  // A member that looks like ELF but is not a valid one names the member.
+  Bytes elf = text("\x7f" "ELF");
+  elf.resize(64, 0);
+  expectError(buildArchive({{"broken.o/", elf}}), "archive member broken.o");
 }
 
 }  // namespace

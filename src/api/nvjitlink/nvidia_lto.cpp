@@ -1,0 +1,146 @@
+#include "api/nvjitlink/nvidia_lto.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+
+#include "rocuda/nvjitlink_abi.h"
+#include "support/env.h"
+#include "support/log.h"
+
+namespace rocuda::nvjitlink {
+namespace {
+
+// NVIDIA's entry points, by the versioned names its header calls.
+struct NvidiaNvJitLink {
+  void* library = nullptr;
+  std::string path;
+  nvJitLinkResult (*create)(nvJitLinkHandle*, uint32_t, const char**) = nullptr;
+  nvJitLinkResult (*destroy)(nvJitLinkHandle*) = nullptr;
+  nvJitLinkResult (*addData)(nvJitLinkHandle, nvJitLinkInputType, const void*, size_t,
+                             const char*) = nullptr;
+  nvJitLinkResult (*complete)(nvJitLinkHandle) = nullptr;
+  nvJitLinkResult (*ptxSize)(nvJitLinkHandle, size_t*) = nullptr;
+  nvJitLinkResult (*ptx)(nvJitLinkHandle, char*) = nullptr;
+  nvJitLinkResult (*errorLogSize)(nvJitLinkHandle, size_t*) = nullptr;
+  nvJitLinkResult (*errorLog)(nvJitLinkHandle, char*) = nullptr;
+};
+
+std::string realPath(const std::string& path) {
+  char resolved[PATH_MAX];
+  return ::realpath(path.c_str(), resolved) != nullptr ? std::string(resolved) : std::string();
+}
+
+// This library's own file, so that the search never finds Rocuda's nvJitLink again.
+std::string ownPath() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&ownPath), &info) == 0 || info.dli_fname == nullptr) return {};
+  return realPath(info.dli_fname);
+}
+
+std::vector<std::string> candidates() {
+  std::vector<std::string> out;
+  if (auto path = env::get("ROCUDA_NVIDIA_NVJITLINK")) out.push_back(*path);
+  std::vector<std::string> roots;
+  if (auto home = env::get("CUDA_HOME")) roots.push_back(*home);
+  roots.push_back("/usr/local/cuda");
+  for (const std::string& root : roots)
+    for (const char* dir : {"/lib64/", "/lib/", "/targets/x86_64-linux/lib/"})
+      out.push_back(root + dir + "libnvJitLink.so.13");
+  return out;
+}
+
+std::optional<NvidiaNvJitLink> load() {
+  std::string self = ownPath();
+  for (const std::string& candidate : candidates()) {
+    std::string path = realPath(candidate);
+    if (path.empty() || path == self) continue;
+    // DEEPBIND: NVIDIA's library must resolve its own names to itself, not to the Rocuda
+    // nvJitLink already loaded under the same symbol names.
+    void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    if (library == nullptr) continue;
+    NvidiaNvJitLink n;
+    n.library = library;
+    n.path = path;
+    auto bind = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(library, name));
+      return fn != nullptr;
+    };
+    if (bind(n.create, "__nvJitLinkCreate_13_0") && bind(n.destroy, "__nvJitLinkDestroy_13_0") &&
+        bind(n.addData, "__nvJitLinkAddData_13_0") &&
+        bind(n.complete, "__nvJitLinkComplete_13_0") &&
+        bind(n.ptxSize, "__nvJitLinkGetLinkedPtxSize_13_0") &&
+        bind(n.ptx, "__nvJitLinkGetLinkedPtx_13_0") &&
+        bind(n.errorLogSize, "__nvJitLinkGetErrorLogSize_13_0") &&
+        bind(n.errorLog, "__nvJitLinkGetErrorLog_13_0")) {
+      log::info("nvJitLink: LTO-IR goes through NVIDIA's " + path);
+      return n;
+    }
+    dlclose(library);
+  }
+  return std::nullopt;
+}
+
+const std::optional<NvidiaNvJitLink>& nvidia() {
+  static std::once_flag once;
+  static std::optional<NvidiaNvJitLink> instance;
+  std::call_once(once, [] { instance = load(); });
+  return instance;
+}
+
+std::string errorLogOf(const NvidiaNvJitLink& n, nvJitLinkHandle handle) {
+  size_t size = 0;
+  if (n.errorLogSize(handle, &size) != NVJITLINK_SUCCESS || size == 0) return {};
+  std::string log(size, '\0');
+  if (n.errorLog(handle, log.data()) != NVJITLINK_SUCCESS) return {};
+  log.resize(log.find('\0') == std::string::npos ? log.size() : log.find('\0'));
+  return log;
+}
+
+}  // namespace
+
+Result<std::string> ltoToPtx(const std::vector<std::string>& options,
+                             const std::vector<LtoInput>& inputs) {
+  const std::optional<NvidiaNvJitLink>& n = nvidia();
+  if (!n)
+    return makeError(ErrorCode::NotFound,
+                     "LTO-IR needs NVIDIA's libnvJitLink.so.13 to become PTX, and it was not "
+                     "found (set ROCUDA_NVIDIA_NVJITLINK to its path, or CUDA_HOME); or build "
+                     "the device code as PTX (without -dlto / -gen-lto, numba: lto=False)");
+  std::vector<const char*> argv;
+  bool ptx = false;
+  for (const std::string& o : options) {
+    argv.push_back(o.c_str());
+    ptx = ptx || o == "-ptx";
+  }
+  if (!ptx) argv.push_back("-ptx");
+  nvJitLinkHandle handle = nullptr;
+  nvJitLinkResult r = n->create(&handle, static_cast<uint32_t>(argv.size()), argv.data());
+  if (r != NVJITLINK_SUCCESS)
+    return makeError(ErrorCode::InvalidPtx, "NVIDIA's nvJitLink refused the options (error " +
+                                                std::to_string(static_cast<int>(r)) + ")");
+  auto failed = [&](const std::string& what) {
+    std::string message =
+        what + " in NVIDIA's nvJitLink (" + n->path + "): " + errorLogOf(*n, handle);
+    n->destroy(&handle);
+    return makeError(ErrorCode::InvalidPtx, message);
+  };
+  for (const LtoInput& input : inputs)
+    if (n->addData(handle, NVJITLINK_INPUT_LTOIR, input.bytes.data(), input.bytes.size(),
+                   input.name.c_str()) != NVJITLINK_SUCCESS)
+      return failed("adding " + input.name + " failed");
+  if (n->complete(handle) != NVJITLINK_SUCCESS) return failed("the LTO link failed");
+  size_t size = 0;
+  if (n->ptxSize(handle, &size) != NVJITLINK_SUCCESS || size == 0) return failed("no PTX came out");
+  std::string text(size, '\0');
+  if (n->ptx(handle, text.data()) != NVJITLINK_SUCCESS) return failed("reading the PTX failed");
+  n->destroy(&handle);
+  text.resize(text.find('\0') == std::string::npos ? text.size() : text.find('\0'));
+  return text;
+}
+
+}  // namespace rocuda::nvjitlink
