@@ -18,6 +18,9 @@
 //    KernelInfo::dynamicSharedOffset). A shared-space address is that offset; the generic address
 //    is `__rocuda_shared_base() + offset` (`ptr __rocuda_shared_base()`).
 //  * `trap` is `void __rocuda_trap()` (noreturn); printf is a call to `i32 vprintf(ptr, ptr)`.
+//  * isspacep: `i32 __rocuda_is_shared(ptr generic)` and `i32 __rocuda_is_local(ptr generic)`
+//    (0/1) say whether the address is in the calling block's shared window or the calling
+//    thread's local memory; .const is a range check in the IR itself, .global neither of the three.
 //  * Other external .funcs the PTX declares (malloc, free, __assertfail...) are called by value
 //    with integer arguments of their .param sizes; the loader resolves them from `runtime` first,
 //    then from the process (so the runtime must supply __assertfail).
@@ -116,7 +119,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-10";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-11";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;

@@ -153,6 +153,8 @@ SharedLayout computeSharedLayout(const ptx::Module& module) {
   std::set<std::string> externKeys;
   uint64_t dynamicAlign = 16;
   for (const auto& v : vars) {
+    layout.windowAlignment =
+        std::max<uint64_t>(layout.windowAlignment, v.var->effectiveAlignment());
     if (isExtern(*v.var)) {
       externKeys.insert(v.key);
       dynamicAlign = std::max<uint64_t>(dynamicAlign, v.var->effectiveAlignment());

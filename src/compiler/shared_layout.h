@@ -15,6 +15,9 @@ struct SharedLayout {
   std::unordered_map<std::string, uint64_t> offsets;
   std::unordered_map<std::string, uint64_t> staticBytes;    // per kernel
   std::unordered_map<std::string, uint64_t> dynamicOffset;  // per kernel
+  // The strictest alignment any shared variable asks for (at least 16): offsets honour it
+  // relative to the window, so the window's own address must be aligned to it.
+  uint64_t windowAlignment = 16;
 };
 
 // Kernels never share a window, so variables that no kernel uses together may overlap: each

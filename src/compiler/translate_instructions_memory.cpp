@@ -1,5 +1,5 @@
 // Data movement: ld/ldu/st in every state space (scalars and vectors; .volatile, .relaxed,
-// .acquire/.release), cvta / cvta.to, prefetch (no-op) and mov (symbols, pack/unpack).
+// .acquire/.release), cvta / cvta.to, isspacep, prefetch (no-op) and mov (symbols, pack/unpack).
 #include <llvm/IR/Intrinsics.h>
 
 #include "compiler/translator.h"
@@ -143,6 +143,60 @@ Status cvta(FunctionTranslator& t, const ptx::Instruction& inst) {
   return t.write(inst.operands()[0], r, type);
 }
 
+// isspacep.{global,shared{::cta,::cluster},local,const} p, a: which window a generic address
+// falls in. Shared and local memory only the device runtime can tell (`i32 __rocuda_is_shared(ptr)`
+// and `__rocuda_is_local`: the block's window and the thread's stack on the CPU, the LDS and
+// private apertures on AMD GPUs). Const: one of the module's .const variables. Global: none of
+// those (kernel parameters are not told apart, so isspacep.param is refused).
+Status isspacep(FunctionTranslator& t, const ptx::Instruction& inst) {
+  auto& B = t.b;
+  if (inst.operands().size() != 2) return t.invalid(inst, "expected p, a");
+  ptx::StateSpace space = inst.space;
+  if (space == ptx::StateSpace::Param)
+    return t.unsupported(inst, "isspacep.param (kernel parameters by generic address)");
+  ROCUDA_VALUE(a, t.read(inst.operands()[1], ptx::ScalarType::U64));
+  auto ask = [&](const char* runtime) {
+    llvm::FunctionCallee fn = t.mt.module().getOrInsertFunction(
+        runtime, llvm::FunctionType::get(t.i32(), {t.ptrTy()}, false));
+    llvm::Value* r = B.CreateCall(fn, {B.CreateIntToPtr(a, t.ptrTy())});
+    return B.CreateICmpNE(r, B.getInt32(0));
+  };
+  auto inShared = [&] { return ask("__rocuda_is_shared"); };
+  auto inLocal = [&] { return ask("__rocuda_is_local"); };
+  auto inConst = [&] {
+    llvm::Value* any = B.getFalse();
+    const llvm::DataLayout& layout = t.mt.module().getDataLayout();
+    for (const ptx::Variable& var : t.mt.ptx().globals) {
+      if (var.space != ptx::StateSpace::Const) continue;
+      llvm::GlobalVariable* g = t.mt.findGlobal(var.name);
+      if (g == nullptr) continue;
+      uint64_t bytes = layout.getTypeAllocSize(g->getValueType());
+      llvm::Value* offset = B.CreateSub(a, B.CreatePtrToInt(g, t.i64()));
+      any = B.CreateOr(any, B.CreateICmpULT(offset, B.getInt64(bytes)));
+    }
+    return any;
+  };
+  llvm::Value* r = nullptr;
+  switch (space) {
+    case ptx::StateSpace::Shared:
+    case ptx::StateSpace::SharedCluster:
+      r = inShared();
+      break;
+    case ptx::StateSpace::Local:
+      r = inLocal();
+      break;
+    case ptx::StateSpace::Const:
+      r = inConst();
+      break;
+    case ptx::StateSpace::Global:
+      r = B.CreateNot(B.CreateOr(B.CreateOr(inShared(), inLocal()), inConst()));
+      break;
+    default:
+      return t.unsupported(inst);
+  }
+  return t.write(inst.operands()[0], r, ptx::ScalarType::Pred);
+}
+
 Status mov(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
   if (inst.operands().size() != 2 || inst.types().size() != 1) return t.unsupported(inst);
@@ -222,6 +276,8 @@ Status translateMemoryOp(FunctionTranslator& t, const ptx::Instruction& inst) {
       return store(t, inst);
     case ptx::Opcode::cvta:
       return cvta(t, inst);
+    case ptx::Opcode::isspacep:
+      return isspacep(t, inst);
     case ptx::Opcode::prefetch:
     case ptx::Opcode::prefetchu:
       return Status::success();

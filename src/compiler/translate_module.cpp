@@ -138,6 +138,12 @@ Status ModuleTranslator::layoutShared() {
   sharedOffsets_ = std::move(layout.offsets);
   sharedStaticBytes_ = std::move(layout.staticBytes);
   sharedDynamicOffset_ = std::move(layout.dynamicOffset);
+  if (layout.windowAlignment > 16) {
+    // Targets that place the window themselves (AMD GPUs: after a counter prefix) read it.
+    auto* type = llvm::Type::getInt64Ty(context_);
+    module_->addModuleFlag(llvm::Module::Max, kSharedWindowAlignmentFlag,
+                           llvm::ConstantInt::get(type, layout.windowAlignment));
+  }
   return Status::success();
 }
 

@@ -57,6 +57,10 @@ inline constexpr const char* kSpaceMetadata = "rocuda.space";
 // Mark `access` by the space and modifiers of `inst`; other spaces are left unmarked.
 void markSpace(llvm::Instruction& access, const ptx::Instruction& inst);
 
+// Module flag (i64, present when above 16): the alignment the shared window's address needs
+// (SharedLayout::windowAlignment). The CPU device aligns every window to a page anyway.
+inline constexpr const char* kSharedWindowAlignmentFlag = "rocuda.shared_window_align";
+
 class ModuleTranslator {
  public:
   ModuleTranslator(llvm::LLVMContext& context, const ptx::Module& ptx, std::string_view name);

@@ -44,6 +44,17 @@ Status validateConfiguration(const Kernel& kernel, const backends::DeviceDescrip
                            std::to_string(info.reqntid[0]) + "x" + std::to_string(info.reqntid[1]) +
                            "x" + std::to_string(info.reqntid[2]) + " threads (.reqntid)");
   }
+  // .maxntid bounds the block's total thread count (the dimensions only multiply), as ptxas
+  // compiles the kernel for at most that many: NVIDIA's driver refuses a larger block.
+  if (info.maxntid[0] != 0) {
+    uint64_t limit =
+        uint64_t(info.maxntid[0]) * std::max(1u, info.maxntid[1]) * std::max(1u, info.maxntid[2]);
+    if (threads > limit)
+      return makeError(ErrorCode::InvalidValue,
+                       "kernel '" + info.name + "' is declared for at most " +
+                           std::to_string(limit) + " threads per block (.maxntid); the launch "
+                           "asks for " + std::to_string(threads));
+  }
   if (request.sharedBytes > static_cast<uint32_t>(kernel.maxDynamicSharedBytes()) ||
       uint64_t(request.sharedBytes) + info.staticSharedBytes >
           static_cast<uint64_t>(device.sharedMemPerBlockOptin))

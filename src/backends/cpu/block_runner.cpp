@@ -43,7 +43,7 @@ struct WarpLaneArrays {
 
 struct WorkerResources {
   std::vector<std::unique_ptr<ThreadState>> threads;
-  std::unique_ptr<uint8_t[]> shared;
+  std::unique_ptr<uint8_t, FreeDeleter> shared;  // the block's shared window
   size_t sharedCapacity = 0;
   std::unique_ptr<uint8_t, FreeDeleter> frames;  // Continuation kernels' per-thread frames
   size_t framesCapacity = 0;
@@ -51,6 +51,22 @@ struct WorkerResources {
   std::vector<uint32_t> live;   // the per-thread scheduler's running threads
   WarpLaneArrays warpLanes;     // threads waiting in warp collectives (BlockContext)
 };
+
+// The shared window starts on a page, as on NVIDIA GPUs (where it starts at a large power of two):
+// the layout honours each variable's `.align` relative to the window, so the window itself must
+// be aligned at least as strictly (numba-cuda asks for 256-byte aligned shared arrays).
+constexpr size_t kSharedWindowAlignment = 4096;
+
+uint8_t* sharedWindowFor(WorkerResources& resources, size_t bytes) {
+  if (resources.sharedCapacity < bytes) {
+    size_t rounded = (bytes + kSharedWindowAlignment - 1) / kSharedWindowAlignment *
+                     kSharedWindowAlignment;
+    resources.shared.reset(
+        static_cast<uint8_t*>(std::aligned_alloc(kSharedWindowAlignment, rounded)));
+    resources.sharedCapacity = resources.shared ? rounded : 0;
+  }
+  return resources.shared.get();
+}
 
 // Frames hold values of any alignment the compiler laid out (up to 64 bytes).
 uint8_t* framesFor(WorkerResources& resources, size_t bytes) {
@@ -408,14 +424,15 @@ BlockState*& currentBlock() {
 
 BlockOutcome runBlock(const GridState& grid, uint64_t linearBlockIndex) {
   WorkerResources& resources = workerResources();
-  if (resources.sharedCapacity < grid.sharedBytes) {
-    resources.shared.reset(new uint8_t[grid.sharedBytes]);
-    resources.sharedCapacity = grid.sharedBytes;
-  }
   BlockState block;
   block.grid = &grid;
   block.ctaid = decompose(linearBlockIndex, grid.grid);
-  block.shared = resources.shared.get();
+  block.shared = sharedWindowFor(resources, grid.sharedBytes);
+  if (block.shared == nullptr && grid.sharedBytes > 0) {
+    log::error("cannot allocate " + std::to_string(grid.sharedBytes) +
+               " bytes of shared memory for a block");
+    return BlockOutcome::Trapped;
+  }
 
   uint32_t count = grid.block[0] * grid.block[1] * grid.block[2];
   while (resources.threads.size() < count)

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "backends/cpu/execution.h"
+#include "backends/cpu/memcheck.h"
 #include "backends/cpu/texture_runtime.h"
 #include "backends/cpu/warp_collectives.h"
 #include "support/device_printf.h"
@@ -97,6 +98,17 @@ static uint32_t sregTotalSmemSize() { return grid().sharedBytes; }
 // clang-format on
 
 static void* sharedBase() { return block().shared; }
+
+// isspacep.shared: the block's window (static and dynamic shared memory).
+static int32_t isShared(const void* address) {
+  auto a = reinterpret_cast<uintptr_t>(address), base = reinterpret_cast<uintptr_t>(block().shared);
+  return base != 0 && a >= base && a - base < grid().sharedBytes ? 1 : 0;
+}
+
+// isspacep.local: local memory is the CUDA thread's stack (or its Continuation frame).
+static int32_t isLocal(const void* address) {
+  return onThreadStack(reinterpret_cast<uintptr_t>(address), 1) ? 1 : 0;
+}
 
 static void barrierSync(int32_t /*id*/, int32_t /*threads*/) {
   ThreadState& thread = self();
@@ -380,6 +392,8 @@ std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
       {"__rocuda_sreg_dynamic_smem_size", fn(sregDynamicSmemSize)},
       {"__rocuda_sreg_total_smem_size", fn(sregTotalSmemSize)},
       {"__rocuda_shared_base", fn(sharedBase)},
+      {"__rocuda_is_shared", fn(isShared)},
+      {"__rocuda_is_local", fn(isLocal)},
       {"__rocuda_spin_poll", fn(spinPoll)},
       {"__rocuda_barrier_sync", fn(barrierSync)},
       {"__rocuda_barrier_reduce", fn(barrierReduce)},

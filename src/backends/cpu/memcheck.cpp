@@ -172,35 +172,6 @@ bool within(uintptr_t address, size_t size, uintptr_t base, size_t bytes) {
   return address >= base && address - base <= bytes && size <= bytes - (address - base);
 }
 
-// Local memory the thread may reach without a depot to check against: its stack (the OS
-// thread's, or its fiber's) and, for Continuation kernels, the block's frames.
-bool onThreadStack(uintptr_t address, size_t size) {
-  static thread_local uintptr_t stackLow = 0, stackHigh = 0;
-  if (stackHigh == 0) {
-    pthread_attr_t attr;
-    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-      void* low = nullptr;
-      size_t bytes = 0;
-      if (pthread_attr_getstack(&attr, &low, &bytes) == 0) {
-        stackLow = reinterpret_cast<uintptr_t>(low);
-        stackHigh = stackLow + bytes;
-      }
-      pthread_attr_destroy(&attr);
-    }
-  }
-  if (within(address, size, stackLow, stackHigh - stackLow)) return true;
-  const ThreadState& thread = *currentThread();
-  const BlockState& block = *thread.block;
-  if (thread.fiber.stack() != nullptr &&
-      within(address, size, reinterpret_cast<uintptr_t>(thread.fiber.stack()),
-             thread.fiber.stackBytes()))
-    return true;
-  const GridState& grid = *block.grid;
-  return block.context.frames != nullptr &&
-         within(address, size, reinterpret_cast<uintptr_t>(block.context.frames),
-                size_t{grid.code.frameBytes} * block.context.threadCount);
-}
-
 // Global, constant and generic addresses outside shared memory and the stack: the allocations,
 // through a per-thread cache of the last allocation found while none has changed since.
 bool checkAllocation(uintptr_t address, size_t size, std::string& problem) {
@@ -278,6 +249,37 @@ std::string checkAccess(uintptr_t address, uint64_t size, uint32_t space, uintpt
 }
 
 }  // namespace
+
+// Local memory the thread may reach without a depot to check against: its stack (the OS
+// thread's, or its fiber's) and, for Continuation kernels, the block's frames.
+bool onThreadStack(uintptr_t address, size_t size) {
+  static thread_local uintptr_t stackLow = 0, stackHigh = 0;
+  if (stackHigh == 0) {
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+      void* low = nullptr;
+      size_t bytes = 0;
+      if (pthread_attr_getstack(&attr, &low, &bytes) == 0) {
+        stackLow = reinterpret_cast<uintptr_t>(low);
+        stackHigh = stackLow + bytes;
+      }
+      pthread_attr_destroy(&attr);
+    }
+  }
+  if (within(address, size, stackLow, stackHigh - stackLow)) return true;
+  if (currentThread() == nullptr) return false;
+  const ThreadState& thread = *currentThread();
+  const BlockState& block = *thread.block;
+  if (thread.fiber.stack() != nullptr &&
+      within(address, size, reinterpret_cast<uintptr_t>(thread.fiber.stack()),
+             thread.fiber.stackBytes()))
+    return true;
+  const GridState& grid = *block.grid;
+  return block.context.frames != nullptr &&
+         within(address, size, reinterpret_cast<uintptr_t>(block.context.frames),
+                size_t{grid.code.frameBytes} * block.context.threadCount);
+}
+
 
 extern "C" {
 static void memcheckAccess(const void* address, uint64_t size, uint32_t access, uint32_t ptxLine,

@@ -17,6 +17,11 @@
 
 namespace rocuda::backends::cpu {
 
+// Whether [address, address + size) is local memory of the calling CUDA thread: on its stack (the
+// OS thread's, or its fiber's) or, for Continuation kernels, in the block's frames. Memcheck
+// accepts such accesses; isspacep.local asks the same (__rocuda_is_local).
+bool onThreadStack(uintptr_t address, size_t size);
+
 // ROCUDA_MEMCHECK is set to a value that enables the bounds check ("1" or "race"); read once.
 bool memcheckEnabled();
 // ROCUDA_MEMCHECK=race: also the shared-memory race check (memcheck_race.cpp).

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "compiler/amdgpu/amdgpu_lowering.h"
+#include "compiler/translator.h"
 
 namespace rocuda::compiler::amdgpu {
 namespace {
@@ -147,7 +148,8 @@ Status checkBarrierCalls(llvm::Function& fn, unsigned idArg, unsigned threadsArg
 // window serves the whole module (functions called from several kernels use the same offsets).
 // It is sized for the largest window; dynamic shared memory, which HIP allocates right after the
 // kernel's static LDS, starts at or before its end. Barrier reductions keep their counter in a
-// 16-byte prefix before the window.
+// prefix before the window, 16 bytes or the window's alignment (module flag
+// kSharedWindowAlignmentFlag) if larger, so that `.align 256` variables stay aligned.
 struct Lds {
   llvm::GlobalVariable* object = nullptr;
   uint64_t windowOffset = 0;  // where the CUDA shared window starts in `object`
@@ -159,8 +161,12 @@ Lds createLds(llvm::Module& module, const ModuleInfo& info, bool reductionCounte
   uint64_t window = 0;
   for (const auto& k : info.kernels)
     window = std::max<uint64_t>({window, k.staticSharedBytes, k.dynamicSharedOffset});
+  uint64_t alignment = kReductionPrefix;
+  if (auto* flag = llvm::mdconst::extract_or_null<llvm::ConstantInt>(
+          module.getModuleFlag(detail::kSharedWindowAlignmentFlag)))
+    alignment = std::max<uint64_t>(alignment, flag->getZExtValue());
   Lds lds;
-  lds.windowOffset = reductionCounter ? kReductionPrefix : 0;
+  lds.windowOffset = reductionCounter ? alignment : 0;
   auto* i8 = llvm::Type::getInt8Ty(module.getContext());
   if (window + lds.windowOffset > 0) {
     auto* type = llvm::ArrayType::get(i8, window + lds.windowOffset);
@@ -173,7 +179,7 @@ Lds createLds(llvm::Module& module, const ModuleInfo& info, bool reductionCounte
         module, llvm::ArrayType::get(i8, 0), false, llvm::GlobalValue::ExternalLinkage, nullptr,
         "__rocuda_dynamic_shared", nullptr, llvm::GlobalValue::NotThreadLocal, kLocalAS);
   }
-  lds.object->setAlignment(llvm::Align(16));
+  lds.object->setAlignment(llvm::Align(alignment));
   return lds;
 }
 
@@ -236,6 +242,14 @@ void defineTrap(llvm::Function& fn) {
   Builder b = defineRuntime(fn);
   b.CreateIntrinsic(llvm::Intrinsic::trap, {}, {});
   b.CreateUnreachable();
+}
+
+// i32 __rocuda_is_shared(ptr) / __rocuda_is_local(ptr): isspacep.shared / .local ask whether
+// the flat address is in the LDS / private aperture.
+void defineApertureQuery(llvm::Function& fn, llvm::Intrinsic::ID aperture) {
+  Builder b = defineRuntime(fn);
+  llvm::Value* inside = b.CreateIntrinsic(aperture, {}, {fn.getArg(0)});
+  b.CreateRet(b.CreateZExt(inside, b.getInt32Ty()));
 }
 
 // Intrinsics whose f64 (or other) forms the AMDGPU back end would turn into library calls.
@@ -313,6 +327,10 @@ Status lowerDeviceRuntime(llvm::Module& module, const ModuleInfo& info, const Am
       defineSharedBase(*fn, lds);
     } else if (name == "__rocuda_trap") {
       defineTrap(*fn);
+    } else if (name == "__rocuda_is_shared") {
+      defineApertureQuery(*fn, llvm::Intrinsic::amdgcn_is_shared);
+    } else if (name == "__rocuda_is_local") {
+      defineApertureQuery(*fn, llvm::Intrinsic::amdgcn_is_private);
     } else if (!defineWarpCollective(*fn, waveSize)) {
       unsupported.insert(name);
     }

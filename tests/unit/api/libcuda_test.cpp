@@ -551,5 +551,121 @@ TEST_F(LibCuda, ModuleAndLaunch) {
             CUDA_ERROR_INVALID_HANDLE);
 }
 
+// Launch bounds: .maxntid caps the block's thread count (any shape), .reqntid fixes the shape.
+TEST_F(LibCuda, LaunchBoundsAreEnforced) {
+  retainPrimary();
+  const char* ptx = R"(
+.version 7.0
+.target sm_50
+.address_size 64
+.visible .entry bounded() .maxntid 128, 1, 1 { ret; }
+.visible .entry exact() .reqntid 32, 2, 1 { ret; }
+)";
+  CUmodule module = nullptr;
+  ASSERT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, ptx), CUDA_SUCCESS);
+  CUfunction bounded = nullptr, exact = nullptr;
+  ASSERT_EQ(CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&bounded, module,
+                                                                         "bounded"),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&exact, module, "exact"),
+            CUDA_SUCCESS);
+  using Launch = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              unsigned, unsigned, CUstream, void**, void**);
+  auto launch = proc<Launch>("cuLaunchKernel", 7000);
+  EXPECT_EQ(launch(bounded, 1, 1, 1, 128, 1, 1, 0, nullptr, nullptr, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(launch(bounded, 1, 1, 1, 32, 4, 1, 0, nullptr, nullptr, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(launch(bounded, 1, 1, 1, 256, 1, 1, 0, nullptr, nullptr, nullptr),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(launch(bounded, 1, 1, 1, 64, 3, 1, 0, nullptr, nullptr, nullptr),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(launch(exact, 1, 1, 1, 32, 2, 1, 0, nullptr, nullptr, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(launch(exact, 1, 1, 1, 64, 1, 1, 0, nullptr, nullptr, nullptr),
+            CUDA_ERROR_INVALID_VALUE);
+  int maxThreads = 0;
+  ASSERT_EQ(CU(cuFuncGetAttribute, int*, CUfunction_attribute, CUfunction)(
+                &maxThreads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, bounded),
+            CUDA_SUCCESS);
+  EXPECT_EQ(maxThreads, 128);
+  EXPECT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
+}
+
+// isspacep tells the windows apart for generic addresses of each space, in a kernel with a
+// barrier (its local memory lives in the block's continuation frames or a fiber stack); a
+// shared array with .align 256 is 256-byte aligned in the generic space too.
+TEST_F(LibCuda, IsspacepTellsTheWindowsApart) {
+  retainPrimary();
+  // Bit 4 * address + space, for the addresses %rd2..%rd5 (global, shared, local, const) and the
+  // spaces in the same order.
+  std::string checks;
+  const char* spaces[] = {"global", "shared", "local", "const"};
+  for (int a = 0; a < 4; ++a)
+    for (int sp = 0; sp < 4; ++sp)
+      checks += std::string("  isspacep.") + spaces[sp] + " %p1, %rd" + std::to_string(a + 2) +
+                ";\n  selp.b32 %r2, " + std::to_string(1u << (4 * a + sp)) +
+                ", 0, %p1;\n  or.b32 %r1, %r1, %r2;\n";
+  std::string ptx = R"(
+.version 7.0
+.target sm_50
+.address_size 64
+.const .align 4 .b32 table[4] = {1, 2, 3, 4};
+.visible .entry spaces(.param .u64 out, .param .u64 buf)
+{
+  .shared .align 256 .b8 tile[64];
+  .local .align 8 .b8 scratch[16];
+  .reg .pred %p<2>;
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<9>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u64 %rd2, [buf];
+  mov.u64 %rd3, tile;
+  cvta.shared.u64 %rd3, %rd3;
+  mov.u64 %rd4, scratch;
+  cvta.local.u64 %rd4, %rd4;
+  mov.u64 %rd5, table;
+  cvta.const.u64 %rd5, %rd5;
+  mov.u32 %r3, %tid.x;
+  st.local.u32 [scratch], %r3;
+  bar.sync 0;
+  mov.u32 %r1, 0;
+)" + checks + R"(
+  ld.local.u32 %r3, [scratch];
+  mul.wide.u32 %rd6, %r3, 8;
+  add.s64 %rd7, %rd1, %rd6;
+  st.global.u32 [%rd7], %r1;
+  cvt.u32.u64 %r2, %rd3;
+  and.b32 %r2, %r2, 255;
+  st.global.u32 [%rd7+4], %r2;
+  ret;
+}
+)";
+  CUmodule module = nullptr;
+  ASSERT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, ptx.c_str()), CUDA_SUCCESS);
+  CUfunction function = nullptr;
+  ASSERT_EQ(CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&function, module,
+                                                                         "spaces"),
+            CUDA_SUCCESS);
+  constexpr unsigned kThreads = 64;
+  CUdeviceptr out = 0, buf = 0;
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&out, kThreads * 8), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&buf, 16), CUDA_SUCCESS);
+  void* params[] = {&out, &buf};
+  using Launch = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              unsigned, unsigned, CUstream, void**, void**);
+  auto launch = proc<Launch>("cuLaunchKernel", 7000);
+  ASSERT_EQ(launch(function, 2, 1, 1, kThreads, 1, 1, 0, nullptr, params, nullptr), CUDA_SUCCESS);
+  std::vector<uint32_t> result(kThreads * 2);
+  ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(result.data(), out, kThreads * 8),
+            CUDA_SUCCESS);
+  // Each address is in its own space only.
+  for (unsigned t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(result[2 * t], 0x8421u) << "thread " << t;
+    EXPECT_EQ(result[2 * t + 1], 0u) << "shared address mod 256, thread " << t;
+  }
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(out), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(buf), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
+}
+
 }  // namespace
 }  // namespace rocuda::cuda

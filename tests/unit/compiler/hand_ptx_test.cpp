@@ -511,7 +511,7 @@ TEST(CompilerErrors, UnsupportedInstructionNamesItAndItsLocation) {
   .reg .b32 %r<4>;
   .reg .b64 %rd<2>;
   mov.u32 %r1, 5;
-  isspacep.shared %p1, %rd1;
+  isspacep.param %p1, %rd1;
   ret;
 }
 )";
