@@ -349,6 +349,7 @@ Result<std::unique_ptr<llvm::Module>> ModuleTranslator::translate(ModuleInfo& in
     FunctionTranslator ft(*this, fn, functions_[fn.name]);
     ROCUDA_TRY(ft.translate());
   }
+  defineDeviceSyscalls(*this);
   // Kernels in source order.
   for (const auto& fn : ptx_.functions)
     if (fn.isEntry && !fn.isDeclaration && functionDefs_[fn.name] == &fn)

@@ -200,6 +200,9 @@ Status translateWarpOp(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateMmaOp(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateWmmaOp(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateMatrixLoadStore(FunctionTranslator& t, const ptx::Instruction& inst);
+// Bodies for the driver "syscalls" CUDA's device runtime library declares (cooperative groups'
+// grid synchronisation), where the module declares them (translate_device_syscalls.cpp).
+void defineDeviceSyscalls(ModuleTranslator& mt);
 // shfl.sync.idx of a 32-bit value from `lane` over the whole warp (all 32 lanes take part).
 llvm::Value* shuffleFromLane(FunctionTranslator& t, llvm::Value* value, llvm::Value* lane);
 Status translateBarrierReduction(FunctionTranslator& t, const ptx::Instruction& inst);

@@ -37,8 +37,13 @@ std::vector<std::string> managedVariables(const std::string& text, const std::st
 
 }  // namespace
 
-Kernel::Kernel(Module& module, backends::LoadedKernel& loaded, uint32_t ptxArch)
-    : Object(ObjectKind::Kernel), module_(module), loaded_(loaded), ptxArch_(ptxArch) {}
+Kernel::Kernel(Module& module, backends::LoadedKernel& loaded, uint32_t ptxArch,
+               uint64_t constBytes)
+    : Object(ObjectKind::Kernel),
+      module_(module),
+      loaded_(loaded),
+      ptxArch_(ptxArch),
+      constBytes_(constBytes) {}
 
 Module::Module(Context& context, bool isLibrary)
     : Object(isLibrary ? ObjectKind::Library : ObjectKind::Module), context_(context),
@@ -63,11 +68,15 @@ Result<Module*> Module::load(Context& context, const void* image, bool isLibrary
     auto loaded = context.device().backend().loadPtx(program.text, program.name);
     if (!loaded.ok()) return loaded.takeError();
     backends::LoadedModule& code = **loaded;
+    // Constant memory is per translation unit: every kernel of it reports the unit's total.
+    uint64_t constBytes = 0;
+    for (const auto& global : code.info().globals)
+      if (global.space == ptx::StateSpace::Const) constBytes += global.size;
     for (const auto& kernelInfo : code.info().kernels) {
       backends::LoadedKernel* kernel = code.kernel(kernelInfo.name);
       if (kernel != nullptr && !module->kernels_.count(kernelInfo.name))
         module->kernels_.emplace(kernelInfo.name,
-                                 std::make_unique<Kernel>(*module, *kernel, program.arch));
+                                 std::make_unique<Kernel>(*module, *kernel, program.arch, constBytes));
     }
     for (const auto& global : code.info().globals) {
       if (void* address = code.globalAddress(global.name)) {

@@ -24,14 +24,16 @@ class Kernel : public Object {
  public:
   static constexpr ObjectKind kKind = ObjectKind::Kernel;
   // ptxArch: the compute_XX the kernel's PTX was generated for (what CUDA reports as the
-  // function's PTX version; CUB/Thrust choose their tuning policies by it).
-  Kernel(Module& module, backends::LoadedKernel& loaded, uint32_t ptxArch);
+  // function's PTX version; CUB/Thrust choose their tuning policies by it). constBytes: the
+  // .const variables of the kernel's translation unit (CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES).
+  Kernel(Module& module, backends::LoadedKernel& loaded, uint32_t ptxArch, uint64_t constBytes);
 
   Module& module() { return module_; }
   backends::LoadedKernel& loaded() { return loaded_; }
   const compiler::KernelInfo& info() const { return loaded_.info(); }
   const std::string& name() const { return info().name; }
   uint32_t ptxArch() const { return ptxArch_; }
+  uint64_t constBytes() const { return constBytes_; }
 
   // cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) and friends.
   int maxDynamicSharedBytes() const { return maxDynamicSharedBytes_; }
@@ -43,6 +45,7 @@ class Kernel : public Object {
   Module& module_;
   backends::LoadedKernel& loaded_;
   uint32_t ptxArch_;
+  uint64_t constBytes_;
   int maxDynamicSharedBytes_ = 48 * 1024;
   int carveout_ = -1;
 };

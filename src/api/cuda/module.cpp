@@ -135,7 +135,7 @@ Outcome functionAttribute(int* pi, CUfunction_attribute attrib, const void* hand
                                              : static_cast<int>(kernel.info().staticSharedBytes);
       return {};
     case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES:
-      *pi = 0;
+      *pi = static_cast<int>(std::min<uint64_t>(kernel.constBytes(), INT32_MAX));
       return {};
     case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
       *pi = resources.localBytesPerThread >= 0 ? resources.localBytesPerThread

@@ -2,8 +2,12 @@
 // (both stream forms), cuLaunchKernelEx and graph kernel nodes with the cooperative attribute,
 // running a kernel whose blocks meet at a grid barrier built as cooperative groups builds it
 // (%envreg1/%envreg2 -> workspace, atom.add.release.gpu, ld.acquire.gpu spin); an ordinary launch
-// sees no workspace; grids over the occupancy and invalid arguments are refused.
+// sees no workspace; grids over the occupancy and invalid arguments are refused. The same grid
+// barrier through the device runtime's driver syscalls (__cuda_syscall_CGS_*, as numba-cuda
+// reaches them through libcudadevrt.a's cudaCGSynchronize).
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "api/cuda/graph_abi.h"
@@ -178,6 +182,168 @@ using LaunchEx = CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**)
 
 LaunchCooperative launchCooperative(cuuint64_t flags = 0) {
   return proc<LaunchCooperative>("cuLaunchCooperativeKernel", 12090, flags);
+}
+
+// grid_sum again, with the grid barrier as a call: `SYNC(handle, flags)` after `HANDLE(1)`, the
+// functions of CUDA's device runtime (cudaCGGetIntrinsicHandle / cudaCGSynchronize, linked from
+// libcudadevrt.a) or the driver syscalls under them. A failed synchronisation (no handle outside
+// a cooperative launch) writes 0xffffffff.
+std::string syscallSumPtx(const std::string& handleFn, const std::string& syncFn) {
+  std::string ptx = R"(
+.version 7.0
+.target sm_70
+.address_size 64
+.extern .func (.param .b64 h) HANDLE(.param .b32 scope);
+.extern .func (.param .b32 r) SYNC(.param .b64 h, .param .b32 flags);
+.visible .entry syscall_sum(.param .u64 slots, .param .u64 out, .param .u32 rounds)
+{
+  .reg .pred %p<4>;
+  .reg .b32 %r<16>;
+  .reg .b64 %rd<12>;
+  ld.param.u64 %rd1, [slots];
+  ld.param.u64 %rd2, [out];
+  ld.param.u32 %r1, [rounds];
+  mov.u32 %r2, %ctaid.x;
+  mov.u32 %r3, %tid.x;
+  mov.u32 %r4, %nctaid.x;
+  {
+    .param .b32 scope;
+    .param .b64 h;
+    st.param.b32 [scope], 1;
+    call.uni (h), HANDLE, (scope);
+    ld.param.b64 %rd3, [h];
+  }
+  mov.u32 %r5, 0;   // round
+  mov.u32 %r6, 0;   // the running sum
+ROUND:
+  setp.ne.u32 %p1, %r3, 0;
+  @%p1 bra SYNC1;
+  add.u32 %r7, %r2, %r5;
+  add.u32 %r7, %r7, 1;
+  mul.wide.u32 %rd4, %r2, 4;
+  add.s64 %rd5, %rd1, %rd4;
+  st.global.u32 [%rd5], %r7;
+SYNC1:
+  {
+    .param .b64 h;
+    .param .b32 flags;
+    .param .b32 r;
+    st.param.b64 [h], %rd3;
+    st.param.b32 [flags], 0;
+    call.uni (r), SYNC, (h, flags);
+    ld.param.b32 %r8, [r];
+  }
+  setp.ne.u32 %p2, %r8, 0;
+  @%p2 bra FAILED;
+  mov.u32 %r9, 0;
+SUM:
+  mul.wide.u32 %rd6, %r9, 4;
+  add.s64 %rd7, %rd1, %rd6;
+  ld.global.u32 %r10, [%rd7];
+  add.u32 %r6, %r6, %r10;
+  add.u32 %r9, %r9, 1;
+  setp.lt.u32 %p3, %r9, %r4;
+  @%p3 bra SUM;
+  {
+    .param .b64 h;
+    .param .b32 flags;
+    .param .b32 r;
+    st.param.b64 [h], %rd3;
+    st.param.b32 [flags], 0;
+    call.uni (r), SYNC, (h, flags);
+    ld.param.b32 %r8, [r];
+  }
+  add.u32 %r5, %r5, 1;
+  setp.lt.u32 %p3, %r5, %r1;
+  @%p3 bra ROUND;
+  bra.uni STORE;
+FAILED:
+  mov.u32 %r6, -1;
+STORE:
+  mov.u32 %r11, %ntid.x;
+  mad.lo.s32 %r12, %r2, %r11, %r3;
+  mul.wide.u32 %rd8, %r12, 4;
+  add.s64 %rd9, %rd2, %rd8;
+  st.global.u32 [%rd9], %r6;
+  ret;
+}
+)";
+  for (auto [from, to] : {std::pair<std::string, std::string>{"HANDLE", handleFn}, {"SYNC", syncFn}})
+    for (size_t at = ptx.find(from); at != std::string::npos; at = ptx.find(from, at + to.size()))
+      ptx.replace(at, from.size(), to);
+  return ptx;
+}
+
+class DeviceRuntimeGridSync : public Cooperative {
+ protected:
+  void expectRuns(CUmodule module, bool cooperative) {
+    CUfunction f = nullptr;
+    ASSERT_EQ(
+        CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&f, module, "syscall_sum"),
+        CUDA_SUCCESS);
+    unsigned blocks = 2 * unsigned(multiprocessors_) + 1;
+    Buffers b;
+    prepare(b, blocks);
+    if (cooperative) {
+      ASSERT_EQ(launchCooperativeKernel(f, blocks, b.params), CUDA_SUCCESS);
+      expectSums(b, blocks);
+      return;
+    }
+    auto launch = CU(cuLaunchKernel, CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                     unsigned, unsigned, CUstream, void**, void**);
+    ASSERT_EQ(launch(f, blocks, 1, 1, kThreads, 1, 1, 0, nullptr, b.params, nullptr),
+              CUDA_SUCCESS);
+    ASSERT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
+    std::vector<uint32_t> out(blocks * kThreads);
+    ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(out.data(), b.out,
+                                                              out.size() * sizeof(uint32_t)),
+              CUDA_SUCCESS);
+    for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i], 0xffffffffu) << "thread " << i;
+  }
+  static CUresult launchCooperativeKernel(CUfunction f, unsigned blocks, void** params) {
+    return proc<CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, CUstream, void**)>(
+        "cuLaunchCooperativeKernel", 12090)(f, blocks, 1, 1, kThreads, 1, 1, 0, nullptr, params);
+  }
+};
+
+TEST_F(DeviceRuntimeGridSync, DriverSyscallsMeetAtTheGridBarrier) {
+  std::string ptx =
+      syscallSumPtx("__cuda_syscall_CGS_get_intrinsic_handle", "__cuda_syscall_CGS_sync");
+  CUmodule module = nullptr;
+  ASSERT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, ptx.c_str()), CUDA_SUCCESS);
+  expectRuns(module, /*cooperative=*/true);
+  expectRuns(module, /*cooperative=*/false);  // no handle: the syscall reports the failure
+  EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
+}
+
+// The real device runtime library, linked as numba-cuda links it.
+TEST_F(DeviceRuntimeGridSync, CudadevrtLibraryLinksAndSynchronises) {
+#ifndef ROCUDA_CUDADEVRT_PATH
+  GTEST_SKIP() << "the CUDA toolkit's libcudadevrt.a was not found at configure time";
+#else
+  std::string ptx = syscallSumPtx("cudaCGGetIntrinsicHandle", "cudaCGSynchronize");
+  CUlinkState state = nullptr;
+  ASSERT_EQ(CU(cuLinkCreate, unsigned, CUjit_option*, void**, CUlinkState*)(0, nullptr, nullptr,
+                                                                             &state),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuLinkAddData, CUlinkState, CUjitInputType, void*, size_t, const char*, unsigned,
+               CUjit_option*, void**)(state, CU_JIT_INPUT_PTX, ptx.data(), ptx.size() + 1,
+                                      "syscall_sum.ptx", 0, nullptr, nullptr),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuLinkAddFile, CUlinkState, CUjitInputType, const char*, unsigned, CUjit_option*,
+               void**)(state, CU_JIT_INPUT_LIBRARY, ROCUDA_CUDADEVRT_PATH, 0, nullptr, nullptr),
+            CUDA_SUCCESS);
+  void* image = nullptr;
+  ASSERT_EQ(CU(cuLinkComplete, CUlinkState, void**, size_t*)(state, &image, nullptr),
+            CUDA_SUCCESS);
+  CUmodule module = nullptr;
+  ASSERT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, image), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuLinkDestroy, CUlinkState)(state), CUDA_SUCCESS);
+  expectRuns(module, /*cooperative=*/true);
+  expectRuns(module, /*cooperative=*/false);
+  EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
+#endif
 }
 
 TEST_F(Cooperative, DeviceReportsCooperativeLaunchButNotMultiDevice) {

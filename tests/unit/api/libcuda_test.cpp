@@ -551,13 +551,16 @@ TEST_F(LibCuda, ModuleAndLaunch) {
             CUDA_ERROR_INVALID_HANDLE);
 }
 
-// Launch bounds: .maxntid caps the block's thread count (any shape), .reqntid fixes the shape.
-TEST_F(LibCuda, LaunchBoundsAreEnforced) {
+// Launch bounds: .maxntid caps the block's thread count (any shape), .reqntid fixes the shape;
+// the function attributes report them and the module's constant memory.
+TEST_F(LibCuda, LaunchBoundsAndFunctionAttributes) {
   retainPrimary();
   const char* ptx = R"(
 .version 7.0
 .target sm_50
 .address_size 64
+.const .align 4 .b32 table[64];
+.const .align 8 .b64 scale;
 .visible .entry bounded() .maxntid 128, 1, 1 { ret; }
 .visible .entry exact() .reqntid 32, 2, 1 { ret; }
 )";
@@ -586,6 +589,12 @@ TEST_F(LibCuda, LaunchBoundsAreEnforced) {
                 &maxThreads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, bounded),
             CUDA_SUCCESS);
   EXPECT_EQ(maxThreads, 128);
+  // Constant memory: the .const variables of the kernel's translation unit.
+  int constBytes = 0;
+  ASSERT_EQ(CU(cuFuncGetAttribute, int*, CUfunction_attribute, CUfunction)(
+                &constBytes, CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, exact),
+            CUDA_SUCCESS);
+  EXPECT_EQ(constBytes, 64 * 4 + 8);
   EXPECT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
   EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
 }
