@@ -5,13 +5,12 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
-#include <mutex>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "api/cuda/boundary.h"
 #include "api/link/image_linker.h"
+#include "api/link/live_handles.h"
 #include "core/context.h"
 #include "core/platform.h"
 
@@ -28,21 +27,14 @@ struct LinkState {
   size_t errorLogBytes = 0;
 };
 
-struct LinkStates {
-  std::mutex mutex;
-  std::set<LinkState*> live;
-};
-
-LinkStates& states() {
-  static LinkStates instance;
+link::LiveHandles<LinkState>& states() {
+  static link::LiveHandles<LinkState> instance;
   return instance;
 }
 
 Result<LinkState*> lookupState(CUlinkState handle) {
-  auto* state = reinterpret_cast<LinkState*>(handle);
-  LinkStates& s = states();
-  std::lock_guard lock(s.mutex);
-  if (s.live.count(state) == 0) return makeError(ErrorCode::InvalidHandle, "not a link state");
+  LinkState* state = states().find(handle);
+  if (state == nullptr) return makeError(ErrorCode::InvalidHandle, "not a link state");
   return state;
 }
 
@@ -75,10 +67,7 @@ Outcome create(unsigned numOptions, CUjit_option* options, void** values, CUlink
     if (options[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
       state->errorLogBytes = static_cast<size_t>(reinterpret_cast<uintptr_t>(values[i]));
   }
-  LinkStates& s = states();
-  std::lock_guard lock(s.mutex);
-  *stateOut = reinterpret_cast<CUlinkState>(state.get());
-  s.live.insert(state.release());
+  *stateOut = reinterpret_cast<CUlinkState>(states().add(std::move(state)));
   return {};
 }
 
@@ -143,13 +132,7 @@ Outcome complete(CUlinkState handle, void** cubinOut, size_t* sizeOut) {
 }
 
 Outcome destroy(CUlinkState handle) {
-  auto* state = reinterpret_cast<LinkState*>(handle);
-  {
-    LinkStates& s = states();
-    std::lock_guard lock(s.mutex);
-    if (s.live.erase(state) == 0) return {CUDA_ERROR_INVALID_HANDLE, "not a link state"};
-  }
-  delete state;
+  if (!states().destroy(handle)) return {CUDA_ERROR_INVALID_HANDLE, "not a link state"};
   return {};
 }
 

@@ -7,22 +7,21 @@
 // format: with -lto it is handed to NVIDIA's own nvJitLink, where installed, to become PTX
 // (nvidia_lto.h); without that library it is refused with an explanation in the error log.
 //
-// Handles are checked against the set of live ones, so a stale or invented handle is an error,
-// not a dereference. One handle is not meant to be used by two threads at once (as NVIDIA
-// documents); distinct handles are independent.
+// Handles are checked against the set of live ones (api/link/live_handles.h), so a stale or
+// invented handle is an error, not a dereference. One handle is not meant to be used by two threads
+// at once (as NVIDIA documents); distinct handles are independent.
 #include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "api/link/image_linker.h"
+#include "api/link/live_handles.h"
 #include "api/nvjitlink/nvidia_lto.h"
 #include "rocuda/nvjitlink_abi.h"
 #include "support/log.h"
@@ -34,9 +33,8 @@ namespace {
 
 struct LinkHandle {
   explicit LinkHandle(uint32_t arch) : linker(arch) {}
-  link::ImageLinker linker;
-  uint32_t arch;
-  std::string archOption;
+  link::ImageLinker linker;          // arch: chooses among the PTX entries of fatbins
+  std::string archOption;            // "sm_86", for the info log
   std::vector<std::string> options;  // as given, for NVIDIA's LTO link
   bool lto = false;
   std::vector<LtoInput> ltoInputs;  // linked at nvJitLinkComplete
@@ -46,22 +44,12 @@ struct LinkHandle {
   std::string infoLog;
 };
 
-struct LiveHandles {
-  std::mutex mutex;
-  std::set<LinkHandle*> live;
-};
-
-LiveHandles& liveHandles() {
-  static LiveHandles instance;
+link::LiveHandles<LinkHandle>& liveHandles() {
+  static link::LiveHandles<LinkHandle> instance;
   return instance;
 }
 
-LinkHandle* lookup(nvJitLinkHandle handle) {
-  auto* h = reinterpret_cast<LinkHandle*>(handle);
-  LiveHandles& handles = liveHandles();
-  std::lock_guard lock(handles.mutex);
-  return handles.live.count(h) != 0 ? h : nullptr;
-}
+LinkHandle* lookup(nvJitLinkHandle handle) { return liveHandles().find(handle); }
 
 nvJitLinkResult fail(LinkHandle& h, nvJitLinkResult code, const std::string& message) {
   h.errorLog += "error   : " + message + "\n";
@@ -152,26 +140,16 @@ nvJitLinkResult create(nvJitLinkHandle* out, uint32_t numOptions, const char** o
   }
   if (!arch) return NVJITLINK_ERROR_MISSING_ARCH;
   auto handle = std::make_unique<LinkHandle>(*arch);
-  handle->arch = *arch;
   handle->archOption = archOption;
   handle->lto = lto;
   handle->options.assign(options, options + numOptions);
-  LiveHandles& handles = liveHandles();
-  std::lock_guard lock(handles.mutex);
-  *out = reinterpret_cast<nvJitLinkHandle>(handle.get());
-  handles.live.insert(handle.release());
+  *out = reinterpret_cast<nvJitLinkHandle>(liveHandles().add(std::move(handle)));
   return NVJITLINK_SUCCESS;
 }
 
 nvJitLinkResult destroy(nvJitLinkHandle* handle) {
   if (handle == nullptr) return NVJITLINK_ERROR_NULL_INPUT;
-  auto* h = reinterpret_cast<LinkHandle*>(*handle);
-  {
-    LiveHandles& handles = liveHandles();
-    std::lock_guard lock(handles.mutex);
-    if (handles.live.erase(h) == 0) return NVJITLINK_ERROR_INVALID_INPUT;
-  }
-  delete h;
+  if (!liveHandles().destroy(*handle)) return NVJITLINK_ERROR_INVALID_INPUT;
   *handle = nullptr;
   return NVJITLINK_SUCCESS;
 }
