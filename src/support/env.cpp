@@ -58,9 +58,13 @@ const std::vector<Variable>& variables() {
        "Path of NVIDIA's libnvJitLink.so.13, which Rocuda's nvJitLink calls to turn LTO-IR "
        "(numba-cuda's default, `nvcc -dlto`) into PTX; tried before $CUDA_HOME/lib64, "
        "$CUDA_HOME/lib, /usr/local/cuda/lib64, /usr/local/cuda/lib and the loader path."},
+      {"ROCUDA_NVIDIA_NVRTC", nullptr,
+       "Path of NVIDIA's libnvrtc.so.13, to which Rocuda's NVRTC forwards every call (asking it "
+       "for PTX where the program asked for SASS); tried before $CUDA_HOME/lib64, "
+       "$CUDA_HOME/lib, /usr/local/cuda/lib64 and /usr/local/cuda/lib."},
       {"CUDA_HOME", nullptr,
-       "CUDA toolkit installation searched for NVIDIA's libnvJitLink.so.13 (read, not set, by "
-       "Rocuda)."},
+       "CUDA toolkit installation searched for NVIDIA's libnvJitLink.so.13 and libnvrtc.so.13 "
+       "(read, not set, by Rocuda)."},
       {"ROCUDA_CC", "8.6",
        "Compute capability reported by every device, as MAJOR.MINOR (e.g. `8.6`)."},
   };

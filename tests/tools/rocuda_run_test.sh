@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # rocuda run: arguments, standard streams and exit status pass through; the library directory
-# comes first in the loader path and Rocuda's nvJitLink is preloaded; a missing program gets a
-# clear message.
+# comes first in the loader path and Rocuda's nvJitLink and NVRTC are preloaded; a missing program
+# gets a clear message.
 set -u
 rocuda=$1
 fail() { echo "FAIL: $*"; exit 1; }
@@ -19,9 +19,10 @@ input=$(echo "from stdin" | "$rocuda" run -- cat)
 libdir=$(cd "$(dirname "$rocuda")/../lib" && pwd)
 path=$("$rocuda" run sh -c 'echo $LD_LIBRARY_PATH')
 [[ $path == "$libdir"* ]] || fail "LD_LIBRARY_PATH '$path' does not start with $libdir"
-# Rocuda's nvJitLink is preloaded, before any preload the caller had.
+# Rocuda's nvJitLink and NVRTC are preloaded, before any preload the caller had.
 preload=$(LD_PRELOAD=/lib/x86_64-linux-gnu/libm.so.6 "$rocuda" run sh -c 'echo $LD_PRELOAD')
-[[ $preload == "$libdir/libnvJitLink.so.13:/lib/x86_64-linux-gnu/libm.so.6" ]] ||
+expected="$libdir/libnvJitLink.so.13:$libdir/libnvrtc.so.13:/lib/x86_64-linux-gnu/libm.so.6"
+[[ $preload == "$expected" ]] ||
   fail "LD_PRELOAD '$preload'"
 
 message=$("$rocuda" run -- ./no-such-program-here 2>&1)

@@ -61,12 +61,15 @@ int commandRun(std::vector<std::string> args) {
   std::string path = libraries;
   if (const char* existing = std::getenv("LD_LIBRARY_PATH"); existing && *existing)
     path += std::string(":") + existing;
-  // Rocuda's nvJitLink is preloaded as well: Python CUDA clients (cuda.bindings, numba-cuda) take
-  // an nvJitLink already in the process before the loader path, and would otherwise find
-  // NVIDIA's in a pip wheel (nvidia-nvjitlink), whose SASS output Rocuda cannot run.
-  std::string nvJitLink = libraries + "/libnvJitLink.so.13";
-  if (rocuda::platform::fileExists(nvJitLink)) {
-    std::string preload = nvJitLink;
+  // Rocuda's nvJitLink and NVRTC are preloaded as well: Python CUDA clients (cuda.bindings,
+  // numba-cuda, CuPy) take a library already in the process before the loader path, and would
+  // otherwise find NVIDIA's in a pip wheel (nvidia-nvjitlink...), whose SASS Rocuda cannot run.
+  std::string preload;
+  for (const char* name : {"libnvJitLink.so.13", "libnvrtc.so.13"}) {
+    std::string path = libraries + "/" + name;
+    if (rocuda::platform::fileExists(path)) preload += (preload.empty() ? "" : ":") + path;
+  }
+  if (!preload.empty()) {
     if (const char* existing = std::getenv("LD_PRELOAD"); existing && *existing)
       preload += std::string(":") + existing;
     setenv("LD_PRELOAD", preload.c_str(), 1);

@@ -1,0 +1,31 @@
+// The NVRTC ABI (CUDA 13.0) as Rocuda declares it: result codes and the program handle.
+// tests/abi/nvrtc_abi_test.cpp compiles NVIDIA's nvrtc.h beside this header and checks that
+// every value agrees.
+#pragma once
+
+namespace rocuda::nvrtc {
+
+enum nvrtcResult {
+  NVRTC_SUCCESS = 0,
+  NVRTC_ERROR_OUT_OF_MEMORY = 1,
+  NVRTC_ERROR_PROGRAM_CREATION_FAILURE = 2,
+  NVRTC_ERROR_INVALID_INPUT = 3,
+  NVRTC_ERROR_INVALID_PROGRAM = 4,
+  NVRTC_ERROR_INVALID_OPTION = 5,
+  NVRTC_ERROR_COMPILATION = 6,
+  NVRTC_ERROR_BUILTIN_OPERATION_FAILURE = 7,
+  NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION = 8,
+  NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION = 9,
+  NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID = 10,
+  NVRTC_ERROR_INTERNAL_ERROR = 11,
+  NVRTC_ERROR_TIME_FILE_WRITE_FAILED = 12,
+  NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED = 13,
+  NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED = 14,
+  NVRTC_ERROR_PCH_CREATE = 15,
+  NVRTC_ERROR_CANCELLED = 16,
+  NVRTC_ERROR_TIME_TRACE_FILE_WRITE_FAILED = 17,
+};
+
+using nvrtcProgram = struct _nvrtcProgram*;
+
+}  // namespace rocuda::nvrtc
