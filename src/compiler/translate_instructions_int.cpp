@@ -214,11 +214,49 @@ Status simpleBinary(FunctionTranslator& t, const ptx::Instruction& inst) {
   return t.write(inst.operands()[0], r, type);
 }
 
+// add/sub/min/max{.relu} on .s16x2 / .u16x2: two independent 16-bit lanes of a 32-bit
+// register, wrapping (add/sub) or compared as signed/unsigned halves.
+Status packedHalves(FunctionTranslator& t, const ptx::Instruction& inst) {
+  ScalarType type = inst.types()[0];
+  bool isSigned = type == ScalarType::S16x2;
+  bool relu = inst.hasModifier("relu");
+  bool minMax = inst.opcode == ptx::Opcode::min || inst.opcode == ptx::Opcode::max;
+  if ((inst.opcode != ptx::Opcode::add && inst.opcode != ptx::Opcode::sub && !minMax) ||
+      inst.hasModifier("sat") || inst.hasModifier("cc") || (relu && !(minMax && isSigned)))
+    return t.unsupported(inst);
+  if (inst.operands().size() != 3) return t.invalid(inst, "expected d, a, b");
+  auto& B = t.b;
+  auto* lanes = llvm::FixedVectorType::get(B.getInt16Ty(), 2);
+  ROCUDA_VALUE(a, t.read(inst.operands()[1], ScalarType::B32));
+  ROCUDA_VALUE(b, t.read(inst.operands()[2], ScalarType::B32));
+  llvm::Value* x = B.CreateBitCast(a, lanes);
+  llvm::Value* y = B.CreateBitCast(b, lanes);
+  llvm::Value* r = nullptr;
+  switch (inst.opcode) {
+    case ptx::Opcode::add:
+      r = B.CreateAdd(x, y);
+      break;
+    case ptx::Opcode::sub:
+      r = B.CreateSub(x, y);
+      break;
+    case ptx::Opcode::min:
+      r = B.CreateBinaryIntrinsic(isSigned ? llvm::Intrinsic::smin : llvm::Intrinsic::umin, x, y);
+      break;
+    default:
+      r = B.CreateBinaryIntrinsic(isSigned ? llvm::Intrinsic::smax : llvm::Intrinsic::umax, x, y);
+      break;
+  }
+  if (relu)
+    r = B.CreateBinaryIntrinsic(llvm::Intrinsic::smax, r, llvm::Constant::getNullValue(lanes));
+  return t.write(inst.operands()[0], B.CreateBitCast(r, B.getInt32Ty()), ScalarType::B32);
+}
+
 }  // namespace
 
 Status translateIntegerOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   if (inst.types().empty()) return t.invalid(inst, "missing type");
   ScalarType type = inst.types()[0];
+  if (type == ScalarType::S16x2 || type == ScalarType::U16x2) return packedHalves(t, inst);
   if (type == ScalarType::Pred || type == ScalarType::B128 || ptx::isFloat(type))
     return t.invalid(inst, "needs an integer type");
   if (inst.vectorWidth > 1 || inst.types().size() > 1) return t.unsupported(inst);

@@ -34,6 +34,8 @@ unsigned scalarTypeSize(ScalarType type) {
       return 2;
     case ScalarType::F16x2:
     case ScalarType::BF16x2:
+    case ScalarType::S16x2:
+    case ScalarType::U16x2:
       return 4;
     case ScalarType::TF32:
     case ScalarType::F32:
@@ -202,6 +204,10 @@ const char* scalarTypeName(ScalarType type) {
       return "u2";
     case ScalarType::B1:
       return "b1";
+    case ScalarType::S16x2:
+      return "s16x2";
+    case ScalarType::U16x2:
+      return "u16x2";
     case ScalarType::Pred:
       return "pred";
     case ScalarType::TexRef:

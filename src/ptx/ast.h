@@ -35,6 +35,7 @@ enum class ScalarType : uint8_t {
   F16, F16x2, BF16, BF16x2, TF32, F32, F64,
   E4M3, E5M2, E4M3x2, E5M2x2, E2M3x2, E3M2x2, E2M1x2, UE8M0x2,
   S4, U4, S2, U2, B1,
+  S16x2, U16x2,  // packed 16-bit integers (add/sub/min/max, PTX ISA 8.0)
   Pred,
   TexRef, SamplerRef, SurfRef,  // opaque handles of .texref / .samplerref / .surfref (8 bytes)
 };

@@ -43,6 +43,7 @@ std::unordered_map<std::string_view, DecodedModifier> buildModifierTable() {
   type("e2m1x2", ScalarType::E2M1x2), type("ue8m0x2", ScalarType::UE8M0x2);
   type("s4", ScalarType::S4), type("u4", ScalarType::U4), type("s2", ScalarType::S2);
   type("u2", ScalarType::U2), type("b1", ScalarType::B1), type("pred", ScalarType::Pred);
+  type("s16x2", ScalarType::S16x2), type("u16x2", ScalarType::U16x2);
   type("texref", ScalarType::TexRef), type("samplerref", ScalarType::SamplerRef);
   type("surfref", ScalarType::SurfRef);
   space("global", StateSpace::Global), space("shared", StateSpace::Shared);

@@ -174,6 +174,46 @@ uint64_t dp2a(uint64_t a, uint64_t b, uint64_t c, bool aSigned, bool bSigned, bo
   return static_cast<uint32_t>(sum);
 }
 
+// A packed .s16x2/.u16x2 reference: `lane` applied to both halves of the 32-bit operands.
+template <class Lane>
+Reference perHalf(Lane lane) {
+  return [lane](const Inputs& x) {
+    uint64_t r = 0;
+    for (int h = 0; h < 2; ++h) {
+      auto a = static_cast<uint16_t>(x[0] >> (16 * h)), b = static_cast<uint16_t>(x[1] >> (16 * h));
+      r |= uint64_t{static_cast<uint16_t>(lane(a, b))} << (16 * h);
+    }
+    return r;
+  };
+}
+
+std::vector<InstructionCase> packedHalfCases() {
+  using u16 = uint16_t;
+  auto s16 = [](u16 v) { return static_cast<int16_t>(v); };
+  std::vector<InstructionCase> v;
+  v.push_back(binary("add_s16x2", "add.s16x2 $d, $a, $b;", kS32, kS32, kS32,
+                     perHalf([](u16 a, u16 b) { return a + b; })));
+  v.push_back(binary("sub_u16x2", "sub.u16x2 $d, $a, $b;", kS32, kS32, kS32,
+                     perHalf([](u16 a, u16 b) { return a - b; })));
+  v.push_back(binary("min_s16x2", "min.s16x2 $d, $a, $b;", kS32, kS32, kS32,
+                     perHalf([=](u16 a, u16 b) { return std::min(s16(a), s16(b)); })));
+  v.push_back(binary("max_s16x2", "max.s16x2 $d, $a, $b;", kS32, kS32, kS32,
+                     perHalf([=](u16 a, u16 b) { return std::max(s16(a), s16(b)); })));
+  v.push_back(binary("min_u16x2", "min.u16x2 $d, $a, $b;", kS32, kS32, kS32,
+                     perHalf([](u16 a, u16 b) { return std::min(a, b); })));
+  v.push_back(binary("max_u16x2", "max.u16x2 $d, $a, $b;", kS32, kS32, kS32,
+                     perHalf([](u16 a, u16 b) { return std::max(a, b); })));
+  v.push_back(binary("max_relu_s16x2", "max.relu.s16x2 $d, $a, $b;", kS32, kS32, kS32,
+                     perHalf([=](u16 a, u16 b) {
+                       return std::max<int>({s16(a), s16(b), 0});
+                     })));
+  v.push_back(binary("min_relu_s16x2", "min.relu.s16x2 $d, $a, $b;", kS32, kS32, kS32,
+                     perHalf([=](u16 a, u16 b) {
+                       return std::max<int>(std::min(s16(a), s16(b)), 0);
+                     })));
+  return v;
+}
+
 std::vector<InstructionCase> arithmeticCases() {
   std::vector<InstructionCase> v;
   v.push_back(binary("add_s32", "add.s32 $d, $a, $b;", kS32, kS32, kS32,
@@ -480,6 +520,7 @@ std::vector<InstructionCase> logicCases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(IntegerArithmetic, Conformance, ::testing::ValuesIn(arithmeticCases()), caseName);
+INSTANTIATE_TEST_SUITE_P(PackedHalves, Conformance, ::testing::ValuesIn(packedHalfCases()), caseName);
 INSTANTIATE_TEST_SUITE_P(ExtendedPrecision, Conformance, ::testing::ValuesIn(carryCases()), caseName);
 INSTANTIATE_TEST_SUITE_P(Bits, Conformance, ::testing::ValuesIn(bitCases()), caseName);
 INSTANTIATE_TEST_SUITE_P(LogicAndShifts, Conformance, ::testing::ValuesIn(logicCases()), caseName);
