@@ -28,12 +28,19 @@ class JitHostCode final : public HostCode {
     return symbol->toPtr<void*>();
   }
 
-  // Link `name` now; on failure the message includes what the JIT reported (missing symbols).
+  // Link `name` now; on failure the message is what the JIT reported as the cause ("Symbols not
+  // found: [ NRT_Allocate ]"). The lookup's own error lists every symbol of the module it could
+  // not materialise (thousands of names in a large module), so it is only the fallback.
   bool resolve(std::string_view name, std::string& message) {
     auto symbol = jit_->lookup(llvm::StringRef(name.data(), name.size()));
     if (symbol) return true;
-    message = llvm::toString(symbol.takeError());
-    if (!reported_->empty()) message += " (" + *reported_ + ")";
+    std::string lookup = llvm::toString(symbol.takeError());
+    constexpr size_t kLongest = 400;
+    if (!reported_->empty()) {
+      message = *reported_;
+    } else {
+      message = lookup.size() > kLongest ? lookup.substr(0, kLongest) + "..." : lookup;
+    }
     return false;
   }
 

@@ -81,7 +81,8 @@ bool startsWith(std::string_view s, std::string_view prefix) {
 // The options nvJitLink documents. Those that tune code generation (register limits,
 // optimisation level, ptxas flags, split compilation) have no effect here: the PTX is compiled
 // when it is loaded, by Rocuda's compiler. The math flags (-ftz, -prec-div...) only steer NVVM
-// for LTO-IR, which is not linked here; PTX already spells its rounding and flushing.
+// for LTO-IR, which NVIDIA's nvJitLink links with every option as given (nvidia_lto.h); PTX
+// already spells its rounding and flushing.
 bool knownOption(std::string_view o) {
   static constexpr std::string_view kFlags[] = {"-time",
                                                 "-verbose",

@@ -574,6 +574,39 @@ TEST(CompilerErrors, MissingRuntimeSymbolIsInvalidImage) {
       << code.error().message;
 }
 
+// An external function nobody provides: the error names it, and only it (the JIT's own lookup
+// error would list every symbol of the module it could not materialise).
+TEST(CompilerErrors, UnresolvedExternalIsNamedBriefly) {
+  std::string ptx = ".version 8.0\n.target sm_75\n.address_size 64\n"
+                    ".extern .func (.param .b64 r) NRT_Allocate(.param .b64 n);\n";
+  for (int i = 0; i < 50; ++i)
+    ptx += ".visible .global .align 4 .u32 counter_with_a_long_name_" + std::to_string(i) + ";\n";
+  ptx += R"(.visible .entry k(.param .u64 out)
+{
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [out];
+  {
+    .param .b64 n;
+    .param .b64 r;
+    st.param.b64 [n], 16;
+    call.uni (r), NRT_Allocate, (n);
+    ld.param.b64 %rd2, [r];
+  }
+  st.global.u64 [%rd1], %rd2;
+  ret;
+}
+)";
+  auto object = compileForHost(ptx, "unresolved", {});
+  ASSERT_TRUE(object.ok()) << object.error().message;
+  auto code = loadHostCode(*object, {});
+  ASSERT_FALSE(code.ok());
+  EXPECT_EQ(code.error().code, ErrorCode::InvalidImage);
+  EXPECT_NE(code.error().message.find("NRT_Allocate"), std::string::npos) << code.error().message;
+  EXPECT_EQ(code.error().message.find("counter_with_a_long_name"), std::string::npos)
+      << code.error().message;
+  EXPECT_LT(code.error().message.size(), 600u) << code.error().message;
+}
+
 const char* kContractPtx = R"(.version 8.0
 .target sm_75
 .address_size 64
