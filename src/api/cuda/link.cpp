@@ -2,8 +2,6 @@
 // shared with nvJitLink (api/link/image_linker.h). cuLinkComplete hands out the linked PTX text,
 // an image cuModuleLoadData accepts.
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +11,7 @@
 #include "api/link/live_handles.h"
 #include "core/context.h"
 #include "core/platform.h"
+#include "support/platform.h"
 
 namespace rocuda::api {
 namespace {
@@ -108,13 +107,11 @@ Outcome addFile(CUlinkState handle, CUjitInputType type, const char* path, unsig
   if (!state) return state.error();
   if (path == nullptr) return invalidValue("path is NULL");
   if (Outcome checked = checkOptions(numOptions, options, values); !checked.ok()) return checked;
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return {CUDA_ERROR_FILE_NOT_FOUND, std::string("cannot open ") + path};
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(file)),
-                             std::istreambuf_iterator<char>());
-  if (bytes.empty())
+  Result<std::vector<uint8_t>> bytes = platform::readFile(path);
+  if (!bytes) return {CUDA_ERROR_FILE_NOT_FOUND, bytes.error().message};
+  if (bytes->empty())
     return fail(**state, CUDA_ERROR_INVALID_IMAGE, std::string(path) + " is empty");
-  return addBytes(**state, type, bytes.data(), bytes.size(), path);
+  return addBytes(**state, type, bytes->data(), bytes->size(), path);
 }
 
 Outcome complete(CUlinkState handle, void** cubinOut, size_t* sizeOut) {

@@ -1,16 +1,14 @@
 #include "api/nvjitlink/nvidia_lto.h"
 
 #include <dlfcn.h>
-#include <limits.h>
-#include <stdlib.h>
 
 #include <cstdint>
 #include <mutex>
 #include <optional>
 
 #include "rocuda/nvjitlink_abi.h"
-#include "support/env.h"
 #include "support/log.h"
+#include "support/nvidia_library.h"
 
 namespace rocuda::nvjitlink {
 namespace {
@@ -30,59 +28,36 @@ struct NvidiaNvJitLink {
   nvJitLinkResult (*errorLog)(nvJitLinkHandle, char*) = nullptr;
 };
 
-std::string realPath(const std::string& path) {
-  char resolved[PATH_MAX];
-  return ::realpath(path.c_str(), resolved) != nullptr ? std::string(resolved) : std::string();
-}
-
-// This library's own file, so that the search never finds Rocuda's nvJitLink again.
-std::string ownPath() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&ownPath), &info) == 0 || info.dli_fname == nullptr) return {};
-  return realPath(info.dli_fname);
-}
-
-std::vector<std::string> candidates() {
-  std::vector<std::string> out;
-  if (auto path = env::get("ROCUDA_NVIDIA_NVJITLINK")) out.push_back(*path);
-  std::vector<std::string> roots;
-  if (auto home = env::get("CUDA_HOME")) roots.push_back(*home);
-  roots.push_back("/usr/local/cuda");
-  for (const std::string& root : roots)
-    for (const char* dir : {"/lib64/", "/lib/", "/targets/x86_64-linux/lib/"})
-      out.push_back(root + dir + "libnvJitLink.so.13");
-  return out;
-}
-
 std::optional<NvidiaNvJitLink> load() {
-  std::string self = ownPath();
-  for (const std::string& candidate : candidates()) {
-    std::string path = realPath(candidate);
-    if (path.empty() || path == self) continue;
-    // DEEPBIND: NVIDIA's library must resolve its own names to itself, not to the Rocuda
-    // nvJitLink already loaded under the same symbol names.
-    void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
-    if (library == nullptr) continue;
-    NvidiaNvJitLink n;
-    n.library = library;
-    n.path = path;
-    auto bind = [&](auto& fn, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(library, name));
-      return fn != nullptr;
-    };
-    if (bind(n.create, "__nvJitLinkCreate_13_0") && bind(n.destroy, "__nvJitLinkDestroy_13_0") &&
-        bind(n.addData, "__nvJitLinkAddData_13_0") &&
-        bind(n.complete, "__nvJitLinkComplete_13_0") &&
-        bind(n.ptxSize, "__nvJitLinkGetLinkedPtxSize_13_0") &&
-        bind(n.ptx, "__nvJitLinkGetLinkedPtx_13_0") &&
-        bind(n.errorLogSize, "__nvJitLinkGetErrorLogSize_13_0") &&
-        bind(n.errorLog, "__nvJitLinkGetErrorLog_13_0")) {
-      log::info("nvJitLink: LTO-IR goes through NVIDIA's " + path);
-      return n;
-    }
-    dlclose(library);
-  }
-  return std::nullopt;
+  constexpr const char* kCreate = "__nvJitLinkCreate_13_0";
+  constexpr const char* kDestroy = "__nvJitLinkDestroy_13_0";
+  constexpr const char* kAddData = "__nvJitLinkAddData_13_0";
+  constexpr const char* kComplete = "__nvJitLinkComplete_13_0";
+  constexpr const char* kPtxSize = "__nvJitLinkGetLinkedPtxSize_13_0";
+  constexpr const char* kPtx = "__nvJitLinkGetLinkedPtx_13_0";
+  constexpr const char* kErrorLogSize = "__nvJitLinkGetErrorLogSize_13_0";
+  constexpr const char* kErrorLog = "__nvJitLinkGetErrorLog_13_0";
+  std::optional<platform::NvidiaLibrary> found = platform::openNvidiaLibrary(
+      "ROCUDA_NVIDIA_NVJITLINK", "libnvJitLink.so.13",
+      {kCreate, kDestroy, kAddData, kComplete, kPtxSize, kPtx, kErrorLogSize, kErrorLog},
+      reinterpret_cast<const void*>(&load));
+  if (!found) return std::nullopt;
+  NvidiaNvJitLink n;
+  n.library = found->handle;
+  n.path = found->path;
+  auto bind = [&](auto& fn, const char* name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(found->handle, name));
+  };
+  bind(n.create, kCreate);
+  bind(n.destroy, kDestroy);
+  bind(n.addData, kAddData);
+  bind(n.complete, kComplete);
+  bind(n.ptxSize, kPtxSize);
+  bind(n.ptx, kPtx);
+  bind(n.errorLogSize, kErrorLogSize);
+  bind(n.errorLog, kErrorLog);
+  log::info("nvJitLink: LTO-IR goes through NVIDIA's " + n.path);
+  return n;
 }
 
 const std::optional<NvidiaNvJitLink>& nvidia() {

@@ -12,8 +12,6 @@
 // at once (as NVIDIA documents); distinct handles are independent.
 #include <cstdint>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,6 +23,7 @@
 #include "api/nvjitlink/nvidia_lto.h"
 #include "rocuda/nvjitlink_abi.h"
 #include "support/log.h"
+#include "support/platform.h"
 
 #define ROCUDA_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -225,13 +224,11 @@ nvJitLinkResult addFile(nvJitLinkHandle handle, nvJitLinkInputType type, const c
   LinkHandle* h = lookup(handle);
   if (h == nullptr) return NVJITLINK_ERROR_INVALID_INPUT;
   if (path == nullptr) return NVJITLINK_ERROR_NULL_INPUT;
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return fail(*h, NVJITLINK_ERROR_INVALID_INPUT, std::string("cannot open ") + path);
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(file)),
-                             std::istreambuf_iterator<char>());
-  if (bytes.empty())
+  Result<std::vector<uint8_t>> bytes = platform::readFile(path);
+  if (!bytes) return fail(*h, NVJITLINK_ERROR_INVALID_INPUT, bytes.error().message);
+  if (bytes->empty())
     return fail(*h, NVJITLINK_ERROR_INVALID_INPUT, std::string(path) + " is empty");
-  return addBytes(*h, type, bytes.data(), bytes.size(), path);
+  return addBytes(*h, type, bytes->data(), bytes->size(), path);
 }
 
 nvJitLinkResult complete(nvJitLinkHandle handle) {

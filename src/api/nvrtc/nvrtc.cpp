@@ -1,14 +1,11 @@
 // libnvrtc.so.13: NVIDIA's run-time CUDA C++ compiler, as Rocuda hands it to applications.
 // Compiling CUDA C++ is NVRTC's job and NVIDIA's library does it (it runs on any machine, GPU or
-// not): every call is forwarded to it, found by path (never this file) and loaded with
-// RTLD_DEEPBIND so that it binds its own symbols. One thing changes. Asked for a real
-// architecture (`-arch=sm_86`), NVRTC emits SASS, which Rocuda cannot run; this library asks it
-// for the matching virtual architecture (`compute_86`) instead and answers nvrtcGetCUBIN with the
-// PTX, which Rocuda's module loader compiles for the device (CuPy, for one, compiles to "cubin").
-// Everything else, LTO-IR (-dlto) included, is NVRTC's own answer.
+// not): every call is forwarded to it (support/nvidia_library.h finds and loads it). One thing
+// changes. Asked for a real architecture (`-arch=sm_86`), NVRTC emits SASS, which Rocuda cannot
+// run; this library asks it for the matching virtual architecture (`compute_86`) instead and
+// answers nvrtcGetCUBIN with the PTX, which Rocuda's module loader compiles for the device (CuPy,
+// for one, compiles to "cubin"). Everything else, LTO-IR (-dlto) included, is NVRTC's own answer.
 #include <dlfcn.h>
-#include <limits.h>
-#include <stdlib.h>
 
 #include <cstddef>
 #include <mutex>
@@ -19,7 +16,7 @@
 #include <vector>
 
 #include "rocuda/nvrtc_abi.h"
-#include "support/env.h"
+#include "support/nvidia_library.h"
 #include "support/log.h"
 
 #define ROCUDA_EXPORT extern "C" __attribute__((visibility("default")))
@@ -37,38 +34,13 @@ struct Nvrtc {
   void* resolve(const char* name) const { return library ? dlsym(library, name) : nullptr; }
 };
 
-std::string realPath(const std::string& path) {
-  char resolved[PATH_MAX];
-  return ::realpath(path.c_str(), resolved) != nullptr ? std::string(resolved) : std::string();
-}
-
-std::string ownPath() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&ownPath), &info) == 0 || info.dli_fname == nullptr) return {};
-  return realPath(info.dli_fname);
-}
-
 Nvrtc loadNvrtc() {
-  std::vector<std::string> candidates;
-  if (auto path = rocuda::env::get("ROCUDA_NVIDIA_NVRTC")) candidates.push_back(*path);
-  std::vector<std::string> roots;
-  if (auto home = rocuda::env::get("CUDA_HOME")) roots.push_back(*home);
-  roots.push_back("/usr/local/cuda");
-  for (const std::string& root : roots)
-    for (const char* dir : {"/lib64/", "/lib/", "/targets/x86_64-linux/lib/"})
-      candidates.push_back(root + dir + "libnvrtc.so.13");
-  std::string self = ownPath();
-  for (const std::string& candidate : candidates) {
-    std::string path = realPath(candidate);
-    if (path.empty() || path == self) continue;
-    void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
-    if (library == nullptr) continue;
-    if (dlsym(library, "nvrtcCompileProgram") == nullptr) {
-      dlclose(library);
-      continue;
-    }
-    rocuda::log::info("NVRTC: forwarding to NVIDIA's " + path);
-    return {library, path};
+  std::optional<rocuda::platform::NvidiaLibrary> found = rocuda::platform::openNvidiaLibrary(
+      "ROCUDA_NVIDIA_NVRTC", "libnvrtc.so.13", {"nvrtcCompileProgram"},
+      reinterpret_cast<const void*>(&loadNvrtc));
+  if (found) {
+    rocuda::log::info("NVRTC: forwarding to NVIDIA's " + found->path);
+    return {found->handle, found->path};
   }
   rocuda::log::error(
       "NVRTC: NVIDIA's libnvrtc.so.13 was not found (set ROCUDA_NVIDIA_NVRTC to its path, or "

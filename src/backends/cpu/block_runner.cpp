@@ -52,30 +52,28 @@ struct WorkerResources {
   WarpLaneArrays warpLanes;     // threads waiting in warp collectives (BlockContext)
 };
 
+// A worker's reusable buffer of at least `bytes`, aligned to `alignment` (grown, never shrunk);
+// nullptr when the allocation fails.
+uint8_t* alignedBuffer(std::unique_ptr<uint8_t, FreeDeleter>& buffer, size_t& capacity,
+                       size_t bytes, size_t alignment) {
+  if (capacity < bytes) {
+    size_t rounded = (bytes + alignment - 1) / alignment * alignment;
+    buffer.reset(static_cast<uint8_t*>(std::aligned_alloc(alignment, rounded)));
+    capacity = buffer ? rounded : 0;
+  }
+  return buffer.get();
+}
+
 // The shared window starts on a page, as on NVIDIA GPUs (where it starts at a large power of two):
 // the layout honours each variable's `.align` relative to the window, so the window itself must
 // be aligned at least as strictly (numba-cuda asks for 256-byte aligned shared arrays).
-constexpr size_t kSharedWindowAlignment = 4096;
-
 uint8_t* sharedWindowFor(WorkerResources& resources, size_t bytes) {
-  if (resources.sharedCapacity < bytes) {
-    size_t rounded = (bytes + kSharedWindowAlignment - 1) / kSharedWindowAlignment *
-                     kSharedWindowAlignment;
-    resources.shared.reset(
-        static_cast<uint8_t*>(std::aligned_alloc(kSharedWindowAlignment, rounded)));
-    resources.sharedCapacity = resources.shared ? rounded : 0;
-  }
-  return resources.shared.get();
+  return alignedBuffer(resources.shared, resources.sharedCapacity, bytes, 4096);
 }
 
 // Frames hold values of any alignment the compiler laid out (up to 64 bytes).
 uint8_t* framesFor(WorkerResources& resources, size_t bytes) {
-  if (resources.framesCapacity < bytes) {
-    size_t rounded = (bytes + 63) / 64 * 64;
-    resources.frames.reset(static_cast<uint8_t*>(std::aligned_alloc(64, rounded)));
-    resources.framesCapacity = resources.frames ? rounded : 0;
-  }
-  return resources.frames.get();
+  return alignedBuffer(resources.frames, resources.framesCapacity, bytes, 64);
 }
 
 WorkerResources& workerResources() {

@@ -1,0 +1,48 @@
+#include "support/nvidia_library.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
+
+#include <vector>
+
+#include "support/env.h"
+#include "support/platform.h"
+
+namespace rocuda::platform {
+namespace {
+
+std::string realPath(const std::string& path) {
+  char resolved[PATH_MAX];
+  return ::realpath(path.c_str(), resolved) != nullptr ? std::string(resolved) : std::string();
+}
+
+}  // namespace
+
+std::optional<NvidiaLibrary> openNvidiaLibrary(const char* overrideVariable,
+                                               const std::string& fileName,
+                                               std::initializer_list<const char*> requiredSymbols,
+                                               const void* self) {
+  std::vector<std::string> candidates;
+  if (auto path = env::get(overrideVariable)) candidates.push_back(*path);
+  std::vector<std::string> roots;
+  if (auto home = env::get("CUDA_HOME")) roots.push_back(*home);
+  roots.push_back("/usr/local/cuda");
+  for (const std::string& root : roots)
+    for (const char* dir : {"/lib64/", "/lib/", "/targets/x86_64-linux/lib/"})
+      candidates.push_back(root + dir + fileName);
+  std::string own = libraryPathOf(self);
+  for (const std::string& candidate : candidates) {
+    std::string path = realPath(candidate);
+    if (path.empty() || path == own) continue;
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    if (handle == nullptr) continue;
+    bool complete = true;
+    for (const char* symbol : requiredSymbols) complete = complete && dlsym(handle, symbol);
+    if (complete) return NvidiaLibrary{handle, path};
+    dlclose(handle);
+  }
+  return std::nullopt;
+}
+
+}  // namespace rocuda::platform
