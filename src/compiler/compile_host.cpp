@@ -41,19 +41,6 @@ Status verified(const llvm::Module& module, const std::string& what) {
   return Status::success();
 }
 
-// The CPU device runs a warp's lanes as if converged: activemask is the full warp.
-void foldActivemask(llvm::Module& module) {
-  llvm::Function* fn = module.getFunction("__rocuda_activemask");
-  if (!fn) return;
-  auto* all = llvm::ConstantInt::get(fn->getReturnType(), 0xffffffffu);
-  while (!fn->use_empty()) {
-    auto* call = llvm::cast<llvm::CallInst>(fn->user_back());
-    call->replaceAllUsesWith(all);
-    call->eraseFromParent();
-  }
-  fn->eraseFromParent();
-}
-
 }  // namespace
 
 Result<HostObject> compileForHost(std::string_view ptxText, std::string_view moduleName,
@@ -69,7 +56,6 @@ Result<HostObject> compileForHost(std::string_view ptxText, std::string_view mod
   if (!translated.ok()) return translated.error();
   std::unique_ptr<llvm::Module> module = std::move(*translated);
   dumpModule(*module, moduleName, ".ll");
-  foldActivemask(*module);
 
   ROCUDA_TRY(verified(*module, "translated IR of '" + std::string(moduleName) + "'"));
 

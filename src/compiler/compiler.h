@@ -43,7 +43,19 @@
 //      `i64 __rocuda_match_sync(i32 mode, i64 value, i32 mask)`, mode 0 any, 1 all; returns the
 //        lane mask in bits 0..31 and (match.all) the predicate in bit 32.
 //    `activemask` is `i32 __rocuda_activemask()` (convergent): the lanes of the warp executing
-//    it. Host code folds it to the full warp (0xffffffff) before optimisation.
+//    it. On the CPU device it is a warp collective too (usesWarpCollectives): a lane waits there
+//    until the other live lanes of its warp wait somewhere, and the answer is the lanes waiting
+//    at the same activemask (a diverged branch's lanes are not).
+//  * mbarrier objects (`mbarrier.*`, 8 bytes in shared memory): bits 0..19 hold the arrivals
+//    pending in the current phase, 20..39 the arrivals expected per phase, 40..60 the pending
+//    transaction count (21-bit two's complement), 63 the current phase's parity; the neutral IR
+//    updates the word with atomics. A state (mbarrier.arrive's result) holds the phase parity
+//    at the arrival in bit 63 and the arrivals still pending after it in bits 0..19.
+//    test_wait / try_wait are `i32 __rocuda_mbarrier_wait(ptr mbarrier, i64 state, i32 parity)`
+//    (convergent): whether the phase `state` names (with parity != 0, the phase whose parity is
+//    state's bit 0) has completed. On the CPU device it is a wait (usesWarpCollectives, op 6 in
+//    WarpLanes) until the phase completes, or until nothing else in the block can run (then 0,
+//    as try_wait's time limit allows); on AMD GPUs a test.
 //  * `%envreg<n>` is `i32 __rocuda_sreg_envreg<n>()`: %envreg1 and %envreg2 are the high and low
 //    halves of BlockContext::gridWorkspace (cooperative groups' grid workspace), the others 0.
 //  * `.global` / `.const` variables are LLVM globals named as in the PTX, looked up by name.
@@ -119,7 +131,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-12";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-13";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;
@@ -149,9 +161,12 @@ struct BlockContext {
 // Where the threads of a block waiting in warp collectives post their operands and find their
 // results: one array per field, indexed by linear thread id (so that the posts of a round
 // vectorize). Before returning from a wait in a collective the step stores value[t], op[t]
-// (0 sync, 1 shfl, 2 vote, 3 redux, 4 match), mode[t], b[t], c[t] and mask[t]. When the
-// collective completes the runtime fills result[t] before any member lane resumes: for vote,
-// redux and match the lane's answer (the encodings of the collectives above); for shfl a
+// (0 sync, 1 shfl, 2 vote, 3 redux, 4 match, 5 activemask, 6 mbarrier wait), mode[t], b[t],
+// c[t] and mask[t]; activemask posts its call site as value[t] and all ones as mask[t]; an
+// mbarrier wait posts the mbarrier's address as value[t], the state's low and high halves as
+// b[t] and c[t] and the parity flag as mode[t]. When the collective completes the runtime fills
+// result[t] before any member lane resumes: for vote, redux, match, activemask and mbarrier
+// waits the lane's answer (the encodings of the functions above); for shfl a
 // snapshot of value[t], from which the resuming lane reads its source lane's entry itself: the
 // source as PTX's pseudo-code computes it, the lane's own when that is out of range or beyond
 // the block's last thread. (The runtime may exchange the value and result arrays instead of

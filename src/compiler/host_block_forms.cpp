@@ -351,21 +351,44 @@ llvm::Value* shuffleResult(llvm::IRBuilder<>& b, const ThreadValues& v, llvm::Va
 // A warp collective's wait: post the thread's operands before the wait; on resuming, compute
 // (shfl) or read (the others) its result (compiler.h). Returns the result, or nullptr when the
 // collective gives none.
-llvm::Value* postAndCollect(llvm::CallInst* call, const ThreadValues& v, llvm::IRBuilder<>& before,
-                            llvm::IRBuilder<>& after) {
+llvm::Value* postAndCollect(llvm::CallInst* call, const ThreadValues& v, uint32_t site,
+                            llvm::IRBuilder<>& before, llvm::IRBuilder<>& after) {
   llvm::StringRef name = call->getCalledFunction()->getName();
   auto arg = [&](unsigned i) { return call->getArgOperand(i); };
-  // op numbers as in compiler.h: 0 sync, 1 shfl, 2 vote, 3 redux, 4 match.
+  // op numbers as in compiler.h: 0 sync, 1 shfl, 2 vote, 3 redux, 4 match, 5 activemask,
+  // 6 mbarrier wait.
   int op = name == "__rocuda_warp_sync"    ? 0
            : name == "__rocuda_shfl_sync"  ? 1
            : name == "__rocuda_vote_sync"  ? 2
            : name == "__rocuda_redux_sync" ? 3
-                                           : 4;
+           : name == "__rocuda_match_sync" ? 4
+           : name == "__rocuda_activemask" ? 5
+                                           : 6;
   llvm::Value* zero = before.getInt32(0);
-  llvm::Value* mode = op == 0 ? zero : arg(0);
-  llvm::Value* mask = op == 0 ? arg(0) : op == 1 ? arg(4) : arg(2);
-  llvm::Value* value =
-      op == 0 ? before.getInt64(0) : before.CreateZExt(arg(1), before.getInt64Ty());
+  if (op == 6) {  // the mbarrier, the state's halves and the parity flag
+    llvm::Value* state = arg(1);
+    const std::pair<LaneField, llvm::Value*> posts[] = {
+        {kLaneValue, before.CreatePtrToInt(arg(0), before.getInt64Ty())},
+        {kLaneOp, before.getInt32(op)},
+        {kLaneMode, arg(2)},
+        {kLaneB, before.CreateTrunc(state, before.getInt32Ty())},
+        {kLaneC, before.CreateTrunc(before.CreateLShr(state, 32), before.getInt32Ty())},
+        {kLaneMask, zero}};
+    for (auto [field, operand] : posts)
+      before.CreateStore(operand, laneEntry(before, v, field, v.linear));
+    llvm::Value* done =
+        after.CreateLoad(after.getInt64Ty(), laneEntry(after, v, kLaneResult, v.linear));
+    return after.CreateTrunc(done, call->getType());
+  }
+  llvm::Value* mode = op == 0 || op == 5 ? zero : arg(0);
+  llvm::Value* mask = op == 5   ? before.getInt32(-1)
+                      : op == 0 ? arg(0)
+                      : op == 1 ? arg(4)
+                                : arg(2);
+  // activemask posts its call site: the lanes waiting at the same one are its answer.
+  llvm::Value* value = op == 0   ? before.getInt64(0)
+                       : op == 5 ? before.getInt64(site)
+                                 : before.CreateZExt(arg(1), before.getInt64Ty());
   llvm::Value* bOperand = op == 1 ? arg(2) : zero;
   llvm::Value* cOperand = op == 1 ? arg(3) : zero;
   const std::pair<LaneField, llvm::Value*> posts[] = {
@@ -384,8 +407,8 @@ llvm::Value* postAndCollect(llvm::CallInst* call, const ThreadValues& v, llvm::I
 
 // Turn the waiting call `call` into the end of its block (announcing the wait where the runtime
 // needs data: bar.red votes, warp collectives' operands) and a resume block that starts with the
-// call's result.
-WaitPoint splitAtWait(llvm::CallInst* call, const ThreadValues& v) {
+// call's result. `site` numbers the wait within its kernel.
+WaitPoint splitAtWait(llvm::CallInst* call, const ThreadValues& v, uint32_t site) {
   llvm::Module& m = *call->getModule();
   llvm::LLVMContext& c = m.getContext();
   auto* i32 = llvm::Type::getInt32Ty(c);
@@ -410,7 +433,7 @@ WaitPoint splitAtWait(llvm::CallInst* call, const ThreadValues& v) {
         runtimeFunction(m, "__rocuda_resume_barrier_reduce", i32, {ptr, i32, i32}),
         {v.context, v.linear, arg(0)});
   } else {
-    result = postAndCollect(call, v, before, after);
+    result = postAndCollect(call, v, site, before, after);
   }
   if (result != nullptr) call->replaceAllUsesWith(result);
   call->eraseFromParent();
@@ -681,7 +704,8 @@ void lowerToContinuation(llvm::Function& kernel, KernelInfo& info) {
     }
 
   std::vector<WaitPoint> waits;
-  for (llvm::CallInst* call : waitingCalls(*step)) waits.push_back(splitAtWait(call, values));
+  for (llvm::CallInst* call : waitingCalls(*step))
+    waits.push_back(splitAtWait(call, values, static_cast<uint32_t>(waits.size())));
   // Demoting a phi leaves one reload where it stood, itself live across the wait when the phi
   // was: repeat until nothing is (the second round gives each use its own reload).
   for (std::vector<llvm::Instruction*> live = liveAcrossWaits(*step, waits); !live.empty();

@@ -447,6 +447,8 @@ Status FunctionTranslator::translateInstruction(const ptx::Instruction& inst) {
       return translateWmmaOp(*this, inst);
     case Opcode::ldmatrix: case Opcode::stmatrix:
       return translateMatrixLoadStore(*this, inst);
+    case Opcode::mbarrier:
+      return translateMBarrierOp(*this, inst);
     case Opcode::tex: case Opcode::tld4: case Opcode::txq: case Opcode::suq: case Opcode::suld:
     case Opcode::sust:
       return translateTextureOp(*this, inst);

@@ -242,6 +242,8 @@ Status cpAsync(FunctionTranslator& t, const ptx::Instruction& inst) {
   if (inst.hasModifier("commit_group") || inst.hasModifier("wait_group") ||
       inst.hasModifier("wait_all"))
     return Status::success();
+  if (inst.hasModifier("mbarrier") && inst.hasModifier("arrive") && !inst.hasModifier("bulk"))
+    return translateAsyncArrive(t, inst);
   if (inst.hasModifier("bulk") || inst.hasModifier("mbarrier") || inst.operands().size() < 3 ||
       inst.operands()[2].kind != ptx::Operand::Kind::Immediate)
     return t.unsupported(inst);

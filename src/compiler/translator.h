@@ -200,6 +200,9 @@ Status translateWarpOp(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateMmaOp(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateWmmaOp(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateMatrixLoadStore(FunctionTranslator& t, const ptx::Instruction& inst);
+Status translateMBarrierOp(FunctionTranslator& t, const ptx::Instruction& inst);
+// cp.async.mbarrier.arrive (translate_instructions_mbarrier.cpp).
+Status translateAsyncArrive(FunctionTranslator& t, const ptx::Instruction& inst);
 // Bodies for the driver "syscalls" CUDA's device runtime library declares (cooperative groups'
 // grid synchronisation), where the module declares them (translate_device_syscalls.cpp).
 void defineDeviceSyscalls(ModuleTranslator& mt);

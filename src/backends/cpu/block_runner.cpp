@@ -151,6 +151,8 @@ bool uniformCollective(const WarpRequests& requests, uint32_t live, uint32_t wai
     const WarpRequest* request = requests[l];
     if (request != nullptr && (request->op != first->op || request->mask != first->mask))
       return false;
+    if (request != nullptr && first->op == WarpOp::Active && request->value != first->value)
+      return false;  // activemasks at different call sites
   }
   return true;
 }
@@ -158,11 +160,15 @@ bool uniformCollective(const WarpRequests& requests, uint32_t live, uint32_t wai
 // Release the lanes of warp `first / 32` whose collective can complete: every live lane named in
 // their member mask waits in the same collective. Results are computed before any lane resumes,
 // so each sees every other lane's contribution. Returns whether a lane was released.
+// Called with every live thread of the block waiting somewhere. activemask has no member mask:
+// it releases its lanes only when nothing else in the warp can go on, so that lanes still on
+// their way (released from another collective) reach it before it answers. A lane waiting for
+// an mbarrier is released once the phase has completed, whatever the others do.
 bool releaseWarp(BlockState& block, uint32_t first, uint32_t count) {
   const std::unique_ptr<ThreadState>* threads = block.threads;
   compiler::WarpLanes& lanesOf = *block.context.warpLanes;
   uint32_t lanes = std::min(kWarpSize, count - first);
-  uint32_t live = 0, waiting = 0;
+  uint32_t live = 0, waiting = 0, phaseDone = 0;
   std::array<WarpRequest, kWarpSize> posted;
   WarpRequests requests{};
   for (uint32_t l = 0; l < lanes; ++l) {
@@ -170,11 +176,20 @@ bool releaseWarp(BlockState& block, uint32_t first, uint32_t count) {
     if (thread.finished) continue;
     live |= 1u << l;
     if (thread.waiting != WaitKind::Warp) continue;
-    waiting |= 1u << l;
     posted[l] = requestOf(lanesOf, first + l);
+    if (posted[l].op == WarpOp::MBarrier) {  // not in a collective: to the others, elsewhere
+      if (mbarrierPhaseDone(posted[l])) phaseDone |= 1u << l;
+      continue;
+    }
+    waiting |= 1u << l;
     requests[l] = &posted[l];
   }
-  if (waiting == 0) return false;
+  for (uint32_t l = 0; l < lanes; ++l)
+    if (phaseDone & (1u << l)) {
+      lanesOf.result[first + l] = 1;
+      threads[first + l]->waiting = WaitKind::None;
+    }
+  if (waiting == 0) return phaseDone != 0;
   uint32_t release = 0;
   std::array<uint32_t, kWarpSize> participants{};
   // The common case, every live lane in one collective with one mask, needs no pairwise checks.
@@ -183,14 +198,24 @@ bool releaseWarp(BlockState& block, uint32_t first, uint32_t count) {
     release = waiting;
     participants.fill(waiting);
   }
+  uint32_t active = 0;  // lanes in activemask
   for (uint32_t l = 0; l < lanes && !uniform; ++l) {
     if (!(waiting & (1u << l))) continue;
+    if (requests[l]->op == WarpOp::Active) {
+      active |= 1u << l;
+      continue;
+    }
     uint32_t members = (requests[l]->mask & live) | (1u << l);
     if (!membersAgree(requests, members, l)) continue;
     release |= 1u << l;
     participants[l] = members;
   }
-  if (release == 0) return false;
+  if (release == 0 && phaseDone == 0 && active != 0) {
+    release = active;
+    for (uint32_t l = 0; l < lanes; ++l)
+      if (active & (1u << l)) participants[l] = active;
+  }
+  if (release == 0) return phaseDone != 0;
   // A shfl lane gets a snapshot of its own value; resuming, it reads its source lane's.
   std::array<uint64_t, kWarpSize> results{};
   if (uniform && requests[std::countr_zero(waiting)]->op != WarpOp::Shfl)
@@ -227,6 +252,29 @@ bool releaseBarrier(BlockState& block, std::vector<std::unique_ptr<ThreadState>>
   return true;
 }
 
+// When nothing else in the block can run, mbarrier waits return unfinished (as try_wait may
+// after a time limit, and test_wait does), so that a thread that polls can do other work; a
+// block that keeps coming back to that for kMaxStalledPasses passes is deadlocked.
+constexpr uint32_t kMaxStalledPasses = 256;
+
+bool releaseUnfinishedMBarrierWaits(BlockState& block,
+                                    std::vector<std::unique_ptr<ThreadState>>& threads,
+                                    const std::vector<uint32_t>& live) {
+  if (block.stalledPasses >= kMaxStalledPasses || block.context.warpLanes == nullptr) return false;
+  compiler::WarpLanes& lanes = *block.context.warpLanes;
+  bool released = false;
+  for (uint32_t t : live) {
+    ThreadState& thread = *threads[t];
+    if (thread.waiting != WaitKind::Warp || lanes.op[t] != static_cast<int32_t>(WarpOp::MBarrier))
+      continue;
+    lanes.result[t] = 0;
+    thread.waiting = WaitKind::None;
+    released = true;
+  }
+  if (released) ++block.stalledPasses;
+  return released;
+}
+
 // Each pass resumes every runnable thread until it waits (at a block barrier or in a warp
 // collective) or ends; then the waits that can complete are released. When none can and threads
 // remain, the block is deadlocked: it stops with an error, never hangs. `resume(thread)` runs one
@@ -259,11 +307,15 @@ void schedule(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& thre
         lastWarp = first;
         released = releaseWarp(block, first, count) || released;
       }
-    if (released || releaseBarrier(block, threads, live)) continue;
+    if (released || releaseBarrier(block, threads, live)) {
+      block.stalledPasses = 0;
+      continue;
+    }
+    if (releaseUnfinishedMBarrierWaits(block, threads, live)) continue;
     log::error("kernel '" + std::string(block.grid->kernelName) + "' deadlocked in block (" +
                std::to_string(block.ctaid[0]) + "," + std::to_string(block.ctaid[1]) + "," +
                std::to_string(block.ctaid[2]) +
-               "): threads wait at a barrier or warp collective that cannot complete");
+               "): threads wait at a barrier, warp collective or mbarrier that cannot complete");
     block.trapped = true;
   }
 }

@@ -188,6 +188,20 @@ static int32_t reduxSync(int32_t op, int32_t value, int32_t mask) {
 static uint64_t matchSync(int32_t mode, uint64_t value, int32_t mask) {
   return warpCollective(WarpOp::Match, mode, value, 0, 0, static_cast<uint32_t>(mask));
 }
+// The call site tells activemasks apart (an inlined copy has its own).
+[[gnu::noinline]] static int32_t activemask() {
+  auto site = reinterpret_cast<uintptr_t>(__builtin_return_address(0));
+  return static_cast<int32_t>(warpCollective(WarpOp::Active, 0, site, 0, 0, ~0u));
+}
+
+// An mbarrier wait: at once when the phase has completed, else in the block's scheduler.
+static int32_t mbarrierWait(const void* mbarrier, uint64_t state, int32_t parity) {
+  WarpRequest wait{WarpOp::MBarrier, parity, reinterpret_cast<uintptr_t>(mbarrier),
+                   static_cast<int32_t>(state), static_cast<int32_t>(state >> 32), 0};
+  if (mbarrierPhaseDone(wait)) return 1;
+  return static_cast<int32_t>(
+      warpCollective(WarpOp::MBarrier, wait.mode, wait.value, wait.b, wait.c, 0));
+}
 
 // Block forms of kernels (compiler.h). BlockLoop and Continuation kernels name the thread
 // before calls that need it; waits that carry data name it themselves.
@@ -403,6 +417,8 @@ std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
       {"__rocuda_vote_sync", fn(voteSync)},
       {"__rocuda_redux_sync", fn(reduxSync)},
       {"__rocuda_match_sync", fn(matchSync)},
+      {"__rocuda_activemask", fn(activemask)},
+      {"__rocuda_mbarrier_wait", fn(mbarrierWait)},
       {"__rocuda_trap", fn(trap)},
       {"__rocuda_enter_thread", fn(enterThread)},
       {"__rocuda_suspend_barrier_reduce", fn(suspendBarrierReduce)},

@@ -78,13 +78,15 @@ struct GridState {
 };
 
 // Kinds of warp collective a thread can wait in (see compiler.h for the runtime contract).
-enum class WarpOp : uint8_t { Sync, Shfl, Vote, Redux, Match };
+// MBarrier is no collective of the warp: a thread waiting for an mbarrier's phase, which the
+// same scheduler releases.
+enum class WarpOp : uint8_t { Sync, Shfl, Vote, Redux, Match, Active, MBarrier };
 
 // One lane's contribution to a warp collective (a copy of its entries in compiler::WarpLanes).
 struct WarpRequest {
   WarpOp op = WarpOp::Sync;
   int32_t mode = 0;      // shfl/vote/match mode, redux op
-  uint64_t value = 0;    // shfl/redux value, vote predicate, match value
+  uint64_t value = 0;    // shfl/redux/match value, vote predicate, activemask site, mbarrier
   int32_t b = 0, c = 0;  // shfl operands
   uint32_t mask = 0;     // PTX member mask
 };
@@ -122,6 +124,9 @@ struct BlockState {
   uint32_t reduceTrue[2] = {0, 0};
   std::jmp_buf trapExit;  // where a trap returns to when threads run without fibers
   uint32_t barrierEpoch = 0;  // block barriers completed so far (ROCUDA_MEMCHECK=race)
+  // Passes in a row in which only mbarrier waits were released unfinished (nothing else could
+  // run): past a limit the block is deadlocked.
+  uint32_t stalledPasses = 0;
 };
 
 // The CUDA thread running on this OS thread (nullptr outside kernels).

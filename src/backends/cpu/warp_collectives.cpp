@@ -1,6 +1,7 @@
 #include "backends/cpu/warp_collectives.h"
 
 #include <algorithm>
+#include <atomic>
 
 namespace rocuda::backends::cpu {
 namespace {
@@ -89,6 +90,16 @@ uint64_t match(const WarpRequests& requests, uint32_t participants, uint32_t lan
   return same == participants ? (uint64_t(1) << 32) | participants : 0;
 }
 
+// activemask: the lanes waiting at the same activemask call site.
+uint64_t active(const WarpRequests& requests, uint32_t participants, uint32_t lane) {
+  uint32_t same = 0;
+  for (uint32_t l = 0; l < kWarpSize; ++l)
+    if ((participants & bit(l)) && requests[l] && requests[l]->op == WarpOp::Active &&
+        requests[l]->value == requests[lane]->value)
+      same |= bit(l);
+  return same;
+}
+
 }  // namespace
 
 // After PTX's pseudo-code: c packs the clamp value in bits 0..4 and the segment mask in 8..12.
@@ -122,6 +133,14 @@ ShuffleSource shuffleSource(int32_t mode, int32_t b, int32_t c, uint32_t lane) {
   return {inRange ? static_cast<uint32_t>(source) : lane, inRange};
 }
 
+bool mbarrierPhaseDone(const WarpRequest& wait) {
+  auto* word = reinterpret_cast<const std::atomic<uint64_t>*>(static_cast<uintptr_t>(wait.value));
+  uint64_t phase = word->load(std::memory_order_acquire) >> 63;
+  uint64_t state = uint64_t(static_cast<uint32_t>(wait.c)) << 32 | static_cast<uint32_t>(wait.b);
+  // A parity names the phase to wait for; a state the phase it arrived in.
+  return wait.mode != 0 ? phase != (state & 1) : phase != state >> 63;
+}
+
 WarpRequest requestOf(const compiler::WarpLanes& lanes, uint32_t linearTid) {
   return WarpRequest{static_cast<WarpOp>(lanes.op[linearTid]), lanes.mode[linearTid],
                      lanes.value[linearTid],                   lanes.b[linearTid],
@@ -150,7 +169,10 @@ uint64_t warpResult(const WarpRequests& requests, uint32_t participants, uint32_
       return reduce(requests, participants, lane);
     case WarpOp::Match:
       return match(requests, participants, lane);
+    case WarpOp::Active:
+      return active(requests, participants, lane);
     case WarpOp::Sync:
+    case WarpOp::MBarrier:  // released by the scheduler itself
       break;
   }
   return 0;
@@ -163,7 +185,8 @@ void uniformWarpResults(const WarpRequests& requests, uint32_t participants,
   if (first == kWarpSize) return;
   // Votes and reductions give every lane the same answer: compute it once, not once per lane.
   WarpOp op = requests[first]->op;
-  bool shared = op == WarpOp::Vote || op == WarpOp::Redux || op == WarpOp::Sync;
+  bool shared =
+      op == WarpOp::Vote || op == WarpOp::Redux || op == WarpOp::Sync || op == WarpOp::Active;
   for (uint32_t l = first + 1; l < kWarpSize && shared; ++l)
     shared = !(participants & bit(l)) || requests[l]->mode == requests[first]->mode;
   uint64_t common = shared ? warpResult(requests, participants, first) : 0;

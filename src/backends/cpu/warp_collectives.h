@@ -1,5 +1,5 @@
 // Warp collectives of the CPU device (shfl.sync, vote.sync, redux.sync, match.sync,
-// bar.warp.sync): the results of a warp's lanes once every member has arrived, computed from all
+// bar.warp.sync, activemask): the results of a warp's lanes once every member has arrived, computed from all
 // lanes' contributions as the PTX ISA defines them.
 #pragma once
 
@@ -26,6 +26,10 @@ uint64_t warpResult(const WarpRequests& requests, uint32_t participants, uint32_
 // values as warpResult, computed once per warp where the answer is the same for every lane.
 void uniformWarpResults(const WarpRequests& requests, uint32_t participants,
                         std::array<uint64_t, kWarpSize>& results);
+
+// Whether the phase an mbarrier wait (WarpOp::MBarrier) names has completed (compiler.h's
+// mbarrier layout).
+bool mbarrierPhaseDone(const WarpRequest& wait);
 
 // Lane `linearTid`'s request as posted in `lanes`.
 WarpRequest requestOf(const compiler::WarpLanes& lanes, uint32_t linearTid);

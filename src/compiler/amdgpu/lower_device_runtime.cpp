@@ -252,6 +252,22 @@ void defineApertureQuery(llvm::Function& fn, llvm::Intrinsic::ID aperture) {
   b.CreateRet(b.CreateZExt(inside, b.getInt32Ty()));
 }
 
+// i32 __rocuda_mbarrier_wait(ptr, i64 state, i32 parity): whether the phase has completed
+// (compiler.h's layout); the PTX's own loop around test_wait / try_wait does the waiting, as
+// the wavefronts of a workgroup run side by side.
+void defineMBarrierTest(llvm::Function& fn) {
+  Builder b = defineRuntime(fn);
+  auto* word = b.CreateAlignedLoad(b.getInt64Ty(), fn.getArg(0), llvm::Align(8));
+  word->setAtomic(llvm::AtomicOrdering::Acquire,
+                  fn.getContext().getOrInsertSyncScopeID("workgroup"));
+  llvm::Value* phase = b.CreateLShr(word, 63);
+  llvm::Value* state = fn.getArg(1);
+  llvm::Value* byParity = b.CreateICmpNE(phase, b.CreateAnd(state, 1));
+  llvm::Value* byState = b.CreateICmpNE(phase, b.CreateLShr(state, 63));
+  llvm::Value* parity = b.CreateICmpNE(fn.getArg(2), b.getInt32(0));
+  b.CreateRet(b.CreateZExt(b.CreateSelect(parity, byParity, byState), b.getInt32Ty()));
+}
+
 // Intrinsics whose f64 (or other) forms the AMDGPU back end would turn into library calls.
 bool needsLibraryCall(const llvm::Function& fn) {
   switch (fn.getIntrinsicID()) {
@@ -331,6 +347,8 @@ Status lowerDeviceRuntime(llvm::Module& module, const ModuleInfo& info, const Am
       defineApertureQuery(*fn, llvm::Intrinsic::amdgcn_is_shared);
     } else if (name == "__rocuda_is_local") {
       defineApertureQuery(*fn, llvm::Intrinsic::amdgcn_is_private);
+    } else if (name == "__rocuda_mbarrier_wait") {
+      defineMBarrierTest(*fn);
     } else if (!defineWarpCollective(*fn, waveSize)) {
       unsupported.insert(name);
     }

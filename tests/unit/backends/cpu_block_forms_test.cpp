@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "backends/device_backend.h"
@@ -252,6 +253,170 @@ TEST_F(CpuBlockForms, ContinuationsReleaseBarrierReductionsAndWarpCollectives) {
   }
 }
 
+// activemask where a warp diverges (48 threads: the second warp has 16 lanes): in the converged
+// code, in each side of a branch, after a __syncwarp only the odd lanes take, and with the lanes
+// of tid >= 44 gone ahead. `prologue` goes first (a call that sends the kernel down the slow
+// path, or nothing).
+std::string activemaskPtx(const std::string& functions, const std::string& prologue) {
+  return R"(.version 7.0
+.target sm_75
+.address_size 64
+)" + functions + R"(
+.visible .entry masks(.param .u64 out)
+{
+  .reg .pred %p<4>;
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<4>;
+)" + prologue + R"(
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd2, %r1, 16;
+  add.s64 %rd3, %rd1, %rd2;
+  and.b32 %r2, %r1, 1;
+  setp.eq.u32 %p1, %r2, 0;
+  activemask.b32 %r3;
+  @%p1 bra EVEN;
+  activemask.b32 %r4;
+  bra.uni JOIN;
+EVEN:
+  activemask.b32 %r4;
+JOIN:
+  @!%p1 bar.warp.sync 0xaaaaaaaa;
+  activemask.b32 %r5;
+  st.global.u32 [%rd3], %r3;
+  st.global.u32 [%rd3+4], %r4;
+  st.global.u32 [%rd3+8], %r5;
+  setp.ge.u32 %p2, %r1, 44;
+  @%p2 bra DONE;
+  activemask.b32 %r6;
+  st.global.u32 [%rd3+12], %r6;
+DONE:
+  ret;
+}
+)";
+}
+
+void expectActivemasks(const std::vector<uint32_t>& out, uint32_t threads) {
+  for (uint32_t t = 0; t < threads; ++t) {
+    uint32_t live = t < 32 ? 0xffffffffu : 0x0000ffffu;
+    uint32_t side = (t % 2 == 0 ? 0x55555555u : 0xaaaaaaaau) & live;
+    uint32_t ahead = t < 32 ? 0xffffffffu : 0x00000fffu;
+    EXPECT_EQ(out[4 * t], live) << "converged, thread " << t;
+    EXPECT_EQ(out[4 * t + 1], side) << "diverged, thread " << t;
+    EXPECT_EQ(out[4 * t + 2], live) << "after the odd lanes' __syncwarp, thread " << t;
+    EXPECT_EQ(out[4 * t + 3], t < 44 ? ahead : 0u) << "with lanes gone ahead, thread " << t;
+  }
+}
+
+TEST_F(CpuBlockForms, ActivemaskAnswersTheLanesAtTheSameInstruction) {
+  std::string ptx = activemaskPtx("", "");
+  LoadedKernel* kernel = load(ptx.c_str(), "masks");
+  ASSERT_NE(kernel, nullptr);
+  EXPECT_EQ(kernel->info().cpuExecution, CpuExecution::Continuation);
+  const uint32_t threads = 48;
+  std::vector<uint32_t> out(threads * 4, 0);
+  void* o = out.data();
+  ASSERT_TRUE(launch(*kernel, {2, 1, 1}, {threads, 1, 1}, {&o}).ok());
+  expectActivemasks(out, threads);
+}
+
+// One thread through an mbarrier's states: counts, transaction counts, drops, the state and
+// parity forms of the waits (a wait that cannot complete returns false: nothing else can run).
+const char* kMBarrierStatesPtx = R"(.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry mbarrierStates(.param .u64 out)
+{
+  .shared .align 8 .b64 bar;
+  .reg .pred %p<8>;
+  .reg .b32 %r<20>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [out];
+  mbarrier.init.shared::cta.b64 [bar], 3;
+  mbarrier.arrive.shared::cta.b64 %rd2, [bar], 2;
+  mbarrier.pending_count.b64 %r1, %rd2;
+  mbarrier.test_wait.shared::cta.b64 %p1, [bar], %rd2;
+  mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [bar], 16;
+  mbarrier.arrive.shared::cta.b64 %rd3, [bar];
+  mbarrier.pending_count.b64 %r2, %rd3;
+  mbarrier.try_wait.shared::cta.b64 %p2, [bar], %rd3;
+  mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [bar], 16;
+  mbarrier.try_wait.shared::cta.b64 %p3, [bar], %rd3, 1000;
+  mbarrier.try_wait.parity.shared::cta.b64 %p4, [bar], 0;
+  mbarrier.test_wait.parity.shared::cta.b64 %p5, [bar], 1;
+  mbarrier.arrive_drop.shared::cta.b64 %rd4, [bar];
+  mbarrier.arrive.expect_tx.shared::cta.b64 %rd5, [bar], 8;
+  mbarrier.pending_count.b64 %r3, %rd5;
+  mbarrier.complete_tx.shared::cta.b64 [bar], 8;
+  mbarrier.arrive.shared::cta.b64 %rd6, [bar];
+  mbarrier.test_wait.parity.shared::cta.b64 %p6, [bar], 1;
+  mbarrier.arrive.shared::cta.b64 %rd7, [bar];
+  mbarrier.pending_count.b64 %r4, %rd7;
+  mbarrier.inval.shared::cta.b64 [bar];
+  selp.u32 %r11, 1, 0, %p1;
+  selp.u32 %r12, 1, 0, %p2;
+  selp.u32 %r13, 1, 0, %p3;
+  selp.u32 %r14, 1, 0, %p4;
+  selp.u32 %r15, 1, 0, %p5;
+  selp.u32 %r16, 1, 0, %p6;
+  st.global.v4.u32 [%rd1], {%r1, %r2, %r3, %r4};
+  st.global.v4.u32 [%rd1+16], {%r11, %r12, %r13, %r14};
+  st.global.v2.u32 [%rd1+32], {%r15, %r16};
+  ret;
+}
+)";
+
+TEST_F(CpuBlockForms, MBarrierCountsArrivalsAndTransactions) {
+  LoadedKernel* kernel = load(kMBarrierStatesPtx, "mbarrierStates");
+  ASSERT_NE(kernel, nullptr);
+  std::vector<uint32_t> out(10, 0xdead);
+  void* o = out.data();
+  ASSERT_TRUE(launch(*kernel, {1, 1, 1}, {1, 1, 1}, {&o}).ok());
+  // Pending after arriving 2 of 3; after the last arrival (the phase waits for 16 bytes); in
+  // phase 1 after a drop and an arrival; in phase 2, whose expected count the drop lowered to 2.
+  EXPECT_EQ(out[0], 1u);
+  EXPECT_EQ(out[1], 0u);
+  EXPECT_EQ(out[2], 1u);
+  EXPECT_EQ(out[3], 1u);
+  EXPECT_EQ(out[4], 0u) << "test_wait before the last arrival";
+  EXPECT_EQ(out[5], 0u) << "try_wait with transactions pending";
+  EXPECT_EQ(out[6], 1u) << "try_wait after complete_tx";
+  EXPECT_EQ(out[7], 1u) << "parity 0 after phase 0";
+  EXPECT_EQ(out[8], 0u) << "parity 1 while phase 1 runs";
+  EXPECT_EQ(out[9], 1u) << "parity 1 after phase 1";
+}
+
+// Every thread waits for an mbarrier that expects twice as many arrivals: the launch fails
+// with a log line instead of spinning for ever.
+const char* kMBarrierDeadlockPtx = R"(.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry mbarrierDeadlock()
+{
+  .shared .align 8 .b64 bar;
+  .reg .pred %p<3>;
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<4>;
+  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra ARRIVE;
+  mbarrier.init.shared.b64 [bar], 64;
+ARRIVE:
+  bar.sync 0;
+  mbarrier.arrive.shared.b64 %rd1, [bar];
+WAIT:
+  mbarrier.test_wait.shared.b64 %p2, [bar], %rd1;
+  @!%p2 bra WAIT;
+  ret;
+}
+)";
+
+TEST_F(CpuBlockForms, MBarrierThatCannotCompleteFailsTheLaunch) {
+  LoadedKernel* kernel = load(kMBarrierDeadlockPtx, "mbarrierDeadlock");
+  ASSERT_NE(kernel, nullptr);
+  EXPECT_FALSE(launch(*kernel, {2, 1, 1}, {32, 1, 1}, {}).ok());
+}
+
 const char* kTrapPtx = R"(.version 7.0
 .target sm_75
 .address_size 64
@@ -377,6 +542,28 @@ TEST_F(CpuBlockForms, WaitInAFunctionNotInlinedTakesTheSlowPathAndSaysWhy) {
   void* o = out.data();
   ASSERT_TRUE(launch(*kernel, {1, 1, 1}, {8, 1, 1}, {&o}).ok());
   for (uint32_t t = 0; t < 8; ++t) EXPECT_EQ(out[t], 3 + t);
+}
+
+TEST_F(CpuBlockForms, ActivemaskOnTheSlowPathToo) {
+  // A recursive function with a barrier keeps the kernel on the per-thread path (fibers).
+  std::string functions(kRecursivePtx, std::strstr(kRecursivePtx, ".visible .entry"));
+  functions = functions.substr(functions.find(".func"));
+  std::string prologue = R"(  {
+  .param .b32 param0;
+  st.param.b32 [param0], 2;
+  .param .b32 retval0;
+  call.uni (retval0), depth, (param0);
+  }
+)";
+  std::string ptx = activemaskPtx(functions, prologue);
+  LoadedKernel* kernel = load(ptx.c_str(), "masks");
+  ASSERT_NE(kernel, nullptr);
+  EXPECT_EQ(kernel->info().cpuExecution, CpuExecution::ThreadEntry);
+  const uint32_t threads = 48;
+  std::vector<uint32_t> out(threads * 4, 0);
+  void* o = out.data();
+  ASSERT_TRUE(launch(*kernel, {1, 1, 1}, {threads, 1, 1}, {&o}).ok());
+  expectActivemasks(out, threads);
 }
 
 }  // namespace
