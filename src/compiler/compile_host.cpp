@@ -1,7 +1,6 @@
 // compileForHost: parse -> translate -> verify -> optimise -> emit, plus the ROCUDA_DUMP hook.
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
-#include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
@@ -10,8 +9,8 @@
 
 #include "compiler/compiler.h"
 #include "compiler/host_codegen.h"
+#include "compiler/neutral_ir.h"
 #include "compiler/translator.h"
-#include "ptx/parser.h"
 #include "support/env.h"
 
 namespace rocuda::compiler {
@@ -32,32 +31,30 @@ void dumpModule(const llvm::Module& module, std::string_view name, const char* s
   out << text;
 }
 
-// An Internal error naming `what` when `module` is not valid IR (a compiler fault).
-Status verified(const llvm::Module& module, const std::string& what) {
-  std::string problems;
-  llvm::raw_string_ostream os(problems);
-  if (llvm::verifyModule(module, &os))
-    return makeError(ErrorCode::Internal, what + " does not verify: " + problems);
-  return Status::success();
-}
-
 }  // namespace
+
+Result<std::string> neutralIrText(std::string_view ptxText, std::string_view moduleName) {
+  llvm::LLVMContext context;
+  ModuleInfo info;
+  auto module = detail::translatePtx(context, ptxText, moduleName, info);
+  if (!module.ok()) return module.error();
+  ROCUDA_TRY(detail::verifiedIr(**module, moduleName, "translated"));
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  (*module)->print(os, nullptr);
+  return text;
+}
 
 Result<HostObject> compileForHost(std::string_view ptxText, std::string_view moduleName,
                                   const CompileOptions& options) {
-  ptx::ParseResult parsed = ptx::parseModule(ptxText, moduleName);
-  if (parsed.hasErrors()) return makeError(ErrorCode::InvalidPtx, parsed.formatDiagnostics());
-
   llvm::LLVMContext context;
   HostObject result;
-  detail::ModuleTranslator translator(context, parsed.module, moduleName);
-  translator.memcheck = options.memcheck;
-  auto translated = translator.translate(result.info);
+  auto translated =
+      detail::translatePtx(context, ptxText, moduleName, result.info, options.memcheck);
   if (!translated.ok()) return translated.error();
   std::unique_ptr<llvm::Module> module = std::move(*translated);
   dumpModule(*module, moduleName, ".ll");
-
-  ROCUDA_TRY(verified(*module, "translated IR of '" + std::string(moduleName) + "'"));
+  ROCUDA_TRY(detail::verifiedIr(*module, moduleName, "translated"));
 
   auto tm = detail::createHostTargetMachine(options.optLevel);
   if (!tm.ok()) return tm.error();
@@ -71,7 +68,7 @@ Result<HostObject> compileForHost(std::string_view ptxText, std::string_view mod
   }
   if (options.blockFunctions) {
     detail::lowerToBlockForms(*module, result.info);
-    ROCUDA_TRY(verified(*module, "block forms of '" + std::string(moduleName) + "'"));
+    ROCUDA_TRY(detail::verifiedIr(*module, moduleName, "block-form"));
     detail::optimizeForHost(*module, **tm, options.optLevel);
     dumpModule(*module, moduleName, ".block.ll");
   }

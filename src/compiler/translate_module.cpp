@@ -4,6 +4,8 @@
 #include <llvm/IR/DerivedTypes.h>
 #include <llvm/IR/Function.h>
 #include <llvm/IR/GlobalVariable.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
 
 #include <algorithm>
 #include <cctype>
@@ -11,6 +13,7 @@
 
 #include "compiler/shared_layout.h"
 #include "compiler/translator.h"
+#include "ptx/parser.h"
 
 namespace rocuda::compiler::detail {
 namespace {
@@ -355,6 +358,27 @@ Result<std::unique_ptr<llvm::Module>> ModuleTranslator::translate(ModuleInfo& in
     if (fn.isEntry && !fn.isDeclaration && functionDefs_[fn.name] == &fn)
       info.kernels.push_back(kernelInfo(fn));
   return std::move(module_);
+}
+
+Result<std::unique_ptr<llvm::Module>> translatePtx(llvm::LLVMContext& context,
+                                                   std::string_view ptxText,
+                                                   std::string_view moduleName, ModuleInfo& info,
+                                                   bool memcheck) {
+  ptx::ParseResult parsed = ptx::parseModule(ptxText, moduleName);
+  if (parsed.hasErrors()) return makeError(ErrorCode::InvalidPtx, parsed.formatDiagnostics());
+  ModuleTranslator translator(context, parsed.module, moduleName);
+  translator.memcheck = memcheck;
+  return translator.translate(info);
+}
+
+Status verifiedIr(const llvm::Module& module, std::string_view moduleName, std::string_view stage) {
+  std::string problems;
+  llvm::raw_string_ostream os(problems);
+  if (llvm::verifyModule(module, &os))
+    return makeError(ErrorCode::Internal, std::string(stage) + " IR of '" +
+                                              std::string(moduleName) +
+                                              "' does not verify: " + problems);
+  return Status::success();
 }
 
 }  // namespace rocuda::compiler::detail

@@ -186,6 +186,18 @@ class FunctionTranslator {
   std::vector<std::pair<uint32_t, llvm::Value*>> regReturns_;  // .reg return params -> out ptr
 };
 
+// Parse `ptxText` and translate it into a target-neutral module in `context`, filling `info`:
+// InvalidPtx with every parser diagnostic, or the translator's own error. Not verified yet (the
+// callers dump the IR first, so that IR that does not verify can be looked at).
+Result<std::unique_ptr<llvm::Module>> translatePtx(llvm::LLVMContext& context,
+                                                   std::string_view ptxText,
+                                                   std::string_view moduleName, ModuleInfo& info,
+                                                   bool memcheck = false);
+
+// An Internal error saying that `stage`'s IR of `moduleName` does not verify, and why (a
+// compiler fault), when `module` is not valid IR.
+Status verifiedIr(const llvm::Module& module, std::string_view moduleName, std::string_view stage);
+
 // Instruction families: each returns UnsupportedPtx for forms it does not implement.
 Status translateIntegerOp(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateBitOp(FunctionTranslator& t, const ptx::Instruction& inst);

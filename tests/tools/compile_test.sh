@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # rocuda compile: PTX to AMD GPU code objects for a wave32 and a wave64 target; clear errors for
-# a bad target and for PTX the AMD backend cannot lower yet; printf compiles.
+# a bad target and for PTX the AMD backend cannot lower yet; printf compiles; --target neutral
+# writes the target-neutral IR, and reports bad PTX by file:line:column.
 set -u
 rocuda=$1 inputs=$2 readelf=$3
 fail() { echo "FAIL: $*"; exit 1; }
@@ -25,4 +26,15 @@ symbols=$("$readelf" --symbols "$out/p.co")
 message=$("$rocuda" compile "$inputs/malloc.ptx" --target gfx1100 -o "$out/m.co" 2>&1)
 [[ $? -eq 1 ]] || fail "PTX calling malloc did not fail"
 [[ $message == *"malloc"* ]] || fail "the error does not name malloc: $message"
+"$rocuda" compile "$inputs/saxpy.ptx" --target neutral -o "$out/saxpy.ll" ||
+  fail "--target neutral exited $?"
+ir=$(<"$out/saxpy.ll")
+[[ $ir == *"define void @saxpy(ptr"* ]] || fail "--target neutral: no saxpy in the IR"
+[[ $ir != *amdgpu* ]] || fail "--target neutral: the IR is the AMD lowering's"
+"$rocuda" compile "$inputs/saxpy.ptx" --target neutral --emit asm -o - >/dev/null 2>&1
+[[ $? -eq 2 ]] || fail "--target neutral --emit asm is not refused"
+printf '.version 7.0\n.target sm_75\n.address_size 64\n.visible .entry k()\n{\n  frob.u32 %%r1;\n}\n' \
+  > "$out/bad.ptx"
+message=$("$rocuda" compile "$out/bad.ptx" --target neutral -o - 2>&1)
+[[ $? -eq 1 && $message == *"bad.ptx:6:"* ]] || fail "bad PTX is not reported by line: $message"
 echo "1 passed, 0 failed"

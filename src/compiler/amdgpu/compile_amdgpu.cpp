@@ -4,14 +4,12 @@
 #include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
-#include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
 #include "compiler/amdgpu/amdgpu_lowering.h"
 #include "compiler/host_codegen.h"
 #include "compiler/translator.h"
-#include "ptx/parser.h"
 
 namespace rocuda::compiler {
 namespace {
@@ -25,16 +23,6 @@ void collectDiagnostic(const llvm::DiagnosticInfo* info, void* context) {
   llvm::DiagnosticPrinterRawOStream printer(os);
   if (!errors.empty()) os << "; ";
   info->print(printer);
-}
-
-Status verify(llvm::Module& module, std::string_view moduleName, const char* stage) {
-  std::string problems;
-  llvm::raw_string_ostream os(problems);
-  if (llvm::verifyModule(module, &os))
-    return makeError(ErrorCode::Internal, std::string(stage) + " IR of '" +
-                                              std::string(moduleName) +
-                                              "' does not verify: " + problems);
-  return Status::success();
 }
 
 // The AMDGPU backend of LLVM 19 cannot select a strict f64 division or square root and stops
@@ -80,18 +68,15 @@ Result<AmdgpuCompilation> compileForAmdgpu(std::string_view ptx, std::string_vie
   auto tm = amdgpu::createAmdgpuTargetMachine(target);
   if (!tm.ok()) return tm.error();
 
-  ptx::ParseResult parsed = ptx::parseModule(ptx, moduleName);
-  if (parsed.hasErrors()) return makeError(ErrorCode::InvalidPtx, parsed.formatDiagnostics());
   llvm::LLVMContext context;
   std::string backendErrors;
   context.setDiagnosticHandlerCallBack(collectDiagnostic, &backendErrors);
 
   ModuleInfo info;
-  detail::ModuleTranslator translator(context, parsed.module, moduleName);
-  auto translated = translator.translate(info);
+  auto translated = detail::translatePtx(context, ptx, moduleName, info);
   if (!translated.ok()) return translated.error();
   std::unique_ptr<llvm::Module> module = std::move(*translated);
-  ROCUDA_TRY(verify(*module, moduleName, "translated"));
+  ROCUDA_TRY(detail::verifiedIr(*module, moduleName, "translated"));
 
   amdgpu::prepareModuleForTarget(*module, **tm, target.codeObjectVersion);
   ROCUDA_TRY(amdgpu::lowerAddressSpaces(*module));
@@ -99,11 +84,11 @@ Result<AmdgpuCompilation> compileForAmdgpu(std::string_view ptx, std::string_vie
   ROCUDA_TRY(refuseUnselectableHelpers(*module));
   ROCUDA_TRY(amdgpu::lowerKernelAbi(*module, info));
   ROCUDA_TRY(amdgpu::lowerDeviceRuntime(*module, info, target));
-  ROCUDA_TRY(verify(*module, moduleName, "AMDGPU"));
+  ROCUDA_TRY(detail::verifiedIr(*module, moduleName, "AMDGPU"));
 
   amdgpu::optimizeForAmdgpu(*module, **tm);
   ROCUDA_TRY(amdgpu::lowerPrintf(*module));
-  ROCUDA_TRY(verify(*module, moduleName, "AMDGPU printf"));
+  ROCUDA_TRY(detail::verifiedIr(*module, moduleName, "AMDGPU printf"));
   AmdgpuCompilation result;
   result.info = std::move(info);
   if (output == AmdgpuOutput::LlvmIr) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "compiler/amdgpu/amdgpu_codegen.h"
+#include "compiler/neutral_ir.h"
 #include "fatbin/fatbin.h"
 #include "support/platform.h"
 
@@ -24,7 +25,9 @@ constexpr const char* kUsage =
     "per translation unit: OUT, or OUT.1, OUT.2... when there are several (default OUT:\n"
     "INPUT's file name + .<target>.co in the current directory; '-o -' writes to stdout).\n"
     "Translation units are compiled in parallel, one per core.\n"
-    "--emit asm writes the target's assembly instead, --emit llvm the optimised AMDGPU LLVM IR.\n";
+    "--emit asm writes the target's assembly instead, --emit llvm the optimised AMDGPU LLVM IR.\n"
+    "--target neutral writes the target-neutral LLVM IR the translator makes of the PTX, before\n"
+    "any target's lowering (default OUT: INPUT's file name + .neutral.ll).\n";
 
 // Take the highest PTX of each translation unit.
 constexpr uint32_t kHighestArch = 1000;
@@ -91,7 +94,16 @@ int commandCompile(const std::vector<std::string>& args) {
     std::fputs(kUsage, stderr);
     return 2;
   }
-  auto target = compiler::parseGcnArchName(options.target);
+  bool neutral = options.target == "neutral";
+  if (neutral) {
+    if (options.emit != compiler::AmdgpuOutput::CodeObject &&
+        options.emit != compiler::AmdgpuOutput::LlvmIr) {
+      std::fputs("rocuda compile: --target neutral writes LLVM IR only\n", stderr);
+      return 2;
+    }
+    options.emit = compiler::AmdgpuOutput::LlvmIr;
+  }
+  auto target = compiler::parseGcnArchName(neutral ? "gfx1100" : options.target);
   if (!target.ok()) {
     std::fprintf(stderr, "rocuda compile: %s\n", target.error().message.c_str());
     return 2;
@@ -121,9 +133,21 @@ int commandCompile(const std::vector<std::string>& args) {
     names[i] = units == 1 ? options.input : options.input + " (" + contents->ptx[i].name + ")";
   std::atomic<size_t> next{0};
   auto work = [&] {
-    for (size_t i = next++; i < units; i = next++)
-      results[i].emplace(
-          compiler::compileForAmdgpu(contents->ptx[i].text, names[i], *target, options.emit));
+    for (size_t i = next++; i < units; i = next++) {
+      if (!neutral) {
+        results[i].emplace(
+            compiler::compileForAmdgpu(contents->ptx[i].text, names[i], *target, options.emit));
+        continue;
+      }
+      auto text = compiler::neutralIrText(contents->ptx[i].text, names[i]);
+      if (!text.ok()) {
+        results[i].emplace(text.error());
+        continue;
+      }
+      compiler::AmdgpuCompilation ir;
+      ir.output.assign(text->begin(), text->end());
+      results[i].emplace(std::move(ir));
+    }
   };
   size_t workers = std::min<size_t>(units, std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::thread> threads;

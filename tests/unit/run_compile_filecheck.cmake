@@ -1,6 +1,7 @@
-# `rocuda compile INPUT --target TARGET --emit EMIT -o -` and FileCheck of INPUT's own check
-# lines against the output, with PREFIXES (a file need not use the wave-size prefixes when
-# nothing in it depends on the wave size; CHECK or ASM must match something).
+# `rocuda compile INPUT --target TARGET --emit EMIT -o -` (an AMD target, or `neutral` for the
+# target-neutral IR) and FileCheck of INPUT's own check lines against the output, with PREFIXES
+# (a file need not use the AMD tests' wave-size prefixes when nothing in it depends on the wave
+# size; CHECK or ASM must match something).
 execute_process(COMMAND ${ROCUDA} compile ${INPUT} --target ${TARGET} --emit ${EMIT} -o -
                 OUTPUT_VARIABLE output ERROR_VARIABLE errors RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
