@@ -433,7 +433,8 @@ Status FunctionTranslator::translateInstruction(const ptx::Instruction& inst) {
       return translateMemoryOp(*this, inst);
     case Opcode::atom: case Opcode::red:
       return translateAtomicOp(*this, inst);
-    case Opcode::bra: case Opcode::call: case Opcode::ret: case Opcode::exit: case Opcode::trap:
+    case Opcode::bra: case Opcode::brx: case Opcode::call: case Opcode::ret: case Opcode::exit:
+    case Opcode::trap:
     case Opcode::bar: case Opcode::barrier: case Opcode::membar: case Opcode::fence:
     case Opcode::activemask: case Opcode::nanosleep: case Opcode::brkpt: case Opcode::pmevent:
       return translateControlOp(*this, inst);

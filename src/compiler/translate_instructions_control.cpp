@@ -1,5 +1,6 @@
-// Control flow and synchronisation: bra, call (direct, indirect, external), ret, exit, trap,
-// bar/barrier (sync, arrive treated as sync), bar.warp.sync, membar/fence, activemask, no-ops.
+// Control flow and synchronisation: bra, brx.idx, call (direct, indirect, external), ret, exit,
+// trap, bar/barrier (sync, arrive treated as sync), bar.warp.sync, membar/fence, activemask,
+// no-ops.
 #include "compiler/translator.h"
 
 namespace rocuda::compiler::detail {
@@ -180,6 +181,34 @@ Status barrier(FunctionTranslator& t, const ptx::Instruction& inst) {
   return Status::success();
 }
 
+// brx.idx index, tlist: a switch over the .branchtargets list; an index past its end (undefined
+// in PTX) traps rather than jumping anywhere.
+Status branchIndexed(FunctionTranslator& t, const ptx::Instruction& inst) {
+  auto& B = t.b;
+  if (!inst.hasModifier("idx") || inst.operands().size() != 2 ||
+      inst.operands()[1].kind != ptx::Operand::Kind::Symbol)
+    return t.invalid(inst, "expected index, tlist");
+  std::string_view listName = inst.operands()[1].symbol();
+  const ptx::TargetList* list = nullptr;
+  for (const ptx::TargetList& candidate : t.fn.targetLists)
+    if (!candidate.isCallTargets && candidate.label == listName) list = &candidate;
+  if (list == nullptr)
+    return t.invalid(inst, "'" + std::string(listName) + "' is not a .branchtargets list");
+  ROCUDA_VALUE(index, t.read(inst.operands()[0], ptx::ScalarType::U32));
+  auto* outside = llvm::BasicBlock::Create(t.ctx(), "brx.outside", t.function);
+  auto* table = B.CreateSwitch(index, outside, static_cast<unsigned>(list->targets.size()));
+  for (size_t i = 0; i < list->targets.size(); ++i) {
+    llvm::BasicBlock* target = t.labelBlock(list->targets[i]);
+    if (!target) return t.invalid(inst, "unknown label '" + list->targets[i] + "'");
+    table->addCase(B.getInt32(static_cast<uint32_t>(i)), target);
+  }
+  llvm::IRBuilder<> trap(outside);
+  trap.CreateCall(t.mt.trapFunction());
+  trap.CreateUnreachable();
+  t.startDeadBlock();
+  return Status::success();
+}
+
 }  // namespace
 
 Status translateControlOp(FunctionTranslator& t, const ptx::Instruction& inst) {
@@ -194,6 +223,8 @@ Status translateControlOp(FunctionTranslator& t, const ptx::Instruction& inst) {
       t.startDeadBlock();
       return Status::success();
     }
+    case ptx::Opcode::brx:
+      return branchIndexed(t, inst);
     case ptx::Opcode::ret:
       t.emitReturn();
       t.startDeadBlock();

@@ -417,6 +417,47 @@ TEST_F(CpuBlockForms, MBarrierThatCannotCompleteFailsTheLaunch) {
   EXPECT_FALSE(launch(*kernel, {2, 1, 1}, {32, 1, 1}, {}).ok());
 }
 
+// brx.idx over a .branchtargets list (nvcc's jump tables); an index past the list traps.
+const char* kBranchTablePtx = R"(.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry pick(.param .u64 out, .param .u32 which)
+{
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u32 %r1, [which];
+  ts: .branchtargets CASE0, CASE1, CASE2;
+  brx.idx %r1, ts;
+CASE0:
+  mov.u32 %r2, 10;
+  bra.uni DONE;
+CASE1:
+  mov.u32 %r2, 11;
+  bra.uni DONE;
+CASE2:
+  mov.u32 %r2, 12;
+DONE:
+  st.global.u32 [%rd1], %r2;
+  ret;
+}
+)";
+
+TEST_F(CpuBlockForms, BranchTableJumpsByIndex) {
+  LoadedKernel* kernel = load(kBranchTablePtx, "pick");
+  ASSERT_NE(kernel, nullptr);
+  for (uint32_t which : {2u, 0u, 1u}) {
+    uint32_t out = 0;
+    void* o = &out;
+    ASSERT_TRUE(launch(*kernel, {1, 1, 1}, {1, 1, 1}, {&o, &which}).ok());
+    EXPECT_EQ(out, 10 + which);
+  }
+  uint32_t out = 0, beyond = 3;
+  void* o = &out;
+  EXPECT_FALSE(launch(*kernel, {1, 1, 1}, {1, 1, 1}, {&o, &beyond}).ok());
+  EXPECT_EQ(out, 0u);
+}
+
 const char* kTrapPtx = R"(.version 7.0
 .target sm_75
 .address_size 64
