@@ -250,6 +250,7 @@ Status FunctionTranslator::write(const ptx::Operand& op, llvm::Value* v, ScalarT
     return makeError(ErrorCode::InvalidPtx,
                      "a destination of " + operandContext() + " is not a register");
   ROCUDA_TRY(supportedRegisterForm(op));
+  contractibleProducts.erase(op.reg());
   auto* slot = registers_[op.reg()];
   auto* regType = llvm::cast<llvm::IntegerType>(slot->getAllocatedType());
   llvm::Type* vt = v->getType();

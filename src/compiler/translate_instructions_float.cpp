@@ -1,7 +1,7 @@
 // Floating-point arithmetic: add/sub/mul/fma/mad/div/rcp/sqrt (IEEE; .rz/.rm/.rp in the target's
 // dynamic rounding mode, see roundedHelper), the approximate transcendental forms, min/max with
 // PTX NaN rules, abs/neg/copysign/testp, and .ftz (flush subnormal inputs and results to signed
-// zero).
+// zero). A mul and an add/sub without rounding modifiers fuse into an fma, as ptxas fuses them.
 #include <llvm/IR/Intrinsics.h>
 
 #include "compiler/translator.h"
@@ -368,6 +368,47 @@ Status minMax(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType ty
 
 }  // namespace
 
+namespace {
+
+// The contractible product (FunctionTranslator::ContractibleProduct) operand `op` names, if any:
+// made in the current block, of the same type and .ftz as the add that reads it.
+const FunctionTranslator::ContractibleProduct* findProduct(FunctionTranslator& t,
+                                                           const ptx::Operand& op, ScalarType type,
+                                                           bool ftz) {
+  if (op.kind != ptx::Operand::Kind::Register || !op.component().empty()) return nullptr;
+  auto it = t.contractibleProducts.find(op.reg());
+  if (it == t.contractibleProducts.end()) return nullptr;
+  const auto& product = it->second;
+  if (product.block != t.b.GetInsertBlock() || product.type != type || product.ftz != ftz)
+    return nullptr;
+  return &product;
+}
+
+// An add/sub's first operand that is a contractible product, else its second, else none.
+const FunctionTranslator::ContractibleProduct* productOperand(FunctionTranslator& t,
+                                                              const ptx::Instruction& inst,
+                                                              ScalarType type, bool ftz) {
+  if (const auto* product = findProduct(t, inst.operands()[1], type, ftz)) return product;
+  return findProduct(t, inst.operands()[2], type, ftz);
+}
+
+// add/sub of `product` (operand 1 when `first`, else 2) and `other` as one fma: a*b + c,
+// a*b - c, or c - a*b.
+Status fuseProduct(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType type,
+                   const FunctionTranslator::ContractibleProduct& product, bool first,
+                   llvm::Value* other) {
+  auto& B = t.b;
+  bool sub = inst.opcode == ptx::Opcode::sub;
+  llvm::Value* a = sub && !first ? B.CreateFNeg(product.a) : product.a;
+  llvm::Value* c = sub && first ? B.CreateFNeg(other) : other;
+  bool scalar = a->getType()->isFloatTy() || a->getType()->isDoubleTy();
+  llvm::Value* r = scalar ? fmaOf(t, a, product.b, c) : fmaHalfOnce(t, a, product.b, c);
+  if (product.ftz) r = flushSubnormal(t, r);
+  return t.write(inst.operands()[0], r, type);
+}
+
+}  // namespace
+
 Status translateFloatOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   if (inst.types().empty()) return t.invalid(inst, "missing type");
   ScalarType type = inst.types()[0];
@@ -391,6 +432,14 @@ Status translateFloatOp(FunctionTranslator& t, const ptx::Instruction& inst) {
     case ptx::Opcode::mad: {
       bool three = inst.opcode == ptx::Opcode::fma || inst.opcode == ptx::Opcode::mad;
       if (inst.operands().size() < (three ? 4u : 3u)) return t.invalid(inst, "too few operands");
+      bool contractible =
+          roundingModifier(inst).empty() && !inst.hasModifier("sat") && !inst.hasModifier("relu");
+      if (contractible && (inst.opcode == ptx::Opcode::add || inst.opcode == ptx::Opcode::sub))
+        if (const auto* product = productOperand(t, inst, type, ftz)) {
+          bool first = product == findProduct(t, inst.operands()[1], type, ftz);
+          ROCUDA_VALUE(other, operand(first ? 2 : 1));
+          return fuseProduct(t, inst, type, *product, first, other);
+        }
       ROCUDA_VALUE(a, operand(1));
       ROCUDA_VALUE(b, operand(2));
       llvm::Value* c = nullptr;
@@ -411,7 +460,11 @@ Status translateFloatOp(FunctionTranslator& t, const ptx::Instruction& inst) {
         r = B.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, r,
                                     llvm::ConstantFP::get(r->getType(), 0.0));
       if (ftz) r = flushSubnormal(t, r);
-      return t.write(inst.operands()[0], r, type);
+      ROCUDA_TRY(t.write(inst.operands()[0], r, type));
+      if (contractible && inst.opcode == ptx::Opcode::mul &&
+          inst.operands()[0].kind == ptx::Operand::Kind::Register)
+        t.contractibleProducts[inst.operands()[0].reg()] = {a, b, B.GetInsertBlock(), type, ftz};
+      return Status::success();
     }
     case ptx::Opcode::min:
     case ptx::Opcode::max:

@@ -126,6 +126,20 @@ class FunctionTranslator {
   llvm::Function* function;
   llvm::IRBuilder<> b;
 
+  // A mul with no rounding modifier and no .sat whose product is still in its register: an add
+  // or sub with no rounding modifier in the same block that reads it is fused with it into one
+  // fma, as ptxas does ("mul/add sequences with no rounding modifiers may be optimized to use
+  // fused-multiply-add instructions"), so that results match NVIDIA's bit for bit. Any write to
+  // the register forgets it.
+  struct ContractibleProduct {
+    llvm::Value* a;
+    llvm::Value* b;
+    llvm::BasicBlock* block;
+    ptx::ScalarType type;
+    bool ftz;
+  };
+  std::unordered_map<uint32_t, ContractibleProduct> contractibleProducts;
+
   llvm::LLVMContext& ctx() { return mt.context(); }
   llvm::Type* i1() { return b.getInt1Ty(); }
   llvm::Type* i8() { return b.getInt8Ty(); }

@@ -708,6 +708,45 @@ $L_done:
   }
 }
 
+TEST(CompilerContract, MulAddWithoutRoundingFusesAsPtxasDoes) {
+  // CuPy's float remainder, x - floor(x / y) * y, in nvcc's PTX: mul.f64 and sub.f64 with no
+  // rounding modifier, which ptxas fuses into one fma. Unfused, 255.6 mod 1.2 is 0; fused (and
+  // on NVIDIA GPUs, and in NumPy) it is 255.6 - 213 * 1.2 exactly. With .rn they stay apart.
+  const char* ptx = R"(.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry remainders(.param .u64 out, .param .f64 x, .param .f64 y)
+{
+  .reg .f64 %fd<12>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  ld.param.f64 %fd1, [x];
+  ld.param.f64 %fd2, [y];
+  div.rn.f64 %fd3, %fd1, %fd2;
+  cvt.rmi.f64.f64 %fd4, %fd3;
+  mul.f64 %fd5, %fd4, %fd2;
+  sub.f64 %fd6, %fd1, %fd5;
+  mul.rn.f64 %fd7, %fd4, %fd2;
+  sub.f64 %fd8, %fd1, %fd7;
+  mul.f64 %fd9, %fd4, %fd2;
+  sub.rn.f64 %fd10, %fd1, %fd9;
+  st.global.f64 [%rd1], %fd6;
+  st.global.f64 [%rd1+8], %fd8;
+  st.global.f64 [%rd1+16], %fd10;
+  ret;
+}
+)";
+  auto loaded = compileAndLoad(ptx, "contract");
+  ASSERT_TRUE(loaded);
+  double out[3] = {-1, -1, -1}, x = 255.6, y = 1.2;
+  void* p = out;
+  ASSERT_TRUE(launch(*loaded, "remainders", {}, {}, {&p, &x, &y}));
+  EXPECT_EQ(out[0], std::fma(-213.0, y, x));
+  EXPECT_NE(out[0], 0.0);
+  EXPECT_EQ(out[1], 0.0) << "mul.rn rounds its product";
+  EXPECT_EQ(out[2], 0.0) << "sub.rn does not fuse";
+}
+
 const char* kHalfPtx = R"(.version 8.0
 .target sm_90
 .address_size 64
