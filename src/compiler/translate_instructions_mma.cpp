@@ -3,7 +3,8 @@
 // gathers the fragment registers of the lanes that hold its rows of A (the four lanes of its
 // group) and its columns of B (the lanes of groups 2t and 2t+1), places every element where
 // the PTX ISA's fragment layout puts it, and computes its own elements of D = A * B + C: the
-// products exactly and their sum in double, rounded once to D's type (f64: an fma chain).
+// products exactly and their sum in double, rounded once to D's type (f64: an fma chain;
+// s8/u8 inputs: exact in 64-bit integers, then wrapped to s32 or, with .satfinite, clamped).
 // The same IR runs on the CPU device and, through the shuffle lowering, on AMD GPUs.
 #include <llvm/IR/Intrinsics.h>
 
@@ -15,21 +16,32 @@ using ptx::ScalarType;
 
 namespace {
 
-// A supported mma form: the k extent, A's rows (16, or 8 for m8n8k4), and fragment sizes.
+// A supported mma form: the k extent, A's rows (16, or 8 for m8n8k4 / m8n8k16), and fragment
+// sizes. A and B have the same type except for the integer forms (s8 times u8 is allowed).
 struct MmaForm {
   int k = 0;
   int rows = 16;
   int aRegisters = 0, bRegisters = 0, cElements = 0;
   ScalarType input = ScalarType::F16;
+  ScalarType bInput = ScalarType::F16;
+  bool integer = false;
 };
 
+bool isByte(ScalarType type) { return type == ScalarType::S8 || type == ScalarType::U8; }
+
 int elementsPerRegister(ScalarType type) {
+  if (isByte(type)) return 4;
   return type == ScalarType::F16 || type == ScalarType::BF16 ? 2 : 1;
 }
 
 // Where A's element i of the lane with threadID_in_group `t` sits: its row relative to the
 // lane's groupID (0 or 8, as 0 / 1) and its k. PTX ISA, "Matrix Fragments for mma".
 std::pair<int, int> aPosition(const MmaForm& f, int t, int i) {
+  if (f.integer) {
+    if (f.rows == 8) return {0, 4 * t + i};                                        // m8n8k16
+    if (f.k == 16) return {i >= 4 ? 1 : 0, 4 * t + (i & 3)};                       // m16n8k16
+    return {(i >> 2) & 1, 4 * t + (i & 3) + 16 * (i >= 8 ? 1 : 0)};                // m16n8k32
+  }
   if (f.input == ScalarType::F64) return {0, t};                                  // m8n8k4
   if (f.input == ScalarType::TF32) return {i & 1, t + 4 * (i >= 2 ? 1 : 0)};       // m16n8k8
   if (f.k == 16) return {(i >> 1) & 1, 2 * t + (i & 1) + 8 * (i >= 4 ? 1 : 0)};  // m16n8k16
@@ -38,6 +50,7 @@ std::pair<int, int> aPosition(const MmaForm& f, int t, int i) {
 
 // The k of B's element i of the lane with threadID_in_group `t` (its column is the lane's group).
 int bPosition(const MmaForm& f, int t, int i) {
+  if (f.integer) return f.k == 32 ? 4 * t + (i & 3) + 16 * (i >= 4 ? 1 : 0) : 4 * t + i;
   if (f.input == ScalarType::F64) return t;
   if (f.input == ScalarType::TF32) return t + 4 * i;
   if (f.k == 16) return 2 * t + (i & 1) + 8 * (i >= 2 ? 1 : 0);
@@ -52,8 +65,31 @@ std::pair<int, int> cPosition(const MmaForm& f, int i) {
 
 bool formOf(const ptx::Instruction& inst, ScalarType d, ScalarType a, ScalarType b, ScalarType c,
             MmaForm& f) {
-  if (!inst.hasModifier("row") || !inst.hasModifier("col") || a != b) return false;
+  if (!inst.hasModifier("row") || !inst.hasModifier("col")) return false;
   f.input = a;
+  f.bInput = b;
+  if (isByte(a) && isByte(b)) {  // s32 accumulators only
+    f.integer = true;
+    if (inst.hasModifier("m16n8k16")) {
+      f.k = 16;
+      f.aRegisters = 2;
+      f.bRegisters = 1;
+    } else if (inst.hasModifier("m16n8k32")) {
+      f.k = 32;
+      f.aRegisters = 4;
+      f.bRegisters = 2;
+    } else if (inst.hasModifier("m8n8k16")) {
+      f.k = 16;
+      f.rows = 8;
+      f.aRegisters = 1;
+      f.bRegisters = 1;
+    } else {
+      return false;
+    }
+    f.cElements = f.rows == 8 ? 2 : 4;
+    return d == ScalarType::S32 && c == ScalarType::S32;
+  }
+  if (a != b || inst.hasModifier("satfinite")) return false;
   bool halfInput = a == ScalarType::F16 || a == ScalarType::BF16;
   if (inst.hasModifier("m16n8k16") && halfInput) {
     f.k = 16;
@@ -98,10 +134,20 @@ Result<std::vector<llvm::Value*>> readFragment(FunctionTranslator& t, const ptx:
   return regs;
 }
 
-// The elements of one raw register, as doubles.
+// The elements of one raw register, as doubles (integers: as i64).
 std::vector<llvm::Value*> decode(FunctionTranslator& t, llvm::Value* reg, ScalarType type) {
   auto& B = t.b;
   auto* d = B.getDoubleTy();
+  if (type == ScalarType::S32) return {B.CreateSExt(reg, t.i64())};
+  if (isByte(type)) {
+    std::vector<llvm::Value*> out;
+    for (unsigned shift : {0u, 8u, 16u, 24u}) {
+      llvm::Value* byte = B.CreateTrunc(B.CreateLShr(reg, shift), t.i8());
+      out.push_back(type == ScalarType::S8 ? B.CreateSExt(byte, t.i64())
+                                           : B.CreateZExt(byte, t.i64()));
+    }
+    return out;
+  }
   if (type == ScalarType::F64) return {B.CreateBitCast(reg, d)};
   if (type == ScalarType::F32) return {B.CreateFPExt(B.CreateBitCast(reg, B.getFloatTy()), d)};
   if (type == ScalarType::TF32)  // the hardware reads only the tf32 bits
@@ -124,17 +170,18 @@ llvm::Value* fetch(FunctionTranslator& t, llvm::Value* reg, llvm::Value* lane) {
   return B.CreateOr(B.CreateZExt(lo, t.i64()), B.CreateShl(B.CreateZExt(hi, t.i64()), 32));
 }
 
-// This lane's elements of D = A * B + C (C's elements given as doubles), as doubles in C's order.
+// This lane's elements of D = A * B + C (C's elements given as doubles, or i64 for the integer
+// forms), in the same representation, in C's order.
 std::vector<llvm::Value*> multiplyFragments(FunctionTranslator& t, const MmaForm& f,
                                             const std::vector<llvm::Value*>& aRegs,
                                             const std::vector<llvm::Value*>& bRegs,
                                             const std::vector<llvm::Value*>& c) {
   auto& B = t.b;
-  ScalarType aType = f.input, bType = f.input;
+  ScalarType aType = f.input, bType = f.bInput;
   llvm::Value* lane = B.CreateCall(t.mt.sregFunction(ptx::SpecialRegister::LaneId, 0));
   llvm::Value* group = B.CreateLShr(lane, 2);
   llvm::Value* inGroup = B.CreateAnd(lane, 3);
-  int perA = elementsPerRegister(aType);
+  int perA = elementsPerRegister(aType), perB = elementsPerRegister(bType);
 
   // A's rows g and g + 8 from the four lanes of this lane's group.
   std::vector<std::vector<llvm::Value*>> a(static_cast<size_t>(f.rows / 8),
@@ -157,8 +204,8 @@ std::vector<llvm::Value*> multiplyFragments(FunctionTranslator& t, const MmaForm
       llvm::Value* source = B.CreateAdd(B.CreateShl(owner, 2), B.getInt32(holder));
       for (int r = 0; r < f.bRegisters; ++r) {
         std::vector<llvm::Value*> elements = decode(t, fetch(t, bRegs[r], source), bType);
-        for (int e = 0; e < perA; ++e)
-          b[static_cast<size_t>(column)][static_cast<size_t>(bPosition(f, holder, r * perA + e))] =
+        for (int e = 0; e < perB; ++e)
+          b[static_cast<size_t>(column)][static_cast<size_t>(bPosition(f, holder, r * perB + e))] =
               elements[static_cast<size_t>(e)];
       }
     }
@@ -170,7 +217,8 @@ std::vector<llvm::Value*> multiplyFragments(FunctionTranslator& t, const MmaForm
     for (int k = 0; k < f.k; ++k) {
       llvm::Value* x = a[static_cast<size_t>(row)][static_cast<size_t>(k)];
       llvm::Value* y = b[static_cast<size_t>(column)][static_cast<size_t>(k)];
-      sum = aType == ScalarType::F64
+      sum = f.integer ? B.CreateAdd(sum, B.CreateMul(x, y))
+            : aType == ScalarType::F64
                 ? B.CreateIntrinsic(llvm::Intrinsic::fma, {B.getDoubleTy()}, {x, y, sum})
                 : B.CreateFAdd(sum, B.CreateFMul(x, y));
     }
@@ -179,7 +227,8 @@ std::vector<llvm::Value*> multiplyFragments(FunctionTranslator& t, const MmaForm
   return d;
 }
 
-// Writes D's elements (doubles, in fragment order) to the fragment operand in D's type.
+// Writes D's elements (doubles, or i64 for s32, in fragment order) to the fragment operand in D's
+// type; s32 wraps, or with .satfinite clamps to the s32 range.
 Status writeFragment(FunctionTranslator& t, const ptx::Instruction& inst, const ptx::Operand& dOp,
                      ScalarType dType, const std::vector<llvm::Value*>& d) {
   auto& B = t.b;
@@ -197,6 +246,13 @@ Status writeFragment(FunctionTranslator& t, const ptx::Instruction& inst, const 
       ROCUDA_TRY(t.write(target, packed, ScalarType::B32));
     } else if (dType == ScalarType::F32) {
       ROCUDA_TRY(t.write(target, B.CreateFPTrunc(d[r], B.getFloatTy()), ScalarType::F32));
+    } else if (dType == ScalarType::S32) {
+      llvm::Value* v = d[r];
+      if (inst.hasModifier("satfinite")) {
+        v = B.CreateBinaryIntrinsic(llvm::Intrinsic::smax, v, B.getInt64(INT32_MIN));
+        v = B.CreateBinaryIntrinsic(llvm::Intrinsic::smin, v, B.getInt64(INT32_MAX));
+      }
+      ROCUDA_TRY(t.write(target, B.CreateTrunc(v, t.i32()), ScalarType::S32));
     } else {
       ROCUDA_TRY(t.write(target, d[r], ScalarType::F64));
     }

@@ -1,10 +1,15 @@
 // mma.sync over a whole warp: fragments laid out per the PTX ISA's "Matrix Fragments for mma"
 // tables (written out again here, independently of the translator), multiplied, and every
 // element of D compared with a host reference. Values are small multiples of 1/4 (integers for
-// f16 accumulators) so that every sum is exact and the comparison can be bit for bit.
+// f16 accumulators) so that every sum is exact and the comparison can be bit for bit; the integer
+// forms (s8/u8 times s8/u8 into s32) take every byte value and accumulators near the s32 limits,
+// wrapping or, with .satfinite, clamping.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <random>
 #include <sstream>
@@ -22,14 +27,19 @@ using conformance::Rounding;
 
 struct MmaCase {
   std::string name;
-  std::string shape;  // m16n8k16, m16n8k8, m8n8k4
+  std::string shape;  // m16n8k16, m16n8k8, m8n8k4, m16n8k32, m8n8k16
   std::string dType, aType;
   int m, k;
+  std::string bType = "";  // the integer forms may mix s8 and u8; empty: aType
+  bool satfinite = false;
+  const std::string& b() const { return bType.empty() ? aType : bType; }
+  bool integer() const { return dType == "s32"; }
 };
 
 std::ostream& operator<<(std::ostream& os, const MmaCase& c) { return os << c.name; }
 
 int elementBits(const std::string& type) {
+  if (type == "s8" || type == "u8") return 8;
   return type == "f16" || type == "bf16" ? 16 : type == "f64" ? 64 : 32;
 }
 int registerBits(const std::string& type) { return type == "f64" ? 64 : 32; }
@@ -41,6 +51,12 @@ std::pair<int, int> fragmentPosition(const MmaCase& c, char matrix, int lane, in
   if (matrix == 'C') {
     if (c.m == 8) return {g, 2 * t + i};
     return {g + 8 * (i / 2), 2 * t + (i % 2)};
+  }
+  if (c.integer()) {
+    if (c.m == 8) return matrix == 'A' ? std::pair{g, 4 * t + i} : std::pair{4 * t + i, g};
+    if (c.k == 16) return matrix == 'A' ? std::pair{g + 8 * (i / 4), 4 * t + i % 4} : std::pair{4 * t + i, g};
+    if (matrix == 'A') return {g + 8 * ((i / 4) % 2), 4 * t + i % 4 + 16 * (i / 8)};
+    return {4 * t + i % 4 + 16 * (i / 4), g};
   }
   if (c.aType == "f64") return matrix == 'A' ? std::pair{g, t} : std::pair{t, g};
   if (c.aType == "tf32") {
@@ -56,6 +72,8 @@ std::pair<int, int> fragmentPosition(const MmaCase& c, char matrix, int lane, in
 }
 
 uint64_t encode(double v, const std::string& type) {
+  if (type == "s8" || type == "u8") return static_cast<uint64_t>(static_cast<int64_t>(v)) & 0xff;
+  if (type == "s32") return static_cast<uint32_t>(static_cast<int32_t>(static_cast<int64_t>(v)));
   if (type == "f16") return encodeFloat(v, conformance::kHalf, Rounding::Nearest);
   if (type == "bf16") return encodeFloat(v, conformance::kBFloat16, Rounding::Nearest);
   if (type == "f64") return conformance::bitsOf(v);
@@ -102,7 +120,8 @@ std::string kernel(const MmaCase& c, int aRegs, int bRegs, int cRegs, int dRegs)
   loads("pa", 'a', aRegs, aw, 0);
   loads("pb", 'b', bRegs, aw, 2);
   loads("pc", 'c', cRegs, cw, 4);
-  k << "  mma.sync.aligned." << c.shape << ".row.col." << c.dType << "." << c.aType << "." << c.aType << "."
+  k << "  mma.sync.aligned." << c.shape << ".row.col." << (c.satfinite ? "satfinite." : "") << c.dType << "."
+    << c.aType << "." << c.b() << "."
     << cType << " " << list('d', dRegs) << ", " << list('a', aRegs) << ", " << list('b', bRegs) << ", "
     << list('c', cRegs) << ";\n";
   k << "  ld.param.u64 %p6, [pd];\n  mul.wide.u32 %p7, %lane, " << dRegs * cw / 8 << ";\n"
@@ -175,6 +194,77 @@ TEST_P(MmaTest, MatchesHostProduct) {
     ASSERT_EQ(failures, 0);
   }
 }
+
+// The integer forms: A and B over every byte value of their types, C over values near the s32
+// limits so that sums leave the range; the reference sums exactly, then wraps or clamps.
+class IntegerMmaTest : public ::testing::TestWithParam<MmaCase> {};
+
+TEST_P(IntegerMmaTest, MatchesHostProduct) {
+  const MmaCase& c = GetParam();
+  const int n = 8;
+  int aElements = c.m * c.k / 32, bElements = c.k * n / 32, cElements = c.m * n / 32;
+  int aRegs = aElements / 4, bRegs = bElements / 4, cRegs = cElements;
+  std::string source = kernel(c, aRegs, bRegs, cRegs, cRegs);
+  auto loaded = compileAndLoad(source, c.name);
+  ASSERT_TRUE(loaded) << source;
+  std::mt19937 rng(11);
+  auto byte = [&](const std::string& type) {
+    int v = static_cast<int>(rng() % 256);
+    return static_cast<double>(type == "s8" ? v - 128 : v);
+  };
+  for (int round = 0; round < 6; ++round) {
+    std::vector<double> A(static_cast<size_t>(c.m * c.k)), B(static_cast<size_t>(c.k * n)),
+        C(static_cast<size_t>(c.m * n));
+    for (double& v : A) v = byte(c.aType);
+    for (double& v : B) v = byte(c.b());
+    for (size_t i = 0; i < C.size(); ++i) {  // small, or within 2^21 of either limit
+      int64_t near = static_cast<int64_t>(rng() % (1u << 21));
+      C[i] = static_cast<double>(round < 2    ? static_cast<int64_t>(rng() % 2001) - 1000
+                                 : i % 2 == 0 ? INT32_MAX - near
+                                              : INT32_MIN + near);
+    }
+    auto bytesOf = [](const std::vector<uint64_t>& regs) {
+      std::vector<uint32_t> words(regs.begin(), regs.end());
+      return words;
+    };
+    std::vector<uint32_t> a = bytesOf(pack(c, 'A', c.aType, aElements, A, c.k));
+    std::vector<uint32_t> b = bytesOf(pack(c, 'B', c.b(), bElements, B, n));
+    std::vector<uint32_t> cc = bytesOf(pack(c, 'C', "s32", cElements, C, n));
+    std::vector<uint32_t> d(cc.size(), 0xcdcdcdcd);
+    void* pa = a.data();
+    void* pb = b.data();
+    void* pc = cc.data();
+    void* pd = d.data();
+    ASSERT_TRUE(launch(*loaded, "mma_test", {}, {32}, {&pa, &pb, &pc, &pd}));
+    int failures = 0;
+    for (int lane = 0; lane < 32; ++lane)
+      for (int i = 0; i < cElements; ++i) {
+        auto [row, col] = fragmentPosition(c, 'C', lane, i);
+        int64_t sum = static_cast<int64_t>(C[static_cast<size_t>(row * n + col)]);
+        for (int k = 0; k < c.k; ++k)
+          sum += static_cast<int64_t>(A[static_cast<size_t>(row * c.k + k)]) *
+                 static_cast<int64_t>(B[static_cast<size_t>(k * n + col)]);
+        if (c.satfinite) sum = std::min<int64_t>(std::max<int64_t>(sum, INT32_MIN), INT32_MAX);
+        auto want = static_cast<uint32_t>(sum);  // wraps without .satfinite
+        uint32_t got = d[static_cast<size_t>(lane * cRegs + i)];
+        if (got != want && ++failures <= 5)
+          ADD_FAILURE() << c.name << ": D[" << row << "][" << col << "] (lane " << lane
+                        << ", element " << i << ") is " << static_cast<int32_t>(got) << ", want "
+                        << static_cast<int32_t>(want);
+      }
+    ASSERT_EQ(failures, 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, IntegerMmaTest,
+    ::testing::Values(MmaCase{"m16n8k32_s8_s8", "m16n8k32", "s32", "s8", 16, 32},
+                      MmaCase{"m16n8k32_u8_s8_satfinite", "m16n8k32", "s32", "u8", 16, 32, "s8", true},
+                      MmaCase{"m16n8k16_s8_u8", "m16n8k16", "s32", "s8", 16, 16, "u8"},
+                      MmaCase{"m16n8k16_u8_u8_satfinite", "m16n8k16", "s32", "u8", 16, 16, "", true},
+                      MmaCase{"m8n8k16_s8_s8", "m8n8k16", "s32", "s8", 8, 16},
+                      MmaCase{"m8n8k16_s8_s8_satfinite", "m8n8k16", "s32", "s8", 8, 16, "", true}),
+    [](const ::testing::TestParamInfo<MmaCase>& info) { return info.param.name; });
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, MmaTest,
