@@ -396,6 +396,7 @@ Status wmmaMma(FunctionTranslator& t, const ptx::Instruction& inst) {
   f.bRegisters = 2;
   f.cElements = 4;
   f.input = aType;
+  f.bInput = aType;
   bool ok = (aType == ScalarType::F16 && (dType == ScalarType::F16 || dType == ScalarType::F32) &&
              (cType == ScalarType::F16 || cType == ScalarType::F32)) ||
             (aType == ScalarType::BF16 && types[2] == ScalarType::BF16 && dType == ScalarType::F32 &&
