@@ -66,53 +66,34 @@ std::pair<int, int> cPosition(const MmaForm& f, int i) {
 bool formOf(const ptx::Instruction& inst, ScalarType d, ScalarType a, ScalarType b, ScalarType c,
             MmaForm& f) {
   if (!inst.hasModifier("row") || !inst.hasModifier("col")) return false;
+  bool integer = isByte(a) && isByte(b);
+  if (!integer && (a != b || inst.hasModifier("satfinite"))) return false;
+  bool half = a == ScalarType::F16 || a == ScalarType::BF16;
+  // The shapes per input type, as (shape, rows, k).
+  struct Shape {
+    const char* name;
+    bool accepted;
+    int rows, k;
+  };
+  const Shape shapes[] = {
+      {"m16n8k16", half || integer, 16, 16}, {"m16n8k8", half || a == ScalarType::TF32, 16, 8},
+      {"m8n8k4", a == ScalarType::F64, 8, 4}, {"m16n8k32", integer, 16, 32},
+      {"m8n8k16", integer, 8, 16}};
+  const Shape* shape = nullptr;
+  for (const Shape& candidate : shapes)
+    if (candidate.accepted && inst.hasModifier(candidate.name)) shape = &candidate;
+  if (shape == nullptr) return false;
   f.input = a;
   f.bInput = b;
-  if (isByte(a) && isByte(b)) {  // s32 accumulators only
-    f.integer = true;
-    if (inst.hasModifier("m16n8k16")) {
-      f.k = 16;
-      f.aRegisters = 2;
-      f.bRegisters = 1;
-    } else if (inst.hasModifier("m16n8k32")) {
-      f.k = 32;
-      f.aRegisters = 4;
-      f.bRegisters = 2;
-    } else if (inst.hasModifier("m8n8k16")) {
-      f.k = 16;
-      f.rows = 8;
-      f.aRegisters = 1;
-      f.bRegisters = 1;
-    } else {
-      return false;
-    }
-    f.cElements = f.rows == 8 ? 2 : 4;
-    return d == ScalarType::S32 && c == ScalarType::S32;
-  }
-  if (a != b || inst.hasModifier("satfinite")) return false;
-  bool halfInput = a == ScalarType::F16 || a == ScalarType::BF16;
-  if (inst.hasModifier("m16n8k16") && halfInput) {
-    f.k = 16;
-    f.aRegisters = 4;
-    f.bRegisters = 2;
-  } else if (inst.hasModifier("m16n8k8") && halfInput) {
-    f.k = 8;
-    f.aRegisters = 2;
-    f.bRegisters = 1;
-  } else if (inst.hasModifier("m16n8k8") && a == ScalarType::TF32) {
-    f.k = 8;
-    f.aRegisters = 4;
-    f.bRegisters = 2;
-  } else if (inst.hasModifier("m8n8k4") && a == ScalarType::F64) {
-    f.k = 4;
-    f.rows = 8;
-    f.aRegisters = 1;
-    f.bRegisters = 1;
-  } else {
-    return false;
-  }
-  f.cElements = f.rows == 8 ? 2 : 4;
-  // Accumulators: f32 for every input type; f16 with f16 inputs; f64 with f64.
+  f.integer = integer;
+  f.rows = shape->rows;
+  f.k = shape->k;
+  // Each lane holds a 32nd of A (rows x k), B (k x 8) and C (rows x 8).
+  f.aRegisters = f.rows * f.k / 32 / elementsPerRegister(a);
+  f.bRegisters = f.k * 8 / 32 / elementsPerRegister(b);
+  f.cElements = f.rows * 8 / 32;
+  // Accumulators: s32 for bytes; f32 for every float input; f16 with f16 inputs; f64 with f64.
+  if (integer) return d == ScalarType::S32 && c == ScalarType::S32;
   if (a == ScalarType::F64) return d == ScalarType::F64 && c == ScalarType::F64;
   if (d != c) return false;
   return d == ScalarType::F32 || (d == ScalarType::F16 && a == ScalarType::F16);
