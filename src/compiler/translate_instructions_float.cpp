@@ -317,43 +317,54 @@ Status testp(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType typ
   return t.write(inst.operands()[0], r, ScalarType::Pred);
 }
 
-// min/max: a NaN input yields the other (both NaN: NaN), -0 < +0; .NaN propagates NaNs.
-Status minMax(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType type) {
+// One two-input min/max: a NaN input yields the other (both NaN: NaN), -0 < +0; with
+// `propagateNaN` (.NaN) any NaN gives NaN.
+llvm::Value* minMaxOfTwo(FunctionTranslator& t, bool isMin, bool propagateNaN, llvm::Value* a,
+                         llvm::Value* b) {
   auto& B = t.b;
-  if (inst.operands().size() != 3) return t.unsupported(inst, "three-input min/max");
-  bool xorsign = inst.hasModifier("xorsign");
-  if (xorsign && !inst.hasModifier("abs")) return t.invalid(inst, ".xorsign needs .abs");
-  bool ftz = inst.hasModifier("ftz");
-  ROCUDA_VALUE(a, t.read(inst.operands()[1], type));
-  ROCUDA_VALUE(b, t.read(inst.operands()[2], type));
-  if (ftz) {
-    a = flushSubnormal(t, a);
-    b = flushSubnormal(t, b);
-  }
-  // .xorsign.abs: min/max of the magnitudes, signed with sign(a) ^ sign(b) unless NaN.
-  llvm::Value* signs = nullptr;
-  if (xorsign) {
-    llvm::Type* bitsType = bitsTypeOf(a);
-    signs = B.CreateXor(B.CreateBitCast(a, bitsType), B.CreateBitCast(b, bitsType));
-    a = B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, a);
-    b = B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, b);
-  }
-  bool propagateNaN = inst.hasModifier("NaN");
-  bool isMin = inst.opcode == ptx::Opcode::min;
   auto id = propagateNaN ? (isMin ? llvm::Intrinsic::minimum : llvm::Intrinsic::maximum)
                          : (isMin ? llvm::Intrinsic::minnum : llvm::Intrinsic::maxnum);
   llvm::Value* r = B.CreateBinaryIntrinsic(id, a, b);
-  if (!propagateNaN && !a->getType()->isVectorTy()) {
-    // minnum may return either zero for (-0, +0); PTX orders -0 below +0.
-    auto* it = B.getIntNTy(static_cast<unsigned>(a->getType()->getPrimitiveSizeInBits()));
-    llvm::Value* ai = B.CreateBitCast(a, it);
-    llvm::Value* bi = B.CreateBitCast(b, it);
-    llvm::Value* zeros =
-        B.CreateBitCast(isMin ? B.CreateOr(ai, bi) : B.CreateAnd(ai, bi), a->getType());
-    auto* zero = llvm::ConstantFP::get(a->getType(), 0.0);
-    llvm::Value* bothZero = B.CreateAnd(B.CreateFCmpOEQ(a, zero), B.CreateFCmpOEQ(b, zero));
-    r = B.CreateSelect(bothZero, zeros, r);
+  if (propagateNaN || a->getType()->isVectorTy()) return r;
+  // minnum may return either zero for (-0, +0); PTX orders -0 below +0.
+  auto* it = B.getIntNTy(static_cast<unsigned>(a->getType()->getPrimitiveSizeInBits()));
+  llvm::Value* ai = B.CreateBitCast(a, it);
+  llvm::Value* bi = B.CreateBitCast(b, it);
+  llvm::Value* zeros =
+      B.CreateBitCast(isMin ? B.CreateOr(ai, bi) : B.CreateAnd(ai, bi), a->getType());
+  auto* zero = llvm::ConstantFP::get(a->getType(), 0.0);
+  llvm::Value* bothZero = B.CreateAnd(B.CreateFCmpOEQ(a, zero), B.CreateFCmpOEQ(b, zero));
+  return B.CreateSelect(bothZero, zeros, r);
+}
+
+// min/max of two inputs, or of three (f32, sm_100): .abs compares magnitudes, .xorsign.abs (two
+// inputs only) signs the result with sign(a) ^ sign(b) unless it is NaN.
+Status minMax(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType type) {
+  auto& B = t.b;
+  size_t inputs = inst.operands().size() - 1;
+  if (inputs != 2 && inputs != 3) return t.invalid(inst, "min/max takes two or three inputs");
+  bool xorsign = inst.hasModifier("xorsign");
+  bool abs = inst.hasModifier("abs");
+  if (xorsign && !abs) return t.invalid(inst, ".xorsign needs .abs");
+  if (inputs == 3 && (xorsign || type != ScalarType::F32))
+    return t.invalid(inst, "three-input min/max is .f32 without .xorsign");
+  bool ftz = inst.hasModifier("ftz");
+  std::vector<llvm::Value*> in;
+  for (size_t i = 1; i <= inputs; ++i) {
+    ROCUDA_VALUE(v, t.read(inst.operands()[i], type));
+    in.push_back(ftz ? flushSubnormal(t, v) : v);
   }
+  llvm::Value* signs = nullptr;
+  if (xorsign) {
+    llvm::Type* bitsType = bitsTypeOf(in[0]);
+    signs = B.CreateXor(B.CreateBitCast(in[0], bitsType), B.CreateBitCast(in[1], bitsType));
+  }
+  if (abs)
+    for (llvm::Value*& v : in) v = B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, v);
+  bool isMin = inst.opcode == ptx::Opcode::min;
+  bool propagateNaN = inst.hasModifier("NaN");
+  llvm::Value* r = minMaxOfTwo(t, isMin, propagateNaN, in[0], in[1]);
+  if (inputs == 3) r = minMaxOfTwo(t, isMin, propagateNaN, r, in[2]);
   if (xorsign) {
     llvm::Type* bitsType = signs->getType();
     auto* signMask = llvm::ConstantInt::get(

@@ -193,35 +193,36 @@ std::vector<InstructionCase> approxCases() {
   return v;
 }
 
-// min/max: one NaN gives the other operand, -0 < +0; .NaN: any NaN gives NaN; .xorsign.abs:
-// the magnitude's min/max with the sign of a xor b (none when the result is NaN).
-uint64_t minMaxRef(bool isMax, const Inputs& in, const FloatFormat& f, bool ftz, bool nan, bool xorsign) {
-  uint64_t a = ftz ? flushSubnormalBits(in[0], f) : in[0];
-  uint64_t b = ftz ? flushSubnormalBits(in[1], f) : in[1];
-  int signShift = formatBits(f) - 1;
-  uint64_t sign = uint64_t{1} << signShift;
-  uint64_t resultSign = ((a ^ b) & sign);
-  if (xorsign) {
-    a &= ~sign;
-    b &= ~sign;
-  }
+// Two-input min/max of bit patterns: one NaN gives the other operand, -0 < +0; `nan` (.NaN):
+// any NaN gives NaN.
+uint64_t minMaxOfTwo(bool isMax, uint64_t a, uint64_t b, const FloatFormat& f, bool nan) {
+  uint64_t sign = uint64_t{1} << (formatBits(f) - 1);
   bool an = isNaNBits(a, f), bn = isNaNBits(b, f);
-  uint64_t r;
-  if (an && bn)
-    r = f.nanBits;
-  else if (an || bn)
-    r = nan ? f.nanBits : (an ? b : a);
-  else {
-    double x = decodeFloat(a, f), y = decodeFloat(b, f);
-    if (x == y && x == 0) {
-      bool xNeg = (a & sign) != 0, yNeg = (b & sign) != 0;
-      r = isMax ? ((xNeg && yNeg) ? a : (xNeg ? b : a)) : ((xNeg || !yNeg) ? a : b);
-    } else {
-      r = ((x < y) != isMax) ? a : b;
-    }
+  if (an && bn) return f.nanBits;
+  if (an || bn) return nan ? f.nanBits : (an ? b : a);
+  double x = decodeFloat(a, f), y = decodeFloat(b, f);
+  if (x == y && x == 0) {
+    bool xNeg = (a & sign) != 0, yNeg = (b & sign) != 0;
+    return isMax ? ((xNeg && yNeg) ? a : (xNeg ? b : a)) : ((xNeg || !yNeg) ? a : b);
   }
-  if (xorsign && !isNaNBits(r, f)) r = (r & ~sign) | resultSign;
-  return r;
+  return ((x < y) != isMax) ? a : b;
+}
+
+// min/max as the PTX ISA's pseudo-code: .ftz flushes inputs and result; .abs takes magnitudes
+// (with .xorsign the result then gets the sign of a xor b, none when it is NaN); three inputs
+// (`three`) fold as max(max(a, b), c).
+uint64_t minMaxRef(bool isMax, const Inputs& in, const FloatFormat& f, bool ftz, bool nan,
+                   bool xorsign, bool abs = false, bool three = false) {
+  uint64_t sign = uint64_t{1} << (formatBits(f) - 1);
+  uint64_t x[3];
+  for (int i = 0; i < 3; ++i) {
+    x[i] = ftz ? flushSubnormalBits(in[i], f) : in[i];
+    if (abs || xorsign) x[i] &= ~sign;
+  }
+  uint64_t r = minMaxOfTwo(isMax, x[0], x[1], f, nan);
+  if (three) r = minMaxOfTwo(isMax, r, x[2], f, nan);
+  if (xorsign && !isNaNBits(r, f)) r = (r & ~sign) | ((in[0] ^ in[1]) & sign);
+  return ftz ? flushSubnormalBits(r, f) : r;
 }
 
 std::vector<InstructionCase> minMaxCases() {
@@ -241,6 +242,23 @@ std::vector<InstructionCase> minMaxCases() {
           }));
           if (nan || xorsign) v.back().target = "sm_86";
           if (xorsign) v.back().version = "7.2";
+        }
+  // Three inputs (PTX 8.8, sm_100): no .xorsign, .abs alone allowed.
+  for (bool isMax : {false, true})
+    for (bool ftz : {false, true})
+      for (bool nan : {false, true})
+        for (bool abs : {false, true}) {
+          std::string op = isMax ? "max" : "min";
+          std::string name = op + (ftz ? ".ftz" : "") + (nan ? ".NaN" : "") + (abs ? ".abs" : "") + ".f32";
+          std::string body = name + " $d, $a, $b, $c;";
+          name += "_3";
+          for (char& ch : name)
+            if (ch == '.') ch = '_';
+          v.push_back(ternary(name, body, kF32, kF32, kF32, kF32, [=](const Inputs& in) {
+            return minMaxRef(isMax, in, kFloat32, ftz, nan, false, abs, true);
+          }));
+          v.back().target = "sm_100";
+          v.back().version = "8.8";
         }
   for (bool isMax : {false, true}) {
     std::string op = isMax ? "max" : "min";
