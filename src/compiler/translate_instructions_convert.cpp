@@ -347,6 +347,10 @@ bool supportedType(ScalarType type) {
 
 }  // namespace
 
+llvm::Value* fp8ToHalf(FunctionTranslator& t, llvm::Value* bits, bool e5m2) {
+  return fromMinifloat(t, bits, e5m2 ? kE5M2 : kE4M3);
+}
+
 Status translateConvertOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   if (inst.opcode != ptx::Opcode::cvt || inst.types().size() != 2) return t.unsupported(inst);
   ScalarType to = inst.types()[0], from = inst.types()[1];

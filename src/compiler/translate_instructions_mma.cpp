@@ -1,12 +1,15 @@
 // mma.sync, wmma, ldmatrix and stmatrix: warp-level matrix instructions, emulated with the
-// warp's shuffles. Each lane
-// gathers the fragment registers of the lanes that hold its rows of A (the four lanes of its
-// group) and its columns of B (the lanes of groups 2t and 2t+1), places every element where
-// the PTX ISA's fragment layout puts it, and computes its own elements of D = A * B + C: the
-// products exactly and their sum in double, rounded once to D's type (f64: an fma chain;
-// s8/u8 inputs: exact in 64-bit integers, then wrapped to s32 or, with .satfinite, clamped).
-// The same IR runs on the CPU device and, through the shuffle lowering, on AMD GPUs.
+// warp's shuffles. Each lane gathers the fragment registers of the lanes that hold its rows of A
+// (the four lanes of its group) and its columns of B, places every element where the fragment
+// layout puts it, and computes its own elements of D = A * B + C: the products exactly and their
+// sum in double, rounded to D's type (f64: an fma chain; s8/u8/s4/u4 inputs: exact in 64-bit
+// integers, then wrapped to s32 or, with .satfinite, clamped; b1: population counts of AND or
+// XOR, a word at a time). The same IR runs on the CPU device and, through the shuffle lowering,
+// on AMD GPUs.
 #include <llvm/IR/Intrinsics.h>
+
+#include <algorithm>
+#include <map>
 
 #include "compiler/translator.h"
 
@@ -16,8 +19,10 @@ using ptx::ScalarType;
 
 namespace {
 
-// A supported mma form: the k extent, A's rows (16, or 8 for m8n8k4 / m8n8k16), and fragment
-// sizes. A and B have the same type except for the integer forms (s8 times u8 is allowed).
+// A supported mma form: the k extent, A's rows (16, or 8 for the m8n8 shapes), and fragment
+// sizes. A and B have the same type except for the integer forms (s8 times u8 is allowed) and
+// fp8 (e4m3 times e5m2). Single bits (b1) are handled a 32-bit word at a time: their k counts
+// words, and the product of two words is the population count of their AND or XOR.
 struct MmaForm {
   int k = 0;
   int rows = 16;
@@ -25,22 +30,32 @@ struct MmaForm {
   ScalarType input = ScalarType::F16;
   ScalarType bInput = ScalarType::F16;
   bool integer = false;
+  bool byteLayout =
+      false;            // the fragment tables of the 8-bit forms, scaled by elements per register
+  bool bitAnd = false;  // b1: .and.popc (else .xor.popc)
 };
 
 bool isByte(ScalarType type) { return type == ScalarType::S8 || type == ScalarType::U8; }
+bool isNibble(ScalarType type) { return type == ScalarType::S4 || type == ScalarType::U4; }
+bool isFp8(ScalarType type) { return type == ScalarType::E4M3 || type == ScalarType::E5M2; }
+bool isSubByte(ScalarType type) { return isNibble(type) || type == ScalarType::B1; }
 
 int elementsPerRegister(ScalarType type) {
-  if (isByte(type)) return 4;
-  return type == ScalarType::F16 || type == ScalarType::BF16 ? 2 : 1;
+  if (isByte(type) || isFp8(type)) return 4;
+  if (isNibble(type)) return 8;
+  return type == ScalarType::F16 || type == ScalarType::BF16 ? 2 : 1;  // b1: one word
 }
 
 // Where A's element i of the lane with threadID_in_group `t` sits: its row relative to the
-// lane's groupID (0 or 8, as 0 / 1) and its k. PTX ISA, "Matrix Fragments for mma".
+// lane's groupID (0 or 8, as 0 / 1) and its k. PTX ISA, "Matrix Fragments for mma". The 8-bit,
+// 4-bit and 1-bit forms share one register layout: register r holds a run of p = elements per
+// register consecutive k, starting at p * t (plus 4p in the second half of k32-class shapes).
 std::pair<int, int> aPosition(const MmaForm& f, int t, int i) {
-  if (f.integer) {
-    if (f.rows == 8) return {0, 4 * t + i};                                        // m8n8k16
-    if (f.k == 16) return {i >= 4 ? 1 : 0, 4 * t + (i & 3)};                       // m16n8k16
-    return {(i >> 2) & 1, 4 * t + (i & 3) + 16 * (i >= 8 ? 1 : 0)};                // m16n8k32
+  if (f.byteLayout) {
+    int p = elementsPerRegister(f.input);
+    if (f.rows == 8) return {0, p * t + i};                              // m8n8k16 class
+    if (f.k == 4 * p) return {i >= p ? 1 : 0, p * t + i % p};            // m16n8k16 class
+    return {(i / p) & 1, p * t + i % p + 4 * p * (i >= 2 * p ? 1 : 0)};  // m16n8k32 class
   }
   if (f.input == ScalarType::F64) return {0, t};                                  // m8n8k4
   if (f.input == ScalarType::TF32) return {i & 1, t + 4 * (i >= 2 ? 1 : 0)};       // m16n8k8
@@ -50,7 +65,10 @@ std::pair<int, int> aPosition(const MmaForm& f, int t, int i) {
 
 // The k of B's element i of the lane with threadID_in_group `t` (its column is the lane's group).
 int bPosition(const MmaForm& f, int t, int i) {
-  if (f.integer) return f.k == 32 ? 4 * t + (i & 3) + 16 * (i >= 4 ? 1 : 0) : 4 * t + i;
+  if (f.byteLayout) {
+    int p = elementsPerRegister(f.bInput);
+    return f.k == 8 * p ? p * t + i % p + 4 * p * (i >= p ? 1 : 0) : p * t + i;
+  }
   if (f.input == ScalarType::F64) return t;
   if (f.input == ScalarType::TF32) return t + 4 * i;
   if (f.k == 16) return 2 * t + (i & 1) + 8 * (i >= 2 ? 1 : 0);
@@ -66,8 +84,16 @@ std::pair<int, int> cPosition(const MmaForm& f, int i) {
 bool formOf(const ptx::Instruction& inst, ScalarType d, ScalarType a, ScalarType b, ScalarType c,
             MmaForm& f) {
   if (!inst.hasModifier("row") || !inst.hasModifier("col")) return false;
-  bool integer = isByte(a) && isByte(b);
-  if (!integer && (a != b || inst.hasModifier("satfinite"))) return false;
+  bool bytes = isByte(a) && isByte(b);
+  bool nibbles = isNibble(a) && isNibble(b);
+  bool bits = a == ScalarType::B1 && b == ScalarType::B1;
+  bool fp8 = isFp8(a) && isFp8(b);
+  bool integer = bytes || nibbles || bits;
+  if (!integer && !fp8 && a != b) return false;
+  if (inst.hasModifier("satfinite") && (!integer || bits)) return false;
+  // b1 names its operation: .and.popc or .xor.popc.
+  if (bits != inst.hasModifier("popc")) return false;
+  if (bits && inst.hasModifier("and") == inst.hasModifier("xor")) return false;
   bool half = a == ScalarType::F16 || a == ScalarType::BF16;
   // The shapes per input type, as (shape, rows, k).
   struct Shape {
@@ -75,10 +101,16 @@ bool formOf(const ptx::Instruction& inst, ScalarType d, ScalarType a, ScalarType
     bool accepted;
     int rows, k;
   };
-  const Shape shapes[] = {
-      {"m16n8k16", half || integer, 16, 16}, {"m16n8k8", half || a == ScalarType::TF32, 16, 8},
-      {"m8n8k4", a == ScalarType::F64, 8, 4}, {"m16n8k32", integer, 16, 32},
-      {"m8n8k16", integer, 8, 16}};
+  const Shape shapes[] = {{"m16n8k16", half || bytes || fp8, 16, 16},
+                          {"m16n8k8", half || a == ScalarType::TF32, 16, 8},
+                          {"m8n8k4", a == ScalarType::F64, 8, 4},
+                          {"m16n8k32", bytes || nibbles || fp8, 16, 32},
+                          {"m8n8k16", bytes, 8, 16},
+                          {"m8n8k32", nibbles, 8, 32},
+                          {"m16n8k64", nibbles, 16, 64},
+                          {"m8n8k128", bits, 8, 128},
+                          {"m16n8k128", bits, 16, 128},
+                          {"m16n8k256", bits, 16, 256}};
   const Shape* shape = nullptr;
   for (const Shape& candidate : shapes)
     if (candidate.accepted && inst.hasModifier(candidate.name)) shape = &candidate;
@@ -86,17 +118,20 @@ bool formOf(const ptx::Instruction& inst, ScalarType d, ScalarType a, ScalarType
   f.input = a;
   f.bInput = b;
   f.integer = integer;
+  f.byteLayout = integer || fp8;
+  f.bitAnd = inst.hasModifier("and");
   f.rows = shape->rows;
-  f.k = shape->k;
+  f.k = bits ? shape->k / 32 : shape->k;
   // Each lane holds a 32nd of A (rows x k), B (k x 8) and C (rows x 8).
   f.aRegisters = f.rows * f.k / 32 / elementsPerRegister(a);
   f.bRegisters = f.k * 8 / 32 / elementsPerRegister(b);
   f.cElements = f.rows * 8 / 32;
-  // Accumulators: s32 for bytes; f32 for every float input; f16 with f16 inputs; f64 with f64.
+  // Accumulators: s32 for integers; f32 for every float input; f16 with f16 or fp8 inputs; f64
+  // with f64.
   if (integer) return d == ScalarType::S32 && c == ScalarType::S32;
   if (a == ScalarType::F64) return d == ScalarType::F64 && c == ScalarType::F64;
   if (d != c) return false;
-  return d == ScalarType::F32 || (d == ScalarType::F16 && a == ScalarType::F16);
+  return d == ScalarType::F32 || (d == ScalarType::F16 && (a == ScalarType::F16 || fp8));
 }
 
 // Reads a fragment operand ({r0, r1, ...}) as raw registers: i32, or i64 for f64 elements.
@@ -120,6 +155,23 @@ std::vector<llvm::Value*> decode(FunctionTranslator& t, llvm::Value* reg, Scalar
   auto& B = t.b;
   auto* d = B.getDoubleTy();
   if (type == ScalarType::S32) return {B.CreateSExt(reg, t.i64())};
+  if (type == ScalarType::B1) return {B.CreateZExt(reg, t.i64())};  // one word of 32 elements
+  if (isFp8(type)) {
+    std::vector<llvm::Value*> out;
+    for (unsigned shift : {0u, 8u, 16u, 24u})
+      out.push_back(
+          B.CreateFPExt(fp8ToHalf(t, B.CreateLShr(reg, shift), type == ScalarType::E5M2), d));
+    return out;
+  }
+  if (type == ScalarType::S4 || type == ScalarType::U4) {  // eight nibbles, the lowest first
+    std::vector<llvm::Value*> out;
+    for (unsigned shift = 0; shift < 32; shift += 4) {
+      llvm::Value* up = B.CreateShl(reg, 28 - shift);  // the nibble in the top bits
+      out.push_back(B.CreateSExt(
+          type == ScalarType::S4 ? B.CreateAShr(up, 28) : B.CreateLShr(up, 28), t.i64()));
+    }
+    return out;
+  }
   if (isByte(type)) {
     std::vector<llvm::Value*> out;
     for (unsigned shift : {0u, 8u, 16u, 24u}) {
@@ -198,6 +250,11 @@ std::vector<llvm::Value*> multiplyFragments(FunctionTranslator& t, const MmaForm
     for (int k = 0; k < f.k; ++k) {
       llvm::Value* x = a[static_cast<size_t>(row)][static_cast<size_t>(k)];
       llvm::Value* y = b[static_cast<size_t>(column)][static_cast<size_t>(k)];
+      if (f.input == ScalarType::B1) {
+        llvm::Value* both = f.bitAnd ? B.CreateAnd(x, y) : B.CreateXor(x, y);
+        sum = B.CreateAdd(sum, B.CreateUnaryIntrinsic(llvm::Intrinsic::ctpop, both));
+        continue;
+      }
       sum = f.integer ? B.CreateAdd(sum, B.CreateMul(x, y))
             : aType == ScalarType::F64
                 ? B.CreateIntrinsic(llvm::Intrinsic::fma, {B.getDoubleTy()}, {x, y, sum})
@@ -241,48 +298,110 @@ Status writeFragment(FunctionTranslator& t, const ptx::Instruction& inst, const 
   return Status::success();
 }
 
-
-// wmma (m16n16k16, f16 / bf16 inputs): fragments are two side-by-side m16n8k16 mma fragments.
-// A is mma's A fragment (an f16 A has 8 registers: the last 4 stay zero); B and C/D are mma's
-// for columns 0-7, then 8-15 (for C/D that is also the layout NVIDIA's sm_80 uses). The fragment
-// layout is unspecified by the ISA, so loads, stores and mma only need to agree; element-wise
-// code on fragments works as with any layout. Each element's position is (g or 2t) + a constant.
-struct WmmaPosition {
-  bool rowFromGroup;  // row = g + row, column = 2t + column (else row = 2t + row, column = g + column)
-  int row, column;
+// wmma: every shape and type (m16n16k16, m32n8k16, m8n32k16 for f16 / bf16 / s8 / u8; m16n16k8
+// tf32; m8n8k4 f64; m8n8k32 s4 / u4; m8n8k128 b1). The PTX ISA leaves the fragment layout
+// unspecified, so loads, stores and mma only need to agree (element-wise code on fragments works
+// with any layout); the register counts are the ISA's. Lane L = 4g + t holds, in slot e:
+//   A (M x K): row g + 8 * (e / (K/4)),            k = t * K/4 + e % (K/4)
+//   B (K x N): column g + 8 * (e / (K/4)),         k = t * K/4 + e % (K/4)
+//   C, D (M x N): row g + 8 * (e / (N/4)),         column t + 4 * (e % (N/4))
+// so a lane's D elements need A's rows from the four lanes of its own group and B's columns
+// t + 4o (o = 0, 1) from the four lanes of groups t and t + 4: a fixed number of shuffles whose
+// slots are constants. Each lane's k runs are contiguous, so sub-byte rows load as whole words.
+struct WmmaShape {
+  int m = 0, n = 0, k = 0;
 };
 
-WmmaPosition wmmaPosition(char matrix, int i) {
-  int half = i / 4, j = i % 4;
-  if (matrix == 'a') return {true, 8 * ((i >> 1) & 1), (i & 1) + 8 * (i >= 4 ? 1 : 0)};
-  if (matrix == 'b') return {false, (j & 1) + 8 * (j >= 2 ? 1 : 0), 8 * half};
-  return {true, 8 * (j >= 2 ? 1 : 0), (j & 1) + 8 * half};  // c and d
+bool wmmaShapeOf(const ptx::Instruction& inst, WmmaShape& shape) {
+  const WmmaShape shapes[] = {{16, 16, 16}, {32, 8, 16}, {8, 32, 16}, {16, 16, 8},
+                              {8, 8, 4},    {8, 8, 32},  {8, 8, 128}};
+  for (const WmmaShape& s : shapes)
+    if (inst.hasModifier("m" + std::to_string(s.m) + "n" + std::to_string(s.n) + "k" +
+                         std::to_string(s.k))) {
+      shape = s;
+      return true;
+    }
+  return false;
 }
 
-size_t wmmaRegisters(char matrix, ScalarType type) {
-  if (matrix == 'a' || matrix == 'b') return type == ScalarType::F16 ? 8 : 4;
-  return type == ScalarType::F32 ? 8 : 4;
-}
-
-// The address of each of the lane's 8 fragment elements in a matrix at `base` with `stride`
-// elements between rows (row-major) or columns (column-major).
-std::vector<llvm::Value*> wmmaAddresses(FunctionTranslator& t, char matrix, llvm::Value* base,
-                                        llvm::Value* stride, bool rowMajor, unsigned size) {
-  auto& B = t.b;
-  llvm::Value* lane = B.CreateCall(t.mt.sregFunction(ptx::SpecialRegister::LaneId, 0));
-  llvm::Value* group = B.CreateLShr(lane, 2);
-  llvm::Value* pair = B.CreateShl(B.CreateAnd(lane, 3), 1);
-  std::vector<llvm::Value*> out;
-  for (int i = 0; i < 8; ++i) {
-    WmmaPosition p = wmmaPosition(matrix, i);
-    llvm::Value* row = B.CreateAdd(p.rowFromGroup ? group : pair, B.getInt32(static_cast<uint32_t>(p.row)));
-    llvm::Value* column = B.CreateAdd(p.rowFromGroup ? pair : group, B.getInt32(static_cast<uint32_t>(p.column)));
-    llvm::Value* offset = rowMajor ? B.CreateAdd(B.CreateMul(row, stride), column)
-                                   : B.CreateAdd(B.CreateMul(column, stride), row);
-    offset = B.CreateMul(B.CreateZExt(offset, t.i64()), B.getInt64(size));
-    out.push_back(B.CreateGEP(t.i8(), base, offset));
+// Whether `type` may be matrix `matrix`'s element type in `shape` (PTX ISA, wmma.load).
+bool wmmaTypeAllowed(const WmmaShape& s, char matrix, ScalarType type) {
+  bool input = matrix == 'a' || matrix == 'b';
+  if (s.k == 16) {  // the three f16-class shapes
+    if (input)
+      return type == ScalarType::F16 || type == ScalarType::BF16 || type == ScalarType::S8 ||
+             type == ScalarType::U8;
+    return type == ScalarType::F16 || type == ScalarType::F32 || type == ScalarType::S32;
   }
-  return out;
+  if (s.k == 8) return type == (input ? ScalarType::TF32 : ScalarType::F32);
+  if (s.k == 4) return type == ScalarType::F64;
+  if (s.k == 32)
+    return input ? type == ScalarType::S4 || type == ScalarType::U4 : type == ScalarType::S32;
+  return type == (input ? ScalarType::B1 : ScalarType::S32);  // m8n8k128
+}
+
+int wmmaBits(ScalarType type) {
+  switch (type) {
+    case ScalarType::B1:
+      return 1;
+    case ScalarType::S4:
+    case ScalarType::U4:
+      return 4;
+    case ScalarType::S8:
+    case ScalarType::U8:
+      return 8;
+    case ScalarType::F16:
+    case ScalarType::BF16:
+      return 16;
+    case ScalarType::F64:
+      return 64;
+    default:
+      return 32;
+  }
+}
+
+// Rows and columns of matrix `matrix` (a: M x K, b: K x N, c/d: M x N).
+std::pair<int, int> wmmaExtent(const WmmaShape& s, char matrix) {
+  if (matrix == 'a') return {s.m, s.k};
+  if (matrix == 'b') return {s.k, s.n};
+  return {s.m, s.n};
+}
+
+int wmmaElements(const WmmaShape& s, char matrix) {
+  auto [rows, columns] = wmmaExtent(s, matrix);
+  return rows * columns / 32;
+}
+
+// Registers of a fragment as the PTX ISA counts them (f16 inputs always take 8, of which only
+// the first hold elements in this layout; the rest read as zero), and the ones holding elements.
+size_t wmmaUsedRegisters(const WmmaShape& s, char matrix, ScalarType type) {
+  int bits = wmmaBits(type);
+  return static_cast<size_t>(wmmaElements(s, matrix) * bits / (bits == 64 ? 64 : 32));
+}
+
+size_t wmmaRegisters(const WmmaShape& s, char matrix, ScalarType type) {
+  if ((matrix == 'a' || matrix == 'b') && type == ScalarType::F16) return 8;
+  return wmmaUsedRegisters(s, matrix, type);
+}
+
+// The lane's slot `e` of matrix `matrix` as (row, column), each as `group or t` scaled + offset.
+struct WmmaPlace {
+  llvm::Value* row;
+  llvm::Value* column;
+};
+
+WmmaPlace wmmaPlace(FunctionTranslator& t, const WmmaShape& s, char matrix, int e,
+                    llvm::Value* group, llvm::Value* inGroup) {
+  auto& B = t.b;
+  auto c = [&](int v) { return B.getInt32(static_cast<uint32_t>(v)); };
+  if (matrix == 'a' || matrix == 'b') {
+    int run = s.k / 4;
+    llvm::Value* outer = B.CreateAdd(group, c(8 * (e / run)));
+    llvm::Value* k = B.CreateAdd(B.CreateMul(inGroup, c(run)), c(e % run));
+    return matrix == 'a' ? WmmaPlace{outer, k} : WmmaPlace{k, outer};
+  }
+  int run = s.n / 4;
+  return {B.CreateAdd(group, c(8 * (e / run))), B.CreateAdd(inGroup, c(4 * (e % run)))};
 }
 
 char wmmaMatrix(const ptx::Instruction& inst) {
@@ -291,118 +410,216 @@ char wmmaMatrix(const ptx::Instruction& inst) {
   return 0;
 }
 
-Result<llvm::Value*> wmmaStride(FunctionTranslator& t, const ptx::Instruction& inst, size_t index) {
-  if (inst.operands().size() <= index) return static_cast<llvm::Value*>(t.b.getInt32(16));
-  return t.read(inst.operands()[index], ScalarType::U32);
+// The byte address of each of the lane's element runs: one per element, or for sub-byte types
+// one per register (its elements are consecutive k of one row of A or column of B).
+Result<std::vector<llvm::Value*>> wmmaAddresses(FunctionTranslator& t, const ptx::Instruction& inst,
+                                                const WmmaShape& s, char matrix, ScalarType type,
+                                                size_t addressOperand, size_t strideOperand) {
+  auto& B = t.b;
+  bool rowMajor = inst.hasModifier("row");
+  auto [rows, columns] = wmmaExtent(s, matrix);
+  ROCUDA_VALUE(base, t.address(inst.operands()[addressOperand], inst.space));
+  llvm::Value* stride = B.getInt32(static_cast<uint32_t>(rowMajor ? columns : rows));
+  if (inst.operands().size() > strideOperand) {
+    ROCUDA_VALUE(given, t.read(inst.operands()[strideOperand], ScalarType::U32));
+    stride = given;
+  }
+  int bits = wmmaBits(type);
+  if (bits < 8 && rowMajor != (matrix == 'a'))
+    return t.unsupported(inst, "sub-byte wmma needs A row-major and B column-major");
+  llvm::Value* lane = B.CreateCall(t.mt.sregFunction(ptx::SpecialRegister::LaneId, 0));
+  llvm::Value* group = B.CreateLShr(lane, 2);
+  llvm::Value* inGroup = B.CreateAnd(lane, 3);
+  int step = bits < 8 ? 32 / bits : 1;
+  std::vector<llvm::Value*> out;
+  for (int e = 0; e < wmmaElements(s, matrix); e += step) {
+    WmmaPlace p = wmmaPlace(t, s, matrix, e, group, inGroup);
+    llvm::Value* offset = rowMajor ? B.CreateAdd(B.CreateMul(p.row, stride), p.column)
+                                   : B.CreateAdd(B.CreateMul(p.column, stride), p.row);
+    offset = B.CreateZExt(offset, t.i64());
+    offset = bits < 8
+                 ? B.CreateLShr(B.CreateMul(offset, B.getInt64(static_cast<uint64_t>(bits))), 3)
+                 : B.CreateMul(offset, B.getInt64(static_cast<uint64_t>(bits / 8)));
+    out.push_back(B.CreateGEP(t.i8(), base, offset));
+  }
+  return out;
 }
 
-Status wmmaLoad(FunctionTranslator& t, const ptx::Instruction& inst) {
+Status wmmaLoad(FunctionTranslator& t, const ptx::Instruction& inst, const WmmaShape& s) {
   auto& B = t.b;
   char matrix = wmmaMatrix(inst);
   ScalarType type = inst.types().empty() ? ScalarType::B32 : inst.types()[0];
-  bool inputType = type == ScalarType::F16 || type == ScalarType::BF16;
-  if (matrix == 0 || matrix == 'd' || (matrix == 'c' ? !(type == ScalarType::F16 || type == ScalarType::F32)
-                                                     : !inputType))
-    return t.unsupported(inst);
+  if (matrix == 0 || matrix == 'd' || !wmmaTypeAllowed(s, matrix, type)) return t.unsupported(inst);
   if (inst.operands().size() < 2) return t.invalid(inst, "expected a fragment and an address");
-  ROCUDA_VALUE(base, t.address(inst.operands()[1], inst.space));
-  ROCUDA_VALUE(stride, wmmaStride(t, inst, 2));
-  unsigned size = ptx::scalarTypeSize(type);
-  std::vector<llvm::Value*> addresses = wmmaAddresses(t, matrix, base, stride, inst.hasModifier("row"), size);
-  std::vector<llvm::Value*> bits;
-  for (llvm::Value* p : addresses) {
-    t.checkAccess(inst, p, size, /*write=*/false, inst.space);
-    auto* ld = B.CreateAlignedLoad(B.getIntNTy(size * 8), p, llvm::Align(size));
-    markSpace(*ld, inst);
-    bits.push_back(ld);
-  }
   const ptx::Operand& frag = inst.operands()[0];
-  size_t registers = wmmaRegisters(matrix, type);
+  size_t registers = wmmaRegisters(s, matrix, type);
   if (frag.kind != ptx::Operand::Kind::Vector || frag.elements().size() != registers)
     return t.invalid(inst, "a fragment of " + std::to_string(registers) + " registers was expected");
+  auto addresses = wmmaAddresses(t, inst, s, matrix, type, 1, 2);
+  if (!addresses.ok()) return addresses.error();
+  int bits = wmmaBits(type);
+  unsigned bytes = static_cast<unsigned>(bits < 8 ? 4 : bits / 8);
+  std::vector<llvm::Value*> values;  // elements, or whole registers for sub-byte types
+  for (llvm::Value* p : *addresses) {
+    t.checkAccess(inst, p, bytes, /*write=*/false, inst.space);
+    auto* ld = B.CreateAlignedLoad(B.getIntNTy(bytes * 8), p, llvm::Align(bytes));
+    markSpace(*ld, inst);
+    values.push_back(ld);
+  }
+  int perRegister = bits >= 32 ? 1 : 32 / bits;
+  size_t used = wmmaUsedRegisters(s, matrix, type);
   for (size_t r = 0; r < registers; ++r) {
-    llvm::Value* value = B.getInt32(0);
-    if (size == 4) {
-      value = bits[r];
-    } else if (r < 4) {
-      value = B.CreateOr(B.CreateZExt(bits[2 * r], t.i32()),
-                         B.CreateShl(B.CreateZExt(bits[2 * r + 1], t.i32()), 16));
+    const ptx::Operand& target = frag.elements()[r];
+    if (bits == 64) {
+      ROCUDA_TRY(t.write(target, B.CreateBitCast(values[r], B.getDoubleTy()), ScalarType::F64));
+      continue;
     }
-    ROCUDA_TRY(t.write(frag.elements()[r], value, ScalarType::B32));
+    llvm::Value* value = B.getInt32(0);
+    if (r < used) {
+      if (bits == 32 || bits < 8) {
+        value = values[r];
+      } else {
+        for (int e = 0; e < perRegister; ++e) {
+          llvm::Value* part = B.CreateZExt(
+              values[r * static_cast<size_t>(perRegister) + static_cast<size_t>(e)], t.i32());
+          value =
+              e == 0 ? part : B.CreateOr(value, B.CreateShl(part, static_cast<uint64_t>(e * bits)));
+        }
+      }
+    }
+    ROCUDA_TRY(t.write(target, value, ScalarType::B32));
   }
   return Status::success();
 }
 
-Status wmmaStore(FunctionTranslator& t, const ptx::Instruction& inst) {
+Status wmmaStore(FunctionTranslator& t, const ptx::Instruction& inst, const WmmaShape& s) {
   auto& B = t.b;
   ScalarType type = inst.types().empty() ? ScalarType::B32 : inst.types()[0];
-  if (wmmaMatrix(inst) != 'd' || !(type == ScalarType::F16 || type == ScalarType::F32))
-    return t.unsupported(inst);
+  if (wmmaMatrix(inst) != 'd' || !wmmaTypeAllowed(s, 'd', type)) return t.unsupported(inst);
   if (inst.operands().size() < 2) return t.invalid(inst, "expected an address and a fragment");
   const ptx::Operand& frag = inst.operands()[1];
-  size_t registers = wmmaRegisters('d', type);
+  size_t registers = wmmaRegisters(s, 'd', type);
   if (frag.kind != ptx::Operand::Kind::Vector || frag.elements().size() != registers)
-    return t.invalid(inst, "a fragment of " + std::to_string(registers) + " registers was expected");
-  ROCUDA_VALUE(base, t.address(inst.operands()[0], inst.space));
-  ROCUDA_VALUE(stride, wmmaStride(t, inst, 2));
-  unsigned size = ptx::scalarTypeSize(type);
+    return t.invalid(inst,
+                     "a fragment of " + std::to_string(registers) + " registers was expected");
   std::vector<llvm::Value*> elements;
   for (size_t r = 0; r < registers; ++r) {
-    ROCUDA_VALUE(reg, t.read(frag.elements()[r], ScalarType::B32));
-    if (size == 4) {
+    if (type == ScalarType::F64) {
+      ROCUDA_VALUE(reg, t.read(frag.elements()[r], ScalarType::B64));
       elements.push_back(reg);
-    } else {
+      continue;
+    }
+    ROCUDA_VALUE(reg, t.read(frag.elements()[r], ScalarType::B32));
+    if (type == ScalarType::F16) {
       elements.push_back(B.CreateTrunc(reg, B.getInt16Ty()));
       elements.push_back(B.CreateTrunc(B.CreateLShr(reg, 16), B.getInt16Ty()));
+    } else {
+      elements.push_back(reg);
     }
   }
-  std::vector<llvm::Value*> addresses = wmmaAddresses(t, 'd', base, stride, inst.hasModifier("row"), size);
-  for (size_t i = 0; i < addresses.size(); ++i) {
-    t.checkAccess(inst, addresses[i], size, /*write=*/true, inst.space);
-    auto* st = B.CreateAlignedStore(elements[i], addresses[i], llvm::Align(size));
-    markSpace(*st, inst);
+  auto addresses = wmmaAddresses(t, inst, s, 'd', type, 0, 2);
+  if (!addresses.ok()) return addresses.error();
+  unsigned bytes = static_cast<unsigned>(wmmaBits(type) / 8);
+  for (size_t i = 0; i < addresses->size(); ++i) {
+    t.checkAccess(inst, (*addresses)[i], bytes, /*write=*/true, inst.space);
+    markSpace(*B.CreateAlignedStore(elements[i], (*addresses)[i], llvm::Align(bytes)), inst);
   }
   return Status::success();
 }
 
-Status wmmaMma(FunctionTranslator& t, const ptx::Instruction& inst) {
+// wmma.mma: D = A * B + C in the layout above. b1 (.xor.popc / .and.popc): D = C + the population
+// count of row AND/XOR column, 32 k per register.
+Status wmmaMma(FunctionTranslator& t, const ptx::Instruction& inst, const WmmaShape& s) {
+  auto& B = t.b;
   auto types = inst.types();
-  // f16 inputs: .dtype.ctype; bf16 (and others): .dtype.atype.btype.ctype.
+  // f16 inputs: .dtype.ctype; every other input type: .dtype.atype.btype.ctype.
   if (types.size() != 2 && types.size() != 4) return t.unsupported(inst);
   ScalarType dType = types[0], cType = types.back();
   ScalarType aType = types.size() == 4 ? types[1] : ScalarType::F16;
-  MmaForm f;
-  f.k = 16;
-  f.aRegisters = 4;
-  f.bRegisters = 2;
-  f.cElements = 4;
-  f.input = aType;
-  f.bInput = aType;
-  bool ok = (aType == ScalarType::F16 && (dType == ScalarType::F16 || dType == ScalarType::F32) &&
-             (cType == ScalarType::F16 || cType == ScalarType::F32)) ||
-            (aType == ScalarType::BF16 && types[2] == ScalarType::BF16 && dType == ScalarType::F32 &&
-             cType == ScalarType::F32);
-  if (!ok || inst.hasModifier("satfinite") || inst.operands().size() != 4) return t.unsupported(inst);
+  ScalarType bType = types.size() == 4 ? types[2] : ScalarType::F16;
+  bool integer = isByte(aType) || isSubByte(aType);
+  bool ok = aType == bType && wmmaTypeAllowed(s, 'a', aType) && wmmaTypeAllowed(s, 'c', cType) &&
+            wmmaTypeAllowed(s, 'd', dType);
+  if (integer)
+    ok = ok && dType == ScalarType::S32 && cType == ScalarType::S32;
+  else if (aType == ScalarType::F16)
+    ok = ok && dType != ScalarType::S32 && cType != ScalarType::S32;
+  else if (aType != ScalarType::F64)
+    ok = ok && dType == ScalarType::F32 && cType == ScalarType::F32;
+  if (!ok || inst.operands().size() != 4) return t.unsupported(inst);
+  if (inst.hasModifier("satfinite") && !integer)
+    return t.unsupported(inst, "wmma.mma.satfinite with floating-point inputs");
+  bool bits = aType == ScalarType::B1;
+  bool bitAnd = inst.hasModifier("and");
+  if (bits != inst.hasModifier("popc") || (bits && bitAnd == inst.hasModifier("xor")))
+    return t.invalid(inst, "b1 wmma.mma needs .xor.popc or .and.popc, other types neither");
+  if (inst.hasModifier("rz") || inst.hasModifier("rm") || inst.hasModifier("rp"))
+    return t.unsupported(inst, "wmma.mma.f64 with a rounding mode other than .rn");
+
   const auto& ops = inst.operands();
-  auto aRead = readFragment(t, inst, ops[1], wmmaRegisters('a', aType), ScalarType::B32);
+  auto aRead = readFragment(t, inst, ops[1], wmmaRegisters(s, 'a', aType), aType);
   if (!aRead.ok()) return aRead.error();
-  auto bRead = readFragment(t, inst, ops[2], wmmaRegisters('b', aType), ScalarType::B32);
+  auto bRead = readFragment(t, inst, ops[2], wmmaRegisters(s, 'b', bType), bType);
   if (!bRead.ok()) return bRead.error();
-  auto cRead = readFragment(t, inst, ops[3], wmmaRegisters('c', cType), ScalarType::B32);
+  auto cRead = readFragment(t, inst, ops[3], wmmaRegisters(s, 'c', cType), cType);
   if (!cRead.ok()) return cRead.error();
-  std::vector<llvm::Value*> aRegs(aRead->begin(), aRead->begin() + 4);
   std::vector<llvm::Value*> c;
   for (llvm::Value* reg : *cRead)
     for (llvm::Value* v : decode(t, reg, cType)) c.push_back(v);
+
+  llvm::Value* lane = B.CreateCall(t.mt.sregFunction(ptx::SpecialRegister::LaneId, 0));
+  llvm::Value* group = B.CreateLShr(lane, 2);
+  llvm::Value* inGroup = B.CreateAnd(lane, 3);
+  size_t aUsed = wmmaUsedRegisters(s, 'a', aType), bUsed = wmmaUsedRegisters(s, 'b', bType);
+  // The registers of the lanes holding this lane's A rows (its group) and B columns t + 4o.
+  std::vector<std::vector<llvm::Value*>> aHeld(4),
+      bHeld[2] = {std::vector<std::vector<llvm::Value*>>(4),
+                  std::vector<std::vector<llvm::Value*>>(4)};
+  for (int h = 0; h < 4; ++h) {
+    llvm::Value* source = B.CreateAdd(B.CreateShl(group, 2), B.getInt32(static_cast<uint32_t>(h)));
+    for (size_t r = 0; r < aUsed; ++r) aHeld[h].push_back(fetch(t, (*aRead)[r], source));
+    for (int o = 0; o < 2; ++o) {
+      llvm::Value* owner = B.CreateAdd(inGroup, B.getInt32(static_cast<uint32_t>(4 * o)));
+      llvm::Value* from = B.CreateAdd(B.CreateShl(owner, 2), B.getInt32(static_cast<uint32_t>(h)));
+      for (size_t r = 0; r < bUsed; ++r) bHeld[o][h].push_back(fetch(t, (*bRead)[r], from));
+    }
+  }
+  std::map<llvm::Value*, std::vector<llvm::Value*>> decoded;
+  auto elementsOf = [&](llvm::Value* reg, ScalarType type) -> const std::vector<llvm::Value*>& {
+    auto it = decoded.find(reg);
+    if (it == decoded.end()) it = decoded.emplace(reg, decode(t, reg, type)).first;
+    return it->second;
+  };
+  int bitsPer = wmmaBits(aType);
+  int perRegister = bitsPer >= 32 ? 1 : 32 / bitsPer;
+  size_t runRegisters = static_cast<size_t>(std::max(1, s.k / 4 / perRegister));
   std::vector<llvm::Value*> d;
-  for (size_t half = 0; half < 2; ++half) {
-    std::vector<llvm::Value*> bRegs((*bRead).begin() + 2 * half, (*bRead).begin() + 2 * half + 2);
-    std::vector<llvm::Value*> cHalf(c.begin() + 4 * half, c.begin() + 4 * half + 4);
-    for (llvm::Value* v : multiplyFragments(t, f, aRegs, bRegs, cHalf)) d.push_back(v);
+  for (int e = 0; e < wmmaElements(s, 'c'); ++e) {
+    int rowBlock = e / (s.n / 4), columnRun = e % (s.n / 4);
+    int o = columnRun % 2, columnBlock = columnRun / 2;
+    llvm::Value* sum = c[static_cast<size_t>(e)];
+    for (int h = 0; h < 4; ++h)
+      for (size_t q = 0; q < runRegisters; ++q) {
+        llvm::Value* aReg = aHeld[h][static_cast<size_t>(rowBlock) * runRegisters + q];
+        llvm::Value* bReg = bHeld[o][h][static_cast<size_t>(columnBlock) * runRegisters + q];
+        if (bits) {
+          llvm::Value* both = bitAnd ? B.CreateAnd(aReg, bReg) : B.CreateXor(aReg, bReg);
+          llvm::Value* count = B.CreateUnaryIntrinsic(llvm::Intrinsic::ctpop, both);
+          sum = B.CreateAdd(sum, B.CreateZExt(count, t.i64()));
+          continue;
+        }
+        const std::vector<llvm::Value*>& x = elementsOf(aReg, aType);
+        const std::vector<llvm::Value*>& y = elementsOf(bReg, bType);
+        for (size_t i = 0; i < x.size(); ++i)
+          sum = integer ? B.CreateAdd(sum, B.CreateMul(x[i], y[i]))
+                : aType == ScalarType::F64
+                    ? B.CreateIntrinsic(llvm::Intrinsic::fma, {B.getDoubleTy()}, {x[i], y[i], sum})
+                    : B.CreateFAdd(sum, B.CreateFMul(x[i], y[i]));
+      }
+    d.push_back(sum);
   }
   return writeFragment(t, inst, ops[0], dType, d);
 }
-
 
 // ldmatrix / stmatrix (m8n8, b16): lanes 8j..8j+7 give the row addresses of matrix j; lane L holds
 // row L/4, columns 2(L%4) and 2(L%4)+1 of each matrix in register j (.trans: row 2(L%4) and
@@ -502,10 +719,11 @@ Status translateMmaOp(FunctionTranslator& t, const ptx::Instruction& inst) {
 }
 
 Status translateWmmaOp(FunctionTranslator& t, const ptx::Instruction& inst) {
-  if (!inst.hasModifier("m16n16k16")) return t.unsupported(inst, "wmma shapes other than m16n16k16");
-  if (inst.hasModifier("load")) return wmmaLoad(t, inst);
-  if (inst.hasModifier("store")) return wmmaStore(t, inst);
-  if (inst.hasModifier("mma")) return wmmaMma(t, inst);
+  WmmaShape shape;
+  if (!wmmaShapeOf(inst, shape)) return t.unsupported(inst, "unknown wmma shape");
+  if (inst.hasModifier("load")) return wmmaLoad(t, inst, shape);
+  if (inst.hasModifier("store")) return wmmaStore(t, inst, shape);
+  if (inst.hasModifier("mma")) return wmmaMma(t, inst, shape);
   return t.unsupported(inst);
 }
 

@@ -237,6 +237,10 @@ llvm::Value* shuffleFromLane(FunctionTranslator& t, llvm::Value* value, llvm::Va
 Status translateBarrierReduction(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateTextureOp(FunctionTranslator& t, const ptx::Instruction& inst);
 
+// The OCP FP8 value (e4m3, or e5m2 with `e5m2`) in the low byte of `bits` (i32), widened exactly to
+// f16 (translate_instructions_convert.cpp).
+llvm::Value* fp8ToHalf(FunctionTranslator& t, llvm::Value* bits, bool e5m2);
+
 // .ftz: a subnormal (of any float type, scalar or packed) becomes a zero of the same sign.
 llvm::Value* flushSubnormal(FunctionTranslator& t, llvm::Value* v);
 

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <type_traits>
+#include <vector>
 
 #define CHECK(call)                                                                  \
   do {                                                                               \
@@ -21,6 +22,22 @@
 
 // Checks a kernel launch: the launch itself, then (optionally) its completion.
 #define CHECK_LAUNCH() CHECK(cudaGetLastError())
+
+// A device copy of `host` (cudaMalloc'd; the caller frees it), and a host copy of `n` elements.
+template <typename T>
+T* upload(const std::vector<T>& host) {
+  T* device = nullptr;
+  CHECK(cudaMalloc(&device, host.size() * sizeof(T)));
+  CHECK(cudaMemcpy(device, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return device;
+}
+
+template <typename T>
+std::vector<T> download(const T* device, size_t n) {
+  std::vector<T> host(n);
+  CHECK(cudaMemcpy(host.data(), device, n * sizeof(T), cudaMemcpyDeviceToHost));
+  return host;
+}
 
 // Collects mismatches; prints the first kMaxPrinted of them.
 class Checker {

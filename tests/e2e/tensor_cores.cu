@@ -124,21 +124,6 @@ __global__ void mmaTf32(const float* a, const float* b, const float* c, float* d
 float quarter(int i) { return static_cast<float>((i * 37 + 11) % 33 - 16) / 4.0f; }
 float small(int i) { return static_cast<float>((i * 29 + 5) % 7 - 3); }
 
-template <typename T>
-T* upload(const std::vector<T>& host) {
-  T* device = nullptr;
-  CHECK(cudaMalloc(&device, host.size() * sizeof(T)));
-  CHECK(cudaMemcpy(device, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return device;
-}
-
-template <typename T>
-std::vector<T> download(const T* device, size_t n) {
-  std::vector<T> host(n);
-  CHECK(cudaMemcpy(host.data(), device, n * sizeof(T), cudaMemcpyDeviceToHost));
-  return host;
-}
-
 int main() {
   Checker check("tensor_cores");
 

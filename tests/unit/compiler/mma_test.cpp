@@ -2,8 +2,8 @@
 // tables (written out again here, independently of the translator), multiplied, and every
 // element of D compared with a host reference. Values are small multiples of 1/4 (integers for
 // f16 accumulators) so that every sum is exact and the comparison can be bit for bit; the integer
-// forms (s8/u8 times s8/u8 into s32) take every byte value and accumulators near the s32 limits,
-// wrapping or, with .satfinite, clamping.
+// forms (s8/u8, s4/u4 and b1 into s32) take every value of their types and accumulators near the
+// s32 limits, wrapping or, with .satfinite, clamping; fp8 (e4m3, e5m2) inputs take exact values.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -27,19 +27,24 @@ using conformance::Rounding;
 
 struct MmaCase {
   std::string name;
-  std::string shape;  // m16n8k16, m16n8k8, m8n8k4, m16n8k32, m8n8k16
+  std::string shape;  // m16n8k16, m16n8k8, m8n8k4, m16n8k32, m8n8k16, m16n8k64, m16n8k256...
   std::string dType, aType;
   int m, k;
-  std::string bType = "";  // the integer forms may mix s8 and u8; empty: aType
+  std::string bType = "";  // the integer forms may mix s8 and u8, fp8 e4m3 and e5m2; empty: aType
   bool satfinite = false;
+  std::string bitOp = "";  // b1: "and" or "xor" (the population count of A op B)
   const std::string& b() const { return bType.empty() ? aType : bType; }
   bool integer() const { return dType == "s32"; }
+  // The 8-, 4- and 1-bit forms: a register holds a run of consecutive k.
+  bool packedRuns() const { return integer() || aType == "e4m3" || aType == "e5m2"; }
 };
 
 std::ostream& operator<<(std::ostream& os, const MmaCase& c) { return os << c.name; }
 
 int elementBits(const std::string& type) {
-  if (type == "s8" || type == "u8") return 8;
+  if (type == "s8" || type == "u8" || type == "e4m3" || type == "e5m2") return 8;
+  if (type == "s4" || type == "u4") return 4;
+  if (type == "b1") return 1;
   return type == "f16" || type == "bf16" ? 16 : type == "f64" ? 64 : 32;
 }
 int registerBits(const std::string& type) { return type == "f64" ? 64 : 32; }
@@ -52,11 +57,14 @@ std::pair<int, int> fragmentPosition(const MmaCase& c, char matrix, int lane, in
     if (c.m == 8) return {g, 2 * t + i};
     return {g + 8 * (i / 2), 2 * t + (i % 2)};
   }
-  if (c.integer()) {
-    if (c.m == 8) return matrix == 'A' ? std::pair{g, 4 * t + i} : std::pair{4 * t + i, g};
-    if (c.k == 16) return matrix == 'A' ? std::pair{g + 8 * (i / 4), 4 * t + i % 4} : std::pair{4 * t + i, g};
-    if (matrix == 'A') return {g + 8 * ((i / 4) % 2), 4 * t + i % 4 + 16 * (i / 8)};
-    return {4 * t + i % 4 + 16 * (i / 4), g};
+  if (c.packedRuns()) {
+    // p elements per register: the tables of m8n8k16 / m16n8k16 / m16n8k32 (s8), m8n8k32 /
+    // m16n8k32 / m16n8k64 (s4) and m8n8k128 / m16n8k128 / m16n8k256 (b1) with p = 4, 8, 32.
+    int p = perRegister(c.aType);
+    if (c.m == 8) return matrix == 'A' ? std::pair{g, p * t + i} : std::pair{p * t + i, g};
+    if (c.k == 4 * p) return matrix == 'A' ? std::pair{g + 8 * (i / p), p * t + i % p} : std::pair{p * t + i, g};
+    if (matrix == 'A') return {g + 8 * ((i / p) % 2), p * t + i % p + 4 * p * (i / (2 * p))};
+    return {p * t + i % p + 4 * p * (i / p), g};
   }
   if (c.aType == "f64") return matrix == 'A' ? std::pair{g, t} : std::pair{t, g};
   if (c.aType == "tf32") {
@@ -73,6 +81,10 @@ std::pair<int, int> fragmentPosition(const MmaCase& c, char matrix, int lane, in
 
 uint64_t encode(double v, const std::string& type) {
   if (type == "s8" || type == "u8") return static_cast<uint64_t>(static_cast<int64_t>(v)) & 0xff;
+  if (type == "s4" || type == "u4") return static_cast<uint64_t>(static_cast<int64_t>(v)) & 0xf;
+  if (type == "b1") return static_cast<uint64_t>(v) & 1;
+  if (type == "e4m3") return encodeFloat(v, conformance::kE4M3, Rounding::Nearest);
+  if (type == "e5m2") return encodeFloat(v, conformance::kE5M2, Rounding::Nearest);
   if (type == "s32") return static_cast<uint32_t>(static_cast<int32_t>(static_cast<int64_t>(v)));
   if (type == "f16") return encodeFloat(v, conformance::kHalf, Rounding::Nearest);
   if (type == "bf16") return encodeFloat(v, conformance::kBFloat16, Rounding::Nearest);
@@ -104,7 +116,7 @@ std::string kernel(const MmaCase& c, int aRegs, int bRegs, int cRegs, int dRegs)
   };
   std::ostringstream k;
   int aw = registerBits(c.aType), cw = registerBits(c.dType);
-  k << ".version 8.5\n.target sm_90\n.address_size 64\n"
+  k << ".version 8.7\n.target sm_90\n.address_size 64\n"
     << ".visible .entry mma_test(.param .u64 pa, .param .u64 pb, .param .u64 pc, .param .u64 pd)\n{\n"
     << "  .reg .b32 %lane;\n  .reg .b64 %p<12>;\n"
     << "  .reg .b" << aw << " %a<" << aRegs << ">;\n  .reg .b" << aw << " %b<" << bRegs << ">;\n"
@@ -122,7 +134,7 @@ std::string kernel(const MmaCase& c, int aRegs, int bRegs, int cRegs, int dRegs)
   loads("pc", 'c', cRegs, cw, 4);
   k << "  mma.sync.aligned." << c.shape << ".row.col." << (c.satfinite ? "satfinite." : "") << c.dType << "."
     << c.aType << "." << c.b() << "."
-    << cType << " " << list('d', dRegs) << ", " << list('a', aRegs) << ", " << list('b', bRegs) << ", "
+    << cType << (c.bitOp.empty() ? "" : "." + c.bitOp + ".popc") << " " << list('d', dRegs) << ", " << list('a', aRegs) << ", " << list('b', bRegs) << ", "
     << list('c', cRegs) << ";\n";
   k << "  ld.param.u64 %p6, [pd];\n  mul.wide.u32 %p7, %lane, " << dRegs * cw / 8 << ";\n"
     << "  add.s64 %p6, %p6, %p7;\n";
@@ -138,7 +150,7 @@ TEST_P(MmaTest, MatchesHostProduct) {
   const MmaCase& c = GetParam();
   const int n = 8;
   int aElements = c.m * c.k / 32, bElements = c.k * n / 32, cElements = c.m * n / 32;
-  int aRegs = aElements / perRegister(c.aType), bRegs = bElements / perRegister(c.aType);
+  int aRegs = aElements / perRegister(c.aType), bRegs = bElements / perRegister(c.b());
   int cRegs = cElements / perRegister(c.dType);
   std::string source = kernel(c, aRegs, bRegs, cRegs, cRegs);
   auto loaded = compileAndLoad(source, c.name);
@@ -149,14 +161,18 @@ TEST_P(MmaTest, MatchesHostProduct) {
     int v = static_cast<int>(rng() % static_cast<uint32_t>(2 * range + 1)) - range;
     return halfAccumulator ? static_cast<double>(v % 4) : v / 4.0;  // exact in every type used
   };
+  // fp8 inputs with a float accumulator: values exact in both e4m3 and e5m2.
+  bool fp8 = c.aType == "e4m3" || c.aType == "e5m2";
+  const double fp8Values[] = {0, 0.25, -0.25, 0.5, -0.5, 0.75, -0.75, 1, -1, 1.5, -1.5, 2, -2, 3, -3};
+  auto input = [&]() { return fp8 && !halfAccumulator ? fp8Values[rng() % 15] : value(12); };
   for (int round = 0; round < 4; ++round) {
     std::vector<double> A(static_cast<size_t>(c.m * c.k)), B(static_cast<size_t>(c.k * n)),
         C(static_cast<size_t>(c.m * n));
-    for (double& v : A) v = value(12);
-    for (double& v : B) v = value(12);
+    for (double& v : A) v = input();
+    for (double& v : B) v = input();
     for (double& v : C) v = value(40);
     std::vector<uint64_t> a = pack(c, 'A', c.aType, aElements, A, c.k);
-    std::vector<uint64_t> b = pack(c, 'B', c.aType, bElements, B, n);
+    std::vector<uint64_t> b = pack(c, 'B', c.b(), bElements, B, n);
     std::vector<uint64_t> cc = pack(c, 'C', c.dType, cElements, C, n);
     // Registers of 32 bits are stored as 32-bit words.
     auto words = [&](const std::vector<uint64_t>& regs, const std::string& type) {
@@ -166,7 +182,7 @@ TEST_P(MmaTest, MatchesHostProduct) {
                     static_cast<size_t>(registerBits(type) / 8));
       return bytes;
     };
-    std::vector<uint8_t> aBytes = words(a, c.aType), bBytes = words(b, c.aType), cBytes = words(cc, c.dType);
+    std::vector<uint8_t> aBytes = words(a, c.aType), bBytes = words(b, c.b()), cBytes = words(cc, c.dType);
     std::vector<uint8_t> dBytes(cBytes.size(), 0xcd);
     void* pa = aBytes.data();
     void* pb = bBytes.data();
@@ -203,14 +219,16 @@ TEST_P(IntegerMmaTest, MatchesHostProduct) {
   const MmaCase& c = GetParam();
   const int n = 8;
   int aElements = c.m * c.k / 32, bElements = c.k * n / 32, cElements = c.m * n / 32;
-  int aRegs = aElements / 4, bRegs = bElements / 4, cRegs = cElements;
+  int aRegs = aElements / perRegister(c.aType), bRegs = bElements / perRegister(c.b());
+  int cRegs = cElements;
   std::string source = kernel(c, aRegs, bRegs, cRegs, cRegs);
   auto loaded = compileAndLoad(source, c.name);
   ASSERT_TRUE(loaded) << source;
   std::mt19937 rng(11);
-  auto byte = [&](const std::string& type) {
-    int v = static_cast<int>(rng() % 256);
-    return static_cast<double>(type == "s8" ? v - 128 : v);
+  auto byte = [&](const std::string& type) {  // any value of the type
+    int bits = elementBits(type);
+    int v = static_cast<int>(rng() % (1u << bits));
+    return static_cast<double>(type[0] == 's' ? v - (1 << (bits - 1)) : v);
   };
   for (int round = 0; round < 6; ++round) {
     std::vector<double> A(static_cast<size_t>(c.m * c.k)), B(static_cast<size_t>(c.k * n)),
@@ -241,9 +259,11 @@ TEST_P(IntegerMmaTest, MatchesHostProduct) {
       for (int i = 0; i < cElements; ++i) {
         auto [row, col] = fragmentPosition(c, 'C', lane, i);
         int64_t sum = static_cast<int64_t>(C[static_cast<size_t>(row * n + col)]);
-        for (int k = 0; k < c.k; ++k)
-          sum += static_cast<int64_t>(A[static_cast<size_t>(row * c.k + k)]) *
-                 static_cast<int64_t>(B[static_cast<size_t>(k * n + col)]);
+        for (int k = 0; k < c.k; ++k) {
+          auto x = static_cast<int64_t>(A[static_cast<size_t>(row * c.k + k)]);
+          auto y = static_cast<int64_t>(B[static_cast<size_t>(k * n + col)]);
+          sum += c.bitOp == "and" ? (x & y) : c.bitOp == "xor" ? (x ^ y) : x * y;
+        }
         if (c.satfinite) sum = std::min<int64_t>(std::max<int64_t>(sum, INT32_MIN), INT32_MAX);
         auto want = static_cast<uint32_t>(sum);  // wraps without .satfinite
         uint32_t got = d[static_cast<size_t>(lane * cRegs + i)];
@@ -263,7 +283,14 @@ INSTANTIATE_TEST_SUITE_P(
                       MmaCase{"m16n8k16_s8_u8", "m16n8k16", "s32", "s8", 16, 16, "u8"},
                       MmaCase{"m16n8k16_u8_u8_satfinite", "m16n8k16", "s32", "u8", 16, 16, "", true},
                       MmaCase{"m8n8k16_s8_s8", "m8n8k16", "s32", "s8", 8, 16},
-                      MmaCase{"m8n8k16_s8_s8_satfinite", "m8n8k16", "s32", "s8", 8, 16, "", true}),
+                      MmaCase{"m8n8k16_s8_s8_satfinite", "m8n8k16", "s32", "s8", 8, 16, "", true},
+                      MmaCase{"m8n8k32_s4_u4", "m8n8k32", "s32", "s4", 8, 32, "u4"},
+                      MmaCase{"m16n8k32_u4_u4_satfinite", "m16n8k32", "s32", "u4", 16, 32, "", true},
+                      MmaCase{"m16n8k64_s4_s4", "m16n8k64", "s32", "s4", 16, 64},
+                      MmaCase{"m16n8k64_s4_s4_satfinite", "m16n8k64", "s32", "s4", 16, 64, "", true},
+                      MmaCase{"m8n8k128_b1_xor", "m8n8k128", "s32", "b1", 8, 128, "", false, "xor"},
+                      MmaCase{"m16n8k128_b1_and", "m16n8k128", "s32", "b1", 16, 128, "", false, "and"},
+                      MmaCase{"m16n8k256_b1_xor", "m16n8k256", "s32", "b1", 16, 256, "", false, "xor"}),
     [](const ::testing::TestParamInfo<MmaCase>& info) { return info.param.name; });
 
 INSTANTIATE_TEST_SUITE_P(
@@ -274,7 +301,11 @@ INSTANTIATE_TEST_SUITE_P(
                       MmaCase{"m16n8k8_f32_f16", "m16n8k8", "f32", "f16", 16, 8},
                       MmaCase{"m16n8k8_f32_bf16", "m16n8k8", "f32", "bf16", 16, 8},
                       MmaCase{"m16n8k8_f32_tf32", "m16n8k8", "f32", "tf32", 16, 8},
-                      MmaCase{"m8n8k4_f64_f64", "m8n8k4", "f64", "f64", 8, 4}),
+                      MmaCase{"m8n8k4_f64_f64", "m8n8k4", "f64", "f64", 8, 4},
+                      MmaCase{"m16n8k32_f32_e4m3", "m16n8k32", "f32", "e4m3", 16, 32},
+                      MmaCase{"m16n8k32_f32_e4m3_e5m2", "m16n8k32", "f32", "e4m3", 16, 32, "e5m2"},
+                      MmaCase{"m16n8k32_f16_e5m2", "m16n8k32", "f16", "e5m2", 16, 32},
+                      MmaCase{"m16n8k16_f32_e5m2_e4m3", "m16n8k16", "f32", "e5m2", 16, 16, "e4m3"}),
     [](const ::testing::TestParamInfo<MmaCase>& info) { return info.param.name; });
 
 }  // namespace
