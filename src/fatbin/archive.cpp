@@ -88,6 +88,7 @@ Result<ImageContents> readArchive(const uint8_t* data, size_t size, uint32_t tar
         out.ptx.push_back(std::move(program));
       }
       for (uint32_t arch : contents->sassArchs) detail::addSassArch(out, arch);
+      for (std::string& unit : contents->ltoIrOnly) out.ltoIrOnly.push_back(name + ": " + unit);
     }
     // Other members (text files, non-ELF objects) carry no device code.
     offset = start + bytes + (bytes & 1);

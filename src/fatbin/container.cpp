@@ -14,6 +14,7 @@ namespace {
 
 constexpr uint16_t kEntryPtx = 1;
 constexpr uint16_t kEntryElf = 2;
+constexpr uint16_t kEntryLtoIr = 8;
 constexpr uint32_t kMinEntryHeader = 0x40;
 constexpr uint16_t kMinContainerHeader = 0x10;
 constexpr uint64_t kFlagLz4 = 0x2000;
@@ -167,15 +168,22 @@ Status readContainer(const uint8_t* data, uint64_t size, uint32_t targetArch, Im
   uint16_t headerSize = 0;
   load(data, size, 6, headerSize);
   std::vector<Entry> ptx;
+  uint32_t ltoIrArch = 0;  // the lowest lto_XX, 0 when none
   for (uint64_t offset = headerSize; offset < size;) {
     Result<Entry> entry = readEntry(data, size, offset, where);
     if (!entry) return entry.takeError();
     if (entry->kind == kEntryPtx) ptx.push_back(*entry);
     if (entry->kind == kEntryElf) addSassArch(out, entry->arch);
+    if (entry->kind == kEntryLtoIr && (ltoIrArch == 0 || entry->arch < ltoIrArch))
+      ltoIrArch = entry->arch;
     offset += entry->headerSize + entry->payloadSize;
   }
   const Entry* chosen = choosePtx(ptx, targetArch);
-  if (!chosen) return Status::success();
+  if (!chosen) {
+    if (ltoIrArch != 0) out.ltoIrOnly.push_back(std::string(where) + " (LTO-IR lto_" +
+                                                std::to_string(ltoIrArch) + ")");
+    return Status::success();
+  }
   Result<PtxProgram> program = extractPtx(data, *chosen, where);
   if (!program) return program.takeError();
   out.ptx.push_back(std::move(program.value()));

@@ -105,7 +105,7 @@ Result<std::string> ltoToPtx(const std::vector<std::string>& options,
     return makeError(ErrorCode::InvalidPtx, message);
   };
   for (const LtoInput& input : inputs)
-    if (n->addData(handle, NVJITLINK_INPUT_LTOIR, input.bytes.data(), input.bytes.size(),
+    if (n->addData(handle, input.type, input.bytes.data(), input.bytes.size(),
                    input.name.c_str()) != NVJITLINK_SUCCESS)
       return failed("adding " + input.name + " failed");
   if (n->complete(handle) != NVJITLINK_SUCCESS) return failed("the LTO link failed");

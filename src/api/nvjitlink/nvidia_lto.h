@@ -7,16 +7,19 @@
 #include <string>
 #include <vector>
 
+#include "rocuda/nvjitlink_abi.h"
 #include "support/result.h"
 
 namespace rocuda::nvjitlink {
 
+// LTO-IR, or an object, fatbin or library whose device code is LTO-IR (type as for nvJitLink).
 struct LtoInput {
   std::string name;
   std::vector<uint8_t> bytes;
+  nvJitLinkInputType type = NVJITLINK_INPUT_LTOIR;
 };
 
-// Links `inputs` (LTO-IR) with NVIDIA's nvJitLink under `options` (the caller's, -ptx added) and
+// Links `inputs` with NVIDIA's nvJitLink under `options` (the caller's, -ptx added) and
 // returns the PTX. NotFound when NVIDIA's library is not installed; InvalidPtx with NVIDIA's
 // error log when its link fails.
 Result<std::string> ltoToPtx(const std::vector<std::string>& options,

@@ -21,6 +21,7 @@
 #include "api/link/image_linker.h"
 #include "api/link/live_handles.h"
 #include "api/nvjitlink/nvidia_lto.h"
+#include "fatbin/fatbin.h"
 #include "rocuda/nvjitlink_abi.h"
 #include "support/log.h"
 #include "support/platform.h"
@@ -31,8 +32,9 @@ namespace rocuda::nvjitlink {
 namespace {
 
 struct LinkHandle {
-  explicit LinkHandle(uint32_t arch) : linker(arch) {}
-  link::ImageLinker linker;          // arch: chooses among the PTX entries of fatbins
+  explicit LinkHandle(uint32_t arch) : arch(arch), linker(arch) {}
+  uint32_t arch;                     // chooses among the PTX and LTO-IR entries of fatbins
+  link::ImageLinker linker;
   std::string archOption;            // "sm_86", for the info log
   std::vector<std::string> options;  // as given, for NVIDIA's LTO link
   bool lto = false;
@@ -194,6 +196,27 @@ nvJitLinkResult addBytes(LinkHandle& h, nvJitLinkInputType type, const uint8_t* 
       return fail(
           h, NVJITLINK_ERROR_INCORRECT_INPUT_TYPE,
           name + ": input type " + std::to_string(static_cast<int>(type)) + " cannot be linked");
+  }
+  // An input whose device code is LTO-IR without PTX (`nvcc -dc -arch=lto_NN`) goes whole to
+  // NVIDIA's nvJitLink with the plain LTO-IR inputs.
+  if (kind != link::InputKind::Ptx && kind != link::InputKind::Cubin) {
+    Result<fatbin::ImageContents> contents = fatbin::isArchive(data, size)
+                                                 ? fatbin::readArchive(data, size, h.arch)
+                                                 : fatbin::readImageBytes(data, size, h.arch);
+    if (contents && !contents->ltoIrOnly.empty()) {
+      const std::string& unit = contents->ltoIrOnly.front();
+      if (!h.lto)
+        return fail(h, NVJITLINK_ERROR_LTO_NOT_ENABLED,
+                    name + " carries LTO-IR without PTX (" + unit + "): link with -lto");
+      if (!contents->ptx.empty())
+        return fail(h, NVJITLINK_ERROR_INVALID_INPUT,
+                    name + " mixes translation units of LTO-IR only (" + unit +
+                        ") with PTX ones: Rocuda links either kind, not both in one input");
+      // NVIDIA's nvJitLink reads the LTO-IR out of the input itself.
+      h.ltoInputs.push_back({name, std::vector<uint8_t>(data, data + size), type});
+      ++h.inputs;
+      return NVJITLINK_SUCCESS;
+    }
   }
   Status added = h.linker.add(kind, data, size, name);
   if (!added.ok()) {

@@ -281,6 +281,36 @@ TEST_F(NvJitLink, LtoIrGoesThroughNvidiasLinkerToPtx) {
   EXPECT_EQ(destroy_(&h), NVJITLINK_SUCCESS);
 }
 
+// `nvcc -dc -arch=lto_86`: an object whose fatbin holds LTO-IR and no PTX; its LTO-IR is found and
+// linked by NVIDIA's nvJitLink like plain LTO-IR input.
+TEST_F(NvJitLink, ObjectCarryingOnlyLtoIrIsLinkedThroughItsLtoIr) {
+  std::vector<uint8_t> object = readInput("jitlink_lto_only.o");
+  nvJitLinkHandle h = nullptr;
+  ASSERT_EQ(create(&h, {"-arch=sm_86"}), NVJITLINK_SUCCESS);
+  EXPECT_EQ(addBytes(h, NVJITLINK_INPUT_OBJECT, object, "lto_only.o"),
+            NVJITLINK_ERROR_LTO_NOT_ENABLED);
+  EXPECT_NE(errorLog(h).find("lto_only.o carries LTO-IR without PTX"), std::string::npos)
+      << errorLog(h);
+  EXPECT_EQ(destroy_(&h), NVJITLINK_SUCCESS);
+
+  ASSERT_EQ(create(&h, {"-arch=sm_86", "-lto"}), NVJITLINK_SUCCESS);
+  ASSERT_EQ(addBytes(h, NVJITLINK_INPUT_OBJECT, object, "lto_only.o"), NVJITLINK_SUCCESS)
+      << errorLog(h);
+  nvJitLinkResult linked = complete_(h);
+  if (linked == NVJITLINK_ERROR_NVVM_COMPILE &&
+      errorLog(h).find("was not found") != std::string::npos)
+    GTEST_SKIP() << "NVIDIA's libnvJitLink.so.13 is not installed: " << errorLog(h);
+  ASSERT_EQ(linked, NVJITLINK_SUCCESS) << errorLog(h);
+  CUmodule module = loadLinked(h);
+  ASSERT_NE(module, nullptr);
+  std::vector<float> in(100);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i) * 0.5f - 20.0f;
+  std::vector<float> out = run(module, "scaleAdd", in, -2.0f, static_cast<int32_t>(in.size()));
+  for (size_t i = 0; i < in.size(); ++i) EXPECT_EQ(out[i], in[i] * -2.0f + 1.0f) << i;
+  EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
+  EXPECT_EQ(destroy_(&h), NVJITLINK_SUCCESS);
+}
+
 TEST_F(NvJitLink, ErrorsAreReportedAndLogged) {
   nvJitLinkHandle h = nullptr;
   ASSERT_EQ(create(&h, {"-arch=sm_86"}), NVJITLINK_SUCCESS);

@@ -324,6 +324,17 @@ TEST(FatbinSynthetic, UnknownEntryKindsAreSkipped) {
   ImageContents r = mustRead(c, 75);
   ASSERT_EQ(r.ptx.size(), 1u);
   EXPECT_TRUE(r.sassArchs.empty());
+  EXPECT_TRUE(r.ltoIrOnly.empty());  // LTO-IR beside PTX: the PTX is what Rocuda links
+}
+
+TEST(FatbinSynthetic, LtoIrWithoutPtxIsReported) {
+  Bytes c = test::buildContainer({{8, 90, "lto-ir-ish", Compression::None},
+                                  {8, 80, "lto-ir-ish", Compression::None},
+                                  {2, 80, "sass-ish", Compression::None}});
+  ImageContents r = mustRead(c, 86);
+  EXPECT_TRUE(r.ptx.empty());
+  ASSERT_EQ(r.ltoIrOnly.size(), 1u);
+  EXPECT_NE(r.ltoIrOnly[0].find("LTO-IR lto_80"), std::string::npos) << r.ltoIrOnly[0];
 }
 
 TEST(FatbinSynthetic, EmptyContainerHasNothing) {
