@@ -11,8 +11,11 @@
 //    with <name> from ptx::specialRegisterName without '%' and with '.' as '_': tid_x, ntid_y,
 //    ctaid_z, nctaid_x, laneid, warpid, nwarpid, smid, nsmid, gridid, lanemask_lt, clock,
 //    clock64, globaltimer, dynamic_smem_size, total_smem_size...
-//  * `bar.sync a{, b}` / `barrier.sync` / `__syncthreads` is `void __rocuda_barrier_sync(i32 id,
-//    i32 threads)` (threads 0 = the whole block).
+//  * `bar.sync 0` / `barrier.sync 0` / `__syncthreads` is `void __rocuda_barrier_sync(i32 id,
+//    i32 threads)` (both 0: the whole block). Any other barrier id, a thread count, or an arrive
+//    (`bar.arrive a, b`: counted, not waiting) is `void __rocuda_named_barrier(i32 id, i32 threads,
+//    i32 arrive)` (threads 0 = every thread of the block), a wait of the CPU scheduler like the
+//    warp collectives (op 7 below).
 //  * Shared memory: every `.shared` variable gets an offset in the block's shared window
 //    (KernelInfo::staticSharedBytes bytes, then dynamic shared memory at
 //    KernelInfo::dynamicSharedOffset). A shared-space address is that offset; the generic address
@@ -78,10 +81,11 @@
 //    or vector: one call for the whole vector), atom/red and cp.async, `void __rocuda_memcheck(
 //    ptr address, i64 size, i32 access, i32 ptxLine, ptr source, ptr localBase, i64 localSize)`:
 //    access is kMemcheckWrite | kMemcheckAtomic (atom/red) | space << kMemcheckSpaceShift (the
-//    kMemcheck* space codes below, 3 bits; .param accesses are not checked); source is "file:line" of the last `.loc` (nvcc -lineinfo)
-//    or null; for .local accesses in a function with one .local variable (nvcc's depot),
-//    [localBase, localBase + localSize) is that variable, else null and 0. The call needs the
-//    calling thread's identity and does not return when the access is invalid (as trap).
+//    kMemcheck* space codes below, 3 bits; .param accesses are not checked); source is "file:line"
+//    of the last `.loc` (nvcc -lineinfo) or null; for .local accesses in a function with one .local
+//    variable (nvcc's depot), [localBase, localBase + localSize) is that variable, else null and 0.
+//    The call needs the calling thread's identity and does not return when the access is invalid
+//    (as trap).
 //
 // Host code (compileForHost) runs a whole block per call rather than one CUDA thread per call
 // (KernelInfo::cpuExecution says which form each kernel took; BlockContext below is what the
@@ -131,7 +135,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-15";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-16";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;
@@ -161,15 +165,16 @@ struct BlockContext {
 // Where the threads of a block waiting in warp collectives post their operands and find their
 // results: one array per field, indexed by linear thread id (so that the posts of a round
 // vectorize). Before returning from a wait in a collective the step stores value[t], op[t]
-// (0 sync, 1 shfl, 2 vote, 3 redux, 4 match, 5 activemask, 6 mbarrier wait), mode[t], b[t],
-// c[t] and mask[t]; activemask posts its call site as value[t] and all ones as mask[t]; an
-// mbarrier wait posts the mbarrier's address as value[t], the state's low and high halves as
-// b[t] and c[t] and the parity flag as mode[t]. When the collective completes the runtime fills
-// result[t] before any member lane resumes: for vote, redux, match, activemask and mbarrier
-// waits the lane's answer (the encodings of the functions above); for shfl a
-// snapshot of value[t], from which the resuming lane reads its source lane's entry itself: the
-// source as PTX's pseudo-code computes it, the lane's own when that is out of range or beyond
-// the block's last thread. (The runtime may exchange the value and result arrays instead of
+// (0 sync, 1 shfl, 2 vote, 3 redux, 4 match, 5 activemask, 6 mbarrier wait, 7 named barrier),
+// mode[t], b[t], c[t] and mask[t]; activemask posts its call site as value[t] and all ones as
+// mask[t]; an mbarrier wait posts the mbarrier's address as value[t], the state's low and high
+// halves as b[t] and c[t] and the parity flag as mode[t]; a named barrier posts its id as
+// value[t], its thread count as b[t] and the arrive flag as mode[t] (it has no result). When the
+// collective completes the runtime fills result[t] before any member lane resumes: for vote, redux,
+// match, activemask and mbarrier waits the lane's answer (the encodings of the functions above);
+// for shfl a snapshot of value[t], from which the resuming lane reads its source lane's entry
+// itself: the source as PTX's pseudo-code computes it, the lane's own when that is out of range or
+// beyond the block's last thread. (The runtime may exchange the value and result arrays instead of
 // copying: snapshots, rather than reading value[], let a lane that resumed first post its next
 // collective without overwriting what later lanes still have to read.)
 struct WarpLanes {

@@ -356,15 +356,28 @@ llvm::Value* postAndCollect(llvm::CallInst* call, const ThreadValues& v, uint32_
   llvm::StringRef name = call->getCalledFunction()->getName();
   auto arg = [&](unsigned i) { return call->getArgOperand(i); };
   // op numbers as in compiler.h: 0 sync, 1 shfl, 2 vote, 3 redux, 4 match, 5 activemask,
-  // 6 mbarrier wait.
-  int op = name == "__rocuda_warp_sync"    ? 0
-           : name == "__rocuda_shfl_sync"  ? 1
-           : name == "__rocuda_vote_sync"  ? 2
-           : name == "__rocuda_redux_sync" ? 3
-           : name == "__rocuda_match_sync" ? 4
-           : name == "__rocuda_activemask" ? 5
-                                           : 6;
+  // 6 mbarrier wait, 7 named barrier.
+  int op = name == "__rocuda_warp_sync"       ? 0
+           : name == "__rocuda_shfl_sync"     ? 1
+           : name == "__rocuda_vote_sync"     ? 2
+           : name == "__rocuda_redux_sync"    ? 3
+           : name == "__rocuda_match_sync"    ? 4
+           : name == "__rocuda_activemask"    ? 5
+           : name == "__rocuda_mbarrier_wait" ? 6
+                                              : 7;
   llvm::Value* zero = before.getInt32(0);
+  if (op == 7) {  // the barrier id, the thread count and whether it only arrives
+    const std::pair<LaneField, llvm::Value*> posts[] = {
+        {kLaneValue, before.CreateZExt(arg(0), before.getInt64Ty())},
+        {kLaneOp, before.getInt32(op)},
+        {kLaneMode, arg(2)},
+        {kLaneB, arg(1)},
+        {kLaneC, zero},
+        {kLaneMask, zero}};
+    for (auto [field, operand] : posts)
+      before.CreateStore(operand, laneEntry(before, v, field, v.linear));
+    return nullptr;
+  }
   if (op == 6) {  // the mbarrier, the state's halves and the parity flag
     llvm::Value* state = arg(1);
     const std::pair<LaneField, llvm::Value*> posts[] = {

@@ -167,6 +167,11 @@ Status barrier(FunctionTranslator& t, const ptx::Instruction& inst) {
   if (inst.hasModifier("red")) return translateBarrierReduction(t, inst);
   if (!inst.hasModifier("sync") && !inst.hasModifier("arrive") && inst.opcode != ptx::Opcode::bar)
     return t.unsupported(inst);
+  bool arrive = inst.hasModifier("arrive");
+  bool wholeBlock =
+      !arrive && inst.operands().size() <= 1 &&
+      (inst.operands().empty() || (inst.operands()[0].kind == ptx::Operand::Kind::Immediate &&
+                                   inst.operands()[0].imm().bits == 0));
   llvm::Value* id = B.getInt32(0);
   llvm::Value* count = B.getInt32(0);
   if (!inst.operands().empty()) {
@@ -177,7 +182,19 @@ Status barrier(FunctionTranslator& t, const ptx::Instruction& inst) {
     ROCUDA_VALUE(c, t.read(inst.operands()[1], ScalarType::U32));
     count = c;
   }
-  B.CreateCall(t.mt.barrierFunction(), {id, count});
+  if (wholeBlock) {  // __syncthreads
+    B.CreateCall(t.mt.barrierFunction(), {id, count});
+    return Status::success();
+  }
+  // A named or partial barrier, or an arrival that does not wait.
+  auto named = t.mt.module().getOrInsertFunction(
+      "__rocuda_named_barrier",
+      llvm::FunctionType::get(B.getVoidTy(), {t.i32(), t.i32(), t.i32()}, false));
+  if (auto* f = llvm::dyn_cast<llvm::Function>(named.getCallee())) {
+    f->setConvergent();
+    f->setDoesNotThrow();
+  }
+  B.CreateCall(named, {id, count, B.getInt32(arrive ? 1 : 0)});
   return Status::success();
 }
 

@@ -118,6 +118,7 @@ bool prepareFibers(BlockState& block, std::vector<std::unique_ptr<ThreadState>>&
                    uint32_t count) {
   for (uint32_t t = 0; t < count; ++t) {
     threads[t]->waiting = WaitKind::None;
+    threads[t]->countedAtNamedBarrier = false;
     if (!threads[t]->fiber.prepare(kFiberStackBytes, fiberMain, threads[t].get())) {
       log::error("cannot allocate a fiber stack for a CUDA thread");
       block.trapped = true;
@@ -177,6 +178,7 @@ bool releaseWarp(BlockState& block, uint32_t first, uint32_t count) {
     live |= 1u << l;
     if (thread.waiting != WaitKind::Warp) continue;
     posted[l] = requestOf(lanesOf, first + l);
+    if (posted[l].op == WarpOp::NamedBarrier) continue;  // a block-level wait (below)
     if (posted[l].op == WarpOp::MBarrier) {  // not in a collective: to the others, elsewhere
       if (mbarrierPhaseDone(posted[l])) phaseDone |= 1u << l;
       continue;
@@ -252,6 +254,52 @@ bool releaseBarrier(BlockState& block, std::vector<std::unique_ptr<ThreadState>>
   return true;
 }
 
+// Named barriers: a thread waiting at one (bar.sync id, n) or passing it (bar.arrive id, n)
+// counts once towards barrier id; `n` arrivals (0: every live thread of the block) complete its
+// phase and release the threads waiting there. Arriving threads go on at once. Every arrival at a
+// barrier names the same thread count (as PTX requires).
+bool releaseNamedBarriers(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& threads,
+                          const std::vector<uint32_t>& live) {
+  if (block.context.warpLanes == nullptr) return false;
+  compiler::WarpLanes& lanes = *block.context.warpLanes;
+  std::array<uint32_t, 16> expected{};
+  bool released = false;
+  for (uint32_t t : live) {
+    ThreadState& thread = *threads[t];
+    if (thread.waiting != WaitKind::Warp ||
+        lanes.op[t] != static_cast<int32_t>(WarpOp::NamedBarrier))
+      continue;
+    size_t id = lanes.value[t] & 15;
+    if (!thread.countedAtNamedBarrier) {
+      thread.countedAtNamedBarrier = true;
+      ++block.namedArrivals[id];
+    }
+    expected[id] =
+        lanes.b[t] > 0 ? static_cast<uint32_t>(lanes.b[t]) : static_cast<uint32_t>(live.size());
+    if (lanes.mode[t] != 0) {  // bar.arrive
+      thread.waiting = WaitKind::None;
+      thread.countedAtNamedBarrier = false;
+      released = true;
+    }
+  }
+  for (size_t id = 0; id < expected.size(); ++id) {
+    if (expected[id] == 0 || block.namedArrivals[id] < expected[id]) continue;
+    block.namedArrivals[id] -= expected[id];
+    ++block.barrierEpoch;
+    for (uint32_t t : live) {
+      ThreadState& thread = *threads[t];
+      if (thread.waiting != WaitKind::Warp || !thread.countedAtNamedBarrier ||
+          lanes.op[t] != static_cast<int32_t>(WarpOp::NamedBarrier) || (lanes.value[t] & 15) != id)
+        continue;
+      lanes.result[t] = 0;
+      thread.waiting = WaitKind::None;
+      thread.countedAtNamedBarrier = false;
+      released = true;
+    }
+  }
+  return released;
+}
+
 // When nothing else in the block can run, mbarrier waits return unfinished (as try_wait may
 // after a time limit, and test_wait does), so that a thread that polls can do other work; a
 // block that keeps coming back to that for kMaxStalledPasses passes is deadlocked.
@@ -307,6 +355,7 @@ void schedule(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& thre
         lastWarp = first;
         released = releaseWarp(block, first, count) || released;
       }
+    released = releaseNamedBarriers(block, threads, live) || released;
     if (released || releaseBarrier(block, threads, live)) {
       block.stalledPasses = 0;
       continue;
@@ -333,6 +382,7 @@ void runFibers(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& thr
 void applyStepCode(ThreadState& thread, uint32_t code) {
   thread.finished = code == 0;
   thread.resumePoint = code >> 2;
+  thread.countedAtNamedBarrier = false;  // at a new wait
   uint32_t kind = code & 3;
   thread.waiting = kind == 0 ? WaitKind::None : kind == 3 ? WaitKind::Warp : WaitKind::Barrier;
 }

@@ -145,6 +145,10 @@ static int32_t barrierReduce(int32_t op, int32_t id, int32_t threads, int32_t pr
   std::longjmp(b.trapExit, 1);
 }
 
+// bar.sync / bar.arrive with a barrier id or a thread count: the block's scheduler counts the
+// arrival and releases the thread when the barrier completes (at once for an arrive).
+static void namedBarrier(int32_t id, int32_t threads, int32_t arrive);
+
 // A warp collective: record this lane's contribution and wait until the block's scheduler has
 // gathered every member lane's and computed this lane's result (block_runner.cpp).
 static uint64_t warpCollective(WarpOp op, int32_t mode, uint64_t value, int32_t b, int32_t c,
@@ -188,6 +192,10 @@ static int32_t reduxSync(int32_t op, int32_t value, int32_t mask) {
 static uint64_t matchSync(int32_t mode, uint64_t value, int32_t mask) {
   return warpCollective(WarpOp::Match, mode, value, 0, 0, static_cast<uint32_t>(mask));
 }
+static void namedBarrier(int32_t id, int32_t threads, int32_t arrive) {
+  warpCollective(WarpOp::NamedBarrier, arrive, static_cast<uint32_t>(id), threads, 0, 0);
+}
+
 // The call site tells activemasks apart (an inlined copy has its own).
 [[gnu::noinline]] static int32_t activemask() {
   auto site = reinterpret_cast<uintptr_t>(__builtin_return_address(0));
@@ -387,21 +395,31 @@ static int32_t vprintfEntry(const char* format, const uint8_t* args) {
 std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
   auto fn = [](auto f) { return reinterpret_cast<void*>(f); };
   std::vector<std::pair<std::string, void*>> symbols = {
-      {"__rocuda_sreg_tid_x", fn(sregTidX)}, {"__rocuda_sreg_tid_y", fn(sregTidY)},
-      {"__rocuda_sreg_tid_z", fn(sregTidZ)}, {"__rocuda_sreg_ntid_x", fn(sregNtidX)},
-      {"__rocuda_sreg_ntid_y", fn(sregNtidY)}, {"__rocuda_sreg_ntid_z", fn(sregNtidZ)},
-      {"__rocuda_sreg_ctaid_x", fn(sregCtaidX)}, {"__rocuda_sreg_ctaid_y", fn(sregCtaidY)},
-      {"__rocuda_sreg_ctaid_z", fn(sregCtaidZ)}, {"__rocuda_sreg_nctaid_x", fn(sregNctaidX)},
-      {"__rocuda_sreg_nctaid_y", fn(sregNctaidY)}, {"__rocuda_sreg_nctaid_z", fn(sregNctaidZ)},
-      {"__rocuda_sreg_laneid", fn(sregLaneId)}, {"__rocuda_sreg_warpid", fn(sregWarpId)},
-      {"__rocuda_sreg_nwarpid", fn(sregNwarpId)}, {"__rocuda_sreg_smid", fn(sregSmId)},
-      {"__rocuda_sreg_nsmid", fn(sregNsmId)}, {"__rocuda_sreg_gridid", fn(sregGridId)},
+      {"__rocuda_sreg_tid_x", fn(sregTidX)},
+      {"__rocuda_sreg_tid_y", fn(sregTidY)},
+      {"__rocuda_sreg_tid_z", fn(sregTidZ)},
+      {"__rocuda_sreg_ntid_x", fn(sregNtidX)},
+      {"__rocuda_sreg_ntid_y", fn(sregNtidY)},
+      {"__rocuda_sreg_ntid_z", fn(sregNtidZ)},
+      {"__rocuda_sreg_ctaid_x", fn(sregCtaidX)},
+      {"__rocuda_sreg_ctaid_y", fn(sregCtaidY)},
+      {"__rocuda_sreg_ctaid_z", fn(sregCtaidZ)},
+      {"__rocuda_sreg_nctaid_x", fn(sregNctaidX)},
+      {"__rocuda_sreg_nctaid_y", fn(sregNctaidY)},
+      {"__rocuda_sreg_nctaid_z", fn(sregNctaidZ)},
+      {"__rocuda_sreg_laneid", fn(sregLaneId)},
+      {"__rocuda_sreg_warpid", fn(sregWarpId)},
+      {"__rocuda_sreg_nwarpid", fn(sregNwarpId)},
+      {"__rocuda_sreg_smid", fn(sregSmId)},
+      {"__rocuda_sreg_nsmid", fn(sregNsmId)},
+      {"__rocuda_sreg_gridid", fn(sregGridId)},
       {"__rocuda_sreg_lanemask_eq", fn(sregLanemaskEq)},
       {"__rocuda_sreg_lanemask_le", fn(sregLanemaskLe)},
       {"__rocuda_sreg_lanemask_lt", fn(sregLanemaskLt)},
       {"__rocuda_sreg_lanemask_ge", fn(sregLanemaskGe)},
       {"__rocuda_sreg_lanemask_gt", fn(sregLanemaskGt)},
-      {"__rocuda_sreg_clock", fn(sregClock)}, {"__rocuda_sreg_clock64", fn(sregClock64)},
+      {"__rocuda_sreg_clock", fn(sregClock)},
+      {"__rocuda_sreg_clock64", fn(sregClock64)},
       {"__rocuda_sreg_globaltimer", fn(sregGlobalTimer)},
       {"__rocuda_sreg_dynamic_smem_size", fn(sregDynamicSmemSize)},
       {"__rocuda_sreg_total_smem_size", fn(sregTotalSmemSize)},
@@ -411,6 +429,7 @@ std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
       {"__rocuda_spin_poll", fn(spinPoll)},
       {"__rocuda_barrier_sync", fn(barrierSync)},
       {"__rocuda_barrier_reduce", fn(barrierReduce)},
+      {"__rocuda_named_barrier", fn(namedBarrier)},
       {"__assertfail", fn(assertFail)},
       {"__rocuda_warp_sync", fn(warpSync)},
       {"__rocuda_shfl_sync", fn(shflSync)},

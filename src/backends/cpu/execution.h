@@ -80,13 +80,14 @@ struct GridState {
 // Kinds of warp collective a thread can wait in (see compiler.h for the runtime contract).
 // MBarrier is no collective of the warp: a thread waiting for an mbarrier's phase, which the
 // same scheduler releases.
-enum class WarpOp : uint8_t { Sync, Shfl, Vote, Redux, Match, Active, MBarrier };
+enum class WarpOp : uint8_t { Sync, Shfl, Vote, Redux, Match, Active, MBarrier, NamedBarrier };
 
 // One lane's contribution to a warp collective (a copy of its entries in compiler::WarpLanes).
 struct WarpRequest {
   WarpOp op = WarpOp::Sync;
   int32_t mode = 0;      // shfl/vote/match mode, redux op
-  uint64_t value = 0;    // shfl/redux/match value, vote predicate, activemask site, mbarrier
+  uint64_t value = 0;    // shfl/redux/match value, vote predicate, activemask site, mbarrier,
+                         // named barrier id
   int32_t b = 0, c = 0;  // shfl operands
   uint32_t mask = 0;     // PTX member mask
 };
@@ -105,6 +106,7 @@ struct ThreadState {
   WaitKind waiting = WaitKind::None;
   uint32_t resumePoint = 0;  // Continuation: where the thread goes on
   uint32_t reduceRound = 0;  // bar.red in a Continuation: the round this thread voted in
+  bool countedAtNamedBarrier = false;  // waiting at a named barrier: its arrival is counted
 };
 
 struct BlockState {
@@ -127,6 +129,9 @@ struct BlockState {
   // Passes in a row in which only mbarrier waits were released unfinished (nothing else could
   // run): past a limit the block is deadlocked.
   uint32_t stalledPasses = 0;
+  // Named barriers (bar.sync / bar.arrive with an id or a thread count): arrivals so far at each
+  // of the 16 barriers in their current phase.
+  std::array<uint32_t, 16> namedArrivals{};
 };
 
 // The CUDA thread running on this OS thread (nullptr outside kernels).

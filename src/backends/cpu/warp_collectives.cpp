@@ -173,6 +173,7 @@ uint64_t warpResult(const WarpRequests& requests, uint32_t participants, uint32_
       return active(requests, participants, lane);
     case WarpOp::Sync:
     case WarpOp::MBarrier:  // released by the scheduler itself
+    case WarpOp::NamedBarrier:
       break;
   }
   return 0;

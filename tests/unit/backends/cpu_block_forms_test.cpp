@@ -585,18 +585,25 @@ TEST_F(CpuBlockForms, WaitInAFunctionNotInlinedTakesTheSlowPathAndSaysWhy) {
   for (uint32_t t = 0; t < 8; ++t) EXPECT_EQ(out[t], 3 + t);
 }
 
-TEST_F(CpuBlockForms, ActivemaskOnTheSlowPathToo) {
-  // A recursive function with a barrier keeps the kernel on the per-thread path (fibers).
+// What keeps a kernel on the per-thread path (fibers): kRecursivePtx's function, waiting at a
+// barrier, called first.
+struct SlowPath {
+  std::string functions, prologue;
+};
+SlowPath slowPath() {
   std::string functions(kRecursivePtx, std::strstr(kRecursivePtx, ".visible .entry"));
-  functions = functions.substr(functions.find(".func"));
-  std::string prologue = R"(  {
+  return {functions.substr(functions.find(".func")), R"(  {
   .param .b32 param0;
   st.param.b32 [param0], 2;
   .param .b32 retval0;
   call.uni (retval0), depth, (param0);
   }
-)";
-  std::string ptx = activemaskPtx(functions, prologue);
+)"};
+}
+
+TEST_F(CpuBlockForms, ActivemaskOnTheSlowPathToo) {
+  SlowPath slow = slowPath();
+  std::string ptx = activemaskPtx(slow.functions, slow.prologue);
   LoadedKernel* kernel = load(ptx.c_str(), "masks");
   ASSERT_NE(kernel, nullptr);
   EXPECT_EQ(kernel->info().cpuExecution, CpuExecution::ThreadEntry);
@@ -605,6 +612,147 @@ TEST_F(CpuBlockForms, ActivemaskOnTheSlowPathToo) {
   void* o = out.data();
   ASSERT_TRUE(launch(*kernel, {1, 1, 1}, {threads, 1, 1}, {&o}).ok());
   expectActivemasks(out, threads);
+}
+
+// Named barriers as warp-specialised kernels use them (128 threads): warps 0-1 exchange through
+// shared memory at barrier 1 (64 threads) while warp 2 waits, in a loop of __syncwarp, for a flag
+// warp 0 sets after that exchange (with whole-block barriers warp 2 would spin for ever), and
+// warp 0 hands data to warp 3 through barrier 3 with bar.arrive (warp 0 does not wait). Barrier 5
+// without a count then joins all 128 threads. `prologue` runs first (it can force the slow path).
+std::string namedBarrierPtx(const std::string& functions, const std::string& prologue) {
+  return std::string(R"(.version 7.0
+.target sm_75
+.address_size 64
+)") + functions +
+         R"(
+.visible .entry named(.param .u64 out)
+{
+  .shared .align 4 .b32 flag;
+  .shared .align 4 .b32 data[32];
+  .shared .align 4 .b32 ring[64];
+  .reg .pred %p<4>;
+  .reg .b32 %r<20>;
+  .reg .b64 %rd<12>;
+)" + prologue +
+         R"(
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  shr.u32 %r2, %r1, 5;
+  and.b32 %r3, %r1, 31;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  mov.u32 %r10, flag;
+  mov.u32 %r11, data;
+  mov.u32 %r12, ring;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra START;
+  st.shared.u32 [%r10], 0;
+START:
+  bar.sync 0;
+  setp.gt.u32 %p1, %r2, 1;
+  @%p1 bra GROUPB;
+  mad.lo.u32 %r4, %r1, 3, 1;
+  shl.b32 %r5, %r1, 2;
+  add.u32 %r5, %r12, %r5;
+  st.shared.u32 [%r5], %r4;
+  bar.sync 1, 64;
+  add.u32 %r6, %r1, 1;
+  and.b32 %r6, %r6, 63;
+  shl.b32 %r6, %r6, 2;
+  add.u32 %r6, %r12, %r6;
+  ld.shared.u32 %r7, [%r6];
+  st.global.u32 [%rd3], %r7;
+  bar.sync 1, 64;
+  setp.ne.u32 %p2, %r2, 0;
+  @%p2 bra JOIN;
+  add.u32 %r8, %r3, 100;
+  shl.b32 %r9, %r3, 2;
+  add.u32 %r9, %r11, %r9;
+  st.shared.u32 [%r9], %r8;
+  bar.arrive 3, 64;
+  mov.u32 %r8, 1;
+  st.volatile.shared.u32 [%r10], %r8;
+  bra.uni JOIN;
+GROUPB:
+  setp.eq.u32 %p2, %r2, 3;
+  @%p2 bra CONSUMER;
+  mov.u32 %r13, 0;
+SPIN:
+  add.u32 %r13, %r13, 1;
+  setp.gt.u32 %p3, %r13, 100000;
+  @%p3 bra GAVEUP;
+  ld.volatile.shared.u32 %r14, [%r10];
+  bar.warp.sync -1;
+  setp.eq.u32 %p3, %r14, 0;
+  @%p3 bra SPIN;
+  st.global.u32 [%rd3], 7;
+  bra.uni JOIN;
+GAVEUP:
+  st.global.u32 [%rd3], 99;
+  bra.uni JOIN;
+CONSUMER:
+  bar.sync 3, 64;
+  shl.b32 %r9, %r3, 2;
+  add.u32 %r9, %r11, %r9;
+  ld.shared.u32 %r15, [%r9];
+  st.global.u32 [%rd3], %r15;
+JOIN:
+  bar.sync 5;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra DONE;
+  ld.shared.u32 %r16, [%r10];
+  st.global.u32 [%rd1+512], %r16;
+DONE:
+  ret;
+}
+)";
+}
+
+void expectNamedBarriers(const std::vector<uint32_t>& out) {
+  for (uint32_t t = 0; t < 64; ++t) EXPECT_EQ(out[t], ((t + 1) & 63) * 3 + 1) << "thread " << t;
+  for (uint32_t t = 64; t < 96; ++t) EXPECT_EQ(out[t], 7u) << "thread " << t << " (99: gave up)";
+  for (uint32_t t = 96; t < 128; ++t) EXPECT_EQ(out[t], t - 96 + 100) << "thread " << t;
+  EXPECT_EQ(out[128], 1u);
+}
+
+TEST_F(CpuBlockForms, NamedBarriersCountTheirOwnThreadsAndArriveDoesNotWait) {
+  std::string ptx = namedBarrierPtx("", "");
+  LoadedKernel* kernel = load(ptx.c_str(), "named");
+  ASSERT_NE(kernel, nullptr);
+  for (int run = 0; run < 2; ++run) {  // two blocks each: barrier counts start afresh
+    std::vector<uint32_t> out(129, 0);
+    void* o = out.data();
+    ASSERT_TRUE(launch(*kernel, {2, 1, 1}, {128, 1, 1}, {&o}).ok());
+    expectNamedBarriers(out);
+  }
+}
+
+TEST_F(CpuBlockForms, NamedBarriersOnTheSlowPathToo) {
+  SlowPath slow = slowPath();
+  std::string ptx = namedBarrierPtx(slow.functions, slow.prologue);
+  LoadedKernel* kernel = load(ptx.c_str(), "named");
+  ASSERT_NE(kernel, nullptr);
+  EXPECT_EQ(kernel->info().cpuExecution, CpuExecution::ThreadEntry);
+  std::vector<uint32_t> out(129, 0);
+  void* o = out.data();
+  ASSERT_TRUE(launch(*kernel, {1, 1, 1}, {128, 1, 1}, {&o}).ok());
+  expectNamedBarriers(out);
+}
+
+// A named barrier expecting more threads than ever arrive: a deadlock, reported, not a hang.
+TEST_F(CpuBlockForms, NamedBarrierThatCannotCompleteFailsTheLaunch) {
+  const char* ptx = R"(.version 7.0
+.target sm_75
+.address_size 64
+.visible .entry short()
+{
+  bar.sync 2, 64;
+  ret;
+}
+)";
+  LoadedKernel* kernel = load(ptx, "short");
+  ASSERT_NE(kernel, nullptr);
+  EXPECT_EQ(launch(*kernel, {1, 1, 1}, {32, 1, 1}, {}).error().code, ErrorCode::LaunchFailed);
 }
 
 }  // namespace
