@@ -176,18 +176,25 @@ Result<llvm::Value*> convertScalar(FunctionTranslator& t, const ptx::Instruction
   return r;
 }
 
-// The 8-bit floating-point formats of cvt (OCP FP8): e4m3 has no infinities and one NaN
-// pattern per sign (S.1111.111); e5m2 is IEEE-like.
+// The small floating-point formats of cvt (OCP FP8, and the OCP MX fp6/fp4 ones): e4m3 has no
+// infinities and one NaN pattern per sign (S.1111.111); e5m2 is IEEE-like; e2m3, e3m2 and e2m1
+// have neither infinities nor NaN (a NaN input converts to the largest positive value, as
+// CUDA's cuda_fp6.hpp / cuda_fp4.hpp conversions define).
 struct Minifloat {
   int mantissaBits;
   int exponentBits;
   bool hasInfinity;
   uint32_t largestBits;  // the largest finite magnitude's encoding
   double largest;
+  bool hasNaN = true;
+  int bits() const { return 1 + exponentBits + mantissaBits; }
 };
 constexpr Minifloat kE4M3{3, 4, false, 0x7e, 448.0};
 constexpr Minifloat kE5M2{2, 5, true, 0x7b, 57344.0};
-constexpr uint32_t kMinifloatNaN = 0x7f;
+constexpr Minifloat kE2M3{3, 2, false, 0x1f, 7.5, false};
+constexpr Minifloat kE3M2{2, 3, false, 0x1f, 28.0, false};
+constexpr Minifloat kE2M1{1, 2, false, 0x7, 6.0, false};
+constexpr uint32_t kMinifloatNaN = 0x7f;  // fp8's
 
 // An f32 rounded to nearest even into the format with .satfinite (mandatory for these
 // conversions): NaN gives the NaN pattern, magnitudes beyond the largest finite value give it.
@@ -201,7 +208,8 @@ llvm::Value* toMinifloat(FunctionTranslator& t, llvm::Value* x, const Minifloat&
   if (relu)  // negative results clamp to +0 (NaN stays NaN)
     x = B.CreateSelect(B.CreateFCmpOLT(x, llvm::ConstantFP::get(f32, 0.0)),
                        llvm::ConstantFP::get(f32, 0.0), x);
-  llvm::Value* sign = B.CreateShl(B.CreateLShr(B.CreateBitCast(x, t.i32()), 31), 7);
+  llvm::Value* sign = B.CreateShl(B.CreateLShr(B.CreateBitCast(x, t.i32()), 31),
+                                  static_cast<uint64_t>(f.bits() - 1));
   llvm::Value* mag = B.CreateBinaryIntrinsic(
       llvm::Intrinsic::minnum, B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x),
       llvm::ConstantFP::get(f32, f.largest));
@@ -215,10 +223,11 @@ llvm::Value* toMinifloat(FunctionTranslator& t, llvm::Value* x, const Minifloat&
   llvm::Value* magnitude = B.CreateAdd(
       B.CreateShl(B.CreateSub(e, B.getInt32(emin)), f.mantissaBits), B.CreateFPToUI(n, t.i32()));
   magnitude = B.CreateBinaryIntrinsic(llvm::Intrinsic::umin, magnitude, B.getInt32(f.largestBits));
-  return B.CreateSelect(B.CreateFCmpUNO(x, x), B.getInt32(kMinifloatNaN), B.CreateOr(sign, magnitude));
+  llvm::Value* nan = B.getInt32(f.hasNaN ? kMinifloatNaN : f.largestBits);
+  return B.CreateSelect(B.CreateFCmpUNO(x, x), nan, B.CreateOr(sign, magnitude));
 }
 
-// The low byte of `bits` (i32) in the format, widened to f16 (exactly).
+// The low f.bits() bits of `bits` (i32) in the format, widened to f16 (exactly).
 llvm::Value* fromMinifloat(FunctionTranslator& t, llvm::Value* bits, const Minifloat& f) {
   auto& B = t.b;
   auto* f32 = B.getFloatTy();
@@ -233,24 +242,49 @@ llvm::Value* fromMinifloat(FunctionTranslator& t, llvm::Value* bits, const Minif
   llvm::Value* v = B.CreateIntrinsic(llvm::Intrinsic::ldexp, {f32, t.i32()},
                                      {B.CreateUIToFP(significand, f32), exponent});
   llvm::Value* top = B.CreateICmpEQ(field, B.getInt32(maxField));
-  llvm::Value* isNaN = f.hasInfinity ? B.CreateAnd(top, B.CreateICmpNE(mant, B.getInt32(0)))
-                                     : B.CreateAnd(top, B.CreateICmpEQ(mant, B.getInt32(mantMask)));
   if (f.hasInfinity)
     v = B.CreateSelect(B.CreateAnd(top, B.CreateICmpEQ(mant, B.getInt32(0))),
                        llvm::ConstantFP::getInfinity(f32), v);
-  v = B.CreateSelect(isNaN, llvm::ConstantFP::getNaN(f32), v);
-  llvm::Value* negative = B.CreateICmpNE(B.CreateAnd(bits, 0x80), B.getInt32(0));
+  if (f.hasNaN) {
+    llvm::Value* isNaN = f.hasInfinity
+                             ? B.CreateAnd(top, B.CreateICmpNE(mant, B.getInt32(0)))
+                             : B.CreateAnd(top, B.CreateICmpEQ(mant, B.getInt32(mantMask)));
+    v = B.CreateSelect(isNaN, llvm::ConstantFP::getNaN(f32), v);
+  }
+  llvm::Value* negative = B.CreateICmpNE(B.CreateAnd(bits, 1u << (f.bits() - 1)), B.getInt32(0));
   v = B.CreateSelect(negative, B.CreateFNeg(v), v);
   return B.CreateFPTrunc(v, B.getHalfTy());
 }
 
-// cvt to and from e4m3x2 / e5m2x2: d[15:8] holds the conversion of a (or of a's upper half),
-// d[7:0] that of b (or of a's lower half); widening fills d's upper f16 from a[15:8].
+// The format of a packed small-float type (e4m3x2 ... e2m1x2), or nullptr.
+const Minifloat* minifloatOf(ScalarType type) {
+  switch (type) {
+    case ScalarType::E4M3x2:
+      return &kE4M3;
+    case ScalarType::E5M2x2:
+      return &kE5M2;
+    case ScalarType::E2M3x2:
+      return &kE2M3;
+    case ScalarType::E3M2x2:
+      return &kE3M2;
+    case ScalarType::E2M1x2:
+      return &kE2M1;
+    default:
+      return nullptr;
+  }
+}
+
+// cvt to and from the packed small floats. fp8 and fp6 pairs are a .b16 with one element per
+// byte (fp6 in each byte's low 6 bits, the top two zero), e2m1x2 a .b8 with one per nibble:
+// the upper slot holds the conversion of a (or of a's upper half), the lower that of b (or of
+// a's lower half); widening to f16x2 fills d's upper half from the upper slot.
 Status convertMinifloat(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType to,
                         ScalarType from) {
   auto& B = t.b;
-  bool narrowing = to == ScalarType::E4M3x2 || to == ScalarType::E5M2x2;
-  const Minifloat& f = (to == ScalarType::E4M3x2 || from == ScalarType::E4M3x2) ? kE4M3 : kE5M2;
+  bool narrowing = minifloatOf(to) != nullptr;
+  const Minifloat& f = *(narrowing ? minifloatOf(to) : minifloatOf(from));
+  unsigned slot = f.bits() == 4 ? 4 : 8;
+  ScalarType packed = slot == 4 ? ScalarType::B8 : ScalarType::B16;
   bool relu = inst.hasModifier("relu");
   if (roundingModifier(inst) != "rn") return t.invalid(inst, "needs .rn");
   if (narrowing) {
@@ -263,7 +297,7 @@ Status convertMinifloat(FunctionTranslator& t, const ptx::Instruction& inst, Sca
       ROCUDA_VALUE(b, t.read(inst.operands()[2], ScalarType::F32));
       hi = toMinifloat(t, a, f, relu);
       lo = toMinifloat(t, b, f, relu);
-    } else if (from == ScalarType::F16x2) {
+    } else if (from == ScalarType::F16x2 && f.bits() == 8) {
       if (inst.operands().size() != 2) return t.invalid(inst, "expected d, a");
       ROCUDA_VALUE(a, t.read(inst.operands()[1], ScalarType::F16x2));
       llvm::Value* wide = B.CreateFPExt(a, llvm::FixedVectorType::get(B.getFloatTy(), 2));
@@ -272,14 +306,14 @@ Status convertMinifloat(FunctionTranslator& t, const ptx::Instruction& inst, Sca
     } else {
       return t.unsupported(inst);
     }
-    llvm::Value* d = B.CreateTrunc(B.CreateOr(B.CreateShl(hi, 8), lo), B.getInt16Ty());
-    return t.write(inst.operands()[0], d, ScalarType::B16);
+    llvm::Value* d = B.CreateTrunc(B.CreateOr(B.CreateShl(hi, slot), lo), B.getIntNTy(2 * slot));
+    return t.write(inst.operands()[0], d, packed);
   }
   if (to != ScalarType::F16x2 || inst.operands().size() != 2) return t.unsupported(inst);
-  ROCUDA_VALUE(a, t.read(inst.operands()[1], ScalarType::B16));
+  ROCUDA_VALUE(a, t.read(inst.operands()[1], packed));
   llvm::Value* bits = B.CreateZExt(a, t.i32());
-  llvm::Value* hi = fromMinifloat(t, B.CreateLShr(bits, 8), f);
-  llvm::Value* lo = fromMinifloat(t, B.CreateAnd(bits, 0xff), f);
+  llvm::Value* hi = fromMinifloat(t, B.CreateLShr(bits, slot), f);
+  llvm::Value* lo = fromMinifloat(t, B.CreateAnd(bits, (1u << slot) - 1), f);
   if (relu) {
     auto* zero = llvm::ConstantFP::get(B.getHalfTy(), 0.0);
     hi = B.CreateSelect(B.CreateFCmpOLT(hi, zero), zero, hi);
@@ -354,8 +388,7 @@ llvm::Value* fp8ToHalf(FunctionTranslator& t, llvm::Value* bits, bool e5m2) {
 Status translateConvertOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   if (inst.opcode != ptx::Opcode::cvt || inst.types().size() != 2) return t.unsupported(inst);
   ScalarType to = inst.types()[0], from = inst.types()[1];
-  auto minifloat = [](ScalarType type) { return type == ScalarType::E4M3x2 || type == ScalarType::E5M2x2; };
-  if (minifloat(to) || minifloat(from)) return convertMinifloat(t, inst, to, from);
+  if (minifloatOf(to) || minifloatOf(from)) return convertMinifloat(t, inst, to, from);
   if (to == ScalarType::TF32 && from == ScalarType::F32) return convertTf32(t, inst);
   bool halfResult = to == ScalarType::F16 || to == ScalarType::BF16 || to == ScalarType::F16x2 ||
                     to == ScalarType::BF16x2;

@@ -252,6 +252,53 @@ std::vector<InstructionCase> packedCases() {
     }));
     v.back().target = "sm_89";
   }
+  // fp6 pairs (a .b16, one per byte's low 6 bits) and fp4 pairs (a .b8, one per nibble), PTX 8.6
+  // on the sm_100f family: NaN-less formats, NaN converting to the largest positive value.
+  struct Small {
+    const FloatFormat* f;
+    const char* name;
+    unsigned slot;
+  };
+  for (Small small :
+       {Small{&kE2M3, "e2m3x2", 8}, Small{&kE3M2, "e3m2x2", 8}, Small{&kE2M1, "e2m1x2", 4}}) {
+    const FloatFormat& f = *small.f;
+    unsigned slot = small.slot;
+    Operand packed = kS16;  // the pair in a .b16 (e2m1x2: its low byte)
+    for (bool relu : {false, true}) {
+      std::string mods = relu ? ".relu" : "";
+      std::string name =
+          std::string("cvt_rn_satfinite") + (relu ? "_relu_" : "_") + small.name + "_f32";
+      // e2m1x2 results are .b8: widened to the test's .b16 register.
+      std::string body = slot == 4 ? "{ .reg .b8 q; cvt.rn.satfinite" + mods + "." + small.name +
+                                         ".f32 q, $a, $b; cvt.u16.u8 $d, q; }"
+                                   : "cvt.rn.satfinite" + mods + "." + std::string(small.name) +
+                                         ".f32 $d, $a, $b;";
+      v.push_back(binary(name, body, packed, kF32, kF32, [&f, slot, relu](const Inputs& in) {
+        auto one = [&](uint64_t x) {
+          double value = decodeFloat(x, kFloat32);
+          if (relu && value < 0) value = 0;  // NaN stays NaN, then becomes +max
+          return encodeFloat(value, f, Rounding::Nearest, false, true);
+        };
+        return one(in[0]) << slot | one(in[1]);
+      }));
+      v.back().target = "sm_100f";
+      v.back().version = "8.8";
+    }
+    // And back, exhaustively over the packed values.
+    std::string name = std::string("cvt_rn_f16x2_") + small.name;
+    std::string body = slot == 4 ? "{ .reg .b8 q; cvt.u8.u16 q, $a; cvt.rn.f16x2." +
+                                       std::string(small.name) + " $d, q; }"
+                                 : "cvt.rn.f16x2." + std::string(small.name) + " $d, $a;";
+    v.push_back(unary(name, body, kF16x2, packed, [&f, slot](const Inputs& in) {
+      uint64_t mask = (uint64_t{1} << formatBits(f)) - 1;
+      uint64_t hi = in[0] >> slot & mask, lo = in[0] & mask;
+      if (slot == 4) hi = in[0] >> 4 & 0xf;
+      return encodeFloat(decodeFloat(hi, f), kHalf, Rounding::Nearest) << 16 |
+             encodeFloat(decodeFloat(lo, f), kHalf, Rounding::Nearest);
+    }));
+    v.back().target = "sm_100f";
+    v.back().version = "8.8";
+  }
   return v;
 }
 

@@ -12,6 +12,9 @@ const FloatFormat kFloat64{52, 11, true, 0x7fffffffffffffffull};
 const FloatFormat kTf32{10, 8, true, 0x3ffff};
 const FloatFormat kE4M3{3, 4, false, 0x7f};
 const FloatFormat kE5M2{2, 5, true, 0x7f};
+const FloatFormat kE2M3{3, 2, false, 0x1f, false};
+const FloatFormat kE3M2{2, 3, false, 0x1f, false};
+const FloatFormat kE2M1{1, 2, false, 0x7, false};
 
 const char* roundingName(Rounding r) {
   switch (r) {
@@ -36,6 +39,7 @@ uint64_t signBit(const FloatFormat& f) { return uint64_t{1} << (f.mantissaBits +
 
 uint64_t maxFiniteBits(const FloatFormat& f) {
   if (f.hasInfinity) return ((maxExponentField(f) - 1) << f.mantissaBits) | mantissaMask(f);
+  if (!f.hasNaN) return (maxExponentField(f) << f.mantissaBits) | mantissaMask(f);
   return (maxExponentField(f) << f.mantissaBits) | (mantissaMask(f) - 1);
 }
 
@@ -76,7 +80,7 @@ int formatBits(const FloatFormat& f) { return 1 + f.exponentBits + f.mantissaBit
 
 bool isNaNBits(uint64_t bits, const FloatFormat& f) {
   uint64_t mant = bits & mantissaMask(f);
-  if (exponentField(bits, f) != maxExponentField(f)) return false;
+  if (!f.hasNaN || exponentField(bits, f) != maxExponentField(f)) return false;
   return f.hasInfinity ? mant != 0 : mant == mantissaMask(f);
 }
 
@@ -139,7 +143,8 @@ uint64_t encodeFloat(double x, const FloatFormat& f, Rounding r, bool flushSubno
     m >>= 1;
     e += 1;
   }
-  bool overflow = e > emax || (!f.hasInfinity && e == emax && m - implicit == mantissaMask(f));
+  bool overflow =
+      e > emax || (!f.hasInfinity && f.hasNaN && e == emax && m - implicit == mantissaMask(f));
   if (overflow) {
     if (satFinite) return maxFinite;
     bool toInfinity = r == Rounding::Nearest || r == Rounding::NearestAway ||

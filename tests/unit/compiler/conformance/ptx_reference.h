@@ -18,7 +18,9 @@ struct FloatFormat {
   int mantissaBits;
   int exponentBits;
   bool hasInfinity;  // e4m3 has none: its all-ones exponent is a normal binade except S.1111.111
-  uint64_t nanBits;  // the canonical NaN NVIDIA hardware writes
+  uint64_t
+      nanBits;  // the canonical NaN NVIDIA hardware writes (NaN-less formats: what NaN becomes)
+  bool hasNaN = true;  // the fp6/fp4 formats have neither NaN nor infinities
 };
 
 extern const FloatFormat kHalf;      // f16
@@ -28,6 +30,9 @@ extern const FloatFormat kFloat64;   // f64
 extern const FloatFormat kTf32;      // tf32 (kept in a 32-bit container, low 13 bits zero)
 extern const FloatFormat kE4M3;      // e4m3 (fp8, no infinities)
 extern const FloatFormat kE5M2;      // e5m2 (fp8)
+extern const FloatFormat kE2M3;      // e2m3 (fp6: no infinities, no NaN; NaN converts to +max)
+extern const FloatFormat kE3M2;      // e3m2 (fp6, likewise)
+extern const FloatFormat kE2M1;      // e2m1 (fp4, likewise)
 
 int formatBits(const FloatFormat& f);
 double decodeFloat(uint64_t bits, const FloatFormat& f);
