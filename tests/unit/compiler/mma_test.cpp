@@ -66,8 +66,8 @@ std::pair<int, int> fragmentPosition(const MmaCase& c, char matrix, int lane, in
     if (matrix == 'A') return {g + 8 * ((i / p) % 2), p * t + i % p + 4 * p * (i / (2 * p))};
     return {p * t + i % p + 4 * p * (i / p), g};
   }
-  if (c.aType == "f64") return matrix == 'A' ? std::pair{g, t} : std::pair{t, g};
-  if (c.aType == "tf32") {
+  if (c.aType == "f64" && c.m == 8) return matrix == 'A' ? std::pair{g, t} : std::pair{t, g};
+  if (c.aType == "tf32" || c.aType == "f64") {  // m16n8k8 and m16n8k4
     if (matrix == 'A') return {g + 8 * (i % 2), t + 4 * (i / 2)};
     return {t + 4 * i, g};
   }
@@ -302,6 +302,8 @@ INSTANTIATE_TEST_SUITE_P(
                       MmaCase{"m16n8k8_f32_bf16", "m16n8k8", "f32", "bf16", 16, 8},
                       MmaCase{"m16n8k8_f32_tf32", "m16n8k8", "f32", "tf32", 16, 8},
                       MmaCase{"m8n8k4_f64_f64", "m8n8k4", "f64", "f64", 8, 4},
+                      MmaCase{"m16n8k4_f32_tf32", "m16n8k4", "f32", "tf32", 16, 4},
+                      MmaCase{"m16n8k4_f64_f64", "m16n8k4", "f64", "f64", 16, 4},
                       MmaCase{"m16n8k32_f32_e4m3", "m16n8k32", "f32", "e4m3", 16, 32},
                       MmaCase{"m16n8k32_f32_e4m3_e5m2", "m16n8k32", "f32", "e4m3", 16, 32, "e5m2"},
                       MmaCase{"m16n8k32_f16_e5m2", "m16n8k32", "f16", "e5m2", 16, 32},
