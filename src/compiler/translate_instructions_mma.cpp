@@ -70,8 +70,8 @@ int bPosition(const MmaForm& f, int t, int i) {
     int p = elementsPerRegister(f.bInput);
     return f.k == 8 * p ? p * t + i % p + 4 * p * (i >= p ? 1 : 0) : p * t + i;
   }
-  if (f.input == ScalarType::F64) return t;
-  if (f.input == ScalarType::TF32) return t + 4 * i;
+  if (f.input == ScalarType::F64 && f.rows == 8) return t;
+  if (f.input == ScalarType::TF32 || f.input == ScalarType::F64) return t + 4 * i;
   if (f.k == 16) return 2 * t + (i & 1) + 8 * (i >= 2 ? 1 : 0);
   return 2 * t + i;
 }
@@ -103,7 +103,7 @@ bool formOf(const ptx::Instruction& inst, ScalarType d, ScalarType a, ScalarType
     int rows, k;
   };
   const Shape shapes[] = {{"m16n8k16", half || bytes || fp8, 16, 16},
-                          {"m16n8k8", half || a == ScalarType::TF32, 16, 8},
+                          {"m16n8k8", half || a == ScalarType::TF32 || a == ScalarType::F64, 16, 8},
                           {"m8n8k4", a == ScalarType::F64, 8, 4},
                           {"m16n8k4", a == ScalarType::TF32 || a == ScalarType::F64, 16, 4},
                           {"m16n8k32", bytes || nibbles || fp8, 16, 32},

@@ -304,6 +304,7 @@ INSTANTIATE_TEST_SUITE_P(
                       MmaCase{"m8n8k4_f64_f64", "m8n8k4", "f64", "f64", 8, 4},
                       MmaCase{"m16n8k4_f32_tf32", "m16n8k4", "f32", "tf32", 16, 4},
                       MmaCase{"m16n8k4_f64_f64", "m16n8k4", "f64", "f64", 16, 4},
+                      MmaCase{"m16n8k8_f64_f64", "m16n8k8", "f64", "f64", 16, 8},
                       MmaCase{"m16n8k32_f32_e4m3", "m16n8k32", "f32", "e4m3", 16, 32},
                       MmaCase{"m16n8k32_f32_e4m3_e5m2", "m16n8k32", "f32", "e4m3", 16, 32, "e5m2"},
                       MmaCase{"m16n8k32_f16_e5m2", "m16n8k32", "f16", "e5m2", 16, 32},
