@@ -145,10 +145,6 @@ static int32_t barrierReduce(int32_t op, int32_t id, int32_t threads, int32_t pr
   std::longjmp(b.trapExit, 1);
 }
 
-// bar.sync / bar.arrive with a barrier id or a thread count: the block's scheduler counts the
-// arrival and releases the thread when the barrier completes (at once for an arrive).
-static void namedBarrier(int32_t id, int32_t threads, int32_t arrive);
-
 // A warp collective: record this lane's contribution and wait until the block's scheduler has
 // gathered every member lane's and computed this lane's result (block_runner.cpp).
 static uint64_t warpCollective(WarpOp op, int32_t mode, uint64_t value, int32_t b, int32_t c,
@@ -192,6 +188,8 @@ static int32_t reduxSync(int32_t op, int32_t value, int32_t mask) {
 static uint64_t matchSync(int32_t mode, uint64_t value, int32_t mask) {
   return warpCollective(WarpOp::Match, mode, value, 0, 0, static_cast<uint32_t>(mask));
 }
+// bar.sync / bar.arrive with a barrier id or a thread count: the block's scheduler counts the
+// arrival and releases the thread when the barrier completes (at once for an arrive).
 static void namedBarrier(int32_t id, int32_t threads, int32_t arrive) {
   warpCollective(WarpOp::NamedBarrier, arrive, static_cast<uint32_t>(id), threads, 0, 0);
 }
