@@ -155,13 +155,8 @@ Status barrier(FunctionTranslator& t, const ptx::Instruction& inst) {
       ROCUDA_VALUE(m, t.read(inst.operands()[0], ScalarType::B32));
       mask = m;
     }
-    auto callee = t.mt.module().getOrInsertFunction(
-        "__rocuda_warp_sync", llvm::FunctionType::get(B.getVoidTy(), {t.i32()}, false));
-    if (auto* f = llvm::dyn_cast<llvm::Function>(callee.getCallee())) {
-      f->setConvergent();
-      f->setDoesNotThrow();
-    }
-    B.CreateCall(callee, {mask});
+    B.CreateCall(convergentRuntimeFunction(t, "__rocuda_warp_sync", B.getVoidTy(), {t.i32()}),
+                 {mask});
     return Status::success();
   }
   if (inst.hasModifier("red")) return translateBarrierReduction(t, inst);
@@ -187,13 +182,8 @@ Status barrier(FunctionTranslator& t, const ptx::Instruction& inst) {
     return Status::success();
   }
   // A named or partial barrier, or an arrival that does not wait.
-  auto named = t.mt.module().getOrInsertFunction(
-      "__rocuda_named_barrier",
-      llvm::FunctionType::get(B.getVoidTy(), {t.i32(), t.i32(), t.i32()}, false));
-  if (auto* f = llvm::dyn_cast<llvm::Function>(named.getCallee())) {
-    f->setConvergent();
-    f->setDoesNotThrow();
-  }
+  auto named = convergentRuntimeFunction(t, "__rocuda_named_barrier", B.getVoidTy(),
+                                         {t.i32(), t.i32(), t.i32()});
   B.CreateCall(named, {id, count, B.getInt32(arrive ? 1 : 0)});
   return Status::success();
 }
@@ -268,12 +258,8 @@ Status translateControlOp(FunctionTranslator& t, const ptx::Instruction& inst) {
       return Status::success();
     case ptx::Opcode::activemask: {
       if (inst.operands().size() != 1) return t.invalid(inst, "expected d");
-      auto callee = t.mt.module().getOrInsertFunction("__rocuda_activemask",
-                                                      llvm::FunctionType::get(t.i32(), false));
-      if (auto* f = llvm::dyn_cast<llvm::Function>(callee.getCallee())) {
-        f->setConvergent();  // its answer depends on where in the control flow it runs
-        f->setDoesNotThrow();
-      }
+      // Convergent: its answer depends on where in the control flow it runs.
+      auto callee = convergentRuntimeFunction(t, "__rocuda_activemask", t.i32(), {});
       return t.write(inst.operands()[0], B.CreateCall(callee), ScalarType::B32);
     }
     case ptx::Opcode::nanosleep:

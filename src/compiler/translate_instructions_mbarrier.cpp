@@ -171,13 +171,9 @@ Status wait(FunctionTranslator& t, const ptx::Instruction& inst) {
     ROCUDA_VALUE(unused, t.read(inst.operands()[3], ScalarType::U32));
     (void)unused;
   }
-  auto callee = t.mt.module().getOrInsertFunction(
-      "__rocuda_mbarrier_wait",
-      llvm::FunctionType::get(t.i32(), {t.ptrTy(), t.i64(), t.i32()}, false));
-  if (auto* f = llvm::dyn_cast<llvm::Function>(callee.getCallee())) {
-    f->setConvergent();  // a wait for other threads: never moved across control flow
-    f->setDoesNotThrow();
-  }
+  // A wait for other threads: never moved across control flow.
+  auto callee = convergentRuntimeFunction(t, "__rocuda_mbarrier_wait", t.i32(),
+                                          {t.ptrTy(), t.i64(), t.i32()});
   llvm::Value* done = B.CreateCall(callee, {ptr, state, B.getInt32(parity ? 1 : 0)});
   // The default .acquire: what the arriving threads wrote before their release is visible.
   if (!inst.hasModifier("relaxed"))

@@ -342,24 +342,10 @@ bool wmmaTypeAllowed(const WmmaShape& s, char matrix, ScalarType type) {
   return type == (input ? ScalarType::B1 : ScalarType::S32);  // m8n8k128
 }
 
+// Bits per element (ptx::scalarTypeSize counts the sub-byte types as one byte).
 int wmmaBits(ScalarType type) {
-  switch (type) {
-    case ScalarType::B1:
-      return 1;
-    case ScalarType::S4:
-    case ScalarType::U4:
-      return 4;
-    case ScalarType::S8:
-    case ScalarType::U8:
-      return 8;
-    case ScalarType::F16:
-    case ScalarType::BF16:
-      return 16;
-    case ScalarType::F64:
-      return 64;
-    default:
-      return 32;
-  }
+  if (type == ScalarType::B1) return 1;
+  return isNibble(type) ? 4 : static_cast<int>(ptx::scalarTypeSize(type) * 8);
 }
 
 // Rows and columns of matrix `matrix` (a: M x K, b: K x N, c/d: M x N).

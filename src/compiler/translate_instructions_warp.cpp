@@ -6,10 +6,8 @@ namespace rocuda::compiler::detail {
 
 using ptx::ScalarType;
 
-namespace {
-
-llvm::FunctionCallee collective(FunctionTranslator& t, const char* name, llvm::Type* ret,
-                                std::vector<llvm::Type*> args) {
+llvm::FunctionCallee convergentRuntimeFunction(FunctionTranslator& t, const char* name,
+                                               llvm::Type* ret, std::vector<llvm::Type*> args) {
   auto callee = t.mt.module().getOrInsertFunction(name, llvm::FunctionType::get(ret, args, false));
   if (auto* f = llvm::dyn_cast<llvm::Function>(callee.getCallee())) {
     f->setConvergent();  // all participating lanes must reach the same call
@@ -18,11 +16,13 @@ llvm::FunctionCallee collective(FunctionTranslator& t, const char* name, llvm::T
   return callee;
 }
 
+namespace {
+
 // i64 __rocuda_shfl_sync(mode, value, lane, clamp, mask): the value, and the source lane's
 // validity in bit 32.
 llvm::FunctionCallee shuffleFunction(FunctionTranslator& t) {
-  return collective(t, "__rocuda_shfl_sync", t.i64(),
-                    {t.i32(), t.i32(), t.i32(), t.i32(), t.i32()});
+  return convergentRuntimeFunction(t, "__rocuda_shfl_sync", t.i64(),
+                                   {t.i32(), t.i32(), t.i32(), t.i32(), t.i32()});
 }
 
 // The last operand of a .sync collective is the member mask; old forms have none.
@@ -78,7 +78,8 @@ Status vote(FunctionTranslator& t, const ptx::Instruction& inst) {
   if (mode < 0 || inst.operands().size() < 2) return t.unsupported(inst);
   ROCUDA_VALUE(pred, t.read(inst.operands()[1], ScalarType::Pred));
   ROCUDA_VALUE(mask, memberMask(t, inst, 2));
-  auto callee = collective(t, "__rocuda_vote_sync", t.i32(), {t.i32(), t.i32(), t.i32()});
+  auto callee =
+      convergentRuntimeFunction(t, "__rocuda_vote_sync", t.i32(), {t.i32(), t.i32(), t.i32()});
   llvm::Value* r = B.CreateCall(callee, {B.getInt32(mode), B.CreateZExt(pred, t.i32()), mask});
   if (mode == 3) return t.write(inst.operands()[0], r, ScalarType::B32);
   return t.write(inst.operands()[0], B.CreateICmpNE(r, B.getInt32(0)), ScalarType::Pred);
@@ -105,7 +106,8 @@ Status redux(FunctionTranslator& t, const ptx::Instruction& inst) {
   if (op < 0 || ptx::isFloat(type)) return t.unsupported(inst);
   ROCUDA_VALUE(value, t.read(inst.operands()[1], ScalarType::B32));
   ROCUDA_VALUE(mask, memberMask(t, inst, 2));
-  auto callee = collective(t, "__rocuda_redux_sync", t.i32(), {t.i32(), t.i32(), t.i32()});
+  auto callee =
+      convergentRuntimeFunction(t, "__rocuda_redux_sync", t.i32(), {t.i32(), t.i32(), t.i32()});
   return t.write(inst.operands()[0], B.CreateCall(callee, {B.getInt32(op), value, mask}), type);
 }
 
@@ -122,7 +124,8 @@ Status match(FunctionTranslator& t, const ptx::Instruction& inst) {
     value = B.CreateZExt(narrow, t.i64());
   }
   ROCUDA_VALUE(mask, memberMask(t, inst, a + 1));
-  auto callee = collective(t, "__rocuda_match_sync", t.i64(), {t.i32(), t.i64(), t.i32()});
+  auto callee =
+      convergentRuntimeFunction(t, "__rocuda_match_sync", t.i64(), {t.i32(), t.i64(), t.i32()});
   llvm::Value* r = B.CreateCall(callee, {B.getInt32(mode), value, mask});
   ROCUDA_TRY(t.write(inst.operands()[0], B.CreateTrunc(r, t.i32()), ScalarType::B32));
   if (hasPred)
@@ -146,8 +149,8 @@ Status translateBarrierReduction(FunctionTranslator& t, const ptx::Instruction& 
     threads = count;
   }
   ROCUDA_VALUE(pred, t.read(inst.operands()[n - 1], ScalarType::Pred));
-  auto callee =
-      collective(t, "__rocuda_barrier_reduce", t.i32(), {t.i32(), t.i32(), t.i32(), t.i32()});
+  auto callee = convergentRuntimeFunction(t, "__rocuda_barrier_reduce", t.i32(),
+                                          {t.i32(), t.i32(), t.i32(), t.i32()});
   llvm::Value* r = B.CreateCall(callee, {B.getInt32(op), id, threads, B.CreateZExt(pred, t.i32())});
   if (op == 0) return t.write(inst.operands()[0], r, ScalarType::U32);
   return t.write(inst.operands()[0], B.CreateICmpNE(r, B.getInt32(0)), ScalarType::Pred);

@@ -232,6 +232,11 @@ Status translateAsyncArrive(FunctionTranslator& t, const ptx::Instruction& inst)
 // Bodies for the driver "syscalls" CUDA's device runtime library declares (cooperative groups'
 // grid synchronisation), where the module declares them (translate_device_syscalls.cpp).
 void defineDeviceSyscalls(ModuleTranslator& mt);
+// A device-runtime function at which threads wait for or combine with others (warp collectives,
+// barriers, mbarrier waits), declared convergent and nounwind so that no pass moves its calls
+// across control flow (translate_instructions_warp.cpp).
+llvm::FunctionCallee convergentRuntimeFunction(FunctionTranslator& t, const char* name,
+                                               llvm::Type* ret, std::vector<llvm::Type*> args);
 // shfl.sync.idx of a 32-bit value from `lane` over the whole warp (all 32 lanes take part).
 llvm::Value* shuffleFromLane(FunctionTranslator& t, llvm::Value* value, llvm::Value* lane);
 Status translateBarrierReduction(FunctionTranslator& t, const ptx::Instruction& inst);
