@@ -30,9 +30,12 @@ struct DeviceDescription {
   int memoryClockRateKHz = 1000000;
   int memoryBusWidthBits = 64;
   int l2CacheBytes = 0;
-  int maxThreadsPerBlock = 1024;
-  std::array<int, 3> maxBlockDim{1024, 1024, 64};
-  std::array<int, 3> maxGridDim{2147483647, 65535, 65535};
+  // The CPU device's limits, which its generated code relies on (compiler.h).
+  int maxThreadsPerBlock = compiler::kMaxThreadsPerBlock;
+  std::array<int, 3> maxBlockDim{compiler::kMaxBlockDim[0], compiler::kMaxBlockDim[1],
+                                 compiler::kMaxBlockDim[2]};
+  std::array<int, 3> maxGridDim{compiler::kMaxGridDim[0], compiler::kMaxGridDim[1],
+                                compiler::kMaxGridDim[2]};
   int warpSize = 32;
   int sharedMemPerBlock = 48 * 1024;
   int sharedMemPerBlockOptin = 48 * 1024;

@@ -110,7 +110,9 @@
 //    A warp collective posts its operands in BlockContext::warpLanes and reads its result there
 //    on resuming (WarpLanes below), without calling the runtime.
 //    Values live across a wait, and the thread's local memory, are kept in the thread's
-//    frame: KernelInfo::cpuFrameBytes bytes at BlockContext::frames + linearTid * cpuFrameBytes.
+//    frame of KernelInfo::cpuFrameBytes bytes; BlockContext::frames holds threadCount of them
+//    slot by slot (slot k of thread t at offset(k) * threadCount + t * size(k)), so that
+//    consecutive threads' copies of a value are neighbours.
 //    Other calls that need the thread are preceded by __rocuda_enter_thread, as above.
 //  * Spin-waits: each acquire, relaxed or volatile load outside block-private state spaces, and
 //    each atom.cas, that sits in a loop is followed by `void __rocuda_spin_poll(ptr address, i64
@@ -135,7 +137,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-16";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-17";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;
@@ -143,6 +145,12 @@ inline constexpr uint32_t kMemcheckSpaceShift = 1;
 inline constexpr uint32_t kMemcheckAtomic = 1u << 4;
 inline constexpr uint32_t kMemcheckGeneric = 0, kMemcheckGlobal = 1, kMemcheckShared = 2,
                           kMemcheckLocal = 3, kMemcheckConst = 4;
+
+// The CPU device's launch limits, which core enforces (DeviceBackend's device description
+// reports them) and the block forms rely on: a block's extent and thread count, a grid's extent.
+inline constexpr uint32_t kMaxThreadsPerBlock = 1024;
+inline constexpr uint32_t kMaxBlockDim[3] = {1024, 1024, 64};
+inline constexpr uint32_t kMaxGridDim[3] = {2147483647, 65535, 65535};
 
 // What the block forms of a kernel receive (see the contract above); the layout is ABI between
 // generated code and the CPU device runtime.
@@ -152,7 +160,7 @@ struct BlockContext {
   uint32_t nctaid[3];
   uint32_t threadCount;
   uint8_t* shared;  // the block's shared-memory window
-  uint8_t* frames;  // Continuation kernels: threadCount frames of cpuFrameBytes
+  uint8_t* frames;  // Continuation kernels: threadCount frames of cpuFrameBytes, slot by slot
   void* runtime;    // the device runtime's own block state (opaque to generated code)
   // Cooperative launches: the grid's workspace that cooperative groups' grid.sync() finds
   // through %envreg1/%envreg2 ({u32 size, u32 barrier}, as NVIDIA's driver lays it out); null

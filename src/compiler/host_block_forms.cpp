@@ -9,6 +9,7 @@
 // per-thread entry, run on fibers, with the reason recorded for the log.
 #include <llvm/ADT/BitVector.h>
 #include <llvm/ADT/DenseMap.h>
+#include <llvm/Analysis/ValueTracking.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/IntrinsicInst.h>
@@ -17,6 +18,7 @@
 
 #include <array>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -82,6 +84,20 @@ llvm::Value* loadContext(llvm::IRBuilder<>& b, llvm::Value* context, ContextFiel
   // The context does not change while the block runs: loads may be hoisted out of the loops.
   load->setMetadata(llvm::LLVMContext::MD_invariant_load,
                     llvm::MDNode::get(b.getContext(), {}));
+  // The CPU device's limits (compiler.h), which let scalar evolution see that index arithmetic
+  // on thread and block indices does not wrap.
+  auto range = [&](uint32_t low, uint32_t high) {
+    llvm::Type* i32 = b.getInt32Ty();
+    load->setMetadata(llvm::LLVMContext::MD_range,
+                      llvm::MDNode::get(b.getContext(),
+                                        {llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(i32, low)),
+                                         llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(i32, high))}));
+  };
+  if (field == kThreadCount) range(1, kMaxThreadsPerBlock + 1);
+  if (element < 0) return load;
+  if (field == kNtid) range(1, kMaxBlockDim[element] + 1);
+  if (field == kCtaid) range(0, kMaxGridDim[element]);
+  if (field == kNctaid) range(1, kMaxGridDim[element] + 1);
   return load;
 }
 
@@ -233,8 +249,23 @@ llvm::BasicBlock* emitThreadLoop(llvm::Function* fn, const std::array<llvm::Valu
   b.SetInsertPoint(xLoop);
   llvm::PHINode* x = b.CreatePHI(b.getInt32Ty(), 2, "tid.x");
   body(b, b.CreateNUWAdd(rowStart, x), x, y, z);
+  // The threads of a block run concurrently between waits: CUDA gives one thread's plain
+  // accesses no order against another's (a conflict would be a data race), so the iterations
+  // of the x loop are parallel. Saying so lets the vectorizer widen the loop without proving
+  // that shared and global accesses of different threads do not overlap. Inlining passes the
+  // access group of the body's calls on to their memory accesses; atomic and volatile ones
+  // keep their order, since the vectorizer leaves loops holding them alone.
+  llvm::MDNode* accesses = llvm::MDNode::getDistinct(c, {});
+  for (llvm::Instruction& inst : *b.GetInsertBlock())
+    if (inst.mayReadOrWriteMemory()) inst.setMetadata(llvm::LLVMContext::MD_access_group, accesses);
   llvm::Value* nextX = b.CreateNUWAdd(x, b.getInt32(1));
-  b.CreateCondBr(b.CreateICmpULT(nextX, extent[0]), xLoop, yLatch);
+  llvm::Instruction* latch = b.CreateCondBr(b.CreateICmpULT(nextX, extent[0]), xLoop, yLatch);
+  llvm::TempMDTuple self = llvm::MDNode::getTemporary(c, {});
+  llvm::MDNode* loop = llvm::MDNode::getDistinct(
+      c, {self.get(), llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.parallel_accesses"),
+                                            accesses})});
+  loop->replaceOperandWith(0, loop);
+  latch->setMetadata(llvm::LLVMContext::MD_loop, loop);
   llvm::BasicBlock* xEnd = b.GetInsertBlock();
   b.SetInsertPoint(yLatch);
   llvm::Value* nextY = b.CreateNUWAdd(y, b.getInt32(1));
@@ -516,38 +547,125 @@ std::vector<llvm::Instruction*> liveAcrossWaits(llvm::Function& f,
   return result;
 }
 
+// ---- Recomputing instead of saving ----
+
+// The most instructions one recomputed value may take (its whole expression tree).
+constexpr unsigned kRematerializeBudget = 12;
+
+// Whether `load` reads memory that stays the same while the block runs: the block context
+// (loads marked invariant) or the kernel's parameter buffer (argument 0, only read).
+bool readsLaunchConstant(const llvm::LoadInst& load) {
+  if (load.isVolatile() || load.isAtomic()) return false;
+  if (load.hasMetadata(llvm::LLVMContext::MD_invariant_load)) return true;
+  auto* base = llvm::dyn_cast<llvm::Argument>(llvm::getUnderlyingObject(load.getPointerOperand()));
+  return base != nullptr && base->getArgNo() == 0;
+}
+
+// The cost of computing `v` again at any point of the step (its instructions, counted as a
+// tree), or nothing when it cannot be: it must depend only on the step's arguments (the
+// parameters, the context, the thread's indices), constants, frame slots and launch-constant
+// loads, through instructions without side effects. Such values (addresses of shared arrays and
+// of parameters, the block's extent, index arithmetic) need no frame slot: each region computes
+// them itself, which is cheaper than a store and a reload, and leaves the frame to what truly
+// varies (loop counters, loaded data).
+std::optional<unsigned> rematerializeCost(llvm::Value* v, unsigned budget) {
+  if (llvm::isa<llvm::Constant>(v) || llvm::isa<llvm::Argument>(v)) return 0u;
+  auto* inst = llvm::dyn_cast<llvm::Instruction>(v);
+  if (inst == nullptr || budget == 0) return std::nullopt;
+  if (auto* alloca = llvm::dyn_cast<llvm::AllocaInst>(inst))  // becomes an address in the frame
+    return alloca->isStaticAlloca() ? std::optional<unsigned>(0u) : std::nullopt;
+  if (llvm::isa<llvm::PHINode>(inst) || llvm::isa<llvm::FreezeInst>(inst) ||
+      inst->mayHaveSideEffects() || inst->isTerminator())
+    return std::nullopt;
+  if (auto* load = llvm::dyn_cast<llvm::LoadInst>(inst)) {
+    if (!readsLaunchConstant(*load)) return std::nullopt;
+  } else if (auto* call = llvm::dyn_cast<llvm::CallInst>(inst)) {
+    if (!llvm::isa<llvm::IntrinsicInst>(call) || !call->doesNotAccessMemory() ||
+        call->isConvergent())
+      return std::nullopt;
+  } else if (inst->mayReadOrWriteMemory()) {
+    return std::nullopt;
+  }
+  unsigned cost = 1;
+  for (llvm::Value* operand : inst->operands()) {
+    if (llvm::isa<llvm::BasicBlock>(operand)) return std::nullopt;
+    std::optional<unsigned> c = rematerializeCost(operand, budget - cost);
+    if (!c || cost + *c > budget) return std::nullopt;
+    cost += *c;
+  }
+  return cost;
+}
+
+// A copy of `v`'s expression tree inserted before `at` (see rematerializeCost).
+llvm::Value* rematerialize(llvm::Value* v, llvm::Instruction* at) {
+  auto* inst = llvm::dyn_cast<llvm::Instruction>(v);
+  if (inst == nullptr || llvm::isa<llvm::AllocaInst>(inst)) return v;
+  llvm::Instruction* copy = inst->clone();
+  for (llvm::Use& operand : copy->operands()) operand.set(rematerialize(operand.get(), at));
+  copy->insertBefore(at);
+  copy->setName(inst->getName() + ".again");
+  return copy;
+}
+
+// Give each value in `live` that rematerializeCost allows a copy of its own at the start of
+// every other block that uses it, so that it no longer lives across a wait. Copies in regions
+// where the original is still at hand are merged again by the optimiser.
+void rematerializeAcrossWaits(const std::vector<llvm::Instruction*>& live) {
+  for (llvm::Instruction* value : live) {
+    if (!rematerializeCost(value, kRematerializeBudget)) continue;
+    llvm::DenseMap<llvm::BasicBlock*, llvm::Value*> copies;
+    for (llvm::Use& use : llvm::make_early_inc_range(value->uses())) {
+      auto* user = llvm::cast<llvm::Instruction>(use.getUser());
+      llvm::BasicBlock* where = user->getParent();
+      if (auto* phi = llvm::dyn_cast<llvm::PHINode>(user)) where = phi->getIncomingBlock(use);
+      if (where == value->getParent()) continue;
+      llvm::Value*& copy = copies[where];
+      if (copy == nullptr) copy = rematerialize(value, &*where->getFirstInsertionPt());
+      use.set(copy);
+    }
+  }
+}
+
 // Give every stack allocation a slot in the thread's frame; returns the frame size (a multiple
-// of the largest slot alignment and of 16; the runtime aligns frames to 64 bytes).
+// of the largest slot alignment and of 16; the runtime aligns frames to 64 bytes). The frames
+// of a block are laid out slot by slot (compiler.h): slot k of thread t is at
+// offset(k) * threadCount + t * size(k), so that consecutive threads' copies of a value are
+// neighbours and a round's loads and stores of it vectorize.
 uint32_t moveAllocasToFrame(llvm::Function& f, llvm::BasicBlock* dispatch, const ThreadValues& v) {
   const llvm::DataLayout& layout = f.getParent()->getDataLayout();
-  std::vector<std::pair<llvm::AllocaInst*, uint64_t>> slots;
+  struct Slot {
+    llvm::AllocaInst* alloca;
+    uint64_t offset, size;
+  };
+  std::vector<Slot> slots;
   uint64_t offset = 0;
   llvm::Align frameAlign(16);
   for (auto& block : f)
     for (auto& inst : block)
       if (auto* alloca = llvm::dyn_cast<llvm::AllocaInst>(&inst)) {
         uint64_t count = llvm::cast<llvm::ConstantInt>(alloca->getArraySize())->getZExtValue();
+        uint64_t size = layout.getTypeAllocSize(alloca->getAllocatedType()) * count;
         offset = llvm::alignTo(offset, alloca->getAlign());
-        slots.emplace_back(alloca, offset);
-        offset += layout.getTypeAllocSize(alloca->getAllocatedType()) * count;
+        slots.push_back({alloca, offset, size});
+        offset += size;
         frameAlign = std::max(frameAlign, alloca->getAlign());
       }
   if (slots.empty()) return 0;
-  uint64_t frameBytes = llvm::alignTo(offset, frameAlign);
   llvm::IRBuilder<> b(dispatch, dispatch->begin());
   llvm::Value* frames = loadContext(b, v.context, kFrames);
-  llvm::Value* base = b.CreateInBoundsGEP(
-      b.getInt8Ty(), frames,
-      b.CreateNUWMul(b.CreateZExt(v.linear, b.getInt64Ty()), b.getInt64(frameBytes)), "frame");
-  for (auto [alloca, slotOffset] : slots) {
-    for (llvm::User* user : llvm::make_early_inc_range(alloca->users()))
+  llvm::Value* threads = b.CreateZExt(loadContext(b, v.context, kThreadCount), b.getInt64Ty());
+  llvm::Value* linear = b.CreateZExt(v.linear, b.getInt64Ty());
+  for (const Slot& slot : slots) {
+    for (llvm::User* user : llvm::make_early_inc_range(slot.alloca->users()))
       if (auto* intrinsic = llvm::dyn_cast<llvm::IntrinsicInst>(user);
           intrinsic && intrinsic->isLifetimeStartOrEnd())
         intrinsic->eraseFromParent();
-    alloca->replaceAllUsesWith(b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), base, slotOffset));
-    alloca->eraseFromParent();
+    llvm::Value* start = b.CreateNUWAdd(b.CreateNUWMul(threads, b.getInt64(slot.offset)),
+                                        b.CreateNUWMul(linear, b.getInt64(slot.size)));
+    slot.alloca->replaceAllUsesWith(b.CreateInBoundsGEP(b.getInt8Ty(), frames, start, "frame"));
+    slot.alloca->eraseFromParent();
   }
-  return static_cast<uint32_t>(frameBytes);
+  return static_cast<uint32_t>(llvm::alignTo(offset, frameAlign));
 }
 
 // ---- Addresses the vectorizer can follow ----
@@ -719,6 +837,7 @@ void lowerToContinuation(llvm::Function& kernel, KernelInfo& info) {
   std::vector<WaitPoint> waits;
   for (llvm::CallInst* call : waitingCalls(*step))
     waits.push_back(splitAtWait(call, values, static_cast<uint32_t>(waits.size())));
+  rematerializeAcrossWaits(liveAcrossWaits(*step, waits));
   // Demoting a phi leaves one reload where it stood, itself live across the wait when the phi
   // was: repeat until nothing is (the second round gives each use its own reload).
   for (std::vector<llvm::Instruction*> live = liveAcrossWaits(*step, waits); !live.empty();

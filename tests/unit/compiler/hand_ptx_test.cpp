@@ -613,9 +613,10 @@ const char* kContractPtx = R"(.version 8.0
 .shared .align 4 .b8 buf[64];
 .visible .entry contract(.param .u64 out)
 {
-  .reg .b32 %r<4>;
+  .reg .b32 %r<5>;
   .reg .b64 %rd<4>;
   ld.param.u64 %rd1, [out];
+  ld.global.u32 %r4, [%rd1];
   mov.u32 %r1, %tid.x;
   mov.u32 %r2, %tid.x;
   add.u32 %r3, %r1, %r2;
@@ -623,6 +624,7 @@ const char* kContractPtx = R"(.version 8.0
   st.shared.u32 [%r2+8], %r3;
   bar.sync 0;
   ld.shared.u32 %r3, [buf+8];
+  add.u32 %r3, %r3, %r4;
   st.global.u32 [%rd1], %r3;
   ret;
 }
@@ -654,13 +656,13 @@ TEST(CompilerContract, DumpsNeutralAndHostIr) {
   EXPECT_EQ(host.find("call i32 @__rocuda_sreg_tid_x()", first + 1), std::string::npos) << host;
   if (!keep) std::filesystem::remove_all(dir);
 
-  // And it runs: one thread, value 0 + 0.
+  // And it runs: one thread, value 0 + 0 plus what `out` held.
   auto loaded = compileAndLoad(kContractPtx, "contract_run");
   ASSERT_TRUE(loaded);
   uint32_t out = 99;
   void* p = &out;
   ASSERT_TRUE(launch(*loaded, "contract", {}, {1, 1, 1}, {&p}));
-  EXPECT_EQ(out, 0u);
+  EXPECT_EQ(out, 99u);
 }
 
 TEST(CompilerContract, BranchesLoopsAndLocalDepot) {
