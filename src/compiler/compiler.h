@@ -100,10 +100,11 @@
 //    i32 resume)` runs one thread from resume point `resume` (0 = the start) to its next wait
 //    and returns a code: 0 when the thread finished, else (point << 2) | kind, with the point to
 //    resume from and the kind of wait: 1 block barrier, 2 bar.red, 3 warp collective.
-//    `void __rocuda_round_<K>(ptr params, ptr context, i32 resume, ptr codes, i32 limit)`
+//    `i32 __rocuda_round_<K>(ptr params, ptr context, i32 resume, ptr codes, i32 limit)`
 //    steps every thread of the block from the same point, storing each code at
 //    codes[linearTid] (i32); in a one-dimensional block only the threads below `limit` (the
-//    others have exited: tails such as `if (tid < 32)`).
+//    others have exited: tails such as `if (tid < 32)`). It returns the code when all of
+//    those threads gave the same one, else kMixedRoundCodes.
 //    A bar.red announces its vote before returning, `void __rocuda_suspend_barrier_reduce(
 //    ptr context, i32 linearTid, i32 op, i32 id, i32 threads, i32 predicate)`, and on resuming
 //    `i32 __rocuda_resume_barrier_reduce(ptr context, i32 linearTid, i32 op)` gives the result.
@@ -145,6 +146,9 @@ inline constexpr uint32_t kMemcheckSpaceShift = 1;
 inline constexpr uint32_t kMemcheckAtomic = 1u << 4;
 inline constexpr uint32_t kMemcheckGeneric = 0, kMemcheckGlobal = 1, kMemcheckShared = 2,
                           kMemcheckLocal = 3, kMemcheckConst = 4;
+
+// What a round returns when its threads stopped at different points (no step returns it).
+inline constexpr uint32_t kMixedRoundCodes = 0xffffffffu;
 
 // The CPU device's launch limits, which core enforces (DeviceBackend's device description
 // reports them) and the block forms rely on: a block's extent and thread count, a grid's extent.

@@ -255,9 +255,15 @@ llvm::BasicBlock* emitThreadLoop(llvm::Function* fn, const std::array<llvm::Valu
   // that shared and global accesses of different threads do not overlap. Inlining passes the
   // access group of the body's calls on to their memory accesses; atomic and volatile ones
   // keep their order, since the vectorizer leaves loops holding them alone.
+  // (A body's own accumulators, stack slots of `fn`, are loop-carried: not part of the group.)
   llvm::MDNode* accesses = llvm::MDNode::getDistinct(c, {});
+  auto accumulates = [](llvm::Instruction& inst) {
+    llvm::Value* address = llvm::getLoadStorePointerOperand(&inst);
+    return address != nullptr && llvm::isa<llvm::AllocaInst>(llvm::getUnderlyingObject(address));
+  };
   for (llvm::Instruction& inst : *b.GetInsertBlock())
-    if (inst.mayReadOrWriteMemory()) inst.setMetadata(llvm::LLVMContext::MD_access_group, accesses);
+    if (inst.mayReadOrWriteMemory() && !accumulates(inst))
+      inst.setMetadata(llvm::LLVMContext::MD_access_group, accesses);
   llvm::Value* nextX = b.CreateNUWAdd(x, b.getInt32(1));
   llvm::Instruction* latch = b.CreateCondBr(b.CreateICmpULT(nextX, extent[0]), xLoop, yLatch);
   llvm::TempMDTuple self = llvm::MDNode::getTemporary(c, {});
@@ -770,19 +776,19 @@ void lowerToBlockLoop(llvm::Function& kernel, KernelInfo& info) {
 // The most instructions the rounds of a kernel may hold as inlined copies of its step.
 constexpr size_t kInlinedRoundBudget = 40000;
 
-// `void __rocuda_round_<K>(ptr params, ptr context, i32 resume, ptr codes, i32 limit)`: every
+// `i32 __rocuda_round_<K>(ptr params, ptr context, i32 resume, ptr codes, i32 limit)`: every
 // thread of the block (below `limit`) from the same resume point, each thread's code stored in
-// codes[linearTid]. One
-// loop per resume point, each calling the step with a constant point, so that inlining leaves
-// only that region's code in the loop (and the vectorizer may widen it).
+// codes[linearTid]; returns the code when every thread gave the same one (the common case,
+// which then costs the runtime no look at the array), else kMixedRoundCodes. One loop per
+// resume point, each calling the step with a constant point, so that inlining leaves only that
+// region's code in the loop (and the vectorizer may widen it).
 void buildRounds(llvm::Function& step, const KernelInfo& info, size_t waits) {
   llvm::Module& m = *step.getParent();
   llvm::LLVMContext& c = m.getContext();
   auto* ptr = llvm::PointerType::getUnqual(c);
   auto* i32 = llvm::Type::getInt32Ty(c);
-  auto* fn = llvm::Function::Create(
-      llvm::FunctionType::get(llvm::Type::getVoidTy(c), {ptr, ptr, i32, ptr, i32}, false),
-      llvm::GlobalValue::ExternalLinkage, roundSymbol(info.name), m);
+  auto* fn = llvm::Function::Create(llvm::FunctionType::get(i32, {ptr, ptr, i32, ptr, i32}, false),
+                                    llvm::GlobalValue::ExternalLinkage, roundSymbol(info.name), m);
   markParamsReadOnly(*fn, info);
   fn->addParamAttr(3, llvm::Attribute::NoAlias);
   llvm::Value* params = fn->getArg(0);
@@ -791,6 +797,12 @@ void buildRounds(llvm::Function& step, const KernelInfo& info, size_t waits) {
   auto* entry = llvm::BasicBlock::Create(c, "entry", fn);
   auto* exit = llvm::BasicBlock::Create(c, "exit", fn);
   llvm::IRBuilder<> b(entry);
+  // The bitwise and and or of every code: equal exactly when all codes are (promoted to
+  // registers by the optimiser; reductions the vectorizer widens).
+  llvm::AllocaInst* allOf = b.CreateAlloca(i32, nullptr, "codes.and");
+  llvm::AllocaInst* anyOf = b.CreateAlloca(i32, nullptr, "codes.or");
+  b.CreateStore(b.getInt32(0xffffffffu), allOf);
+  b.CreateStore(b.getInt32(0), anyOf);
   std::array<llvm::Value*, 3> extent = loadBlockExtent(b, context);
   // A one-dimensional block runs threads [0, limit) only (a bound, not a test per thread, so
   // that the vectorizer still sees a counted loop).
@@ -803,17 +815,23 @@ void buildRounds(llvm::Function& step, const KernelInfo& info, size_t waits) {
   llvm::SwitchInst* choose = b.CreateSwitch(fn->getArg(2), exit, waits + 1);
   for (size_t point = 0; point <= waits; ++point) {
     llvm::ConstantInt* resume = b.getInt32(static_cast<uint32_t>(point));
-    choose->addCase(resume, emitThreadLoop(fn, extent, exit,
-                                           [&](llvm::IRBuilder<>& body, llvm::Value* linear,
-                                               llvm::Value* x, llvm::Value* y, llvm::Value* z) {
-                                             llvm::Value* code = body.CreateCall(
-                                                 &step, {params, context, linear, x, y, z, resume});
-                                             body.CreateStore(code, body.CreateInBoundsGEP(
-                                                                        i32, codes, linear));
-                                           }));
+    choose->addCase(
+        resume, emitThreadLoop(fn, extent, exit,
+                               [&](llvm::IRBuilder<>& body, llvm::Value* linear, llvm::Value* x,
+                                   llvm::Value* y, llvm::Value* z) {
+                                 llvm::Value* code = body.CreateCall(
+                                     &step, {params, context, linear, x, y, z, resume});
+                                 body.CreateStore(code, body.CreateInBoundsGEP(i32, codes, linear));
+                                 body.CreateStore(body.CreateAnd(body.CreateLoad(i32, allOf), code),
+                                                  allOf);
+                                 body.CreateStore(body.CreateOr(body.CreateLoad(i32, anyOf), code),
+                                                  anyOf);
+                               }));
   }
   b.SetInsertPoint(exit);
-  b.CreateRetVoid();
+  llvm::Value* all = b.CreateLoad(i32, allOf);
+  b.CreateRet(b.CreateSelect(b.CreateICmpEQ(all, b.CreateLoad(i32, anyOf)), all,
+                             b.getInt32(kMixedRoundCodes)));
 }
 
 void lowerToContinuation(llvm::Function& kernel, KernelInfo& info) {

@@ -450,11 +450,12 @@ bool runUniformRounds(BlockState& block, std::vector<std::unique_ptr<ThreadState
   bool oneDimensional = grid.block[1] * grid.block[2] == 1;
   uint32_t limit = count;  // threads at and beyond it have finished
   for (uint32_t point = 0;;) {
-    grid.code.round(grid.params, &block.context, point, codes, limit);
-    uint32_t first = codes[0], live = 0;
+    uint32_t common = grid.code.round(grid.params, &block.context, point, codes, limit);
+    uint32_t first = codes[0], live = limit;
     // A prefix short of the limit only runs on in a one-dimensional block (the round's limit).
-    bool uniform = waitingPrefix(codes, limit, live) &&
-                   (first == 0 || live == limit || oneDimensional);
+    bool uniform = common != compiler::kMixedRoundCodes ||
+                   (waitingPrefix(codes, limit, live) &&
+                    (first == 0 || live == limit || oneDimensional));
     if (uniform && first == 0) return true;
     if (uniform) {
       limit = live;
