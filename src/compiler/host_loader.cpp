@@ -4,12 +4,18 @@
 #include <llvm/ExecutionEngine/Orc/Core.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/Object/ELFObjectFile.h>
 #include <llvm/Support/Error.h>
 #include <llvm/Support/MemoryBuffer.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <mutex>
 
 #include "compiler/compiler.h"
 #include "compiler/host_builtins.h"
 #include "compiler/host_codegen.h"
+#include "support/env.h"
 
 namespace rocuda::compiler {
 namespace {
@@ -53,6 +59,40 @@ class JitHostCode final : public HostCode {
 // different signature, and a stray __rocuda_* definition would hide a missing runtime symbol).
 bool reservedName(llvm::StringRef name) {
   return name.starts_with("__rocuda_") || name == "vprintf" || name == "cudaGraphSetConditional";
+}
+
+// ROCUDA_PERF_MAP=1: append "address size name" for every function of the loaded code to
+// /tmp/perf-<pid>.map, the file `perf report` reads to name samples in JIT-compiled code.
+void appendToPerfMap(const HostObject& object, HostCode& code) {
+  static std::mutex mutex;
+  auto file = llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(
+      llvm::StringRef(reinterpret_cast<const char*>(object.object.data()), object.object.size()),
+      "rocuda-host-object"));
+  if (!file) {
+    llvm::consumeError(file.takeError());
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  std::string path = "/tmp/perf-" + std::to_string(::getpid()) + ".map";
+  std::FILE* map = std::fopen(path.c_str(), "a");
+  if (map == nullptr) return;
+  for (const llvm::object::SymbolRef& symbol : (*file)->symbols()) {
+    auto type = symbol.getType();
+    auto name = symbol.getName();
+    if (!type || !name || *type != llvm::object::SymbolRef::ST_Function) {
+      if (!type) llvm::consumeError(type.takeError());
+      if (!name) llvm::consumeError(name.takeError());
+      continue;
+    }
+    uint64_t size = llvm::object::ELFSymbolRef(symbol).getSize();
+    void* address = code.lookup(std::string_view(name->data(), name->size()));
+    if (address != nullptr && size != 0)
+      std::fprintf(map, "%llx %llx %.*s\n", static_cast<unsigned long long>(
+                       reinterpret_cast<uintptr_t>(address)),
+                   static_cast<unsigned long long>(size), static_cast<int>(name->size()),
+                   name->data());
+  }
+  std::fclose(map);
 }
 
 Error linkError(const std::string& what, llvm::Error error) {
@@ -110,6 +150,7 @@ Result<std::unique_ptr<HostCode>> loadHostCode(const HostObject& object,
     if (!code->resolve(global.name, message))
       return makeError(ErrorCode::InvalidImage,
                        "cannot link global '" + global.name + "': " + message);
+  if (env::getFlag("ROCUDA_PERF_MAP", false)) appendToPerfMap(object, *code);
   return std::unique_ptr<HostCode>(std::move(code));
 }
 

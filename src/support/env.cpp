@@ -23,6 +23,10 @@ const std::vector<Variable>& variables() {
        "Directory into which the compiler writes the LLVM IR of every module it compiles "
        "(`<module>.ll` target-neutral, `<module>.host.ll` optimised for the host, "
        "`<module>.block.ll` with the kernels in their block forms)."},
+      {"ROCUDA_PERF_MAP", "0",
+       "`1` appends the address, size and name of every function of the CPU device's generated "
+       "code to `/tmp/perf-<pid>.map` as it is loaded, so that `perf report` names the time "
+       "spent in kernels (the step, round and block-loop functions of docs/ARCHITECTURE.md)."},
       {"ROCUDA_CPU_BLOCK_FORMS", "1",
        "`0` compiles every kernel for the CPU device as a function per CUDA thread, run as "
        "fibers when threads wait (the slow path), instead of work-item loops and "
