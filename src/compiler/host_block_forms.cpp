@@ -88,10 +88,11 @@ llvm::Value* loadContext(llvm::IRBuilder<>& b, llvm::Value* context, ContextFiel
   // on thread and block indices does not wrap.
   auto range = [&](uint32_t low, uint32_t high) {
     llvm::Type* i32 = b.getInt32Ty();
-    load->setMetadata(llvm::LLVMContext::MD_range,
-                      llvm::MDNode::get(b.getContext(),
-                                        {llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(i32, low)),
-                                         llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(i32, high))}));
+    load->setMetadata(
+        llvm::LLVMContext::MD_range,
+        llvm::MDNode::get(b.getContext(),
+                          {llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(i32, low)),
+                           llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(i32, high))}));
   };
   if (field == kThreadCount) range(1, kMaxThreadsPerBlock + 1);
   if (element < 0) return load;
@@ -268,8 +269,8 @@ llvm::BasicBlock* emitThreadLoop(llvm::Function* fn, const std::array<llvm::Valu
   llvm::Instruction* latch = b.CreateCondBr(b.CreateICmpULT(nextX, extent[0]), xLoop, yLatch);
   llvm::TempMDTuple self = llvm::MDNode::getTemporary(c, {});
   llvm::MDNode* loop = llvm::MDNode::getDistinct(
-      c, {self.get(), llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.parallel_accesses"),
-                                            accesses})});
+      c, {self.get(),
+          llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.parallel_accesses"), accesses})});
   loop->replaceOperandWith(0, loop);
   latch->setMetadata(llvm::LLVMContext::MD_loop, loop);
   llvm::BasicBlock* xEnd = b.GetInsertBlock();
@@ -816,17 +817,16 @@ void buildRounds(llvm::Function& step, const KernelInfo& info, size_t waits) {
   for (size_t point = 0; point <= waits; ++point) {
     llvm::ConstantInt* resume = b.getInt32(static_cast<uint32_t>(point));
     choose->addCase(
-        resume, emitThreadLoop(fn, extent, exit,
-                               [&](llvm::IRBuilder<>& body, llvm::Value* linear, llvm::Value* x,
-                                   llvm::Value* y, llvm::Value* z) {
-                                 llvm::Value* code = body.CreateCall(
-                                     &step, {params, context, linear, x, y, z, resume});
-                                 body.CreateStore(code, body.CreateInBoundsGEP(i32, codes, linear));
-                                 body.CreateStore(body.CreateAnd(body.CreateLoad(i32, allOf), code),
-                                                  allOf);
-                                 body.CreateStore(body.CreateOr(body.CreateLoad(i32, anyOf), code),
-                                                  anyOf);
-                               }));
+        resume,
+        emitThreadLoop(fn, extent, exit,
+                       [&](llvm::IRBuilder<>& body, llvm::Value* linear, llvm::Value* x,
+                           llvm::Value* y, llvm::Value* z) {
+                         llvm::Value* code =
+                             body.CreateCall(&step, {params, context, linear, x, y, z, resume});
+                         body.CreateStore(code, body.CreateInBoundsGEP(i32, codes, linear));
+                         body.CreateStore(body.CreateAnd(body.CreateLoad(i32, allOf), code), allOf);
+                         body.CreateStore(body.CreateOr(body.CreateLoad(i32, anyOf), code), anyOf);
+                       }));
   }
   b.SetInsertPoint(exit);
   llvm::Value* all = b.CreateLoad(i32, allOf);

@@ -87,8 +87,8 @@ void appendToPerfMap(const HostObject& object, HostCode& code) {
     uint64_t size = llvm::object::ELFSymbolRef(symbol).getSize();
     void* address = code.lookup(std::string_view(name->data(), name->size()));
     if (address != nullptr && size != 0)
-      std::fprintf(map, "%llx %llx %.*s\n", static_cast<unsigned long long>(
-                       reinterpret_cast<uintptr_t>(address)),
+      std::fprintf(map, "%llx %llx %.*s\n",
+                   static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(address)),
                    static_cast<unsigned long long>(size), static_cast<int>(name->size()),
                    name->data());
   }

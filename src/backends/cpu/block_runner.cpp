@@ -453,9 +453,9 @@ bool runUniformRounds(BlockState& block, std::vector<std::unique_ptr<ThreadState
     uint32_t common = grid.code.round(grid.params, &block.context, point, codes, limit);
     uint32_t first = codes[0], live = limit;
     // A prefix short of the limit only runs on in a one-dimensional block (the round's limit).
-    bool uniform = common != compiler::kMixedRoundCodes ||
-                   (waitingPrefix(codes, limit, live) &&
-                    (first == 0 || live == limit || oneDimensional));
+    bool uniform =
+        common != compiler::kMixedRoundCodes ||
+        (waitingPrefix(codes, limit, live) && (first == 0 || live == limit || oneDimensional));
     if (uniform && first == 0) return true;
     if (uniform) {
       limit = live;

@@ -28,7 +28,7 @@ using ContinuationEntry = uint32_t (*)(void* params, compiler::BlockContext* con
                                        uint32_t linearTid, uint32_t tidX, uint32_t tidY,
                                        uint32_t tidZ, uint32_t resume);
 using RoundEntry = uint32_t (*)(void* params, compiler::BlockContext* context, uint32_t resume,
-                            uint32_t* codes, uint32_t limit);
+                                uint32_t* codes, uint32_t limit);
 
 // A kernel's host code in the form the compiler chose.
 struct KernelCode {
