@@ -64,6 +64,9 @@ void ThreadPool::workerLoop() {
         job = candidate;
         break;
       }
+    // Claiming takes no lock: the submitter (or another worker) may have taken the last items
+    // since the wait saw them, and the job may even be gone. Wait again.
+    if (job == nullptr) continue;
     lock.unlock();
     work(*job);
     lock.lock();
