@@ -13,6 +13,7 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/IntrinsicInst.h>
+#include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Transforms/Utils/Local.h>
 
@@ -87,12 +88,9 @@ llvm::Value* loadContext(llvm::IRBuilder<>& b, llvm::Value* context, ContextFiel
   // The CPU device's limits (compiler.h), which let scalar evolution see that index arithmetic
   // on thread and block indices does not wrap.
   auto range = [&](uint32_t low, uint32_t high) {
-    llvm::Type* i32 = b.getInt32Ty();
-    load->setMetadata(
-        llvm::LLVMContext::MD_range,
-        llvm::MDNode::get(b.getContext(),
-                          {llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(i32, low)),
-                           llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(i32, high))}));
+    load->setMetadata(llvm::LLVMContext::MD_range,
+                      llvm::MDBuilder(b.getContext())
+                          .createRange(llvm::APInt(32, low), llvm::APInt(32, high)));
   };
   if (field == kThreadCount) range(1, kMaxThreadsPerBlock + 1);
   if (element < 0) return load;

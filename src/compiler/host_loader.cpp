@@ -4,10 +4,10 @@
 #include <llvm/ExecutionEngine/Orc/Core.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
-#include <llvm/Object/ELFObjectFile.h>
+#include <llvm/Object/ObjectFile.h>
+#include <llvm/Object/SymbolSize.h>
 #include <llvm/Support/Error.h>
 #include <llvm/Support/MemoryBuffer.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <mutex>
@@ -16,6 +16,7 @@
 #include "compiler/host_builtins.h"
 #include "compiler/host_codegen.h"
 #include "support/env.h"
+#include "support/platform.h"
 
 namespace rocuda::compiler {
 namespace {
@@ -73,10 +74,10 @@ void appendToPerfMap(const HostObject& object, HostCode& code) {
     return;
   }
   std::lock_guard<std::mutex> lock(mutex);
-  std::string path = "/tmp/perf-" + std::to_string(::getpid()) + ".map";
+  std::string path = "/tmp/perf-" + std::to_string(platform::processId()) + ".map";
   std::FILE* map = std::fopen(path.c_str(), "a");
   if (map == nullptr) return;
-  for (const llvm::object::SymbolRef& symbol : (*file)->symbols()) {
+  for (const auto& [symbol, size] : llvm::object::computeSymbolSizes(**file)) {
     auto type = symbol.getType();
     auto name = symbol.getName();
     if (!type || !name || *type != llvm::object::SymbolRef::ST_Function) {
@@ -84,7 +85,6 @@ void appendToPerfMap(const HostObject& object, HostCode& code) {
       if (!name) llvm::consumeError(name.takeError());
       continue;
     }
-    uint64_t size = llvm::object::ELFSymbolRef(symbol).getSize();
     void* address = code.lookup(std::string_view(name->data(), name->size()));
     if (address != nullptr && size != 0)
       std::fprintf(map, "%llx %llx %.*s\n",
