@@ -113,7 +113,11 @@
 //    Values live across a wait, and the thread's local memory, are kept in the thread's
 //    frame of KernelInfo::cpuFrameBytes bytes; BlockContext::frames holds threadCount of them
 //    slot by slot (slot k of thread t at offset(k) * threadCount + t * size(k)), so that
-//    consecutive threads' copies of a value are neighbours.
+//    consecutive threads' copies of a value are neighbours. A kernel that waits only at block
+//    barriers keeps the values every thread computes alike in one slot per block instead:
+//    KernelInfo::cpuUniformFrameBytes (U, a multiple of 32) bytes at frames - 2U hold them as
+//    they were at the last barrier, U bytes at frames - U as written since; whenever a block
+//    barrier (or bar.red) completes, the runtime copies the second copy over the first.
 //    Other calls that need the thread are preceded by __rocuda_enter_thread, as above.
 //  * Spin-waits: each acquire, relaxed or volatile load outside block-private state spaces, and
 //    each atom.cas, that sits in a loop is followed by `void __rocuda_spin_poll(ptr address, i64
@@ -138,7 +142,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-18";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-19";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;
@@ -229,6 +233,7 @@ struct KernelInfo {
   bool usesWarpCollectives = false;  // after inlining, calls a warp collective (see above)
   CpuExecution cpuExecution = CpuExecution::ThreadEntry;  // host code only
   uint32_t cpuFrameBytes = 0;     // Continuation: bytes of each thread's frame
+  uint32_t cpuUniformFrameBytes = 0;  // Continuation: bytes of one copy of the uniform slots
   std::string cpuSlowPathReason;  // ThreadEntry although block forms were asked for: why
 };
 

@@ -9,7 +9,14 @@
 // per-thread entry, run on fibers, with the reason recorded for the log.
 #include <llvm/ADT/BitVector.h>
 #include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/DenseSet.h>
+#include <llvm/Analysis/CycleAnalysis.h>
+#include <llvm/Analysis/TargetTransformInfoImpl.h>
+#include <llvm/Analysis/UniformityAnalysis.h>
 #include <llvm/Analysis/ValueTracking.h>
+#include <llvm/IR/Dominators.h>
+#include <llvm/IR/PassManager.h>
+#include <llvm/IR/InstIterator.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/IntrinsicInst.h>
@@ -631,6 +638,208 @@ void rematerializeAcrossWaits(const std::vector<llvm::Instruction*>& live) {
   }
 }
 
+// The slots that demotion made for values live across waits are the compiler's own: only their
+// loads and stores reach them. Saying so (an alias scope of their own, which every other access
+// of the step is outside of) lets the optimiser keep them apart from shared and global memory,
+// e.g. hoist a slot's load out of a round's loop that stores to shared memory.
+void separateFrameValues(llvm::Function& step, const std::vector<llvm::AllocaInst*>& slots) {
+  if (slots.empty()) return;
+  llvm::LLVMContext& c = step.getContext();
+  llvm::MDBuilder builder(c);
+  llvm::MDNode* domain = builder.createAnonymousAliasScopeDomain("rocuda.frame");
+  llvm::MDNode* scope =
+      llvm::MDNode::get(c, {builder.createAnonymousAliasScope(domain, "rocuda.frame.values")});
+  llvm::DenseSet<const llvm::Instruction*> slotAccesses;
+  for (llvm::AllocaInst* slot : slots)
+    for (llvm::User* user : slot->users()) {
+      auto* access = llvm::cast<llvm::Instruction>(user);
+      access->setMetadata(llvm::LLVMContext::MD_alias_scope, scope);
+      slotAccesses.insert(access);
+    }
+  for (llvm::Instruction& inst : llvm::instructions(step))
+    if (inst.mayReadOrWriteMemory() && !slotAccesses.contains(&inst))
+      inst.setMetadata(llvm::LLVMContext::MD_noalias,
+                       llvm::MDNode::concatenate(inst.getMetadata(llvm::LLVMContext::MD_noalias),
+                                                 scope));
+}
+
+// ---- Block-uniform values: one slot per block ----
+//
+// A kernel that waits only at block barriers (bar.sync 0 and bar.red, which every thread of the
+// block reaches at the same instruction) runs from barrier to barrier with all its threads
+// together. A value live across such a barrier that every thread computes alike (a loop
+// counter over the block's size, a bound from the parameters) then needs one slot per block,
+// not one per thread: a round reads it once for all its threads, and the work-item loop's
+// conditions on it become loop-invariant. The threads of a round run one after another, so a
+// thread must not see what an earlier thread of the same round wrote: a uniform slot has two
+// copies, the value at the last barrier (read before the region writes the slot) and the value
+// written since (written, and read after the write); the runtime copies the second over the
+// first whenever a block barrier completes (compiler.h).
+
+// The uniformity analysis' view of the step: thread indices, memory reads other than launch
+// constants, and calls with effects differ between threads; everything else follows from its
+// operands and from the branches it depends on (LLVM's UniformityInfo does that part).
+class ThreadDivergence : public llvm::TargetTransformInfoImplCRTPBase<ThreadDivergence> {
+ public:
+  ThreadDivergence(const llvm::DataLayout& layout, const ThreadValues& v)
+      : TargetTransformInfoImplCRTPBase(layout),
+        threadIndices{v.linear, v.tid[0], v.tid[1], v.tid[2]} {}
+  bool hasBranchDivergence(const llvm::Function*) const { return true; }
+  bool isAlwaysUniform(const llvm::Value*) const { return false; }
+  bool isSourceOfDivergence(const llvm::Value* value) const {
+    if (llvm::isa<llvm::Argument>(value)) return llvm::is_contained(threadIndices, value);
+    if (auto* load = llvm::dyn_cast<llvm::LoadInst>(value)) return !readsLaunchConstant(*load);
+    if (auto* call = llvm::dyn_cast<llvm::CallBase>(value))
+      return call->getIntrinsicID() == llvm::Intrinsic::not_intrinsic ||
+             !call->doesNotAccessMemory();
+    auto* inst = llvm::dyn_cast<llvm::Instruction>(value);
+    return inst != nullptr && (inst->mayReadOrWriteMemory() ||
+                               llvm::isa<llvm::AllocaInst, llvm::FreezeInst>(inst));
+  }
+
+ private:
+  std::array<const llvm::Value*, 4> threadIndices;
+};
+
+// Whether every wait of the kernel is a block barrier (see above).
+bool waitsOnlyAtBlockBarriers(const std::vector<WaitPoint>& waits) {
+  return llvm::all_of(waits, [](const WaitPoint& wait) {
+    return wait.kind == WaitKind::Barrier || wait.kind == WaitKind::BarrierReduce;
+  });
+}
+
+// The instructions of `step` whose value is the same in every thread of the block wherever it is
+// used (no use sees it through a loop that threads leave at different iterations).
+llvm::DenseSet<const llvm::Value*> blockUniformValues(llvm::Function& step,
+                                                      const ThreadValues& v) {
+  const llvm::DataLayout& layout = step.getParent()->getDataLayout();
+  llvm::FunctionAnalysisManager analyses;
+  analyses.registerPass([] { return llvm::PassInstrumentationAnalysis(); });
+  analyses.registerPass([] { return llvm::DominatorTreeAnalysis(); });
+  analyses.registerPass([] { return llvm::CycleAnalysis(); });
+  analyses.registerPass([&] {
+    return llvm::TargetIRAnalysis([&](const llvm::Function&) {
+      return llvm::TargetTransformInfo(ThreadDivergence(layout, v));
+    });
+  });
+  analyses.registerPass([] { return llvm::UniformityInfoAnalysis(); });
+  const llvm::UniformityInfo& uniformity = analyses.getResult<llvm::UniformityInfoAnalysis>(step);
+  llvm::DenseSet<const llvm::Value*> uniform;
+  for (llvm::Instruction& inst : llvm::instructions(step))
+    if (!inst.getType()->isVoidTy() && !uniformity.isDivergent(&inst) &&
+        llvm::none_of(inst.uses(),
+                      [&](const llvm::Use& use) { return uniformity.isDivergentUse(use); }))
+      uniform.insert(&inst);
+  return uniform;
+}
+
+// Move the slots of uniform values (allocas made by demotion, used only by their loads and
+// stores) to the block's uniform area: stores and the loads after a store of the same region
+// use the written copy, loads before any store of their region the copy of the last barrier.
+// A slot some load of which may come before or after a store, depending on the path, stays a
+// per-thread slot (an alloca, for moveAllocasToFrame). Returns the bytes of one copy of the
+// area, a multiple of 32 (so that both copies keep the frames' 64-byte alignment).
+uint32_t moveUniformSlots(llvm::Function& step, const std::vector<WaitPoint>& waits,
+                          const std::vector<llvm::AllocaInst*>& slots, const ThreadValues& v) {
+  if (slots.empty()) return 0;
+  llvm::DenseMap<const llvm::Value*, unsigned> slotIndex;
+  for (unsigned i = 0; i < slots.size(); ++i) slotIndex[slots[i]] = i;
+  auto storedSlot = [&](const llvm::Instruction& inst) -> std::optional<unsigned> {
+    if (auto* store = llvm::dyn_cast<llvm::StoreInst>(&inst))
+      if (auto it = slotIndex.find(store->getPointerOperand()); it != slotIndex.end())
+        return it->second;
+    return std::nullopt;
+  };
+  // Forward over each region (from the start or a resume block to the waits): which slots may
+  // still be unwritten (clean) and which may have been written (dirty) since the region began.
+  struct State {
+    llvm::BitVector clean, dirty;
+  };
+  size_t n = slots.size();
+  llvm::DenseMap<llvm::BasicBlock*, State> entryState;
+  llvm::DenseSet<llvm::BasicBlock*> suspends;
+  std::vector<llvm::BasicBlock*> work;
+  auto startRegion = [&](llvm::BasicBlock* block) {
+    entryState[block] = {llvm::BitVector(n, true), llvm::BitVector(n)};
+    work.push_back(block);
+  };
+  startRegion(&step.getEntryBlock());
+  for (const WaitPoint& wait : waits) {
+    suspends.insert(wait.suspend);
+    startRegion(wait.resume);
+  }
+  auto apply = [&](const llvm::Instruction& inst, State& state) {
+    if (std::optional<unsigned> slot = storedSlot(inst)) {
+      state.clean.reset(*slot);
+      state.dirty.set(*slot);
+    }
+  };
+  while (!work.empty()) {
+    llvm::BasicBlock* block = work.back();
+    work.pop_back();
+    if (suspends.contains(block)) continue;  // the region ends at its wait
+    State state = entryState[block];
+    for (const llvm::Instruction& inst : *block) apply(inst, state);
+    for (llvm::BasicBlock* successor : llvm::successors(block)) {
+      auto [it, fresh] = entryState.try_emplace(successor, State{llvm::BitVector(n),
+                                                                 llvm::BitVector(n)});
+      State& next = it->second;
+      llvm::BitVector clean = next.clean, dirty = next.dirty;
+      next.clean |= state.clean;
+      next.dirty |= state.dirty;
+      if (fresh || next.clean != clean || next.dirty != dirty) work.push_back(successor);
+    }
+  }
+  // Which copy each load reads; slots with a load that may read either stay per thread.
+  llvm::DenseMap<llvm::LoadInst*, bool> readsWritten;
+  llvm::BitVector perThread(n);
+  for (auto& [block, start] : entryState) {
+    State state = start;
+    for (llvm::Instruction& inst : *block) {
+      if (auto* load = llvm::dyn_cast<llvm::LoadInst>(&inst))
+        if (auto it = slotIndex.find(load->getPointerOperand()); it != slotIndex.end()) {
+          unsigned slot = it->second;
+          if (state.clean.test(slot) && state.dirty.test(slot)) perThread.set(slot);
+          readsWritten[load] = state.dirty.test(slot);
+        }
+      apply(inst, state);
+    }
+  }
+  const llvm::DataLayout& layout = step.getParent()->getDataLayout();
+  std::vector<uint64_t> offsets(n);
+  uint64_t bytes = 0;
+  for (unsigned i = 0; i < n; ++i) {
+    if (perThread.test(i)) continue;
+    bytes = llvm::alignTo(bytes, slots[i]->getAlign());
+    offsets[i] = bytes;
+    bytes += layout.getTypeAllocSize(slots[i]->getAllocatedType());
+  }
+  uint64_t copyBytes = llvm::alignTo(bytes, 32);
+  for (unsigned i = 0; i < n; ++i) {
+    if (perThread.test(i)) continue;
+    for (llvm::User* user : llvm::make_early_inc_range(slots[i]->users())) {
+      auto* access = llvm::cast<llvm::Instruction>(user);
+      auto* load = llvm::dyn_cast<llvm::LoadInst>(access);
+      // Unreachable loads are in no region: any copy will do.
+      bool written = load == nullptr || readsWritten.lookup(load);
+      llvm::IRBuilder<> b(access);
+      int64_t offset = static_cast<int64_t>(offsets[i]) -
+                       static_cast<int64_t>(written ? copyBytes : 2 * copyBytes);
+      llvm::Value* address =
+          b.CreateGEP(b.getInt8Ty(), loadContext(b, v.context, kFrames), b.getInt64(offset),
+                      written ? "uniform.written" : "uniform.at.barrier");
+      access->replaceUsesOfWith(slots[i], address);
+      // Only the runtime writes the copy of the last barrier, between rounds: while a step or
+      // a round runs it does not change (as the block context does not).
+      if (!written)
+        access->setMetadata(llvm::LLVMContext::MD_invariant_load,
+                            llvm::MDNode::get(access->getContext(), {}));
+    }
+    slots[i]->eraseFromParent();
+  }
+  return static_cast<uint32_t>(copyBytes);
+}
+
 // Give every stack allocation a slot in the thread's frame; returns the frame size (a multiple
 // of the largest slot alignment and of 16; the runtime aligns frames to 64 bytes). The frames
 // of a block are laid out slot by slot (compiler.h): slot k of thread t is at
@@ -853,9 +1062,20 @@ void lowerToContinuation(llvm::Function& kernel, KernelInfo& info) {
   std::vector<WaitPoint> waits;
   for (llvm::CallInst* call : waitingCalls(*step))
     waits.push_back(splitAtWait(call, values, static_cast<uint32_t>(waits.size())));
+  llvm::DenseSet<const llvm::Value*> uniform;
+  if (waitsOnlyAtBlockBarriers(waits)) uniform = blockUniformValues(*step, values);
   rematerializeAcrossWaits(liveAcrossWaits(*step, waits));
   // Demoting a phi leaves one reload where it stood, itself live across the wait when the phi
-  // was: repeat until nothing is (the second round gives each use its own reload).
+  // was: repeat until nothing is (the second round gives each use its own reload). The slots
+  // of uniform values, and their reloads, stay known as uniform.
+  std::vector<llvm::AllocaInst*> valueSlots, uniformSlots;
+  auto demoted = [&](bool wasUniform, llvm::AllocaInst* slot) {
+    valueSlots.push_back(slot);
+    if (!wasUniform) return;
+    uniformSlots.push_back(slot);
+    for (llvm::User* user : slot->users())
+      if (llvm::isa<llvm::LoadInst>(user)) uniform.insert(user);
+  };
   for (std::vector<llvm::Instruction*> live = liveAcrossWaits(*step, waits); !live.empty();
        live = liveAcrossWaits(*step, waits)) {
     std::vector<llvm::PHINode*> phis;
@@ -863,10 +1083,15 @@ void lowerToContinuation(llvm::Function& kernel, KernelInfo& info) {
       if (auto* phi = llvm::dyn_cast<llvm::PHINode>(inst))
         phis.push_back(phi);
       else
-        llvm::DemoteRegToStack(*inst);
+        demoted(uniform.contains(inst), llvm::DemoteRegToStack(*inst));
     }
-    for (llvm::PHINode* phi : phis) llvm::DemotePHIToStack(phi);
+    for (llvm::PHINode* phi : phis) {
+      bool wasUniform = uniform.erase(phi);  // the phi is erased: forget its address
+      demoted(wasUniform, llvm::DemotePHIToStack(phi));
+    }
   }
+  separateFrameValues(*step, valueSlots);
+  info.cpuUniformFrameBytes = moveUniformSlots(*step, waits, uniformSlots, values);
 
   // Each wait returns its code, (resume point << 2) | kind; the new entry dispatches on the point.
   llvm::BasicBlock* start = &step->getEntryBlock();

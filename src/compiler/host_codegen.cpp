@@ -52,6 +52,10 @@ Result<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine(int optLeve
   return tm;
 }
 
+constexpr const char* kLateLoopPipeline =
+    "function(loop-mssa(licm,simple-loop-unswitch<nontrivial>),simplifycfg,instcombine,"
+    "loop-mssa(licm),loop-vectorize,simplifycfg,instcombine)";
+
 void optimizeForHost(llvm::Module& module, llvm::TargetMachine& tm, int optLevel) {
   module.setTargetTriple(tm.getTargetTriple().str());
   module.setDataLayout(tm.createDataLayout());
@@ -64,6 +68,17 @@ void optimizeForHost(llvm::Module& module, llvm::TargetMachine& tm, int optLevel
                                     ? passes.pb.buildO0DefaultPipeline(level)
                                     : passes.pb.buildPerModuleDefaultPipeline(level);
   mpm.run(module, passes.mam);
+  if (level == llvm::OptimizationLevel::O0) return;
+  // Once the steps are inlined into the rounds and their block-uniform slots' loads hoisted
+  // (host_block_forms.cpp), conditions on uniform values are invariant in the work-item loops,
+  // but the default pipeline unswitches before they are: unswitch again, then let the
+  // vectorizer see the loops that result.
+  llvm::ModulePassManager late;
+  if (llvm::Error error = passes.pb.parsePassPipeline(late, kLateLoopPipeline)) {
+    llvm::consumeError(std::move(error));  // a fixed, valid text: cannot happen
+    return;
+  }
+  late.run(module, passes.mam);
 }
 
 PassContext::PassContext(llvm::TargetMachine& tm) : pb(&tm) {

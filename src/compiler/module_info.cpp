@@ -8,7 +8,7 @@ namespace rocuda::compiler {
 namespace {
 
 constexpr uint8_t kMagic[4] = {'R', 'C', 'M', 'I'};
-constexpr uint32_t kFormatVersion = 3;
+constexpr uint32_t kFormatVersion = 4;
 
 class Writer {
  public:
@@ -87,7 +87,7 @@ bool readKernel(Reader& r, KernelInfo& k) {
   if (!r.u8(execution) || execution > static_cast<uint8_t>(CpuExecution::Continuation))
     return false;
   k.cpuExecution = static_cast<CpuExecution>(execution);
-  return r.u32(k.cpuFrameBytes) && r.str(k.cpuSlowPathReason);
+  return r.u32(k.cpuFrameBytes) && r.u32(k.cpuUniformFrameBytes) && r.str(k.cpuSlowPathReason);
 }
 
 }  // namespace
@@ -147,6 +147,7 @@ std::vector<uint8_t> ModuleInfo::serialize() const {
     w.u8(static_cast<uint8_t>((k.usesBarriers ? 1 : 0) | (k.usesWarpCollectives ? 2 : 0)));
     w.u8(static_cast<uint8_t>(k.cpuExecution));
     w.u32(k.cpuFrameBytes);
+    w.u32(k.cpuUniformFrameBytes);
     w.str(k.cpuSlowPathReason);
   }
   w.u32(static_cast<uint32_t>(globals.size()));

@@ -2,6 +2,7 @@
 #include <bit>
 #include <csetjmp>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -237,6 +238,10 @@ bool releaseWarp(BlockState& block, uint32_t first, uint32_t count) {
 // Threads resuming from a barrier read this round's bar.red votes; the next barrier counts
 // afresh.
 void completeBarrierRound(BlockState& block) {
+  // The block-uniform slots as written since the last barrier become the values the next
+  // regions start from (compiler.h).
+  if (size_t uniform = block.grid->code.uniformFrameBytes; uniform > 0)
+    std::memcpy(block.context.frames - 2 * uniform, block.context.frames - uniform, uniform);
   ++block.barrierEpoch;
   block.roundParity ^= 1;
   block.reduceArrived[block.roundParity] = 0;
@@ -489,14 +494,17 @@ bool runUniformRounds(BlockState& block, std::vector<std::unique_ptr<ThreadState
 // longjmps back here and abandons the block.
 void runContinuations(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& threads,
                       uint32_t count, WorkerResources& resources) {
-  size_t frameBytes = block.grid->code.frameBytes;
-  block.context.frames = framesFor(resources, std::max<size_t>(frameBytes * count, 1));
-  if (block.context.frames == nullptr) {
-    log::error("cannot allocate " + std::to_string(frameBytes * count) +
-               " bytes of thread frames for kernel '" + std::string(block.grid->kernelName) + "'");
+  // The block-uniform slots' two copies, then the threads' frames (compiler.h).
+  size_t uniformBytes = 2 * size_t{block.grid->code.uniformFrameBytes};
+  size_t bytes = uniformBytes + size_t{block.grid->code.frameBytes} * count;
+  uint8_t* area = framesFor(resources, std::max<size_t>(bytes, 1));
+  if (area == nullptr) {
+    log::error("cannot allocate " + std::to_string(bytes) + " bytes of thread frames for kernel '" +
+               std::string(block.grid->kernelName) + "'");
     block.trapped = true;
     return;
   }
+  block.context.frames = area + uniformBytes;
   if (resources.codes.size() < count) resources.codes.resize(count);
   if (setjmp(block.trapExit) != 0) return;
   if (!runUniformRounds(block, threads, count, resources.codes.data()))

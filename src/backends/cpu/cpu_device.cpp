@@ -65,6 +65,7 @@ class CpuModule final : public LoadedModule {
       KernelCode kernelCode;
       kernelCode.execution = kernelInfo.cpuExecution;
       kernelCode.frameBytes = kernelInfo.cpuFrameBytes;
+      kernelCode.uniformFrameBytes = kernelInfo.cpuUniformFrameBytes;
       void* address = code_->lookup(compiler::hostEntrySymbol(kernelInfo));
       switch (kernelInfo.cpuExecution) {
         case compiler::CpuExecution::BlockLoop:

@@ -38,6 +38,7 @@ struct KernelCode {
   ContinuationEntry continuation = nullptr;
   RoundEntry round = nullptr;  // Continuation: every thread from one resume point
   uint32_t frameBytes = 0;  // Continuation: each thread's frame
+  uint32_t uniformFrameBytes = 0;  // Continuation: one copy of the block-uniform slots
 };
 
 // A cooperative grid's shared state: its workspace (the layout cooperative groups expects of

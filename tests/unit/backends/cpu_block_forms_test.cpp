@@ -755,5 +755,183 @@ TEST_F(CpuBlockForms, NamedBarrierThatCannotCompleteFailsTheLaunch) {
   EXPECT_EQ(launch(*kernel, {1, 1, 1}, {32, 1, 1}, {}).error().code, ErrorCode::LaunchFailed);
 }
 
+// Values every thread computes alike, live across block barriers, in the block's uniform slots
+// (compiler.h): a tree over a 2-D block with the shift count across barriers, then a loop whose
+// counter and a value rewritten after the barrier of each iteration live across bar.red and
+// bar.sync (the value is read before and written after the barrier in one region).
+const char* kUniformTreePtx = R"(.version 7.0
+.target sm_75
+.address_size 64
+.visible .entry uniform_tree(.param .u64 out, .param .u32 iters)
+{
+  .shared .align 4 .b32 sbuf[1024];
+  .reg .pred %p<4>;
+  .reg .b32 %r<40>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u32 %r1, [iters];
+  mov.u32 %r2, %tid.x;
+  mov.u32 %r3, %tid.y;
+  mov.u32 %r4, %ntid.x;
+  mov.u32 %r5, %ntid.y;
+  mad.lo.u32 %r6, %r3, %r4, %r2;
+  mul.lo.u32 %r7, %r4, %r5;
+  mov.u32 %r8, %ctaid.x;
+  add.u32 %r9, %r6, %r8;
+  mov.u32 %r10, sbuf;
+  shl.b32 %r11, %r6, 2;
+  add.u32 %r12, %r10, %r11;
+  st.shared.u32 [%r12], %r9;
+  bar.sync 0;
+  shr.u32 %r13, %r7, 1;
+TREE:
+  setp.eq.u32 %p1, %r13, 0;
+  @%p1 bra TREE_DONE;
+  setp.ge.u32 %p2, %r6, %r13;
+  @%p2 bra SKIP;
+  shl.b32 %r14, %r13, 2;
+  add.u32 %r15, %r12, %r14;
+  ld.shared.u32 %r16, [%r15];
+  ld.shared.u32 %r17, [%r12];
+  add.u32 %r17, %r17, %r16;
+  st.shared.u32 [%r12], %r17;
+SKIP:
+  bar.sync 0;
+  shr.u32 %r13, %r13, 1;
+  bra TREE;
+TREE_DONE:
+  ld.shared.u32 %r18, [%r10];
+  mov.u32 %r19, 0;
+  mov.u32 %r20, 0;
+  mov.u32 %r21, 5;
+  mov.u32 %r22, 0;
+LOOP:
+  setp.ge.u32 %p1, %r19, %r1;
+  @%p1 bra DONE;
+  add.u32 %r23, %r6, %r19;
+  rem.u32 %r24, %r23, 3;
+  setp.eq.u32 %p3, %r24, 0;
+  bar.red.popc.u32 %r25, 0, %p3;
+  add.u32 %r20, %r20, %r25;
+  add.u32 %r22, %r22, %r21;
+  mul.lo.u32 %r26, %r21, 3;
+  rem.u32 %r26, %r26, 1000;
+  add.u32 %r21, %r26, %r19;
+  bar.sync 0;
+  add.u32 %r19, %r19, 1;
+  bra LOOP;
+DONE:
+  mad.lo.u32 %r27, %r8, %r7, %r6;
+  mul.lo.u32 %r28, %r27, 3;
+  mul.wide.u32 %rd2, %r28, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r18;
+  st.global.u32 [%rd3+4], %r20;
+  st.global.u32 [%rd3+8], %r22;
+  ret;
+}
+)";
+
+TEST_F(CpuBlockForms, UniformValuesAcrossBarriersKeepOneSlotPerBlock) {
+  LoadedKernel* kernel = load(kUniformTreePtx, "uniform_tree");
+  ASSERT_NE(kernel, nullptr);
+  EXPECT_EQ(kernel->info().cpuExecution, CpuExecution::Continuation);
+  EXPECT_GT(kernel->info().cpuUniformFrameBytes, 0u);
+  const uint32_t bx = 16, by = 8, count = bx * by, blocks = 3, iters = 7;
+  std::vector<uint32_t> out(3 * count * blocks, 0);
+  void* o = out.data();
+  ASSERT_TRUE(launch(*kernel, {blocks, 1, 1}, {bx, by, 1}, {&o, &iters}).ok());
+  uint32_t votes = 0, steps = 0;
+  for (uint32_t k = 0, step = 5; k < iters; ++k) {
+    for (uint32_t t = 0; t < count; ++t) votes += (t + k) % 3 == 0;
+    steps += step;
+    step = step * 3 % 1000 + k;
+  }
+  for (uint32_t b = 0; b < blocks; ++b)
+    for (uint32_t t = 0; t < count; ++t) {
+      const uint32_t* got = &out[3 * (b * count + t)];
+      ASSERT_EQ(got[0], count * (count - 1) / 2 + count * b) << "block " << b << " thread " << t;
+      ASSERT_EQ(got[1], votes) << "block " << b << " thread " << t;
+      ASSERT_EQ(got[2], steps) << "block " << b << " thread " << t;
+    }
+}
+
+// Odd threads exit before a barrier loop; the even ones pass values round a ring of shared
+// memory, with a multiplier every thread updates alike after each barrier. Threads finishing
+// at different points hand the block to the per-thread scheduler, which must keep the uniform
+// slots as the rounds do.
+const char* kUniformAfterExitPtx = R"(.version 7.0
+.target sm_75
+.address_size 64
+.visible .entry uniform_after_exit(.param .u64 out, .param .u32 iters)
+{
+  .shared .align 4 .b32 ring[1024];
+  .reg .pred %p<3>;
+  .reg .b32 %r<20>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u32 %r1, [iters];
+  mov.u32 %r2, %tid.x;
+  mov.u32 %r3, %ntid.x;
+  and.b32 %r4, %r2, 1;
+  setp.ne.u32 %p1, %r4, 0;
+  @%p1 bra EXIT;
+  mov.u32 %r5, %r2;
+  mov.u32 %r6, 0;
+  mov.u32 %r7, 1;
+  mov.u32 %r8, ring;
+  shl.b32 %r9, %r2, 2;
+  add.u32 %r10, %r8, %r9;
+LOOP:
+  setp.ge.u32 %p2, %r6, %r1;
+  @%p2 bra DONE;
+  st.shared.u32 [%r10], %r5;
+  bar.sync 0;
+  add.u32 %r11, %r2, 2;
+  rem.u32 %r11, %r11, %r3;
+  shl.b32 %r12, %r11, 2;
+  add.u32 %r13, %r8, %r12;
+  ld.shared.u32 %r14, [%r13];
+  add.u32 %r5, %r14, %r7;
+  shl.b32 %r15, %r7, 1;
+  add.u32 %r7, %r15, %r6;
+  bar.sync 0;
+  add.u32 %r6, %r6, 1;
+  bra LOOP;
+DONE:
+  mov.u32 %r16, %ctaid.x;
+  mad.lo.u32 %r17, %r16, %r3, %r2;
+  mul.wide.u32 %rd2, %r17, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r5;
+EXIT:
+  ret;
+}
+)";
+
+TEST_F(CpuBlockForms, UniformSlotsSurviveThreadsExitingBeforeBarriers) {
+  LoadedKernel* kernel = load(kUniformAfterExitPtx, "uniform_after_exit");
+  ASSERT_NE(kernel, nullptr);
+  EXPECT_EQ(kernel->info().cpuExecution, CpuExecution::Continuation);
+  EXPECT_GT(kernel->info().cpuUniformFrameBytes, 0u);
+  const uint32_t threads = 96, blocks = 2, iters = 9;
+  std::vector<uint32_t> out(threads * blocks, 0xffffffffu);
+  void* o = out.data();
+  ASSERT_TRUE(launch(*kernel, {blocks, 1, 1}, {threads, 1, 1}, {&o, &iters}).ok());
+  std::vector<uint32_t> v(threads);
+  std::iota(v.begin(), v.end(), 0u);
+  uint32_t mult = 1;
+  for (uint32_t k = 0; k < iters; ++k) {
+    std::vector<uint32_t> next = v;
+    for (uint32_t t = 0; t < threads; t += 2) next[t] = v[(t + 2) % threads] + mult;
+    v = next;
+    mult = mult * 2 + k;
+  }
+  for (uint32_t b = 0; b < blocks; ++b)
+    for (uint32_t t = 0; t < threads; ++t)
+      ASSERT_EQ(out[b * threads + t], t % 2 == 0 ? v[t] : 0xffffffffu)
+          << "block " << b << " thread " << t;
+}
+
 }  // namespace
 }  // namespace rocuda::backends

@@ -21,6 +21,7 @@ ModuleInfo sample() {
   k.usesWarpCollectives = true;
   k.cpuExecution = CpuExecution::Continuation;
   k.cpuFrameBytes = 48;
+  k.cpuUniformFrameBytes = 32;
   info.kernels.push_back(k);
   KernelInfo k2;
   k2.name = "";
@@ -53,6 +54,7 @@ TEST(ModuleInfo, RoundTrip) {
   EXPECT_FALSE(back->kernels[1].usesWarpCollectives);
   EXPECT_EQ(k.cpuExecution, CpuExecution::Continuation);
   EXPECT_EQ(k.cpuFrameBytes, 48u);
+  EXPECT_EQ(k.cpuUniformFrameBytes, 32u);
   EXPECT_EQ(back->kernels[1].cpuExecution, CpuExecution::ThreadEntry);
   EXPECT_EQ(back->kernels[1].cpuSlowPathReason, "a reason");
   ASSERT_EQ(back->globals.size(), 2u);
