@@ -70,6 +70,7 @@ Result<HostObject> compileForHost(std::string_view ptxText, std::string_view mod
     detail::lowerToBlockForms(*module, result.info);
     ROCUDA_TRY(detail::verifiedIr(*module, moduleName, "block-form"));
     detail::optimizeForHost(*module, **tm, options.optLevel);
+    detail::optimizeRoundLoops(*module, **tm, options.optLevel);
     dumpModule(*module, moduleName, ".block.ll");
   }
 

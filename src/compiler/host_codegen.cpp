@@ -68,11 +68,15 @@ void optimizeForHost(llvm::Module& module, llvm::TargetMachine& tm, int optLevel
                                     ? passes.pb.buildO0DefaultPipeline(level)
                                     : passes.pb.buildPerModuleDefaultPipeline(level);
   mpm.run(module, passes.mam);
-  if (level == llvm::OptimizationLevel::O0) return;
+}
+
+void optimizeRoundLoops(llvm::Module& module, llvm::TargetMachine& tm, int optLevel) {
+  if (optLevel <= 0) return;
   // Once the steps are inlined into the rounds and their block-uniform slots' loads hoisted
   // (host_block_forms.cpp), conditions on uniform values are invariant in the work-item loops,
   // but the default pipeline unswitches before they are: unswitch again, then let the
   // vectorizer see the loops that result.
+  PassContext passes(tm);
   llvm::ModulePassManager late;
   if (llvm::Error error = passes.pb.parsePassPipeline(late, kLateLoopPipeline)) {
     llvm::consumeError(std::move(error));  // a fixed, valid text: cannot happen

@@ -30,6 +30,10 @@ Result<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine(int optLeve
 // Set the module's triple and data layout for `tm` and run the new-PM default pipeline.
 void optimizeForHost(llvm::Module& module, llvm::TargetMachine& tm, int optLevel);
 
+// After the block forms' optimisation (optimizeForHost): unswitch the rounds' work-item loops on
+// the conditions that became invariant, then vectorize the loops that result.
+void optimizeRoundLoops(llvm::Module& module, llvm::TargetMachine& tm, int optLevel);
+
 // The new pass manager's analyses, registered for `tm`: what every pipeline of the compiler runs
 // with (several pipelines may share one context and its cached analyses).
 struct PassContext {
