@@ -31,6 +31,13 @@ void initializeNativeTarget() {
   });
 }
 
+llvm::StringMap<bool> hostCpuFeatures() {
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  for (const char* flushesDenormals : {"avx512bf16", "avxneconvert"})
+    if (features.count(flushesDenormals)) features[flushesDenormals] = false;
+  return features;
+}
+
 Result<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine(int optLevel) {
   initializeNativeTarget();
   std::string triple = llvm::sys::getProcessTriple();
@@ -38,7 +45,7 @@ Result<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine(int optLeve
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target) return makeError(ErrorCode::Internal, "no LLVM target for " + triple + ": " + error);
   llvm::SubtargetFeatures features;
-  for (const auto& feature : llvm::sys::getHostCPUFeatures())
+  for (const auto& feature : hostCpuFeatures())
     features.AddFeature(feature.first(), feature.second);
   llvm::TargetOptions options;
   auto level = optLevel <= 0   ? llvm::CodeGenOptLevel::None

@@ -2,14 +2,15 @@
 // the pass context and object emission are shared with compiler/amdgpu.
 #pragma once
 
+#include <llvm/ADT/StringMap.h>
+#include <llvm/Analysis/CGSCCPassManager.h>
+#include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/Passes/PassBuilder.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <llvm/Analysis/CGSCCPassManager.h>
-#include <llvm/Analysis/LoopAnalysisManager.h>
-#include <llvm/Passes/PassBuilder.h>
 
 #include "compiler/compiler.h"
 #include "support/result.h"
@@ -26,6 +27,11 @@ void initializeNativeTarget();
 
 // A TargetMachine for this host (process triple, host CPU and its features), PIC.
 Result<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine(int optLevel);
+// The host CPU's features as the generated code may use them: all of them but the bf16
+// conversion instructions (AVX512-BF16's and AVX-NE-CONVERT's vcvtneps2bf16 flush denormal
+// inputs and results to zero, while PTX rounds bf16 conversions exactly). The code cache's
+// host key (hostTargetName) lists these.
+llvm::StringMap<bool> hostCpuFeatures();
 
 // Set the module's triple and data layout for `tm` and run the new-PM default pipeline.
 void optimizeForHost(llvm::Module& module, llvm::TargetMachine& tm, int optLevel);

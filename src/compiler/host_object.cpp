@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "compiler/compiler.h"
+#include "compiler/host_codegen.h"
 
 namespace rocuda::compiler {
 namespace {
@@ -71,7 +72,7 @@ Result<HostObject> HostObject::deserialize(const uint8_t* data, size_t size) {
 std::string hostTargetName() {
   std::string name = llvm::sys::getProcessTriple() + ", " + llvm::sys::getHostCPUName().str();
   std::vector<std::string> enabled;
-  for (const auto& feature : llvm::sys::getHostCPUFeatures())
+  for (const auto& feature : detail::hostCpuFeatures())
     if (feature.getValue()) enabled.push_back(feature.getKey().str());
   std::sort(enabled.begin(), enabled.end());
   for (const auto& f : enabled) name += " +" + f;
