@@ -150,6 +150,73 @@ Status ModuleTranslator::layoutShared() {
   return Status::success();
 }
 
+Result<llvm::Constant*> ModuleTranslator::addressInitializer(const ptx::Variable& var,
+                                                             const ptx::InitializerElement& init) {
+  llvm::Constant* target = findGlobal(init.symbol());
+  if (!target) target = findFunction(init.symbol());
+  if (!target)
+    return makeError(ErrorCode::UnsupportedPtx,
+                     "initializer of '" + var.name + "' takes the address of '" +
+                         std::string(init.symbol()) +
+                         "', which is not a global or function of this module");
+  auto* i8 = llvm::Type::getInt8Ty(context_);
+  return llvm::ConstantExpr::getGetElementPtr(
+      i8, target, llvm::ConstantInt::get(llvm::Type::getInt64Ty(context_), init.offset()));
+}
+
+// A byte array that holds addresses one byte at a time (PTX's mask operator: nvcc writes a
+// pointer inside a packed struct as `0xFF(generic(g)), 0xFF00(generic(g)), ...`). Each run of
+// bytes 0..7 of one address becomes one unaligned 8-byte field of a packed struct. Anything
+// else (part of an address) is refused: LLVM has no constant shift, and a truncated address
+// would need a relocation that overflows for code loaded above 4 GiB.
+Result<llvm::Constant*> ModuleTranslator::maskedAddressInitializer(const ptx::Variable& var,
+                                                                   llvm::Type*& storageType) {
+  auto* i8 = llvm::Type::getInt8Ty(context_);
+  const auto& elements = var.initializer;
+  uint64_t count = std::max<uint64_t>(var.sizeInBytes(), elements.size());
+  std::vector<llvm::Constant*> fields;
+  for (uint64_t i = 0; i < count;) {
+    if (i >= elements.size()) {
+      fields.push_back(llvm::ConstantInt::get(i8, 0));
+      ++i;
+      continue;
+    }
+    const ptx::InitializerElement& init = elements[i];
+    if (init.kind() == ptx::InitializerElement::Kind::Number) {
+      fields.push_back(llvm::ConstantInt::get(i8, init.number().bits));
+      ++i;
+      continue;
+    }
+    if (!init.masked() || init.maskedByte() != 0)
+      return makeError(ErrorCode::UnsupportedPtx,
+                       "initializer of '" + var.name + "', byte " + std::to_string(i) +
+                           ": only whole runs of an address's low bytes (0xFF, 0xFF00, ...) "
+                           "are supported in byte arrays");
+    uint64_t run = 1;
+    while (i + run < elements.size() && run < 8) {
+      const ptx::InitializerElement& next = elements[i + run];
+      if (next.kind() != ptx::InitializerElement::Kind::SymbolAddress || next.maskedByte() != run ||
+          next.symbol() != init.symbol() || next.offset() != init.offset() ||
+          next.generic() != init.generic())
+        break;
+      ++run;
+    }
+    if (run != 8)
+      return makeError(ErrorCode::UnsupportedPtx,
+                       "initializer of '" + var.name + "', byte " + std::to_string(i) + ": " +
+                           std::to_string(run) + " bytes of an address (only all 8 are supported)");
+    auto address = addressInitializer(var, init);
+    if (!address.ok()) return address.error();
+    fields.push_back(llvm::ConstantExpr::getPtrToInt(*address, llvm::Type::getInt64Ty(context_)));
+    i += run;
+  }
+  std::vector<llvm::Type*> types;
+  for (llvm::Constant* field : fields) types.push_back(field->getType());
+  auto* type = llvm::StructType::get(context_, types, /*isPacked=*/true);
+  storageType = type;
+  return llvm::ConstantStruct::get(type, fields);
+}
+
 Result<llvm::Constant*> ModuleTranslator::initializerFor(const ptx::Variable& var,
                                                          llvm::Type*& storageType) {
   unsigned elementBytes = std::max(1u, ptx::scalarTypeSize(var.type));
@@ -169,16 +236,10 @@ Result<llvm::Constant*> ModuleTranslator::initializerFor(const ptx::Variable& va
     }
     const auto& init = var.initializer[i];
     if (init.kind() == ptx::InitializerElement::Kind::SymbolAddress) {
-      llvm::Constant* target = findGlobal(init.symbol());
-      if (!target) target = findFunction(init.symbol());
-      if (!target)
-        return makeError(ErrorCode::UnsupportedPtx,
-                         "initializer of '" + var.name + "' takes the address of '" + std::string(init.symbol()) +
-                             "', which is not a global or function of this module");
-      auto* i8 = llvm::Type::getInt8Ty(context_);
-      auto* gep = llvm::ConstantExpr::getGetElementPtr(
-          i8, target, llvm::ConstantInt::get(llvm::Type::getInt64Ty(context_), init.offset()));
-      elements.push_back(llvm::ConstantExpr::getPtrToInt(gep, elementType));
+      if (init.masked()) return maskedAddressInitializer(var, storageType);
+      auto address = addressInitializer(var, init);
+      if (!address.ok()) return address.error();
+      elements.push_back(llvm::ConstantExpr::getPtrToInt(*address, elementType));
       continue;
     }
     const auto& imm = init.number();
@@ -248,7 +309,8 @@ Status ModuleTranslator::declareGlobals(ModuleInfo& info) {
     auto init = initializerFor(*var, storageType);
     if (!init.ok()) return init.error();
     if (storageType != gv->getValueType()) {
-      // Unsized array sized by its initializer: replace with a correctly typed global.
+      // Unsized array sized by its initializer, or a byte array holding addresses (a packed
+      // struct): replace with a correctly typed global.
       auto* replacement = new llvm::GlobalVariable(*module_, storageType, false,
                                                    llvm::GlobalValue::ExternalLinkage, *init);
       replacement->setAlignment(gv->getAlign());

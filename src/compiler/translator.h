@@ -101,6 +101,11 @@ class ModuleTranslator {
   Status layoutShared();
   Status declareFunctions();
   Result<llvm::Constant*> initializerFor(const ptx::Variable& var, llvm::Type*& storageType);
+  // The address an initializer element takes (a pointer constant).
+  Result<llvm::Constant*> addressInitializer(const ptx::Variable& var,
+                                             const ptx::InitializerElement& init);
+  Result<llvm::Constant*> maskedAddressInitializer(const ptx::Variable& var,
+                                                   llvm::Type*& storageType);
   KernelInfo kernelInfo(const ptx::Function& fn) const;
 
   llvm::LLVMContext& context_;

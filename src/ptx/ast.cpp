@@ -596,10 +596,11 @@ InitializerElement InitializerElement::makeNumber(const Immediate& number) {
 }
 
 InitializerElement InitializerElement::makeSymbolAddress(const SymbolReference* reference,
-                                                         bool generic) {
+                                                         bool generic, uint8_t maskedByte) {
   InitializerElement element;
   element.kind_ = Kind::SymbolAddress;
   element.generic_ = generic;
+  element.maskedByte_ = maskedByte;
   element.payload_ = reinterpret_cast<uintptr_t>(reference);
   return element;
 }

@@ -379,20 +379,27 @@ struct RegisterDeclaration {
 class InitializerElement {
  public:
   enum class Kind : uint8_t { Number, SymbolAddress };
+  static constexpr uint8_t kWholeAddress = 0xFF;
   static InitializerElement makeNumber(const Immediate& number);
-  // generic(sym): the generic address of sym.
-  static InitializerElement makeSymbolAddress(const SymbolReference* reference, bool generic);
+  // generic(sym): the generic address of sym. maskedByte: the mask operator of PTX 7.1,
+  // `0xFF00(sym)` = byte 1 of the address (nvcc writes pointers in byte arrays, e.g. packed
+  // structs, one byte at a time); kWholeAddress for the whole address.
+  static InitializerElement makeSymbolAddress(const SymbolReference* reference, bool generic,
+                                              uint8_t maskedByte = kWholeAddress);
 
   Kind kind() const { return kind_; }
   Immediate number() const;
   std::string_view symbol() const;
   int64_t offset() const;
   bool generic() const { return generic_; }
+  uint8_t maskedByte() const { return maskedByte_; }  // 0..7, or kWholeAddress
+  bool masked() const { return maskedByte_ != kWholeAddress; }
 
  private:
   Kind kind_ = Kind::Number;
   bool generic_ = false;
   Immediate::Kind numberKind_ = Immediate::Kind::Integer;
+  uint8_t maskedByte_ = kWholeAddress;
   uint64_t payload_ = 0;  // number bits, or a SymbolReference* in the arena
 };
 
@@ -429,6 +436,7 @@ struct PerformanceDirectives {
   std::optional<uint32_t> maxclusterrank;
   std::vector<uint32_t> reqnctapercluster;
   bool explicitCluster = false;
+  bool blocksAreClusters = false;  // launch-shape hint (PTX 9.0); no effect on semantics
   bool noreturn = false;
   std::vector<std::string> pragmas;  // .pragma "nounroll"; etc. (with quotes), from the header
                                      // and from the body

@@ -115,7 +115,47 @@ constexpr Rule kRules[] = {
     {Opcode::vote, 2, 4, -1},
     {Opcode::match, 3, 4, -1},
     {Opcode::elect, 1, 3, -1},
+    // Textures, surfaces and matrices: tex d[|p], [t, {c}] {, lod/grad... }.
+    {Opcode::tex, 2, 5, 1},
+    {Opcode::tld4, 2, 4, 1},
+    {Opcode::txq, 2, 3, 1},
+    {Opcode::suq, 2, 2, 1},
+    {Opcode::suld, 2, 2, 1},
+    {Opcode::sust, 2, 2, 0},
+    {Opcode::sured, 2, 2, 0},
+    {Opcode::ldmatrix, 2, 2, 1},
+    {Opcode::stmatrix, 2, 2, 0},
+    {Opcode::movmatrix, 2, 2, -1},
+    {Opcode::mma, 4, 10, -1},
+    {Opcode::wgmma, 0, 10, -1},
+    {Opcode::multimem, 2, 2, -1},
+    // Video: scalar d, a, b {, c} (vmad always has c); SIMD d, a, b, c.
+    {Opcode::vadd, 3, 4, -1},
+    {Opcode::vsub, 3, 4, -1},
+    {Opcode::vabsdiff, 3, 4, -1},
+    {Opcode::vmin, 3, 4, -1},
+    {Opcode::vmax, 3, 4, -1},
+    {Opcode::vshl, 3, 4, -1},
+    {Opcode::vshr, 3, 4, -1},
+    {Opcode::vset, 3, 4, -1},
+    {Opcode::vmad, 4, 4, -1},
+    {Opcode::vadd2, 4, 4, -1},
+    {Opcode::vadd4, 4, 4, -1},
+    {Opcode::vsub2, 4, 4, -1},
+    {Opcode::vsub4, 4, 4, -1},
+    {Opcode::vavrg2, 4, 4, -1},
+    {Opcode::vavrg4, 4, 4, -1},
+    {Opcode::vabsdiff2, 4, 4, -1},
+    {Opcode::vabsdiff4, 4, 4, -1},
+    {Opcode::vmin2, 4, 4, -1},
+    {Opcode::vmin4, 4, 4, -1},
+    {Opcode::vmax2, 4, 4, -1},
+    {Opcode::vmax4, 4, 4, -1},
+    {Opcode::vset2, 4, 4, -1},
+    {Opcode::vset4, 4, 4, -1},
     // Miscellaneous.
+    {Opcode::istypep, 2, 2, -1},
+    {Opcode::createpolicy, 1, 4, -1},
     {Opcode::alloca, 2, 3, -1},
     {Opcode::discard, 1, 2, 0},
     {Opcode::applypriority, 1, 2, 0},
@@ -133,6 +173,61 @@ const Rule* ruleFor(Opcode opcode) {
   }();
   auto index = static_cast<size_t>(opcode);
   return index < table.size() ? table[index] : nullptr;
+}
+
+// The rule for one instruction: the opcode's row, narrowed where the modifiers decide how many
+// operands there are (a compare-and-swap has two sources, a combining setp a predicate more...).
+// `p|q` counts two. Instructions without a row return false.
+bool countRuleFor(const Instruction& inst, Rule& out) {
+  const Rule* row = ruleFor(inst.opcode);
+  uint8_t pair = inst.destinationPair ? 1 : 0;
+  bool sync = inst.hasModifier("sync");
+  auto exactly = [&](uint8_t count, int8_t address = -1) {
+    out = {inst.opcode, count, count, address};
+    return true;
+  };
+  switch (inst.opcode) {
+    case Opcode::atom:  // atom d, [a], b {, c (cas)} {, cache policy}
+      if (inst.hasModifier("cas")) return out = {inst.opcode, 4, 5, 1}, true;
+      return out = {inst.opcode, 3, 4, 1}, true;
+    case Opcode::setp:  // setp p[|q], a, b {, c (.and/.or/.xor)}
+      return exactly(static_cast<uint8_t>(
+          3 + pair +
+          (inst.hasModifier("and") || inst.hasModifier("or") || inst.hasModifier("xor"))));
+    case Opcode::shfl:  // shfl[.sync] d[|p], a, b, c {, membermask}
+      return exactly(static_cast<uint8_t>(4 + pair + sync));
+    case Opcode::vote:  // vote[.sync] d, {!}p {, membermask}
+      return exactly(static_cast<uint8_t>(2 + sync));
+    case Opcode::match:  // match.sync d[|p], a, membermask
+      return exactly(static_cast<uint8_t>(3 + pair));
+    case Opcode::elect:  // elect.sync d|p, membermask
+      return exactly(static_cast<uint8_t>(1 + pair + 1));
+    case Opcode::wmma:
+      if (inst.hasModifier("load")) return out = {inst.opcode, 2, 3, 1}, true;
+      if (inst.hasModifier("store")) return exactly(3, 0);
+      if (inst.hasModifier("mma")) return exactly(4);
+      return false;
+    case Opcode::mma:  // mma d, a, b, c; .sp adds metadata and selector
+      if (inst.hasModifier("sp") || inst.hasModifier("sp::ordered_metadata")) return exactly(6);
+      break;
+    case Opcode::mbarrier:
+      // arrive{.expect_tx} state, [a] {, count}; the other operations name the object first.
+      if (inst.hasModifier("arrive") || inst.hasModifier("arrive_drop"))
+        return out = {inst.opcode, 2, 3, 1}, true;
+      if (inst.hasModifier("init")) return exactly(2, 0);
+      if (inst.hasModifier("inval")) return exactly(1, 0);
+      if (inst.hasModifier("expect_tx") || inst.hasModifier("complete_tx")) return exactly(2, 0);
+      if (inst.hasModifier("pending_count")) return exactly(2);
+      if (inst.hasModifier("test_wait")) return exactly(3, 1);
+      if (inst.hasModifier("try_wait")) return out = {inst.opcode, 3, 4, 1}, true;
+      return false;
+    default:
+      break;
+  }
+  if (row == nullptr) return false;
+  out = *row;
+  if (pair && out.address >= 1) ++out.address;  // tex d|p, [t, {c}]: the pair comes first
+  return true;
 }
 
 const char* ordinal(size_t index) {
@@ -367,9 +462,7 @@ void Parser::checkRequirements(const Instruction& inst, const Token& start) {
       for (const Requirement* row : table.specialRegisters)
         if (matchesSpecialRegister(op, row->tokens)) consider(*row);
   if (versionRow != nullptr)
-    error(start, "'" + describeRow(*versionRow) + "' requires PTX ISA .version " +
-                     versionText(versionRow->version) + " or later (the module declares .version " +
-                     versionText(versionNumber_) + ")");
+    error(start, versionRequirementMessage(describeRow(*versionRow), versionRow->version));
   if (targetRow != nullptr) {
     if (targetRow->only[0] != '\0' && targetRow->sm == 0) {
       std::string only(targetRow->only);
@@ -377,105 +470,8 @@ void Parser::checkRequirements(const Instruction& inst, const Token& start) {
       error(start, "'" + describeRow(*targetRow) + "' is not supported on .target " + target.name +
                        " (only on " + only + ")");
     } else {
-      error(start, "'" + describeRow(*targetRow) + "' requires .target sm_" +
-                       std::to_string(targetRow->sm) + " or higher (the module targets " +
-                       target.name + ")");
+      error(start, targetRequirementMessage(describeRow(*targetRow), targetRow->sm));
     }
-  }
-}
-
-OperandCount operandCountFor(Opcode opcode) {
-  const Rule* rule = ruleFor(opcode);
-  return rule ? OperandCount{rule->min, rule->max} : OperandCount{};
-}
-
-namespace {
-
-// Whether a register of type `reg` may stand where an instruction of type `type` expects an
-// operand `widthFactor` times as wide (2 for the wide results of mul.wide / mad.wide), by the
-// PTX type-checking rules ptxas applies to arithmetic: sizes agree; a bit-size register fits
-// any type; integer types take signed, unsigned and bit-size registers; float types take their
-// own type and bit-size registers; predicates only predicates.
-bool registerFits(ScalarType reg, ScalarType type, unsigned widthFactor) {
-  if (type == ScalarType::Pred || reg == ScalarType::Pred) return reg == type;
-  if (scalarTypeSize(reg) != scalarTypeSize(type) * widthFactor) return false;
-  if (isBitType(reg) || (isBitType(type) && widthFactor == 1)) return true;
-  if (widthFactor != 1) return !isFloat(reg);  // wide integer results: any 2N-bit integer
-  if (isFloat(type)) return reg == type;
-  return (isSignedInteger(type) || isUnsignedInteger(type)) &&
-         (isSignedInteger(reg) || isUnsignedInteger(reg));
-}
-
-// What each operand of an instruction must be, as a string with one letter per operand: T the
-// instruction's type, W twice its width (the wide forms' results and mad.wide's addend), U a
-// 32-bit integer (shift amounts, bit positions, counts), P a predicate, '-' not checked here.
-// Empty: the instruction is not checked.
-std::string_view operandRoles(const Instruction& inst) {
-  bool wide = inst.hasModifier("wide");
-  switch (inst.opcode) {
-    case Opcode::add: case Opcode::sub: case Opcode::min: case Opcode::max: case Opcode::and_:
-    case Opcode::or_: case Opcode::xor_: case Opcode::not_: case Opcode::cnot: case Opcode::neg:
-    case Opcode::abs: case Opcode::rem: case Opcode::div: case Opcode::mov: case Opcode::brev:
-    case Opcode::copysign: case Opcode::fma: case Opcode::sqrt: case Opcode::rsqrt:
-    case Opcode::rcp: case Opcode::sin: case Opcode::cos: case Opcode::lg2: case Opcode::ex2:
-    case Opcode::tanh: case Opcode::mul24: case Opcode::mad24: case Opcode::sad:
-      return "TTTT";
-    case Opcode::mul:
-      return wide ? "WTT" : "TTT";
-    case Opcode::mad:
-      return wide ? "WTTW" : "TTTT";
-    case Opcode::shl: case Opcode::shr:
-      return "TTU";
-    case Opcode::bfe:
-      return "TTUU";
-    case Opcode::bfi:
-      return "TTTUU";
-    case Opcode::popc: case Opcode::clz: case Opcode::bfind:
-      return "UT";
-    case Opcode::testp:
-      return "PT";
-    case Opcode::selp:
-      return "TTTP";
-    case Opcode::setp: {  // setp.lt.and.s32 p|q, a, b, c: c is the predicate it combines with
-      bool combines = inst.hasModifier("and") || inst.hasModifier("or") || inst.hasModifier("xor");
-      if (inst.destinationPair) return combines ? "--TTP" : "--TT";
-      return combines ? "-TTP" : "-TT";
-    }
-    default:
-      return "";
-  }
-}
-
-}  // namespace
-
-// ptxas's "Arguments mismatch": a register operand whose declared type does not fit what the
-// instruction expects there. Only for the instructions above, where the rule is exact (ld, st,
-// cvt have relaxed rules and are not checked).
-void Parser::checkOperandTypes(const Function& function, const Instruction& inst) {
-  std::string_view roles = operandRoles(inst);
-  if (roles.empty() || inst.types().size() != 1 || inst.vectorWidth != 1) return;
-  ScalarType type = inst.types()[0];
-  if (type == ScalarType::F16x2 || type == ScalarType::BF16x2 || scalarTypeSize(type) == 0) return;
-  Span<Operand> operands = inst.operands();
-  for (size_t i = 0; i < operands.size() && i < roles.size(); ++i) {
-    const Operand& op = operands[i];
-    char role = roles[i];
-    if (role == '-' || op.kind != Operand::Kind::Register || !op.component().empty() ||
-        op.reg() >= function.registerCount())
-      continue;
-    const RegisterDeclaration& declaration = function.declarationOf(op.reg());
-    if (declaration.vectorWidth != 1) continue;
-    ScalarType expected = role == 'P' ? ScalarType::Pred : role == 'U' ? ScalarType::U32 : type;
-    unsigned factor = role == 'W' ? 2 : 1;
-    if (registerFits(declaration.type, expected, factor)) continue;
-    std::string what = std::string(".") + scalarTypeName(expected);
-    if (factor == 2) what = std::to_string(scalarTypeSize(type) * 16) + "-bit";
-    errorAt(kUnknownOffset, operandLocs_[i],
-            "operand " + std::to_string(i + 1) + " of '" + std::string(opcodeName(inst.opcode)) +
-                "' is the ." + scalarTypeName(declaration.type) + " register '" +
-                function.registerName(op.reg()) + "', which does not fit " + what +
-                " (ptxas: arguments mismatch)");
-    return;  // one per instruction
   }
 }
 
@@ -535,10 +531,12 @@ void Parser::checkInstruction(const FunctionState& state, const Instruction& ins
             "guard '" + function.registerName(*guard) + "' is not a .pred register");
   }
   checkRequirements(inst, start);
+  checkRemovedForms(inst, start);
   checkOperandTypes(function, inst);
   checkStateSpaces(state, inst, start);
-  const Rule* rule = ruleFor(inst.opcode);
-  if (rule == nullptr) return;
+  Rule counted;
+  if (!countRuleFor(inst, counted)) return;
+  const Rule* rule = &counted;
   Span<Operand> operands = inst.operands();
   size_t found = operands.size();
   if (found < rule->min || found > rule->max) {
@@ -587,6 +585,7 @@ void Parser::checkRedefinitions() {
 
 void Parser::checkModuleSymbols() {
   checkRedefinitions();
+  checkAliases();
   std::unordered_set<std::string_view> globals;
   std::unordered_set<std::string_view> functions;
   for (const auto& var : out_.module.globals) globals.insert(var.name);

@@ -75,7 +75,7 @@ void renameInitializer(Variable& variable, const Renames& renames,
     if (fresh == nullptr) continue;
     element = InitializerElement::makeSymbolAddress(
         arena.create(SymbolReference{arena.intern(*fresh), element.offset(), nullptr}),
-        element.generic());
+        element.generic(), element.maskedByte());
   }
 }
 

@@ -64,6 +64,7 @@ void Parser::parseTopLevel() {
   if (name == ".alias") return parseAlias();
   if (name == ".pragma") {
     advance();
+    if (at(TokenKind::String)) checkPragma(start, text(tok()), false);
     if (!expect(TokenKind::String, "after .pragma")) return skipStatement();
     expect(TokenKind::Semicolon, "after .pragma");
     return;
@@ -136,6 +137,10 @@ void Parser::parseTarget() {
     }
     const Token& name = tok();
     out_.module.targets.emplace_back(text(name));
+    if (text(name) == "texmode_independent") {
+      requireFeature(name, "texmode_independent");
+      texmodeIndependent_ = true;
+    }
     if (!target_.known && parseTargetName(text(name), target_)) {
       unsigned needed = minimumVersionFor(target_.name);
       if (needed != 0 && versionNumber_ != 0 && versionNumber_ < needed)
@@ -164,6 +169,8 @@ void Parser::parseFile() {
     files[index].assign(quoted.substr(1, quoted.size() >= 2 ? quoted.size() - 2 : 0));
   }
   // Optional ", timestamp, size".
+  if (at(TokenKind::Comma) && tok().line == start.line)
+    requireFeature(tok(), "timestamp and file size in .file");
   while (at(TokenKind::Comma) && tok().line == start.line) {
     advance();
     if (at(TokenKind::Number)) advance();
@@ -183,6 +190,9 @@ void Parser::parseLoc() {
     if (!parseIntegerText(text(tok()), tok(), numbers[i])) return skipRestOfLine(start.line);
     advance();
   }
+  // ptxas checks the inlining attributes only above .version 3.2.
+  if (at(TokenKind::Comma) && tok().line == start.line && versionNumber_ > 32)
+    requireFeature(tok(), "function_name and inlined_at in .loc");
   // Later instructions carry it (memcheck reports name the CUDA line).
   locFile_ = numbers[0] < 65536 ? static_cast<uint32_t>(numbers[0]) : 0;
   locLine_ = numbers[1] <= UINT32_MAX ? static_cast<uint32_t>(numbers[1]) : 0;
@@ -211,6 +221,8 @@ void Parser::skipSection() {
 }
 
 void Parser::parseAlias() {
+  requireFeature(tok(), ".alias");
+  aliasLocs_.push_back(locOf(tok()));
   advance();
   std::pair<std::string, std::string> alias;
   if (!at(TokenKind::Identifier)) {
@@ -247,14 +259,25 @@ static bool linkageFor(std::string_view name, Linkage& out) {
 void Parser::parseDeclaration() {
   const Token& start = tok();
   Linkage linkage = Linkage::Default;
-  while (at(TokenKind::Directive) && linkageFor(text(tok()), linkage)) advance();
+  const Token* common = nullptr;
+  while (at(TokenKind::Directive) && linkageFor(text(tok()), linkage)) {
+    if (linkage == Linkage::Weak) requireFeature(tok(), ".weak");
+    if (linkage == Linkage::Common) requireFeature(tok(), ".common"), common = &tok();
+    advance();
+  }
   if (!at(TokenKind::Directive)) {
     error(tok(), "expected .entry, .func or a variable declaration, found " + describe(tok()));
     return skipStatement();
   }
   std::string_view name = text(tok());
+  if (common != nullptr && name != ".global")
+    error(*common, "'.common' applies to .global variables only");
   if (name == ".entry" || name == ".func") return parseFunction(linkage, name == ".entry", start);
   DecodedModifier decoded = decodeModifier(name.substr(1));
+  if (decoded.space == StateSpace::Local && versionNumber_ >= 30)
+    error(tok(),
+          "module-scope .local variables are not allowed from PTX ISA .version 3.0 "
+          "(declare them in a function)");
   if (decoded.kind == DecodedModifier::Kind::Space && decoded.space != StateSpace::Reg &&
       decoded.space != StateSpace::Param) {
     size_t first = out_.module.globals.size();
@@ -288,9 +311,21 @@ void Parser::parseFunction(Linkage linkage, bool isEntry, const Token& start) {
   function.name = text(tok());
   advance();
   if (at(TokenKind::LParen) && !parseParamList(function.params, &state)) return skipStatement();
+  if (!isEntry)
+    for (const Variable& param : function.params)
+      if (param.pointeeSpace != StateSpace::None || param.pointeeAlignment != 0)
+        errorAt(kUnknownOffset, param.loc,
+                "'.ptr' attributes apply to kernel parameters only, not to .func '" +
+                    function.name + "'");
+  const Token* blocksAreClusters = nullptr;
   while (at(TokenKind::Directive)) {
+    if (atDirective(".blocksareclusters")) blocksAreClusters = &tok();
     if (!parsePerformanceDirective(function)) return skipStatement();
   }
+  if (blocksAreClusters != nullptr || function.performance.maxnreg ||
+      function.performance.minnctapersm || !function.performance.maxntid.empty() ||
+      !function.performance.reqntid.empty())
+    checkPerformanceValues(function, blocksAreClusters ? *blocksAreClusters : start);
   out_.module.functions.push_back(std::move(function));
   state.index = out_.module.functions.size() - 1;
   state.function = &out_.module.functions.back();
@@ -389,7 +424,10 @@ bool Parser::parseBodyStatement(FunctionState& state, unsigned& depth) {
         parseFile();
       } else if (name == ".pragma") {
         advance();
-        if (at(TokenKind::String)) state.function->performance.pragmas.emplace_back(text(tok()));
+        if (at(TokenKind::String)) {
+          checkPragma(start, text(tok()), true);
+          state.function->performance.pragmas.emplace_back(text(tok()));
+        }
         if (!expect(TokenKind::String, "after .pragma") ||
             !expect(TokenKind::Semicolon, "after .pragma"))
           skipStatement();
@@ -423,6 +461,8 @@ void Parser::parseLabelStatement(FunctionState& state) {
   const Token& label = tok();
   advance();
   advance();  // ':'
+  for (std::string_view directive : {".callprototype", ".branchtargets", ".calltargets"})
+    if (atDirective(directive)) requireFeature(tok(), directive);
   if (atDirective(".callprototype")) return parseCallPrototype(state, label);
   if (atDirective(".branchtargets")) return parseTargetList(state, label, false);
   if (atDirective(".calltargets")) return parseTargetList(state, label, true);

@@ -61,6 +61,7 @@ bool Parser::parseVariableHead(Variable& var, bool allowPtr) {
       continue;
     }
     if (name == "ptr" && allowPtr) {
+      requireFeature(mod, "kernel parameter attribute .ptr");
       sawPtr = true;
       advance();
       continue;
@@ -70,10 +71,16 @@ bool Parser::parseVariableHead(Variable& var, bool allowPtr) {
       if (!expect(TokenKind::LParen, "after .attribute")) return false;
       while (at(TokenKind::Directive)) {
         std::string_view attribute = text(tok());
-        if (attribute == ".managed")
+        if (attribute == ".managed") {
+          requireFeature(tok(), ".attribute(.managed)");
+          if (var.space != StateSpace::Global)
+            error(tok(), "'.attribute(.managed)' applies to .global variables only");
           var.managed = true;
-        else if (attribute != ".unified")
+        } else if (attribute == ".unified") {
+          requireFeature(tok(), ".attribute(.unified)");
+        } else {
           error(tok(), "unknown attribute '" + std::string(attribute) + "'");
+        }
         advance();
         accept(TokenKind::Comma);
       }
@@ -83,6 +90,11 @@ bool Parser::parseVariableHead(Variable& var, bool allowPtr) {
     DecodedModifier decoded = decodeModifier(name);
     if (decoded.kind == DecodedModifier::Kind::Type) {
       var.type = decoded.type;
+      if (var.type == ScalarType::B128) requireFeature(mod, ".b128");
+      if (var.type == ScalarType::SamplerRef && !texmodeIndependent_)
+        error(mod,
+              "'.samplerref' needs '.target ..., texmode_independent' (samplers are part "
+              "of the texture in the default texmode_unified)");
     } else if (decoded.kind == DecodedModifier::Kind::Vector) {
       var.vectorWidth = decoded.width;
     } else if (decoded.kind == DecodedModifier::Kind::Space && sawPtr) {
@@ -131,48 +143,76 @@ bool Parser::parseDims(Variable& var) {
   return true;
 }
 
-bool Parser::parseInitializerElement(Variable& var) {
+// `sym`, `sym+4`, `generic(sym)`, `generic(sym)+4`: the address of a variable or function.
+bool Parser::parseAddressInitializer(Variable& var, uint8_t maskedByte) {
   const Token& start = tok();
-  if (at(TokenKind::Identifier)) {
-    bool generic = false;
-    std::string_view symbol;
-    if (text(start) == "generic" && peekTok(1).kind == TokenKind::LParen) {
-      advance();
-      advance();
-      if (!at(TokenKind::Identifier)) {
-        error(tok(), "expected a variable name in generic(), found " + describe(tok()));
-        return false;
-      }
-      generic = true;
-      symbol = text(tok());
-      advance();
-      if (!expect(TokenKind::RParen, "after generic(name")) return false;
-    } else {
-      symbol = text(start);
-      advance();
-    }
-    int64_t offset = 0;
-    if (at(TokenKind::Plus) || at(TokenKind::Minus)) {
-      bool negative = at(TokenKind::Minus);
-      advance();
-      if (!negative && accept(TokenKind::Minus)) negative = true;  // sym+-4
-      uint64_t magnitude = 0;
-      if (!parseUint(magnitude)) return false;
-      offset = negative ? -static_cast<int64_t>(magnitude) : static_cast<int64_t>(magnitude);
-    }
-    var.initializer.push_back(InitializerElement::makeSymbolAddress(
-        newReference(arena().intern(symbol), offset, nullptr), generic));
-    return true;
+  if (!at(TokenKind::Identifier)) {
+    error(start, "expected a variable or function name, found " + describe(start));
+    return false;
   }
+  bool generic = false;
+  std::string_view symbol;
+  if (text(start) == "generic" && peekTok(1).kind == TokenKind::LParen) {
+    requireFeature(start, "generic()");
+    advance();
+    advance();
+    if (!at(TokenKind::Identifier)) {
+      error(tok(), "expected a variable name in generic(), found " + describe(tok()));
+      return false;
+    }
+    generic = true;
+    symbol = text(tok());
+    advance();
+    if (!expect(TokenKind::RParen, "after generic(name")) return false;
+  } else {
+    symbol = text(start);
+    advance();
+  }
+  int64_t offset = 0;
+  if (at(TokenKind::Plus) || at(TokenKind::Minus)) {
+    bool negative = at(TokenKind::Minus);
+    advance();
+    if (!negative && accept(TokenKind::Minus)) negative = true;  // sym+-4
+    uint64_t magnitude = 0;
+    if (!parseUint(magnitude)) return false;
+    offset = negative ? -static_cast<int64_t>(magnitude) : static_cast<int64_t>(magnitude);
+  }
+  var.initializer.push_back(InitializerElement::makeSymbolAddress(
+      newReference(arena().intern(symbol), offset, nullptr), generic, maskedByte));
+  return true;
+}
+
+bool Parser::parseInitializerElement(Variable& var) {
+  if (at(TokenKind::Identifier))
+    return parseAddressInitializer(var, InitializerElement::kWholeAddress);
   bool negative = accept(TokenKind::Minus);
   if (!at(TokenKind::Number)) {
     error(tok(), "expected a constant in initializer, found " + describe(tok()));
     return false;
   }
-  Immediate number;
-  if (!parseImmediate(tok(), negative, number)) return false;
+  const Token& number = tok();
+  Immediate value;
+  if (!parseImmediate(number, negative, value)) return false;
   advance();
-  var.initializer.push_back(InitializerElement::makeNumber(number));
+  if (!negative && at(TokenKind::LParen)) {
+    // The mask operator (PTX 7.1): `0xFF0000(sym)` is byte 2 of sym's address.
+    requireFeature(number, "mask() initializer");
+    uint8_t byte = 0;
+    while (byte < 8 && value.bits != (0xFFull << (8 * byte))) ++byte;
+    if (value.kind != Immediate::Kind::Integer || byte == 8) {
+      error(number, "invalid mask '" + std::string(text(number)) +
+                        "' in initializer: a mask selects one byte (0xFF, 0xFF00, ... "
+                        "0xFF00000000000000)");
+      byte = 0;  // read on: the rest of the declaration is still checked
+    }
+    if (scalarTypeSize(var.type) != 1)
+      error(number, "a masked address initializes a byte: '" + var.name + "' has ." +
+                        scalarTypeName(var.type) + " elements (use .b8, .u8 or .s8)");
+    advance();  // '('
+    if (!parseAddressInitializer(var, byte)) return false;
+    return expect(TokenKind::RParen, "after the masked address");
+  }
+  var.initializer.push_back(InitializerElement::makeNumber(value));
   return true;
 }
 
@@ -191,6 +231,8 @@ bool Parser::parseInitializerList(Variable& var, unsigned depth) {
 
 bool Parser::parseInitializer(Variable& var) {
   var.hasInitializer = true;
+  if (var.type == ScalarType::F16)
+    error(tok(), "'" + var.name + "' is .f16, which takes no initial value (declare it .b16)");
   if (var.type == ScalarType::TexRef || var.type == ScalarType::SamplerRef ||
       var.type == ScalarType::SurfRef) {
     // `{ addr_mode_0 = clamp_to_edge, filter_mode = linear, width = 64 }`
@@ -276,6 +318,7 @@ bool Parser::parsePerformanceDirective(Function& function) {
   const Token& start = tok();
   std::string_view name = text(start);
   PerformanceDirectives& perf = function.performance;
+  checkPerformanceDirective(function, start);
   advance();
   auto single = [&](std::optional<uint32_t>& slot) {
     std::vector<uint32_t> values;
@@ -292,14 +335,17 @@ bool Parser::parsePerformanceDirective(Function& function) {
   if (name == ".maxclusterrank") return single(perf.maxclusterrank);
   if (name == ".explicitcluster") return perf.explicitCluster = true;
   if (name == ".noreturn") return perf.noreturn = true;
-  if (name == ".blocksareclusters") return true;  // launch-shape hint; no effect on semantics
+  if (name == ".blocksareclusters") return perf.blocksAreClusters = true;
   if (name == ".abi_preserve" || name == ".abi_preserve_control") {
     // Registers a callee keeps for its callers (an ABI hint of ptxas; our calls save nothing).
     std::vector<uint32_t> values;
     return parseUintList(values, 1);
   }
   if (name == ".pragma") {
-    if (at(TokenKind::String)) perf.pragmas.emplace_back(text(tok()));
+    if (at(TokenKind::String)) {
+      checkPragma(start, text(tok()), true);
+      perf.pragmas.emplace_back(text(tok()));
+    }
     return expect(TokenKind::String, "after .pragma") &&
            expect(TokenKind::Semicolon, "after .pragma");
   }

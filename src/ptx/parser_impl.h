@@ -95,13 +95,6 @@ bool lookupOpcode(std::string_view name, Opcode& out);
 bool lookupSpecialRegister(std::string_view name, std::string_view component, SpecialRegister& out,
                            uint32_t& index, bool& needsComponent, Operand::VectorForm& form);
 
-// Operand count range for the common instructions ({0, 255} where unchecked).
-struct OperandCount {
-  uint8_t min = 0;
-  uint8_t max = 255;
-};
-OperandCount operandCountFor(Opcode opcode);
-
 // The module's `.target` as far as the requirement checks need it: the first sm_XX entry.
 struct ModuleTarget {
   bool known = false;
@@ -177,6 +170,7 @@ class Parser {
   bool parseInitializer(Variable& var);
   bool parseInitializerList(Variable& var, unsigned depth);
   bool parseInitializerElement(Variable& var);
+  bool parseAddressInitializer(Variable& var, uint8_t maskedByte);
   bool parseVariableDeclaration(StateSpace space, Linkage linkage, std::vector<Variable>& out);
   bool parseParamList(std::vector<Variable>& out, FunctionState* state);
   bool parsePerformanceDirective(Function& function);
@@ -226,6 +220,17 @@ class Parser {
   void checkOperandTypes(const Function& function, const Instruction& inst);
   void checkModuleSymbols();
   void checkRedefinitions();
+  // Directives and declarations (checker_directives.cpp).
+  std::string versionRequirementMessage(std::string_view what, unsigned version) const;
+  std::string targetRequirementMessage(std::string_view what, unsigned sm) const;
+  // The module's .version and .target must allow the feature `name` (checker_directives.cpp's
+  // table); reported at `at`.
+  void requireFeature(const Token& at, std::string_view name);
+  void checkPerformanceDirective(const Function& function, const Token& at);
+  void checkPerformanceValues(const Function& function, const Token& blocksAreClusters);
+  void checkPragma(const Token& at, std::string_view quoted, bool inFunction);
+  void checkRemovedForms(const Instruction& inst, const Token& start);
+  void checkAliases();
 
  private:
   std::string_view text_;
@@ -245,6 +250,8 @@ class Parser {
   uint32_t locFile_ = 0, locLine_ = 0;  // the last `.loc` of the current body
   unsigned versionNumber_ = 0;  // `.version` as major * 10 + minor; 0 before it (or unparsable)
   ModuleTarget target_;
+  bool texmodeIndependent_ = false;        // `.target ..., texmode_independent`
+  std::vector<SourceLocation> aliasLocs_;  // of Module::aliases, for checkAliases
   std::unordered_map<std::string_view, SymbolSpace> symbolSpaces_;  // module-scope variables
   friend class ParserAccess;
 };

@@ -119,7 +119,13 @@ std::string printVariableHead(const Variable& var) {
 std::string printElement(const InitializerElement& e) {
   if (e.kind() == InitializerElement::Kind::Number) return printImmediate(e.number());
   std::string symbol(e.symbol());
-  return (e.generic() ? "generic(" + symbol + ")" : symbol) + printOffset(e.offset());
+  std::string address =
+      (e.generic() ? "generic(" + symbol + ")" : symbol) + printOffset(e.offset());
+  if (!e.masked()) return address;
+  char mask[24];
+  std::snprintf(mask, sizeof mask, "0x%llX",
+                static_cast<unsigned long long>(0xFFull << (8 * e.maskedByte())));
+  return mask + ("(" + address + ")");
 }
 
 // Elements [first, first + count) grouped by the array dimensions from `dim` on.
@@ -193,6 +199,7 @@ std::string printFunction(const Function& f) {
   if (p.maxnreg) text += " .maxnreg " + std::to_string(*p.maxnreg);
   if (p.maxclusterrank) text += " .maxclusterrank " + std::to_string(*p.maxclusterrank);
   if (p.explicitCluster) text += " .explicitcluster";
+  if (p.blocksAreClusters) text += " .blocksareclusters";
   if (p.noreturn) text += " .noreturn";
   if (f.isDeclaration) return text + ";\n";
   text += "\n{\n";

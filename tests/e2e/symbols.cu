@@ -1,6 +1,7 @@
 // Module-scope variables: a __constant__ table written with cudaMemcpyToSymbol (also at an
 // offset), __device__ variables read with cudaMemcpyFromSymbol, a statically initialised
-// __device__ array, and a __device__ table written through cudaGetSymbolAddress.
+// __device__ array, a __device__ table written through cudaGetSymbolAddress, and pointers to
+// both inside packed structs (nvcc writes those a byte at a time with PTX's mask operator).
 #include <vector>
 
 #include "e2e_check.h"
@@ -13,6 +14,19 @@ __device__ int bias;
 __device__ int table[kTable];
 __device__ int initialised[4] = {11, -22, 33, -44};
 __device__ unsigned long long lastWriter;  // written by the kernel, read back by the host
+
+struct __attribute__((packed)) PackedRef {
+  char tag;
+  const int* target;  // at byte 1: `.u8 packedRefs[18] = {97, 0xFF(generic(initialised)+4), ...}`
+};
+__device__ PackedRef packedRefs[2] = {{'a', initialised + 1}, {'b', table}};
+
+__global__ void followPacked(int* out, unsigned long long* addresses) {
+  for (int k = 0; k < 2; ++k) {
+    out[k] = packedRefs[k].tag + *packedRefs[k].target;
+    addresses[k] = reinterpret_cast<unsigned long long>(packedRefs[k].target);
+  }
+}
 
 __global__ void apply(const int* in, int* out, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -88,6 +102,25 @@ int main() {
         in[i] * hostCoeffs[i % kCoeffs] + hostTable[i % kTable] + newBias + expectedInit[i % 4];
     check.eq("out after bias update", i, expected, out[i]);
   }
+  // Packed structs with pointers: the addresses are the symbols' device addresses.
+  int* initialisedAddr = nullptr;
+  CHECK(cudaGetSymbolAddress(reinterpret_cast<void**>(&initialisedAddr), initialised));
+  unsigned long long* dAddresses;
+  CHECK(cudaMalloc(&dAddresses, 2 * sizeof(unsigned long long)));
+  followPacked<<<1, 1>>>(dOut, dAddresses);
+  CHECK_LAUNCH();
+  int followed[2];
+  unsigned long long addresses[2];
+  CHECK(cudaMemcpy(followed, dOut, sizeof followed, cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy(addresses, dAddresses, sizeof addresses, cudaMemcpyDeviceToHost));
+  check.eq("packedRefs[0] tag + *target", 0, 'a' + expectedInit[1], followed[0]);
+  check.eq("packedRefs[1] tag + *target", 1, 'b' + hostTable[0], followed[1]);
+  check.eq("packedRefs[0].target", 0, reinterpret_cast<unsigned long long>(initialisedAddr + 1),
+           addresses[0]);
+  check.eq("packedRefs[1].target", 1, reinterpret_cast<unsigned long long>(tableAddr),
+           addresses[1]);
+  CHECK(cudaFree(dAddresses));
+
   std::printf("symbols: n=%d\n", n);
   CHECK(cudaFree(dIn));
   CHECK(cudaFree(dOut));

@@ -79,6 +79,17 @@ TEST(PtxDiagnostics, OperandCount) {
   expectBodyError("bra L, L;\nL:", 1, "'bra' expects 1 operand, found 2");
   expectBodyError("ld.global.u32 %r1;", 1, "'ld' expects at least 2 operands, found 1");
   expectBodyError("mov.u32 %r1, %r2, %r3;", 1, "'mov' expects 2 operands, found 3");
+  // Counts that depend on the modifiers (each refused by ptxas as well).
+  expectBodyError("atom.global.cas.b32 %r1, [%rd1], %r2;", 1,
+                  "'atom' expects at least 4 operands, found 3");
+  expectBodyError("setp.lt.and.s32 %p1, %r1, %r2;", 1, "'setp' expects 4 operands, found 3");
+  expectBodyError("shfl.sync.idx.b32 %r1, %r2, 0, 31;", 1, "'shfl' expects 5 operands, found 4");
+  expectBodyError("vote.sync.ballot.b32 %r1, %p1;", 1, "'vote' expects 3 operands, found 2");
+  expectBodyError("vadd2.u32.u32.u32 %r1, %r2, %r3;", 1, "'vadd2' expects 4 operands, found 3");
+  expectBodyError("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r1}, [%r2], %r3;", 1,
+                  "'ldmatrix' expects 2 operands, found 3");
+  expectBodyError("stmatrix.sync.aligned.m8n8.x1.shared.b16 %r2, {%r1};", 42,
+                  "'stmatrix' expects an address in brackets as its first operand");
 }
 
 TEST(PtxDiagnostics, OperandKinds) {
@@ -334,7 +345,7 @@ TEST(PtxDiagnostics, RegisterTypeDoesNotFitTheInstruction) {
                   "operand 2 of 'add' is the .b64 register '%rd1', which does not fit .u32 "
                   "(ptxas: arguments mismatch)");
   expectBodyError("mul.wide.u32 %r1, %r2, %r3;", 14,
-                  "operand 1 of 'mul' is the .b32 register '%r1', which does not fit 64-bit "
+                  "operand 1 of 'mul' is the .b32 register '%r1', which does not fit .u64 "
                   "(ptxas: arguments mismatch)");
   expectBodyError("selp.b32 %r1, %r2, %r3, %r4;", 25,
                   "operand 4 of 'selp' is the .b32 register '%r4', which does not fit .pred "
@@ -356,6 +367,90 @@ TEST(PtxDiagnostics, RegisterTypeDoesNotFitTheInstruction) {
                          "bfe.u64 %rd1, %rd2, %r1, %r2;", "mov.b32 %f1, %r1;",
                          "mul.wide.s32 %rd1, %r1, %r2;", "mad.wide.u32 %rd1, %r1, %r2, %rd2;",
                          "setp.eq.and.b32 %p1|%p2, %r1, %r2, %p3;", "add.f16 %rs1, %rs2, %rs3;"})
+    EXPECT_FALSE(parseKernel(ok).hasErrors()) << ok << parseKernel(ok).formatDiagnostics();
+}
+
+// The relaxed rules of ld, st and cvt, addresses, constants, sinks and vector operands (each
+// case checked against ptxas 13.0, which rejects every one of the first group).
+TEST(PtxDiagnostics, OperandsOfMemoryConversionAndWarpInstructions) {
+  const char* mismatch = " (ptxas: arguments mismatch)";
+  struct Case {
+    const char* body;
+    uint32_t column;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"ld.global.u32 %rs1, [%rd1];", 15,
+       "operand 1 of 'ld' is the .b16 register '%rs1', which does not fit .u32 (or a wider "
+       "register of its kind)" +
+           std::string(mismatch)},
+      {"cvt.rn.f32.u32 %f1, %f2;", 21,
+       "operand 2 of 'cvt' is the .f32 register '%f2', which does not fit .u32 (or a wider "
+       "register of its kind)" +
+           std::string(mismatch)},
+      {"cvt.rn.bf16.f32 %r1, %f1;", 17,
+       "operand 1 of 'cvt' is the .b32 register '%r1', which does not fit .bf16" +
+           std::string(mismatch)},
+      {"ld.global.u32 %r1, [%f1];", 20,
+       "operand 2 of 'ld' addresses memory through the .f32 register '%f1' (an address is an "
+       "integer: .u64, .b64, ...)"},
+      {"ld.global.u32 %r1, [%r2];", 20,
+       "operand 2 of 'ld' addresses .global memory through the 32-bit register '%r2' (64-bit "
+       "addressing takes a 64-bit register)"},
+      {"add.f32 %f1, %f2, 1;", 19,
+       "operand 3 of 'add' is the integer constant, which does not fit .f32 (write "
+       "floating-point constants as 0f or 0d hex)"},
+      {"mov.b64 %rd1, 0f3F800000;", 15,
+       "operand 2 of 'mov' is the 0f constant, which does not fit .b64"},
+      {"add.f16 %rs1, %rs2, 0;", 21,
+       "operand 3 of 'add' is the integer constant, which does not fit .f16"},
+      {"add.s32 1, %r1, %r2;", 9,
+       "operand 1 of 'add' is a constant or a name; the result goes to a register"},
+      {"add.s32 _, %r1, %r2;", 9,
+       "operand 1 of 'add' is '_': the result of 'add' cannot be discarded"},
+      {"add.s32 %r1, _, %r2;", 14, "operand 2 of 'add' is '_', which only discards results"},
+      {"ld.global.v4.u32 {%r1, %r2, %r3}, [%rd1];", 18,
+       "operand 1 of 'ld' has 3 elements; '.v4' takes 4"},
+      {"ld.global.v2.u32 {%r1, %fd1}, [%rd1];", 18,
+       "operand 1 of 'ld' has the .f64 register '%fd1' among its elements, which does not fit "
+       ".u32" +
+           std::string(mismatch)},
+      {"ld.global.v2.b32 {%r1, %rd1}, [%rd1];", 18,
+       "operand 1 of 'ld' mixes .b32 and .b64 elements (the elements of a vector are one size)"},
+      {"mov.b64 %rd1, {%r1, %r2, %r3};", 15,
+       "operand 2 of 'mov' packs 3 elements into .b64 (2 or 4 parts of 8 bits or more)"},
+      {"shfl.sync.idx.b32 %r1, %r2, 0, 31, %f1;", 36,
+       "operand 5 of 'shfl' is the .f32 register '%f1', which does not fit .u32" +
+           std::string(mismatch)},
+      {"atom.global.add.u32 %r1, [%rd1], %f1;", 34,
+       "operand 3 of 'atom' is the .f32 register '%f1', which does not fit .u32" +
+           std::string(mismatch)},
+  };
+  for (const Case& c : cases) expectBodyError(c.body, c.column, c.message);
+  // What ptxas accepts: narrow data in wide registers, bit registers for floats, 32-bit
+  // addresses of shared memory, discarded atomic results and setp predicates, packing.
+  for (const char* ok : {"ld.global.u8 %r1, [%rd1];",
+                         "ld.global.f32 %rd1, [%rd1];",
+                         "ld.global.v2.f32 {%r1, %r2}, [%rd1];",
+                         "st.global.u8 [%rd1], %rd2;",
+                         "st.global.f32 [%rd1], %r1;",
+                         "cvt.u32.u16 %r1, %rs1;",
+                         "cvt.rn.f32.s64 %f1, %rd1;",
+                         "cvt.rn.bf16.f32 %rs1, %f1;",
+                         "ld.shared.u32 %r1, [%r2];",
+                         "atom.global.cas.b32 _, [%rd1], 1, 2;",
+                         "mov.b64 %rd1, {%r1, %r2};",
+                         "mov.b32 {%rs1, %rs2}, %r1;",
+                         "add.f32 %f1, %f2, 0f3F800000;",
+                         "mov.b32 %r1, 0f3F800000;",
+                         "setp.eq.s32 _|%p1, %r1, 2;",
+                         "dp4a.u32.s32 %r1, %r2, %r3, %r4;",
+                         "bar.red.popc.u32 %r1, 0, %p1;",
+                         "vote.sync.ballot.b32 %r1, %p1, -1;",
+                         "match.any.sync.b64 %r1, %rd1, -1;",
+                         "isspacep.global %p1, %rd1;",
+                         "lop3.b32 %r1, %r2, %r3, %r4, 0x96;",
+                         "add.f32 %f1, %f2, 1.5;"})
     EXPECT_FALSE(parseKernel(ok).hasErrors()) << ok << parseKernel(ok).formatDiagnostics();
 }
 
@@ -406,6 +501,130 @@ TEST(PtxDiagnostics, TargetNewerThanTheDeclaredVersion) {
                     "PTX ISA .version 7.0 does not support .target sm_90 (it needs .version 7.8 "
                     "or later)");
   EXPECT_FALSE(parseModule(".version 7.8\n.target sm_90\n.address_size 64\n", "m").hasErrors());
+}
+
+// Directives and declarations have versions and targets too (each measured with ptxas 13.0).
+std::string headerModule(std::string_view version, std::string_view target,
+                         std::string_view moduleScope, std::string_view function) {
+  return ".version " + std::string(version) + "\n.target " + std::string(target) +
+         "\n.address_size 64\n" + std::string(moduleScope) + "\n" + std::string(function) + "\n";
+}
+
+TEST(PtxDiagnostics, DirectiveNewerThanTheVersionOrTarget) {
+  expectDiagnostics(
+      parseModule(headerModule("7.0", "sm_80", "", ".entry k() .maxclusterrank 2\n{ ret; }"), "m"),
+      {{5, 12,
+        "'.maxclusterrank' requires PTX ISA .version 7.8 or later (the module declares "
+        ".version 7.0)"},
+       {5, 12, "'.maxclusterrank' requires .target sm_90 or higher (the module targets sm_80)"}});
+  expectDiagnostics(
+      parseModule(headerModule("7.8", "sm_80", "", ".entry k() .explicitcluster\n{ ret; }"), "m"),
+      {{5, 12, "'.explicitcluster' requires .target sm_90 or higher (the module targets sm_80)"}});
+  expectModuleError(headerModule("6.3", "sm_75", "", ".func f() .noreturn\n{ ret; }"), 5, 11,
+                    "'.noreturn' requires PTX ISA .version 6.4 or later (the module declares "
+                    ".version 6.3)");
+  expectModuleError(
+      headerModule("8.8", "sm_90", "", ".func f() .abi_preserve 8\n{ ret; }"), 5, 11,
+      "'.abi_preserve' requires PTX ISA .version 9.0 or later (the module declares .version 8.8)");
+  expectModuleError(headerModule("6.2", "sm_70", ".func f() { ret; }\n.alias g, f;", ""), 5, 1,
+                    "'.alias' requires PTX ISA .version 6.3 or later (the module declares "
+                    ".version 6.2)");
+  expectModuleError(
+      headerModule("7.0", "sm_80", ".global .u32 g;\n.global .u8 b[1] = {0xFF(g)};", ""), 5, 21,
+      "'mask() initializer' requires PTX ISA .version 7.1 or later (the module "
+      "declares .version 7.0)");
+  expectModuleError(headerModule("8.2", "sm_90", ".global .b128 wide;", ""), 4, 9,
+                    "'.b128' requires PTX ISA .version 8.3 or later (the module declares .version "
+                    "8.2)");
+  expectModuleError(
+      headerModule("8.0", "sm_80", ".global .attribute(.unified) .u32 u;", ""), 4, 20,
+      "'.attribute(.unified)' requires .target sm_90 or higher (the module targets sm_80)");
+  expectModuleError(
+      headerModule("5.0", "sm_60", "", ".entry k()\n{\nL: .branchtargets L;\nret;\n}"), 7, 4,
+      "'.branchtargets' requires PTX ISA .version 6.0 or later (the module declares "
+      ".version 5.0)");
+  expectModuleError(
+      headerModule("8.2", "sm_90", "", ".entry k()\n{\n.pragma \"used_bytes_mask 0xf\";\nret;\n}"),
+      7, 1,
+      "'used_bytes_mask' requires PTX ISA .version 8.3 or later (the module declares .version "
+      "8.2)");
+  // At their versions and targets, all of it is accepted.
+  EXPECT_FALSE(parseModule(headerModule("8.0", "sm_90", ".func f() { ret; }\n.alias g, f;",
+                                        ".entry k() .maxclusterrank 2 .explicitcluster\n{\n"
+                                        "L: .branchtargets L;\n.pragma \"nounroll\";\nret;\n}"),
+                           "m")
+                   .hasErrors());
+}
+
+TEST(PtxDiagnostics, PerformanceDirectivesWhereTheyBelong) {
+  expectModuleError(headerModule("8.0", "sm_90", "", ".func f() .maxntid 64\n{ ret; }"), 5, 11,
+                    "'.maxntid' applies to kernels only (.entry), not to .func 'f'");
+  expectModuleError(headerModule("8.0", "sm_90", "", ".entry k() .noreturn\n{ ret; }"), 5, 12,
+                    "'.noreturn' applies to .func only, not to the kernel 'k'");
+  expectModuleError(headerModule("8.0", "sm_90", "", ".func (.reg .b32 r) f() .noreturn\n{ ret; }"),
+                    5, 25, "'.noreturn' on function 'f', which returns a value");
+  expectModuleError(
+      headerModule("8.0", "sm_90", "", ".entry k() .maxntid 64 .reqntid 64\n{ ret; }"), 5, 24,
+      "'.reqntid' and '.maxntid' exclude each other");
+  expectModuleError(headerModule("8.0", "sm_90", "",
+                                 ".entry k() .reqnctapercluster 2 .maxclusterrank 4\n{ ret; }"),
+                    5, 33, "'.maxclusterrank' and '.reqnctapercluster' exclude each other");
+  expectModuleError(headerModule("8.0", "sm_90", "", ".entry k() .maxntid 64, 0\n{ ret; }"), 5, 1,
+                    "'.maxntid' of 'k' must be positive");
+  expectModuleError(
+      headerModule("9.0", "sm_90", "", ".entry k() .reqntid 64 .blocksareclusters\n{ ret; }"), 5,
+      24, "'.blocksareclusters' needs .reqntid and .reqnctapercluster on 'k'");
+  expectModuleError(headerModule("8.0", "sm_90", "", ".entry k() .maxnctapersm 2\n{ ret; }"), 5, 12,
+                    "'.maxnctapersm' was removed in PTX ISA .version 2.1 (use .minnctapersm)");
+  expectModuleError(
+      headerModule("8.0", "sm_90", "", ".func f(.param .u64 .ptr .global .align 8 p)\n{ ret; }"), 5,
+      43, "'.ptr' attributes apply to kernel parameters only, not to .func 'f'");
+}
+
+TEST(PtxDiagnostics, DeclarationRules) {
+  expectModuleError(
+      headerModule("8.0", "sm_90", ".global .u32 g;\n.global .u16 h[1] = {0xFF(g)};", ""), 5, 22,
+      "a masked address initializes a byte: 'h' has .u16 elements (use .b8, .u8 or "
+      ".s8)");
+  expectModuleError(
+      headerModule("8.0", "sm_90", ".global .u32 g;\n.global .u8 h[1] = {0xFFFF(g)};", ""), 5, 21,
+      "invalid mask '0xFFFF' in initializer: a mask selects one byte (0xFF, 0xFF00, "
+      "... 0xFF00000000000000)");
+  expectModuleError(headerModule("8.0", "sm_90", ".global .samplerref s;", ""), 4, 9,
+                    "'.samplerref' needs '.target ..., texmode_independent' (samplers are part of "
+                    "the texture in the default texmode_unified)");
+  expectModuleError(headerModule("8.0", "sm_90", ".shared .attribute(.managed) .u32 m;", ""), 4, 20,
+                    "'.attribute(.managed)' applies to .global variables only");
+  expectModuleError(headerModule("8.0", "sm_90", ".common .shared .u32 c;", ""), 4, 1,
+                    "'.common' applies to .global variables only");
+  expectModuleError(headerModule("8.0", "sm_90", ".local .u32 l;", ""), 4, 1,
+                    "module-scope .local variables are not allowed from PTX ISA .version 3.0 "
+                    "(declare them in a function)");
+  expectModuleError(headerModule("8.0", "sm_90", ".global .f16 x = 0;", ""), 4, 18,
+                    "'x' is .f16, which takes no initial value (declare it .b16)");
+  expectModuleError(headerModule("8.0", "sm_90", ".entry k() { ret; }\n.alias a, k;", ""), 5, 1,
+                    "'.alias a' names the kernel 'k' (an alias names a .func)");
+  expectModuleError(headerModule("8.0", "sm_90", ".extern .func f();\n.alias a, f;", ""), 5, 1,
+                    "'.alias a' names 'f', which must be defined here (not only declared)");
+  expectModuleError(headerModule("8.0", "sm_90", ".global .u32 v;\n.alias a, v;", ""), 5, 1,
+                    "'.alias a' names the variable 'v' (an alias names a function)");
+}
+
+// Forms later PTX ISA versions removed: ptxas refuses them although they once existed.
+TEST(PtxDiagnostics, RemovedInstructionForms) {
+  expectModuleError(moduleWith("6.4", "sm_70", "shfl.idx.b32 %r1, %r2, 0, 31;"), 9, 1,
+                    "'shfl' without '.sync' is not supported on .target sm_70 and higher from PTX "
+                    "ISA .version 6.4 (use shfl.sync)");
+  expectModuleError(moduleWith("7.0", "sm_80", ".reg .pred %p<2>;\nvote.any.pred %p1, %p0;"), 10, 1,
+                    "'vote' without '.sync' is not supported on .target sm_70 and higher from PTX "
+                    "ISA .version 6.4 (use vote.sync)");
+  expectModuleError(moduleWith("8.0", "sm_90", "mov.f16 %rs1, %rs2;"), 9, 1,
+                    "'mov' does not take .f16 (use mov.b16)");
+  // Still accepted where ptxas accepts them: before 6.4, or on older targets.
+  EXPECT_FALSE(
+      parseModule(moduleWith("6.3", "sm_70", "shfl.idx.b32 %r1, %r2, 0, 31;"), "m").hasErrors());
+  EXPECT_FALSE(
+      parseModule(moduleWith("6.4", "sm_60", "shfl.idx.b32 %r1, %r2, 0, 31;"), "m").hasErrors());
 }
 
 }  // namespace

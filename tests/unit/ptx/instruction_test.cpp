@@ -183,7 +183,9 @@ TEST(PtxInstruction, Immediates) {
       {"-9223372036854775808", Immediate::Kind::Integer, 0x8000000000000000ull},
   };
   for (const Case& c : cases) {
-    One mov(std::string("mov.b64 %rd1, ") + c.text + ";");
+    // ptxas takes 0f constants in 32-bit moves only.
+    bool f32 = c.kind == Immediate::Kind::F32Bits;
+    One mov(std::string(f32 ? "mov.f32 %f1, " : "mov.b64 %rd1, ") + c.text + ";");
     ASSERT_NE(mov.inst, nullptr) << c.text;
     const Operand& op = mov.inst->operands()[1];
     ASSERT_EQ(op.kind, Operand::Kind::Immediate) << c.text;
@@ -363,7 +365,11 @@ TEST(PtxInstruction, TextureSamplerAndSurfaceReferences) {
       ".global .texref t;\n"
       ".global .samplerref s = { addr_mode_0 = clamp_to_edge, filter_mode = linear };\n"
       ".global .surfref u;\n";
-  ParseResult r = parseKernel("tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [t, s, {%f5, %f6}];", scope);
+  // Separate samplers exist only in texmode_independent.
+  std::string text =
+      test::wrapKernel("tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [t, s, {%f5, %f6}];", scope);
+  text.replace(text.find(".target sm_90"), 13, ".target sm_90, texmode_independent");
+  ParseResult r = parseModule(text, "test.ptx");
   ASSERT_FALSE(r.hasErrors()) << r.formatDiagnostics();
   const Variable* sampler = r.module.findGlobal("s");
   ASSERT_NE(sampler, nullptr);

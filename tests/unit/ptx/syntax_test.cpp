@@ -31,10 +31,12 @@ TEST(PtxSyntax, EntryWithPointerParametersAndPerformanceDirectives) {
       ".version 9.0\n.target sm_90\n.address_size 64\n"
       ".visible .entry k(.param .u64 .ptr .global .align 16 p, .param .align 8 .b8 s[24],\n"
       "  .param .u32 n)\n"
-      ".maxntid 256, 1, 1\n.reqntid 128\n.minnctapersm 2\n.maxnreg 64\n.maxclusterrank 8\n"
-      ".reqnctapercluster 2, 1, 1\n.explicitcluster\n.pragma \"nounroll\";\n"
-      "{\nret;\n}\n");
-  ASSERT_EQ(r.module.functions.size(), 1u);
+      ".maxntid 256, 1, 1\n.minnctapersm 2\n.maxnreg 64\n.maxclusterrank 8\n"
+      ".explicitcluster\n.pragma \"nounroll\";\n"
+      "{\nret;\n}\n"
+      // .reqntid excludes .maxntid, .reqnctapercluster excludes .maxclusterrank.
+      ".entry clusters() .reqntid 128 .reqnctapercluster 2, 1, 1 .blocksareclusters\n{\nret;\n}\n");
+  ASSERT_EQ(r.module.functions.size(), 2u);
   const Function& k = r.module.functions[0];
   EXPECT_TRUE(k.isEntry);
   EXPECT_FALSE(k.isDeclaration);
@@ -52,13 +54,16 @@ TEST(PtxSyntax, EntryWithPointerParametersAndPerformanceDirectives) {
   EXPECT_EQ(k.params[2].type, ScalarType::U32);
   const PerformanceDirectives& perf = k.performance;
   EXPECT_EQ(perf.maxntid, (std::vector<uint32_t>{256, 1, 1}));
-  EXPECT_EQ(perf.reqntid, std::vector<uint32_t>{128});
   EXPECT_EQ(perf.minnctapersm, 2u);
   EXPECT_EQ(perf.maxnreg, 64u);
   EXPECT_EQ(perf.maxclusterrank, 8u);
-  EXPECT_EQ(perf.reqnctapercluster, (std::vector<uint32_t>{2, 1, 1}));
   EXPECT_TRUE(perf.explicitCluster);
+  EXPECT_FALSE(perf.blocksAreClusters);
   EXPECT_EQ(perf.pragmas, std::vector<std::string>{"\"nounroll\""});
+  const PerformanceDirectives& clusters = r.module.functions[1].performance;
+  EXPECT_EQ(clusters.reqntid, std::vector<uint32_t>{128});
+  EXPECT_EQ(clusters.reqnctapercluster, (std::vector<uint32_t>{2, 1, 1}));
+  EXPECT_TRUE(clusters.blocksAreClusters);
 }
 
 TEST(PtxSyntax, FunctionsWithReturnParamsDeclarationsAndRegParams) {
@@ -171,6 +176,30 @@ TEST(PtxSyntax, Initializers) {
   EXPECT_EQ(g[5].initializer[2].symbol(), "one");
   EXPECT_TRUE(g[6].hasInitializer);
   EXPECT_TRUE(g[6].initializer.empty());
+}
+
+// The mask operator (PTX 7.1): one byte of an address, as nvcc writes pointers in packed structs.
+TEST(PtxSyntax, MaskedAddressInitializers) {
+  ParseResult r = parseOk(
+      ".version 7.1\n.target sm_80\n.address_size 64\n.global .u32 g[2];\n"
+      ".global .align 1 .u8 s[4] = {7, 0XFF(generic(g)+4), 0xFF00(generic(g)+4), "
+      "0xFF00000000000000(g)};\n");
+  const Variable& s = r.module.globals[1];
+  ASSERT_EQ(s.initializer.size(), 4u);
+  EXPECT_FALSE(s.initializer[0].kind() == InitializerElement::Kind::SymbolAddress);
+  EXPECT_EQ(s.initializer[1].maskedByte(), 0u);
+  EXPECT_TRUE(s.initializer[1].generic());
+  EXPECT_EQ(s.initializer[1].offset(), 4);
+  EXPECT_EQ(s.initializer[2].maskedByte(), 1u);
+  EXPECT_EQ(s.initializer[3].maskedByte(), 7u);
+  EXPECT_FALSE(s.initializer[3].generic());
+  EXPECT_EQ(s.initializer[3].symbol(), "g");
+  // Printed back in the same form, which parses to the same elements.
+  std::string printed = printModule(r.module);
+  EXPECT_NE(printed.find("0xFF00(generic(g)+4)"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("0xFF00000000000000(g)"), std::string::npos) << printed;
+  ParseResult again = parseOk(printed);
+  EXPECT_EQ(again.module.globals[1].initializer[2].maskedByte(), 1u);
 }
 
 TEST(PtxSyntax, FileLocSectionAliasAndPragma) {

@@ -30,3 +30,13 @@ __global__ void vectorLoads(const float4* in, float4* out, const double2* d, dou
   out[threadIdx.x] = v;
   e[threadIdx.x] = d[threadIdx.x];
 }
+
+// A pointer inside a packed struct: nvcc writes its initializer one byte at a time with the mask
+// operator (`0xFF00(generic(packedTarget)+4)`, PTX 7.1).
+__device__ int packedTarget[2];
+struct __attribute__((packed)) PackedPointer {
+  char tag;
+  int* pointer;
+};
+__device__ PackedPointer packedPointer = {'p', packedTarget + 1};
+__global__ void readPackedPointer(int* out) { *out = packedPointer.tag + *packedPointer.pointer; }
