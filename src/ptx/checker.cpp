@@ -533,6 +533,7 @@ void Parser::checkInstruction(const FunctionState& state, const Instruction& ins
   checkRequirements(inst, start);
   checkRemovedForms(inst, start);
   checkOperandTypes(function, inst);
+  checkFragments(function, inst);
   checkStateSpaces(state, inst, start);
   Rule counted;
   if (!countRuleFor(inst, counted)) return;

@@ -342,7 +342,80 @@ Expectation expectationFor(const Instruction& inst, char role) {
 
 std::string typeText(ScalarType type) { return std::string(".") + scalarTypeName(type); }
 
+// Matrix and texture instructions take their data in `{...}` fragments of 32-bit registers
+// (64-bit where the data is .f64). The bytes of each element register of operand `index`, or 0
+// where the operand is not such a fragment.
+unsigned fragmentElementBytes(const Instruction& inst, size_t index) {
+  Span<ScalarType> types = inst.types();
+  switch (inst.opcode) {
+    case Opcode::mma:  // mma.shape.layouts.D.A.B.C d, a, b, c: one type per fragment
+      if (index >= 4) return 0;
+      if (types.size() == 4) return types[index] == ScalarType::F64 ? 8 : 4;
+      for (ScalarType type : types)
+        if (type == ScalarType::F64) return 8;
+      return 4;
+    case Opcode::wmma:
+      for (ScalarType type : types)
+        if (type == ScalarType::F64) return 8;
+      return 4;
+    case Opcode::tex:
+    case Opcode::tld4:  // tex.v4.f16 writes four 16-bit registers; coordinates are 32-bit
+      if (index == 0 && !types.empty()) return scalarTypeSize(types[0]);
+      return 4;
+    case Opcode::ldmatrix:
+    case Opcode::stmatrix:
+      return 4;
+    default:
+      return 0;
+  }
+}
+
+// ldmatrix/stmatrix .xN load N matrices, one register each (two for m16n16's bytes).
+size_t matrixFragmentCount(const Instruction& inst) {
+  size_t matrices = inst.hasModifier("x1")   ? 1
+                    : inst.hasModifier("x2") ? 2
+                    : inst.hasModifier("x4") ? 4
+                                             : 0;
+  return inst.hasModifier("m16n16") ? 2 * matrices : matrices;
+}
+
 }  // namespace
+
+void Parser::checkFragments(const Function& function, const Instruction& inst) {
+  Span<Operand> operands = inst.operands();
+  std::string name = opcodeName(inst.opcode);
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const Operand& op = operands[i];
+    if (op.kind != Operand::Kind::Vector) continue;
+    unsigned bytes = fragmentElementBytes(inst, i);
+    if (bytes == 0) continue;
+    Span<Operand> elements = op.elements();
+    if (inst.opcode == Opcode::ldmatrix || inst.opcode == Opcode::stmatrix) {
+      size_t expected = matrixFragmentCount(inst);
+      if (expected != 0 && elements.size() != expected) {
+        errorAt(kUnknownOffset, operandLocs_[i],
+                "operand " + std::to_string(i + 1) + " of '" + name + "' has " +
+                    std::to_string(elements.size()) + " registers; this shape takes " +
+                    std::to_string(expected));
+        return;
+      }
+    }
+    for (const Operand& element : elements) {
+      if (element.kind != Operand::Kind::Register || element.reg() >= function.registerCount())
+        continue;
+      ScalarType type = function.registerType(element.reg());
+      // ptxas counts a predicate as 32 bits in fragments.
+      unsigned size = type == ScalarType::Pred ? 4 : scalarTypeSize(type);
+      if (size == bytes || function.declarationOf(element.reg()).vectorWidth != 1) continue;
+      errorAt(kUnknownOffset, operandLocs_[i],
+              "operand " + std::to_string(i + 1) + " of '" + name + "' has the ." +
+                  scalarTypeName(type) + " register '" + function.registerName(element.reg()) +
+                  "' among its elements; the fragment holds " + std::to_string(bytes * 8) +
+                  "-bit registers (ptxas: arguments mismatch)");
+      return;
+    }
+  }
+}
 
 // Register operands whose type does not fit the instruction (ptxas's "Arguments mismatch"),
 // constants of the wrong kind, results written to constants, `_` where nothing is discarded,

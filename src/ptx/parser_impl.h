@@ -218,6 +218,8 @@ class Parser {
   // Register operands whose type does not fit the instruction type (ptxas's "Arguments
   // mismatch"), for the instructions where that rule is exact.
   void checkOperandTypes(const Function& function, const Instruction& inst);
+  // Register sizes and counts of the `{...}` fragments of matrix and texture instructions.
+  void checkFragments(const Function& function, const Instruction& inst);
   void checkModuleSymbols();
   void checkRedefinitions();
   // Directives and declarations (checker_directives.cpp).

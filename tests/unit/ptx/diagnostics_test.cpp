@@ -454,6 +454,28 @@ TEST(PtxDiagnostics, OperandsOfMemoryConversionAndWarpInstructions) {
     EXPECT_FALSE(parseKernel(ok).hasErrors()) << ok << parseKernel(ok).formatDiagnostics();
 }
 
+// Fragments of matrix and texture instructions: 32-bit registers (64-bit for .f64 data, the
+// destination's size for tex), as many as the shape takes (each case refused by ptxas too).
+TEST(PtxDiagnostics, MatrixAndTextureFragments) {
+  expectBodyError("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r1, %r2}, [%r3];", 42,
+                  "operand 1 of 'ldmatrix' has 2 registers; this shape takes 4");
+  expectBodyError("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%r1, %rd2}, [%r3];", 42,
+                  "operand 1 of 'ldmatrix' has the .b64 register '%rd2' among its elements; the "
+                  "fragment holds 32-bit registers (ptxas: arguments mismatch)");
+  expectBodyError(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f1, %f2, %f3, %f4}, "
+      "{%r1, %r2, %r3, %rd4}, {%r5, %r6}, {%f5, %f6, %f7, %f8};",
+      73,
+      "operand 2 of 'mma' has the .b64 register '%rd4' among its elements; the fragment holds "
+      "32-bit registers (ptxas: arguments mismatch)");
+  expectBodyError("tex.1d.v4.f32.s32 {%f1, %f2, %f3, %rs1}, [%rd1, {%r1}];", 19,
+                  "operand 1 of 'tex' has the .b16 register '%rs1' among its elements; the "
+                  "fragment holds 32-bit registers (ptxas: arguments mismatch)");
+  EXPECT_FALSE(parseKernel("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%fd1, %fd2}, {%fd3}, "
+                           "{%fd4}, {%fd5, %fd6};")
+                   .hasErrors());
+}
+
 // State spaces: an explicit space must be that of the variable addressed (each checked against
 // ptxas, which calls it "State space mismatch between instruction and address").
 TEST(PtxDiagnostics, StateSpaceOfTheAddressedVariable) {
