@@ -266,6 +266,12 @@ Status translateControlOp(FunctionTranslator& t, const ptx::Instruction& inst) {
     case ptx::Opcode::brkpt:
     case ptx::Opcode::pmevent:
       return Status::success();
+    case ptx::Opcode::griddepcontrol:
+      // Programmatic dependent launch (sm_90): .wait waits for the grids this one depends on,
+      // .launch_dependents lets the next grid start early. Both devices start a grid only after
+      // the one before it in the stream has completed and its writes are visible, so there is
+      // never anything to wait for, and starting dependents early is only a permission.
+      return Status::success();
     default:
       return t.unsupported(inst);
   }
