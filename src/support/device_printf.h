@@ -22,6 +22,12 @@ struct Layout {
 // The arguments `format` reads.
 Layout layoutOf(std::string_view format);
 
+// What a failed device-side assert prints, as NVIDIA's driver does: file, line, function, block
+// and thread indices, the condition. Its arguments: %s file, %u line, %s function, %u x3 block,
+// %u x3 thread, %s condition (56 bytes in a printf argument buffer).
+inline constexpr const char* kAssertFormat =
+    "%s:%u: %s: block: [%u,%u,%u], thread: [%u,%u,%u] Assertion `%s` failed.\n";
+
 // The text of a %s argument at `address` ("(null)" is handled before the call); a device whose
 // memory the host cannot read directly copies it out.
 using StringReader = std::function<std::string(uint64_t address)>;

@@ -249,10 +249,8 @@ static int32_t resumeBarrierReduce(compiler::BlockContext* context, uint32_t lin
   auto text = [](uint64_t address) {
     return address != 0 ? reinterpret_cast<const char*>(address) : "?";
   };
-  std::fprintf(stderr,
-               "%s:%u: %s: block: [%u,%u,%u], thread: [%u,%u,%u] Assertion `%s` failed.\n",
-               text(file), line, text(function), b.ctaid[0], b.ctaid[1], b.ctaid[2],
-               thread.tid[0], thread.tid[1], thread.tid[2], text(message));
+  std::fprintf(stderr, device_printf::kAssertFormat, text(file), line, text(function), b.ctaid[0],
+               b.ctaid[1], b.ctaid[2], thread.tid[0], thread.tid[1], thread.tid[2], text(message));
   std::fflush(stderr);
   b.asserted = true;
   trap();

@@ -37,19 +37,27 @@ KernelResources codeObjectResources(const HipApi& api, hipFunction_t function) {
 class HipKernel final : public LoadedKernel {
  public:
   HipKernel(const compiler::KernelInfo& info, hipFunction_t function, PrintfBuffer* printf,
-            KernelResources resources)
-      : info_(info), function_(function), printf_(printf), resources_(resources) {
+            void* assertFlag, KernelResources resources)
+      : info_(info),
+        function_(function),
+        printf_(printf),
+        assertFlag_(assertFlag),
+        resources_(resources) {
     if (resources_.registersPerThread < 0) resources_.registersPerThread = 0;  // unknown
   }
   const compiler::KernelInfo& info() const override { return info_; }
   KernelResources resources() const override { return resources_; }
   hipFunction_t function() const { return function_; }
   PrintfBuffer* printfBuffer() const { return printf_; }  // null when the module never prints
+  // The module's assert flag (compiler/amdgpu/amdgpu_codegen.h) in device memory; null when no
+  // kernel of the module asserts.
+  void* assertFlag() const { return assertFlag_; }
 
  private:
   const compiler::KernelInfo& info_;  // owned by the module
   hipFunction_t function_;
   PrintfBuffer* printf_;  // owned by the module
+  void* assertFlag_;
   KernelResources resources_;
 };
 
@@ -70,12 +78,22 @@ class HipModule final : public LoadedModule {
 
   // Look up every kernel and global the compiler reported: a code object that lacks one is
   // refused at load time rather than at first use.
-  Status resolve(std::string_view moduleName, bool prints) {
+  Status resolve(std::string_view moduleName, bool prints, bool asserts) {
     const HipApi& api = library_->api();
     if (prints) {
       auto buffer = PrintfBuffer::create(library_, module_, moduleName);
       if (!buffer.ok()) return buffer.takeError();
       printf_ = std::move(*buffer);
+    }
+    void* assertFlag = nullptr;
+    if (asserts) {
+      size_t bytes = 0;
+      hipError_t status =
+          api.hipModuleGetGlobal(&assertFlag, &bytes, module_, compiler::kAmdgpuAssertFlagSymbol);
+      if (status != hipSuccess)
+        return library_->error(status, std::string("hipModuleGetGlobal(") +
+                                           compiler::kAmdgpuAssertFlagSymbol + ") in module '" +
+                                           std::string(moduleName) + "'");
     }
     for (const compiler::KernelInfo& k : info_.kernels) {
       hipFunction_t function = nullptr;
@@ -83,7 +101,7 @@ class HipModule final : public LoadedModule {
       if (status != hipSuccess)
         return library_->error(status, "hipModuleGetFunction('" + k.name + "') in module '" +
                                            std::string(moduleName) + "'");
-      kernels_.emplace(k.name, std::make_unique<HipKernel>(k, function, printf_.get(),
+      kernels_.emplace(k.name, std::make_unique<HipKernel>(k, function, printf_.get(), assertFlag,
                                                            codeObjectResources(api, function)));
     }
     for (const compiler::GlobalInfo& g : info_.globals) {
@@ -247,7 +265,9 @@ class HipDevice final : public DeviceBackend {
                                          "' (" + compiler::amdgpuTargetName(*target) + ")");
     auto loaded =
         std::make_unique<HipModule>(library_, ordinal_, std::move(compiled->info), module);
-    ROCUDA_TRY(loaded->resolve(moduleName, codeObjectPrints(compiled->output)));
+    ROCUDA_TRY(loaded->resolve(
+        moduleName, codeObjectDefines(compiled->output, compiler::kAmdgpuPrintfBufferSymbol),
+        codeObjectDefines(compiled->output, compiler::kAmdgpuAssertFlagSymbol)));
     return std::unique_ptr<LoadedModule>(std::move(loaded));
   }
 
@@ -282,13 +302,31 @@ class HipDevice final : public DeviceBackend {
     // before a fault is still shown.
     Status finished = synchronize("kernel '" + info.name + "'");
     if (PrintfBuffer* buffer = hipKernel.printfBuffer()) {
-      Status drained = buffer->drain(info.name);
-      if (finished.ok()) return drained;
+      Status drained = buffer->drain(info.name);  // an assert's message too
+      if (finished.ok()) finished = std::move(drained);
     }
+    if (void* flag = hipKernel.assertFlag(); flag != nullptr && finished.ok())
+      return checkAssertFlag(flag, info.name);
     return finished;
   }
 
  private:
+  // A kernel whose thread failed an assert raised its module's flag (and ended that wavefront):
+  // the launch fails as on NVIDIA, and the flag is cleared for the next launch. The module's
+  // printf lock is held (asserting modules print their message), so no other launch races.
+  Status checkAssertFlag(void* flag, const std::string& kernelName) {
+    uint32_t raised = 0;
+    hipError_t status = api_.hipMemcpy(&raised, flag, sizeof raised, hipMemcpyDefault);
+    if (status != hipSuccess)
+      return library_->error(status, "reading the assert flag of kernel '" + kernelName + "'");
+    if (raised == 0) return Status::success();
+    uint32_t cleared = 0;
+    status = api_.hipMemcpy(flag, &cleared, sizeof cleared, hipMemcpyDefault);
+    if (status != hipSuccess)
+      return library_->error(status, "clearing the assert flag of kernel '" + kernelName + "'");
+    return makeError(ErrorCode::Assert, "kernel '" + kernelName + "' failed a device-side assert");
+  }
+
   // The code object for `ptx` on `target`, from the code cache when it has it.
   Result<compiler::AmdgpuCompilation> compileCached(std::string_view ptx,
                                                     std::string_view moduleName,

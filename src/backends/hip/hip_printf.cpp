@@ -45,9 +45,8 @@ std::string formatPrintfRecords(const uint8_t* records, size_t bytes, std::strin
   return out;
 }
 
-bool codeObjectPrints(const std::vector<uint8_t>& codeObject) {
+bool codeObjectDefines(const std::vector<uint8_t>& codeObject, std::string_view name) {
   // The symbol's name, NUL-terminated, is in the code object's string table.
-  std::string_view name(compiler::kAmdgpuPrintfBufferSymbol);
   std::string_view bytes(reinterpret_cast<const char*>(codeObject.data()), codeObject.size());
   for (size_t at = bytes.find(name); at != std::string_view::npos; at = bytes.find(name, at + 1))
     if (at + name.size() < bytes.size() && bytes[at + name.size()] == '\0' &&

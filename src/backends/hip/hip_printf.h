@@ -23,8 +23,9 @@ namespace rocuda::backends::hip {
 std::string formatPrintfRecords(const uint8_t* records, size_t bytes, std::string_view formats,
                                 const device_printf::StringReader& readString);
 
-// Whether a code object has printf's buffer symbol (its kernels print).
-bool codeObjectPrints(const std::vector<uint8_t>& codeObject);
+// Whether a code object has the symbol `name` (kAmdgpuPrintfBufferSymbol: its kernels print;
+// kAmdgpuAssertFlagSymbol: they assert).
+bool codeObjectDefines(const std::vector<uint8_t>& codeObject, std::string_view name);
 
 class PrintfBuffer {
  public:

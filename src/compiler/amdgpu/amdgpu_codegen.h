@@ -46,6 +46,12 @@ struct AmdgpuPrintfHeader {
 };
 inline constexpr size_t kAmdgpuPrintfRecordHeaderBytes = 8;
 
+// Device-side assert on AMD GPUs: a module whose kernels assert has a u32 kAmdgpuAssertFlagSymbol
+// (0 at load). A failing assert prints CUDA's assertion message through device printf, sets the
+// flag and ends its wavefront; the host fails the launch with CUDA_ERROR_ASSERT when it finds
+// the flag set after the kernel, and clears it.
+inline constexpr const char* kAmdgpuAssertFlagSymbol = "__rocuda_assert_failed";
+
 // What compileForAmdgpu returns: the linked code object, or for inspection (`rocuda compile
 // --emit`, the FileCheck tests) the target's assembly or the optimised AMDGPU LLVM IR as text.
 enum class AmdgpuOutput { CodeObject, Assembly, LlvmIr };

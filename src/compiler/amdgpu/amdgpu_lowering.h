@@ -139,6 +139,10 @@ class WaveBuilder {
 // 64: two); false if it is none of them.
 bool defineWarpCollective(llvm::Function& fn, unsigned waveSize);
 
+// __assertfail calls print the assertion through vprintf, raise the module's assert flag
+// (kAmdgpuAssertFlagSymbol) and end the wavefront. Runs before lowerDeviceRuntime.
+Status lowerAssert(llvm::Module& module);
+
 // vprintf calls with a constant format become records in the host's printf buffer
 // (amdgpu_codegen.h); UnsupportedPtx for any other format. Runs after optimizeForAmdgpu.
 Status lowerPrintf(llvm::Module& module);

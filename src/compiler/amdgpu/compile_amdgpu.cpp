@@ -83,6 +83,7 @@ Result<AmdgpuCompilation> compileForAmdgpu(std::string_view ptx, std::string_vie
   amdgpu::lowerSyncScopes(*module);
   ROCUDA_TRY(refuseUnselectableHelpers(*module));
   ROCUDA_TRY(amdgpu::lowerKernelAbi(*module, info));
+  ROCUDA_TRY(amdgpu::lowerAssert(*module));
   ROCUDA_TRY(amdgpu::lowerDeviceRuntime(*module, info, target));
   ROCUDA_TRY(detail::verifiedIr(*module, moduleName, "AMDGPU"));
 

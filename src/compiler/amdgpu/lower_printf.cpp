@@ -131,7 +131,14 @@ Status lowerPrintf(llvm::Module& module) {
                           b.getInt32(static_cast<uint32_t>(layout.bytes))});
     // CUDA's printf returns the number of arguments the format reads.
     call->replaceAllUsesWith(b.getInt32(static_cast<uint32_t>(layout.arguments)));
+    auto* formatGlobal =
+        llvm::dyn_cast<llvm::GlobalVariable>(call->getArgOperand(0)->stripPointerCasts());
     call->eraseFromParent();
+    // A format only printf used (the assert message's): the blob below holds it now.
+    if (formatGlobal && formatGlobal->hasLocalLinkage()) {
+      formatGlobal->removeDeadConstantUsers();
+      if (formatGlobal->use_empty()) formatGlobal->eraseFromParent();
+    }
   }
   if (!vprintf->use_empty())
     return makeError(ErrorCode::UnsupportedPtx,

@@ -462,6 +462,90 @@ TEST(HipPrintf, RecordsFormatWithTheModulesFormats) {
             "tid 7\nx=2.5\n[rocuda: malformed printf record at offset 40]\n");
 }
 
+// What nvcc makes of `assert(value > 0)`: the AMD code prints the message, raises the module's
+// assert flag and ends the wavefront (compiler/amdgpu/lower_assert.cpp).
+constexpr const char* kAssertingPtx = R"(
+.version 7.0
+.target sm_75
+.address_size 64
+.extern .func __assertfail(.param .b64 a, .param .b64 b, .param .b32 c, .param .b64 d, .param .b64 e);
+.global .align 1 .b8 $str[4] = {118, 62, 48, 0};
+.visible .entry check(.param .u32 value)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<3>;
+  ld.param.u32 %r1, [value];
+  setp.gt.s32 %p1, %r1, 0;
+  @%p1 bra $L__ok;
+  mov.u64 %rd1, $str;
+  cvta.global.u64 %rd2, %rd1;
+  {
+  .param .b64 a;
+  st.param.b64 [a], %rd2;
+  .param .b64 b;
+  st.param.b64 [b], %rd2;
+  .param .b32 c;
+  st.param.b32 [c], 7;
+  .param .b64 d;
+  st.param.b64 [d], %rd2;
+  .param .b64 e;
+  st.param.b64 [e], 1;
+  call.uni __assertfail, (a, b, c, d, e);
+  }
+$L__ok:
+  ret;
+}
+)";
+
+TEST_F(HipDouble, AFailedAssertFailsTheLaunchAndIsClearedForTheNext) {
+  HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
+  ASSERT_EQ(result.devices.size(), 1u);
+  DeviceBackend& device = *result.devices[0];
+  calls();
+  auto module = device.loadPtx(kAssertingPtx, "check.ptx");
+  ASSERT_TRUE(module.ok()) << module.error().message;
+  EXPECT_TRUE(contains(calls(), "hipModuleGetGlobal(__rocuda_assert_failed)"));
+  auto* flag = static_cast<uint32_t*>(global("__rocuda_assert_failed"));
+  ASSERT_NE(flag, nullptr);
+  LoadedKernel& kernel = *(*module)->kernel("check");
+  LaunchConfig config;
+  uint32_t params = 1;
+  EXPECT_TRUE(device.launch(kernel, config, &params).ok());  // flag down: no assert
+  *flag = 1;                                                 // what a failing thread leaves behind
+  Status failed = device.launch(kernel, config, &params);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error().code, ErrorCode::Assert);
+  EXPECT_TRUE(contains(failed.error().message, "kernel 'check' failed a device-side assert"))
+      << failed.error().message;
+  EXPECT_EQ(*flag, 0u);
+  EXPECT_TRUE(device.launch(kernel, config, &params).ok());
+}
+
+// The assertion message comes through the printf records, as NVIDIA's driver prints it.
+TEST(HipPrintf, AssertRecordPrintsCudasAssertionMessage) {
+  std::string formats(device_printf::kAssertFormat);
+  formats.push_back('\0');
+  std::vector<uint8_t> records(64, 0);
+  auto put = [&](size_t at, uint64_t value, size_t size) {
+    std::memcpy(&records[at], &value, size);
+  };
+  put(0, 56, 4);                                                             // 56 argument bytes
+  put(4, 0, 4);                                                              // format 0
+  put(8, 0x100, 8);                                                          // file
+  put(16, 42, 4);                                                            // line
+  put(24, 0x200, 8);                                                         // function
+  for (int i = 0; i < 6; ++i) put(32 + 4 * i, static_cast<uint64_t>(i), 4);  // block, thread
+  put(56, 0x300, 8);                                                         // condition
+  auto reader = [](uint64_t address) {
+    return address == 0x100   ? std::string("k.cu")
+           : address == 0x200 ? std::string("void f()")
+                              : std::string("x > 0");
+  };
+  EXPECT_EQ(hip::formatPrintfRecords(records.data(), 64, formats, reader),
+            "k.cu:42: void f(): block: [0,1,2], thread: [3,4,5] Assertion `x > 0` failed.\n");
+}
+
 TEST_F(HipDouble, GpusRocudaDoesNotTargetRefuseCodeByName) {
   ScopedEnv arch("FAKE_HIP_ARCH", "gfx803");
   HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
