@@ -157,6 +157,7 @@ bool isMeasuredScalar(ScalarType type) {
 //   U  a 32-bit integer (fixed)                     L  a 32- or 64-bit integer (fixed)
 //   P  a predicate                                  D  the instruction type, widening (ld/st)
 //   R  the second type, widening (cvt's source)     A  an address `[...]`
+//   I  a 32-bit integer, exact (video operands)     K  as I, and no constants (SIMD video)
 //   -  not checked
 // Lower-case t, u, p: as T, U, P, and the destination may be `_` (the result discarded).
 // Empty: the instruction's operands are not checked.
@@ -279,6 +280,47 @@ std::string_view operandRoles(const Instruction& inst) {
       return inst.hasModifier("cas") ? "t>ATT-" : "t>AT-";
     case Opcode::red:
       return ">AT-";
+    case Opcode::mbarrier:
+      // mbarrier.op.b64: the object's address, 64-bit states, 32-bit counts and parities (a
+      // remote arrive on .shared::cluster returns no state).
+      if (inst.hasModifier("arrive") || inst.hasModifier("arrive_drop"))
+        return inst.space == StateSpace::SharedCluster ? "->AU" : "t>AU";
+      if (inst.hasModifier("test_wait") || inst.hasModifier("try_wait"))
+        return inst.hasModifier("parity") ? "P>AUU" : "P>ATU";
+      if (inst.hasModifier("pending_count")) return "U>T";
+      return ">AU";  // init, expect_tx, complete_tx, inval
+    case Opcode::vadd:
+    case Opcode::vsub:
+    case Opcode::vabsdiff:
+    case Opcode::vmin:
+    case Opcode::vmax:
+    case Opcode::vshl:
+    case Opcode::vshr:
+    case Opcode::vmad:
+      return "I>III";
+    case Opcode::vset:
+      return "U>IIU";
+    case Opcode::vadd2:
+    case Opcode::vadd4:
+    case Opcode::vsub2:
+    case Opcode::vsub4:
+    case Opcode::vavrg2:
+    case Opcode::vavrg4:
+    case Opcode::vabsdiff2:
+    case Opcode::vabsdiff4:
+    case Opcode::vmin2:
+    case Opcode::vmin4:
+    case Opcode::vmax2:
+    case Opcode::vmax4:
+      return "K>KKK";
+    case Opcode::vset2:
+    case Opcode::vset4:
+      return "U>KKU";
+    case Opcode::suld:  // suld.b.geom.bN d, [surface, {coordinates}]: data at least as wide
+      return "D>-";
+    case Opcode::sust:
+    case Opcode::sured:
+      return ">-D";
     case Opcode::cvt: {
       // cvt.frnd.D.S d, a: the destination by D, the source by S, each widening, except that
       // ptxas takes bf16 conversions exactly. Packed and sub-byte forms are not checked.
@@ -333,6 +375,9 @@ Expectation expectationFor(const Instruction& inst, char role) {
     case 'P':
     case 'p':
       return {ScalarType::Pred, Fit::Fixed};
+    case 'I':
+    case 'K':
+      return {ScalarType::U32, Fit::Exact};
     case 'W':
       return {widened(first), Fit::Exact};  // wide results: twice the size
     default:
@@ -488,6 +533,10 @@ void Parser::checkOperandTypes(const Function& function, const Instruction& inst
       case Operand::Kind::Symbol:
         if (destination) {
           report(i, "is a constant or a name; the result goes to a register");
+          return;
+        }
+        if (op.kind == Operand::Kind::Immediate && code == 'K') {
+          report(i, "is a constant; SIMD video instructions take registers only");
           return;
         }
         if (op.kind == Operand::Kind::Immediate && !immediateFits(op.imm(), expected.type)) {

@@ -454,6 +454,29 @@ TEST(PtxDiagnostics, OperandsOfMemoryConversionAndWarpInstructions) {
     EXPECT_FALSE(parseKernel(ok).hasErrors()) << ok << parseKernel(ok).formatDiagnostics();
 }
 
+// mbarrier, video and surface operands (each case refused by ptxas too).
+TEST(PtxDiagnostics, MBarrierVideoAndSurfaceOperands) {
+  expectBodyError("mbarrier.init.shared.b64 [%r1], %f1;", 33,
+                  "operand 2 of 'mbarrier' is the .f32 register '%f1', which does not fit .u32 "
+                  "(ptxas: arguments mismatch)");
+  expectBodyError("mbarrier.arrive.shared.b64 %r2, [%r1];", 28,
+                  "operand 1 of 'mbarrier' is the .b32 register '%r2', which does not fit .b64 "
+                  "(ptxas: arguments mismatch)");
+  expectBodyError(
+      "vadd2.u32.u32.u32 %r1, %r2, 1, %r3;", 29,
+      "operand 3 of 'vadd2' is a constant; SIMD video instructions take registers only");
+  expectBodyError("vadd.s32.u32.s32 %r1, %rd2, %r3;", 23,
+                  "operand 2 of 'vadd' is the .b64 register '%rd2', which does not fit .u32 "
+                  "(ptxas: arguments mismatch)");
+  expectBodyError("suld.b.1d.b32.trap %rs1, [%rd1, {%r1}];", 20,
+                  "operand 1 of 'suld' is the .b16 register '%rs1', which does not fit .b32 (or a "
+                  "wider register of its kind) (ptxas: arguments mismatch)");
+  for (const char* ok :
+       {"mbarrier.try_wait.parity.shared.b64 %p1, [%r1], %r2, %r3;",
+        "vadd.s32.u32.s32.sat %r1, %r2, %r3;", "suld.b.1d.b8.trap %r1, [%rd1, {%r1}];"})
+    EXPECT_FALSE(parseKernel(ok).hasErrors()) << ok << parseKernel(ok).formatDiagnostics();
+}
+
 // Fragments of matrix and texture instructions: 32-bit registers (64-bit for .f64 data, the
 // destination's size for tex), as many as the shape takes (each case refused by ptxas too).
 TEST(PtxDiagnostics, MatrixAndTextureFragments) {
