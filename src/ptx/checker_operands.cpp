@@ -158,6 +158,7 @@ bool isMeasuredScalar(ScalarType type) {
 //   P  a predicate                                  D  the instruction type, widening (ld/st)
 //   R  the second type, widening (cvt's source)     A  an address `[...]`
 //   I  a 32-bit integer, exact (video operands)     K  as I, and no constants (SIMD video)
+//   a  an address whose register may be 32-bit in any state space (the async copies)
 //   -  not checked
 // Lower-case t, u, p: as T, U, P, and the destination may be `_` (the result discarded).
 // Empty: the instruction's operands are not checked.
@@ -316,6 +317,25 @@ std::string_view operandRoles(const Instruction& inst) {
     case Opcode::vset2:
     case Opcode::vset4:
       return "U>KKU";
+    case Opcode::cp:
+    case Opcode::cp_async: {
+      // cp.async [dst], [src], size...; cp.async.bulk / cp.reduce.async.bulk [dst], [src], size
+      // {, [mbar]}; the rest (tensor maps, which ptxas does not type, cp.async.mbarrier.arrive,
+      // whose generic address may be 32-bit) is not checked.
+      bool async = inst.opcode == Opcode::cp_async || inst.hasModifier("async");
+      if (!async || inst.hasModifier("tensor") || inst.hasModifier("mbarrier") ||
+          inst.hasModifier("commit_group") || inst.hasModifier("wait_group") ||
+          inst.hasModifier("wait_all"))
+        return "";
+      // Their global addresses may be 32-bit registers (ptxas takes them): `a`, not `A`.
+      if (inst.hasModifier("bulk")) return inst.hasModifier("prefetch") ? ">aU" : ">aaUa";
+      return ">aa";
+    }
+    case Opcode::multimem:  // multimem.ld_reduce d, [a]; multimem.st / .red [a], b
+      if (inst.hasModifier("acc::f32")) return "";
+      return inst.hasModifier("ld_reduce") ? "T>A" : ">AT";
+    case Opcode::createpolicy:  // createpolicy... .b64 policy, ...: a 64-bit result
+      return "T>";
     case Opcode::suld:  // suld.b.geom.bN d, [surface, {coordinates}]: data at least as wide
       return "D>-";
     case Opcode::sust:
@@ -493,7 +513,7 @@ void Parser::checkOperandTypes(const Function& function, const Instruction& inst
     if (code == '-') continue;
     const Operand& op = operands[i];
     bool destination = role < destinations;
-    if (code == 'A') {
+    if (code == 'A' || code == 'a') {
       if (op.kind != Operand::Kind::Address || op.address().baseKind != Address::BaseKind::Register)
         continue;
       uint32_t base = op.address().reg;
@@ -506,7 +526,8 @@ void Parser::checkOperandTypes(const Function& function, const Instruction& inst
                       "...)");
         return;
       }
-      bool generic = inst.space == StateSpace::None || inst.space == StateSpace::Global;
+      bool generic =
+          code == 'A' && (inst.space == StateSpace::None || inst.space == StateSpace::Global);
       if (generic && scalarTypeSize(type) == 4 && out_.module.addressSize == 64) {
         report(i, "addresses " +
                       std::string(inst.space == StateSpace::None ? "generic" : ".global") +

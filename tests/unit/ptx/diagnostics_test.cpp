@@ -454,7 +454,8 @@ TEST(PtxDiagnostics, OperandsOfMemoryConversionAndWarpInstructions) {
     EXPECT_FALSE(parseKernel(ok).hasErrors()) << ok << parseKernel(ok).formatDiagnostics();
 }
 
-// mbarrier, video and surface operands (each case refused by ptxas too).
+// mbarrier, video, surface, async-copy, multimem and createpolicy operands (each case refused
+// by ptxas too, each accepted one accepted).
 TEST(PtxDiagnostics, MBarrierVideoAndSurfaceOperands) {
   expectBodyError("mbarrier.init.shared.b64 [%r1], %f1;", 33,
                   "operand 2 of 'mbarrier' is the .f32 register '%f1', which does not fit .u32 "
@@ -471,8 +472,24 @@ TEST(PtxDiagnostics, MBarrierVideoAndSurfaceOperands) {
   expectBodyError("suld.b.1d.b32.trap %rs1, [%rd1, {%r1}];", 20,
                   "operand 1 of 'suld' is the .b16 register '%rs1', which does not fit .b32 (or a "
                   "wider register of its kind) (ptxas: arguments mismatch)");
+  expectBodyError("cp.async.ca.shared.global [%r1], [%f1], 16;", 34,
+                  "operand 2 of 'cp.async' addresses memory through the .f32 register '%f1' (an "
+                  "address is an integer: .u64, .b64, ...)");
+  expectBodyError("cp.async.bulk.global.shared::cta.bulk_group [%r1], [%r2], %f1;", 59,
+                  "operand 3 of 'cp.async' is the .f32 register '%f1', which does not fit .u32 "
+                  "(ptxas: arguments mismatch)");
+  expectBodyError("multimem.st.relaxed.sys.global.f32 [%rd1], %rd2;", 44,
+                  "operand 2 of 'multimem' is the .b64 register '%rd2', which does not fit .f32 "
+                  "(ptxas: arguments mismatch)");
+  expectBodyError("createpolicy.fractional.L2::evict_last.b64 %r1, 1.0;", 44,
+                  "operand 1 of 'createpolicy' is the .b32 register '%r1', which does not fit "
+                  ".b64 (ptxas: arguments mismatch)");
   for (const char* ok :
-       {"mbarrier.try_wait.parity.shared.b64 %p1, [%r1], %r2, %r3;",
+       {"cp.async.ca.shared.global [%r1], [%r2], 16;",
+        "cp.async.bulk.global.shared::cta.bulk_group [%r1], [%r2], 256;",
+        "multimem.ld_reduce.relaxed.sys.global.add.f32 %r1, [%rd1];",
+        "createpolicy.fractional.L2::evict_last.b64 %rd1, 1.0;",
+        "mbarrier.try_wait.parity.shared.b64 %p1, [%r1], %r2, %r3;",
         "vadd.s32.u32.s32.sat %r1, %r2, %r3;", "suld.b.1d.b8.trap %r1, [%rd1, {%r1}];"})
     EXPECT_FALSE(parseKernel(ok).hasErrors()) << ok << parseKernel(ok).formatDiagnostics();
 }
