@@ -175,6 +175,14 @@ const Rule* ruleFor(Opcode opcode) {
   return index < table.size() ? table[index] : nullptr;
 }
 
+}  // namespace
+
+bool combinesPredicate(const Instruction& inst) {
+  return inst.hasModifier("and") || inst.hasModifier("or") || inst.hasModifier("xor");
+}
+
+namespace {
+
 // The rule for one instruction: the opcode's row, narrowed where the modifiers decide how many
 // operands there are (a compare-and-swap has two sources, a combining setp a predicate more...).
 // `p|q` counts two. Instructions without a row return false.
@@ -191,9 +199,7 @@ bool countRuleFor(const Instruction& inst, Rule& out) {
       if (inst.hasModifier("cas")) return out = {inst.opcode, 4, 5, 1}, true;
       return out = {inst.opcode, 3, 4, 1}, true;
     case Opcode::setp:  // setp p[|q], a, b {, c (.and/.or/.xor)}
-      return exactly(static_cast<uint8_t>(
-          3 + pair +
-          (inst.hasModifier("and") || inst.hasModifier("or") || inst.hasModifier("xor"))));
+      return exactly(static_cast<uint8_t>(3 + pair + combinesPredicate(inst)));
     case Opcode::shfl:  // shfl[.sync] d[|p], a, b, c {, membermask}
       return exactly(static_cast<uint8_t>(4 + pair + sync));
     case Opcode::vote:  // vote[.sync] d, {!}p {, membermask}

@@ -201,10 +201,7 @@ void Parser::checkAliases() {
   for (size_t i = 0; i < out_.module.aliases.size(); ++i) {
     const auto& [alias, aliased] = out_.module.aliases[i];
     SourceLocation loc = i < aliasLocs_.size() ? aliasLocs_[i] : SourceLocation{};
-    const Function* target = nullptr;
-    for (const Function& function : out_.module.functions)
-      if (function.name == aliased && (target == nullptr || !function.isDeclaration))
-        target = &function;
+    const Function* target = out_.module.findFunction(aliased);  // the definition if any
     if (target == nullptr) {
       if (out_.module.findGlobal(aliased) != nullptr)
         errorAt(kUnknownOffset, loc,

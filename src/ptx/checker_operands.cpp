@@ -142,10 +142,6 @@ std::string constantSpelling(const Immediate& imm) {
   return "the constant";
 }
 
-bool combinesPredicate(const Instruction& inst) {
-  return inst.hasModifier("and") || inst.hasModifier("or") || inst.hasModifier("xor");
-}
-
 bool isMeasuredScalar(ScalarType type) {
   return isPlainInteger(type) || type == ScalarType::F16 || type == ScalarType::BF16 ||
          type == ScalarType::F32 || type == ScalarType::F64;
@@ -407,6 +403,16 @@ Expectation expectationFor(const Instruction& inst, char role) {
 
 std::string typeText(ScalarType type) { return std::string(".") + scalarTypeName(type); }
 
+// The declared type of a register operand; false for anything else, and for registers declared
+// as vectors (`.reg .v4 .f32 %v`), which these checks leave alone.
+bool scalarRegisterType(const Function& function, const Operand& op, ScalarType& out) {
+  if (op.kind != Operand::Kind::Register || op.reg() >= function.registerCount()) return false;
+  const RegisterDeclaration& declaration = function.declarationOf(op.reg());
+  if (declaration.vectorWidth != 1) return false;
+  out = declaration.type;
+  return true;
+}
+
 // Matrix and texture instructions take their data in `{...}` fragments of 32-bit registers
 // (64-bit where the data is .f64). The bytes of each element register of operand `index`, or 0
 // where the operand is not such a fragment.
@@ -466,12 +472,11 @@ void Parser::checkFragments(const Function& function, const Instruction& inst) {
       }
     }
     for (const Operand& element : elements) {
-      if (element.kind != Operand::Kind::Register || element.reg() >= function.registerCount())
-        continue;
-      ScalarType type = function.registerType(element.reg());
+      ScalarType type;
+      if (!scalarRegisterType(function, element, type)) continue;
       // ptxas counts a predicate as 32 bits in fragments.
       unsigned size = type == ScalarType::Pred ? 4 : scalarTypeSize(type);
-      if (size == bytes || function.declarationOf(element.reg()).vectorWidth != 1) continue;
+      if (size == bytes) continue;
       errorAt(kUnknownOffset, operandLocs_[i],
               "operand " + std::to_string(i + 1) + " of '" + name + "' has the ." +
                   scalarTypeName(type) + " register '" + function.registerName(element.reg()) +
@@ -496,14 +501,9 @@ void Parser::checkOperandTypes(const Function& function, const Instruction& inst
     errorAt(kUnknownOffset, operandLocs_[i],
             "operand " + std::to_string(i + 1) + " of '" + name + "' " + what);
   };
+  // Registers with a component or selector (`%v.x`, `%r.b0`) are not checked.
   auto registerType = [&](const Operand& op, ScalarType& out) {
-    if (op.kind != Operand::Kind::Register || !op.component().empty() ||
-        op.reg() >= function.registerCount())
-      return false;
-    const RegisterDeclaration& declaration = function.declarationOf(op.reg());
-    if (declaration.vectorWidth != 1) return false;
-    out = declaration.type;
-    return true;
+    return op.component().empty() && scalarRegisterType(function, op, out);
   };
   size_t role = 0;
   for (size_t i = 0; i < operands.size() && role < roles.size(); ++i, ++role) {
@@ -522,8 +522,7 @@ void Parser::checkOperandTypes(const Function& function, const Instruction& inst
       if (!isPlainInteger(type) || type == ScalarType::B128) {
         report(i, "addresses memory through the " + typeText(type) + " register '" +
                       function.registerName(base) +
-                      "' (an address is an integer: .u64, .b64, "
-                      "...)");
+                      "' (an address is an integer: .u64, .b64, ...)");
         return;
       }
       bool generic =
@@ -614,9 +613,8 @@ void Parser::checkOperandTypes(const Function& function, const Instruction& inst
           if (!elementFits(type, expected.type, expected.fit)) {
             report(i, "has the " + typeText(type) + " register '" +
                           function.registerName(element.reg()) +
-                          "' among its elements, which does "
-                          "not fit " +
-                          typeText(expected.type) + " (ptxas: arguments mismatch)");
+                          "' among its elements, which does not fit " + typeText(expected.type) +
+                          " (ptxas: arguments mismatch)");
             return;
           }
           if (firstType == ScalarType::None) {

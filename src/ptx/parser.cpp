@@ -322,10 +322,7 @@ void Parser::parseFunction(Linkage linkage, bool isEntry, const Token& start) {
     if (atDirective(".blocksareclusters")) blocksAreClusters = &tok();
     if (!parsePerformanceDirective(function)) return skipStatement();
   }
-  if (blocksAreClusters != nullptr || function.performance.maxnreg ||
-      function.performance.minnctapersm || !function.performance.maxntid.empty() ||
-      !function.performance.reqntid.empty())
-    checkPerformanceValues(function, blocksAreClusters ? *blocksAreClusters : start);
+  checkPerformanceValues(function, blocksAreClusters ? *blocksAreClusters : start);
   out_.module.functions.push_back(std::move(function));
   state.index = out_.module.functions.size() - 1;
   state.function = &out_.module.functions.back();

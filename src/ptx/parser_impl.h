@@ -92,6 +92,8 @@ struct DecodedModifier {
 };
 DecodedModifier decodeModifier(std::string_view nameWithoutDot);
 bool lookupOpcode(std::string_view name, Opcode& out);
+// setp/set .and/.or/.xor: a predicate source more to combine the comparison with.
+bool combinesPredicate(const Instruction& inst);
 bool lookupSpecialRegister(std::string_view name, std::string_view component, SpecialRegister& out,
                            uint32_t& index, bool& needsComponent, Operand::VectorForm& form);
 
