@@ -2,6 +2,7 @@
 // and the back end (optimise, emit, link). Run in this order by compileForAmdgpu.
 #pragma once
 
+#include <llvm/IR/GlobalVariable.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/IntrinsicsAMDGPU.h>
 
@@ -138,6 +139,12 @@ class WaveBuilder {
 // _redux_sync, _match_sync, _warp_sync, _activemask) for wavefronts of `waveSize` lanes (32: one CUDA warp;
 // 64: two); false if it is none of them.
 bool defineWarpCollective(llvm::Function& fn, unsigned waveSize);
+
+// A global of the code object the host looks up by name (hipModuleGetGlobal): addrspace(1),
+// external, protected visibility.
+llvm::GlobalVariable* protectedGlobal(llvm::Module& module, llvm::Constant* initializer,
+                                      const char* name, bool constant,
+                                      llvm::Align alignment = llvm::Align(8));
 
 // __assertfail calls print the assertion through vprintf, raise the module's assert flag
 // (kAmdgpuAssertFlagSymbol) and end the wavefront. Runs before lowerDeviceRuntime.

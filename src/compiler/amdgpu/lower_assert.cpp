@@ -32,11 +32,8 @@ Status lowerAssert(llvm::Module& module) {
                      "__assertfail is declared with " + std::to_string(assertFail->arg_size()) +
                          " parameters (CUDA's has condition, file, line, function, char size)");
 
-  auto* flag = new llvm::GlobalVariable(
-      module, b.getInt32Ty(), false, llvm::GlobalValue::ExternalLinkage, b.getInt32(0),
-      kAmdgpuAssertFlagSymbol, nullptr, llvm::GlobalValue::NotThreadLocal, kGlobalAS);
-  flag->setVisibility(llvm::GlobalValue::ProtectedVisibility);  // hipModuleGetGlobal finds it
-  flag->setAlignment(llvm::Align(4));
+  llvm::GlobalVariable* flag = protectedGlobal(module, b.getInt32(0), kAmdgpuAssertFlagSymbol,
+                                               /*constant=*/false, llvm::Align(4));
   auto* format = new llvm::GlobalVariable(
       module,
       llvm::ArrayType::get(b.getInt8Ty(),

@@ -84,18 +84,18 @@ llvm::Function* defineRecord(llvm::Module& module, llvm::GlobalVariable& buffer)
   return fn;
 }
 
+}  // namespace
+
 llvm::GlobalVariable* protectedGlobal(llvm::Module& module, llvm::Constant* initializer,
-                                      const char* name, bool constant) {
+                                      const char* name, bool constant, llvm::Align alignment) {
   auto* global =
       new llvm::GlobalVariable(module, initializer->getType(), constant,
                                llvm::GlobalValue::ExternalLinkage, initializer, name, nullptr,
                                llvm::GlobalValue::NotThreadLocal, kGlobalAS);
   global->setVisibility(llvm::GlobalValue::ProtectedVisibility);  // hipModuleGetGlobal finds it
-  global->setAlignment(llvm::Align(8));
+  global->setAlignment(alignment);
   return global;
 }
-
-}  // namespace
 
 Status lowerPrintf(llvm::Module& module) {
   llvm::Function* vprintf = module.getFunction("vprintf");
