@@ -225,6 +225,9 @@ Result<llvm::Constant*> ModuleTranslator::initializerFor(const ptx::Variable& va
   if (count == 0) count = var.initializer.size();
   storageType = llvm::ArrayType::get(elementType, count);
   if (!var.hasInitializer) return llvm::Constant::getNullValue(storageType);
+  if (std::any_of(var.initializer.begin(), var.initializer.end(),
+                  [](const ptx::InitializerElement& e) { return e.masked(); }))
+    return maskedAddressInitializer(var, storageType);
 
   std::vector<llvm::Constant*> elements;
   elements.reserve(count);
@@ -236,7 +239,6 @@ Result<llvm::Constant*> ModuleTranslator::initializerFor(const ptx::Variable& va
     }
     const auto& init = var.initializer[i];
     if (init.kind() == ptx::InitializerElement::Kind::SymbolAddress) {
-      if (init.masked()) return maskedAddressInitializer(var, storageType);
       auto address = addressInitializer(var, init);
       if (!address.ok()) return address.error();
       elements.push_back(llvm::ConstantExpr::getPtrToInt(*address, elementType));
