@@ -58,6 +58,7 @@ Result<HostObject> compileForHost(std::string_view ptxText, std::string_view mod
 
   auto tm = detail::createHostTargetMachine(options.optLevel);
   if (!tm.ok()) return tm.error();
+  detail::dropMatrixLaneFunctions(*module);
   detail::optimizeForHost(*module, **tm, options.optLevel);
   detail::insertSpinPolls(*module);
   dumpModule(*module, moduleName, ".host.ll");

@@ -45,6 +45,16 @@
 //        3 min.s32, 4 max.s32, 5 and, 6 or, 7 xor;
 //      `i64 __rocuda_match_sync(i32 mode, i64 value, i32 mask)`, mode 0 any, 1 all; returns the
 //        lane mask in bits 0..31 and (match.all) the predicate in bit 32.
+//      `void __rocuda_mma_sync(ptr tile, ptr lane, ptr record)`, a warp matrix instruction
+//        (mma.sync, wmma.mma) of all 32 lanes: `record` is the calling lane's `[n x i64]`, its
+//        input registers (A, B, then C; a 32-bit register in the low half of its slot) followed
+//        by its output registers (D), which the call fills. `tile` is `void (ptr records)`:
+//        given the 32 lanes' records (in lane order) it computes every lane's outputs at once
+//        (the CPU device calls it once the warp has arrived; a lane absent from the block
+//        contributes a record of zeros). `lane` is `[outputs x i64] (i64 inputs...)`, convergent:
+//        the calling lane's outputs, other lanes' registers fetched with shuffles (AMD GPUs call
+//        it in place of __rocuda_mma_sync). Both are internal functions of the module; records
+//        have at most kMatrixRecordSlots slots.
 //    `activemask` is `i32 __rocuda_activemask()` (convergent): the lanes of the warp executing
 //    it. On the CPU device it is a warp collective too (usesWarpCollectives): a lane waits there
 //    until the other live lanes of its warp wait somewhere, and the answer is the lanes waiting
@@ -142,7 +152,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-19";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-20";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;
@@ -181,11 +191,13 @@ struct BlockContext {
 // Where the threads of a block waiting in warp collectives post their operands and find their
 // results: one array per field, indexed by linear thread id (so that the posts of a round
 // vectorize). Before returning from a wait in a collective the step stores value[t], op[t]
-// (0 sync, 1 shfl, 2 vote, 3 redux, 4 match, 5 activemask, 6 mbarrier wait, 7 named barrier),
-// mode[t], b[t], c[t] and mask[t]; activemask posts its call site as value[t] and all ones as
-// mask[t]; an mbarrier wait posts the mbarrier's address as value[t], the state's low and high
+// (0 sync, 1 shfl, 2 vote, 3 redux, 4 match, 5 activemask, 6 mbarrier wait, 7 named barrier,
+// 8 mma), mode[t], b[t], c[t] and mask[t]; activemask posts its call site as value[t] and all ones
+// as mask[t]; an mbarrier wait posts the mbarrier's address as value[t], the state's low and high
 // halves as b[t] and c[t] and the parity flag as mode[t]; a named barrier posts its id as
-// value[t], its thread count as b[t] and the arrive flag as mode[t] (it has no result). When the
+// value[t], its thread count as b[t] and the arrive flag as mode[t] (it has no result); an mma
+// posts its record's address as value[t], its tile function's address in b[t] (low half) and c[t]
+// (high half) and all ones as mask[t] (its outputs are in the record). When the
 // collective completes the runtime fills result[t] before any member lane resumes: for vote, redux,
 // match, activemask and mbarrier waits the lane's answer (the encodings of the functions above);
 // for shfl a snapshot of value[t], from which the resuming lane reads its source lane's entry
@@ -193,6 +205,10 @@ struct BlockContext {
 // beyond the block's last thread. (The runtime may exchange the value and result arrays instead of
 // copying: snapshots, rather than reading value[], let a lane that resumed first post its next
 // collective without overwriting what later lanes still have to read.)
+// The most i64 slots a warp matrix operation's record has (wmma.m16n16k16 with f16 inputs: 8 A,
+// 8 B, 8 C and 8 D registers).
+inline constexpr size_t kMatrixRecordSlots = 32;
+
 struct WarpLanes {
   uint64_t* value;
   uint64_t* result;

@@ -399,7 +399,7 @@ llvm::Value* postAndCollect(llvm::CallInst* call, const ThreadValues& v, uint32_
   llvm::StringRef name = call->getCalledFunction()->getName();
   auto arg = [&](unsigned i) { return call->getArgOperand(i); };
   // op numbers as in compiler.h: 0 sync, 1 shfl, 2 vote, 3 redux, 4 match, 5 activemask,
-  // 6 mbarrier wait, 7 named barrier.
+  // 6 mbarrier wait, 7 named barrier, 8 mma.
   int op = name == "__rocuda_warp_sync"       ? 0
            : name == "__rocuda_shfl_sync"     ? 1
            : name == "__rocuda_vote_sync"     ? 2
@@ -407,8 +407,22 @@ llvm::Value* postAndCollect(llvm::CallInst* call, const ThreadValues& v, uint32_
            : name == "__rocuda_match_sync"    ? 4
            : name == "__rocuda_activemask"    ? 5
            : name == "__rocuda_mbarrier_wait" ? 6
+           : name == "__rocuda_mma_sync"      ? 8
                                               : 7;
   llvm::Value* zero = before.getInt32(0);
+  if (op == 8) {  // the record, the tile function's halves; the outputs come back in the record
+    llvm::Value* tile = before.CreatePtrToInt(arg(0), before.getInt64Ty());
+    const std::pair<LaneField, llvm::Value*> posts[] = {
+        {kLaneValue, before.CreatePtrToInt(arg(2), before.getInt64Ty())},
+        {kLaneOp, before.getInt32(op)},
+        {kLaneMode, zero},
+        {kLaneB, before.CreateTrunc(tile, before.getInt32Ty())},
+        {kLaneC, before.CreateTrunc(before.CreateLShr(tile, 32), before.getInt32Ty())},
+        {kLaneMask, before.getInt32(-1)}};
+    for (auto [field, operand] : posts)
+      before.CreateStore(operand, laneEntry(before, v, field, v.linear));
+    return nullptr;
+  }
   if (op == 7) {  // the barrier id, the thread count and whether it only arrives
     const std::pair<LaneField, llvm::Value*> posts[] = {
         {kLaneValue, before.CreateZExt(arg(0), before.getInt64Ty())},

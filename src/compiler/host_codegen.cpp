@@ -139,4 +139,18 @@ bool kernelReaches(llvm::Module& module, const std::string& name,
   return false;
 }
 
+void dropMatrixLaneFunctions(llvm::Module& module) {
+  llvm::Function* sync = module.getFunction("__rocuda_mma_sync");
+  if (sync == nullptr) return;
+  std::unordered_set<llvm::Function*> lanes;
+  for (llvm::User* user : sync->users())
+    if (auto* call = llvm::dyn_cast<llvm::CallInst>(user)) {
+      if (auto* lane = llvm::dyn_cast<llvm::Function>(call->getArgOperand(1))) lanes.insert(lane);
+      call->setArgOperand(
+          1, llvm::ConstantPointerNull::get(llvm::PointerType::getUnqual(module.getContext())));
+    }
+  for (llvm::Function* lane : lanes)
+    if (lane->use_empty()) lane->eraseFromParent();
+}
+
 }  // namespace rocuda::compiler::detail

@@ -74,9 +74,14 @@ bool kernelReaches(llvm::Module& module, const std::string& name,
 inline const std::vector<std::string> kBarrierFunctions = {"__rocuda_barrier_sync",
                                                            "__rocuda_barrier_reduce"};
 inline const std::vector<std::string> kWarpCollectiveFunctions = {
-    "__rocuda_warp_sync",     "__rocuda_shfl_sync",    "__rocuda_vote_sync",
-    "__rocuda_redux_sync",    "__rocuda_match_sync",   "__rocuda_activemask",
-    "__rocuda_mbarrier_wait", "__rocuda_named_barrier"};
+    "__rocuda_warp_sync",     "__rocuda_shfl_sync",     "__rocuda_vote_sync",
+    "__rocuda_redux_sync",    "__rocuda_match_sync",    "__rocuda_activemask",
+    "__rocuda_mbarrier_wait", "__rocuda_named_barrier", "__rocuda_mma_sync"};
+
+// The CPU device runs each warp matrix operation through its tile function (compiler.h:
+// __rocuda_mma_sync): the calls' lane functions, for AMD GPUs, become null pointers and are
+// deleted, so that they are not compiled for the host. Run before optimising.
+void dropMatrixLaneFunctions(llvm::Module& module);
 
 // Make every pollable access (translator.h: kPollMetadata) inside a loop report what it read to
 // `void __rocuda_spin_poll(ptr address, i64 value)`, so that the CPU device's runtime can let a

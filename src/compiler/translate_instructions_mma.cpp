@@ -1,15 +1,20 @@
-// mma.sync, wmma, ldmatrix and stmatrix: warp-level matrix instructions, emulated with the
-// warp's shuffles. Each lane gathers the fragment registers of the lanes that hold its rows of A
-// (the four lanes of its group) and its columns of B, places every element where the fragment
-// layout puts it, and computes its own elements of D = A * B + C: the products exactly and their
+// mma.sync, wmma, ldmatrix and stmatrix: warp-level matrix instructions. An mma (mma.sync or
+// wmma.mma) is one warp collective, `__rocuda_mma_sync` (compiler.h): the lane stores its A, B and
+// C registers in a record, and the operation computes D = A * B + C with two functions of the
+// module made once per form: a tile function, which computes every lane's D from the records of
+// all 32 lanes at once (the CPU device's runtime calls it when the warp has arrived), and a lane
+// function, which computes the calling lane's D, fetching the registers of the lanes that hold its
+// rows of A (the four lanes of its group) and its columns of B with shuffles (AMD GPUs). Both run
+// one body: every element placed where the fragment layout puts it, the products exact and their
 // sum in double, rounded to D's type (f64: an fma chain; s8/u8/s4/u4 inputs: exact in 64-bit
 // integers, then wrapped to s32 or, with .satfinite, clamped; b1: population counts of AND or
-// XOR, a word at a time). The same IR runs on the CPU device and, through the shuffle lowering,
-// on AMD GPUs.
+// XOR, a word at a time), so both targets give the same bits.
 #include <llvm/IR/Intrinsics.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <tuple>
 
 #include "compiler/translator.h"
 
@@ -205,46 +210,241 @@ llvm::Value* fetch(FunctionTranslator& t, llvm::Value* reg, llvm::Value* lane) {
   return B.CreateOr(B.CreateZExt(lo, t.i64()), B.CreateShl(B.CreateZExt(hi, t.i64()), 32));
 }
 
-// This lane's elements of D = A * B + C (C's elements given as doubles, or i64 for the integer
-// forms), in the same representation, in C's order.
+// ---- One collective per matrix instruction (compiler.h: __rocuda_mma_sync) ----
+
+// Where the body of a warp matrix operation finds the registers of the warp's lanes. In its lane
+// function (AMD GPUs) the lane's own registers are the arguments and another lane's come through
+// a shuffle; in its tile function (the CPU device) every lane's registers are in memory.
+struct WarpRegisters {
+  llvm::Value* lane = nullptr;  // the lane whose outputs are computed (i32)
+  std::function<llvm::Value*(size_t input)> own;
+  std::function<llvm::Value*(size_t input, llvm::Value* fromLane)> ofLane;
+};
+
+// A warp matrix instruction as one operation: its input registers (A, then B, then C) and its
+// output registers (D), each 32 or 64 bits wide, and how one lane's outputs follow from the
+// warp's inputs (raw registers, in D's order).
+struct WarpMatrixOp {
+  std::string key;  // the instruction without its operands: names the operation's functions
+  std::vector<bool> wideInputs, wideOutputs;
+  std::function<std::vector<llvm::Value*>(FunctionTranslator&, const WarpRegisters&)> body;
+};
+
+std::string operationKey(const ptx::Instruction& inst) {
+  std::string key = ptx::opcodeName(inst.opcode);
+  for (std::string_view m : inst.modifiers()) key += "." + std::string(m);
+  for (ScalarType type : inst.types()) key += std::string(".") + ptx::scalarTypeName(type);
+  return key;
+}
+
+// Records hold every register in an i64 slot, a 32-bit one in the low half.
+llvm::Value* fromSlot(FunctionTranslator& t, llvm::Value* slot, bool wide) {
+  return wide ? slot : t.b.CreateTrunc(slot, t.i32());
+}
+llvm::Value* toSlot(FunctionTranslator& t, llvm::Value* reg) {
+  return t.b.CreateZExt(reg, t.i64());  // a no-op for 64-bit registers
+}
+
+// The operation's lane function, `[outputs x i64] (i64 inputs...)`: the calling lane's outputs,
+// other lanes' inputs fetched with shuffles. Out of line, so that a kernel with hundreds of mma
+// instructions compiles the emulation once.
+llvm::Function* laneFunction(FunctionTranslator& t, const WarpMatrixOp& op) {
+  std::string name = "__rocuda_mma_lane." + op.key;
+  llvm::Module& module = t.mt.module();
+  if (llvm::Function* existing = module.getFunction(name)) return existing;
+  auto* result = llvm::ArrayType::get(t.i64(), op.wideOutputs.size());
+  std::vector<llvm::Type*> params(op.wideInputs.size(), t.i64());
+  auto* fn = llvm::Function::Create(llvm::FunctionType::get(result, params, false),
+                                    llvm::GlobalValue::InternalLinkage, name, module);
+  fn->setConvergent();
+  fn->setDoesNotThrow();
+  fn->addFnAttr(llvm::Attribute::NoInline);
+  auto& B = t.b;
+  llvm::IRBuilderBase::InsertPointGuard guard(B);
+  B.SetInsertPoint(llvm::BasicBlock::Create(t.ctx(), "entry", fn));
+  WarpRegisters regs;
+  regs.lane = B.CreateCall(t.mt.sregFunction(ptx::SpecialRegister::LaneId, 0));
+  regs.own = [&](size_t i) {
+    return fromSlot(t, fn->getArg(static_cast<unsigned>(i)), op.wideInputs[i]);
+  };
+  regs.ofLane = [&](size_t i, llvm::Value* from) { return fetch(t, regs.own(i), from); };
+  std::vector<llvm::Value*> outputs = op.body(t, regs);
+  llvm::Value* packed = llvm::PoisonValue::get(result);
+  for (size_t j = 0; j < outputs.size(); ++j)
+    packed = B.CreateInsertValue(packed, toSlot(t, outputs[j]), {static_cast<unsigned>(j)});
+  B.CreateRet(packed);
+  return fn;
+}
+
+// The operation's tile function, `void (ptr records)`: given the records of the warp's 32 lanes
+// (inputs, then outputs), every lane's outputs, a loop over the lanes.
+llvm::Function* tileFunction(FunctionTranslator& t, const WarpMatrixOp& op) {
+  std::string name = "__rocuda_mma_tile." + op.key;
+  llvm::Module& module = t.mt.module();
+  if (llvm::Function* existing = module.getFunction(name)) return existing;
+  auto* fn = llvm::Function::Create(llvm::FunctionType::get(t.b.getVoidTy(), {t.ptrTy()}, false),
+                                    llvm::GlobalValue::InternalLinkage, name, module);
+  fn->setDoesNotThrow();
+  auto& B = t.b;
+  llvm::IRBuilderBase::InsertPointGuard guard(B);
+  auto* entry = llvm::BasicBlock::Create(t.ctx(), "entry", fn);
+  auto* loop = llvm::BasicBlock::Create(t.ctx(), "lane", fn);
+  auto* done = llvm::BasicBlock::Create(t.ctx(), "done", fn);
+  B.SetInsertPoint(entry);
+  B.CreateBr(loop);
+  B.SetInsertPoint(loop);
+  llvm::PHINode* lane = B.CreatePHI(t.i32(), 2, "lane");
+  lane->addIncoming(B.getInt32(0), entry);
+  auto recordOf = [&](llvm::Value* l) {
+    return B.CreateLoad(t.ptrTy(),
+                        B.CreateInBoundsGEP(t.ptrTy(), fn->getArg(0), B.CreateZExt(l, t.i64())));
+  };
+  auto slot = [&](llvm::Value* record, size_t i) {
+    return B.CreateConstInBoundsGEP1_64(t.i64(), record, i);
+  };
+  llvm::Value* own = recordOf(lane);
+  WarpRegisters regs;
+  regs.lane = lane;
+  regs.own = [&](size_t i) {
+    return fromSlot(t, B.CreateLoad(t.i64(), slot(own, i)), op.wideInputs[i]);
+  };
+  regs.ofLane = [&](size_t i, llvm::Value* from) {
+    return fromSlot(t, B.CreateLoad(t.i64(), slot(recordOf(from), i)), op.wideInputs[i]);
+  };
+  std::vector<llvm::Value*> outputs = op.body(t, regs);
+  for (size_t j = 0; j < outputs.size(); ++j)
+    B.CreateStore(toSlot(t, outputs[j]), slot(own, op.wideInputs.size() + j));
+  llvm::Value* next = B.CreateAdd(lane, B.getInt32(1));
+  lane->addIncoming(next, B.GetInsertBlock());
+  B.CreateCondBr(B.CreateICmpULT(next, B.getInt32(32)), loop, done);
+  B.SetInsertPoint(done);
+  B.CreateRetVoid();
+  return fn;
+}
+
+// Run `op` on the calling lane's `inputs` (raw registers): its record in the function's frame,
+// one call of __rocuda_mma_sync, its outputs back from the record.
+std::vector<llvm::Value*> runWarpMatrixOp(FunctionTranslator& t, const WarpMatrixOp& op,
+                                          const std::vector<llvm::Value*>& inputs) {
+  auto& B = t.b;
+  size_t slots = inputs.size() + op.wideOutputs.size();
+  llvm::AllocaInst*& record = t.matrixRecords[slots];
+  if (record == nullptr)
+    record = t.entryAlloca(llvm::ArrayType::get(t.i64(), slots), 8, "mma.record");
+  auto slot = [&](size_t i) {
+    return B.CreateConstInBoundsGEP2_64(record->getAllocatedType(), record, 0, i);
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) B.CreateStore(toSlot(t, inputs[i]), slot(i));
+  auto callee = convergentRuntimeFunction(t, "__rocuda_mma_sync", B.getVoidTy(),
+                                          {t.ptrTy(), t.ptrTy(), t.ptrTy()});
+  B.CreateCall(callee, {tileFunction(t, op), laneFunction(t, op), record});
+  std::vector<llvm::Value*> outputs;
+  for (size_t j = 0; j < op.wideOutputs.size(); ++j)
+    outputs.push_back(
+        fromSlot(t, B.CreateLoad(t.i64(), slot(inputs.size() + j)), op.wideOutputs[j]));
+  return outputs;
+}
+
+// D's elements (doubles, or i64 for s32, in fragment order) as D's raw registers: two halves per
+// f16 register, the lower element first; s32 wraps, or with .satfinite clamps to its range.
+std::vector<llvm::Value*> encodeFragment(FunctionTranslator& t, ScalarType dType, bool satfinite,
+                                         const std::vector<llvm::Value*>& d) {
+  auto& B = t.b;
+  std::vector<llvm::Value*> regs;
+  if (dType == ScalarType::F16) {
+    for (size_t r = 0; 2 * r + 1 < d.size(); ++r) {
+      llvm::Value* lo = B.CreateBitCast(B.CreateFPTrunc(d[2 * r], B.getHalfTy()), B.getInt16Ty());
+      llvm::Value* hi =
+          B.CreateBitCast(B.CreateFPTrunc(d[2 * r + 1], B.getHalfTy()), B.getInt16Ty());
+      regs.push_back(
+          B.CreateOr(B.CreateZExt(lo, t.i32()), B.CreateShl(B.CreateZExt(hi, t.i32()), 16)));
+    }
+    return regs;
+  }
+  for (llvm::Value* v : d) {
+    if (dType == ScalarType::F32) {
+      regs.push_back(B.CreateBitCast(B.CreateFPTrunc(v, B.getFloatTy()), t.i32()));
+    } else if (dType == ScalarType::S32) {
+      if (satfinite) {
+        v = B.CreateBinaryIntrinsic(llvm::Intrinsic::smax, v, B.getInt64(INT32_MIN));
+        v = B.CreateBinaryIntrinsic(llvm::Intrinsic::smin, v, B.getInt64(INT32_MAX));
+      }
+      regs.push_back(B.CreateTrunc(v, t.i32()));
+    } else {
+      regs.push_back(B.CreateBitCast(v, t.i64()));  // f64
+    }
+  }
+  return regs;
+}
+
+// The registers of a fragment operand ({r0, r1, ...}, or one register).
+std::vector<const ptx::Operand*> fragmentRegisters(const ptx::Operand& op) {
+  std::vector<const ptx::Operand*> regs;
+  if (op.kind != ptx::Operand::Kind::Vector) return {&op};
+  for (const ptx::Operand& e : op.elements()) regs.push_back(&e);
+  return regs;
+}
+
+// Run `op` on the instruction's A, B and C fragments (operands 1, 2, 3, already read as
+// `inputs`) and write its outputs to the D fragment (operand 0).
+Status runAndWrite(FunctionTranslator& t, const ptx::Instruction& inst, const WarpMatrixOp& op,
+                   const std::vector<llvm::Value*>& inputs) {
+  std::vector<const ptx::Operand*> targets = fragmentRegisters(inst.operands()[0]);
+  if (inputs.size() + op.wideOutputs.size() > kMatrixRecordSlots)
+    return t.unsupported(inst, "more fragment registers than a matrix record holds");
+  if (targets.size() != op.wideOutputs.size())
+    return t.invalid(
+        inst, "a fragment of " + std::to_string(op.wideOutputs.size()) + " registers was expected");
+  std::vector<llvm::Value*> outputs = runWarpMatrixOp(t, op, inputs);
+  for (size_t r = 0; r < outputs.size(); ++r)
+    ROCUDA_TRY(
+        t.write(*targets[r], outputs[r], op.wideOutputs[r] ? ScalarType::B64 : ScalarType::B32));
+  return Status::success();
+}
+
+// One lane's elements of D = A * B + C for mma.sync form `f`, in C's order: A's rows g and g + 8
+// from the four lanes of its group, B's columns 2t and 2t + 1 from groups 2t and 2t + 1.
 std::vector<llvm::Value*> multiplyFragments(FunctionTranslator& t, const MmaForm& f,
-                                            const std::vector<llvm::Value*>& aRegs,
-                                            const std::vector<llvm::Value*>& bRegs,
-                                            const std::vector<llvm::Value*>& c) {
+                                            ScalarType cType, const WarpRegisters& regs) {
   auto& B = t.b;
   ScalarType aType = f.input, bType = f.bInput;
-  llvm::Value* lane = B.CreateCall(t.mt.sregFunction(ptx::SpecialRegister::LaneId, 0));
-  llvm::Value* group = B.CreateLShr(lane, 2);
-  llvm::Value* inGroup = B.CreateAnd(lane, 3);
+  llvm::Value* group = B.CreateLShr(regs.lane, 2);
+  llvm::Value* inGroup = B.CreateAnd(regs.lane, 3);
   int perA = elementsPerRegister(aType), perB = elementsPerRegister(bType);
+  size_t bFirst = static_cast<size_t>(f.aRegisters),
+         cFirst = bFirst + static_cast<size_t>(f.bRegisters);
 
-  // A's rows g and g + 8 from the four lanes of this lane's group.
   std::vector<std::vector<llvm::Value*>> a(static_cast<size_t>(f.rows / 8),
                                            std::vector<llvm::Value*>(static_cast<size_t>(f.k)));
   for (int holder = 0; holder < 4; ++holder) {
     llvm::Value* source = B.CreateAdd(B.CreateShl(group, 2), B.getInt32(holder));
     for (int r = 0; r < f.aRegisters; ++r) {
-      std::vector<llvm::Value*> elements = decode(t, fetch(t, aRegs[r], source), aType);
+      std::vector<llvm::Value*> elements =
+          decode(t, regs.ofLane(static_cast<size_t>(r), source), aType);
       for (int e = 0; e < perA; ++e) {
         auto [row, k] = aPosition(f, holder, r * perA + e);
         a[static_cast<size_t>(row)][static_cast<size_t>(k)] = elements[static_cast<size_t>(e)];
       }
     }
   }
-  // B's columns 2t and 2t + 1 from the lanes of groups 2t and 2t + 1.
   std::vector<std::vector<llvm::Value*>> b(2, std::vector<llvm::Value*>(static_cast<size_t>(f.k)));
   for (int column = 0; column < 2; ++column) {
     llvm::Value* owner = B.CreateAdd(B.CreateShl(inGroup, 1), B.getInt32(column));
     for (int holder = 0; holder < 4; ++holder) {
       llvm::Value* source = B.CreateAdd(B.CreateShl(owner, 2), B.getInt32(holder));
       for (int r = 0; r < f.bRegisters; ++r) {
-        std::vector<llvm::Value*> elements = decode(t, fetch(t, bRegs[r], source), bType);
+        std::vector<llvm::Value*> elements =
+            decode(t, regs.ofLane(bFirst + static_cast<size_t>(r), source), bType);
         for (int e = 0; e < perB; ++e)
           b[static_cast<size_t>(column)][static_cast<size_t>(bPosition(f, holder, r * perB + e))] =
               elements[static_cast<size_t>(e)];
       }
     }
   }
+  std::vector<llvm::Value*> c;
+  size_t cRegisters = static_cast<size_t>(f.cElements / elementsPerRegister(cType));
+  for (size_t r = 0; r < cRegisters; ++r)
+    for (llvm::Value* v : decode(t, regs.own(cFirst + r), cType)) c.push_back(v);
   std::vector<llvm::Value*> d;
   for (int i = 0; i < f.cElements; ++i) {
     auto [row, column] = cPosition(f, i);
@@ -265,39 +465,6 @@ std::vector<llvm::Value*> multiplyFragments(FunctionTranslator& t, const MmaForm
     d.push_back(sum);
   }
   return d;
-}
-
-// Writes D's elements (doubles, or i64 for s32, in fragment order) to the fragment operand in D's
-// type; s32 wraps, or with .satfinite clamps to the s32 range.
-Status writeFragment(FunctionTranslator& t, const ptx::Instruction& inst, const ptx::Operand& dOp,
-                     ScalarType dType, const std::vector<llvm::Value*>& d) {
-  auto& B = t.b;
-  bool vector = dOp.kind == ptx::Operand::Kind::Vector;
-  size_t dRegisters = d.size() / static_cast<size_t>(elementsPerRegister(dType));
-  if ((vector ? dOp.elements().size() : 1) != dRegisters)
-    return t.invalid(inst, "a fragment of " + std::to_string(dRegisters) + " registers was expected");
-  for (size_t r = 0; r < dRegisters; ++r) {
-    const ptx::Operand& target = vector ? dOp.elements()[r] : dOp;
-    if (dType == ScalarType::F16) {  // two halves per register, the lower element first
-      llvm::Value* lo = B.CreateBitCast(B.CreateFPTrunc(d[2 * r], B.getHalfTy()), B.getInt16Ty());
-      llvm::Value* hi = B.CreateBitCast(B.CreateFPTrunc(d[2 * r + 1], B.getHalfTy()), B.getInt16Ty());
-      llvm::Value* packed =
-          B.CreateOr(B.CreateZExt(lo, t.i32()), B.CreateShl(B.CreateZExt(hi, t.i32()), 16));
-      ROCUDA_TRY(t.write(target, packed, ScalarType::B32));
-    } else if (dType == ScalarType::F32) {
-      ROCUDA_TRY(t.write(target, B.CreateFPTrunc(d[r], B.getFloatTy()), ScalarType::F32));
-    } else if (dType == ScalarType::S32) {
-      llvm::Value* v = d[r];
-      if (inst.hasModifier("satfinite")) {
-        v = B.CreateBinaryIntrinsic(llvm::Intrinsic::smax, v, B.getInt64(INT32_MIN));
-        v = B.CreateBinaryIntrinsic(llvm::Intrinsic::smin, v, B.getInt64(INT32_MAX));
-      }
-      ROCUDA_TRY(t.write(target, B.CreateTrunc(v, t.i32()), ScalarType::S32));
-    } else {
-      ROCUDA_TRY(t.write(target, d[r], ScalarType::F64));
-    }
-  }
-  return Status::success();
 }
 
 // wmma: every shape and type (m16n16k16, m32n8k16, m8n32k16 for f16 / bf16 / s8 / u8; m16n16k8
@@ -518,7 +685,6 @@ Status wmmaStore(FunctionTranslator& t, const ptx::Instruction& inst, const Wmma
 // wmma.mma: D = A * B + C in the layout above. b1 (.xor.popc / .and.popc): D = C + the population
 // count of row AND/XOR column, 32 k per register.
 Status wmmaMma(FunctionTranslator& t, const ptx::Instruction& inst, const WmmaShape& s) {
-  auto& B = t.b;
   auto types = inst.types();
   // f16 inputs: .dtype.ctype; every other input type: .dtype.atype.btype.ctype.
   if (types.size() != 2 && types.size() != 4) return t.unsupported(inst);
@@ -545,68 +711,84 @@ Status wmmaMma(FunctionTranslator& t, const ptx::Instruction& inst, const WmmaSh
     return t.unsupported(inst, "wmma.mma.f64 with a rounding mode other than .rn");
 
   const auto& ops = inst.operands();
-  auto aRead = readFragment(t, inst, ops[1], wmmaRegisters(s, 'a', aType), aType);
-  if (!aRead.ok()) return aRead.error();
-  auto bRead = readFragment(t, inst, ops[2], wmmaRegisters(s, 'b', bType), bType);
-  if (!bRead.ok()) return bRead.error();
-  auto cRead = readFragment(t, inst, ops[3], wmmaRegisters(s, 'c', cType), cType);
-  if (!cRead.ok()) return cRead.error();
-  std::vector<llvm::Value*> c;
-  for (llvm::Value* reg : *cRead)
-    for (llvm::Value* v : decode(t, reg, cType)) c.push_back(v);
-
-  llvm::Value* lane = B.CreateCall(t.mt.sregFunction(ptx::SpecialRegister::LaneId, 0));
-  llvm::Value* group = B.CreateLShr(lane, 2);
-  llvm::Value* inGroup = B.CreateAnd(lane, 3);
-  size_t aUsed = wmmaUsedRegisters(s, 'a', aType), bUsed = wmmaUsedRegisters(s, 'b', bType);
-  // The registers of the lanes holding this lane's A rows (its group) and B columns t + 4o.
-  std::vector<std::vector<llvm::Value*>> aHeld(4),
-      bHeld[2] = {std::vector<std::vector<llvm::Value*>>(4),
-                  std::vector<std::vector<llvm::Value*>>(4)};
-  for (int h = 0; h < 4; ++h) {
-    llvm::Value* source = B.CreateAdd(B.CreateShl(group, 2), B.getInt32(static_cast<uint32_t>(h)));
-    for (size_t r = 0; r < aUsed; ++r) aHeld[h].push_back(fetch(t, (*aRead)[r], source));
-    for (int o = 0; o < 2; ++o) {
-      llvm::Value* owner = B.CreateAdd(inGroup, B.getInt32(static_cast<uint32_t>(4 * o)));
-      llvm::Value* from = B.CreateAdd(B.CreateShl(owner, 2), B.getInt32(static_cast<uint32_t>(h)));
-      for (size_t r = 0; r < bUsed; ++r) bHeld[o][h].push_back(fetch(t, (*bRead)[r], from));
-    }
+  size_t aRegisters = wmmaRegisters(s, 'a', aType), bRegisters = wmmaRegisters(s, 'b', bType);
+  std::vector<llvm::Value*> inputs;
+  for (auto [op, count, type] :
+       {std::tuple{&ops[1], aRegisters, aType}, std::tuple{&ops[2], bRegisters, bType},
+        std::tuple{&ops[3], wmmaRegisters(s, 'c', cType), cType}}) {
+    auto regs = readFragment(t, inst, *op, count, type);
+    if (!regs.ok()) return regs.error();
+    inputs.insert(inputs.end(), regs->begin(), regs->end());
   }
-  std::map<llvm::Value*, std::vector<llvm::Value*>> decoded;
-  auto elementsOf = [&](llvm::Value* reg, ScalarType type) -> const std::vector<llvm::Value*>& {
-    auto it = decoded.find(reg);
-    if (it == decoded.end()) it = decoded.emplace(reg, decode(t, reg, type)).first;
-    return it->second;
-  };
-  int bitsPer = wmmaBits(aType);
-  int perRegister = bitsPer >= 32 ? 1 : 32 / bitsPer;
-  size_t runRegisters = static_cast<size_t>(std::max(1, s.k / 4 / perRegister));
-  std::vector<llvm::Value*> d;
-  for (int e = 0; e < wmmaElements(s, 'c'); ++e) {
-    int rowBlock = e / (s.n / 4), columnRun = e % (s.n / 4);
-    int o = columnRun % 2, columnBlock = columnRun / 2;
-    llvm::Value* sum = c[static_cast<size_t>(e)];
-    for (int h = 0; h < 4; ++h)
-      for (size_t q = 0; q < runRegisters; ++q) {
-        llvm::Value* aReg = aHeld[h][static_cast<size_t>(rowBlock) * runRegisters + q];
-        llvm::Value* bReg = bHeld[o][h][static_cast<size_t>(columnBlock) * runRegisters + q];
-        if (bits) {
-          llvm::Value* both = bitAnd ? B.CreateAnd(aReg, bReg) : B.CreateXor(aReg, bReg);
-          llvm::Value* count = B.CreateUnaryIntrinsic(llvm::Intrinsic::ctpop, both);
-          sum = B.CreateAdd(sum, B.CreateZExt(count, t.i64()));
-          continue;
-        }
-        const std::vector<llvm::Value*>& x = elementsOf(aReg, aType);
-        const std::vector<llvm::Value*>& y = elementsOf(bReg, bType);
-        for (size_t i = 0; i < x.size(); ++i)
-          sum = integer ? B.CreateAdd(sum, B.CreateMul(x[i], y[i]))
+  WarpMatrixOp op;
+  op.key = operationKey(inst);
+  op.wideInputs.assign(inputs.size(), false);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    op.wideInputs[i] = inputs[i]->getType()->isIntegerTy(64);
+  op.wideOutputs.assign(wmmaRegisters(s, 'd', dType), dType == ScalarType::F64);
+  bool satfinite = inst.hasModifier("satfinite");
+  size_t inputCount = inputs.size();
+  op.body = [=](FunctionTranslator& t, const WarpRegisters& regs) {
+    auto& B = t.b;
+    llvm::Value* group = B.CreateLShr(regs.lane, 2);
+    llvm::Value* inGroup = B.CreateAnd(regs.lane, 3);
+    std::vector<llvm::Value*> c;
+    for (size_t r = aRegisters + bRegisters; r < inputCount; ++r)
+      for (llvm::Value* v : decode(t, regs.own(r), cType)) c.push_back(v);
+    size_t aUsed = wmmaUsedRegisters(s, 'a', aType), bUsed = wmmaUsedRegisters(s, 'b', bType);
+    // The registers of the lanes holding this lane's A rows (its group) and B columns t + 4o.
+    std::vector<std::vector<llvm::Value*>> aHeld(4),
+        bHeld[2] = {std::vector<std::vector<llvm::Value*>>(4),
+                    std::vector<std::vector<llvm::Value*>>(4)};
+    for (int h = 0; h < 4; ++h) {
+      llvm::Value* source =
+          B.CreateAdd(B.CreateShl(group, 2), B.getInt32(static_cast<uint32_t>(h)));
+      for (size_t r = 0; r < aUsed; ++r) aHeld[h].push_back(regs.ofLane(r, source));
+      for (int o = 0; o < 2; ++o) {
+        llvm::Value* owner = B.CreateAdd(inGroup, B.getInt32(static_cast<uint32_t>(4 * o)));
+        llvm::Value* from =
+            B.CreateAdd(B.CreateShl(owner, 2), B.getInt32(static_cast<uint32_t>(h)));
+        for (size_t r = 0; r < bUsed; ++r) bHeld[o][h].push_back(regs.ofLane(aRegisters + r, from));
+      }
+    }
+    std::map<llvm::Value*, std::vector<llvm::Value*>> decoded;
+    auto elementsOf = [&](llvm::Value* reg, ScalarType type) -> const std::vector<llvm::Value*>& {
+      auto it = decoded.find(reg);
+      if (it == decoded.end()) it = decoded.emplace(reg, decode(t, reg, type)).first;
+      return it->second;
+    };
+    int bitsPer = wmmaBits(aType);
+    int perRegister = bitsPer >= 32 ? 1 : 32 / bitsPer;
+    size_t runRegisters = static_cast<size_t>(std::max(1, s.k / 4 / perRegister));
+    std::vector<llvm::Value*> d;
+    for (int e = 0; e < wmmaElements(s, 'c'); ++e) {
+      int rowBlock = e / (s.n / 4), columnRun = e % (s.n / 4);
+      int o = columnRun % 2, columnBlock = columnRun / 2;
+      llvm::Value* sum = c[static_cast<size_t>(e)];
+      for (int h = 0; h < 4; ++h)
+        for (size_t q = 0; q < runRegisters; ++q) {
+          llvm::Value* aReg = aHeld[h][static_cast<size_t>(rowBlock) * runRegisters + q];
+          llvm::Value* bReg = bHeld[o][h][static_cast<size_t>(columnBlock) * runRegisters + q];
+          if (bits) {
+            llvm::Value* both = bitAnd ? B.CreateAnd(aReg, bReg) : B.CreateXor(aReg, bReg);
+            llvm::Value* count = B.CreateUnaryIntrinsic(llvm::Intrinsic::ctpop, both);
+            sum = B.CreateAdd(sum, B.CreateZExt(count, t.i64()));
+            continue;
+          }
+          const std::vector<llvm::Value*>& x = elementsOf(aReg, aType);
+          const std::vector<llvm::Value*>& y = elementsOf(bReg, bType);
+          for (size_t i = 0; i < x.size(); ++i)
+            sum =
+                integer ? B.CreateAdd(sum, B.CreateMul(x[i], y[i]))
                 : aType == ScalarType::F64
                     ? B.CreateIntrinsic(llvm::Intrinsic::fma, {B.getDoubleTy()}, {x[i], y[i], sum})
                     : B.CreateFAdd(sum, B.CreateFMul(x[i], y[i]));
-      }
-    d.push_back(sum);
-  }
-  return writeFragment(t, inst, ops[0], dType, d);
+        }
+      d.push_back(sum);
+    }
+    return encodeFragment(t, dType, satfinite, d);
+  };
+  return runAndWrite(t, inst, op, inputs);
 }
 
 // ldmatrix / stmatrix (m8n8, b16): lanes 8j..8j+7 give the row addresses of matrix j; lane L holds
@@ -687,23 +869,26 @@ Status translateMmaOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   ScalarType dType = types[0], aType = types[1], bType = types[2], cType = types[3];
   MmaForm f;
   if (!formOf(inst, dType, aType, bType, cType, f)) return t.unsupported(inst);
-  const auto& ops = inst.operands();
-  auto aRegsRead = readFragment(t, inst, ops[1], f.aRegisters, aType);
-  if (!aRegsRead.ok()) return aRegsRead.error();
-  const std::vector<llvm::Value*>& aRegs = *aRegsRead;
-  auto bRegsRead = readFragment(t, inst, ops[2], f.bRegisters, bType);
-  if (!bRegsRead.ok()) return bRegsRead.error();
-  const std::vector<llvm::Value*>& bRegs = *bRegsRead;
+  std::vector<llvm::Value*> inputs;
   size_t cRegisters = static_cast<size_t>(f.cElements / elementsPerRegister(cType));
-  auto cRegsRead = readFragment(t, inst, ops[3], cRegisters, cType);
-  if (!cRegsRead.ok()) return cRegsRead.error();
-  const std::vector<llvm::Value*>& cRegs = *cRegsRead;
-
-  std::vector<llvm::Value*> c;
-  for (llvm::Value* reg : cRegs)
-    for (llvm::Value* v : decode(t, reg, cType)) c.push_back(v);
-  std::vector<llvm::Value*> d = multiplyFragments(t, f, aRegs, bRegs, c);
-  return writeFragment(t, inst, ops[0], dType, d);
+  for (auto [op, count, type] :
+       {std::tuple{&inst.operands()[1], static_cast<size_t>(f.aRegisters), aType},
+        std::tuple{&inst.operands()[2], static_cast<size_t>(f.bRegisters), bType},
+        std::tuple{&inst.operands()[3], cRegisters, cType}}) {
+    auto regs = readFragment(t, inst, *op, count, type);
+    if (!regs.ok()) return regs.error();
+    inputs.insert(inputs.end(), regs->begin(), regs->end());
+  }
+  WarpMatrixOp op;
+  op.key = operationKey(inst);
+  for (llvm::Value* input : inputs) op.wideInputs.push_back(input->getType()->isIntegerTy(64));
+  op.wideOutputs.assign(static_cast<size_t>(f.cElements / elementsPerRegister(dType)),
+                        dType == ScalarType::F64);
+  bool satfinite = inst.hasModifier("satfinite");
+  op.body = [=](FunctionTranslator& t, const WarpRegisters& regs) {
+    return encodeFragment(t, dType, satfinite, multiplyFragments(t, f, cType, regs));
+  };
+  return runAndWrite(t, inst, op, inputs);
 }
 
 Status translateWmmaOp(FunctionTranslator& t, const ptx::Instruction& inst) {

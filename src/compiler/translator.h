@@ -145,6 +145,10 @@ class FunctionTranslator {
   };
   std::unordered_map<uint32_t, ContractibleProduct> contractibleProducts;
 
+  // The records of this function's warp matrix operations (__rocuda_mma_sync), one per record
+  // size (in i64 slots), reused by every instruction of that size.
+  std::unordered_map<size_t, llvm::AllocaInst*> matrixRecords;
+
   llvm::LLVMContext& ctx() { return mt.context(); }
   llvm::Type* i1() { return b.getInt1Ty(); }
   llvm::Type* i8() { return b.getInt8Ty(); }

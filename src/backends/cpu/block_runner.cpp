@@ -219,6 +219,11 @@ bool releaseWarp(BlockState& block, uint32_t first, uint32_t count) {
       if (active & (1u << l)) participants[l] = active;
   }
   if (release == 0) return phaseDone != 0;
+  // An mma's lanes find their outputs in their records, computed for all of them at once.
+  uint32_t matrixLanes = 0;
+  for (uint32_t l = 0; l < lanes; ++l)
+    if ((release & (1u << l)) && requests[l]->op == WarpOp::Mma) matrixLanes |= 1u << l;
+  if (matrixLanes != 0) runMatrixTile(requests, matrixLanes);
   // A shfl lane gets a snapshot of its own value; resuming, it reads its source lane's.
   std::array<uint64_t, kWarpSize> results{};
   if (uniform && requests[std::countr_zero(waiting)]->op != WarpOp::Shfl)
@@ -402,15 +407,28 @@ void stepContinuations(BlockState& block, std::vector<std::unique_ptr<ThreadStat
   });
 }
 
-// Every running thread of the block waits in the same warp collective: when it is a shfl or a
-// warp sync, whose completion needs no check of member masks (the lanes at one instruction have
-// all arrived), complete it at no cost per thread. Returns whether it did.
-bool completeUniformCollective(BlockState& block) {
+// Every running thread of the block (threads [0, limit); the rest have finished) waits in the
+// same warp collective: when it is a shfl, a warp sync or an mma, whose completion needs no check
+// of member masks (the lanes at one instruction have all arrived), complete it without looking
+// at each thread's state. Returns whether it did.
+bool completeUniformCollective(BlockState& block, uint32_t limit) {
   compiler::WarpLanes& lanes = *block.context.warpLanes;
   auto op = static_cast<WarpOp>(lanes.op[0]);
   // The posts become the snapshots the resuming lanes read; the old snapshots take the next posts.
   if (op == WarpOp::Shfl) std::swap(lanes.value, lanes.result);
-  return op == WarpOp::Shfl || op == WarpOp::Sync;
+  if (op == WarpOp::Mma) {
+    for (uint32_t first = 0; first < limit; first += kWarpSize) {
+      uint32_t count = std::min(kWarpSize, limit - first);
+      std::array<WarpRequest, kWarpSize> posted;
+      WarpRequests requests{};
+      for (uint32_t l = 0; l < count; ++l) {
+        posted[l] = requestOf(lanes, first + l);
+        requests[l] = &posted[l];
+      }
+      runMatrixTile(requests, count == kWarpSize ? ~0u : (1u << count) - 1);
+    }
+  }
+  return op == WarpOp::Shfl || op == WarpOp::Sync || op == WarpOp::Mma;
 }
 
 // Whether threads [0, limit) are a prefix [0, live) waiting at one point (codes[0]) followed by
@@ -469,7 +487,7 @@ bool runUniformRounds(BlockState& block, std::vector<std::unique_ptr<ThreadState
         point = first >> 2;
         continue;
       }
-      if (completeUniformCollective(block)) {
+      if (completeUniformCollective(block, limit)) {
         point = first >> 2;
         continue;
       }

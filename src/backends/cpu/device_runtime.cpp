@@ -194,6 +194,15 @@ static void namedBarrier(int32_t id, int32_t threads, int32_t arrive) {
   warpCollective(WarpOp::NamedBarrier, arrive, static_cast<uint32_t>(id), threads, 0, 0);
 }
 
+// mma.sync / wmma.mma: the scheduler runs the operation's tile function over the warp's
+// records once every lane has arrived; the outputs are then in this lane's record.
+static void mmaSync(void* tile, void* /*lane: for AMD GPUs*/, void* record) {
+  auto address = reinterpret_cast<uintptr_t>(tile);
+  warpCollective(WarpOp::Mma, 0, reinterpret_cast<uintptr_t>(record),
+                 static_cast<int32_t>(static_cast<uint32_t>(address)),
+                 static_cast<int32_t>(static_cast<uint32_t>(uint64_t(address) >> 32)), ~0u);
+}
+
 // The call site tells activemasks apart (an inlined copy has its own).
 [[gnu::noinline]] static int32_t activemask() {
   auto site = reinterpret_cast<uintptr_t>(__builtin_return_address(0));
@@ -429,6 +438,7 @@ std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
       {"__assertfail", fn(assertFail)},
       {"__rocuda_warp_sync", fn(warpSync)},
       {"__rocuda_shfl_sync", fn(shflSync)},
+      {"__rocuda_mma_sync", fn(mmaSync)},
       {"__rocuda_vote_sync", fn(voteSync)},
       {"__rocuda_redux_sync", fn(reduxSync)},
       {"__rocuda_match_sync", fn(matchSync)},

@@ -141,6 +141,25 @@ bool mbarrierPhaseDone(const WarpRequest& wait) {
   return wait.mode != 0 ? phase != (state & 1) : phase != state >> 63;
 }
 
+void runMatrixTile(const WarpRequests& requests, uint32_t participants) {
+  using Tile = void (*)(void* const* records);
+  std::array<uint64_t, compiler::kMatrixRecordSlots> absent{};  // zeros in, outputs discarded
+  std::array<void*, kWarpSize> records{};
+  Tile tile = nullptr;
+  for (uint32_t l = 0; l < kWarpSize; ++l) {
+    const WarpRequest* request = requests[l];
+    if (!(participants & bit(l)) || request == nullptr) {
+      records[l] = absent.data();
+      continue;
+    }
+    records[l] = reinterpret_cast<void*>(static_cast<uintptr_t>(request->value));
+    if (tile == nullptr)
+      tile = reinterpret_cast<Tile>(static_cast<uintptr_t>(
+          uint64_t(static_cast<uint32_t>(request->c)) << 32 | static_cast<uint32_t>(request->b)));
+  }
+  if (tile != nullptr) tile(records.data());
+}
+
 WarpRequest requestOf(const compiler::WarpLanes& lanes, uint32_t linearTid) {
   return WarpRequest{static_cast<WarpOp>(lanes.op[linearTid]), lanes.mode[linearTid],
                      lanes.value[linearTid],                   lanes.b[linearTid],
@@ -174,6 +193,7 @@ uint64_t warpResult(const WarpRequests& requests, uint32_t participants, uint32_
     case WarpOp::Sync:
     case WarpOp::MBarrier:  // released by the scheduler itself
     case WarpOp::NamedBarrier:
+    case WarpOp::Mma:  // outputs in the lanes' records (runMatrixTile)
       break;
   }
   return 0;

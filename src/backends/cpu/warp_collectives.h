@@ -31,6 +31,11 @@ void uniformWarpResults(const WarpRequests& requests, uint32_t participants,
 // mbarrier layout).
 bool mbarrierPhaseDone(const WarpRequest& wait);
 
+// A warp matrix operation (WarpOp::Mma): its tile function run once over the records that the
+// lanes in `participants` posted (compiler.h), which computes every lane's outputs; a lane
+// absent from the block, or not among the participants, contributes a record of zeros.
+void runMatrixTile(const WarpRequests& requests, uint32_t participants);
+
 // Lane `linearTid`'s request as posted in `lanes`.
 WarpRequest requestOf(const compiler::WarpLanes& lanes, uint32_t linearTid);
 

@@ -134,10 +134,10 @@ class WaveBuilder {
   unsigned waveSize_;
 };
 
-
 // Define `fn` if it is one of the contract's warp collectives (__rocuda_shfl_sync, _vote_sync,
-// _redux_sync, _match_sync, _warp_sync, _activemask) for wavefronts of `waveSize` lanes (32: one CUDA warp;
-// 64: two); false if it is none of them.
+// _redux_sync, _match_sync, _warp_sync, _activemask) for wavefronts of `waveSize` lanes (32: one
+// CUDA warp; 64: two), or replace its calls (__rocuda_mma_sync: by its lane functions); false if it
+// is none of them.
 bool defineWarpCollective(llvm::Function& fn, unsigned waveSize);
 
 // A global of the code object the host looks up by name (hipModuleGetGlobal): addrspace(1),

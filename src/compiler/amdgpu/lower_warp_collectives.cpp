@@ -1,4 +1,4 @@
-// Warp collectives of the IR contract (shfl, vote, redux, match, warp sync) for AMD GPUs.
+// Warp collectives of the IR contract (shfl, vote, redux, match, warp sync, mma) for AMD GPUs.
 //
 // A CUDA warp is 32 consecutive threads of the block. On RDNA (wave32) it is exactly one
 // wavefront; on CDNA (wave64) a wavefront holds two CUDA warps, lanes 0-31 and 32-63, and every
@@ -10,6 +10,8 @@
 // does not take part gives the reading lane its own value.
 #include <llvm/IR/IntrinsicsAMDGPU.h>
 #include <llvm/IR/Module.h>
+
+#include <set>
 
 #include "compiler/amdgpu/amdgpu_lowering.h"
 
@@ -143,6 +145,35 @@ void defineActivemask(llvm::Function& fn, unsigned waveSize) {
   b.CreateRet(WaveBuilder(b, waveSize).warpBallot(b.getTrue()));
 }
 
+// void __rocuda_mma_sync(ptr tile, ptr lane, ptr record): each call becomes a call of its lane
+// function, which fetches the other lanes' fragments with shuffles, on the inputs in the record,
+// its outputs stored back there (SROA then keeps the record in registers). The tile functions,
+// the CPU device's, are dropped. Leaves `fn` without uses.
+void lowerMatrixCalls(llvm::Function& fn) {
+  std::set<llvm::Function*> tiles;
+  for (llvm::User* user : llvm::make_early_inc_range(fn.users())) {
+    auto* call = llvm::dyn_cast<llvm::CallInst>(user);
+    if (call == nullptr) continue;
+    auto* tile = llvm::dyn_cast<llvm::Function>(call->getArgOperand(0));
+    auto* lane = llvm::cast<llvm::Function>(call->getArgOperand(1));
+    llvm::Value* record = call->getArgOperand(2);
+    Builder b(call);
+    auto slot = [&](uint64_t i) { return b.CreateConstInBoundsGEP1_64(b.getInt64Ty(), record, i); };
+    std::vector<llvm::Value*> inputs;
+    for (unsigned i = 0; i < lane->arg_size(); ++i)
+      inputs.push_back(b.CreateLoad(b.getInt64Ty(), slot(i)));
+    llvm::CallInst* outputs = b.CreateCall(lane, inputs);
+    outputs->setConvergent();
+    auto* type = llvm::cast<llvm::ArrayType>(lane->getReturnType());
+    for (unsigned j = 0; j < type->getNumElements(); ++j)
+      b.CreateStore(b.CreateExtractValue(outputs, {j}), slot(lane->arg_size() + j));
+    call->eraseFromParent();
+    if (tile != nullptr) tiles.insert(tile);
+  }
+  for (llvm::Function* tile : tiles)
+    if (tile->use_empty()) tile->eraseFromParent();
+}
+
 }  // namespace
 
 llvm::Value* WaveBuilder::waveLane() {
@@ -168,6 +199,8 @@ bool defineWarpCollective(llvm::Function& fn, unsigned waveSize) {
     defineMatch(fn, waveSize);
   else if (name == "__rocuda_warp_sync")
     defineWarpSync(fn);
+  else if (name == "__rocuda_mma_sync")
+    lowerMatrixCalls(fn);
   else
     return false;
   return true;

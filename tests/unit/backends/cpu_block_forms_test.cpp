@@ -55,6 +55,12 @@ class CpuBlockForms : public ::testing::Test {
 
   static DeviceBackend* device_;
   std::vector<std::unique_ptr<LoadedModule>> modules_;
+
+ public:
+  // One block of `threads` threads.
+  static Status run(LoadedKernel& kernel, uint32_t threads, std::vector<const void*> args) {
+    return launch(kernel, {1, 1, 1}, {threads, 1, 1}, std::move(args));
+  }
 };
 
 DeviceBackend* CpuBlockForms::device_ = nullptr;
@@ -612,6 +618,91 @@ TEST_F(CpuBlockForms, ActivemaskOnTheSlowPathToo) {
   void* o = out.data();
   ASSERT_TRUE(launch(*kernel, {1, 1, 1}, {threads, 1, 1}, {&o}).ok());
   expectActivemasks(out, threads);
+}
+
+// mma.sync (m8n8k16, s8 into s32) is one warp collective: the warp's 32 records meet in its tile
+// function. 48 threads: the second warp has 16 lanes, and the lanes it lacks count as zero
+// fragments. `prologue` goes first (it can force the slow path).
+std::string mmaPtx(const std::string& functions, const std::string& prologue) {
+  return std::string(R"(.version 7.0
+.target sm_75
+.address_size 64
+)") + functions +
+         R"(
+.visible .entry mma(.param .u64 a, .param .u64 b, .param .u64 c, .param .u64 d)
+{
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<12>;
+)" + prologue +
+         R"(
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd1, %r1, 4;
+  ld.param.u64 %rd2, [a];
+  add.s64 %rd3, %rd2, %rd1;
+  ld.global.b32 %r2, [%rd3];
+  ld.param.u64 %rd4, [b];
+  add.s64 %rd5, %rd4, %rd1;
+  ld.global.b32 %r3, [%rd5];
+  mul.wide.u32 %rd6, %r1, 8;
+  ld.param.u64 %rd7, [c];
+  add.s64 %rd8, %rd7, %rd6;
+  ld.global.v2.b32 {%r4, %r5}, [%rd8];
+  mma.sync.aligned.m8n8k16.row.col.s32.s8.s8.s32 {%r6, %r7}, {%r2}, {%r3}, {%r4, %r5};
+  ld.param.u64 %rd9, [d];
+  add.s64 %rd10, %rd9, %rd6;
+  st.global.v2.b32 [%rd10], {%r6, %r7};
+  ret;
+}
+)";
+}
+
+// Runs the mma kernel on `threads` threads and checks D against a host product (PTX ISA,
+// m8n8k16 fragments: lane 4g + t holds row g of A and column g of B at k = 4t..4t+3, and D's row
+// g, columns 2t and 2t + 1).
+void expectMmaProducts(CpuBlockForms& test, LoadedKernel& kernel, uint32_t threads) {
+  std::vector<uint32_t> a(threads), b(threads);
+  std::vector<int32_t> c(2 * threads), d(2 * threads, 0);
+  for (uint32_t t = 0; t < threads; ++t) {
+    a[t] = 0x01020304u * (t % 7 + 1) ^ 0x80u * (t % 3);
+    b[t] = 0xfd03ff02u + 0x00110011u * t;
+    c[2 * t] = static_cast<int32_t>(1000 * t) - 7;
+    c[2 * t + 1] = -static_cast<int32_t>(t);
+  }
+  void *pa = a.data(), *pb = b.data(), *pc = c.data(), *pd = d.data();
+  ASSERT_TRUE(test.run(kernel, threads, {&pa, &pb, &pc, &pd}).ok());
+  auto byte = [](uint32_t word, int i) { return static_cast<int8_t>(word >> (8 * i)); };
+  for (uint32_t t = 0; t < threads; ++t) {
+    uint32_t warp = t / 32 * 32, g = t % 32 / 4, q = t % 4;
+    // A lane missing from a partial warp holds zeros.
+    auto word = [&](const std::vector<uint32_t>& w, uint32_t lane) {
+      return warp + lane < threads ? w[warp + lane] : 0u;
+    };
+    for (uint32_t j = 0; j < 2; ++j) {
+      uint32_t column = 2 * q + j;
+      int64_t sum = c[2 * t + j];
+      for (uint32_t k = 0; k < 16; ++k)
+        sum += byte(word(a, 4 * g + k / 4), static_cast<int>(k % 4)) *
+               byte(word(b, 4 * column + k / 4), static_cast<int>(k % 4));
+      EXPECT_EQ(d[2 * t + j], static_cast<int32_t>(sum)) << "thread " << t << ", element " << j;
+    }
+  }
+}
+
+TEST_F(CpuBlockForms, MmaIsOneCollectiveOfTheWarp) {
+  LoadedKernel* kernel = load(mmaPtx("", "").c_str(), "mma");
+  ASSERT_NE(kernel, nullptr);
+  EXPECT_EQ(kernel->info().cpuExecution, CpuExecution::Continuation);
+  expectMmaProducts(*this, *kernel, 64);
+  expectMmaProducts(*this, *kernel, 48);
+}
+
+TEST_F(CpuBlockForms, MmaOnTheSlowPathToo) {
+  SlowPath slow = slowPath();
+  LoadedKernel* kernel = load(mmaPtx(slow.functions, slow.prologue).c_str(), "mma");
+  ASSERT_NE(kernel, nullptr);
+  EXPECT_EQ(kernel->info().cpuExecution, CpuExecution::ThreadEntry);
+  expectMmaProducts(*this, *kernel, 64);
+  expectMmaProducts(*this, *kernel, 48);
 }
 
 // Named barriers as warp-specialised kernels use them (128 threads): warps 0-1 exchange through

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <barrier>
 #include <cstring>
 #include <fstream>
@@ -111,6 +112,20 @@ uint32_t barrierReduce(uint32_t op, uint32_t, uint32_t, uint32_t pred) {
     return op == 0 ? count : op == 1 ? count == v.size() : count != 0;
   }));
 }
+// mma: lane 0 of each warp runs the operation's tile function over the warp's records (lanes
+// beyond the block contribute zeros), between the exchange's two rendezvous.
+void mmaSync(void* tile, void*, void* record) {
+  exchange(reinterpret_cast<uintptr_t>(record), [&](const std::vector<uint64_t>& v) -> uint64_t {
+    if (state.linear % 32 != 0) return 0;
+    std::array<uint64_t, kMatrixRecordSlots> absent{};
+    std::array<void*, 32> records;
+    for (size_t l = 0; l < 32; ++l)
+      records[l] = state.linear + l < v.size() ? reinterpret_cast<void*>(v[state.linear + l])
+                                               : absent.data();
+    reinterpret_cast<void (*)(void* const*)>(tile)(records.data());
+    return 0;
+  });
+}
 void trap() { std::abort(); }
 int vprintfStub(const char*, const void*) {
   ++printfCount;
@@ -142,6 +157,7 @@ RuntimeSymbols testRuntimeSymbols() {
       {"__rocuda_barrier_sync", reinterpret_cast<void*>(&barrierSync)},
       {"__rocuda_warp_sync", reinterpret_cast<void*>(&warpSync)},
       {"__rocuda_shfl_sync", reinterpret_cast<void*>(&shflSync)},
+      {"__rocuda_mma_sync", reinterpret_cast<void*>(&mmaSync)},
       {"__rocuda_vote_sync", reinterpret_cast<void*>(&voteSync)},
       {"__rocuda_barrier_reduce", reinterpret_cast<void*>(&barrierReduce)},
       {"__rocuda_trap", reinterpret_cast<void*>(&trap)},
