@@ -21,6 +21,10 @@
 //    KernelInfo::dynamicSharedOffset). A shared-space address is that offset; the generic address
 //    is `__rocuda_shared_base() + offset` (`ptr __rocuda_shared_base()`).
 //  * `trap` is `void __rocuda_trap()` (noreturn); printf is a call to `i32 vprintf(ptr, ptr)`.
+//  * `.ftz` on f32 flushes through `float __rocuda_flush_f32(float)`, an internal always-inline
+//    function of the module (a subnormal becomes a zero of its sign). When no instruction of the
+//    module needs f32 subnormals kept, the module flag "rocuda.f32_flush" is 1 and a target may
+//    run it with f32 subnormals flushed and redefine the function (AMD GPUs: canonicalize).
 //  * isspacep: `i32 __rocuda_is_shared(ptr generic)` and `i32 __rocuda_is_local(ptr generic)`
 //    (0/1) say whether the address is in the calling block's shared window or the calling
 //    thread's local memory; .const is a range check in the IR itself, .global neither of the three.
@@ -152,7 +156,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-20";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-21";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;

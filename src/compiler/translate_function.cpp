@@ -407,6 +407,7 @@ static bool anyFloat(const ptx::Instruction& inst) {
 Status FunctionTranslator::translateInstruction(const ptx::Instruction& inst) {
   using ptx::Opcode;
   current_ = &inst;
+  if (keepsF32Subnormals(inst)) mt.keepsF32Subnormals = true;
   switch (inst.opcode) {
     case Opcode::add: case Opcode::sub: case Opcode::mul: case Opcode::mad: case Opcode::div:
     case Opcode::rem: case Opcode::abs: case Opcode::neg: case Opcode::min: case Opcode::max:

@@ -4,6 +4,8 @@
 // zero). A mul and an add/sub without rounding modifiers fuse into an fma, as ptxas fuses them.
 #include <llvm/IR/Intrinsics.h>
 
+#include <algorithm>
+
 #include "compiler/translator.h"
 
 namespace rocuda::compiler::detail {
@@ -495,10 +497,11 @@ Status translateFloatOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   }
 }
 
-llvm::Value* flushSubnormal(FunctionTranslator& t, llvm::Value* v) {
-  auto& B = t.b;
+namespace {
+
+// The flush itself: |v| below the smallest normal becomes a zero with v's sign.
+llvm::Value* flushBelowNormal(llvm::IRBuilder<>& B, llvm::Value* v) {
   llvm::Type* element = v->getType()->getScalarType();
-  if (!element->isFloatingPointTy()) return v;
   llvm::Value* mag = B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, v);
   auto* minNormal = llvm::ConstantFP::get(
       v->getType(), llvm::APFloat::getSmallestNormalized(element->getFltSemantics()));
@@ -506,6 +509,76 @@ llvm::Value* flushSubnormal(FunctionTranslator& t, llvm::Value* v) {
   llvm::Value* zero = B.CreateBinaryIntrinsic(llvm::Intrinsic::copysign,
                                               llvm::ConstantFP::get(v->getType(), 0.0), v);
   return B.CreateSelect(tiny, zero, v);
+}
+
+// float __rocuda_flush_f32(float), defined on first use (always inlined).
+llvm::Function* flushF32Function(FunctionTranslator& t) {
+  llvm::Module& module = t.mt.module();
+  const char* name = "__rocuda_flush_f32";
+  if (llvm::Function* existing = module.getFunction(name)) return existing;
+  auto* f32 = t.b.getFloatTy();
+  auto* fn = llvm::Function::Create(llvm::FunctionType::get(f32, {f32}, false),
+                                    llvm::GlobalValue::InternalLinkage, name, module);
+  fn->addFnAttr(llvm::Attribute::AlwaysInline);
+  fn->setDoesNotThrow();
+  fn->setDoesNotAccessMemory();
+  fn->addFnAttr(llvm::Attribute::Speculatable);
+  fn->addFnAttr(llvm::Attribute::WillReturn);
+  llvm::IRBuilder<> B(llvm::BasicBlock::Create(t.ctx(), "entry", fn));
+  B.CreateRet(flushBelowNormal(B, fn->getArg(0)));
+  return fn;
+}
+
+}  // namespace
+
+llvm::Value* flushSubnormal(FunctionTranslator& t, llvm::Value* v) {
+  llvm::Type* element = v->getType()->getScalarType();
+  if (!element->isFloatingPointTy()) return v;
+  if (v->getType()->isFloatTy()) return t.b.CreateCall(flushF32Function(t), {v});
+  return flushBelowNormal(t.b, v);
+}
+
+bool keepsF32Subnormals(const ptx::Instruction& inst) {
+  using ptx::Opcode;
+  auto types = inst.types();
+  if (std::find(types.begin(), types.end(), ScalarType::F32) == types.end()) return false;
+  if (inst.hasModifier("ftz")) return false;
+  switch (inst.opcode) {
+    // Bits moved, not computed; atom/red .add.f32 flush by definition.
+    case Opcode::mov:
+    case Opcode::ld:
+    case Opcode::ldu:
+    case Opcode::st:
+    case Opcode::selp:
+    case Opcode::shfl:
+    case Opcode::atom:
+    case Opcode::red:
+    case Opcode::tex:
+    case Opcode::tld4:
+    case Opcode::suld:
+    case Opcode::sust:
+      return false;
+    case Opcode::wmma:  // fragments loaded and stored; wmma.mma computes
+      return inst.hasModifier("mma");
+    case Opcode::cvt: {
+      if (types.size() != 2) return true;
+      ScalarType to = types[0], from = types[1];
+      auto isInteger = [](ScalarType x) {
+        return ptx::isSignedInteger(x) || ptx::isUnsignedInteger(x) || ptx::isBitType(x);
+      };
+      // Integers and f16 widen to f32 values that are never subnormal.
+      if (to == ScalarType::F32) return !(isInteger(from) || from == ScalarType::F16);
+      // Rounded to nearest or towards zero, an f32 subnormal becomes the same zero in an integer
+      // or a narrower float (not bf16 or tf32, which have f32's exponent range).
+      bool towardsZeroOrNearest = !inst.hasModifier("rp") && !inst.hasModifier("rm") &&
+                                  !inst.hasModifier("rpi") && !inst.hasModifier("rmi");
+      bool narrower = isInteger(to) || to == ScalarType::F16 || to == ScalarType::F16x2 ||
+                      to == ScalarType::E4M3x2 || to == ScalarType::E5M2x2;
+      return !(narrower && towardsZeroOrNearest);
+    }
+    default:
+      return true;
+  }
 }
 
 }  // namespace rocuda::compiler::detail

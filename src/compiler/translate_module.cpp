@@ -417,6 +417,9 @@ Result<std::unique_ptr<llvm::Module>> ModuleTranslator::translate(ModuleInfo& in
     ROCUDA_TRY(ft.translate());
   }
   defineDeviceSyscalls(*this);
+  if (!keepsF32Subnormals)
+    module_->addModuleFlag(llvm::Module::Error, kF32FlushFlag,
+                           llvm::ConstantInt::get(llvm::Type::getInt32Ty(context_), 1));
   // Kernels in source order.
   for (const auto& fn : ptx_.functions)
     if (fn.isEntry && !fn.isDeclaration && functionDefs_[fn.name] == &fn)

@@ -61,6 +61,12 @@ void markSpace(llvm::Instruction& access, const ptx::Instruction& inst);
 // (SharedLayout::windowAlignment). The CPU device aligns every window to a page anyway.
 inline constexpr const char* kSharedWindowAlignmentFlag = "rocuda.shared_window_align";
 
+// Module flag (i32 1, present when true): no instruction of the module needs f32 subnormals kept
+// (every f32 operation that could see or make one flushes them, .ftz, as nvcc -use_fast_math
+// writes), so a target may run the module with f32 subnormals flushed by the hardware (AMD GPUs'
+// denormal mode) and `__rocuda_flush_f32` needs no code of its own there.
+inline constexpr const char* kF32FlushFlag = "rocuda.f32_flush";
+
 class ModuleTranslator {
  public:
   ModuleTranslator(llvm::LLVMContext& context, const ptx::Module& ptx, std::string_view name);
@@ -86,6 +92,8 @@ class ModuleTranslator {
 
   // Instrument every memory access with a __rocuda_memcheck call (host code only).
   bool memcheck = false;
+  // Set by an instruction whose result can depend on f32 subnormals (see kF32FlushFlag).
+  bool keepsF32Subnormals = false;
 
   llvm::GlobalVariable* findGlobal(std::string_view name) const;
   llvm::Function* findFunction(std::string_view name) const;
@@ -255,8 +263,13 @@ Status translateTextureOp(FunctionTranslator& t, const ptx::Instruction& inst);
 // f16 (translate_instructions_convert.cpp).
 llvm::Value* fp8ToHalf(FunctionTranslator& t, llvm::Value* bits, bool e5m2);
 
-// .ftz: a subnormal (of any float type, scalar or packed) becomes a zero of the same sign.
+// .ftz: a subnormal (of any float type, scalar or packed) becomes a zero of the same sign; an f32
+// through `float __rocuda_flush_f32(float)`, an internal function of the module that targets
+// running with f32 subnormals flushed may redefine (kF32FlushFlag).
 llvm::Value* flushSubnormal(FunctionTranslator& t, llvm::Value* v);
+
+// Whether `inst`'s result can depend on f32 subnormals being kept (see kF32FlushFlag).
+bool keepsF32Subnormals(const ptx::Instruction& inst);
 
 // Move a round-to-nearest result `r` one step for .rz/.rm/.rp; `err` has the sign of exact - r
 // (in r's type or a wider one).

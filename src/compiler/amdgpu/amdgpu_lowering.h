@@ -27,6 +27,11 @@ inline constexpr unsigned kFlatAS = 0, kGlobalAS = 1, kLocalAS = 3, kConstantAS 
 // UnsupportedPtx for `.extern` variables (nothing would define them).
 Status lowerAddressSpaces(llvm::Module& module);
 
+// f32 subnormals flushed by the hardware in modules that flush every one (kF32FlushFlag): each
+// function's denormal mode set to preserve-sign and __rocuda_flush_f32 redefined as
+// llvm.canonicalize; nothing in other modules. Runs after the lowerings that define functions.
+void lowerDenormalMode(llvm::Module& module);
+
 // Atomics and fences get the AMDGPU sync scope of their PTX scope (the translator's
 // kScopeMetadata): .cta "workgroup", .cluster/.gpu "agent", .sys and unmarked ones system-wide.
 void lowerSyncScopes(llvm::Module& module);

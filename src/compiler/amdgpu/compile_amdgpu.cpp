@@ -85,6 +85,7 @@ Result<AmdgpuCompilation> compileForAmdgpu(std::string_view ptx, std::string_vie
   ROCUDA_TRY(amdgpu::lowerKernelAbi(*module, info));
   ROCUDA_TRY(amdgpu::lowerAssert(*module));
   ROCUDA_TRY(amdgpu::lowerDeviceRuntime(*module, info, target));
+  amdgpu::lowerDenormalMode(*module);
   ROCUDA_TRY(detail::verifiedIr(*module, moduleName, "AMDGPU"));
 
   amdgpu::optimizeForAmdgpu(*module, **tm);
