@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <functional>
 #include <map>
-#include <tuple>
 
 #include "compiler/translator.h"
 
@@ -141,17 +140,25 @@ bool formOf(const ptx::Instruction& inst, ScalarType d, ScalarType a, ScalarType
   return d == ScalarType::F32 || (d == ScalarType::F16 && (a == ScalarType::F16 || fp8));
 }
 
-// Reads a fragment operand ({r0, r1, ...}) as raw registers: i32, or i64 for f64 elements.
+// The registers of a fragment operand ({r0, r1, ...}, or one register).
+std::vector<const ptx::Operand*> fragmentRegisters(const ptx::Operand& op) {
+  std::vector<const ptx::Operand*> regs;
+  if (op.kind != ptx::Operand::Kind::Vector) return {&op};
+  for (const ptx::Operand& e : op.elements()) regs.push_back(&e);
+  return regs;
+}
+
+// Reads a fragment operand as raw registers: i32, or i64 for f64 elements.
 Result<std::vector<llvm::Value*>> readFragment(FunctionTranslator& t, const ptx::Instruction& inst,
                                                const ptx::Operand& op, size_t count,
                                                ScalarType element) {
-  std::vector<llvm::Value*> regs;
-  bool vector = op.kind == ptx::Operand::Kind::Vector;
-  if ((vector ? op.elements().size() : 1) != count)
+  std::vector<const ptx::Operand*> sources = fragmentRegisters(op);
+  if (sources.size() != count)
     return t.invalid(inst, "a fragment of " + std::to_string(count) + " registers was expected");
   ScalarType raw = element == ScalarType::F64 ? ScalarType::B64 : ScalarType::B32;
-  for (size_t i = 0; i < count; ++i) {
-    ROCUDA_VALUE(v, t.read(vector ? op.elements()[i] : op, raw));
+  std::vector<llvm::Value*> regs;
+  for (const ptx::Operand* source : sources) {
+    ROCUDA_VALUE(v, t.read(*source, raw));
     regs.push_back(v);
   }
   return regs;
@@ -377,18 +384,31 @@ std::vector<llvm::Value*> encodeFragment(FunctionTranslator& t, ScalarType dType
   return regs;
 }
 
-// The registers of a fragment operand ({r0, r1, ...}, or one register).
-std::vector<const ptx::Operand*> fragmentRegisters(const ptx::Operand& op) {
-  std::vector<const ptx::Operand*> regs;
-  if (op.kind != ptx::Operand::Kind::Vector) return {&op};
-  for (const ptx::Operand& e : op.elements()) regs.push_back(&e);
-  return regs;
-}
+// A fragment operand to read: how many registers, of which element type.
+struct Fragment {
+  size_t registers;
+  ScalarType type;
+};
 
-// Run `op` on the instruction's A, B and C fragments (operands 1, 2, 3, already read as
-// `inputs`) and write its outputs to the D fragment (operand 0).
-Status runAndWrite(FunctionTranslator& t, const ptx::Instruction& inst, const WarpMatrixOp& op,
-                   const std::vector<llvm::Value*>& inputs) {
+// Run the matrix instruction `inst` as one warp matrix operation: read its A, B and C fragments
+// (operands 1, 2, 3), compute D (`dRegisters` registers of type `dType`) with `body`, write D
+// (operand 0).
+Status runMatrixInstruction(FunctionTranslator& t, const ptx::Instruction& inst,
+                            std::initializer_list<Fragment> fragments, size_t dRegisters,
+                            ScalarType dType, decltype(WarpMatrixOp::body) body) {
+  std::vector<llvm::Value*> inputs;
+  size_t operand = 1;
+  for (const Fragment& fragment : fragments) {
+    auto regs =
+        readFragment(t, inst, inst.operands()[operand++], fragment.registers, fragment.type);
+    if (!regs.ok()) return regs.error();
+    inputs.insert(inputs.end(), regs->begin(), regs->end());
+  }
+  WarpMatrixOp op;
+  op.key = operationKey(inst);
+  for (llvm::Value* input : inputs) op.wideInputs.push_back(input->getType()->isIntegerTy(64));
+  op.wideOutputs.assign(dRegisters, dType == ScalarType::F64);
+  op.body = std::move(body);
   std::vector<const ptx::Operand*> targets = fragmentRegisters(inst.operands()[0]);
   if (inputs.size() + op.wideOutputs.size() > kMatrixRecordSlots)
     return t.unsupported(inst, "more fragment registers than a matrix record holds");
@@ -710,30 +730,15 @@ Status wmmaMma(FunctionTranslator& t, const ptx::Instruction& inst, const WmmaSh
   if (inst.hasModifier("rz") || inst.hasModifier("rm") || inst.hasModifier("rp"))
     return t.unsupported(inst, "wmma.mma.f64 with a rounding mode other than .rn");
 
-  const auto& ops = inst.operands();
   size_t aRegisters = wmmaRegisters(s, 'a', aType), bRegisters = wmmaRegisters(s, 'b', bType);
-  std::vector<llvm::Value*> inputs;
-  for (auto [op, count, type] :
-       {std::tuple{&ops[1], aRegisters, aType}, std::tuple{&ops[2], bRegisters, bType},
-        std::tuple{&ops[3], wmmaRegisters(s, 'c', cType), cType}}) {
-    auto regs = readFragment(t, inst, *op, count, type);
-    if (!regs.ok()) return regs.error();
-    inputs.insert(inputs.end(), regs->begin(), regs->end());
-  }
-  WarpMatrixOp op;
-  op.key = operationKey(inst);
-  op.wideInputs.assign(inputs.size(), false);
-  for (size_t i = 0; i < inputs.size(); ++i)
-    op.wideInputs[i] = inputs[i]->getType()->isIntegerTy(64);
-  op.wideOutputs.assign(wmmaRegisters(s, 'd', dType), dType == ScalarType::F64);
+  size_t cRegisters = wmmaRegisters(s, 'c', cType);
   bool satfinite = inst.hasModifier("satfinite");
-  size_t inputCount = inputs.size();
-  op.body = [=](FunctionTranslator& t, const WarpRegisters& regs) {
+  auto body = [=](FunctionTranslator& t, const WarpRegisters& regs) {
     auto& B = t.b;
     llvm::Value* group = B.CreateLShr(regs.lane, 2);
     llvm::Value* inGroup = B.CreateAnd(regs.lane, 3);
     std::vector<llvm::Value*> c;
-    for (size_t r = aRegisters + bRegisters; r < inputCount; ++r)
+    for (size_t r = aRegisters + bRegisters; r < aRegisters + bRegisters + cRegisters; ++r)
       for (llvm::Value* v : decode(t, regs.own(r), cType)) c.push_back(v);
     size_t aUsed = wmmaUsedRegisters(s, 'a', aType), bUsed = wmmaUsedRegisters(s, 'b', bType);
     // The registers of the lanes holding this lane's A rows (its group) and B columns t + 4o.
@@ -788,7 +793,9 @@ Status wmmaMma(FunctionTranslator& t, const ptx::Instruction& inst, const WmmaSh
     }
     return encodeFragment(t, dType, satfinite, d);
   };
-  return runAndWrite(t, inst, op, inputs);
+  return runMatrixInstruction(t, inst,
+                              {{aRegisters, aType}, {bRegisters, bType}, {cRegisters, cType}},
+                              wmmaRegisters(s, 'd', dType), dType, body);
 }
 
 // ldmatrix / stmatrix (m8n8, b16): lanes 8j..8j+7 give the row addresses of matrix j; lane L holds
@@ -804,12 +811,10 @@ Status matrixLoadStore(FunctionTranslator& t, const ptx::Instruction& inst, bool
   bool trans = inst.hasModifier("trans");
   const ptx::Operand& frag = inst.operands()[store ? 1 : 0];
   const ptx::Operand& where = inst.operands()[store ? 0 : 1];
-  size_t fragCount = frag.kind == ptx::Operand::Kind::Vector ? frag.elements().size() : 1;
-  if (fragCount != static_cast<size_t>(count))
+  std::vector<const ptx::Operand*> registers = fragmentRegisters(frag);
+  if (registers.size() != static_cast<size_t>(count))
     return t.invalid(inst, "a fragment of " + std::to_string(count) + " registers was expected");
-  auto element = [&](int j) -> const ptx::Operand& {
-    return frag.kind == ptx::Operand::Kind::Vector ? frag.elements()[static_cast<size_t>(j)] : frag;
-  };
+  auto element = [&](int j) -> const ptx::Operand& { return *registers[static_cast<size_t>(j)]; };
   ROCUDA_VALUE(ptr, t.address(where, inst.space));
   llvm::Value* address = B.CreatePtrToInt(ptr, t.i64());
   llvm::Value* lane = B.CreateCall(t.mt.sregFunction(ptx::SpecialRegister::LaneId, 0));
@@ -869,26 +874,17 @@ Status translateMmaOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   ScalarType dType = types[0], aType = types[1], bType = types[2], cType = types[3];
   MmaForm f;
   if (!formOf(inst, dType, aType, bType, cType, f)) return t.unsupported(inst);
-  std::vector<llvm::Value*> inputs;
   size_t cRegisters = static_cast<size_t>(f.cElements / elementsPerRegister(cType));
-  for (auto [op, count, type] :
-       {std::tuple{&inst.operands()[1], static_cast<size_t>(f.aRegisters), aType},
-        std::tuple{&inst.operands()[2], static_cast<size_t>(f.bRegisters), bType},
-        std::tuple{&inst.operands()[3], cRegisters, cType}}) {
-    auto regs = readFragment(t, inst, *op, count, type);
-    if (!regs.ok()) return regs.error();
-    inputs.insert(inputs.end(), regs->begin(), regs->end());
-  }
-  WarpMatrixOp op;
-  op.key = operationKey(inst);
-  for (llvm::Value* input : inputs) op.wideInputs.push_back(input->getType()->isIntegerTy(64));
-  op.wideOutputs.assign(static_cast<size_t>(f.cElements / elementsPerRegister(dType)),
-                        dType == ScalarType::F64);
   bool satfinite = inst.hasModifier("satfinite");
-  op.body = [=](FunctionTranslator& t, const WarpRegisters& regs) {
-    return encodeFragment(t, dType, satfinite, multiplyFragments(t, f, cType, regs));
-  };
-  return runAndWrite(t, inst, op, inputs);
+  return runMatrixInstruction(t, inst,
+                              {{static_cast<size_t>(f.aRegisters), aType},
+                               {static_cast<size_t>(f.bRegisters), bType},
+                               {cRegisters, cType}},
+                              static_cast<size_t>(f.cElements / elementsPerRegister(dType)), dType,
+                              [=](FunctionTranslator& t, const WarpRegisters& regs) {
+                                return encodeFragment(t, dType, satfinite,
+                                                      multiplyFragments(t, f, cType, regs));
+                              });
 }
 
 Status translateWmmaOp(FunctionTranslator& t, const ptx::Instruction& inst) {
