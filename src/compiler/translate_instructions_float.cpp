@@ -563,16 +563,13 @@ bool keepsF32Subnormals(const ptx::Instruction& inst) {
     case Opcode::cvt: {
       if (types.size() != 2) return true;
       ScalarType to = types[0], from = types[1];
-      auto isInteger = [](ScalarType x) {
-        return ptx::isSignedInteger(x) || ptx::isUnsignedInteger(x) || ptx::isBitType(x);
-      };
       // Integers and f16 widen to f32 values that are never subnormal.
-      if (to == ScalarType::F32) return !(isInteger(from) || from == ScalarType::F16);
+      if (to == ScalarType::F32) return !(ptx::isInteger(from) || from == ScalarType::F16);
       // Rounded to nearest or towards zero, an f32 subnormal becomes the same zero in an integer
       // or a narrower float (not bf16 or tf32, which have f32's exponent range).
       bool towardsZeroOrNearest = !inst.hasModifier("rp") && !inst.hasModifier("rm") &&
                                   !inst.hasModifier("rpi") && !inst.hasModifier("rmi");
-      bool narrower = isInteger(to) || to == ScalarType::F16 || to == ScalarType::F16x2 ||
+      bool narrower = ptx::isInteger(to) || to == ScalarType::F16 || to == ScalarType::F16x2 ||
                       to == ScalarType::E4M3x2 || to == ScalarType::E5M2x2;
       return !(narrower && towardsZeroOrNearest);
     }

@@ -111,6 +111,10 @@ bool isBitType(ScalarType type) {
   }
 }
 
+bool isInteger(ScalarType type) {
+  return isBitType(type) || isSignedInteger(type) || isUnsignedInteger(type);
+}
+
 bool isFloat(ScalarType type) {
   switch (type) {
     case ScalarType::F16:

@@ -45,6 +45,7 @@ unsigned scalarTypeSize(ScalarType type);
 bool isSignedInteger(ScalarType type);
 bool isUnsignedInteger(ScalarType type);  // U* only
 bool isBitType(ScalarType type);          // B*
+bool isInteger(ScalarType type);          // S*, U* and B*
 bool isFloat(ScalarType type);            // F16..F64, BF16*, TF32 and the fp8/fp6/fp4 types
 const char* scalarTypeName(ScalarType type);  // "u32", "f16x2", "pred", ...
 

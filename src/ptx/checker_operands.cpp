@@ -21,10 +21,6 @@ enum class Fit : uint8_t {
   Widening,
 };
 
-bool isInteger(ScalarType type) {
-  return isBitType(type) || isSignedInteger(type) || isUnsignedInteger(type);
-}
-
 // The kinds the rules distinguish; bf16 data has no register type of its own (bit registers
 // hold it), and .f16x2 registers count as 32-bit values.
 bool isPlainInteger(ScalarType type) {  // b, u, s of 8..128 bits
