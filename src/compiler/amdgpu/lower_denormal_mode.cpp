@@ -25,7 +25,7 @@ void lowerDenormalMode(llvm::Module& module) {
   llvm::Function* flush = module.getFunction("__rocuda_flush_f32");
   if (flush == nullptr || flush->isDeclaration()) return;
   flush->deleteBody();
-  flush->setLinkage(llvm::GlobalValue::InternalLinkage);
+  flush->setLinkage(llvm::GlobalValue::InternalLinkage);  // deleteBody made it external
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(module.getContext(), "entry", flush));
   b.CreateRet(b.CreateUnaryIntrinsic(llvm::Intrinsic::canonicalize, flush->getArg(0)));
 }
