@@ -8,7 +8,8 @@
 // one body: every element placed where the fragment layout puts it, the products exact and their
 // sum in double, rounded to D's type (f64: an fma chain; s8/u8/s4/u4 inputs: exact in 64-bit
 // integers, then wrapped to s32 or, with .satfinite, clamped; b1: population counts of AND or
-// XOR, a word at a time), so both targets give the same bits.
+// XOR, a word at a time), so both targets give the same bits. ldmatrix and stmatrix gather the
+// row addresses their lanes need through the same mechanism.
 #include <llvm/IR/Intrinsics.h>
 
 #include <algorithm>
@@ -800,8 +801,35 @@ Status wmmaMma(FunctionTranslator& t, const ptx::Instruction& inst, const WmmaSh
 
 // ldmatrix / stmatrix (m8n8, b16): lanes 8j..8j+7 give the row addresses of matrix j; lane L holds
 // row L/4, columns 2(L%4) and 2(L%4)+1 of each matrix in register j (.trans: row 2(L%4) and
-// 2(L%4)+1 of column L/4). Each lane fetches the row addresses it needs from their lanes and
-// loads or stores its own elements.
+// 2(L%4)+1 of column L/4). The row addresses each lane needs come from their lanes in one warp
+// operation (one record and one wait for the whole gather, not a shuffle per address and half);
+// then every lane loads or stores its own elements.
+std::vector<llvm::Value*> gatherRowAddresses(FunctionTranslator& t, llvm::Value* address,
+                                             int matrices, bool trans) {
+  WarpMatrixOp op;
+  op.key = "ldmatrix.rows.x" + std::to_string(matrices) + (trans ? ".trans" : "");
+  op.wideInputs = {true};
+  op.wideOutputs.assign(static_cast<size_t>(matrices * (trans ? 2 : 1)), true);
+  op.body = [matrices, trans](FunctionTranslator& t, const WarpRegisters& regs) {
+    auto& B = t.b;
+    llvm::Value* row = B.CreateLShr(regs.lane, 2);
+    llvm::Value* pair = B.CreateAnd(regs.lane, 3);
+    std::vector<llvm::Value*> rows;
+    for (int j = 0; j < matrices; ++j) {
+      llvm::Value* first = B.getInt32(static_cast<uint32_t>(8 * j));
+      if (!trans) {
+        rows.push_back(regs.ofLane(0, B.CreateAdd(first, row)));
+        continue;
+      }
+      for (uint32_t e = 0; e < 2; ++e)
+        rows.push_back(
+            regs.ofLane(0, B.CreateAdd(first, B.CreateAdd(B.CreateShl(pair, 1), B.getInt32(e)))));
+    }
+    return rows;
+  };
+  return runWarpMatrixOp(t, op, {address});
+}
+
 Status matrixLoadStore(FunctionTranslator& t, const ptx::Instruction& inst, bool store) {
   auto& B = t.b;
   int count = inst.hasModifier("x4") ? 4 : inst.hasModifier("x2") ? 2 : inst.hasModifier("x1") ? 1 : 0;
@@ -816,13 +844,11 @@ Status matrixLoadStore(FunctionTranslator& t, const ptx::Instruction& inst, bool
     return t.invalid(inst, "a fragment of " + std::to_string(count) + " registers was expected");
   auto element = [&](int j) -> const ptx::Operand& { return *registers[static_cast<size_t>(j)]; };
   ROCUDA_VALUE(ptr, t.address(where, inst.space));
-  llvm::Value* address = B.CreatePtrToInt(ptr, t.i64());
+  std::vector<llvm::Value*> rowAddresses =
+      gatherRowAddresses(t, B.CreatePtrToInt(ptr, t.i64()), count, trans);
   llvm::Value* lane = B.CreateCall(t.mt.sregFunction(ptx::SpecialRegister::LaneId, 0));
   llvm::Value* row = B.CreateLShr(lane, 2);
   llvm::Value* pair = B.CreateAnd(lane, 3);
-  auto rowAddress = [&](int matrix, llvm::Value* r) {
-    return fetch(t, address, B.CreateAdd(B.getInt32(static_cast<uint32_t>(8 * matrix)), r));
-  };
   auto pointer = [&](llvm::Value* rowStart, llvm::Value* byteOffset) {
     return B.CreateIntToPtr(B.CreateAdd(rowStart, B.CreateZExt(byteOffset, t.i64())), ptr->getType());
   };
@@ -833,7 +859,7 @@ Status matrixLoadStore(FunctionTranslator& t, const ptx::Instruction& inst, bool
       value = v;
     }
     if (!trans) {
-      llvm::Value* p = pointer(rowAddress(j, row), B.CreateShl(pair, 2));
+      llvm::Value* p = pointer(rowAddresses[static_cast<size_t>(j)], B.CreateShl(pair, 2));
       if (store) {
         t.checkAccess(inst, p, 4, /*write=*/true, inst.space);
         markSpace(*B.CreateAlignedStore(value, p, llvm::Align(4)), inst);
@@ -847,8 +873,7 @@ Status matrixLoadStore(FunctionTranslator& t, const ptx::Instruction& inst, bool
     }
     llvm::Value* halves[2] = {nullptr, nullptr};
     for (int e = 0; e < 2; ++e) {
-      llvm::Value* sourceRow = B.CreateAdd(B.CreateShl(pair, 1), B.getInt32(static_cast<uint32_t>(e)));
-      llvm::Value* p = pointer(rowAddress(j, sourceRow), B.CreateShl(row, 1));
+      llvm::Value* p = pointer(rowAddresses[static_cast<size_t>(2 * j + e)], B.CreateShl(row, 1));
       t.checkAccess(inst, p, 2, store, inst.space);
       if (store) {
         llvm::Value* half = B.CreateTrunc(B.CreateLShr(value, static_cast<uint64_t>(16 * e)), B.getInt16Ty());
