@@ -325,6 +325,87 @@ Status convertMinifloat(FunctionTranslator& t, const ptx::Instruction& inst, Sca
   return t.write(inst.operands()[0], pair, ScalarType::F16x2);
 }
 
+// cvt to and from ue8m0x2 (sm_100 family): unsigned power-of-two scale factors, a byte each
+// holding a biased exponent (2^(e - 127)), 0xff being NaN; there is no zero, so zero converts to
+// 2^-127. From f32 or bf16x2 with .rz (the magnitude's binade) or .rp (the smallest power of two
+// not below the magnitude); the sign is ignored; a result beyond 2^127 or an infinity is 0xff,
+// or 0xfe with .satfinite; NaN is 0xff. Widening to bf16x2 (.rn) is exact, 2^-127 being a bf16
+// subnormal. These are the definitions of CUDA's cuda_fp8.hpp host conversions: f32 first
+// rounds to bf16 in the same direction (magnitude upwards for .rp), then the bf16 exponent field
+// is the result, one more for .rp when the bf16 is not a power of two.
+llvm::Value* bf16ToUe8m0(FunctionTranslator& t, llvm::Value* bf16, bool up, bool satfinite) {
+  auto& B = t.b;
+  llvm::Value* magnitude = B.CreateAnd(bf16, 0x7fff);
+  llvm::Value* e = B.CreateAnd(B.CreateLShr(bf16, 7), 0xff);
+  if (up) {
+    llvm::Value* inexact =
+        B.CreateAnd(B.CreateICmpNE(B.CreateAnd(bf16, 0x7f), B.getInt32(0)),
+                    B.CreateAnd(B.CreateICmpUGT(magnitude, B.getInt32(0x40)),      // above 2^-127
+                                B.CreateICmpULT(magnitude, B.getInt32(0x7f80))));  // finite
+    e = B.CreateAdd(e, B.CreateZExt(inexact, t.i32()));
+  }
+  if (satfinite)
+    e = B.CreateSelect(B.CreateAnd(B.CreateICmpULE(magnitude, B.getInt32(0x7f80)),
+                                   B.CreateICmpEQ(e, B.getInt32(0xff))),
+                       B.getInt32(0xfe), e);
+  return e;
+}
+
+// An f32 rounded to bf16 bits (i32) towards zero, or its magnitude upwards; NaN gives 0x7fff.
+llvm::Value* f32ToBf16Directed(FunctionTranslator& t, llvm::Value* x, bool up) {
+  auto& B = t.b;
+  llvm::Value* bits = B.CreateBitCast(x, t.i32());
+  if (up) bits = B.CreateAnd(bits, 0x7fffffff);
+  llvm::Value* r = B.CreateLShr(bits, 16);
+  if (up) {
+    llvm::Value* inexact = B.CreateAnd(B.CreateICmpULT(bits, B.getInt32(0x7f800000)),
+                                       B.CreateICmpNE(B.CreateAnd(bits, 0xffff), B.getInt32(0)));
+    r = B.CreateAdd(r, B.CreateZExt(inexact, t.i32()));
+  }
+  return B.CreateSelect(B.CreateFCmpUNO(x, x), B.getInt32(0x7fff), r);
+}
+
+Status convertUe8m0(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType to,
+                    ScalarType from) {
+  auto& B = t.b;
+  std::string mode = roundingModifier(inst);
+  if (from == ScalarType::UE8M0x2) {
+    if (to != ScalarType::BF16x2 || mode != "rn" || inst.operands().size() != 2)
+      return t.invalid(inst, "expected cvt.rn.bf16x2.ue8m0x2 d, a");
+    ROCUDA_VALUE(a, t.read(inst.operands()[1], ScalarType::B16));
+    llvm::Value* bits = B.CreateZExt(a, t.i32());
+    auto widen = [&](llvm::Value* e) {
+      llvm::Value* r = B.CreateShl(e, 7);
+      r = B.CreateSelect(B.CreateICmpEQ(e, B.getInt32(0)), B.getInt32(0x40), r);
+      return B.CreateSelect(B.CreateICmpEQ(e, B.getInt32(0xff)), B.getInt32(0x7fff), r);
+    };
+    llvm::Value* lo = widen(B.CreateAnd(bits, 0xff));
+    llvm::Value* hi = widen(B.CreateLShr(bits, 8));
+    return t.write(inst.operands()[0], B.CreateOr(B.CreateShl(hi, 16), lo), ScalarType::B32);
+  }
+  if (mode != "rz" && mode != "rp") return t.invalid(inst, "needs .rz or .rp");
+  if (inst.hasModifier("relu")) return t.invalid(inst, ".relu does not apply to ue8m0x2");
+  bool up = mode == "rp", satfinite = inst.hasModifier("satfinite");
+  llvm::Value* hi = nullptr;
+  llvm::Value* lo = nullptr;
+  if (from == ScalarType::F32) {
+    if (inst.operands().size() != 3) return t.invalid(inst, "expected d, a, b");
+    ROCUDA_VALUE(a, t.read(inst.operands()[1], ScalarType::F32));
+    ROCUDA_VALUE(b, t.read(inst.operands()[2], ScalarType::F32));
+    hi = bf16ToUe8m0(t, f32ToBf16Directed(t, a, up), up, satfinite);
+    lo = bf16ToUe8m0(t, f32ToBf16Directed(t, b, up), up, satfinite);
+  } else if (from == ScalarType::BF16x2) {
+    if (inst.operands().size() != 2) return t.invalid(inst, "expected d, a");
+    ROCUDA_VALUE(a, t.read(inst.operands()[1], ScalarType::B32));
+    hi = bf16ToUe8m0(t, B.CreateLShr(a, 16), up, satfinite);
+    lo = bf16ToUe8m0(t, B.CreateAnd(a, 0xffff), up, satfinite);
+  } else {
+    return t.unsupported(inst);
+  }
+  llvm::Value* d = B.CreateTrunc(B.CreateOr(B.CreateShl(hi, 8), lo), B.getInt16Ty());
+  return t.write(inst.operands()[0], d, ScalarType::B16);
+}
+
 // cvt to tf32 from f32: the mantissa rounded to 10 bits (.rna ties away, .rn ties to even, .rz
 // truncates), kept in an f32 container with the low 13 bits zero; NaN stays NaN; .satfinite
 // turns overflow into the largest finite tf32, .relu clamps negatives to +0.
@@ -388,6 +469,8 @@ llvm::Value* fp8ToHalf(FunctionTranslator& t, llvm::Value* bits, bool e5m2) {
 Status translateConvertOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   if (inst.opcode != ptx::Opcode::cvt || inst.types().size() != 2) return t.unsupported(inst);
   ScalarType to = inst.types()[0], from = inst.types()[1];
+  if (to == ScalarType::UE8M0x2 || from == ScalarType::UE8M0x2)
+    return convertUe8m0(t, inst, to, from);
   if (minifloatOf(to) || minifloatOf(from)) return convertMinifloat(t, inst, to, from);
   if (to == ScalarType::TF32 && from == ScalarType::F32) return convertTf32(t, inst);
   bool halfResult = to == ScalarType::F16 || to == ScalarType::BF16 || to == ScalarType::F16x2 ||

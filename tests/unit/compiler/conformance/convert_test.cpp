@@ -299,6 +299,54 @@ std::vector<InstructionCase> packedCases() {
     v.back().target = "sm_100f";
     v.back().version = "8.8";
   }
+  // ue8m0x2: power-of-two scale factors, a biased exponent per byte (0xff NaN, no zero). From
+  // f32 pairs and bf16x2 with .rz (floor of log2 |x|) or .rp (its ceiling); below 2^-127 (zero
+  // included) the smallest scale; beyond 2^127 and infinities NaN, or the largest with .satfinite.
+  auto ue8m0 = [](double x, bool up, bool satfinite) -> uint64_t {
+    x = std::fabs(x);
+    if (std::isnan(x)) return 0xff;
+    if (std::isinf(x)) return satfinite ? 0xfe : 0xff;
+    if (x == 0) return 0;
+    int e = 0;
+    double m = std::frexp(x, &e);  // x = m * 2^e, m in [0.5, 1)
+    int biased = e - 1 + (up && m != 0.5 ? 1 : 0) + 127;
+    if (biased < 0) return 0;
+    if (biased > 254) return satfinite ? 0xfe : 0xff;
+    return static_cast<uint64_t>(biased);
+  };
+  for (bool up : {false, true}) {
+    for (bool satfinite : {false, true}) {
+      std::string mods = std::string(up ? ".rp" : ".rz") + (satfinite ? ".satfinite" : "");
+      std::string name = std::string(up ? "rp" : "rz") + (satfinite ? "_satfinite" : "");
+      v.push_back(binary("cvt_" + name + "_ue8m0x2_f32", "cvt" + mods + ".ue8m0x2.f32 $d, $a, $b;",
+                         kS16, kF32, kF32, [=](const Inputs& in) {
+                           return ue8m0(decodeFloat(in[0], kFloat32), up, satfinite) << 8 |
+                                  ue8m0(decodeFloat(in[1], kFloat32), up, satfinite);
+                         }));
+      v.back().target = "sm_100f";
+      v.back().version = "8.8";
+      v.push_back(unary("cvt_" + name + "_ue8m0x2_bf16x2", "cvt" + mods + ".ue8m0x2.bf16x2 $d, $a;",
+                        kS16, kBF16x2, [=](const Inputs& in) {
+                          return ue8m0(decodeFloat(in[0] >> 16 & 0xffff, kBFloat16), up, satfinite)
+                                     << 8 |
+                                 ue8m0(decodeFloat(in[0] & 0xffff, kBFloat16), up, satfinite);
+                        }));
+      v.back().target = "sm_100f";
+      v.back().version = "8.8";
+    }
+  }
+  // And back, exhaustively: each scale exactly as a bf16 (2^-127 is a bf16 subnormal).
+  v.push_back(unary("cvt_rn_bf16x2_ue8m0x2", "cvt.rn.bf16x2.ue8m0x2 $d, $a;", kBF16x2, kS16,
+                    [](const Inputs& in) {
+                      auto widen = [](uint64_t e) {
+                        if (e == 0xff) return uint64_t{0x7fff};
+                        return encodeFloat(std::ldexp(1.0, static_cast<int>(e) - 127), kBFloat16,
+                                           Rounding::Nearest);
+                      };
+                      return widen(in[0] >> 8 & 0xff) << 16 | widen(in[0] & 0xff);
+                    }));
+  v.back().target = "sm_100f";
+  v.back().version = "8.8";
   return v;
 }
 
