@@ -63,8 +63,8 @@ std::pair<int, int> aPosition(const MmaForm& f, int t, int i) {
     return {(i / p) & 1, p * t + i % p + 4 * p * (i >= 2 * p ? 1 : 0)};  // m16n8k32 class
   }
   if (f.input == ScalarType::F64 && f.rows == 8) return {0, t};                   // m8n8k4
-  if (f.input == ScalarType::TF32 || f.input == ScalarType::F64)                   // m16n8k8/k4
-    return {i & 1, t + 4 * (i >= 2 ? 1 : 0)};
+  if (f.input == ScalarType::TF32 || f.input == ScalarType::F64)                  // m16n8k16/k8/k4
+    return {i & 1, t + 4 * (i >> 1)};
   if (f.k == 16) return {(i >> 1) & 1, 2 * t + (i & 1) + 8 * (i >= 4 ? 1 : 0)};  // m16n8k16
   return {i >= 2 ? 1 : 0, 2 * t + (i & 1)};                                       // m16n8k8
 }
@@ -107,7 +107,7 @@ bool formOf(const ptx::Instruction& inst, ScalarType d, ScalarType a, ScalarType
     bool accepted;
     int rows, k;
   };
-  const Shape shapes[] = {{"m16n8k16", half || bytes || fp8, 16, 16},
+  const Shape shapes[] = {{"m16n8k16", half || bytes || fp8 || a == ScalarType::F64, 16, 16},
                           {"m16n8k8", half || a == ScalarType::TF32 || a == ScalarType::F64, 16, 8},
                           {"m8n8k4", a == ScalarType::F64, 8, 4},
                           {"m16n8k4", a == ScalarType::TF32 || a == ScalarType::F64, 16, 4},

@@ -67,7 +67,7 @@ std::pair<int, int> fragmentPosition(const MmaCase& c, char matrix, int lane, in
     return {p * t + i % p + 4 * p * (i / p), g};
   }
   if (c.aType == "f64" && c.m == 8) return matrix == 'A' ? std::pair{g, t} : std::pair{t, g};
-  if (c.aType == "tf32" || c.aType == "f64") {  // m16n8k8 and m16n8k4
+  if (c.aType == "tf32" || c.aType == "f64") {  // m16n8k16 (f64), m16n8k8 and m16n8k4
     if (matrix == 'A') return {g + 8 * (i % 2), t + 4 * (i / 2)};
     return {t + 4 * i, g};
   }
@@ -305,6 +305,7 @@ INSTANTIATE_TEST_SUITE_P(
                       MmaCase{"m16n8k4_f32_tf32", "m16n8k4", "f32", "tf32", 16, 4},
                       MmaCase{"m16n8k4_f64_f64", "m16n8k4", "f64", "f64", 16, 4},
                       MmaCase{"m16n8k8_f64_f64", "m16n8k8", "f64", "f64", 16, 8},
+                      MmaCase{"m16n8k16_f64_f64", "m16n8k16", "f64", "f64", 16, 16},
                       MmaCase{"m16n8k32_f32_e4m3", "m16n8k32", "f32", "e4m3", 16, 32},
                       MmaCase{"m16n8k32_f32_e4m3_e5m2", "m16n8k32", "f32", "e4m3", 16, 32, "e5m2"},
                       MmaCase{"m16n8k32_f16_e5m2", "m16n8k32", "f16", "e5m2", 16, 32},
