@@ -55,6 +55,7 @@ Result<HostObject> compileForHost(std::string_view ptxText, std::string_view mod
   std::unique_ptr<llvm::Module> module = std::move(*translated);
   dumpModule(*module, moduleName, ".ll");
   ROCUDA_TRY(detail::verifiedIr(*module, moduleName, "translated"));
+  detail::promoteRegisters(*module);
 
   auto tm = detail::createHostTargetMachine(options.optLevel);
   if (!tm.ok()) return tm.error();

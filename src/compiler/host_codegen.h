@@ -33,6 +33,14 @@ Result<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine(int optLeve
 // host key (hostTargetName) lists these.
 llvm::StringMap<bool> hostCpuFeatures();
 
+// Promote every function's registers (the translator's allocas) to SSA values: what both
+// targets do first with a translated module. LLVM's promotion (SROA's and mem2reg's) decides
+// whether a value is live into a block that both reads and writes it by scanning the block from its
+// start, which is quadratic in the block's length, and nvcc's kernels are long straight lines
+// (llama.cpp's MMQ kernels: 65% of their AMD compile time). Here long blocks are cut into chunks
+// while promoting, so that each scan stops within a chunk, and joined again afterwards.
+void promoteRegisters(llvm::Module& module);
+
 // Set the module's triple and data layout for `tm` and run the new-PM default pipeline.
 void optimizeForHost(llvm::Module& module, llvm::TargetMachine& tm, int optLevel);
 

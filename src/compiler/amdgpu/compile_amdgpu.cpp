@@ -77,6 +77,7 @@ Result<AmdgpuCompilation> compileForAmdgpu(std::string_view ptx, std::string_vie
   if (!translated.ok()) return translated.error();
   std::unique_ptr<llvm::Module> module = std::move(*translated);
   ROCUDA_TRY(detail::verifiedIr(*module, moduleName, "translated"));
+  detail::promoteRegisters(*module);
 
   amdgpu::prepareModuleForTarget(*module, **tm, target.codeObjectVersion);
   ROCUDA_TRY(amdgpu::lowerAddressSpaces(*module));
