@@ -76,9 +76,13 @@ Result<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine(int optLeve
   return tm;
 }
 
+// InstCombine parsed from text verifies by default that it reached a fixpoint, and a module
+// where it does not (llama.cpp's binary-operation kernels) ends the process with a fatal error:
+// no-verify-fixpoint, as in the default pipelines.
 constexpr const char* kLateLoopPipeline =
-    "function(loop-mssa(licm,simple-loop-unswitch<nontrivial>),simplifycfg,instcombine,"
-    "loop-mssa(licm),loop-vectorize,simplifycfg,instcombine)";
+    "function(loop-mssa(licm,simple-loop-unswitch<nontrivial>),simplifycfg,"
+    "instcombine<no-verify-fixpoint>,loop-mssa(licm),loop-vectorize,simplifycfg,"
+    "instcombine<no-verify-fixpoint>)";
 
 void optimizeForHost(llvm::Module& module, llvm::TargetMachine& tm, int optLevel) {
   module.setTargetTriple(tm.getTargetTriple().str());
