@@ -1014,6 +1014,30 @@ enum CUmemAccess_flags_enum {
 };
 using CUmemAccess_flags = CUmemAccess_flags_enum;
 
+using CUmemGenericAllocationHandle_v1 = unsigned long long;
+using CUmemGenericAllocationHandle = CUmemGenericAllocationHandle_v1;
+
+enum CUmemAllocationGranularity_flags_enum {
+  CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0x0,
+  CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 0x1,
+};
+using CUmemAllocationGranularity_flags = CUmemAllocationGranularity_flags_enum;
+
+struct CUmemAllocationProp_st {
+  CUmemAllocationType type;
+  CUmemAllocationHandleType requestedHandleTypes;
+  CUmemLocation location;
+  void* win32HandleMetaData;
+  struct {
+    unsigned char compressionType;
+    unsigned char gpuDirectRDMACapable;
+    unsigned short usage;
+    unsigned char reserved[4];
+  } allocFlags;
+};
+using CUmemAllocationProp_v1 = CUmemAllocationProp_st;
+using CUmemAllocationProp = CUmemAllocationProp_v1;
+
 struct CUmemAccessDesc_st {
   CUmemLocation location;
   CUmemAccess_flags flags;

@@ -57,6 +57,9 @@ struct DeviceDescription {
   // Device memory can be shared with other processes through file descriptors (CUDA IPC,
   // external memory imported from an fd): DeviceBackend::shareDevice and mapShared work.
   bool sharesMemoryBetweenProcesses = false;
+  // cuMemCreate / cuMemMap and the rest of virtual memory management: DeviceBackend's
+  // createPhysical, mapPhysical, setAccess and unmapPhysical work.
+  bool virtualMemoryManagement = false;
 };
 
 // A device allocation made shareable: a file descriptor of its pages, owned by the backend
@@ -141,6 +144,25 @@ class DeviceBackend {
   }
   // Undoes mapShared(_, _, bytes) that returned `pointer`.
   virtual void unmapShared(void* /*pointer*/, size_t /*bytes*/) {}
+
+  // Virtual memory management (cuMemCreate, cuMemMap...; core/virtual_memory.cpp reserves the
+  // addresses). Physical memory is a file descriptor of `bytes` (owned by the caller); a mapping
+  // replaces reserved, inaccessible pages at `address` and stays inaccessible until setAccess;
+  // unmapping makes the range reserved and inaccessible again. Backends without it answer
+  // NotSupported (DeviceDescription::virtualMemoryManagement false).
+  virtual Result<int> createPhysical(size_t /*bytes*/) {
+    return makeError(ErrorCode::NotSupported, "this device has no virtual memory management");
+  }
+  virtual Status mapPhysical(void* /*address*/, size_t /*bytes*/, int /*fd*/, uint64_t /*offset*/) {
+    return makeError(ErrorCode::NotSupported, "this device has no virtual memory management");
+  }
+  virtual Status setAccess(void* /*address*/, size_t /*bytes*/, bool /*readable*/,
+                           bool /*writable*/) {
+    return makeError(ErrorCode::NotSupported, "this device has no virtual memory management");
+  }
+  virtual Status unmapPhysical(void* /*address*/, size_t /*bytes*/) {
+    return makeError(ErrorCode::NotSupported, "this device has no virtual memory management");
+  }
 
   // Synchronous copies and fills, any direction (the core resolved the pointers already).
   virtual Status copy(void* destination, const void* source, size_t bytes) = 0;

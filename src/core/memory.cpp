@@ -169,8 +169,19 @@ bool isInsideAllocation(const void* pointer, size_t bytes) {
   auto allocation = findAllocation(pointer);
   if (!allocation) return false;
   uintptr_t start = reinterpret_cast<uintptr_t>(pointer);
-  return start - allocation->base <= allocation->size &&
-         bytes <= allocation->size - (start - allocation->base);
+  if (start - allocation->base <= allocation->size &&
+      bytes <= allocation->size - (start - allocation->base))
+    return true;
+  // Physical memory mapped back to back (cuMemMap) is one range of device memory: the range
+  // may continue into the mapping that starts where this one ends.
+  uintptr_t end = start + bytes;
+  while (allocation->mappedFrom == MappedFrom::VirtualMemory) {
+    uintptr_t next = allocation->base + allocation->size;
+    if (end <= next) return true;
+    allocation = findAllocation(reinterpret_cast<const void*>(next));
+    if (!allocation || allocation->base != next) return false;
+  }
+  return false;
 }
 
 Result<void*> allocateDevice(Context& context, size_t bytes) {

@@ -20,7 +20,8 @@ enum class AllocationKind : uint8_t { Device, Host, Managed, Global };
 // imported external memory or an allocation imported from another process's memory pool
 // (released by cuMemFree, which unmaps it).
 // Graphics: an OpenGL buffer mapped by cuGraphicsMapResources (released by unmapping only).
-enum class MappedFrom : uint8_t { None, Ipc, ExternalMemory, PoolImport, Graphics };
+// VirtualMemory: physical memory mapped by cuMemMap (released by cuMemUnmap only).
+enum class MappedFrom : uint8_t { None, Ipc, ExternalMemory, PoolImport, Graphics, VirtualMemory };
 
 struct Allocation {
   uintptr_t base = 0;

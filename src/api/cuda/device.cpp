@@ -147,6 +147,10 @@ std::optional<int> capabilityAttribute(const DeviceDescription& d, int attribute
       return d.sharesMemoryBetweenProcesses ? 1 : 0;
     case CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES:  // shareable pools (core/ipc.cpp)
       return d.sharesMemoryBetweenProcesses ? CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR : 0;
+    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:  // core/virtual_memory.cpp
+      return d.virtualMemoryManagement ? 1 : 0;
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:  // cuMemExport...
+      return d.virtualMemoryManagement && d.sharesMemoryBetweenProcesses ? 1 : 0;
     case CU_DEVICE_ATTRIBUTE_NUMA_ID:
       return -1;
     case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID:
@@ -161,8 +165,8 @@ std::optional<int> capabilityAttribute(const DeviceDescription& d, int attribute
     default:
       break;
   }
-  // Everything else names a feature Rocuda does not offer (IPC, virtual memory management,
-  // clusters, read-only host registration...): absent.
+  // Everything else names a feature Rocuda does not offer (clusters, read-only host
+  // registration, GPUDirect RDMA...): absent.
   if (attribute >= 1 && attribute < CU_DEVICE_ATTRIBUTE_MAX) return 0;
   return std::nullopt;
 }

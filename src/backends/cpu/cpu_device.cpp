@@ -163,6 +163,10 @@ class CpuDevice final : public DeviceBackend {
   Result<SharedAllocation> shareDevice(void* base) override;
   Result<void*> mapShared(int fd, uint64_t offset, size_t bytes) override;
   void unmapShared(void* pointer, size_t bytes) override;
+  Result<int> createPhysical(size_t bytes) override;
+  Status mapPhysical(void* address, size_t bytes, int fd, uint64_t offset) override;
+  Status setAccess(void* address, size_t bytes, bool readable, bool writable) override;
+  Status unmapPhysical(void* address, size_t bytes) override;
 
   Result<std::unique_ptr<LoadedModule>> loadPtx(std::string_view ptx,
                                                 std::string_view moduleName) override;
@@ -349,6 +353,42 @@ void CpuDevice::unmapShared(void* pointer, size_t bytes) {
   munmap(reinterpret_cast<void*>(start), roundToPages(bytes + (address - start)));
 }
 
+// Physical memory for virtual memory management: a memfd (its unwritten pages cost nothing), so
+// that the same pages can be mapped at several reserved addresses and exported to other
+// processes as a file descriptor.
+Result<int> CpuDevice::createPhysical(size_t bytes) {
+  int fd = memfd_create("rocuda-physical-memory", MFD_CLOEXEC);
+  if (fd < 0) return makeError(ErrorCode::OutOfMemory, osError("memfd_create"));
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    Error error = makeError(ErrorCode::OutOfMemory, osError("ftruncate"));
+    close(fd);
+    return error;
+  }
+  return fd;
+}
+
+Status CpuDevice::mapPhysical(void* address, size_t bytes, int fd, uint64_t offset) {
+  void* mapped =
+      mmap(address, bytes, PROT_NONE, MAP_SHARED | MAP_FIXED, fd, static_cast<off_t>(offset));
+  if (mapped == MAP_FAILED) return makeError(ErrorCode::OutOfMemory, osError("mmap"));
+  return Status::success();
+}
+
+Status CpuDevice::setAccess(void* address, size_t bytes, bool readable, bool writable) {
+  int protection = (readable ? PROT_READ : 0) | (writable ? PROT_WRITE : 0);
+  if (mprotect(address, bytes, protection) != 0)
+    return makeError(ErrorCode::InvalidValue, osError("mprotect"));
+  return Status::success();
+}
+
+// The pages go back to being a reservation: inaccessible and committing nothing.
+Status CpuDevice::unmapPhysical(void* address, size_t bytes) {
+  void* reserved = mmap(address, bytes, PROT_NONE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+  if (reserved == MAP_FAILED) return makeError(ErrorCode::OutOfMemory, osError("mmap"));
+  return Status::success();
+}
+
 void CpuDevice::describe() {
   DeviceDescription& d = description_;
   d.backendName = "cpu";
@@ -364,6 +404,7 @@ void CpuDevice::describe() {
   d.pageableMemoryAccess = true;
   d.hostNativeAtomics = true;
   d.sharesMemoryBetweenProcesses = true;
+  d.virtualMemoryManagement = true;
   d.sharedMemPerBlock = 48 * 1024;
   d.sharedMemPerBlockOptin = 96 * 1024;
   d.sharedMemPerMultiprocessor = 100 * 1024;

@@ -1,0 +1,291 @@
+#include "core/virtual_memory.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backends/device_backend.h"
+#include "core/memory.h"
+#include "core/platform.h"
+
+namespace rocuda::core {
+namespace {
+
+constexpr size_t kRecommendedGranularity = size_t{2} << 20;  // a huge page
+
+size_t hostPage() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
+
+std::string osError(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
+
+struct Physical {
+  Device* device = nullptr;
+  size_t bytes = 0;
+  int fd = -1;
+  bool exportable = false;
+  int references = 1;
+  int mappings = 0;
+};
+
+struct Mapping {
+  size_t bytes = 0;
+  uint64_t handle = 0;
+  unsigned access = 0;
+};
+
+// Handles are counted from a base with high bits set, so that small integers and pointers an
+// application passes by mistake are not live handles.
+constexpr uint64_t kFirstHandle = 0x5600000000000001ull;
+
+struct State {
+  std::mutex mutex;
+  std::map<uintptr_t, size_t> reservations;  // base -> bytes
+  std::map<uint64_t, Physical> physical;
+  std::map<uintptr_t, Mapping> mappings;  // address -> mapping
+  uint64_t nextHandle = kFirstHandle;
+};
+
+State& state() {
+  static State* s = new State;  // used until exit by any thread
+  return *s;
+}
+
+// The pages go when nothing references or maps them any more.
+void dropIfUnused(State& s, std::map<uint64_t, Physical>::iterator it) {
+  if (it->second.references > 0 || it->second.mappings > 0) return;
+  close(it->second.fd);
+  s.physical.erase(it);
+}
+
+// The reservation containing [address, address + bytes), or end().
+std::map<uintptr_t, size_t>::iterator reservationOf(State& s, uintptr_t address, size_t bytes) {
+  auto it = s.reservations.upper_bound(address);
+  if (it == s.reservations.begin()) return s.reservations.end();
+  --it;
+  if (address + bytes > it->first + it->second) return s.reservations.end();
+  return it;
+}
+
+// The mappings that exactly cover [address, address + bytes), in order; empty when they do not.
+std::vector<std::map<uintptr_t, Mapping>::iterator> coveringMappings(State& s, uintptr_t address,
+                                                                     size_t bytes) {
+  std::vector<std::map<uintptr_t, Mapping>::iterator> covering;
+  uintptr_t at = address;
+  auto it = s.mappings.find(address);
+  while (at < address + bytes && it != s.mappings.end() && it->first == at) {
+    covering.push_back(it);
+    at += it->second.bytes;
+    ++it;
+  }
+  if (at != address + bytes) covering.clear();
+  return covering;
+}
+
+bool aligned(uint64_t value) { return value % hostPage() == 0; }
+
+}  // namespace
+
+size_t virtualMemoryGranularity(bool recommended) {
+  return recommended ? kRecommendedGranularity : hostPage();
+}
+
+Result<void*> reserveAddresses(size_t bytes, size_t alignment, uintptr_t hint) {
+  if (bytes == 0 || !aligned(bytes) || !aligned(hint))
+    return makeError(ErrorCode::InvalidValue,
+                     "size and address must be multiples of the page size");
+  if (alignment & (alignment - 1))
+    return makeError(ErrorCode::InvalidValue, "alignment must be a power of two or zero");
+  alignment = std::max(alignment, hostPage());
+  size_t extra = alignment - hostPage();
+  void* mapped = mmap(reinterpret_cast<void*>(hint), bytes + extra, PROT_NONE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mapped == MAP_FAILED) return makeError(ErrorCode::OutOfMemory, osError("mmap"));
+  uintptr_t start = reinterpret_cast<uintptr_t>(mapped);
+  uintptr_t base = (start + alignment - 1) / alignment * alignment;
+  if (base > start) munmap(mapped, base - start);
+  if (uintptr_t end = start + bytes + extra; end > base + bytes)
+    munmap(reinterpret_cast<void*>(base + bytes), end - (base + bytes));
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  s.reservations[base] = bytes;
+  return reinterpret_cast<void*>(base);
+}
+
+Status freeAddresses(uintptr_t base, size_t bytes) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  auto it = s.reservations.find(base);
+  if (it == s.reservations.end() || it->second != bytes)
+    return makeError(ErrorCode::InvalidValue, "not a reserved address range (address and size)");
+  auto mapped = s.mappings.lower_bound(base);
+  if (mapped != s.mappings.end() && mapped->first < base + bytes)
+    return makeError(ErrorCode::InvalidValue, "the range still has memory mapped in it");
+  munmap(reinterpret_cast<void*>(base), bytes);
+  s.reservations.erase(it);
+  return Status::success();
+}
+
+Result<uint64_t> createPhysicalMemory(Device& device, size_t bytes, bool exportable) {
+  if (bytes == 0 || !aligned(bytes))
+    return makeError(ErrorCode::InvalidValue, "size must be a multiple of the granularity");
+  Result<int> fd = device.backend().createPhysical(bytes);
+  if (!fd) return fd.error();
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  uint64_t handle = s.nextHandle++;
+  s.physical[handle] = Physical{&device, bytes, *fd, exportable};
+  return handle;
+}
+
+Result<uint64_t> importPhysicalMemory(Device& device, int fd) {
+  struct stat info {};
+  if (fstat(fd, &info) != 0 || info.st_size <= 0 || !aligned(static_cast<uint64_t>(info.st_size)))
+    return makeError(ErrorCode::InvalidValue, "not a descriptor of exported physical memory");
+  if (!device.description().virtualMemoryManagement)
+    return makeError(ErrorCode::NotSupported, "this device has no virtual memory management");
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  uint64_t handle = s.nextHandle++;
+  s.physical[handle] = Physical{&device, static_cast<size_t>(info.st_size), fd, true};
+  return handle;
+}
+
+Result<PhysicalMemoryInfo> physicalMemory(uint64_t handle) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  auto it = s.physical.find(handle);
+  if (it == s.physical.end() || it->second.references == 0)
+    return makeError(ErrorCode::InvalidValue, "not a live allocation handle");
+  return PhysicalMemoryInfo{it->second.device, it->second.bytes, it->second.exportable};
+}
+
+Result<int> exportPhysicalMemory(uint64_t handle) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  auto it = s.physical.find(handle);
+  if (it == s.physical.end() || it->second.references == 0)
+    return makeError(ErrorCode::InvalidValue, "not a live allocation handle");
+  if (!it->second.exportable)
+    return makeError(ErrorCode::InvalidValue,
+                     "the allocation was not created exportable as a file descriptor");
+  int fd = fcntl(it->second.fd, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) return makeError(ErrorCode::OperatingSystem, osError("fcntl"));
+  return fd;
+}
+
+Status releasePhysicalMemory(uint64_t handle) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  auto it = s.physical.find(handle);
+  if (it == s.physical.end() || it->second.references == 0)
+    return makeError(ErrorCode::InvalidValue, "not a live allocation handle");
+  --it->second.references;
+  dropIfUnused(s, it);
+  return Status::success();
+}
+
+Result<uint64_t> retainPhysicalMemoryAt(uintptr_t address) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  auto it = s.mappings.upper_bound(address);
+  if (it == s.mappings.begin() || address >= std::prev(it)->first + std::prev(it)->second.bytes)
+    return makeError(ErrorCode::InvalidValue, "no physical memory is mapped at this address");
+  --it;
+  ++s.physical.at(it->second.handle).references;
+  return it->second.handle;
+}
+
+Status mapPhysicalMemory(uintptr_t address, size_t bytes, size_t offset, uint64_t handle) {
+  if (offset != 0) return makeError(ErrorCode::InvalidValue, "offset must be zero");
+  if (bytes == 0 || !aligned(bytes) || !aligned(address))
+    return makeError(ErrorCode::InvalidValue,
+                     "address and size must be multiples of the granularity");
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  auto physical = s.physical.find(handle);
+  if (physical == s.physical.end() || physical->second.references == 0)
+    return makeError(ErrorCode::InvalidValue, "not a live allocation handle");
+  if (bytes > physical->second.bytes)
+    return makeError(ErrorCode::InvalidValue, "size is beyond the allocation");
+  if (reservationOf(s, address, bytes) == s.reservations.end())
+    return makeError(ErrorCode::InvalidValue, "the range is not inside one reserved address range");
+  auto next = s.mappings.lower_bound(address);
+  bool overlaps = (next != s.mappings.end() && next->first < address + bytes) ||
+                  (next != s.mappings.begin() &&
+                   std::prev(next)->first + std::prev(next)->second.bytes > address);
+  if (overlaps) return makeError(ErrorCode::InvalidValue, "the range is already mapped");
+  Device& device = *physical->second.device;
+  void* at = reinterpret_cast<void*>(address);
+  ROCUDA_TRY(device.backend().mapPhysical(at, bytes, physical->second.fd, offset));
+  s.mappings[address] = Mapping{bytes, handle, 0};
+  ++physical->second.mappings;
+  registerMapped(device.primaryContext(), at, bytes, MappedFrom::VirtualMemory);
+  return Status::success();
+}
+
+Status unmapPhysicalMemory(uintptr_t address, size_t bytes) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  auto covering = coveringMappings(s, address, bytes);
+  if (covering.empty())
+    return makeError(ErrorCode::InvalidValue, "the range is not exactly a set of whole mappings");
+  for (auto it : covering) {
+    auto physical = s.physical.find(it->second.handle);
+    void* at = reinterpret_cast<void*>(it->first);
+    unregisterMapped(at, MappedFrom::VirtualMemory);
+    ROCUDA_TRY(physical->second.device->backend().unmapPhysical(at, it->second.bytes));
+    --physical->second.mappings;
+    dropIfUnused(s, physical);
+    s.mappings.erase(it);
+  }
+  return Status::success();
+}
+
+Result<Device*> mappedDevice(uintptr_t address, size_t bytes) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  auto covering = coveringMappings(s, address, bytes);
+  if (covering.empty())
+    return makeError(ErrorCode::InvalidValue, "the range is not exactly a set of whole mappings");
+  return s.physical.at(covering.front()->second.handle).device;
+}
+
+Status setMappedAccess(uintptr_t address, size_t bytes, Device& device, unsigned flags) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  auto covering = coveringMappings(s, address, bytes);
+  if (covering.empty())
+    return makeError(ErrorCode::InvalidValue, "the range is not exactly a set of whole mappings");
+  for (auto it : covering)
+    if (s.physical.at(it->second.handle).device != &device)
+      return makeError(ErrorCode::NotSupported,
+                       "access from another device than the memory's is not supported");
+  for (auto it : covering) {
+    ROCUDA_TRY(device.backend().setAccess(reinterpret_cast<void*>(it->first), it->second.bytes,
+                                          flags != 0, (flags & 2) != 0));
+    it->second.access = flags;
+  }
+  return Status::success();
+}
+
+Result<unsigned> mappedAccess(uintptr_t address, Device& device) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  auto it = s.mappings.upper_bound(address);
+  if (it == s.mappings.begin() || address >= std::prev(it)->first + std::prev(it)->second.bytes)
+    return makeError(ErrorCode::InvalidValue, "no physical memory is mapped at this address");
+  --it;
+  if (s.physical.at(it->second.handle).device != &device) return 0u;
+  return it->second.access;
+}
+
+}  // namespace rocuda::core

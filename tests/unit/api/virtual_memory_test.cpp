@@ -1,0 +1,229 @@
+// Virtual memory management through libcuda.so.1, as llama.cpp's pool uses it: a large address
+// reservation, physical chunks mapped back to back and made accessible in one call, a kernel
+// over the whole range, handles retained from an address and shared as file descriptors, and
+// the documented errors.
+#include <unistd.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "tests/unit/api/libcuda_harness.h"
+
+namespace rocuda::cuda::testing {
+namespace {
+
+using Launch = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                            unsigned, CUstream, void**, void**);
+
+auto reserve() {
+  return CU(cuMemAddressReserve, CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long);
+}
+auto addressFree() { return CU(cuMemAddressFree, CUdeviceptr, size_t); }
+auto create() {
+  return CU(cuMemCreate, CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,
+            unsigned long long);
+}
+auto release() { return CU(cuMemRelease, CUmemGenericAllocationHandle); }
+auto map() {
+  return CU(cuMemMap, CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
+            unsigned long long);
+}
+auto unmap() { return CU(cuMemUnmap, CUdeviceptr, size_t); }
+auto setAccess() { return CU(cuMemSetAccess, CUdeviceptr, size_t, const CUmemAccessDesc*, size_t); }
+auto getAccess() {
+  return CU(cuMemGetAccess, unsigned long long*, const CUmemLocation*, CUdeviceptr);
+}
+auto granularity() {
+  return CU(cuMemGetAllocationGranularity, size_t*, const CUmemAllocationProp*,
+            CUmemAllocationGranularity_flags);
+}
+
+CUmemAllocationProp deviceProp(bool exportable = false) {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  if (exportable) prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  return prop;
+}
+
+CUmemAccessDesc readWrite() {
+  CUmemAccessDesc desc{};
+  desc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  desc.location.id = 0;
+  desc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  return desc;
+}
+
+CUfunction addOne() {
+  CUmodule module = nullptr;
+  CUfunction f = nullptr;
+  EXPECT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, kAddOnePtx), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&f, module, "add_one"),
+            CUDA_SUCCESS);
+  return f;
+}
+
+TEST_F(Driver, VirtualMemoryAttributesAndGranularity) {
+  int vmm = -1, fd = -1;
+  auto attribute = CU(cuDeviceGetAttribute, int*, CUdevice_attribute, CUdevice);
+  ASSERT_EQ(attribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0),
+            CUDA_SUCCESS);
+  ASSERT_EQ(attribute(&fd, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, 0),
+            CUDA_SUCCESS);
+  EXPECT_EQ(vmm, 1);
+  EXPECT_EQ(fd, 1);
+  CUmemAllocationProp prop = deviceProp();
+  size_t minimum = 0, recommended = 0;
+  ASSERT_EQ(granularity()(&minimum, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), CUDA_SUCCESS);
+  ASSERT_EQ(granularity()(&recommended, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED), CUDA_SUCCESS);
+  EXPECT_EQ(minimum, static_cast<size_t>(sysconf(_SC_PAGESIZE)));
+  EXPECT_EQ(recommended, size_t{2} << 20);
+  EXPECT_EQ(granularity()(nullptr, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(granularity()(&minimum, nullptr, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+            CUDA_ERROR_INVALID_VALUE);
+  prop.location.id = 99;
+  EXPECT_EQ(granularity()(&minimum, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+            CUDA_ERROR_INVALID_DEVICE);
+  prop = deviceProp();
+  prop.type = CU_MEM_ALLOCATION_TYPE_INVALID;
+  EXPECT_EQ(granularity()(&minimum, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+            CUDA_ERROR_INVALID_VALUE);
+  prop = deviceProp();
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_FABRIC;
+  EXPECT_EQ(granularity()(&minimum, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+            CUDA_ERROR_NOT_SUPPORTED);
+}
+
+// The pattern of llama.cpp's VMM pool: a reservation much larger than what is mapped, chunks
+// mapped back to back as the pool grows, access set over the whole mapped prefix at once.
+TEST_F(Driver, ChunksMappedBackToBackRunAKernelOverTheRange) {
+  const size_t chunk = size_t{2} << 20, reserved = 64 * chunk;
+  CUdeviceptr base = 0;
+  ASSERT_EQ(reserve()(&base, reserved, 0, 0, 0), CUDA_SUCCESS);
+  EXPECT_EQ(base % 4096, 0u);
+  CUmemAllocationProp prop = deviceProp();
+  CUmemGenericAllocationHandle handles[2] = {};
+  for (auto& h : handles) ASSERT_EQ(create()(&h, chunk, &prop, 0), CUDA_SUCCESS);
+  ASSERT_EQ(map()(base, chunk, 0, handles[0], 0), CUDA_SUCCESS);
+  ASSERT_EQ(map()(base + chunk, chunk, 0, handles[1], 0), CUDA_SUCCESS);
+  CUmemLocation device{CU_MEM_LOCATION_TYPE_DEVICE, 0};
+  unsigned long long flags = 99;
+  ASSERT_EQ(getAccess()(&flags, &device, base), CUDA_SUCCESS);
+  EXPECT_EQ(flags, 0u);  // mapped, not accessible yet
+  CUmemAccessDesc access = readWrite();
+  ASSERT_EQ(setAccess()(base, 2 * chunk, &access, 1), CUDA_SUCCESS);
+  ASSERT_EQ(getAccess()(&flags, &device, base + chunk + 4096), CUDA_SUCCESS);
+  EXPECT_EQ(flags, static_cast<unsigned long long>(CU_MEM_ACCESS_FLAGS_PROT_READWRITE));
+
+  // Device memory like any other: memset, a kernel across the chunk boundary, copies.
+  const uint32_t n = static_cast<uint32_t>(2 * chunk / 4);
+  ASSERT_EQ(CU(cuMemsetD32, CUdeviceptr, unsigned, size_t)(base, 41, n), CUDA_SUCCESS);
+  CUdeviceptr data = base;
+  uint32_t count = n;
+  void* params[] = {&data, &count};
+  ASSERT_EQ(proc<Launch>("cuLaunchKernel", 7000)(addOne(), (n + 127) / 128, 1, 1, 128, 1, 1, 0,
+                                                 nullptr, params, nullptr),
+            CUDA_SUCCESS);
+  std::vector<uint32_t> out(n);
+  ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(out.data(), base, 2 * chunk),
+            CUDA_SUCCESS);
+  size_t wrong = 0;
+  for (uint32_t v : out) wrong += v != 42;
+  EXPECT_EQ(wrong, 0u);
+  CUdeviceptr rangeBase = 0;
+  size_t rangeSize = 0;
+  ASSERT_EQ(CU(cuMemGetAddressRange, CUdeviceptr*, size_t*, CUdeviceptr)(&rangeBase, &rangeSize,
+                                                                         base + chunk + 100),
+            CUDA_SUCCESS);
+  EXPECT_EQ(rangeBase, base + chunk);
+  EXPECT_EQ(rangeSize, chunk);
+
+  // The handle behind an address, retained until released once more.
+  CUmemGenericAllocationHandle retained = 0;
+  ASSERT_EQ(CU(cuMemRetainAllocationHandle, CUmemGenericAllocationHandle*, void*)(
+                &retained, reinterpret_cast<void*>(base + chunk + 8)),
+            CUDA_SUCCESS);
+  EXPECT_EQ(retained, handles[1]);
+  EXPECT_EQ(release()(retained), CUDA_SUCCESS);
+  CUmemAllocationProp back{};
+  ASSERT_EQ(CU(cuMemGetAllocationPropertiesFromHandle, CUmemAllocationProp*,
+               CUmemGenericAllocationHandle)(&back, handles[0]),
+            CUDA_SUCCESS);
+  EXPECT_EQ(back.type, CU_MEM_ALLOCATION_TYPE_PINNED);
+  EXPECT_EQ(back.location.type, CU_MEM_LOCATION_TYPE_DEVICE);
+  EXPECT_EQ(back.location.id, 0);
+
+  // Errors: offsets, overlaps, ranges outside the reservation or not whole mappings.
+  CUmemGenericAllocationHandle spare = 0;
+  ASSERT_EQ(create()(&spare, chunk, &prop, 0), CUDA_SUCCESS);
+  EXPECT_EQ(map()(base + 2 * chunk, chunk, 4096, spare, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(map()(base + chunk, chunk, 0, spare, 0), CUDA_ERROR_INVALID_VALUE);       // mapped
+  EXPECT_EQ(map()(base + reserved, chunk, 0, spare, 0), CUDA_ERROR_INVALID_VALUE);    // outside
+  EXPECT_EQ(map()(base + 2 * chunk, chunk, 0, 0x1234, 0), CUDA_ERROR_INVALID_VALUE);  // no handle
+  EXPECT_EQ(map()(base + 2 * chunk, 2 * chunk, 0, spare, 0), CUDA_ERROR_INVALID_VALUE);  // too big
+  EXPECT_EQ(unmap()(base, chunk / 2), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(setAccess()(base, 3 * chunk, &access, 1), CUDA_ERROR_INVALID_VALUE);  // not all mapped
+  EXPECT_EQ(addressFree()(base, reserved), CUDA_ERROR_INVALID_VALUE);             // still mapped
+  EXPECT_EQ(create()(&spare, 1000, &prop, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(release()(spare), CUDA_SUCCESS);
+  EXPECT_EQ(release()(spare), CUDA_ERROR_INVALID_VALUE);  // released already
+
+  // Released while mapped: the pages stay until unmapped.
+  for (auto h : handles) EXPECT_EQ(release()(h), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(out.data(), base + chunk, 4),
+            CUDA_SUCCESS);
+  EXPECT_EQ(out[0], 42u);
+  EXPECT_EQ(unmap()(base, 2 * chunk), CUDA_SUCCESS);  // both mappings in one call
+  EXPECT_EQ(
+      CU(cuMemGetAddressRange, CUdeviceptr*, size_t*, CUdeviceptr)(&rangeBase, &rangeSize, base),
+      CUDA_ERROR_NOT_FOUND);  // device memory no more
+  EXPECT_EQ(addressFree()(base, reserved / 2), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(addressFree()(base, reserved), CUDA_SUCCESS);
+  EXPECT_EQ(addressFree()(base, reserved), CUDA_ERROR_INVALID_VALUE);
+}
+
+// A handle exported as a file descriptor and imported again maps the same pages.
+TEST_F(Driver, ExportedPhysicalMemoryMapsTheSamePages) {
+  const size_t bytes = 1 << 20;
+  CUmemAllocationProp exportable = deviceProp(true), plain = deviceProp();
+  CUmemGenericAllocationHandle handle = 0, local = 0, imported = 0;
+  ASSERT_EQ(create()(&handle, bytes, &exportable, 0), CUDA_SUCCESS);
+  ASSERT_EQ(create()(&local, bytes, &plain, 0), CUDA_SUCCESS);
+  auto exportHandle = CU(cuMemExportToShareableHandle, void*, CUmemGenericAllocationHandle,
+                         CUmemAllocationHandleType, unsigned long long);
+  auto importHandle = CU(cuMemImportFromShareableHandle, CUmemGenericAllocationHandle*, void*,
+                         CUmemAllocationHandleType);
+  int fd = -1;
+  EXPECT_EQ(exportHandle(&fd, local, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+            CUDA_ERROR_INVALID_VALUE);  // not created exportable
+  EXPECT_EQ(exportHandle(&fd, handle, CU_MEM_HANDLE_TYPE_WIN32, 0), CUDA_ERROR_NOT_SUPPORTED);
+  ASSERT_EQ(exportHandle(&fd, handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), CUDA_SUCCESS);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(importHandle(&imported, reinterpret_cast<void*>(static_cast<intptr_t>(fd)),
+                         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+            CUDA_SUCCESS);
+  close(fd);
+  EXPECT_NE(imported, handle);
+  CUdeviceptr base = 0;
+  ASSERT_EQ(reserve()(&base, 2 * bytes, 2 * bytes, 0, 0), CUDA_SUCCESS);
+  EXPECT_EQ(base % (2 * bytes), 0u);  // the alignment asked for
+  ASSERT_EQ(map()(base, bytes, 0, handle, 0), CUDA_SUCCESS);
+  ASSERT_EQ(map()(base + bytes, bytes, 0, imported, 0), CUDA_SUCCESS);
+  CUmemAccessDesc access = readWrite();
+  ASSERT_EQ(setAccess()(base, 2 * bytes, &access, 1), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemsetD32, CUdeviceptr, unsigned, size_t)(base, 0xabcd1234u, bytes / 4),
+            CUDA_SUCCESS);
+  std::vector<uint32_t> out(bytes / 4);
+  ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(out.data(), base + bytes, bytes),
+            CUDA_SUCCESS);
+  EXPECT_EQ(out.front(), 0xabcd1234u);
+  EXPECT_EQ(out.back(), 0xabcd1234u);
+  EXPECT_EQ(unmap()(base, 2 * bytes), CUDA_SUCCESS);
+  for (auto h : {handle, local, imported}) EXPECT_EQ(release()(h), CUDA_SUCCESS);
+  EXPECT_EQ(addressFree()(base, 2 * bytes), CUDA_SUCCESS);
+}
+
+}  // namespace
+}  // namespace rocuda::cuda::testing
