@@ -45,6 +45,7 @@ Result<Allocation> removeExact(const void* pointer, bool host) {
   bool matches = it != t.byBase.end() && !it->second.registered &&
                  it->second.mappedFrom != MappedFrom::Ipc &&
                  it->second.mappedFrom != MappedFrom::Graphics &&
+                 it->second.mappedFrom != MappedFrom::VirtualMemory &&
                  (host ? it->second.kind == AllocationKind::Host
                        : it->second.kind == AllocationKind::Device ||
                              it->second.kind == AllocationKind::Managed);

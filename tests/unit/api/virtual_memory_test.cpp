@@ -166,6 +166,7 @@ TEST_F(Driver, ChunksMappedBackToBackRunAKernelOverTheRange) {
   EXPECT_EQ(unmap()(base, chunk / 2), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(setAccess()(base, 3 * chunk, &access, 1), CUDA_ERROR_INVALID_VALUE);  // not all mapped
   EXPECT_EQ(addressFree()(base, reserved), CUDA_ERROR_INVALID_VALUE);             // still mapped
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(base), CUDA_ERROR_INVALID_VALUE);          // cuMemUnmap's
   EXPECT_EQ(create()(&spare, 1000, &prop, 0), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(release()(spare), CUDA_SUCCESS);
   EXPECT_EQ(release()(spare), CUDA_ERROR_INVALID_VALUE);  // released already
