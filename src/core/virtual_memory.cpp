@@ -59,6 +59,14 @@ State& state() {
   return *s;
 }
 
+// The physical memory a handle names while the application holds a reference, or end().
+std::map<uint64_t, Physical>::iterator livePhysical(State& s, uint64_t handle) {
+  auto it = s.physical.find(handle);
+  return it != s.physical.end() && it->second.references > 0 ? it : s.physical.end();
+}
+
+Error notLive() { return makeError(ErrorCode::InvalidValue, "not a live allocation handle"); }
+
 // The pages go when nothing references or maps them any more.
 void dropIfUnused(State& s, std::map<uint64_t, Physical>::iterator it) {
   if (it->second.references > 0 || it->second.mappings > 0) return;
@@ -162,18 +170,16 @@ Result<uint64_t> importPhysicalMemory(Device& device, int fd) {
 Result<PhysicalMemoryInfo> physicalMemory(uint64_t handle) {
   State& s = state();
   std::lock_guard lock(s.mutex);
-  auto it = s.physical.find(handle);
-  if (it == s.physical.end() || it->second.references == 0)
-    return makeError(ErrorCode::InvalidValue, "not a live allocation handle");
+  auto it = livePhysical(s, handle);
+  if (it == s.physical.end()) return notLive();
   return PhysicalMemoryInfo{it->second.device, it->second.bytes, it->second.exportable};
 }
 
 Result<int> exportPhysicalMemory(uint64_t handle) {
   State& s = state();
   std::lock_guard lock(s.mutex);
-  auto it = s.physical.find(handle);
-  if (it == s.physical.end() || it->second.references == 0)
-    return makeError(ErrorCode::InvalidValue, "not a live allocation handle");
+  auto it = livePhysical(s, handle);
+  if (it == s.physical.end()) return notLive();
   if (!it->second.exportable)
     return makeError(ErrorCode::InvalidValue,
                      "the allocation was not created exportable as a file descriptor");
@@ -185,9 +191,8 @@ Result<int> exportPhysicalMemory(uint64_t handle) {
 Status releasePhysicalMemory(uint64_t handle) {
   State& s = state();
   std::lock_guard lock(s.mutex);
-  auto it = s.physical.find(handle);
-  if (it == s.physical.end() || it->second.references == 0)
-    return makeError(ErrorCode::InvalidValue, "not a live allocation handle");
+  auto it = livePhysical(s, handle);
+  if (it == s.physical.end()) return notLive();
   --it->second.references;
   dropIfUnused(s, it);
   return Status::success();
@@ -211,9 +216,8 @@ Status mapPhysicalMemory(uintptr_t address, size_t bytes, size_t offset, uint64_
                      "address and size must be multiples of the granularity");
   State& s = state();
   std::lock_guard lock(s.mutex);
-  auto physical = s.physical.find(handle);
-  if (physical == s.physical.end() || physical->second.references == 0)
-    return makeError(ErrorCode::InvalidValue, "not a live allocation handle");
+  auto physical = livePhysical(s, handle);
+  if (physical == s.physical.end()) return notLive();
   if (bytes > physical->second.bytes)
     return makeError(ErrorCode::InvalidValue, "size is beyond the allocation");
   if (reservationOf(s, address, bytes) == s.reservations.end())
