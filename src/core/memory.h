@@ -37,7 +37,8 @@ struct Allocation {
 
 // The allocation containing [pointer, pointer+1), if any.
 std::optional<Allocation> findAllocation(const void* pointer);
-// True when [pointer, pointer+bytes) lies inside one allocation.
+// True when [pointer, pointer+bytes) lies inside one allocation, or inside physical memory
+// mapped back to back by cuMemMap (one range of device memory).
 bool isInsideAllocation(const void* pointer, size_t bytes);
 
 Result<void*> allocateDevice(Context& context, size_t bytes);

@@ -83,9 +83,10 @@ std::map<uintptr_t, size_t>::iterator reservationOf(State& s, uintptr_t address,
   return it;
 }
 
-// The mappings that exactly cover [address, address + bytes), in order; empty when they do not.
-std::vector<std::map<uintptr_t, Mapping>::iterator> coveringMappings(State& s, uintptr_t address,
-                                                                     size_t bytes) {
+// The mappings that exactly cover [address, address + bytes), in order, or an error.
+Result<std::vector<std::map<uintptr_t, Mapping>::iterator>> wholeMappings(State& s,
+                                                                          uintptr_t address,
+                                                                          size_t bytes) {
   std::vector<std::map<uintptr_t, Mapping>::iterator> covering;
   uintptr_t at = address;
   auto it = s.mappings.find(address);
@@ -94,8 +95,17 @@ std::vector<std::map<uintptr_t, Mapping>::iterator> coveringMappings(State& s, u
     at += it->second.bytes;
     ++it;
   }
-  if (at != address + bytes) covering.clear();
+  if (covering.empty() || at != address + bytes)
+    return makeError(ErrorCode::InvalidValue, "the range is not exactly a set of whole mappings");
   return covering;
+}
+
+// The mapping containing `address`, or an error.
+Result<std::map<uintptr_t, Mapping>::iterator> mappingAt(State& s, uintptr_t address) {
+  auto it = s.mappings.upper_bound(address);
+  if (it == s.mappings.begin() || address >= std::prev(it)->first + std::prev(it)->second.bytes)
+    return makeError(ErrorCode::InvalidValue, "no physical memory is mapped at this address");
+  return std::prev(it);
 }
 
 bool aligned(uint64_t value) { return value % hostPage() == 0; }
@@ -201,10 +211,9 @@ Status releasePhysicalMemory(uint64_t handle) {
 Result<uint64_t> retainPhysicalMemoryAt(uintptr_t address) {
   State& s = state();
   std::lock_guard lock(s.mutex);
-  auto it = s.mappings.upper_bound(address);
-  if (it == s.mappings.begin() || address >= std::prev(it)->first + std::prev(it)->second.bytes)
-    return makeError(ErrorCode::InvalidValue, "no physical memory is mapped at this address");
-  --it;
+  Result<std::map<uintptr_t, Mapping>::iterator> found = mappingAt(s, address);
+  if (!found) return found.error();
+  auto it = *found;
   ++s.physical.at(it->second.handle).references;
   return it->second.handle;
 }
@@ -239,10 +248,9 @@ Status mapPhysicalMemory(uintptr_t address, size_t bytes, size_t offset, uint64_
 Status unmapPhysicalMemory(uintptr_t address, size_t bytes) {
   State& s = state();
   std::lock_guard lock(s.mutex);
-  auto covering = coveringMappings(s, address, bytes);
-  if (covering.empty())
-    return makeError(ErrorCode::InvalidValue, "the range is not exactly a set of whole mappings");
-  for (auto it : covering) {
+  auto covering = wholeMappings(s, address, bytes);
+  if (!covering) return covering.error();
+  for (auto it : *covering) {
     auto physical = s.physical.find(it->second.handle);
     void* at = reinterpret_cast<void*>(it->first);
     unregisterMapped(at, MappedFrom::VirtualMemory);
@@ -257,23 +265,21 @@ Status unmapPhysicalMemory(uintptr_t address, size_t bytes) {
 Result<Device*> mappedDevice(uintptr_t address, size_t bytes) {
   State& s = state();
   std::lock_guard lock(s.mutex);
-  auto covering = coveringMappings(s, address, bytes);
-  if (covering.empty())
-    return makeError(ErrorCode::InvalidValue, "the range is not exactly a set of whole mappings");
-  return s.physical.at(covering.front()->second.handle).device;
+  auto covering = wholeMappings(s, address, bytes);
+  if (!covering) return covering.error();
+  return s.physical.at(covering->front()->second.handle).device;
 }
 
 Status setMappedAccess(uintptr_t address, size_t bytes, Device& device, unsigned flags) {
   State& s = state();
   std::lock_guard lock(s.mutex);
-  auto covering = coveringMappings(s, address, bytes);
-  if (covering.empty())
-    return makeError(ErrorCode::InvalidValue, "the range is not exactly a set of whole mappings");
-  for (auto it : covering)
+  auto covering = wholeMappings(s, address, bytes);
+  if (!covering) return covering.error();
+  for (auto it : *covering)
     if (s.physical.at(it->second.handle).device != &device)
       return makeError(ErrorCode::NotSupported,
                        "access from another device than the memory's is not supported");
-  for (auto it : covering) {
+  for (auto it : *covering) {
     ROCUDA_TRY(device.backend().setAccess(reinterpret_cast<void*>(it->first), it->second.bytes,
                                           flags != 0, (flags & 2) != 0));
     it->second.access = flags;
@@ -284,10 +290,9 @@ Status setMappedAccess(uintptr_t address, size_t bytes, Device& device, unsigned
 Result<unsigned> mappedAccess(uintptr_t address, Device& device) {
   State& s = state();
   std::lock_guard lock(s.mutex);
-  auto it = s.mappings.upper_bound(address);
-  if (it == s.mappings.begin() || address >= std::prev(it)->first + std::prev(it)->second.bytes)
-    return makeError(ErrorCode::InvalidValue, "no physical memory is mapped at this address");
-  --it;
+  Result<std::map<uintptr_t, Mapping>::iterator> found = mappingAt(s, address);
+  if (!found) return found.error();
+  auto it = *found;
   if (s.physical.at(it->second.handle).device != &device) return 0u;
   return it->second.access;
 }

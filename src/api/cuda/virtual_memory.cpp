@@ -8,6 +8,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <vector>
+
 #include "api/cuda/boundary.h"
 #include "core/context.h"
 #include "core/memory.h"
@@ -130,16 +132,18 @@ ROCUDA_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemA
                                       size_t count) {
   return ROCUDA_API((ptr, size, desc, count), [&]() -> api::Outcome {
     if (desc == nullptr || count == 0) return api::invalidValue("desc is NULL or count 0");
+    // Every descriptor is checked before any access changes.
+    std::vector<core::Device*> devices;
     for (size_t i = 0; i < count; ++i) {
       if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE)
         return {CUDA_ERROR_NOT_SUPPORTED, "access can be given to devices only"};
       if (!api::validAccessFlags(desc[i].flags)) return api::invalidValue("unknown access flags");
       Result<core::Device*> device = api::lookupDevice(desc[i].location.id);
       if (!device) return device.error();
+      devices.push_back(*device);
     }
     for (size_t i = 0; i < count; ++i) {
-      Result<core::Device*> device = api::lookupDevice(desc[i].location.id);
-      Status set = core::setMappedAccess(ptr, size, **device, desc[i].flags);
+      Status set = core::setMappedAccess(ptr, size, *devices[i], desc[i].flags);
       if (!set.ok()) return set;
     }
     return {};
