@@ -20,14 +20,7 @@ namespace {
 
 
 CUresult launchAddOne(CUdeviceptr data, uint32_t n, CUstream stream) {
-  static CUfunction function = [] {
-    CUmodule module = nullptr;
-    CUfunction f = nullptr;
-    EXPECT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, kAddOnePtx), CUDA_SUCCESS);
-    EXPECT_EQ(CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&f, module, "add_one"),
-              CUDA_SUCCESS);
-    return f;
-  }();
+  static CUfunction function = loadAddOne();
   void* params[] = {&data, &n};
   return proc<Launch>("cuLaunchKernel", 7000)(function, (n + 127) / 128, 1, 1, 128, 1, 1, 0, stream,
                                               params, nullptr);

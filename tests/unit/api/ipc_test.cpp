@@ -24,14 +24,7 @@ namespace {
 
 
 CUfunction addOne() {
-  static CUfunction function = [] {
-    CUmodule module = nullptr;
-    CUfunction f = nullptr;
-    EXPECT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, kAddOnePtx), CUDA_SUCCESS);
-    EXPECT_EQ(CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&f, module, "add_one"),
-              CUDA_SUCCESS);
-    return f;
-  }();
+  static CUfunction function = loadAddOne();
   return function;
 }
 

@@ -63,6 +63,16 @@ DONE:
 using Launch = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                             unsigned, unsigned, CUstream, void**, void**);
 
+// add_one of kAddOnePtx, loaded into the current context.
+inline CUfunction loadAddOne() {
+  CUmodule module = nullptr;
+  CUfunction f = nullptr;
+  EXPECT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, kAddOnePtx), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&f, module, "add_one"),
+            CUDA_SUCCESS);
+  return f;
+}
+
 // Every test runs with device 0's primary context current.
 class Driver : public ::testing::Test {
  protected:

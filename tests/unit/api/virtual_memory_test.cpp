@@ -12,9 +12,6 @@
 namespace rocuda::cuda::testing {
 namespace {
 
-using Launch = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                            unsigned, CUstream, void**, void**);
-
 auto reserve() {
   return CU(cuMemAddressReserve, CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long);
 }
@@ -53,15 +50,6 @@ CUmemAccessDesc readWrite() {
   desc.location.id = 0;
   desc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   return desc;
-}
-
-CUfunction addOne() {
-  CUmodule module = nullptr;
-  CUfunction f = nullptr;
-  EXPECT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, kAddOnePtx), CUDA_SUCCESS);
-  EXPECT_EQ(CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&f, module, "add_one"),
-            CUDA_SUCCESS);
-  return f;
 }
 
 TEST_F(Driver, VirtualMemoryAttributesAndGranularity) {
@@ -123,7 +111,7 @@ TEST_F(Driver, ChunksMappedBackToBackRunAKernelOverTheRange) {
   CUdeviceptr data = base;
   uint32_t count = n;
   void* params[] = {&data, &count};
-  ASSERT_EQ(proc<Launch>("cuLaunchKernel", 7000)(addOne(), (n + 127) / 128, 1, 1, 128, 1, 1, 0,
+  ASSERT_EQ(proc<Launch>("cuLaunchKernel", 7000)(loadAddOne(), (n + 127) / 128, 1, 1, 128, 1, 1, 0,
                                                  nullptr, params, nullptr),
             CUDA_SUCCESS);
   std::vector<uint32_t> out(n);
