@@ -253,8 +253,9 @@ Status unmapPhysicalMemory(uintptr_t address, size_t bytes) {
   for (auto it : *covering) {
     auto physical = s.physical.find(it->second.handle);
     void* at = reinterpret_cast<void*>(it->first);
-    unregisterMapped(at, MappedFrom::VirtualMemory);
+    // The backend first: if it fails, the mapping stays recorded and registered as it was.
     ROCUDA_TRY(physical->second.device->backend().unmapPhysical(at, it->second.bytes));
+    unregisterMapped(at, MappedFrom::VirtualMemory);
     --physical->second.mappings;
     dropIfUnused(s, physical);
     s.mappings.erase(it);
