@@ -1,4 +1,5 @@
 // compileForHost: parse -> translate -> verify -> optimise -> emit, plus the ROCUDA_DUMP hook.
+#include <llvm/IR/Instructions.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/raw_ostream.h>
@@ -31,6 +32,52 @@ void dumpModule(const llvm::Module& module, std::string_view name, const char* s
   out << text;
 }
 
+// Whether code of the module takes the address of one of its functions. Direct calls do not,
+// nor does handing a generated helper to a runtime function (the tile functions of warp matrix
+// operations, which each unit may have its own copy of).
+bool takesFunctionAddress(const llvm::Module& module) {
+  for (const llvm::Function& f : module) {
+    if (f.isDeclaration()) continue;
+    for (const llvm::Use& use : f.uses()) {
+      const auto* call = llvm::dyn_cast<llvm::CallBase>(use.getUser());
+      if (call != nullptr && call->isCallee(&use)) continue;
+      const llvm::Function* callee = call != nullptr ? call->getCalledFunction() : nullptr;
+      if (callee != nullptr && callee->getName().starts_with("__rocuda_")) continue;
+      return true;
+    }
+  }
+  return false;
+}
+
+// What is left of a module for its Globals unit: its variables, and no function.
+void dropFunctions(llvm::Module& module) {
+  for (llvm::Function& f : module) f.deleteBody();
+  for (auto it = module.begin(); it != module.end();) {
+    llvm::Function& f = *it++;
+    if (f.use_empty()) f.eraseFromParent();
+  }
+}
+
+Result<HostObject> emitHostObject(llvm::Module& module, llvm::TargetMachine& tm,
+                                  HostObject& result) {
+  auto object = detail::emitObject(module, tm);
+  if (!object.ok()) return object.error();
+  result.object = std::move(*object);
+  return std::move(result);
+}
+
+std::string unitName(std::string_view moduleName, const HostUnit& unit) {
+  switch (unit.kind) {
+    case HostUnit::Kind::WholeModule:
+      break;
+    case HostUnit::Kind::Globals:
+      return std::string(moduleName) + ".globals";
+    case HostUnit::Kind::Kernel:
+      return std::string(moduleName) + "." + unit.kernel;
+  }
+  return std::string(moduleName);
+}
+
 }  // namespace
 
 Result<std::string> neutralIrText(std::string_view ptxText, std::string_view moduleName) {
@@ -46,15 +93,21 @@ Result<std::string> neutralIrText(std::string_view ptxText, std::string_view mod
 }
 
 Result<HostObject> compileForHost(std::string_view ptxText, std::string_view moduleName,
-                                  const CompileOptions& options) {
+                                  const CompileOptions& options, const HostUnit& unit) {
   llvm::LLVMContext context;
   HostObject result;
-  auto translated =
-      detail::translatePtx(context, ptxText, moduleName, result.info, options.memcheck);
+  bool oneKernel = unit.kind == HostUnit::Kind::Kernel;
+  std::string name = unitName(moduleName, unit);
+  auto translated = detail::translatePtx(context, ptxText, moduleName, result.info,
+                                         options.memcheck, oneKernel ? unit.kernel : "");
   if (!translated.ok()) return translated.error();
   std::unique_ptr<llvm::Module> module = std::move(*translated);
-  dumpModule(*module, moduleName, ".ll");
-  ROCUDA_TRY(detail::verifiedIr(*module, moduleName, "translated"));
+  dumpModule(*module, name, ".ll");
+  ROCUDA_TRY(detail::verifiedIr(*module, name, "translated"));
+  if (unit.kind == HostUnit::Kind::Globals && !takesFunctionAddress(*module)) {
+    dropFunctions(*module);
+    result.info.kernelsCompiledSeparately = true;
+  }
   detail::promoteRegisters(*module);
 
   auto tm = detail::createHostTargetMachine(options.optLevel);
@@ -62,7 +115,9 @@ Result<HostObject> compileForHost(std::string_view ptxText, std::string_view mod
   detail::dropMatrixLaneFunctions(*module);
   detail::optimizeForHost(*module, **tm, options.optLevel);
   detail::insertSpinPolls(*module);
-  dumpModule(*module, moduleName, ".host.ll");
+  dumpModule(*module, name, ".host.ll");
+  // A Globals unit without its kernels leaves their KernelInfo as translated.
+  if (result.info.kernelsCompiledSeparately) return emitHostObject(*module, **tm, result);
   for (auto& kernel : result.info.kernels) {
     kernel.usesBarriers = detail::kernelReaches(*module, kernel.name, detail::kBarrierFunctions);
     kernel.usesWarpCollectives =
@@ -70,16 +125,12 @@ Result<HostObject> compileForHost(std::string_view ptxText, std::string_view mod
   }
   if (options.blockFunctions) {
     detail::lowerToBlockForms(*module, result.info);
-    ROCUDA_TRY(detail::verifiedIr(*module, moduleName, "block-form"));
+    ROCUDA_TRY(detail::verifiedIr(*module, name, "block-form"));
     detail::optimizeForHost(*module, **tm, options.optLevel);
     detail::optimizeRoundLoops(*module, **tm, options.optLevel);
-    dumpModule(*module, moduleName, ".block.ll");
+    dumpModule(*module, name, ".block.ll");
   }
-
-  auto object = detail::emitObject(*module, **tm);
-  if (!object.ok()) return object.error();
-  result.object = std::move(*object);
-  return result;
+  return emitHostObject(*module, **tm, result);
 }
 
 }  // namespace rocuda::compiler

@@ -269,6 +269,10 @@ struct GlobalInfo {
 struct ModuleInfo {
   std::vector<KernelInfo> kernels;
   std::vector<GlobalInfo> globals;  // .global and .const variables defined (not .extern)
+  // Host code of a module's HostUnit::Globals unit: its object holds the globals only, and each
+  // kernel is compiled as a unit of its own (its KernelInfo here lacks the fields compiling it
+  // fills: usesBarriers, usesWarpCollectives and the cpu* ones).
+  bool kernelsCompiledSeparately = false;
 
   const KernelInfo* findKernel(std::string_view name) const;
   const GlobalInfo* findGlobal(std::string_view name) const;
@@ -301,10 +305,30 @@ struct HostObject {
 // every cache key, since an object built for one CPU may not run on another.
 std::string hostTargetName();
 
-// Parse, check, translate, optimise and emit host machine code. Errors:
-// InvalidPtx (message holds the formatted diagnostics), UnsupportedPtx, Internal.
+// Which part of a PTX module compileForHost compiles. The CPU device compiles a module's
+// globals when it is loaded and each kernel on its first launch: libraries such as CuPy's CUB
+// module hold hundreds of kernels (half a million PTX instructions) of which a program launches
+// a few, and compiling all of them took more than half an hour.
+struct HostUnit {
+  enum class Kind : uint8_t {
+    WholeModule,  // every kernel and global
+    // Every global, after translating and checking the whole module (so that a module that
+    // cannot be compiled fails to load, as with WholeModule); ModuleInfo::kernels describes
+    // every kernel. When code of the module takes a function's address, the whole module
+    // instead (a function compiled into several units would have several addresses) and
+    // ModuleInfo::kernelsCompiledSeparately is false.
+    Globals,
+    Kernel,  // `kernel` and the functions it reaches; the globals are the Globals unit's
+  };
+  Kind kind = Kind::WholeModule;
+  std::string kernel;
+};
+
+// Parse, check, translate, optimise and emit host machine code for `unit` of the module. Errors:
+// InvalidPtx (message holds the formatted diagnostics), UnsupportedPtx, NotFound (no such
+// kernel), Internal.
 Result<HostObject> compileForHost(std::string_view ptxText, std::string_view moduleName,
-                                  const CompileOptions& options);
+                                  const CompileOptions& options, const HostUnit& unit = {});
 
 // Host code loaded into this process (ORC JIT), with its symbols resolved.
 class HostCode {
@@ -312,6 +336,9 @@ class HostCode {
   virtual ~HostCode() = default;
   // Address of a kernel (`void(void* params)`) or of a global variable; nullptr if absent.
   virtual void* lookup(std::string_view name) = 0;
+  // Link another unit of the same module (HostUnit::Kernel) against what is loaded: its
+  // undefined globals resolve to the loaded units' definitions. InvalidImage as loadHostCode.
+  virtual Status add(const HostObject& unit) = 0;
 };
 
 // Symbols the generated code calls (__rocuda_* and vprintf), supplied by the backend's runtime.

@@ -21,6 +21,13 @@
 namespace rocuda::compiler {
 namespace {
 
+// ROCUDA_PERF_MAP's file (appendToPerfMap below).
+void appendToPerfMap(const HostObject& object, HostCode& code);
+
+Error linkError(const std::string& what, llvm::Error error) {
+  return makeError(ErrorCode::InvalidImage, what + ": " + llvm::toString(std::move(error)));
+}
+
 class JitHostCode final : public HostCode {
  public:
   JitHostCode(std::unique_ptr<llvm::orc::LLJIT> jit, std::shared_ptr<std::string> reported)
@@ -35,6 +42,30 @@ class JitHostCode final : public HostCode {
     return symbol->toPtr<void*>();
   }
 
+  // Add the unit's object and link its kernels and globals now, so that a missing symbol is
+  // reported here rather than at the first launch.
+  Status add(const HostObject& unit) override {
+    std::lock_guard lock(mutex_);  // one link at a time: the reported message is shared
+    reported_->clear();
+    auto buffer = llvm::MemoryBuffer::getMemBufferCopy(
+        llvm::StringRef(reinterpret_cast<const char*>(unit.object.data()), unit.object.size()),
+        "rocuda-host-object");
+    if (auto err = jit_->addObjectFile(std::move(buffer)))
+      return linkError("cannot load the host object", std::move(err));
+    std::string message;
+    for (const auto& kernel : unit.info.kernels)
+      if (!unit.info.kernelsCompiledSeparately && !resolve(hostEntrySymbol(kernel), message))
+        return makeError(ErrorCode::InvalidImage,
+                         "cannot link kernel '" + kernel.name + "': " + message);
+    for (const auto& global : unit.info.globals)
+      if (!resolve(global.name, message))
+        return makeError(ErrorCode::InvalidImage,
+                         "cannot link global '" + global.name + "': " + message);
+    if (env::getFlag("ROCUDA_PERF_MAP", false)) appendToPerfMap(unit, *this);
+    return Status::success();
+  }
+
+ private:
   // Link `name` now; on failure the message is what the JIT reported as the cause ("Symbols not
   // found: [ NRT_Allocate ]"). The lookup's own error lists every symbol of the module it could
   // not materialise (thousands of names in a large module), so it is only the fallback.
@@ -51,7 +82,7 @@ class JitHostCode final : public HostCode {
     return false;
   }
 
- private:
+  std::mutex mutex_;
   std::unique_ptr<llvm::orc::LLJIT> jit_;
   std::shared_ptr<std::string> reported_;
 };
@@ -95,10 +126,6 @@ void appendToPerfMap(const HostObject& object, HostCode& code) {
   std::fclose(map);
 }
 
-Error linkError(const std::string& what, llvm::Error error) {
-  return makeError(ErrorCode::InvalidImage, what + ": " + llvm::toString(std::move(error)));
-}
-
 }  // namespace
 
 Result<std::unique_ptr<HostCode>> loadHostCode(const HostObject& object,
@@ -133,24 +160,8 @@ Result<std::unique_ptr<HostCode>> loadHostCode(const HostObject& object,
   if (!generator) return linkError("cannot search the process", generator.takeError());
   dylib.addGenerator(std::move(*generator));
 
-  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(
-      llvm::StringRef(reinterpret_cast<const char*>(object.object.data()), object.object.size()),
-      "rocuda-host-object");
-  if (auto err = jit->addObjectFile(std::move(buffer)))
-    return linkError("cannot load the host object", std::move(err));
-
   auto code = std::make_unique<JitHostCode>(std::move(jit), reported);
-  // Link now, so that a missing symbol is reported here rather than at the first launch.
-  std::string message;
-  for (const auto& kernel : object.info.kernels)
-    if (!code->resolve(hostEntrySymbol(kernel), message))
-      return makeError(ErrorCode::InvalidImage,
-                       "cannot link kernel '" + kernel.name + "': " + message);
-  for (const auto& global : object.info.globals)
-    if (!code->resolve(global.name, message))
-      return makeError(ErrorCode::InvalidImage,
-                       "cannot link global '" + global.name + "': " + message);
-  if (env::getFlag("ROCUDA_PERF_MAP", false)) appendToPerfMap(object, *code);
+  ROCUDA_TRY(code->add(object));
   return std::unique_ptr<HostCode>(std::move(code));
 }
 

@@ -8,7 +8,7 @@ namespace rocuda::compiler {
 namespace {
 
 constexpr uint8_t kMagic[4] = {'R', 'C', 'M', 'I'};
-constexpr uint32_t kFormatVersion = 4;
+constexpr uint32_t kFormatVersion = 5;
 
 class Writer {
  public:
@@ -156,6 +156,7 @@ std::vector<uint8_t> ModuleInfo::serialize() const {
     w.u8(static_cast<uint8_t>(g.space));
     w.u64(g.size);
   }
+  w.u8(kernelsCompiledSeparately ? 1 : 0);
   return w.take();
 }
 
@@ -188,6 +189,9 @@ Result<ModuleInfo> ModuleInfo::deserialize(const uint8_t* data, size_t size) {
       return bad("bad global state space");
     g.space = static_cast<ptx::StateSpace>(space);
   }
+  uint8_t separately = 0;
+  if (!r.u8(separately) || separately > 1) return bad("bad unit flag");
+  info.kernelsCompiledSeparately = separately != 0;
   if (r.left() != 0) return bad("trailing bytes");
   return info;
 }

@@ -293,7 +293,8 @@ Status ModuleTranslator::declareGlobals(ModuleInfo& info) {
     uint64_t count = var.sizeInBytes() / elementBytes;
     if (count == 0) count = std::max<size_t>(var.initializer.size(), 1);
     auto* type = llvm::ArrayType::get(llvm::IntegerType::get(context_, elementBytes * 8), count);
-    bool external = var.linkage == ptx::Linkage::Extern;
+    // In one kernel's unit every variable is a declaration: another unit defines it.
+    bool external = var.linkage == ptx::Linkage::Extern || !onlyKernel.empty();
     // Not constant even for .const: the host writes __constant__ data through cuMemcpyHtoD.
     auto* gv = new llvm::GlobalVariable(*module_, type, false, llvm::GlobalValue::ExternalLinkage,
                                         nullptr, var.name);
@@ -411,10 +412,30 @@ Result<std::unique_ptr<llvm::Module>> ModuleTranslator::translate(ModuleInfo& in
     return makeError(ErrorCode::UnsupportedPtx, ".address_size 32 is not supported");
   ROCUDA_TRY(layoutShared());
   ROCUDA_TRY(declareGlobals(info));
+  std::set<std::string> selected;  // with onlyKernel: the functions to translate
+  if (!onlyKernel.empty()) {
+    const ptx::Function* kernel = findFunctionDef(onlyKernel);
+    if (kernel == nullptr || !kernel->isEntry || kernel->isDeclaration)
+      return makeError(ErrorCode::NotFound, "the module has no kernel '" + onlyKernel + "'");
+    selected = reachableFunctions(ptx_, onlyKernel);
+  }
   for (const auto& fn : ptx_.functions) {
     if (fn.isDeclaration || functionDefs_[fn.name] != &fn) continue;
+    if (!onlyKernel.empty() && !selected.count(fn.name)) continue;
     FunctionTranslator ft(*this, fn, functions_[fn.name]);
     ROCUDA_TRY(ft.translate());
+  }
+  if (!onlyKernel.empty()) {
+    // The functions left out are internal declarations, which are not valid IR: none is used
+    // (nothing translated reaches them), so they go.
+    for (auto it = module_->begin(); it != module_->end();) {
+      llvm::Function& f = *it++;
+      if (!f.isDeclaration() || !f.hasLocalLinkage()) continue;
+      if (!f.use_empty())
+        return makeError(ErrorCode::Internal, "kernel '" + onlyKernel + "' uses function '" +
+                                                  f.getName().str() + "', which it cannot reach");
+      f.eraseFromParent();
+    }
   }
   defineDeviceSyscalls(*this);
   if (!keepsF32Subnormals)
@@ -422,7 +443,8 @@ Result<std::unique_ptr<llvm::Module>> ModuleTranslator::translate(ModuleInfo& in
                            llvm::ConstantInt::get(llvm::Type::getInt32Ty(context_), 1));
   // Kernels in source order.
   for (const auto& fn : ptx_.functions)
-    if (fn.isEntry && !fn.isDeclaration && functionDefs_[fn.name] == &fn)
+    if (fn.isEntry && !fn.isDeclaration && functionDefs_[fn.name] == &fn &&
+        (onlyKernel.empty() || fn.name == onlyKernel))
       info.kernels.push_back(kernelInfo(fn));
   return std::move(module_);
 }
@@ -430,11 +452,12 @@ Result<std::unique_ptr<llvm::Module>> ModuleTranslator::translate(ModuleInfo& in
 Result<std::unique_ptr<llvm::Module>> translatePtx(llvm::LLVMContext& context,
                                                    std::string_view ptxText,
                                                    std::string_view moduleName, ModuleInfo& info,
-                                                   bool memcheck) {
+                                                   bool memcheck, std::string_view onlyKernel) {
   ptx::ParseResult parsed = ptx::parseModule(ptxText, moduleName);
   if (parsed.hasErrors()) return makeError(ErrorCode::InvalidPtx, parsed.formatDiagnostics());
   ModuleTranslator translator(context, parsed.module, moduleName);
   translator.memcheck = memcheck;
+  translator.onlyKernel = std::string(onlyKernel);
   return translator.translate(info);
 }
 

@@ -92,6 +92,11 @@ class ModuleTranslator {
 
   // Instrument every memory access with a __rocuda_memcheck call (host code only).
   bool memcheck = false;
+  // When set: translate only this kernel and the functions it can reach, with the module's
+  // .global/.const variables declared rather than defined (one kernel's unit of the CPU
+  // device's lazy compilation, linked against the unit that defines them); `info` then
+  // describes that kernel and no globals.
+  std::string onlyKernel;
   // Set by an instruction whose result can depend on f32 subnormals (see kF32FlushFlag).
   bool keepsF32Subnormals = false;
 
@@ -220,10 +225,12 @@ class FunctionTranslator {
 // Parse `ptxText` and translate it into a target-neutral module in `context`, filling `info`:
 // InvalidPtx with every parser diagnostic, or the translator's own error. Not verified yet (the
 // callers dump the IR first, so that IR that does not verify can be looked at).
+// With `onlyKernel`, only that kernel (ModuleTranslator::onlyKernel).
 Result<std::unique_ptr<llvm::Module>> translatePtx(llvm::LLVMContext& context,
                                                    std::string_view ptxText,
                                                    std::string_view moduleName, ModuleInfo& info,
-                                                   bool memcheck = false);
+                                                   bool memcheck = false,
+                                                   std::string_view onlyKernel = {});
 
 // An Internal error saying that `stage`'s IR of `moduleName` does not verify, and why (a
 // compiler fault), when `module` is not valid IR.

@@ -33,6 +33,13 @@ const std::vector<Variable>& variables() {
        "continuations: for comparing the two and for isolating a suspected compiler fault."},
       {"ROCUDA_CPU_THREADS", "number of cores",
        "Worker threads of the CPU device's thread pool (blocks run in parallel on them)."},
+      {"CUDA_MODULE_LOADING", "LAZY",
+       "`EAGER` makes the CPU device compile every kernel of a module when the module is "
+       "loaded. By default (`LAZY`, as NVIDIA's driver does since CUDA 12.2) it compiles a "
+       "module's global variables when the module is loaded and each kernel on its first "
+       "launch, so that a library of hundreds of kernels costs only the kernels a program "
+       "launches (the module is still checked whole at load). NVIDIA's CUDA runtime reads it "
+       "too."},
       {"ROCUDA_MEMCHECK", "0",
        "`1` checks every global, shared, local and generic memory access of kernels on the CPU "
        "device against the block's shared memory, the thread's local memory and the live "

@@ -34,21 +34,160 @@ namespace {
 // alignment assumptions applications make hold.
 constexpr size_t kAllocationAlignment = 256;
 
-class CpuKernel final : public LoadedKernel {
+// How the environment asks for code to be compiled (read when a module is loaded: every unit
+// of the module is compiled alike).
+struct HostCompileSettings {
+  compiler::CompileOptions options;
+  std::string variant;  // the options, in the cache key
+
+  static HostCompileSettings current() {
+    HostCompileSettings settings;
+    compiler::CompileOptions& options = settings.options;
+    options.blockFunctions = env::get("ROCUDA_CPU_BLOCK_FORMS").value_or("1") != "0";
+    options.memcheck = memcheckEnabled();
+    settings.variant = "O" + std::to_string(options.optLevel) +
+                       (options.blockFunctions ? "" : " threads") +
+                       (options.memcheck ? " memcheck" : "");
+    return settings;
+  }
+};
+
+// Compiles PTX for this host through the code cache.
+class HostCompiler {
  public:
-  CpuKernel(const compiler::KernelInfo& info, KernelCode code) : info_(info), code_(code) {}
-  const compiler::KernelInfo& info() const override { return info_; }
-  const KernelCode& code() const { return code_; }
+  HostCompiler() : hostTarget_(compiler::hostTargetName()) {}
+
+  const std::string& hostTarget() const { return hostTarget_; }
+
+  // `unit` of the module whose PTX is `ptx` (its SHA-256 `digest`) compiled and handed to
+  // `link`. A cached object that does not link (left by another build of Rocuda) is compiled
+  // again.
+  template <typename Link>
+  Status compileAndLink(std::string_view ptx, std::string_view digest, std::string_view moduleName,
+                        const HostCompileSettings& settings, const compiler::HostUnit& unit,
+                        Link link) {
+    bool fromCache = false;
+    auto object = compileCached(ptx, digest, moduleName, settings, unit, false, &fromCache);
+    if (!object.ok()) return object.takeError();
+    Status linked = link(*object);
+    if (linked.ok() || !fromCache) return linked;
+    log::warning("cached code for '" + std::string(moduleName) + "' does not link (" +
+                 linked.error().message + "); recompiling");
+    object = compileCached(ptx, digest, moduleName, settings, unit, /*refresh=*/true, &fromCache);
+    if (!object.ok()) return object.takeError();
+    return link(*object);
+  }
 
  private:
-  const compiler::KernelInfo& info_;
-  KernelCode code_;
+  Result<compiler::HostObject> compileCached(std::string_view ptx, std::string_view digest,
+                                             std::string_view moduleName,
+                                             const HostCompileSettings& settings,
+                                             const compiler::HostUnit& unit, bool refresh,
+                                             bool* fromCache) {
+    using Kind = compiler::HostUnit::Kind;
+    std::string unitKey = unit.kind == Kind::Kernel    ? "kernel " + unit.kernel
+                          : unit.kind == Kind::Globals ? "globals"
+                                                       : "module";
+    std::string key = DiskCache::keyOf(
+        {compiler::kCompilerVersion, hostTarget_, settings.variant, digest, unitKey});
+    std::string what = std::string(moduleName) +
+                       (unit.kind == Kind::Kernel ? ", kernel " + unit.kernel : std::string());
+    return DiskCache::instance().loadOrCompile<compiler::HostObject>(
+        key, what,
+        [&] {
+          log::info("compiling PTX module '" + what + "' for the host");
+          return compiler::compileForHost(ptx, moduleName, settings.options, unit);
+        },
+        refresh, fromCache);
+  }
+
+  std::string hostTarget_;  // triple, CPU and features: code for one CPU may not run on another
+};
+
+// The symbols generated code calls: the device runtime's and memcheck's.
+const compiler::RuntimeSymbols& runtimeSymbols() {
+  static const compiler::RuntimeSymbols runtime = [] {
+    compiler::RuntimeSymbols symbols = deviceRuntimeSymbols();
+    for (auto& symbol : memcheckRuntimeSymbols()) symbols.push_back(std::move(symbol));
+    return symbols;
+  }();
+  return runtime;
+}
+
+// A kernel's entry points in loaded host code, for the form `info` says it took.
+Result<KernelCode> kernelCode(const compiler::KernelInfo& info, compiler::HostCode& code) {
+  KernelCode kernelCode;
+  kernelCode.execution = info.cpuExecution;
+  kernelCode.frameBytes = info.cpuFrameBytes;
+  kernelCode.uniformFrameBytes = info.cpuUniformFrameBytes;
+  void* address = code.lookup(compiler::hostEntrySymbol(info));
+  switch (info.cpuExecution) {
+    case compiler::CpuExecution::BlockLoop:
+      kernelCode.blockLoop = reinterpret_cast<BlockLoopEntry>(address);
+      break;
+    case compiler::CpuExecution::Continuation:
+      kernelCode.continuation = reinterpret_cast<ContinuationEntry>(address);
+      kernelCode.round =
+          reinterpret_cast<RoundEntry>(code.lookup(compiler::roundSymbol(info.name)));
+      if (kernelCode.round == nullptr) address = nullptr;
+      break;
+    case compiler::CpuExecution::ThreadEntry:
+      kernelCode.threadEntry = reinterpret_cast<KernelEntry>(address);
+      if (!info.cpuSlowPathReason.empty())
+        log::info("kernel '" + info.name +
+                  "' runs on the slow path (a fiber per thread): " + info.cpuSlowPathReason);
+      break;
+  }
+  if (address == nullptr)
+    return makeError(ErrorCode::InvalidImage, "compiled code lacks kernel '" + info.name + "'");
+  return kernelCode;
+}
+
+// A kernel's host code and what compiling it found out (its block form, whether it waits).
+struct CompiledKernel {
+  compiler::KernelInfo info;
+  KernelCode code;
+};
+
+class CpuModule;
+
+class CpuKernel final : public LoadedKernel {
+ public:
+  CpuKernel(CpuModule& module, const compiler::KernelInfo& info) : module_(module), info_(info) {}
+  // As compiled once it is, else as translated.
+  const compiler::KernelInfo& info() const override {
+    return ready_.load(std::memory_order_acquire) ? compiled_.info : info_;
+  }
+
+  // The kernel's code, compiled on the first call when its module compiles kernels separately
+  // (a failure is kept and returned again).
+  Result<const CompiledKernel*> compiled();
+  void setCompiled(CompiledKernel compiled) {
+    compiled_ = std::move(compiled);
+    ready_.store(true, std::memory_order_release);
+  }
+
+ private:
+  CpuModule& module_;
+  const compiler::KernelInfo& info_;  // as translated (the module's)
+  std::atomic<bool> ready_{false};
+  std::mutex mutex_;  // held while compiling
+  CompiledKernel compiled_;
+  std::optional<Error> failure_;
 };
 
 class CpuModule final : public LoadedModule {
  public:
-  CpuModule(compiler::ModuleInfo info, std::unique_ptr<compiler::HostCode> code)
-      : info_(std::move(info)), code_(std::move(code)) {
+  CpuModule(HostCompiler& compiler, HostCompileSettings settings, std::string ptx,
+            std::string digest, std::string name, compiler::ModuleInfo info,
+            std::unique_ptr<compiler::HostCode> code)
+      : compiler_(compiler),
+        settings_(std::move(settings)),
+        digest_(std::move(digest)),
+        name_(std::move(name)),
+        info_(std::move(info)),
+        code_(std::move(code)) {
+    if (info_.kernelsCompiledSeparately) ptx_ = std::move(ptx);
     if (!memcheckEnabled()) return;
     for (const auto& global : info_.globals)
       if (void* address = code_->lookup(global.name)) {
@@ -60,36 +199,43 @@ class CpuModule final : public LoadedModule {
     for (void* address : memcheckGlobals_) AllocationMap::instance().remove(address, false);
   }
 
+  // Every kernel of the module; those its object holds get their code now.
   Status resolveKernels() {
     for (const auto& kernelInfo : info_.kernels) {
-      KernelCode kernelCode;
-      kernelCode.execution = kernelInfo.cpuExecution;
-      kernelCode.frameBytes = kernelInfo.cpuFrameBytes;
-      kernelCode.uniformFrameBytes = kernelInfo.cpuUniformFrameBytes;
-      void* address = code_->lookup(compiler::hostEntrySymbol(kernelInfo));
-      switch (kernelInfo.cpuExecution) {
-        case compiler::CpuExecution::BlockLoop:
-          kernelCode.blockLoop = reinterpret_cast<BlockLoopEntry>(address);
-          break;
-        case compiler::CpuExecution::Continuation:
-          kernelCode.continuation = reinterpret_cast<ContinuationEntry>(address);
-          kernelCode.round = reinterpret_cast<RoundEntry>(
-              code_->lookup(compiler::roundSymbol(kernelInfo.name)));
-          if (kernelCode.round == nullptr) address = nullptr;
-          break;
-        case compiler::CpuExecution::ThreadEntry:
-          kernelCode.threadEntry = reinterpret_cast<KernelEntry>(address);
-          if (!kernelInfo.cpuSlowPathReason.empty())
-            log::info("kernel '" + kernelInfo.name + "' runs on the slow path (a fiber per " +
-                      "thread): " + kernelInfo.cpuSlowPathReason);
-          break;
+      auto kernel = std::make_unique<CpuKernel>(*this, kernelInfo);
+      if (!info_.kernelsCompiledSeparately) {
+        auto code = kernelCode(kernelInfo, *code_);
+        if (!code.ok()) return code.takeError();
+        kernel->setCompiled(CompiledKernel{kernelInfo, *code});
       }
-      if (address == nullptr)
-        return makeError(ErrorCode::InvalidImage,
-                         "compiled code lacks kernel '" + kernelInfo.name + "'");
-      kernels_.emplace(kernelInfo.name, std::make_unique<CpuKernel>(kernelInfo, kernelCode));
+      kernels_.emplace(kernelInfo.name, std::move(kernel));
     }
+    pendingKernels_ = info_.kernelsCompiledSeparately ? info_.kernels.size() : 0;
     return Status::success();
+  }
+
+  // Compile one kernel of a module that compiles them separately, and link it in.
+  Result<CompiledKernel> compileKernel(const compiler::KernelInfo& kernel) {
+    compiler::HostUnit unit{compiler::HostUnit::Kind::Kernel, kernel.name};
+    CompiledKernel compiled;
+    Status status = compiler_.compileAndLink(
+        ptx_, digest_, name_, settings_, unit, [&](const compiler::HostObject& object) -> Status {
+          if (object.info.kernels.size() != 1 || object.info.kernels[0].name != kernel.name)
+            return makeError(ErrorCode::InvalidImage,
+                             "compiled code for kernel '" + kernel.name + "' describes others");
+          ROCUDA_TRY(code_->add(object));
+          auto code = kernelCode(object.info.kernels[0], *code_);
+          if (!code.ok()) return code.takeError();
+          compiled = CompiledKernel{object.info.kernels[0], *code};
+          return Status::success();
+        });
+    // The PTX is kept until every kernel has been compiled (or has failed to).
+    if (--pendingKernels_ == 0) {  // no other compile can be running
+      ptx_.clear();
+      ptx_.shrink_to_fit();
+    }
+    if (!status.ok()) return status.error();
+    return compiled;
   }
 
   const compiler::ModuleInfo& info() const override { return info_; }
@@ -102,11 +248,31 @@ class CpuModule final : public LoadedModule {
   }
 
  private:
+  HostCompiler& compiler_;
+  HostCompileSettings settings_;
+  std::string ptx_;  // kernels compiled separately: the module's PTX, until all are compiled
+  std::string digest_;
+  std::string name_;
   compiler::ModuleInfo info_;
   std::unique_ptr<compiler::HostCode> code_;
   std::map<std::string, std::unique_ptr<CpuKernel>, std::less<>> kernels_;
+  std::atomic<size_t> pendingKernels_{0};
   std::vector<void*> memcheckGlobals_;  // registered in the memcheck allocation map
 };
+
+Result<const CompiledKernel*> CpuKernel::compiled() {
+  if (ready_.load(std::memory_order_acquire)) return &compiled_;
+  std::lock_guard lock(mutex_);
+  if (ready_.load(std::memory_order_acquire)) return &compiled_;
+  if (failure_) return *failure_;
+  auto compiled = module_.compileKernel(info_);
+  if (!compiled.ok()) {
+    failure_ = compiled.error();
+    return compiled.takeError();
+  }
+  setCompiled(std::move(*compiled));
+  return &compiled_;
+}
 
 unsigned configuredThreads() {
   if (auto value = env::get("ROCUDA_CPU_THREADS")) {
@@ -176,9 +342,6 @@ class CpuDevice final : public DeviceBackend {
   void describe();
   Status runCooperative(GridState& grid, uint64_t blocks,
                         const std::function<void(uint64_t)>& runOne, std::atomic<bool>& failed);
-  // The host object for `ptx`, from the code cache unless `refresh`; `fromCache` tells which.
-  Result<compiler::HostObject> compileCached(std::string_view ptx, std::string_view moduleName,
-                                             bool refresh, bool* fromCache);
 
   Result<void*> allocate(size_t bytes) {
     size_t rounded = (std::max<size_t>(bytes, 1) + kAllocationAlignment - 1) /
@@ -215,7 +378,7 @@ class CpuDevice final : public DeviceBackend {
   void releaseReusable();                  // caller holds regionsMutex_
 
   DeviceDescription description_;
-  std::string hostTarget_;  // triple, CPU and features: code for one CPU may not run on another
+  HostCompiler compiler_;
   ThreadPool pool_;
   CoResidentThreads coResident_;  // cooperative grids: a thread per block
   std::atomic<uint32_t> nextGridId_{1};
@@ -393,8 +556,8 @@ void CpuDevice::describe() {
   DeviceDescription& d = description_;
   d.backendName = "cpu";
   d.name = "Rocuda CPU (" + platform::cpuModelName() + ")";
-  hostTarget_ = compiler::hostTargetName();
-  d.nativeTarget = hostTarget_.substr(0, hostTarget_.find(" +"));  // without the feature list
+  const std::string& hostTarget = compiler_.hostTarget();
+  d.nativeTarget = hostTarget.substr(0, hostTarget.find(" +"));  // without the feature list
   auto [major, minor] = env::computeCapability();
   d.computeCapabilityMajor = major;
   d.computeCapabilityMinor = minor;
@@ -414,47 +577,28 @@ void CpuDevice::describe() {
   std::copy_n(digest.begin(), 16, d.uuid.begin());
 }
 
-Result<compiler::HostObject> CpuDevice::compileCached(std::string_view ptx,
-                                                      std::string_view moduleName, bool refresh,
-                                                      bool* fromCache) {
-  compiler::CompileOptions options;
-  options.blockFunctions = env::get("ROCUDA_CPU_BLOCK_FORMS").value_or("1") != "0";
-  options.memcheck = memcheckEnabled();
-  std::string variant = "O" + std::to_string(options.optLevel) +
-                        (options.blockFunctions ? "" : " threads") +
-                        (options.memcheck ? " memcheck" : "");
-  std::string key = DiskCache::keyOf({compiler::kCompilerVersion, hostTarget_, variant, ptx});
-  return DiskCache::instance().loadOrCompile<compiler::HostObject>(
-      key, moduleName,
-      [&] {
-        log::info("compiling PTX module '" + std::string(moduleName) + "' for the host");
-        return compiler::compileForHost(ptx, moduleName, options);
-      },
-      refresh, fromCache);
-}
-
+// The module's globals are compiled now, its kernels on their first launch (HostUnit), unless
+// CUDA_MODULE_LOADING=EAGER asks for every kernel at load, as it does of NVIDIA's driver.
 Result<std::unique_ptr<LoadedModule>> CpuDevice::loadPtx(std::string_view ptx,
                                                          std::string_view moduleName) {
-  bool fromCache = false;
-  auto object = compileCached(ptx, moduleName, /*refresh=*/false, &fromCache);
-  if (!object.ok()) return object.takeError();
-  static const compiler::RuntimeSymbols runtime = [] {
-    compiler::RuntimeSymbols symbols = deviceRuntimeSymbols();
-    for (auto& symbol : memcheckRuntimeSymbols()) symbols.push_back(std::move(symbol));
-    return symbols;
-  }();
-  auto code = compiler::loadHostCode(*object, runtime);
-  if (!code.ok() && fromCache) {
-    // A cached object this runtime cannot link (left by another build of Rocuda): replace it.
-    log::warning("cached code for '" + std::string(moduleName) + "' does not link (" +
-                 code.error().message + "); recompiling");
-    object = compileCached(ptx, moduleName, /*refresh=*/true, &fromCache);
-    if (!object.ok()) return object.takeError();
-    code = compiler::loadHostCode(*object, runtime);
-  }
-  if (!code.ok()) return code.takeError();
-  auto module = std::make_unique<CpuModule>(std::move(object->info), std::move(*code));
-  ROCUDA_TRY(module->resolveKernels());
+  std::string digest = Sha256::hex(Sha256::digest(ptx.data(), ptx.size()));
+  HostCompileSettings settings = HostCompileSettings::current();
+  std::unique_ptr<CpuModule> module;
+  ROCUDA_TRY(compiler_.compileAndLink(
+      ptx, digest, moduleName, settings, compiler::HostUnit{compiler::HostUnit::Kind::Globals, {}},
+      [&](const compiler::HostObject& object) -> Status {
+        auto code = compiler::loadHostCode(object, runtimeSymbols());
+        if (!code.ok()) return code.takeError();
+        module =
+            std::make_unique<CpuModule>(compiler_, settings, std::string(ptx), digest,
+                                        std::string(moduleName), object.info, std::move(*code));
+        return module->resolveKernels();
+      }));
+  if (env::get("CUDA_MODULE_LOADING").value_or("") == "EAGER")
+    for (const auto& kernel : module->info().kernels) {
+      auto compiled = static_cast<CpuKernel*>(module->kernel(kernel.name))->compiled();
+      if (!compiled.ok()) return compiled.takeError();
+    }
   return std::unique_ptr<LoadedModule>(std::move(module));
 }
 
@@ -484,10 +628,11 @@ Status CpuDevice::runCooperative(GridState& grid, uint64_t blocks,
 }
 
 Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const void* params) {
-  auto& cpuKernel = static_cast<CpuKernel&>(kernel);
-  const compiler::KernelInfo& info = cpuKernel.info();
+  auto compiled = static_cast<CpuKernel&>(kernel).compiled();
+  if (!compiled.ok()) return compiled.takeError();
+  const compiler::KernelInfo& info = (*compiled)->info;
   GridState grid;
-  grid.code = cpuKernel.code();
+  grid.code = (*compiled)->code;
   grid.params = const_cast<void*>(params);
   grid.grid = config.grid;
   grid.block = config.block;

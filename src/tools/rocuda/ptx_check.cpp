@@ -17,14 +17,16 @@ namespace rocuda::tools {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: rocuda ptx-check [-v] FILE...\n"
+    "usage: rocuda ptx-check [-v] [--extract DIR] FILE...\n"
     "\n"
     "Parses and checks the PTX in each FILE: PTX text, an ELF executable, shared library or\n"
     "object built by nvcc, or a fatbin (nvcc -fatbin). Diagnostics are printed as\n"
     "FILE:LINE:COLUMN: error: MESSAGE with the source line and a caret.\n"
     "\n"
-    "  -v, --verbose   also print 'FILE: OK (N functions, M instructions)' for valid PTX\n"
-    "  -h, --help      this text\n"
+    "  -v, --verbose     also print 'FILE: OK (N functions, M instructions)' for valid PTX\n"
+    "  --extract DIR     also write the PTX found in binaries to DIR, one file per program:\n"
+    "                    NAME.compute_XX.ptx, or NAME.unitN.compute_XX.ptx with several units\n"
+    "  -h, --help        this text\n"
     "\n"
     "Exit status: 0 all valid, 1 errors (or a file without PTX), 2 usage error or unreadable "
     "file.\n";
@@ -37,6 +39,7 @@ constexpr size_t kSniffBytes = 4096;
 
 struct Options {
   bool verbose = false;
+  std::string extractDirectory;  // empty: nothing written
   std::vector<std::string> files;
 };
 
@@ -88,7 +91,15 @@ std::string noPtxMessage(const std::vector<uint32_t>& sassArchs) {
 }
 
 // ELF files and fatbins: every PTX program found, named "FILE (PTX compute_XX)".
-bool checkBinary(const std::string& path, const std::string& data, bool verbose) {
+// The file a binary's PTX program is extracted to: DIR/NAME[.unitN].compute_XX.ptx.
+std::string extractedPath(const Options& options, const std::string& path, size_t unit,
+                          size_t units, uint32_t arch) {
+  std::string name = path.substr(path.find_last_of("/\\") + 1);
+  if (units > 1) name += ".unit" + std::to_string(unit + 1);
+  return options.extractDirectory + "/" + name + ".compute_" + std::to_string(arch) + ".ptx";
+}
+
+bool checkBinary(const std::string& path, const std::string& data, const Options& options) {
   auto contents = fatbin::readImageBytes(reinterpret_cast<const uint8_t*>(data.data()), data.size(),
                                          kHighestArch);
   if (!contents.ok()) {
@@ -106,7 +117,18 @@ bool checkBinary(const std::string& path, const std::string& data, bool verbose)
     std::string name = path + " (PTX compute_" + std::to_string(program.arch);
     if (units > 1) name += ", unit " + std::to_string(i + 1) + " of " + std::to_string(units);
     name += ")";
-    ok = checkProgram(program.text, name, verbose) && ok;
+    ok = checkProgram(program.text, name, options.verbose) && ok;
+    if (!options.extractDirectory.empty()) {
+      std::string out = extractedPath(options, path, i, units, program.arch);
+      Status written = platform::createDirectories(options.extractDirectory);
+      if (written.ok())
+        written = platform::writeFileAtomically(
+            out, reinterpret_cast<const uint8_t*>(program.text.data()), program.text.size());
+      if (!written.ok()) {
+        reportFileError(path, "cannot extract its PTX: " + written.error().message);
+        ok = false;
+      }
+    }
   }
   return ok;
 }
@@ -115,7 +137,7 @@ bool looksBinary(std::string_view data) {
   return data.substr(0, kSniffBytes).find('\0') != std::string_view::npos;
 }
 
-FileStatus checkFile(const std::string& path, bool verbose) {
+FileStatus checkFile(const std::string& path, const Options& options) {
   auto bytes = platform::readFile(path);
   if (!bytes.ok()) {
     std::fprintf(stderr, "rocuda ptx-check: %s\n", bytes.error().message.c_str());
@@ -132,10 +154,10 @@ FileStatus checkFile(const std::string& path, bool verbose) {
     case fatbin::ImageKind::FatbinWrapper:
     case fatbin::ImageKind::FatbinContainer:
     case fatbin::ImageKind::Elf:
-      ok = checkBinary(path, data, verbose);
+      ok = checkBinary(path, data, options);
       break;
     case fatbin::ImageKind::PtxText:
-      ok = checkProgram(data, path, verbose);
+      ok = checkProgram(data, path, options.verbose);
       break;
     case fatbin::ImageKind::Unknown:
       // Text that does not start with a directive is still parsed: the parser says what is
@@ -145,7 +167,7 @@ FileStatus checkFile(const std::string& path, bool verbose) {
                         "not PTX text, an ELF file or a fatbin (binary data of an unknown "
                         "format)");
       } else {
-        ok = checkProgram(data, path, verbose);
+        ok = checkProgram(data, path, options.verbose);
       }
       break;
   }
@@ -155,8 +177,15 @@ FileStatus checkFile(const std::string& path, bool verbose) {
 // Returns false (after printing why) on a usage error.
 bool parseOptions(const std::vector<std::string>& args, Options& options, bool& help) {
   bool endOfOptions = false;
-  for (const std::string& arg : args) {
-    if (!endOfOptions && arg == "--") {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (!endOfOptions && arg == "--extract") {
+      if (i + 1 == args.size() || args[i + 1].empty()) {
+        std::fprintf(stderr, "rocuda ptx-check: --extract needs a directory\n%s", kUsage);
+        return false;
+      }
+      options.extractDirectory = args[++i];
+    } else if (!endOfOptions && arg == "--") {
       endOfOptions = true;
     } else if (!endOfOptions && (arg == "-v" || arg == "--verbose")) {
       options.verbose = true;
@@ -189,7 +218,7 @@ int commandPtxCheck(const std::vector<std::string>& args) {
   bool errors = false;
   bool unreadable = false;
   for (const std::string& path : options.files) {
-    FileStatus status = checkFile(path, options.verbose);
+    FileStatus status = checkFile(path, options);
     errors = errors || status == FileStatus::Errors;
     unreadable = unreadable || status == FileStatus::Unreadable;
   }

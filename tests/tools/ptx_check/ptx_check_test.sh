@@ -90,6 +90,18 @@ case $test_case in
     # PTX inside (zstd-compressed by default in an executable): one program per unit.
     escaped=$(printf '%s' "$1" | sed 's/[][\.*^$()+?{}|]/\\&/g')
     expect_valid "$1" "$escaped \(PTX compute_[0-9]+\)"
+    # --extract writes each program found as NAME.compute_XX.ptx, the same text -v checked.
+    dir=$(mktemp -d)
+    check --extract "$dir/out" "$1"
+    [[ $status -eq 0 && -z $out ]] || fail "--extract: status $status: $out"
+    extracted=("$dir"/out/"$(basename "$1")".compute_*.ptx)
+    [[ -f ${extracted[0]} ]] || fail "--extract wrote nothing: $(ls "$dir"/out)"
+    grep -q '^\.entry\|^\.visible \.entry' "${extracted[0]}" || fail "--extract: no kernel in the PTX"
+    check -v "${extracted[0]}"
+    [[ $status -eq 0 && $out == *": OK ("* ]] || fail "extracted PTX does not check: $out"
+    check --extract
+    [[ $status -eq 2 && $out == *"--extract needs a directory"* ]] || fail "--extract alone: $out"
+    rm -r "$dir"
     # A truncated copy is an error with a message, not a crash.
     tmp=$(mktemp)
     head -c $(( $(stat -c %s "$1") / 2 )) "$1" > "$tmp"

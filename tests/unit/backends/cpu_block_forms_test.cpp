@@ -20,6 +20,8 @@ class CpuBlockForms : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     ::setenv("ROCUDA_CACHE", "0", 1);  // compile afresh: the test is about the compiler's output
+    // Every kernel compiled at load, so that the form it took can be checked before launching.
+    ::setenv("CUDA_MODULE_LOADING", "EAGER", 1);
     device_ = createCpuBackend().release();
   }
   static void TearDownTestSuite() {

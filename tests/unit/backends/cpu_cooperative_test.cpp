@@ -130,6 +130,8 @@ class CpuCooperative : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     ::setenv("ROCUDA_CACHE", "0", 1);
+    // Every kernel compiled at load, so that the form it took can be checked before launching.
+    ::setenv("CUDA_MODULE_LOADING", "EAGER", 1);
     device_ = createCpuBackend().release();
   }
   static void TearDownTestSuite() {

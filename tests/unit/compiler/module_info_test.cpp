@@ -29,6 +29,7 @@ ModuleInfo sample() {
   info.kernels.push_back(k2);
   info.globals.push_back({"coeffs", ptx::StateSpace::Const, 16});
   info.globals.push_back({"table", ptx::StateSpace::Global, 1ull << 40});
+  info.kernelsCompiledSeparately = true;
   return info;
 }
 
@@ -63,6 +64,7 @@ TEST(ModuleInfo, RoundTrip) {
   EXPECT_EQ(back->findKernel("kernel_one"), &back->kernels[0]);
   EXPECT_EQ(back->findGlobal("table"), &back->globals[1]);
   EXPECT_EQ(back->findGlobal("nope"), nullptr);
+  EXPECT_TRUE(back->kernelsCompiledSeparately);
   EXPECT_EQ(back->serialize(), bytes);
 }
 
