@@ -101,6 +101,11 @@ bool getFlag(std::string_view name, bool defaultValue) {
   return true;
 }
 
+bool eagerModuleLoading() {
+  auto value = get("CUDA_MODULE_LOADING");
+  return value && strcasecmp(value->c_str(), "EAGER") == 0;
+}
+
 ComputeCapability computeCapability() {
   auto value = get("ROCUDA_CC");
   if (!value) return {};

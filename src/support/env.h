@@ -25,6 +25,10 @@ std::optional<std::string> get(std::string_view name);
 // "0", "false", "off", "no" are false; any other non-empty value is true.
 bool getFlag(std::string_view name, bool defaultValue);
 
+// CUDA_MODULE_LOADING=EAGER: every kernel of a module compiled when the module is loaded (the
+// default, LAZY, compiles each on its first launch).
+bool eagerModuleLoading();
+
 struct ComputeCapability {
   int major = 8;
   int minor = 6;

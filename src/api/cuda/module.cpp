@@ -8,6 +8,7 @@
 #include "api/cuda/boundary.h"
 #include "core/context.h"
 #include "core/platform.h"
+#include "support/env.h"
 #include "support/platform.h"
 
 namespace rocuda::api {
@@ -300,7 +301,7 @@ ROCUDA_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr* dptr, size_t* bytes, CU
 ROCUDA_EXPORT CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode* mode) {
   return ROCUDA_API((mode), [&]() -> api::Outcome {
     if (mode == nullptr) return api::invalidValue("mode is NULL");
-    *mode = CU_MODULE_LAZY_LOADING;
+    *mode = env::eagerModuleLoading() ? CU_MODULE_EAGER_LOADING : CU_MODULE_LAZY_LOADING;
     return {};
   });
 }

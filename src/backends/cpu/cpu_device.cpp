@@ -594,7 +594,7 @@ Result<std::unique_ptr<LoadedModule>> CpuDevice::loadPtx(std::string_view ptx,
                                         std::string(moduleName), object.info, std::move(*code));
         return module->resolveKernels();
       }));
-  if (env::get("CUDA_MODULE_LOADING").value_or("") == "EAGER")
+  if (env::eagerModuleLoading())
     for (const auto& kernel : module->info().kernels) {
       auto compiled = static_cast<CpuKernel*>(module->kernel(kernel.name))->compiled();
       if (!compiled.ok()) return compiled.takeError();

@@ -48,6 +48,19 @@ TEST_F(Driver, HostAtomicCapabilitiesMatchTheDeviceAttribute) {
   EXPECT_EQ(p2p(out, ops, 1, 0, 77), CUDA_ERROR_INVALID_DEVICE);
 }
 
+TEST_F(Driver, ModuleLoadingModeFollowsCudaModuleLoading) {
+  auto mode = CU(cuModuleGetLoadingMode, CUmoduleLoadingMode*);
+  CUmoduleLoadingMode answer = CU_MODULE_EAGER_LOADING;
+  ::unsetenv("CUDA_MODULE_LOADING");
+  ASSERT_EQ(mode(&answer), CUDA_SUCCESS);
+  EXPECT_EQ(answer, CU_MODULE_LAZY_LOADING);  // NVIDIA's default since CUDA 12.2
+  ::setenv("CUDA_MODULE_LOADING", "EAGER", 1);
+  ASSERT_EQ(mode(&answer), CUDA_SUCCESS);
+  EXPECT_EQ(answer, CU_MODULE_EAGER_LOADING);
+  ::unsetenv("CUDA_MODULE_LOADING");
+  EXPECT_EQ(mode(nullptr), CUDA_ERROR_INVALID_VALUE);
+}
+
 TEST_F(Driver, Texture1DLinearMaxWidthFollowsTheAttribute) {
   auto width = CU(cuDeviceGetTexture1DLinearMaxWidth, size_t*, CUarray_format, unsigned, CUdevice);
   int attribute = -1;
