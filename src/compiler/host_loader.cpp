@@ -43,15 +43,28 @@ class JitHostCode final : public HostCode {
   }
 
   // Add the unit's object and link its kernels and globals now, so that a missing symbol is
-  // reported here rather than at the first launch.
+  // reported here rather than at the first launch. An object that does not link is removed
+  // again, so that a replacement defining the same symbols can be added.
   Status add(const HostObject& unit) override {
     std::lock_guard lock(mutex_);  // one link at a time: the reported message is shared
     reported_->clear();
     auto buffer = llvm::MemoryBuffer::getMemBufferCopy(
         llvm::StringRef(reinterpret_cast<const char*>(unit.object.data()), unit.object.size()),
         "rocuda-host-object");
-    if (auto err = jit_->addObjectFile(std::move(buffer)))
+    llvm::orc::ResourceTrackerSP tracker = jit_->getMainJITDylib().createResourceTracker();
+    if (auto err = jit_->addObjectFile(tracker, std::move(buffer)))
       return linkError("cannot load the host object", std::move(err));
+    Status linked = link(unit);
+    if (!linked.ok()) {
+      llvm::consumeError(tracker->remove());
+      return linked;
+    }
+    if (env::getFlag("ROCUDA_PERF_MAP", false)) appendToPerfMap(unit, *this);
+    return Status::success();
+  }
+
+ private:
+  Status link(const HostObject& unit) {
     std::string message;
     for (const auto& kernel : unit.info.kernels)
       if (!unit.info.kernelsCompiledSeparately && !resolve(hostEntrySymbol(kernel), message))
@@ -61,11 +74,9 @@ class JitHostCode final : public HostCode {
       if (!resolve(global.name, message))
         return makeError(ErrorCode::InvalidImage,
                          "cannot link global '" + global.name + "': " + message);
-    if (env::getFlag("ROCUDA_PERF_MAP", false)) appendToPerfMap(unit, *this);
     return Status::success();
   }
 
- private:
   // Link `name` now; on failure the message is what the JIT reported as the cause ("Symbols not
   // found: [ NRT_Allocate ]"). The lookup's own error lists every symbol of the module it could
   // not materialise (thousands of names in a large module), so it is only the fallback.

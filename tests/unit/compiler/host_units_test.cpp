@@ -106,6 +106,53 @@ TEST(HostUnits, KernelUnitLinksAgainstTheGlobalsUnit) {
   EXPECT_EQ(out, 1002u);
 }
 
+TEST(HostUnits, UnitThatDoesNotLinkIsRemovedAgain) {
+  auto globals =
+      compileForHost(kModulePtx, "units", threadEntries(), {HostUnit::Kind::Globals, {}});
+  ASSERT_TRUE(globals.ok()) << globals.error().message;
+  auto code = loadHostCode(*globals, test::testRuntimeSymbols());
+  ASSERT_TRUE(code.ok()) << code.error().message;
+  // `second` calling a function nothing defines (what a cached object left by another build of
+  // Rocuda may do): refused, and the replacement defining the same symbols links.
+  const char* unlinkable = R"(.version 7.0
+.target sm_75
+.address_size 64
+.extern .func rocuda_test_nowhere_defined(.param .b32 x);
+.visible .entry second(.param .u64 out, .param .u32 n)
+{
+  .reg .b32 %r<2>;
+  ld.param.u32 %r1, [n];
+  {
+  .param .b32 a;
+  st.param.b32 [a], %r1;
+  call.uni rocuda_test_nowhere_defined, (a);
+  }
+  ret;
+}
+)";
+  auto bad =
+      compileForHost(unlinkable, "units", threadEntries(), {HostUnit::Kind::Kernel, "second"});
+  ASSERT_TRUE(bad.ok()) << bad.error().message;
+  Status added = (*code)->add(*bad);
+  ASSERT_FALSE(added.ok());
+  EXPECT_EQ(added.error().code, ErrorCode::InvalidImage);
+  EXPECT_NE(added.error().message.find("rocuda_test_nowhere_defined"), std::string::npos)
+      << added.error().message;
+
+  auto good =
+      compileForHost(kModulePtx, "units", threadEntries(), {HostUnit::Kind::Kernel, "second"});
+  ASSERT_TRUE(good.ok()) << good.error().message;
+  added = (*code)->add(*good);
+  ASSERT_TRUE(added.ok()) << added.error().message;
+  auto* entry = reinterpret_cast<void (*)(void*)>((*code)->lookup("second"));
+  ASSERT_NE(entry, nullptr);
+  uint32_t out = 0, n = 77;
+  void* o = &out;
+  std::vector<uint8_t> params = test::packParams(good->info.kernels[0], {&o, &n});
+  entry(params.data());
+  EXPECT_EQ(out, 77u);
+}
+
 TEST(HostUnits, UnknownKernelIsNotFound) {
   auto unit =
       compileForHost(kModulePtx, "units", threadEntries(), {HostUnit::Kind::Kernel, "nope"});
