@@ -41,7 +41,8 @@ llvm::StringMap<bool> hostCpuFeatures();
 // while promoting, so that each scan stops within a chunk, and joined again afterwards.
 void promoteRegisters(llvm::Module& module);
 
-// Set the module's triple and data layout for `tm` and run the new-PM default pipeline.
+// Set the module's triple and data layout for `tm`, ask for vectors of at most 256 bits
+// (kPreferredVectorBits in host_codegen.cpp) and run the new-PM default pipeline.
 void optimizeForHost(llvm::Module& module, llvm::TargetMachine& tm, int optLevel);
 
 // After the block forms' optimisation (optimizeForHost): unswitch the rounds' work-item loops on
