@@ -22,7 +22,9 @@ const std::vector<Variable>& variables() {
       {"ROCUDA_DUMP", nullptr,
        "Directory into which the compiler writes the LLVM IR of every module it compiles "
        "(`<module>.ll` target-neutral, `<module>.host.ll` optimised for the host, "
-       "`<module>.block.ll` with the kernels in their block forms)."},
+       "`<module>.block.ll` with the kernels in their block forms). The CPU device compiles a "
+       "module in units: `<module>.globals.*` (the whole module as translated, then its "
+       "variables) at load and `<module>.<kernel>.*` at each kernel's first launch."},
       {"ROCUDA_PERF_MAP", "0",
        "`1` appends the address, size and name of every function of the CPU device's generated "
        "code to `/tmp/perf-<pid>.map` as it is loaded, so that `perf report` names the time "
