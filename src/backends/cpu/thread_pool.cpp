@@ -25,16 +25,30 @@ void ThreadPool::work(Job& job) {
     uint64_t first = job.next.fetch_add(job.chunk, std::memory_order_relaxed);
     if (first >= job.count) return;
     uint64_t last = std::min(job.count, first + job.chunk);
-    for (uint64_t index = first; index < last; ++index) (*job.task)(index);
+    for (uint64_t index = first; index < last; ++index) job.task.call(job.task.object, index);
     job.finished.fetch_add(last - first, std::memory_order_acq_rel);
   }
 }
 
-void ThreadPool::parallelFor(uint64_t count, const std::function<void(uint64_t)>& task) {
+void ThreadPool::run(uint64_t count, TaskRef task) {
   if (count == 0) return;
-  auto job = std::make_shared<Job>();
+  std::shared_ptr<Job> job;
+  {
+    std::lock_guard lock(mutex_);
+    // A worker copies a job only from jobs_, under the lock: a spare held by nothing else stays
+    // so until it is queued again.
+    auto spare = std::find_if(spareJobs_.begin(), spareJobs_.end(),
+                              [](const std::shared_ptr<Job>& j) { return j.use_count() == 1; });
+    if (spare != spareJobs_.end()) {
+      job = std::move(*spare);
+      spareJobs_.erase(spare);
+    }
+  }
+  if (job == nullptr) job = std::make_shared<Job>();
   job->count = count;
-  job->task = &task;
+  job->task = task;
+  job->next.store(0, std::memory_order_relaxed);
+  job->finished.store(0, std::memory_order_relaxed);
   // About 16 chunks per worker: a shared counter touched per item costs more than a small block.
   job->chunk = std::max<uint64_t>(1, count / (16 * (threads_.size() + 1)));
   if (count > 1 && !threads_.empty()) {
@@ -46,6 +60,7 @@ void ThreadPool::parallelFor(uint64_t count, const std::function<void(uint64_t)>
   std::unique_lock lock(mutex_);
   done_.wait(lock, [&] { return job->finished.load(std::memory_order_acquire) == count; });
   std::erase(jobs_, job);
+  spareJobs_.push_back(std::move(job));
 }
 
 void ThreadPool::workerLoop() {

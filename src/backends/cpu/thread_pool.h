@@ -26,25 +26,39 @@ class ThreadPool {
   unsigned workerCount() const { return static_cast<unsigned>(threads_.size()) + 1; }
 
   // Run task(i) for every i in [0, count), in parallel, and return when all have finished.
-  void parallelFor(uint64_t count, const std::function<void(uint64_t)>& task);
+  // `task` is called by reference: a launch copies nothing and allocates nothing.
+  template <typename Task>
+  void parallelFor(uint64_t count, const Task& task) {
+    run(count, TaskRef{&task, [](const void* object, uint64_t index) {
+                         (*static_cast<const Task*>(object))(index);
+                       }});
+  }
 
  private:
+  struct TaskRef {
+    const void* object;
+    void (*call)(const void* object, uint64_t index);
+  };
   struct Job {
     uint64_t count = 0;
     uint64_t chunk = 1;  // items taken per claim: few claims, yet enough chunks to balance
-    const std::function<void(uint64_t)>* task = nullptr;
+    TaskRef task{};
     // Separate cache lines: claiming and finishing are done by different workers at once.
     alignas(64) std::atomic<uint64_t> next{0};
     alignas(64) std::atomic<uint64_t> finished{0};
   };
   // Run items of `job` until none are left; true if this call finished the last item.
   static void work(Job& job);
+  void run(uint64_t count, TaskRef task);
   void workerLoop();
 
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable done_;
   std::deque<std::shared_ptr<Job>> jobs_;
+  // Finished jobs kept for the next grids (one per grid in flight at once): no allocation per
+  // launch. A job is reused once no worker holds it any more.
+  std::vector<std::shared_ptr<Job>> spareJobs_;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
 };
