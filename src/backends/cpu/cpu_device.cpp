@@ -178,7 +178,7 @@ class CpuKernel final : public LoadedKernel {
 
 class CpuModule final : public LoadedModule {
  public:
-  CpuModule(HostCompiler& compiler, HostCompileSettings settings, std::string ptx,
+  CpuModule(HostCompiler& compiler, HostCompileSettings settings, std::string_view ptx,
             std::string digest, std::string name, compiler::ModuleInfo info,
             std::unique_ptr<compiler::HostCode> code)
       : compiler_(compiler),
@@ -187,7 +187,7 @@ class CpuModule final : public LoadedModule {
         name_(std::move(name)),
         info_(std::move(info)),
         code_(std::move(code)) {
-    if (info_.kernelsCompiledSeparately) ptx_ = std::move(ptx);
+    if (info_.kernelsCompiledSeparately) ptx_ = std::string(ptx);  // only then needed again
     if (!memcheckEnabled()) return;
     for (const auto& global : info_.globals)
       if (void* address = code_->lookup(global.name)) {
@@ -590,8 +590,8 @@ Result<std::unique_ptr<LoadedModule>> CpuDevice::loadPtx(std::string_view ptx,
         auto code = compiler::loadHostCode(object, runtimeSymbols());
         if (!code.ok()) return code.takeError();
         module =
-            std::make_unique<CpuModule>(compiler_, settings, std::string(ptx), digest,
-                                        std::string(moduleName), object.info, std::move(*code));
+            std::make_unique<CpuModule>(compiler_, settings, ptx, digest, std::string(moduleName),
+                                        object.info, std::move(*code));
         return module->resolveKernels();
       }));
   if (env::eagerModuleLoading())
