@@ -20,21 +20,21 @@ Status validateConfiguration(const Kernel& kernel, const backends::DeviceDescrip
   uint64_t threads = 1;
   for (int i = 0; i < 3; ++i) {
     if (request.grid[i] == 0 || request.grid[i] > static_cast<uint32_t>(device.maxGridDim[i]))
-      return makeError(ErrorCode::InvalidValue,
+      return makeError(ErrorCode::InvalidConfiguration,
                        "grid dimension " + std::to_string(i) + " is " +
                            std::to_string(request.grid[i]) + "; the device allows 1.." +
                            std::to_string(device.maxGridDim[i]));
     if (request.block[i] == 0 || request.block[i] > static_cast<uint32_t>(device.maxBlockDim[i]))
-      return makeError(ErrorCode::InvalidValue,
+      return makeError(ErrorCode::InvalidConfiguration,
                        "block dimension " + std::to_string(i) + " is " +
                            std::to_string(request.block[i]) + "; the device allows 1.." +
                            std::to_string(device.maxBlockDim[i]));
     threads *= request.block[i];
   }
   if (threads > static_cast<uint64_t>(device.maxThreadsPerBlock))
-    return makeError(ErrorCode::InvalidValue, std::to_string(threads) +
-                                                  " threads per block; the device allows " +
-                                                  std::to_string(device.maxThreadsPerBlock));
+    return makeError(ErrorCode::InvalidConfiguration,
+                     std::to_string(threads) + " threads per block; the device allows " +
+                         std::to_string(device.maxThreadsPerBlock));
   const auto& info = kernel.info();
   for (int i = 0; i < 3; ++i) {
     uint32_t required = info.reqntid[i] != 0 ? info.reqntid[i] : 0;

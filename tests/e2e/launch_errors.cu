@@ -1,6 +1,10 @@
 // Recoverable errors: invalid launch configurations, absurd allocations, freeing pointers that
 // cudaMalloc did not return, an invalid copy direction and device number. Each must be reported
-// (not crash), must not be sticky, and the context must keep working afterwards.
+// (not crash), must not be sticky, and the context must keep working afterwards. The same bad
+// configuration launched through the driver API directly (links libcuda) is the driver's
+// CUDA_ERROR_INVALID_VALUE, as NVIDIA's driver reports it, and leaves the runtime's error alone.
+#include <cuda.h>
+
 #include <vector>
 
 #include "e2e_check.h"
@@ -18,17 +22,10 @@ static void expectError(Checker& check, const char* what, cudaError_t want, cuda
   check.expect(want == got, what);
 }
 
-// A launch configuration the device cannot run. NVIDIA's stack reports it as
-// cudaErrorInvalidConfiguration; cudart 13 maps no driver result to that code (every CUresult
-// from 0 to 1100 was tried through a shim libcuda), so a driver that reports the driver API's
-// documented CUDA_ERROR_INVALID_VALUE surfaces as cudaErrorInvalidValue. Either is a rejection of
-// the configuration; anything else (success, a sticky error) is wrong.
+// A launch configuration the device cannot run: cudaErrorInvalidConfiguration, as on NVIDIA's
+// stack, and not sticky.
 static void expectConfigurationError(Checker& check, const char* what, cudaError_t got) {
-  bool rejected = got == cudaErrorInvalidConfiguration || got == cudaErrorInvalidValue;
-  if (!rejected)
-    std::fprintf(stderr, "%s: expected cudaErrorInvalidConfiguration or cudaErrorInvalidValue, got %s (%d)\n",
-                 what, cudaGetErrorName(got), static_cast<int>(got));
-  check.expect(rejected, what);
+  expectError(check, what, cudaErrorInvalidConfiguration, got);
 }
 
 int main() {
@@ -47,6 +44,27 @@ int main() {
   expectConfigurationError(check, "blockDim.z = 65", cudaGetLastError());
   fill<<<0, 32>>>(d, n, 0);
   expectConfigurationError(check, "grid of 0 blocks", cudaGetLastError());
+
+  fill<<<dim3(1, 65536, 1), 32>>>(d, n, 0);
+  expectConfigurationError(check, "gridDim.y = 65536", cudaGetLastError());
+
+  // The driver API called directly, between runtime calls, on the runtime's own kernel handle.
+  cudaFunction_t function = nullptr;
+  CHECK(cudaGetFuncBySymbol(&function, reinterpret_cast<const void*>(fill)));
+  int value = 0;
+  void* params[] = {&d, const_cast<int*>(&n), &value};
+  CUresult direct = cuLaunchKernel(reinterpret_cast<CUfunction>(function), 1, 1, 1, 1025, 1, 1, 0,
+                                   nullptr, params, nullptr);
+  check.expect(direct == CUDA_ERROR_INVALID_VALUE,
+               "cuLaunchKernel with 1025 threads is CUDA_ERROR_INVALID_VALUE");
+  if (direct != CUDA_ERROR_INVALID_VALUE)
+    std::fprintf(stderr, "cuLaunchKernel with 1025 threads: got %d\n", static_cast<int>(direct));
+  expectError(check, "a driver error leaves the runtime's error alone", cudaSuccess,
+              cudaPeekAtLastError());
+  direct = cuLaunchKernel(reinterpret_cast<CUfunction>(function), 0, 1, 1, 32, 1, 1, 0, nullptr,
+                          params, nullptr);
+  check.expect(direct == CUDA_ERROR_INVALID_VALUE,
+               "cuLaunchKernel with an empty grid is CUDA_ERROR_INVALID_VALUE");
 
   // cudaPeekAtLastError does not clear; cudaGetLastError does.
   fill<<<1, 4096>>>(d, n, 0);

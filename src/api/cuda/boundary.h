@@ -84,11 +84,23 @@ void finishCall(const char* function, CUresult result, const std::string& messag
 
 enum class Needs : uint8_t { Nothing, Init };
 
+// Whether this entry point was called by the CUDA runtime on an application's behalf. cudart reads
+// its per-context state through export table 5 at the start of every runtime call, so a table-5
+// slot marks the thread (markNextCallFromRuntime) and the next entry point of that thread takes
+// the mark. Only the launch-configuration error differs: NVIDIA's driver reports it to a direct
+// caller as CUDA_ERROR_INVALID_VALUE and to cudart as cudaErrorInvalidConfiguration (cudart passes
+// the driver's code on unchanged).
+extern thread_local bool tNextCallFromRuntime;
+extern thread_local bool tCallFromRuntime;
+inline void markNextCallFromRuntime() { tNextCallFromRuntime = true; }
+inline bool callFromRuntime() { return tCallFromRuntime; }
+
 template <class Body, class... Args>
 CUresult call(const char* function, Needs needs, Body&& body, const char* names,
               const Args&... args) {
   CUresult result = cuda::CUDA_ERROR_UNKNOWN;
   std::string message;
+  tCallFromRuntime = std::exchange(tNextCallFromRuntime, false);
   try {
     if (needs == Needs::Init && !platformInitialized()) {
       result = cuda::CUDA_ERROR_NOT_INITIALIZED;

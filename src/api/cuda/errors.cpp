@@ -61,7 +61,9 @@ bool platformInitialized() { return core::Platform::instance().initialized(); }
 
 void finishCall(const char* function, CUresult result, const std::string& message,
                 const std::string& arguments) {
-  const char* name = resultName(result);
+  const char* name = result == kRuntimeInvalidConfiguration
+                         ? "cudaErrorInvalidConfiguration (to the CUDA runtime)"
+                         : resultName(result);
   std::string line = std::string(function) + "(" + arguments + ") -> " +
                      (name != nullptr ? name : std::to_string(static_cast<int>(result)));
   if (!message.empty()) line += ": " + message;

@@ -81,6 +81,7 @@ Result<core::Context*> storageContext(CUcontext ctx) {
 
 CUresult storagePutSlot(CUcontext ctx, void* key, void* value, StorageDestructor destructor) {
   return ROCUDA_API((ctx, key, value, destructor), [&]() -> Outcome {
+    markNextCallFromRuntime();
     Result<core::Context*> context = storageContext(ctx);
     if (!context) return context.error();
     return storagePut(*context, key, value, destructor);
@@ -97,6 +98,7 @@ CUresult storageDeleteSlot(CUcontext ctx, void* key) {
 
 CUresult storageGetSlot(void** value, CUcontext ctx, void* key) {
   return ROCUDA_API((value, ctx, key), [&]() -> Outcome {
+    markNextCallFromRuntime();
     if (value == nullptr) return invalidValue("value is NULL");
     Result<core::Context*> context = storageContext(ctx);
     if (!context) return context.error();

@@ -1,5 +1,7 @@
 #include "api/cuda/result_codes.h"
 
+#include "api/cuda/boundary.h"
+
 namespace rocuda::api {
 namespace {
 
@@ -170,6 +172,9 @@ const ResultText* findResult(CUresult code) {
 
 }  // namespace
 
+thread_local bool tNextCallFromRuntime = false;
+thread_local bool tCallFromRuntime = false;
+
 CUresult toCuResult(ErrorCode code) {
   switch (code) {
     case ErrorCode::InvalidValue:
@@ -207,7 +212,7 @@ CUresult toCuResult(ErrorCode code) {
     case ErrorCode::LaunchOutOfResources:
       return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
     case ErrorCode::InvalidConfiguration:
-      return CUDA_ERROR_INVALID_VALUE;
+      return callFromRuntime() ? kRuntimeInvalidConfiguration : CUDA_ERROR_INVALID_VALUE;
     case ErrorCode::Assert:
       return CUDA_ERROR_ASSERT;
     case ErrorCode::FileNotFound:
