@@ -216,4 +216,11 @@ Status translateAsyncArrive(FunctionTranslator& t, const ptx::Instruction& inst)
   return Status::success();
 }
 
+void completeMBarrierTransactions(FunctionTranslator& t, llvm::Value* mbarrier,
+                                  llvm::Value* bytes) {
+  auto& B = t.b;
+  B.CreateCall(updateFunction(t.mt.module()),
+               {mbarrier, B.getInt32(0), B.getInt32(0), B.CreateNeg(bytes)});
+}
+
 }  // namespace rocuda::compiler::detail

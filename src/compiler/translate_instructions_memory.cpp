@@ -235,6 +235,72 @@ Status mov(FunctionTranslator& t, const ptx::Instruction& inst) {
   return t.write(dst, v, type);
 }
 
+// cp.async.bulk (sm_90 bulk copies, which cuda::memcpy_async and CUB's transform use), done
+// synchronously like cp.async:
+//   .shared::cluster/.shared::cta.global.mbarrier::complete_tx::bytes [dst], [src], size, [mbar]
+//       {, ctaMask (.multicast::cluster)} {, policy (.L2::cache_hint)}
+//   .shared::cluster.shared::cta.mbarrier::complete_tx::bytes [dst], [src], size, [mbar]
+//   .global.shared::cta.bulk_group {.L2::cache_hint} [dst], [src], size {, policy}
+// A copy that completes through an mbarrier does its complete_tx of `size` bytes once copied; a
+// bulk group has completed (and its source may be reused) as soon as the copy has returned, so
+// commit_group / wait_group are no-ops, as is prefetch.L2. The cluster is the block alone: a
+// multicast reaches it when its ctaMask holds rank 0. Tensor-map copies (.tensor) and byte
+// masks (.cp_mask) are not implemented.
+Status cpAsyncBulk(FunctionTranslator& t, const ptx::Instruction& inst) {
+  auto& B = t.b;
+  if (inst.hasModifier("commit_group") || inst.hasModifier("wait_group")) return Status::success();
+  if (inst.hasModifier("prefetch")) return Status::success();
+  if (inst.hasModifier("tensor") || inst.hasModifier("cp_mask") || inst.hasModifier("reduce"))
+    return t.unsupported(inst);
+  bool viaMBarrier = inst.hasModifier("mbarrier::complete_tx::bytes");
+  if (viaMBarrier == inst.hasModifier("bulk_group"))
+    return t.invalid(inst, "expected .mbarrier::complete_tx::bytes or .bulk_group");
+  // .shared::cluster: the block's own shared memory while a cluster is one block.
+  ptx::StateSpace dstSpace =
+      inst.space == ptx::StateSpace::SharedCluster ? ptx::StateSpace::Shared : inst.space;
+  ptx::StateSpace srcSpace = inst.hasModifier("global") ? ptx::StateSpace::Global
+                             : inst.hasModifier("shared::cta") || inst.hasModifier("shared")
+                                 ? ptx::StateSpace::Shared
+                                 : ptx::StateSpace::None;
+  bool toShared = dstSpace == ptx::StateSpace::Shared;
+  if (srcSpace == ptx::StateSpace::None || (toShared != viaMBarrier) ||
+      (!toShared && (dstSpace != ptx::StateSpace::Global || srcSpace != ptx::StateSpace::Shared)))
+    return t.invalid(inst, "unsupported source and destination spaces for cp.async.bulk");
+  size_t required = viaMBarrier ? 4 : 3;
+  if (inst.operands().size() < required) return t.invalid(inst, "expected [dst], [src], size");
+  bool multicast = inst.hasModifier("multicast::cluster");
+  ROCUDA_VALUE(dst, t.address(inst.operands()[0], dstSpace));
+  ROCUDA_VALUE(src, t.address(inst.operands()[1], srcSpace));
+  ROCUDA_VALUE(size, t.read(inst.operands()[2], ptx::ScalarType::U32));
+  llvm::Value* mbarrier = nullptr;
+  if (viaMBarrier) {
+    ROCUDA_VALUE(m, t.address(inst.operands()[3], ptx::StateSpace::Shared));
+    t.checkAccess(inst, m, 8, /*write=*/true, ptx::StateSpace::Shared, /*atomic=*/true);
+    mbarrier = m;
+  }
+  llvm::BasicBlock* done = nullptr;
+  if (multicast) {
+    if (inst.operands().size() < 5) return t.invalid(inst, "expected a ctaMask");
+    ROCUDA_VALUE(mask, t.read(inst.operands()[4], ptx::ScalarType::B16));
+    llvm::Function* fn = B.GetInsertBlock()->getParent();
+    auto* copy = llvm::BasicBlock::Create(B.getContext(), "bulk.multicast", fn);
+    done = llvm::BasicBlock::Create(B.getContext(), "bulk.done", fn);
+    B.CreateCondBr(B.CreateTrunc(mask, B.getInt1Ty()), copy, done);
+    B.SetInsertPoint(copy);
+  }
+  llvm::Value* bytes = B.CreateZExt(size, t.i64());
+  t.checkAccess(inst, src, bytes, /*write=*/false, srcSpace);
+  t.checkAccess(inst, dst, bytes, /*write=*/true, dstSpace);
+  // Sizes are multiples of 16 and the addresses 16-byte aligned (the PTX ISA requires both).
+  B.CreateMemCpy(dst, llvm::MaybeAlign(16), src, llvm::MaybeAlign(16), bytes);
+  if (mbarrier != nullptr) completeMBarrierTransactions(t, mbarrier, size);
+  if (done != nullptr) {
+    B.CreateBr(done);
+    B.SetInsertPoint(done);
+  }
+  return Status::success();
+}
+
 // cp.async (sm_80 asynchronous global->shared copies) done synchronously: the copy has landed
 // by the time any wait could observe it, so commit_group / wait_group / wait_all are no-ops.
 Status cpAsync(FunctionTranslator& t, const ptx::Instruction& inst) {
@@ -242,9 +308,10 @@ Status cpAsync(FunctionTranslator& t, const ptx::Instruction& inst) {
   if (inst.hasModifier("commit_group") || inst.hasModifier("wait_group") ||
       inst.hasModifier("wait_all"))
     return Status::success();
-  if (inst.hasModifier("mbarrier") && inst.hasModifier("arrive") && !inst.hasModifier("bulk"))
+  if (inst.hasModifier("bulk")) return cpAsyncBulk(t, inst);
+  if (inst.hasModifier("mbarrier") && inst.hasModifier("arrive"))
     return translateAsyncArrive(t, inst);
-  if (inst.hasModifier("bulk") || inst.hasModifier("mbarrier") || inst.operands().size() < 3 ||
+  if (inst.hasModifier("mbarrier") || inst.operands().size() < 3 ||
       inst.operands()[2].kind != ptx::Operand::Kind::Immediate)
     return t.unsupported(inst);
   ROCUDA_VALUE(dst, t.address(inst.operands()[0], ptx::StateSpace::Shared));

@@ -61,6 +61,13 @@ llvm::Constant* ModuleTranslator::memcheckSource(uint32_t file, uint32_t line) {
 void FunctionTranslator::checkAccess(const ptx::Instruction& inst, llvm::Value* ptr,
                                      uint64_t size, bool write, ptx::StateSpace space,
                                      bool atomic) {
+  if (!mt.memcheck) return;
+  checkAccess(inst, ptr, b.getInt64(size), write, space, atomic);
+}
+
+void FunctionTranslator::checkAccess(const ptx::Instruction& inst, llvm::Value* ptr,
+                                     llvm::Value* size, bool write, ptx::StateSpace space,
+                                     bool atomic) {
   if (!mt.memcheck || space == ptx::StateSpace::Param) return;  // params: our own buffers
   // .local accesses are checked against the function's depot when it has exactly one .local
   // variable (nvcc's __local_depotN); otherwise the runtime accepts any address on the stack.
@@ -81,10 +88,9 @@ void FunctionTranslator::checkAccess(const ptx::Instruction& inst, llvm::Value* 
   }
   uint32_t access = (write ? kMemcheckWrite : 0) | (atomic ? kMemcheckAtomic : 0) |
                     (spaceCode(space) << kMemcheckSpaceShift);
-  b.CreateCall(mt.memcheckFunction(),
-               {ptr, b.getInt64(size), b.getInt32(access), b.getInt32(inst.loc.line),
-                mt.memcheckSource(inst.sourceFile, inst.sourceLine), localBase,
-                b.getInt64(localSize)});
+  b.CreateCall(mt.memcheckFunction(), {ptr, size, b.getInt32(access), b.getInt32(inst.loc.line),
+                                       mt.memcheckSource(inst.sourceFile, inst.sourceLine),
+                                       localBase, b.getInt64(localSize)});
 }
 
 }  // namespace rocuda::compiler::detail

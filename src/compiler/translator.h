@@ -183,6 +183,9 @@ class FunctionTranslator {
   // ROCUDA_MEMCHECK: check [ptr, ptr+size) before `inst` accesses it (nothing when off).
   void checkAccess(const ptx::Instruction& inst, llvm::Value* ptr, uint64_t size, bool write,
                    ptx::StateSpace space, bool atomic = false);
+  // The same for a size known only at run time (an i64).
+  void checkAccess(const ptx::Instruction& inst, llvm::Value* ptr, llvm::Value* size, bool write,
+                   ptx::StateSpace space, bool atomic = false);
   // The value of a symbol used as an operand (`mov r, sym`): its address in its own space.
   Result<llvm::Value*> symbolValue(std::string_view name, int64_t offset);
 
@@ -253,6 +256,9 @@ Status translateMatrixLoadStore(FunctionTranslator& t, const ptx::Instruction& i
 Status translateMBarrierOp(FunctionTranslator& t, const ptx::Instruction& inst);
 // cp.async.mbarrier.arrive (translate_instructions_mbarrier.cpp).
 Status translateAsyncArrive(FunctionTranslator& t, const ptx::Instruction& inst);
+// complete_tx of `bytes` (i32) on the mbarrier at `mbarrier`, as an asynchronous copy that
+// signals it does when its data has landed (translate_instructions_mbarrier.cpp).
+void completeMBarrierTransactions(FunctionTranslator& t, llvm::Value* mbarrier, llvm::Value* bytes);
 // Bodies for the driver "syscalls" CUDA's device runtime library declares (cooperative groups'
 // grid synchronisation), where the module declares them (translate_device_syscalls.cpp).
 void defineDeviceSyscalls(ModuleTranslator& mt);
