@@ -453,6 +453,13 @@ Status FunctionTranslator::translateInstruction(const ptx::Instruction& inst) {
       return translateMatrixLoadStore(*this, inst);
     case Opcode::mbarrier:
       return translateMBarrierOp(*this, inst);
+    case Opcode::vadd: case Opcode::vsub: case Opcode::vabsdiff: case Opcode::vmin:
+    case Opcode::vmax: case Opcode::vshl: case Opcode::vshr: case Opcode::vset: case Opcode::vmad:
+    case Opcode::vadd2: case Opcode::vsub2: case Opcode::vavrg2: case Opcode::vabsdiff2:
+    case Opcode::vmin2: case Opcode::vmax2: case Opcode::vset2: case Opcode::vadd4:
+    case Opcode::vsub4: case Opcode::vavrg4: case Opcode::vabsdiff4: case Opcode::vmin4:
+    case Opcode::vmax4: case Opcode::vset4:
+      return translateVideoOp(*this, inst);
     case Opcode::tex: case Opcode::tld4: case Opcode::txq: case Opcode::suq: case Opcode::suld:
     case Opcode::sust:
       return translateTextureOp(*this, inst);

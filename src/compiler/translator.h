@@ -254,6 +254,7 @@ Status translateMmaOp(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateWmmaOp(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateMatrixLoadStore(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateMBarrierOp(FunctionTranslator& t, const ptx::Instruction& inst);
+Status translateVideoOp(FunctionTranslator& t, const ptx::Instruction& inst);
 // cp.async.mbarrier.arrive (translate_instructions_mbarrier.cpp).
 Status translateAsyncArrive(FunctionTranslator& t, const ptx::Instruction& inst);
 // complete_tx of `bytes` (i32) on the mbarrier at `mbarrier`, as an asynchronous copy that
