@@ -524,12 +524,10 @@ TEST(CompilerErrors, UnsupportedInstructionNamesItAndItsLocation) {
 
 // Operand forms the front end reads but the translator does not implement yet are refused with
 // the instruction and its position, never compiled as if the selector were not there.
-TEST(CompilerErrors, OperandSelectorsAndVectorSpecialRegistersAreRefused) {
+TEST(CompilerErrors, VectorSpecialRegistersAreRefused) {
   const char* head = ".version 8.0\n.target sm_75\n.address_size 64\n"
                      ".visible .entry k()\n{\n  .reg .b32 %r<5>;\n";
   const char* bodies[] = {
-      "  vadd.s32.u32.s32 %r1, %r2.b0, %r3.h1, %r4;\n",
-      "  vmad.s32.u32.u32 %r1, -%r2, %r3, %r4;\n",
       "  mov.u32 %r1, %ctaid.w;\n",
       "  mov.v4.u32 {%r1, %r2, %r3, %r4}, %tid;\n",
   };
@@ -537,6 +535,30 @@ TEST(CompilerErrors, OperandSelectorsAndVectorSpecialRegistersAreRefused) {
     auto result = compileForHost(std::string(head) + body + "  ret;\n}\n", "selectors", {});
     ASSERT_FALSE(result.ok()) << body;
     EXPECT_EQ(result.error().code, ErrorCode::UnsupportedPtx) << body;
+    EXPECT_NE(result.error().message.find("7:3"), std::string::npos) << result.error().message;
+  }
+}
+
+// Video instructions compile (tests/unit/compiler/conformance/video_test.cpp runs them); a byte
+// selector past the word (.b7 on a scalar source), vmad negating both the product and c, and
+// .sat with .add on a SIMD form are invalid PTX, reported at the instruction.
+TEST(CompilerErrors, BadVideoOperandsAreReported) {
+  const char* head =
+      ".version 8.0\n.target sm_75\n.address_size 64\n"
+      ".visible .entry k()\n{\n  .reg .b32 %r<5>;\n";
+  auto ok = compileForHost(std::string(head) + "  vadd.s32.u32.s32 %r1, %r2.b0, %r3.h1, %r4;\n" +
+                               "  vmad.s32.u32.u32 %r1, -%r2, %r3, %r4;\n  ret;\n}\n",
+                           "video", {});
+  EXPECT_TRUE(ok.ok()) << (ok.ok() ? "" : ok.error().message);
+  const char* bodies[] = {
+      "  vadd.s32.u32.s32 %r1, %r2.b7, %r3, %r4;\n",
+      "  vmad.s32.s32.s32 %r1, -%r2, %r3, -%r4;\n",
+      "  vadd4.u32.u32.u32.sat.add %r1, %r2, %r3, %r4;\n",
+  };
+  for (const char* body : bodies) {
+    auto result = compileForHost(std::string(head) + body + "  ret;\n}\n", "video", {});
+    ASSERT_FALSE(result.ok()) << body;
+    EXPECT_EQ(result.error().code, ErrorCode::InvalidPtx) << body << result.error().message;
     EXPECT_NE(result.error().message.find("7:3"), std::string::npos) << result.error().message;
   }
 }
