@@ -126,7 +126,7 @@ Result<HostObject> compileForHost(std::string_view ptxText, std::string_view mod
   if (options.blockFunctions) {
     detail::lowerToBlockForms(*module, result.info);
     ROCUDA_TRY(detail::verifiedIr(*module, name, "block-form"));
-    detail::optimizeForHost(*module, **tm, options.optLevel);
+    detail::optimizeForHost(*module, **tm, options.optLevel, /*unrollLoops=*/false);
     detail::optimizeRoundLoops(*module, **tm, options.optLevel);
     dumpModule(*module, name, ".block.ll");
   }

@@ -43,16 +43,20 @@ void promoteRegisters(llvm::Module& module);
 
 // Set the module's triple and data layout for `tm`, ask for vectors of at most 256 bits
 // (kPreferredVectorBits in host_codegen.cpp) and run the new-PM default pipeline.
-void optimizeForHost(llvm::Module& module, llvm::TargetMachine& tm, int optLevel);
+// `unrollLoops` false: for the block forms, whose work-item loops are unswitched and vectorized
+// by optimizeRoundLoops first (unrolled, they are past its size limits).
+void optimizeForHost(llvm::Module& module, llvm::TargetMachine& tm, int optLevel,
+                     bool unrollLoops = true);
 
 // After the block forms' optimisation (optimizeForHost): unswitch the rounds' work-item loops on
-// the conditions that became invariant, then vectorize the loops that result.
+// the conditions that became invariant, vectorize the loops that result, then unroll.
 void optimizeRoundLoops(llvm::Module& module, llvm::TargetMachine& tm, int optLevel);
 
 // The new pass manager's analyses, registered for `tm`: what every pipeline of the compiler runs
 // with (several pipelines may share one context and its cached analyses).
 struct PassContext {
-  explicit PassContext(llvm::TargetMachine& tm);
+  explicit PassContext(llvm::TargetMachine& tm,
+                       llvm::PipelineTuningOptions tuning = llvm::PipelineTuningOptions());
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
