@@ -101,6 +101,13 @@ void dropMatrixLaneFunctions(llvm::Module& module);
 // spin-waiting host thread yield. Run after inlining, before the block forms.
 void insertSpinPolls(llvm::Module& module);
 
+// Atomics marked block-private (kBlockPrivateMetadata: on the block's shared memory) become
+// plain loads and stores: the CPU device runs every thread of a block on one host thread, and
+// a thread's read-modify-write is never interleaved with another's (threads switch only at
+// waits). Run after the last vectorizer, which keeps loops holding atomics scalar, so that the
+// plain accesses are never widened across threads that may hit the same address.
+void lowerBlockPrivateAtomics(llvm::Module& module);
+
 // Replace each kernel of `module` by its block form for the CPU device (BlockLoop or
 // Continuation, see compiler.h), recording the form in `info`; kernels that cannot take one keep
 // their per-thread entry and get KernelInfo::cpuSlowPathReason. Run after inlining and after

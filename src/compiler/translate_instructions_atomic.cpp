@@ -73,6 +73,7 @@ llvm::Value* halfFloatRmw(FunctionTranslator& t, const ptx::Instruction& inst, l
   auto* initial = B.CreateAlignedLoad(bits, ptr, align);
   initial->setAtomic(llvm::AtomicOrdering::Monotonic);
   markSpace(*initial, inst);
+  markBlockPrivate(*initial, inst);
   llvm::BasicBlock* before = B.GetInsertBlock();
   auto* loop = llvm::BasicBlock::Create(fn->getContext(), "atom.retry", fn);
   auto* done = llvm::BasicBlock::Create(fn->getContext(), "atom.done", fn);
@@ -89,6 +90,7 @@ llvm::Value* halfFloatRmw(FunctionTranslator& t, const ptx::Instruction& inst, l
                                   failureOrdering(order));
   markScope(*x, inst, "gpu");
   markSpace(*x, inst);
+  markBlockPrivate(*x, inst);
   llvm::Value* seen = B.CreateExtractValue(x, 0);
   expected->addIncoming(seen, loop);
   B.CreateCondBr(B.CreateExtractValue(x, 1), done, loop);
@@ -134,6 +136,7 @@ Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
                                     failureOrdering(order));
     markScope(*x, inst, "gpu");  // PTX's default scope for atom and red
     markSpace(*x, inst);
+    markBlockPrivate(*x, inst);
     // Spin locks retry a compare-and-swap until another thread releases the lock.
     if (inst.space != ptx::StateSpace::Shared) markPollableAccess(*x);
     old = B.CreateExtractValue(x, 0);
@@ -152,6 +155,7 @@ Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
       auto* rmw = B.CreateAtomicRMW(op, ptr, val, llvm::MaybeAlign(size), order);
       markScope(*rmw, inst, "gpu");
       markSpace(*rmw, inst);
+      markBlockPrivate(*rmw, inst);
       old = rmw;
     }
   }

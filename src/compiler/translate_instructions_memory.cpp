@@ -34,6 +34,11 @@ void markSpace(llvm::Instruction& access, const ptx::Instruction& inst) {
   if (space) setStringMetadata(access, kSpaceMetadata, space);
 }
 
+void markBlockPrivate(llvm::Instruction& access, const ptx::Instruction& inst) {
+  if (inst.space == ptx::StateSpace::Shared || inst.space == ptx::StateSpace::SharedCluster)
+    access.setMetadata(kBlockPrivateMetadata, llvm::MDNode::get(access.getContext(), {}));
+}
+
 namespace {
 
 // Memory ordering of ld/st modifiers; NotAtomic for plain accesses.

@@ -57,6 +57,15 @@ inline constexpr const char* kSpaceMetadata = "rocuda.space";
 // Mark `access` by the space and modifiers of `inst`; other spaces are left unmarked.
 void markSpace(llvm::Instruction& access, const ptx::Instruction& inst);
 
+// Metadata on atomics (and the atomic loads of their compare-and-swap loops) whose PTX space is
+// the block's own shared memory (atom/red.shared, .shared::cta, and .shared::cluster while a
+// cluster is one block). No other block can reach that memory: a target that runs all of a
+// block's threads on one host thread (the CPU device) may do them as plain accesses once the
+// work-item loops are vectorized; AMDGPU ignores it.
+inline constexpr const char* kBlockPrivateMetadata = "rocuda.block_private";
+// Mark `access` block-private when `inst` names a shared space.
+void markBlockPrivate(llvm::Instruction& access, const ptx::Instruction& inst);
+
 // Module flag (i64, present when above 16): the alignment the shared window's address needs
 // (SharedLayout::windowAlignment). The CPU device aligns every window to a page anyway.
 inline constexpr const char* kSharedWindowAlignmentFlag = "rocuda.shared_window_align";
