@@ -431,7 +431,7 @@ Status FunctionTranslator::translateInstruction(const ptx::Instruction& inst) {
       return translateConvertOp(*this, inst);
     case Opcode::ld: case Opcode::st: case Opcode::ldu: case Opcode::prefetch:
     case Opcode::prefetchu: case Opcode::cvta: case Opcode::isspacep: case Opcode::cp:
-    case Opcode::cp_async:
+    case Opcode::cp_async: case Opcode::alloca: case Opcode::stacksave: case Opcode::stackrestore:
       return translateMemoryOp(*this, inst);
     case Opcode::atom: case Opcode::red:
       return translateAtomicOp(*this, inst);

@@ -2,6 +2,8 @@
 // .acquire/.release), cvta / cvta.to, isspacep, prefetch (no-op) and mov (symbols, pack/unpack).
 #include <llvm/IR/Intrinsics.h>
 
+#include <algorithm>
+
 #include "compiler/translator.h"
 
 namespace rocuda::compiler::detail {
@@ -339,6 +341,48 @@ Status cpAsync(FunctionTranslator& t, const ptx::Instruction& inst) {
   return Status::success();
 }
 
+// alloca.u64 ptr, size {, immAlign}: `size` bytes of the thread's stack (local memory, whose
+// addresses are host addresses here as for .local variables), aligned to immAlign (at least 8,
+// the PTX ISA's default), freed when the function returns or at a stackrestore; stacksave.u64 /
+// stackrestore.u64 d: the stack position as an opaque value, and back to it. nvcc emits these
+// for alloca() in device code. (The .u32 forms, for 32-bit local addresses, cannot hold a host
+// address and are refused.)
+Status stackOp(FunctionTranslator& t, const ptx::Instruction& inst) {
+  auto& B = t.b;
+  if (inst.types().size() != 1) return t.invalid(inst, "expected one type");
+  if (inst.types()[0] != ScalarType::U64)
+    return t.unsupported(inst, "32-bit local addresses (only the .u64 forms are supported)");
+  const auto& ops = inst.operands();
+  switch (inst.opcode) {
+    case ptx::Opcode::alloca: {
+      if (ops.size() != 2 && ops.size() != 3)
+        return t.invalid(inst, "expected ptr, size {, immAlign}");
+      ROCUDA_VALUE(size, t.read(ops[1], ScalarType::U64));
+      uint64_t align = 8;
+      if (ops.size() == 3) {
+        if (ops[2].kind != ptx::Operand::Kind::Immediate)
+          return t.invalid(inst, "immAlign must be a constant");
+        align = std::max<uint64_t>(ops[2].imm().bits, 8);
+        if ((align & (align - 1)) != 0) return t.invalid(inst, "immAlign must be a power of two");
+      }
+      llvm::AllocaInst* memory = B.CreateAlloca(B.getInt8Ty(), size, "alloca");
+      memory->setAlignment(llvm::Align(align));
+      return t.write(ops[0], B.CreatePtrToInt(memory, t.i64()), ScalarType::U64);
+    }
+    case ptx::Opcode::stacksave: {
+      if (ops.size() != 1) return t.invalid(inst, "expected d");
+      llvm::Value* position = B.CreateStackSave("stack");
+      return t.write(ops[0], B.CreatePtrToInt(position, t.i64()), ScalarType::U64);
+    }
+    default: {  // stackrestore
+      if (ops.size() != 1) return t.invalid(inst, "expected a");
+      ROCUDA_VALUE(position, t.read(ops[0], ScalarType::U64));
+      B.CreateStackRestore(B.CreateIntToPtr(position, t.ptrTy()));
+      return Status::success();
+    }
+  }
+}
+
 }  // namespace
 
 Status translateMemoryOp(FunctionTranslator& t, const ptx::Instruction& inst) {
@@ -357,6 +401,10 @@ Status translateMemoryOp(FunctionTranslator& t, const ptx::Instruction& inst) {
       return Status::success();
     case ptx::Opcode::cp_async:
       return cpAsync(t, inst);
+    case ptx::Opcode::alloca:
+    case ptx::Opcode::stacksave:
+    case ptx::Opcode::stackrestore:
+      return stackOp(t, inst);
     case ptx::Opcode::cp:
       if (inst.hasModifier("async")) return cpAsync(t, inst);
       return t.unsupported(inst);

@@ -6,6 +6,7 @@
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/GlobalVariable.h>
 #include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/InstIterator.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/Module.h>
 
@@ -63,6 +64,16 @@ void narrowMarkedAccesses(llvm::Function& function) {
 }  // namespace
 
 Status lowerAddressSpaces(llvm::Module& module) {
+  // PTX alloca of a size known only at run time (alloca() in device code): LLVM 19's AMDGPU
+  // back end has no lowering for a dynamic stack allocation.
+  for (auto& function : module)
+    for (auto& inst : llvm::instructions(function))
+      if (auto* alloca = llvm::dyn_cast<llvm::AllocaInst>(&inst);
+          alloca && !alloca->isStaticAlloca())
+        return makeError(ErrorCode::UnsupportedPtx,
+                         "function '" + function.getName().str() +
+                             "' allocates stack dynamically (PTX alloca), which the AMD GPU code "
+                             "generator cannot lower");
   for (auto& function : module)
     if (!function.isDeclaration()) {
       lowerAllocas(function);

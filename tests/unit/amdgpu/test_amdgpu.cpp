@@ -294,9 +294,10 @@ TEST(AmdgpuPtx, RejectsWhatItCannotLower) {
     std::string ptx, mustName;
   } cases[] = {
       // A format that is not a string constant of the module: its layout is unknown.
-      {kernelWith(".extern .func (.param .b32 r) vprintf(.param .b64 f, .param .b64 a);",
-                  "{\n.param .b64 f;\n.param .b64 a;\n.param .b32 r;\nld.param.u64 %rd1, [p];\n"
-                  "st.param.b64 [f], %rd1;\nst.param.b64 [a], 0;\ncall.uni (r), vprintf, (f, a);\n}"),
+      {kernelWith(
+           ".extern .func (.param .b32 r) vprintf(.param .b64 f, .param .b64 a);",
+           "{\n.param .b64 f;\n.param .b64 a;\n.param .b32 r;\nld.param.u64 %rd1, [p];\n"
+           "st.param.b64 [f], %rd1;\nst.param.b64 [a], 0;\ncall.uni (r), vprintf, (f, a);\n}"),
        "not a string constant"},
       {kernelWith(".extern .func (.param .b64 r) malloc(.param .b64 s);",
                   "{\n.param .b64 s;\n.param .b64 r;\nst.param.b64 [s], 16;\n"
@@ -309,6 +310,12 @@ TEST(AmdgpuPtx, RejectsWhatItCannotLower) {
        "barrier"},
       {kernelWith("", "mov.u32 %r1, %smid;\nld.param.u64 %rd1, [p];\nst.global.u32 [%rd1], %r1;"),
        "__rocuda_sreg_smid"},
+      // alloca() in device code with a run-time size (PTX ISA 7.3).
+      {".version 7.3" + kernelWith("",
+                                   "ld.param.u64 %rd1, [p];\nalloca.u64 %rd2, %rd1, 16;\n"
+                                   "st.local.u32 [%rd2], 1;")
+                            .substr(std::string(".version 7.0").size()),
+       "alloca"},
   };
   for (const auto& c : cases) {
     auto co = compileForAmdgpu(c.ptx, "bad", AmdgpuTarget{"gfx1100", "", 5});
