@@ -128,9 +128,9 @@ Result<HostObject> compileForHost(std::string_view ptxText, std::string_view mod
     ROCUDA_TRY(detail::verifiedIr(*module, name, "block-form"));
     detail::optimizeForHost(*module, **tm, options.optLevel, /*unrollLoops=*/false);
     detail::optimizeRoundLoops(*module, **tm, options.optLevel);
-    detail::lowerBlockPrivateAtomics(*module);
+    if (options.blockOnOneHostThread) detail::lowerBlockPrivateAtomics(*module);
     dumpModule(*module, name, ".block.ll");
-  } else {
+  } else if (options.blockOnOneHostThread) {
     detail::lowerBlockPrivateAtomics(*module);
   }
   return emitHostObject(*module, **tm, result);

@@ -289,6 +289,10 @@ struct CompileOptions {
   bool blockFunctions = true;
   // Host code: check every memory access (ROCUDA_MEMCHECK; the __rocuda_memcheck contract).
   bool memcheck = false;
+  // Host code: the runtime runs all threads of a block on one host thread, switching only at
+  // waits (the CPU device does, block forms or fibers), so atomics on shared memory may be plain
+  // accesses. False for a runtime that runs a block's threads as OS threads (unit tests).
+  bool blockOnOneHostThread = true;
 };
 
 // Host code for one PTX module: a relocatable object file for this machine plus its ModuleInfo.

@@ -1026,5 +1026,57 @@ TEST_F(CpuBlockForms, UniformSlotsSurviveThreadsExitingBeforeBarriers) {
           << "block " << b << " thread " << t;
 }
 
+// Shared-memory atomics, which the CPU device does as plain accesses (a block's threads share
+// one host thread and switch only at waits): every thread's increment counts, in a kernel that
+// waits at barriers, over many launches of 4 blocks on the thread pool.
+TEST_F(CpuBlockForms, SharedAtomicsCountEveryThread) {
+  const char* ptx = R"(.version 7.0
+.target sm_75
+.address_size 64
+.visible .entry sharedCounts(.param .u64 out)
+{
+  .shared .align 4 .b8 bins[16];
+  .shared .align 4 .b8 top[4];
+  .reg .pred %p<3>;
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<6>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  and.b32 %r2, %r1, 3;
+  shl.b32 %r2, %r2, 2;
+  mov.u32 %r3, bins;
+  add.u32 %r3, %r3, %r2;
+  setp.ge.u32 %p1, %r1, 4;
+  @%p1 bra $L_zeroed;
+  st.shared.u32 [%r3], 0;
+  st.shared.u32 [top], 0;
+$L_zeroed:
+  bar.sync 0;
+  atom.shared.add.u32 %r4, [%r3], 1;
+  atom.shared.max.u32 %r5, [top], %r1;
+  atom.shared.cas.b32 %r6, [top], 1000, 2000;
+  bar.sync 0;
+  @%p1 bra $L_done;
+  ld.shared.u32 %r7, [%r3];
+  mul.wide.u32 %rd2, %r1, 4;
+  add.u64 %rd3, %rd1, %rd2;
+  red.global.add.u32 [%rd3], %r7;
+  ld.shared.u32 %r8, [top];
+  atom.global.max.u32 %r9, [%rd1+16], %r8;
+$L_done:
+  ret;
+}
+)";
+  LoadedKernel* kernel = load(ptx, "sharedCounts");
+  ASSERT_NE(kernel, nullptr);
+  for (int round = 0; round < 50; ++round) {
+    uint32_t out[5] = {0, 0, 0, 0, 0};
+    uint32_t* p = out;
+    ASSERT_TRUE(launch(*kernel, {4, 1, 1}, {256, 1, 1}, {&p}).ok());
+    for (int i = 0; i < 4; ++i) ASSERT_EQ(out[i], 4u * 64u) << "bin " << i << " round " << round;
+    ASSERT_EQ(out[4], 255u) << "round " << round;
+  }
+}
+
 }  // namespace
 }  // namespace rocuda::backends

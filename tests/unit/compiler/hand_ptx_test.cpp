@@ -691,7 +691,7 @@ TEST(CompilerContract, DumpsNeutralAndHostIr) {
 }
 
 // Atomics on the block's shared memory are plain accesses on the CPU device (a block's threads
-// share one host thread); global ones stay atomic. Counts from 256 threads of 4 blocks.
+// share one host thread); global ones stay atomic.
 TEST(CompilerContract, SharedAtomicsArePlainOnTheCpu) {
   const char* ptx = R"(.version 8.0
 .target sm_75
@@ -764,13 +764,9 @@ $L_done:
   EXPECT_EQ(atomics, global) << block;
   EXPECT_EQ(lines(block, "cmpxchg", "").first, 0u) << block;
 
-  auto loaded = compileAndLoad(ptx, "atomics_run");
-  ASSERT_TRUE(loaded);
-  uint32_t out[5] = {0, 0, 0, 0, 0};
-  void* p = out;
-  ASSERT_TRUE(launch(*loaded, "sharedCounts", {4, 1, 1}, {256, 1, 1}, {&p}));
-  for (int i = 0; i < 4; ++i) EXPECT_EQ(out[i], 4u * 64u) << i;
-  EXPECT_EQ(out[4], 255u);
+  // Running it needs the CPU device's execution model (a block's threads on one host thread):
+  // CpuBlockForms.SharedAtomicsCountEveryThread. This file's test runtime runs a barrier
+  // kernel's threads as OS threads.
 }
 
 TEST(CompilerContract, BranchesLoopsAndLocalDepot) {

@@ -171,6 +171,7 @@ std::unique_ptr<Loaded> compileAndLoad(std::string_view ptx, std::string_view na
   CompileOptions options;
   options.optLevel = optLevel;
   options.blockFunctions = false;  // this runtime drives one thread per call
+  options.blockOnOneHostThread = false;  // ... and a barrier kernel's threads as OS threads
   auto object = compileForHost(ptx, name, options);
   if (!object.ok()) {
     ADD_FAILURE() << "compileForHost: " << object.error().message;
