@@ -1,18 +1,29 @@
 // The CPU device running kernels in each block form (compiler.h): work-item loops, continuations
 // stepped from wait to wait, and the per-thread slow path, checked against host references.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <numeric>
+#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/device_backend.h"
 
 namespace rocuda::backends {
 namespace {
+
+std::string readText(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
 
 using compiler::CpuExecution;
 
@@ -1027,8 +1038,9 @@ TEST_F(CpuBlockForms, UniformSlotsSurviveThreadsExitingBeforeBarriers) {
 }
 
 // Shared-memory atomics, which the CPU device does as plain accesses (a block's threads share
-// one host thread and switch only at waits): every thread's increment counts, in a kernel that
-// waits at barriers, over many launches of 4 blocks on the thread pool.
+// one host thread and switch only at waits; global ones stay atomic): the compiled kernel keeps
+// no shared atomic, and every thread's increment counts, in a kernel that waits at barriers,
+// over many launches of 4 blocks on the thread pool.
 TEST_F(CpuBlockForms, SharedAtomicsCountEveryThread) {
   const char* ptx = R"(.version 7.0
 .target sm_75
@@ -1067,8 +1079,40 @@ $L_done:
   ret;
 }
 )";
-  LoadedKernel* kernel = load(ptx, "sharedCounts");
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("rocuda_atomics_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  ::setenv("ROCUDA_DUMP", dir.c_str(), 1);
+  LoadedKernel* kernel = load(ptx, "sharedCounts");  // compiled now (EAGER), dumped as M.K
+  ::unsetenv("ROCUDA_DUMP");
   ASSERT_NE(kernel, nullptr);
+  std::string neutral = readText(dir / "sharedCounts.sharedCounts.ll");
+  std::string block = readText(dir / "sharedCounts.sharedCounts.block.ll");
+  std::filesystem::remove_all(dir);
+  // The lines of `text` holding `what`, and those of them that also hold `also`.
+  auto lines = [](const std::string& text, const std::string& what, const std::string& also) {
+    std::pair<size_t, size_t> n{0, 0};
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+      if (line.find(what) != std::string::npos) {
+        ++n.first;
+        if (line.find(also) != std::string::npos) ++n.second;
+      }
+    return n;
+  };
+  // Translated: two shared read-modify-writes and a compare-and-swap marked block-private, and
+  // the two global ones (marked global).
+  EXPECT_EQ(lines(neutral, "atomicrmw", "rocuda.block_private"),
+            std::make_pair(size_t{4}, size_t{2}))
+      << neutral;
+  EXPECT_EQ(lines(neutral, "cmpxchg", "rocuda.block_private"),
+            std::make_pair(size_t{1}, size_t{1}));
+  // Block form: every atomic left is a global one (the rounds copy them), none shared.
+  auto [atomics, global] = lines(block, "atomicrmw", "rocuda.space");
+  EXPECT_GT(atomics, 0u) << block;
+  EXPECT_EQ(atomics, global) << block;
+  EXPECT_EQ(lines(block, "cmpxchg", "").first, 0u) << block;
+
   for (int round = 0; round < 50; ++round) {
     uint32_t out[5] = {0, 0, 0, 0, 0};
     uint32_t* p = out;

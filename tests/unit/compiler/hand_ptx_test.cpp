@@ -8,9 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
-#include <sstream>
 #include <string>
-#include <utility>
 
 #include "test_runtime.h"
 
@@ -688,85 +686,6 @@ TEST(CompilerContract, DumpsNeutralAndHostIr) {
   void* p = &out;
   ASSERT_TRUE(launch(*loaded, "contract", {}, {1, 1, 1}, {&p}));
   EXPECT_EQ(out, 99u);
-}
-
-// Atomics on the block's shared memory are plain accesses on the CPU device (a block's threads
-// share one host thread); global ones stay atomic.
-TEST(CompilerContract, SharedAtomicsArePlainOnTheCpu) {
-  const char* ptx = R"(.version 8.0
-.target sm_75
-.address_size 64
-.visible .entry sharedCounts(.param .u64 out)
-{
-  .shared .align 4 .b8 bins[16];
-  .shared .align 4 .b8 top[4];
-  .reg .pred %p<3>;
-  .reg .b32 %r<12>;
-  .reg .b64 %rd<6>;
-  ld.param.u64 %rd1, [out];
-  mov.u32 %r1, %tid.x;
-  and.b32 %r2, %r1, 3;
-  shl.b32 %r2, %r2, 2;
-  mov.u32 %r3, bins;
-  add.u32 %r3, %r3, %r2;
-  setp.ge.u32 %p1, %r1, 4;
-  @%p1 bra $L_zeroed;
-  st.shared.u32 [%r3], 0;
-  st.shared.u32 [top], 0;
-$L_zeroed:
-  bar.sync 0;
-  atom.shared.add.u32 %r4, [%r3], 1;
-  atom.shared.max.u32 %r5, [top], %r1;
-  atom.shared.cas.b32 %r6, [top], 1000, 2000;
-  bar.sync 0;
-  @%p1 bra $L_done;
-  ld.shared.u32 %r7, [%r3];
-  mul.wide.u32 %rd2, %r1, 4;
-  add.u64 %rd3, %rd1, %rd2;
-  red.global.add.u32 [%rd3], %r7;
-  ld.shared.u32 %r8, [top];
-  atom.global.max.u32 %r9, [%rd1+16], %r8;
-$L_done:
-  ret;
-}
-)";
-  auto dir =
-      std::filesystem::temp_directory_path() / ("rocuda_atomics_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  ::setenv("ROCUDA_DUMP", dir.c_str(), 1);
-  auto object = compileForHost(ptx, "atomics", {});
-  ::unsetenv("ROCUDA_DUMP");
-  ASSERT_TRUE(object.ok()) << object.error().message;
-  std::string neutral = readFile((dir / "atomics.ll").string());
-  std::string block = readFile((dir / "atomics.block.ll").string());
-  std::filesystem::remove_all(dir);
-  // The lines of `text` holding `what`, and those of them that also hold `also`.
-  auto lines = [](const std::string& text, const std::string& what, const std::string& also) {
-    std::pair<size_t, size_t> n{0, 0};
-    std::istringstream in(text);
-    for (std::string line; std::getline(in, line);)
-      if (line.find(what) != std::string::npos) {
-        ++n.first;
-        if (line.find(also) != std::string::npos) ++n.second;
-      }
-    return n;
-  };
-  // Translated: two shared read-modify-writes and a compare-and-swap marked block-private, and
-  // the two global ones (marked global).
-  EXPECT_EQ(lines(neutral, "atomicrmw", "rocuda.block_private"),
-            std::make_pair(size_t{4}, size_t{2}))
-      << neutral;
-  EXPECT_EQ(lines(neutral, "cmpxchg", "rocuda.block_private"),
-            std::make_pair(size_t{1}, size_t{1}));
-  // Block form: every atomic left is a global one (the rounds copy them), none shared.
-  auto [atomics, global] = lines(block, "atomicrmw", "rocuda.space");
-  EXPECT_GT(atomics, 0u) << block;
-  EXPECT_EQ(atomics, global) << block;
-  EXPECT_EQ(lines(block, "cmpxchg", "").first, 0u) << block;
-
-  // Running it needs the CPU device's execution model (a block's threads on one host thread):
-  // CpuBlockForms.SharedAtomicsCountEveryThread. This file's test runtime runs a barrier
-  // kernel's threads as OS threads.
 }
 
 TEST(CompilerContract, BranchesLoopsAndLocalDepot) {
