@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # PTX-to-code-object compile time of Rocuda's AMD code generator against NVIDIA's ptxas -O3
 # compiling the same PTX for sm_90, in the same run (best of N wall times each).
-#   run_amdgpu_compile_bench.sh ROCUDA PTXAS [--targets gfx1100,gfx90a] [--runs N] FILE.ptx...
+#   run_amdgpu_compile_bench.sh ROCUDA PTXAS [--targets gfx1100,gfx90a] [--runs N] [--jobs N]
+#                               FILE.ptx...
+# Rocuda compiles a large module's kernels in partitions on every core (--jobs N: N threads;
+# --jobs 1 compiles each module on one thread, as ptxas does).
 # Goal (issue 6): rocuda / ptxas <= 1.0 for every module. ptxas is given -arch=sm_90 whatever the
 # module's .target, as the goal says; a module ptxas refuses for sm_90 is reported and skipped.
 set -euo pipefail
@@ -10,15 +13,17 @@ ptxas=$2
 shift 2
 targets=gfx1100,gfx90a
 runs=3
+jobs=()
 files=()
 while (($#)); do
   case $1 in
     --targets) targets=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
+    --jobs) jobs=(--jobs "$2"); shift 2 ;;
     *) files+=("$1"); shift ;;
   esac
 done
-((${#files[@]})) || { echo "usage: $0 ROCUDA PTXAS [--targets LIST] [--runs N] FILE.ptx..." >&2; exit 2; }
+((${#files[@]})) || { echo "usage: $0 ROCUDA PTXAS [--targets LIST] [--runs N] [--jobs N] FILE.ptx..." >&2; exit 2; }
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -51,7 +56,7 @@ for file in "${files[@]}"; do
   fi
   printf '%-28s %9s %9s' "$name" "$kib" "$reference"
   for t in "${target_list[@]}"; do
-    if ! ours=$(best_of "$rocuda" compile "$file" --target "$t" -o "$work/out.co"); then
+    if ! ours=$(best_of "$rocuda" compile "$file" --target "$t" "${jobs[@]}" -o "$work/out.co"); then
       printf ' %10s %7s' failed -
       echo; echo "  $t: $(head -c 300 "$work/err")"
       continue

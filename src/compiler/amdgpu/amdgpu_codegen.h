@@ -56,9 +56,22 @@ inline constexpr const char* kAmdgpuAssertFlagSymbol = "__rocuda_assert_failed";
 // --emit`, the FileCheck tests) the target's assembly or the optimised AMDGPU LLVM IR as text.
 enum class AmdgpuOutput { CodeObject, Assembly, LlvmIr };
 
+// How compileForAmdgpu compiles one module.
+struct AmdgpuCompileOptions {
+  AmdgpuOutput output = AmdgpuOutput::CodeObject;
+  // Threads for one module's kernels (0: one per core). A code object is compiled as
+  // partitions of its kernels, one per thread, each optimised and compiled apart and then
+  // linked; the assembly and IR outputs always come from the whole module.
+  unsigned threads = 0;
+  // Modules with fewer LLVM instructions after lowering compile whole: a partition costs a
+  // bitcode round trip and a link input, more than parallelism saves on small modules.
+  size_t minimumInstructionsToPartition = 20000;
+};
+
 struct AmdgpuCompilation {
   ModuleInfo info;              // kernels and globals, exactly as compileForHost describes them
   std::vector<uint8_t> output;  // the code object (or the text asked for)
+  unsigned partitions = 1;      // how many partitions compiled in parallel (not serialized)
 
   // The code cache's entry format (that of HostObject). deserialize checks every size.
   std::vector<uint8_t> serialize() const;
@@ -73,7 +86,7 @@ struct AmdgpuCompilation {
 // handle yet), InvalidValue (bad target), Internal.
 Result<AmdgpuCompilation> compileForAmdgpu(std::string_view ptx, std::string_view moduleName,
                                            const AmdgpuTarget& target,
-                                           AmdgpuOutput output = AmdgpuOutput::CodeObject);
+                                           const AmdgpuCompileOptions& options = {});
 
 // The AMD target as a cache-key component: processor, features, code object version.
 std::string amdgpuTargetName(const AmdgpuTarget& target);

@@ -7,6 +7,8 @@
 #include <llvm/IR/IntrinsicsAMDGPU.h>
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "compiler/amdgpu/amdgpu_codegen.h"
@@ -14,6 +16,8 @@
 #include "support/result.h"
 
 namespace llvm {
+class LLVMContext;
+class MemoryBufferRef;
 class TargetMachine;
 }  // namespace llvm
 
@@ -155,9 +159,16 @@ llvm::GlobalVariable* protectedGlobal(llvm::Module& module, llvm::Constant* init
 // (kAmdgpuAssertFlagSymbol) and end the wavefront. Runs before lowerDeviceRuntime.
 Status lowerAssert(llvm::Module& module);
 
-// vprintf calls with a constant format become records in the host's printf buffer
-// (amdgpu_codegen.h); UnsupportedPtx for any other format. Runs after optimizeForAmdgpu.
-Status lowerPrintf(llvm::Module& module);
+// The format strings of the module's vprintf calls, each once, in program order; UnsupportedPtx
+// for a format that is not a string constant of the module. Runs after optimizeForAmdgpu, when
+// the formats' addresses have folded into constants.
+Result<std::vector<std::string>> printfFormats(llvm::Module& module);
+// vprintf calls become records in the host's printf buffer (amdgpu_codegen.h) that name their
+// format by its index in `formats`: the module's printfFormats, or for the partitions of one
+// module those of all partitions in partition order. The buffer pointer and the format table are
+// defined where `definesGlobals` (the first partition), declared elsewhere.
+Status lowerPrintf(llvm::Module& module, const std::vector<std::string>& formats,
+                   bool definesGlobals);
 
 // TargetMachine for amdgcn-amd-amdhsa; also sets the module's triple, data layout and code
 // object version.
@@ -167,8 +178,33 @@ void prepareModuleForTarget(llvm::Module& module, llvm::TargetMachine& tm, int c
 // O2 for the target (always-inlining the runtime and kernel bodies, InferAddressSpaces).
 void optimizeForAmdgpu(llvm::Module& module, llvm::TargetMachine& tm);
 
+// How partitionKernels divides a lowered module for compilation on several threads
+// (partition_kernels.cpp).
+struct KernelPartitions {
+  // Per partition, the functions it defines (its kernels and all they call), in module order.
+  // Fewer than two: the module compiles whole.
+  std::vector<std::vector<std::string>> functions;
+  std::string wholeBecause;  // why it compiles whole
+};
+// Divide `module`'s kernels into at most `partitions` partitions of about equal size, unless it
+// is smaller than `minimumInstructions` or has a function whose address is taken.
+// When it divides, makes the module ready to be read back per partition: functions other than
+// kernels internal, variables with local linkage external and hidden.
+KernelPartitions partitionKernels(llvm::Module& module, unsigned partitions,
+                                  size_t minimumInstructions);
+// On a variable another partition defines: the text of its C-string initializer (a printf
+// format, to lowerPrintf), which the optimiser drops with the initializer.
+inline constexpr const char* kInitialStringMetadata = "rocuda.initial_string";
+// The module in `bitcode` (written after partitionKernels) reduced, in `context`, to one
+// partition: its `functions` defined, no other; variables defined if `definesVariables` (the
+// first partition), else available_externally.
+Result<std::unique_ptr<llvm::Module>> loadPartition(llvm::MemoryBufferRef bitcode,
+                                                    llvm::LLVMContext& context,
+                                                    const std::vector<std::string>& functions,
+                                                    bool definesVariables);
 
-// Link a relocatable object into a shared code object with lld, in process.
-Result<std::vector<uint8_t>> linkCodeObject(const std::vector<uint8_t>& object);
+// Link relocatable objects into one shared code object with lld, in process. Several objects
+// (the partitions of one module) get one metadata note listing all their kernels.
+Result<std::vector<uint8_t>> linkCodeObject(const std::vector<std::vector<uint8_t>>& objects);
 
 }  // namespace rocuda::compiler::amdgpu

@@ -1,5 +1,7 @@
 // compileForAmdgpu: parse -> translate (target-neutral) -> lower for AMDGPU -> verify ->
-// optimise -> emit -> link.
+// optimise -> emit -> link; large modules optimise and emit their kernels in partitions on
+// several threads (partition_kernels.cpp).
+#include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/IR/DiagnosticInfo.h>
 #include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/LLVMContext.h>
@@ -7,9 +9,15 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include <barrier>
+#include <optional>
+#include <set>
+#include <thread>
+
 #include "compiler/amdgpu/amdgpu_lowering.h"
 #include "compiler/host_codegen.h"
 #include "compiler/translator.h"
+#include "support/platform.h"
 
 namespace rocuda::compiler {
 namespace {
@@ -44,6 +52,105 @@ Status refuseUnselectableHelpers(const llvm::Module& module) {
   return Status::success();
 }
 
+// After optimisation: printf lowered with the module's format table, then compiled to a
+// relocatable object, or to assembly text.
+Result<std::vector<uint8_t>> lowerPrintfAndEmit(llvm::Module& module, llvm::TargetMachine& tm,
+                                                const std::vector<std::string>& formats,
+                                                bool definesGlobals, const AmdgpuTarget& target,
+                                                std::string_view moduleName,
+                                                const std::string& backendErrors, bool assembly) {
+  ROCUDA_TRY(amdgpu::lowerPrintf(module, formats, definesGlobals));
+  ROCUDA_TRY(detail::verifiedIr(module, moduleName, "AMDGPU printf"));
+  auto object = detail::emitObject(module, tm, assembly);
+  if (!backendErrors.empty())
+    return makeError(ErrorCode::UnsupportedPtx, "the AMD GPU backend cannot compile '" +
+                                                    std::string(moduleName) + "' for " +
+                                                    target.processor + ": " + backendErrors);
+  return object;
+}
+
+// The partitions of one module, compiled on a thread each. Each reads its part back from the
+// module's bitcode into an LLVMContext of its own (contexts are not shared between threads) and
+// optimises it; the partitions then agree on one printf format table (in partition order) before
+// lowering printf and compiling; lld links the objects into one code object.
+class PartitionedCompile {
+ public:
+  PartitionedCompile(llvm::Module& module, const amdgpu::KernelPartitions& plan,
+                     const AmdgpuTarget& target, std::string_view moduleName)
+      : plan_(plan),
+        target_(target),
+        moduleName_(moduleName),
+        formats_(plan.functions.size()),
+        formatsAgreed_(static_cast<std::ptrdiff_t>(plan.functions.size()), MergeFormats{this}) {
+    llvm::raw_svector_ostream os(bitcode_);
+    llvm::WriteBitcodeToFile(module, os);
+  }
+
+  Result<std::vector<uint8_t>> run() {
+    size_t count = plan_.functions.size();
+    std::vector<std::optional<Result<std::vector<uint8_t>>>> objects(count);
+    auto compile = [&](size_t p) { objects[p].emplace(compilePartition(p)); };
+    std::vector<std::thread> threads;
+    for (size_t p = 1; p < count; ++p) threads.emplace_back(compile, p);
+    compile(0);
+    for (auto& thread : threads) thread.join();
+    std::vector<std::vector<uint8_t>> compiled;
+    for (auto& object : objects) {
+      if (!object->ok()) return object->error();
+      compiled.push_back(std::move(**object));
+    }
+    return amdgpu::linkCodeObject(compiled);
+  }
+
+ private:
+  struct MergeFormats {
+    PartitionedCompile* self;
+    void operator()() noexcept {
+      std::set<std::string> seen;
+      for (const auto& formats : self->formats_)
+        if (formats && formats->ok())
+          for (const std::string& format : **formats)
+            if (seen.insert(format).second) self->merged_.push_back(format);
+    }
+  };
+
+  Result<std::vector<uint8_t>> compilePartition(size_t p) {
+    llvm::LLVMContext context;
+    std::string backendErrors;
+    context.setDiagnosticHandlerCallBack(collectDiagnostic, &backendErrors);
+    auto tm = amdgpu::createAmdgpuTargetMachine(target_);
+    std::unique_ptr<llvm::Module> module;
+    if (!tm.ok()) {
+      formats_[p].emplace(tm.error());
+    } else if (auto loaded = amdgpu::loadPartition(bitcode(), context, plan_.functions[p],
+                                                   /*definesVariables=*/p == 0);
+               !loaded.ok()) {
+      formats_[p].emplace(loaded.error());
+    } else {
+      module = std::move(*loaded);
+      amdgpu::optimizeForAmdgpu(*module, **tm);
+      formats_[p].emplace(amdgpu::printfFormats(*module));
+    }
+    // Every partition arrives, failed or not, so that none waits forever.
+    formatsAgreed_.arrive_and_wait();
+    if (!formats_[p]->ok()) return formats_[p]->error();
+    return lowerPrintfAndEmit(*module, **tm, merged_, /*definesGlobals=*/p == 0, target_,
+                              moduleName_, backendErrors, /*assembly=*/false);
+  }
+
+  llvm::MemoryBufferRef bitcode() const {
+    return llvm::MemoryBufferRef(llvm::StringRef(bitcode_.data(), bitcode_.size()), moduleName_);
+  }
+
+  const amdgpu::KernelPartitions& plan_;
+  const AmdgpuTarget& target_;
+  std::string_view moduleName_;
+  llvm::SmallVector<char, 0> bitcode_;
+  std::vector<std::optional<Result<std::vector<std::string>>>> formats_;
+  std::vector<std::string> merged_;
+  std::barrier<MergeFormats> formatsAgreed_;
+};
+
 }  // namespace
 
 std::vector<uint8_t> AmdgpuCompilation::serialize() const {
@@ -64,7 +171,8 @@ std::string amdgpuTargetName(const AmdgpuTarget& target) {
 }
 
 Result<AmdgpuCompilation> compileForAmdgpu(std::string_view ptx, std::string_view moduleName,
-                                           const AmdgpuTarget& target, AmdgpuOutput output) {
+                                           const AmdgpuTarget& target,
+                                           const AmdgpuCompileOptions& options) {
   auto tm = amdgpu::createAmdgpuTargetMachine(target);
   if (!tm.ok()) return tm.error();
 
@@ -89,29 +197,43 @@ Result<AmdgpuCompilation> compileForAmdgpu(std::string_view ptx, std::string_vie
   amdgpu::lowerDenormalMode(*module);
   ROCUDA_TRY(detail::verifiedIr(*module, moduleName, "AMDGPU"));
 
-  amdgpu::optimizeForAmdgpu(*module, **tm);
-  ROCUDA_TRY(amdgpu::lowerPrintf(*module));
-  ROCUDA_TRY(detail::verifiedIr(*module, moduleName, "AMDGPU printf"));
   AmdgpuCompilation result;
   result.info = std::move(info);
-  if (output == AmdgpuOutput::LlvmIr) {
+  if (options.output == AmdgpuOutput::CodeObject) {
+    unsigned threads = options.threads ? options.threads : platform::hardwareThreads();
+    amdgpu::KernelPartitions plan =
+        amdgpu::partitionKernels(*module, threads, options.minimumInstructionsToPartition);
+    if (plan.functions.size() > 1) {
+      PartitionedCompile partitions(*module, plan, target, moduleName);
+      module.reset();  // the partitions read their parts from its bitcode
+      auto linked = partitions.run();
+      if (!linked.ok()) return linked.error();
+      result.output = std::move(*linked);
+      result.partitions = plan.functions.size();
+      return result;
+    }
+  }
+  amdgpu::optimizeForAmdgpu(*module, **tm);
+  auto formats = amdgpu::printfFormats(*module);
+  if (!formats.ok()) return formats.error();
+  if (options.output == AmdgpuOutput::LlvmIr) {
+    ROCUDA_TRY(amdgpu::lowerPrintf(*module, *formats, /*definesGlobals=*/true));
+    ROCUDA_TRY(detail::verifiedIr(*module, moduleName, "AMDGPU printf"));
     std::string text;
     llvm::raw_string_ostream os(text);
     module->print(os, nullptr);
     result.output.assign(text.begin(), text.end());
     return result;
   }
-  auto object = detail::emitObject(*module, **tm, output == AmdgpuOutput::Assembly);
-  if (!backendErrors.empty())
-    return makeError(ErrorCode::UnsupportedPtx, "the AMD GPU backend cannot compile '" +
-                                                    std::string(moduleName) + "' for " +
-                                                    target.processor + ": " + backendErrors);
+  bool assembly = options.output == AmdgpuOutput::Assembly;
+  auto object = lowerPrintfAndEmit(*module, **tm, *formats, /*definesGlobals=*/true, target,
+                                   moduleName, backendErrors, assembly);
   if (!object.ok()) return object.error();
-  if (output == AmdgpuOutput::Assembly) {
+  if (assembly) {
     result.output = std::move(*object);
     return result;
   }
-  auto linked = amdgpu::linkCodeObject(*object);
+  auto linked = amdgpu::linkCodeObject({std::move(*object)});
   if (!linked.ok()) return linked.error();
   result.output = std::move(*linked);
   return result;

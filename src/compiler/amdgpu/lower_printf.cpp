@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "compiler/amdgpu/amdgpu_lowering.h"
 #include "support/device_printf.h"
@@ -23,10 +24,17 @@ namespace {
 // The format string `value` points at, if it is a constant of the module.
 std::optional<std::string> constantString(llvm::Value* value) {
   auto* global = llvm::dyn_cast<llvm::GlobalVariable>(value->stripPointerCasts());
-  if (!global || !global->hasDefinitiveInitializer()) return std::nullopt;
-  auto* data = llvm::dyn_cast<llvm::ConstantDataSequential>(global->getInitializer());
-  if (!data || !data->isString()) return std::nullopt;
-  std::string text = data->getAsString().str();
+  if (!global) return std::nullopt;
+  std::string text;
+  if (global->hasDefinitiveInitializer()) {
+    auto* data = llvm::dyn_cast<llvm::ConstantDataSequential>(global->getInitializer());
+    if (!data || !data->isString()) return std::nullopt;
+    text = data->getAsString().str();
+  } else if (llvm::MDNode* initial = global->getMetadata(kInitialStringMetadata)) {
+    text = llvm::cast<llvm::MDString>(initial->getOperand(0))->getString().str();  // partition
+  } else {
+    return std::nullopt;
+  }
   size_t end = text.find('\0');
   if (end == std::string::npos) return std::nullopt;  // not terminated: not a C string
   return text.substr(0, end);
@@ -97,34 +105,74 @@ llvm::GlobalVariable* protectedGlobal(llvm::Module& module, llvm::Constant* init
   return global;
 }
 
-Status lowerPrintf(llvm::Module& module) {
-  llvm::Function* vprintf = module.getFunction("vprintf");
-  if (!vprintf || vprintf->use_empty()) return Status::success();
-  llvm::LLVMContext& context = module.getContext();
-  auto* buffer = protectedGlobal(
-      module, llvm::ConstantPointerNull::get(llvm::PointerType::get(context, kGlobalAS)),
-      kAmdgpuPrintfBufferSymbol, /*constant=*/false);
-  llvm::Function* record = defineRecord(module, *buffer);
+namespace {
 
-  std::map<std::string, uint32_t> indices;
-  std::string formats;
-  // In program order, so that format indices follow the source.
+std::vector<llvm::CallBase*> vprintfCalls(llvm::Module& module) {
   std::vector<llvm::CallBase*> calls;
+  llvm::Function* vprintf = module.getFunction("vprintf");
+  if (!vprintf) return calls;
   for (llvm::Function& fn : module)
     for (llvm::BasicBlock& block : fn)
       for (llvm::Instruction& inst : block)
         if (auto* call = llvm::dyn_cast<llvm::CallBase>(&inst);
             call && call->getCalledFunction() == vprintf)
           calls.push_back(call);
-  for (llvm::CallBase* call : calls) {
+  return calls;
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> printfFormats(llvm::Module& module) {
+  std::vector<std::string> formats;
+  std::set<std::string> seen;
+  for (llvm::CallBase* call : vprintfCalls(module)) {
     std::optional<std::string> format = constantString(call->getArgOperand(0));
     if (!format)
       return makeError(ErrorCode::UnsupportedPtx,
                        "printf in '" + call->getFunction()->getName().str() +
                            "' has a format string that is not a string constant of the module; "
                            "the AMD GPU backend needs the format at compile time");
-    auto [it, added] = indices.emplace(*format, static_cast<uint32_t>(indices.size()));
-    if (added) formats += *format + '\0';
+    if (seen.insert(*format).second) formats.push_back(*format);
+  }
+  return formats;
+}
+
+Status lowerPrintf(llvm::Module& module, const std::vector<std::string>& formats,
+                   bool definesGlobals) {
+  llvm::LLVMContext& context = module.getContext();
+  llvm::Function* vprintf = module.getFunction("vprintf");
+  bool used = vprintf && !vprintf->use_empty();
+  if (formats.empty() && !used) return Status::success();
+  std::vector<llvm::CallBase*> calls = vprintfCalls(module);  // in program order
+  auto* bufferType = llvm::PointerType::get(context, kGlobalAS);
+  llvm::GlobalVariable* buffer = nullptr;
+  if (definesGlobals) {
+    buffer = protectedGlobal(module, llvm::ConstantPointerNull::get(bufferType),
+                             kAmdgpuPrintfBufferSymbol, /*constant=*/false);
+    std::string table;
+    for (const std::string& format : formats) table += format + '\0';
+    protectedGlobal(module, llvm::ConstantDataArray::getString(context, table, /*AddNull=*/false),
+                    kAmdgpuPrintfFormatsSymbol, /*constant=*/true);
+  }
+  if (!used) return Status::success();
+  if (!buffer) {
+    buffer = new llvm::GlobalVariable(module, bufferType, false, llvm::GlobalValue::ExternalLinkage,
+                                      nullptr, kAmdgpuPrintfBufferSymbol, nullptr,
+                                      llvm::GlobalValue::NotThreadLocal, kGlobalAS);
+    buffer->setVisibility(llvm::GlobalValue::ProtectedVisibility);
+    buffer->setAlignment(llvm::Align(8));
+  }
+  llvm::Function* record = defineRecord(module, *buffer);
+
+  std::map<std::string, uint32_t> indices;
+  for (const std::string& format : formats)
+    indices.emplace(format, static_cast<uint32_t>(indices.size()));
+  for (llvm::CallBase* call : calls) {
+    std::optional<std::string> format = constantString(call->getArgOperand(0));
+    auto it = format ? indices.find(*format) : indices.end();
+    if (it == indices.end())
+      return makeError(ErrorCode::Internal, "printf in '" + call->getFunction()->getName().str() +
+                                                "' has a format missing from the module's table");
     device_printf::Layout layout = device_printf::layoutOf(*format);
     llvm::IRBuilder<> b(call);
     b.CreateCall(record, {b.getInt32(it->second), call->getArgOperand(1),
@@ -134,7 +182,7 @@ Status lowerPrintf(llvm::Module& module) {
     auto* formatGlobal =
         llvm::dyn_cast<llvm::GlobalVariable>(call->getArgOperand(0)->stripPointerCasts());
     call->eraseFromParent();
-    // A format only printf used (the assert message's): the blob below holds it now.
+    // A format only printf used (the assert message's): the table holds it now.
     if (formatGlobal && formatGlobal->hasLocalLinkage()) {
       formatGlobal->removeDeadConstantUsers();
       if (formatGlobal->use_empty()) formatGlobal->eraseFromParent();
@@ -143,8 +191,6 @@ Status lowerPrintf(llvm::Module& module) {
   if (!vprintf->use_empty())
     return makeError(ErrorCode::UnsupportedPtx,
                      "the AMD GPU backend cannot take the address of vprintf");
-  protectedGlobal(module, llvm::ConstantDataArray::getString(context, formats, /*AddNull=*/false),
-                  kAmdgpuPrintfFormatsSymbol, /*constant=*/true);
   vprintf->eraseFromParent();
   return Status::success();
 }

@@ -18,13 +18,14 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: rocuda compile INPUT --target gfxNNNN[:features] [-o OUT] [--code-object-version 4|5]\n"
-    "                      [--emit code-object|asm|llvm]\n"
+    "                      [--emit code-object|asm|llvm] [--jobs N]\n"
     "\n"
     "Compiles the PTX in INPUT (PTX text, an nvcc-built executable or object, or a fatbin) to an\n"
     "AMD GPU code object for the target (e.g. gfx1100, gfx90a:sramecc+:xnack-). One code object\n"
     "per translation unit: OUT, or OUT.1, OUT.2... when there are several (default OUT:\n"
     "INPUT's file name + .<target>.co in the current directory; '-o -' writes to stdout).\n"
-    "Translation units are compiled in parallel, one per core.\n"
+    "Translation units are compiled in parallel, and the kernels of a large one in partitions\n"
+    "on several threads: --jobs N threads in all (default: one per core).\n"
     "--emit asm writes the target's assembly instead, --emit llvm the optimised AMDGPU LLVM IR.\n"
     "--target neutral writes the target-neutral LLVM IR the translator makes of the PTX, before\n"
     "any target's lowering (default OUT: INPUT's file name + .neutral.ll).\n";
@@ -35,6 +36,7 @@ constexpr uint32_t kHighestArch = 1000;
 struct Options {
   std::string input, output, target;
   int codeObjectVersion = 5;
+  unsigned jobs = 0;  // 0: one per core
   compiler::AmdgpuOutput emit = compiler::AmdgpuOutput::CodeObject;
 };
 
@@ -61,6 +63,12 @@ bool parseOptions(const std::vector<std::string>& args, Options& options) {
       const std::string& v = args[++i];
       if (v != "4" && v != "5") return false;
       options.codeObjectVersion = v[0] - '0';
+    } else if (arg == "--jobs" && hasValue) {
+      const std::string& n = args[++i];
+      if (n.empty() || n.size() > 4 || n.find_first_not_of("0123456789") != std::string::npos ||
+          std::stoul(n) == 0)
+        return false;
+      options.jobs = std::stoul(n);
     } else if (arg == "--emit" && hasValue) {
       const std::string& kind = args[++i];
       if (kind == "code-object")
@@ -131,12 +139,18 @@ int commandCompile(const std::vector<std::string>& args) {
   std::vector<std::string> names(units);
   for (size_t i = 0; i < units; ++i)
     names[i] = units == 1 ? options.input : options.input + " (" + contents->ptx[i].name + ")";
+  unsigned jobs = options.jobs ? options.jobs : platform::hardwareThreads();
+  size_t workers = std::min<size_t>(units, jobs);
+  // Threads left over when there are fewer units than jobs partition each unit's kernels.
+  compiler::AmdgpuCompileOptions compileOptions;
+  compileOptions.output = options.emit;
+  compileOptions.threads = std::max<unsigned>(1, jobs / workers);
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i = next++; i < units; i = next++) {
       if (!neutral) {
         results[i].emplace(
-            compiler::compileForAmdgpu(contents->ptx[i].text, names[i], *target, options.emit));
+            compiler::compileForAmdgpu(contents->ptx[i].text, names[i], *target, compileOptions));
         continue;
       }
       auto text = compiler::neutralIrText(contents->ptx[i].text, names[i]);
@@ -149,7 +163,6 @@ int commandCompile(const std::vector<std::string>& args) {
       results[i].emplace(std::move(ir));
     }
   };
-  size_t workers = std::min<size_t>(units, std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::thread> threads;
   for (size_t w = 1; w < workers; ++w) threads.emplace_back(work);
   work();

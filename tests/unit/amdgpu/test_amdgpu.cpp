@@ -148,6 +148,12 @@ void checkCodeObject(const std::vector<uint8_t>& co, const ModuleInfo& info,
   std::string path = writeTemp(co, name + "." + processor + ".co");
   ToolOutput notes = runTool(tool("llvm-readelf") + " --notes --symbols " + path);
   ASSERT_EQ(notes.status, 0) << notes.text;
+  // One metadata note for the whole code object (partitions' notes are merged).
+  size_t metadataNotes = 0;
+  for (size_t at = notes.text.find("NT_AMDGPU_METADATA"); at != std::string::npos;
+       at = notes.text.find("NT_AMDGPU_METADATA", at + 1))
+    ++metadataNotes;
+  EXPECT_EQ(metadataNotes, 1u) << notes.text;
   std::string target;
   std::vector<KernelMeta> kernels = parseKernels(notes.text, target);
   EXPECT_EQ(target, "amdgcn-amd-amdhsa--" + processor);
@@ -198,6 +204,70 @@ TEST_P(AmdgpuProgram, CompilesForEveryTarget) {
     ASSERT_TRUE(co.ok()) << co.error().message;
     checkElfHeader(co->output, 5);
     checkCodeObject(co->output, info, processor, program);
+  }
+}
+
+// The kernels of `co` by name, from its metadata note, and the size of its printf format table
+// ("" if it has none).
+struct CodeObjectSummary {
+  std::map<std::string, KernelMeta> kernels;
+  std::string printfFormatsSize;
+};
+CodeObjectSummary summarize(const std::vector<uint8_t>& co, const std::string& name) {
+  std::string path = writeTemp(co, name);
+  ToolOutput notes = runTool(tool("llvm-readelf") + " --notes --symbols " + path);
+  std::filesystem::remove(path);
+  EXPECT_EQ(notes.status, 0) << notes.text;
+  std::string target;
+  CodeObjectSummary summary;
+  for (KernelMeta& k : parseKernels(notes.text, target))
+    summary.kernels[k.fields[".name"]] = std::move(k);
+  std::istringstream symbol(symbolLine(notes.text, kAmdgpuPrintfFormatsSymbol));
+  std::string index, value;
+  symbol >> index >> value >> summary.printfFormatsSize;
+  return summary;
+}
+
+// Large modules compile as partitions of their kernels on several threads
+// (partition_kernels.cpp); forced here on every program with two kernels or more. The linked code
+// object passes every check, and describes each kernel exactly as the whole-module compile does:
+// the same argument layout and the same registers, LDS and scratch (each partition holds all of its
+// kernels' code), and one printf format table as large as the whole module's. The same partitions
+// link to the same bytes every time.
+TEST_P(AmdgpuProgram, CompilesInPartitions) {
+  const std::string& program = GetParam();
+  std::string ptx = readFile(std::string(ROCUDA_AMDGPU_PTX_DIR) + "/" + program + ".ptx");
+  const ModuleInfo& info = hostInfo(program, ptx);
+  AmdgpuCompileOptions whole, split;
+  whole.threads = 1;
+  split.threads = 3;
+  split.minimumInstructionsToPartition = 0;
+  size_t expected = std::min<size_t>(3, info.kernels.size());
+  for (const char* processor : {"gfx1100", "gfx90a"}) {
+    SCOPED_TRACE(processor);
+    AmdgpuTarget target{processor, "", 5};
+    auto parts = compileForAmdgpu(ptx, program, target, split);
+    ASSERT_TRUE(parts.ok()) << parts.error().message;
+    EXPECT_EQ(parts->partitions, expected);
+    checkCodeObject(parts->output, info, processor, program + ".parts");
+    auto reference = compileForAmdgpu(ptx, program, target, whole);
+    ASSERT_TRUE(reference.ok()) << reference.error().message;
+    EXPECT_EQ(reference->partitions, 1u);
+    CodeObjectSummary fromParts = summarize(parts->output, program + ".parts.co");
+    CodeObjectSummary fromWhole = summarize(reference->output, program + ".whole.co");
+    ASSERT_EQ(fromParts.kernels.size(), fromWhole.kernels.size());
+    for (const auto& [name, meta] : fromWhole.kernels) {
+      SCOPED_TRACE(name);
+      ASSERT_TRUE(fromParts.kernels.count(name));
+      EXPECT_EQ(fromParts.kernels[name].fields, meta.fields);
+    }
+    // The partitions agree on one table holding every format once.
+    EXPECT_EQ(fromParts.printfFormatsSize, fromWhole.printfFormatsSize);
+    if (std::string(processor) == "gfx1100") {
+      auto again = compileForAmdgpu(ptx, program, target, split);
+      ASSERT_TRUE(again.ok());
+      EXPECT_TRUE(again->output == parts->output);
+    }
   }
 }
 
@@ -287,6 +357,108 @@ TEST(AmdgpuPtx, CodeObjectVersions) {
   auto bad = compileForAmdgpu(kSharedPtx, "shared", AmdgpuTarget{"gfx942", "", 3});
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().code, ErrorCode::InvalidValue);
+}
+
+// Two kernels sharing a function, a variable and a constant table.
+constexpr const char* kTwoKernelsPtx = R"(
+.version 7.0
+.target sm_75
+.address_size 64
+.visible .global .align 4 .u32 counter;
+.const .align 4 .b32 table[4] = {1, 2, 3, 4};
+.func (.param .b32 r) scale(.param .b32 x)
+{
+  .reg .b32 %r<4>;
+  ld.param.b32 %r1, [x];
+  ld.const.u32 %r2, [table+4];
+  mul.lo.u32 %r3, %r1, %r2;
+  st.param.b32 [r], %r3;
+  ret;
+}
+.visible .entry first(.param .u64 out)
+{
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  {
+  .param .b32 a;
+  .param .b32 b;
+  st.param.b32 [a], %r1;
+  call.uni (b), scale, (a);
+  ld.param.b32 %r2, [b];
+  }
+  atom.global.add.u32 %r3, [counter], %r2;
+  st.global.u32 [%rd1], %r3;
+  ret;
+}
+.visible .entry second(.param .u64 out)
+{
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [out];
+  ld.global.u32 %r1, [counter];
+  {
+  .param .b32 a;
+  .param .b32 b;
+  st.param.b32 [a], %r1;
+  call.uni (b), scale, (a);
+  ld.param.b32 %r2, [b];
+  }
+  st.global.u32 [%rd1], %r2;
+  ret;
+}
+)";
+
+// The same kernels, one calling `scale` through a function pointer.
+std::string twoKernelsOneIndirect() {
+  std::string ptx = kTwoKernelsPtx;
+  std::string direct = "call.uni (b), scale, (a);";
+  size_t at = ptx.rfind(direct);
+  ptx.replace(at, direct.size(),
+              "prototype_0 : .callprototype (.param .b32 _) _ (.param .b32 _);\n"
+              "  mov.u64 %rd2, scale;\n  call (b), %rd2, (a), prototype_0;");
+  return ptx;
+}
+
+TEST(AmdgpuPtx, PartitionsOnlyWhatItCan) {
+  AmdgpuTarget target{"gfx1100", "", 5};
+  ModuleInfo info = hostInfo("two_kernels", kTwoKernelsPtx);
+  ASSERT_EQ(info.kernels.size(), 2u);
+  AmdgpuCompileOptions forced;
+  forced.threads = 4;
+  forced.minimumInstructionsToPartition = 0;
+  auto parts = compileForAmdgpu(kTwoKernelsPtx, "two_kernels", target, forced);
+  ASSERT_TRUE(parts.ok()) << parts.error().message;
+  EXPECT_EQ(parts->partitions, 2u);  // no more partitions than kernels
+  checkCodeObject(parts->output, info, "gfx1100", "two_kernels");
+
+  AmdgpuCompileOptions byDefault;
+  byDefault.threads = 4;
+  auto small = compileForAmdgpu(kTwoKernelsPtx, "two_kernels", target, byDefault);
+  ASSERT_TRUE(small.ok()) << small.error().message;
+  EXPECT_EQ(small->partitions, 1u);  // far under the size worth partitioning
+
+  AmdgpuCompileOptions oneThread = forced;
+  oneThread.threads = 1;
+  auto serial = compileForAmdgpu(kTwoKernelsPtx, "two_kernels", target, oneThread);
+  ASSERT_TRUE(serial.ok()) << serial.error().message;
+  EXPECT_EQ(serial->partitions, 1u);
+
+  // A function whose address is taken may be called from any kernel: compiled whole.
+  std::string indirect = twoKernelsOneIndirect();
+  ModuleInfo indirectInfo = hostInfo("two_kernels_indirect", indirect);
+  auto whole = compileForAmdgpu(indirect, "two_kernels_indirect", target, forced);
+  ASSERT_TRUE(whole.ok()) << whole.error().message;
+  EXPECT_EQ(whole->partitions, 1u);
+  checkCodeObject(whole->output, indirectInfo, "gfx1100", "two_kernels_indirect");
+
+  // Assembly and IR come from the whole module.
+  AmdgpuCompileOptions assembly = forced;
+  assembly.output = AmdgpuOutput::Assembly;
+  auto text = compileForAmdgpu(kTwoKernelsPtx, "two_kernels", target, assembly);
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  EXPECT_EQ(text->partitions, 1u);
 }
 
 TEST(AmdgpuPtx, RejectsWhatItCannotLower) {
