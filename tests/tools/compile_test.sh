@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # rocuda compile: PTX to AMD GPU code objects for a wave32 and a wave64 target; clear errors for
 # a bad target and for PTX the AMD backend cannot lower yet; printf compiles; --target neutral
-# writes the target-neutral IR, and reports bad PTX by file:line:column.
+# writes the target-neutral IR, and reports bad PTX by file:line:column; --jobs takes a positive
+# number.
 set -u
 rocuda=$1 inputs=$2 readelf=$3
 fail() { echo "FAIL: $*"; exit 1; }
@@ -37,4 +38,10 @@ printf '.version 7.0\n.target sm_75\n.address_size 64\n.visible .entry k()\n{\n 
   > "$out/bad.ptx"
 message=$("$rocuda" compile "$out/bad.ptx" --target neutral -o - 2>&1)
 [[ $? -eq 1 && $message == *"bad.ptx:6:"* ]] || fail "bad PTX is not reported by line: $message"
+"$rocuda" compile "$inputs/saxpy.ptx" --target gfx1100 --jobs 1 -o "$out/one.co" ||
+  fail "--jobs 1 exited $?"
+for bad in 0 x -1; do
+  "$rocuda" compile "$inputs/saxpy.ptx" --target gfx1100 --jobs "$bad" -o "$out/bad.co" 2>/dev/null
+  [[ $? -eq 2 ]] || fail "--jobs $bad is not a usage error"
+done
 echo "1 passed, 0 failed"
