@@ -106,6 +106,20 @@ llvm::AllocaInst* FunctionTranslator::carryFlag() {
   return carry_;
 }
 
+llvm::Value* FunctionTranslator::exitFlag() {
+  if (!exitFlag_) {
+    if (!fn.isEntry) {
+      exitFlag_ = function->getArg(function->arg_size() - 1);
+    } else {
+      llvm::AllocaInst* flag = entryAlloca(i8(), 1, "exited");
+      llvm::IRBuilder<> eb(entry_);
+      eb.CreateStore(b.getInt8(0), flag);
+      exitFlag_ = flag;
+    }
+  }
+  return exitFlag_;
+}
+
 llvm::Value* FunctionTranslator::paramStorage(std::string_view name) {
   auto it = locals_.find(std::string(name));
   return it == locals_.end() ? nullptr : it->second;
@@ -134,7 +148,13 @@ Result<llvm::Value*> FunctionTranslator::symbolPointer(std::string_view name) {
   if (mt.localSharedOffset(fn.name, name, offset) || mt.sharedOffset(name, offset))
     return b.CreateConstGEP1_64(i8(), sharedBase(), offset);
   if (auto* gv = mt.findGlobal(name)) return static_cast<llvm::Value*>(gv);
-  if (auto* f = mt.findFunction(name)) return static_cast<llvm::Value*>(f);
+  if (auto* f = mt.findFunction(name)) {
+    if (mt.mayExit(name))
+      return makeError(ErrorCode::UnsupportedPtx,
+                       "function '" + fn.name + "' takes the address of '" + std::string(name) +
+                           "', which can exit the thread: not supported through a pointer");
+    return static_cast<llvm::Value*>(f);
+  }
   return makeError(ErrorCode::InvalidPtx,
                    "unknown symbol '" + std::string(name) + "' in function '" + fn.name + "'");
 }

@@ -125,6 +125,7 @@ Status call(FunctionTranslator& t, const ptx::Instruction& inst) {
       pointers.push_back(p);
     }
     callee = f;
+    if (t.mt.mayExit(def->name)) pointers.push_back(t.exitFlag());
   } else {
     // Indirect call through a function pointer: every internal function takes pointers only.
     ROCUDA_VALUE(target, t.read(*shape.callee, ScalarType::U64));
@@ -142,6 +143,17 @@ Status call(FunctionTranslator& t, const ptx::Instruction& inst) {
     callee = llvm::FunctionCallee(type, B.CreateIntToPtr(target, t.ptrTy()));
   }
   B.CreateCall(callee, pointers);
+  if (shape.callee->kind == ptx::Operand::Kind::Symbol &&
+      t.mt.mayExit(t.mt.findFunctionDef(shape.callee->symbol())->name)) {
+    // The thread exited in the callee: this function ends too (a kernel's return is its exit).
+    auto* exited = llvm::BasicBlock::Create(t.ctx(), "exited", t.function);
+    auto* returned = llvm::BasicBlock::Create(t.ctx(), "returned", t.function);
+    B.CreateCondBr(B.CreateICmpNE(B.CreateLoad(t.i8(), t.exitFlag()), B.getInt8(0)), exited,
+                   returned);
+    B.SetInsertPoint(exited);
+    t.emitReturn();
+    B.SetInsertPoint(returned);
+  }
   std::vector<llvm::Value*> retPointers(pointers.begin(), pointers.begin() + retSizes.size());
   return copyReturnsBack(t, shape.rets, retPointers, retSizes);
 }
@@ -237,7 +249,9 @@ Status translateControlOp(FunctionTranslator& t, const ptx::Instruction& inst) {
       t.startDeadBlock();
       return Status::success();
     case ptx::Opcode::exit:
-      if (!t.fn.isEntry) return t.unsupported(inst, "exit inside a .func");
+      // In a .func: raise the caller's exit flag and return; each caller returns in turn up to
+      // the kernel (see ModuleTranslator::mayExit).
+      if (!t.fn.isEntry) B.CreateStore(B.getInt8(1), t.exitFlag());
       t.emitReturn();
       t.startDeadBlock();
       return Status::success();

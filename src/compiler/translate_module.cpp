@@ -154,6 +154,11 @@ Result<llvm::Constant*> ModuleTranslator::addressInitializer(const ptx::Variable
                                                              const ptx::InitializerElement& init) {
   llvm::Constant* target = findGlobal(init.symbol());
   if (!target) target = findFunction(init.symbol());
+  if (target && llvm::isa<llvm::Function>(target) && mayExit(init.symbol()))
+    return makeError(ErrorCode::UnsupportedPtx,
+                     "initializer of '" + var.name + "' takes the address of '" +
+                         std::string(init.symbol()) +
+                         "', which can exit the thread: not supported through a pointer");
   if (!target)
     return makeError(ErrorCode::UnsupportedPtx,
                      "initializer of '" + var.name + "' takes the address of '" +
@@ -330,6 +335,40 @@ Status ModuleTranslator::declareGlobals(ModuleInfo& info) {
   return Status::success();
 }
 
+void ModuleTranslator::findExitingFunctions() {
+  // Each .func with its direct callees; those that exit themselves first, then their callers
+  // until nothing changes.
+  std::vector<std::pair<std::string, std::set<std::string>>> callees;
+  for (const auto& [name, fn] : functionDefs_) {
+    if (fn->isEntry || fn->isDeclaration) continue;
+    std::set<std::string> calls;
+    for (const auto& statement : fn->body) {
+      if (statement.isLabel()) continue;
+      const ptx::Instruction& inst = statement.instruction;
+      if (inst.opcode == ptx::Opcode::exit) exiting_.insert(name);
+      if (inst.opcode != ptx::Opcode::call || inst.operands().empty()) continue;
+      size_t at = inst.operands()[0].kind == ptx::Operand::Kind::List ? 1 : 0;
+      if (at < inst.operands().size() && inst.operands()[at].kind == ptx::Operand::Kind::Symbol)
+        calls.insert(std::string(inst.operands()[at].symbol()));
+    }
+    callees.emplace_back(name, std::move(calls));
+  }
+  std::unordered_map<std::string, std::string> aliasTargets(ptx_.aliases.begin(),
+                                                            ptx_.aliases.end());
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto& [name, calls] : callees)
+      if (!exiting_.count(name))
+        for (const std::string& callee : calls)
+          if (exiting_.count(callee) ||
+              (aliasTargets.count(callee) && exiting_.count(aliasTargets[callee]))) {
+            exiting_.insert(name);
+            changed = true;
+            break;
+          }
+  }
+}
+
 Status ModuleTranslator::declareFunctions() {
   auto* ptr = llvm::PointerType::get(context_, 0);
   auto* voidTy = llvm::Type::getVoidTy(context_);
@@ -338,6 +377,7 @@ Status ModuleTranslator::declareFunctions() {
     if (it == functionDefs_.end() || (it->second->isDeclaration && !fn.isDeclaration))
       functionDefs_[fn.name] = &fn;
   }
+  findExitingFunctions();
   for (const auto& source : ptx_.functions) {
     if (functionDefs_[source.name] != &source) continue;
     const ptx::Function& fn = source;
@@ -347,7 +387,7 @@ Status ModuleTranslator::declareFunctions() {
       f = llvm::Function::Create(llvm::FunctionType::get(voidTy, {ptr}, false),
                                  llvm::Function::ExternalLinkage, name, *module_);
     } else if (!fn.isDeclaration) {
-      std::vector<llvm::Type*> args(fn.returnParams.size() + fn.params.size(), ptr);
+      std::vector<llvm::Type*> args(fn.returnParams.size() + fn.params.size() + mayExit(name), ptr);
       f = llvm::Function::Create(llvm::FunctionType::get(voidTy, args, false),
                                  llvm::Function::InternalLinkage, name, *module_);
     } else if (name == "vprintf") {

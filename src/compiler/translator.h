@@ -10,6 +10,7 @@
 #include <llvm/IR/Module.h>
 
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -112,6 +113,11 @@ class ModuleTranslator {
   llvm::GlobalVariable* findGlobal(std::string_view name) const;
   llvm::Function* findFunction(std::string_view name) const;
   const ptx::Function* findFunctionDef(std::string_view name) const;
+  // Whether the .func `name` can end its thread with `exit`, itself or through a direct call.
+  // Such a function takes one more pointer argument, last: its caller's exit flag (an i8 the
+  // function sets before returning when the thread exited), which the caller tests after the
+  // call (translate_instructions_control.cpp).
+  bool mayExit(std::string_view name) const { return exiting_.count(std::string(name)) != 0; }
   // Offset in the shared window of a module-scope or function-local .shared variable.
   bool sharedOffset(std::string_view name, uint64_t& offset) const;
   // Function-local shared variables are laid out module-wide, keyed "function/name".
@@ -122,6 +128,7 @@ class ModuleTranslator {
   Status declareGlobals(ModuleInfo& info);
   Status layoutShared();
   Status declareFunctions();
+  void findExitingFunctions();
   Result<llvm::Constant*> initializerFor(const ptx::Variable& var, llvm::Type*& storageType);
   // The address an initializer element takes (a pointer constant).
   Result<llvm::Constant*> addressInitializer(const ptx::Variable& var,
@@ -136,6 +143,7 @@ class ModuleTranslator {
   std::unordered_map<std::string, llvm::GlobalVariable*> globals_;
   std::unordered_map<std::string, llvm::Function*> functions_;
   std::unordered_map<std::string, const ptx::Function*> functionDefs_;
+  std::set<std::string> exiting_;  // see mayExit
   std::unordered_map<std::string, uint64_t> sharedOffsets_;
   std::unordered_map<std::string, uint64_t> sharedStaticBytes_;    // per kernel
   std::unordered_map<std::string, uint64_t> sharedDynamicOffset_;  // per kernel
@@ -200,6 +208,9 @@ class FunctionTranslator {
 
   llvm::Value* sharedBase();
   llvm::AllocaInst* carryFlag();
+  // This thread's exit flag (see ModuleTranslator::mayExit): a .func that may exit has it as its
+  // last argument; a kernel keeps its own, cleared at entry.
+  llvm::Value* exitFlag();
   // Storage of a .param variable of this function or of a caller-side .param local.
   llvm::Value* paramStorage(std::string_view name);
   // Mark the current block finished: later instructions go to a fresh (unreachable) block.
@@ -229,6 +240,7 @@ class FunctionTranslator {
   const ptx::Instruction* current_ = nullptr;  // being translated, for operand diagnostics
   llvm::BasicBlock* entry_ = nullptr;
   llvm::AllocaInst* carry_ = nullptr;
+  llvm::Value* exitFlag_ = nullptr;
   llvm::Value* sharedBase_ = nullptr;
   llvm::Value* params_ = nullptr;                              // kernels: the parameter buffer
   std::vector<std::pair<uint32_t, llvm::Value*>> regReturns_;  // .reg return params -> out ptr

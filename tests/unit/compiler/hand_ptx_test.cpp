@@ -523,6 +523,32 @@ TEST(CompilerErrors, UnsupportedInstructionNamesItAndItsLocation) {
   EXPECT_NE(result.error().message.find("10:3"), std::string::npos) << result.error().message;
 }
 
+// A function that can exit the thread is called directly only: its callers test the exit flag it
+// takes (a pointer call could not know to pass one).
+TEST(CompilerErrors, AddressOfAFunctionThatExitsIsRefused) {
+  const char* ptx = R"(.version 8.0
+.target sm_75
+.address_size 64
+.func leave()
+{
+  exit;
+}
+.visible .entry k(.param .u64 out)
+{
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [out];
+  mov.u64 %rd2, leave;
+  st.global.u64 [%rd1], %rd2;
+  ret;
+}
+)";
+  auto result = compileForHost(ptx, "exit_pointer", {});
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.error().code, ErrorCode::UnsupportedPtx);
+  EXPECT_NE(result.error().message.find("'leave', which can exit the thread"), std::string::npos)
+      << result.error().message;
+}
+
 // Operand forms the front end reads but the translator does not implement yet are refused with
 // the instruction and its position, never compiled as if the selector were not there.
 TEST(CompilerErrors, VectorSpecialRegistersAreRefused) {
