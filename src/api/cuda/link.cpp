@@ -22,8 +22,24 @@ struct LinkState {
   explicit LinkState(uint32_t arch) : linker(arch) {}
   link::ImageLinker linker;  // arch: the context's device, to choose PTX in fatbins
   std::string image;  // the linked PTX, valid until cuLinkDestroy
-  char* errorLog = nullptr;
-  size_t errorLogBytes = 0;
+  // cuLinkCreate's log buffers; the *_SIZE_BYTES entries of its optionValues array (which CUDA
+  // requires to stay valid for the life of the state) receive the bytes written, as NVIDIA's
+  // driver does at cuLinkComplete (PyCUDA reads them back).
+  struct Log {
+    char* buffer = nullptr;
+    size_t capacity = 0;
+    void** sizeValue = nullptr;  // &optionValues[i] of the *_SIZE_BYTES option
+    void write(const std::string& text) {
+      size_t n = 0;
+      if (buffer != nullptr && capacity > 0) {
+        n = std::min(text.size(), capacity - 1);
+        std::memcpy(buffer, text.data(), n);
+        buffer[n] = '\0';
+      }
+      if (sizeValue != nullptr) *sizeValue = reinterpret_cast<void*>(static_cast<uintptr_t>(n));
+    }
+  };
+  Log errorLog, infoLog;
 };
 
 link::LiveHandles<LinkState>& states() {
@@ -45,11 +61,8 @@ Outcome checkOptions(unsigned numOptions, const CUjit_option* options, void** va
 
 // The failure, also written to the CU_JIT_ERROR_LOG_BUFFER given to cuLinkCreate.
 Outcome fail(LinkState& state, CUresult code, const std::string& message) {
-  if (state.errorLog != nullptr && state.errorLogBytes > 0) {
-    size_t n = std::min(message.size(), state.errorLogBytes - 1);
-    std::memcpy(state.errorLog, message.data(), n);
-    state.errorLog[n] = '\0';
-  }
+  state.errorLog.write(message);
+  state.infoLog.write("");
   return {code, message};
 }
 
@@ -62,9 +75,25 @@ Outcome create(unsigned numOptions, CUjit_option* options, void** values, CUlink
   auto state = std::make_unique<LinkState>(
       static_cast<uint32_t>(d.computeCapabilityMajor * 10 + d.computeCapabilityMinor));
   for (unsigned i = 0; i < numOptions; ++i) {
-    if (options[i] == CU_JIT_ERROR_LOG_BUFFER) state->errorLog = static_cast<char*>(values[i]);
-    if (options[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
-      state->errorLogBytes = static_cast<size_t>(reinterpret_cast<uintptr_t>(values[i]));
+    auto size = static_cast<size_t>(reinterpret_cast<uintptr_t>(values[i]));
+    switch (options[i]) {
+      case CU_JIT_ERROR_LOG_BUFFER:
+        state->errorLog.buffer = static_cast<char*>(values[i]);
+        break;
+      case CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES:
+        state->errorLog.capacity = size;
+        state->errorLog.sizeValue = &values[i];
+        break;
+      case CU_JIT_INFO_LOG_BUFFER:
+        state->infoLog.buffer = static_cast<char*>(values[i]);
+        break;
+      case CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES:
+        state->infoLog.capacity = size;
+        state->infoLog.sizeValue = &values[i];
+        break;
+      default:
+        break;
+    }
   }
   *stateOut = reinterpret_cast<CUlinkState>(states().add(std::move(state)));
   return {};
@@ -123,6 +152,8 @@ Outcome complete(CUlinkState handle, void** cubinOut, size_t* sizeOut) {
   Result<std::string> linked = state.linker.complete();
   if (!linked) return fail(state, CUDA_ERROR_INVALID_PTX, linked.error().message);
   state.image = std::move(*linked);
+  state.errorLog.write("");
+  state.infoLog.write("");
   *cubinOut = state.image.data();  // NUL-terminated: PTX text for cuModuleLoadData
   if (sizeOut != nullptr) *sizeOut = state.image.size() + 1;
   return {};

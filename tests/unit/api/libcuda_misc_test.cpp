@@ -444,6 +444,28 @@ TEST_F(Linker, LinkedPtxLoadsAndRunsAcrossModules) {
   EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
 }
 
+// A successful link leaves both logs empty and their size options at 0 bytes written (PyCUDA
+// reads back that many bytes of each buffer).
+TEST_F(Linker, SuccessLeavesEmptyLogsAndTheirSizes) {
+  char info[64], error[64];
+  std::memset(info, 0xe0, sizeof info);
+  std::memset(error, 0xe0, sizeof error);
+  CUjit_option options[] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                            CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* values[] = {info, reinterpret_cast<void*>(uintptr_t{sizeof info}), error,
+                    reinterpret_cast<void*>(uintptr_t{sizeof error})};
+  CUlinkState state = nullptr;
+  ASSERT_EQ(create_(4, options, values, &state), CUDA_SUCCESS);
+  ASSERT_EQ(addPtx(state, kLinkCallee, "callee.ptx"), CUDA_SUCCESS);
+  void* image = nullptr;
+  ASSERT_EQ(complete_(state, &image, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(values[1]), 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(values[3]), 0u);
+  EXPECT_EQ(info[0], '\0');
+  EXPECT_EQ(error[0], '\0');
+  EXPECT_EQ(destroy_(state), CUDA_SUCCESS);
+}
+
 TEST_F(Linker, ErrorsAreReportedAndLogged) {
   char log[512] = {};
   CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
@@ -466,6 +488,8 @@ TEST_F(Linker, ErrorsAreReportedAndLogged) {
   ASSERT_EQ(addPtx(state, kLinkCallee, "b.ptx"), CUDA_SUCCESS);
   EXPECT_EQ(complete_(state, &image, nullptr), CUDA_ERROR_INVALID_PTX);  // two `scale`s
   EXPECT_NE(std::string(log).find("multiple definitions"), std::string::npos) << log;
+  // The size option now holds the bytes written, as NVIDIA's driver leaves it.
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(values[1]), std::strlen(log));
   EXPECT_EQ(destroy_(state), CUDA_SUCCESS);
   EXPECT_EQ(destroy_(state), CUDA_ERROR_INVALID_HANDLE);
   EXPECT_EQ(addPtx(state, kLinkCallee, "c.ptx"), CUDA_ERROR_INVALID_HANDLE);
