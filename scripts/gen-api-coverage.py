@@ -69,6 +69,24 @@ def render():
             f"{v}: `{s}`{' (per-thread stream)' if st == 'PerThread' else ''}{marks[kind]}"
             for v, s, st, kind in variants) or "not in the table"
         out.append(f"| `{name}` | {status} | {cells} |")
+    extra = [n for n in by_name if n not in requested]
+    out += [
+        "",
+        "## Also exported",
+        "",
+        "Entry points CUDA 13's runtime does not ask for that programs linking `libcuda.so.1`",
+        "directly call (NVIDIA's driver still exports them; PyCUDA links the deprecated ones):",
+        "",
+        "| Entry point | Status | Variants (version: symbol) |",
+        "|---|---|---|",
+    ]
+    for name in extra:
+        variants = by_name[name]
+        status = "implemented" if any(v[3] == "ENTRY" for v in variants) else "not yet"
+        cells = ", ".join(
+            f"{v}: `{s}`{' (per-thread stream)' if st == 'PerThread' else ''}"
+            for v, s, st, kind in variants)
+        out.append(f"| `{name}` | {status} | {cells} |")
     return "\n".join(out) + "\n"
 
 

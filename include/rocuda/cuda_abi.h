@@ -1223,6 +1223,8 @@ inline constexpr unsigned CU_TRSF_NORMALIZED_COORDINATES = 0x02;
 inline constexpr unsigned CU_TRSF_SRGB = 0x10;
 inline constexpr unsigned CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION = 0x20;
 inline constexpr unsigned CU_TRSF_SEAMLESS_CUBEMAP = 0x40;
+inline constexpr unsigned CU_TRSA_OVERRIDE_FORMAT = 0x01;
+inline constexpr int CU_PARAM_TR_DEFAULT = -1;
 
 struct CUDA_ARRAY_DESCRIPTOR_st {
   size_t Width;

@@ -79,12 +79,15 @@ Result<std::shared_ptr<std::vector<uint8_t>>> packArguments(const compiler::Kern
       std::memcpy(buffer->data() + info.params[i].offset, value, info.params[i].size);
     }
   } else if (request.argumentBuffer != nullptr) {
-    if (request.argumentBufferSize < info.paramBufferSize)
+    // The parameters end before the alignment padding of the whole buffer: a packed buffer
+    // (PyCUDA's struct.pack of a pointer and an int: 12 bytes, not 16) holds them all.
+    size_t end = 0;
+    for (const auto& param : info.params) end = std::max<size_t>(end, param.offset + param.size);
+    if (request.argumentBufferSize < end)
       return makeError(ErrorCode::InvalidValue,
                        "argument buffer of " + std::to_string(request.argumentBufferSize) +
-                           " bytes; kernel '" + info.name + "' needs " +
-                           std::to_string(info.paramBufferSize));
-    std::memcpy(buffer->data(), request.argumentBuffer, info.paramBufferSize);
+                           " bytes; kernel '" + info.name + "' needs " + std::to_string(end));
+    std::memcpy(buffer->data(), request.argumentBuffer, end);
   } else if (!info.params.empty()) {
     return makeError(ErrorCode::InvalidValue,
                      "kernel '" + info.name + "' takes parameters but none were given");

@@ -3,6 +3,7 @@
 // the device when it is loaded; kernels and globals are looked up by their PTX names.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -41,6 +42,22 @@ class Kernel : public Object {
   int preferredSharedCarveout() const { return carveout_; }
   void setPreferredSharedCarveout(int percent) { carveout_ = percent; }
 
+  // The launch configuration of the pre-CUDA-4.0 execution control (cuFuncSetBlockShape,
+  // cuFuncSetSharedSize, cuParamSetSize, cuParamSet*), used by cuLaunch / cuLaunchGrid.
+  struct LegacyLaunch {
+    static constexpr size_t kParameterCapacity = 4096;  // CUDA's parameter space
+    std::array<uint32_t, 3> block{0, 0, 0};             // 0: not set, and the launch fails
+    uint32_t sharedBytes = 0;
+    std::array<uint8_t, kParameterCapacity> parameters{};  // cuParamSet* write here
+    uint32_t parameterBytes = 0;                           // cuParamSetSize: the bytes passed
+  };
+  // Reads or changes it under the kernel's lock.
+  template <class F>
+  auto withLegacyLaunch(F&& f) {
+    std::lock_guard lock(legacyMutex_);
+    return f(legacyLaunch_);
+  }
+
  private:
   Module& module_;
   backends::LoadedKernel& loaded_;
@@ -48,6 +65,8 @@ class Kernel : public Object {
   uint64_t constBytes_;
   int maxDynamicSharedBytes_ = 48 * 1024;
   int carveout_ = -1;
+  std::mutex legacyMutex_;
+  LegacyLaunch legacyLaunch_;
 };
 
 struct GlobalSymbol {

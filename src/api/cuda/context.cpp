@@ -21,6 +21,8 @@ CUcontext toHandle(core::Context* context) { return reinterpret_cast<CUcontext>(
 struct CreatedContexts {
   std::mutex mutex;
   std::unordered_map<core::Context*, std::unique_ptr<core::Context>> owned;
+  // cuCtxAttach's usage counts beyond the creator's (absent: 0), for any context.
+  std::unordered_map<core::Context*, unsigned> attached;
 };
 
 CreatedContexts& created() {
@@ -58,6 +60,7 @@ Outcome destroyContext(CUcontext ctx) {
               "a primary context cannot be destroyed with cuCtxDestroy"};
     owned = std::move(it->second);
     c.owned.erase(it);
+    c.attached.erase(*context);
   }
   releaseContextState(owned.get());
   core::forgetContext(owned.get());
@@ -199,14 +202,39 @@ ROCUDA_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx) {
   return ROCUDA_API((ctx), [&] { return api::destroyContext(ctx); });
 }
 
-// Without cuCtxAttach a created context's usage count is 1: detaching destroys it. CUDA requires
-// the context to be current to the caller.
+// The deprecated usage count (CUDA 1.x; PyCUDA still calls it): cuCtxAttach counts one more user
+// of the current context, cuCtxDetach one less, destroying the context when none is left. A
+// created context starts with one (its creator's).
+ROCUDA_EXPORT CUresult cuCtxAttach(CUcontext* pctx, unsigned int flags) {
+  return ROCUDA_API((pctx, flags), [&]() -> api::Outcome {
+    if (pctx == nullptr) return api::invalidValue("pctx is NULL");
+    if (flags != 0) return api::invalidValue("flags must be 0");
+    Result<core::Context*> context = api::currentContext();
+    if (!context) return context.error();
+    api::CreatedContexts& c = api::created();
+    std::lock_guard lock(c.mutex);
+    ++c.attached[*context];
+    *pctx = api::toHandle(*context);
+    return {};
+  });
+}
+
+// CUDA requires the context to be current to the caller.
 ROCUDA_EXPORT CUresult cuCtxDetach(CUcontext ctx) {
   return ROCUDA_API((ctx), [&]() -> api::Outcome {
     Result<core::Context*> context = api::lookupContext(ctx);
     if (!context) return context.error();
     if (core::currentContext() != *context)
       return {CUDA_ERROR_INVALID_CONTEXT, "the context is not current to this thread"};
+    {
+      api::CreatedContexts& c = api::created();
+      std::lock_guard lock(c.mutex);
+      auto it = c.attached.find(*context);
+      if (it != c.attached.end()) {
+        if (--it->second == 0) c.attached.erase(it);
+        return {};
+      }
+    }
     return api::destroyContext(ctx);
   });
 }

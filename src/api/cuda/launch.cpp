@@ -3,6 +3,8 @@
 #include "core/launch.h"
 
 #include <algorithm>
+#include <cstring>
+#include <tuple>
 
 #include "api/cuda/boundary.h"
 #include "core/context.h"
@@ -58,6 +60,47 @@ Outcome launch(const void* f, const std::array<uint32_t, 3>& grid,
     if (!parsed.ok()) return parsed;
   }
   return core::launchKernel(**kernel, **stream, request);
+}
+
+// ---- The pre-CUDA-4.0 execution control (cuFuncSetBlockShape, cuParamSet*, cuLaunchGrid) ----
+
+using LegacyLaunch = core::Kernel::LegacyLaunch;
+
+// Changes the kernel's legacy launch configuration with `change`, which may refuse the request.
+template <class F>
+Outcome changeLegacyLaunch(CUfunction f, F&& change) {
+  Result<core::Kernel*> kernel = lookupKernel(f);
+  if (!kernel) return kernel.error();
+  return (*kernel)->withLegacyLaunch(change);
+}
+
+// cuParamSet*: `bytes` at `offset` of the parameter space.
+Outcome setLegacyParameter(CUfunction f, int offset, const void* value, size_t bytes) {
+  if (offset < 0 || static_cast<size_t>(offset) + bytes > LegacyLaunch::kParameterCapacity)
+    return invalidValue("parameter outside the 4096-byte parameter space");
+  if (value == nullptr && bytes != 0) return invalidValue("ptr is NULL");
+  return changeLegacyLaunch(f, [&](LegacyLaunch& launch) -> Outcome {
+    if (bytes != 0) std::memcpy(launch.parameters.data() + offset, value, bytes);
+    return {};
+  });
+}
+
+// cuLaunchGrid(Async): the kernel's legacy configuration, its parameter space as the `extra`
+// buffer.
+Outcome launchLegacy(CUfunction f, int gridWidth, int gridHeight, CUstream stream) {
+  if (gridWidth <= 0 || gridHeight <= 0) return invalidValue("grid dimensions must be positive");
+  Result<core::Kernel*> kernel = lookupKernel(f);
+  if (!kernel) return kernel.error();
+  auto [block, shared, parameters, bytes] = (*kernel)->withLegacyLaunch([](LegacyLaunch& launch) {
+    return std::tuple(launch.block, launch.sharedBytes, launch.parameters, launch.parameterBytes);
+  });
+  if (block[0] == 0)
+    return invalidValue("no block shape: cuFuncSetBlockShape was not called for this function");
+  size_t size = bytes;
+  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, parameters.data(), CU_LAUNCH_PARAM_BUFFER_SIZE,
+                   &size, CU_LAUNCH_PARAM_END};
+  return launch(f, {static_cast<uint32_t>(gridWidth), static_cast<uint32_t>(gridHeight), 1}, block,
+                shared, stream, nullptr, extra, StreamVariant::Legacy);
 }
 
 Outcome launchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
@@ -183,6 +226,69 @@ ROCUDA_STREAM_PAIR(cuLaunchKernelEx, cuLaunchKernelEx_ptsz,
 ROCUDA_STREAM_PAIR(cuLaunchHostFunc, cuLaunchHostFunc_ptsz,
                    (CUstream hStream, CUhostFn fn, void* userData), (hStream, fn, userData),
                    api::launchHostFunc)
+
+// The pre-CUDA-4.0 execution control, deprecated but still exported by NVIDIA's driver (PyCUDA
+// links it): a function's block shape, dynamic shared memory and parameter space are set apart,
+// then cuLaunch / cuLaunchGrid launch it on the NULL stream (cuLaunchGridAsync on a stream).
+ROCUDA_EXPORT CUresult cuFuncSetBlockShape(CUfunction hfunc, int x, int y, int z) {
+  return ROCUDA_API((hfunc, x, y, z), [&]() -> api::Outcome {
+    if (x <= 0 || y <= 0 || z <= 0) return api::invalidValue("block dimensions must be positive");
+    return api::changeLegacyLaunch(hfunc, [&](api::LegacyLaunch& launch) -> api::Outcome {
+      launch.block = {static_cast<uint32_t>(x), static_cast<uint32_t>(y), static_cast<uint32_t>(z)};
+      return {};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuFuncSetSharedSize(CUfunction hfunc, unsigned int bytes) {
+  return ROCUDA_API((hfunc, bytes), [&] {
+    return api::changeLegacyLaunch(hfunc, [&](api::LegacyLaunch& launch) -> api::Outcome {
+      launch.sharedBytes = bytes;
+      return {};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuParamSetSize(CUfunction hfunc, unsigned int numbytes) {
+  return ROCUDA_API((hfunc, numbytes), [&]() -> api::Outcome {
+    if (numbytes > api::LegacyLaunch::kParameterCapacity)
+      return api::invalidValue("more than the 4096-byte parameter space");
+    return api::changeLegacyLaunch(hfunc, [&](api::LegacyLaunch& launch) -> api::Outcome {
+      launch.parameterBytes = numbytes;
+      return {};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuParamSeti(CUfunction hfunc, int offset, unsigned int value) {
+  return ROCUDA_API((hfunc, offset, value),
+                    [&] { return api::setLegacyParameter(hfunc, offset, &value, sizeof value); });
+}
+
+ROCUDA_EXPORT CUresult cuParamSetf(CUfunction hfunc, int offset, float value) {
+  return ROCUDA_API((hfunc, offset, value),
+                    [&] { return api::setLegacyParameter(hfunc, offset, &value, sizeof value); });
+}
+
+ROCUDA_EXPORT CUresult cuParamSetv(CUfunction hfunc, int offset, void* ptr, unsigned int numbytes) {
+  return ROCUDA_API((hfunc, offset, ptr, numbytes),
+                    [&] { return api::setLegacyParameter(hfunc, offset, ptr, numbytes); });
+}
+
+ROCUDA_EXPORT CUresult cuLaunch(CUfunction f) {
+  return ROCUDA_API((f), [&] { return api::launchLegacy(f, 1, 1, nullptr); });
+}
+
+ROCUDA_EXPORT CUresult cuLaunchGrid(CUfunction f, int grid_width, int grid_height) {
+  return ROCUDA_API((f, grid_width, grid_height),
+                    [&] { return api::launchLegacy(f, grid_width, grid_height, nullptr); });
+}
+
+ROCUDA_EXPORT CUresult cuLaunchGridAsync(CUfunction f, int grid_width, int grid_height,
+                                         CUstream hStream) {
+  return ROCUDA_API((f, grid_width, grid_height, hStream),
+                    [&] { return api::launchLegacy(f, grid_width, grid_height, hStream); });
+}
 
 ROCUDA_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, CUfunction func,
                                                                    int blockSize,

@@ -498,6 +498,45 @@ Outcome batch3D(size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, unsigned long long flags,
   return copy3DBatch(n, ops, nullptr, flags, s, v);
 }
 
+// The copies of 1D CUDA arrays (cuMemcpyHtoA, AtoH, AtoD, DtoA, AtoA): `bytes` from a byte
+// offset into the array's first row, the other side linear memory or another array.
+Result<Side> arrayAt(CUarray array, size_t offset) { return resolveArraySide(array, offset, 0, 0); }
+Result<Side> hostAt(const void* host) {
+  return resolveSide(CU_MEMORYTYPE_HOST, host, 0, nullptr, 0, 0, 0, 0, 0);
+}
+Result<Side> deviceAt(CUdeviceptr device) {
+  return resolveSide(CU_MEMORYTYPE_DEVICE, nullptr, device, nullptr, 0, 0, 0, 0, 0);
+}
+Outcome copyArray(Result<Side> dst, Result<Side> src, size_t bytes, CUstream stream,
+                  StreamVariant variant, bool async) {
+  if (!dst) return dst.error();
+  if (!src) return src.error();
+  return copy3D(*dst, *src, bytes, 1, 1, stream, variant, async);
+}
+Outcome htoaSync(CUarray dst, size_t dstOffset, const void* src, size_t n, StreamVariant v) {
+  return copyArray(arrayAt(dst, dstOffset), hostAt(src), n, nullptr, v, false);
+}
+Outcome htoaAsync(CUarray dst, size_t dstOffset, const void* src, size_t n, CUstream s,
+                  StreamVariant v) {
+  return copyArray(arrayAt(dst, dstOffset), hostAt(src), n, s, v, true);
+}
+Outcome atohSync(void* dst, CUarray src, size_t srcOffset, size_t n, StreamVariant v) {
+  return copyArray(hostAt(dst), arrayAt(src, srcOffset), n, nullptr, v, false);
+}
+Outcome atohAsync(void* dst, CUarray src, size_t srcOffset, size_t n, CUstream s, StreamVariant v) {
+  return copyArray(hostAt(dst), arrayAt(src, srcOffset), n, s, v, true);
+}
+Outcome dtoaSync(CUarray dst, size_t dstOffset, CUdeviceptr src, size_t n, StreamVariant v) {
+  return copyArray(arrayAt(dst, dstOffset), deviceAt(src), n, nullptr, v, false);
+}
+Outcome atodSync(CUdeviceptr dst, CUarray src, size_t srcOffset, size_t n, StreamVariant v) {
+  return copyArray(deviceAt(dst), arrayAt(src, srcOffset), n, nullptr, v, false);
+}
+Outcome atoaSync(CUarray dst, size_t dstOffset, CUarray src, size_t srcOffset, size_t n,
+                 StreamVariant v) {
+  return copyArray(arrayAt(dst, dstOffset), arrayAt(src, srcOffset), n, nullptr, v, false);
+}
+
 template <class T>
 Outcome setSync(CUdeviceptr d, T value, size_t n, StreamVariant v) {
   return fill(d, value, sizeof(T), n, nullptr, v, false);
@@ -552,6 +591,30 @@ ROCUDA_STREAM_PAIR(cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds,
 ROCUDA_STREAM_PAIR(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz,
                    (void* dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream),
                    (dstHost, srcDevice, ByteCount, hStream), api::dtohAsync)
+ROCUDA_STREAM_PAIR(cuMemcpyHtoA_v2, cuMemcpyHtoA_v2_ptds,
+                   (CUarray dstArray, size_t dstOffset, const void* srcHost, size_t ByteCount),
+                   (dstArray, dstOffset, srcHost, ByteCount), api::htoaSync)
+ROCUDA_STREAM_PAIR(cuMemcpyHtoAAsync_v2, cuMemcpyHtoAAsync_v2_ptsz,
+                   (CUarray dstArray, size_t dstOffset, const void* srcHost, size_t ByteCount,
+                    CUstream hStream),
+                   (dstArray, dstOffset, srcHost, ByteCount, hStream), api::htoaAsync)
+ROCUDA_STREAM_PAIR(cuMemcpyAtoH_v2, cuMemcpyAtoH_v2_ptds,
+                   (void* dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount),
+                   (dstHost, srcArray, srcOffset, ByteCount), api::atohSync)
+ROCUDA_STREAM_PAIR(cuMemcpyAtoHAsync_v2, cuMemcpyAtoHAsync_v2_ptsz,
+                   (void* dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount,
+                    CUstream hStream),
+                   (dstHost, srcArray, srcOffset, ByteCount, hStream), api::atohAsync)
+ROCUDA_STREAM_PAIR(cuMemcpyDtoA_v2, cuMemcpyDtoA_v2_ptds,
+                   (CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice, size_t ByteCount),
+                   (dstArray, dstOffset, srcDevice, ByteCount), api::dtoaSync)
+ROCUDA_STREAM_PAIR(cuMemcpyAtoD_v2, cuMemcpyAtoD_v2_ptds,
+                   (CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset, size_t ByteCount),
+                   (dstDevice, srcArray, srcOffset, ByteCount), api::atodSync)
+ROCUDA_STREAM_PAIR(cuMemcpyAtoA_v2, cuMemcpyAtoA_v2_ptds,
+                   (CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset,
+                    size_t ByteCount),
+                   (dstArray, dstOffset, srcArray, srcOffset, ByteCount), api::atoaSync)
 ROCUDA_STREAM_PAIR(cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds,
                    (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount),
                    (dstDevice, srcDevice, ByteCount), api::dtodSync)

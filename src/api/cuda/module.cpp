@@ -287,6 +287,29 @@ ROCUDA_EXPORT CUresult cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, con
   });
 }
 
+// Texture and surface references: CUDA 12 removed them from the language and the PTX
+// translator declares none, so no module has one by any name (NVIDIA's answer for a name that is
+// not a reference of the module).
+ROCUDA_EXPORT CUresult cuModuleGetTexRef(CUtexref* pTexRef, CUmodule hmod, const char* name) {
+  return ROCUDA_API((pTexRef, hmod, name), [&]() -> api::Outcome {
+    if (pTexRef == nullptr || name == nullptr) return api::invalidValue("NULL argument");
+    Result<core::Module*> module = api::lookupModule(hmod);
+    if (!module) return module.error();
+    return {CUDA_ERROR_NOT_FOUND, "no texture reference '" + std::string(name) +
+                                      "': texture references in PTX are not supported"};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuModuleGetSurfRef(CUsurfref* pSurfRef, CUmodule hmod, const char* name) {
+  return ROCUDA_API((pSurfRef, hmod, name), [&]() -> api::Outcome {
+    if (pSurfRef == nullptr || name == nullptr) return api::invalidValue("NULL argument");
+    Result<core::Module*> module = api::lookupModule(hmod);
+    if (!module) return module.error();
+    return {CUDA_ERROR_NOT_FOUND, "no surface reference '" + std::string(name) +
+                                      "': surface references in PTX are not supported"};
+  });
+}
+
 ROCUDA_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr* dptr, size_t* bytes, CUmodule hmod,
                                             const char* name) {
   return ROCUDA_API((dptr, bytes, hmod, name), [&]() -> api::Outcome {

@@ -60,7 +60,7 @@ TEST(ProcTable, PerThreadFlagPicksThePtdsVariant) {
 
 TEST(ProcTable, StatusOfMissingUnknownAndTooOld) {
   EXPECT_EQ(resolveProc(kTable, "cuMemAlloc", 3020, false).status, ProcStatus::Found);
-  ProcLookup missing = resolveProc(kTable, "cuModuleGetTexRef", 13000, false);
+  ProcLookup missing = resolveProc(kTable, "cuGraphAddExternalSemaphoresSignalNode", 13000, false);
   EXPECT_EQ(missing.status, ProcStatus::SymbolNotFound);
   ASSERT_NE(missing.entry, nullptr);
   EXPECT_EQ(missing.entry->function, nullptr);
