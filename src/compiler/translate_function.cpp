@@ -149,6 +149,8 @@ Result<llvm::Value*> FunctionTranslator::symbolPointer(std::string_view name) {
     return b.CreateConstGEP1_64(i8(), sharedBase(), offset);
   if (auto* gv = mt.findGlobal(name)) return static_cast<llvm::Value*>(gv);
   if (auto* f = mt.findFunction(name)) {
+    if (const ptx::Function* def = mt.findFunctionDef(name); def && def->isEntry)
+      return static_cast<llvm::Value*>(mt.kernelReference(name));
     if (mt.mayExit(name))
       return makeError(ErrorCode::UnsupportedPtx,
                        "function '" + fn.name + "' takes the address of '" + std::string(name) +

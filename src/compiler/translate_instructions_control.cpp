@@ -74,6 +74,14 @@ Status externalCall(FunctionTranslator& t, const ptx::Instruction& inst, const C
   for (size_t i = 0; i < countOf(shape.args); ++i) {
     const auto& op = shape.args->elements()[i];
     llvm::Type* want = type->getParamType(static_cast<unsigned>(i));
+    if (i < def.params.size() && !def.params[i].dims.empty()) {
+      // An aggregate: its .param storage is passed by address.
+      llvm::Value* storage =
+          op.kind == ptx::Operand::Kind::Symbol ? t.paramStorage(op.symbol()) : nullptr;
+      if (!storage) return t.invalid(inst, "an aggregate argument must be a .param variable");
+      args.push_back(storage);
+      continue;
+    }
     llvm::Type* loadType = want->isPointerTy() ? t.i64() : want;
     llvm::Value* v = nullptr;
     if (op.kind == ptx::Operand::Kind::Symbol && t.paramStorage(op.symbol())) {

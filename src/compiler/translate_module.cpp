@@ -114,6 +114,16 @@ llvm::GlobalVariable* ModuleTranslator::findGlobal(std::string_view name) const 
   return it == globals_.end() ? nullptr : it->second;
 }
 
+llvm::Constant* ModuleTranslator::kernelReference(std::string_view kernel) {
+  std::string name = "__rocuda_kernel_ref." + std::string(kernel);
+  if (llvm::GlobalVariable* existing = module_->getNamedGlobal(name)) return existing;
+  auto* text = llvm::ConstantDataArray::getString(context_, std::string(kernel));
+  auto* reference = new llvm::GlobalVariable(*module_, text->getType(), /*isConstant=*/true,
+                                             llvm::GlobalValue::PrivateLinkage, text, name);
+  reference->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
+  return reference;
+}
+
 llvm::Function* ModuleTranslator::findFunction(std::string_view name) const {
   auto it = functions_.find(std::string(name));
   return it == functions_.end() ? nullptr : it->second;
@@ -396,7 +406,9 @@ Status ModuleTranslator::declareFunctions() {
           llvm::Function::ExternalLinkage, name, *module_);
     } else {
       // An external callee (malloc, free, __assertfail...): called with values.
+      // An aggregate parameter (a .b8 array: a struct by value, e.g. a dim3) by its address.
       auto typeOf = [&](const ptx::Variable& v) -> llvm::Type* {
+        if (!v.dims.empty()) return ptr;
         return llvm::IntegerType::get(context_, std::max(1u, ptx::scalarTypeSize(v.type)) * 8);
       };
       llvm::Type* ret = fn.returnParams.empty() ? voidTy : typeOf(fn.returnParams[0]);
@@ -461,7 +473,10 @@ Result<std::unique_ptr<llvm::Module>> ModuleTranslator::translate(ModuleInfo& in
   }
   for (const auto& fn : ptx_.functions) {
     if (fn.isDeclaration || functionDefs_[fn.name] != &fn) continue;
-    if (!onlyKernel.empty() && !selected.count(fn.name)) continue;
+    // Another kernel named in this one (a device-side launch) is its own unit's: only its
+    // reference is needed here.
+    if (!onlyKernel.empty() && (!selected.count(fn.name) || (fn.isEntry && fn.name != onlyKernel)))
+      continue;
     FunctionTranslator ft(*this, fn, functions_[fn.name]);
     ROCUDA_TRY(ft.translate());
   }

@@ -113,6 +113,10 @@ class ModuleTranslator {
   llvm::GlobalVariable* findGlobal(std::string_view name) const;
   llvm::Function* findFunction(std::string_view name) const;
   const ptx::Function* findFunctionDef(std::string_view name) const;
+  // What `mov r, K` gives for a kernel K (the function of a device-side launch, dynamic
+  // parallelism): the address of a private constant holding K's name, by which the device's
+  // runtime finds the kernel in the launching module.
+  llvm::Constant* kernelReference(std::string_view kernel);
   // Whether the .func `name` can end its thread with `exit`, itself or through a direct call.
   // Such a function takes one more pointer argument, last: its caller's exit flag (an i8 the
   // function sets before returning when the thread exited), which the caller tests after the

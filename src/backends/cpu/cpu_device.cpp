@@ -162,6 +162,7 @@ class CpuKernel final : public LoadedKernel {
   // The kernel's code, compiled on the first call when its module compiles kernels separately
   // (a failure is kept and returned again).
   Result<const CompiledKernel*> compiled();
+  CpuModule& module() { return module_; }
   void setCompiled(CompiledKernel compiled) {
     compiled_ = std::move(compiled);
     ready_.store(true, std::memory_order_release);
@@ -677,6 +678,9 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
   grid.gridId = nextGridId_++;
   grid.paramBytes = info.paramBufferSize;
   grid.conditions = config.conditions;
+  grid.module = &static_cast<CpuKernel&>(kernel).module();
+  DeviceLaunches deviceLaunches;
+  grid.deviceLaunches = &deviceLaunches;
   std::atomic<bool> illegalAddress{false};
   grid.illegalAddress = &illegalAddress;
 
@@ -694,6 +698,9 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
   } else {
     pool_.parallelFor(blocks, runOne);
   }
+  if (memcheckEnabled())  // parameter buffers handed out and never launched
+    for (auto& buffer : deviceLaunches.filling)
+      AllocationMap::instance().remove(buffer->params.data(), false);
   if (asserted.load())
     return makeError(ErrorCode::Assert, "kernel '" + info.name + "' failed a device-side assert");
   if (illegalAddress.load())
@@ -703,6 +710,17 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
     return makeError(ErrorCode::LaunchFailed,
                      "kernel '" + info.name +
                          "' executed trap (or deadlocked at a barrier or warp collective)");
+  // The grids its threads launched, in launch order, each followed by its own; tail launches
+  // after all of those.
+  for (bool tail : {false, true})
+    for (const auto& child : deviceLaunches.queued) {
+      if (child->tail != tail) continue;
+      LaunchConfig childConfig;
+      childConfig.grid = child->grid;
+      childConfig.block = child->block;
+      childConfig.dynamicSharedBytes = child->sharedBytes;
+      ROCUDA_TRY(launch(*child->kernel, childConfig, child->params.data()));
+    }
   return Status::success();
 }
 

@@ -267,6 +267,63 @@ static int32_t resumeBarrierReduce(compiler::BlockContext* context, uint32_t lin
 // cudaGraphSetConditional(handle, value): sets a condition of the graph launch running this
 // kernel. NVIDIA leaves a call outside a graph (or with another graph's handle) undefined: it is
 // reported and ignored.
+// ---- Dynamic parallelism (execution.h: DeviceLaunches) ----
+
+// cudaGetParameterBufferV2 as nvcc calls it: `kernel` is the translator's reference to a kernel
+// of the module (its name, see ModuleTranslator's kernel references); grid and block are dim3s.
+// NULL when the kernel cannot be launched from here, which the caller's code checks.
+static void* deviceParameterBuffer(const char* kernel, const uint32_t* grid, const uint32_t* block,
+                                   uint32_t sharedBytes) {
+  BlockState* b = currentBlock();
+  if (b == nullptr || b->grid->deviceLaunches == nullptr || kernel == nullptr) return nullptr;
+  LoadedKernel* child = b->grid->module->kernel(kernel);
+  if (child == nullptr) return nullptr;
+  auto launch = std::make_unique<DeviceLaunch>();
+  launch->kernel = child;
+  launch->grid = {grid[0], grid[1], grid[2]};
+  launch->block = {block[0], block[1], block[2]};
+  launch->sharedBytes = sharedBytes;
+  // At least one byte, so that a kernel without parameters still gets a unique buffer.
+  launch->params.resize(std::max<size_t>(1, child->info().paramBufferSize));
+  void* buffer = launch->params.data();
+  if (memcheckEnabled()) AllocationMap::instance().add(buffer, launch->params.size(), false);
+  DeviceLaunches& launches = *b->grid->deviceLaunches;
+  std::lock_guard lock(launches.mutex);
+  launches.filling.push_back(std::move(launch));
+  return buffer;
+}
+
+// cudaLaunchDeviceV2: queues the buffer's launch (the NULL stream, fire-and-forget and tail
+// launches all run after the launching grid; see DeviceLaunches). 0 (cudaSuccess), or
+// cudaErrorInvalidValue
+// (1) for a buffer not handed out by deviceParameterBuffer, cudaErrorInvalidConfiguration (9)
+// for impossible dimensions (the launch is dropped, as on NVIDIA's device runtime).
+static int32_t deviceLaunch(void* buffer, void* stream) {
+  constexpr uintptr_t kTailLaunchStream = 0x3;  // cudaStreamTailLaunch
+  BlockState* b = currentBlock();
+  if (b == nullptr || b->grid->deviceLaunches == nullptr) return 1;
+  DeviceLaunches& launches = *b->grid->deviceLaunches;
+  std::unique_ptr<DeviceLaunch> launch;
+  {
+    std::lock_guard lock(launches.mutex);
+    auto it = std::find_if(launches.filling.begin(), launches.filling.end(),
+                           [&](const auto& l) { return l->params.data() == buffer; });
+    if (it == launches.filling.end()) return 1;
+    launch = std::move(*it);
+    launches.filling.erase(it);
+  }
+  if (memcheckEnabled()) AllocationMap::instance().remove(buffer, false);
+  uint64_t threads = uint64_t(launch->block[0]) * launch->block[1] * launch->block[2];
+  if (threads == 0 || threads > 1024 || launch->block[2] > 64 || launch->grid[0] == 0 ||
+      launch->grid[1] == 0 || launch->grid[2] == 0 || launch->grid[1] > 65535 ||
+      launch->grid[2] > 65535)
+    return 9;
+  launch->tail = reinterpret_cast<uintptr_t>(stream) == kTailLaunchStream;
+  std::lock_guard lock(launches.mutex);
+  launches.queued.push_back(std::move(launch));
+  return 0;
+}
+
 static void graphSetConditional(uint64_t handle, uint32_t value) {
   BlockState* b = currentBlock();
   GraphConditions* conditions = b != nullptr ? b->grid->conditions : nullptr;
@@ -450,6 +507,8 @@ std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
       {"__rocuda_resume_barrier_reduce", fn(resumeBarrierReduce)},
       {"vprintf", fn(vprintfEntry)},
       {"cudaGraphSetConditional", fn(graphSetConditional)},
+      {"__cudaCDP2GetParameterBufferV2", fn(deviceParameterBuffer)},
+      {"__cudaCDP2LaunchDeviceV2", fn(deviceLaunch)},
   };
   [&]<int... N>(std::integer_sequence<int, N...>) {
     (symbols.emplace_back("__rocuda_sreg_envreg" + std::to_string(N), fn(sregEnvreg<N>)), ...);

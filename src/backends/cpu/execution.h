@@ -10,8 +10,9 @@
 #include <array>
 #include <atomic>
 #include <csetjmp>
-#include <memory>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string_view>
 #include <vector>
 
@@ -55,8 +56,30 @@ struct CooperativeGrid {
   std::atomic<uint32_t> stuck{0};  // blocks whose wait has seen nothing change for long
 };
 
+// Grids that a grid's threads launch themselves (dynamic parallelism, CUDA 12's model): each
+// thread fills a parameter buffer (__cudaCDP2GetParameterBufferV2) and queues it
+// (__cudaCDP2LaunchDeviceV2); once the launching grid has finished the device runs them in launch
+// order, each followed by the grids it launches in turn, and the tail launches
+// (cudaStreamTailLaunch) last. A parent cannot wait for its children in this model (device-side
+// cudaDeviceSynchronize is gone), so running them after it is one of the schedules CUDA allows.
+struct DeviceLaunch {
+  LoadedKernel* kernel = nullptr;
+  std::array<uint32_t, 3> grid{1, 1, 1};
+  std::array<uint32_t, 3> block{1, 1, 1};
+  uint32_t sharedBytes = 0;
+  bool tail = false;            // launched into cudaStreamTailLaunch
+  std::vector<uint8_t> params;  // the parameter buffer the launching thread fills
+};
+struct DeviceLaunches {
+  std::mutex mutex;
+  std::vector<std::unique_ptr<DeviceLaunch>> filling;  // buffers handed out, not launched yet
+  std::vector<std::unique_ptr<DeviceLaunch>> queued;   // in launch order
+};
+
 struct GridState {
   KernelCode code;
+  LoadedModule* module = nullptr;  // the kernel's (dynamic parallelism finds kernels in it)
+  DeviceLaunches* deviceLaunches = nullptr;
   void* params = nullptr;
   std::array<uint32_t, 3> grid{1, 1, 1};
   std::array<uint32_t, 3> block{1, 1, 1};

@@ -488,6 +488,12 @@ TEST(AmdgpuPtx, RejectsWhatItCannotLower) {
                                    "st.local.u32 [%rd2], 1;")
                             .substr(std::string(".version 7.0").size()),
        "alloca"},
+      // A device-side launch (dynamic parallelism): the CPU device's runtime only.
+      {kernelWith(".extern .func (.param .b32 r) __cudaCDP2LaunchDeviceV2(.param .b64 b, "
+                  ".param .b64 s);",
+                  "{\n.param .b64 b;\n.param .b64 s;\n.param .b32 r;\nst.param.b64 [b], 0;\n"
+                  "st.param.b64 [s], 0;\ncall.uni (r), __cudaCDP2LaunchDeviceV2, (b, s);\n}"),
+       "__cudaCDP2LaunchDeviceV2"},
   };
   for (const auto& c : cases) {
     auto co = compileForAmdgpu(c.ptx, "bad", AmdgpuTarget{"gfx1100", "", 5});

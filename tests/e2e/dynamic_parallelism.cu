@@ -1,0 +1,102 @@
+// Dynamic parallelism (CUDA 12's model): kernels launching kernels from device code. Each block
+// of a parent grid launches a child that fills its slice; a kernel launches itself recursively;
+// a child uses dynamic shared memory and barriers; a tail launch (cudaStreamTailLaunch) sees
+// everything the parent grid's other children wrote, however late they were launched; a
+// fire-and-forget child has finished when the host synchronizes. Checked against host references.
+#include <vector>
+
+#include "e2e_check.h"
+
+__global__ void fillSlice(int* out, int base) {
+  out[base + threadIdx.x] = 3 * (base + threadIdx.x) + 1;
+}
+
+__global__ void parent(int* out) {
+  if (threadIdx.x == 0) fillSlice<<<1, 32>>>(out, blockIdx.x * 32);
+}
+
+// depth, depth-1, ..., 0: each level writes its slot and launches the next.
+__global__ void countdown(int* out, int depth) {
+  out[depth] = 100 + depth;
+  if (depth > 0) countdown<<<1, 1>>>(out, depth - 1);
+}
+
+// One block reverses `n` values through dynamic shared memory.
+__global__ void reverseBlock(int* data, int n) {
+  extern __shared__ int staged[];
+  int t = threadIdx.x;
+  staged[t] = data[t];
+  __syncthreads();
+  data[t] = staged[n - 1 - t];
+}
+
+__global__ void launchReverse(int* data, int n) {
+  reverseBlock<<<1, n, n * sizeof(int)>>>(data, n);
+}
+
+__global__ void sumAll(const int* values, int n, long long* sum) {
+  long long s = 0;
+  for (int i = 0; i < n; ++i) s += values[i];
+  *sum = s;
+}
+
+// Block 0 launches the tail first; every block then launches a child filling its slice.
+__global__ void tailAfterChildren(int* values, long long* sum) {
+  if (threadIdx.x != 0) return;
+  if (blockIdx.x == 0) sumAll<<<1, 1, 0, cudaStreamTailLaunch>>>(values, gridDim.x * 32, sum);
+  fillSlice<<<1, 32>>>(values, blockIdx.x * 32);
+}
+
+__global__ void fireAndForget(int* out) {
+  if (threadIdx.x == 0) fillSlice<<<1, 32, 0, cudaStreamFireAndForget>>>(out, blockIdx.x * 32);
+}
+
+int main() {
+  Checker check("dynamic_parallelism");
+  const int blocks = 8, n = blocks * 32;
+  int* d = nullptr;
+  long long* sum = nullptr;
+  CHECK(cudaMalloc(&d, n * sizeof(int)));
+  CHECK(cudaMalloc(&sum, sizeof(long long)));
+
+  CHECK(cudaMemset(d, 0, n * sizeof(int)));
+  parent<<<blocks, 64>>>(d);
+  CHECK_LAUNCH();
+  std::vector<int> got = download(d, n);
+  for (int i = 0; i < n; ++i) check.eq("parent/child", i, 3 * i + 1, got[i]);
+
+  CHECK(cudaMemset(d, 0, n * sizeof(int)));
+  countdown<<<1, 1>>>(d, 20);
+  CHECK_LAUNCH();
+  got = download(d, 21);
+  for (int i = 0; i <= 20; ++i) check.eq("recursive countdown", i, 100 + i, got[i]);
+
+  std::vector<int> values(128);
+  for (int i = 0; i < 128; ++i) values[i] = i * i;
+  CHECK(cudaMemcpy(d, values.data(), 128 * sizeof(int), cudaMemcpyHostToDevice));
+  launchReverse<<<1, 1>>>(d, 128);
+  CHECK_LAUNCH();
+  got = download(d, 128);
+  for (int i = 0; i < 128; ++i)
+    check.eq("child with dynamic shared memory", i, values[127 - i], got[i]);
+
+  CHECK(cudaMemset(d, 0, n * sizeof(int)));
+  CHECK(cudaMemset(sum, 0, sizeof(long long)));
+  tailAfterChildren<<<blocks, 32>>>(d, sum);
+  CHECK_LAUNCH();
+  long long want = 0;
+  for (int i = 0; i < n; ++i) want += 3 * i + 1;
+  check.eq("tail launch after every child", 0, want, download(sum, 1)[0]);
+
+  CHECK(cudaMemset(d, 0, n * sizeof(int)));
+  fireAndForget<<<blocks, 32>>>(d);
+  CHECK_LAUNCH();
+  got = download(d, n);
+  for (int i = 0; i < n; ++i) check.eq("fire and forget", i, 3 * i + 1, got[i]);
+
+  CHECK(cudaFree(d));
+  CHECK(cudaFree(sum));
+  std::printf("dynamic_parallelism: device-side launches from %d blocks, recursion depth 20\n",
+              blocks);
+  return check.finish();
+}
