@@ -105,6 +105,9 @@ Status Module::unload(Module* module) {
     if (modules().erase(module) == 0)
       return makeError(ErrorCode::InvalidHandle, "module is not loaded");
   }
+  // Kernels of the module may still run on the context's streams (a launch returns at once):
+  // its code goes only once they are done. Their errors stay the context's, for later calls.
+  if (lookupHandle<Context>(&module->context()) != nullptr) (void)module->context().synchronize();
   delete module;
   return Status::success();
 }

@@ -1,6 +1,7 @@
 // The pre-CUDA-4.0 driver API that NVIDIA's libcuda still exports and driver-API programs such as
 // PyCUDA link: context usage counts, the stateful execution control (cuFuncSetBlockShape,
-// cuParamSet*, cuLaunchGrid), 1D array copies, texture and surface references.
+// cuParamSet*, cuLaunchGrid), 1D array copies, texture and surface references; and module
+// unloading right after a launch, as PyCUDA does it.
 #include <cstring>
 #include <vector>
 
@@ -30,6 +31,61 @@ TEST_F(Driver, CtxAttachCountsUsersUntilTheLastDetach) {
   ASSERT_EQ(detach(created), CUDA_SUCCESS);  // the creator's: destroyed
   EXPECT_EQ(apiVersion(created, &version), CUDA_ERROR_INVALID_CONTEXT);
   ASSERT_EQ(CU(cuCtxSetCurrent, CUcontext)(context_), CUDA_SUCCESS);
+}
+
+// A launch returns at once: unloading the module right after must wait for its kernel (the
+// code would go while it runs), as NVIDIA's driver does.
+TEST_F(Driver, ModuleUnloadWaitsForItsRunningKernels) {
+  const char* spinPtx = R"(.version 7.0
+.target sm_50
+.address_size 64
+.visible .entry spin(.param .u64 out, .param .u32 rounds)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<6>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u32 %r1, [rounds];
+  mov.u32 %r2, 0;
+  mov.u32 %r3, 0;
+LOOP:
+  mad.lo.u32 %r3, %r3, 1664525, 1013904223;
+  add.u32 %r2, %r2, 1;
+  setp.lt.u32 %p1, %r2, %r1;
+  @%p1 bra LOOP;
+  mov.u32 %r4, %tid.x;
+  mul.wide.u32 %rd2, %r4, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r2;
+  ret;
+}
+)";
+  auto alloc = proc<CUresult (*)(CUdeviceptr*, size_t)>("cuMemAlloc", 3020);
+  auto launch = CU(cuLaunchKernel, CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                   unsigned, unsigned, CUstream, void**, void**);
+  CUdeviceptr out = 0;
+  ASSERT_EQ(alloc(&out, 64 * sizeof(uint32_t)), CUDA_SUCCESS);
+  CUstream stream = nullptr;
+  ASSERT_EQ(CU(cuStreamCreate, CUstream*, unsigned)(&stream, 0), CUDA_SUCCESS);
+  for (int round = 0; round < 3; ++round) {
+    CUmodule module = nullptr;
+    ASSERT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, spinPtx), CUDA_SUCCESS);
+    CUfunction spin = nullptr;
+    ASSERT_EQ(CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&spin, module, "spin"),
+              CUDA_SUCCESS);
+    unsigned rounds = 2000000;
+    void* params[] = {&out, &rounds};
+    ASSERT_EQ(launch(spin, 1, 1, 1, 64, 1, 1, 0, stream, params, nullptr), CUDA_SUCCESS);
+    ASSERT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
+  }
+  ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(stream), CUDA_SUCCESS);
+  std::vector<uint32_t> got(64);
+  ASSERT_EQ(proc<CUresult (*)(void*, CUdeviceptr, size_t)>("cuMemcpyDtoH", 3020)(
+                got.data(), out, got.size() * sizeof(uint32_t)),
+            CUDA_SUCCESS);
+  for (uint32_t v : got) EXPECT_EQ(v, 2000000u);
+  EXPECT_EQ(CU(cuStreamDestroy, CUstream)(stream), CUDA_SUCCESS);
+  EXPECT_EQ(proc<CUresult (*)(CUdeviceptr)>("cuMemFree", 3020)(out), CUDA_SUCCESS);
 }
 
 class LegacyLaunch : public Driver {
