@@ -324,6 +324,17 @@ static int32_t deviceLaunch(void* buffer, void* stream) {
   return 0;
 }
 
+// The device runtime library (libcudadevrt, linked by `nvcc -rdc -lcudadevrt` or cuLinkAddFile)
+// defines the functions above in terms of these calls into NVIDIA's driver, with the same
+// arguments; 0 is success in both. Its last-error state is kept per host thread: it only
+// carries the error of the call just made to the function that asks for it.
+static thread_local uint32_t deviceLastError = 0;
+static uint32_t deviceSetLastError(uint32_t error) {
+  deviceLastError = error;
+  return 0;
+}
+static uint32_t deviceGetLastError() { return std::exchange(deviceLastError, 0u); }
+
 static void graphSetConditional(uint64_t handle, uint32_t value) {
   BlockState* b = currentBlock();
   GraphConditions* conditions = b != nullptr ? b->grid->conditions : nullptr;
@@ -509,6 +520,10 @@ std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
       {"cudaGraphSetConditional", fn(graphSetConditional)},
       {"__cudaCDP2GetParameterBufferV2", fn(deviceParameterBuffer)},
       {"__cudaCDP2LaunchDeviceV2", fn(deviceLaunch)},
+      {"__cuda_syscall_cnpv2GetParameterBufferV2", fn(deviceParameterBuffer)},
+      {"__cuda_syscall_cnpv2LaunchDeviceV2", fn(deviceLaunch)},
+      {"__cuda_syscall_cnpv2SetLastError", fn(deviceSetLastError)},
+      {"__cuda_syscall_cnpv2GetLastError", fn(deviceGetLastError)},
   };
   [&]<int... N>(std::integer_sequence<int, N...>) {
     (symbols.emplace_back("__rocuda_sreg_envreg" + std::to_string(N), fn(sregEnvreg<N>)), ...);

@@ -444,6 +444,105 @@ TEST_F(Linker, LinkedPtxLoadsAndRunsAcrossModules) {
   EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
 }
 
+// Dynamic parallelism through NVIDIA's device runtime library, linked as PyCUDA's DynamicModule
+// links it: libcudadevrt defines the launch calls nvcc emits in terms of the driver's
+// __cuda_syscall_cnpv2* calls, which the CPU device supplies.
+const char* kLaunchesChildren = R"(
+.version 7.0
+.target sm_75
+.address_size 64
+.extern .func (.param .b64 func_retval0) __cudaCDP2GetParameterBufferV2(.param .b64 f,
+    .param .align 4 .b8 grid[12], .param .align 4 .b8 block[12], .param .b32 shared);
+.extern .func (.param .b32 func_retval0) __cudaCDP2LaunchDeviceV2(.param .b64 b, .param .b64 s);
+.visible .entry child(.param .u64 out, .param .u32 base)
+{
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u32 %r1, [base];
+  mov.u32 %r2, %tid.x;
+  add.u32 %r3, %r1, %r2;
+  mul.wide.u32 %rd2, %r3, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r3;
+  ret;
+}
+.visible .entry parent(.param .u64 out)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u64 %rd2, child;
+  {
+  .param .b64 param0;
+  st.param.b64 [param0], %rd2;
+  .param .align 4 .b8 param1[12];
+  st.param.b32 [param1+0], 1;
+  st.param.b32 [param1+4], 1;
+  st.param.b32 [param1+8], 1;
+  .param .align 4 .b8 param2[12];
+  st.param.b32 [param2+0], 32;
+  st.param.b32 [param2+4], 1;
+  st.param.b32 [param2+8], 1;
+  .param .b32 param3;
+  st.param.b32 [param3], 0;
+  .param .b64 retval0;
+  call.uni (retval0), __cudaCDP2GetParameterBufferV2, (param0, param1, param2, param3);
+  ld.param.b64 %rd3, [retval0];
+  }
+  setp.eq.s64 %p1, %rd3, 0;
+  @%p1 bra DONE;
+  mov.u32 %r1, %ctaid.x;
+  shl.b32 %r2, %r1, 5;
+  st.u64 [%rd3], %rd1;
+  st.u32 [%rd3+8], %r2;
+  {
+  .param .b64 param0;
+  st.param.b64 [param0], %rd3;
+  .param .b64 param1;
+  st.param.b64 [param1], 0;
+  .param .b32 retval0;
+  call.uni (retval0), __cudaCDP2LaunchDeviceV2, (param0, param1);
+  ld.param.b32 %r3, [retval0];
+  }
+DONE:
+  ret;
+}
+)";
+
+TEST_F(Linker, DeviceSideLaunchesThroughTheDeviceRuntimeLibrary) {
+  const char* devrt = ROCUDA_CUDA_DEVRT_PATH;
+  if (access(devrt, R_OK) != 0) GTEST_SKIP() << "no " << devrt << " (CUDA toolkit) here";
+  CUlinkState state = nullptr;
+  ASSERT_EQ(create_(0, nullptr, nullptr, &state), CUDA_SUCCESS);
+  ASSERT_EQ(addPtx(state, kLaunchesChildren, "parent.ptx"), CUDA_SUCCESS);
+  ASSERT_EQ(addFile_(state, CU_JIT_INPUT_LIBRARY, devrt, 0, nullptr, nullptr), CUDA_SUCCESS);
+  void* image = nullptr;
+  ASSERT_EQ(complete_(state, &image, nullptr), CUDA_SUCCESS);
+  CUmodule module = nullptr;
+  ASSERT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, image), CUDA_SUCCESS);
+  EXPECT_EQ(destroy_(state), CUDA_SUCCESS);
+  CUfunction parent = nullptr;
+  ASSERT_EQ(CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&parent, module, "parent"),
+            CUDA_SUCCESS);
+  CUdeviceptr out = 0;
+  ASSERT_EQ(proc<CUresult (*)(CUdeviceptr*, size_t)>("cuMemAlloc", 3020)(&out, 128 * 4),
+            CUDA_SUCCESS);
+  void* params[] = {&out};
+  ASSERT_EQ(
+      CU(cuLaunchKernel, CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+         unsigned, CUstream, void**, void**)(parent, 4, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr),
+      CUDA_SUCCESS);
+  std::vector<uint32_t> got(128);
+  ASSERT_EQ(proc<CUresult (*)(void*, CUdeviceptr, size_t)>("cuMemcpyDtoH", 3020)(got.data(), out,
+                                                                                 128 * 4),
+            CUDA_SUCCESS);
+  for (uint32_t i = 0; i < 128; ++i) EXPECT_EQ(got[i], i) << i;
+  EXPECT_EQ(proc<CUresult (*)(CUdeviceptr)>("cuMemFree", 3020)(out), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
+}
+
 // A successful link leaves both logs empty and their size options at 0 bytes written (PyCUDA
 // reads back that many bytes of each buffer).
 TEST_F(Linker, SuccessLeavesEmptyLogsAndTheirSizes) {
