@@ -1,5 +1,6 @@
 // Dynamic parallelism (CUDA 12's model): kernels launching kernels from device code. Each block
-// of a parent grid launches a child that fills its slice; a kernel launches itself recursively;
+// of a parent grid launches a child that fills its slice; a kernel launches itself recursively,
+// and one without end stops at CUDA's nesting limit;
 // a child uses dynamic shared memory and barriers; a tail launch (cudaStreamTailLaunch) sees
 // everything the parent grid's other children wrote, however late they were launched; a
 // fire-and-forget child has finished when the host synchronizes. Checked against host references.
@@ -19,6 +20,13 @@ __global__ void parent(int* out) {
 __global__ void countdown(int* out, int depth) {
   out[depth] = 100 + depth;
   if (depth > 0) countdown<<<1, 1>>>(out, depth - 1);
+}
+
+// Launches itself without end: CUDA stops it at its nesting limit (24 levels), the failed
+// device-side launch an error of that call only.
+__global__ void unbounded(int* levels, int depth) {
+  levels[depth] = 1;
+  unbounded<<<1, 1>>>(levels, depth + 1);
 }
 
 // One block reverses `n` values through dynamic shared memory.
@@ -70,6 +78,17 @@ int main() {
   CHECK_LAUNCH();
   got = download(d, 21);
   for (int i = 0; i <= 20; ++i) check.eq("recursive countdown", i, 100 + i, got[i]);
+
+  CHECK(cudaMemset(d, 0, n * sizeof(int)));
+  unbounded<<<1, 1>>>(d, 0);
+  CHECK_LAUNCH();
+  got = download(d, 64);
+  int levels = 0;
+  while (levels < 64 && got[levels] == 1) ++levels;
+  check.eq("unbounded recursion: levels 0..15 ran", 0, true, levels >= 16);
+  check.eq("unbounded recursion: stopped at the nesting limit", 0, true, levels <= 24);
+  for (int i = levels; i < 64; ++i)
+    check.eq("unbounded recursion: nothing past the limit", i, 0, got[i]);
 
   std::vector<int> values(128);
   for (int i = 0; i < 128; ++i) values[i] = i * i;

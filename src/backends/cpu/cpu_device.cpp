@@ -660,6 +660,10 @@ Status CpuDevice::runCooperative(GridState& grid, uint64_t blocks,
   return status;
 }
 
+// Nesting of the grid being launched on this host thread: the grids a grid launched from the
+// device run on the thread that ran it (see the end of launch).
+thread_local uint32_t launchNesting = 0;
+
 Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const void* params) {
   auto compiled = static_cast<CpuKernel&>(kernel).compiled();
   if (!compiled.ok()) return compiled.takeError();
@@ -681,6 +685,7 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
   grid.module = &static_cast<CpuKernel&>(kernel).module();
   DeviceLaunches deviceLaunches;
   grid.deviceLaunches = &deviceLaunches;
+  grid.nesting = launchNesting;
   std::atomic<bool> illegalAddress{false};
   grid.illegalAddress = &illegalAddress;
 
@@ -719,7 +724,10 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
       childConfig.grid = child->grid;
       childConfig.block = child->block;
       childConfig.dynamicSharedBytes = child->sharedBytes;
-      ROCUDA_TRY(launch(*child->kernel, childConfig, child->params.data()));
+      ++launchNesting;
+      Status status = launch(*child->kernel, childConfig, child->params.data());
+      --launchNesting;
+      if (!status) return status;
     }
   return Status::success();
 }

@@ -297,7 +297,8 @@ static void* deviceParameterBuffer(const char* kernel, const uint32_t* grid, con
 // launches all run after the launching grid; see DeviceLaunches). 0 (cudaSuccess), or
 // cudaErrorInvalidValue
 // (1) for a buffer not handed out by deviceParameterBuffer, cudaErrorInvalidConfiguration (9)
-// for impossible dimensions (the launch is dropped, as on NVIDIA's device runtime).
+// for impossible dimensions, cudaErrorLaunchMaxDepthExceeded (65) past CUDA's nesting limit
+// (the launch is dropped, as on NVIDIA's device runtime).
 static int32_t deviceLaunch(void* buffer, void* stream) {
   constexpr uintptr_t kTailLaunchStream = 0x3;  // cudaStreamTailLaunch
   BlockState* b = currentBlock();
@@ -318,6 +319,7 @@ static int32_t deviceLaunch(void* buffer, void* stream) {
       launch->grid[1] == 0 || launch->grid[2] == 0 || launch->grid[1] > 65535 ||
       launch->grid[2] > 65535)
     return 9;
+  if (b->grid->nesting + 1 >= kMaxLaunchNesting) return 65;
   launch->tail = reinterpret_cast<uintptr_t>(stream) == kTailLaunchStream;
   std::lock_guard lock(launches.mutex);
   launches.queued.push_back(std::move(launch));

@@ -70,6 +70,8 @@ struct DeviceLaunch {
   bool tail = false;            // launched into cudaStreamTailLaunch
   std::vector<uint8_t> params;  // the parameter buffer the launching thread fills
 };
+// CUDA's hardware limit on nested launches: a grid of nesting 23 launches no more.
+inline constexpr uint32_t kMaxLaunchNesting = 24;
 struct DeviceLaunches {
   std::mutex mutex;
   std::vector<std::unique_ptr<DeviceLaunch>> filling;  // buffers handed out, not launched yet
@@ -80,6 +82,7 @@ struct GridState {
   KernelCode code;
   LoadedModule* module = nullptr;  // the kernel's (dynamic parallelism finds kernels in it)
   DeviceLaunches* deviceLaunches = nullptr;
+  uint32_t nesting = 0;  // 0: launched by the host; n: by a grid of nesting n - 1
   void* params = nullptr;
   std::array<uint32_t, 3> grid{1, 1, 1};
   std::array<uint32_t, 3> block{1, 1, 1};
