@@ -3,7 +3,8 @@
 // and one without end stops at CUDA's nesting limit;
 // a child uses dynamic shared memory and barriers; a tail launch (cudaStreamTailLaunch) sees
 // everything the parent grid's other children wrote, however late they were launched; a
-// fire-and-forget child has finished when the host synchronizes. Checked against host references.
+// fire-and-forget child has finished when the host synchronizes; device-side streams and
+// cudaGetLastError. Checked against host references.
 #include <vector>
 
 #include "e2e_check.h"
@@ -53,6 +54,18 @@ __global__ void tailAfterChildren(int* values, long long* sum) {
   if (threadIdx.x != 0) return;
   if (blockIdx.x == 0) sumAll<<<1, 1, 0, cudaStreamTailLaunch>>>(values, gridDim.x * 32, sum);
   fillSlice<<<1, 32>>>(values, blockIdx.x * 32);
+}
+
+// A device-side stream of its own per block; the launch's status through cudaGetLastError.
+__global__ void onDeviceStreams(int* out, int* errors) {
+  if (threadIdx.x != 0) return;
+  cudaStream_t stream;
+  int created = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  fillSlice<<<1, 32, 0, stream>>>(out, blockIdx.x * 32);
+  int peeked = cudaPeekAtLastError();
+  int launched = cudaGetLastError();
+  int destroyed = cudaStreamDestroy(stream);
+  errors[blockIdx.x] = created | peeked | launched | destroyed;
 }
 
 __global__ void fireAndForget(int* out) {
@@ -106,6 +119,18 @@ int main() {
   long long want = 0;
   for (int i = 0; i < n; ++i) want += 3 * i + 1;
   check.eq("tail launch after every child", 0, want, download(sum, 1)[0]);
+
+  CHECK(cudaMemset(d, 0, n * sizeof(int)));
+  int* errors = nullptr;
+  CHECK(cudaMalloc(&errors, blocks * sizeof(int)));
+  CHECK(cudaMemset(errors, 0xff, blocks * sizeof(int)));
+  onDeviceStreams<<<blocks, 32>>>(d, errors);
+  CHECK_LAUNCH();
+  got = download(d, n);
+  for (int i = 0; i < n; ++i) check.eq("device-side streams", i, 3 * i + 1, got[i]);
+  std::vector<int> statuses = download(errors, blocks);
+  for (int b = 0; b < blocks; ++b) check.eq("device-side stream calls succeed", b, 0, statuses[b]);
+  CHECK(cudaFree(errors));
 
   CHECK(cudaMemset(d, 0, n * sizeof(int)));
   fireAndForget<<<blocks, 32>>>(d);

@@ -269,6 +269,29 @@ static int32_t resumeBarrierReduce(compiler::BlockContext* context, uint32_t lin
 // reported and ignored.
 // ---- Dynamic parallelism (execution.h: DeviceLaunches) ----
 
+// Device-side cudaGetLastError / cudaPeekAtLastError (BlockState::deviceLastError).
+static uint32_t& lastErrorOfBlock() {
+  static thread_local uint32_t outsideBlocks = 0;
+  BlockState* b = currentBlock();
+  return b != nullptr ? b->deviceLastError : outsideBlocks;
+}
+static uint32_t recordError(uint32_t error) { return lastErrorOfBlock() = error; }
+static uint32_t deviceGetLastError() { return std::exchange(lastErrorOfBlock(), 0u); }
+static uint32_t devicePeekAtLastError() { return lastErrorOfBlock(); }
+
+// Device-side streams (cudaStreamNonBlocking only, as CUDA requires): a handle of its own each;
+// their grids run in launch order with the others, one of the orders CUDA allows.
+static uint32_t deviceStreamCreate(void** stream, uint32_t flags) {
+  constexpr uint32_t kNonBlocking = 1;  // cudaStreamNonBlocking
+  if (stream == nullptr || flags != kNonBlocking) return recordError(1);
+  static std::atomic<uintptr_t> next{0x100};
+  *stream = reinterpret_cast<void*>(next.fetch_add(0x10));
+  return 0;
+}
+static uint32_t deviceStreamDestroy(void* stream) {
+  return stream == nullptr ? recordError(400) : 0;  // cudaErrorInvalidResourceHandle
+}
+
 // cudaGetParameterBufferV2 as nvcc calls it: `kernel` is the translator's reference to a kernel
 // of the module (its name, see ModuleTranslator's kernel references); grid and block are dim3s.
 // NULL when the kernel cannot be launched from here, which the caller's code checks.
@@ -302,14 +325,14 @@ static void* deviceParameterBuffer(const char* kernel, const uint32_t* grid, con
 static int32_t deviceLaunch(void* buffer, void* stream) {
   constexpr uintptr_t kTailLaunchStream = 0x3;  // cudaStreamTailLaunch
   BlockState* b = currentBlock();
-  if (b == nullptr || b->grid->deviceLaunches == nullptr) return 1;
+  if (b == nullptr || b->grid->deviceLaunches == nullptr) return recordError(1);
   DeviceLaunches& launches = *b->grid->deviceLaunches;
   std::unique_ptr<DeviceLaunch> launch;
   {
     std::lock_guard lock(launches.mutex);
     auto it = std::find_if(launches.filling.begin(), launches.filling.end(),
                            [&](const auto& l) { return l->params.data() == buffer; });
-    if (it == launches.filling.end()) return 1;
+    if (it == launches.filling.end()) return recordError(1);
     launch = std::move(*it);
     launches.filling.erase(it);
   }
@@ -318,8 +341,8 @@ static int32_t deviceLaunch(void* buffer, void* stream) {
   if (threads == 0 || threads > 1024 || launch->block[2] > 64 || launch->grid[0] == 0 ||
       launch->grid[1] == 0 || launch->grid[2] == 0 || launch->grid[1] > 65535 ||
       launch->grid[2] > 65535)
-    return 9;
-  if (b->grid->nesting + 1 >= kMaxLaunchNesting) return 65;
+    return recordError(9);
+  if (b->grid->nesting + 1 >= kMaxLaunchNesting) return recordError(65);
   launch->tail = reinterpret_cast<uintptr_t>(stream) == kTailLaunchStream;
   std::lock_guard lock(launches.mutex);
   launches.queued.push_back(std::move(launch));
@@ -327,15 +350,12 @@ static int32_t deviceLaunch(void* buffer, void* stream) {
 }
 
 // The device runtime library (libcudadevrt, linked by `nvcc -rdc -lcudadevrt` or cuLinkAddFile)
-// defines the functions above in terms of these calls into NVIDIA's driver, with the same
-// arguments; 0 is success in both. Its last-error state is kept per host thread: it only
-// carries the error of the call just made to the function that asks for it.
-static thread_local uint32_t deviceLastError = 0;
+// defines the functions above in terms of calls into NVIDIA's driver with the same arguments
+// (__cuda_syscall_cnpv2*); 0 is success in both.
 static uint32_t deviceSetLastError(uint32_t error) {
-  deviceLastError = error;
+  recordError(error);
   return 0;
 }
-static uint32_t deviceGetLastError() { return std::exchange(deviceLastError, 0u); }
 
 static void graphSetConditional(uint64_t handle, uint32_t value) {
   BlockState* b = currentBlock();
@@ -522,6 +542,10 @@ std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
       {"cudaGraphSetConditional", fn(graphSetConditional)},
       {"__cudaCDP2GetParameterBufferV2", fn(deviceParameterBuffer)},
       {"__cudaCDP2LaunchDeviceV2", fn(deviceLaunch)},
+      {"__cudaCDP2GetLastError", fn(deviceGetLastError)},
+      {"__cudaCDP2PeekAtLastError", fn(devicePeekAtLastError)},
+      {"__cudaCDP2StreamCreateWithFlags", fn(deviceStreamCreate)},
+      {"__cudaCDP2StreamDestroy", fn(deviceStreamDestroy)},
       {"__cuda_syscall_cnpv2GetParameterBufferV2", fn(deviceParameterBuffer)},
       {"__cuda_syscall_cnpv2LaunchDeviceV2", fn(deviceLaunch)},
       {"__cuda_syscall_cnpv2SetLastError", fn(deviceSetLastError)},

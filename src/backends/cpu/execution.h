@@ -146,6 +146,9 @@ struct BlockState {
   bool trapped = false;   // a thread executed trap (or failed an assert): the block stops
   bool asserted = false;  // the trap came from a failed device-side assert()
   bool stuck = false;     // cooperative grids: counted in CooperativeGrid::stuck
+  // Device-side cudaGetLastError's state, the block's rather than each thread's (block forms
+  // run many threads on one host thread): an error stays with the block that made it.
+  uint32_t deviceLastError = 0;
   // bar.red: votes of the current barrier round, double-buffered so that threads resuming from
   // one round read its result while the next round counts afresh.
   uint32_t roundParity = 0;
