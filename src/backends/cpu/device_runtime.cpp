@@ -549,6 +549,8 @@ std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
       {"__cuda_syscall_cnpv2GetParameterBufferV2", fn(deviceParameterBuffer)},
       {"__cuda_syscall_cnpv2LaunchDeviceV2", fn(deviceLaunch)},
       {"__cuda_syscall_cnpv2SetLastError", fn(deviceSetLastError)},
+      {"__cuda_syscall_cnpv2StreamCreate", fn(deviceStreamCreate)},
+      {"__cuda_syscall_cnpv2StreamDestroy", fn(deviceStreamDestroy)},
       {"__cuda_syscall_cnpv2GetLastError", fn(deviceGetLastError)},
   };
   [&]<int... N>(std::integer_sequence<int, N...>) {

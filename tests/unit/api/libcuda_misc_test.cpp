@@ -445,8 +445,9 @@ TEST_F(Linker, LinkedPtxLoadsAndRunsAcrossModules) {
 }
 
 // Dynamic parallelism through NVIDIA's device runtime library, linked as PyCUDA's DynamicModule
-// links it: libcudadevrt defines the launch calls nvcc emits in terms of the driver's
-// __cuda_syscall_cnpv2* calls, which the CPU device supplies.
+// links it: libcudadevrt defines the launch and stream calls nvcc emits in terms of the driver's
+// __cuda_syscall_cnpv2* calls, which the CPU device supplies. Each block launches its child into
+// a device-side stream of its own.
 const char* kLaunchesChildren = R"(
 .version 7.0
 .target sm_75
@@ -454,6 +455,9 @@ const char* kLaunchesChildren = R"(
 .extern .func (.param .b64 func_retval0) __cudaCDP2GetParameterBufferV2(.param .b64 f,
     .param .align 4 .b8 grid[12], .param .align 4 .b8 block[12], .param .b32 shared);
 .extern .func (.param .b32 func_retval0) __cudaCDP2LaunchDeviceV2(.param .b64 b, .param .b64 s);
+.extern .func (.param .b32 func_retval0) __cudaCDP2StreamCreateWithFlags(.param .b64 s,
+    .param .b32 flags);
+.extern .func (.param .b32 func_retval0) __cudaCDP2StreamDestroy(.param .b64 s);
 .visible .entry child(.param .u64 out, .param .u32 base)
 {
   .reg .b32 %r<4>;
@@ -469,10 +473,25 @@ const char* kLaunchesChildren = R"(
 }
 .visible .entry parent(.param .u64 out)
 {
+  .local .align 8 .b8 slot[8];
   .reg .pred %p<2>;
-  .reg .b32 %r<4>;
-  .reg .b64 %rd<4>;
+  .reg .b32 %r<6>;
+  .reg .b64 %rd<8>;
   ld.param.u64 %rd1, [out];
+  mov.u64 %rd5, slot;
+  cvta.local.u64 %rd6, %rd5;
+  {
+  .param .b64 param0;
+  st.param.b64 [param0], %rd6;
+  .param .b32 param1;
+  st.param.b32 [param1], 1;
+  .param .b32 retval0;
+  call.uni (retval0), __cudaCDP2StreamCreateWithFlags, (param0, param1);
+  ld.param.b32 %r4, [retval0];
+  }
+  setp.ne.s32 %p1, %r4, 0;
+  @%p1 trap;
+  ld.local.u64 %rd7, [slot];
   mov.u64 %rd2, child;
   {
   .param .b64 param0;
@@ -501,11 +520,20 @@ const char* kLaunchesChildren = R"(
   .param .b64 param0;
   st.param.b64 [param0], %rd3;
   .param .b64 param1;
-  st.param.b64 [param1], 0;
+  st.param.b64 [param1], %rd7;
   .param .b32 retval0;
   call.uni (retval0), __cudaCDP2LaunchDeviceV2, (param0, param1);
   ld.param.b32 %r3, [retval0];
   }
+  {
+  .param .b64 param0;
+  st.param.b64 [param0], %rd7;
+  .param .b32 retval0;
+  call.uni (retval0), __cudaCDP2StreamDestroy, (param0);
+  ld.param.b32 %r5, [retval0];
+  }
+  setp.ne.s32 %p1, %r5, 0;
+  @%p1 trap;
 DONE:
   ret;
 }
