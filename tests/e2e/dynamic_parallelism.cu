@@ -3,8 +3,8 @@
 // and one without end stops at CUDA's nesting limit;
 // a child uses dynamic shared memory and barriers; a tail launch (cudaStreamTailLaunch) sees
 // everything the parent grid's other children wrote, however late they were launched; a
-// fire-and-forget child has finished when the host synchronizes; device-side streams and
-// cudaGetLastError. Checked against host references.
+// fire-and-forget child has finished when the host synchronizes; device-side streams, an event
+// ordering two of them, and cudaGetLastError. Checked against host references.
 #include <vector>
 
 #include "e2e_check.h"
@@ -66,6 +66,29 @@ __global__ void onDeviceStreams(int* out, int* errors) {
   int launched = cudaGetLastError();
   int destroyed = cudaStreamDestroy(stream);
   errors[blockIdx.x] = created | peeked | launched | destroyed;
+}
+
+__global__ void doubleSlice(const int* in, int* out, int base) {
+  out[base + threadIdx.x] = 2 * in[base + threadIdx.x];
+}
+
+// Two device-side streams ordered by an event: the second child reads what the first wrote.
+__global__ void eventOrdered(int* out, int* doubled, int* errors) {
+  if (threadIdx.x != 0) return;
+  cudaStream_t first, second;
+  cudaEvent_t written;
+  int status = cudaStreamCreateWithFlags(&first, cudaStreamNonBlocking);
+  status |= cudaStreamCreateWithFlags(&second, cudaStreamNonBlocking);
+  status |= cudaEventCreateWithFlags(&written, cudaEventDisableTiming);
+  fillSlice<<<1, 32, 0, first>>>(out, blockIdx.x * 32);
+  status |= cudaEventRecord(written, first);
+  status |= cudaStreamWaitEvent(second, written, 0);
+  doubleSlice<<<1, 32, 0, second>>>(out, doubled, blockIdx.x * 32);
+  status |= cudaGetLastError();
+  status |= cudaEventDestroy(written);
+  status |= cudaStreamDestroy(first);
+  status |= cudaStreamDestroy(second);
+  errors[blockIdx.x] = status;
 }
 
 __global__ void fireAndForget(int* out) {
@@ -130,6 +153,19 @@ int main() {
   for (int i = 0; i < n; ++i) check.eq("device-side streams", i, 3 * i + 1, got[i]);
   std::vector<int> statuses = download(errors, blocks);
   for (int b = 0; b < blocks; ++b) check.eq("device-side stream calls succeed", b, 0, statuses[b]);
+
+  int* doubled = nullptr;
+  CHECK(cudaMalloc(&doubled, n * sizeof(int)));
+  CHECK(cudaMemset(d, 0, n * sizeof(int)));
+  CHECK(cudaMemset(doubled, 0, n * sizeof(int)));
+  CHECK(cudaMemset(errors, 0xff, blocks * sizeof(int)));
+  eventOrdered<<<blocks, 32>>>(d, doubled, errors);
+  CHECK_LAUNCH();
+  got = download(doubled, n);
+  for (int i = 0; i < n; ++i) check.eq("stream waiting for an event", i, 2 * (3 * i + 1), got[i]);
+  statuses = download(errors, blocks);
+  for (int b = 0; b < blocks; ++b) check.eq("device-side event calls succeed", b, 0, statuses[b]);
+  CHECK(cudaFree(doubled));
   CHECK(cudaFree(errors));
 
   CHECK(cudaMemset(d, 0, n * sizeof(int)));

@@ -292,6 +292,26 @@ static uint32_t deviceStreamDestroy(void* stream) {
   return stream == nullptr ? recordError(400) : 0;  // cudaErrorInvalidResourceHandle
 }
 
+// Device-side events (cudaEventDisableTiming only, as CUDA requires). Grids run in one total
+// order (launch order, each followed by its own, tail launches last), so a grid launched after
+// cudaStreamWaitEvent already runs after everything launched before the event was recorded:
+// recording and waiting have nothing left to order.
+static uint32_t deviceEventCreate(void** event, uint32_t flags) {
+  constexpr uint32_t kDisableTiming = 2;  // cudaEventDisableTiming
+  if (event == nullptr || flags != kDisableTiming) return recordError(1);
+  static std::atomic<uintptr_t> next{0x108};
+  *event = reinterpret_cast<void*>(next.fetch_add(0x10));
+  return 0;
+}
+static uint32_t deviceEventRecord(void* event, void* /*stream*/) {
+  return event == nullptr ? recordError(400) : 0;
+}
+static uint32_t deviceStreamWaitEvent(void* /*stream*/, void* event, uint32_t flags) {
+  if (flags != 0) return recordError(1);
+  return event == nullptr ? recordError(400) : 0;
+}
+static uint32_t deviceEventDestroy(void* event) { return event == nullptr ? recordError(400) : 0; }
+
 // cudaGetParameterBufferV2 as nvcc calls it: `kernel` is the translator's reference to a kernel
 // of the module (its name, see ModuleTranslator's kernel references); grid and block are dim3s.
 // NULL when the kernel cannot be launched from here, which the caller's code checks.
@@ -546,11 +566,19 @@ std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
       {"__cudaCDP2PeekAtLastError", fn(devicePeekAtLastError)},
       {"__cudaCDP2StreamCreateWithFlags", fn(deviceStreamCreate)},
       {"__cudaCDP2StreamDestroy", fn(deviceStreamDestroy)},
+      {"__cudaCDP2EventCreateWithFlags", fn(deviceEventCreate)},
+      {"__cudaCDP2EventRecord", fn(deviceEventRecord)},
+      {"__cudaCDP2StreamWaitEvent", fn(deviceStreamWaitEvent)},
+      {"__cudaCDP2EventDestroy", fn(deviceEventDestroy)},
       {"__cuda_syscall_cnpv2GetParameterBufferV2", fn(deviceParameterBuffer)},
       {"__cuda_syscall_cnpv2LaunchDeviceV2", fn(deviceLaunch)},
       {"__cuda_syscall_cnpv2SetLastError", fn(deviceSetLastError)},
       {"__cuda_syscall_cnpv2StreamCreate", fn(deviceStreamCreate)},
       {"__cuda_syscall_cnpv2StreamDestroy", fn(deviceStreamDestroy)},
+      {"__cuda_syscall_cnpv2EventCreate", fn(deviceEventCreate)},
+      {"__cuda_syscall_cnpv2EventRecord", fn(deviceEventRecord)},
+      {"__cuda_syscall_cnpv2StreamWaitEvent", fn(deviceStreamWaitEvent)},
+      {"__cuda_syscall_cnpv2EventDestroy", fn(deviceEventDestroy)},
       {"__cuda_syscall_cnpv2GetLastError", fn(deviceGetLastError)},
   };
   [&]<int... N>(std::integer_sequence<int, N...>) {

@@ -447,7 +447,7 @@ TEST_F(Linker, LinkedPtxLoadsAndRunsAcrossModules) {
 // Dynamic parallelism through NVIDIA's device runtime library, linked as PyCUDA's DynamicModule
 // links it: libcudadevrt defines the launch and stream calls nvcc emits in terms of the driver's
 // __cuda_syscall_cnpv2* calls, which the CPU device supplies. Each block launches its child into
-// a device-side stream of its own.
+// a device-side stream of its own, then records and waits for an event.
 const char* kLaunchesChildren = R"(
 .version 7.0
 .target sm_75
@@ -458,6 +458,12 @@ const char* kLaunchesChildren = R"(
 .extern .func (.param .b32 func_retval0) __cudaCDP2StreamCreateWithFlags(.param .b64 s,
     .param .b32 flags);
 .extern .func (.param .b32 func_retval0) __cudaCDP2StreamDestroy(.param .b64 s);
+.extern .func (.param .b32 func_retval0) __cudaCDP2EventCreateWithFlags(.param .b64 e,
+    .param .b32 flags);
+.extern .func (.param .b32 func_retval0) __cudaCDP2EventRecord(.param .b64 e, .param .b64 s);
+.extern .func (.param .b32 func_retval0) __cudaCDP2StreamWaitEvent(.param .b64 s, .param .b64 e,
+    .param .b32 flags);
+.extern .func (.param .b32 func_retval0) __cudaCDP2EventDestroy(.param .b64 e);
 .visible .entry child(.param .u64 out, .param .u32 base)
 {
   .reg .b32 %r<4>;
@@ -474,6 +480,7 @@ const char* kLaunchesChildren = R"(
 .visible .entry parent(.param .u64 out)
 {
   .local .align 8 .b8 slot[8];
+  .local .align 8 .b8 eventSlot[8];
   .reg .pred %p<2>;
   .reg .b32 %r<6>;
   .reg .b64 %rd<8>;
@@ -533,6 +540,51 @@ const char* kLaunchesChildren = R"(
   ld.param.b32 %r5, [retval0];
   }
   setp.ne.s32 %p1, %r5, 0;
+  @%p1 trap;
+  // An event recorded on the (destroyed) stream's successor and waited for: each call succeeds.
+  mov.u64 %rd5, eventSlot;
+  cvta.local.u64 %rd6, %rd5;
+  {
+  .param .b64 param0;
+  st.param.b64 [param0], %rd6;
+  .param .b32 param1;
+  st.param.b32 [param1], 2;
+  .param .b32 retval0;
+  call.uni (retval0), __cudaCDP2EventCreateWithFlags, (param0, param1);
+  ld.param.b32 %r4, [retval0];
+  }
+  ld.local.u64 %rd7, [eventSlot];
+  {
+  .param .b64 param0;
+  st.param.b64 [param0], %rd7;
+  .param .b64 param1;
+  st.param.b64 [param1], 0;
+  .param .b32 retval0;
+  call.uni (retval0), __cudaCDP2EventRecord, (param0, param1);
+  ld.param.b32 %r5, [retval0];
+  }
+  or.b32 %r4, %r4, %r5;
+  {
+  .param .b64 param0;
+  st.param.b64 [param0], 0;
+  .param .b64 param1;
+  st.param.b64 [param1], %rd7;
+  .param .b32 param2;
+  st.param.b32 [param2], 0;
+  .param .b32 retval0;
+  call.uni (retval0), __cudaCDP2StreamWaitEvent, (param0, param1, param2);
+  ld.param.b32 %r5, [retval0];
+  }
+  or.b32 %r4, %r4, %r5;
+  {
+  .param .b64 param0;
+  st.param.b64 [param0], %rd7;
+  .param .b32 retval0;
+  call.uni (retval0), __cudaCDP2EventDestroy, (param0);
+  ld.param.b32 %r5, [retval0];
+  }
+  or.b32 %r4, %r4, %r5;
+  setp.ne.s32 %p1, %r4, 0;
   @%p1 trap;
 DONE:
   ret;
