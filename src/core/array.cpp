@@ -49,11 +49,16 @@ bool texelFormatOf(uint32_t cudaFormat, support::TexelFormat& out) {
   }
 }
 
-Status validateArrayDescriptor(const ArrayDescriptor& desc) {
+Status validateTexelFormat(uint32_t cudaFormat, uint32_t channels) {
   support::TexelFormat texel;
-  if (!texelFormatOf(desc.format, texel)) return invalid("unsupported array format");
-  if (desc.channels != 1 && desc.channels != 2 && desc.channels != 4)
-    return invalid("NumChannels must be 1, 2 or 4");
+  if (!texelFormatOf(cudaFormat, texel)) return invalid("unsupported texel format");
+  if (channels != 1 && channels != 2 && channels != 4)
+    return invalid("the number of channels must be 1, 2 or 4");
+  return Status::success();
+}
+
+Status validateArrayDescriptor(const ArrayDescriptor& desc) {
+  ROCUDA_TRY(validateTexelFormat(desc.format, desc.channels));
   if ((desc.flags & (kArraySparse | kArrayDeferredMapping)) != 0)
     return makeError(ErrorCode::NotSupported, "sparse and deferred-mapping arrays");
   constexpr uint32_t known = kArrayLayered | kArraySurfaceLoadStore | kArrayCubemap |

@@ -27,6 +27,9 @@ namespace rocuda::core {
 // CUarray_format values Rocuda stores (the plain integer and float formats).
 // Returns false for any other format (packed, block-compressed, planar video formats).
 bool texelFormatOf(uint32_t cudaFormat, support::TexelFormat& out);
+// InvalidValue unless `cudaFormat` is one texelFormatOf knows and `channels` is 1, 2 or 4: the
+// element of every array, linear texture and texture reference.
+Status validateTexelFormat(uint32_t cudaFormat, uint32_t channels);
 
 // CUDA_ARRAY3D_* flags.
 inline constexpr uint32_t kArrayLayered = 0x01;

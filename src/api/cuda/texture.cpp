@@ -26,10 +26,8 @@ std::vector<uint8_t> bytesOf(const T& value) {
 }
 
 Outcome linearFormat(TextureView& view, CUarray_format format, unsigned channels) {
-  if (!core::texelFormatOf(static_cast<uint32_t>(format), view.format))
-    return invalidValue("unsupported texel format");
-  if (channels != 1 && channels != 2 && channels != 4)
-    return invalidValue("numChannels must be 1, 2 or 4");
+  if (Status valid = core::validateTexelFormat(format, channels); !valid) return valid;
+  core::texelFormatOf(static_cast<uint32_t>(format), view.format);
   view.channels = static_cast<uint8_t>(channels);
   view.texelBytes = static_cast<uint8_t>(support::texelChannelBytes(view.format) * channels);
   return {};

@@ -51,15 +51,6 @@ Outcome withReference(CUtexref handle, F&& f) {
   return f(*it->second);
 }
 
-Outcome checkFormat(CUarray_format format, int channels) {
-  support::TexelFormat texel;
-  if (!core::texelFormatOf(static_cast<uint32_t>(format), texel))
-    return invalidValue("unsupported texel format");
-  if (channels != 1 && channels != 2 && channels != 4)
-    return invalidValue("the number of components must be 1, 2 or 4");
-  return {};
-}
-
 }  // namespace
 }  // namespace rocuda::api
 
@@ -126,8 +117,8 @@ ROCUDA_EXPORT CUresult cuTexRefSetAddress2D_v3(CUtexref hTexRef, const CUDA_ARRA
                                                CUdeviceptr dptr, size_t Pitch) {
   return ROCUDA_API((hTexRef, desc, dptr, Pitch), [&]() -> api::Outcome {
     if (desc == nullptr || dptr == 0) return api::invalidValue("NULL argument");
-    api::Outcome format = api::checkFormat(desc->Format, static_cast<int>(desc->NumChannels));
-    if (!format.ok()) return format;
+    if (Status valid = core::validateTexelFormat(desc->Format, desc->NumChannels); !valid)
+      return valid;
     return api::withReference(hTexRef, [&](api::TextureReference& ref) -> api::Outcome {
       ref.array = nullptr;
       ref.address = dptr;
@@ -141,8 +132,7 @@ ROCUDA_EXPORT CUresult cuTexRefSetAddress2D_v3(CUtexref hTexRef, const CUDA_ARRA
 ROCUDA_EXPORT CUresult cuTexRefSetFormat(CUtexref hTexRef, CUarray_format fmt,
                                          int NumPackedComponents) {
   return ROCUDA_API((hTexRef, fmt, NumPackedComponents), [&]() -> api::Outcome {
-    api::Outcome format = api::checkFormat(fmt, NumPackedComponents);
-    if (!format.ok()) return format;
+    if (Status valid = core::validateTexelFormat(fmt, NumPackedComponents); !valid) return valid;
     return api::withReference(hTexRef, [&](api::TextureReference& ref) -> api::Outcome {
       ref.format = fmt;
       ref.channels = NumPackedComponents;
