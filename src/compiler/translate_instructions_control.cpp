@@ -112,6 +112,7 @@ Status call(FunctionTranslator& t, const ptx::Instruction& inst) {
   std::vector<llvm::Value*> pointers;
   std::vector<uint64_t> retSizes;
   llvm::FunctionCallee callee;
+  bool calleeMayExit = false;
   if (shape.callee->kind == ptx::Operand::Kind::Symbol) {
     const ptx::Function* def = t.mt.findFunctionDef(shape.callee->symbol());
     llvm::Function* f = t.mt.findFunction(shape.callee->symbol());
@@ -133,7 +134,8 @@ Status call(FunctionTranslator& t, const ptx::Instruction& inst) {
       pointers.push_back(p);
     }
     callee = f;
-    if (t.mt.mayExit(def->name)) pointers.push_back(t.exitFlag());
+    calleeMayExit = t.mt.mayExit(def->name);
+    if (calleeMayExit) pointers.push_back(t.exitFlag());
   } else {
     // Indirect call through a function pointer: every internal function takes pointers only.
     ROCUDA_VALUE(target, t.read(*shape.callee, ScalarType::U64));
@@ -151,8 +153,7 @@ Status call(FunctionTranslator& t, const ptx::Instruction& inst) {
     callee = llvm::FunctionCallee(type, B.CreateIntToPtr(target, t.ptrTy()));
   }
   B.CreateCall(callee, pointers);
-  if (shape.callee->kind == ptx::Operand::Kind::Symbol &&
-      t.mt.mayExit(t.mt.findFunctionDef(shape.callee->symbol())->name)) {
+  if (calleeMayExit) {
     // The thread exited in the callee: this function ends too (a kernel's return is its exit).
     auto* exited = llvm::BasicBlock::Create(t.ctx(), "exited", t.function);
     auto* returned = llvm::BasicBlock::Create(t.ctx(), "returned", t.function);

@@ -264,9 +264,6 @@ static int32_t resumeBarrierReduce(compiler::BlockContext* context, uint32_t lin
   b.asserted = true;
   trap();
 }
-// cudaGraphSetConditional(handle, value): sets a condition of the graph launch running this
-// kernel. NVIDIA leaves a call outside a graph (or with another graph's handle) undefined: it is
-// reported and ignored.
 // ---- Dynamic parallelism (execution.h: DeviceLaunches) ----
 
 // Device-side cudaGetLastError / cudaPeekAtLastError (BlockState::deviceLastError).
@@ -338,10 +335,9 @@ static void* deviceParameterBuffer(const char* kernel, const uint32_t* grid, con
 
 // cudaLaunchDeviceV2: queues the buffer's launch (the NULL stream, fire-and-forget and tail
 // launches all run after the launching grid; see DeviceLaunches). 0 (cudaSuccess), or
-// cudaErrorInvalidValue
-// (1) for a buffer not handed out by deviceParameterBuffer, cudaErrorInvalidConfiguration (9)
-// for impossible dimensions, cudaErrorLaunchMaxDepthExceeded (65) past CUDA's nesting limit
-// (the launch is dropped, as on NVIDIA's device runtime).
+// cudaErrorInvalidValue (1) for a buffer not handed out by deviceParameterBuffer,
+// cudaErrorInvalidConfiguration (9) for impossible dimensions, cudaErrorLaunchMaxDepthExceeded
+// (65) past CUDA's nesting limit (the launch is dropped, as on NVIDIA's device runtime).
 static int32_t deviceLaunch(void* buffer, void* stream) {
   constexpr uintptr_t kTailLaunchStream = 0x3;  // cudaStreamTailLaunch
   BlockState* b = currentBlock();
@@ -377,6 +373,9 @@ static uint32_t deviceSetLastError(uint32_t error) {
   return 0;
 }
 
+// cudaGraphSetConditional(handle, value): sets a condition of the graph launch running this
+// kernel. NVIDIA leaves a call outside a graph (or with another graph's handle) undefined: it is
+// reported and ignored.
 static void graphSetConditional(uint64_t handle, uint32_t value) {
   BlockState* b = currentBlock();
   GraphConditions* conditions = b != nullptr ? b->grid->conditions : nullptr;
