@@ -247,17 +247,18 @@ TEST_F(CpuCooperative, BlockThatLeavesBeforeTheBarrierIsReportedAsDeadlock) {
   EXPECT_EQ(status.error().code, ErrorCode::LaunchFailed);
 }
 
-// Block 0 works for `cycles` clock64 ticks while every other block waits for it at a grid
-// barrier (one thread per block: a BlockLoop kernel).
+// Block 0 reads %clock64 `reads` times while every other block waits for it at a grid barrier
+// (one thread per block: a BlockLoop kernel). A count of reads, not a span of cycles, so that
+// block 0's processor time does not depend on how loaded the machine is.
 const char* kBusyPtx = R"(.version 7.0
 .target sm_70
 .address_size 64
-.visible .entry busy(.param .u64 cycles)
+.visible .entry busy(.param .u64 reads)
 {
   .reg .pred %p<4>;
   .reg .b32 %r<16>;
   .reg .b64 %rd<12>;
-  ld.param.u64 %rd9, [cycles];
+  ld.param.u64 %rd9, [reads];
   mov.u32 %r4, %envreg1;
   mov.u32 %r5, %envreg2;
   mov.b64 %rd3, {%r5, %r4};
@@ -270,11 +271,11 @@ const char* kBusyPtx = R"(.version 7.0
   sub.s32 %r8, %r3, 1;
   mov.u32 %r9, -2147483648;
   sub.s32 %r7, %r9, %r8;
-  mov.u64 %rd1, %clock64;
+  mov.u64 %rd1, 0;
 WORK:
   mov.u64 %rd2, %clock64;
-  sub.s64 %rd4, %rd2, %rd1;
-  setp.lt.u64 %p1, %rd4, %rd9;
+  add.s64 %rd1, %rd1, 1;
+  setp.lt.u64 %p1, %rd1, %rd9;
   @%p1 bra WORK;
 ARRIVE:
   atom.add.release.gpu.u32 %r10, [%rd6], %r7;
@@ -297,9 +298,9 @@ TEST_F(CpuCooperative, WaitingBlocksLeaveTheCoresToTheBlockTheyWaitFor) {
   LoadedKernel* kernel = load(kBusyPtx, true, "busy");
   ASSERT_NE(kernel, nullptr);
   EXPECT_EQ(kernel->info().cpuExecution, CpuExecution::BlockLoop);
-  uint64_t cycles = 300'000'000;  // about 0.1 s
+  uint64_t reads = 10'000'000;  // about 0.1 s
   std::vector<uint8_t> params(kernel->info().paramBufferSize);
-  std::memcpy(params.data() + kernel->info().params[0].offset, &cycles, sizeof cycles);
+  std::memcpy(params.data() + kernel->info().params[0].offset, &reads, sizeof reads);
   // The processor time a cooperative launch of `blocks` takes.
   auto cpuSeconds = [&](uint32_t blocks) {
     LaunchConfig config;
