@@ -1,6 +1,7 @@
 // atom / red on global, shared and generic addresses as LLVM atomics. inc/dec map to LLVM's
 // uinc_wrap/udec_wrap, which are exactly PTX's wrap rules; 16-bit float and f16x2/bf16x2
-// arithmetic is a compare-and-swap loop on the raw bits.
+// arithmetic is a compare-and-swap loop on the raw bits. cp.reduce.async.bulk is the same
+// reductions, one per element of an array.
 #include <llvm/IR/Intrinsics.h>
 
 #include "compiler/translator.h"
@@ -161,6 +162,54 @@ Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   }
   if (isRed) return Status::success();
   return t.write(inst.operands()[0], old, type);
+}
+
+Status emitBulkReduction(FunctionTranslator& t, const ptx::Instruction& inst, llvm::Value* dst,
+                         llvm::Value* src, llvm::Value* bytes) {
+  auto& B = t.b;
+  if (inst.types().size() != 1) return t.invalid(inst, "expected one element type");
+  ScalarType type = inst.types()[0];
+  bool halfFloat = type == ScalarType::F16 || type == ScalarType::BF16;
+  // 16-bit float addition exists only as .add.noftz (the sum is not flushed, as in red.add.f16).
+  if (halfFloat && inst.hasModifier("add") != inst.hasModifier("noftz"))
+    return t.invalid(inst, ".f16 and .bf16 reductions take .add.noftz, .min or .max");
+  unsigned size = ptx::scalarTypeSize(type);
+  bool toGlobal = inst.space == ptx::StateSpace::Global;
+  llvm::AtomicRMWInst::BinOp op;
+  if ((size != 2 && size != 4 && size != 8) || !rmwOp(inst, type, op) ||
+      op == llvm::AtomicRMWInst::Xchg || (halfFloat && !toGlobal))
+    return t.unsupported(inst);
+  // Each element's reduction is atomic (relaxed, at the destination's scope), as it is on the
+  // GPU, where several blocks may reduce into the same array at once.
+  const char* scope = toGlobal ? "gpu" : "cta";
+  llvm::Type* elementType = t.valueType(type);
+  llvm::Function* fn = B.GetInsertBlock()->getParent();
+  llvm::Value* count = B.CreateUDiv(bytes, B.getInt64(size));
+  llvm::BasicBlock* before = B.GetInsertBlock();
+  auto* loop = llvm::BasicBlock::Create(B.getContext(), "bulk.reduce", fn);
+  auto* done = llvm::BasicBlock::Create(B.getContext(), "bulk.reduce.done", fn);
+  B.CreateCondBr(B.CreateICmpEQ(count, B.getInt64(0)), done, loop);
+  B.SetInsertPoint(loop);
+  llvm::PHINode* index = B.CreatePHI(t.i64(), 2, "element");
+  index->addIncoming(B.getInt64(0), before);
+  llvm::Value* offset = B.CreateMul(index, B.getInt64(size));
+  llvm::Value* from = B.CreateGEP(B.getInt8Ty(), src, offset);
+  llvm::Value* to = B.CreateGEP(B.getInt8Ty(), dst, offset);
+  llvm::Value* value = B.CreateAlignedLoad(elementType, from, llvm::Align(size));
+  if (halfFloat) {
+    halfFloatRmw(t, inst, to, op, value, llvm::AtomicOrdering::Monotonic);
+  } else {
+    auto* rmw =
+        B.CreateAtomicRMW(op, to, value, llvm::MaybeAlign(size), llvm::AtomicOrdering::Monotonic);
+    markScope(*rmw, inst, scope);
+    markSpace(*rmw, inst);
+    markBlockPrivate(*rmw, inst);
+  }
+  llvm::Value* next = B.CreateAdd(index, B.getInt64(1));
+  index->addIncoming(next, B.GetInsertBlock());
+  B.CreateCondBr(B.CreateICmpULT(next, count), loop, done);
+  B.SetInsertPoint(done);
+  return Status::success();
 }
 
 }  // namespace rocuda::compiler::detail

@@ -248,6 +248,8 @@ Status mov(FunctionTranslator& t, const ptx::Instruction& inst) {
 //       {, ctaMask (.multicast::cluster)} {, policy (.L2::cache_hint)}
 //   .shared::cluster.shared::cta.mbarrier::complete_tx::bytes [dst], [src], size, [mbar]
 //   .global.shared::cta.bulk_group {.L2::cache_hint} [dst], [src], size {, policy}
+// and cp.reduce.async.bulk, which reduces instead of copying (shared::cta into shared::cluster
+// through an mbarrier, or into global memory as a bulk group; emitBulkReduction).
 // A copy that completes through an mbarrier does its complete_tx of `size` bytes once copied; a
 // bulk group has completed (and its source may be reused) as soon as the copy has returned, so
 // commit_group / wait_group are no-ops, as is prefetch.L2. The cluster is the block alone: a
@@ -257,8 +259,8 @@ Status cpAsyncBulk(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
   if (inst.hasModifier("commit_group") || inst.hasModifier("wait_group")) return Status::success();
   if (inst.hasModifier("prefetch")) return Status::success();
-  if (inst.hasModifier("tensor") || inst.hasModifier("cp_mask") || inst.hasModifier("reduce"))
-    return t.unsupported(inst);
+  if (inst.hasModifier("tensor") || inst.hasModifier("cp_mask")) return t.unsupported(inst);
+  bool reduce = inst.hasModifier("reduce");
   bool viaMBarrier = inst.hasModifier("mbarrier::complete_tx::bytes");
   if (viaMBarrier == inst.hasModifier("bulk_group"))
     return t.invalid(inst, "expected .mbarrier::complete_tx::bytes or .bulk_group");
@@ -271,7 +273,8 @@ Status cpAsyncBulk(FunctionTranslator& t, const ptx::Instruction& inst) {
                                  : ptx::StateSpace::None;
   bool toShared = dstSpace == ptx::StateSpace::Shared;
   if (srcSpace == ptx::StateSpace::None || (toShared != viaMBarrier) ||
-      (!toShared && (dstSpace != ptx::StateSpace::Global || srcSpace != ptx::StateSpace::Shared)))
+      (!toShared && (dstSpace != ptx::StateSpace::Global || srcSpace != ptx::StateSpace::Shared)) ||
+      (reduce && (srcSpace != ptx::StateSpace::Shared || inst.hasModifier("multicast::cluster"))))
     return t.invalid(inst, "unsupported source and destination spaces for cp.async.bulk");
   size_t required = viaMBarrier ? 4 : 3;
   if (inst.operands().size() < required) return t.invalid(inst, "expected [dst], [src], size");
@@ -297,9 +300,12 @@ Status cpAsyncBulk(FunctionTranslator& t, const ptx::Instruction& inst) {
   }
   llvm::Value* bytes = B.CreateZExt(size, t.i64());
   t.checkAccess(inst, src, bytes, /*write=*/false, srcSpace);
-  t.checkAccess(inst, dst, bytes, /*write=*/true, dstSpace);
+  t.checkAccess(inst, dst, bytes, /*write=*/true, dstSpace, /*atomic=*/reduce);
   // Sizes are multiples of 16 and the addresses 16-byte aligned (the PTX ISA requires both).
-  B.CreateMemCpy(dst, llvm::MaybeAlign(16), src, llvm::MaybeAlign(16), bytes);
+  if (reduce)
+    ROCUDA_TRY(emitBulkReduction(t, inst, dst, src, bytes));
+  else
+    B.CreateMemCpy(dst, llvm::MaybeAlign(16), src, llvm::MaybeAlign(16), bytes);
   if (mbarrier != nullptr) completeMBarrierTransactions(t, mbarrier, size);
   if (done != nullptr) {
     B.CreateBr(done);

@@ -272,6 +272,10 @@ Status translateCompareOp(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateConvertOp(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateMemoryOp(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst);
+// cp.reduce.async.bulk's reduction of the `bytes` (i64) at `src` into `dst`, element by element
+// with the instruction's operation and type (translate_instructions_atomic.cpp).
+Status emitBulkReduction(FunctionTranslator& t, const ptx::Instruction& inst, llvm::Value* dst,
+                         llvm::Value* src, llvm::Value* bytes);
 Status translateControlOp(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateMovOp(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateWarpOp(FunctionTranslator& t, const ptx::Instruction& inst);
