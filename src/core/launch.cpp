@@ -154,21 +154,34 @@ Status launchKernel(Kernel& kernel, Stream& stream, const LaunchRequest& request
   return Status::success();
 }
 
+int blocksPerMultiprocessor(const backends::DeviceDescription& device,
+                            const KernelFootprint& kernel, int blockSize,
+                            size_t dynamicSharedBytes) {
+  if (blockSize <= 0 || blockSize > kernel.maxThreadsPerBlock) return 0;
+  int warps = (blockSize + device.warpSize - 1) / device.warpSize;
+  int threadsPerBlock = warps * device.warpSize;
+  long long blocks = std::min(device.maxBlocksPerMultiprocessor,
+                              device.maxThreadsPerMultiprocessor / threadsPerBlock);
+  uint64_t shared = kernel.staticSharedBytes + dynamicSharedBytes;
+  if (shared > static_cast<uint64_t>(device.sharedMemPerBlockOptin)) return 0;
+  if (shared > 0) blocks = std::min<long long>(blocks, device.sharedMemPerMultiprocessor / shared);
+  if (kernel.registersPerThread > 0) {
+    long long registers = 1LL * kernel.registersPerThread * threadsPerBlock;
+    if (registers > device.registersPerBlock) return 0;
+    blocks = std::min(blocks, device.registersPerMultiprocessor / registers);
+  }
+  return static_cast<int>(std::max(blocks, 0LL));
+}
+
 Result<int> maxActiveBlocksPerMultiprocessor(Kernel& kernel, int blockSize,
                                              size_t dynamicSharedBytes) {
   if (blockSize <= 0) return makeError(ErrorCode::InvalidValue, "blockSize must be positive");
-  const auto& d = kernel.module().context().device().description();
-  if (blockSize > d.maxThreadsPerBlock) return 0;
-  int warps = (blockSize + d.warpSize - 1) / d.warpSize;
-  int threadsPerBlock = warps * d.warpSize;
-  int blocks =
-      std::min(d.maxBlocksPerMultiprocessor, d.maxThreadsPerMultiprocessor / threadsPerBlock);
-  size_t shared = kernel.info().staticSharedBytes + dynamicSharedBytes;
-  if (shared > static_cast<size_t>(d.sharedMemPerBlockOptin)) return 0;
-  if (shared > 0)
-    blocks =
-        std::min<long long>(blocks, static_cast<long long>(d.sharedMemPerMultiprocessor / shared));
-  return std::max(blocks, 0);
+  KernelFootprint footprint;
+  footprint.maxThreadsPerBlock = kernel.maxThreadsPerBlock();
+  footprint.staticSharedBytes = kernel.staticSharedBytes();
+  footprint.registersPerThread = std::max(0, kernel.loaded().resources().registersPerThread);
+  return blocksPerMultiprocessor(kernel.module().context().device().description(), footprint,
+                                 blockSize, dynamicSharedBytes);
 }
 
 }  // namespace rocuda::core

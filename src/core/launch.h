@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backends/device_backend.h"
 #include "support/result.h"
 
 namespace rocuda::core {
@@ -31,9 +32,22 @@ struct LaunchRequest {
 // multiprocessors), or the context's sticky error.
 Status launchKernel(Kernel& kernel, Stream& stream, const LaunchRequest& request);
 
-// Blocks of `blockSize` threads with `dynamicSharedBytes` of dynamic shared memory that one
-// multiprocessor of the kernel's device holds at once (limited by threads, blocks and shared
-// memory; 0 when such a block cannot run). InvalidValue for a non-positive block size.
+// What of a kernel's compiled code limits how many of its blocks a multiprocessor holds.
+struct KernelFootprint {
+  int maxThreadsPerBlock = 0;
+  uint64_t staticSharedBytes = 0;
+  int registersPerThread = 0;  // 0: the device has no register file to share (the CPU)
+};
+
+// Blocks of `blockSize` (> 0) threads with `dynamicSharedBytes` of dynamic shared memory that one
+// multiprocessor of `device` holds at once: limited by its threads, blocks, shared memory and
+// registers (each block's threads rounded up to whole warps); 0 when such a block cannot run.
+int blocksPerMultiprocessor(const backends::DeviceDescription& device,
+                            const KernelFootprint& kernel, int blockSize,
+                            size_t dynamicSharedBytes);
+
+// The same for `kernel` on its device, from its compiled code's resources. InvalidValue for a
+// non-positive block size.
 Result<int> maxActiveBlocksPerMultiprocessor(Kernel& kernel, int blockSize,
                                              size_t dynamicSharedBytes);
 

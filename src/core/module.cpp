@@ -1,5 +1,6 @@
 #include "core/module.h"
 
+#include <algorithm>
 #include <set>
 
 #include "core/context.h"
@@ -44,6 +45,23 @@ Kernel::Kernel(Module& module, backends::LoadedKernel& loaded, uint32_t ptxArch,
       loaded_(loaded),
       ptxArch_(ptxArch),
       constBytes_(constBytes) {}
+
+int Kernel::maxThreadsPerBlock() const {
+  int limit = module_.context().device().description().maxThreadsPerBlock;
+  for (const auto& dims : {info().maxntid, info().reqntid}) {
+    if (dims[0] != 0) {
+      long long product = 1LL * dims[0] * std::max(1u, dims[1]) * std::max(1u, dims[2]);
+      limit = static_cast<int>(std::min<long long>(limit, product));
+    }
+  }
+  int compiled = loaded_.resources().maxThreadsPerBlock;
+  return compiled > 0 ? std::min(limit, compiled) : limit;
+}
+
+uint64_t Kernel::staticSharedBytes() const {
+  int compiled = loaded_.resources().staticSharedBytes;
+  return compiled >= 0 ? static_cast<uint64_t>(compiled) : info().staticSharedBytes;
+}
 
 Module::Module(Context& context, bool isLibrary)
     : Object(isLibrary ? ObjectKind::Library : ObjectKind::Module), context_(context),

@@ -35,6 +35,12 @@ class Kernel : public Object {
   const std::string& name() const { return info().name; }
   uint32_t ptxArch() const { return ptxArch_; }
   uint64_t constBytes() const { return constBytes_; }
+  // The most threads a block of this kernel may have: the device's limit, the PTX's .maxntid /
+  // .reqntid, and the compiled code's own (an AMD code object's flat work-group size).
+  int maxThreadsPerBlock() const;
+  // The static shared memory its blocks use: the compiled code's figure where the device has
+  // one (an AMD code object's LDS), else the PTX's.
+  uint64_t staticSharedBytes() const;
 
   // cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) and friends.
   int maxDynamicSharedBytes() const { return maxDynamicSharedBytes_; }

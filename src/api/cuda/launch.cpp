@@ -179,8 +179,8 @@ Outcome launchHostFunc(CUstream hStream, CUhostFn fn, void* userData, StreamVari
   return {};
 }
 
-// Resident blocks per multiprocessor, limited by threads, blocks and shared memory (the same
-// count limits cooperative grids).
+// Resident blocks per multiprocessor, limited by threads, blocks, shared memory and registers
+// (the same count limits cooperative grids).
 Result<int> occupancy(core::Kernel& kernel, int blockSize, size_t dynamicShared) {
   return core::maxActiveBlocksPerMultiprocessor(kernel, blockSize, dynamicShared);
 }
@@ -195,6 +195,41 @@ Outcome maxActiveBlocks(int* numBlocks, CUfunction func, int blockSize, size_t d
   Result<int> blocks = occupancy(**kernel, blockSize, dynamicShared);
   if (!blocks) return blocks.error();
   *numBlocks = *blocks;
+  return {};
+}
+
+// The block size (a multiple of the warp size, or the limit) whose blocks fill a multiprocessor
+// with the most threads, the largest such, and the grid that fills every multiprocessor with
+// them; dynamic shared memory per block from `sharedForBlockSize` when given.
+Outcome maxPotentialBlockSize(int* minGridSize, int* blockSize, CUfunction func,
+                              CUoccupancyB2DSize sharedForBlockSize, size_t dynamicShared,
+                              int blockSizeLimit, unsigned flags) {
+  if (minGridSize == nullptr || blockSize == nullptr)
+    return invalidValue("minGridSize or blockSize is NULL");
+  if (flags != CU_OCCUPANCY_DEFAULT && flags != CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE)
+    return invalidValue("unknown flags");
+  if (blockSizeLimit < 0) return invalidValue("blockSizeLimit is negative");
+  Result<core::Kernel*> kernel = lookupKernel(func);
+  if (!kernel) return kernel.error();
+  const auto& device = (*kernel)->module().context().device().description();
+  int limit = (*kernel)->maxThreadsPerBlock();
+  if (blockSizeLimit > 0) limit = std::min(limit, blockSizeLimit);
+  int best = 0, bestBlocks = 0, bestThreads = 0;
+  int aligned = (limit + device.warpSize - 1) / device.warpSize * device.warpSize;
+  for (int size = aligned; size > 0; size -= device.warpSize) {
+    int tried = std::min(size, limit);
+    size_t shared = sharedForBlockSize != nullptr ? sharedForBlockSize(tried) : dynamicShared;
+    Result<int> blocks = occupancy(**kernel, tried, shared);
+    if (!blocks) return blocks.error();
+    if (tried * *blocks > bestThreads) {
+      best = tried;
+      bestBlocks = *blocks;
+      bestThreads = tried * *blocks;
+    }
+    if (bestThreads == device.maxThreadsPerMultiprocessor) break;  // cannot do better
+  }
+  *blockSize = best;
+  *minGridSize = bestBlocks * device.multiprocessorCount;
   return {};
 }
 
@@ -303,6 +338,30 @@ ROCUDA_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
   return ROCUDA_API((numBlocks, func, blockSize, dynamicSMemSize, flags), [&] {
     return api::maxActiveBlocks(numBlocks, func, blockSize, dynamicSMemSize, flags);
   });
+}
+
+ROCUDA_EXPORT CUresult cuOccupancyMaxPotentialBlockSize(
+    int* minGridSize, int* blockSize, CUfunction func,
+    CUoccupancyB2DSize blockSizeToDynamicSMemSize, size_t dynamicSMemSize, int blockSizeLimit) {
+  return ROCUDA_API(
+      (minGridSize, blockSize, func, blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit),
+      [&] {
+        return api::maxPotentialBlockSize(minGridSize, blockSize, func, blockSizeToDynamicSMemSize,
+                                          dynamicSMemSize, blockSizeLimit, 0);
+      });
+}
+
+ROCUDA_EXPORT CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(
+    int* minGridSize, int* blockSize, CUfunction func,
+    CUoccupancyB2DSize blockSizeToDynamicSMemSize, size_t dynamicSMemSize, int blockSizeLimit,
+    unsigned int flags) {
+  return ROCUDA_API((minGridSize, blockSize, func, blockSizeToDynamicSMemSize, dynamicSMemSize,
+                     blockSizeLimit, flags),
+                    [&] {
+                      return api::maxPotentialBlockSize(minGridSize, blockSize, func,
+                                                        blockSizeToDynamicSMemSize, dynamicSMemSize,
+                                                        blockSizeLimit, flags);
+                    });
 }
 
 ROCUDA_EXPORT CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t* dynamicSmemSize,

@@ -106,17 +106,6 @@ Outcome outputGlobal(CUdeviceptr* dptr, size_t* bytes, core::Module& module, con
   return {};
 }
 
-int maxThreadsOf(core::Kernel& kernel) {
-  int limit = kernel.module().context().device().description().maxThreadsPerBlock;
-  for (const auto& dims : {kernel.info().maxntid, kernel.info().reqntid}) {
-    if (dims[0] != 0) {
-      long long product = 1LL * dims[0] * std::max(1u, dims[1]) * std::max(1u, dims[2]);
-      limit = static_cast<int>(std::min<long long>(limit, product));
-    }
-  }
-  return limit;
-}
-
 Outcome functionAttribute(int* pi, CUfunction_attribute attrib, const void* handle) {
   if (pi == nullptr) return invalidValue("pi is NULL");
   Result<core::Kernel*> found = lookupKernel(handle);
@@ -127,13 +116,10 @@ Outcome functionAttribute(int* pi, CUfunction_attribute attrib, const void* hand
   const backends::KernelResources resources = kernel.loaded().resources();
   switch (attrib) {
     case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
-      *pi = resources.maxThreadsPerBlock > 0
-                ? std::min(maxThreadsOf(kernel), resources.maxThreadsPerBlock)
-                : maxThreadsOf(kernel);
+      *pi = kernel.maxThreadsPerBlock();
       return {};
     case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
-      *pi = resources.staticSharedBytes >= 0 ? resources.staticSharedBytes
-                                             : static_cast<int>(kernel.info().staticSharedBytes);
+      *pi = static_cast<int>(kernel.staticSharedBytes());
       return {};
     case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES:
       *pi = static_cast<int>(std::min<uint64_t>(kernel.constBytes(), INT32_MAX));
@@ -183,7 +169,8 @@ Outcome setFunctionAttribute(const void* handle, CUfunction_attribute attrib, in
   const auto& device = kernel.module().context().device().description();
   switch (attrib) {
     case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: {
-      long long available = 1LL * device.sharedMemPerBlockOptin - kernel.info().staticSharedBytes;
+      long long available =
+          1LL * device.sharedMemPerBlockOptin - static_cast<long long>(kernel.staticSharedBytes());
       if (value < 0 || value > available)
         return invalidValue("more dynamic shared memory than the device offers");
       kernel.setMaxDynamicSharedBytes(value);

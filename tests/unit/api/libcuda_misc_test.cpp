@@ -1,5 +1,6 @@
-// Device and context extras, logs, async notifications, cluster occupancy, library modules and
-// managed variables, and the entry points of facilities unavailable here, through libcuda.so.1.
+// Device and context extras, logs, async notifications, occupancy (cluster, potential block
+// size), library modules and managed variables, and the entry points of facilities unavailable
+// here, through libcuda.so.1.
 #include <unistd.h>
 
 #include <cstdio>
@@ -257,6 +258,116 @@ TEST_F(Driver, ClusterOccupancyOfSingleBlockClusters) {
   EXPECT_EQ(clusters(nullptr, function, &config), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(proc<Occupancy>("cuOccupancyMaxPotentialClusterSize")(&size, function, nullptr),
             CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
+}
+
+// A kernel that any block size may run, one declared for at most 96 threads and one with 24 KiB
+// of static shared memory.
+const char* kOccupancyPtx = R"(.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry any_size() { ret; }
+.visible .entry capped() .maxntid 96, 1, 1 { ret; }
+.visible .entry tiled(.param .u64 out)
+{
+  .shared .align 4 .b8 tile[24576];
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, tile;
+  ld.shared.u32 %r1, [%r1];
+  st.global.u32 [%rd1], %r1;
+  ret;
+}
+)";
+
+using PotentialBlockSizeWithFlags = CUresult (*)(int*, int*, CUfunction, CUoccupancyB2DSize, size_t,
+                                                 int, unsigned);
+
+size_t sharedPerBlockOf(int blockSize) { return static_cast<size_t>(blockSize) * 64; }
+
+TEST_F(Driver, MaxPotentialBlockSizeFillsAMultiprocessorWithTheLargestBlocks) {
+  CUmodule module = nullptr;
+  ASSERT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, kOccupancyPtx), CUDA_SUCCESS);
+  auto function = [&](const char* name) {
+    CUfunction f = nullptr;
+    EXPECT_EQ(CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&f, module, name),
+              CUDA_SUCCESS);
+    return f;
+  };
+  auto attribute = [](CUdevice_attribute which) {
+    int value = 0;
+    EXPECT_EQ(CU(cuDeviceGetAttribute, int*, CUdevice_attribute, CUdevice)(&value, which, 0),
+              CUDA_SUCCESS);
+    return value;
+  };
+  int warp = attribute(CU_DEVICE_ATTRIBUTE_WARP_SIZE);
+  int maxThreads = attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  int multiprocessors = attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  auto perMultiprocessor = [](CUfunction f, int blockSize, size_t shared) {
+    int blocks = -1;
+    EXPECT_EQ(CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, int*, CUfunction, int, size_t)(
+                  &blocks, f, blockSize, shared),
+              CUDA_SUCCESS);
+    return blocks;
+  };
+  // The definition: among the warp multiples up to the limit (and the limit itself), the size
+  // whose resident blocks hold the most threads; the largest of those.
+  auto expectedSize = [&](CUfunction f, int limit, CUoccupancyB2DSize shared) {
+    int best = 0, bestThreads = 0;
+    std::vector<int> sizes = {limit};
+    for (int size = limit / warp * warp; size > 0; size -= warp)
+      if (size != limit) sizes.push_back(size);
+    for (int size : sizes) {
+      int threads = size * perMultiprocessor(f, size, shared ? shared(size) : 0);
+      if (threads > bestThreads || (threads == bestThreads && size > best)) {
+        best = size;
+        bestThreads = threads;
+      }
+    }
+    return best;
+  };
+  auto potential =
+      CU(cuOccupancyMaxPotentialBlockSize, int*, int*, CUfunction, CUoccupancyB2DSize, size_t, int);
+  struct Case {
+    const char* kernel;
+    int limit;  // 0: the kernel's own
+    CUoccupancyB2DSize shared;
+    int expectedLimit;
+  };
+  for (const Case& c : {Case{"any_size", 0, nullptr, maxThreads}, Case{"capped", 0, nullptr, 96},
+                        Case{"any_size", 50, nullptr, 50}, Case{"tiled", 0, nullptr, maxThreads},
+                        Case{"tiled", 0, sharedPerBlockOf, maxThreads}}) {
+    SCOPED_TRACE(std::string(c.kernel) + " limit " + std::to_string(c.limit));
+    CUfunction f = function(c.kernel);
+    int minGrid = -1, blockSize = -1;
+    ASSERT_EQ(potential(&minGrid, &blockSize, f, c.shared, 0, c.limit), CUDA_SUCCESS);
+    EXPECT_EQ(blockSize, expectedSize(f, c.expectedLimit, c.shared));
+    EXPECT_GT(blockSize, 0);
+    EXPECT_LE(blockSize, c.expectedLimit);
+    EXPECT_EQ(minGrid, perMultiprocessor(f, blockSize, c.shared ? c.shared(blockSize) : 0) *
+                           multiprocessors);
+  }
+  // A block larger than the kernel allows has no occupancy.
+  EXPECT_EQ(perMultiprocessor(function("capped"), 128, 0), 0);
+  EXPECT_GT(perMultiprocessor(function("capped"), 96, 0), 0);
+
+  auto withFlags = proc<PotentialBlockSizeWithFlags>("cuOccupancyMaxPotentialBlockSizeWithFlags");
+  int minGrid = 0, blockSize = 0;
+  EXPECT_EQ(withFlags(&minGrid, &blockSize, function("capped"), nullptr, 0, 0,
+                      CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE),
+            CUDA_SUCCESS);
+  EXPECT_EQ(blockSize, expectedSize(function("capped"), 96, nullptr));
+  EXPECT_EQ(withFlags(&minGrid, &blockSize, function("capped"), nullptr, 0, 0, 7),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(potential(nullptr, &blockSize, function("capped"), nullptr, 0, 0),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(potential(&minGrid, nullptr, function("capped"), nullptr, 0, 0),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(potential(&minGrid, &blockSize, function("capped"), nullptr, 0, -1),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(potential(&minGrid, &blockSize, reinterpret_cast<CUfunction>(&minGrid), nullptr, 0, 0),
+            CUDA_ERROR_INVALID_HANDLE);
   EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
 }
 
