@@ -454,6 +454,7 @@ Status FunctionTranslator::translateInstruction(const ptx::Instruction& inst) {
     case Opcode::ld: case Opcode::st: case Opcode::ldu: case Opcode::prefetch:
     case Opcode::prefetchu: case Opcode::cvta: case Opcode::isspacep: case Opcode::cp:
     case Opcode::cp_async: case Opcode::alloca: case Opcode::stacksave: case Opcode::stackrestore:
+    case Opcode::createpolicy: case Opcode::discard: case Opcode::applypriority:
       return translateMemoryOp(*this, inst);
     case Opcode::atom: case Opcode::red:
       return translateAtomicOp(*this, inst);

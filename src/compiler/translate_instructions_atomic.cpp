@@ -123,7 +123,9 @@ Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   bool isRed = inst.opcode == ptx::Opcode::red;
   size_t first = isRed ? 0 : 1;
   bool cas = inst.hasModifier("cas");
-  if (inst.operands().size() != first + (cas ? 3 : 2)) return t.invalid(inst, "wrong operands");
+  Result<size_t> operandCount = operandsBeforeCachePolicy(t, inst);
+  if (!operandCount.ok()) return operandCount.error();
+  if (*operandCount != first + (cas ? 3 : 2)) return t.invalid(inst, "wrong operands");
   ROCUDA_VALUE(ptr, t.address(inst.operands()[first], inst.space));
   llvm::AtomicOrdering order = semantics(inst);
   unsigned size = ptx::scalarTypeSize(type);

@@ -41,6 +41,14 @@ void markBlockPrivate(llvm::Instruction& access, const ptx::Instruction& inst) {
     access.setMetadata(kBlockPrivateMetadata, llvm::MDNode::get(access.getContext(), {}));
 }
 
+Result<size_t> operandsBeforeCachePolicy(FunctionTranslator& t, const ptx::Instruction& inst) {
+  size_t count = inst.operands().size();
+  if (!inst.hasModifier("L2::cache_hint")) return count;
+  if (count < 2) return t.invalid(inst, "expected a cache policy as the last operand");
+  ROCUDA_TRY(t.read(inst.operands()[count - 1], ScalarType::B64));
+  return count - 1;
+}
+
 namespace {
 
 // Memory ordering of ld/st modifiers; NotAtomic for plain accesses.
@@ -61,9 +69,47 @@ std::vector<const ptx::Operand*> elementsOf(const ptx::Operand& op) {
   return out;
 }
 
+// createpolicy (sm_80) makes the 64-bit cache policy that .L2::cache_hint accesses take:
+//   createpolicy.fractional.L2::primary{.L2::secondary}.b64 policy{, fraction}
+//   createpolicy.range.L2::primary{.L2::secondary}.b64 policy, [a], primary-size, total-size
+//   createpolicy.cvt.L2.b64 policy, access-property
+// Policies are hints that neither the CPU device nor the AMD targets act on, and their encoding
+// is opaque to programs: the policy made here records the two priorities (bits 0-1 and 2-3:
+// evict_normal, evict_first, evict_last, evict_unchanged); .cvt keeps the property's bits.
+Status createPolicy(FunctionTranslator& t, const ptx::Instruction& inst) {
+  const auto& ops = inst.operands();
+  if (ops.empty() || inst.types().size() != 1 || inst.types()[0] != ScalarType::B64)
+    return t.invalid(inst, "expected createpolicy...b64 policy, ...");
+  if (inst.hasModifier("cvt")) {
+    if (ops.size() != 2) return t.invalid(inst, "expected policy, access-property");
+    ROCUDA_VALUE(property, t.read(ops[1], ScalarType::B64));
+    return t.write(ops[0], property, ScalarType::B64);
+  }
+  bool range = inst.hasModifier("range");
+  if (!range && !inst.hasModifier("fractional")) return t.unsupported(inst);
+  if (range ? ops.size() != 4 : ops.size() > 2) return t.invalid(inst, "wrong operands");
+  for (size_t i = 1; i < ops.size(); ++i)  // checked, then unused
+    if (ops[i].kind != ptx::Operand::Kind::Address)
+      ROCUDA_TRY(t.read(ops[i], i == 1 && !range ? ScalarType::F32 : ScalarType::B32));
+  uint64_t code = 0;
+  unsigned shift = 0;
+  for (std::string_view m : inst.modifiers()) {
+    static constexpr std::string_view priorities[] = {"L2::evict_normal", "L2::evict_first",
+                                                      "L2::evict_last", "L2::evict_unchanged"};
+    for (uint64_t p = 0; p < 4; ++p)
+      if (m == priorities[p] && shift < 4) {
+        code |= p << shift;
+        shift += 2;
+      }
+  }
+  return t.write(ops[0], t.b.getInt64(code), ScalarType::B64);
+}
+
 Status load(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
-  if (inst.operands().size() != 2 || inst.types().size() != 1) return t.unsupported(inst);
+  Result<size_t> operandCount = operandsBeforeCachePolicy(t, inst);
+  if (!operandCount.ok()) return operandCount.error();
+  if (*operandCount != 2 || inst.types().size() != 1) return t.unsupported(inst);
   ScalarType type = inst.types()[0];
   if (type == ScalarType::B128 || type == ScalarType::Pred) return t.unsupported(inst);
   ROCUDA_VALUE(ptr, t.address(inst.operands()[1], inst.space));
@@ -100,7 +146,9 @@ Status load(FunctionTranslator& t, const ptx::Instruction& inst) {
 
 Status store(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
-  if (inst.operands().size() != 2 || inst.types().size() != 1) return t.unsupported(inst);
+  Result<size_t> operandCount = operandsBeforeCachePolicy(t, inst);
+  if (!operandCount.ok()) return operandCount.error();
+  if (*operandCount != 2 || inst.types().size() != 1) return t.unsupported(inst);
   ScalarType type = inst.types()[0];
   if (type == ScalarType::B128 || type == ScalarType::Pred) return t.unsupported(inst);
   ROCUDA_VALUE(ptr, t.address(inst.operands()[0], inst.space));
@@ -324,16 +372,19 @@ Status cpAsync(FunctionTranslator& t, const ptx::Instruction& inst) {
   if (inst.hasModifier("bulk")) return cpAsyncBulk(t, inst);
   if (inst.hasModifier("mbarrier") && inst.hasModifier("arrive"))
     return translateAsyncArrive(t, inst);
-  if (inst.hasModifier("mbarrier") || inst.operands().size() < 3 ||
+  Result<size_t> operandCount = operandsBeforeCachePolicy(t, inst);
+  if (!operandCount.ok()) return operandCount.error();
+  if (inst.hasModifier("mbarrier") || *operandCount < 3 ||
       inst.operands()[2].kind != ptx::Operand::Kind::Immediate)
     return t.unsupported(inst);
+  bool srcSizeGiven = *operandCount > 3 && inst.operands()[3].kind != ptx::Operand::Kind::Symbol;
   ROCUDA_VALUE(dst, t.address(inst.operands()[0], ptx::StateSpace::Shared));
   ROCUDA_VALUE(src, t.address(inst.operands()[1], ptx::StateSpace::Global));
   uint64_t size = inst.operands()[2].imm().bits;
   if (size != 4 && size != 8 && size != 16) return t.invalid(inst, "cp-size must be 4, 8 or 16");
   t.checkAccess(inst, dst, size, /*write=*/true, ptx::StateSpace::Shared);
   llvm::Value* srcSize = B.getInt64(size);
-  if (inst.operands().size() > 3 && inst.operands()[3].kind != ptx::Operand::Kind::Symbol) {
+  if (srcSizeGiven) {
     ROCUDA_VALUE(n, t.read(inst.operands()[3], ptx::ScalarType::U32));
     srcSize =
         B.CreateZExt(B.CreateBinaryIntrinsic(llvm::Intrinsic::umin, n, B.getInt32(size)), t.i64());
@@ -341,8 +392,7 @@ Status cpAsync(FunctionTranslator& t, const ptx::Instruction& inst) {
   }
   // src-size may be smaller than cp-size (zero-fill): the check reads the full cp-size, which
   // only over-approximates at the end of an allocation read with a short src-size.
-  if (inst.operands().size() <= 3 || inst.operands()[3].kind == ptx::Operand::Kind::Symbol)
-    t.checkAccess(inst, src, size, /*write=*/false, ptx::StateSpace::Global);
+  if (!srcSizeGiven) t.checkAccess(inst, src, size, /*write=*/false, ptx::StateSpace::Global);
   B.CreateMemCpy(dst, llvm::MaybeAlign(1), src, llvm::MaybeAlign(1), srcSize);
   return Status::success();
 }
@@ -404,7 +454,13 @@ Status translateMemoryOp(FunctionTranslator& t, const ptx::Instruction& inst) {
       return isspacep(t, inst);
     case ptx::Opcode::prefetch:
     case ptx::Opcode::prefetchu:
+    // Cache hints with no effect a program may rely on: applypriority changes an L2 line's
+    // eviction priority; discard leaves the line's contents undefined, which keeping them is.
+    case ptx::Opcode::applypriority:
+    case ptx::Opcode::discard:
       return Status::success();
+    case ptx::Opcode::createpolicy:
+      return createPolicy(t, inst);
     case ptx::Opcode::cp_async:
       return cpAsync(t, inst);
     case ptx::Opcode::alloca:

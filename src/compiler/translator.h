@@ -272,6 +272,10 @@ Status translateCompareOp(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateConvertOp(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateMemoryOp(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst);
+// How many of the instruction's operands come before the cache policy that .L2::cache_hint adds
+// at the end (the policy is read, so that a bad operand is reported, and otherwise unused:
+// policies are hints; createpolicy in translate_instructions_memory.cpp).
+Result<size_t> operandsBeforeCachePolicy(FunctionTranslator& t, const ptx::Instruction& inst);
 // cp.reduce.async.bulk's reduction of the `bytes` (i64) at `src` into `dst`, element by element
 // with the instruction's operation and type (translate_instructions_atomic.cpp).
 Status emitBulkReduction(FunctionTranslator& t, const ptx::Instruction& inst, llvm::Value* dst,
