@@ -1,5 +1,5 @@
 // Warp collectives and barrier reductions as calls into the device runtime (see compiler.h):
-// shfl.sync, vote(.sync), redux.sync, match.sync, bar.red / barrier.red.
+// shfl(.sync), vote(.sync), redux.sync, match.sync, bar.red / barrier.red.
 #include "compiler/translator.h"
 
 namespace rocuda::compiler::detail {
@@ -25,9 +25,14 @@ llvm::FunctionCallee shuffleFunction(FunctionTranslator& t) {
                                    {t.i32(), t.i32(), t.i32(), t.i32(), t.i32()});
 }
 
-// The last operand of a .sync collective is the member mask; old forms have none.
+// The last operand of a .sync collective is the member mask. The forms without .sync (PTX
+// before 6.0, for sm_6x and older) have none: the threads of the warp that execute the
+// instruction together take part, the active mask.
 Result<llvm::Value*> memberMask(FunctionTranslator& t, const ptx::Instruction& inst, size_t index) {
-  if (index >= inst.operands().size()) return static_cast<llvm::Value*>(t.b.getInt32(0xffffffffu));
+  if (index >= inst.operands().size()) {
+    auto activeMask = convergentRuntimeFunction(t, "__rocuda_activemask", t.i32(), {});
+    return static_cast<llvm::Value*>(t.b.CreateCall(activeMask));
+  }
   return t.read(inst.operands()[index], ScalarType::B32);
 }
 
@@ -40,10 +45,11 @@ int modeIndex(const ptx::Instruction& inst, std::initializer_list<const char*> m
   return -1;
 }
 
+// shfl.sync.mode.b32 d[|p], a, b, c, membermask; and the old shfl.mode.b32 d[|p], a, b, c.
 Status shfl(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
   int mode = modeIndex(inst, {"up", "down", "bfly", "idx"});
-  size_t n = inst.operands().size();
+  size_t n = inst.operands().size() + (inst.hasModifier("sync") ? 0 : 1);
   if (mode < 0 || (n != 5 && n != 6)) return t.unsupported(inst);
   bool hasPred = n == 6;
   size_t a = hasPred ? 2 : 1;

@@ -339,6 +339,67 @@ TEST_F(CpuBlockForms, ActivemaskAnswersTheLanesAtTheSameInstruction) {
   expectActivemasks(out, threads);
 }
 
+// The shuffle and vote of PTX before 6.0 (no .sync, no member mask: the lanes executing them
+// together take part), converged and in a branch of the even lanes, in a full and a partial warp.
+const char* kLegacyWarpPtx = R"(.version 5.0
+.target sm_60
+.address_size 64
+.visible .entry legacy(.param .u64 out)
+{
+  .reg .pred %p<4>;
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd2, %r1, 16;
+  add.s64 %rd3, %rd1, %rd2;
+  shfl.bfly.b32 %r2, %r1, 1, 0x1f;
+  and.b32 %r3, %r1, 1;
+  setp.eq.u32 %p1, %r3, 0;
+  @!%p1 bra ODD;
+  shfl.down.b32 %r4|%p2, %r1, 2, 0x1f;
+  vote.ballot.b32 %r5, %p1;
+  selp.u32 %r6, 1, 0, %p2;
+  bra JOIN;
+ODD:
+  mov.u32 %r4, 0;
+  mov.u32 %r5, 0;
+  mov.u32 %r6, 7;
+JOIN:
+  st.global.v4.u32 [%rd3], {%r2, %r4, %r5, %r6};
+  ret;
+}
+)";
+
+TEST_F(CpuBlockForms, ShuffleAndVoteWithoutSyncTakeTheActiveLanes) {
+  LoadedKernel* kernel = load(kLegacyWarpPtx, "legacy");
+  ASSERT_NE(kernel, nullptr);
+  const uint32_t threads = 48;  // a full warp and one of 16 lanes
+  std::vector<uint32_t> out(threads * 4, 0);
+  void* o = out.data();
+  ASSERT_TRUE(launch(*kernel, {1, 1, 1}, {threads, 1, 1}, {&o}).ok());
+  for (uint32_t t = 0; t < threads; ++t) {
+    SCOPED_TRACE("thread " + std::to_string(t));
+    uint32_t lane = t % 32, live = t < 32 ? 32 : 16;
+    EXPECT_EQ(out[4 * t], t ^ 1);  // butterfly across the whole warp
+    if (t % 2 == 1) {
+      EXPECT_EQ(out[4 * t + 3], 7u);
+      continue;
+    }
+    // Among the even lanes: down by 2 reads the next even lane; past lane 31 a lane keeps its
+    // own value and its predicate is false. (Lane 14 of the partial warp reads a lane that does
+    // not exist: undefined, not checked.)
+    if (lane + 2 < live) {
+      EXPECT_EQ(out[4 * t + 1], t + 2);
+      EXPECT_EQ(out[4 * t + 3], 1u);
+    } else if (lane + 2 > 31) {
+      EXPECT_EQ(out[4 * t + 1], t);
+      EXPECT_EQ(out[4 * t + 3], 0u);
+    }
+    EXPECT_EQ(out[4 * t + 2], live == 32 ? 0x55555555u : 0x5555u);  // the ballot of the branch
+  }
+}
+
 // One thread through an mbarrier's states: counts, transaction counts, drops, the state and
 // parity forms of the waits (a wait that cannot complete returns false: nothing else can run).
 const char* kMBarrierStatesPtx = R"(.version 8.0
