@@ -273,14 +273,23 @@ Status unaryMath(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType
       r = B.CreateUnaryIntrinsic(llvm::Intrinsic::log2, a);
       break;
     case ptx::Opcode::tanh: {
-      llvm::Value* x = a;
+      // f16, bf16 and each half of their x2 forms through f32 (at least as precise as the
+      // approximation's documented error).
       llvm::Type* work = ty->isDoubleTy() ? ty : B.getFloatTy();
-      if (ty->getScalarType() != work) {
-        if (ty->isVectorTy()) return t.unsupported(inst);
-        x = B.CreateFPExt(a, work);
+      auto tanhOf = [&](llvm::Value* x) -> llvm::Value* {
+        llvm::Type* xTy = x->getType();
+        if (xTy != work) x = B.CreateFPExt(x, work);
+        llvm::Value* y =
+            B.CreateCall(t.mt.libmFunction(work->isDoubleTy() ? "tanh" : "tanhf", work, 1), {x});
+        return xTy != work ? B.CreateFPTrunc(y, xTy) : y;
+      };
+      if (auto* vector = llvm::dyn_cast<llvm::FixedVectorType>(ty)) {
+        r = llvm::PoisonValue::get(ty);
+        for (unsigned i = 0; i < vector->getNumElements(); ++i)
+          r = B.CreateInsertElement(r, tanhOf(B.CreateExtractElement(a, i)), i);
+      } else {
+        r = tanhOf(a);
       }
-      r = B.CreateCall(t.mt.libmFunction(work->isDoubleTy() ? "tanh" : "tanhf", work, 1), {x});
-      if (work != ty) r = B.CreateFPTrunc(r, ty);
       break;
     }
     default:

@@ -1,5 +1,5 @@
 // f16 / bf16 arithmetic, scalar and packed (x2): add/sub/mul/fma with .ftz and .sat, neg/abs
-// (every input).
+// (every input), tanh.approx within its documented error.
 #include <cmath>
 
 #include "conformance.h"
@@ -75,8 +75,43 @@ std::vector<InstructionCase> halfArithmeticCases() {
   return v;
 }
 
+// tanh.approx on each 16-bit lane: the correctly rounded tanh, and an acceptor that allows the
+// approximation's error (PTX ISA: a maximum relative error of 2^-10.987 for f16; bf16 has fewer
+// bits, so a relative 2^-8).
+uint64_t tanhLanes(const Inputs& in, const FloatFormat& f, int lanes) {
+  uint64_t r = 0;
+  for (int lane = 0; lane < lanes; ++lane) {
+    double x = decodeFloat((in[0] >> (16 * lane)) & 0xffff, f);
+    r |= encodeFloat(std::tanh(x), f, Rounding::Nearest) << (16 * lane);
+  }
+  return r;
+}
+
+Acceptor tanhWithin(const FloatFormat& f, int lanes, double relative) {
+  return [=, &f](uint64_t got, uint64_t want, const Inputs&) {
+    for (int lane = 0; lane < lanes; ++lane) {
+      double g = decodeFloat((got >> (16 * lane)) & 0xffff, f);
+      double w = decodeFloat((want >> (16 * lane)) & 0xffff, f);
+      if (std::isnan(w) != std::isnan(g)) return false;
+      if (!std::isnan(w) && std::fabs(g - w) > relative * std::fabs(w) + std::ldexp(1.0, -24))
+        return false;
+    }
+    return true;
+  };
+}
+
 std::vector<InstructionCase> halfUnaryCases() {
   std::vector<InstructionCase> v;
+  for (bool bf : {false, true})
+    for (int lanes : {1, 2}) {
+      const FloatFormat& f = bf ? kBFloat16 : kHalf;
+      std::string t = std::string(bf ? "bf16" : "f16") + (lanes == 2 ? "x2" : "");
+      Operand op = bf ? (lanes == 2 ? kBF16x2 : kBF16) : (lanes == 2 ? kF16x2 : kF16);
+      v.push_back(unary("tanh_approx_" + t, "tanh.approx." + t + " $d, $a;", op, op,
+                        [&f, lanes](const Inputs& in) { return tanhLanes(in, f, lanes); }));
+      v.back().accept = tanhWithin(f, lanes, bf ? std::ldexp(1.0, -8) : std::ldexp(1.0, -10.987));
+      v.back().version = "7.8";
+    }
   for (bool bf : {false, true}) {
     std::string t = bf ? "bf16" : "f16";
     Operand op = bf ? kBF16 : kF16;
