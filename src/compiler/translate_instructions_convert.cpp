@@ -466,7 +466,54 @@ llvm::Value* fp8ToHalf(FunctionTranslator& t, llvm::Value* bits, bool e5m2) {
   return fromMinifloat(t, bits, e5m2 ? kE5M2 : kE4M3);
 }
 
+// cvt.pack.sat.{u16,s16}.s32 d, a, b and cvt.pack.sat.{u8,s8,u4,s4,u2,s2}.s32.b32 d, a, b, c:
+// a and b clamped to the narrow type, b's bits lowest and a's above them; with c, the bits left
+// above come from c's lowest ones.
+Status convertPack(FunctionTranslator& t, const ptx::Instruction& inst) {
+  auto& B = t.b;
+  const auto& types = inst.types();
+  const auto& ops = inst.operands();
+  if (!inst.hasModifier("sat") || types.size() < 2 || types[1] != ScalarType::S32)
+    return t.unsupported(inst);
+  struct Narrow {
+    ScalarType type;
+    unsigned bits;
+    bool isSigned;
+  };
+  static constexpr Narrow narrows[] = {{ScalarType::U16, 16, false}, {ScalarType::S16, 16, true},
+                                       {ScalarType::U8, 8, false},   {ScalarType::S8, 8, true},
+                                       {ScalarType::U4, 4, false},   {ScalarType::S4, 4, true},
+                                       {ScalarType::U2, 2, false},   {ScalarType::S2, 2, true}};
+  const Narrow* narrow = nullptr;
+  for (const Narrow& n : narrows)
+    if (types[0] == n.type) narrow = &n;
+  if (narrow == nullptr) return t.unsupported(inst);
+  bool withC = narrow->bits < 16;
+  if (withC != (types.size() == 3) || ops.size() != (withC ? 4u : 3u))
+    return t.invalid(inst, withC ? "expected cvt.pack.sat.type.s32.b32 d, a, b, c"
+                                 : "expected cvt.pack.sat.type.s32 d, a, b");
+  int64_t low = narrow->isSigned ? -(int64_t{1} << (narrow->bits - 1)) : 0;
+  int64_t high =
+      narrow->isSigned ? (int64_t{1} << (narrow->bits - 1)) - 1 : (int64_t{1} << narrow->bits) - 1;
+  auto saturated = [&](const ptx::Operand& op) -> Result<llvm::Value*> {
+    ROCUDA_VALUE(v, t.read(op, ScalarType::S32));
+    llvm::Value* clamped = B.CreateBinaryIntrinsic(
+        llvm::Intrinsic::smin, B.CreateBinaryIntrinsic(llvm::Intrinsic::smax, v, B.getInt32(low)),
+        B.getInt32(static_cast<uint32_t>(high)));
+    return B.CreateAnd(clamped, B.getInt32((1u << narrow->bits) - 1));
+  };
+  ROCUDA_VALUE(a, saturated(ops[1]));
+  ROCUDA_VALUE(b, saturated(ops[2]));
+  llvm::Value* d = B.CreateOr(B.CreateShl(a, narrow->bits), b);
+  if (withC) {
+    ROCUDA_VALUE(c, t.read(ops[3], ScalarType::B32));
+    d = B.CreateOr(d, B.CreateShl(c, 2 * narrow->bits));
+  }
+  return t.write(ops[0], d, ScalarType::B32);
+}
+
 Status translateConvertOp(FunctionTranslator& t, const ptx::Instruction& inst) {
+  if (inst.opcode == ptx::Opcode::cvt_pack) return convertPack(t, inst);
   if (inst.opcode != ptx::Opcode::cvt || inst.types().size() != 2) return t.unsupported(inst);
   ScalarType to = inst.types()[0], from = inst.types()[1];
   if (to == ScalarType::UE8M0x2 || from == ScalarType::UE8M0x2)

@@ -1,6 +1,8 @@
 // cvt: integer <-> integer (with .sat and the register-width extension rules), float -> integer
 // (integer rounding, clamping, the ISA's NaN results), integer -> float and float -> float in
-// every rounding mode with .ftz / .sat / .satfinite, packing to f16x2 / bf16x2, tf32 and fp8.
+// every rounding mode with .ftz / .sat / .satfinite, packing to f16x2 / bf16x2, tf32 and fp8;
+// cvt.pack of saturated integers.
+#include <algorithm>
 #include <cmath>
 
 #include "conformance.h"
@@ -350,11 +352,43 @@ std::vector<InstructionCase> packedCases() {
   return v;
 }
 
+// cvt.pack.sat: a and b clamped to the narrow type's range, b in the lowest bits, a above it,
+// and (narrower than 16 bits) c's low bits above both (the PTX ISA's pseudo-code).
+std::vector<InstructionCase> integerPackCases() {
+  std::vector<InstructionCase> v;
+  for (unsigned bits : {16u, 8u, 4u, 2u})
+    for (bool isSigned : {false, true}) {
+      std::string type = std::string(isSigned ? "s" : "u") + std::to_string(bits);
+      bool withC = bits < 16;
+      std::string body =
+          "cvt.pack.sat." + type + ".s32" + (withC ? ".b32 $d, $a, $b, $c;" : " $d, $a, $b;");
+      Reference ref = [=](const Inputs& in) {
+        int64_t low = isSigned ? -(int64_t{1} << (bits - 1)) : 0;
+        int64_t high = isSigned ? (int64_t{1} << (bits - 1)) - 1 : (int64_t{1} << bits) - 1;
+        auto sat = [&](uint64_t x) {
+          int64_t value = static_cast<int32_t>(static_cast<uint32_t>(x));
+          return static_cast<uint64_t>(std::clamp(value, low, high)) & ((uint64_t{1} << bits) - 1);
+        };
+        uint64_t d = sat(in[1]) | sat(in[0]) << bits;
+        if (withC) d |= in[2] << (2 * bits);
+        return d & 0xffffffffu;
+      };
+      InstructionCase c = withC ? ternary("cvt_pack_sat_" + type, body, kS32, kS32, kS32, kS32, ref)
+                                : binary("cvt_pack_sat_" + type, body, kS32, kS32, kS32, ref);
+      c.version = "6.5";
+      c.target = "sm_75";  // the 4- and 2-bit forms need it, the others sm_72
+      v.push_back(c);
+    }
+  return v;
+}
+
 INSTANTIATE_TEST_SUITE_P(ConvertIntToInt, Conformance, ::testing::ValuesIn(intToIntCases()), caseName);
 INSTANTIATE_TEST_SUITE_P(ConvertFloatToInt, Conformance, ::testing::ValuesIn(floatToIntCases()), caseName);
 INSTANTIATE_TEST_SUITE_P(ConvertIntToFloat, Conformance, ::testing::ValuesIn(intToFloatCases()), caseName);
 INSTANTIATE_TEST_SUITE_P(ConvertFloatToFloat, Conformance, ::testing::ValuesIn(floatToFloatCases()), caseName);
 INSTANTIATE_TEST_SUITE_P(ConvertPacked, Conformance, ::testing::ValuesIn(packedCases()), caseName);
+INSTANTIATE_TEST_SUITE_P(ConvertIntegerPack, Conformance, ::testing::ValuesIn(integerPackCases()),
+                         caseName);
 
 }  // namespace
 }  // namespace rocuda::compiler::conformance
