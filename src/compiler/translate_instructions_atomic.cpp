@@ -109,9 +109,57 @@ void markScope(llvm::Instruction& access, const ptx::Instruction& inst, const ch
   if (scope) setStringMetadata(access, kScopeMetadata, scope);
 }
 
+namespace {
+
+// atom / red with a vector type (sm_90: atom.global.add.v2.f32 is atomicAdd(float2*), and the
+// .v2/.v4/.v8 16-bit float forms): one atomic operation per element, each atomic on its own
+// (the PTX ISA promises no atomicity across the vector), the old values in the destination's
+// elements.
+Status vectorAtomic(FunctionTranslator& t, const ptx::Instruction& inst, size_t first) {
+  auto& B = t.b;
+  ScalarType type = inst.types()[0];
+  llvm::AtomicRMWInst::BinOp op;
+  if (inst.hasModifier("cas") || inst.hasModifier("exch") || !ptx::isFloat(type) ||
+      !rmwOp(inst, type, op))
+    return t.unsupported(inst);
+  Result<size_t> operandCount = operandsBeforeCachePolicy(t, inst);
+  if (!operandCount.ok()) return operandCount.error();
+  if (*operandCount != first + 2) return t.invalid(inst, "wrong operands");
+  const ptx::Operand& values = inst.operands()[first + 1];
+  if (values.kind != ptx::Operand::Kind::Vector || values.elements().size() != inst.vectorWidth)
+    return t.invalid(inst, "expected a vector of " + std::to_string(inst.vectorWidth) + " values");
+  if (first == 1 && (inst.operands()[0].kind != ptx::Operand::Kind::Vector ||
+                     inst.operands()[0].elements().size() != inst.vectorWidth))
+    return t.invalid(inst, "expected a vector destination");
+  ROCUDA_VALUE(ptr, t.address(inst.operands()[first], inst.space));
+  unsigned size = ptx::scalarTypeSize(type);
+  t.checkAccess(inst, ptr, uint64_t(size) * inst.vectorWidth, /*write=*/true, inst.space,
+                /*atomic=*/true);
+  llvm::AtomicOrdering order = semantics(inst);
+  for (size_t i = 0; i < inst.vectorWidth; ++i) {
+    ROCUDA_VALUE(val, t.read(values.elements()[i], type));
+    llvm::Value* p = B.CreateConstGEP1_64(t.i8(), ptr, i * size);
+    llvm::Value* old = nullptr;
+    if (size <= 4 && !val->getType()->isFloatTy()) {  // 16-bit floats, scalar or x2
+      old = halfFloatRmw(t, inst, p, op, val, order);
+    } else {
+      auto* rmw = B.CreateAtomicRMW(op, p, val, llvm::MaybeAlign(size), order);
+      markScope(*rmw, inst, "gpu");
+      markSpace(*rmw, inst);
+      markBlockPrivate(*rmw, inst);
+      old = rmw;
+    }
+    if (first == 1) ROCUDA_TRY(t.write(inst.operands()[0].elements()[i], old, type));
+  }
+  return Status::success();
+}
+
+}  // namespace
+
 Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
-  if (inst.types().size() != 1 || inst.vectorWidth != 1) return t.unsupported(inst);
+  if (inst.types().size() != 1) return t.unsupported(inst);
+  if (inst.vectorWidth != 1) return vectorAtomic(t, inst, inst.opcode == ptx::Opcode::red ? 0 : 1);
   ScalarType type = inst.types()[0];
   if (type == ScalarType::B128) return t.unsupported(inst);
   // f16x2 / bf16x2 take add.noftz, min and max (both halves at once, see halfFloatRmw).
