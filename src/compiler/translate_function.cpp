@@ -467,6 +467,7 @@ Status FunctionTranslator::translateInstruction(const ptx::Instruction& inst) {
     case Opcode::mov:
       return translateMovOp(*this, inst);
     case Opcode::shfl: case Opcode::vote: case Opcode::redux: case Opcode::match:
+    case Opcode::elect:
       return translateWarpOp(*this, inst);
     case Opcode::mma:
       return translateMmaOp(*this, inst);

@@ -1,5 +1,5 @@
 // Warp collectives and barrier reductions as calls into the device runtime (see compiler.h):
-// shfl(.sync), vote(.sync), redux.sync, match.sync, bar.red / barrier.red.
+// shfl(.sync), vote(.sync), redux.sync, match.sync, elect.sync, bar.red / barrier.red.
 #include "compiler/translator.h"
 
 namespace rocuda::compiler::detail {
@@ -162,8 +162,32 @@ Status translateBarrierReduction(FunctionTranslator& t, const ptx::Instruction& 
   return t.write(inst.operands()[0], B.CreateICmpNE(r, B.getInt32(0)), ScalarType::Pred);
 }
 
+namespace {
+
+// elect.sync d|p, membermask (sm_90): the leader is the lowest lane among the members that
+// execute it (a ballot over them, which also waits for them), the same one every time for the
+// same members; d is its lane for every member, p true in the leader alone.
+Status elect(FunctionTranslator& t, const ptx::Instruction& inst) {
+  auto& B = t.b;
+  if (!inst.hasModifier("sync") || inst.operands().size() != 3) return t.unsupported(inst);
+  ROCUDA_VALUE(mask, memberMask(t, inst, 2));
+  auto ballot =
+      convergentRuntimeFunction(t, "__rocuda_vote_sync", t.i32(), {t.i32(), t.i32(), t.i32()});
+  constexpr uint32_t kBallot = 3;
+  llvm::Value* members = B.CreateCall(ballot, {B.getInt32(kBallot), B.getInt32(1), mask});
+  llvm::Value* leader = B.CreateBinaryIntrinsic(llvm::Intrinsic::cttz, members, B.getTrue());
+  llvm::Value* lane = B.CreateCall(t.mt.sregFunction(ptx::SpecialRegister::LaneId, 0));
+  if (inst.operands()[0].kind != ptx::Operand::Kind::Sink)
+    ROCUDA_TRY(t.write(inst.operands()[0], leader, ScalarType::B32));
+  return t.write(inst.operands()[1], B.CreateICmpEQ(lane, leader), ScalarType::Pred);
+}
+
+}  // namespace
+
 Status translateWarpOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   switch (inst.opcode) {
+    case ptx::Opcode::elect:
+      return elect(t, inst);
     case ptx::Opcode::shfl:
       return shfl(t, inst);
     case ptx::Opcode::vote:

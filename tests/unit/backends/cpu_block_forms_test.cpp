@@ -400,6 +400,64 @@ TEST_F(CpuBlockForms, ShuffleAndVoteWithoutSyncTakeTheActiveLanes) {
   }
 }
 
+// elect.sync over the whole warp, over the odd lanes in a branch, and over lanes 4..7 alone.
+const char* kElectPtx = R"(.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry elect(.param .u64 out)
+{
+  .reg .pred %p<6>;
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd2, %r1, 16;
+  add.s64 %rd3, %rd1, %rd2;
+  elect.sync %r2|%p1, 0xffffffff;
+  selp.u32 %r3, 1, 0, %p1;
+  mov.u32 %r4, 99;
+  mov.u32 %r5, 99;
+  and.b32 %r6, %r1, 1;
+  setp.eq.u32 %p2, %r6, 1;
+  @!%p2 bra FOUR;
+  elect.sync _|%p3, 0xaaaaaaaa;
+  selp.u32 %r4, 1, 0, %p3;
+FOUR:
+  and.b32 %r7, %r1, 31;
+  setp.lt.u32 %p4, %r7, 4;
+  setp.gt.u32 %p5, %r7, 7;
+  or.pred %p4, %p4, %p5;
+  @%p4 bra DONE;
+  elect.sync %r5|%p3, 0xf0;
+  selp.u32 %r8, 1, 0, %p3;
+  shl.b32 %r8, %r8, 8;
+  or.b32 %r5, %r5, %r8;
+DONE:
+  st.global.v4.u32 [%rd3], {%r2, %r3, %r4, %r5};
+  ret;
+}
+)";
+
+TEST_F(CpuBlockForms, ElectChoosesTheLowestMemberLane) {
+  LoadedKernel* kernel = load(kElectPtx, "elect");
+  ASSERT_NE(kernel, nullptr);
+  const uint32_t threads = 64;
+  std::vector<uint32_t> out(threads * 4, 0);
+  void* o = out.data();
+  ASSERT_TRUE(launch(*kernel, {1, 1, 1}, {threads, 1, 1}, {&o}).ok());
+  for (uint32_t t = 0; t < threads; ++t) {
+    SCOPED_TRACE("thread " + std::to_string(t));
+    uint32_t lane = t % 32;
+    EXPECT_EQ(out[4 * t], 0u);  // the whole warp: lane 0 leads
+    EXPECT_EQ(out[4 * t + 1], lane == 0 ? 1u : 0u);
+    EXPECT_EQ(out[4 * t + 2], t % 2 == 1 ? (lane == 1 ? 1u : 0u) : 99u);  // odd lanes: lane 1
+    if (lane >= 4 && lane <= 7)
+      EXPECT_EQ(out[4 * t + 3], 4u | (lane == 4 ? 1u << 8 : 0u));  // lanes 4..7: lane 4
+    else
+      EXPECT_EQ(out[4 * t + 3], 99u);
+  }
+}
+
 // One thread through an mbarrier's states: counts, transaction counts, drops, the state and
 // parity forms of the waits (a wait that cannot complete returns false: nothing else can run).
 const char* kMBarrierStatesPtx = R"(.version 8.0
