@@ -233,6 +233,40 @@ Status FunctionTranslator::supportedRegisterForm(const ptx::Operand& op) const {
                        operandContext() + ") are not supported yet");
 }
 
+// The cluster special registers (sm_90) where a cluster is one block, as on Rocuda's devices:
+// each block is rank 0 of a cluster of its own, so the cluster grid is the block grid. nullptr
+// for any other register (%is_explicit_cluster depends on the launch: the runtime would have to
+// say, and it is refused as unsupported).
+llvm::Value* FunctionTranslator::clusterRegister(ptx::SpecialRegister reg) {
+  using R = ptx::SpecialRegister;
+  switch (reg) {
+    case R::ClusterCtaRank:
+    case R::ClusterCtaIdX:
+    case R::ClusterCtaIdY:
+    case R::ClusterCtaIdZ:
+      return b.getInt32(0);
+    case R::ClusterNctaRank:
+    case R::ClusterNctaIdX:
+    case R::ClusterNctaIdY:
+    case R::ClusterNctaIdZ:
+      return b.getInt32(1);
+    case R::ClusterIdX:
+      return b.CreateCall(mt.sregFunction(R::CtaidX, 0));
+    case R::ClusterIdY:
+      return b.CreateCall(mt.sregFunction(R::CtaidY, 0));
+    case R::ClusterIdZ:
+      return b.CreateCall(mt.sregFunction(R::CtaidZ, 0));
+    case R::NclusterIdX:
+      return b.CreateCall(mt.sregFunction(R::NctaidX, 0));
+    case R::NclusterIdY:
+      return b.CreateCall(mt.sregFunction(R::NctaidY, 0));
+    case R::NclusterIdZ:
+      return b.CreateCall(mt.sregFunction(R::NctaidZ, 0));
+    default:
+      return nullptr;
+  }
+}
+
 Result<llvm::Value*> FunctionTranslator::read(const ptx::Operand& op, ScalarType type) {
   switch (op.kind) {
     case ptx::Operand::Kind::Register: {
@@ -249,6 +283,8 @@ Result<llvm::Value*> FunctionTranslator::read(const ptx::Operand& op, ScalarType
                                                         operandContext() + ") are not supported yet");
       if (op.special() == ptx::SpecialRegister::WarpSize)  // WARP_SZ: a constant here
         return adaptRead(*this, b.getInt32(32), type, false);
+      if (llvm::Value* v = clusterRegister(op.special()))
+        return adaptRead(*this, v, type, op.negated);
       llvm::Value* v = b.CreateCall(mt.sregFunction(op.special(), op.envregIndex()));
       return adaptRead(*this, v, type, op.negated);
     }
@@ -455,6 +491,7 @@ Status FunctionTranslator::translateInstruction(const ptx::Instruction& inst) {
     case Opcode::prefetchu: case Opcode::cvta: case Opcode::isspacep: case Opcode::cp:
     case Opcode::cp_async: case Opcode::alloca: case Opcode::stacksave: case Opcode::stackrestore:
     case Opcode::createpolicy: case Opcode::discard: case Opcode::applypriority:
+    case Opcode::mapa: case Opcode::getctarank:
       return translateMemoryOp(*this, inst);
     case Opcode::atom: case Opcode::red:
       return translateAtomicOp(*this, inst);

@@ -169,6 +169,15 @@ Status call(FunctionTranslator& t, const ptx::Instruction& inst) {
 
 Status barrier(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
+  if (inst.hasModifier("cluster")) {
+    // barrier.cluster.arrive / .wait (sm_90) over a cluster of one block: every thread arrives
+    // before it waits, so waiting for all of them at a block barrier is waiting for their
+    // arrivals (and orders their memory accesses as .release / .acquire do).
+    if (inst.hasModifier("arrive")) return Status::success();
+    if (!inst.hasModifier("wait") || !inst.operands().empty()) return t.unsupported(inst);
+    B.CreateCall(t.mt.barrierFunction(), {B.getInt32(0), B.getInt32(0)});
+    return Status::success();
+  }
   if (inst.hasModifier("warp")) {
     // bar.warp.sync mask (__syncwarp): a warp-level rendezvous provided by the runtime.
     llvm::Value* mask = B.getInt32(0xffffffffu);

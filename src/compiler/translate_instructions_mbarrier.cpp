@@ -86,10 +86,12 @@ Result<llvm::Value*> mbarrierAddress(FunctionTranslator& t, const ptx::Instructi
                                      size_t index, bool write) {
   if (inst.operands().size() <= index || inst.operands()[index].kind != ptx::Operand::Kind::Address)
     return t.invalid(inst, "expected an mbarrier address [addr]");
-  if (inst.space != ptx::StateSpace::None && inst.space != ptx::StateSpace::Shared)
+  ptx::StateSpace space =
+      inst.space == ptx::StateSpace::SharedCluster ? ptx::StateSpace::Shared : inst.space;
+  if (space != ptx::StateSpace::None && space != ptx::StateSpace::Shared)
     return t.invalid(inst, "an mbarrier lives in shared memory");
-  ROCUDA_VALUE(ptr, t.address(inst.operands()[index], inst.space));
-  t.checkAccess(inst, ptr, 8, write, inst.space, /*atomic=*/true);
+  ROCUDA_VALUE(ptr, t.address(inst.operands()[index], space));
+  t.checkAccess(inst, ptr, 8, write, space, /*atomic=*/true);
   return ptr;
 }
 

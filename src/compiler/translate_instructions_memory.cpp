@@ -105,6 +105,35 @@ Status createPolicy(FunctionTranslator& t, const ptx::Instruction& inst) {
   return t.write(ops[0], t.b.getInt64(code), ScalarType::B64);
 }
 
+// mapa{.shared::cluster}.type d, a, rank and getctarank{.shared::cluster}.type d, a (sm_90) in
+// a cluster of one block: every address is the block's own, of rank 0. A rank other than 0 names
+// a block the cluster does not have (undefined in PTX): the thread traps.
+Status clusterAddress(FunctionTranslator& t, const ptx::Instruction& inst) {
+  auto& B = t.b;
+  const auto& ops = inst.operands();
+  if (inst.types().size() != 1) return t.invalid(inst, "expected one type");
+  ScalarType type = inst.types()[0];
+  if (type != ScalarType::U32 && type != ScalarType::U64)
+    return t.invalid(inst, "expected .u32 or .u64");
+  if (inst.opcode == ptx::Opcode::getctarank) {
+    if (ops.size() != 2) return t.invalid(inst, "expected d, a");
+    ROCUDA_TRY(t.read(ops[1], type));
+    return t.write(ops[0], B.getInt32(0), ScalarType::U32);
+  }
+  if (ops.size() != 3) return t.invalid(inst, "expected d, a, rank");
+  ROCUDA_VALUE(address, t.read(ops[1], type));
+  ROCUDA_VALUE(rank, t.read(ops[2], ScalarType::U32));
+  llvm::Function* fn = B.GetInsertBlock()->getParent();
+  auto* outside = llvm::BasicBlock::Create(B.getContext(), "mapa.rank", fn);
+  auto* inside = llvm::BasicBlock::Create(B.getContext(), "mapa.own", fn);
+  B.CreateCondBr(B.CreateICmpEQ(rank, B.getInt32(0)), inside, outside);
+  llvm::IRBuilder<> trap(outside);
+  trap.CreateCall(t.mt.trapFunction());
+  trap.CreateUnreachable();
+  B.SetInsertPoint(inside);
+  return t.write(ops[0], address, type);
+}
+
 Status load(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
   Result<size_t> operandCount = operandsBeforeCachePolicy(t, inst);
@@ -461,6 +490,9 @@ Status translateMemoryOp(FunctionTranslator& t, const ptx::Instruction& inst) {
       return Status::success();
     case ptx::Opcode::createpolicy:
       return createPolicy(t, inst);
+    case ptx::Opcode::mapa:
+    case ptx::Opcode::getctarank:
+      return clusterAddress(t, inst);
     case ptx::Opcode::cp_async:
       return cpAsync(t, inst);
     case ptx::Opcode::alloca:

@@ -231,6 +231,8 @@ class FunctionTranslator {
   Error invalid(const ptx::Instruction& inst, const std::string& why) const;
 
  private:
+  // A cluster special register's value (translate_function.cpp), or nullptr.
+  llvm::Value* clusterRegister(ptx::SpecialRegister reg);
   Status createStorage();
   Status translateInstruction(const ptx::Instruction& inst);
   // "line:column of 'ld.global.u32'": where an operand that cannot be used is.
