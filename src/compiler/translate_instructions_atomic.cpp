@@ -161,13 +161,16 @@ Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   if (inst.types().size() != 1) return t.unsupported(inst);
   if (inst.vectorWidth != 1) return vectorAtomic(t, inst, inst.opcode == ptx::Opcode::red ? 0 : 1);
   ScalarType type = inst.types()[0];
-  if (type == ScalarType::B128) return t.unsupported(inst);
+  // 128-bit atomics (sm_90: atomicExch / atomicCAS on 16-byte types) exchange or compare and
+  // swap only.
+  if (type == ScalarType::B128 && !inst.hasModifier("cas") && !inst.hasModifier("exch"))
+    return t.unsupported(inst);
   // f16x2 / bf16x2 take add.noftz, min and max (both halves at once, see halfFloatRmw).
   bool packed = type == ScalarType::F16x2 || type == ScalarType::BF16x2;
   if (packed && (inst.hasModifier("cas") || inst.hasModifier("exch"))) return t.unsupported(inst);
   unsigned bytes = ptx::scalarTypeSize(type);
-  if (type == ScalarType::Pred || (bytes != 2 && bytes != 4 && bytes != 8))
-    return t.invalid(inst, "atomics need a 16-, 32- or 64-bit type");
+  if (type == ScalarType::Pred || (bytes != 2 && bytes != 4 && bytes != 8 && bytes != 16))
+    return t.invalid(inst, "atomics need a 16-, 32-, 64- or 128-bit type");
   bool isRed = inst.opcode == ptx::Opcode::red;
   size_t first = isRed ? 0 : 1;
   bool cas = inst.hasModifier("cas");
@@ -180,7 +183,10 @@ Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   t.checkAccess(inst, ptr, size, /*write=*/true, inst.space, /*atomic=*/true);
   llvm::Value* old = nullptr;
   if (cas) {
-    ScalarType bits = size == 2 ? ScalarType::B16 : size == 4 ? ScalarType::B32 : ScalarType::B64;
+    ScalarType bits = size == 2   ? ScalarType::B16
+                      : size == 4 ? ScalarType::B32
+                      : size == 8 ? ScalarType::B64
+                                  : ScalarType::B128;
     ROCUDA_VALUE(cmp, t.read(inst.operands()[first + 1], bits));
     ROCUDA_VALUE(val, t.read(inst.operands()[first + 2], bits));
     auto* x = B.CreateAtomicCmpXchg(ptr, cmp, val, llvm::MaybeAlign(size), order,

@@ -4,6 +4,7 @@
 #include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/IR/DiagnosticInfo.h>
 #include <llvm/IR/DiagnosticPrinter.h>
+#include <llvm/IR/InstIterator.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/raw_ostream.h>
@@ -49,6 +50,27 @@ Status refuseUnselectableHelpers(const llvm::Module& module) {
                      "'" + what + "' (directed rounding of a double division or square root) is "
                      "not supported on AMD GPUs yet");
   }
+  return Status::success();
+}
+
+// AMD GPUs have no atomic operation wider than 64 bits: a 128-bit atom.cas / atom.exch (sm_90's
+// atomicCAS / atomicExch on 16-byte types) would become a call of a libatomic function the code
+// object cannot have. Refused by name instead.
+Status refuseWideAtomics(const llvm::Module& module) {
+  for (const llvm::Function& fn : module)
+    for (const llvm::Instruction& inst : llvm::instructions(fn)) {
+      llvm::Type* type = nullptr;
+      if (auto* rmw = llvm::dyn_cast<llvm::AtomicRMWInst>(&inst))
+        type = rmw->getValOperand()->getType();
+      if (auto* x = llvm::dyn_cast<llvm::AtomicCmpXchgInst>(&inst))
+        type = x->getNewValOperand()->getType();
+      if (type == nullptr || !type->isIntegerTy() || type->getIntegerBitWidth() <= 64) continue;
+      return makeError(ErrorCode::UnsupportedPtx,
+                       "128-bit atomics (atom.cas.b128 / atom.exch.b128, in '" +
+                           fn.getName().str() +
+                           "') are not supported on AMD GPUs: they have no "
+                           "atomic operation wider than 64 bits");
+    }
   return Status::success();
 }
 
@@ -191,6 +213,7 @@ Result<AmdgpuCompilation> compileForAmdgpu(std::string_view ptx, std::string_vie
   ROCUDA_TRY(amdgpu::lowerAddressSpaces(*module));
   amdgpu::lowerSyncScopes(*module);
   ROCUDA_TRY(refuseUnselectableHelpers(*module));
+  ROCUDA_TRY(refuseWideAtomics(*module));
   ROCUDA_TRY(amdgpu::lowerKernelAbi(*module, info));
   ROCUDA_TRY(amdgpu::lowerAssert(*module));
   ROCUDA_TRY(amdgpu::lowerDeviceRuntime(*module, info, target));

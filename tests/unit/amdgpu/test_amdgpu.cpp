@@ -488,6 +488,14 @@ TEST(AmdgpuPtx, RejectsWhatItCannotLower) {
                                    "st.local.u32 [%rd2], 1;")
                             .substr(std::string(".version 7.0").size()),
        "alloca"},
+      // A 128-bit atomic exchange (sm_90's atomicExch on a 16-byte type).
+      {".version 8.3\n.target sm_90" +
+           kernelWith("",
+                      ".reg .b128 %q<3>;\nld.param.u64 %rd1, [p];\n"
+                      "mov.b128 %q1, {%rd1, %rd1};\n"
+                      "atom.global.exch.b128 %q2, [%rd1], %q1;")
+               .substr(std::string(".version 7.0\n.target sm_75").size()),
+       "128-bit atomics"},
       // A device-side launch (dynamic parallelism): the CPU device's runtime only.
       {kernelWith(".extern .func (.param .b32 r) __cudaCDP2LaunchDeviceV2(.param .b64 b, "
                   ".param .b64 s);",
