@@ -65,7 +65,7 @@ bool rmwOp(const ptx::Instruction& inst, ScalarType type, llvm::AtomicRMWInst::B
 // and the loop would never end.
 llvm::Value* halfFloatRmw(FunctionTranslator& t, const ptx::Instruction& inst, llvm::Value* ptr,
                           llvm::AtomicRMWInst::BinOp op, llvm::Value* val,
-                          llvm::AtomicOrdering order) {
+                          llvm::AtomicOrdering order, const char* defaultScope) {
   auto& B = t.b;
   llvm::Type* valueType = val->getType();
   auto* bits = B.getIntNTy(static_cast<unsigned>(valueType->getPrimitiveSizeInBits()));
@@ -89,7 +89,7 @@ llvm::Value* halfFloatRmw(FunctionTranslator& t, const ptx::Instruction& inst, l
                                         : B.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, current, val);
   auto* x = B.CreateAtomicCmpXchg(ptr, expected, B.CreateBitCast(updated, bits), align, order,
                                   failureOrdering(order));
-  markScope(*x, inst, "gpu");
+  markScope(*x, inst, defaultScope);
   markSpace(*x, inst);
   markBlockPrivate(*x, inst);
   llvm::Value* seen = B.CreateExtractValue(x, 0);
@@ -97,6 +97,23 @@ llvm::Value* halfFloatRmw(FunctionTranslator& t, const ptx::Instruction& inst, l
   B.CreateCondBr(B.CreateExtractValue(x, 1), done, loop);
   B.SetInsertPoint(done);
   return B.CreateBitCast(seen, valueType);
+}
+
+// One atomic read-modify-write of `val` at `ptr` (atom, red, and each element of their vector
+// forms and of cp.reduce.async.bulk), marked with the instruction's space and its scope
+// (`defaultScope` when it names none); 16-bit float arithmetic through halfFloatRmw.
+llvm::Value* atomicUpdate(FunctionTranslator& t, const ptx::Instruction& inst, llvm::Value* ptr,
+                          llvm::AtomicRMWInst::BinOp op, llvm::Value* val,
+                          llvm::AtomicOrdering order, const char* defaultScope) {
+  llvm::Type* element = val->getType()->getScalarType();
+  if ((element->isHalfTy() || element->isBFloatTy()) && op != llvm::AtomicRMWInst::Xchg)
+    return halfFloatRmw(t, inst, ptr, op, val, order, defaultScope);
+  unsigned size = static_cast<unsigned>(val->getType()->getPrimitiveSizeInBits() / 8);
+  auto* rmw = t.b.CreateAtomicRMW(op, ptr, val, llvm::MaybeAlign(size), order);
+  markScope(*rmw, inst, defaultScope);
+  markSpace(*rmw, inst);
+  markBlockPrivate(*rmw, inst);
+  return rmw;
 }
 
 }  // namespace
@@ -139,16 +156,7 @@ Status vectorAtomic(FunctionTranslator& t, const ptx::Instruction& inst, size_t 
   for (size_t i = 0; i < inst.vectorWidth; ++i) {
     ROCUDA_VALUE(val, t.read(values.elements()[i], type));
     llvm::Value* p = B.CreateConstGEP1_64(t.i8(), ptr, i * size);
-    llvm::Value* old = nullptr;
-    if (size <= 4 && !val->getType()->isFloatTy()) {  // 16-bit floats, scalar or x2
-      old = halfFloatRmw(t, inst, p, op, val, order);
-    } else {
-      auto* rmw = B.CreateAtomicRMW(op, p, val, llvm::MaybeAlign(size), order);
-      markScope(*rmw, inst, "gpu");
-      markSpace(*rmw, inst);
-      markBlockPrivate(*rmw, inst);
-      old = rmw;
-    }
+    llvm::Value* old = atomicUpdate(t, inst, p, op, val, order, "gpu");
     if (first == 1) ROCUDA_TRY(t.write(inst.operands()[0].elements()[i], old, type));
   }
   return Status::success();
@@ -204,17 +212,7 @@ Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
     if (op == llvm::AtomicRMWInst::Xchg && ptx::isFloat(type))
       operandType = size == 4 ? ScalarType::B32 : size == 8 ? ScalarType::B64 : ScalarType::B16;
     ROCUDA_VALUE(val, t.read(inst.operands()[first + 1], operandType));
-    bool halfFloat = val->getType()->getScalarType()->isHalfTy() ||
-                     val->getType()->getScalarType()->isBFloatTy();
-    if (halfFloat && op != llvm::AtomicRMWInst::Xchg) {
-      old = halfFloatRmw(t, inst, ptr, op, val, order);
-    } else {
-      auto* rmw = B.CreateAtomicRMW(op, ptr, val, llvm::MaybeAlign(size), order);
-      markScope(*rmw, inst, "gpu");
-      markSpace(*rmw, inst);
-      markBlockPrivate(*rmw, inst);
-      old = rmw;
-    }
+    old = atomicUpdate(t, inst, ptr, op, val, order, "gpu");  // PTX's default scope
   }
   if (isRed) return Status::success();
   return t.write(inst.operands()[0], old, type);
@@ -252,15 +250,7 @@ Status emitBulkReduction(FunctionTranslator& t, const ptx::Instruction& inst, ll
   llvm::Value* from = B.CreateGEP(B.getInt8Ty(), src, offset);
   llvm::Value* to = B.CreateGEP(B.getInt8Ty(), dst, offset);
   llvm::Value* value = B.CreateAlignedLoad(elementType, from, llvm::Align(size));
-  if (halfFloat) {
-    halfFloatRmw(t, inst, to, op, value, llvm::AtomicOrdering::Monotonic);
-  } else {
-    auto* rmw =
-        B.CreateAtomicRMW(op, to, value, llvm::MaybeAlign(size), llvm::AtomicOrdering::Monotonic);
-    markScope(*rmw, inst, scope);
-    markSpace(*rmw, inst);
-    markBlockPrivate(*rmw, inst);
-  }
+  atomicUpdate(t, inst, to, op, value, llvm::AtomicOrdering::Monotonic, scope);
   llvm::Value* next = B.CreateAdd(index, B.getInt64(1));
   index->addIncoming(next, B.GetInsertBlock());
   B.CreateCondBr(B.CreateICmpULT(next, count), loop, done);
