@@ -1,5 +1,8 @@
 // Data movement: ld/ldu/st in every state space (scalars and vectors; .volatile, .relaxed,
-// .acquire/.release), cvta / cvta.to, isspacep, prefetch (no-op) and mov (symbols, pack/unpack).
+// .acquire/.release, .L2::cache_hint), cvta / cvta.to, isspacep, mov (symbols, pack/unpack),
+// cp.async and the bulk copies and reductions, alloca / stacksave / stackrestore, the cache
+// hints (createpolicy; prefetch, applypriority and discard as no-ops) and the cluster address
+// instructions (mapa, getctarank) for clusters of one block.
 #include <llvm/IR/Intrinsics.h>
 
 #include <algorithm>
