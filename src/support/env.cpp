@@ -14,7 +14,9 @@ const std::vector<Variable>& variables() {
       {"ROCUDA_LOG", nullptr,
        "Log every driver API call with its arguments and result, and informational messages. "
        "`1` or `stderr` logs to standard error; any other value is a file path to append to; `0` "
-       "or unset logs only warnings and errors (to standard error)."},
+       "or unset logs only warnings and errors (to standard error). A word that looks like a "
+       "log level (`info`, `debug`, `error`...) logs to standard error with a warning: write "
+       "`./info` for a file of that name."},
       {"ROCUDA_CACHE", "1",
        "`0` turns the persistent cache of compiled code off (everything is compiled each run)."},
       {"ROCUDA_CACHE_DIR", "$XDG_CACHE_HOME/rocuda, else $HOME/.cache/rocuda",

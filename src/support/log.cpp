@@ -19,6 +19,17 @@ struct Sink {
     if (!value) return;
     verbose = (*value != "0");
     if (!verbose || *value == "1" || *value == "stderr") return;
+    // A log level is not a setting ROCUDA_LOG has; someone who writes one means "log", not a
+    // file of that name in the current directory (./info still names one).
+    for (const char* level : {"info", "debug", "trace", "verbose", "warning", "warn", "error",
+                              "all", "on", "yes", "true"})
+      if (*value == level) {
+        std::fprintf(stderr,
+                     "[rocuda] warning: ROCUDA_LOG=%s is not a level (it takes 1 or stderr, 0, "
+                     "or a file path such as ./%s); logging to stderr\n",
+                     value->c_str(), value->c_str());
+        return;
+      }
     if (std::FILE* f = std::fopen(value->c_str(), "a")) {
       file = f;
     } else {

@@ -18,4 +18,10 @@ assert cpu[0]["warp_size"] == 32 and cpu[0]["multiprocessors"] >= 1
 assert info["amd"]["in_use"] is False and info["amd"]["reason"], "AMD status without a reason"
 ' || fail "rocuda info --json"
 "$rocuda" info --bogus 2>/dev/null && fail "unknown option accepted"
+# ROCUDA_LOG=info means "log", not a file named info: stderr, with a warning.
+dir=$(mktemp -d /tmp/rocuda-log-level.XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+(cd "$dir" && ROCUDA_LOG=info "$rocuda" info >/dev/null 2>"$dir/err") || fail "rocuda info with ROCUDA_LOG=info"
+grep -q "ROCUDA_LOG=info is not a level" "$dir/err" || fail "no warning for ROCUDA_LOG=info: $(cat "$dir/err")"
+[[ -e $dir/info ]] && fail "ROCUDA_LOG=info wrote a file named info"
 echo "1 passed, 0 failed"
