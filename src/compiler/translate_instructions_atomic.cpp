@@ -176,8 +176,8 @@ Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   // f16x2 / bf16x2 take add.noftz, min and max (both halves at once, see halfFloatRmw).
   bool packed = type == ScalarType::F16x2 || type == ScalarType::BF16x2;
   if (packed && (inst.hasModifier("cas") || inst.hasModifier("exch"))) return t.unsupported(inst);
-  unsigned bytes = ptx::scalarTypeSize(type);
-  if (type == ScalarType::Pred || (bytes != 2 && bytes != 4 && bytes != 8 && bytes != 16))
+  unsigned size = ptx::scalarTypeSize(type);
+  if (type == ScalarType::Pred || (size != 2 && size != 4 && size != 8 && size != 16))
     return t.invalid(inst, "atomics need a 16-, 32-, 64- or 128-bit type");
   bool isRed = inst.opcode == ptx::Opcode::red;
   size_t first = isRed ? 0 : 1;
@@ -187,14 +187,10 @@ Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   if (*operandCount != first + (cas ? 3 : 2)) return t.invalid(inst, "wrong operands");
   ROCUDA_VALUE(ptr, t.address(inst.operands()[first], inst.space));
   llvm::AtomicOrdering order = semantics(inst);
-  unsigned size = ptx::scalarTypeSize(type);
   t.checkAccess(inst, ptr, size, /*write=*/true, inst.space, /*atomic=*/true);
   llvm::Value* old = nullptr;
   if (cas) {
-    ScalarType bits = size == 2   ? ScalarType::B16
-                      : size == 4 ? ScalarType::B32
-                      : size == 8 ? ScalarType::B64
-                                  : ScalarType::B128;
+    ScalarType bits = ptx::bitTypeOfSize(size);
     ROCUDA_VALUE(cmp, t.read(inst.operands()[first + 1], bits));
     ROCUDA_VALUE(val, t.read(inst.operands()[first + 2], bits));
     auto* x = B.CreateAtomicCmpXchg(ptr, cmp, val, llvm::MaybeAlign(size), order,
@@ -210,7 +206,7 @@ Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
     if (!rmwOp(inst, type, op)) return t.unsupported(inst);
     ScalarType operandType = type;
     if (op == llvm::AtomicRMWInst::Xchg && ptx::isFloat(type))
-      operandType = size == 4 ? ScalarType::B32 : size == 8 ? ScalarType::B64 : ScalarType::B16;
+      operandType = ptx::bitTypeOfSize(size);
     ROCUDA_VALUE(val, t.read(inst.operands()[first + 1], operandType));
     old = atomicUpdate(t, inst, ptr, op, val, order, "gpu");  // PTX's default scope
   }

@@ -188,10 +188,7 @@ Status store(FunctionTranslator& t, const ptx::Instruction& inst) {
   if (elements.size() != inst.vectorWidth) return t.invalid(inst, "vector width mismatch");
   unsigned size = ptx::scalarTypeSize(type);
   // Stores move bits: read integer-typed so that float registers are not converted.
-  ScalarType bits = ptx::isFloat(type) ? (size == 2   ? ScalarType::B16
-                                          : size == 4 ? ScalarType::B32
-                                                      : ScalarType::B64)
-                                       : type;
+  ScalarType bits = ptx::isFloat(type) ? ptx::bitTypeOfSize(size) : type;
   llvm::AtomicOrdering order = orderingOf(inst);
   bool isVolatile = inst.hasModifier("volatile");
   t.checkAccess(inst, ptr, uint64_t(size) * elements.size(), /*write=*/true, inst.space);

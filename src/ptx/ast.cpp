@@ -115,6 +115,17 @@ bool isInteger(ScalarType type) {
   return isBitType(type) || isSignedInteger(type) || isUnsignedInteger(type);
 }
 
+ScalarType bitTypeOfSize(unsigned bytes) {
+  switch (bytes) {
+    case 1: return ScalarType::B8;
+    case 2: return ScalarType::B16;
+    case 4: return ScalarType::B32;
+    case 8: return ScalarType::B64;
+    case 16: return ScalarType::B128;
+    default: return ScalarType::None;
+  }
+}
+
 bool isFloat(ScalarType type) {
   switch (type) {
     case ScalarType::F16:

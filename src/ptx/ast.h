@@ -42,6 +42,8 @@ enum class ScalarType : uint8_t {
 
 // Size in bytes of a scalar type (0 for None; predicates count as 1; sub-byte types round up to 1).
 unsigned scalarTypeSize(ScalarType type);
+// The untyped type of `bytes` bytes (.b8, .b16, .b32, .b64, .b128); None for any other size.
+ScalarType bitTypeOfSize(unsigned bytes);
 bool isSignedInteger(ScalarType type);
 bool isUnsignedInteger(ScalarType type);  // U* only
 bool isBitType(ScalarType type);          // B*
