@@ -54,6 +54,9 @@ struct DeviceDescription {
   bool pageableMemoryAccess = false;  // device can use any host pointer (true on the CPU device)
   bool hostNativeAtomics = false;
   bool cooperativeLaunch = true;
+  // Stream priorities, in CUDA's numbering: 0 is the least, this (<= 0) the greatest. 0 when the
+  // device does not schedule by priority (the CPU device).
+  int greatestStreamPriority = 0;
   // Device memory can be shared with other processes through file descriptors (CUDA IPC,
   // external memory imported from an fd): DeviceBackend::shareDevice and mapShared work.
   bool sharesMemoryBetweenProcesses = false;
@@ -86,6 +89,8 @@ struct LaunchConfig {
   bool cooperative = false;
   // Kernels of graph launches: the launch's conditions (null outside graphs).
   GraphConditions* conditions = nullptr;
+  // The priority of the stream (or of the launch attribute), within [greatestStreamPriority, 0].
+  int priority = 0;
 };
 
 // What a kernel's compiled code uses, as cuFuncGetAttribute reports it. A field the backend does

@@ -138,6 +138,8 @@ Status launchKernel(Kernel& kernel, Stream& stream, const LaunchRequest& request
 
   backends::LaunchConfig config{request.grid, request.block, request.sharedBytes,
                                 request.cooperative};
+  config.priority = clampStreamPriority(request.priority.value_or(stream.priority()),
+                                        context.device().description());
   auto* backend = &context.device().backend();
   auto* loaded = &kernel.loaded();
   Context* owner = &context;

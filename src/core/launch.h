@@ -5,6 +5,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "backends/device_backend.h"
 #include "support/result.h"
@@ -24,6 +25,8 @@ struct LaunchRequest {
   size_t argumentBufferSize = 0;
   // cuLaunchCooperativeKernel / CU_LAUNCH_ATTRIBUTE_COOPERATIVE: every block resident at once.
   bool cooperative = false;
+  // CU_LAUNCH_ATTRIBUTE_PRIORITY; the stream's priority when absent. Clamped to the device's range.
+  std::optional<int> priority;
 };
 
 // InvalidConfiguration (bad dimensions, too many threads, shared memory over the limit),

@@ -188,6 +188,10 @@ bool Stream::idle() const {
   return !last || last->done();
 }
 
+int clampStreamPriority(int priority, const backends::DeviceDescription& device) {
+  return std::clamp(priority, device.greatestStreamPriority, 0);
+}
+
 bool waitConditionHolds(WaitCondition condition, uint64_t current, uint64_t value, bool is64) {
   if (!is64) {
     current &= 0xffffffffu;

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "backends/device_backend.h"
 #include "core/graph.h"
 #include "core/object.h"
 #include "support/result.h"
@@ -50,6 +51,10 @@ class Completion {
 using CompletionPtr = std::shared_ptr<Completion>;
 
 enum class StreamKind : uint8_t { Created, Legacy, PerThread };
+
+// A requested stream priority clamped into the device's range [greatestStreamPriority, 0], as CUDA
+// clamps priorities outside cuCtxGetStreamPriorityRange's.
+int clampStreamPriority(int priority, const backends::DeviceDescription& device);
 
 class Stream : public Object {
  public:

@@ -401,13 +401,15 @@ ROCUDA_EXPORT CUresult cuCtxSetSharedMemConfig(CUsharedconfig config) {
   });
 }
 
-// Stream priorities are accepted but not scheduled: the range is [0, 0].
+// The device's range: [0, 0] on the CPU device, which does not schedule by priority; AMD GPUs
+// have HIP's levels.
 ROCUDA_EXPORT CUresult cuCtxGetStreamPriorityRange(int* leastPriority, int* greatestPriority) {
   return ROCUDA_API((leastPriority, greatestPriority), [&]() -> api::Outcome {
     Result<core::Context*> context = api::currentContext();
     if (!context) return context.error();
     if (leastPriority != nullptr) *leastPriority = 0;
-    if (greatestPriority != nullptr) *greatestPriority = 0;
+    if (greatestPriority != nullptr)
+      *greatestPriority = (*context)->device().description().greatestStreamPriority;
     return {};
   });
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <tuple>
 
 #include "api/cuda/boundary.h"
@@ -35,9 +36,16 @@ Outcome parseExtra(void** extra, core::LaunchRequest& request) {
   return {};
 }
 
+// What launch attributes (cuLaunchKernelEx) change about one launch.
+struct LaunchOptions {
+  bool cooperative = false;     // CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+  std::optional<int> priority;  // CU_LAUNCH_ATTRIBUTE_PRIORITY; the stream's otherwise
+};
+
 Outcome launch(const void* f, const std::array<uint32_t, 3>& grid,
                const std::array<uint32_t, 3>& block, unsigned sharedMemBytes, CUstream hStream,
-               void** kernelParams, void** extra, StreamVariant variant, bool cooperative = false) {
+               void** kernelParams, void** extra, StreamVariant variant,
+               LaunchOptions options = {}) {
   Result<core::Kernel*> kernel = lookupKernel(f);
   if (!kernel) return kernel.error();
   Result<core::Stream*> stream = resolveStream(hStream, variant);
@@ -54,7 +62,8 @@ Outcome launch(const void* f, const std::array<uint32_t, 3>& grid,
   request.block = block;
   request.sharedBytes = sharedMemBytes;
   request.kernelParams = kernelParams;
-  request.cooperative = cooperative;
+  request.cooperative = options.cooperative;
+  request.priority = options.priority;
   if (extra != nullptr) {
     Outcome parsed = parseExtra(extra, request);
     if (!parsed.ok()) return parsed;
@@ -115,12 +124,12 @@ Outcome launchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned
                                 unsigned by, unsigned bz, unsigned shared, CUstream stream,
                                 void** kernelParams, StreamVariant variant) {
   return launch(f, {gx, gy, gz}, {bx, by, bz}, shared, stream, kernelParams, nullptr, variant,
-                /*cooperative=*/true);
+                LaunchOptions{.cooperative = true, .priority = std::nullopt});
 }
 
 // Attributes that change what a launch means must be honoured or refused; the others are
-// performance hints. `cooperative` is set from CU_LAUNCH_ATTRIBUTE_COOPERATIVE.
-Outcome checkLaunchAttributes(const CUlaunchConfig& config, bool* cooperative) {
+// performance hints.
+Outcome checkLaunchAttributes(const CUlaunchConfig& config, LaunchOptions* options) {
   if (config.numAttrs > 0 && config.attrs == nullptr) return invalidValue("attrs is NULL");
   for (unsigned i = 0; i < config.numAttrs; ++i) {
     const CUlaunchAttribute& attribute = config.attrs[i];
@@ -129,7 +138,6 @@ Outcome checkLaunchAttributes(const CUlaunchConfig& config, bool* cooperative) {
       case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
       case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
       case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
-      case CU_LAUNCH_ATTRIBUTE_PRIORITY:
       case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
       case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
       case CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
@@ -138,7 +146,10 @@ Outcome checkLaunchAttributes(const CUlaunchConfig& config, bool* cooperative) {
       case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
         break;  // allowing overlap with the previous kernel; running in order is correct
       case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
-        *cooperative = attribute.value.cooperative != 0;
+        options->cooperative = attribute.value.cooperative != 0;
+        break;
+      case CU_LAUNCH_ATTRIBUTE_PRIORITY:  // clamped to the device's range, as for streams
+        options->priority = attribute.value.priority;
         break;
       case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
       case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION: {
@@ -158,12 +169,12 @@ Outcome checkLaunchAttributes(const CUlaunchConfig& config, bool* cooperative) {
 Outcome launchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
                        void** extra, StreamVariant variant) {
   if (config == nullptr) return invalidValue("config is NULL");
-  bool cooperative = false;
-  Outcome attributes = checkLaunchAttributes(*config, &cooperative);
+  LaunchOptions options;
+  Outcome attributes = checkLaunchAttributes(*config, &options);
   if (!attributes.ok()) return attributes;
   return launch(f, {config->gridDimX, config->gridDimY, config->gridDimZ},
                 {config->blockDimX, config->blockDimY, config->blockDimZ}, config->sharedMemBytes,
-                config->hStream, kernelParams, extra, variant, cooperative);
+                config->hStream, kernelParams, extra, variant, options);
 }
 
 Outcome launchHostFunc(CUstream hStream, CUhostFn fn, void* userData, StreamVariant variant) {

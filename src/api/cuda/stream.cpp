@@ -29,9 +29,8 @@ Outcome createStream(CUstream* phStream, unsigned flags, int priority) {
     return invalidValue("unknown stream flags");
   Result<core::Context*> context = currentContext();
   if (!context) return context.error();
-  // Priorities are clamped to the advertised range [0, 0], as CUDA clamps them.
-  (void)priority;
-  Result<core::Stream*> stream = (*context)->createStream(flags, 0);
+  Result<core::Stream*> stream = (*context)->createStream(
+      flags, core::clampStreamPriority(priority, (*context)->device().description()));
   if (!stream) return stream.error();
   *phStream = reinterpret_cast<CUstream>(*stream);
   return {};

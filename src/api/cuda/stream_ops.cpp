@@ -7,6 +7,7 @@
 #include "api/cuda/boundary.h"
 #include "core/context.h"
 #include "core/memory.h"
+#include "core/platform.h"
 #include "core/stream.h"
 
 namespace rocuda::api {
@@ -201,8 +202,7 @@ Outcome checkAttributeValue(CUstreamAttrID id, const CUstreamAttrValue& value) {
 
 void writeAttribute(core::Stream& s, CUstreamAttrID id, const CUstreamAttrValue& value) {
   if (id == CU_LAUNCH_ATTRIBUTE_PRIORITY) {
-    // The advertised priority range is [0, 0]; CUDA clamps priorities into the range.
-    s.setPriority(0);
+    s.setPriority(core::clampStreamPriority(value.priority, s.context().device().description()));
     return;
   }
   core::Stream::AttributeValue stored;

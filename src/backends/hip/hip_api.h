@@ -64,6 +64,7 @@ using hipDeviceAttribute_t = int;
 using hipMemcpyKind = int;
 constexpr hipMemcpyKind hipMemcpyDefault = 4;  // direction inferred from the pointers (UVA)
 constexpr unsigned hipHostMallocDefault = 0;
+constexpr unsigned hipStreamNonBlocking = 1;  // no implicit synchronisation with the null stream
 
 struct hipUUID {
   char bytes[16];
@@ -142,41 +143,47 @@ constexpr size_t kDevicePropBufferBytes = 4096;
 // Every HIP function Rocuda calls. X(name, type, required): a required one missing disables the
 // backend. Of the two R0000-layout property functions at least one must exist (ROCm 5 has only
 // the plain name).
-#define ROCUDA_HIP_FUNCTIONS(X)                                                              \
-  X(hipRuntimeGetVersion, hipError_t (*)(int*), true)                                        \
-  X(hipGetErrorString, const char* (*)(hipError_t), true)                                    \
-  X(hipInit, hipError_t (*)(unsigned), true)                                                 \
-  X(hipGetDeviceCount, hipError_t (*)(int*), true)                                           \
-  X(hipDeviceGetAttribute, hipError_t (*)(int*, hipDeviceAttribute_t, int), true)            \
-  X(hipDeviceGetName, hipError_t (*)(char*, int, hipDevice_t), true)                         \
-  X(hipDeviceTotalMem, hipError_t (*)(size_t*, hipDevice_t), true)                           \
-  X(hipDeviceGetPCIBusId, hipError_t (*)(char*, int, int), true)                             \
-  X(hipSetDevice, hipError_t (*)(int), true)                                                 \
-  X(hipDeviceSynchronize, hipError_t (*)(), true)                                            \
-  X(hipMalloc, hipError_t (*)(void**, size_t), true)                                         \
-  X(hipFree, hipError_t (*)(void*), true)                                                    \
-  X(hipHostMalloc, hipError_t (*)(void**, size_t, unsigned), true)                           \
-  X(hipHostFree, hipError_t (*)(void*), true)                                                \
-  X(hipMemGetInfo, hipError_t (*)(size_t*, size_t*), true)                                   \
-  X(hipMemcpy, hipError_t (*)(void*, const void*, size_t, hipMemcpyKind), true)              \
-  X(hipMemcpy2D,                                                                             \
-    hipError_t (*)(void*, size_t, const void*, size_t, size_t, size_t, hipMemcpyKind), true) \
-  X(hipMemsetD8, hipError_t (*)(void*, unsigned char, size_t), true)                         \
-  X(hipMemsetD16, hipError_t (*)(void*, unsigned short, size_t), true)                       \
-  X(hipMemsetD32, hipError_t (*)(void*, int, size_t), true)                                  \
-  X(hipModuleLoadData, hipError_t (*)(hipModule_t*, const void*), true)                      \
-  X(hipModuleUnload, hipError_t (*)(hipModule_t), true)                                      \
-  X(hipModuleGetFunction, hipError_t (*)(hipFunction_t*, hipModule_t, const char*), true)    \
-  X(hipModuleGetGlobal, hipError_t (*)(void**, size_t*, hipModule_t, const char*), true)     \
-  X(hipModuleLaunchKernel,                                                                   \
-    hipError_t (*)(hipFunction_t, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, \
-                   unsigned, hipStream_t, void**, void**),                                   \
-    true)                                                                                    \
-  X(hipFuncGetAttribute, hipError_t (*)(int*, hipFunction_attribute, hipFunction_t), false)  \
-  X(hipGetErrorName, const char* (*)(hipError_t), false)                                     \
-  X(hipDriverGetVersion, hipError_t (*)(int*), false)                                        \
-  X(hipDeviceGetUuid, hipError_t (*)(hipUUID*, hipDevice_t), false)                          \
-  X(hipGetDevicePropertiesR0000, hipError_t (*)(void*, int), false)                          \
+#define ROCUDA_HIP_FUNCTIONS(X)                                                                   \
+  X(hipRuntimeGetVersion, hipError_t (*)(int*), true)                                             \
+  X(hipGetErrorString, const char* (*)(hipError_t), true)                                         \
+  X(hipInit, hipError_t (*)(unsigned), true)                                                      \
+  X(hipGetDeviceCount, hipError_t (*)(int*), true)                                                \
+  X(hipDeviceGetAttribute, hipError_t (*)(int*, hipDeviceAttribute_t, int), true)                 \
+  X(hipDeviceGetName, hipError_t (*)(char*, int, hipDevice_t), true)                              \
+  X(hipDeviceTotalMem, hipError_t (*)(size_t*, hipDevice_t), true)                                \
+  X(hipDeviceGetPCIBusId, hipError_t (*)(char*, int, int), true)                                  \
+  X(hipSetDevice, hipError_t (*)(int), true)                                                      \
+  X(hipMalloc, hipError_t (*)(void**, size_t), true)                                              \
+  X(hipFree, hipError_t (*)(void*), true)                                                         \
+  X(hipHostMalloc, hipError_t (*)(void**, size_t, unsigned), true)                                \
+  X(hipHostFree, hipError_t (*)(void*), true)                                                     \
+  X(hipMemGetInfo, hipError_t (*)(size_t*, size_t*), true)                                        \
+  X(hipMemcpy, hipError_t (*)(void*, const void*, size_t, hipMemcpyKind), true)                   \
+  X(hipModuleLoadData, hipError_t (*)(hipModule_t*, const void*), true)                           \
+  X(hipModuleUnload, hipError_t (*)(hipModule_t), true)                                           \
+  X(hipModuleGetFunction, hipError_t (*)(hipFunction_t*, hipModule_t, const char*), true)         \
+  X(hipModuleGetGlobal, hipError_t (*)(void**, size_t*, hipModule_t, const char*), true)          \
+  X(hipModuleLaunchKernel,                                                                        \
+    hipError_t (*)(hipFunction_t, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,     \
+                   unsigned, hipStream_t, void**, void**),                                        \
+    true)                                                                                         \
+  X(hipDeviceGetStreamPriorityRange, hipError_t (*)(int*, int*), true)                            \
+  X(hipStreamCreateWithPriority, hipError_t (*)(hipStream_t*, unsigned, int), true)               \
+  X(hipStreamDestroy, hipError_t (*)(hipStream_t), true)                                          \
+  X(hipStreamSynchronize, hipError_t (*)(hipStream_t), true)                                      \
+  X(hipMemcpyAsync, hipError_t (*)(void*, const void*, size_t, hipMemcpyKind, hipStream_t), true) \
+  X(hipMemcpy2DAsync,                                                                             \
+    hipError_t (*)(void*, size_t, const void*, size_t, size_t, size_t, hipMemcpyKind,             \
+                   hipStream_t),                                                                  \
+    true)                                                                                         \
+  X(hipMemsetD8Async, hipError_t (*)(void*, unsigned char, size_t, hipStream_t), true)            \
+  X(hipMemsetD16Async, hipError_t (*)(void*, unsigned short, size_t, hipStream_t), true)          \
+  X(hipMemsetD32Async, hipError_t (*)(void*, int, size_t, hipStream_t), true)                     \
+  X(hipFuncGetAttribute, hipError_t (*)(int*, hipFunction_attribute, hipFunction_t), false)       \
+  X(hipGetErrorName, const char* (*)(hipError_t), false)                                          \
+  X(hipDriverGetVersion, hipError_t (*)(int*), false)                                             \
+  X(hipDeviceGetUuid, hipError_t (*)(hipUUID*, hipDevice_t), false)                               \
+  X(hipGetDevicePropertiesR0000, hipError_t (*)(void*, int), false)                               \
   X(hipGetDeviceProperties, hipError_t (*)(void*, int), false)
 
 template <class T>

@@ -67,6 +67,10 @@ struct HipRawDevice {
   int pageableMemoryAccess = kNotReported;
   int hostNativeAtomics = kNotReported;
   int cooperativeLaunch = kNotReported;
+  // hipDeviceGetStreamPriorityRange: HIP's numbering, lower is greater as in CUDA's (ROCm 5 and
+  // later report [1, -1]); the values are meaningful only when reported.
+  bool hasStreamPriorityRange = false;
+  int leastStreamPriority = 0, greatestStreamPriority = 0;
 };
 
 // The pure mapping from HIP's values to the backend-neutral description (CUDA's view of the

@@ -1,14 +1,18 @@
 // One AMD GPU as a Rocuda device: memory, copies and kernels through HIP, each call synchronous
 // on the calling thread (HIP's current device is per thread, so every call selects it first).
+// Copies, fills and kernels run on HIP streams lent to one operation at a time (LanePool), so the
+// work of independent CUDA streams, each issued by its own core worker thread, overlaps on the GPU.
 // PTX is compiled by the AMD code generator for the device's gcnArchName (through the code
 // cache), loaded with hipModuleLoadData and launched with hipModuleLaunchKernel.
 #include "backends/hip/hip_device.h"
-#include "backends/hip/hip_printf.h"
 
 #include <algorithm>
+#include <map>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
+#include "backends/hip/hip_printf.h"
 #include "compiler/amdgpu/amdgpu_codegen.h"
 #include "support/disk_cache.h"
 #include "support/env.h"
@@ -141,6 +145,50 @@ class HipModule final : public LoadedModule {
   std::unordered_map<std::string, void*> globals_;
 };
 
+// Non-blocking HIP streams, each lent to one operation at a time and returned when the operation
+// has finished. The null stream would do for correctness but waits for all blocking streams of
+// the device, serialising every CUDA stream; a lane per concurrent operation does not. Lanes are
+// kept by HIP priority so a high-priority CUDA stream's kernels are dispatched ahead of others.
+class LanePool {
+ public:
+  explicit LanePool(const HipLibrary& library) : library_(library) {}
+  ~LanePool() {  // the device is selected by the owner; every lane is idle (operations are done)
+    for (auto& [priority, lanes] : idle_)
+      for (hipStream_t lane : lanes) library_.api().hipStreamDestroy(lane);
+  }
+  LanePool(const LanePool&) = delete;
+  LanePool& operator=(const LanePool&) = delete;
+
+  // An idle lane of `priority`, or a new one on the current device.
+  Result<hipStream_t> acquire(int priority) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      std::vector<hipStream_t>& lanes = idle_[priority];
+      if (!lanes.empty()) {
+        hipStream_t lane = lanes.back();
+        lanes.pop_back();
+        return lane;
+      }
+    }
+    hipStream_t lane = nullptr;
+    hipError_t status =
+        library_.api().hipStreamCreateWithPriority(&lane, hipStreamNonBlocking, priority);
+    if (status != hipSuccess)
+      return library_.error(
+          status, "hipStreamCreateWithPriority (priority " + std::to_string(priority) + ")");
+    return lane;
+  }
+  void release(hipStream_t lane, int priority) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    idle_[priority].push_back(lane);
+  }
+
+ private:
+  const HipLibrary& library_;
+  std::mutex mutex_;
+  std::map<int, std::vector<hipStream_t>> idle_;
+};
+
 // The code object version to compile for: ROCUDA_AMDGPU_CODE_OBJECT, else 5 on ROCm 6 and later
 // and 4 on ROCm 5 (whose loader predates version 5 as the default).
 int codeObjectVersionFor(const HipApi& api) {
@@ -155,11 +203,18 @@ int codeObjectVersionFor(const HipApi& api) {
 
 class HipDevice final : public DeviceBackend {
  public:
-  HipDevice(std::shared_ptr<HipLibrary> library, int ordinal, DeviceDescription description)
+  HipDevice(std::shared_ptr<HipLibrary> library, int ordinal, DeviceDescription description,
+            int hipLeastStreamPriority)
       : library_(std::move(library)),
         api_(library_->api()),
         ordinal_(ordinal),
-        description_(std::move(description)) {}
+        description_(std::move(description)),
+        hipLeastStreamPriority_(hipLeastStreamPriority),
+        lanes_(std::make_unique<LanePool>(*library_)) {}
+
+  ~HipDevice() override {
+    if (select().ok()) lanes_.reset();  // destroys the lanes on their device
+  }
 
   const DeviceDescription& description() const override { return description_; }
 
@@ -204,44 +259,38 @@ class HipDevice final : public DeviceBackend {
 
   Status copy(void* destination, const void* source, size_t bytes) override {
     if (bytes == 0) return Status::success();
-    ROCUDA_TRY(select());
-    hipError_t status = api_.hipMemcpy(destination, source, bytes, hipMemcpyDefault);
-    if (status != hipSuccess)
-      return library_->error(status, "hipMemcpy of " + std::to_string(bytes) + " bytes");
-    return synchronize("hipMemcpy");
+    std::string what = "hipMemcpyAsync of " + std::to_string(bytes) + " bytes";
+    return onLane(0, what, what, [&](hipStream_t lane) {
+      return api_.hipMemcpyAsync(destination, source, bytes, hipMemcpyDefault, lane);
+    });
   }
 
   Status fill(void* destination, uint32_t value, size_t elementBytes, size_t count) override {
     if (count == 0) return Status::success();
-    ROCUDA_TRY(select());
-    hipError_t status = hipSuccess;
-    switch (elementBytes) {
-      case 1:
-        status = api_.hipMemsetD8(destination, static_cast<unsigned char>(value), count);
-        break;
-      case 2:
-        status = api_.hipMemsetD16(destination, static_cast<unsigned short>(value), count);
-        break;
-      case 4:
-        status = api_.hipMemsetD32(destination, static_cast<int>(value), count);
-        break;
-      default:
-        return makeError(ErrorCode::InvalidValue,
-                         "fill element size " + std::to_string(elementBytes) + " is not 1, 2 or 4");
-    }
-    if (status != hipSuccess)
-      return library_->error(status, "hipMemsetD" + std::to_string(elementBytes * 8));
-    return synchronize("hipMemset");
+    if (elementBytes != 1 && elementBytes != 2 && elementBytes != 4)
+      return makeError(ErrorCode::InvalidValue,
+                       "fill element size " + std::to_string(elementBytes) + " is not 1, 2 or 4");
+    std::string what = "hipMemsetD" + std::to_string(elementBytes * 8) + "Async";
+    return onLane(0, what, what, [&](hipStream_t lane) {
+      switch (elementBytes) {
+        case 1:
+          return api_.hipMemsetD8Async(destination, static_cast<unsigned char>(value), count, lane);
+        case 2:
+          return api_.hipMemsetD16Async(destination, static_cast<unsigned short>(value), count,
+                                        lane);
+        default:
+          return api_.hipMemsetD32Async(destination, static_cast<int>(value), count, lane);
+      }
+    });
   }
 
   Status copy2D(void* destination, size_t destinationPitch, const void* source, size_t sourcePitch,
                 size_t widthBytes, size_t height) override {
     if (widthBytes == 0 || height == 0) return Status::success();
-    ROCUDA_TRY(select());
-    hipError_t status = api_.hipMemcpy2D(destination, destinationPitch, source, sourcePitch,
-                                         widthBytes, height, hipMemcpyDefault);
-    if (status != hipSuccess) return library_->error(status, "hipMemcpy2D");
-    return synchronize("hipMemcpy2D");
+    return onLane(0, "hipMemcpy2DAsync", "hipMemcpy2DAsync", [&](hipStream_t lane) {
+      return api_.hipMemcpy2DAsync(destination, destinationPitch, source, sourcePitch, widthBytes,
+                                   height, hipMemcpyDefault, lane);
+    });
   }
 
   Result<std::unique_ptr<LoadedModule>> loadPtx(std::string_view ptx,
@@ -285,22 +334,22 @@ class HipDevice final : public DeviceBackend {
     std::unique_lock<std::mutex> printing;
     if (PrintfBuffer* buffer = hipKernel.printfBuffer())
       printing = std::unique_lock<std::mutex>(buffer->launchMutex());
-    ROCUDA_TRY(select());
     // kernelParams[i] points at parameter i inside CUDA's packed buffer: the code object's
     // kernel arguments have the same offsets, so HIP copies each into place.
     std::vector<void*> arguments;
     arguments.reserve(info.params.size());
     auto* base = static_cast<uint8_t*>(const_cast<void*>(params));
     for (const compiler::KernelParamInfo& p : info.params) arguments.push_back(base + p.offset);
-    hipError_t status = api_.hipModuleLaunchKernel(
-        hipKernel.function(), config.grid[0], config.grid[1], config.grid[2], config.block[0],
-        config.block[1], config.block[2], config.dynamicSharedBytes, nullptr,
-        arguments.empty() ? nullptr : arguments.data(), nullptr);
-    if (status != hipSuccess)
-      return library_->error(status, "hipModuleLaunchKernel of '" + info.name + "'");
-    // The backend contract is synchronous; faults in the kernel surface here. What it printed
-    // before a fault is still shown.
-    Status finished = synchronize("kernel '" + info.name + "'");
+    // The backend contract is synchronous: the lane is waited for, and faults in the kernel
+    // surface there. What it printed before a fault is still shown.
+    Status finished =
+        onLane(config.priority, "hipModuleLaunchKernel of '" + info.name + "'",
+               "kernel '" + info.name + "'", [&](hipStream_t lane) {
+                 return api_.hipModuleLaunchKernel(
+                     hipKernel.function(), config.grid[0], config.grid[1], config.grid[2],
+                     config.block[0], config.block[1], config.block[2], config.dynamicSharedBytes,
+                     lane, arguments.empty() ? nullptr : arguments.data(), nullptr);
+               });
     if (PrintfBuffer* buffer = hipKernel.printfBuffer()) {
       Status drained = buffer->drain(info.name);  // an assert's message too
       if (finished.ok()) finished = std::move(drained);
@@ -348,26 +397,43 @@ class HipDevice final : public DeviceBackend {
     return Status::success();
   }
 
-  // Copies between device buffers and memsets may return before the GPU finished; the backend
-  // contract is synchronous.
-  Status synchronize(std::string_view operation) const {
-    hipError_t status = api_.hipDeviceSynchronize();
-    if (status != hipSuccess)
-      return library_->error(status, "hipDeviceSynchronize after " + std::string(operation));
-    return Status::success();
+  // Issue one asynchronous operation on a lane of CUDA priority `priority` and wait for it (the
+  // backend contract is synchronous). An error names the call, or what was waited for (where a
+  // kernel's fault surfaces).
+  template <class Issue>
+  Status onLane(int priority, const std::string& call, const std::string& waitedFor, Issue issue) {
+    ROCUDA_TRY(select());
+    // CUDA's priorities [greatestStreamPriority, 0] onto HIP's, counted down from its least.
+    int hipPriority =
+        hipLeastStreamPriority_ + std::clamp(priority, description_.greatestStreamPriority, 0);
+    auto lane = lanes_->acquire(hipPriority);
+    if (!lane.ok()) return lane.error();
+    hipError_t status = issue(*lane);
+    Status result = Status::success();
+    if (status != hipSuccess) {
+      result = library_->error(status, call);
+    } else if ((status = api_.hipStreamSynchronize(*lane)) != hipSuccess) {
+      result = library_->error(status, "hipStreamSynchronize for " + waitedFor);
+    }
+    lanes_->release(*lane, hipPriority);
+    return result;
   }
 
   std::shared_ptr<HipLibrary> library_;  // keeps the runtime loaded while the device lives
   const HipApi& api_;
   int ordinal_;
   DeviceDescription description_;
+  int hipLeastStreamPriority_;
+  std::unique_ptr<LanePool> lanes_;
 };
 
 }  // namespace
 
 std::unique_ptr<DeviceBackend> createHipDevice(std::shared_ptr<HipLibrary> library, int ordinal,
-                                               DeviceDescription description) {
-  return std::make_unique<HipDevice>(std::move(library), ordinal, std::move(description));
+                                               DeviceDescription description,
+                                               int hipLeastStreamPriority) {
+  return std::make_unique<HipDevice>(std::move(library), ordinal, std::move(description),
+                                     hipLeastStreamPriority);
 }
 
 }  // namespace rocuda::backends::hip

@@ -8,7 +8,10 @@
 
 namespace rocuda::backends::hip {
 
+// hipLeastStreamPriority: HIP's least priority on this device, which CUDA's priority 0 maps to
+// (DeviceDescription::greatestStreamPriority counts HIP's greater ones below it).
 std::unique_ptr<DeviceBackend> createHipDevice(std::shared_ptr<HipLibrary> library, int ordinal,
-                                               DeviceDescription description);
+                                               DeviceDescription description,
+                                               int hipLeastStreamPriority);
 
 }  // namespace rocuda::backends::hip

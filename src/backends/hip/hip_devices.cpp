@@ -140,6 +140,10 @@ DeviceDescription describeHipDevice(const HipRawDevice& raw, int computeCapabili
   d.pageableMemoryAccess = flagOr(raw.pageableMemoryAccess, false);
   d.hostNativeAtomics = flagOr(raw.hostNativeAtomics, false);
   d.cooperativeLaunch = flagOr(raw.cooperativeLaunch, false);
+  // CUDA's range ends at 0 (the least priority); HIP's levels above its least are counted down
+  // from there, and the device maps each CUDA priority back onto HIP's (createHipDevice).
+  if (raw.hasStreamPriorityRange && raw.greatestStreamPriority < raw.leastStreamPriority)
+    d.greatestStreamPriority = raw.greatestStreamPriority - raw.leastStreamPriority;
   return d;
 }
 
@@ -251,6 +255,14 @@ Result<HipRawDevice> readDevice(const HipLibrary& library, const HipAttributeTab
     std::memcpy(raw.uuid.data(), uuid.bytes, raw.uuid.size());
   }
   readAttributes(api, table, ordinal, raw);
+  // The priority range is the current device's.
+  int least = 0, greatest = 0;
+  if (api.hipSetDevice(ordinal) == hipSuccess &&
+      api.hipDeviceGetStreamPriorityRange(&least, &greatest) == hipSuccess) {
+    raw.hasStreamPriorityRange = true;
+    raw.leastStreamPriority = least;
+    raw.greatestStreamPriority = greatest;
+  }
   return raw;
 }
 
@@ -331,7 +343,8 @@ HipDiscovery discoverHipDevices(const std::vector<std::string>& libraryCandidate
               std::to_string(description.totalMemory >> 20) + " MiB, " +
               std::to_string(description.multiprocessorCount) + " multiprocessors)" +
               (isSupportedProcessor(processor) ? "" : "; not a target Rocuda compiles for"));
-    result.devices.push_back(createHipDevice(runtime, ordinal, std::move(description)));
+    result.devices.push_back(
+        createHipDevice(runtime, ordinal, std::move(description), raw->leastStreamPriority));
   }
   if (result.devices.empty()) result.unavailableReason = "no HIP device could be used: " + skipped;
   return result;

@@ -210,6 +210,29 @@ TEST_F(StreamOps, AttributesAreStoredReportedAndCopied) {
   EXPECT_EQ(CU(cuStreamDestroy, CUstream)(copy), CUDA_SUCCESS);
 }
 
+// A stream created with a priority outside cuCtxGetStreamPriorityRange's range gets the nearest
+// end of it, and kernels launched with a priority attribute are accepted.
+TEST_F(StreamOps, PrioritiesAreClampedIntoTheContextsRange) {
+  int least = 1, greatest = 1;
+  ASSERT_EQ(CU(cuCtxGetStreamPriorityRange, int*, int*)(&least, &greatest), CUDA_SUCCESS);
+  EXPECT_EQ(least, 0);
+  EXPECT_LE(greatest, 0);
+  auto create = CU(cuStreamCreateWithPriority, CUstream*, unsigned, int);
+  auto priorityOf = [&](CUstream s) {
+    int priority = 99;
+    EXPECT_EQ(CU(cuStreamGetPriority, CUstream, int*)(s, &priority), CUDA_SUCCESS);
+    return priority;
+  };
+  for (auto [requested, expected] : {std::pair{-100, greatest}, std::pair{5, 0},
+                                     std::pair{greatest, greatest}}) {
+    CUstream s = nullptr;
+    ASSERT_EQ(create(&s, CU_STREAM_NON_BLOCKING, requested), CUDA_SUCCESS);
+    EXPECT_EQ(priorityOf(s), expected) << "requested " << requested;
+    EXPECT_EQ(CU(cuStreamDestroy, CUstream)(s), CUDA_SUCCESS);
+  }
+  EXPECT_EQ(CU(cuCtxGetStreamPriorityRange, int*, int*)(nullptr, nullptr), CUDA_SUCCESS);
+}
+
 TEST_F(StreamOps, AttributeErrors) {
   auto get = proc<GetAttr>("cuStreamGetAttribute", 12090);
   auto set = proc<SetAttr>("cuStreamSetAttribute", 12090);

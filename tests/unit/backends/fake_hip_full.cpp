@@ -3,27 +3,50 @@
 // every call: FAKE_HIP_VERSION, FAKE_HIP_INIT_ERROR, FAKE_HIP_COUNT, FAKE_HIP_ARCH,
 // FAKE_HIP_MALLOC_ERROR, FAKE_HIP_LOAD_ERROR, FAKE_HIP_LAUNCH_ERROR, FAKE_HIP_SYNC_ERROR (the
 // error a kernel fault reports), FAKE_HIP_PARAM_SIZES (e.g. "8,4": how many bytes of each
-// kernelParams entry a launch records). Built twice: ROCm 5's exports, and (FAKE_HIP_ROCM6) ROCm
-// 6/7's. Every call is appended to a log the test reads (fakeHipCallLog).
+// kernelParams entry a launch records), FAKE_HIP_NO_PRIORITIES (a range of [0, 0]; else ROCm's
+// [1, -1]), FAKE_HIP_SYNC_RENDEZVOUS=N (hipStreamSynchronize returns only once N callers are
+// inside it at the same time, or fails after 5 s: proof that operations overlap). Streams are
+// numbered in creation order ("s1", "s2"...; from 1 again whenever none is alive), and each
+// asynchronous call names its stream; fakeHipLiveStreams counts those not destroyed. Built twice:
+// ROCm 5's exports, and (FAKE_HIP_ROCM6) ROCm 6/7's. Every call is appended to a log the test reads
+// (fakeHipCallLog).
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <vector>
+#include <mutex>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace {
+std::recursive_mutex callMutex;  // streams and the log are shared by the backend's threads
 std::string callLog;
 int current = -1;
+int streamsCreated = 0;
+std::map<void*, int> liveStreams;  // handle -> number
 
 int envInt(const char* name, int fallback) {
   const char* value = std::getenv(name);
   return value != nullptr && *value != '\0' ? std::atoi(value) : fallback;
 }
 void note(const char* call) {
+  std::lock_guard<std::recursive_mutex> lock(callMutex);
   callLog += call;
   callLog += ';';
+}
+// "name(s2)": an asynchronous call on a stream.
+void noteOn(const char* call, void* stream) {
+  std::lock_guard<std::recursive_mutex> lock(callMutex);
+  auto it = liveStreams.find(stream);
+  std::string text = std::string(call) + "(" +
+                     (stream == nullptr         ? std::string("null")
+                      : it == liveStreams.end() ? std::string("destroyed")
+                                                : "s" + std::to_string(it->second)) +
+                     ")";
+  note(text.c_str());
 }
 }  // namespace
 
@@ -45,9 +68,12 @@ void* fakeHipGlobal(const char* name) {
   if (lastModule == nullptr || !lastModule->globals.count(name)) return nullptr;
   return lastModule->globals[name].data();
 }
+int fakeHipLiveStreams() { return static_cast<int>(liveStreams.size()); }
 void fakeHipResetLog() {
+  std::lock_guard<std::recursive_mutex> lock(callMutex);
   callLog.clear();
   current = -1;
+  if (liveStreams.empty()) streamsCreated = 0;
 }
 
 int hipRuntimeGetVersion(int* version) {
@@ -118,8 +144,43 @@ int hipSetDevice(int ordinal) {
   current = ordinal;
   return 0;
 }
-int hipDeviceSynchronize() {
-  note("hipDeviceSynchronize");
+int hipDeviceGetStreamPriorityRange(int* least, int* greatest) {
+  bool none = envInt("FAKE_HIP_NO_PRIORITIES", 0) != 0;
+  *least = none ? 0 : 1;
+  *greatest = none ? 0 : -1;
+  return 0;
+}
+int hipStreamCreateWithPriority(void** stream, unsigned flags, int priority) {
+  std::lock_guard<std::recursive_mutex> lock(callMutex);
+  *stream = new int(0);
+  liveStreams[*stream] = ++streamsCreated;
+  std::string text = "hipStreamCreateWithPriority(s" + std::to_string(streamsCreated) + ", flags " +
+                     std::to_string(flags) + ", priority " + std::to_string(priority) + ")";
+  note(text.c_str());
+  return 0;
+}
+int hipStreamDestroy(void* stream) {
+  std::lock_guard<std::recursive_mutex> lock(callMutex);
+  noteOn("hipStreamDestroy", stream);
+  liveStreams.erase(stream);
+  delete static_cast<int*>(stream);
+  return 0;
+}
+int hipStreamSynchronize(void* stream) {
+  noteOn("hipStreamSynchronize", stream);
+  if (int expected = envInt("FAKE_HIP_SYNC_RENDEZVOUS", 0); expected > 0) {
+    static std::mutex mutex;
+    static std::condition_variable arrived;
+    static int inside = 0;
+    std::unique_lock<std::mutex> lock(mutex);
+    ++inside;
+    arrived.notify_all();
+    bool met = arrived.wait_for(lock, std::chrono::seconds(5), [&] { return inside >= expected; });
+    if (!met) {
+      --inside;
+      return 999;  // hipErrorUnknown: the callers never overlapped
+    }
+  }
   return envInt("FAKE_HIP_SYNC_ERROR", 0);
 }
 int hipMalloc(void** pointer, size_t bytes) {
@@ -152,20 +213,25 @@ int hipMemcpy(void* destination, const void* source, size_t bytes, int kind) {
   std::memmove(destination, source, bytes);
   return 0;
 }
-int hipMemcpy2D(void*, size_t, const void*, size_t, size_t, size_t, int) {
-  note("hipMemcpy2D");
+int hipMemcpyAsync(void* destination, const void* source, size_t bytes, int kind, void* stream) {
+  noteOn(kind == 4 ? "hipMemcpyAsync" : "hipMemcpyAsync(other kind)", stream);
+  std::memmove(destination, source, bytes);
   return 0;
 }
-int hipMemsetD8(void*, unsigned char, size_t) {
-  note("hipMemsetD8");
+int hipMemcpy2DAsync(void*, size_t, const void*, size_t, size_t, size_t, int, void* stream) {
+  noteOn("hipMemcpy2DAsync", stream);
   return 0;
 }
-int hipMemsetD16(void*, unsigned short, size_t) {
-  note("hipMemsetD16");
+int hipMemsetD8Async(void*, unsigned char, size_t, void* stream) {
+  noteOn("hipMemsetD8Async", stream);
   return 0;
 }
-int hipMemsetD32(void*, int, size_t) {
-  note("hipMemsetD32");
+int hipMemsetD16Async(void*, unsigned short, size_t, void* stream) {
+  noteOn("hipMemsetD16Async", stream);
+  return 0;
+}
+int hipMemsetD32Async(void*, int, size_t, void* stream) {
+  noteOn("hipMemsetD32Async", stream);
   return 0;
 }
 int hipModuleLoadData(void** module, const void* image) {
@@ -204,10 +270,10 @@ int hipModuleGetGlobal(void** address, size_t* bytes, void* module, const char* 
 }
 int hipModuleLaunchKernel(void*, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                           unsigned bz, unsigned shared, void* stream, void** params, void** extra) {
-  note("hipModuleLaunchKernel");
+  noteOn("hipModuleLaunchKernel", stream);
   std::ostringstream out;
   out << "grid " << gx << "," << gy << "," << gz << " block " << bx << "," << by << "," << bz
-      << " shared " << shared << " stream " << (stream ? "other" : "null") << " extra "
+      << " shared " << shared << " stream " << (stream ? "lane" : "null") << " extra "
       << (extra ? "set" : "null") << " params";
   const char* sizes = std::getenv("FAKE_HIP_PARAM_SIZES");
   std::stringstream list(sizes ? sizes : "");

@@ -6,8 +6,9 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <vector>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "backends/hip/hip_api.h"
 #include "backends/hip/hip_backend.h"
@@ -153,7 +154,8 @@ TEST_F(HipDouble, InitialisesBeforeCountingAndDescribesEachDevice) {
   EXPECT_TRUE(result.unavailableReason.empty());
   EXPECT_EQ(calls(),
             "hipRuntimeGetVersion;hipInit;hipGetDeviceCount;"
-            "hipDeviceGetName;hipGetDeviceProperties;hipDeviceGetName;hipGetDeviceProperties;");
+            "hipDeviceGetName;hipGetDeviceProperties;hipSetDevice;"
+            "hipDeviceGetName;hipGetDeviceProperties;hipSetDevice;");
   const DeviceDescription& second = result.devices[1]->description();
   EXPECT_EQ(second.name, "Fake GPU 1");
   EXPECT_EQ(second.nativeTarget, "gfx1100");
@@ -210,7 +212,9 @@ TEST_F(HipDouble, DeviceWithoutTargetNameIsSkipped) {
   EXPECT_TRUE(contains(result.unavailableReason, "no gfx target name")) << result.unavailableReason;
 }
 
-TEST_F(HipDouble, EveryOperationSelectsTheDeviceAndWaits) {
+// Each copy, fill and kernel runs on a non-blocking HIP stream (a lane, never the null stream,
+// which would wait for every other stream) and is waited for on that stream alone.
+TEST_F(HipDouble, EveryOperationSelectsTheDeviceAndWaitsForItsLane) {
   ScopedEnv count("FAKE_HIP_COUNT", "2");
   HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
   ASSERT_EQ(result.devices.size(), 2u);
@@ -221,18 +225,54 @@ TEST_F(HipDouble, EveryOperationSelectsTheDeviceAndWaits) {
   EXPECT_EQ(calls(), "hipSetDevice;hipMalloc;");
   char host[64] = "payload";
   ASSERT_TRUE(device.copy(*memory, host, sizeof host).ok());
-  EXPECT_EQ(calls(), "hipSetDevice;hipMemcpy(default);hipDeviceSynchronize;");
-  ASSERT_TRUE(device.fill(*memory, 0xbeef, 2, 8).ok());
-  EXPECT_EQ(calls(), "hipSetDevice;hipMemsetD16;hipDeviceSynchronize;");
+  // CUDA's priority 0 is HIP's least (1 in ROCm's range [1, -1]).
+  EXPECT_EQ(calls(),
+            "hipSetDevice;hipStreamCreateWithPriority(s1, flags 1, priority 1);"
+            "hipMemcpyAsync(s1);hipStreamSynchronize(s1);");
+  ASSERT_TRUE(device.fill(*memory, 0xbeef, 2, 8).ok());  // the idle lane is reused
+  EXPECT_EQ(calls(), "hipSetDevice;hipMemsetD16Async(s1);hipStreamSynchronize(s1);");
   ASSERT_TRUE(device.fill(*memory, 7, 4, 8).ok());
-  EXPECT_EQ(calls(), "hipSetDevice;hipMemsetD32;hipDeviceSynchronize;");
+  EXPECT_EQ(calls(), "hipSetDevice;hipMemsetD32Async(s1);hipStreamSynchronize(s1);");
   Status odd = device.fill(*memory, 7, 3, 8);
   ASSERT_FALSE(odd.ok());
   EXPECT_EQ(odd.error().code, ErrorCode::InvalidValue);
+  EXPECT_EQ(calls(), "");
   ASSERT_TRUE(device.copy2D(*memory, 16, host, 16, 8, 2).ok());
-  EXPECT_EQ(calls(), "hipSetDevice;hipSetDevice;hipMemcpy2D;hipDeviceSynchronize;");
+  EXPECT_EQ(calls(), "hipSetDevice;hipMemcpy2DAsync(s1);hipStreamSynchronize(s1);");
   device.freeDevice(*memory);
   EXPECT_EQ(calls(), "hipSetDevice;hipFree;");
+  auto live = reinterpret_cast<int (*)()>(dlsym(handle_, "fakeHipLiveStreams"));
+  ASSERT_NE(live, nullptr);
+  EXPECT_EQ(live(), 1);
+  result.devices.clear();  // the device destroys its lanes
+  EXPECT_TRUE(contains(calls(), "hipSetDevice;hipStreamDestroy(s1);"));
+  EXPECT_EQ(live(), 0);
+}
+
+// Two core stream workers with operations in flight at once get two lanes, so their work can
+// overlap on the GPU: the double's hipStreamSynchronize returns only once both wait together.
+TEST_F(HipDouble, ConcurrentOperationsRunOnSeparateLanes) {
+  HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
+  ASSERT_EQ(result.devices.size(), 1u);
+  DeviceBackend& device = *result.devices[0];
+  auto memory = device.allocateDevice(128);
+  ASSERT_TRUE(memory.ok());
+  calls();
+  ScopedEnv rendezvous("FAKE_HIP_SYNC_RENDEZVOUS", "2");
+  char first[64] = "first", second[64] = "second";
+  Status firstStatus, secondStatus;
+  std::thread a([&] { firstStatus = device.copy(*memory, first, sizeof first); });
+  std::thread b(
+      [&] { secondStatus = device.copy(static_cast<char*>(*memory) + 64, second, sizeof second); });
+  a.join();
+  b.join();
+  EXPECT_TRUE(firstStatus.ok()) << firstStatus.error().message;
+  EXPECT_TRUE(secondStatus.ok()) << secondStatus.error().message;
+  std::string log = calls();
+  EXPECT_TRUE(contains(log, "hipStreamSynchronize(s1)")) << log;
+  EXPECT_TRUE(contains(log, "hipStreamSynchronize(s2)")) << log;
+  EXPECT_FALSE(contains(log, "(null)")) << log;
+  device.freeDevice(*memory);
 }
 
 TEST_F(HipDouble, HipErrorsBecomeRocudaErrorsWithHipsText) {
@@ -311,12 +351,49 @@ TEST_F(HipDouble, KernelsCompileForTheDeviceAndLaunchWithCudasParameterLayout) {
   config.dynamicSharedBytes = 128;
   ScaleParams params;
   ASSERT_TRUE(device.launch(*kernel, config, &params).ok());
-  EXPECT_EQ(calls(), "hipSetDevice;hipModuleLaunchKernel;hipDeviceSynchronize;");
+  EXPECT_EQ(calls(),
+            "hipSetDevice;hipStreamCreateWithPriority(s1, flags 1, priority 1);"
+            "hipModuleLaunchKernel(s1);hipStreamSynchronize(s1);");
   EXPECT_EQ(lastLaunch(),
-            "grid 4,2,1 block 64,1,1 shared 128 stream null extra null params "
+            "grid 4,2,1 block 64,1,1 shared 128 stream lane extra null params "
             "[136 119 102 85 68 51 34 17] [7 0 0 0] [0 0 0 64]");
   module->reset();
   EXPECT_EQ(calls(), "hipSetDevice;hipModuleUnload;");
+}
+
+// CUDA's priorities [greatest, 0] map onto HIP's levels counted from its least: with ROCm's
+// [1, -1] the device offers [-2, 0], and each priority gets a lane of its own level.
+TEST_F(HipDouble, StreamPrioritiesSelectLanesOfHipsLevels) {
+  {
+    ScopedEnv none("FAKE_HIP_NO_PRIORITIES", "1");
+    HipDiscovery flat = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
+    ASSERT_EQ(flat.devices.size(), 1u);
+    EXPECT_EQ(flat.devices[0]->description().greatestStreamPriority, 0);
+  }
+  HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
+  ASSERT_EQ(result.devices.size(), 1u);
+  DeviceBackend& device = *result.devices[0];
+  EXPECT_EQ(device.description().greatestStreamPriority, -2);
+  auto module = device.loadPtx(kScalePtx, "scale.ptx");
+  ASSERT_TRUE(module.ok()) << module.error().message;
+  LoadedKernel* kernel = (*module)->kernel("scale");
+  ASSERT_NE(kernel, nullptr);
+  ScaleParams params;
+  LaunchConfig config;
+  calls();
+  config.priority = -2;
+  ASSERT_TRUE(device.launch(*kernel, config, &params).ok());
+  EXPECT_EQ(calls(),
+            "hipSetDevice;hipStreamCreateWithPriority(s1, flags 1, priority -1);"
+            "hipModuleLaunchKernel(s1);hipStreamSynchronize(s1);");
+  config.priority = -1;
+  ASSERT_TRUE(device.launch(*kernel, config, &params).ok());
+  EXPECT_EQ(calls(),
+            "hipSetDevice;hipStreamCreateWithPriority(s2, flags 1, priority 0);"
+            "hipModuleLaunchKernel(s2);hipStreamSynchronize(s2);");
+  config.priority = -2;  // its level's lane again
+  ASSERT_TRUE(device.launch(*kernel, config, &params).ok());
+  EXPECT_EQ(calls(), "hipSetDevice;hipModuleLaunchKernel(s1);hipStreamSynchronize(s1);");
 }
 
 TEST_F(HipDouble, CodeObjectVersionFollowsTheRuntime) {

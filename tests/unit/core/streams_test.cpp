@@ -13,6 +13,19 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// CUDA clamps a priority outside the device's range [greatest, 0] into it.
+TEST(Streams, PrioritiesAreClampedToTheDevicesRange) {
+  backends::DeviceDescription flat;  // the CPU device: [0, 0]
+  EXPECT_EQ(clampStreamPriority(-5, flat), 0);
+  EXPECT_EQ(clampStreamPriority(3, flat), 0);
+  backends::DeviceDescription levels;  // e.g. HIP's three levels
+  levels.greatestStreamPriority = -2;
+  EXPECT_EQ(clampStreamPriority(-5, levels), -2);
+  EXPECT_EQ(clampStreamPriority(-1, levels), -1);
+  EXPECT_EQ(clampStreamPriority(0, levels), 0);
+  EXPECT_EQ(clampStreamPriority(7, levels), 0);
+}
+
 TEST(Streams, CommandsRunInOrderAndAsynchronously) {
   Context& context = testing::primaryContext();
   auto stream = context.createStream(/*non-blocking=*/1, 0);
