@@ -277,10 +277,13 @@ Result<llvm::Value*> FunctionTranslator::read(const ptx::Operand& op, ScalarType
       return adaptRead(*this, b.CreateLoad(slot->getAllocatedType(), slot), type, op.negated);
     }
     case ptx::Operand::Kind::SpecialRegister: {
-      if (op.vectorForm() != ptx::Operand::VectorForm::Component)
-        return makeError(ErrorCode::UnsupportedPtx, "special registers as whole vectors or their "
-                                                    ".w component (in " +
-                                                        operandContext() + ") are not supported yet");
+      // The fourth component of the .v4 registers (%tid.w, %ctaid.w...) is unused and reads 0.
+      if (op.vectorForm() == ptx::Operand::VectorForm::W)
+        return adaptRead(*this, b.getInt32(0), type, op.negated);
+      if (op.vectorForm() == ptx::Operand::VectorForm::Whole)  // mov.v4 reads it by components
+        return makeError(ErrorCode::InvalidPtx, "a whole special register vector (in " +
+                                                    operandContext() +
+                                                    ") can only be moved into a .v4 vector");
       if (op.special() == ptx::SpecialRegister::WarpSize)  // WARP_SZ: a constant here
         return adaptRead(*this, b.getInt32(32), type, false);
       if (llvm::Value* v = clusterRegister(op.special()))

@@ -153,14 +153,23 @@ Status prmt(FunctionTranslator& t, const ptx::Instruction& inst) {
   return t.write(inst.operands()[0], result, ScalarType::B32);
 }
 
+// lop3.b32 d, a, b, c, immLut; and (PTX 8.2) lop3.{or,and}.b32 d|p, a, b, c, immLut, q, which
+// also sets p = (d != 0) or/and q.
 Status lop3(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType type) {
   auto& B = t.b;
-  if (inst.operands().size() < 5 || inst.operands()[4].kind != ptx::Operand::Kind::Immediate)
-    return t.unsupported(inst, "expected d, a, b, c, immLut");
-  ROCUDA_VALUE(a, t.read(inst.operands()[1], type));
-  ROCUDA_VALUE(bv, t.read(inst.operands()[2], type));
-  ROCUDA_VALUE(c, t.read(inst.operands()[3], type));
-  uint64_t lut = inst.operands()[4].imm().bits & 0xff;
+  const auto& ops = inst.operands();
+  size_t first = inst.destinationPair ? 2 : 1;  // the operand a
+  if (ops.size() != first + (inst.destinationPair ? 5 : 4) ||
+      ops[first + 3].kind != ptx::Operand::Kind::Immediate)
+    return t.invalid(inst, inst.destinationPair ? "expected d|p, a, b, c, immLut, q"
+                                                : "expected d, a, b, c, immLut");
+  std::string boolOp = inst.hasModifier("or") ? "or" : inst.hasModifier("and") ? "and" : "";
+  if (inst.destinationPair == boolOp.empty())
+    return t.invalid(inst, "the predicate destination and .or/.and go together");
+  ROCUDA_VALUE(a, t.read(ops[first], type));
+  ROCUDA_VALUE(bv, t.read(ops[first + 1], type));
+  ROCUDA_VALUE(c, t.read(ops[first + 2], type));
+  uint64_t lut = ops[first + 3].imm().bits & 0xff;
   llvm::Value* r = constant(a->getType(), 0);
   for (unsigned k = 0; k < 8; ++k) {
     if (!((lut >> k) & 1)) continue;
@@ -169,7 +178,13 @@ Status lop3(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType type
                     (k & 1) ? c : B.CreateNot(c));
     r = B.CreateOr(r, term);
   }
-  return t.write(inst.operands()[0], r, type);
+  if (inst.destinationPair) {
+    ROCUDA_VALUE(q, t.read(ops[first + 4], ScalarType::Pred));
+    llvm::Value* nonzero = B.CreateICmpNE(r, constant(r->getType(), 0));
+    llvm::Value* p = boolOp == "or" ? B.CreateOr(nonzero, q) : B.CreateAnd(nonzero, q);
+    ROCUDA_TRY(t.write(ops[1], p, ScalarType::Pred));
+  }
+  return t.write(ops[0], r, type);
 }
 
 Status shf(FunctionTranslator& t, const ptx::Instruction& inst) {

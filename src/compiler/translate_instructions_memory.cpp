@@ -137,13 +137,24 @@ Status clusterAddress(FunctionTranslator& t, const ptx::Instruction& inst) {
   return t.write(ops[0], address, type);
 }
 
+// ld/st .b128 (sm_70, PTX 8.3) move 16 bytes as one i128; a 128-bit access that must also be
+// atomic (.relaxed/.acquire/.release, .volatile) has no single instruction on either target.
+Status refuseOrderedWideAccess(FunctionTranslator& t, const ptx::Instruction& inst,
+                               ScalarType type) {
+  if (type == ScalarType::B128 &&
+      (orderingOf(inst) != llvm::AtomicOrdering::NotAtomic || inst.hasModifier("volatile")))
+    return t.unsupported(inst, "a 128-bit load or store with a memory order or .volatile");
+  return Status::success();
+}
+
 Status load(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
   Result<size_t> operandCount = operandsBeforeCachePolicy(t, inst);
   if (!operandCount.ok()) return operandCount.error();
   if (*operandCount != 2 || inst.types().size() != 1) return t.unsupported(inst);
   ScalarType type = inst.types()[0];
-  if (type == ScalarType::B128 || type == ScalarType::Pred) return t.unsupported(inst);
+  if (type == ScalarType::Pred) return t.unsupported(inst);
+  ROCUDA_TRY(refuseOrderedWideAccess(t, inst, type));
   ROCUDA_VALUE(ptr, t.address(inst.operands()[1], inst.space));
   auto elements = elementsOf(inst.operands()[0]);
   if (elements.size() != inst.vectorWidth) return t.invalid(inst, "vector width mismatch");
@@ -182,7 +193,8 @@ Status store(FunctionTranslator& t, const ptx::Instruction& inst) {
   if (!operandCount.ok()) return operandCount.error();
   if (*operandCount != 2 || inst.types().size() != 1) return t.unsupported(inst);
   ScalarType type = inst.types()[0];
-  if (type == ScalarType::B128 || type == ScalarType::Pred) return t.unsupported(inst);
+  if (type == ScalarType::Pred) return t.unsupported(inst);
+  ROCUDA_TRY(refuseOrderedWideAccess(t, inst, type));
   ROCUDA_VALUE(ptr, t.address(inst.operands()[0], inst.space));
   auto elements = elementsOf(inst.operands()[1]);
   if (elements.size() != inst.vectorWidth) return t.invalid(inst, "vector width mismatch");
@@ -288,6 +300,21 @@ Status mov(FunctionTranslator& t, const ptx::Instruction& inst) {
   const auto& dst = inst.operands()[0];
   const auto& src = inst.operands()[1];
   unsigned total = type == ScalarType::Pred ? 1 : ptx::scalarTypeSize(type) * 8;
+  if (src.kind == ptx::Operand::Kind::SpecialRegister &&
+      src.vectorForm() == ptx::Operand::VectorForm::Whole) {
+    // mov.v4.u32 {a, b, c, d}, %tid: the .x, .y and .z components, and the unused .w (0).
+    if (dst.kind != ptx::Operand::Kind::Vector || dst.elements().size() != 4)
+      return t.invalid(inst, "a whole special register moves into a vector of four");
+    for (int i = 0; i < 4; ++i) {
+      if (dst.elements()[i].kind == ptx::Operand::Kind::Sink) continue;
+      auto form = i == 3 ? ptx::Operand::VectorForm::W : ptx::Operand::VectorForm::Component;
+      auto component =
+          static_cast<ptx::SpecialRegister>(static_cast<int>(src.special()) + (i == 3 ? 0 : i));
+      ROCUDA_VALUE(v, t.read(ptx::Operand::makeSpecial(component, 0, false, form), type));
+      ROCUDA_TRY(t.write(dst.elements()[i], v, type));
+    }
+    return Status::success();
+  }
   if (dst.kind == ptx::Operand::Kind::Vector) {  // unpack: element 0 is the low bits
     ROCUDA_VALUE(v, t.read(src, type));
     if (!v->getType()->isIntegerTy()) v = B.CreateBitCast(v, B.getIntNTy(total));

@@ -549,20 +549,128 @@ TEST(CompilerErrors, AddressOfAFunctionThatExitsIsRefused) {
       << result.error().message;
 }
 
-// Operand forms the front end reads but the translator does not implement yet are refused with
-// the instruction and its position, never compiled as if the selector were not there.
-TEST(CompilerErrors, VectorSpecialRegistersAreRefused) {
-  const char* head = ".version 8.0\n.target sm_75\n.address_size 64\n"
-                     ".visible .entry k()\n{\n  .reg .b32 %r<5>;\n";
-  const char* bodies[] = {
-      "  mov.u32 %r1, %ctaid.w;\n",
-      "  mov.v4.u32 {%r1, %r2, %r3, %r4}, %tid;\n",
-  };
-  for (const char* body : bodies) {
-    auto result = compileForHost(std::string(head) + body + "  ret;\n}\n", "selectors", {});
-    ASSERT_FALSE(result.ok()) << body;
-    EXPECT_EQ(result.error().code, ErrorCode::UnsupportedPtx) << body;
-    EXPECT_NE(result.error().message.find("7:3"), std::string::npos) << result.error().message;
+// The .v4 special registers read whole (mov.v4.u32 {a, b, c, d}, %tid) give .x, .y, .z and the
+// unused fourth component, which reads 0 (as %tid.w does).
+TEST(CompilerContract, SpecialRegisterVectorsAndTheirFourthComponent) {
+  const char* ptx = R"(.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+  .reg .b32 %r<20>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %ntid.x;
+  mov.u32 %r3, %tid.y;
+  mad.lo.u32 %r1, %r3, %r2, %r1;
+  mov.u32 %r3, %ctaid.x;
+  mov.u32 %r4, %ntid.y;
+  mul.lo.u32 %r2, %r2, %r4;
+  mad.lo.u32 %r1, %r3, %r2, %r1;
+  mul.wide.u32 %rd2, %r1, 68;
+  add.u64 %rd1, %rd1, %rd2;
+  mov.v4.u32 {%r4, %r5, %r6, %r7}, %tid;
+  st.global.v4.u32 [%rd1], {%r4, %r5, %r6, %r7};
+  mov.v4.u32 {%r4, %r5, %r6, %r7}, %ntid;
+  st.global.v4.u32 [%rd1+16], {%r4, %r5, %r6, %r7};
+  mov.v4.u32 {%r4, _, %r6, %r7}, %ctaid;
+  st.global.v4.u32 [%rd1+32], {%r4, %r4, %r6, %r7};
+  mov.v4.u32 {%r4, %r5, %r6, %r7}, %nctaid;
+  st.global.v4.u32 [%rd1+48], {%r4, %r5, %r6, %r7};
+  mov.u32 %r8, %tid.w;
+  mov.u32 %r9, %nctaid.w;
+  add.u32 %r8, %r8, %r9;
+  add.u32 %r8, %r8, 5;
+  st.global.u32 [%rd1+64], %r8;
+  ret;
+}
+)";
+  auto loaded = compileAndLoad(ptx, "sreg_vectors");
+  ASSERT_TRUE(loaded);
+  constexpr int kThreads = 4 * 2, kBlocks = 3;
+  std::vector<uint32_t> out(kThreads * kBlocks * 17, 0xdeadbeef);
+  void* p = out.data();
+  ASSERT_TRUE(launch(*loaded, "k", {kBlocks, 1, 1}, {4, 2, 1}, {&p}));
+  for (int block = 0; block < kBlocks; ++block)
+    for (int y = 0; y < 2; ++y)
+      for (int x = 0; x < 4; ++x) {
+        const uint32_t* r = &out[((block * kThreads) + y * 4 + x) * 17];
+        std::vector<uint32_t> got(r, r + 17);
+        std::vector<uint32_t> expected = {
+            uint32_t(x),     uint32_t(y), 0, 0,       4, 2, 1, 0, uint32_t(block),
+            uint32_t(block), 0,           0, kBlocks, 1, 1, 0, 5};
+        EXPECT_EQ(got, expected) << "block " << block << " thread " << x << "," << y;
+      }
+}
+
+// ld/st .b128 (PTX 8.3) move 16 bytes in every state space, including a .b128 parameter of a
+// function and its return value; an ordered or .volatile 128-bit access is refused by name.
+TEST(CompilerContract, Loads128BitValuesInEverySpace) {
+  const char* ptx = R"(.version 8.3
+.target sm_75
+.address_size 64
+.shared .align 16 .b8 buffer[32];
+.func (.param .b128 r) swap_halves(.param .b128 a)
+{
+  .reg .b128 %q<2>;
+  .reg .b64 %rd<3>;
+  ld.param.b128 %q1, [a];
+  mov.b128 {%rd1, %rd2}, %q1;
+  mov.b128 %q1, {%rd2, %rd1};
+  st.param.b128 [r], %q1;
+  ret;
+}
+.visible .entry k(.param .u64 out, .param .u64 in)
+{
+  .reg .b128 %q<4>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u64 %rd2, [in];
+  ld.global.b128 %q1, [%rd2];
+  st.shared.b128 [buffer+16], %q1;
+  ld.shared.b128 %q2, [buffer+16];
+  {
+  .param .b128 p0;
+  st.param.b128 [p0], %q2;
+  .param .b128 rv;
+  call.uni (rv), swap_halves, (p0);
+  ld.param.b128 %q3, [rv];
+  }
+  st.global.b128 [%rd1], %q3;
+  ld.global.nc.b128 %q1, [%rd2+16];
+  st.b128 [%rd1+16], %q1;
+  ldu.global.b128 %q1, [%rd2];
+  st.global.b128 [%rd1+32], %q1;
+  ret;
+}
+)";
+  auto loaded = compileAndLoad(ptx, "b128");
+  ASSERT_TRUE(loaded);
+  alignas(16)
+      uint64_t in[4] = {0x0123456789abcdefull, 0xfedcba9876543210ull, 7, 0x8000000000000001ull};
+  alignas(16) uint64_t out[6] = {};
+  void* po = out;
+  const void* pi = in;
+  ASSERT_TRUE(launch(*loaded, "k", {}, {}, {&po, &pi}));
+  EXPECT_EQ(out[0], in[1]);  // halves swapped by the function
+  EXPECT_EQ(out[1], in[0]);
+  EXPECT_EQ(out[2], in[2]);
+  EXPECT_EQ(out[3], in[3]);
+  EXPECT_EQ(out[4], in[0]);
+  EXPECT_EQ(out[5], in[1]);
+
+  const char* head =
+      ".version 8.3\n.target sm_75\n.address_size 64\n"
+      ".visible .entry k(.param .u64 p)\n{\n  .reg .b128 %q<2>;\n"
+      "  .reg .b64 %rd<2>;\n";
+  for (const char* body : {"  ld.relaxed.gpu.global.b128 %q1, [%rd1];\n",
+                           "  st.volatile.global.b128 [%rd1], %q1;\n"}) {
+    auto refused = compileForHost(std::string(head) + body + "  ret;\n}\n", "ordered128", {});
+    ASSERT_FALSE(refused.ok()) << body;
+    EXPECT_EQ(refused.error().code, ErrorCode::UnsupportedPtx) << body;
+    EXPECT_NE(refused.error().message.find("128-bit"), std::string::npos)
+        << refused.error().message;
   }
 }
 

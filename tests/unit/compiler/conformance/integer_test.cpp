@@ -482,6 +482,21 @@ std::vector<InstructionCase> logicCases() {
     v.push_back(ternary("lop3_" + std::to_string(lut),
                         "lop3.b32 $d, $a, $b, $c, " + std::to_string(lut) + ";", kS32, kS32, kS32,
                         kS32, [=](const Inputs& x) { return lop3(x[0], x[1], x[2], lut, 32); }));
+  // The predicate form (PTX 8.2): p = (d != 0) or/and q, with d as above; q = (c & 1) here, and
+  // both halves of the pair are checked, the value through an xor folded into the result.
+  for (uint32_t lut : {0x80u, 0x3cu, 0x00u, 0xfeu})
+    for (std::string bop : {"or", "and"})
+      v.push_back(ternary("lop3_" + bop + "_pred_" + std::to_string(lut),
+                          "and.b32 %r0, $c, 1; setp.ne.b32 %q0, %r0, 0; lop3." + bop +
+                              ".b32 %r1|%q1, $a, $b, $c, " + std::to_string(lut) + ", " +
+                              (bop == "or" ? "%q0" : "!%q0") +
+                              "; selp.b32 %r2, 0x80000000, 0, %q1; xor.b32 $d, %r1, %r2;",
+                          kS32, kS32, kS32, kS32, [=](const Inputs& x) -> uint64_t {
+                            uint32_t d = static_cast<uint32_t>(lop3(x[0], x[1], x[2], lut, 32));
+                            bool q = (x[2] & 1) != 0;
+                            bool p = bop == "or" ? (d != 0 || q) : (d != 0 && !q);
+                            return d ^ (p ? 0x80000000u : 0u);
+                          }));
   for (std::string t : {"b16", "b32", "b64"}) {
     Operand op = t == "b16" ? kS16 : t == "b32" ? kS32 : kS64;
     int width = t == "b16" ? 16 : t == "b32" ? 32 : 64;
