@@ -513,7 +513,7 @@ Status FunctionTranslator::translateInstruction(const ptx::Instruction& inst) {
       return translateMmaOp(*this, inst);
     case Opcode::wmma:
       return translateWmmaOp(*this, inst);
-    case Opcode::ldmatrix: case Opcode::stmatrix:
+    case Opcode::ldmatrix: case Opcode::stmatrix: case Opcode::movmatrix:
       return translateMatrixLoadStore(*this, inst);
     case Opcode::mbarrier:
       return translateMBarrierOp(*this, inst);

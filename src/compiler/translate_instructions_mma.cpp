@@ -9,7 +9,8 @@
 // sum in double, rounded to D's type (f64: an fma chain; s8/u8/s4/u4 inputs: exact in 64-bit
 // integers, then wrapped to s32 or, with .satfinite, clamped; b1: population counts of AND or
 // XOR, a word at a time), so both targets give the same bits. ldmatrix and stmatrix gather the
-// row addresses their lanes need through the same mechanism.
+// row addresses their lanes need, and movmatrix its transposed elements, through the same
+// mechanism.
 #include <llvm/IR/Intrinsics.h>
 
 #include <algorithm>
@@ -890,6 +891,36 @@ Status matrixLoadStore(FunctionTranslator& t, const ptx::Instruction& inst, bool
   return Status::success();
 }
 
+// movmatrix.sync.aligned.m8n8.trans.b16 d, a (sm_75): the warp's 8x8 matrix of 16-bit elements,
+// held as ldmatrix leaves it (lane L: row L/4, columns 2(L%4) and 2(L%4)+1), transposed. Element
+// (r, c) of the result is (c, r) of the source, which lane 4c + r/2 holds in half r%2.
+Status transposeMatrix(FunctionTranslator& t, const ptx::Instruction& inst) {
+  if (!inst.hasModifier("m8n8") || !inst.hasModifier("trans") || inst.types().size() != 1 ||
+      inst.types()[0] != ScalarType::B16 || inst.operands().size() != 2)
+    return t.unsupported(inst, "expected movmatrix.sync.aligned.m8n8.trans.b16 d, a");
+  ROCUDA_VALUE(source, t.read(inst.operands()[1], ScalarType::B32));
+  WarpMatrixOp op;
+  op.key = "movmatrix.m8n8.trans";
+  op.wideInputs = {false};
+  op.wideOutputs = {false};
+  op.body = [](FunctionTranslator& t, const WarpRegisters& regs) {
+    auto& B = t.b;
+    llvm::Value* row = B.CreateLShr(regs.lane, 2);
+    llvm::Value* pair = B.CreateAnd(regs.lane, 3);
+    llvm::Value* shift = B.CreateShl(B.CreateAnd(row, 1), 4);  // the half of the source word
+    llvm::Value* result = B.getInt32(0);
+    for (uint32_t e = 0; e < 2; ++e) {
+      llvm::Value* column = B.CreateAdd(B.CreateShl(pair, 1), B.getInt32(e));
+      llvm::Value* from = B.CreateAdd(B.CreateShl(column, 2), B.CreateLShr(row, 1));
+      llvm::Value* half = B.CreateAnd(B.CreateLShr(regs.ofLane(0, from), shift), 0xffff);
+      result = B.CreateOr(result, B.CreateShl(half, 16 * e));
+    }
+    return std::vector<llvm::Value*>{result};
+  };
+  std::vector<llvm::Value*> d = runWarpMatrixOp(t, op, {source});
+  return t.write(inst.operands()[0], d[0], ScalarType::B32);
+}
+
 }  // namespace
 
 Status translateMmaOp(FunctionTranslator& t, const ptx::Instruction& inst) {
@@ -922,6 +953,7 @@ Status translateWmmaOp(FunctionTranslator& t, const ptx::Instruction& inst) {
 }
 
 Status translateMatrixLoadStore(FunctionTranslator& t, const ptx::Instruction& inst) {
+  if (inst.opcode == ptx::Opcode::movmatrix) return transposeMatrix(t, inst);
   return matrixLoadStore(t, inst, inst.opcode == ptx::Opcode::stmatrix);
 }
 

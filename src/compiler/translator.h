@@ -287,6 +287,7 @@ Status translateMovOp(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateWarpOp(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateMmaOp(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateWmmaOp(FunctionTranslator& t, const ptx::Instruction& inst);
+// ldmatrix, stmatrix and movmatrix.
 Status translateMatrixLoadStore(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateMBarrierOp(FunctionTranslator& t, const ptx::Instruction& inst);
 Status translateVideoOp(FunctionTranslator& t, const ptx::Instruction& inst);

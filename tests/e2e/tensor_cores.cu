@@ -120,6 +120,14 @@ __global__ void mmaTf32(const float* a, const float* b, const float* c, float* d
 #endif
 }
 
+// movmatrix (sm_75): each warp's 8x8 matrix of 16-bit values, in the ldmatrix fragment layout
+// (lane L holds row L/4, columns 2(L%4) and 2(L%4)+1), transposed in registers.
+__global__ void transpose8x8(const unsigned* in, unsigned* out) {
+  unsigned word = in[blockIdx.x * blockDim.x + threadIdx.x], moved = 0;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;" : "=r"(moved) : "r"(word));
+  out[blockIdx.x * blockDim.x + threadIdx.x] = moved;
+}
+
 // Deterministic small values: multiples of 1/4 in [-4, 4], or integers in [-3, 3].
 float quarter(int i) { return static_cast<float>((i * 37 + 11) % 33 - 16) / 4.0f; }
 float small(int i) { return static_cast<float>((i * 29 + 5) % 7 - 3); }
@@ -236,6 +244,30 @@ int main() {
                     static_cast<void*>(dta), static_cast<void*>(dtb), static_cast<void*>(dd),
                     static_cast<void*>(dt)})
       CHECK(cudaFree(p));
+  }
+  {  // movmatrix: two blocks of two warps, each warp its own matrix M_w[r][c].
+    const int warps = 4;
+    auto element = [](int w, int r, int c) { return unsigned(0x1000 * (w + 1) + 16 * r + c); };
+    std::vector<unsigned> in(32 * warps);
+    for (int w = 0; w < warps; ++w)
+      for (int lane = 0; lane < 32; ++lane) {
+        int r = lane / 4, c = 2 * (lane % 4);
+        in[w * 32 + lane] = element(w, r, c) | element(w, r, c + 1) << 16;
+      }
+    unsigned* din = upload(in);
+    unsigned* dout = nullptr;
+    CHECK(cudaMalloc(&dout, in.size() * sizeof(unsigned)));
+    transpose8x8<<<2, 64>>>(din, dout);
+    CHECK_LAUNCH();
+    std::vector<unsigned> out = download(dout, in.size());
+    for (int w = 0; w < warps; ++w)
+      for (int lane = 0; lane < 32; ++lane) {
+        int r = lane / 4, c = 2 * (lane % 4);  // lane holds row r, columns c, c+1 of M^T
+        unsigned want = element(w, c, r) | element(w, c + 1, r) << 16;
+        check.eq("movmatrix", w * 32 + lane, want, out[w * 32 + lane]);
+      }
+    CHECK(cudaFree(din));
+    CHECK(cudaFree(dout));
   }
   return check.finish();
 }

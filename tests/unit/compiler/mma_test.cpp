@@ -319,7 +319,8 @@ namespace rocuda::compiler::test {
 namespace {
 
 // ldmatrix / stmatrix on four 8x8 b16 matrices in shared memory with padded rows (24 bytes): lane
-// L owns row L % 8 of matrix L / 8 (it copies it in and gives its address).
+// L owns row L % 8 of matrix L / 8 (it copies it in and gives its address). movmatrix transposes
+// the fragments ldmatrix loaded, which must give what ldmatrix .trans loads.
 const char* kMatrixPtx = R"(
 .version 8.5
 .target sm_90
@@ -327,7 +328,7 @@ const char* kMatrixPtx = R"(
 .visible .entry ldmatrix_test(.param .u64 pin, .param .u64 pout)
 {
   .shared .align 16 .b8 tiles[768];
-  .reg .b32 %lane, %m, %r, %off, %v<4>, %x<4>, %t<4>, %w<4>;
+  .reg .b32 %lane, %m, %r, %off, %v<4>, %x<4>, %t<4>, %w<4>, %mv<4>;
   .reg .b64 %p<6>;
   .reg .b32 %s<2>;
   mov.u32 %lane, %laneid;
@@ -347,12 +348,17 @@ const char* kMatrixPtx = R"(
   ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%x0, %x1, %x2, %x3}, [%s1];
   ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%t0, %t1, %t2, %t3}, [%s1];
   ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%w0, %w1}, [%s1];
+  movmatrix.sync.aligned.m8n8.trans.b16 %mv0, %x0;
+  movmatrix.sync.aligned.m8n8.trans.b16 %mv1, %x1;
+  movmatrix.sync.aligned.m8n8.trans.b16 %mv2, %x2;
+  movmatrix.sync.aligned.m8n8.trans.b16 %mv3, %x3;
   ld.param.u64 %p2, [pout];
-  mul.wide.u32 %p3, %lane, 48;
+  mul.wide.u32 %p3, %lane, 64;
   add.s64 %p2, %p2, %p3;
   st.global.v4.b32 [%p2], {%x0, %x1, %x2, %x3};
   st.global.v4.b32 [%p2+16], {%t0, %t1, %t2, %t3};
   st.global.v2.b32 [%p2+32], {%w0, %w1};
+  st.global.v4.b32 [%p2+48], {%mv0, %mv1, %mv2, %mv3};
   // stmatrix back into the tiles (.trans), then every lane reads its row again.
   bar.warp.sync 0xffffffff;
   stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%s1], {%x0, %x1, %x2, %x3};
@@ -363,7 +369,7 @@ const char* kMatrixPtx = R"(
 }
 )";
 
-TEST(MatrixLoadStore, LdmatrixAndStmatrixFollowTheFragmentLayout) {
+TEST(MatrixLoadStore, LdmatrixStmatrixAndMovmatrixFollowTheFragmentLayout) {
   auto loaded = compileAndLoad(kMatrixPtx, "ldmatrix");
   ASSERT_TRUE(loaded);
   // M[j][r][c] = a distinct 16-bit value; lane 8j + r's 16 input bytes are row r of matrix j.
@@ -371,18 +377,20 @@ TEST(MatrixLoadStore, LdmatrixAndStmatrixFollowTheFragmentLayout) {
   std::vector<uint16_t> in(32 * 8);
   for (int lane = 0; lane < 32; ++lane)
     for (int c = 0; c < 8; ++c) in[static_cast<size_t>(lane * 8 + c)] = value(lane / 8, lane % 8, c);
-  std::vector<uint32_t> out(32 * 12, 0xdeadbeef);
+  std::vector<uint32_t> out(32 * 16, 0xdeadbeef);
   void* pin = in.data();
   void* pout = out.data();
   ASSERT_TRUE(launch(*loaded, "ldmatrix_test", {}, {32}, {&pin, &pout}));
   auto pack = [](uint16_t lo, uint16_t hi) { return static_cast<uint32_t>(lo) | static_cast<uint32_t>(hi) << 16; };
   for (int lane = 0; lane < 32; ++lane) {
     int g = lane / 4, t = lane % 4;
-    const uint32_t* o = out.data() + lane * 12;
+    const uint32_t* o = out.data() + lane * 16;
     for (int j = 0; j < 4; ++j) {
       EXPECT_EQ(o[j], pack(value(j, g, 2 * t), value(j, g, 2 * t + 1))) << "lane " << lane << " matrix " << j;
       EXPECT_EQ(o[4 + j], pack(value(j, 2 * t, g), value(j, 2 * t + 1, g)))
           << ".trans lane " << lane << " matrix " << j;
+      EXPECT_EQ(o[12 + j], pack(value(j, 2 * t, g), value(j, 2 * t + 1, g)))
+          << "movmatrix lane " << lane << " matrix " << j;
     }
     for (int j = 0; j < 2; ++j)
       EXPECT_EQ(o[8 + j], pack(value(j, g, 2 * t), value(j, g, 2 * t + 1))) << ".x2 lane " << lane;
