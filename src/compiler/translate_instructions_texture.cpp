@@ -1,7 +1,9 @@
 // Texture and surface instructions as calls into the device runtime's sampler (the
 // `__rocuda_tex_*` / `__rocuda_surf_*` functions of the contract in compiler.h): tex, tld4, txq,
 // suld.b, sust.b, sust.p, suq. The handle operand is a 64-bit texture/surface object (texture
-// references bound by name are not supported). Results come back through a 16-byte stack buffer.
+// references bound by name are not supported). Results come back through a 16-byte stack buffer;
+// .f16 / .f16x2 results are its float lanes rounded to half, and the `d|p` forms' residency
+// predicate is always true.
 #include "compiler/translator.h"
 
 namespace rocuda::compiler::detail {
@@ -87,16 +89,42 @@ bool coordinateLayout(int geometry, size_t& spatial, bool& layered) {
   }
 }
 
-// Copy the 32-bit lanes of `buffer` into the destination registers.
+// Copy the 32-bit lanes of `buffer` into the destination registers. Half results (tex .f16 and
+// .f16x2) are the float lanes rounded to nearest even: .f16 one per register, .f16x2 two (the
+// first in the low half).
 Status writeLanes(FunctionTranslator& t, const ptx::Operand& dst, llvm::Value* buffer,
                   ScalarType type) {
+  auto& B = t.b;
   auto lanes = elementsOf(dst);
-  if (lanes.size() > 4) return makeError(ErrorCode::InvalidPtx, "more than four result lanes");
+  size_t perRegister = type == ScalarType::F16x2 ? 2 : 1;
+  if (lanes.size() * perRegister > 4)
+    return makeError(ErrorCode::InvalidPtx, "more than four result lanes");
+  auto lane = [&](size_t i) {
+    return B.CreateLoad(t.i32(),
+                        B.CreateConstInBoundsGEP1_32(t.i32(), buffer, static_cast<unsigned>(i)));
+  };
+  auto half = [&](size_t i) {  // the bits of lane i as f16
+    llvm::Value* h = B.CreateFPTrunc(B.CreateBitCast(lane(i), B.getFloatTy()), B.getHalfTy());
+    return B.CreateZExt(B.CreateBitCast(h, B.getInt16Ty()), t.i32());
+  };
   for (size_t i = 0; i < lanes.size(); ++i) {
-    llvm::Value* slot = t.b.CreateConstInBoundsGEP1_32(t.i32(), buffer, static_cast<unsigned>(i));
-    ROCUDA_TRY(t.write(*lanes[i], t.b.CreateLoad(t.i32(), slot), type));
+    if (type == ScalarType::F16) {
+      ROCUDA_TRY(t.write(*lanes[i], B.CreateTrunc(half(i), B.getInt16Ty()), ScalarType::B16));
+    } else if (type == ScalarType::F16x2) {
+      ROCUDA_TRY(t.write(*lanes[i], B.CreateOr(half(2 * i), B.CreateShl(half(2 * i + 1), 16)),
+                         ScalarType::B32));
+    } else {
+      ROCUDA_TRY(t.write(*lanes[i], lane(i), type));
+    }
   }
   return Status::success();
+}
+
+// tex and tld4 with `d|p` (PTX 7.1): p says whether the texels were resident in memory, which
+// they always are here (no sparse textures).
+Status writeResidency(FunctionTranslator& t, const ptx::Instruction& inst) {
+  if (!inst.destinationPair) return Status::success();
+  return t.write(inst.operands()[1], t.b.getTrue(), ScalarType::Pred);
 }
 
 Status tex(FunctionTranslator& t, const ptx::Instruction& inst) {
@@ -104,16 +132,18 @@ Status tex(FunctionTranslator& t, const ptx::Instruction& inst) {
   int geometry = geometryOf(inst);
   size_t spatial = 0;
   bool layered = false;
+  size_t where = inst.destinationPair ? 2 : 1;  // the [handle, {coordinates}] operand
   if (!coordinateLayout(geometry, spatial, layered) || inst.types().size() != 2 ||
-      inst.operands().size() < 2 || inst.destinationPair)
+      inst.operands().size() < where + 1)
     return t.unsupported(inst);
   ScalarType result = inst.types()[0], coordType = inst.types()[1];
-  if (result != ScalarType::F32 && result != ScalarType::S32 && result != ScalarType::U32)
+  if (result != ScalarType::F32 && result != ScalarType::S32 && result != ScalarType::U32 &&
+      result != ScalarType::F16 && result != ScalarType::F16x2)
     return t.unsupported(inst, "result type");
   if (coordType != ScalarType::F32 && coordType != ScalarType::S32)
     return t.unsupported(inst, "coordinate type");
-  ROCUDA_VALUE(handle, handleOf(t, inst, inst.operands()[1]));
-  auto coords = coordinatesOf(inst.operands()[1]);
+  ROCUDA_VALUE(handle, handleOf(t, inst, inst.operands()[where]));
+  auto coords = coordinatesOf(inst.operands()[where]);
   size_t first = layered ? 1 : 0;
   if (coords.size() < first + spatial) return t.invalid(inst, "too few coordinates");
   llvm::Value* layer = B.getInt32(0);
@@ -135,6 +165,7 @@ Status tex(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto callee = runtime(t, isFloat ? "__rocuda_tex_fetch_f" : "__rocuda_tex_fetch_i", B.getVoidTy(),
                         {t.ptrTy(), t.i64(), t.i32(), coordTy, coordTy, coordTy, t.i32()});
   B.CreateCall(callee, {buffer, handle, B.getInt32(geometry), xyz[0], xyz[1], xyz[2], layer});
+  ROCUDA_TRY(writeResidency(t, inst));
   return writeLanes(t, inst.operands()[0], buffer, result);
 }
 
@@ -145,11 +176,12 @@ Status tld4(FunctionTranslator& t, const ptx::Instruction& inst) {
   for (int i = 0; i < 4; ++i)
     if (inst.hasModifier(names[i])) component = i;
   int geometry = geometryOf(inst);
+  size_t where = inst.destinationPair ? 2 : 1;
   if (component < 0 || (geometry != k2D && geometry != kA2D) || inst.types().size() != 2 ||
-      inst.types()[1] != ScalarType::F32 || inst.operands().size() < 2 || inst.destinationPair)
+      inst.types()[1] != ScalarType::F32 || inst.operands().size() < where + 1)
     return t.unsupported(inst);
-  ROCUDA_VALUE(handle, handleOf(t, inst, inst.operands()[1]));
-  auto coords = coordinatesOf(inst.operands()[1]);
+  ROCUDA_VALUE(handle, handleOf(t, inst, inst.operands()[where]));
+  auto coords = coordinatesOf(inst.operands()[where]);
   size_t first = geometry == kA2D ? 1 : 0;
   if (coords.size() < first + 2) return t.invalid(inst, "too few coordinates");
   llvm::Value* layer = B.getInt32(0);
@@ -163,6 +195,7 @@ Status tld4(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto callee = runtime(t, "__rocuda_tex_gather", B.getVoidTy(),
                         {t.ptrTy(), t.i64(), t.i32(), B.getFloatTy(), B.getFloatTy(), t.i32()});
   B.CreateCall(callee, {buffer, handle, B.getInt32(component), x, y, layer});
+  ROCUDA_TRY(writeResidency(t, inst));
   return writeLanes(t, inst.operands()[0], buffer, inst.types()[0]);
 }
 

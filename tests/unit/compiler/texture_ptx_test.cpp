@@ -20,8 +20,9 @@ const char* kTexturePtx = R"(
 .visible .entry textures(.param .u64 ptex, .param .u64 psurf, .param .u64 pcube,
                          .param .u64 pout)
 {
-  .reg .b16 %rs<4>;
-  .reg .b32 %r<16>;
+  .reg .b16 %rs<8>;
+  .reg .b32 %r<20>;
+  .reg .pred %p<2>;
   .reg .f32 %f<24>;
   .reg .b64 %rd<6>;
   ld.param.u64 %rd1, [ptex];
@@ -59,6 +60,15 @@ const char* kTexturePtx = R"(
   cvt.u32.u16 %r14, %rs2;
   st.global.u32 [%rd4+52], %r14;
   sust.b.2d.b32.zero [%rd2, {%r11, %r11}], {%r13};
+  // Half results (.f16 one per register, .f16x2 two) and the residency predicate (PTX 7.1).
+  tex.2d.v4.f16.s32 {%rs3, %rs4, %rs5, %rs6}, [%rd1, {%r6, %r6}];
+  mov.b32 %r15, {%rs3, %rs4};
+  mov.b32 %r16, {%rs5, %rs6};
+  mov.u32 %r19, 0;
+  tex.2d.v2.f16x2.s32 {%r17, %r18}|%p1, [%rd1, {%r19, %r6}];
+  st.global.v4.u32 [%rd4+56], {%r15, %r16, %r17, %r18};
+  selp.u32 %r19, 1, 0, %p1;
+  st.global.u32 [%rd4+72], %r19;
   ret;
 }
 )";
@@ -109,7 +119,7 @@ TEST(TexturePtx, TranslatedInstructionsSample) {
   uint64_t texHandle = reinterpret_cast<uint64_t>(&tex);
   uint64_t surfHandle = reinterpret_cast<uint64_t>(&surf);
   uint64_t cubeHandle = reinterpret_cast<uint64_t>(&cube);
-  uint32_t out[16] = {};
+  uint32_t out[20] = {};
   void* outPtr = out;
   ASSERT_TRUE(launch(loaded, "textures", {}, {}, {&texHandle, &surfHandle, &cubeHandle, &outPtr}));
   float f[4];
@@ -134,6 +144,13 @@ TEST(TexturePtx, TranslatedInstructionsSample) {
   EXPECT_EQ(out[12], 99u);   // .clamp
   EXPECT_EQ(surfaceTexels[3 + 1], 0x00070005u);
   EXPECT_EQ(out[13], 7u);  // second b16 lane
+  // The same fetches as f16, rounded to nearest: texel (1, 1) = 4.0 (0x4400), texel (0, 1) = 3.0
+  // (0x4200); a one-channel float texture reads (x, 0, 0, 1).
+  EXPECT_EQ(out[14], 0x00004400u);
+  EXPECT_EQ(out[15], 0x3c000000u);
+  EXPECT_EQ(out[16], 0x00004200u);
+  EXPECT_EQ(out[17], 0x3c000000u);
+  EXPECT_EQ(out[18], 1u);  // resident
 }
 
 }  // namespace
