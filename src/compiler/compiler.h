@@ -76,7 +76,7 @@
 //  * `%envreg<n>` is `i32 __rocuda_sreg_envreg<n>()`: %envreg1 and %envreg2 are the high and low
 //    halves of BlockContext::gridWorkspace (cooperative groups' grid workspace), the others 0.
 //  * `.global` / `.const` variables are LLVM globals named as in the PTX, looked up by name.
-//  * Textures and surfaces (tex, tld4, txq, suld.b, sust.b/.p, suq): the handle is a 64-bit
+//  * Textures and surfaces (tex, tld4, txq, suld.b, sust.b/.p, sured, suq): the handle is a 64-bit
 //    texture/surface object, the address of a support::TextureView (support/texture_view.h).
 //    Geometry codes: 0 1d, 1 2d, 2 3d, 3 a1d, 4 a2d, 5 cube, 6 acube; `out`/`in` point at 16
 //    bytes (results as four 32-bit lanes); see backends/cpu/texture_runtime.h for the details:
@@ -88,8 +88,12 @@
 //        7..9 addr_mode_0..2, 10 array_size, 11 num_mipmap_levels, 12 num_samples);
 //      `i32 __rocuda_surf_load(ptr out, i64 surf, i32 geometry, i32 x, i32 y, i32 z, i32 layer,
 //        i32 bytes, i32 mode)`, `__rocuda_surf_store(ptr in, ...)` (x in bytes; mode 0 trap,
-//        1 clamp, 2 zero; a non-zero return in trap mode is followed by __rocuda_trap) and
-//        `__rocuda_surf_store_p(ptr in, ..., i32 kind, i32 mode)` (kind -1: the surface's type).
+//        1 clamp, 2 zero; a non-zero return in trap mode is followed by __rocuda_trap),
+//        `__rocuda_surf_store_p(ptr in, ..., i32 kind, i32 mode)` (x in samples; kind -1: the
+//        surface's type) and `i32 __rocuda_surf_reduce(i64 surf, i32 geometry, i32 x, i32 y,
+//        i32 z, i32 layer, i64 value, i32 op, i32 type, i32 samples, i32 mode)` (sured: op 0 add,
+//        1 min, 2 max, 3 and, 4 or; type 0 u32, 1 s32, 2 u64, 3 s64, 4 b32, 5 b64; samples 1
+//        for .p, whose x is in samples and whose .b32/.b64 follow the surface's signedness).
 //    Only mipmap level 0 is sampled (tex.level / tex.grad read level 0).
 //  * ROCUDA_MEMCHECK (CompileOptions::memcheck, host code only): before every ld/ldu/st (scalar
 //    or vector: one call for the whole vector), atom/red and cp.async, `void __rocuda_memcheck(

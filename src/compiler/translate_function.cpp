@@ -525,7 +525,7 @@ Status FunctionTranslator::translateInstruction(const ptx::Instruction& inst) {
     case Opcode::vmax4: case Opcode::vset4:
       return translateVideoOp(*this, inst);
     case Opcode::tex: case Opcode::tld4: case Opcode::txq: case Opcode::suq: case Opcode::suld:
-    case Opcode::sust:
+    case Opcode::sust: case Opcode::sured:
       return translateTextureOp(*this, inst);
     default:
       return unsupported(inst);

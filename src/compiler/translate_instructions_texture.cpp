@@ -1,8 +1,8 @@
 // Texture and surface instructions as calls into the device runtime's sampler (the
 // `__rocuda_tex_*` / `__rocuda_surf_*` functions of the contract in compiler.h): tex, tld4, txq,
-// suld.b, sust.b, sust.p, suq. The handle operand is a 64-bit texture/surface object (texture
-// references bound by name are not supported). Results come back through a 16-byte stack buffer;
-// .f16 / .f16x2 results are its float lanes rounded to half, and the `d|p` forms' residency
+// suld.b, sust.b, sust.p, sured, suq. The handle operand is a 64-bit texture/surface object
+// (texture references bound by name are not supported). Results come back through a 16-byte stack
+// buffer; .f16 / .f16x2 results are its float lanes rounded to half, and the `d|p` forms' residency
 // predicate is always true.
 #include "compiler/translator.h"
 
@@ -324,6 +324,49 @@ Status surfaceAccess(FunctionTranslator& t, const ptx::Instruction& inst, bool l
   return Status::success();
 }
 
+// sured.{b,p}.op.geom.type.mode [surf, coords], value: an atomic read-modify-write of the
+// surface's element, done by the runtime. .b: x in bytes, the type as written; .p: x in samples,
+// .b32/.b64 signed or unsigned as the surface's format says.
+Status surfaceReduction(FunctionTranslator& t, const ptx::Instruction& inst) {
+  auto& B = t.b;
+  bool formatted = inst.hasModifier("p");
+  if ((!inst.hasModifier("b") && !formatted) || inst.types().size() != 1 ||
+      inst.operands().size() != 2)
+    return t.unsupported(inst);
+  static const char* kOps[] = {"add", "min", "max", "and", "or"};
+  int op = -1;
+  for (int i = 0; i < 5; ++i)
+    if (inst.hasModifier(kOps[i])) op = i;
+  // The runtime's type codes: 0 u32, 1 s32, 2 u64, 3 s64, 4 b32, 5 b64 (.p: the format decides).
+  ScalarType type = inst.types()[0];
+  int typeCode = type == ScalarType::U32   ? 0
+                 : type == ScalarType::S32 ? 1
+                 : type == ScalarType::U64 ? 2
+                 : type == ScalarType::S64 ? 3
+                 : type == ScalarType::B32 ? 4
+                 : type == ScalarType::B64 ? 5
+                                           : -1;
+  if (op < 0 || typeCode < 0) return t.unsupported(inst, "operation or type");
+  int geometry = geometryOf(inst);
+  if (geometry != k1D && geometry != k2D && geometry != k3D)
+    return t.unsupported(inst, "surface geometry");
+  ROCUDA_VALUE(handle, handleOf(t, inst, inst.operands()[0]));
+  auto coords = surfaceCoordinates(t, inst, inst.operands()[0], geometry);
+  if (!coords.ok()) return coords.error();
+  bool wide = typeCode == 2 || typeCode == 3 || typeCode == 5;
+  ROCUDA_VALUE(value, t.read(inst.operands()[1], wide ? ScalarType::B64 : ScalarType::B32));
+  if (!wide) value = B.CreateZExt(value, t.i64());
+  int mode = boundaryMode(inst);
+  std::vector<llvm::Type*> types = {t.i64(), t.i32(), t.i32(), t.i32(), t.i32(), t.i32(),
+                                    t.i64(), t.i32(), t.i32(), t.i32(), t.i32()};
+  llvm::Value* status = B.CreateCall(
+      runtime(t, "__rocuda_surf_reduce", t.i32(), types),
+      {handle, B.getInt32(geometry), (*coords)[0], (*coords)[1], (*coords)[2], (*coords)[3], value,
+       B.getInt32(op), B.getInt32(typeCode), B.getInt32(formatted ? 1 : 0), B.getInt32(mode)});
+  if (mode == 0) trapOnFailure(t, status);
+  return Status::success();
+}
+
 }  // namespace
 
 Status translateTextureOp(FunctionTranslator& t, const ptx::Instruction& inst) {
@@ -340,6 +383,8 @@ Status translateTextureOp(FunctionTranslator& t, const ptx::Instruction& inst) {
       return surfaceAccess(t, inst, true);
     case ptx::Opcode::sust:
       return surfaceAccess(t, inst, false);
+    case ptx::Opcode::sured:
+      return surfaceReduction(t, inst);
     default:
       return t.unsupported(inst);
   }

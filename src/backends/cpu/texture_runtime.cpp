@@ -7,6 +7,7 @@
 #include "backends/cpu/texture_runtime.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 
@@ -418,6 +419,35 @@ void storeChannel(const TextureView& v, uint8_t* p, unsigned c, uint32_t bits, i
   }
 }
 
+// One atomic read-modify-write of sured on an aligned element: op 0 add, 1 min, 2 max, 3 and, 4 or.
+template <class T>
+void reduceAtomically(void* element, T value, int32_t op) {
+  std::atomic_ref<T> target(*static_cast<T*>(element));
+  switch (op) {
+    case 0:
+      target.fetch_add(value);
+      return;
+    case 3:
+      target.fetch_and(value);
+      return;
+    case 4:
+      target.fetch_or(value);
+      return;
+    default: {
+      T current = target.load();
+      while ((op == 1 ? value < current : value > current) &&
+             !target.compare_exchange_weak(current, value)) {
+      }
+    }
+  }
+}
+
+bool signedFormat(const TextureView& v) {
+  using rocuda::support::TexelFormat;
+  return v.format == TexelFormat::S8 || v.format == TexelFormat::S16 ||
+         v.format == TexelFormat::S32;
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, void*>> textureRuntimeSymbols() {
@@ -429,7 +459,8 @@ std::vector<std::pair<std::string, void*>> textureRuntimeSymbols() {
           {"__rocuda_surf_query", fn(__rocuda_surf_query)},
           {"__rocuda_surf_load", fn(__rocuda_surf_load)},
           {"__rocuda_surf_store", fn(__rocuda_surf_store)},
-          {"__rocuda_surf_store_p", fn(__rocuda_surf_store_p)}};
+          {"__rocuda_surf_store_p", fn(__rocuda_surf_store_p)},
+          {"__rocuda_surf_reduce", fn(__rocuda_surf_reduce)}};
 }
 
 }  // namespace rocuda::backends::cpu
@@ -526,7 +557,9 @@ int32_t __rocuda_surf_store_p(const void* in, uint64_t surf, int32_t geometry, i
   const rocuda::support::TextureView* v = viewOf(surf);
   if (v == nullptr) return mode == 0 ? 1 : 0;
   bool trap = false;
-  uint8_t* p = surfaceAddress(*v, geometry, x, y, z, layer, v->texelBytes, mode, trap);
+  // Sample addressing: x counts texels.
+  uint8_t* p = surfaceAddress(*v, geometry, int64_t(x) * int64_t(v->texelBytes), y, z, layer,
+                              v->texelBytes, mode, trap);
   if (p == nullptr) return trap ? 1 : 0;
   uint32_t values[4];
   std::memcpy(values, in, 16);
@@ -538,6 +571,31 @@ int32_t __rocuda_surf_store_p(const void* in, uint64_t surf, int32_t geometry, i
                                                                                     : 2;
   }
   for (unsigned c = 0; c < v->channels && c < 4; ++c) storeChannel(*v, p, c, values[c], kind);
+  return 0;
+}
+
+int32_t __rocuda_surf_reduce(uint64_t surf, int32_t geometry, int32_t x, int32_t y, int32_t z,
+                             int32_t layer, uint64_t value, int32_t op, int32_t type,
+                             int32_t samples, int32_t mode) {
+  const rocuda::support::TextureView* v = viewOf(surf);
+  bool wide = type == 2 || type == 3 || type == 5;
+  int32_t bytes = wide ? 8 : 4;
+  if (v == nullptr || op < 0 || op > 4 || type < 0 || type > 5) return mode == 0 ? 1 : 0;
+  bool isSigned = type == 1 || type == 3 || (type >= 4 && signedFormat(*v));
+  int64_t byteX = samples != 0 ? int64_t(x) * int64_t(v->texelBytes) : int64_t(x);
+  bool trap = false;
+  uint8_t* p = surfaceAddress(*v, geometry, byteX, y, z, layer, bytes, mode, trap);
+  if (p == nullptr) return trap ? 1 : 0;
+  if (reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(bytes) != 0)
+    return mode == 0 ? 1 : 0;  // a misaligned element cannot be updated atomically
+  if (wide && isSigned)
+    reduceAtomically<int64_t>(p, static_cast<int64_t>(value), op);
+  else if (wide)
+    reduceAtomically<uint64_t>(p, value, op);
+  else if (isSigned)
+    reduceAtomically<int32_t>(p, static_cast<int32_t>(static_cast<uint32_t>(value)), op);
+  else
+    reduceAtomically<uint32_t>(p, static_cast<uint32_t>(value), op);
   return 0;
 }
 

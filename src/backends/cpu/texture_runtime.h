@@ -42,7 +42,13 @@ int32_t __rocuda_surf_load(void* out, uint64_t surf, int32_t geometry, int32_t x
 int32_t __rocuda_surf_store(const void* in, uint64_t surf, int32_t geometry, int32_t x, int32_t y,
                             int32_t z, int32_t layer, int32_t bytes, int32_t mode);
 // sust.p: formatted store of 4 x 32-bit values (`kind` 0 f32, 1 s32, 2 u32, -1 the surface's
-// channel type), x in bytes.
+// channel type), x in samples (texels), as the PTX ISA's sample addressing says.
 int32_t __rocuda_surf_store_p(const void* in, uint64_t surf, int32_t geometry, int32_t x, int32_t y,
                               int32_t z, int32_t layer, int32_t kind, int32_t mode);
+// sured: an atomic `element = element op value` (op 0 add, 1 min, 2 max, 3 and, 4 or) on a 32- or
+// 64-bit element (type 0 u32, 1 s32, 2 u64, 3 s64, 4 b32, 5 b64). `samples` 0: x in bytes (.b);
+// 1: x in texels and b32/b64 signed when the surface's format is (.p). Returns as the others.
+int32_t __rocuda_surf_reduce(uint64_t surf, int32_t geometry, int32_t x, int32_t y, int32_t z,
+                             int32_t layer, uint64_t value, int32_t op, int32_t type,
+                             int32_t samples, int32_t mode);
 }

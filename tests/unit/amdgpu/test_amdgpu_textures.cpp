@@ -39,6 +39,7 @@ TEST(AmdgpuTextures, RefusedWithTheRuntimeFunctionNamed) {
       {kernelWith("suld.b.2d.b32.clamp {%r2}, [%rd1, {%r1, %r1}];\nst.global.u32 [%rd2], %r2;"),
        "__rocuda_surf_load"},
       {kernelWith("sust.b.1d.b32.zero [%rd1, {%r1}], {%r1};"), "__rocuda_surf_store"},
+      {kernelWith("sured.b.add.1d.u32.zero [%rd1, {%r1}], %r1;"), "__rocuda_surf_reduce"},
       {kernelWith("txq.width.b32 %r2, [%rd1];\nst.global.u32 [%rd2], %r2;"), "__rocuda_tex_query"},
   };
   for (const auto& [ptx, name] : cases) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "backends/cpu/texture_runtime.h"
@@ -286,6 +287,55 @@ TEST(Surfaces, LoadStoreAndBoundaryModes) {
   EXPECT_EQ(bytes[1], 255);
   EXPECT_EQ(bytes[2], 0);
   EXPECT_EQ(bytes[3], 51);
+}
+
+// sured: atomic reductions on surface elements from many threads at once; .p addresses samples
+// and takes the sign from the surface's format; out-of-range and misaligned elements follow the
+// boundary mode.
+TEST(SurfaceAccess, ReductionsAreAtomicAndFollowTheFormat) {
+  std::vector<int32_t> texels(4 * 2, 0);
+  TextureView v;
+  v.format = TexelFormat::S32;
+  v.channels = 1;
+  v.texelBytes = 4;
+  v.surface = v.readAsInteger = true;
+  v.data = reinterpret_cast<uint8_t*>(texels.data());
+  v.width = 4;
+  v.height = 2;
+  v.rowPitch = 16;
+  v.slicePitch = 32;
+  constexpr int kAdd = 0, kMin = 1, kMax = 2, kAnd = 3, kOr = 4;
+  constexpr int kU32 = 0, kS32 = 1, kU64 = 2, kB32 = 4, kB64 = 5;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&] {
+      for (int n = 0; n < 10000; ++n)
+        EXPECT_EQ(__rocuda_surf_reduce(handle(v), 1, 4, 1, 0, 0, 1, kAdd, kU32, 0, 0), 0);
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(texels[4 + 1], 40000);  // byte 4 of row 1
+  // .p .b32 on a signed surface: sample 2 of row 0; -7 is less than 0.
+  EXPECT_EQ(__rocuda_surf_reduce(handle(v), 1, 2, 0, 0, 0, uint32_t(-7), kMin, kB32, 1, 0), 0);
+  EXPECT_EQ(texels[2], -7);
+  EXPECT_EQ(__rocuda_surf_reduce(handle(v), 1, 8, 0, 0, 0, uint32_t(-9), kMax, kS32, 0, 0), 0);
+  EXPECT_EQ(texels[2], -7);  // .b .s32: -9 < -7
+  EXPECT_EQ(__rocuda_surf_reduce(handle(v), 1, 8, 0, 0, 0, 0xf0, kOr, kB32, 0, 0), 0);
+  EXPECT_EQ(__rocuda_surf_reduce(handle(v), 1, 8, 0, 0, 0, 0xff, kAnd, kB32, 0, 0), 0);
+  EXPECT_EQ(texels[2], 0xf9);  // (-7 | 0xf0) & 0xff
+  // 64-bit elements: texels 0 and 1 of row 0 as one u64 (unsigned max), and .p .b64 max on the
+  // signed format.
+  EXPECT_EQ(__rocuda_surf_reduce(handle(v), 1, 0, 0, 0, 0, 0x100000002ull, kMax, kU64, 0, 0), 0);
+  EXPECT_EQ(texels[0], 2);
+  EXPECT_EQ(texels[1], 1);
+  EXPECT_EQ(__rocuda_surf_reduce(handle(v), 1, 0, 0, 0, 0, uint64_t(-1), kMax, kB64, 1, 0), 0);
+  EXPECT_EQ(texels[0], 2);  // -1 is less than 0x100000002 when signed
+  // Out of range: trap reports, zero drops, clamp reduces the edge element; misaligned traps.
+  EXPECT_EQ(__rocuda_surf_reduce(handle(v), 1, 16, 0, 0, 0, 1, kAdd, kU32, 0, 0), 1);
+  EXPECT_EQ(__rocuda_surf_reduce(handle(v), 1, 16, 0, 0, 0, 1, kAdd, kU32, 0, 2), 0);
+  EXPECT_EQ(__rocuda_surf_reduce(handle(v), 1, 100, 0, 0, 0, 3, kAdd, kU32, 0, 1), 0);
+  EXPECT_EQ(texels[3], 3);
+  EXPECT_EQ(__rocuda_surf_reduce(handle(v), 1, 2, 0, 0, 0, 1, kAdd, kU32, 0, 0), 1);
+  EXPECT_EQ(__rocuda_surf_reduce(0, 1, 0, 0, 0, 0, 1, kAdd, kU32, 0, 0), 1);  // no surface
 }
 
 }  // namespace

@@ -21,7 +21,7 @@ const char* kTexturePtx = R"(
                          .param .u64 pout)
 {
   .reg .b16 %rs<8>;
-  .reg .b32 %r<20>;
+  .reg .b32 %r<32>;
   .reg .pred %p<2>;
   .reg .f32 %f<24>;
   .reg .b64 %rd<6>;
@@ -69,6 +69,20 @@ const char* kTexturePtx = R"(
   st.global.v4.u32 [%rd4+56], {%r15, %r16, %r17, %r18};
   selp.u32 %r19, 1, 0, %p1;
   st.global.u32 [%rd4+72], %r19;
+  // sured: .b at byte 4 of row 0 (texel 1) adds 5 twice; .p at sample 2 of row 1 takes the max;
+  // an out-of-range .zero reduction does nothing. sust.p at sample 2 of row 0.
+  mov.u32 %r20, 4;
+  mov.u32 %r21, 0;
+  mov.u32 %r22, 5;
+  sured.b.add.2d.u32.trap [%rd2, {%r20, %r21}], %r22;
+  sured.b.add.2d.u32.trap [%rd2, {%r20, %r21}], %r22;
+  mov.u32 %r23, 2;
+  mov.u32 %r24, 1;
+  mov.u32 %r25, 120;
+  sured.p.max.2d.b32.trap [%rd2, {%r23, %r24}], %r25;
+  sured.b.min.2d.s32.zero [%rd2, {%r11, %r24}], %r21;
+  mov.u32 %r26, 77;
+  sust.p.2d.v4.b32.trap [%rd2, {%r23, %r21}], {%r26, %r26, %r26, %r26};
   ret;
 }
 )";
@@ -151,6 +165,10 @@ TEST(TexturePtx, TranslatedInstructionsSample) {
   EXPECT_EQ(out[16], 0x00004200u);
   EXPECT_EQ(out[17], 0x3c000000u);
   EXPECT_EQ(out[18], 1u);  // resident
+  EXPECT_EQ(surfaceTexels[1], 10u);       // sured.b.add twice
+  EXPECT_EQ(surfaceTexels[3 + 2], 120u);  // sured.p.max over the 99
+  EXPECT_EQ(surfaceTexels[2], 77u);       // sust.p: x counts samples
+  EXPECT_EQ(surfaceTexels[0], 0u);
 }
 
 }  // namespace
