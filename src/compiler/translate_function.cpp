@@ -461,7 +461,7 @@ Status FunctionTranslator::translate() {
 static bool anyFloat(const ptx::Instruction& inst) {
   for (auto t : inst.types())
     if (ptx::isFloat(t)) return true;
-  return false;
+  return inst.hasModifier("f32x2");  // the packed f32 pairs of sm_100 (no ScalarType of theirs)
 }
 
 // clang-format off

@@ -515,6 +515,8 @@ Status convertPack(FunctionTranslator& t, const ptx::Instruction& inst) {
 Status translateConvertOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   if (inst.opcode == ptx::Opcode::cvt_pack) return convertPack(t, inst);
   if (inst.opcode != ptx::Opcode::cvt || inst.types().size() != 2) return t.unsupported(inst);
+  // Stochastic rounding (sm_100a) takes a third operand of random bits.
+  if (inst.hasModifier("rs")) return t.unsupported(inst, "stochastic rounding (.rs)");
   ScalarType to = inst.types()[0], from = inst.types()[1];
   if (to == ScalarType::UE8M0x2 || from == ScalarType::UE8M0x2)
     return convertUe8m0(t, inst, to, from);

@@ -432,6 +432,7 @@ Status fuseProduct(FunctionTranslator& t, const ptx::Instruction& inst, ScalarTy
 }  // namespace
 
 Status translateFloatOp(FunctionTranslator& t, const ptx::Instruction& inst) {
+  if (inst.hasModifier("f32x2")) return t.unsupported(inst, "packed .f32x2 arithmetic (sm_100)");
   if (inst.types().empty()) return t.invalid(inst, "missing type");
   ScalarType type = inst.types()[0];
   if (inst.operands().size() < 2) return t.invalid(inst, "too few operands");
