@@ -179,6 +179,11 @@ constexpr size_t kDevicePropBufferBytes = 4096;
   X(hipMemsetD8Async, hipError_t (*)(void*, unsigned char, size_t, hipStream_t), true)            \
   X(hipMemsetD16Async, hipError_t (*)(void*, unsigned short, size_t, hipStream_t), true)          \
   X(hipMemsetD32Async, hipError_t (*)(void*, int, size_t, hipStream_t), true)                     \
+  /* ROCm 6 and later: */                                                                         \
+  X(hipModuleLaunchCooperativeKernel,                                                             \
+    hipError_t (*)(hipFunction_t, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,     \
+                   unsigned, hipStream_t, void**),                                                \
+    false)                                                                                        \
   X(hipFuncGetAttribute, hipError_t (*)(int*, hipFunction_attribute, hipFunction_t), false)       \
   X(hipGetErrorName, const char* (*)(hipError_t), false)                                          \
   X(hipDriverGetVersion, hipError_t (*)(int*), false)                                             \

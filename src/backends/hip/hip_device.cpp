@@ -38,14 +38,27 @@ KernelResources codeObjectResources(const HipApi& api, hipFunction_t function) {
   return resources;
 }
 
+// A module's grid workspace (amdgpu_codegen.h, kAmdgpuGridWorkspaceSymbol): the symbol's device
+// address, the workspace it points at during cooperative launches, and the value it holds now.
+// The module's launches take turns (launchMutex): a cooperative launch's workspace must not be
+// seen by another kernel, and each launch sets the symbol it reads.
+struct GridWorkspace {
+  void* symbol = nullptr;
+  void* workspace = nullptr;  // hipMalloc'ed, kBytes
+  uint64_t current = 0;
+  std::mutex launchMutex;
+  static constexpr size_t kBytes = 64;
+};
+
 class HipKernel final : public LoadedKernel {
  public:
   HipKernel(const compiler::KernelInfo& info, hipFunction_t function, PrintfBuffer* printf,
-            void* assertFlag, KernelResources resources)
+            void* assertFlag, GridWorkspace* gridWorkspace, KernelResources resources)
       : info_(info),
         function_(function),
         printf_(printf),
         assertFlag_(assertFlag),
+        gridWorkspace_(gridWorkspace),
         resources_(resources) {
     if (resources_.registersPerThread < 0) resources_.registersPerThread = 0;  // unknown
   }
@@ -56,12 +69,15 @@ class HipKernel final : public LoadedKernel {
   // The module's assert flag (compiler/amdgpu/amdgpu_codegen.h) in device memory; null when no
   // kernel of the module asserts.
   void* assertFlag() const { return assertFlag_; }
+  // The module's grid workspace; null when no kernel of the module reads %envreg1/%envreg2.
+  GridWorkspace* gridWorkspace() const { return gridWorkspace_; }
 
  private:
   const compiler::KernelInfo& info_;  // owned by the module
   hipFunction_t function_;
   PrintfBuffer* printf_;  // owned by the module
   void* assertFlag_;
+  GridWorkspace* gridWorkspace_;  // owned by the module
   KernelResources resources_;
 };
 
@@ -76,13 +92,14 @@ class HipModule final : public LoadedModule {
     const HipApi& api = library_->api();
     if (api.hipSetDevice(ordinal_) != hipSuccess) return;
     printf_.reset();
+    if (gridWorkspace_ && gridWorkspace_->workspace) api.hipFree(gridWorkspace_->workspace);
     hipError_t status = api.hipModuleUnload(module_);
     if (status != hipSuccess) log::warning(library_->error(status, "hipModuleUnload").message);
   }
 
   // Look up every kernel and global the compiler reported: a code object that lacks one is
   // refused at load time rather than at first use.
-  Status resolve(std::string_view moduleName, bool prints, bool asserts) {
+  Status resolve(std::string_view moduleName, bool prints, bool asserts, bool usesGridWorkspace) {
     const HipApi& api = library_->api();
     if (prints) {
       auto buffer = PrintfBuffer::create(library_, module_, moduleName);
@@ -99,6 +116,21 @@ class HipModule final : public LoadedModule {
                                            compiler::kAmdgpuAssertFlagSymbol + ") in module '" +
                                            std::string(moduleName) + "'");
     }
+    if (usesGridWorkspace) {
+      auto workspace = std::make_unique<GridWorkspace>();
+      size_t bytes = 0;
+      hipError_t status = api.hipModuleGetGlobal(&workspace->symbol, &bytes, module_,
+                                                 compiler::kAmdgpuGridWorkspaceSymbol);
+      if (status != hipSuccess)
+        return library_->error(status, std::string("hipModuleGetGlobal(") +
+                                           compiler::kAmdgpuGridWorkspaceSymbol + ") in module '" +
+                                           std::string(moduleName) + "'");
+      status = api.hipMalloc(&workspace->workspace, GridWorkspace::kBytes);
+      if (status != hipSuccess)
+        return library_->error(
+            status, "hipMalloc of the grid workspace of module '" + std::string(moduleName) + "'");
+      gridWorkspace_ = std::move(workspace);
+    }
     for (const compiler::KernelInfo& k : info_.kernels) {
       hipFunction_t function = nullptr;
       hipError_t status = api.hipModuleGetFunction(&function, module_, k.name.c_str());
@@ -106,6 +138,7 @@ class HipModule final : public LoadedModule {
         return library_->error(status, "hipModuleGetFunction('" + k.name + "') in module '" +
                                            std::string(moduleName) + "'");
       kernels_.emplace(k.name, std::make_unique<HipKernel>(k, function, printf_.get(), assertFlag,
+                                                           gridWorkspace_.get(),
                                                            codeObjectResources(api, function)));
     }
     for (const compiler::GlobalInfo& g : info_.globals) {
@@ -141,6 +174,7 @@ class HipModule final : public LoadedModule {
   compiler::ModuleInfo info_;
   hipModule_t module_;
   std::unique_ptr<PrintfBuffer> printf_;
+  std::unique_ptr<GridWorkspace> gridWorkspace_;
   std::unordered_map<std::string, std::unique_ptr<HipKernel>> kernels_;
   std::unordered_map<std::string, void*> globals_;
 };
@@ -316,24 +350,28 @@ class HipDevice final : public DeviceBackend {
         std::make_unique<HipModule>(library_, ordinal_, std::move(compiled->info), module);
     ROCUDA_TRY(loaded->resolve(
         moduleName, codeObjectDefines(compiled->output, compiler::kAmdgpuPrintfBufferSymbol),
-        codeObjectDefines(compiled->output, compiler::kAmdgpuAssertFlagSymbol)));
+        codeObjectDefines(compiled->output, compiler::kAmdgpuAssertFlagSymbol),
+        codeObjectDefines(compiled->output, compiler::kAmdgpuGridWorkspaceSymbol)));
     return std::unique_ptr<LoadedModule>(std::move(loaded));
   }
 
   Status launch(LoadedKernel& kernel, const LaunchConfig& config, const void* params) override {
     auto& hipKernel = static_cast<HipKernel&>(kernel);
     const compiler::KernelInfo& info = hipKernel.info();
-    if (config.cooperative) {
-      // grid.sync() needs a grid workspace (%envreg1/2), which AMD code does not have yet.
+    if (config.cooperative && api_.hipModuleLaunchCooperativeKernel == nullptr) {
       std::string message = "cooperative launch of '" + info.name + "' on " + description_.name +
-                            ": cooperative launches are not implemented on AMD GPUs yet";
+                            ": this HIP runtime has no hipModuleLaunchCooperativeKernel (ROCm 6 "
+                            "or later has)";
       log::warning(message);
       return makeError(ErrorCode::NotSupported, message);
     }
-    // A module's printf buffer is emptied after each of its kernels: one at a time.
-    std::unique_lock<std::mutex> printing;
+    // A module's printf buffer is emptied after each of its kernels: one at a time. So are the
+    // launches of a module with a grid workspace (GridWorkspace).
+    std::unique_lock<std::mutex> printing, workspaceTurn;
     if (PrintfBuffer* buffer = hipKernel.printfBuffer())
       printing = std::unique_lock<std::mutex>(buffer->launchMutex());
+    GridWorkspace* workspace = hipKernel.gridWorkspace();
+    if (workspace != nullptr) workspaceTurn = std::unique_lock<std::mutex>(workspace->launchMutex);
     // kernelParams[i] points at parameter i inside CUDA's packed buffer: the code object's
     // kernel arguments have the same offsets, so HIP copies each into place.
     std::vector<void*> arguments;
@@ -342,13 +380,25 @@ class HipDevice final : public DeviceBackend {
     for (const compiler::KernelParamInfo& p : info.params) arguments.push_back(base + p.offset);
     // The backend contract is synchronous: the lane is waited for, and faults in the kernel
     // surface there. What it printed before a fault is still shown.
+    const char* call =
+        config.cooperative ? "hipModuleLaunchCooperativeKernel" : "hipModuleLaunchKernel";
     Status finished =
-        onLane(config.priority, "hipModuleLaunchKernel of '" + info.name + "'",
+        onLane(config.priority, std::string(call) + " of '" + info.name + "'",
                "kernel '" + info.name + "'", [&](hipStream_t lane) {
+                 if (workspace != nullptr) {
+                   hipError_t status = pointGridWorkspace(*workspace, config.cooperative, lane);
+                   if (status != hipSuccess) return status;
+                 }
+                 void** kernelParams = arguments.empty() ? nullptr : arguments.data();
+                 if (config.cooperative)
+                   return api_.hipModuleLaunchCooperativeKernel(
+                       hipKernel.function(), config.grid[0], config.grid[1], config.grid[2],
+                       config.block[0], config.block[1], config.block[2], config.dynamicSharedBytes,
+                       lane, kernelParams);
                  return api_.hipModuleLaunchKernel(
                      hipKernel.function(), config.grid[0], config.grid[1], config.grid[2],
                      config.block[0], config.block[1], config.block[2], config.dynamicSharedBytes,
-                     lane, arguments.empty() ? nullptr : arguments.data(), nullptr);
+                     lane, kernelParams, nullptr);
                });
     if (PrintfBuffer* buffer = hipKernel.printfBuffer()) {
       Status drained = buffer->drain(info.name);  // an assert's message too
@@ -395,6 +445,26 @@ class HipDevice final : public DeviceBackend {
     if (status != hipSuccess)
       return library_->error(status, "hipSetDevice(" + std::to_string(ordinal_) + ")");
     return Status::success();
+  }
+
+  // Before a launch of a module with a grid workspace, on its lane: a cooperative launch gets a
+  // fresh workspace (CUDA's layout: its size, then a zero arrival counter) and the symbol points
+  // at it; any other launch finds the symbol 0. The host values are copied before the lane is
+  // waited for, which onLane does before they go out of scope.
+  hipError_t pointGridWorkspace(GridWorkspace& workspace, bool cooperative, hipStream_t lane) {
+    static const uint32_t fresh[2] = {8, 0};
+    if (cooperative) {
+      hipError_t status =
+          api_.hipMemcpyAsync(workspace.workspace, fresh, sizeof fresh, hipMemcpyDefault, lane);
+      if (status != hipSuccess) return status;
+    }
+    uint64_t wanted = cooperative ? reinterpret_cast<uintptr_t>(workspace.workspace) : 0;
+    if (wanted == workspace.current) return hipSuccess;
+    workspace.current = wanted;  // the copy's source, alive while the lane is waited for
+    hipError_t status = api_.hipMemcpyAsync(workspace.symbol, &workspace.current,
+                                            sizeof workspace.current, hipMemcpyDefault, lane);
+    if (status != hipSuccess) workspace.current = ~uint64_t(0);  // unknown: rewrite next time
+    return status;
   }
 
   // Issue one asynchronous operation on a lane of CUDA priority `priority` and wait for it (the

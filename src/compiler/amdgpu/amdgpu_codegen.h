@@ -52,6 +52,13 @@ inline constexpr size_t kAmdgpuPrintfRecordHeaderBytes = 8;
 // the flag set after the kernel, and clears it.
 inline constexpr const char* kAmdgpuAssertFlagSymbol = "__rocuda_assert_failed";
 
+// Cooperative groups' grid workspace on AMD GPUs: a module whose kernels read %envreg1/%envreg2
+// (its address, high and low halves) has a u64 kAmdgpuGridWorkspaceSymbol (0 at load). The host
+// points it at a workspace of CUDA's layout (a u32 size, then grid.sync()'s u32 arrival counter)
+// for cooperative launches and sets it to 0 for the others, for which NVIDIA's driver provides no
+// workspace either (grid_group::is_valid() is false).
+inline constexpr const char* kAmdgpuGridWorkspaceSymbol = "__rocuda_grid_workspace";
+
 // What compileForAmdgpu returns: the linked code object, or for inspection (`rocuda compile
 // --emit`, the FileCheck tests) the target's assembly or the optimised AMDGPU LLVM IR as text.
 enum class AmdgpuOutput { CodeObject, Assembly, LlvmIr };

@@ -68,6 +68,15 @@ llvm::Value* wideSpecialRegister(Builder& b, const std::string& name, const Amdg
   return nullptr;
 }
 
+// The module's grid workspace pointer (amdgpu_codegen.h), made at its first use.
+llvm::GlobalVariable* gridWorkspace(llvm::Module& module) {
+  if (llvm::GlobalVariable* existing = module.getGlobalVariable(kAmdgpuGridWorkspaceSymbol))
+    return existing;
+  return protectedGlobal(module,
+                         llvm::ConstantInt::get(llvm::Type::getInt64Ty(module.getContext()), 0),
+                         kAmdgpuGridWorkspaceSymbol, /*constant=*/false);
+}
+
 // The value of special register `name` (without "__rocuda_sreg_"), or nullptr if unsupported.
 llvm::Value* specialRegister(Builder& b, const std::string& name, const AmdgpuTarget& target) {
   unsigned waveSize = static_cast<unsigned>(amdgpuWavefrontSize(target.processor));
@@ -105,9 +114,14 @@ llvm::Value* specialRegister(Builder& b, const std::string& name, const AmdgpuTa
   if (name == "globaltimer_lo") return b.CreateTrunc(globalTimer(b), b.getInt32Ty());
   if (name == "globaltimer_hi")
     return b.CreateTrunc(b.CreateLShr(globalTimer(b), 32), b.getInt32Ty());
-  // %envreg<n>: no launch on AMD GPUs is cooperative yet, so there is no grid workspace to
-  // point at (%envreg1/%envreg2); a null one makes grid_group::is_valid() false, as for an
-  // ordinary launch on NVIDIA's driver.
+  // %envreg1 / %envreg2: the halves of the grid workspace's address, from the module's
+  // kAmdgpuGridWorkspaceSymbol, which the host sets for each launch; the other %envreg<n> are 0.
+  if (name == "envreg1" || name == "envreg2") {
+    llvm::Value* workspace =
+        b.CreateLoad(b.getInt64Ty(), gridWorkspace(*b.GetInsertBlock()->getModule()));
+    if (name == "envreg1") workspace = b.CreateLShr(workspace, 32);
+    return b.CreateTrunc(workspace, b.getInt32Ty());
+  }
   if (name.rfind("envreg", 0) == 0) return b.getInt32(0);
   return nullptr;
 }

@@ -287,6 +287,18 @@ int hipModuleLaunchKernel(void*, unsigned gx, unsigned gy, unsigned gz, unsigned
   lastLaunch = out.str();
   return envInt("FAKE_HIP_LAUNCH_ERROR", 0);
 }
+#ifdef FAKE_HIP_ROCM6
+int hipModuleLaunchCooperativeKernel(void*, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                     unsigned by, unsigned bz, unsigned shared, void* stream,
+                                     void**) {
+  noteOn("hipModuleLaunchCooperativeKernel", stream);
+  std::ostringstream out;
+  out << "cooperative grid " << gx << "," << gy << "," << gz << " block " << bx << "," << by << ","
+      << bz << " shared " << shared;
+  lastLaunch = out.str();
+  return envInt("FAKE_HIP_LAUNCH_ERROR", 0);
+}
+#endif
 // A kernel of 40 VGPRs, 16 bytes of scratch, 1040 bytes of LDS, at most 256 threads.
 int hipFuncGetAttribute(int* value, int attribute, void*) {
   switch (attribute) {

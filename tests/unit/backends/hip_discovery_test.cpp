@@ -446,12 +446,96 @@ TEST_F(HipDouble, LoadAndLaunchErrorsNameTheModuleKernelAndHipError) {
     EXPECT_EQ(status.error().code, ErrorCode::IllegalAddress);
     EXPECT_TRUE(contains(status.error().message, "kernel 'scale'")) << status.error().message;
   }
+  // ROCm 5 has no hipModuleLaunchCooperativeKernel.
   config.cooperative = true;
   calls();
   Status cooperative = device.launch(kernel, config, &params);
   ASSERT_FALSE(cooperative.ok());
   EXPECT_EQ(cooperative.error().code, ErrorCode::NotSupported);
+  EXPECT_TRUE(contains(cooperative.error().message, "hipModuleLaunchCooperativeKernel"));
   EXPECT_EQ(calls(), "");
+}
+
+// Cooperative groups' grid workspace (%envreg1/%envreg2) on AMD GPUs: the module's
+// __rocuda_grid_workspace points at a fresh workspace (size 8, arrival counter 0) during a
+// cooperative launch, made with hipModuleLaunchCooperativeKernel (ROCm 6), and is 0 for other
+// launches, as NVIDIA's driver gives ordinary launches no workspace.
+TEST(HipDoubleRocm6, CooperativeLaunchesGetAGridWorkspace) {
+  void* handle = dlopen(ROCUDA_FAKE_HIP_ROCM6, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  auto log = reinterpret_cast<const char* (*)()>(dlsym(handle, "fakeHipCallLog"));
+  auto reset = reinterpret_cast<void (*)()>(dlsym(handle, "fakeHipResetLog"));
+  auto global = reinterpret_cast<void* (*)(const char*)>(dlsym(handle, "fakeHipGlobal"));
+  auto lastLaunch = reinterpret_cast<const char* (*)()>(dlsym(handle, "fakeHipLastLaunch"));
+  ASSERT_TRUE(log && reset && global && lastLaunch);
+  auto calls = [&] {
+    std::string text = log();
+    reset();
+    return text;
+  };
+  HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_ROCM6});
+  ASSERT_EQ(result.devices.size(), 1u) << result.unavailableReason;
+  DeviceBackend& device = *result.devices[0];
+  const char* ptx = R"(.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry grid_sync(.param .u64 out)
+{
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %envreg1;
+  mov.u32 %r2, %envreg2;
+  st.global.v2.u32 [%rd1], {%r1, %r2};
+  ret;
+}
+)";
+  reset();
+  auto module = device.loadPtx(ptx, "grid_sync.ptx");
+  ASSERT_TRUE(module.ok()) << module.error().message;
+  std::string loading = calls();
+  EXPECT_TRUE(contains(loading, "hipModuleGetGlobal(__rocuda_grid_workspace);hipMalloc;"))
+      << loading;
+  auto* symbol = static_cast<uint64_t*>(global("__rocuda_grid_workspace"));
+  ASSERT_NE(symbol, nullptr);
+  LoadedKernel* kernel = (*module)->kernel("grid_sync");
+  ASSERT_NE(kernel, nullptr);
+  uint64_t out = 0;
+  void* outPointer = &out;
+  LaunchConfig config;
+  config.grid = {4, 1, 1};
+  config.block = {64, 1, 1};
+  config.cooperative = true;
+  ASSERT_TRUE(device.launch(*kernel, config, &outPointer).ok());
+  EXPECT_EQ(calls(),
+            "hipSetDevice;hipStreamCreateWithPriority(s1, flags 1, priority 1);"
+            "hipMemcpyAsync(s1);hipMemcpyAsync(s1);hipModuleLaunchCooperativeKernel(s1);"
+            "hipStreamSynchronize(s1);");
+  EXPECT_EQ(std::string(lastLaunch()), "cooperative grid 4,1,1 block 64,1,1 shared 0");
+  ASSERT_NE(*symbol, 0u);
+  const auto* workspace = reinterpret_cast<const uint32_t*>(*symbol);
+  EXPECT_EQ(workspace[0], 8u);  // its size
+  EXPECT_EQ(workspace[1], 0u);  // grid.sync()'s arrival counter
+  // A second cooperative launch gets a fresh counter; the symbol already points at it.
+  const_cast<uint32_t*>(workspace)[1] = 0x80000004u;
+  ASSERT_TRUE(device.launch(*kernel, config, &outPointer).ok());
+  EXPECT_EQ(calls(),
+            "hipSetDevice;hipMemcpyAsync(s1);hipModuleLaunchCooperativeKernel(s1);"
+            "hipStreamSynchronize(s1);");
+  EXPECT_EQ(workspace[1], 0u);
+  // An ordinary launch finds no workspace; the next one needs no copy.
+  config.cooperative = false;
+  ASSERT_TRUE(device.launch(*kernel, config, &outPointer).ok());
+  EXPECT_EQ(calls(),
+            "hipSetDevice;hipMemcpyAsync(s1);hipModuleLaunchKernel(s1);"
+            "hipStreamSynchronize(s1);");
+  EXPECT_EQ(*symbol, 0u);
+  ASSERT_TRUE(device.launch(*kernel, config, &outPointer).ok());
+  EXPECT_EQ(calls(), "hipSetDevice;hipModuleLaunchKernel(s1);hipStreamSynchronize(s1);");
+  module->reset();
+  EXPECT_TRUE(contains(calls(), "hipFree;hipModuleUnload;"));
+  result.devices.clear();
+  dlclose(handle);
 }
 
 constexpr const char* kPrintingPtx = R"(
