@@ -77,6 +77,39 @@ int main() {
     for (int i = 0; i < n; ++i) check.eq("graph result", i, input[i] * 3 + i, out[i]);
   }
 
+  // A captured kernel node keeps its parameters: cudaGraphKernelNodeGetParams reads them (the
+  // host function and the argument values), and the executable graph's copy takes new ones.
+  std::vector<cudaGraphNode_t> captured(nodes);
+  CHECK(cudaGraphGetNodes(graph, captured.data(), &nodes));
+  int kernels = 0;
+  for (cudaGraphNode_t node : captured) {
+    cudaGraphNodeType type;
+    CHECK(cudaGraphNodeGetType(node, &type));
+    if (type != cudaGraphNodeTypeKernel) continue;
+    cudaKernelNodeParams params{};
+    CHECK(cudaGraphKernelNodeGetParams(node, &params));
+    ++kernels;
+    if (params.func != reinterpret_cast<void*>(scaleInto)) continue;
+    check.eq("captured grid", 0, unsigned(blocks), params.gridDim.x);
+    check.eq("captured factor", 0, 3, *static_cast<int*>(params.kernelParams[2]));
+    int factor = 5;
+    void* args[] = {&work, &in, &factor, const_cast<int*>(&n)};
+    params.kernelParams = args;
+    CHECK(cudaGraphExecKernelNodeSetParams(exec, node, &params));
+  }
+  check.eq("captured kernel nodes", 0, 2, kernels);
+  CHECK(cudaGraphLaunch(exec, s));
+  CHECK(cudaStreamSynchronize(s));
+  for (int i = 0; i < n; ++i) check.eq("updated graph result", i, input[i] * 5 + i, out[i]);
+  for (cudaGraphNode_t node : captured) {  // back to the captured factor for what follows
+    cudaKernelNodeParams params{};
+    if (cudaGraphKernelNodeGetParams(node, &params) != cudaSuccess ||
+        params.func != reinterpret_cast<void*>(scaleInto))
+      continue;
+    CHECK(cudaGraphExecKernelNodeSetParams(exec, node, &params));
+  }
+  (void)cudaGetLastError();  // the memcpy and memset nodes are not kernel nodes
+
   // A synchronous copy while a blocking stream captures (global mode) is refused and invalidates
   // the capture; ending it then reports the invalidation and returns no graph.
   CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));

@@ -2,6 +2,7 @@
 // and the construction of node contents from the driver API's parameter structures.
 #pragma once
 
+#include <map>
 #include <vector>
 
 #include "api/cuda/boundary.h"
@@ -27,6 +28,12 @@ Outcome collectDependencies(core::Graph& graph, const cuda::CUgraphNode* depende
 Outcome buildNodeContent(cuda::CUgraphNodeParams& params, core::GraphNodeContent* content);
 // The parameters of `node` in CUgraphNodeParams form.
 Outcome readNodeParams(const core::GraphNode& node, cuda::CUgraphNodeParams* params);
+
+// A kernel launched into a capturing stream became `node`, whose work is already recorded: keep
+// its parameters (a copy of the arguments) and launch attributes, so that cuGraphKernelNodeGet/
+// SetParams, the attribute calls and executable-graph updates work on it as on an added node.
+Outcome keepCapturedKernelParams(core::GraphNode& node, const cuda::CUDA_KERNEL_NODE_PARAMS_v2& in,
+                                 const std::map<int, cuda::CUlaunchAttributeValue>& attributes);
 
 // Add a node of any kind to `hGraph` after the given dependencies.
 Outcome addNode(cuda::CUgraphNode* phNode, cuda::CUgraph hGraph,

@@ -171,6 +171,28 @@ Outcome buildKernel(const CUDA_KERNEL_NODE_PARAMS_v2& in, core::GraphNodeContent
   return {};
 }
 
+}  // namespace
+
+Outcome keepCapturedKernelParams(core::GraphNode& node, const CUDA_KERNEL_NODE_PARAMS_v2& in,
+                                 const std::map<int, CUlaunchAttributeValue>& attributes) {
+  Result<core::Kernel*> kernel = lookupKernel(
+      in.func != nullptr ? static_cast<const void*>(in.func) : static_cast<const void*>(in.kern));
+  if (!kernel) return kernel.error();
+  auto payload = std::make_shared<KernelPayload>();
+  payload->params = in;
+  payload->params.kernelParams = nullptr;
+  payload->params.extra = nullptr;
+  payload->params.ctx = reinterpret_cast<CUcontext>(&(*kernel)->module().context());
+  payload->attributes = attributes;
+  Outcome copied = copyArguments(**kernel, in, *payload);
+  if (!copied.ok()) return copied;
+  std::lock_guard lock(core::graphMutex());
+  node.content().params = std::move(payload);
+  return {};
+}
+
+namespace {
+
 Outcome buildMemcpy(const CUDA_MEMCPY_NODE_PARAMS& in, core::GraphNodeContent* content) {
   if (in.flags != 0 || in.reserved != 0) return invalidValue("flags and reserved must be 0");
   Result<core::Context*> context = contextOrCurrent(in.copyCtx);

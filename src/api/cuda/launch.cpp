@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <tuple>
 
 #include "api/cuda/boundary.h"
+#include "api/cuda/graph_internal.h"
 #include "core/context.h"
 #include "core/module.h"
 #include "core/platform.h"
@@ -68,7 +70,27 @@ Outcome launch(const void* f, const std::array<uint32_t, 3>& grid,
     Outcome parsed = parseExtra(extra, request);
     if (!parsed.ok()) return parsed;
   }
-  return core::launchKernel(**kernel, **stream, request);
+  Status launched = core::launchKernel(**kernel, **stream, request);
+  if (!launched.ok() || !(*stream)->capture()) return launched;
+  // Captured: the new node keeps the launch's parameters, as an added kernel node does.
+  std::vector<core::GraphNode*> captured = (*stream)->captureDependencies();
+  if (captured.size() != 1) return launched;
+  CUDA_KERNEL_NODE_PARAMS_v2 params{};
+  // A library's kernel (cudart launches CUkernel handles) is reported as `kern`, as NVIDIA's
+  // driver does; cudart maps it back to the host function.
+  if ((*kernel)->module().isLibrary())
+    params.kern = reinterpret_cast<CUkernel>(const_cast<void*>(f));
+  else
+    params.func = reinterpret_cast<CUfunction>(const_cast<void*>(f));
+  params.gridDimX = grid[0], params.gridDimY = grid[1], params.gridDimZ = grid[2];
+  params.blockDimX = block[0], params.blockDimY = block[1], params.blockDimZ = block[2];
+  params.sharedMemBytes = sharedMemBytes;
+  params.kernelParams = kernelParams;
+  params.extra = extra;
+  std::map<int, CUlaunchAttributeValue> attributes;
+  if (options.cooperative) attributes[CU_LAUNCH_ATTRIBUTE_COOPERATIVE].cooperative = 1;
+  if (options.priority) attributes[CU_LAUNCH_ATTRIBUTE_PRIORITY].priority = *options.priority;
+  return keepCapturedKernelParams(*captured[0], params, attributes);
 }
 
 // ---- The pre-CUDA-4.0 execution control (cuFuncSetBlockShape, cuParamSet*, cuLaunchGrid) ----

@@ -687,6 +687,67 @@ TEST_F(LibCudaGraph, CaptureToGraphAndExecSetters) {
   EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(foreignGraph), CUDA_SUCCESS);
 }
 
+// A kernel launched into a capturing stream keeps its parameters as an added node does: they can
+// be read, its launch attributes queried, and an executable graph's copy updated.
+TEST_F(LibCudaGraph, CapturedKernelNodesKeepTheirParameters) {
+  ASSERT_EQ(CU(cuMemsetD32, CUdeviceptr, unsigned, size_t)(data_, 1, kN), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuStreamBeginCapture, CUstream, CUstreamCaptureMode)(stream_,
+                                                                    CU_STREAM_CAPTURE_MODE_GLOBAL),
+            CUDA_SUCCESS);
+  uint32_t three = 3, n = kN;
+  void* args[] = {&data_, &three, &n};
+  CUlaunchAttribute priority{};
+  priority.id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+  priority.value.priority = 0;
+  CUlaunchConfig config{2, 1, 1, 128, 1, 1, 16, stream_, &priority, 1};
+  ASSERT_EQ(CU(cuLaunchKernelEx, const CUlaunchConfig*, CUfunction, void**, void**)(
+                &config, function_, args, nullptr),
+            CUDA_SUCCESS);
+  three = 99;  // the node holds a copy of the arguments
+  CUgraph graph = nullptr;
+  ASSERT_EQ(CU(cuStreamEndCapture, CUstream, CUgraph*)(stream_, &graph), CUDA_SUCCESS);
+  CUgraphNode node = nullptr;
+  size_t count = 1;
+  ASSERT_EQ(CU(cuGraphGetNodes, CUgraph, CUgraphNode*, size_t*)(graph, &node, &count),
+            CUDA_SUCCESS);
+  ASSERT_EQ(count, 1u);
+  auto getParams = CU13(cuGraphKernelNodeGetParams, CUgraphNode, CUDA_KERNEL_NODE_PARAMS_v2*);
+  CUDA_KERNEL_NODE_PARAMS_v2 read{};
+  ASSERT_EQ(getParams(node, &read), CUDA_SUCCESS);
+  EXPECT_EQ(read.func, function_);
+  EXPECT_EQ(read.gridDimX, 2u);
+  EXPECT_EQ(read.blockDimX, 128u);
+  EXPECT_EQ(read.sharedMemBytes, 16u);
+  ASSERT_NE(read.kernelParams, nullptr);
+  EXPECT_EQ(*static_cast<CUdeviceptr*>(read.kernelParams[0]), data_);
+  EXPECT_EQ(*static_cast<uint32_t*>(read.kernelParams[1]), 3u);
+  CUkernelNodeAttrValue value{};
+  ASSERT_EQ(CU(cuGraphKernelNodeGetAttribute, CUgraphNode, CUkernelNodeAttrID,
+               CUkernelNodeAttrValue*)(node, CU_LAUNCH_ATTRIBUTE_PRIORITY, &value),
+            CUDA_SUCCESS);
+  EXPECT_EQ(value.priority, 0);
+
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(
+      CU(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long)(&exec, graph, 0),
+      CUDA_SUCCESS);
+  launchAndWait(exec);
+  for (uint32_t v : readBack()) ASSERT_EQ(v, 4u);
+  uint32_t ten = 10;
+  void* updated[] = {&data_, &ten, &n};
+  CUDA_KERNEL_NODE_PARAMS_v2 change = read;
+  change.kernelParams = updated;
+  ASSERT_EQ(CU13(cuGraphExecKernelNodeSetParams, CUgraphExec, CUgraphNode,
+                 const CUDA_KERNEL_NODE_PARAMS_v2*)(exec, node, &change),
+            CUDA_SUCCESS);
+  launchAndWait(exec);
+  for (uint32_t v : readBack()) ASSERT_EQ(v, 14u);
+  ASSERT_EQ(getParams(node, &read), CUDA_SUCCESS);  // the graph's node is unchanged
+  EXPECT_EQ(*static_cast<uint32_t*>(read.kernelParams[1]), 3u);
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
+}
+
 TEST_F(LibCudaGraph, GenericAddNodeAndKernelAttributes) {
   CUgraph graph = nullptr;
   ASSERT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&graph, 0), CUDA_SUCCESS);
