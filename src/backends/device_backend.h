@@ -132,6 +132,10 @@ class DeviceBackend {
   virtual void freeHost(void* pointer) = 0;
   // Bytes of device memory free right now.
   virtual uint64_t freeMemory() const = 0;
+  // Whether every access of a kernel is checked against live allocations (the CPU device's
+  // ROCUDA_MEMCHECK): memory pools then free blocks at once instead of keeping them for reuse,
+  // so that an access after cuMemFreeAsync is reported.
+  virtual bool checksEveryAccess() const { return false; }
   // Memory kernels may access that the backend did not allocate appeared or went away:
   // cuMemHostRegister'ed ranges, IPC handles opened, external memory and imported pool
   // pointers mapped (the CPU device's memcheck tracks them); nothing to do by default.

@@ -157,6 +157,7 @@ Status Context::synchronize() {
   for (Stream* stream : allStreams())
     if (auto tail = stream->tail()) tail->wait();
   if (auto tail = legacy_->tail()) tail->wait();
+  device().trimMemPools();  // CUDA's pools release memory at synchronisations
   return stickyError();
 }
 

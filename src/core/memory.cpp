@@ -193,12 +193,8 @@ Result<void*> allocateDevice(Context& context, size_t bytes) {
 }
 
 Result<void*> allocateFromPool(Context& context, MemoryPool& pool, size_t bytes) {
-  ROCUDA_TRY(pool.reserve(bytes));
-  auto memory = context.device().backend().allocateDevice(bytes);
-  if (!memory.ok()) {
-    pool.release(bytes);
-    return memory.takeError();
-  }
+  auto memory = pool.allocate(bytes);
+  if (!memory.ok()) return memory.takeError();
   Allocation allocation{reinterpret_cast<uintptr_t>(*memory), bytes, AllocationKind::Device,
                         &context, 0};
   allocation.pool = &pool;
@@ -227,9 +223,15 @@ Status freeDevice(const void* pointer) {
   auto allocation = removeExact(pointer, /*host=*/false);
   if (!allocation.ok()) return allocation.error();
   auto& backend = allocation->context->device().backend();
-  // The pool may have been destroyed while this allocation was outstanding.
-  if (allocation->pool != nullptr && lookupHandle<MemoryPool>(allocation->pool) != nullptr)
-    allocation->pool->release(allocation->size);
+  // The pool may have been destroyed while this allocation was outstanding. Its block is kept
+  // for reuse, unless the device checks every access: then a use after the free must find it
+  // gone.
+  if (allocation->pool != nullptr && lookupHandle<MemoryPool>(allocation->pool) != nullptr &&
+      allocation->mappedFrom == MappedFrom::None) {
+    allocation->pool->free(const_cast<void*>(pointer), allocation->size,
+                           /*keep=*/!backend.checksEveryAccess());
+    return Status::success();
+  }
   if (allocation->kind == AllocationKind::Managed) {
     clearManagedState(allocation->base, allocation->size);  // the address may be reused
     backend.freeHost(const_cast<void*>(pointer));

@@ -3,26 +3,87 @@
 #include <algorithm>
 #include <string>
 
+#include "core/platform.h"
+
 namespace rocuda::core {
 
 MemoryPool::MemoryPool(Device& device, bool isDefault, uint64_t maxSize)
-    : Object(ObjectKind::MemoryPool), device_(device), isDefault_(isDefault), maxSize_(maxSize) {}
-
-Status MemoryPool::reserve(uint64_t bytes) {
-  if (imported_)
-    return makeError(ErrorCode::InvalidValue, "an imported memory pool cannot allocate");
-  std::lock_guard lock(mutex_);
-  if (maxSize_ != 0 && used_ + bytes > maxSize_)
-    return makeError(ErrorCode::OutOfMemory, "the memory pool's maximum size (" +
-                                                 std::to_string(maxSize_) + " bytes) is reached");
-  used_ += bytes;
-  usedHigh_ = std::max(usedHigh_, used_);
-  return Status::success();
+    : Object(ObjectKind::MemoryPool), device_(device), isDefault_(isDefault), maxSize_(maxSize) {
+  device_.addMemPool(this);
 }
 
-void MemoryPool::release(uint64_t bytes) {
+MemoryPool::~MemoryPool() {
+  device_.removeMemPool(this);
+  std::lock_guard lock(mutex_);
+  trimLocked(0);
+}
+
+uint64_t MemoryPool::blockSize(uint64_t bytes) {
+  constexpr uint64_t kSmall = 512, kLarge = uint64_t(2) << 20;
+  uint64_t step = bytes < (uint64_t(1) << 20) ? kSmall : kLarge;
+  return std::max<uint64_t>((bytes + step - 1) / step * step, step);
+}
+
+Result<void*> MemoryPool::allocate(uint64_t bytes) {
+  if (imported_)
+    return makeError(ErrorCode::InvalidValue, "an imported memory pool cannot allocate");
+  uint64_t block = blockSize(bytes);
+  std::lock_guard lock(mutex_);
+  void* memory = nullptr;
+  if (auto kept = kept_.find(block); kept != kept_.end()) {
+    memory = kept->second;
+    kept_.erase(kept);
+  } else {
+    if (maxSize_ != 0 && reserved_ + block > maxSize_)
+      trimLocked(maxSize_ - std::min(maxSize_, block));
+    if (maxSize_ != 0 && reserved_ + block > maxSize_)
+      return makeError(ErrorCode::OutOfMemory, "the memory pool's maximum size (" +
+                                                   std::to_string(maxSize_) + " bytes) is reached");
+    auto fresh = device_.backend().allocateDevice(block);
+    if (!fresh.ok() && !kept_.empty()) {
+      trimLocked(0);  // the device is short of memory: give back what the pool keeps, and retry
+      fresh = device_.backend().allocateDevice(block);
+    }
+    if (!fresh.ok()) return fresh.takeError();
+    memory = *fresh;
+    reserved_ += block;
+    reservedHigh_ = std::max(reservedHigh_, reserved_);
+  }
+  used_ += bytes;
+  usedHigh_ = std::max(usedHigh_, used_);
+  return memory;
+}
+
+void MemoryPool::free(void* block, uint64_t bytes, bool keep) {
+  uint64_t size = blockSize(bytes);
   std::lock_guard lock(mutex_);
   used_ -= std::min(used_, bytes);
+  if (keep) {
+    kept_.emplace(size, block);
+    return;
+  }
+  reserved_ -= std::min(reserved_, size);
+  device_.backend().freeDevice(block);
+}
+
+void MemoryPool::trimTo(uint64_t bytes) {
+  std::lock_guard lock(mutex_);
+  trimLocked(bytes);
+}
+
+void MemoryPool::trimToThreshold() {
+  std::lock_guard lock(mutex_);
+  trimLocked(releaseThreshold_);
+}
+
+// The largest kept blocks go first.
+void MemoryPool::trimLocked(uint64_t bytes) {
+  while (reserved_ > bytes && !kept_.empty()) {
+    auto largest = std::prev(kept_.end());
+    device_.backend().freeDevice(largest->second);
+    reserved_ -= std::min(reserved_, largest->first);
+    kept_.erase(largest);
+  }
 }
 
 Result<uint64_t> MemoryPool::attribute(PoolAttribute which) const {
@@ -33,10 +94,11 @@ Result<uint64_t> MemoryPool::attribute(PoolAttribute which) const {
     case PoolAttribute::ReuseAllowInternalDependencies:
       return uint64_t{reuseAllowInternalDependencies_};
     case PoolAttribute::ReleaseThreshold: return releaseThreshold_;
-    // Nothing is cached: the memory the pool holds is exactly what is allocated from it.
     case PoolAttribute::ReservedMemCurrent:
+      return reserved_;
     case PoolAttribute::UsedMemCurrent: return used_;
     case PoolAttribute::ReservedMemHigh:
+      return reservedHigh_;
     case PoolAttribute::UsedMemHigh: return usedHigh_;
   }
   return makeError(ErrorCode::InvalidValue, "unknown memory pool attribute");
@@ -61,7 +123,10 @@ Status MemoryPool::setAttribute(PoolAttribute which, uint64_t value) {
     case PoolAttribute::UsedMemHigh:
       if (value != 0)
         return makeError(ErrorCode::InvalidValue, "a high-water mark can only be reset to 0");
-      usedHigh_ = used_;
+      if (which == PoolAttribute::ReservedMemHigh)
+        reservedHigh_ = reserved_;
+      else
+        usedHigh_ = used_;
       return Status::success();
     case PoolAttribute::ReservedMemCurrent:
     case PoolAttribute::UsedMemCurrent:

@@ -1,10 +1,15 @@
 // Memory pools for stream-ordered allocation (cuMemAllocAsync, cuMemFreeAsync, cudaMallocAsync).
-// Rocuda allocates at once and frees in stream order, returning memory to the system: nothing is
-// cached, so trimming has nothing to do and "reserved" equals "used". The attributes behave as
-// CUDA documents (settable reuse flags and release threshold, resettable high-water marks).
+// Allocations are made in blocks of a size class; a freed block (freed in stream order, so no
+// earlier work of its stream still uses it) stays in the pool and serves the next allocation of
+// its class from any stream, as CUDA's pools reuse memory. "Reserved" counts the pool's blocks,
+// live and kept; the blocks kept beyond the release threshold go back to the device at the next
+// stream, event or context synchronisation (trimToThreshold), or at cuMemPoolTrimTo. The
+// attributes behave as CUDA documents (settable reuse flags and release threshold, resettable
+// high-water marks).
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <mutex>
 
 #include "core/object.h"
@@ -34,9 +39,21 @@ class MemoryPool : public Object {
   Device& device() { return device_; }
   bool isDefault() const { return isDefault_; }
 
-  // Account for an allocation of `bytes` (OutOfMemory beyond maxSize) and its release.
-  Status reserve(uint64_t bytes);
-  void release(uint64_t bytes);
+  ~MemoryPool() override;  // the kept blocks go back to the device
+
+  // The size of the block an allocation of `bytes` takes: 512-byte steps below 1 MiB, 2 MiB
+  // steps from there (CUDA's pool granularity).
+  static uint64_t blockSize(uint64_t bytes);
+  // A block for an allocation of `bytes`: a kept one of its class, or a new one from the device
+  // (OutOfMemory beyond maxSize, after giving back kept blocks to make room).
+  Result<void*> allocate(uint64_t bytes);
+  // The allocation of `bytes` at `block` is freed: its block is kept (or, with `keep` false,
+  // given back to the device at once).
+  void free(void* block, uint64_t bytes, bool keep);
+  // Give back kept blocks until the pool reserves at most `bytes` (cuMemPoolTrimTo), or at most
+  // its release threshold (at synchronisations).
+  void trimTo(uint64_t bytes);
+  void trimToThreshold();
 
   Result<uint64_t> attribute(PoolAttribute which) const;
   // InvalidValue for read-only attributes, and for high-water marks set to anything but 0.
@@ -59,8 +76,13 @@ class MemoryPool : public Object {
   bool reuseAllowOpportunistic_ = true;
   bool reuseAllowInternalDependencies_ = true;
   uint64_t releaseThreshold_ = 0;
-  uint64_t used_ = 0;
+  uint64_t used_ = 0;  // bytes of live allocations, as requested
   uint64_t usedHigh_ = 0;
+  uint64_t reserved_ = 0;  // bytes of the pool's blocks, live and kept
+  uint64_t reservedHigh_ = 0;
+  std::multimap<uint64_t, void*> kept_;  // freed blocks by size, for reuse
+
+  void trimLocked(uint64_t bytes);
   unsigned handleTypes_ = 0;
   bool imported_ = false;
 };

@@ -16,6 +16,21 @@ Device::Device(int ordinal, std::unique_ptr<backends::DeviceBackend> backend)
 
 Device::~Device() = default;
 
+void Device::addMemPool(MemoryPool* pool) {
+  std::lock_guard lock(poolsMutex_);
+  pools_.push_back(pool);
+}
+
+void Device::removeMemPool(MemoryPool* pool) {
+  std::lock_guard lock(poolsMutex_);
+  pools_.erase(std::remove(pools_.begin(), pools_.end(), pool), pools_.end());
+}
+
+void Device::trimMemPools() {
+  std::lock_guard lock(poolsMutex_);
+  for (MemoryPool* pool : pools_) pool->trimToThreshold();
+}
+
 MemoryPool& Device::defaultMemPool() {
   std::lock_guard lock(primaryMutex_);
   if (!defaultPool_) defaultPool_ = std::make_unique<MemoryPool>(*this, /*isDefault=*/true, 0);

@@ -38,6 +38,11 @@ class Device {
   MemoryPool& defaultMemPool();
   MemoryPool& currentMemPool();
   void setCurrentMemPool(MemoryPool* pool);  // nullptr: back to the default pool
+  // Every pool of the device (pools register themselves); at a stream, event or context
+  // synchronisation each gives back the blocks it keeps beyond its release threshold.
+  void addMemPool(MemoryPool* pool);
+  void removeMemPool(MemoryPool* pool);
+  void trimMemPools();
 
  private:
   int ordinal_;
@@ -46,6 +51,8 @@ class Device {
   std::unique_ptr<Context> primary_;
   int primaryRefs_ = 0;
   unsigned primaryFlags_ = 0;
+  std::mutex poolsMutex_;  // before the default pool, which unregisters itself when destroyed
+  std::vector<MemoryPool*> pools_;
   std::unique_ptr<MemoryPool> defaultPool_;
   MemoryPool* currentPool_ = nullptr;
 };

@@ -180,6 +180,7 @@ Status Stream::synchronize() {
     return makeError(ErrorCode::StreamCaptureUnsupported, "synchronizing a capturing stream");
   }
   if (CompletionPtr last = tail()) last->wait();
+  context_.device().trimMemPools();  // CUDA's pools release memory at synchronisations
   return context_.stickyError();
 }
 
@@ -341,6 +342,7 @@ Status Event::synchronize() const {
     return Status::success();
   }
   if (CompletionPtr c = completion()) c->wait();
+  context_.device().trimMemPools();
   return Status::success();
 }
 

@@ -62,6 +62,24 @@ int main() {
   check.expect(high >= 3ull * n * sizeof(int), "high-water mark saw all three allocations");
   CHECK(cudaMemPoolTrimTo(pool, 0));
 
+  // With a release threshold, freed memory stays reserved by the pool across synchronisations,
+  // for the next allocations, until it is trimmed.
+  unsigned long long keepAll = ~0ull, reserved = 0;
+  CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keepAll));
+  int* kept;
+  CHECK(cudaMallocAsync(&kept, 1 << 20, s1));
+  CHECK(cudaFreeAsync(kept, s1));
+  CHECK(cudaStreamSynchronize(s1));
+  CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
+  check.expect(reserved >= (1u << 20), "freed memory stays reserved under the threshold");
+  CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used));
+  check.eq("nothing in use", 0, 0ull, used);
+  CHECK(cudaMemPoolTrimTo(pool, 0));
+  CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
+  check.eq("trimmed to nothing", 0, 0ull, reserved);
+  unsigned long long releaseAll = 0;
+  CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &releaseAll));
+
   // A pool of our own.
   cudaMemPoolProps props = {};
   props.allocType = cudaMemAllocationTypePinned;

@@ -272,7 +272,8 @@ ROCUDA_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
   return ROCUDA_API((pool, minBytesToKeep), [&]() -> api::Outcome {
     Result<core::MemoryPool*> found = api::lookupPool(pool);
     if (!found) return found.error();
-    return {};  // freed memory goes straight back to the system: nothing is held to trim
+    (*found)->trimTo(minBytesToKeep);
+    return {};
   });
 }
 

@@ -296,6 +296,8 @@ class CpuDevice final : public DeviceBackend {
   Result<void*> allocateHost(size_t bytes) override { return allocate(bytes); }
   void freeHost(void* pointer) override { release(pointer); }
   uint64_t freeMemory() const override { return platform::availablePhysicalMemory(); }
+  bool checksEveryAccess() const override { return memcheckEnabled(); }
+
   void externalRangeMapped(void* base, size_t bytes, bool registered) override {
     if (!memcheckEnabled()) return;
     if (registered)
