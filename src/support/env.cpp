@@ -52,7 +52,9 @@ const std::vector<Variable>& variables() {
        "after an error line naming the kernel, thread, block, PTX line (and CUDA line with "
        "`nvcc -lineinfo`) and the nearest allocation. `race` also checks shared memory for races: "
        "accesses by threads of different warps to the same bytes, at least one a write, with no "
-       "barrier between are reported (the kernel goes on). Kernels run much slower."},
+       "barrier between are reported (the kernel goes on). Kernels run much slower, and memory "
+       "pools give freed blocks back at once instead of keeping them for reuse, so that a use "
+       "after cudaFreeAsync is reported."},
       {"ROCUDA_DEVICES", "cpu",
        "Backends to use, in order, separated by commas: `hip` (AMD GPUs through ROCm's HIP "
        "runtime) and `cpu` (the CPU device). Device ordinals follow this order. `hip,cpu` opts "
