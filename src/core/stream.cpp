@@ -88,8 +88,6 @@ CompletionPtr Stream::enqueue(std::string name, std::function<Status()> work,
   auto completion = std::make_shared<Completion>();
   {
     std::lock_guard lock(mutex_);
-    for (auto& pending : pendingDependencies_) dependencies.push_back(std::move(pending));
-    pendingDependencies_.clear();
     queue_.push_back(Command{std::move(name), std::move(work), std::move(dependencies), completion});
     queued_.fetch_add(1, std::memory_order_release);
     tail_ = completion;
@@ -118,15 +116,13 @@ void Stream::setAttribute(unsigned id, const AttributeValue& value) {
   attributes_[id] = value;
 }
 
+void Stream::enqueueWait(CompletionPtr completion) {
+  if (completion) enqueue("wait for event", {}, {std::move(completion)});
+}
+
 CompletionPtr Stream::tail() const {
   std::lock_guard lock(mutex_);
   return tail_;
-}
-
-void Stream::addPendingDependency(CompletionPtr completion) {
-  if (!completion) return;
-  std::lock_guard lock(mutex_);
-  pendingDependencies_.push_back(std::move(completion));
 }
 
 void Stream::workerLoop() {

@@ -82,10 +82,11 @@ class Stream : public Object {
   // A failed dependency does not stop `work`; errors surface through the context.
   CompletionPtr enqueue(std::string name, std::function<Status()> work,
                         std::vector<CompletionPtr> dependencies = {});
+  // cuStreamWaitEvent: a command that waits for `completion`, so later work runs after it and
+  // the stream is not idle until it completes.
+  void enqueueWait(CompletionPtr completion);
   // Completion of the last queued command (nullptr when nothing was ever queued).
   CompletionPtr tail() const;
-  // Make every later command wait for `completion` (cuStreamWaitEvent).
-  void addPendingDependency(CompletionPtr completion);
 
   Status synchronize();  // wait for all queued work; the context's sticky error, if any
   bool idle() const;
@@ -116,7 +117,6 @@ class Stream : public Object {
   std::condition_variable cv_;
   std::deque<Command> queue_;
   std::atomic<size_t> queued_{0};  // queue_.size(), readable without the lock (spin waits)
-  std::vector<CompletionPtr> pendingDependencies_;
   CompletionPtr tail_;
   CaptureStatePtr capture_;
   std::vector<GraphNode*> captureDependencies_;

@@ -64,8 +64,9 @@ Outcome streamWaitEvent(CUstream h, CUevent hEvent, unsigned flags, StreamVarian
     if (Outcome refused = refuseDuringCapture(s); !refused.ok()) return refused;
     // An interprocess event's latest record may be another process's.
     if (auto shared = (*event)->interprocess()) return core::waitInterprocessEvent(s, shared);
-    if (core::CompletionPtr completion = (*event)->completion())
-      s.addPendingDependency(std::move(completion));
+    // The wait is a command of the stream, as on NVIDIA's driver: later work runs after it, and
+    // the stream is not idle (cuStreamQuery, cuStreamSynchronize) until the event completes.
+    s.enqueueWait((*event)->completion());
     return {};
   });
 }

@@ -132,7 +132,9 @@ TEST(Events, CrossStreamWait) {
     return Status::success();
   }).ok());
   ASSERT_TRUE((*event)->record(**producer).ok());
-  (*consumer)->addPendingDependency((*event)->completion());
+  (*consumer)->enqueueWait((*event)->completion());
+  // The wait itself keeps the consumer busy until the producer's record.
+  EXPECT_FALSE((*consumer)->idle());
   std::atomic<int> seen{0};
   ASSERT_TRUE(context.enqueue(**consumer, "consume", [&] {
     seen = value.load();
@@ -140,6 +142,20 @@ TEST(Events, CrossStreamWait) {
   }).ok());
   ASSERT_TRUE((*consumer)->synchronize().ok());
   EXPECT_EQ(seen, 42);
+  // A stream whose only command is the wait: its synchronisation waits for the event.
+  value = 0;
+  ASSERT_TRUE(context
+                  .enqueue(**producer, "produce again",
+                           [&] {
+                             std::this_thread::sleep_for(20ms);
+                             value = 7;
+                             return Status::success();
+                           })
+                  .ok());
+  ASSERT_TRUE((*event)->record(**producer).ok());
+  (*consumer)->enqueueWait((*event)->completion());
+  ASSERT_TRUE((*consumer)->synchronize().ok());
+  EXPECT_EQ(value.load(), 7);
   ASSERT_TRUE(context.destroyStream(*producer).ok());
   ASSERT_TRUE(context.destroyStream(*consumer).ok());
   ASSERT_TRUE(context.destroyEvent(*event).ok());
