@@ -94,7 +94,10 @@
 //        i32 z, i32 layer, i64 value, i32 op, i32 type, i32 samples, i32 mode)` (sured: op 0 add,
 //        1 min, 2 max, 3 and, 4 or; type 0 u32, 1 s32, 2 u64, 3 s64, 4 b32, 5 b64; samples 1
 //        for .p, whose x is in samples and whose .b32/.b64 follow the surface's signedness).
-//    Only mipmap level 0 is sampled (tex.level / tex.grad read level 0).
+//      `void __rocuda_tex_fetch_lod(ptr out, i64 tex, i32 geometry, float x, float y, float z,
+//        i32 layer, float lod)` (tex.level) and `__rocuda_tex_fetch_grad(..., i32 layer,
+//        float dPdx.x, .y, .z, float dPdy.x, .y, .z)` (tex.grad) choose a mipmapped texture's
+//        level; plain tex samples level 0.
 //  * ROCUDA_MEMCHECK (CompileOptions::memcheck, host code only): before every ld/ldu/st (scalar
 //    or vector: one call for the whole vector), atom/red and cp.async, `void __rocuda_memcheck(
 //    ptr address, i64 size, i32 access, i32 ptxLine, ptr source, ptr localBase, i64 localSize)`:
@@ -160,7 +163,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-31";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-32";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;

@@ -160,11 +160,43 @@ Status tex(FunctionTranslator& t, const ptx::Instruction& inst) {
     ROCUDA_VALUE(c, t.read(*coords[first + i], coordType));
     xyz[i] = c;
   }
-  // Mipmap level selection (tex.level / tex.grad operands) reads level 0: only level 0 exists.
   llvm::Value* buffer = t.entryAlloca(llvm::ArrayType::get(t.i32(), 4), 16, "tex.out");
-  auto callee = runtime(t, isFloat ? "__rocuda_tex_fetch_f" : "__rocuda_tex_fetch_i", B.getVoidTy(),
-                        {t.ptrTy(), t.i64(), t.i32(), coordTy, coordTy, coordTy, t.i32()});
-  B.CreateCall(callee, {buffer, handle, B.getInt32(geometry), xyz[0], xyz[1], xyz[2], layer});
+  std::vector<llvm::Type*> types = {t.ptrTy(), t.i64(), t.i32(), coordTy,
+                                    coordTy,   coordTy, t.i32()};
+  std::vector<llvm::Value*> args = {buffer, handle, B.getInt32(geometry), xyz[0], xyz[1],
+                                    xyz[2], layer};
+  // tex.level: an explicit level of detail; tex.grad: the coordinates' gradients along x and y,
+  // from which the runtime derives it. Both choose among a mipmapped texture's levels.
+  const char* name = isFloat ? "__rocuda_tex_fetch_f" : "__rocuda_tex_fetch_i";
+  bool level = inst.hasModifier("level"), gradients = inst.hasModifier("grad");
+  if ((level || gradients) && !isFloat)
+    return t.unsupported(inst, "tex.level / tex.grad with integer coordinates");
+  const auto& ops = inst.operands();
+  size_t expected = where + 1 + (level ? 1 : 0) + (gradients ? 2 : 0);
+  if (ops.size() > expected)  // the optional offset vector and depth-compare value
+    return t.unsupported(inst, "texel offsets and depth comparison");
+  if (ops.size() != expected) return t.invalid(inst, "too few operands");
+  if (level) {
+    ROCUDA_VALUE(lod, t.read(ops[where + 1], ScalarType::F32));
+    name = "__rocuda_tex_fetch_lod";
+    types.push_back(B.getFloatTy());
+    args.push_back(lod);
+  } else if (gradients) {
+    name = "__rocuda_tex_fetch_grad";
+    for (size_t g = 0; g < 2; ++g) {
+      auto components = elementsOf(ops[where + 1 + g]);
+      for (size_t i = 0; i < 3; ++i) {
+        llvm::Value* component = llvm::ConstantFP::get(B.getFloatTy(), 0.0);
+        if (i < components.size() && i < spatial) {
+          ROCUDA_VALUE(c, t.read(*components[i], ScalarType::F32));
+          component = c;
+        }
+        types.push_back(B.getFloatTy());
+        args.push_back(component);
+      }
+    }
+  }
+  B.CreateCall(runtime(t, name, B.getVoidTy(), types), args);
   ROCUDA_TRY(writeResidency(t, inst));
   return writeLanes(t, inst.operands()[0], buffer, result);
 }

@@ -25,6 +25,9 @@ class TextureObject {
   const support::TextureView& view() const { return view_; }
   uint64_t handle() const { return reinterpret_cast<uint64_t>(&view_); }
 
+  // A mipmapped texture's levels (TextureView::mipLevels points here); empty otherwise.
+  std::vector<support::TextureView> levelViews;
+
   // The application's descriptors as given (opaque bytes to core), for the Get*Desc queries.
   std::vector<uint8_t> resourceDesc;
   std::vector<uint8_t> textureDesc;

@@ -45,6 +45,12 @@ struct TextureView {
   size_t layers = 1;      // layered: layer count; cubemap: 6 * cubemap layers
   size_t rowPitch = 0;    // bytes between rows
   size_t slicePitch = 0;  // bytes between 3D slices, layers or faces
+  // Mipmapped textures: `levels` views (mipLevels[0] describes the same level 0 as this one),
+  // each with this view's sampling state, and how tex.level / tex.grad choose among them.
+  uint32_t levels = 1;
+  const TextureView* mipLevels = nullptr;
+  TextureFilter mipFilter = TextureFilter::Point;
+  float mipBias = 0, minLod = 0, maxLod = 0;
 };
 
 inline size_t texelChannelBytes(TexelFormat format) {

@@ -3,6 +3,7 @@
 // tex1Dfetch on linear memory, tex3D, layered textures, normalized-float reads of bytes and
 // surf2Dwrite/surf2Dread. The host reference follows the CUDA programming guide's "Texture
 // fetching" appendix (linear weights in 9-bit fixed point).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <vector>
@@ -320,6 +321,77 @@ void surfaces(Checker& check) {
   CHECK(cudaFreeArray(array));
 }
 
+// Mipmapped textures: level l of an 8x8 float texture holds the value 10 * l everywhere.
+// tex2DLod picks the nearest level (point mipmap filter) or mixes the two around the level of
+// detail (linear), after the bias and clamps; tex2DGrad derives the level from the gradients
+// (in level-0 texels: a gradient of 4 texels is level 2).
+__global__ void sampleLevels(cudaTextureObject_t point, cudaTextureObject_t linear,
+                             const float* lods, float* out, int n) {
+  int i = threadIdx.x;
+  if (i >= n) return;
+  out[3 * i] = tex2DLod<float>(point, 0.5f, 0.5f, lods[i]);
+  out[3 * i + 1] = tex2DLod<float>(linear, 0.5f, 0.5f, lods[i]);
+  float g = exp2f(lods[i]) / 8.0f;  // normalized coordinates: 8 texels per unit
+  out[3 * i + 2] = tex2DGrad<float>(point, 0.5f, 0.5f, make_float2(g, 0), make_float2(0, g / 2));
+}
+
+void mipmaps(Checker& check) {
+  cudaChannelFormatDesc desc = cudaCreateChannelDesc<float>();
+  cudaMipmappedArray_t mipmap;
+  const unsigned levels = 4;
+  CHECK(cudaMallocMipmappedArray(&mipmap, &desc, make_cudaExtent(8, 8, 0), levels));
+  for (unsigned l = 0; l < levels; ++l) {
+    cudaArray_t level;
+    CHECK(cudaGetMipmappedArrayLevel(&level, mipmap, l));
+    int side = 8 >> l;
+    std::vector<float> values(side * side, 10.0f * l);
+    CHECK(cudaMemcpy2DToArray(level, 0, 0, values.data(), side * sizeof(float),
+                              side * sizeof(float), side, cudaMemcpyHostToDevice));
+  }
+  cudaResourceDesc res{};
+  res.resType = cudaResourceTypeMipmappedArray;
+  res.res.mipmap.mipmap = mipmap;
+  cudaTextureDesc point{};
+  point.normalizedCoords = 1;
+  point.filterMode = cudaFilterModePoint;
+  point.mipmapFilterMode = cudaFilterModePoint;
+  point.minMipmapLevelClamp = 0;
+  point.maxMipmapLevelClamp = 3;
+  cudaTextureDesc linear = point;
+  linear.mipmapFilterMode = cudaFilterModeLinear;
+  linear.mipmapLevelBias = 0.25f;
+  linear.maxMipmapLevelClamp = 2;
+  cudaTextureObject_t pointTex, linearTex;
+  CHECK(cudaCreateTextureObject(&pointTex, &res, &point, nullptr));
+  CHECK(cudaCreateTextureObject(&linearTex, &res, &linear, nullptr));
+  // No level of detail on a rounding boundary (x.5): which way hardware rounds those is not
+  // specified.
+  const std::vector<float> lods = {0.0f, 0.4f, 0.6f, 1.0f, 1.45f, 2.25f, 3.0f, 7.0f, -2.0f};
+  const int n = static_cast<int>(lods.size());
+  float* dLods = upload(lods);
+  float* out = nullptr;
+  CHECK(cudaMalloc(&out, 3 * n * sizeof(float)));
+  sampleLevels<<<1, 32>>>(pointTex, linearTex, dLods, out, n);
+  CHECK_LAUNCH();
+  std::vector<float> got = download(out, 3 * n);
+  for (int i = 0; i < n; ++i) {
+    float lod = std::min(std::max(lods[i], 0.0f), 3.0f);
+    float nearest = 10.0f * std::floor(lod + 0.5f);
+    float biased = std::min(std::max(lods[i] + 0.25f, 0.0f), 2.0f);
+    float lower = std::floor(biased);
+    float mixed = 10.0f * lower + 10.0f * (biased - lower);
+    check.eq("tex2DLod point", i, nearest, got[3 * i]);
+    // NVIDIA's filtering weights are 8-bit fixed point: within half a step of 10.
+    check.near("tex2DLod linear", i, mixed, got[3 * i + 1], 0.05);
+    check.eq("tex2DGrad", i, nearest, got[3 * i + 2]);
+  }
+  CHECK(cudaDestroyTextureObject(pointTex));
+  CHECK(cudaDestroyTextureObject(linearTex));
+  CHECK(cudaFree(dLods));
+  CHECK(cudaFree(out));
+  CHECK(cudaFreeMipmappedArray(mipmap));
+}
+
 }  // namespace
 
 int main() {
@@ -331,5 +403,6 @@ int main() {
   normalizedBytes(check);
   pitched(check);
   surfaces(check);
+  mipmaps(check);
   return check.finish();
 }

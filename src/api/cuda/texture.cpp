@@ -49,7 +49,8 @@ Outcome describeResource(TextureView& view, const CUDA_RESOURCE_DESC& res, bool 
       if (surface) return invalidValue("surfaces need a CUDA array resource");
       Result<core::MipmappedArray*> mipmap = lookupMipmappedArray(res.res.mipmap.hMipmappedArray);
       if (!mipmap) return invalidValue("res.mipmap.hMipmappedArray is not a live mipmapped array");
-      core::describeArray(view, *(*mipmap)->level(0));  // sampling reads level 0
+      core::describeArray(view, *(*mipmap)->level(0));  // the levels: describeLevels
+      view.levels = (*mipmap)->levelCount();
       return {};
     }
     case CU_RESOURCE_TYPE_LINEAR: {
@@ -128,6 +129,26 @@ Outcome describeSampling(TextureView& view, const CUDA_TEXTURE_DESC& tex) {
   return {};
 }
 
+// A mipmapped texture's level views, each with the texture's sampling state, and the level
+// selection of tex.level / tex.grad (mipmap filter, bias and clamps).
+void describeLevels(core::TextureObject& object, const CUDA_RESOURCE_DESC& res,
+                    const CUDA_TEXTURE_DESC& tex) {
+  core::MipmappedArray* mipmap = lookupMipmappedArray(res.res.mipmap.hMipmappedArray).value();
+  TextureView& view = object.view();
+  view.mipFilter = tex.mipmapFilterMode == CU_TR_FILTER_MODE_LINEAR ? support::TextureFilter::Linear
+                                                                    : support::TextureFilter::Point;
+  view.mipBias = tex.mipmapLevelBias;
+  view.minLod = tex.minMipmapLevelClamp;
+  view.maxLod = tex.maxMipmapLevelClamp;
+  object.levelViews.assign(view.levels, view);
+  for (uint32_t level = 0; level < view.levels; ++level) {
+    TextureView& levelView = object.levelViews[level];
+    core::describeArray(levelView, *mipmap->level(level));
+    levelView.levels = 1;
+  }
+  view.mipLevels = object.levelViews.data();
+}
+
 Outcome texCreate(CUtexObject* out, const CUDA_RESOURCE_DESC* res, const CUDA_TEXTURE_DESC* tex,
                   const CUDA_RESOURCE_VIEW_DESC* viewDesc) {
   if (out == nullptr || res == nullptr || tex == nullptr)
@@ -139,6 +160,7 @@ Outcome texCreate(CUtexObject* out, const CUDA_RESOURCE_DESC* res, const CUDA_TE
   if (!ok.ok()) return ok;
   ok = describeSampling(object->view(), *tex);
   if (!ok.ok()) return ok;
+  if (res->resType == CU_RESOURCE_TYPE_MIPMAPPED_ARRAY) describeLevels(*object, *res, *tex);
   if (viewDesc != nullptr) {
     if (viewDesc->format != CU_RES_VIEW_FORMAT_NONE || viewDesc->firstMipmapLevel != 0 ||
         viewDesc->firstLayer != 0)

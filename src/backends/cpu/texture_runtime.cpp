@@ -361,7 +361,7 @@ int32_t query(const TextureView* v, int32_t which) {
     case 10:
       return static_cast<int32_t>(v->cubemap ? v->layers / 6 : v->layers);
     case 11:
-      return 1;
+      return static_cast<int32_t>(v->levels);
     default:
       return 0;
   }
@@ -419,6 +419,46 @@ void storeChannel(const TextureView& v, uint8_t* p, unsigned c, uint32_t bits, i
   }
 }
 
+// tex.level on a mipmapped texture: the level of detail after bias and clamps (to the texture's
+// [minLod, maxLod] and its levels), then the nearest level (point) or the two around it mixed
+// (linear). A texture without levels samples its one level.
+Value fetchAtLod(const TextureView& v, int32_t geometry, float x, float y, float z, int32_t layer,
+                 float lod) {
+  if (v.levels <= 1 || v.mipLevels == nullptr) return fetchFloat(v, geometry, x, y, z, layer);
+  float top = static_cast<float>(v.levels - 1);
+  lod = std::clamp(lod + v.mipBias, v.minLod, std::max(v.minLod, v.maxLod));
+  lod = std::clamp(std::isnan(lod) ? 0.0f : lod, 0.0f, top);
+  if (v.mipFilter == support::TextureFilter::Point) {
+    auto level = static_cast<uint32_t>(std::floor(lod + 0.5f));
+    return fetchFloat(v.mipLevels[std::min(level, v.levels - 1)], geometry, x, y, z, layer);
+  }
+  auto lower = static_cast<uint32_t>(std::floor(lod));
+  uint32_t upper = std::min(lower + 1, v.levels - 1);
+  float t = lod - static_cast<float>(lower);
+  Value a = fetchFloat(v.mipLevels[lower], geometry, x, y, z, layer);
+  if (t == 0.0f || upper == lower) return a;
+  Value b = fetchFloat(v.mipLevels[upper], geometry, x, y, z, layer);
+  for (int c = 0; c < 4; ++c) a.f[c] += (b.f[c] - a.f[c]) * t;
+  return a;
+}
+
+// tex.grad: the level of detail of the larger gradient, measured in level-0 texels.
+float lodOfGradients(const TextureView& v, const float dx[3], const float dy[3]) {
+  float scale[3] = {1, 1, 1};
+  if (v.normalizedCoords) {
+    scale[0] = static_cast<float>(v.width);
+    scale[1] = static_cast<float>(v.height);
+    scale[2] = static_cast<float>(v.depth);
+  }
+  float lx = 0, ly = 0;
+  for (int i = 0; i < 3; ++i) {
+    lx += dx[i] * scale[i] * dx[i] * scale[i];
+    ly += dy[i] * scale[i] * dy[i] * scale[i];
+  }
+  float longest = std::sqrt(std::max(lx, ly));
+  return longest > 0 ? std::log2(longest) : -1e30f;  // no gradient: level 0 (after clamping)
+}
+
 // One atomic read-modify-write of sured on an aligned element: op 0 add, 1 min, 2 max, 3 and, 4 or.
 template <class T>
 void reduceAtomically(void* element, T value, int32_t op) {
@@ -455,6 +495,8 @@ std::vector<std::pair<std::string, void*>> textureRuntimeSymbols() {
   return {{"__rocuda_tex_fetch_f", fn(__rocuda_tex_fetch_f)},
           {"__rocuda_tex_fetch_i", fn(__rocuda_tex_fetch_i)},
           {"__rocuda_tex_gather", fn(__rocuda_tex_gather)},
+          {"__rocuda_tex_fetch_lod", fn(__rocuda_tex_fetch_lod)},
+          {"__rocuda_tex_fetch_grad", fn(__rocuda_tex_fetch_grad)},
           {"__rocuda_tex_query", fn(__rocuda_tex_query)},
           {"__rocuda_surf_query", fn(__rocuda_surf_query)},
           {"__rocuda_surf_load", fn(__rocuda_surf_load)},
@@ -526,6 +568,28 @@ void __rocuda_tex_gather(void* out, uint64_t tex, int32_t component, float x, fl
     result.u[k] = t.u[component];
   }
   store(out, *v, result);
+}
+
+void __rocuda_tex_fetch_lod(void* out, uint64_t tex, int32_t geometry, float x, float y, float z,
+                            int32_t layer, float lod) {
+  const rocuda::support::TextureView* v = viewOf(tex);
+  if (v == nullptr) {
+    std::memset(out, 0, 16);
+    return;
+  }
+  store(out, *v, fetchAtLod(*v, geometry, x, y, z, layer, lod));
+}
+
+void __rocuda_tex_fetch_grad(void* out, uint64_t tex, int32_t geometry, float x, float y, float z,
+                             int32_t layer, float dxx, float dxy, float dxz, float dyx, float dyy,
+                             float dyz) {
+  const rocuda::support::TextureView* v = viewOf(tex);
+  if (v == nullptr) {
+    std::memset(out, 0, 16);
+    return;
+  }
+  const float dx[3] = {dxx, dxy, dxz}, dy[3] = {dyx, dyy, dyz};
+  store(out, *v, fetchAtLod(*v, geometry, x, y, z, layer, lodOfGradients(*v, dx, dy)));
 }
 
 int32_t __rocuda_tex_query(uint64_t tex, int32_t which) { return query(viewOf(tex), which); }

@@ -27,6 +27,14 @@ void __rocuda_tex_fetch_f(void* out, uint64_t tex, int32_t geometry, float x, fl
 // tex with s32 coordinates (texel indices; tex1Dfetch on linear memory).
 void __rocuda_tex_fetch_i(void* out, uint64_t tex, int32_t geometry, int32_t x, int32_t y,
                           int32_t z, int32_t layer);
+// tex.level (f32 coordinates): a mipmapped texture sampled at level of detail `lod` (the texture's
+// bias, clamps and mipmap filter applied); other textures as __rocuda_tex_fetch_f.
+void __rocuda_tex_fetch_lod(void* out, uint64_t tex, int32_t geometry, float x, float y, float z,
+                            int32_t layer, float lod);
+// tex.grad: the level of detail from the gradients of the coordinates along x and y.
+void __rocuda_tex_fetch_grad(void* out, uint64_t tex, int32_t geometry, float x, float y, float z,
+                             int32_t layer, float dxx, float dxy, float dxz, float dyx, float dyy,
+                             float dyz);
 // tld4.<component>.2d: component 0 r, 1 g, 2 b, 3 a of the four bilinear-footprint texels.
 void __rocuda_tex_gather(void* out, uint64_t tex, int32_t component, float x, float y,
                          int32_t layer);

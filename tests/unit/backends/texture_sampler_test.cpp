@@ -289,6 +289,48 @@ TEST(Surfaces, LoadStoreAndBoundaryModes) {
   EXPECT_EQ(bytes[3], 51);
 }
 
+// tex.level / tex.grad on a mipmapped view: three levels of one texel each (values 0, 10, 20).
+TEST(SamplerMipmaps, LevelOfDetailChoosesAndMixesLevels) {
+  float values[3] = {0, 10, 20};
+  TextureView levels[3];
+  for (int l = 0; l < 3; ++l) {
+    levels[l].format = TexelFormat::F32;
+    levels[l].data = reinterpret_cast<uint8_t*>(&values[l]);
+    levels[l].width = 1;
+    levels[l].rowPitch = levels[l].slicePitch = 4;
+    levels[l].shape = support::TextureShape::Array1D;
+    levels[l].address[0] = support::TextureAddressMode::Clamp;
+  }
+  TextureView v = levels[0];
+  v.levels = 3;
+  v.mipLevels = levels;
+  v.maxLod = 2;
+  float out[4];
+  auto at = [&](float lod) {
+    __rocuda_tex_fetch_lod(out, handle(v), 0, 0.5f, 0, 0, 0, lod);
+    return out[0];
+  };
+  EXPECT_EQ(at(0.4f), 0.0f);  // nearest level
+  EXPECT_EQ(at(0.6f), 10.0f);
+  EXPECT_EQ(at(9.0f), 20.0f);  // clamped to the last level
+  EXPECT_EQ(at(-3.0f), 0.0f);
+  v.maxLod = 1;  // maxMipmapLevelClamp
+  EXPECT_EQ(at(9.0f), 10.0f);
+  v.maxLod = 2;
+  v.mipBias = 1;
+  EXPECT_EQ(at(0.4f), 10.0f);
+  v.mipBias = 0;
+  v.mipFilter = support::TextureFilter::Linear;
+  EXPECT_FLOAT_EQ(at(0.25f), 2.5f);
+  EXPECT_FLOAT_EQ(at(1.5f), 15.0f);
+  // Gradients in texels (unnormalized coordinates): the longer one's log2 is the level.
+  __rocuda_tex_fetch_grad(out, handle(v), 0, 0.5f, 0, 0, 0, 2.0f, 0, 0, 0, 1.0f, 0);
+  EXPECT_FLOAT_EQ(out[0], 10.0f);
+  __rocuda_tex_fetch_grad(out, handle(v), 0, 0.5f, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+  EXPECT_FLOAT_EQ(out[0], 0.0f);                    // no gradient: level 0
+  EXPECT_EQ(__rocuda_tex_query(handle(v), 11), 3);  // txq.num_mipmap_levels
+}
+
 // sured: atomic reductions on surface elements from many threads at once; .p addresses samples
 // and takes the sign from the surface's format; out-of-range and misaligned elements follow the
 // boundary mode.
