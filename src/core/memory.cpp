@@ -244,6 +244,27 @@ Status freeDevice(const void* pointer) {
   return Status::success();
 }
 
+void releaseContextMemory(Context& context) {
+  std::vector<Allocation> owned;
+  {
+    AllocationTable& t = table();
+    std::lock_guard lock(t.mutex);
+    for (const auto& [base, allocation] : t.byBase)
+      if (allocation.context == &context && allocation.kind != AllocationKind::Global &&
+          allocation.mappedFrom == MappedFrom::None)
+        owned.push_back(allocation);
+  }
+  for (const Allocation& allocation : owned) {
+    void* pointer = reinterpret_cast<void*>(allocation.base);
+    if (allocation.registered)
+      unregisterHostRange(pointer);
+    else if (allocation.kind == AllocationKind::Host)
+      (void)freeHost(pointer);
+    else
+      (void)freeDevice(pointer);
+  }
+}
+
 Status freeHost(const void* pointer) {
   auto allocation = removeExact(pointer, /*host=*/true);
   if (!allocation.ok()) return allocation.error();

@@ -50,6 +50,10 @@ Result<void*> allocateManaged(Context& context, size_t bytes, unsigned flags);
 // base of a live allocation of that kind.
 Status freeDevice(const void* pointer);
 Status freeHost(const void* pointer);
+// cuDevicePrimaryCtxReset: every allocation `context` made (device, pinned host, managed, pool)
+// is freed and every host range it registered unregistered. Mappings of other processes' or
+// external memory keep their own release calls; module globals go with their modules.
+void releaseContextMemory(Context& context);
 // cuMemHostRegister / cuMemHostUnregister: the application's own memory, tracked as page-locked
 // host memory (the device reaches host memory directly, so nothing moves). register is false when
 // the range overlaps a tracked one; unregister is false when `base` starts no registered range.

@@ -5,6 +5,7 @@
 
 #include "backends/hip/hip_backend.h"
 #include "core/context.h"
+#include "core/memory.h"
 #include "core/memory_pool.h"
 #include "support/env.h"
 #include "support/log.h"
@@ -29,6 +30,11 @@ void Device::removeMemPool(MemoryPool* pool) {
 void Device::trimMemPools() {
   std::lock_guard lock(poolsMutex_);
   for (MemoryPool* pool : pools_) pool->trimToThreshold();
+}
+
+void Device::emptyMemPools() {
+  std::lock_guard lock(poolsMutex_);
+  for (MemoryPool* pool : pools_) pool->trimTo(0);
 }
 
 MemoryPool& Device::defaultMemPool() {
@@ -80,8 +86,12 @@ Status Device::resetPrimary() {
     std::lock_guard lock(primaryMutex_);
     context = primary_.get();
   }
-  if (context != nullptr) return context->synchronize();
-  return Status::success();
+  if (context == nullptr) return Status::success();
+  Status drained = context->synchronize();
+  // NVIDIA's reset destroys the context's allocations: a stale pointer is unknown afterwards.
+  releaseContextMemory(*context);
+  emptyMemPools();
+  return drained;
 }
 
 unsigned Device::primaryFlags() const {

@@ -43,6 +43,7 @@ class Device {
   void addMemPool(MemoryPool* pool);
   void removeMemPool(MemoryPool* pool);
   void trimMemPools();
+  void emptyMemPools();  // everything kept goes back (a reset)
 
  private:
   int ordinal_;

@@ -145,6 +145,31 @@ CUcontext retainPrimary() {
   return context;
 }
 
+// cuDevicePrimaryCtxReset destroys what the primary context allocated: device and pinned memory
+// and host registrations; pointers to them are unknown afterwards, and the device is usable.
+TEST_F(LibCuda, PrimaryContextResetFreesItsAllocations) {
+  retainPrimary();
+  CUdeviceptr device = 0;
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&device, 256), CUDA_SUCCESS);
+  void* pinned = nullptr;
+  ASSERT_EQ(CU(cuMemAllocHost, void**, size_t)(&pinned, 64), CUDA_SUCCESS);
+  std::vector<char> page(4096);
+  ASSERT_EQ(CU(cuMemHostRegister, void*, size_t, unsigned)(page.data(), page.size(), 0),
+            CUDA_SUCCESS);
+  ASSERT_EQ(proc<CUresult (*)(CUdevice)>("cuDevicePrimaryCtxReset", 11000)(0), CUDA_SUCCESS);
+  unsigned type = 0;
+  auto attribute = CU(cuPointerGetAttribute, void*, CUpointer_attribute, CUdeviceptr);
+  EXPECT_EQ(attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, device), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(
+      attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, reinterpret_cast<CUdeviceptr>(pinned)),
+      CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuMemHostUnregister, void*)(page.data()), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(device), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&device, 256), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(device), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuDevicePrimaryCtxRelease, CUdevice)(0), CUDA_SUCCESS);
+}
+
 TEST_F(LibCuda, Contexts) {
   EXPECT_EQ(CU(cuCtxSetCurrent, CUcontext)(nullptr), CUDA_SUCCESS);
   CUdevice device = -1;
