@@ -629,10 +629,8 @@ int32_t __rocuda_surf_store_p(const void* in, uint64_t surf, int32_t geometry, i
   std::memcpy(values, in, 16);
   if (kind < 0) {  // the values' type follows the surface's channel type
     using rocuda::support::TexelFormat;
-    TexelFormat f = v->format;
-    kind = f == TexelFormat::F16 || f == TexelFormat::F32                           ? 0
-           : f == TexelFormat::S8 || f == TexelFormat::S16 || f == TexelFormat::S32 ? 1
-                                                                                    : 2;
+    bool isFloat = v->format == TexelFormat::F16 || v->format == TexelFormat::F32;
+    kind = isFloat ? 0 : signedFormat(*v) ? 1 : 2;
   }
   for (unsigned c = 0; c < v->channels && c < 4; ++c) storeChannel(*v, p, c, values[c], kind);
   return 0;

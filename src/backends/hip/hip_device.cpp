@@ -473,9 +473,9 @@ class HipDevice final : public DeviceBackend {
   template <class Issue>
   Status onLane(int priority, const std::string& call, const std::string& waitedFor, Issue issue) {
     ROCUDA_TRY(select());
-    // CUDA's priorities [greatestStreamPriority, 0] onto HIP's, counted down from its least.
-    int hipPriority =
-        hipLeastStreamPriority_ + std::clamp(priority, description_.greatestStreamPriority, 0);
+    // CUDA's priorities (the core clamped them to [greatestStreamPriority, 0]) onto HIP's,
+    // counted down from its least.
+    int hipPriority = hipLeastStreamPriority_ + priority;
     auto lane = lanes_->acquire(hipPriority);
     if (!lane.ok()) return lane.error();
     hipError_t status = issue(*lane);
