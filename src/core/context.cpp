@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <iterator>
 
 #include "core/platform.h"
 
@@ -17,7 +18,13 @@ thread_local std::vector<Context*> contextStack;
 Context::Context(Device& device, unsigned flags, bool primary)
     : Object(ObjectKind::Context), device_(device), flags_(flags), primary_(primary),
       id_(nextContextId++) {
-  const auto& description = device.description();
+  setDefaultLimits();
+  legacy_ = std::make_unique<Stream>(*this, StreamKind::Legacy, 0, 0);
+}
+
+void Context::setDefaultLimits() {
+  const auto& description = device_.description();
+  std::fill(std::begin(limits_), std::end(limits_), 0);
   limits_[static_cast<int>(ContextLimit::StackSize)] = 1024;
   limits_[static_cast<int>(ContextLimit::PrintfFifoSize)] = 1 << 20;
   limits_[static_cast<int>(ContextLimit::MallocHeapSize)] = 8 << 20;
@@ -26,7 +33,6 @@ Context::Context(Device& device, unsigned flags, bool primary)
   limits_[static_cast<int>(ContextLimit::MaxL2FetchGranularity)] = 64;
   limits_[static_cast<int>(ContextLimit::ShmemSize)] =
       static_cast<uint64_t>(description.sharedMemPerBlockOptin);
-  legacy_ = std::make_unique<Stream>(*this, StreamKind::Legacy, 0, 0);
 }
 
 Context::~Context() {
@@ -159,6 +165,25 @@ Status Context::synchronize() {
   if (auto tail = legacy_->tail()) tail->wait();
   device().trimMemPools();  // CUDA's pools release memory at synchronisations
   return stickyError();
+}
+
+void Context::reset() {
+  for (Stream* stream : allStreams())
+    if (auto tail = stream->tail()) tail->wait();
+  if (auto tail = legacy_->tail()) tail->wait();
+  std::vector<std::unique_ptr<Stream>> streams;
+  std::vector<std::unique_ptr<Event>> events;
+  {
+    std::lock_guard lock(mutex_);
+    streams.swap(streams_);
+    events.swap(events_);
+    sticky_ = false;
+    stickyError_ = Error();
+    setDefaultLimits();
+  }
+  // Outside the lock: a stream's destructor drains it through this context.
+  streams.clear();
+  events.clear();
 }
 
 void Context::setStickyError(const Error& error) {

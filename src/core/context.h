@@ -59,6 +59,13 @@ class Context : public Object {
   // Wait for every stream of the context; then the sticky error, if any.
   Status synchronize();
 
+  // cuDevicePrimaryCtxReset: the context as NVIDIA's reset leaves it, a new context for the
+  // application. Queued work is drained; the streams and events the application created are
+  // destroyed; limits return to their defaults and the sticky error is cleared, so a program
+  // recovers from a failed kernel as cudaDeviceReset documents. The object itself (and the
+  // default streams) stay, so handles cudart cached for the primary context remain valid.
+  void reset();
+
   // A kernel failure is sticky: every later call on the context reports it (as CUDA does).
   void setStickyError(const Error& error);
   Status stickyError() const;
@@ -68,6 +75,7 @@ class Context : public Object {
 
  private:
   std::vector<Stream*> allStreams();
+  void setDefaultLimits();
 
   Device& device_;
   unsigned flags_;

@@ -186,6 +186,7 @@ bool isInsideAllocation(const void* pointer, size_t bytes) {
 }
 
 Result<void*> allocateDevice(Context& context, size_t bytes) {
+  ROCUDA_TRY(context.stickyError());  // a context with a failed kernel allocates nothing
   auto memory = context.device().backend().allocateDevice(bytes);
   if (!memory.ok()) return memory.takeError();
   insert(Allocation{reinterpret_cast<uintptr_t>(*memory), bytes, AllocationKind::Device, &context, 0});
@@ -203,6 +204,7 @@ Result<void*> allocateFromPool(Context& context, MemoryPool& pool, size_t bytes)
 }
 
 Result<void*> allocateHost(Context& context, size_t bytes, unsigned flags) {
+  ROCUDA_TRY(context.stickyError());  // a context with a failed kernel allocates nothing
   auto memory = context.device().backend().allocateHost(bytes);
   if (!memory.ok()) return memory.takeError();
   insert(Allocation{reinterpret_cast<uintptr_t>(*memory), bytes, AllocationKind::Host, &context, flags});
@@ -212,6 +214,7 @@ Result<void*> allocateHost(Context& context, size_t bytes, unsigned flags) {
 Result<void*> allocateManaged(Context& context, size_t bytes, unsigned flags) {
   // Managed memory must be reachable from host and device alike: pinned host memory is, on every
   // backend that reports managedMemory.
+  ROCUDA_TRY(context.stickyError());
   auto memory = context.device().backend().allocateHost(bytes);
   if (!memory.ok()) return memory.takeError();
   insert(Allocation{reinterpret_cast<uintptr_t>(*memory), bytes, AllocationKind::Managed, &context,

@@ -130,6 +130,22 @@ Status Module::unload(Module* module) {
   return Status::success();
 }
 
+void Module::unloadContextModules(Context& context) {
+  std::vector<Module*> owned;
+  {
+    std::lock_guard lock(modulesMutex());
+    for (auto it = modules().begin(); it != modules().end();) {
+      if (&(*it)->context() == &context && !(*it)->isLibrary()) {
+        owned.push_back(*it);
+        it = modules().erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (Module* module : owned) delete module;
+}
+
 Module* Module::moduleView() {
   std::lock_guard lock(mutex_);
   if (!view_) {

@@ -89,6 +89,10 @@ class Module : public Object {
   // UnsupportedPtx, NoBinaryForGpu (kernels are then reported missing by name on lookup).
   static Result<Module*> load(Context& context, const void* image, bool isLibrary);
   static Status unload(Module* module);
+  // cuDevicePrimaryCtxReset: unload every module loaded into `context`. Libraries stay: on
+  // NVIDIA they belong to no context (cudart's code is loaded as libraries, and it keeps their
+  // handles across cudaDeviceReset).
+  static void unloadContextModules(Context& context);
 
   ~Module() override;
   Context& context() { return context_; }

@@ -7,6 +7,7 @@
 #include "core/context.h"
 #include "core/memory.h"
 #include "core/memory_pool.h"
+#include "core/module.h"
 #include "support/env.h"
 #include "support/log.h"
 
@@ -87,11 +88,13 @@ Status Device::resetPrimary() {
     context = primary_.get();
   }
   if (context == nullptr) return Status::success();
-  Status drained = context->synchronize();
-  // NVIDIA's reset destroys the context's allocations: a stale pointer is unknown afterwards.
+  // NVIDIA's reset destroys the context's work queues, modules and allocations (a stale pointer
+  // is unknown afterwards) and clears its sticky error: the reset itself succeeds.
+  context->reset();
+  Module::unloadContextModules(*context);
   releaseContextMemory(*context);
   emptyMemPools();
-  return drained;
+  return Status::success();
 }
 
 unsigned Device::primaryFlags() const {

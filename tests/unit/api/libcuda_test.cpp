@@ -577,6 +577,76 @@ TEST_F(LibCuda, ModuleAndLaunch) {
             CUDA_ERROR_INVALID_HANDLE);
 }
 
+// cudaDeviceReset is how a program recovers from a failed kernel: the reset succeeds, clears the
+// sticky error, and destroys the streams, events and modules of the primary context, whose
+// limits return to their defaults. Libraries belong to no context (cudart's code is loaded as
+// libraries) and stay usable.
+TEST_F(LibCuda, PrimaryContextResetRecoversFromAFailedKernel) {
+  retainPrimary();
+  const char* trapPtx = R"(
+.version 7.0
+.target sm_50
+.address_size 64
+.visible .entry fail() { trap; }
+)";
+  CUmodule module = nullptr;
+  ASSERT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, trapPtx), CUDA_SUCCESS);
+  CUfunction fail = nullptr;
+  ASSERT_EQ(CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&fail, module, "fail"),
+            CUDA_SUCCESS);
+  using LoadLibrary = CUresult (*)(CUlibrary*, const void*, CUjit_option*, void**, unsigned,
+                                   CUlibraryOption*, void**, unsigned);
+  CUlibrary library = nullptr;
+  ASSERT_EQ(proc<LoadLibrary>("cuLibraryLoadData", 12000)(&library, kPtx, nullptr, nullptr, 0,
+                                                          nullptr, nullptr, 0),
+            CUDA_SUCCESS);
+  CUkernel addOne = nullptr;
+  ASSERT_EQ(CU(cuLibraryGetKernel, CUkernel*, CUlibrary, const char*)(&addOne, library, "add_one"),
+            CUDA_SUCCESS);
+  CUstream stream = nullptr;
+  ASSERT_EQ(CU(cuStreamCreate, CUstream*, unsigned)(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  CUevent event = nullptr;
+  ASSERT_EQ(CU(cuEventCreate, CUevent*, unsigned)(&event, 0), CUDA_SUCCESS);
+  auto setLimit = CU(cuCtxSetLimit, CUlimit, size_t);
+  auto getLimit = CU(cuCtxGetLimit, size_t*, CUlimit);
+  size_t defaultStack = 0;
+  ASSERT_EQ(getLimit(&defaultStack, CU_LIMIT_STACK_SIZE), CUDA_SUCCESS);
+  ASSERT_EQ(setLimit(CU_LIMIT_STACK_SIZE, defaultStack * 4), CUDA_SUCCESS);
+
+  using Launch = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              unsigned, unsigned, CUstream, void**, void**);
+  auto launch = proc<Launch>("cuLaunchKernel", 7000);
+  ASSERT_EQ(launch(fail, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuCtxSynchronize)(), CUDA_ERROR_LAUNCH_FAILED);
+  CUdeviceptr data = 0;
+  EXPECT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&data, 256), CUDA_ERROR_LAUNCH_FAILED);
+
+  ASSERT_EQ(proc<CUresult (*)(CUdevice)>("cuDevicePrimaryCtxReset", 11000)(0), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&fail, module, "fail"),
+            CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(CU(cuStreamQuery, CUstream)(stream), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(CU(cuEventQuery, CUevent)(event), CUDA_ERROR_INVALID_HANDLE);
+  size_t stack = 0;
+  ASSERT_EQ(getLimit(&stack, CU_LIMIT_STACK_SIZE), CUDA_SUCCESS);
+  EXPECT_EQ(stack, defaultStack);
+
+  constexpr uint32_t kN = 64;
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&data, kN * 4), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemsetD32, CUdeviceptr, unsigned, size_t)(data, 7, kN), CUDA_SUCCESS);
+  uint32_t n = kN;
+  void* params[] = {&data, &n};
+  ASSERT_EQ(
+      launch(reinterpret_cast<CUfunction>(addOne), 1, 1, 1, kN, 1, 1, 0, nullptr, params, nullptr),
+      CUDA_SUCCESS);
+  std::vector<uint32_t> result(kN);
+  ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(result.data(), data, kN * 4),
+            CUDA_SUCCESS);
+  for (uint32_t v : result) ASSERT_EQ(v, 8u);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(data), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuLibraryUnload, CUlibrary)(library), CUDA_SUCCESS);
+}
+
 // Launch bounds: .maxntid caps the block's thread count (any shape), .reqntid fixes the shape;
 // the function attributes report them and the module's constant memory.
 TEST_F(LibCuda, LaunchBoundsAndFunctionAttributes) {
