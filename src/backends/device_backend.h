@@ -108,6 +108,10 @@ class LoadedKernel {
   virtual ~LoadedKernel() = default;
   virtual const compiler::KernelInfo& info() const = 0;
   virtual KernelResources resources() const { return {}; }
+  // Make the kernel's code ready before its first launch is queued: a kernel compiled lazily
+  // compiles now, so that its failure is the launch's error (as with NVIDIA's lazy loading, at
+  // cuLaunchKernel) rather than a failure on the stream that no call reports.
+  virtual Status prepare() { return Status::success(); }
 };
 
 // Code compiled for this device and loaded into it.

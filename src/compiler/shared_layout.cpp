@@ -105,9 +105,9 @@ std::unordered_map<std::string, FunctionRefs> collectRefs(const ptx::Module& mod
 
 std::set<std::string> reachable(const ptx::Module& module,
                                 const std::unordered_map<std::string, FunctionRefs>& refs,
-                                const std::string& kernel, bool& indirect) {
-  std::set<std::string> seen{kernel};
-  std::vector<std::string> work{kernel};
+                                const std::vector<std::string>& kernels, bool& indirect) {
+  std::set<std::string> seen(kernels.begin(), kernels.end());
+  std::vector<std::string> work = kernels;
   indirect = false;
   while (!work.empty()) {
     std::string name = work.back();
@@ -131,7 +131,7 @@ std::unordered_map<std::string, std::set<std::string>> kernelVariables(
   for (const auto& fn : module.functions) {
     if (!fn.isEntry || fn.isDeclaration) continue;
     bool indirect = false;
-    std::set<std::string> seen = reachable(module, refs, fn.name, indirect);
+    std::set<std::string> seen = reachable(module, refs, {fn.name}, indirect);
     std::set<std::string>& mine = kernelVars[fn.name];
     if (indirect) {
       for (const auto& v : vars) mine.insert(v.key);
@@ -193,7 +193,15 @@ SharedLayout computeSharedLayout(const ptx::Module& module) {
 
 std::set<std::string> reachableFunctions(const ptx::Module& module, const std::string& kernel) {
   bool indirect = false;
-  return reachable(module, collectRefs(module), kernel, indirect);
+  return reachable(module, collectRefs(module), {kernel}, indirect);
+}
+
+std::set<std::string> functionsReachableFromKernels(const ptx::Module& module) {
+  std::vector<std::string> kernels;
+  for (const auto& fn : module.functions)
+    if (fn.isEntry) kernels.push_back(fn.name);
+  bool indirect = false;
+  return reachable(module, collectRefs(module), kernels, indirect);
 }
 
 }  // namespace rocuda::compiler::detail

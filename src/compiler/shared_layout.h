@@ -27,5 +27,7 @@ SharedLayout computeSharedLayout(const ptx::Module& module);
 // Names of the functions `kernel` can call, directly or not, itself included (every function of
 // the module when it may call through a pointer).
 std::set<std::string> reachableFunctions(const ptx::Module& module, const std::string& kernel);
+// The same for every kernel of the module at once.
+std::set<std::string> functionsReachableFromKernels(const ptx::Module& module);
 
 }  // namespace rocuda::compiler::detail

@@ -414,6 +414,34 @@ Status FunctionTranslator::createStorage() {
   return Status::success();
 }
 
+void FunctionTranslator::countRegisterMentions() {
+  registerMentions.assign(registers_.size(), 0);
+  auto mention = [&](uint32_t reg) {
+    if (reg < registerMentions.size()) ++registerMentions[reg];
+  };
+  auto visit = [&](const ptx::Operand& op, auto& self) -> void {
+    switch (op.kind) {
+      case ptx::Operand::Kind::Register:
+        mention(op.reg());
+        break;
+      case ptx::Operand::Kind::Address:
+        if (op.address().baseKind == ptx::Address::BaseKind::Register) mention(op.address().reg);
+        for (const auto& element : op.elements()) self(element, self);
+        break;
+      case ptx::Operand::Kind::Vector:
+      case ptx::Operand::Kind::List:
+        for (const auto& element : op.elements()) self(element, self);
+        break;
+      default:
+        break;
+    }
+  };
+  for (const auto& st : fn.body) {
+    if (st.isLabel()) continue;
+    for (const auto& op : st.instruction.operands()) visit(op, visit);
+  }
+}
+
 Status FunctionTranslator::translate() {
   entry_ = llvm::BasicBlock::Create(ctx(), "entry", function);
   auto* body = llvm::BasicBlock::Create(ctx(), "body", function);
@@ -422,6 +450,7 @@ Status FunctionTranslator::translate() {
     if (st.isLabel())
       labels_[std::string(st.labelName())] =
           llvm::BasicBlock::Create(ctx(), std::string(st.labelName()), function);
+  countRegisterMentions();
   b.SetInsertPoint(body);
   for (const auto& st : fn.body) {
     if (st.isLabel()) {

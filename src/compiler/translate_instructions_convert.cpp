@@ -23,13 +23,6 @@ llvm::Value* roundIntegral(FunctionTranslator& t, llvm::Value* v, const std::str
   return v;
 }
 
-llvm::Value* saturateUnit(FunctionTranslator& t, llvm::Value* v) {
-  auto& B = t.b;
-  v = B.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, v, llvm::ConstantFP::get(v->getType(), 0.0));
-  return B.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, v,
-                                 llvm::ConstantFP::get(v->getType(), 1.0));
-}
-
 // The PTX integer types of a conversion: B* behave as unsigned.
 bool signedInt(ScalarType type) { return ptx::isSignedInteger(type); }
 
@@ -151,7 +144,6 @@ llvm::Value* saturateFinite(FunctionTranslator& t, llvm::Value* r) {
 
 Result<llvm::Value*> convertScalar(FunctionTranslator& t, const ptx::Instruction& inst,
                                    const ptx::Operand& src, ScalarType to, ScalarType from) {
-  auto& B = t.b;
   std::string mode = roundingModifier(inst);
   bool sat = inst.hasModifier("sat"), ftz = inst.hasModifier("ftz");
   ROCUDA_VALUE(a, t.read(src, from));
@@ -169,8 +161,7 @@ Result<llvm::Value*> convertScalar(FunctionTranslator& t, const ptx::Instruction
     r = *v;
   }
   if (sat) r = saturateUnit(t, r);
-  if (inst.hasModifier("relu"))
-    r = B.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, r, llvm::ConstantFP::get(vt, 0.0));
+  if (inst.hasModifier("relu")) r = reluOf(t, r);
   if (ftz && r->getType()->isFloatTy()) r = flushSubnormal(t, r);
   if (inst.hasModifier("satfinite")) r = saturateFinite(t, r);
   return r;

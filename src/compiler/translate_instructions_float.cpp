@@ -167,6 +167,14 @@ llvm::Type* bitsTypeOf(llvm::Value* v) {
   return shapedLike(ty, llvm::Type::getIntNTy(ty->getContext(), ty->getScalarSizeInBits()));
 }
 
+// PTX's canonical NaN of `ty` (each element): every bit but the sign set (0x7fffffff, 0x7fff).
+llvm::Constant* canonicalNaN(llvm::Type* ty) {
+  unsigned width = ty->getScalarSizeInBits();
+  llvm::Type* intTy = shapedLike(ty, llvm::Type::getIntNTy(ty->getContext(), width));
+  return llvm::ConstantExpr::getBitCast(
+      llvm::ConstantInt::get(intTy, llvm::APInt::getSignedMaxValue(width)), ty);
+}
+
 // `r`, the rounded-to-nearest value of an exact result whose error `err` (exact - r, in r's or
 // a wider type: only its sign and zeroness count) is known, rounded to odd instead: truncated
 // toward zero, last bit set if inexact.
@@ -228,8 +236,21 @@ Result<llvm::Value*> arith(FunctionTranslator& t, const ptx::Instruction& inst, 
       if (directed) return rounded(t, RoundedOp::Fma, mode, {a, b, c});
       if (!scalar) return fmaHalfOnce(t, a, b, c);  // f16, bf16 and their x2 forms
       return fmaOf(t, a, b, c);
-    case ptx::Opcode::div:
-      return directed ? rounded(t, RoundedOp::Div, mode, {a, b}) : B.CreateFDiv(a, b);
+    case ptx::Opcode::div: {
+      if (directed) return rounded(t, RoundedOp::Div, mode, {a, b});
+      llvm::Value* quotient = B.CreateFDiv(a, b);
+      if (!inst.hasModifier("approx") || !a->getType()->isFloatTy()) return quotient;
+      // div.approx.f32 is a * (1/b) with the reciprocal flushed: for |b| > 2^126 the result is
+      // a signed zero, and NaN for an infinite a (__fdividef's documented behaviour).
+      llvm::Value* huge = B.CreateFCmpOGT(B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, b),
+                                          llvm::ConstantFP::get(b->getType(), 0x1p126));
+      llvm::Value* flushed =
+          B.CreateFMul(a, B.CreateBinaryIntrinsic(llvm::Intrinsic::copysign,
+                                                  llvm::ConstantFP::get(b->getType(), 0.0), b));
+      flushed =
+          B.CreateSelect(B.CreateFCmpUNO(flushed, flushed), canonicalNaN(b->getType()), flushed);
+      return B.CreateSelect(huge, flushed, quotient);
+    }
     default:
       return t.unsupported(inst);
   }
@@ -330,22 +351,28 @@ Status testp(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType typ
 
 // One two-input min/max: a NaN input yields the other (both NaN: NaN), -0 < +0; with
 // `propagateNaN` (.NaN) any NaN gives NaN.
+// PTX min/max of two values, element by element: -0 orders below +0; a NaN input yields the
+// other input (both NaN: the canonical NaN), or with .NaN the canonical NaN. Compares and
+// selects rather than LLVM's minnum/maximum, which leave the zeros' order and the NaN's bits
+// open (and whose x86 lowering of <2 x half> maximum lost a NaN in one lane).
 llvm::Value* minMaxOfTwo(FunctionTranslator& t, bool isMin, bool propagateNaN, llvm::Value* a,
                          llvm::Value* b) {
   auto& B = t.b;
-  auto id = propagateNaN ? (isMin ? llvm::Intrinsic::minimum : llvm::Intrinsic::maximum)
-                         : (isMin ? llvm::Intrinsic::minnum : llvm::Intrinsic::maxnum);
-  llvm::Value* r = B.CreateBinaryIntrinsic(id, a, b);
-  if (propagateNaN || a->getType()->isVectorTy()) return r;
-  // minnum may return either zero for (-0, +0); PTX orders -0 below +0.
-  auto* it = B.getIntNTy(static_cast<unsigned>(a->getType()->getPrimitiveSizeInBits()));
+  llvm::Type* ty = a->getType();
+  llvm::Value* aWins = isMin ? B.CreateFCmpOLT(a, b) : B.CreateFCmpOGT(a, b);
+  llvm::Value* r = B.CreateSelect(aWins, a, b);
+  llvm::Type* it = bitsTypeOf(a);
   llvm::Value* ai = B.CreateBitCast(a, it);
   llvm::Value* bi = B.CreateBitCast(b, it);
-  llvm::Value* zeros =
-      B.CreateBitCast(isMin ? B.CreateOr(ai, bi) : B.CreateAnd(ai, bi), a->getType());
-  auto* zero = llvm::ConstantFP::get(a->getType(), 0.0);
+  llvm::Value* zeros = B.CreateBitCast(isMin ? B.CreateOr(ai, bi) : B.CreateAnd(ai, bi), ty);
+  auto* zero = llvm::ConstantFP::get(ty, 0.0);
   llvm::Value* bothZero = B.CreateAnd(B.CreateFCmpOEQ(a, zero), B.CreateFCmpOEQ(b, zero));
-  return B.CreateSelect(bothZero, zeros, r);
+  r = B.CreateSelect(bothZero, zeros, r);
+  llvm::Value* aNaN = B.CreateFCmpUNO(a, a);
+  llvm::Value* bNaN = B.CreateFCmpUNO(b, b);
+  llvm::Constant* nan = canonicalNaN(ty);
+  if (propagateNaN) return B.CreateSelect(B.CreateOr(aNaN, bNaN), nan, r);
+  return B.CreateSelect(aNaN, B.CreateSelect(bNaN, nan, b), B.CreateSelect(bNaN, a, r));
 }
 
 // min/max of two inputs, or of three (f32, sm_100): .abs compares magnitudes, .xorsign.abs (two
@@ -472,20 +499,14 @@ Status translateFloatOp(FunctionTranslator& t, const ptx::Instruction& inst) {
         c = *cv;
       }
       ROCUDA_VALUE(r, arith(t, inst, a, b, c));
-      if (inst.hasModifier("sat")) {
-        auto* zero = llvm::ConstantFP::get(r->getType(), 0.0);
-        // NaN saturates to 0: maxnum(NaN, 0) = 0.
-        r = B.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, r, zero);
-        r = B.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, r,
-                                    llvm::ConstantFP::get(r->getType(), 1.0));
-      }
-      if (inst.hasModifier("relu"))
-        r = B.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, r,
-                                    llvm::ConstantFP::get(r->getType(), 0.0));
+      if (inst.hasModifier("sat")) r = saturateUnit(t, r);
+      if (inst.hasModifier("relu")) r = reluOf(t, r);
       if (ftz) r = flushSubnormal(t, r);
       ROCUDA_TRY(t.write(inst.operands()[0], r, type));
       if (contractible && inst.opcode == ptx::Opcode::mul &&
-          inst.operands()[0].kind == ptx::Operand::Kind::Register)
+          inst.operands()[0].kind == ptx::Operand::Kind::Register &&
+          inst.operands()[0].reg() < t.registerMentions.size() &&
+          t.registerMentions[inst.operands()[0].reg()] == 2)
         t.contractibleProducts[inst.operands()[0].reg()] = {a, b, B.GetInsertBlock(), type, ftz};
       return Status::success();
     }
@@ -540,6 +561,22 @@ llvm::Function* flushF32Function(FunctionTranslator& t) {
 }
 
 }  // namespace
+
+llvm::Value* saturateUnit(FunctionTranslator& t, llvm::Value* v) {
+  auto& B = t.b;
+  auto* zero = llvm::ConstantFP::get(v->getType(), 0.0);
+  auto* one = llvm::ConstantFP::get(v->getType(), 1.0);
+  llvm::Value* r = B.CreateSelect(B.CreateFCmpOLE(v, zero), zero, v);  // -0 too: [+0.0, 1.0]
+  r = B.CreateSelect(B.CreateFCmpOGT(r, one), one, r);
+  return B.CreateSelect(B.CreateFCmpUNO(v, v), zero, r);
+}
+
+llvm::Value* reluOf(FunctionTranslator& t, llvm::Value* v) {
+  auto& B = t.b;
+  auto* zero = llvm::ConstantFP::get(v->getType(), 0.0);
+  llvm::Value* clamped = B.CreateSelect(B.CreateFCmpOLT(v, zero), zero, v);
+  return B.CreateSelect(B.CreateFCmpUNO(v, v), canonicalNaN(v->getType()), clamped);
+}
 
 llvm::Value* flushSubnormal(FunctionTranslator& t, llvm::Value* v) {
   llvm::Type* element = v->getType()->getScalarType();

@@ -419,11 +419,44 @@ Status ModuleTranslator::declareFunctions() {
     }
     functions_[name] = f;
   }
-  // `.alias a, b;`: a names the function b.
+  // `.alias a, b;`: a names the function b. The alias's prototype (PTX declares one before the
+  // directive) is no external function: its declaration goes.
   for (const auto& [alias, target] : ptx_.aliases) {
-    if (functions_.count(alias) || !functions_.count(target)) continue;
+    if (!functions_.count(target)) continue;
+    if (auto it = functions_.find(alias); it != functions_.end()) {
+      if (!functionDefs_[alias]->isDeclaration || !it->second->use_empty()) continue;
+      it->second->eraseFromParent();
+    }
     functions_[alias] = functions_[target];
     functionDefs_[alias] = functionDefs_[target];
+  }
+  return checkUnresolvedCallees();
+}
+
+Status ModuleTranslator::checkUnresolvedCallees() const {
+  std::set<std::string, std::less<>> unresolved;
+  for (const auto& [name, def] : functionDefs_)
+    if (def->isDeclaration && !def->isEntry && !ptx::isDeviceRuntimeFunction(name))
+      unresolved.insert(name);
+  if (unresolved.empty()) return Status::success();
+  // Only code a kernel can reach counts: libcudadevrt's functions name syscalls NVIDIA's driver
+  // supplies and Rocuda does not, harmless while nothing calls them.
+  std::set<std::string> reachable = functionsReachableFromKernels(ptx_);
+  for (const auto& fn : ptx_.functions) {
+    if (fn.isDeclaration || !reachable.count(fn.name)) continue;
+    for (const auto& statement : fn.body) {
+      if (statement.isLabel()) continue;
+      const ptx::Instruction& inst = statement.instruction;
+      for (const auto& op : inst.operands())
+        if (op.kind == ptx::Operand::Kind::Symbol && unresolved.count(op.symbol()))
+          return makeError(ErrorCode::InvalidPtx,
+                           "invalid '" + instructionName(inst) + "' at " +
+                               std::to_string(inst.loc.line) + ":" +
+                               std::to_string(inst.loc.column) + ": unresolved extern function '" +
+                               std::string(op.symbol()) +
+                               "': no module defines it (a program built with -rdc=true links "
+                               "the module that does)");
+    }
   }
   return Status::success();
 }

@@ -132,6 +132,9 @@ class ModuleTranslator {
   Status declareGlobals(ModuleInfo& info);
   Status layoutShared();
   Status declareFunctions();
+  // A declared-only callee that is no device-runtime function, called from code a kernel can
+  // reach: InvalidPtx naming it and the call (NVIDIA's JIT: "Unresolved extern function").
+  Status checkUnresolvedCallees() const;
   void findExitingFunctions();
   Result<llvm::Constant*> initializerFor(const ptx::Variable& var, llvm::Type*& storageType);
   // The address an initializer element takes (a pointer constant).
@@ -169,7 +172,9 @@ class FunctionTranslator {
   // or sub with no rounding modifier in the same block that reads it is fused with it into one
   // fma, as ptxas does ("mul/add sequences with no rounding modifiers may be optimized to use
   // fused-multiply-add instructions"), so that results match NVIDIA's bit for bit. Any write to
-  // the register forgets it.
+  // the register forgets it. Only a product read once is fused: one with other readers keeps
+  // its rounding (libdevice's powf compensates a product's rounding error with it; fused, its
+  // error grew from under 4 ulp to 41).
   struct ContractibleProduct {
     llvm::Value* a;
     llvm::Value* b;
@@ -178,6 +183,9 @@ class FunctionTranslator {
     bool ftz;
   };
   std::unordered_map<uint32_t, ContractibleProduct> contractibleProducts;
+  // How many operands of the function name each register (definitions and reads): a product
+  // register named twice is written once and read once.
+  std::vector<uint32_t> registerMentions;
 
   // The records of this function's warp matrix operations (__rocuda_mma_sync), one per record
   // size (in i64 slots), reused by every instruction of that size.
@@ -234,6 +242,7 @@ class FunctionTranslator {
   // A cluster special register's value (translate_function.cpp), or nullptr.
   llvm::Value* clusterRegister(ptx::SpecialRegister reg);
   Status createStorage();
+  void countRegisterMentions();
   Status translateInstruction(const ptx::Instruction& inst);
   // "line:column of 'ld.global.u32'": where an operand that cannot be used is.
   std::string operandContext() const;
@@ -317,6 +326,14 @@ llvm::Value* fp8ToHalf(FunctionTranslator& t, llvm::Value* bits, bool e5m2);
 // through `float __rocuda_flush_f32(float)`, an internal function of the module that targets
 // running with f32 subnormals flushed may redefine (kF32FlushFlag).
 llvm::Value* flushSubnormal(FunctionTranslator& t, llvm::Value* v);
+
+// .sat of floating-point results: clamped to [+0.0, 1.0] (-0.0 too), NaN becomes +0.0
+// (translate_instructions_float.cpp).
+llvm::Value* saturateUnit(FunctionTranslator& t, llvm::Value* v);
+
+// .relu (fma, cvt): a negative result becomes +0 and a NaN PTX's canonical NaN, element by
+// element (translate_instructions_float.cpp).
+llvm::Value* reluOf(FunctionTranslator& t, llvm::Value* v);
 
 // Whether `inst`'s result can depend on f32 subnormals being kept (see kF32FlushFlag).
 bool keepsF32Subnormals(const ptx::Instruction& inst);

@@ -133,6 +133,7 @@ Status launchKernel(Kernel& kernel, Stream& stream, const LaunchRequest& request
   ROCUDA_TRY(validateConfiguration(kernel, context.device().description(), request));
   if (request.cooperative)
     ROCUDA_TRY(validateCooperative(kernel, context.device().description(), request));
+  ROCUDA_TRY(kernel.loaded().prepare());
   auto arguments = packArguments(kernel.info(), request);
   if (!arguments.ok()) return arguments.error();
 
@@ -148,8 +149,13 @@ Status launchKernel(Kernel& kernel, Stream& stream, const LaunchRequest& request
                     backends::LaunchConfig run = config;
                     run.conditions = activeGraphConditions();  // set inside graph launches
                     Status status = backend->launch(*loaded, run, buffer->data());
-                    if (!status.ok() && isStickyFailure(status.error().code))
-                      owner->setStickyError(status.error());
+                    // A launch that fails on the stream is reported by the context's later
+                    // calls, whatever the cause: dropped, it would look like success.
+                    if (!status.ok())
+                      owner->setStickyError(
+                          isStickyFailure(status.error().code)
+                              ? status.error()
+                              : Error{ErrorCode::LaunchFailed, status.error().message});
                     return status;
                   });
   if (!queued.ok()) return queued.error();

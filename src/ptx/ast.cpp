@@ -717,4 +717,11 @@ bool isNumberedSpecialRegister(SpecialRegister reg) {
          reg == SpecialRegister::Pm64 || reg == SpecialRegister::ReservedSmemOffsetN;
 }
 
+bool isDeviceRuntimeFunction(std::string_view name) {
+  return name == "vprintf" || name == "__assertfail" || name == "malloc" || name == "free" ||
+         name == "cudaGraphSetConditional" || name.starts_with("__cudaCDP2") ||
+         name.starts_with("__cuda_syscall_cnpv2") ||
+         name == "__cuda_syscall_CGS_get_intrinsic_handle" || name == "__cuda_syscall_CGS_sync";
+}
+
 }  // namespace rocuda::ptx

@@ -492,6 +492,11 @@ struct Function {
   int64_t findRegister(std::string_view name) const;
 };
 
+// CUDA's device-side system calls (printf, assert, malloc/free, the device runtime of dynamic
+// parallelism, graph conditionals): the functions a module may call without any module defining
+// them, provided by each backend's device runtime. Any other callee must be defined: NVIDIA's
+// JIT and linker refuse it ("Unresolved extern function").
+bool isDeviceRuntimeFunction(std::string_view name);
 
 struct Module {
   Module();

@@ -162,6 +162,11 @@ class CpuKernel final : public LoadedKernel {
   // The kernel's code, compiled on the first call when its module compiles kernels separately
   // (a failure is kept and returned again).
   Result<const CompiledKernel*> compiled();
+  Status prepare() override {
+    auto code = compiled();
+    if (!code.ok()) return code.takeError();
+    return Status::success();
+  }
   CpuModule& module() { return module_; }
   void setCompiled(CompiledKernel compiled) {
     compiled_ = std::move(compiled);

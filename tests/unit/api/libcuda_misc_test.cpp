@@ -756,6 +756,20 @@ TEST_F(Linker, SuccessLeavesEmptyLogsAndTheirSizes) {
   EXPECT_EQ(destroy_(state), CUDA_SUCCESS);
 }
 
+// A function no module defines is an error of the module's load (NVIDIA's JIT: "Unresolved
+// extern function"), not a kernel that fails to run at its first launch with no call reporting
+// it. (A link leaves it alone: NVIDIA's driver supplies its own device-runtime syscalls there.)
+TEST_F(Linker, UndefinedFunctionsFailTheLoad) {
+  char log[512] = {};
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* values[] = {log, reinterpret_cast<void*>(uintptr_t{sizeof log})};
+  auto loadEx = CU(cuModuleLoadDataEx, CUmodule*, const void*, unsigned, CUjit_option*, void**);
+  CUmodule module = nullptr;
+  EXPECT_EQ(loadEx(&module, kLinkCaller, 2, options, values), CUDA_ERROR_INVALID_PTX);
+  EXPECT_NE(std::string(log).find("unresolved extern function 'twice'"), std::string::npos) << log;
+  EXPECT_NE(std::string(log).find("at 18:5"), std::string::npos) << log;  // the call
+}
+
 TEST_F(Linker, ErrorsAreReportedAndLogged) {
   char log[512] = {};
   CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};

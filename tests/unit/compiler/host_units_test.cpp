@@ -112,20 +112,23 @@ TEST(HostUnits, UnitThatDoesNotLinkIsRemovedAgain) {
   ASSERT_TRUE(globals.ok()) << globals.error().message;
   auto code = loadHostCode(*globals, test::testRuntimeSymbols());
   ASSERT_TRUE(code.ok()) << code.error().message;
-  // `second` calling a function nothing defines (what a cached object left by another build of
-  // Rocuda may do): refused, and the replacement defining the same symbols links.
+  // `second` calling a runtime function this runtime does not supply (as a cached object left by
+  // another build of Rocuda may): refused, and the replacement defining the same symbols links.
   const char* unlinkable = R"(.version 7.0
 .target sm_75
 .address_size 64
-.extern .func rocuda_test_nowhere_defined(.param .b32 x);
+.extern .func (.param .b32 r) __cudaCDP2StreamDestroy(.param .b64 s);
 .visible .entry second(.param .u64 out, .param .u32 n)
 {
   .reg .b32 %r<2>;
-  ld.param.u32 %r1, [n];
+  .reg .b64 %rd<2>;
+  cvt.u64.u32 %rd1, %r1;
   {
-  .param .b32 a;
-  st.param.b32 [a], %r1;
-  call.uni rocuda_test_nowhere_defined, (a);
+  .param .b64 a;
+  .param .b32 r;
+  st.param.b64 [a], %rd1;
+  call.uni (r), __cudaCDP2StreamDestroy, (a);
+  ld.param.b32 %r1, [r];
   }
   ret;
 }
@@ -136,7 +139,7 @@ TEST(HostUnits, UnitThatDoesNotLinkIsRemovedAgain) {
   Status added = (*code)->add(*bad);
   ASSERT_FALSE(added.ok());
   EXPECT_EQ(added.error().code, ErrorCode::InvalidImage);
-  EXPECT_NE(added.error().message.find("rocuda_test_nowhere_defined"), std::string::npos)
+  EXPECT_NE(added.error().message.find("__cudaCDP2StreamDestroy"), std::string::npos)
       << added.error().message;
 
   auto good =

@@ -172,9 +172,51 @@ std::vector<InstructionCase> packedAtomicCases() {
   return v;
 }
 
+// min/max .NaN on packed halves and fma .relu, each lane bit for bit: a NaN lane gives the
+// canonical NaN (0x7fff) whatever the other lane holds; .relu clamps negatives to +0.
+std::vector<InstructionCase> halfNaNCases() {
+  std::vector<InstructionCase> v;
+  for (bool bf : {false, true})
+    for (bool isMax : {false, true}) {
+      const FloatFormat& f = bf ? kBFloat16 : kHalf;
+      std::string t = bf ? "bf16x2" : "f16x2";
+      std::string op = isMax ? "max" : "min";
+      v.push_back(binary(op + "_NaN_" + t, op + ".NaN." + t + " $d, $a, $b;", bf ? kBF16x2 : kF16x2,
+                         bf ? kBF16x2 : kF16x2, bf ? kBF16x2 : kF16x2, [=, &f](const Inputs& in) {
+                           uint64_t r = 0;
+                           for (int shift : {0, 16}) {
+                             uint64_t a = (in[0] >> shift) & 0xffff, b = (in[1] >> shift) & 0xffff;
+                             uint64_t pick = f.nanBits;
+                             if (!isNaNBits(a, f) && !isNaNBits(b, f)) {
+                               double x = decodeFloat(a, f), y = decodeFloat(b, f);
+                               if (x == y && x == 0)
+                                 pick = isMax ? (a & b) : (a | b);  // -0 below +0
+                               else
+                                 pick = ((x < y) != isMax) ? a : b;
+                             }
+                             r |= pick << shift;
+                           }
+                           return r;
+                         }));
+    }
+  for (bool bf : {false, true}) {
+    const FloatFormat& f = bf ? kBFloat16 : kHalf;
+    std::string t = bf ? "bf16" : "f16";
+    v.push_back(ternary("fma_rn_relu_" + t, "fma.rn.relu." + t + " $d, $a, $b, $c;",
+                        bf ? kBF16 : kF16, bf ? kBF16 : kF16, bf ? kBF16 : kF16, bf ? kBF16 : kF16,
+                        [&f](const Inputs& in) {
+                          uint64_t r = halfArith(HalfOp::Fma, in[0], in[1], in[2], f, false, false);
+                          if (isNaNBits(r, f)) return f.nanBits;
+                          return decodeFloat(r, f) < 0 ? uint64_t{0} : r;
+                        }));
+  }
+  return v;
+}
+
 INSTANTIATE_TEST_SUITE_P(PackedAtomics, Conformance, ::testing::ValuesIn(packedAtomicCases()), caseName);
 INSTANTIATE_TEST_SUITE_P(HalfArithmetic, Conformance, ::testing::ValuesIn(halfArithmeticCases()), caseName);
 INSTANTIATE_TEST_SUITE_P(HalfUnary, Conformance, ::testing::ValuesIn(halfUnaryCases()), caseName);
+INSTANTIATE_TEST_SUITE_P(HalfNaN, Conformance, ::testing::ValuesIn(halfNaNCases()), caseName);
 
 }  // namespace
 }  // namespace rocuda::compiler::conformance
