@@ -160,17 +160,19 @@ Status Context::synchronize() {
     }
   if (capturing)
     return makeError(ErrorCode::StreamCaptureUnsupported, "synchronizing during stream capture");
-  for (Stream* stream : allStreams())
-    if (auto tail = stream->tail()) tail->wait();
-  if (auto tail = legacy_->tail()) tail->wait();
+  drain();
   device().trimMemPools();  // CUDA's pools release memory at synchronisations
   return stickyError();
 }
 
-void Context::reset() {
+void Context::drain() {
   for (Stream* stream : allStreams())
     if (auto tail = stream->tail()) tail->wait();
   if (auto tail = legacy_->tail()) tail->wait();
+}
+
+void Context::reset() {
+  drain();
   std::vector<std::unique_ptr<Stream>> streams;
   std::vector<std::unique_ptr<Event>> events;
   {

@@ -58,6 +58,10 @@ class Context : public Object {
 
   // Wait for every stream of the context; then the sticky error, if any.
   Status synchronize();
+  // Wait for the work queued on every stream, as synchronize does, but without refusing while a
+  // stream captures (what the calls that free memory need: a capturing stream queues nothing,
+  // and in relaxed capture mode they are permitted).
+  void drain();
 
   // cuDevicePrimaryCtxReset: the context as NVIDIA's reset leaves it, a new context for the
   // application. Queued work is drained; the streams and events the application created are

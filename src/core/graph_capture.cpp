@@ -80,6 +80,9 @@ Result<GraphNode*> recordCapturedNode(Stream& stream, const CaptureStatePtr& cap
 
 Result<GraphNode*> appendCapturedNode(Stream& stream, const CaptureStatePtr& capture,
                                       GraphNodeType type, GraphNodeContent content) {
+  if (capture->invalidated)
+    return makeError(ErrorCode::StreamCaptureInvalidated,
+                     "the stream's capture was invalidated by an earlier error");
   Result<GraphNode*> node =
       capture->graph->addNode(type, stream.captureDependencies(), std::move(content));
   if (!node.ok()) return node.error();

@@ -265,6 +265,9 @@ Event::Event(Context& context, unsigned flags)
 
 Status Event::record(Stream& stream) {
   if (CaptureStatePtr active = stream.capture()) {
+    if (active->invalidated)
+      return makeError(ErrorCode::StreamCaptureInvalidated,
+                       "the stream's capture was invalidated by an earlier error");
     std::vector<GraphNode*> after = stream.captureDependencies();
     std::lock_guard lock(mutex_);
     capturedIn_ = std::move(active);
@@ -332,6 +335,8 @@ CompletionPtr Event::completion() const {
 }
 
 Status Event::synchronize() const {
+  if (captureRecord(nullptr))
+    return makeError(ErrorCode::CapturedEvent, "the event was last recorded in a stream capture");
   // An interprocess event's latest record may have been made by another process.
   if (auto shared = interprocess()) {
     shared->wait(shared->latestRecord());
@@ -342,7 +347,9 @@ Status Event::synchronize() const {
   return Status::success();
 }
 
-bool Event::query() const {
+Result<bool> Event::query() const {
+  if (captureRecord(nullptr))
+    return makeError(ErrorCode::CapturedEvent, "the event was last recorded in a stream capture");
   if (auto shared = interprocess()) return shared->reached(shared->latestRecord());
   CompletionPtr c = completion();
   return !c || c->done();

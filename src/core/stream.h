@@ -143,8 +143,10 @@ class Event : public Object {
   void recordCompletion(CompletionPtr completion);
   // The capture the latest record was made in, and the nodes it followed (null when none).
   CaptureStatePtr captureRecord(std::vector<GraphNode*>* nodes) const;
+  // Both refuse an event whose latest record was made in a capture (CapturedEvent): it stands
+  // for a graph node, which has no completion to wait for.
   Status synchronize() const;
-  bool query() const;  // true when complete (or never recorded)
+  Result<bool> query() const;  // true when complete (or never recorded)
 
   // CU_EVENT_INTERPROCESS events keep their state in memory shared with other processes
   // (core/ipc.h), made at the first record or export; an event opened from another process's

@@ -18,12 +18,12 @@ enum class ErrorCode {
   InvalidDevice,
   InvalidContext,
   InvalidHandle,
-  InvalidImage,       // a binary (fatbin, ELF, cache entry) that cannot be read
-  NoBinaryForGpu,     // a binary without PTX for a kernel
-  InvalidPtx,         // PTX that does not parse or check
-  UnsupportedPtx,     // valid PTX using something the compiler does not implement yet
-  NotFound,           // a named symbol, kernel or global that does not exist
-  NotSupported,       // an operation this device or build cannot do
+  InvalidImage,    // a binary (fatbin, ELF, cache entry) that cannot be read
+  NoBinaryForGpu,  // a binary without PTX for a kernel
+  InvalidPtx,      // PTX that does not parse or check
+  UnsupportedPtx,  // valid PTX using something the compiler does not implement yet
+  NotFound,        // a named symbol, kernel or global that does not exist
+  NotSupported,    // an operation this device or build cannot do
   NotReady,
   IllegalAddress,
   LaunchFailed,
@@ -32,9 +32,11 @@ enum class ErrorCode {
   Assert,
   FileNotFound,
   OperatingSystem,
-  MapFailed,  // memory of another process or file descriptor that cannot be mapped
+  MapFailed,                 // memory of another process or file descriptor that cannot be mapped
   StreamCaptureUnsupported,  // an operation not permitted while a stream is capturing
   StreamCaptureImplicit,     // the legacy stream would depend on a capturing blocking stream
+  StreamCaptureInvalidated,  // work for a capture that an earlier error invalidated
+  CapturedEvent,             // waiting for an event last recorded in a capture
   // A cooperative grid larger than the device can hold at once.
   CooperativeLaunchTooLarge,
   // Graphics interop: no current OpenGL context; a resource's map state forbids the call.

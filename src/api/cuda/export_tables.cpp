@@ -24,8 +24,10 @@ CUresult unsupportedSlot() {
 }
 
 // Slots cudart calls in every program and whose result it ignores: table 1 slot 1 (seen after
-// cudaSetDevice), table 6 slot 3 (once at initialisation, with (p, 0x40, 0, p, ...)). Refused
-// quietly: a warning would be printed by every run.
+// cudaSetDevice), table 6 slot 3 (once at initialisation, with (p, 0x40, 0, p, ...)), and the
+// tools hooks of tables 3 and 4 that graph calls go through (table 3 slots 1 and 4, table 4
+// slot 2: twice per cudaGraphGetEdges or cudaGraphAddMemcpyNode, which succeed regardless).
+// Refused quietly: a warning would be printed by every run.
 template <int Table, int Slot>
 CUresult quietSlot() {
   if (log::enabled(log::Level::Trace))
@@ -180,14 +182,10 @@ const void* const kTable2[] = {sizeSlot(10),
                                fn(&unsupportedSlot<2, 7>),
                                fn(&unsupportedSlot<2, 8>),
                                fn(&unsupportedSlot<2, 9>)};
-const void* const kTable3[] = {sizeSlot(7),
-                               fn(&unsupportedSlot<3, 1>),
-                               fn(&bufferSlot2),
-                               fn(&unsupportedSlot<3, 3>),
-                               fn(&unsupportedSlot<3, 4>),
-                               fn(&unsupportedSlot<3, 5>),
-                               fn(&bufferSlot6)};
-const void* const kTable4[] = {sizeSlot(4), fn(&unsupportedSlot<4, 1>), fn(&unsupportedSlot<4, 2>),
+const void* const kTable3[] = {
+    sizeSlot(7),          fn(&quietSlot<3, 1>),       fn(&bufferSlot2), fn(&unsupportedSlot<3, 3>),
+    fn(&quietSlot<3, 4>), fn(&unsupportedSlot<3, 5>), fn(&bufferSlot6)};
+const void* const kTable4[] = {sizeSlot(4), fn(&unsupportedSlot<4, 1>), fn(&quietSlot<4, 2>),
                                fn(&unsupportedSlot<4, 3>)};
 const void* const kTable5[] = {fn(&storagePutSlot), fn(&storageDeleteSlot), fn(&storageGetSlot)};
 const void* const kTable6[] = {

@@ -27,8 +27,10 @@ void* fromDevicePtr(CUdeviceptr pointer) { return reinterpret_cast<void*>(pointe
 Status drainOwner(const void* pointer) {
   std::optional<core::Allocation> allocation = core::findAllocation(pointer);
   if (allocation && allocation->context != nullptr &&
-      core::lookupHandle<core::Context>(allocation->context) != nullptr)
-    return allocation->context->synchronize();
+      core::lookupHandle<core::Context>(allocation->context) != nullptr) {
+    allocation->context->drain();
+    return allocation->context->stickyError();
+  }
   return Status::success();
 }
 

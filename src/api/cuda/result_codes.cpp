@@ -225,6 +225,10 @@ CUresult toCuResult(ErrorCode code) {
       return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     case ErrorCode::StreamCaptureImplicit:
       return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+    case ErrorCode::StreamCaptureInvalidated:
+      return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    case ErrorCode::CapturedEvent:
+      return CUDA_ERROR_CAPTURED_EVENT;
     case ErrorCode::CooperativeLaunchTooLarge:
       return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
     case ErrorCode::InvalidGraphicsContext:

@@ -344,7 +344,9 @@ ROCUDA_EXPORT CUresult cuEventQuery(CUevent hEvent) {
   return ROCUDA_API((hEvent), [&]() -> api::Outcome {
     Result<core::Event*> event = api::lookupEvent(hEvent);
     if (!event) return event.error();
-    if (!(*event)->query()) return {CUDA_ERROR_NOT_READY, {}};
+    Result<bool> done = (*event)->query();
+    if (!done.ok()) return done.error();
+    if (!*done) return {CUDA_ERROR_NOT_READY, {}};
     return {};
   });
 }

@@ -567,6 +567,56 @@ TEST_F(LibCudaGraph, CaptureForkJoinAndEventNodes) {
   EXPECT_EQ(CU(cuEventDestroy, CUevent)(join), CUDA_SUCCESS);
 }
 
+// The rules of a capture in progress: an event last recorded in it cannot be waited for or
+// queried (it stands for a node); after an error invalidated the capture, work for the stream is
+// refused until cuStreamEndCapture; in relaxed mode cuMemFree is permitted and leaves the
+// capture valid.
+TEST_F(LibCudaGraph, CaptureRulesForEventsInvalidationAndRelaxedFrees) {
+  CUevent event = nullptr;
+  ASSERT_EQ(CU(cuEventCreate, CUevent*, unsigned)(&event, 0), CUDA_SUCCESS);
+  auto begin = CU(cuStreamBeginCapture, CUstream, CUstreamCaptureMode);
+  auto end = CU(cuStreamEndCapture, CUstream, CUgraph*);
+  auto memset = CU(cuMemsetD32Async, CUdeviceptr, unsigned, size_t, CUstream);
+  ASSERT_EQ(begin(stream_, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  ASSERT_EQ(memset(data_, 1, kN, stream_), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuEventRecord, CUevent, CUstream)(event, stream_), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuEventQuery, CUevent)(event), CUDA_ERROR_CAPTURED_EVENT);
+  EXPECT_EQ(CU(cuEventSynchronize, CUevent)(event), CUDA_ERROR_CAPTURED_EVENT);
+  // A synchronisation of the capturing stream invalidates the capture...
+  EXPECT_EQ(CU(cuStreamSynchronize, CUstream)(stream_), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  CUstreamCaptureStatus status{};
+  ASSERT_EQ(CU(cuStreamIsCapturing, CUstream, CUstreamCaptureStatus*)(stream_, &status),
+            CUDA_SUCCESS);
+  EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+  // ...and what follows is refused, until the capture ends.
+  EXPECT_EQ(memset(data_, 2, kN, stream_), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  EXPECT_EQ(CU(cuEventRecord, CUevent, CUstream)(event, stream_),
+            CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  CUgraph graph = nullptr;
+  EXPECT_EQ(end(stream_, &graph), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  EXPECT_EQ(graph, nullptr);
+  ASSERT_EQ(CU(cuEventRecord, CUevent, CUstream)(event, stream_), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuEventSynchronize, CUevent)(event), CUDA_SUCCESS);
+
+  // Relaxed mode: freeing memory during the capture is allowed and the capture stays valid.
+  CUdeviceptr scratch = 0;
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&scratch, 256), CUDA_SUCCESS);
+  ASSERT_EQ(begin(stream_, CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+  ASSERT_EQ(memset(data_, 3, kN, stream_), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(scratch), CUDA_SUCCESS);
+  ASSERT_EQ(end(stream_, &graph), CUDA_SUCCESS);
+  ASSERT_NE(graph, nullptr);
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(
+      CU(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long)(&exec, graph, 0),
+      CUDA_SUCCESS);
+  launchAndWait(exec);
+  for (uint32_t v : readBack()) ASSERT_EQ(v, 3u);
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuEventDestroy, CUevent)(event), CUDA_SUCCESS);
+}
+
 TEST_F(LibCudaGraph, EventRecordAndWaitNodes) {
   CUevent event = nullptr;
   ASSERT_EQ(CU(cuEventCreate, CUevent*, unsigned)(&event, 0), CUDA_SUCCESS);

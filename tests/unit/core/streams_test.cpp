@@ -108,7 +108,7 @@ TEST(Events, ElapsedTimeAndErrors) {
   }).ok());
   ASSERT_TRUE((*end)->record(stream).ok());
   ASSERT_TRUE((*end)->synchronize().ok());
-  EXPECT_TRUE((*end)->query());
+  EXPECT_TRUE(*(*end)->query());
   auto elapsed = elapsedMilliseconds(**start, **end);
   ASSERT_TRUE(elapsed.ok());
   EXPECT_GE(*elapsed, 25.0f);
