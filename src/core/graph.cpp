@@ -73,6 +73,7 @@ GraphNodeContent copyContent(const GraphNodeContent& from,
   to.allocation = from.allocation;
   to.freeAddress = from.freeAddress;
   to.enabled = from.enabled;
+  to.transfer = from.transfer;
   if (from.child) {
     to.child = from.child->clone(mapping);
     to.child->setEmbedded(true);
@@ -172,6 +173,8 @@ void resetGraphMemoryHigh(const Context& context, bool used, bool reserved) {
   if (reserved) f.reservedHigh = f.reservedCurrent;
 }
 
+void freeGraphAllocation(GraphAllocation& allocation) { markGraphAllocationUse(allocation, false); }
+
 // A launch marks the allocation used until a free node releases it.
 void markGraphAllocationUse(GraphAllocation& allocation, bool use) {
   GraphRegistry& r = registry();
@@ -201,6 +204,11 @@ Result<GraphNode*> Graph::addNode(GraphNodeType type, const std::vector<GraphNod
     for (size_t j = 0; j < i; ++j)
       if (dependencies[j] == dependencies[i]) return invalid("duplicate dependency");
   }
+  if (type == GraphNodeType::MemFree)
+    for (const auto& other : nodes_)
+      if (other->type_ == GraphNodeType::MemFree &&
+          other->content_.freeAddress == content.freeAddress)
+        return invalid("the allocation is already freed in this graph");
   auto node = std::make_unique<GraphNode>(*this, type);
   node->content_ = std::move(content);
   GraphNode* raw = node.get();
@@ -211,6 +219,15 @@ Result<GraphNode*> Graph::addNode(GraphNodeType type, const std::vector<GraphNod
   nodes_.push_back(std::move(node));
   trackNode(raw, true);
   return raw;
+}
+
+bool Graph::hasMemoryNodes() const {
+  for (const auto& node : nodes_) {
+    if (node->type_ == GraphNodeType::MemAlloc || node->type_ == GraphNodeType::MemFree)
+      return true;
+    if (node->content_.child && node->content_.child->hasMemoryNodes()) return true;
+  }
+  return false;
 }
 
 Status Graph::addEdge(GraphNode* from, GraphNode* to) {
@@ -463,6 +480,9 @@ Result<GraphExec*> instantiateGraph(const Graph& graph, uint64_t flags,
     if (errorNode != nullptr) *errorNode = nullptr;
     return makeError(ErrorCode::InvalidValue, "the graph has a cycle");
   }
+  if (graph.hasMemoryNodes() && *graph.executableCount() > 0)
+    return makeError(ErrorCode::NotSupported,
+                     "a graph with memory nodes has one executable graph at a time");
   std::string why;
   if (const GraphNode* bad = checkConditionals(graph, false, ConditionTable(graph), &why)) {
     if (errorNode != nullptr) *errorNode = bad;

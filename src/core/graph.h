@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -62,7 +63,17 @@ struct GraphAllocation {
   void* address;
   size_t bytes;
   bool inUse = false;  // allocated by a launch and not yet freed by a free node
+  // In call order (the host's view): a launch allocated it and no free node of that launch, no
+  // later free node, cuMemFree or cuMemFreeAsync has freed it yet. A graph relaunched while its
+  // allocation is outstanding fails unless it frees on launch (CUDA_GRAPH_INSTANTIATE_FLAG_
+  // AUTO_FREE_ON_LAUNCH).
+  bool outstanding = false;
 };
+
+// cuMemFree / cuMemFreeAsync of a graph allocation (in the stream's order): it is released, not
+// freed, as its memory stays with the allocation node, which allocates the same address at every
+// launch.
+void freeGraphAllocation(GraphAllocation& allocation);
 
 // The values of CUgraphConditionalNodeType.
 enum class ConditionalType : uint8_t { If = 0, While = 1, Switch = 2 };
@@ -92,6 +103,14 @@ struct GraphNodeContent {
   ConditionalType conditionType = ConditionalType::If;
   std::vector<std::unique_ptr<Graph>> bodies;
   std::vector<Graph*> bodyList;  // the bodies' handles (CUDA_CONDITIONAL_NODE_PARAMS::phGraph_out)
+  // Memcpy and memset nodes made from parameters (not captured ones): what cuGraphExecUpdate may
+  // not change, a copy's operand memory types (CUmemorytype, unified resolved) and a 2D
+  // memset's shape.
+  struct TransferShape {
+    uint8_t sourceType = 0, destinationType = 0;
+    size_t width = 0, height = 0, elementSize = 0;
+  };
+  std::optional<TransferShape> transfer;
 };
 
 class GraphNode {
@@ -160,6 +179,12 @@ class Graph : public Object {
   // The graph is embedded in a node (child graph): it cannot be destroyed on its own.
   bool embedded() const { return embedded_; }
   void setEmbedded(bool embedded) { embedded_ = embedded; }
+  // Whether the graph (or a graph embedded in it) holds memory allocation or free nodes: such a
+  // graph cannot be cloned, lose nodes or edges, or have two executable graphs at once.
+  bool hasMemoryNodes() const;
+  // How many executable graphs instantiated from this graph exist (counted for graphs with
+  // memory nodes only); shared so that an executable graph may outlive its graph.
+  const std::shared_ptr<int>& executableCount() const { return executableCount_; }
 
   // Conditional handles created on this graph; a conditional body knows its enclosing graph.
   uint64_t createConditionalHandle(Context& context, uint32_t defaultValue, bool assignDefault);
@@ -177,6 +202,7 @@ class Graph : public Object {
   std::unordered_map<const GraphNode*, GraphNode*> cloneOf_;  // original -> node of this graph
   std::map<UserObject*, unsigned> userObjects_;
   bool embedded_ = false;
+  std::shared_ptr<int> executableCount_ = std::make_shared<int>(0);
   std::vector<ConditionalHandle> handles_;
   const Graph* parent_ = nullptr;
 };
@@ -259,11 +285,15 @@ class GraphExec : public Object {
                            const GraphNode** errorFrom);
 
  private:
+  // Host-side bookkeeping of the graph's allocations at a launch (GraphAllocation::outstanding).
+  Status claimAllocations();
+
   std::unique_ptr<Graph> graph_;
   std::unordered_map<const GraphNode*, GraphNode*> fromOriginal_;
   std::vector<GraphNode*> order_;
   uint64_t flags_;
   std::shared_ptr<ConditionTable> conditions_;
+  std::shared_ptr<int> sourceCount_;  // the source graph's executableCount (memory nodes only)
 };
 
 // Graphs and executable graphs live until destroyed (cuGraphDestroy / cuGraphExecDestroy).

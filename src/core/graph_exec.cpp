@@ -178,6 +178,17 @@ GraphUpdateResult compareGraphs(const Graph& mine, const Graph& other, const Gra
         (a[i]->type() == GraphNodeType::Kernel || a[i]->type() == GraphNodeType::Memcpy ||
          a[i]->type() == GraphNodeType::Memset))
       return GraphUpdateResult::ParametersChanged;  // work cannot move to another context
+    if (ca.transfer && cb.transfer) {
+      const auto &ta = *ca.transfer, &tb = *cb.transfer;
+      // A copy's operands keep their memory types; a 2D memset keeps its shape (only its
+      // address and value may change).
+      if (a[i]->type() == GraphNodeType::Memcpy &&
+          (ta.sourceType != tb.sourceType || ta.destinationType != tb.destinationType))
+        return GraphUpdateResult::ParametersChanged;
+      if (a[i]->type() == GraphNodeType::Memset && (ta.height > 1 || tb.height > 1) &&
+          (ta.width != tb.width || ta.height != tb.height || ta.elementSize != tb.elementSize))
+        return GraphUpdateResult::ParametersChanged;
+    }
     if ((a[i]->type() == GraphNodeType::MemAlloc && ca.allocation != cb.allocation) ||
         (a[i]->type() == GraphNodeType::MemFree && ca.freeAddress != cb.freeAddress))
       return GraphUpdateResult::ParametersChanged;  // memory nodes cannot be updated
@@ -230,9 +241,44 @@ GraphExec::GraphExec(const Graph& graph, uint64_t flags)
   graph_->setEmbedded(true);
   order_ = graph_->topologicalOrder();
   conditions_ = std::make_shared<ConditionTable>(*graph_);
+  if (graph.hasMemoryNodes()) {
+    sourceCount_ = graph.executableCount();
+    ++*sourceCount_;
+  }
 }
 
-GraphExec::~GraphExec() = default;
+GraphExec::~GraphExec() {
+  if (sourceCount_) --*sourceCount_;
+}
+
+Status GraphExec::claimAllocations() {
+  std::vector<GraphAllocation*> allocated;
+  std::vector<const void*> freed;
+  auto collect = [&](const Graph& graph, auto& self) -> void {
+    for (const GraphNode* node : graph.nodes()) {
+      const GraphNodeContent& content = node->content();
+      if (node->type() == GraphNodeType::MemAlloc && content.allocation)
+        allocated.push_back(content.allocation.get());
+      if (node->type() == GraphNodeType::MemFree) freed.push_back(content.freeAddress);
+      if (content.child) self(*content.child, self);
+    }
+  };
+  collect(*graph_, collect);
+  bool freeOnLaunch = (flags_ & 1u) != 0;  // CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH
+  for (GraphAllocation* allocation : allocated)
+    if (allocation->outstanding && !freeOnLaunch)
+      return makeError(ErrorCode::InvalidValue,
+                       "an allocation of this graph's previous launch is still unfreed (free it, "
+                       "or instantiate with CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)");
+  for (GraphAllocation* allocation : allocated)
+    allocation->outstanding =
+        std::find(freed.begin(), freed.end(), allocation->address) == freed.end();
+  for (const void* address : freed)
+    if (std::shared_ptr<GraphAllocation> allocation = findGraphAllocation(address))
+      if (std::find(allocated.begin(), allocated.end(), allocation.get()) == allocated.end())
+        allocation->outstanding = false;  // another graph's allocation, freed here
+  return Status::success();
+}
 
 GraphNode* GraphExec::execNode(const GraphNode* node) const {
   auto it = fromOriginal_.find(node);
@@ -257,6 +303,7 @@ Status GraphExec::launch(Stream& stream) {
   std::shared_ptr<ConditionTable> conditions = conditions_;
   {
     std::lock_guard lock(graphMutex());
+    ROCUDA_TRY(claimAllocations());
     planGraph(*graph_, order_, *plan, conditions.get());
   }
   // The nodes share this launch's command: they run in a topological order, after earlier work
@@ -298,6 +345,7 @@ GraphUpdateResult GraphExec::update(const Graph& graph, const GraphNode** errorN
     target.name = source.name;
     target.work = source.work;
     target.params = source.params;
+    target.transfer = source.transfer;
     target.event = source.event;
     if (source.child) {
       target.child = source.child->clone(&fromOriginal_);

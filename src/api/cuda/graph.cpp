@@ -240,6 +240,8 @@ Outcome changeEdges(CUgraph hGraph, const CUgraphNode* from, const CUgraphNode* 
   std::lock_guard lock(core::graphMutex());
   Result<core::Graph*> graph = lookupGraph(hGraph);
   if (!graph) return graph.error();
+  if (!add && (*graph)->hasMemoryNodes())
+    return {CUDA_ERROR_NOT_SUPPORTED, "edges of a graph with memory nodes cannot be deleted"};
   std::vector<std::pair<core::GraphNode*, core::GraphNode*>> pairs;
   for (size_t i = 0; i < count; ++i) {
     if (edgeData != nullptr &&
@@ -458,6 +460,8 @@ ROCUDA_EXPORT CUresult cuGraphDestroyNode(CUgraphNode hNode) {
     std::lock_guard lock(core::graphMutex());
     Result<core::GraphNode*> node = api::lookupNode(hNode);
     if (!node) return node.error();
+    if ((*node)->graph().hasMemoryNodes())
+      return {CUDA_ERROR_NOT_SUPPORTED, "nodes of a graph with memory nodes cannot be deleted"};
     return (*node)->graph().destroyNode(*node);
   });
 }
@@ -479,6 +483,8 @@ ROCUDA_EXPORT CUresult cuGraphClone(CUgraph* phGraphClone, CUgraph originalGraph
     std::lock_guard lock(core::graphMutex());
     Result<core::Graph*> graph = api::lookupGraph(originalGraph);
     if (!graph) return graph.error();
+    if ((*graph)->hasMemoryNodes())
+      return {CUDA_ERROR_NOT_SUPPORTED, "a graph with memory nodes cannot be cloned"};
     *phGraphClone = reinterpret_cast<CUgraph>(core::adoptGraph((*graph)->clone(nullptr)));
     return {};
   });

@@ -193,6 +193,16 @@ Outcome keepCapturedKernelParams(core::GraphNode& node, const CUDA_KERNEL_NODE_P
 
 namespace {
 
+// A copy operand's memory type, CU_MEMORYTYPE_UNIFIED resolved by what the pointer is.
+uint8_t resolvedMemoryType(CUmemorytype type, CUdeviceptr device, const void* host) {
+  if (type != CU_MEMORYTYPE_UNIFIED) return static_cast<uint8_t>(type);
+  const void* pointer = device != 0 ? reinterpret_cast<const void*>(device) : host;
+  std::optional<core::Allocation> allocation = core::findAllocation(pointer);
+  bool onDevice = allocation && (allocation->kind == core::AllocationKind::Device ||
+                                 allocation->kind == core::AllocationKind::Global);
+  return static_cast<uint8_t>(onDevice ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST);
+}
+
 Outcome buildMemcpy(const CUDA_MEMCPY_NODE_PARAMS& in, core::GraphNodeContent* content) {
   if (in.flags != 0 || in.reserved != 0) return invalidValue("flags and reserved must be 0");
   Result<core::Context*> context = contextOrCurrent(in.copyCtx);
@@ -204,6 +214,13 @@ Outcome buildMemcpy(const CUDA_MEMCPY_NODE_PARAMS& in, core::GraphNodeContent* c
                                 [&](CUstream s) { return cuMemcpy3DAsync_v2(&payload->copy, s); });
   if (!recorded.ok()) return recorded;
   content->name = "memcpy";
+  const CUDA_MEMCPY3D& copy = in.copyParams;
+  core::GraphNodeContent::TransferShape shape;
+  shape.sourceType = resolvedMemoryType(copy.srcMemoryType, copy.srcDevice, copy.srcHost);
+  shape.destinationType = resolvedMemoryType(copy.dstMemoryType, copy.dstDevice, copy.dstHost);
+  shape.width = copy.WidthInBytes;
+  shape.height = copy.Height * std::max<size_t>(copy.Depth, 1);
+  content->transfer = shape;
   content->params = std::move(payload);
   return {};
 }
@@ -232,6 +249,8 @@ Outcome buildMemset(const CUDA_MEMSET_NODE_PARAMS_v2& in, core::GraphNodeContent
   });
   if (!recorded.ok()) return recorded;
   content->name = "memset";
+  content->transfer =
+      core::GraphNodeContent::TransferShape{0, 0, in.width, in.height, in.elementSize};
   content->params = std::move(payload);
   return {};
 }
@@ -483,6 +502,7 @@ Outcome setNodeParams(core::GraphNode& node, CUgraphNodeParams& params, bool exe
   target.name = std::move(content.name);
   target.work = std::move(content.work);
   target.params = std::move(content.params);
+  target.transfer = content.transfer;
   if (content.context != nullptr) target.context = content.context;
   target.event = content.event;
   if (content.child) target.child = std::move(content.child);

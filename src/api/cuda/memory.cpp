@@ -186,6 +186,16 @@ ROCUDA_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
     if (dptr == 0) return {};  // cudaFree(nullptr) is defined as a no-op and arrives here
     if (Status unsafe = core::checkUnsafeCall(); !unsafe) return unsafe;  // during a capture
     void* pointer = api::fromDevicePtr(dptr);
+    if (std::shared_ptr<core::GraphAllocation> graphAllocation =
+            core::findGraphAllocation(pointer)) {
+      // Released, not freed: its memory stays with the allocation node (cudaFree of a graph
+      // allocation is how a program frees what a graph launch left allocated).
+      Status drained = api::drainOwner(pointer);
+      std::lock_guard lock(core::graphMutex());
+      graphAllocation->outstanding = false;
+      core::freeGraphAllocation(*graphAllocation);
+      return drained;
+    }
     std::optional<core::Allocation> allocation = core::findAllocation(pointer);
     if (!allocation || allocation->base != dptr ||
         (allocation->kind != core::AllocationKind::Device &&

@@ -128,7 +128,7 @@ Outcome allocFromPoolAsync(CUdeviceptr* dptr, size_t bytes, CUmemoryPool handle,
 
 Outcome freeAsync(CUdeviceptr dptr, CUstream hStream, StreamVariant variant) {
   void* pointer = reinterpret_cast<void*>(dptr);
-  if (core::findGraphAllocation(pointer)) {
+  if (std::shared_ptr<core::GraphAllocation> graphAllocation = core::findGraphAllocation(pointer)) {
     Result<core::Stream*> stream = resolveStream(hStream, variant);
     if (!stream) return stream.error();
     if ((*stream)->capture()) {
@@ -137,6 +137,18 @@ Outcome freeAsync(CUdeviceptr dptr, CUstream hStream, StreamVariant variant) {
       params.free.dptr = dptr;
       return captureMemoryNode(**stream, params);
     }
+    // Released in stream order; the memory stays with its allocation node.
+    {
+      std::lock_guard lock(core::graphMutex());
+      graphAllocation->outstanding = false;
+    }
+    Result<core::CompletionPtr> queued =
+        (*stream)->context().enqueue(**stream, "free graph allocation", [graphAllocation] {
+          core::freeGraphAllocation(*graphAllocation);
+          return Status::success();
+        });
+    if (!queued) return queued.error();
+    return {};
   }
   std::optional<core::Allocation> allocation = core::findAllocation(pointer);
   if (!allocation || allocation->base != dptr || allocation->kind != core::AllocationKind::Device)

@@ -472,6 +472,138 @@ TEST_F(LibCudaGraph, UserObjectsAndMemoryNodes) {
   EXPECT_EQ(CU(cuUserObjectRelease, CUuserObject, unsigned)(object, 1), CUDA_ERROR_INVALID_HANDLE);
 }
 
+// The restrictions of graphs holding memory nodes (cuGraphAddMemFreeNode's documentation): an
+// allocation is freed at most once per graph; no clone, no deleted node or edge, one executable
+// graph at a time; and cuGraphLaunch refuses a relaunch while the previous launch's allocation
+// is unfreed, unless the graph frees on launch. cudaFree of the allocation releases it (the
+// memory stays with the node, at the same address for the next launch).
+TEST_F(LibCudaGraph, MemoryNodeRestrictionsAndUnfreedAllocations) {
+  CUgraph graph = nullptr;
+  ASSERT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&graph, 0), CUDA_SUCCESS);
+  CUDA_MEM_ALLOC_NODE_PARAMS alloc{};
+  alloc.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  alloc.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  alloc.bytesize = kN * 4;
+  CUgraphNode allocNode = nullptr, fill = nullptr, freeNode = nullptr, again = nullptr;
+  ASSERT_EQ(CU(cuGraphAddMemAllocNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+               CUDA_MEM_ALLOC_NODE_PARAMS*)(&allocNode, graph, nullptr, 0, &alloc),
+            CUDA_SUCCESS);
+  CUDA_MEMSET_NODE_PARAMS_v1 memset{alloc.dptr, 0, 5, 4, kN, 1};
+  ASSERT_EQ(CU(cuGraphAddMemsetNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+               const CUDA_MEMSET_NODE_PARAMS_v1*,
+               CUcontext)(&fill, graph, &allocNode, 1, &memset, context_),
+            CUDA_SUCCESS);
+  CUgraph clone = nullptr;
+  EXPECT_EQ(CU(cuGraphClone, CUgraph*, CUgraph)(&clone, graph), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(CU(cuGraphDestroyNode, CUgraphNode)(fill), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(CU(cuGraphRemoveDependencies, CUgraph, const CUgraphNode*, const CUgraphNode*, size_t)(
+                graph, &allocNode, &fill, 1),
+            CUDA_ERROR_NOT_SUPPORTED);
+
+  // Not freed in the graph: each launch leaves the allocation to the program.
+  auto instantiate = CU(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long);
+  CUgraphExec exec = nullptr, second = nullptr;
+  ASSERT_EQ(instantiate(&exec, graph, 0), CUDA_SUCCESS);
+  EXPECT_EQ(instantiate(&second, graph, 0), CUDA_ERROR_NOT_SUPPORTED);
+  launchAndWait(exec);
+  std::vector<uint32_t> out(kN);
+  ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(out.data(), alloc.dptr, kN * 4),
+            CUDA_SUCCESS);
+  for (uint32_t v : out) ASSERT_EQ(v, 5u);
+  EXPECT_EQ(CU(cuGraphLaunch, CUgraphExec, CUstream)(exec, stream_), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(CU(cuMemFreeAsync, CUdeviceptr, CUstream)(alloc.dptr, stream_), CUDA_SUCCESS);
+  launchAndWait(exec);  // the same address again
+  ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(out.data(), alloc.dptr, kN * 4),
+            CUDA_SUCCESS);
+  for (uint32_t v : out) ASSERT_EQ(v, 5u);
+  ASSERT_EQ(CU(cuMemFree, CUdeviceptr)(alloc.dptr), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+  // Freeing on launch makes relaunches legal.
+  constexpr unsigned long long kAutoFreeOnLaunch = 1;  // CUDA_GRAPH_INSTANTIATE_FLAG_...
+  ASSERT_EQ(instantiate(&exec, graph, kAutoFreeOnLaunch), CUDA_SUCCESS);
+  launchAndWait(exec);
+  launchAndWait(exec);
+  ASSERT_EQ(CU(cuMemFree, CUdeviceptr)(alloc.dptr), CUDA_SUCCESS);  // the last launch's
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+
+  // Freed in the graph: at most once.
+  auto addFree =
+      CU(cuGraphAddMemFreeNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t, CUdeviceptr);
+  ASSERT_EQ(addFree(&freeNode, graph, &fill, 1, alloc.dptr), CUDA_SUCCESS);
+  EXPECT_EQ(addFree(&again, graph, &freeNode, 1, alloc.dptr), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(instantiate(&exec, graph, 0), CUDA_SUCCESS);
+  launchAndWait(exec);
+  launchAndWait(exec);  // nothing left unfreed
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
+}
+
+// cuGraphExecUpdate and the exec setters keep what NVIDIA's cannot change: a copy's memory types,
+// multidimensional copies, a 2D memset's dimensions.
+TEST_F(LibCudaGraph, ExecUpdateKeepsCopyKindsAndMemsetShapes) {
+  std::vector<uint32_t> host(kN, 0);
+  auto build = [&](bool toHost, size_t memsetWidth, CUgraphNode* copyNode, CUgraphNode* setNode) {
+    CUgraph graph = nullptr;
+    EXPECT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&graph, 0), CUDA_SUCCESS);
+    CUDA_MEMCPY3D copy{};
+    copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.srcDevice = data_;
+    copy.dstMemoryType = toHost ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+    if (toHost)
+      copy.dstHost = host.data();
+    else
+      copy.dstDevice = data_ + kN * 2;
+    copy.WidthInBytes = 16;
+    copy.Height = 1;
+    copy.Depth = 1;
+    EXPECT_EQ(CU(cuGraphAddMemcpyNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+                 const CUDA_MEMCPY3D*, CUcontext)(copyNode, graph, nullptr, 0, &copy, context_),
+              CUDA_SUCCESS);
+    CUDA_MEMSET_NODE_PARAMS_v1 memset{data_, 64, 7, 4, memsetWidth, 4};  // 2D: 4 rows
+    EXPECT_EQ(CU(cuGraphAddMemsetNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+                 const CUDA_MEMSET_NODE_PARAMS_v1*,
+                 CUcontext)(setNode, graph, copyNode, 1, &memset, context_),
+              CUDA_SUCCESS);
+    return graph;
+  };
+  CUgraphNode copyA = nullptr, setA = nullptr, copyB = nullptr, setB = nullptr;
+  CUgraph original = build(false, 8, &copyA, &setA);
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(CU(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long)(&exec,
+                                                                                       original, 0),
+            CUDA_SUCCESS);
+  auto update = CU13(cuGraphExecUpdate, CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo*);
+  CUgraphExecUpdateResultInfo info{};
+  CUgraph toHost = build(true, 8, &copyB, &setB);
+  EXPECT_EQ(update(exec, toHost, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED);
+  EXPECT_EQ(info.errorNode, copyB);
+  CUgraph wider = build(false, 12, &copyB, &setB);
+  EXPECT_EQ(update(exec, wider, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+  EXPECT_EQ(info.errorNode, setB);
+  CUgraph same = build(false, 8, &copyB, &setB);
+  EXPECT_EQ(update(exec, same, &info), CUDA_SUCCESS);
+
+  CUDA_MEMSET_NODE_PARAMS_v1 resized{data_, 64, 7, 4, 10, 4};
+  EXPECT_EQ(CU(cuGraphExecMemsetNodeSetParams, CUgraphExec, CUgraphNode,
+               const CUDA_MEMSET_NODE_PARAMS_v1*, CUcontext)(exec, setA, &resized, context_),
+            CUDA_ERROR_INVALID_VALUE);
+  CUDA_MEMCPY3D rows{};
+  rows.srcMemoryType = rows.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  rows.srcDevice = data_;
+  rows.dstDevice = data_ + kN * 2;
+  rows.WidthInBytes = 16;
+  rows.srcPitch = rows.dstPitch = 64;
+  rows.Height = 2;
+  rows.Depth = 1;
+  EXPECT_EQ(CU(cuGraphExecMemcpyNodeSetParams, CUgraphExec, CUgraphNode, const CUDA_MEMCPY3D*,
+               CUcontext)(exec, copyA, &rows, context_),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+  for (CUgraph g : {original, toHost, wider, same})
+    EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(g), CUDA_SUCCESS);
+}
+
 TEST_F(LibCudaGraph, CaptureForkJoinAndEventNodes) {
   CUstream side = nullptr;
   ASSERT_EQ(CU(cuStreamCreate, CUstream*, unsigned)(&side, 1), CUDA_SUCCESS);
