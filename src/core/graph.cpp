@@ -236,7 +236,6 @@ Status Graph::addEdge(GraphNode* from, GraphNode* to) {
   if (std::find(to->dependencies_.begin(), to->dependencies_.end(), from) !=
       to->dependencies_.end())
     return invalid("the dependency already exists");
-  if (reaches(to, from)) return invalid("the dependency would create a cycle");
   to->dependencies_.push_back(from);
   from->dependents_.push_back(to);
   return Status::success();
@@ -473,12 +472,24 @@ const GraphNode* checkConditionals(const Graph& graph, bool inBody, const Condit
 
 }  // namespace
 
+// Edges may close a cycle (cuGraphAddDependencies allows it, as NVIDIA's does); instantiation
+// refuses it, in the graph or any graph embedded in it.
+bool hasCycle(const Graph& graph) {
+  if (graph.topologicalOrder().size() != graph.size()) return true;
+  for (const GraphNode* node : graph.nodes()) {
+    if (node->content().child && hasCycle(*node->content().child)) return true;
+    for (const auto& body : node->content().bodies)
+      if (hasCycle(*body)) return true;
+  }
+  return false;
+}
+
 Result<GraphExec*> instantiateGraph(const Graph& graph, uint64_t flags,
                                     const GraphNode** errorNode) {
   std::lock_guard lock(graphMutex());
-  if (graph.topologicalOrder().size() != graph.size()) {
+  if (hasCycle(graph)) {
     if (errorNode != nullptr) *errorNode = nullptr;
-    return makeError(ErrorCode::InvalidValue, "the graph has a cycle");
+    return makeError(ErrorCode::InvalidValue, kCycleMessage);
   }
   if (graph.hasMemoryNodes() && *graph.executableCount() > 0)
     return makeError(ErrorCode::NotSupported,

@@ -149,7 +149,7 @@ class Graph : public Object {
                              GraphNodeContent content = {});
 
   // Edges. InvalidValue for nodes of another graph, a self edge, an existing edge (add), a
-  // missing edge (remove), or an edge that would close a cycle.
+  // missing edge (remove). An edge may close a cycle: instantiation refuses the graph then.
   Status addEdge(GraphNode* from, GraphNode* to);
   Status removeEdge(GraphNode* from, GraphNode* to);
   Status destroyNode(GraphNode* node);
@@ -300,7 +300,9 @@ class GraphExec : public Object {
 Graph* createGraph();
 Status destroyGraph(Graph* graph);
 Graph* adoptGraph(std::unique_ptr<Graph> graph);  // a clone handed to the application
-// Fails (with the node at fault) when the graph has a cycle or a node that cannot run.
+// Fails (with the node at fault) when the graph has a cycle (the error's message is then
+// kCycleMessage: CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE) or a node that cannot run.
+inline constexpr const char* kCycleMessage = "the graph has a cycle";
 Result<GraphExec*> instantiateGraph(const Graph& graph, uint64_t flags = 0,
                                     const GraphNode** errorNode = nullptr);
 Status destroyGraphExec(GraphExec* exec);

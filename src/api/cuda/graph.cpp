@@ -159,7 +159,8 @@ Outcome instantiateWithParams(CUgraphExec* phGraphExec, CUgraph hGraph,
     if (!stream) return stream.error();
   }
   Outcome outcome = instantiate(phGraphExec, hGraph, params->flags, &params->hErrNode_out);
-  params->result_out = outcome.ok() ? 0 : 1;  // CUDA_GRAPH_INSTANTIATE_SUCCESS / _ERROR
+  // CUgraphInstantiateResult: SUCCESS 0, ERROR 1, INVALID_STRUCTURE 2 (a cycle).
+  params->result_out = outcome.ok() ? 0 : outcome.message() == core::kCycleMessage ? 2 : 1;
   return outcome;
 }
 

@@ -251,7 +251,15 @@ TEST_F(LibCudaGraph, StructureQueriesAndErrors) {
   auto removeDeps =
       CU(cuGraphRemoveDependencies, CUgraph, const CUgraphNode*, const CUgraphNode*, size_t);
   ASSERT_EQ(addDeps(graph, &b, &c, 1), CUDA_SUCCESS);
-  EXPECT_EQ(addDeps(graph, &c, &a, 1), CUDA_ERROR_INVALID_VALUE);  // a cycle
+  // A cycle may be built (as with NVIDIA's driver); instantiating it fails.
+  ASSERT_EQ(addDeps(graph, &c, &a, 1), CUDA_SUCCESS);
+  CUgraphExec cyclic = nullptr;
+  CUDA_GRAPH_INSTANTIATE_PARAMS instantiateParams{};
+  EXPECT_EQ(CU13(cuGraphInstantiateWithParams, CUgraphExec*, CUgraph,
+                 CUDA_GRAPH_INSTANTIATE_PARAMS*)(&cyclic, graph, &instantiateParams),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(instantiateParams.result_out, 2);  // CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE
+  ASSERT_EQ(removeDeps(graph, &c, &a, 1), CUDA_SUCCESS);
   EXPECT_EQ(addDeps(graph, &a, &foreign, 1), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(removeDeps(graph, &c, &a, 1), CUDA_ERROR_INVALID_VALUE);  // no such edge
   CUgraphNode from[4] = {}, to[4] = {};
