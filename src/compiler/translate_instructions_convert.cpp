@@ -164,6 +164,9 @@ Result<llvm::Value*> convertScalar(FunctionTranslator& t, const ptx::Instruction
   if (inst.hasModifier("relu")) r = reluOf(t, r);
   if (ftz && r->getType()->isFloatTy()) r = flushSubnormal(t, r);
   if (inst.hasModifier("satfinite")) r = saturateFinite(t, r);
+  // A NaN converts to the canonical NaN of the destination, payload and sign dropped.
+  if (fromFloat && r->getType()->isFPOrFPVectorTy())
+    r = t.b.CreateSelect(t.b.CreateFCmpUNO(r, r), canonicalNaN(r->getType()), r);
   return r;
 }
 
@@ -236,15 +239,14 @@ llvm::Value* fromMinifloat(FunctionTranslator& t, llvm::Value* bits, const Minif
   if (f.hasInfinity)
     v = B.CreateSelect(B.CreateAnd(top, B.CreateICmpEQ(mant, B.getInt32(0))),
                        llvm::ConstantFP::getInfinity(f32), v);
-  if (f.hasNaN) {
-    llvm::Value* isNaN = f.hasInfinity
-                             ? B.CreateAnd(top, B.CreateICmpNE(mant, B.getInt32(0)))
-                             : B.CreateAnd(top, B.CreateICmpEQ(mant, B.getInt32(mantMask)));
-    v = B.CreateSelect(isNaN, llvm::ConstantFP::getNaN(f32), v);
-  }
   llvm::Value* negative = B.CreateICmpNE(B.CreateAnd(bits, 1u << (f.bits() - 1)), B.getInt32(0));
   v = B.CreateSelect(negative, B.CreateFNeg(v), v);
-  return B.CreateFPTrunc(v, B.getHalfTy());
+  llvm::Value* half = B.CreateFPTrunc(v, B.getHalfTy());
+  if (!f.hasNaN) return half;
+  // A NaN becomes the canonical half NaN, its sign dropped (0x7fff), as NVIDIA's conversion does.
+  llvm::Value* isNaN = f.hasInfinity ? B.CreateAnd(top, B.CreateICmpNE(mant, B.getInt32(0)))
+                                     : B.CreateAnd(top, B.CreateICmpEQ(mant, B.getInt32(mantMask)));
+  return B.CreateSelect(isNaN, canonicalNaN(B.getHalfTy()), half);
 }
 
 // The format of a packed small-float type (e4m3x2 ... e2m1x2), or nullptr.
@@ -398,17 +400,16 @@ Status convertUe8m0(FunctionTranslator& t, const ptx::Instruction& inst, ScalarT
 }
 
 // cvt to tf32 from f32: the mantissa rounded to 10 bits (.rna ties away, .rn ties to even, .rz
-// truncates), kept in an f32 container with the low 13 bits zero; NaN stays NaN; .satfinite
-// turns overflow into the largest finite tf32, .relu clamps negatives to +0.
+// truncates), kept in an f32 container with the low 13 bits zero; NaN becomes the canonical
+// NaN; .satfinite turns overflow into the largest finite tf32, .relu clamps negatives (and -0)
+// to +0.
 Status convertTf32(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
   if (inst.operands().size() != 2) return t.invalid(inst, "expected d, a");
   std::string mode = roundingModifier(inst);
   if (mode != "rna" && mode != "rn" && mode != "rz") return t.invalid(inst, "needs .rna, .rn or .rz");
   ROCUDA_VALUE(a, t.read(inst.operands()[1], ScalarType::F32));
-  if (inst.hasModifier("relu"))
-    a = B.CreateSelect(B.CreateFCmpOLT(a, llvm::ConstantFP::get(B.getFloatTy(), 0.0)),
-                       llvm::ConstantFP::get(B.getFloatTy(), 0.0), a);
+  if (inst.hasModifier("relu")) a = reluOf(t, a);
   llvm::Value* bits = B.CreateBitCast(a, t.i32());
   llvm::Value* increment = B.getInt32(0);
   if (mode == "rna") increment = B.getInt32(0x1000);
@@ -417,7 +418,8 @@ Status convertTf32(FunctionTranslator& t, const ptx::Instruction& inst) {
   llvm::Value* rounded = B.CreateAnd(B.CreateAdd(bits, increment), B.getInt32(0xffffe000u));
   llvm::Value* notFinite =
       B.CreateFCmpUEQ(B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, a), llvm::ConstantFP::getInfinity(B.getFloatTy()));
-  llvm::Value* r = B.CreateSelect(notFinite, bits, rounded);  // NaN and inf stay as they are
+  llvm::Value* r = B.CreateSelect(notFinite, bits, rounded);  // infinities stay as they are
+  r = B.CreateSelect(B.CreateFCmpUNO(a, a), B.getInt32(0x7fffffff), r);
   if (inst.hasModifier("satfinite")) {
     llvm::Value* overflow = B.CreateICmpUGE(B.CreateAnd(r, 0x7fffffff), B.getInt32(0x7f800000));
     llvm::Value* isNaN = B.CreateFCmpUNO(a, a);

@@ -167,14 +167,6 @@ llvm::Type* bitsTypeOf(llvm::Value* v) {
   return shapedLike(ty, llvm::Type::getIntNTy(ty->getContext(), ty->getScalarSizeInBits()));
 }
 
-// PTX's canonical NaN of `ty` (each element): every bit but the sign set (0x7fffffff, 0x7fff).
-llvm::Constant* canonicalNaN(llvm::Type* ty) {
-  unsigned width = ty->getScalarSizeInBits();
-  llvm::Type* intTy = shapedLike(ty, llvm::Type::getIntNTy(ty->getContext(), width));
-  return llvm::ConstantExpr::getBitCast(
-      llvm::ConstantInt::get(intTy, llvm::APInt::getSignedMaxValue(width)), ty);
-}
-
 // `r`, the rounded-to-nearest value of an exact result whose error `err` (exact - r, in r's or
 // a wider type: only its sign and zeroness count) is known, rounded to odd instead: truncated
 // toward zero, last bit set if inexact.
@@ -562,6 +554,13 @@ llvm::Function* flushF32Function(FunctionTranslator& t) {
 
 }  // namespace
 
+llvm::Constant* canonicalNaN(llvm::Type* ty) {
+  unsigned width = ty->getScalarSizeInBits();
+  llvm::Type* intTy = shapedLike(ty, llvm::Type::getIntNTy(ty->getContext(), width));
+  return llvm::ConstantExpr::getBitCast(
+      llvm::ConstantInt::get(intTy, llvm::APInt::getSignedMaxValue(width)), ty);
+}
+
 llvm::Value* saturateUnit(FunctionTranslator& t, llvm::Value* v) {
   auto& B = t.b;
   auto* zero = llvm::ConstantFP::get(v->getType(), 0.0);
@@ -574,7 +573,8 @@ llvm::Value* saturateUnit(FunctionTranslator& t, llvm::Value* v) {
 llvm::Value* reluOf(FunctionTranslator& t, llvm::Value* v) {
   auto& B = t.b;
   auto* zero = llvm::ConstantFP::get(v->getType(), 0.0);
-  llvm::Value* clamped = B.CreateSelect(B.CreateFCmpOLT(v, zero), zero, v);
+  // max(v, +0) as the hardware's min/max order zeros: -0 becomes +0 too.
+  llvm::Value* clamped = B.CreateSelect(B.CreateFCmpOLE(v, zero), zero, v);
   return B.CreateSelect(B.CreateFCmpUNO(v, v), canonicalNaN(v->getType()), clamped);
 }
 

@@ -327,11 +327,15 @@ llvm::Value* fp8ToHalf(FunctionTranslator& t, llvm::Value* bits, bool e5m2);
 // running with f32 subnormals flushed may redefine (kF32FlushFlag).
 llvm::Value* flushSubnormal(FunctionTranslator& t, llvm::Value* v);
 
+// PTX's canonical NaN of `ty` (each element of a vector): every bit but the sign set
+// (0x7fffffff, 0x7fff), what NVIDIA writes for a NaN result (translate_instructions_float.cpp).
+llvm::Constant* canonicalNaN(llvm::Type* ty);
+
 // .sat of floating-point results: clamped to [+0.0, 1.0] (-0.0 too), NaN becomes +0.0
 // (translate_instructions_float.cpp).
 llvm::Value* saturateUnit(FunctionTranslator& t, llvm::Value* v);
 
-// .relu (fma, cvt): a negative result becomes +0 and a NaN PTX's canonical NaN, element by
+// .relu (fma, cvt): a negative result (and -0) becomes +0 and a NaN PTX's canonical NaN, element by
 // element (translate_instructions_float.cpp).
 llvm::Value* reluOf(FunctionTranslator& t, llvm::Value* v);
 

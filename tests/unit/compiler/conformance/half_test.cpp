@@ -207,7 +207,7 @@ std::vector<InstructionCase> halfNaNCases() {
                         [&f](const Inputs& in) {
                           uint64_t r = halfArith(HalfOp::Fma, in[0], in[1], in[2], f, false, false);
                           if (isNaNBits(r, f)) return f.nanBits;
-                          return decodeFloat(r, f) < 0 ? uint64_t{0} : r;
+                          return decodeFloat(r, f) <= 0 ? uint64_t{0} : r;  // -0 too
                         }));
   }
   return v;
