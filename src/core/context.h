@@ -49,7 +49,11 @@ class Context : public Object {
   // An error when the operation is refused (the legacy stream while a blocking stream of the
   // context is capturing): nothing is queued then. On a capturing stream the operation is
   // recorded into the capture's graph instead of queued.
-  Result<CompletionPtr> enqueue(Stream& stream, std::string name, std::function<Status()> work);
+  // Work queued after a kernel failure completes at once with the context's sticky error,
+  // unless `runsAfterFailure` (cuStreamAddCallback's callbacks, which are documented to run
+  // exactly once and learn the error).
+  Result<CompletionPtr> enqueue(Stream& stream, std::string name, std::function<Status()> work,
+                                bool runsAfterFailure = false);
 
   // Captures in progress on the context's blocking streams (which the legacy stream would
   // implicitly depend on); invalidateBlockingCaptures() marks them invalid, true if any.

@@ -117,13 +117,15 @@ Outcome streamAddCallback(CUstream h, CUstreamCallback callback, void* userData,
   if (flags != 0) return invalidValue("flags must be 0");
   return withStream(h, v, [&](core::Stream& s) -> Outcome {
     core::Context* context = &s.context();
-    Result<core::CompletionPtr> queued =
-        s.context().enqueue(s, "callback", [h, callback, userData, context] {
-          // The callback learns whether the context has failed so far.
+    Result<core::CompletionPtr> queued = s.context().enqueue(
+        s, "callback",
+        [h, callback, userData, context] {
+          // Called exactly once, even after a failure, which it learns of.
           Outcome sticky = context->stickyError();
           callback(h, sticky.code(), userData);
           return Status::success();
-        });
+        },
+        /*runsAfterFailure=*/true);
     if (!queued) return queued.error();
     return {};
   });

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -581,6 +582,13 @@ TEST_F(LibCuda, ModuleAndLaunch) {
 // sticky error, and destroys the streams, events and modules of the primary context, whose
 // limits return to their defaults. Libraries belong to no context (cudart's code is loaded as
 // libraries) and stay usable.
+std::atomic<int> callbackCalls{0};
+std::atomic<int> callbackStatus{0};
+void recordCallback(CUstream, CUresult status, void*) {
+  callbackStatus = status;
+  ++callbackCalls;
+}
+
 TEST_F(LibCuda, PrimaryContextResetRecoversFromAFailedKernel) {
   retainPrimary();
   const char* trapPtx = R"(
@@ -617,7 +625,14 @@ TEST_F(LibCuda, PrimaryContextResetRecoversFromAFailedKernel) {
                               unsigned, unsigned, CUstream, void**, void**);
   auto launch = proc<Launch>("cuLaunchKernel", 7000);
   ASSERT_EQ(launch(fail, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr), CUDA_SUCCESS);
+  // A stream callback runs exactly once even after the failure, and learns of it.
+  callbackCalls = 0;
+  ASSERT_EQ(CU(cuStreamAddCallback, CUstream, CUstreamCallback, void*, unsigned)(
+                nullptr, recordCallback, nullptr, 0),
+            CUDA_SUCCESS);
   EXPECT_EQ(CU(cuCtxSynchronize)(), CUDA_ERROR_LAUNCH_FAILED);
+  EXPECT_EQ(callbackCalls, 1);
+  EXPECT_EQ(callbackStatus, CUDA_ERROR_LAUNCH_FAILED);
   CUdeviceptr data = 0;
   EXPECT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&data, 256), CUDA_ERROR_LAUNCH_FAILED);
 
