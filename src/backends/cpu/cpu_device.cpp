@@ -603,6 +603,7 @@ void CpuDevice::describe() {
   d.computeCapabilityMinor = minor;
   d.totalMemory = platform::totalPhysicalMemory();
   d.multiprocessorCount = static_cast<int>(pool_.workerCount());
+  d.clockRateKHz = cycleCounterRateKHz();
   d.integrated = true;
   d.pageableMemoryAccess = true;
   d.hostNativeAtomics = true;

@@ -506,6 +506,24 @@ static int32_t vprintfEntry(const char* format, const uint8_t* args) {
 }
 }
 
+int cycleCounterRateKHz() {
+#if defined(__x86_64__)
+  static const int rate = [] {
+    using Clock = std::chrono::steady_clock;
+    auto start = Clock::now();
+    uint64_t first = cycleCounter();
+    while (Clock::now() - start < std::chrono::milliseconds(2)) {
+    }
+    uint64_t cycles = cycleCounter() - first;
+    double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+    return static_cast<int>(static_cast<double>(cycles) / us * 1000.0);
+  }();
+  return rate;
+#else
+  return 1000000;  // steady_clock nanoseconds
+#endif
+}
+
 std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
   auto fn = [](auto f) { return reinterpret_cast<void*>(f); };
   std::vector<std::pair<std::string, void*>> symbols = {

@@ -182,4 +182,9 @@ BlockOutcome runBlock(const GridState& grid, uint64_t linearBlockIndex);
 // __rocuda_* and vprintf, for the JIT to resolve.
 std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols();
 
+// The rate of %clock / %clock64 (the host's cycle counter), in kHz: the device's reported clock
+// rate, so that programs that turn cycles into time with cudaDevAttrClockRate get real time.
+// Measured once (about 2 ms).
+int cycleCounterRateKHz();
+
 }  // namespace rocuda::backends::cpu

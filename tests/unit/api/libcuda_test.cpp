@@ -662,6 +662,59 @@ TEST_F(LibCuda, PrimaryContextResetRecoversFromAFailedKernel) {
   EXPECT_EQ(CU(cuLibraryUnload, CUlibrary)(library), CUDA_SUCCESS);
 }
 
+// %clock64 advances at the clock rate the device reports (cudaDevAttrClockRate, kHz): cycles
+// measured against %globaltimer over a 20 ms spin agree with it within 10%.
+TEST_F(LibCuda, ClockRateIsTheRateOfClock64) {
+  retainPrimary();
+  const char* ptx = R"(
+.version 7.0
+.target sm_50
+.address_size 64
+.visible .entry spin(.param .u64 out)
+{
+  .reg .pred %p<2>;
+  .reg .b64 %rd<10>;
+  ld.param.u64 %rd1, [out];
+  mov.u64 %rd2, %globaltimer;
+  mov.u64 %rd3, %clock64;
+LOOP:
+  mov.u64 %rd4, %globaltimer;
+  sub.u64 %rd5, %rd4, %rd2;
+  setp.lt.u64 %p1, %rd5, 20000000;
+  @%p1 bra LOOP;
+  mov.u64 %rd6, %clock64;
+  sub.u64 %rd7, %rd6, %rd3;
+  st.global.u64 [%rd1], %rd5;
+  st.global.u64 [%rd1+8], %rd7;
+  ret;
+}
+)";
+  CUmodule module = nullptr;
+  ASSERT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, ptx), CUDA_SUCCESS);
+  CUfunction spin = nullptr;
+  ASSERT_EQ(CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&spin, module, "spin"),
+            CUDA_SUCCESS);
+  CUdeviceptr out = 0;
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&out, 16), CUDA_SUCCESS);
+  void* params[] = {&out};
+  using Launch = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              unsigned, unsigned, CUstream, void**, void**);
+  ASSERT_EQ(
+      proc<Launch>("cuLaunchKernel", 7000)(spin, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr),
+      CUDA_SUCCESS);
+  uint64_t measured[2] = {};
+  ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(measured, out, 16), CUDA_SUCCESS);
+  int rateKHz = 0;
+  ASSERT_EQ(CU(cuDeviceGetAttribute, int*, CUdevice_attribute, CUdevice)(
+                &rateKHz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, 0),
+            CUDA_SUCCESS);
+  double measuredKHz = static_cast<double>(measured[1]) / static_cast<double>(measured[0]) * 1e6;
+  EXPECT_NEAR(measuredKHz / rateKHz, 1.0, 0.1)
+      << measuredKHz << " kHz measured, " << rateKHz << " reported";
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(out), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
+}
+
 // Launch bounds: .maxntid caps the block's thread count (any shape), .reqntid fixes the shape;
 // the function attributes report them and the module's constant memory.
 TEST_F(LibCuda, LaunchBoundsAndFunctionAttributes) {
