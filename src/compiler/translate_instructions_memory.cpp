@@ -446,9 +446,19 @@ Status cpAsync(FunctionTranslator& t, const ptx::Instruction& inst) {
         B.CreateZExt(B.CreateBinaryIntrinsic(llvm::Intrinsic::umin, n, B.getInt32(size)), t.i64());
     B.CreateMemSet(dst, B.getInt8(0), size, llvm::MaybeAlign(1));  // bytes past src-size are 0
   }
-  // src-size may be smaller than cp-size (zero-fill): the check reads the full cp-size, which
-  // only over-approximates at the end of an allocation read with a short src-size.
-  if (!srcSizeGiven) t.checkAccess(inst, src, size, /*write=*/false, ptx::StateSpace::Global);
+  // With src-size (zero-fill) only that many bytes are read, none when it is 0.
+  if (!srcSizeGiven) {
+    t.checkAccess(inst, src, size, /*write=*/false, ptx::StateSpace::Global);
+  } else if (t.mt.memcheck) {
+    llvm::Function* function = B.GetInsertBlock()->getParent();
+    auto* check = llvm::BasicBlock::Create(t.ctx(), "cp.async.check", function);
+    auto* done = llvm::BasicBlock::Create(t.ctx(), "cp.async.copy", function);
+    B.CreateCondBr(B.CreateICmpNE(srcSize, B.getInt64(0)), check, done);
+    B.SetInsertPoint(check);
+    t.checkAccess(inst, src, srcSize, /*write=*/false, ptx::StateSpace::Global);
+    B.CreateBr(done);
+    B.SetInsertPoint(done);
+  }
   B.CreateMemCpy(dst, llvm::MaybeAlign(1), src, llvm::MaybeAlign(1), srcSize);
   return Status::success();
 }

@@ -193,9 +193,37 @@ void Parser::parseLoc() {
   // ptxas checks the inlining attributes only above .version 3.2.
   if (at(TokenKind::Comma) && tok().line == start.line && versionNumber_ > 32)
     requireFeature(tok(), "function_name and inlined_at in .loc");
-  // Later instructions carry it (memcheck reports name the CUDA line).
-  locFile_ = numbers[0] < 65536 ? static_cast<uint32_t>(numbers[0]) : 0;
-  locLine_ = numbers[1] <= UINT32_MAX ? static_cast<uint32_t>(numbers[1]) : 0;
+  // Later instructions carry it (memcheck reports name the CUDA line): for code inlined from a
+  // header, the line of the program's call it was inlined into.
+  auto key = [](uint64_t file, uint64_t line, uint64_t column) {
+    return (file & 0xffff) << 48 | (line & 0xffffffff) << 16 | (column & 0xffff);
+  };
+  uint32_t file = numbers[0] < 65536 ? static_cast<uint32_t>(numbers[0]) : 0;
+  uint32_t line = numbers[1] <= UINT32_MAX ? static_cast<uint32_t>(numbers[1]) : 0;
+  std::pair<uint32_t, uint32_t> outermost{file, line};
+  while (!at(TokenKind::End) && tok().line == start.line && !at(TokenKind::Semicolon)) {
+    if (at(TokenKind::Identifier) && text(tok()) == "inlined_at") {
+      advance();
+      uint64_t caller[3] = {0, 0, 0};
+      int count = 0;
+      for (; count < 3 && at(TokenKind::Number) && tok().line == start.line; ++count) {
+        if (!parseIntegerText(text(tok()), tok(), caller[count])) break;
+        advance();
+      }
+      if (count == 3 && caller[0] < 65536 && caller[1] <= UINT32_MAX) {
+        auto it = inlinedCallers_.find(key(caller[0], caller[1], caller[2]));
+        outermost = it != inlinedCallers_.end()
+                        ? it->second
+                        : std::pair<uint32_t, uint32_t>{static_cast<uint32_t>(caller[0]),
+                                                        static_cast<uint32_t>(caller[1])};
+        inlinedCallers_[key(numbers[0], numbers[1], numbers[2])] = outermost;
+      }
+      break;
+    }
+    advance();
+  }
+  locFile_ = outermost.first;
+  locLine_ = outermost.second;
   skipRestOfLine(start.line);
 }
 
@@ -371,6 +399,7 @@ void Parser::parseFunction(Linkage linkage, bool isEntry, const Token& start) {
 void Parser::parseBody(FunctionState& state) {
   unsigned depth = 0;
   locFile_ = locLine_ = 0;
+  inlinedCallers_.clear();
   while (!tooManyErrors()) {
     if (at(TokenKind::End)) {
       error(tok(), "expected '}' at end of function '" + state.function->name + "'");

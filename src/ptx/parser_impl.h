@@ -252,6 +252,10 @@ class Parser {
   std::vector<ScalarType> typeScratch_;
   std::vector<FunctionState> functionStates_;  // kept until the module-wide symbol check
   uint32_t locFile_ = 0, locLine_ = 0;  // the last `.loc` of the current body
+  // `.loc ..., inlined_at f l c`: each inlined location's outermost caller (the user's code, in
+  // no inlined body), keyed by (file, line, column), so that instructions of code inlined from
+  // headers carry the line of the program that called it. Per body.
+  std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> inlinedCallers_;
   unsigned versionNumber_ = 0;  // `.version` as major * 10 + minor; 0 before it (or unparsable)
   ModuleTarget target_;
   bool texmodeIndependent_ = false;        // `.target ..., texmode_independent`

@@ -1,6 +1,6 @@
 // ROCUDA_MEMCHECK=1: planted invalid accesses are caught with the right thread, block and line.
 // One case per process (CUDA_ERROR_ILLEGAL_ADDRESS is sticky, the context is unusable after it):
-//   memcheck_oob global|shared|local|local_sync|free|off|race
+//   memcheck_oob global|shared|async_copy|local|local_sync|free|off|race
 // Every case first runs a correct kernel (global, shared and local memory) under memcheck and
 // checks its results; then the planted bug: the launch must fail with cudaErrorIllegalAddress,
 // stay failed, and the error line Rocuda writes to stderr (captured here) must name the
@@ -8,6 +8,7 @@
 // memcheck off: the planted global write (inside the allocation's alignment padding, so
 // harmless) goes unchecked and nothing breaks. `race` (ROCUDA_MEMCHECK=race): the correct kernel
 // reports no race, a kernel missing a __syncthreads reports both hazards and still completes.
+#include <cuda_pipeline.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -65,6 +66,18 @@ __global__ void plantedSharedWrite(int* out, int badOffset) {
   out[blockIdx.x * blockDim.x + threadIdx.x] = tile[(threadIdx.x + 1) % 64];
 }
 constexpr int kSharedLine = __LINE__ - 4;
+
+// An asynchronous global->shared copy (cp.async with a source size, as cuda_pipeline.h emits
+// it) reading past the end of its allocation.
+__global__ void plantedAsyncCopy(const int* data, int* out, int badIndex) {
+  __shared__ int tile[128];
+  int index = (threadIdx.x == kBadThread && blockIdx.x == kBadBlock) ? badIndex : threadIdx.x;
+  __pipeline_memcpy_async(&tile[threadIdx.x], &data[index], sizeof(int));  // kAsyncCopyLine
+  __pipeline_commit();
+  __pipeline_wait_prior(0);
+  out[blockIdx.x * blockDim.x + threadIdx.x] = tile[threadIdx.x];
+}
+constexpr int kAsyncCopyLine = __LINE__ - 5;
 
 // Sync: with a barrier, so that the kernel runs as a Continuation (local memory in frames).
 template <bool Sync>
@@ -202,6 +215,19 @@ void globalCase(Checker& check, bool memcheck) {
                ": 12 bytes after the end of the allocation at " + hex(data) + " of 4000 bytes");
 }
 
+void asyncCopyCase(Checker& check) {
+  int *data, *out;
+  CHECK(cudaMalloc(&data, kN * sizeof(int)));
+  CHECK(cudaMalloc(&out, 8 * 128 * sizeof(int)));
+  std::string text;
+  cudaError_t result =
+      captureStderr([&] { plantedAsyncCopy<<<8, 128>>>(data, out, kN + 64); }, text);
+  expectIllegalAddress(check, result);
+  expectReport(check, text, "memcheck: invalid global read of 4 bytes at " + hex(data + kN + 64));
+  expectReport(check, text, threadAndBlock() + "_Z16plantedAsyncCopyPKiPii, PTX line ");
+  expectReport(check, text, line(kAsyncCopyLine));
+}
+
 void sharedCase(Checker& check) {
   int* out;
   CHECK(cudaMalloc(&out, 8 * 64 * sizeof(int)));
@@ -287,6 +313,8 @@ int main(int argc, char** argv) {
     runCorrectKernel(check);  // the device is still fine
   } else if (mode == "shared") {
     sharedCase(check);
+  } else if (mode == "async_copy") {
+    asyncCopyCase(check);
   } else if (mode == "local" || mode == "local_sync") {
     localCase(check, mode == "local_sync");
   } else if (mode == "free") {
