@@ -349,7 +349,8 @@ TEST(PtxSyntax, LabelsAreBlockScopedLikeInlinedAsm) {
 }
 
 // nvcc -lineinfo: each instruction carries the CUDA position of the last .loc before it (for
-// memcheck reports); a new body starts without one.
+// memcheck reports), for code inlined from elsewhere the outermost caller's (inlined_at); a new
+// body starts without one.
 TEST(PtxSyntax, LocDirectivesGiveInstructionsTheirSourceLine) {
   ParseResult r = parseOk(
       ".version 8.0\n.target sm_75\n.address_size 64\n.file 1 \"/src/k.cu\"\n"
@@ -366,7 +367,7 @@ TEST(PtxSyntax, LocDirectivesGiveInstructionsTheirSourceLine) {
   EXPECT_EQ(k.body[0].instruction.sourceLine, 0u);
   EXPECT_EQ(k.body[1].instruction.sourceFile, 1u);
   EXPECT_EQ(k.body[1].instruction.sourceLine, 12u);
-  EXPECT_EQ(k.body[2].instruction.sourceLine, 14u);
+  EXPECT_EQ(k.body[2].instruction.sourceLine, 20u);  // inlined: the caller's line
   EXPECT_EQ(r.module.functions[1].body[0].instruction.sourceLine, 0u);
 }
 
