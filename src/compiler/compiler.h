@@ -15,7 +15,10 @@
 //    i32 threads)` (both 0: the whole block). Any other barrier id, a thread count, or an arrive
 //    (`bar.arrive a, b`: counted, not waiting) is `void __rocuda_named_barrier(i32 id, i32 threads,
 //    i32 arrive)` (threads 0 = every thread of the block), a wait of the CPU scheduler like the
-//    warp collectives (op 7 below).
+//    warp collectives (op 7 below). `bar.red` at barrier 0 without a count is
+//    `i32 __rocuda_barrier_reduce(i32 op, i32 id, i32 threads, i32 predicate)`; on a named barrier
+//    or with a count it is `i32 phase = __rocuda_named_reduce_arrive(i32 id, i32 predicate)`, the
+//    named barrier's wait, then `i32 __rocuda_named_reduce_result(i32 op, i32 id, i32 phase)`.
 //  * Shared memory: every `.shared` variable gets an offset in the block's shared window
 //    (KernelInfo::staticSharedBytes bytes, then dynamic shared memory at
 //    KernelInfo::dynamicSharedOffset). A shared-space address is that offset; the generic address
@@ -163,7 +166,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-34";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-35";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;

@@ -155,9 +155,27 @@ Status translateBarrierReduction(FunctionTranslator& t, const ptx::Instruction& 
     threads = count;
   }
   ROCUDA_VALUE(pred, t.read(inst.operands()[n - 1], ScalarType::Pred));
-  auto callee = convergentRuntimeFunction(t, "__rocuda_barrier_reduce", t.i32(),
-                                          {t.i32(), t.i32(), t.i32(), t.i32()});
-  llvm::Value* r = B.CreateCall(callee, {B.getInt32(op), id, threads, B.CreateZExt(pred, t.i32())});
+  const ptx::Operand& barrier = inst.operands()[1];
+  bool wholeBlock =
+      n == 3 && barrier.kind == ptx::Operand::Kind::Immediate && barrier.imm().bits == 0;
+  llvm::Value* r = nullptr;
+  if (wholeBlock) {  // __syncthreads_count / _and / _or
+    auto callee = convergentRuntimeFunction(t, "__rocuda_barrier_reduce", t.i32(),
+                                            {t.i32(), t.i32(), t.i32(), t.i32()});
+    r = B.CreateCall(callee, {B.getInt32(op), id, threads, B.CreateZExt(pred, t.i32())});
+  } else {
+    // A named barrier or a thread count: the vote joins barrier id's tally, the threads wait
+    // there as at bar.sync id, count, and read the tally of the phase they voted in.
+    auto arrive =
+        convergentRuntimeFunction(t, "__rocuda_named_reduce_arrive", t.i32(), {t.i32(), t.i32()});
+    llvm::Value* phase = B.CreateCall(arrive, {id, B.CreateZExt(pred, t.i32())});
+    auto named = convergentRuntimeFunction(t, "__rocuda_named_barrier", B.getVoidTy(),
+                                           {t.i32(), t.i32(), t.i32()});
+    B.CreateCall(named, {id, threads, B.getInt32(0)});
+    auto result = convergentRuntimeFunction(t, "__rocuda_named_reduce_result", t.i32(),
+                                            {t.i32(), t.i32(), t.i32()});
+    r = B.CreateCall(result, {B.getInt32(op), id, phase});
+  }
   if (op == 0) return t.write(inst.operands()[0], r, ScalarType::U32);
   return t.write(inst.operands()[0], B.CreateICmpNE(r, B.getInt32(0)), ScalarType::Pred);
 }

@@ -296,6 +296,9 @@ bool releaseNamedBarriers(BlockState& block, std::vector<std::unique_ptr<ThreadS
     if (expected[id] == 0 || block.namedArrivals[id] < expected[id]) continue;
     block.namedArrivals[id] -= expected[id];
     ++block.barrierEpoch;
+    uint32_t phase = block.namedReducePhase[id] ^= 1;  // released threads read the old phase
+    block.namedReduceArrived[id][phase] = 0;
+    block.namedReduceTrue[id][phase] = 0;
     for (uint32_t t : live) {
       ThreadState& thread = *threads[t];
       if (thread.waiting != WaitKind::Warp || !thread.countedAtNamedBarrier ||

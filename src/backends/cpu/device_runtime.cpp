@@ -137,6 +137,32 @@ static int32_t barrierReduce(int32_t op, int32_t id, int32_t threads, int32_t pr
   }
 }
 
+// bar.red on a named barrier or with a thread count (the translator emits arrive, the named
+// barrier's wait, result): the vote joins barrier id's tally of its current phase; the result
+// reads that phase's tally once the barrier has completed. op 0 popc, 1 and, 2 or.
+static int32_t namedReduceArrive(int32_t id, int32_t predicate) {
+  BlockState& b = *currentBlock();
+  size_t slot = static_cast<uint32_t>(id) & 15;
+  uint32_t phase = b.namedReducePhase[slot];
+  b.namedReduceArrived[slot][phase] += 1;
+  b.namedReduceTrue[slot][phase] += predicate != 0 ? 1 : 0;
+  return static_cast<int32_t>(phase);
+}
+static int32_t namedReduceResult(int32_t op, int32_t id, int32_t phase) {
+  const BlockState& b = *currentBlock();
+  size_t slot = static_cast<uint32_t>(id) & 15;
+  uint32_t arrived = b.namedReduceArrived[slot][phase & 1];
+  uint32_t votes = b.namedReduceTrue[slot][phase & 1];
+  switch (op) {
+    case 0:
+      return static_cast<int32_t>(votes);
+    case 1:
+      return votes == arrived ? 1 : 0;
+    default:
+      return votes != 0 ? 1 : 0;
+  }
+}
+
 [[noreturn]] static void trap() {
   ThreadState& thread = self();
   BlockState& b = *thread.block;
@@ -562,6 +588,8 @@ std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
       {"__rocuda_barrier_sync", fn(barrierSync)},
       {"__rocuda_barrier_reduce", fn(barrierReduce)},
       {"__rocuda_named_barrier", fn(namedBarrier)},
+      {"__rocuda_named_reduce_arrive", fn(namedReduceArrive)},
+      {"__rocuda_named_reduce_result", fn(namedReduceResult)},
       {"__assertfail", fn(assertFail)},
       {"__rocuda_warp_sync", fn(warpSync)},
       {"__rocuda_shfl_sync", fn(shflSync)},

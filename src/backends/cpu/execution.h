@@ -162,6 +162,11 @@ struct BlockState {
   // Named barriers (bar.sync / bar.arrive with an id or a thread count): arrivals so far at each
   // of the 16 barriers in their current phase.
   std::array<uint32_t, 16> namedArrivals{};
+  // bar.red on a named barrier: each barrier's votes per phase, double-buffered like the block
+  // barrier's (a completion of barrier id flips namedReducePhase[id] and clears the new phase).
+  std::array<uint32_t, 16> namedReducePhase{};
+  std::array<std::array<uint32_t, 2>, 16> namedReduceArrived{};
+  std::array<std::array<uint32_t, 2>, 16> namedReduceTrue{};
 };
 
 // The CUDA thread running on this OS thread (nullptr outside kernels).

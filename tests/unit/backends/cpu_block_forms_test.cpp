@@ -272,6 +272,52 @@ TEST_F(CpuBlockForms, ContinuationsReleaseBarrierReductionsAndWarpCollectives) {
   }
 }
 
+// bar.red on named barriers with thread counts: warps 0-1 reduce at barrier 1, warps 2-3 at
+// barrier 2, twice each (the second round's tally starts afresh); each group sees its own votes.
+const char* kNamedReductionPtx = R"(.version 7.0
+.target sm_75
+.address_size 64
+.visible .entry named(.param .u64 out)
+{
+  .reg .pred %p<4>;
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd2, %r1, 12;
+  add.s64 %rd3, %rd1, %rd2;
+  setp.eq.u32 %p1, %r1, 0;
+  setp.ne.u32 %p2, %r1, 70;
+  setp.lt.u32 %p3, %r1, 64;
+  @!%p3 bra SECOND;
+  bar.red.popc.u32 %r2, 1, 64, %p1;
+  bar.red.and.pred %p2, 1, 64, %p2;
+  bra.uni DONE;
+SECOND:
+  bar.red.popc.u32 %r2, 2, 64, %p2;
+  bar.red.and.pred %p2, 2, 64, %p2;
+DONE:
+  selp.u32 %r3, 1, 0, %p2;
+  st.global.u32 [%rd3], %r2;
+  st.global.u32 [%rd3+4], %r3;
+  ret;
+}
+)";
+
+TEST_F(CpuBlockForms, NamedBarrierReductionsCountTheirOwnGroup) {
+  LoadedKernel* kernel = load(kNamedReductionPtx, "named");
+  ASSERT_NE(kernel, nullptr);
+  const uint32_t threads = 128;
+  std::vector<uint32_t> out(threads * 3, 7);
+  void* o = out.data();
+  ASSERT_TRUE(launch(*kernel, {1, 1, 1}, {threads, 1, 1}, {&o}).ok());
+  for (uint32_t t = 0; t < threads; ++t) {
+    bool first = t < 64;
+    EXPECT_EQ(out[3 * t], first ? 1u : 63u) << t;     // thread 0 true; all but thread 70 true
+    EXPECT_EQ(out[3 * t + 1], first ? 1u : 0u) << t;  // and: thread 70 false in group 2
+  }
+}
+
 // activemask where a warp diverges (48 threads: the second warp has 16 lanes): in the converged
 // code, in each side of a branch, after a __syncwarp only the odd lanes take, and with the lanes
 // of tid >= 44 gone ahead. `prologue` goes first (a call that sends the kernel down the slow
