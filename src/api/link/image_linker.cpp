@@ -1,5 +1,7 @@
 #include "api/link/image_linker.h"
 
+#include <cstring>
+#include <string_view>
 #include <utility>
 
 #include "fatbin/fatbin.h"
@@ -51,6 +53,16 @@ Status ImageLinker::add(InputKind kind, const uint8_t* data, size_t size, const 
   if (data == nullptr || size == 0) return makeError(ErrorCode::InvalidImage, name + " is empty");
   bool archive = fatbin::isArchive(data, size);
   fatbin::ImageKind detected = fatbin::detectImageBytes(data, size);
+  if (kind == InputKind::Ptx && detected != fatbin::ImageKind::PtxText) {
+    // Given as PTX: parsed as PTX whatever it looks like, so that bad input is a PTX error
+    // with its diagnostics (CUDA_ERROR_INVALID_PTX), as with NVIDIA's JIT.
+    std::string_view text(reinterpret_cast<const char*>(data),
+                          strnlen(reinterpret_cast<const char*>(data), size));
+    ptx::ParseResult result = ptx::parseModule(text, name);
+    if (result.hasErrors()) return makeError(ErrorCode::InvalidPtx, result.formatDiagnostics());
+    modules_.push_back(std::move(result.module));
+    return {};
+  }
   if (!matches(kind, archive, detected))
     return makeError(ErrorCode::InvalidImage,
                      name + " was given as " + kindName(kind) + " but holds " +

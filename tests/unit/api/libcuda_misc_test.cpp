@@ -779,6 +779,9 @@ TEST_F(Linker, ErrorsAreReportedAndLogged) {
   EXPECT_EQ(addPtx(state, ".version 7.0\n.target sm_50\n.address_size 64\nbogus;\n", "bad.ptx"),
             CUDA_ERROR_INVALID_PTX);
   EXPECT_GT(std::strlen(log), 0u);
+  // Given as PTX, text that does not even look like PTX is a PTX error too.
+  EXPECT_EQ(addPtx(state, "garbage here", "garbage.ptx"), CUDA_ERROR_INVALID_PTX);
+  EXPECT_NE(std::string(log).find("garbage.ptx:1:"), std::string::npos) << log;
   EXPECT_EQ(addData_(state, CU_JIT_INPUT_LIBRARY, const_cast<char*>(kLinkCallee), 10, "lib", 0,
                      nullptr, nullptr),
             CUDA_ERROR_INVALID_IMAGE);
