@@ -51,10 +51,14 @@ Error FunctionTranslator::unsupported(const ptx::Instruction& inst, const std::s
   return makeError(ErrorCode::UnsupportedPtx, msg);
 }
 
-Error FunctionTranslator::invalid(const ptx::Instruction& inst, const std::string& why) const {
+Error invalidInstruction(const ptx::Instruction& inst, const std::string& why) {
   return makeError(ErrorCode::InvalidPtx, "invalid '" + instructionName(inst) + "' at " +
                                               std::to_string(inst.loc.line) + ":" +
                                               std::to_string(inst.loc.column) + ": " + why);
+}
+
+Error FunctionTranslator::invalid(const ptx::Instruction& inst, const std::string& why) const {
+  return invalidInstruction(inst, why);
 }
 
 llvm::Type* FunctionTranslator::bitsType(ScalarType type) {

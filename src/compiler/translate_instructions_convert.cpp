@@ -418,11 +418,11 @@ Status convertTf32(FunctionTranslator& t, const ptx::Instruction& inst) {
   llvm::Value* rounded = B.CreateAnd(B.CreateAdd(bits, increment), B.getInt32(0xffffe000u));
   llvm::Value* notFinite =
       B.CreateFCmpUEQ(B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, a), llvm::ConstantFP::getInfinity(B.getFloatTy()));
+  llvm::Value* isNaN = B.CreateFCmpUNO(a, a);
   llvm::Value* r = B.CreateSelect(notFinite, bits, rounded);  // infinities stay as they are
-  r = B.CreateSelect(B.CreateFCmpUNO(a, a), B.getInt32(0x7fffffff), r);
+  r = B.CreateSelect(isNaN, B.getInt32(0x7fffffff), r);
   if (inst.hasModifier("satfinite")) {
     llvm::Value* overflow = B.CreateICmpUGE(B.CreateAnd(r, 0x7fffffff), B.getInt32(0x7f800000));
-    llvm::Value* isNaN = B.CreateFCmpUNO(a, a);
     llvm::Value* largest = B.CreateOr(B.CreateAnd(bits, 0x80000000u), B.getInt32(0x7f7fe000));
     r = B.CreateSelect(B.CreateAnd(overflow, B.CreateNot(isNaN)), largest, r);
   }

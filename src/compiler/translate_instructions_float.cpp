@@ -341,8 +341,6 @@ Status testp(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType typ
   return t.write(inst.operands()[0], r, ScalarType::Pred);
 }
 
-// One two-input min/max: a NaN input yields the other (both NaN: NaN), -0 < +0; with
-// `propagateNaN` (.NaN) any NaN gives NaN.
 // PTX min/max of two values, element by element: -0 orders below +0; a NaN input yields the
 // other input (both NaN: the canonical NaN), or with .NaN the canonical NaN. Compares and
 // selects rather than LLVM's minnum/maximum, which leave the zeros' order and the NaN's bits

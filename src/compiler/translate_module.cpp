@@ -449,13 +449,10 @@ Status ModuleTranslator::checkUnresolvedCallees() const {
       const ptx::Instruction& inst = statement.instruction;
       for (const auto& op : inst.operands())
         if (op.kind == ptx::Operand::Kind::Symbol && unresolved.count(op.symbol()))
-          return makeError(ErrorCode::InvalidPtx,
-                           "invalid '" + instructionName(inst) + "' at " +
-                               std::to_string(inst.loc.line) + ":" +
-                               std::to_string(inst.loc.column) + ": unresolved extern function '" +
-                               std::string(op.symbol()) +
-                               "': no module defines it (a program built with -rdc=true links "
-                               "the module that does)");
+          return invalidInstruction(inst, "unresolved extern function '" +
+                                              std::string(op.symbol()) +
+                                              "': no module defines it (a program built with "
+                                              "-rdc=true links the module that does)");
     }
   }
   return Status::success();

@@ -349,6 +349,8 @@ llvm::Value* applyDirectedRounding(FunctionTranslator& t, llvm::Value* r, llvm::
 
 // "cvt.rz.f32.f64" for messages.
 std::string instructionName(const ptx::Instruction& inst);
+// InvalidPtx for `inst`: "invalid 'name' at line:column: why".
+Error invalidInstruction(const ptx::Instruction& inst, const std::string& why);
 // The rounding modifier of an instruction ("rn", "rzi", ...) or "" when none.
 std::string roundingModifier(const ptx::Instruction& inst);
 

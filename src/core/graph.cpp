@@ -173,7 +173,10 @@ void resetGraphMemoryHigh(const Context& context, bool used, bool reserved) {
   if (reserved) f.reservedHigh = f.reservedCurrent;
 }
 
-void freeGraphAllocation(GraphAllocation& allocation) { markGraphAllocationUse(allocation, false); }
+void releaseGraphAllocation(GraphAllocation& allocation) {
+  std::lock_guard lock(graphMutex());
+  allocation.outstanding = false;
+}
 
 // A launch marks the allocation used until a free node releases it.
 void markGraphAllocationUse(GraphAllocation& allocation, bool use) {

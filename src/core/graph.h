@@ -70,10 +70,11 @@ struct GraphAllocation {
   bool outstanding = false;
 };
 
-// cuMemFree / cuMemFreeAsync of a graph allocation (in the stream's order): it is released, not
-// freed, as its memory stays with the allocation node, which allocates the same address at every
-// launch.
-void freeGraphAllocation(GraphAllocation& allocation);
+// cuMemFree / cuMemFreeAsync of a graph allocation, at the call: no longer outstanding (the
+// host's view; its use ends in the stream's order with markGraphAllocationUse(false)). It is
+// released, not freed: its memory stays with the allocation node, which allocates the same
+// address at every launch.
+void releaseGraphAllocation(GraphAllocation& allocation);
 
 // The values of CUgraphConditionalNodeType.
 enum class ConditionalType : uint8_t { If = 0, While = 1, Switch = 2 };

@@ -191,9 +191,8 @@ ROCUDA_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
       // Released, not freed: its memory stays with the allocation node (cudaFree of a graph
       // allocation is how a program frees what a graph launch left allocated).
       Status drained = api::drainOwner(pointer);
-      std::lock_guard lock(core::graphMutex());
-      graphAllocation->outstanding = false;
-      core::freeGraphAllocation(*graphAllocation);
+      core::releaseGraphAllocation(*graphAllocation);
+      core::markGraphAllocationUse(*graphAllocation, false);
       return drained;
     }
     std::optional<core::Allocation> allocation = core::findAllocation(pointer);

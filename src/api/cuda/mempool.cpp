@@ -137,14 +137,10 @@ Outcome freeAsync(CUdeviceptr dptr, CUstream hStream, StreamVariant variant) {
       params.free.dptr = dptr;
       return captureMemoryNode(**stream, params);
     }
-    // Released in stream order; the memory stays with its allocation node.
-    {
-      std::lock_guard lock(core::graphMutex());
-      graphAllocation->outstanding = false;
-    }
+    core::releaseGraphAllocation(*graphAllocation);
     Result<core::CompletionPtr> queued =
         (*stream)->context().enqueue(**stream, "free graph allocation", [graphAllocation] {
-          core::freeGraphAllocation(*graphAllocation);
+          core::markGraphAllocationUse(*graphAllocation, false);
           return Status::success();
         });
     if (!queued) return queued.error();
