@@ -109,6 +109,7 @@ Result<HostObject> compileForHost(std::string_view ptxText, std::string_view mod
     result.info.kernelsCompiledSeparately = true;
   }
   detail::promoteRegisters(*module);
+  detail::canonicalizeNaNResults(*module);
 
   auto tm = detail::createHostTargetMachine(options.optLevel);
   if (!tm.ok()) return tm.error();

@@ -41,6 +41,16 @@ llvm::StringMap<bool> hostCpuFeatures();
 // while promoting, so that each scan stops within a chunk, and joined again afterwards.
 void promoteRegisters(llvm::Module& module);
 
+// Give NaN results of single- and half-precision arithmetic NVIDIA's bits wherever the program
+// can observe them: the CUDA programming guide documents that an operation producing a NaN
+// yields the one canonical NaN (0x7fffffff for f32, 0x7fff for f16 and bf16), while x86
+// generates 0xffc00000 (device printf shows "-nan") and passes on input payloads, and AMD GPUs
+// give 0x7fc00000. Values are fixed where their bits are observed (stored, passed, returned, read
+// as integers, sign operations), not at every operation, so arithmetic chains and loop accumulators
+// pay nothing; NaNs that are loaded or constant keep their bits. Run after promoteRegisters, by
+// both targets.
+void canonicalizeNaNResults(llvm::Module& module);
+
 // Set the module's triple and data layout for `tm`, ask for vectors of at most 256 bits
 // (kPreferredVectorBits in host_codegen.cpp) and run the new-PM default pipeline.
 // `unrollLoops` false: for the block forms, whose work-item loops are unswitched and vectorized

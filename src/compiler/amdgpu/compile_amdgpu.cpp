@@ -208,6 +208,7 @@ Result<AmdgpuCompilation> compileForAmdgpu(std::string_view ptx, std::string_vie
   std::unique_ptr<llvm::Module> module = std::move(*translated);
   ROCUDA_TRY(detail::verifiedIr(*module, moduleName, "translated"));
   detail::promoteRegisters(*module);
+  detail::canonicalizeNaNResults(*module);
 
   amdgpu::prepareModuleForTarget(*module, **tm, target.codeObjectVersion);
   ROCUDA_TRY(amdgpu::lowerAddressSpaces(*module));
