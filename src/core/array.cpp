@@ -1,5 +1,6 @@
 #include "core/array.h"
 
+#include <algorithm>
 #include <string>
 
 #include "core/context.h"
@@ -130,14 +131,14 @@ Result<std::unique_ptr<MipmappedArray>> MipmappedArray::create(Context& context,
                                                                const ArrayDescriptor& desc,
                                                                unsigned levels) {
   if (Status ok = validateArrayDescriptor(desc); !ok) return ok.error();
-  if (levels == 0) return invalid("numMipmapLevels must be at least 1");
   size_t largest = desc.width;
   if (desc.height > largest) largest = desc.height;
   if ((desc.flags & (kArrayLayered | kArrayCubemap)) == 0 && desc.depth > largest)
     largest = desc.depth;
   unsigned maxLevels = 1;
   while ((largest >> maxLevels) != 0) ++maxLevels;
-  if (levels > maxLevels) return invalid("more mipmap levels than the extent allows");
+  // Clamped to [1, the full chain down to 1x1] as cuMipmappedArrayCreate documents.
+  levels = std::clamp(levels, 1u, maxLevels);
   std::unique_ptr<MipmappedArray> mipmap(new MipmappedArray(desc));
   for (unsigned i = 0; i < levels; ++i) {
     Result<std::unique_ptr<Array>> level =

@@ -114,6 +114,12 @@ struct GraphNodeContent {
   std::optional<TransferShape> transfer;
 };
 
+// Whether an executable graph's memcpy or memset node instantiated with `instantiated` may take
+// `now` (cuGraphExecUpdate and the executable-node setters): a copy keeps its operands' memory
+// types, a 2D memset its shape; only its addresses and value change.
+bool transferMayChange(GraphNodeType type, const GraphNodeContent::TransferShape& instantiated,
+                       const GraphNodeContent::TransferShape& now);
+
 class GraphNode {
  public:
   GraphNode(Graph& graph, GraphNodeType type) : graph_(&graph), type_(type) {}

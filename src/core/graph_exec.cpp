@@ -178,17 +178,8 @@ GraphUpdateResult compareGraphs(const Graph& mine, const Graph& other, const Gra
         (a[i]->type() == GraphNodeType::Kernel || a[i]->type() == GraphNodeType::Memcpy ||
          a[i]->type() == GraphNodeType::Memset))
       return GraphUpdateResult::ParametersChanged;  // work cannot move to another context
-    if (ca.transfer && cb.transfer) {
-      const auto &ta = *ca.transfer, &tb = *cb.transfer;
-      // A copy's operands keep their memory types; a 2D memset keeps its shape (only its
-      // address and value may change).
-      if (a[i]->type() == GraphNodeType::Memcpy &&
-          (ta.sourceType != tb.sourceType || ta.destinationType != tb.destinationType))
-        return GraphUpdateResult::ParametersChanged;
-      if (a[i]->type() == GraphNodeType::Memset && (ta.height > 1 || tb.height > 1) &&
-          (ta.width != tb.width || ta.height != tb.height || ta.elementSize != tb.elementSize))
-        return GraphUpdateResult::ParametersChanged;
-    }
+    if (ca.transfer && cb.transfer && !transferMayChange(a[i]->type(), *ca.transfer, *cb.transfer))
+      return GraphUpdateResult::ParametersChanged;
     if ((a[i]->type() == GraphNodeType::MemAlloc && ca.allocation != cb.allocation) ||
         (a[i]->type() == GraphNodeType::MemFree && ca.freeAddress != cb.freeAddress))
       return GraphUpdateResult::ParametersChanged;  // memory nodes cannot be updated
@@ -198,6 +189,17 @@ GraphUpdateResult compareGraphs(const Graph& mine, const Graph& other, const Gra
 }
 
 }  // namespace
+
+bool transferMayChange(GraphNodeType type, const GraphNodeContent::TransferShape& instantiated,
+                       const GraphNodeContent::TransferShape& now) {
+  if (type == GraphNodeType::Memcpy)
+    return instantiated.sourceType == now.sourceType &&
+           instantiated.destinationType == now.destinationType;
+  if (type == GraphNodeType::Memset && (instantiated.height > 1 || now.height > 1))
+    return instantiated.width == now.width && instantiated.height == now.height &&
+           instantiated.elementSize == now.elementSize;
+  return true;
+}
 
 backends::GraphConditions*& activeGraphConditions() { return activeConditions; }
 

@@ -15,6 +15,7 @@ namespace {
 struct AllocationTable {
   std::mutex mutex;
   std::map<uintptr_t, Allocation> byBase;
+  uint64_t lastId = 0;  // Allocation::id of the latest record
 };
 
 AllocationTable& table() {
@@ -32,10 +33,16 @@ std::optional<Allocation> findLocked(AllocationTable& t, uintptr_t address) {
   return std::nullopt;
 }
 
+void recordLocked(AllocationTable& t, Allocation allocation) {
+  allocation.id = ++t.lastId;
+  if (allocation.memoryBlock == 0) allocation.memoryBlock = allocation.id;
+  t.byBase[allocation.base] = allocation;
+}
+
 void insert(const Allocation& allocation) {
   AllocationTable& t = table();
   std::lock_guard lock(t.mutex);
-  t.byBase[allocation.base] = allocation;
+  recordLocked(t, allocation);
 }
 
 Result<Allocation> removeExact(const void* pointer, bool host) {
@@ -285,7 +292,7 @@ bool registerHostRange(Context& context, void* base, size_t size, unsigned flags
   if (next != t.byBase.end() && next->first < start + size) return false;
   Allocation allocation{start, size, AllocationKind::Host, &context, flags};
   allocation.registered = true;
-  t.byBase[start] = allocation;
+  recordLocked(t, allocation);
   context.device().backend().externalRangeMapped(base, size, true);
   return true;
 }
@@ -301,10 +308,12 @@ bool unregisterHostRange(void* base) {
   return true;
 }
 
-void registerMapped(Context& context, void* base, size_t size, MappedFrom from) {
+void registerMapped(Context& context, void* base, size_t size, MappedFrom from,
+                    uint64_t memoryBlock) {
   Allocation allocation{reinterpret_cast<uintptr_t>(base), size, AllocationKind::Device, &context,
                         0};
   allocation.mappedFrom = from;
+  allocation.memoryBlock = memoryBlock;
   insert(allocation);
   context.device().backend().externalRangeMapped(base, size, true);
 }

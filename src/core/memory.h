@@ -33,6 +33,11 @@ struct Allocation {
   bool registered = false;     // Host kind: the application's memory, page-locked by
                                // cuMemHostRegister rather than allocated by Rocuda
   MappedFrom mappedFrom = MappedFrom::None;  // Device kind only
+  // Process-wide and never reused (CU_POINTER_ATTRIBUTE_BUFFER_ID); set when recorded.
+  uint64_t id = 0;
+  // The physical memory behind it (CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID): its own id, or for a
+  // cuMemMap mapping the cuMemCreate handle, which every mapping of that memory shares.
+  uint64_t memoryBlock = 0;
 };
 
 // The allocation containing [pointer, pointer+1), if any.
@@ -60,8 +65,10 @@ void releaseContextMemory(Context& context);
 bool registerHostRange(Context& context, void* base, size_t size, unsigned flags);
 bool unregisterHostRange(void* base);
 // Shared memory mapped by the backend (mapShared), tracked as device memory of `context`.
-// unregisterMapped is false when `base` starts no mapping of that origin.
-void registerMapped(Context& context, void* base, size_t size, MappedFrom from);
+// unregisterMapped is false when `base` starts no mapping of that origin. `memoryBlock`: the
+// physical memory's identity when it has one of its own (Allocation::memoryBlock).
+void registerMapped(Context& context, void* base, size_t size, MappedFrom from,
+                    uint64_t memoryBlock = 0);
 bool unregisterMapped(void* base, MappedFrom from);
 
 // ---- Managed memory advice (cuMemAdvise, cuMemPrefetchAsync, cuMemRangeGetAttribute) ----

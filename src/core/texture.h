@@ -3,6 +3,7 @@
 // read directly; core keeps a table of live handles so that API calls can validate them.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -11,6 +12,12 @@
 #include "support/texture_view.h"
 
 namespace rocuda::core {
+
+// What textures over linear memory require of their memory (CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT
+// and _TEXTURE_PITCH_ALIGNMENT; NVIDIA's values): device allocations and pool blocks start at
+// multiples of the first, pitched allocations' rows of the second.
+inline constexpr size_t kTextureAlignment = 512;
+inline constexpr size_t kTexturePitchAlignment = 32;
 
 class Array;
 class Context;

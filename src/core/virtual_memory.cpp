@@ -241,7 +241,7 @@ Status mapPhysicalMemory(uintptr_t address, size_t bytes, size_t offset, uint64_
   ROCUDA_TRY(device.backend().mapPhysical(at, bytes, physical->second.fd, offset));
   s.mappings[address] = Mapping{bytes, handle, 0};
   ++physical->second.mappings;
-  registerMapped(device.primaryContext(), at, bytes, MappedFrom::VirtualMemory);
+  registerMapped(device.primaryContext(), at, bytes, MappedFrom::VirtualMemory, handle);
   return Status::success();
 }
 

@@ -141,6 +141,9 @@ Result<core::Kernel*> lookupKernel(const void* handle);  // InvalidHandle
 // NULL (legacy, or per-thread in a _ptds/_ptsz variant), CU_STREAM_LEGACY, CU_STREAM_PER_THREAD,
 // or a created stream. The special handles need a current context.
 Result<core::Stream*> resolveStream(cuda::CUstream handle, StreamVariant variant);
+// The same for the batch calls (cuMemcpyBatchAsync, cuMemPrefetchBatchAsync...), which refuse the
+// legacy NULL stream (InvalidValue).
+Result<core::Stream*> resolveBatchStream(cuda::CUstream handle, StreamVariant variant);
 
 }  // namespace rocuda::api
 

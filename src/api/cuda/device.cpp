@@ -7,6 +7,7 @@
 
 #include "api/cuda/boundary.h"
 #include "core/platform.h"
+#include "core/texture.h"
 
 namespace rocuda::api {
 namespace {
@@ -44,7 +45,7 @@ std::optional<int> limitAttribute(const DeviceDescription& d, int attribute) {
     case CU_DEVICE_ATTRIBUTE_CLOCK_RATE:
       return d.clockRateKHz;
     case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT:
-      return 512;
+      return static_cast<int>(core::kTextureAlignment);
     case CU_DEVICE_ATTRIBUTE_GPU_OVERLAP:
       return d.asyncEngineCount > 0 ? 1 : 0;
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
@@ -93,7 +94,7 @@ std::optional<int> capabilityAttribute(const DeviceDescription& d, int attribute
     case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID:
       return d.pciDomain;
     case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT:
-      return 32;
+      return static_cast<int>(core::kTexturePitchAlignment);
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
       return d.computeCapabilityMajor;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:

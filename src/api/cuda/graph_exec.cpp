@@ -159,16 +159,7 @@ ROCUDA_EXPORT CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphExec, CU
     if (copyParams == nullptr) return api::invalidValue("copyParams is NULL");
     return api::execSet(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_MEMCPY,
                         [&](CUgraphNodeParams& p, core::GraphNode&) {
-                          // Only one-dimensional copies between the same kinds of memory.
-                          const CUDA_MEMCPY3D& old = p.memcpy.copyParams;
-                          auto multidimensional = [](const CUDA_MEMCPY3D& c) {
-                            return c.Height > 1 || c.Depth > 1;
-                          };
-                          if (multidimensional(old) || multidimensional(*copyParams))
-                            return api::invalidValue("a multidimensional copy cannot be updated");
-                          if (old.srcMemoryType != copyParams->srcMemoryType ||
-                              old.dstMemoryType != copyParams->dstMemoryType)
-                            return api::invalidValue("the copy's memory types changed");
+                          // setNodeParams keeps the copy one-dimensional and its memory types.
                           p.memcpy.copyParams = *copyParams;
                           p.memcpy.copyCtx = ctx;
                           return Outcome{};
@@ -181,18 +172,14 @@ cuGraphExecMemsetNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
                                const CUDA_MEMSET_NODE_PARAMS_v1* memsetParams, CUcontext ctx) {
   return ROCUDA_API((hGraphExec, hNode, memsetParams, ctx), [&]() -> Outcome {
     if (memsetParams == nullptr) return api::invalidValue("memsetParams is NULL");
-    return api::execSet(
-        hGraphExec, hNode, CU_GRAPH_NODE_TYPE_MEMSET, [&](CUgraphNodeParams& p, core::GraphNode&) {
-          // A 2D memset's dimensions are fixed (only address and value change).
-          const CUDA_MEMSET_NODE_PARAMS_v2& old = p.memset;
-          if ((old.height > 1 || memsetParams->height > 1) &&
-              (old.width != memsetParams->width || old.height != memsetParams->height ||
-               old.elementSize != memsetParams->elementSize))
-            return api::invalidValue("a 2D memset's dimensions cannot change");
-          std::memcpy(&p.memset, memsetParams, sizeof *memsetParams);
-          p.memset.ctx = ctx;
-          return Outcome{};
-        });
+    return api::execSet(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_MEMSET,
+                        [&](CUgraphNodeParams& p, core::GraphNode&) {
+                          // setNodeParams keeps a 2D memset's dimensions (only address and value
+                          // change).
+                          std::memcpy(&p.memset, memsetParams, sizeof *memsetParams);
+                          p.memset.ctx = ctx;
+                          return Outcome{};
+                        });
   });
 }
 

@@ -499,6 +499,15 @@ Outcome setNodeParams(core::GraphNode& node, CUgraphNodeParams& params, bool exe
   if (executable && target.context != nullptr && content.context != nullptr &&
       target.context != content.context)
     return invalidValue("an executable node cannot move to another context");
+  if (executable && target.transfer && content.transfer) {
+    if (node.type() == core::GraphNodeType::Memcpy &&
+        (target.transfer->height > 1 || content.transfer->height > 1))
+      return invalidValue("an executable graph's multidimensional copy cannot be changed");
+    if (!core::transferMayChange(node.type(), *target.transfer, *content.transfer))
+      return invalidValue(node.type() == core::GraphNodeType::Memcpy
+                              ? "the copy's memory types changed"
+                              : "a 2D memset's dimensions cannot change");
+  }
   target.name = std::move(content.name);
   target.work = std::move(content.work);
   target.params = std::move(content.params);

@@ -58,4 +58,11 @@ Result<core::Stream*> resolveStream(cuda::CUstream handle, StreamVariant variant
   return stream;
 }
 
+Result<core::Stream*> resolveBatchStream(cuda::CUstream handle, StreamVariant variant) {
+  Result<core::Stream*> stream = resolveStream(handle, variant);
+  if (stream && (*stream)->streamKind() == core::StreamKind::Legacy)
+    return makeError(ErrorCode::InvalidValue, "the batch forms refuse the legacy NULL stream");
+  return stream;
+}
+
 }  // namespace rocuda::api

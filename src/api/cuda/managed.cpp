@@ -125,13 +125,6 @@ Outcome checkBatch(CUdeviceptr* dptrs, size_t* sizes, size_t count, CUmemLocatio
   return checkConcurrentManagedAccess();
 }
 
-Result<core::Stream*> batchStream(CUstream hStream, StreamVariant variant) {
-  Result<core::Stream*> stream = resolveStream(hStream, variant);
-  if (stream && (*stream)->streamKind() == core::StreamKind::Legacy)
-    return makeError(ErrorCode::InvalidValue, "the batch forms refuse the legacy NULL stream");
-  return stream;
-}
-
 Outcome prefetchBatch(CUdeviceptr* dptrs, size_t* sizes, size_t count, CUmemLocation* locations,
                       size_t* locationIndices, size_t numLocations, unsigned long long flags,
                       CUstream hStream, StreamVariant variant) {
@@ -139,7 +132,7 @@ Outcome prefetchBatch(CUdeviceptr* dptrs, size_t* sizes, size_t count, CUmemLoca
           checkBatch(dptrs, sizes, count, locations, locationIndices, numLocations, true, flags);
       !checked.ok())
     return checked;
-  Result<core::Stream*> stream = batchStream(hStream, variant);
+  Result<core::Stream*> stream = resolveBatchStream(hStream, variant);
   if (!stream) return stream.error();
   for (size_t k = 0; k < numLocations; ++k) {
     size_t last = k + 1 < numLocations ? locationIndices[k + 1] : count;
@@ -157,7 +150,7 @@ Outcome discardBatch(CUdeviceptr* dptrs, size_t* sizes, size_t count, unsigned l
   if (Outcome checked = checkBatch(dptrs, sizes, count, nullptr, nullptr, 0, false, flags);
       !checked.ok())
     return checked;
-  Result<core::Stream*> stream = batchStream(hStream, variant);
+  Result<core::Stream*> stream = resolveBatchStream(hStream, variant);
   if (!stream) return stream.error();
   return {};
 }

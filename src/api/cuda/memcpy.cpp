@@ -315,6 +315,7 @@ Outcome copyBatch(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t co
   if (failIdx != nullptr) *failIdx = SIZE_MAX;
   if (count == 0 || dsts == nullptr || srcs == nullptr || sizes == nullptr)
     return invalidValue("dsts, srcs or sizes is NULL, or count is 0");
+  if (Result<core::Stream*> s = resolveBatchStream(stream, variant); !s) return s.error();
   Outcome ok = checkAttributes(count, attrs, attrsIdxs, numAttrs);
   if (!ok.ok()) return ok;
   for (size_t i = 0; i < count; ++i) {
@@ -370,6 +371,7 @@ Outcome copy3DBatch(size_t numOps, CUDA_MEMCPY3D_BATCH_OP* ops, size_t* failIdx,
   if (failIdx != nullptr) *failIdx = SIZE_MAX;
   if (numOps == 0 || ops == nullptr) return invalidValue("opList is NULL or numOps is 0");
   if (flags != 0) return invalidValue("flags must be 0");
+  if (Result<core::Stream*> s = resolveBatchStream(stream, variant); !s) return s.error();
   for (size_t i = 0; i < numOps; ++i) {
     const CUDA_MEMCPY3D_BATCH_OP& op = ops[i];
     Outcome ok;

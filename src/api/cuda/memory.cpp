@@ -84,7 +84,17 @@ Outcome pointerAttribute(void* data, CUpointer_attribute attribute,
       store(data, static_cast<int>(known));
       return {};
     case CU_POINTER_ATTRIBUTE_BUFFER_ID:
-      store(data, static_cast<unsigned long long>(known ? allocation->base : 0));
+      store(data, static_cast<unsigned long long>(known ? allocation->id : 0));
+      return {};
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
+      store(data, static_cast<unsigned long long>(known ? allocation->memoryBlock : 0));
+      return {};
+    // The mapping a pointer lies in is its allocation (or cuMemMap range) as a whole.
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
+      store(data, known ? fromDevicePtr(allocation->base) : nullptr);
+      return {};
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
+      store(data, known ? allocation->size : size_t{0});
       return {};
     case CU_POINTER_ATTRIBUTE_IS_MANAGED:
       store(data, static_cast<int>(known && allocation->kind == core::AllocationKind::Managed));
@@ -121,8 +131,11 @@ Outcome pointerAttribute(void* data, CUpointer_attribute attribute,
     case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
       store(data, static_cast<unsigned>(known ? 3 : 0));  // read-write
       return {};
-    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
-      store(data, CUmemoryPool{});
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:  // the pool of a stream-ordered allocation
+      store(data, known && allocation->pool != nullptr &&
+                          core::lookupHandle<core::MemoryPool>(allocation->pool) != nullptr
+                      ? reinterpret_cast<CUmemoryPool>(allocation->pool)
+                      : CUmemoryPool{});
       return {};
     default:
       return {CUDA_ERROR_INVALID_VALUE, "unsupported pointer attribute"};

@@ -171,18 +171,23 @@ Outcome captureInfo(CUstream h, CUstreamCaptureStatus* status, cuuint64_t* id, C
                     const CUgraphNode** dependencies, const void** edgeData, size_t* count,
                     StreamVariant v) {
   if (status == nullptr) return invalidValue("captureStatus_out is NULL");
+  if (edgeData != nullptr && dependencies == nullptr)
+    return invalidValue("edgeData_out without dependencies_out");
   return withStream(h, v, [&](core::Stream& s) -> Outcome {
     core::CaptureStatePtr capture;
     Outcome outcome = captureStatus(s, status, &capture);
     if (!outcome.ok()) return outcome;
+    // Valid until the thread's next query, which outlives "the next call on the stream".
     thread_local std::vector<CUgraphNode> nodes;
+    thread_local std::vector<CUgraphEdgeData> edges;
     nodes.clear();
     if (capture)
       for (core::GraphNode* node : s.captureDependencies()) nodes.push_back(nodeHandle(node));
+    edges.assign(nodes.size(), CUgraphEdgeData{});  // every captured edge is a default edge
     if (id != nullptr) *id = capture ? capture->id : 0;
     if (graph != nullptr) *graph = capture ? reinterpret_cast<CUgraph>(capture->graph) : nullptr;
     if (dependencies != nullptr) *dependencies = nodes.empty() ? nullptr : nodes.data();
-    if (edgeData != nullptr) *edgeData = nullptr;  // default edges only
+    if (edgeData != nullptr) *edgeData = edges.empty() ? nullptr : edges.data();
     if (count != nullptr) *count = nodes.size();
     return {};
   });

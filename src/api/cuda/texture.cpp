@@ -61,6 +61,8 @@ Outcome describeResource(TextureView& view, const CUDA_RESOURCE_DESC& res, bool 
       if (base == nullptr || res.res.linear.sizeInBytes < view.texelBytes ||
           !core::isInsideAllocation(base, res.res.linear.sizeInBytes))
         return invalidValue("res.linear does not describe allocated device memory");
+      if (res.res.linear.devPtr % core::kTextureAlignment != 0)
+        return invalidValue("res.linear.devPtr is not aligned to the texture alignment (512)");
       view.shape = support::TextureShape::Linear1D;
       view.data = static_cast<uint8_t*>(base);
       view.width = res.res.linear.sizeInBytes / view.texelBytes;
@@ -75,6 +77,11 @@ Outcome describeResource(TextureView& view, const CUDA_RESOURCE_DESC& res, bool 
       void* base = reinterpret_cast<void*>(p.devPtr);
       if (p.width == 0 || p.height == 0 || p.pitchInBytes < p.width * view.texelBytes)
         return invalidValue("res.pitch2D extent or pitch is invalid");
+      if (p.devPtr % core::kTextureAlignment != 0)
+        return invalidValue("res.pitch2D.devPtr is not aligned to the texture alignment (512)");
+      if (p.pitchInBytes % core::kTexturePitchAlignment != 0)
+        return invalidValue(
+            "res.pitch2D.pitchInBytes is not a multiple of the pitch alignment (32)");
       size_t bytes = (p.height - 1) * p.pitchInBytes + p.width * view.texelBytes;
       if (base == nullptr || !core::isInsideAllocation(base, bytes))
         return invalidValue("res.pitch2D does not describe allocated device memory");

@@ -604,9 +604,38 @@ TEST_F(LibCudaGraph, ExecUpdateKeepsCopyKindsAndMemsetShapes) {
   rows.srcPitch = rows.dstPitch = 64;
   rows.Height = 2;
   rows.Depth = 1;
-  EXPECT_EQ(CU(cuGraphExecMemcpyNodeSetParams, CUgraphExec, CUgraphNode, const CUDA_MEMCPY3D*,
-               CUcontext)(exec, copyA, &rows, context_),
-            CUDA_ERROR_INVALID_VALUE);
+  auto setCopy =
+      CU(cuGraphExecMemcpyNodeSetParams, CUgraphExec, CUgraphNode, const CUDA_MEMCPY3D*, CUcontext);
+  EXPECT_EQ(setCopy(exec, copyA, &rows, context_), CUDA_ERROR_INVALID_VALUE);
+  // What may change does: a 2D memset's value and a one-dimensional copy's addresses (the
+  // setters once compared with empty parameters and refused every change).
+  CUDA_MEMSET_NODE_PARAMS_v1 revalued{data_, 64, 9, 4, 8, 4};
+  EXPECT_EQ(CU(cuGraphExecMemsetNodeSetParams, CUgraphExec, CUgraphNode,
+               const CUDA_MEMSET_NODE_PARAMS_v1*, CUcontext)(exec, setA, &revalued, context_),
+            CUDA_SUCCESS);
+  CUDA_MEMCPY3D moved{};
+  moved.srcMemoryType = moved.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  moved.srcDevice = data_ + 4;
+  moved.dstDevice = data_ + kN * 3;
+  moved.WidthInBytes = 16;
+  moved.Height = 1;
+  moved.Depth = 1;
+  EXPECT_EQ(setCopy(exec, copyA, &moved, context_), CUDA_SUCCESS);
+  std::vector<uint32_t> before(kN);
+  for (size_t i = 0; i < kN; ++i) before[i] = static_cast<uint32_t>(i * 3 + 1);
+  ASSERT_EQ(CU(cuMemcpyHtoD, CUdeviceptr, const void*, size_t)(data_, before.data(), kN * 4),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuGraphLaunch, CUgraphExec, CUstream)(exec, stream_), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(stream_), CUDA_SUCCESS);
+  std::vector<uint32_t> after(kN);
+  ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(after.data(), data_, kN * 4),
+            CUDA_SUCCESS);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(after[kN * 3 / 4 + i], before[1 + i]);  // the copy
+  EXPECT_EQ(after[0], 9u);                                                         // the memset
+  EXPECT_EQ(after[16 * 3 + 7], 9u);  // row 3 of the 2D memset (pitch 16 words), last column
+  moved.dstMemoryType = CU_MEMORYTYPE_HOST;
+  moved.dstHost = host.data();
+  EXPECT_EQ(setCopy(exec, copyA, &moved, context_), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
   for (CUgraph g : {original, toHost, wider, same})
     EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(g), CUDA_SUCCESS);
@@ -649,6 +678,21 @@ TEST_F(LibCudaGraph, CaptureForkJoinAndEventNodes) {
   CUgraph capturing = nullptr;
   ASSERT_EQ(captureInfo(stream_, &status, &id, &capturing, &deps, &numDeps), CUDA_SUCCESS);
   EXPECT_EQ(numDeps, 2u);  // the memset and the side stream's kernel
+  // The v3 query gives each dependency its (default) edge data, an array parallel to deps.
+  auto captureInfo3 = CU13(cuStreamGetCaptureInfo, CUstream, CUstreamCaptureStatus*, cuuint64_t*,
+                           CUgraph*, const CUgraphNode**, const CUgraphEdgeData**, size_t*);
+  const CUgraphEdgeData* edgeData = nullptr;
+  ASSERT_EQ(captureInfo3(stream_, &status, &id, &capturing, &deps, &edgeData, &numDeps),
+            CUDA_SUCCESS);
+  ASSERT_EQ(numDeps, 2u);
+  ASSERT_NE(edgeData, nullptr);
+  for (size_t i = 0; i < numDeps; ++i) {
+    EXPECT_EQ(edgeData[i].type, 0);  // CU_GRAPH_DEPENDENCY_TYPE_DEFAULT
+    EXPECT_EQ(edgeData[i].from_port, 0);
+    EXPECT_EQ(edgeData[i].to_port, 0);
+  }
+  EXPECT_EQ(captureInfo3(stream_, &status, &id, &capturing, nullptr, &edgeData, &numDeps),
+            CUDA_ERROR_INVALID_VALUE);  // edgeData_out needs dependencies_out
   void* mainArgs[] = {&data_, &hundred, &n};
   ASSERT_EQ(launch(function_, 2, 1, 1, 128, 1, 1, 0, stream_, mainArgs, nullptr), CUDA_SUCCESS);
   ASSERT_EQ(captureInfo(stream_, &status, &id, &capturing, &deps, &numDeps), CUDA_SUCCESS);

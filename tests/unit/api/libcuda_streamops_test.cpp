@@ -462,6 +462,25 @@ TEST_F(Driver, MemPoolsByLocation) {
   EXPECT_EQ(current, created);
   ASSERT_EQ(CU(cuDeviceGetMemPool, CUmemoryPool*, CUdevice)(&current, 0), CUDA_SUCCESS);
   EXPECT_EQ(current, created);
+  // A stream-ordered allocation names its pool (CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE).
+  CUdeviceptr fromCurrent = 0, fromCreated = 0;
+  ASSERT_EQ(CU(cuMemAllocAsync, CUdeviceptr*, size_t, CUstream)(&fromCurrent, 256, nullptr),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemAllocFromPoolAsync, CUdeviceptr*, size_t, CUmemoryPool, CUstream)(
+                &fromCreated, 256, legacy, nullptr),
+            CUDA_SUCCESS);
+  auto poolOf = [](CUdeviceptr pointer) {
+    CUmemoryPool owner = nullptr;
+    EXPECT_EQ(CU(cuPointerGetAttribute, void*, CUpointer_attribute, CUdeviceptr)(
+                  &owner, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, pointer + 8),
+              CUDA_SUCCESS);
+    return owner;
+  };
+  EXPECT_EQ(poolOf(fromCurrent), created);
+  EXPECT_EQ(poolOf(fromCreated), legacy);
+  EXPECT_EQ(CU(cuMemFreeAsync, CUdeviceptr, CUstream)(fromCurrent, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemFreeAsync, CUdeviceptr, CUstream)(fromCreated, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(nullptr), CUDA_SUCCESS);
   ASSERT_EQ(setCurrent(&device, CU_MEM_ALLOCATION_TYPE_PINNED, legacy), CUDA_SUCCESS);
   EXPECT_EQ(CU(cuMemPoolDestroy, CUmemoryPool)(created), CUDA_SUCCESS);
 

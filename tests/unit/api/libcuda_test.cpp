@@ -272,6 +272,31 @@ TEST_F(LibCuda, MemoryAndCopies) {
                 &type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, buffer),
             CUDA_SUCCESS);
   EXPECT_EQ(type, static_cast<unsigned>(CU_MEMORYTYPE_DEVICE));
+  // The mapping a pointer lies in, and the ids of its buffer and physical memory: each
+  // allocation its own, process-wide.
+  auto pointerAttribute = CU(cuPointerGetAttribute, void*, CUpointer_attribute, CUdeviceptr);
+  void* mappingBase = nullptr;
+  size_t mappingSize = 0;
+  unsigned long long bufferId = 0, blockId = 0, secondBufferId = 0, secondBlockId = 0;
+  CUmemoryPool pool = reinterpret_cast<CUmemoryPool>(&size);
+  ASSERT_EQ(pointerAttribute(&mappingBase, CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR, buffer + 12),
+            CUDA_SUCCESS);
+  ASSERT_EQ(pointerAttribute(&mappingSize, CU_POINTER_ATTRIBUTE_MAPPING_SIZE, buffer + 12),
+            CUDA_SUCCESS);
+  EXPECT_EQ(reinterpret_cast<CUdeviceptr>(mappingBase), buffer);
+  EXPECT_EQ(mappingSize, kCount * 4);
+  ASSERT_EQ(pointerAttribute(&bufferId, CU_POINTER_ATTRIBUTE_BUFFER_ID, buffer + 12), CUDA_SUCCESS);
+  ASSERT_EQ(pointerAttribute(&blockId, CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID, buffer), CUDA_SUCCESS);
+  ASSERT_EQ(pointerAttribute(&secondBufferId, CU_POINTER_ATTRIBUTE_BUFFER_ID, second),
+            CUDA_SUCCESS);
+  ASSERT_EQ(pointerAttribute(&secondBlockId, CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID, second),
+            CUDA_SUCCESS);
+  EXPECT_NE(bufferId, 0u);
+  EXPECT_NE(bufferId, secondBufferId);
+  EXPECT_NE(blockId, 0u);
+  EXPECT_NE(blockId, secondBlockId);
+  ASSERT_EQ(pointerAttribute(&pool, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, buffer), CUDA_SUCCESS);
+  EXPECT_EQ(pool, nullptr);  // not from a pool
   int local = 0;
   CUpointer_attribute attributes[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE};
   void* data[] = {&type};

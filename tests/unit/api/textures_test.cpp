@@ -144,7 +144,22 @@ TEST_F(Textures, MipmappedArrayLevels) {
   auto level = CU(cuMipmappedArrayGetLevel, CUarray*, CUmipmappedArray, unsigned);
   CUDA_ARRAY3D_DESCRIPTOR desc{16, 8, 0, CU_AD_FORMAT_FLOAT, 2, 0};
   CUmipmappedArray mipmap = nullptr;
-  EXPECT_EQ(create(&mipmap, &desc, 6), CUDA_ERROR_INVALID_VALUE);  // 16 allows 5 levels
+  // numLevels is clamped to [1, 1 + floor(log2(16))]: 20 levels are the 5 of the full chain,
+  // 0 is 1.
+  ASSERT_EQ(create(&mipmap, &desc, 20), CUDA_SUCCESS);
+  CUarray l4 = nullptr;
+  ASSERT_EQ(level(&l4, mipmap, 4), CUDA_SUCCESS);
+  CUDA_ARRAY3D_DESCRIPTOR smallest{};
+  ASSERT_EQ(CU(cuArray3DGetDescriptor, CUDA_ARRAY3D_DESCRIPTOR*, CUarray)(&smallest, l4),
+            CUDA_SUCCESS);
+  EXPECT_EQ(smallest.Width, 1u);
+  EXPECT_EQ(smallest.Height, 1u);
+  EXPECT_EQ(level(&l4, mipmap, 5), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(CU(cuMipmappedArrayDestroy, CUmipmappedArray)(mipmap), CUDA_SUCCESS);
+  ASSERT_EQ(create(&mipmap, &desc, 0), CUDA_SUCCESS);
+  EXPECT_EQ(level(&l4, mipmap, 0), CUDA_SUCCESS);
+  EXPECT_EQ(level(&l4, mipmap, 1), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(CU(cuMipmappedArrayDestroy, CUmipmappedArray)(mipmap), CUDA_SUCCESS);
   ASSERT_EQ(create(&mipmap, &desc, 5), CUDA_SUCCESS);
   CUarray l3 = nullptr;
   ASSERT_EQ(level(&l3, mipmap, 3), CUDA_SUCCESS);
@@ -229,9 +244,14 @@ TEST_F(Textures, CopiesThroughArrays) {
   op.dst.op.array.array = second;
   op.extent = {2, 3, 1};
   op.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
-  ASSERT_EQ(CU(cuMemcpy3DBatchAsync, size_t, CUDA_MEMCPY3D_BATCH_OP*, unsigned long long, CUstream)(
-                1, &op, 0, nullptr),
-            CUDA_SUCCESS);
+  auto batch3D =
+      CU(cuMemcpy3DBatchAsync, size_t, CUDA_MEMCPY3D_BATCH_OP*, unsigned long long, CUstream);
+  // The batch forms refuse the legacy NULL stream.
+  EXPECT_EQ(batch3D(1, &op, 0, nullptr), CUDA_ERROR_INVALID_VALUE);
+  CUstream stream = nullptr;
+  ASSERT_EQ(CU(cuStreamCreate, CUstream*, unsigned)(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(batch3D(1, &op, 0, stream), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(stream), CUDA_SUCCESS);
   CUDA_MEMCPY3D_PEER peer{};
   peer.srcMemoryType = CU_MEMORYTYPE_ARRAY;
   peer.srcArray = second;
@@ -246,9 +266,8 @@ TEST_F(Textures, CopiesThroughArrays) {
   EXPECT_EQ(out[0][0], 100 + 15 + 1);
   EXPECT_EQ(out[2][1], 100 + 15 + 10 + 2);
   op.extent = {0, 1, 1};
-  EXPECT_EQ(CU(cuMemcpy3DBatchAsync, size_t, CUDA_MEMCPY3D_BATCH_OP*, unsigned long long, CUstream)(
-                1, &op, 0, nullptr),
-            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(batch3D(1, &op, 0, stream), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuStreamDestroy, CUstream)(stream), CUDA_SUCCESS);
   destroy(second);
   destroy(array);
   EXPECT_EQ(CU(cuMemcpy3D, const CUDA_MEMCPY3D*)(&up), CUDA_ERROR_INVALID_VALUE);  // destroyed
@@ -268,15 +287,20 @@ TEST_F(Textures, BatchAsyncCopiesEachPair) {
   CUmemcpyAttributes attr{};
   attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
   size_t index = 0;
-  ASSERT_EQ(batch(dsts, srcs, sizes, 3, &attr, &index, 1, nullptr), CUDA_SUCCESS);
-  ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(nullptr), CUDA_SUCCESS);
+  // The legacy NULL stream is refused; a created stream or the per-thread stream serve.
+  EXPECT_EQ(batch(dsts, srcs, sizes, 3, &attr, &index, 1, nullptr), CUDA_ERROR_INVALID_VALUE);
+  CUstream stream = nullptr;
+  ASSERT_EQ(CU(cuStreamCreate, CUstream*, unsigned)(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(batch(dsts, srcs, sizes, 3, &attr, &index, 1, stream), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(stream), CUDA_SUCCESS);
   for (int i = 0; i < 8; ++i) EXPECT_EQ(back[i], static_cast<uint32_t>(i + 1));
   attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_INVALID;
-  EXPECT_EQ(batch(dsts, srcs, sizes, 3, &attr, &index, 1, nullptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(batch(dsts, srcs, sizes, 3, &attr, &index, 1, stream), CUDA_ERROR_INVALID_VALUE);
   attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
-  EXPECT_EQ(batch(dsts, srcs, sizes, 0, &attr, &index, 1, nullptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(batch(dsts, srcs, sizes, 0, &attr, &index, 1, stream), CUDA_ERROR_INVALID_VALUE);
   sizes[0] = 1000;  // beyond the allocation
-  EXPECT_EQ(batch(dsts, srcs, sizes, 3, &attr, &index, 1, nullptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(batch(dsts, srcs, sizes, 3, &attr, &index, 1, stream), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuStreamDestroy, CUstream)(stream), CUDA_SUCCESS);
   EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(device), CUDA_SUCCESS);
 }
 
@@ -340,8 +364,45 @@ TEST_F(Textures, TextureObjectsDescribeTheirResource) {
   destroy(array);
   EXPECT_EQ(create(&object, &res, &tex, nullptr), CUDA_ERROR_INVALID_VALUE);  // destroyed array
 
-  // Linear memory: the range must be allocated.
+  // Linear memory: the range must be allocated, start at the texture alignment (512) and, for
+  // pitch2D, have a pitch that is a multiple of the pitch alignment (32).
   CUdeviceptr device = 0;
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&device, 4096), CUDA_SUCCESS);
+  int alignment = 0, pitchAlignment = 0;
+  ASSERT_EQ(CU(cuDeviceGetAttribute, int*, CUdevice_attribute, CUdevice)(
+                &alignment, CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT, 0),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuDeviceGetAttribute, int*, CUdevice_attribute, CUdevice)(
+                &pitchAlignment, CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT, 0),
+            CUDA_SUCCESS);
+  EXPECT_EQ(device % alignment, 0u);
+  res = {};
+  res.resType = CU_RESOURCE_TYPE_LINEAR;
+  res.res.linear.devPtr = device + 4;
+  res.res.linear.format = CU_AD_FORMAT_FLOAT;
+  res.res.linear.numChannels = 1;
+  res.res.linear.sizeInBytes = 256;
+  tex = {};
+  EXPECT_EQ(create(&object, &res, &tex, nullptr), CUDA_ERROR_INVALID_VALUE);
+  res.res.linear.devPtr = device + alignment;
+  ASSERT_EQ(create(&object, &res, &tex, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(destroyTex(object), CUDA_SUCCESS);
+  res = {};
+  res.resType = CU_RESOURCE_TYPE_PITCH2D;
+  res.res.pitch2D.devPtr = device + 4;
+  res.res.pitch2D.format = CU_AD_FORMAT_FLOAT;
+  res.res.pitch2D.numChannels = 1;
+  res.res.pitch2D.width = 8;
+  res.res.pitch2D.height = 2;
+  res.res.pitch2D.pitchInBytes = pitchAlignment * 4;
+  EXPECT_EQ(create(&object, &res, &tex, nullptr), CUDA_ERROR_INVALID_VALUE);
+  res.res.pitch2D.devPtr = device;
+  res.res.pitch2D.pitchInBytes = pitchAlignment * 4 + 4;  // wide enough, but not a multiple
+  EXPECT_EQ(create(&object, &res, &tex, nullptr), CUDA_ERROR_INVALID_VALUE);
+  res.res.pitch2D.pitchInBytes = pitchAlignment * 4;
+  ASSERT_EQ(create(&object, &res, &tex, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(destroyTex(object), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(device), CUDA_SUCCESS);
   ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&device, 256), CUDA_SUCCESS);
   res = {};
   res.resType = CU_RESOURCE_TYPE_LINEAR;
