@@ -123,6 +123,10 @@ Result<HostObject> compileForHost(std::string_view ptxText, std::string_view mod
     kernel.usesBarriers = detail::kernelReaches(*module, kernel.name, detail::kBarrierFunctions);
     kernel.usesWarpCollectives =
         detail::kernelReaches(*module, kernel.name, detail::kWarpCollectiveFunctions);
+    const std::vector<std::string>& spinWaits = detail::kSpinWaitFunctions;
+    kernel.spinWaits =
+        detail::kernelReaches(*module, kernel.name, {spinWaits.begin() + 1, spinWaits.end()});
+    kernel.spinWaitsOnBlockMemory = detail::kernelReaches(*module, kernel.name, {spinWaits.back()});
   }
   if (options.blockFunctions) {
     detail::lowerToBlockForms(*module, result.info);

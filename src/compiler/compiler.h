@@ -143,10 +143,20 @@
 //    they were at the last barrier, U bytes at frames - U as written since; whenever a block
 //    barrier (or bar.red) completes, the runtime copies the second copy over the first.
 //    Other calls that need the thread are preceded by __rocuda_enter_thread, as above.
-//  * Spin-waits: each acquire, relaxed or volatile load outside block-private state spaces, and
-//    each atom.cas, that sits in a loop is followed by `void __rocuda_spin_poll(ptr address, i64
-//    value)` (the value read, zero-extended), so that a thread waiting for another block can
-//    yield its host thread; it needs no announcement of the calling thread.
+//  * Spin-waits: each acquire, relaxed or volatile load outside .local/.param/.const, and each
+//    atom.cas, that sits in a loop is followed by a call `void F(ptr address, i64 value)` (the
+//    value read, zero-extended); it needs no announcement of the calling thread. F is
+//    __rocuda_spin_poll in a loop that ends for another reason (never for shared memory),
+//    __rocuda_spin_wait in a spin-wait on global memory and __rocuda_spin_wait_block in one on
+//    shared memory (also through a generic address made from a shared one). A thread reading the
+//    same value again lets the other threads of its block run (when they run as fibers), then
+//    yields its host thread, so that the thread it waits for, in its block or another, gets to run.
+//    A spin-wait is a loop that reads one address until the value read lets it end (a
+//    compare-and-swap: one expecting a fixed value, as a spin lock's). A kernel with a spin-wait on
+//    its block's memory (KernelInfo::spinWaitsOnBlockMemory), or with any spin-wait and no barrier,
+//    is a ThreadEntry: a block form runs one thread's stretch to its next barrier before the next
+//    thread's, which a thread waiting for a later one would never leave; a ThreadEntry with a
+//    spin-wait runs its threads as fibers.
 //  * ThreadEntry (the slow path, only where the above cannot be formed: KernelInfo::
 //    cpuSlowPathReason says why): `void K(ptr params)` runs one thread; threads that wait run as
 //    fibers.
@@ -166,7 +176,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-36";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-37";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;
@@ -261,6 +271,8 @@ struct KernelInfo {
   std::array<uint32_t, 3> reqntid{0, 0, 0};  // .reqntid, 0 when absent
   bool usesBarriers = false;  // after inlining, calls __rocuda_barrier_sync or _barrier_reduce
   bool usesWarpCollectives = false;  // after inlining, calls a warp collective (see above)
+  bool spinWaits = false;  // after inlining, holds a spin-wait (__rocuda_spin_wait[_block])
+  bool spinWaitsOnBlockMemory = false;  // ... on memory of its own block (_block): ThreadEntry
   CpuExecution cpuExecution = CpuExecution::ThreadEntry;  // host code only
   uint32_t cpuFrameBytes = 0;     // Continuation: bytes of each thread's frame
   uint32_t cpuUniformFrameBytes = 0;  // Continuation: bytes of one copy of the uniform slots

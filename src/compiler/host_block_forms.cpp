@@ -1149,7 +1149,19 @@ void lowerToBlockForms(llvm::Module& module, ModuleInfo& info) {
     llvm::Function* kernel = module.getFunction(kernelInfo.name);
     if (kernel == nullptr || kernel->isDeclaration()) continue;
     bool waits = kernelInfo.usesBarriers || kernelInfo.usesWarpCollectives;
-    kernelInfo.cpuSlowPathReason = slowPathReason(*kernel, waits);
+    // A block form runs each thread up to its next barrier before the next thread: a thread
+    // spin-waiting for a later one of its block would never leave. Without barriers any
+    // spin-wait may be one; with them, waits on global memory are taken to be for other blocks
+    // (decoupled look-back).
+    if (kernelInfo.spinWaitsOnBlockMemory)
+      kernelInfo.cpuSlowPathReason =
+          "a thread spin-waits on shared memory, which a later thread of its block may be the "
+          "one to change";
+    else if (kernelInfo.spinWaits && !waits)
+      kernelInfo.cpuSlowPathReason =
+          "a thread spin-waits, and the thread it waits for may be a later one of its block";
+    else
+      kernelInfo.cpuSlowPathReason = slowPathReason(*kernel, waits);
     if (!kernelInfo.cpuSlowPathReason.empty()) continue;
     if (waits)
       lowerToContinuation(*kernel, kernelInfo);

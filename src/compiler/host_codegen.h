@@ -106,9 +106,18 @@ inline const std::vector<std::string> kWarpCollectiveFunctions = {
 // deleted, so that they are not compiled for the host. Run before optimising.
 void dropMatrixLaneFunctions(llvm::Module& module);
 
-// Make every pollable access (translator.h: kPollMetadata) inside a loop report what it read to
-// `void __rocuda_spin_poll(ptr address, i64 value)`, so that the CPU device's runtime can let a
-// spin-waiting host thread yield. Run after inlining, before the block forms.
+// The calls with which a pollable access (translator.h: kPollMetadata) inside a loop reports what
+// it read, `void F(ptr address, i64 value)`, so that the CPU device's runtime can let a
+// spin-waiting thread give way (compiler.h): a loop that reads such memory but ends for another
+// reason; a spin-wait (host_spin_polls.cpp: one address read until the value read lets the
+// loop end) on global memory, which only another block or the host changes (a generic address
+// not made from a shared one counts as global); and one on the block's shared memory, which
+// another thread of the same block may be about to change (KernelInfo::spinWaitsOnBlockMemory).
+inline const std::vector<std::string> kSpinWaitFunctions = {
+    "__rocuda_spin_poll", "__rocuda_spin_wait", "__rocuda_spin_wait_block"};
+
+// Make every pollable access inside a loop call its kSpinWaitFunctions entry; shared memory is
+// polled in spin-waits only. Run after inlining, before the block forms.
 void insertSpinPolls(llvm::Module& module);
 
 // Atomics marked block-private (kBlockPrivateMetadata: on the block's shared memory) become

@@ -1,14 +1,19 @@
-// Spin-waits on the CPU device. A GPU thread that waits for another block (cooperative groups'
-// grid.sync, decoupled look-back, spin locks) polls memory in a loop; on the CPU that loop holds
-// a host thread which the awaited block may need. Every pollable access (translator.h) inside a
-// loop is followed by `void __rocuda_spin_poll(ptr address, i64 value)`, with which the runtime
-// notices a thread reading the same unchanged value again and again and lets the host thread
-// yield, then sleep. Ordinary kernels' loops hold no such access, so they are left untouched.
+// Spin-waits on the CPU device. A GPU thread that waits for another thread (of another block:
+// cooperative groups' grid.sync, decoupled look-back, spin locks; or of its own block: a flag
+// in shared memory, a block-scope latch or atomic wait) polls memory in a loop; on the CPU that
+// loop holds the host thread which the awaited thread may need. Every pollable access
+// (translator.h) inside a loop is followed by a call reporting the address and the value read,
+// with which the runtime notices a thread reading the same unchanged value again and again and
+// lets the other threads of its block run, or its host thread yield, then sleep. The callee
+// says what kind of loop it is (host_codegen.h: kSpinWaitFunctions). Ordinary kernels' loops
+// hold no such access, so they are left untouched.
+#include <llvm/ADT/SmallPtrSet.h>
 #include <llvm/Analysis/LoopInfo.h>
 #include <llvm/IR/Dominators.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/Module.h>
+#include <llvm/IR/Operator.h>
 
 #include <vector>
 
@@ -28,7 +33,77 @@ std::pair<llvm::Value*, llvm::Instruction*> polledValue(llvm::Instruction& acces
   return {nullptr, nullptr};
 }
 
-void insertPollsIn(llvm::Function& f, llvm::FunctionCallee poll) {
+// Whether `value`, read in `loop`, decides whether the loop ends: a spin-wait re-reads until
+// the value changes, unlike a loop that reads such memory while it iterates over something else.
+bool decidesExit(llvm::Value* value, const llvm::Loop& loop) {
+  std::vector<const llvm::Value*> work{value};
+  llvm::SmallPtrSet<const llvm::Value*, 32> seen{value};
+  constexpr size_t kLongestChain = 256;  // values followed before giving up (not a spin-wait)
+  while (!work.empty() && seen.size() < kLongestChain) {
+    const llvm::Value* current = work.back();
+    work.pop_back();
+    for (const llvm::User* user : current->users()) {
+      auto* inst = llvm::dyn_cast<llvm::Instruction>(user);
+      if (inst == nullptr || !loop.contains(inst)) continue;
+      if (inst->isTerminator()) {
+        if (loop.isLoopExiting(inst->getParent())) return true;
+      } else if (!inst->getType()->isVoidTy() && seen.insert(inst).second) {
+        work.push_back(inst);
+      }
+    }
+  }
+  return false;
+}
+
+// Whether `address` is (on some path) an address in the block's shared window: a generic
+// address the program made from a shared one (cvta), such as a block-scope latch's.
+bool inSharedWindow(llvm::Value* address) {
+  std::vector<llvm::Value*> work{address};
+  llvm::SmallPtrSet<llvm::Value*, 16> seen{address};
+  constexpr size_t kLongestChain = 64;
+  while (!work.empty() && seen.size() < kLongestChain) {
+    llvm::Value* v = work.back();
+    work.pop_back();
+    auto follow = [&](llvm::Value* operand) {
+      if (seen.insert(operand).second) work.push_back(operand);
+    };
+    if (auto* call = llvm::dyn_cast<llvm::CallInst>(v)) {
+      if (llvm::Function* callee = call->getCalledFunction();
+          callee && callee->getName() == "__rocuda_shared_base")
+        return true;
+    } else if (auto* gep = llvm::dyn_cast<llvm::GEPOperator>(v)) {
+      follow(gep->getPointerOperand());
+    } else if (auto* op = llvm::dyn_cast<llvm::Operator>(v)) {
+      unsigned code = op->getOpcode();
+      if (code == llvm::Instruction::IntToPtr || code == llvm::Instruction::PtrToInt ||
+          code == llvm::Instruction::Add || code == llvm::Instruction::Sub ||
+          code == llvm::Instruction::Or || code == llvm::Instruction::PHI ||
+          code == llvm::Instruction::Select)
+        for (llvm::Value* operand : op->operands())
+          if (!llvm::isa<llvm::Constant>(operand)) follow(operand);
+    }
+  }
+  return false;
+}
+
+// A spin-wait reads one place until what it reads lets it leave: a load whose value decides the
+// loop's exit, or a compare-and-swap that expects a value fixed for the loop (a spin lock). A
+// loop probing a new place each time (a hash table's, a list's) waits for nobody, nor does a
+// compare-and-swap retried with the value it last read (a lock-free update).
+bool isSpinWait(llvm::Instruction& access, llvm::Value* address, llvm::Instruction* result,
+                const llvm::Loop& loop) {
+  if (!loop.isLoopInvariant(address)) return false;
+  if (auto* cas = llvm::dyn_cast<llvm::AtomicCmpXchgInst>(&access);
+      cas && !loop.isLoopInvariant(cas->getCompareOperand()))
+    return false;
+  return decidesExit(result, loop);
+}
+
+struct PollCallees {
+  llvm::FunctionCallee poll, wait, blockWait;  // kSpinWaitFunctions' order: see host_codegen.h
+};
+
+void insertPollsIn(llvm::Function& f, const PollCallees& callees) {
   std::vector<llvm::Instruction*> accesses;
   for (auto& block : f)
     for (auto& inst : block)
@@ -37,9 +112,19 @@ void insertPollsIn(llvm::Function& f, llvm::FunctionCallee poll) {
   llvm::DominatorTree dominators(f);
   llvm::LoopInfo loops(dominators);
   for (llvm::Instruction* access : accesses) {
-    if (loops.getLoopFor(access->getParent()) == nullptr) continue;  // read once: no spin
+    llvm::Loop* loop = loops.getLoopFor(access->getParent());
+    if (loop == nullptr) continue;  // read once: no spin
     auto [address, result] = polledValue(*access);
     if (address == nullptr) continue;
+    llvm::StringRef space = stringMetadata(*access, kPollMetadata);
+    bool shared = space == "shared" || (space == "generic" && inSharedWindow(address));
+    bool spins = isSpinWait(*access, address, result, *loop);
+    // Shared memory changes only under the block's own threads: polled in spin-waits only.
+    if (space == "shared" && !spins) continue;
+    // Other generic addresses are taken to be global memory (a cooperative grid's workspace).
+    const llvm::FunctionCallee& callee = !spins   ? callees.poll
+                                         : shared ? callees.blockWait
+                                                  : callees.wait;
     llvm::IRBuilder<> b(access->getNextNode());
     llvm::Value* value = result;
     if (llvm::isa<llvm::AtomicCmpXchgInst>(result)) value = b.CreateExtractValue(result, 0);
@@ -48,7 +133,7 @@ void insertPollsIn(llvm::Function& f, llvm::FunctionCallee poll) {
     if (type->getPrimitiveSizeInBits() > 64) continue;
     if (type->isFloatingPointTy())
       value = b.CreateBitCast(value, b.getIntNTy(type->getPrimitiveSizeInBits()));
-    b.CreateCall(poll, {address, b.CreateZExt(value, b.getInt64Ty())});
+    b.CreateCall(callee, {address, b.CreateZExt(value, b.getInt64Ty())});
   }
 }
 
@@ -59,16 +144,22 @@ void insertSpinPolls(llvm::Module& module) {
   auto* type =
       llvm::FunctionType::get(llvm::Type::getVoidTy(c),
                               {llvm::PointerType::getUnqual(c), llvm::Type::getInt64Ty(c)}, false);
-  llvm::FunctionCallee poll = module.getOrInsertFunction("__rocuda_spin_poll", type);
-  if (auto* fn = llvm::dyn_cast<llvm::Function>(poll.getCallee())) {
-    fn->setDoesNotThrow();
-    // It only sleeps or ends the block (a failed cooperative grid): no memory the kernel sees.
-    fn->setOnlyAccessesInaccessibleMemory();
-  }
+  auto declare = [&](const std::string& name) {
+    llvm::FunctionCallee callee = module.getOrInsertFunction(name, type);
+    if (auto* fn = llvm::dyn_cast<llvm::Function>(callee.getCallee())) {
+      fn->setDoesNotThrow();
+      // It only switches threads, sleeps or ends the block (a failed cooperative grid): no
+      // memory the kernel sees.
+      fn->setOnlyAccessesInaccessibleMemory();
+    }
+    return callee;
+  };
+  PollCallees callees{declare(kSpinWaitFunctions[0]), declare(kSpinWaitFunctions[1]),
+                      declare(kSpinWaitFunctions[2])};
   for (llvm::Function& f : module)
-    if (!f.isDeclaration()) insertPollsIn(f, poll);
-  if (auto* fn = module.getFunction("__rocuda_spin_poll"); fn && fn->use_empty())
-    fn->eraseFromParent();
+    if (!f.isDeclaration()) insertPollsIn(f, callees);
+  for (const std::string& name : kSpinWaitFunctions)
+    if (auto* fn = module.getFunction(name); fn && fn->use_empty()) fn->eraseFromParent();
 }
 
 }  // namespace rocuda::compiler::detail

@@ -80,9 +80,11 @@ bool readKernel(Reader& r, KernelInfo& k) {
   for (auto& v : k.reqntid)
     if (!r.u32(v)) return false;
   uint8_t flags = 0;
-  if (!r.u8(flags) || flags > 3) return false;
+  if (!r.u8(flags) || flags > 15) return false;
   k.usesBarriers = (flags & 1) != 0;
   k.usesWarpCollectives = (flags & 2) != 0;
+  k.spinWaits = (flags & 4) != 0;
+  k.spinWaitsOnBlockMemory = (flags & 8) != 0;
   uint8_t execution = 0;
   if (!r.u8(execution) || execution > static_cast<uint8_t>(CpuExecution::Continuation))
     return false;
@@ -144,7 +146,8 @@ std::vector<uint8_t> ModuleInfo::serialize() const {
     w.u32(k.localBytesPerThread);
     for (uint32_t v : k.maxntid) w.u32(v);
     for (uint32_t v : k.reqntid) w.u32(v);
-    w.u8(static_cast<uint8_t>((k.usesBarriers ? 1 : 0) | (k.usesWarpCollectives ? 2 : 0)));
+    w.u8(static_cast<uint8_t>((k.usesBarriers ? 1 : 0) | (k.usesWarpCollectives ? 2 : 0) |
+                              (k.spinWaits ? 4 : 0) | (k.spinWaitsOnBlockMemory ? 8 : 0)));
     w.u8(static_cast<uint8_t>(k.cpuExecution));
     w.u32(k.cpuFrameBytes);
     w.u32(k.cpuUniformFrameBytes);

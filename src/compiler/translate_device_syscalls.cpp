@@ -72,7 +72,7 @@ void emitGridArrive(ModuleTranslator& mt, llvm::IRBuilder<>& b, llvm::Value* han
   auto* now = b.CreateAlignedLoad(b.getInt32Ty(), word, llvm::Align(4), /*isVolatile=*/true);
   now->setAtomic(llvm::AtomicOrdering::Monotonic);
   setStringMetadata(*now, kScopeMetadata, "gpu");
-  markPollableAccess(*now);
+  markPollableAccess(*now, ptx::StateSpace::Global);  // the grid's workspace
   llvm::Value* flipped =
       b.CreateICmpNE(b.CreateAnd(b.CreateXor(arrived, now), b.getInt32(0x80000000u)),
                      b.getInt32(0));

@@ -199,7 +199,7 @@ Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
     markSpace(*x, inst);
     markBlockPrivate(*x, inst);
     // Spin locks retry a compare-and-swap until another thread releases the lock.
-    if (inst.space != ptx::StateSpace::Shared) markPollableAccess(*x);
+    markPollableAccess(*x, inst.space);
     old = B.CreateExtractValue(x, 0);
   } else {
     llvm::AtomicRMWInst::BinOp op;

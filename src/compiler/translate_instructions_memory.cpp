@@ -13,13 +13,17 @@ namespace rocuda::compiler::detail {
 
 using ptx::ScalarType;
 
-void markPollableAccess(llvm::Instruction& access) {
-  access.setMetadata(kPollMetadata, llvm::MDNode::get(access.getContext(), {}));
-}
-
 void setStringMetadata(llvm::Instruction& inst, const char* kind, llvm::StringRef value) {
   llvm::LLVMContext& context = inst.getContext();
   inst.setMetadata(kind, llvm::MDNode::get(context, {llvm::MDString::get(context, value)}));
+}
+
+void markPollableAccess(llvm::Instruction& access, ptx::StateSpace space) {
+  bool shared = space == ptx::StateSpace::Shared || space == ptx::StateSpace::SharedCluster;
+  setStringMetadata(access, kPollMetadata,
+                    space == ptx::StateSpace::Global ? "global"
+                    : shared                         ? "shared"
+                                                     : "generic");
 }
 
 llvm::StringRef stringMetadata(const llvm::Instruction& inst, const char* kind) {
@@ -162,13 +166,10 @@ Status load(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto* ty = t.bitsType(type);
   llvm::AtomicOrdering order = orderingOf(inst);
   bool isVolatile = inst.hasModifier("volatile");
-  // A block's own memory cannot be changed by another block: only waits for other blocks (or
-  // the host) need the polling hook.
-  bool blockPrivate = inst.space == ptx::StateSpace::Shared ||
-                      inst.space == ptx::StateSpace::SharedCluster ||
-                      inst.space == ptx::StateSpace::Local ||
-                      inst.space == ptx::StateSpace::Param || inst.space == ptx::StateSpace::Const;
-  bool pollable = (isVolatile || order != llvm::AtomicOrdering::NotAtomic) && !blockPrivate &&
+  // A thread's own memory and read-only memory change under no waiting thread.
+  bool unchanging = inst.space == ptx::StateSpace::Local || inst.space == ptx::StateSpace::Param ||
+                    inst.space == ptx::StateSpace::Const;
+  bool pollable = (isVolatile || order != llvm::AtomicOrdering::NotAtomic) && !unchanging &&
                   elements.size() == 1;
   t.checkAccess(inst, ptr, uint64_t(size) * elements.size(), /*write=*/false, inst.space);
   for (size_t i = 0; i < elements.size(); ++i) {
@@ -181,7 +182,7 @@ Status load(FunctionTranslator& t, const ptx::Instruction& inst) {
                                                            : order);
       markScope(*ld, inst, nullptr);
     }
-    if (pollable) markPollableAccess(*ld);
+    if (pollable) markPollableAccess(*ld, inst.space);
     ROCUDA_TRY(t.write(*elements[i], ld, type));
   }
   return Status::success();

@@ -31,11 +31,14 @@ namespace rocuda::compiler::detail {
 ptx::ScalarType widenedType(ptx::ScalarType type);
 
 // Metadata on memory accesses another thread may be waiting to see change (acquire, relaxed and
-// volatile loads outside .shared/.local/.param/.const, atom.cas): where a spin-wait polls. The
-// host code generator makes such accesses inside loops yield the host thread while they keep
-// reading the same value (markPollableAccess, insertSpinPolls); other targets ignore it.
+// volatile loads outside .local/.param/.const, atom.cas): where a spin-wait polls. Its string
+// says where the memory is: "global" (only another block or the host can change it while the
+// block runs on one host thread), "shared", or "generic" (either). The host code generator makes
+// such accesses inside loops yield to the other threads of the block, or the host thread, while
+// they keep reading the same value (markPollableAccess, insertSpinPolls); other targets ignore
+// it.
 inline constexpr const char* kPollMetadata = "rocuda.poll";
-void markPollableAccess(llvm::Instruction& access);
+void markPollableAccess(llvm::Instruction& access, ptx::StateSpace space);
 
 // Metadata of `kind` holding one string (kScopeMetadata, kSpaceMetadata below): the translator
 // sets it, target lowerings read it ("" when the instruction has none).

@@ -348,14 +348,18 @@ void schedule(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& thre
   live.clear();
   for (uint32_t t = 0; t < count; ++t)
     if (!threads[t]->finished) live.push_back(t);
+  uint32_t idlePasses = 0;  // passes in a row in which only spin-waiters ran and saw no change
   while (!block.trapped) {
     size_t kept = 0;
+    bool progressed = false, spinning = false;
     for (uint32_t t : live) {
       ThreadState* thread = threads[t].get();
-      if (thread->waiting == WaitKind::None) {
+      if (thread->waiting == WaitKind::None || thread->waiting == WaitKind::Spin) {
+        thread->waiting = WaitKind::None;
         currentThread() = thread;
         resume(*thread);
         if (block.trapped) return;
+        (thread->waiting == WaitKind::Spin ? spinning : progressed) = true;
       }
       if (!thread->finished) live[kept++] = t;
     }
@@ -371,6 +375,19 @@ void schedule(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& thre
     released = releaseNamedBarriers(block, threads, live) || released;
     if (released || releaseBarrier(block, threads, live)) {
       block.stalledPasses = 0;
+      continue;
+    }
+    if (spinning) {
+      // Spin-waiters run again in the next pass. A pass in which nothing but their unchanged
+      // reads happened means they wait for another block or the host: back off.
+      if (progressed || block.spinProgress) {
+        if (idlePasses != 0) noteBlockProgress(block);
+        idlePasses = 0;
+      } else if (!backOff(&block, ++idlePasses)) {
+        block.trapped = true;
+        return;
+      }
+      block.spinProgress = false;
       continue;
     }
     if (releaseUnfinishedMBarrierWaits(block, threads, live)) continue;
@@ -575,6 +592,7 @@ BlockOutcome runBlock(const GridState& grid, uint64_t linearBlockIndex) {
     for (uint32_t t = 0; t < count; ++t) {
       block.threads[t]->finished = false;
       block.threads[t]->waiting = WaitKind::None;
+      block.threads[t]->spinAddress = nullptr;
     }
   }
   block.context = compiler::BlockContext{{grid.block[0], grid.block[1], grid.block[2]},

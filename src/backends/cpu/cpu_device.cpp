@@ -686,6 +686,7 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
                               info.dynamicSharedOffset + config.dynamicSharedBytes);
   grid.usesBarriers = info.usesBarriers;
   grid.usesWarpCollectives = info.usesWarpCollectives;
+  grid.spinWaits = info.spinWaits;
   grid.kernelName = info.name;
   grid.gridId = nextGridId_++;
   grid.paramBytes = info.paramBufferSize;

@@ -417,11 +417,13 @@ static void graphSetConditional(uint64_t handle, uint32_t value) {
 
 namespace {
 
-// ---- Spin-waits (compiler.h: __rocuda_spin_poll) ----
+// ---- Spin-waits (compiler.h: __rocuda_spin_poll, _spin_wait, _spin_wait_block) ----
 
-// A thread reading the same address in a loop waits for another block (or the host). It spins
-// briefly, then yields its host thread, then sleeps, ever longer while nothing changes, so that
-// the blocks it waits for get the cores: a cooperative grid may hold many more blocks than cores.
+// A thread reading the same address in a loop waits for another thread. When the block's
+// threads run as fibers, it first lets them run (the one it waits for may be among them), and
+// only when none has anything else to do does the block back off; otherwise the host thread
+// spins briefly, then yields, then sleeps, ever longer while nothing changes, so that the blocks
+// it waits for get the cores: a cooperative grid may hold many more blocks than cores.
 constexpr uint32_t kPausePolls = 32;
 constexpr uint32_t kYieldPolls = 64;        // then sleeps of 16 us << (polls - kYieldPolls)
 constexpr uint32_t kLongestSleepShift = 6;  // ~1 ms
@@ -443,7 +445,8 @@ SpinState& spinState() {
   return state;
 }
 
-// End the calling block: it belongs to a cooperative grid that cannot complete.
+// End the calling block from inside a thread: it belongs to a cooperative grid that cannot
+// complete.
 [[noreturn]] void abandonBlock(BlockState& b) {
   b.trapped = true;
   if (b.grid->useFibers()) {
@@ -458,20 +461,22 @@ void markStuck(BlockState& b, bool stuck) {
   b.grid->cooperative->stuck.fetch_add(stuck ? 1u : ~0u, std::memory_order_acq_rel);
 }
 
-void checkCooperativeGrid(BlockState& b, uint32_t sleeps) {
+// Whether a block of a cooperative grid whose wait has slept `sleeps` times must give up: the
+// grid failed, or every block still running waits as long (a deadlock, logged once).
+bool cooperativeGridFailed(BlockState& b, uint32_t sleeps) {
   CooperativeGrid& grid = *b.grid->cooperative;
-  if (grid.failed.load(std::memory_order_relaxed)) abandonBlock(b);
-  if (sleeps < kStuckSleeps) return;
+  if (grid.failed.load(std::memory_order_relaxed)) return true;
+  if (sleeps < kStuckSleeps) return false;
   markStuck(b, true);
   if (grid.stuck.load(std::memory_order_acquire) < grid.running.load(std::memory_order_acquire))
-    return;
+    return false;
   log::error("kernel '" + std::string(b.grid->kernelName) + "' deadlocked: block (" +
              std::to_string(b.ctaid[0]) + "," + std::to_string(b.ctaid[1]) + "," +
              std::to_string(b.ctaid[2]) +
              ") and every other running block of its cooperative grid wait for memory that no "
              "block changes (a block left before grid.sync()?)");
   grid.failed.store(true, std::memory_order_relaxed);
-  abandonBlock(b);
+  return true;
 }
 
 void pauseBriefly() {
@@ -498,8 +503,40 @@ int devicePrintf(const char* format, const uint8_t* args) {
 
 }  // namespace
 
+bool backOff(BlockState* block, uint32_t polls) {
+  if (polls < kPausePolls) {
+    pauseBriefly();
+  } else if (polls < kYieldPolls) {
+    std::this_thread::yield();
+  } else {
+    uint32_t sleeps = polls - kYieldPolls;
+    if (block != nullptr && block->grid->cooperative != nullptr &&
+        cooperativeGridFailed(*block, sleeps))
+      return false;
+    std::this_thread::sleep_for(
+        std::chrono::microseconds(16u << std::min(sleeps, kLongestSleepShift)));
+  }
+  return true;
+}
+
+void noteBlockProgress(BlockState& block) { markStuck(block, false); }
+
 extern "C" {
 static void spinPoll(const void* address, uint64_t value) {
+  if (ThreadState* thread = currentThread();
+      thread != nullptr && thread->block != nullptr && thread->block->grid->useFibers()) {
+    // The thread it waits for may be one of its block's: they run first (the block backs off
+    // once none has anything else to do; block_runner.cpp).
+    if (address == thread->spinAddress && value == thread->spinValue) {
+      thread->waiting = WaitKind::Spin;
+      Fiber::switchTo(thread->fiber, thread->block->scheduler);
+      return;
+    }
+    thread->spinAddress = address;
+    thread->spinValue = value;
+    thread->block->spinProgress = true;
+    return;
+  }
   SpinState& s = spinState();
   uint64_t now = cycleCounter();
   bool sameWait = address == s.address && now - s.lastPoll <= kNewWaitCycles;
@@ -512,18 +549,8 @@ static void spinPoll(const void* address, uint64_t value) {
     s = SpinState{address, value, polls, now};
     return;
   }
-  uint32_t polls = ++s.polls;
-  if (polls < kPausePolls) {
-    pauseBriefly();
-  } else if (polls < kYieldPolls) {
-    std::this_thread::yield();
-  } else {
-    uint32_t sleeps = polls - kYieldPolls;
-    if (BlockState* b = currentBlock(); b != nullptr && b->grid->cooperative != nullptr)
-      checkCooperativeGrid(*b, sleeps);
-    std::this_thread::sleep_for(
-        std::chrono::microseconds(16u << std::min(sleeps, kLongestSleepShift)));
-  }
+  BlockState* block = currentBlock();
+  if (!backOff(block, ++s.polls)) abandonBlock(*block);
   s.lastPoll = cycleCounter();
 }
 
@@ -585,6 +612,8 @@ std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
       {"__rocuda_is_shared", fn(isShared)},
       {"__rocuda_is_local", fn(isLocal)},
       {"__rocuda_spin_poll", fn(spinPoll)},
+      {"__rocuda_spin_wait", fn(spinPoll)},
+      {"__rocuda_spin_wait_block", fn(spinPoll)},
       {"__rocuda_barrier_sync", fn(barrierSync)},
       {"__rocuda_barrier_reduce", fn(barrierReduce)},
       {"__rocuda_named_barrier", fn(namedBarrier)},

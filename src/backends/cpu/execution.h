@@ -90,6 +90,7 @@ struct GridState {
   uint32_t dynamicSharedBytes = 0;
   bool usesBarriers = false;
   bool usesWarpCollectives = false;
+  bool spinWaits = false;  // KernelInfo::spinWaits
   uint32_t gridId = 0;
   std::string_view kernelName;  // for diagnostics (a deadlocked block names its kernel)
   CooperativeGrid* cooperative = nullptr;  // cooperative launches only
@@ -97,10 +98,11 @@ struct GridState {
   std::atomic<bool>* illegalAddress = nullptr;  // memcheck: set by the first invalid access
   GraphConditions* conditions = nullptr;  // graph launches: for cudaGraphSetConditional
 
-  // Per-thread entries run as fibers when threads must wait for one another.
+  // Per-thread entries run as fibers when threads may wait for one another: at barriers and
+  // warp collectives, or in spin-waits (the thread waited for may be a later one of the block).
   bool useFibers() const {
     return code.execution == compiler::CpuExecution::ThreadEntry &&
-           (usesBarriers || usesWarpCollectives);
+           (usesBarriers || usesWarpCollectives || spinWaits);
   }
 };
 
@@ -119,8 +121,9 @@ struct WarpRequest {
   uint32_t mask = 0;     // PTX member mask
 };
 
-// Why a fiber gave control back to the block's scheduler.
-enum class WaitKind : uint8_t { None, Barrier, Warp };
+// Why a fiber gave control back to the block's scheduler. Spin: it read the same value again in
+// a spin-wait; it runs again in the scheduler's next pass, after the others.
+enum class WaitKind : uint8_t { None, Barrier, Warp, Spin };
 
 struct BlockState;
 
@@ -134,6 +137,8 @@ struct ThreadState {
   uint32_t resumePoint = 0;  // Continuation: where the thread goes on
   uint32_t reduceRound = 0;  // bar.red in a Continuation: the round this thread voted in
   bool countedAtNamedBarrier = false;  // waiting at a named barrier: its arrival is counted
+  const void* spinAddress = nullptr;   // what its spin-wait read last (fibers only)
+  uint64_t spinValue = 0;
 };
 
 struct BlockState {
@@ -146,6 +151,7 @@ struct BlockState {
   bool trapped = false;   // a thread executed trap (or failed an assert): the block stops
   bool asserted = false;  // the trap came from a failed device-side assert()
   bool stuck = false;     // cooperative grids: counted in CooperativeGrid::stuck
+  bool spinProgress = false;  // a fiber's spin-wait read something new since the last pass
   // Device-side cudaGetLastError's state, the block's rather than each thread's (block forms
   // run many threads on one host thread): an error stays with the block that made it.
   uint32_t deviceLastError = 0;
@@ -183,6 +189,12 @@ enum class BlockOutcome { Completed, Trapped, Asserted };
 
 // Run one block of `grid` with the given block index.
 BlockOutcome runBlock(const GridState& grid, uint64_t linearBlockIndex);
+
+// A waiter that has nothing else to run looks at unchanged memory for the `polls`th time:
+// spin, then yield the host thread, then sleep ever longer. False when the block must stop (its
+// cooperative grid failed or is deadlocked). noteBlockProgress: its waits saw a change.
+bool backOff(BlockState* block, uint32_t polls);
+void noteBlockProgress(BlockState& block);
 
 // __rocuda_* and vprintf, for the JIT to resolve.
 std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols();

@@ -798,6 +798,150 @@ TEST_F(CpuBlockForms, ActivemaskOnTheSlowPathToo) {
   expectActivemasks(out, threads);
 }
 
+// Spin-waits (compiler.h): which loops count as one decides the form. A thread of a block that
+// waits for a later thread of the same block needs the threads to run as fibers; a
+// compare-and-swap retried with the value it read, or a loop reading volatile shared memory
+// that ends by its count, waits for nobody and keeps the block form.
+const char* kSpinWaitsPtx = R"(.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry waitForLastThread(.param .u64 out)
+{
+  .shared .align 4 .b32 flag;
+  .reg .pred %p<3>;
+  .reg .b32 %r<6>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra CLEARED;
+  st.volatile.shared.u32 [flag], 0;
+CLEARED:
+  bar.sync 0;
+  mov.u32 %r2, %ntid.x;
+  sub.u32 %r3, %r2, 1;
+  setp.ne.u32 %p1, %r1, %r3;
+  @%p1 bra WAIT;
+  st.volatile.shared.u32 [flag], 7;
+WAIT:
+  setp.ne.u32 %p2, %r1, 0;
+  @%p2 bra DONE;
+SPIN:
+  ld.volatile.shared.u32 %r4, [flag];
+  setp.eq.u32 %p1, %r4, 0;
+  @%p1 bra SPIN;
+  st.global.u32 [%rd1], %r4;
+DONE:
+  ret;
+}
+.visible .entry casRetryAdd(.param .u64 sum)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<6>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [sum];
+  ld.global.u32 %r1, [%rd1];
+RETRY:
+  add.u32 %r2, %r1, 1;
+  atom.global.cas.b32 %r3, [%rd1], %r1, %r2;
+  setp.ne.u32 %p1, %r3, %r1;
+  mov.u32 %r1, %r3;
+  @%p1 bra RETRY;
+  ret;
+}
+.visible .entry spinLockAdd(.param .u64 lock, .param .u64 sum)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<6>;
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [lock];
+  ld.param.u64 %rd2, [sum];
+ACQUIRE:
+  atom.global.cas.b32 %r1, [%rd1], 0, 1;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra ACQUIRE;
+  ld.volatile.global.u32 %r2, [%rd2];
+  add.u32 %r2, %r2, 1;
+  st.volatile.global.u32 [%rd2], %r2;
+  atom.global.exch.b32 %r3, [%rd1], 0;
+  ret;
+}
+.visible .entry volatileSharedSum(.param .u64 out)
+{
+  .shared .align 4 .b32 values[64];
+  .reg .pred %p<2>;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  shl.b32 %r2, %r1, 2;
+  mov.u32 %r3, values;
+  add.u32 %r3, %r3, %r2;
+  st.volatile.shared.u32 [%r3], %r1;
+  bar.sync 0;
+  mov.u32 %r4, 0;
+  mov.u32 %r5, 0;
+  mov.u32 %r3, values;
+SUM:
+  ld.volatile.shared.u32 %r6, [%r3];
+  add.u32 %r4, %r4, %r6;
+  add.u32 %r3, %r3, 4;
+  add.u32 %r5, %r5, 1;
+  setp.lt.u32 %p1, %r5, 64;
+  @%p1 bra SUM;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r4;
+  ret;
+}
+)";
+
+TEST_F(CpuBlockForms, SpinWaitsDecideTheForm) {
+  LoadedKernel* waits = load(kSpinWaitsPtx, "waitForLastThread");
+  ASSERT_NE(waits, nullptr);
+  EXPECT_EQ(waits->info().cpuExecution, CpuExecution::ThreadEntry);
+  EXPECT_TRUE(waits->info().spinWaitsOnBlockMemory);
+  EXPECT_NE(waits->info().cpuSlowPathReason.find("spin-waits on shared memory"), std::string::npos)
+      << waits->info().cpuSlowPathReason;
+  uint32_t out = 0;
+  void* o = &out;
+  // Thread 0 waits for thread 95, which sets the flag after it in a block run one by one.
+  ASSERT_TRUE(launch(*waits, {2, 1, 1}, {96, 1, 1}, {&o}).ok());
+  EXPECT_EQ(out, 7u);
+
+  LoadedKernel* retry = load(kSpinWaitsPtx, "casRetryAdd");
+  ASSERT_NE(retry, nullptr);
+  EXPECT_EQ(retry->info().cpuExecution, CpuExecution::BlockLoop);
+  EXPECT_FALSE(retry->info().spinWaits);
+  uint32_t sum = 0;
+  void* s = &sum;
+  ASSERT_TRUE(launch(*retry, {4, 1, 1}, {64, 1, 1}, {&s}).ok());
+  EXPECT_EQ(sum, 256u);
+
+  // A spin lock may be held by a later thread of the block (on a GPU by any thread): a
+  // ThreadEntry whose threads run as fibers.
+  LoadedKernel* locked = load(kSpinWaitsPtx, "spinLockAdd");
+  ASSERT_NE(locked, nullptr);
+  EXPECT_EQ(locked->info().cpuExecution, CpuExecution::ThreadEntry);
+  EXPECT_TRUE(locked->info().spinWaits);
+  EXPECT_FALSE(locked->info().spinWaitsOnBlockMemory);
+  uint32_t lock = 0;
+  sum = 0;
+  void* l = &lock;
+  ASSERT_TRUE(launch(*locked, {4, 1, 1}, {64, 1, 1}, {&l, &s}).ok());
+  EXPECT_EQ(sum, 256u);
+  EXPECT_EQ(lock, 0u);
+
+  LoadedKernel* reads = load(kSpinWaitsPtx, "volatileSharedSum");
+  ASSERT_NE(reads, nullptr);
+  EXPECT_NE(reads->info().cpuExecution, CpuExecution::ThreadEntry);
+  EXPECT_FALSE(reads->info().spinWaits);
+  std::vector<uint32_t> sums(64, 0);
+  void* o2 = sums.data();
+  ASSERT_TRUE(launch(*reads, {1, 1, 1}, {64, 1, 1}, {&o2}).ok());
+  for (uint32_t t = 0; t < 64; ++t) EXPECT_EQ(sums[t], 64u * 63 / 2);
+}
+
 // mma.sync (m8n8k16, s8 into s32) is one warp collective: the warp's 32 records meet in its tile
 // function. 48 threads: the second warp has 16 lanes, and the lanes it lacks count as zero
 // fragments. `prologue` goes first (it can force the slow path).
