@@ -21,6 +21,27 @@ bool isExtern(const ptx::Variable& var) {
   return std::any_of(var.dims.begin(), var.dims.end(), [](uint64_t d) { return d == 0; });
 }
 
+bool readsReservedShared(ptx::SpecialRegister reg) {
+  return reg == ptx::SpecialRegister::ReservedSmemOffsetBegin ||
+         reg == ptx::SpecialRegister::ReservedSmemOffsetEnd ||
+         reg == ptx::SpecialRegister::ReservedSmemOffsetCap ||
+         reg == ptx::SpecialRegister::ReservedSmemOffsetN;
+}
+
+// The reserved region as a variable of the layout (kernels that read none leave it out).
+const ptx::Variable& reservedSharedVariable() {
+  static const ptx::Variable variable = [] {
+    ptx::Variable v;
+    v.name = kReservedSharedKey;
+    v.space = ptx::StateSpace::Shared;
+    v.type = ptx::ScalarType::B8;
+    v.alignment = 16;
+    v.dims = {kReservedSharedBytes};
+    return v;
+  }();
+  return variable;
+}
+
 struct SharedVar {
   std::string key;
   const ptx::Variable* var;
@@ -63,6 +84,9 @@ class RefCollector {
       case ptx::Operand::Kind::List:
         for (const auto& e : op.elements()) operand(e);
         break;
+      case ptx::Operand::Kind::SpecialRegister:
+        if (readsReservedShared(op.special())) out_.shared.insert(kReservedSharedKey);
+        break;
       default:
         break;
     }
@@ -74,8 +98,27 @@ class RefCollector {
   FunctionRefs& out_;
 };
 
+bool readsReservedShared(const ptx::Operand& op) {
+  if (op.kind == ptx::Operand::Kind::SpecialRegister) return readsReservedShared(op.special());
+  if (op.kind == ptx::Operand::Kind::Vector || op.kind == ptx::Operand::Kind::List)
+    for (const auto& e : op.elements())
+      if (readsReservedShared(e)) return true;
+  return false;
+}
+
+bool moduleReadsReservedShared(const ptx::Module& module) {
+  for (const auto& fn : module.functions)
+    for (const auto& st : fn.body)
+      if (!st.isLabel())
+        for (const auto& op : st.instruction.operands())
+          if (readsReservedShared(op)) return true;
+  return false;
+}
+
 std::vector<SharedVar> sharedVariables(const ptx::Module& module) {
   std::vector<SharedVar> vars;
+  if (moduleReadsReservedShared(module))
+    vars.push_back({kReservedSharedKey, &reservedSharedVariable()});
   for (const auto& var : module.globals)
     if (var.space == ptx::StateSpace::Shared) vars.push_back({var.name, &var});
   for (const auto& fn : module.functions)

@@ -20,6 +20,14 @@ struct SharedLayout {
   uint64_t windowAlignment = 16;
 };
 
+// The reserved shared memory of sm_80+ (%reserved_smem_offset_*; cooperative groups keep the
+// scratch of tiles larger than a warp there): a static region of kReservedSharedBytes in the
+// window of each kernel that reads one of those registers, laid out like a .shared variable
+// under this key. %reserved_smem_offset_1 is kReservedSharedSecondSlot bytes into it.
+inline constexpr const char* kReservedSharedKey = "%rocuda.reserved_smem";
+inline constexpr uint64_t kReservedSharedBytes = 1024;  // CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_...
+inline constexpr uint64_t kReservedSharedSecondSlot = 256;
+
 // Kernels never share a window, so variables that no kernel uses together may overlap: each
 // kernel's window holds only what it (and the functions it can call) touches.
 SharedLayout computeSharedLayout(const ptx::Module& module);

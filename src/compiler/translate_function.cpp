@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "compiler/shared_layout.h"
 #include "compiler/translator.h"
 
 namespace rocuda::compiler::detail {
@@ -271,6 +272,29 @@ llvm::Value* FunctionTranslator::clusterRegister(ptx::SpecialRegister reg) {
   }
 }
 
+// %reserved_smem_offset_*: where the kernel's reserved shared region (shared_layout.h) lies in
+// its window; nullptr for any other register.
+llvm::Value* FunctionTranslator::reservedSharedRegister(const ptx::Operand& op) {
+  using R = ptx::SpecialRegister;
+  uint64_t begin = 0;
+  R reg = op.special();
+  if (reg != R::ReservedSmemOffsetBegin && reg != R::ReservedSmemOffsetEnd &&
+      reg != R::ReservedSmemOffsetCap && reg != R::ReservedSmemOffsetN)
+    return nullptr;
+  if (!mt.sharedOffset(kReservedSharedKey, begin)) return nullptr;
+  switch (reg) {
+    case R::ReservedSmemOffsetEnd:
+      return b.getInt32(static_cast<uint32_t>(begin + kReservedSharedBytes));
+    case R::ReservedSmemOffsetCap:
+      return b.getInt32(static_cast<uint32_t>(kReservedSharedBytes));
+    case R::ReservedSmemOffsetN:
+      return b.getInt32(
+          static_cast<uint32_t>(begin + (op.envregIndex() == 1 ? kReservedSharedSecondSlot : 0)));
+    default:
+      return b.getInt32(static_cast<uint32_t>(begin));
+  }
+}
+
 Result<llvm::Value*> FunctionTranslator::read(const ptx::Operand& op, ScalarType type) {
   switch (op.kind) {
     case ptx::Operand::Kind::Register: {
@@ -292,6 +316,7 @@ Result<llvm::Value*> FunctionTranslator::read(const ptx::Operand& op, ScalarType
         return adaptRead(*this, b.getInt32(32), type, false);
       if (llvm::Value* v = clusterRegister(op.special()))
         return adaptRead(*this, v, type, op.negated);
+      if (llvm::Value* v = reservedSharedRegister(op)) return adaptRead(*this, v, type, op.negated);
       llvm::Value* v = b.CreateCall(mt.sregFunction(op.special(), op.envregIndex()));
       return adaptRead(*this, v, type, op.negated);
     }
@@ -345,17 +370,26 @@ Result<llvm::Value*> FunctionTranslator::address(const ptx::Operand& op, ptx::St
     if (!p.ok()) return p;
     ptr = *p;
   } else {
+    bool shared = space == ptx::StateSpace::Shared || space == ptx::StateSpace::SharedCluster;
     llvm::Value* base = b.getInt64(0);
     if (a.baseKind == ptx::Address::BaseKind::Register) {
-      auto v = read(ptx::Operand::makeRegister(a.reg), ScalarType::U64);
+      // Shared addresses in 32-bit registers are 32-bit: [%r+imm] wraps modulo 2^32 (nvcc
+      // folds s[j + 1000] with j = -500 into [&s - 2000 + 4000], below the window and back).
+      bool narrow = shared && ptx::scalarTypeSize(fn.registerType(a.reg)) == 4;
+      auto v = read(ptx::Operand::makeRegister(a.reg), narrow ? ScalarType::U32 : ScalarType::U64);
       if (!v.ok()) return v;
       base = *v;
+      if (narrow) {
+        if (offset != 0) base = b.CreateAdd(base, b.getInt32(static_cast<uint32_t>(offset)));
+        base = b.CreateZExt(base, i64());
+        offset = 0;
+      }
     } else {
       base = b.getInt64(offset);
       offset = 0;
     }
     // Shared-space addresses are offsets in the block's window; all others are host pointers.
-    if (space == ptx::StateSpace::Shared || space == ptx::StateSpace::SharedCluster)
+    if (shared)
       ptr = b.CreateGEP(i8(), sharedBase(), base);
     else
       ptr = b.CreateIntToPtr(base, ptrTy());

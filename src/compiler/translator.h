@@ -244,6 +244,7 @@ class FunctionTranslator {
  private:
   // A cluster special register's value (translate_function.cpp), or nullptr.
   llvm::Value* clusterRegister(ptx::SpecialRegister reg);
+  llvm::Value* reservedSharedRegister(const ptx::Operand& op);
   Status createStorage();
   void countRegisterMentions();
   Status translateInstruction(const ptx::Instruction& inst);

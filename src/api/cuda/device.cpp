@@ -152,6 +152,10 @@ std::optional<int> capabilityAttribute(const DeviceDescription& d, int attribute
       return d.virtualMemoryManagement ? 1 : 0;
     case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:  // cuMemExport...
       return d.virtualMemoryManagement && d.sharesMemoryBetweenProcesses ? 1 : 0;
+    // sm_80's reserved shared memory (%reserved_smem_offset_*): a kernel that reads those
+    // registers has the region in its static shared memory (compiler/shared_layout.h).
+    case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK:
+      return d.computeCapabilityMajor >= 8 ? 1024 : 0;
     case CU_DEVICE_ATTRIBUTE_NUMA_ID:
       return -1;
     case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID:
