@@ -151,6 +151,18 @@ Result<std::unique_ptr<MipmappedArray>> MipmappedArray::create(Context& context,
 
 MipmappedArray::~MipmappedArray() = default;
 
+void destroyContextArrays(Context& context) {
+  for (Object* object : liveObjects(ObjectKind::MipmappedArray)) {
+    auto* mipmap = static_cast<MipmappedArray*>(object);
+    if (&mipmap->context() == &context && !mipmap->ownedByResource()) delete mipmap;
+  }
+  // Levels went with their mipmapped arrays; what is left is stand-alone.
+  for (Object* object : liveObjects(ObjectKind::Array)) {
+    auto* array = static_cast<Array*>(object);
+    if (&array->context() == &context && array->owner() == nullptr) delete array;
+  }
+}
+
 Array* MipmappedArray::level(unsigned index) const {
   return index < levels_.size() ? levels_[index].get() : nullptr;
 }

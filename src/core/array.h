@@ -102,7 +102,12 @@ class MipmappedArray : public Object {
   ~MipmappedArray() override;
 
   const ArrayDescriptor& descriptor() const { return desc_; }
+  Context& context() const { return levels_.front()->context(); }
   unsigned levelCount() const { return static_cast<unsigned>(levels_.size()); }
+  // A graphics resource's mapped image (graphics.h) belongs to the resource, not to the
+  // application: destroyContextArrays leaves it alone.
+  void setOwnedByResource() { ownedByResource_ = true; }
+  bool ownedByResource() const { return ownedByResource_; }
   Array* level(unsigned index) const;  // nullptr when out of range
   size_t bytes() const;
 
@@ -111,7 +116,12 @@ class MipmappedArray : public Object {
 
   ArrayDescriptor desc_;
   std::vector<std::unique_ptr<Array>> levels_;
+  bool ownedByResource_ = false;
 };
+
+// cuDevicePrimaryCtxReset: the arrays and mipmapped arrays the application created in
+// `context` are destroyed (their handles are stale afterwards).
+void destroyContextArrays(Context& context);
 
 // The shape of mipmap level `level` of an array described by `desc` (each present, non-layer
 // dimension halves, down to 1).

@@ -527,6 +527,7 @@ Status GraphicsResource::mapImage() {
       for (unsigned level = 0; level < levels; ++level)
         api.getTexImage(kTexture2D, static_cast<GLint>(level), image_.glFormat, image_.glType,
                         (*arrays)->level(level)->data());
+    (*arrays)->setOwnedByResource();
     arrays_ = std::move(*arrays);
   });
   if (!status.ok()) return status;

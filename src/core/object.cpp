@@ -31,6 +31,15 @@ Object::~Object() {
   r.live.erase(this);
 }
 
+std::vector<Object*> liveObjects(ObjectKind kind) {
+  Registry& r = registry();
+  std::shared_lock lock(r.mutex);
+  std::vector<Object*> objects;
+  for (const auto& [handle, object] : r.live)
+    if (object->kind() == kind) objects.push_back(object);
+  return objects;
+}
+
 Object* findObject(const void* handle, ObjectKind kind) {
   if (handle == nullptr) return nullptr;
   Registry& r = registry();

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace rocuda::core {
 
@@ -28,6 +29,8 @@ class Object {
 
 // The live object of that kind at `handle`, or nullptr. Never dereferences an unknown pointer.
 Object* findObject(const void* handle, ObjectKind kind);
+// Every live object of `kind` at the time of the call.
+std::vector<Object*> liveObjects(ObjectKind kind);
 
 template <class T>
 T* lookupHandle(const void* handle) {

@@ -4,10 +4,12 @@
 #include <sstream>
 
 #include "backends/hip/hip_backend.h"
+#include "core/array.h"
 #include "core/context.h"
 #include "core/memory.h"
 #include "core/memory_pool.h"
 #include "core/module.h"
+#include "core/texture.h"
 #include "support/env.h"
 #include "support/log.h"
 
@@ -92,6 +94,8 @@ Status Device::resetPrimary() {
   // is unknown afterwards) and clears its sticky error: the reset itself succeeds.
   context->reset();
   Module::unloadContextModules(*context);
+  destroyContextTextures(*context);  // before the arrays they may read
+  destroyContextArrays(*context);
   releaseContextMemory(*context);
   emptyMemPools();
   return Status::success();

@@ -74,4 +74,18 @@ Status destroyTexture(uint64_t handle, bool surface) {
   return Status::success();
 }
 
+void destroyContextTextures(Context& context) {
+  std::vector<std::unique_ptr<TextureObject>> doomed;
+  TextureTable& t = table();
+  std::lock_guard lock(t.mutex);
+  for (auto it = t.live.begin(); it != t.live.end();) {
+    if (&it->second->context() == &context) {
+      doomed.push_back(std::move(it->second));
+      it = t.live.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 }  // namespace rocuda::core

@@ -55,5 +55,7 @@ uint64_t registerTexture(std::unique_ptr<TextureObject> object);
 TextureObject* findTexture(uint64_t handle, bool surface);
 // InvalidHandle when `handle` is not a live object of that kind.
 Status destroyTexture(uint64_t handle, bool surface);
+// cuDevicePrimaryCtxReset: every texture and surface object of `context` is destroyed.
+void destroyContextTextures(Context& context);
 
 }  // namespace rocuda::core

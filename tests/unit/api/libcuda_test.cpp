@@ -157,7 +157,27 @@ TEST_F(LibCuda, PrimaryContextResetFreesItsAllocations) {
   std::vector<char> page(4096);
   ASSERT_EQ(CU(cuMemHostRegister, void*, size_t, unsigned)(page.data(), page.size(), 0),
             CUDA_SUCCESS);
+  // Arrays, mipmapped arrays and texture objects of the context go too.
+  CUDA_ARRAY3D_DESCRIPTOR desc{8, 8, 0, CU_AD_FORMAT_FLOAT, 1, 0};
+  CUarray array = nullptr;
+  ASSERT_EQ(CU(cuArray3DCreate, CUarray*, const CUDA_ARRAY3D_DESCRIPTOR*)(&array, &desc),
+            CUDA_SUCCESS);
+  CUmipmappedArray mipmap = nullptr;
+  ASSERT_EQ(CU(cuMipmappedArrayCreate, CUmipmappedArray*, const CUDA_ARRAY3D_DESCRIPTOR*, unsigned)(
+                &mipmap, &desc, 2),
+            CUDA_SUCCESS);
+  CUDA_RESOURCE_DESC resource{};
+  resource.resType = CU_RESOURCE_TYPE_ARRAY;
+  resource.res.array.hArray = array;
+  CUDA_TEXTURE_DESC sampling{};
+  CUtexObject texture = 0;
+  ASSERT_EQ(CU(cuTexObjectCreate, CUtexObject*, const CUDA_RESOURCE_DESC*, const CUDA_TEXTURE_DESC*,
+               const CUDA_RESOURCE_VIEW_DESC*)(&texture, &resource, &sampling, nullptr),
+            CUDA_SUCCESS);
   ASSERT_EQ(proc<CUresult (*)(CUdevice)>("cuDevicePrimaryCtxReset", 11000)(0), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuTexObjectDestroy, CUtexObject)(texture), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuArrayDestroy, CUarray)(array), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(CU(cuMipmappedArrayDestroy, CUmipmappedArray)(mipmap), CUDA_ERROR_INVALID_HANDLE);
   unsigned type = 0;
   auto attribute = CU(cuPointerGetAttribute, void*, CUpointer_attribute, CUdeviceptr);
   EXPECT_EQ(attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, device), CUDA_ERROR_INVALID_VALUE);
