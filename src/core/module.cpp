@@ -72,6 +72,16 @@ Module::~Module() {
   kernels_.clear();  // kernels refer into loaded_
 }
 
+// What a variable holds right after loading (kept only when not all zero).
+Module::InitialValue Module::initialValue(Context& context, void* address, size_t size) {
+  InitialValue value{address, size, std::vector<uint8_t>(size)};
+  if (!context.device().backend().copy(value.bytes.data(), address, size).ok() ||
+      std::all_of(value.bytes.begin(), value.bytes.end(), [](uint8_t b) { return b == 0; }))
+    value.bytes.clear();
+  value.bytes.shrink_to_fit();
+  return value;
+}
+
 Result<Module*> Module::load(Context& context, const void* image, bool isLibrary) {
   if (image == nullptr) return makeError(ErrorCode::InvalidValue, "image is NULL");
   const auto& description = context.device().description();
@@ -100,6 +110,8 @@ Result<Module*> Module::load(Context& context, const void* image, bool isLibrary
       if (void* address = code.globalAddress(global.name)) {
         registerGlobal(&context, address, global.size);
         module->registeredGlobals_.push_back(address);
+        if (isLibrary)
+          module->initialValues_.push_back(initialValue(context, address, global.size));
       }
     }
     for (std::string& managed : managedVariables(program.text, program.name))
@@ -144,6 +156,24 @@ void Module::unloadContextModules(Context& context) {
     }
   }
   for (Module* module : owned) delete module;
+}
+
+void Module::reinitializeLibraryGlobals(Context& context) {
+  std::vector<Module*> libraries;
+  {
+    std::lock_guard lock(modulesMutex());
+    for (Module* module : modules())
+      if (&module->context() == &context && module->isLibrary()) libraries.push_back(module);
+  }
+  backends::DeviceBackend& backend = context.device().backend();
+  for (Module* library : libraries)
+    for (const InitialValue& value : library->initialValues_) {
+      Status restored = value.bytes.empty()
+                            ? backend.fill(value.address, 0, 1, value.size)
+                            : backend.copy(value.address, value.bytes.data(), value.size);
+      if (!restored.ok())
+        log::warning("cannot restore a library variable at reset: " + restored.error().message);
+    }
 }
 
 Module* Module::moduleView() {

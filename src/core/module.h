@@ -93,6 +93,9 @@ class Module : public Object {
   // NVIDIA they belong to no context (cudart's code is loaded as libraries, and it keeps their
   // handles across cudaDeviceReset).
   static void unloadContextModules(Context& context);
+  // ... and the libraries' __device__ and __constant__ variables get the values of their image
+  // again, as in NVIDIA's new context (cudart's next launch loads the library afresh there).
+  static void reinitializeLibraryGlobals(Context& context);
 
   ~Module() override;
   Context& context() { return context_; }
@@ -120,6 +123,14 @@ class Module : public Object {
   std::map<std::string, std::unique_ptr<Kernel>, std::less<>> kernels_;
   std::vector<uint32_t> sassOnlyArchs_;  // non-empty when the image carried no PTX
   std::vector<void*> registeredGlobals_;
+  // Libraries: each variable's address and its value as loaded (empty: all zero).
+  struct InitialValue {
+    void* address;
+    size_t size;
+    std::vector<uint8_t> bytes;
+  };
+  std::vector<InitialValue> initialValues_;
+  static InitialValue initialValue(Context& context, void* address, size_t size);
   std::vector<std::string> managedNames_;
   Module* viewOf_ = nullptr;  // set in a library's module view
   std::unique_ptr<Module> view_;

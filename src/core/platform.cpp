@@ -94,6 +94,7 @@ Status Device::resetPrimary() {
   // is unknown afterwards) and clears its sticky error: the reset itself succeeds.
   context->reset();
   Module::unloadContextModules(*context);
+  Module::reinitializeLibraryGlobals(*context);
   destroyContextTextures(*context);  // before the arrays they may read
   destroyContextArrays(*context);
   releaseContextMemory(*context);

@@ -1,7 +1,8 @@
 // Module-scope variables: a __constant__ table written with cudaMemcpyToSymbol (also at an
 // offset), __device__ variables read with cudaMemcpyFromSymbol, a statically initialised
 // __device__ array, a __device__ table written through cudaGetSymbolAddress, and pointers to
-// both inside packed structs (nvcc writes those a byte at a time with PTX's mask operator).
+// both inside packed structs (nvcc writes those a byte at a time with PTX's mask operator),
+// and the initial values again after cudaDeviceReset.
 #include <vector>
 
 #include "e2e_check.h"
@@ -120,9 +121,23 @@ int main() {
   check.eq("packedRefs[1].target", 1, reinterpret_cast<unsigned long long>(tableAddr),
            addresses[1]);
   CHECK(cudaFree(dAddresses));
-
-  std::printf("symbols: n=%d\n", n);
   CHECK(cudaFree(dIn));
   CHECK(cudaFree(dOut));
+
+  // cudaDeviceReset: the next use loads the program into a new context, where the variables
+  // hold their initial values again (and the __constant__ table its zeros).
+  int changed[4] = {1, 2, 3, 4};
+  CHECK(cudaMemcpyToSymbol(initialised, changed, sizeof changed));
+  CHECK(cudaMemcpyToSymbol(coeffs, changed, sizeof changed));
+  CHECK(cudaDeviceReset());
+  int again[4] = {}, constants[4] = {7, 7, 7, 7};
+  CHECK(cudaMemcpyFromSymbol(again, initialised, sizeof again));
+  CHECK(cudaMemcpyFromSymbol(constants, coeffs, sizeof constants));
+  for (int i = 0; i < 4; ++i) {
+    check.eq("initialised after reset", i, expectedInit[i], again[i]);
+    check.eq("coeffs after reset", i, 0, constants[i]);
+  }
+
+  std::printf("symbols: n=%d\n", n);
   return check.finish();
 }
