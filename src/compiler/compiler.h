@@ -176,7 +176,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-39";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-40";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;
@@ -286,6 +286,7 @@ struct GlobalInfo {
   std::string name;
   ptx::StateSpace space = ptx::StateSpace::Global;  // Global or Const
   uint64_t size = 0;
+  bool initialized = false;  // has an initializer; otherwise zero when loaded
 };
 
 struct ModuleInfo {

@@ -8,7 +8,7 @@ namespace rocuda::compiler {
 namespace {
 
 constexpr uint8_t kMagic[4] = {'R', 'C', 'M', 'I'};
-constexpr uint32_t kFormatVersion = 5;
+constexpr uint32_t kFormatVersion = 6;
 
 class Writer {
  public:
@@ -158,6 +158,7 @@ std::vector<uint8_t> ModuleInfo::serialize() const {
     w.str(g.name);
     w.u8(static_cast<uint8_t>(g.space));
     w.u64(g.size);
+    w.u8(g.initialized ? 1 : 0);
   }
   w.u8(kernelsCompiledSeparately ? 1 : 0);
   return w.take();
@@ -182,11 +183,14 @@ Result<ModuleInfo> ModuleInfo::deserialize(const uint8_t* data, size_t size) {
   for (auto& k : info.kernels)
     if (!readKernel(r, k)) return bad("truncated kernel");
   uint32_t globals = 0;
-  if (!r.count(globals, 4 + 1 + 8)) return bad("bad global count");
+  if (!r.count(globals, 4 + 1 + 8 + 1)) return bad("bad global count");
   info.globals.resize(globals);
   for (auto& g : info.globals) {
-    uint8_t space = 0;
-    if (!r.str(g.name) || !r.u8(space) || !r.u64(g.size)) return bad("truncated global");
+    uint8_t space = 0, initialized = 0;
+    if (!r.str(g.name) || !r.u8(space) || !r.u64(g.size) || !r.u8(initialized))
+      return bad("truncated global");
+    if (initialized > 1) return bad("bad global initializer flag");
+    g.initialized = initialized != 0;
     if (space != static_cast<uint8_t>(ptx::StateSpace::Global) &&
         space != static_cast<uint8_t>(ptx::StateSpace::Const))
       return bad("bad global state space");

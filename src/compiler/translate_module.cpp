@@ -317,7 +317,8 @@ Status ModuleTranslator::declareGlobals(ModuleInfo& info) {
     globals_[var.name] = gv;
     if (!external) {
       pending.emplace_back(&var, gv);
-      info.globals.push_back(GlobalInfo{var.name, var.space, var.sizeInBytes()});
+      info.globals.push_back(
+          GlobalInfo{var.name, var.space, var.sizeInBytes(), var.hasInitializer});
     }
   }
   // Functions must exist before initializers that take their address.

@@ -73,12 +73,19 @@ Module::~Module() {
 }
 
 // What a variable holds right after loading (kept only when not all zero).
-Module::InitialValue Module::initialValue(Context& context, void* address, size_t size) {
-  InitialValue value{address, size, std::vector<uint8_t>(size)};
-  if (!context.device().backend().copy(value.bytes.data(), address, size).ok() ||
-      std::all_of(value.bytes.begin(), value.bytes.end(), [](uint8_t b) { return b == 0; }))
-    value.bytes.clear();
-  value.bytes.shrink_to_fit();
+// What a variable holds right after loading: its initializer's bytes, read back from the device
+// (a variable without one is zero and costs nothing to keep).
+std::optional<Module::InitialValue> Module::initialValue(Context& context, void* address,
+                                                         const compiler::GlobalInfo& global) {
+  InitialValue value{address, global.size, {}};
+  if (!global.initialized) return value;
+  value.bytes.resize(global.size);
+  Status read = context.device().backend().copy(value.bytes.data(), address, global.size);
+  if (!read.ok()) {
+    log::warning("library variable '" + global.name +
+                 "' will keep its values at a context reset: " + read.error().message);
+    return std::nullopt;
+  }
   return value;
 }
 
@@ -111,7 +118,8 @@ Result<Module*> Module::load(Context& context, const void* image, bool isLibrary
         registerGlobal(&context, address, global.size);
         module->registeredGlobals_.push_back(address);
         if (isLibrary)
-          module->initialValues_.push_back(initialValue(context, address, global.size));
+          if (auto value = initialValue(context, address, global))
+            module->initialValues_.push_back(std::move(*value));
       }
     }
     for (std::string& managed : managedVariables(program.text, program.name))

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -123,14 +124,15 @@ class Module : public Object {
   std::map<std::string, std::unique_ptr<Kernel>, std::less<>> kernels_;
   std::vector<uint32_t> sassOnlyArchs_;  // non-empty when the image carried no PTX
   std::vector<void*> registeredGlobals_;
-  // Libraries: each variable's address and its value as loaded (empty: all zero).
+  // Libraries: each variable's address and its value as loaded (empty: zero).
   struct InitialValue {
     void* address;
     size_t size;
     std::vector<uint8_t> bytes;
   };
   std::vector<InitialValue> initialValues_;
-  static InitialValue initialValue(Context& context, void* address, size_t size);
+  static std::optional<InitialValue> initialValue(Context& context, void* address,
+                                                  const compiler::GlobalInfo& global);
   std::vector<std::string> managedNames_;
   Module* viewOf_ = nullptr;  // set in a library's module view
   std::unique_ptr<Module> view_;

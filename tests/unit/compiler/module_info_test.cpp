@@ -27,7 +27,7 @@ ModuleInfo sample() {
   k2.name = "";
   k2.cpuSlowPathReason = "a reason";
   info.kernels.push_back(k2);
-  info.globals.push_back({"coeffs", ptx::StateSpace::Const, 16});
+  info.globals.push_back({"coeffs", ptx::StateSpace::Const, 16, true});
   info.globals.push_back({"table", ptx::StateSpace::Global, 1ull << 40});
   info.kernelsCompiledSeparately = true;
   return info;
@@ -61,6 +61,8 @@ TEST(ModuleInfo, RoundTrip) {
   ASSERT_EQ(back->globals.size(), 2u);
   EXPECT_EQ(back->globals[1].size, 1ull << 40);
   EXPECT_EQ(back->globals[0].space, ptx::StateSpace::Const);
+  EXPECT_TRUE(back->globals[0].initialized);
+  EXPECT_FALSE(back->globals[1].initialized);
   EXPECT_EQ(back->findKernel("kernel_one"), &back->kernels[0]);
   EXPECT_EQ(back->findGlobal("table"), &back->globals[1]);
   EXPECT_EQ(back->findGlobal("nope"), nullptr);
