@@ -21,13 +21,6 @@ bool isExtern(const ptx::Variable& var) {
   return std::any_of(var.dims.begin(), var.dims.end(), [](uint64_t d) { return d == 0; });
 }
 
-bool readsReservedShared(ptx::SpecialRegister reg) {
-  return reg == ptx::SpecialRegister::ReservedSmemOffsetBegin ||
-         reg == ptx::SpecialRegister::ReservedSmemOffsetEnd ||
-         reg == ptx::SpecialRegister::ReservedSmemOffsetCap ||
-         reg == ptx::SpecialRegister::ReservedSmemOffsetN;
-}
-
 // The reserved region as a variable of the layout (kernels that read none leave it out).
 const ptx::Variable& reservedSharedVariable() {
   static const ptx::Variable variable = [] {
@@ -85,7 +78,7 @@ class RefCollector {
         for (const auto& e : op.elements()) operand(e);
         break;
       case ptx::Operand::Kind::SpecialRegister:
-        if (readsReservedShared(op.special())) out_.shared.insert(kReservedSharedKey);
+        if (isReservedSharedRegister(op.special())) out_.shared.insert(kReservedSharedKey);
         break;
       default:
         break;
@@ -99,7 +92,7 @@ class RefCollector {
 };
 
 bool readsReservedShared(const ptx::Operand& op) {
-  if (op.kind == ptx::Operand::Kind::SpecialRegister) return readsReservedShared(op.special());
+  if (op.kind == ptx::Operand::Kind::SpecialRegister) return isReservedSharedRegister(op.special());
   if (op.kind == ptx::Operand::Kind::Vector || op.kind == ptx::Operand::Kind::List)
     for (const auto& e : op.elements())
       if (readsReservedShared(e)) return true;
@@ -186,6 +179,13 @@ std::unordered_map<std::string, std::set<std::string>> kernelVariables(
 }
 
 }  // namespace
+
+bool isReservedSharedRegister(ptx::SpecialRegister reg) {
+  return reg == ptx::SpecialRegister::ReservedSmemOffsetBegin ||
+         reg == ptx::SpecialRegister::ReservedSmemOffsetEnd ||
+         reg == ptx::SpecialRegister::ReservedSmemOffsetCap ||
+         reg == ptx::SpecialRegister::ReservedSmemOffsetN;
+}
 
 SharedLayout computeSharedLayout(const ptx::Module& module) {
   std::vector<SharedVar> vars = sharedVariables(module);

@@ -27,6 +27,7 @@ struct SharedLayout {
 inline constexpr const char* kReservedSharedKey = "%rocuda.reserved_smem";
 inline constexpr uint64_t kReservedSharedBytes = 1024;  // CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_...
 inline constexpr uint64_t kReservedSharedSecondSlot = 256;
+bool isReservedSharedRegister(ptx::SpecialRegister reg);
 
 // Kernels never share a window, so variables that no kernel uses together may overlap: each
 // kernel's window holds only what it (and the functions it can call) touches.

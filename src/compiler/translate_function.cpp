@@ -277,12 +277,9 @@ llvm::Value* FunctionTranslator::clusterRegister(ptx::SpecialRegister reg) {
 llvm::Value* FunctionTranslator::reservedSharedRegister(const ptx::Operand& op) {
   using R = ptx::SpecialRegister;
   uint64_t begin = 0;
-  R reg = op.special();
-  if (reg != R::ReservedSmemOffsetBegin && reg != R::ReservedSmemOffsetEnd &&
-      reg != R::ReservedSmemOffsetCap && reg != R::ReservedSmemOffsetN)
+  if (!isReservedSharedRegister(op.special()) || !mt.sharedOffset(kReservedSharedKey, begin))
     return nullptr;
-  if (!mt.sharedOffset(kReservedSharedKey, begin)) return nullptr;
-  switch (reg) {
+  switch (op.special()) {
     case R::ReservedSmemOffsetEnd:
       return b.getInt32(static_cast<uint32_t>(begin + kReservedSharedBytes));
     case R::ReservedSmemOffsetCap:
