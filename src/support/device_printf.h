@@ -33,7 +33,8 @@ inline constexpr const char* kAssertFormat =
 using StringReader = std::function<std::string(uint64_t address)>;
 
 // printf's output for `format` with the arguments in `args` (`argsBytes` long: a conversion
-// beyond them prints as written, never reads past the buffer).
+// beyond them prints as written, never reads past the buffer). `*` widths and precisions read
+// an int argument; conversions past CUDA's 32 arguments print as written.
 std::string format(std::string_view format, const uint8_t* args, size_t argsBytes,
                    const StringReader& readString);
 

@@ -62,5 +62,58 @@ TEST(DevicePrintf, FormatsLikeTheHostPrintf) {
   EXPECT_EQ(format("%y and %", nullptr, 0, noStrings), "%y and %");
 }
 
+TEST(DevicePrintf, StarWidthAndPrecisionReadAnInt) {
+  EXPECT_EQ(layoutOf("%*d").arguments, 2u);
+  EXPECT_EQ(layoutOf("%*d").bytes, 8u);
+  EXPECT_EQ(layoutOf("%*.*f").bytes, 16u);  // two ints, then the double at 8
+  Arguments args;
+  args.add<int32_t>(8).add<int32_t>(42).add<int32_t>(6).add<uint64_t>(0x1000);
+  EXPECT_EQ(
+      format("[%*d][%*s]", args.data(), args.size(), [](uint64_t) { return std::string("ab"); }),
+      "[      42][    ab]");
+  Arguments precision;
+  precision.add<int32_t>(2).add<double>(3.14159).add<int32_t>(5);
+  EXPECT_EQ(format("[%.*f] [%d]", precision.data(), precision.size(), noStrings), "[3.14] [5]");
+  // As in C: a negative width is left alignment, a negative precision none.
+  Arguments negative;
+  negative.add<int32_t>(-4).add<int32_t>(7).add<int32_t>(-1).add<double>(0.5);
+  EXPECT_EQ(format("[%*d][%.*f]", negative.data(), negative.size(), noStrings), "[7   ][0.500000]");
+  // The star's int is missing from the buffer: printed as written, nothing read.
+  Arguments onlyWidth;
+  onlyWidth.add<int32_t>(3);
+  EXPECT_EQ(format("%*d", onlyWidth.data(), onlyWidth.size(), noStrings), "%*d");
+}
+
+TEST(DevicePrintf, LongConversionsAreWhole) {
+  std::string text(2000, 'x');
+  Arguments args;
+  args.add<uint64_t>(0x1000).add<int32_t>(7);
+  std::string out = format("%s|%600d|", args.data(), args.size(), [&](uint64_t) { return text; });
+  EXPECT_EQ(out, text + "|" + std::string(599, ' ') + "7|");
+}
+
+TEST(DevicePrintf, AtMostThirtyTwoArguments) {
+  std::string format33;
+  Arguments args;
+  for (int i = 1; i <= 33; ++i) {
+    format33 += "%d ";
+    args.add<int32_t>(i);
+  }
+  Layout layout = layoutOf(format33);
+  EXPECT_EQ(layout.arguments, 32u);
+  EXPECT_EQ(layout.bytes, 128u);
+  std::string out = format(format33, args.data(), args.size(), noStrings);
+  EXPECT_EQ(out.substr(out.size() - 12), "30 31 32 %d ");
+}
+
+TEST(DevicePrintf, LengthModifiersNeverReachTheHostPrintfUnmatched) {
+  Arguments args;
+  args.add<double>(2.5).add<int32_t>(300).add<int64_t>(65).add<int32_t>(9);
+  // %Lf is a double on the device; %hhd narrows as on the host; %lc is a character.
+  EXPECT_EQ(format("%Lf %hhd %lc %1.2.3d", args.data(), args.size(), noStrings),
+            "2.500000 44 A %1.2.3d");
+  EXPECT_EQ(layoutOf("%1.2.3d %**d").arguments, 0u);
+}
+
 }  // namespace
 }  // namespace rocuda::device_printf
