@@ -64,21 +64,26 @@ llvm::Value* addCarry(FunctionTranslator& t, llvm::Value* a, llvm::Value* b, boo
   return sum;
 }
 
-// a - (b + CF) with borrow out into the carry flag.
-llvm::Value* subBorrow(FunctionTranslator& t, llvm::Value* a, llvm::Value* b, bool borrowIn,
-                       bool borrowOut) {
+// sub.cc / subc: the hardware's subtraction is a + ~b + 1 (sub.cc) or a + ~b + CF (subc), and the
+// carry flag it leaves is that sum's carry, i.e. 1 when nothing was borrowed. The ISA describes
+// the same chains as a - (b + borrow); the two agree wherever subtractions follow subtractions,
+// and the carry is what addc then reads (nvcc's own 128-bit division tests the flag of a
+// sub.cc/subc.cc chain with `addc 0, 0`), and what subc reads after an add.cc.
+llvm::Value* subCarry(FunctionTranslator& t, llvm::Value* a, llvm::Value* b, bool carryIn,
+                      bool carryOut) {
   auto& B = t.b;
-  llvm::Value* borrow = B.getFalse();
-  llvm::Value* diff = a;
+  llvm::Value* carry = B.getFalse();
+  llvm::Value* sum = a;
   auto step = [&](llvm::Value* x) {
-    auto* r = B.CreateBinaryIntrinsic(llvm::Intrinsic::usub_with_overflow, diff, x);
-    diff = B.CreateExtractValue(r, 0);
-    borrow = B.CreateOr(borrow, B.CreateExtractValue(r, 1));
+    auto* r = B.CreateBinaryIntrinsic(llvm::Intrinsic::uadd_with_overflow, sum, x);
+    sum = B.CreateExtractValue(r, 0);
+    carry = B.CreateOr(carry, B.CreateExtractValue(r, 1));
   };
-  step(b);
-  if (borrowIn) step(B.CreateZExt(B.CreateLoad(t.i1(), t.carryFlag()), a->getType()));
-  if (borrowOut) B.CreateStore(borrow, t.carryFlag());
-  return diff;
+  step(B.CreateNot(b));
+  step(carryIn ? B.CreateZExt(B.CreateLoad(t.i1(), t.carryFlag()), a->getType())
+               : llvm::ConstantInt::get(a->getType(), 1));
+  if (carryOut) B.CreateStore(carry, t.carryFlag());
+  return sum;
 }
 
 // Division that never traps: x/0 gives all ones (unsigned) or -1/+1-like values; MIN/-1 = MIN.
@@ -189,10 +194,10 @@ Status simpleBinary(FunctionTranslator& t, const ptx::Instruction& inst) {
       if (inst.hasModifier("sat"))
         r = B.CreateBinaryIntrinsic(llvm::Intrinsic::ssub_sat, a, b);
       else
-        r = cc ? subBorrow(t, a, b, false, true) : B.CreateSub(a, b);
+        r = cc ? subCarry(t, a, b, false, true) : B.CreateSub(a, b);
       break;
     case ptx::Opcode::subc:
-      r = subBorrow(t, a, b, true, cc);
+      r = subCarry(t, a, b, true, cc);
       break;
     case ptx::Opcode::div:
       r = safeDivRem(t, a, b, isSigned, false);

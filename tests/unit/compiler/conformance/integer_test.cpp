@@ -350,6 +350,21 @@ std::vector<InstructionCase> carryCases() {
                      " mov.b32 $d, %r6;",
                      kS32, kS64, kS64,
                      [](const Inputs& x) { return x[0] < x[1] ? uint64_t{0xffffffffu} : 0; }));
+  // The flag a subtraction leaves is the carry of a + ~b + 1 (1: nothing borrowed), which addc
+  // reads as such: nvcc's 128-bit division tests a sub.cc/subc.cc chain with `addc 0, 0`.
+  v.push_back(binary("sub_cc_then_addc_u32",
+                     "mov.b64 {%r0, %r1}, $a; mov.b64 {%r2, %r3}, $b;"
+                     " sub.cc.u32 %r4, %r0, %r2; subc.cc.u32 %r5, %r1, %r3; addc.u32 %r6, 0, 0;"
+                     " mov.b32 $d, %r6;",
+                     kS32, kS64, kS64, [](const Inputs& x) { return x[0] < x[1] ? 0u : 1u; }));
+  // ... and a subc after an add.cc computes a + ~b + CF: a - b when the addition carried.
+  v.push_back(binary("add_cc_then_subc_u32",
+                     "mov.b64 {%r0, %r1}, $a; mov.b64 {%r2, %r3}, $b;"
+                     " add.cc.u32 %r4, %r0, %r2; subc.u32 %r5, %r1, %r3; mov.b32 $d, %r5;",
+                     kS32, kS64, kS64, [](const Inputs& x) {
+                       bool carried = uint64_t{u32(x[0])} + u32(x[1]) > 0xffffffffu;
+                       return uint64_t{u32((x[0] >> 32) - (x[1] >> 32) - (carried ? 0 : 1))};
+                     }));
   v.push_back(ternary("mad_cc_madc_u32",
                       "mov.b64 {%r2, %r3}, $c; mad.lo.cc.u32 %r4, $a, $b, %r2;"
                       " madc.hi.u32 %r5, $a, $b, %r3; mov.b64 $d, {%r4, %r5};",
