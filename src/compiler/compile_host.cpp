@@ -104,6 +104,7 @@ Result<HostObject> compileForHost(std::string_view ptxText, std::string_view mod
   std::unique_ptr<llvm::Module> module = std::move(*translated);
   dumpModule(*module, name, ".ll");
   ROCUDA_TRY(detail::verifiedIr(*module, name, "translated"));
+  detail::flushAtomicSums(*module);
   if (unit.kind == HostUnit::Kind::Globals && !takesFunctionAddress(*module)) {
     dropFunctions(*module);
     result.info.kernelsCompiledSeparately = true;

@@ -176,7 +176,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-41";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-43";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;
@@ -257,11 +257,21 @@ struct KernelParamInfo {
   uint32_t alignment = 1;
 };
 
+// The newest PTX ISA version the compiler reads: CUDA 13.0's, the driver version Rocuda reports.
+inline constexpr uint32_t kNewestPtxVersion[2] = {9, 0};
+
+// sm_80's reserved shared memory per block (CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK
+// for compute capability 8.0 and later; %reserved_smem_offset_* name it).
+inline constexpr uint32_t kReservedSharedBytes = 1024;
+
 struct KernelInfo {
   std::string name;
   std::vector<KernelParamInfo> params;
   uint32_t paramBufferSize = 0;      // bytes, including trailing padding to the largest alignment
-  uint32_t staticSharedBytes = 0;    // static shared memory used
+  // Static shared memory of the kernel's window, sm_80's reserved region included when
+  // usesReservedShared (CUDA reports the kernel's static shared memory without it: the driver
+  // reserves that region for every block, see kReservedSharedBytes).
+  uint32_t staticSharedBytes = 0;
   uint32_t dynamicSharedOffset = 0;  // where dynamic (extern) shared memory starts in the window
   // .local depots of the kernel and of every function it can call (each counted once). Depots
   // are allocas: they live on the stack of the thread (or fiber) running the kernel, which
@@ -273,6 +283,11 @@ struct KernelInfo {
   bool usesWarpCollectives = false;  // after inlining, calls a warp collective (see above)
   bool spinWaits = false;  // after inlining, holds a spin-wait (__rocuda_spin_wait[_block])
   bool spinWaitsOnBlockMemory = false;  // ... on memory of its own block (_block): ThreadEntry
+  bool usesReservedShared = false;  // reads %reserved_smem_offset_*: the region is in its window
+  // Can call device printf / malloc or free: CUDA's printf FIFO and malloc heap sizes are fixed
+  // once such a kernel has been launched (cuCtxSetLimit).
+  bool usesPrintf = false;
+  bool usesDeviceMalloc = false;
   CpuExecution cpuExecution = CpuExecution::ThreadEntry;  // host code only
   uint32_t cpuFrameBytes = 0;     // Continuation: bytes of each thread's frame
   uint32_t cpuUniformFrameBytes = 0;  // Continuation: bytes of one copy of the uniform slots

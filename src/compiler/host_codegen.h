@@ -120,6 +120,11 @@ inline const std::vector<std::string> kSpinWaitFunctions = {
 // polled in spin-waits only. Run after inlining, before the block forms.
 void insertSpinPolls(llvm::Module& module);
 
+// Each atomicrmw fadd marked kFlushedSumMetadata becomes a compare-and-swap loop that flushes
+// the memory's value, the operand and the sum to sign-preserving zero when subnormal (for a
+// generic address, unless it points into the block's shared memory).
+void flushAtomicSums(llvm::Module& module);
+
 // Atomics marked block-private (kBlockPrivateMetadata: on the block's shared memory) become
 // plain loads and stores: the CPU device runs every thread of a block on one host thread, and
 // a thread's read-modify-write is never interleaved with another's (threads switch only at

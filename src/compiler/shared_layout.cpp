@@ -223,6 +223,7 @@ SharedLayout computeSharedLayout(const ptx::Module& module) {
       if (externKeys.count(key)) externUsers.insert(kernel);
     }
     layout.staticBytes[kernel] = end;
+    if (used.count(kReservedSharedKey)) layout.reservedRegionUsers.insert(kernel);
     if (externUsers.count(kernel)) dynamicStart = std::max(dynamicStart, end);
   }
   dynamicStart = alignTo(dynamicStart, dynamicAlign);

@@ -6,6 +6,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "compiler/compiler.h"
 #include "ptx/ast.h"
 
 namespace rocuda::compiler::detail {
@@ -15,6 +16,7 @@ struct SharedLayout {
   std::unordered_map<std::string, uint64_t> offsets;
   std::unordered_map<std::string, uint64_t> staticBytes;    // per kernel
   std::unordered_map<std::string, uint64_t> dynamicOffset;  // per kernel
+  std::set<std::string> reservedRegionUsers;                // kernels with the reserved region
   // The strictest alignment any shared variable asks for (at least 16): offsets honour it
   // relative to the window, so the window's own address must be aligned to it.
   uint64_t windowAlignment = 16;
@@ -25,7 +27,6 @@ struct SharedLayout {
 // window of each kernel that reads one of those registers, laid out like a .shared variable
 // under this key. %reserved_smem_offset_1 is kReservedSharedSecondSlot bytes into it.
 inline constexpr const char* kReservedSharedKey = "%rocuda.reserved_smem";
-inline constexpr uint64_t kReservedSharedBytes = 1024;  // CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_...
 inline constexpr uint64_t kReservedSharedSecondSlot = 256;
 bool isReservedSharedRegister(ptx::SpecialRegister reg);
 

@@ -209,6 +209,10 @@ Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
       operandType = ptx::bitTypeOfSize(size);
     ROCUDA_VALUE(val, t.read(inst.operands()[first + 1], operandType));
     old = atomicUpdate(t, inst, ptr, op, val, order, "gpu");  // PTX's default scope
+    if (op == llvm::AtomicRMWInst::FAdd && type == ScalarType::F32 &&
+        (inst.space == ptx::StateSpace::Global || inst.space == ptx::StateSpace::None))
+      setStringMetadata(*llvm::cast<llvm::Instruction>(old), kFlushedSumMetadata,
+                        inst.space == ptx::StateSpace::Global ? "global" : "generic");
   }
   if (isRed) return Status::success();
   return t.write(inst.operands()[0], old, type);

@@ -118,7 +118,18 @@ Status call(FunctionTranslator& t, const ptx::Instruction& inst) {
     llvm::Function* f = t.mt.findFunction(shape.callee->symbol());
     if (!def || !f) return t.invalid(inst, "unknown function '" + std::string(shape.callee->symbol()) + "'");
     if (def->isEntry) return t.unsupported(inst, "calling a kernel");
-    if (def->isDeclaration) return externalCall(t, inst, shape, *def, f);
+    if (def->isDeclaration) {
+      ROCUDA_TRY(externalCall(t, inst, shape, *def, f));
+      if (def->name == kAssertFunction) {
+        // A failed assert stops its thread like `exit` (the PTX goes on after the call; NVIDIA's
+        // __assertfail never returns); the block's other threads run on, so that each thread
+        // failing an assert reports it, as CUDA documents (findExitingFunctions counts it).
+        if (!t.fn.isEntry) B.CreateStore(B.getInt8(1), t.exitFlag());
+        t.emitReturn();
+        t.startDeadBlock();
+      }
+      return Status::success();
+    }
     if (countOf(shape.rets) != def->returnParams.size() ||
         countOf(shape.args) != def->params.size())
       return t.invalid(inst, "argument count does not match '" + def->name + "'");

@@ -13,6 +13,7 @@
 
 #include "compiler/shared_layout.h"
 #include "compiler/translator.h"
+#include "ptx/link.h"
 #include "ptx/parser.h"
 
 namespace rocuda::compiler::detail {
@@ -151,6 +152,7 @@ Status ModuleTranslator::layoutShared() {
   sharedOffsets_ = std::move(layout.offsets);
   sharedStaticBytes_ = std::move(layout.staticBytes);
   sharedDynamicOffset_ = std::move(layout.dynamicOffset);
+  reservedSharedUsers_ = std::move(layout.reservedRegionUsers);
   if (layout.windowAlignment > 16) {
     // Targets that place the window themselves (AMD GPUs: after a counter prefix) read it.
     auto* type = llvm::Type::getInt64Ty(context_);
@@ -359,8 +361,10 @@ void ModuleTranslator::findExitingFunctions() {
       if (inst.opcode == ptx::Opcode::exit) exiting_.insert(name);
       if (inst.opcode != ptx::Opcode::call || inst.operands().empty()) continue;
       size_t at = inst.operands()[0].kind == ptx::Operand::Kind::List ? 1 : 0;
-      if (at < inst.operands().size() && inst.operands()[at].kind == ptx::Operand::Kind::Symbol)
+      if (at < inst.operands().size() && inst.operands()[at].kind == ptx::Operand::Kind::Symbol) {
         calls.insert(std::string(inst.operands()[at].symbol()));
+        if (inst.operands()[at].symbol() == kAssertFunction) exiting_.insert(name);  // see call()
+      }
     }
     callees.emplace_back(name, std::move(calls));
   }
@@ -435,13 +439,10 @@ Status ModuleTranslator::declareFunctions() {
 }
 
 Status ModuleTranslator::checkUnresolvedCallees() const {
-  std::set<std::string, std::less<>> unresolved;
-  for (const auto& [name, def] : functionDefs_)
-    if (def->isDeclaration && !def->isEntry && !ptx::isDeviceRuntimeFunction(name))
-      unresolved.insert(name);
-  if (unresolved.empty()) return Status::success();
   // Only code a kernel can reach counts: libcudadevrt's functions name syscalls NVIDIA's driver
   // supplies and Rocuda does not, harmless while nothing calls them.
+  std::set<std::string, std::less<>> unresolved = ptx::unresolvedFunctions(ptx_);
+  if (unresolved.empty()) return Status::success();
   std::set<std::string> reachable = functionsReachableFromKernels(ptx_);
   for (const auto& fn : ptx_.functions) {
     if (fn.isDeclaration || !reachable.count(fn.name)) continue;
@@ -476,13 +477,17 @@ KernelInfo ModuleTranslator::kernelInfo(const ptx::Function& fn) const {
     info.staticSharedBytes = static_cast<uint32_t>(it->second);
   if (auto it = sharedDynamicOffset_.find(fn.name); it != sharedDynamicOffset_.end())
     info.dynamicSharedOffset = static_cast<uint32_t>(it->second);
+  info.usesReservedShared = reservedSharedUsers_.count(fn.name) != 0;
   // Every depot the kernel can reach, each once (recursion makes the true depth unbounded).
   uint64_t local = 0;
-  for (const auto& name : reachableFunctions(ptx_, fn.name))
+  std::set<std::string> reached = reachableFunctions(ptx_, fn.name);
+  for (const auto& name : reached)
     if (const ptx::Function* f = findFunctionDef(name))
       for (const auto& var : f->locals)
         if (var.space == ptx::StateSpace::Local) local += var.sizeInBytes();
   info.localBytesPerThread = static_cast<uint32_t>(local);
+  info.usesPrintf = reached.count("vprintf") != 0;
+  info.usesDeviceMalloc = reached.count("malloc") != 0 || reached.count("free") != 0;
   for (size_t i = 0; i < 3 && i < fn.performance.maxntid.size(); ++i)
     info.maxntid[i] = fn.performance.maxntid[i];
   for (size_t i = 0; i < 3 && i < fn.performance.reqntid.size(); ++i)
@@ -541,6 +546,15 @@ Result<std::unique_ptr<llvm::Module>> translatePtx(llvm::LLVMContext& context,
                                                    bool memcheck, std::string_view onlyKernel) {
   ptx::ParseResult parsed = ptx::parseModule(ptxText, moduleName);
   if (parsed.hasErrors()) return makeError(ErrorCode::InvalidPtx, parsed.formatDiagnostics());
+  // CUDA 13.0's driver (the version Rocuda reports) reads PTX ISA 9.0 and older.
+  const ptx::Module& m = parsed.module;
+  if (m.versionMajor > kNewestPtxVersion[0] ||
+      (m.versionMajor == kNewestPtxVersion[0] && m.versionMinor > kNewestPtxVersion[1]))
+    return makeError(ErrorCode::UnsupportedPtxVersion,
+                     std::string(moduleName) + ": PTX .version " + std::to_string(m.versionMajor) +
+                         "." + std::to_string(m.versionMinor) + " is newer than " +
+                         std::to_string(kNewestPtxVersion[0]) + "." +
+                         std::to_string(kNewestPtxVersion[1]) + ", the newest this driver reads");
   ModuleTranslator translator(context, parsed.module, moduleName);
   translator.memcheck = memcheck;
   translator.onlyKernel = std::string(onlyKernel);

@@ -27,6 +27,9 @@
 
 namespace rocuda::compiler::detail {
 
+// CUDA's device-side assert (the runtime defines it per target): a failed assert ends its thread.
+inline constexpr std::string_view kAssertFunction = "__assertfail";
+
 // Wider type of the same signedness (mul.wide): u16 -> u32, s32 -> s64.
 ptx::ScalarType widenedType(ptx::ScalarType type);
 
@@ -69,6 +72,13 @@ void markSpace(llvm::Instruction& access, const ptx::Instruction& inst);
 inline constexpr const char* kBlockPrivateMetadata = "rocuda.block_private";
 // Mark `access` block-private when `inst` names a shared space.
 void markBlockPrivate(llvm::Instruction& access, const ptx::Instruction& inst);
+
+// Metadata on the atomicrmw fadd of atom/red.add.f32 on global ("global") or generic ("generic")
+// memory: on global memory the hardware flushes subnormal inputs and results to sign-preserving
+// zero (the PTX ISA and the Programming Guide: atomic f32 adds on global memory always run in
+// flush-to-zero mode; on shared memory they keep subnormals). The CPU device expands it
+// (flushAtomicSums); AMDGPU keeps the hardware's atomic.
+inline constexpr const char* kFlushedSumMetadata = "rocuda.flushed_sum";
 
 // Module flag (i64, present when above 16): the alignment the shared window's address needs
 // (SharedLayout::windowAlignment). The CPU device aligns every window to a page anyway.
@@ -157,6 +167,7 @@ class ModuleTranslator {
   std::unordered_map<std::string, uint64_t> sharedOffsets_;
   std::unordered_map<std::string, uint64_t> sharedStaticBytes_;    // per kernel
   std::unordered_map<std::string, uint64_t> sharedDynamicOffset_;  // per kernel
+  std::set<std::string> reservedSharedUsers_;  // kernels whose window holds the reserved region
   std::unordered_map<uint64_t, llvm::Constant*> memcheckSources_;  // (file << 32 | line)
 };
 

@@ -25,6 +25,7 @@ Context::Context(Device& device, unsigned flags, bool primary)
 void Context::setDefaultLimits() {
   const auto& description = device_.description();
   std::fill(std::begin(limits_), std::end(limits_), 0);
+  launchedPrintf_ = launchedMalloc_ = false;
   limits_[static_cast<int>(ContextLimit::StackSize)] = 1024;
   limits_[static_cast<int>(ContextLimit::PrintfFifoSize)] = 1 << 20;
   limits_[static_cast<int>(ContextLimit::MallocHeapSize)] = 8 << 20;
@@ -38,6 +39,7 @@ void Context::setDefaultLimits() {
 Context::~Context() {
   // Streams drain in their destructors; the legacy stream last, as it may wait on the others.
   streams_.clear();
+  retiredStreams_.clear();
   perThread_.clear();
   legacy_.reset();
   events_.clear();
@@ -53,6 +55,7 @@ Stream& Context::perThreadStream() {
 }
 
 Result<Stream*> Context::createStream(unsigned flags, int priority) {
+  takeIdleRetiredStreams().clear();
   auto stream = std::make_unique<Stream>(*this, StreamKind::Created, flags, priority);
   Stream* raw = stream.get();
   std::lock_guard lock(mutex_);
@@ -70,11 +73,30 @@ Status Context::destroyStream(Stream* stream) {
       return makeError(ErrorCode::InvalidHandle, "stream does not belong to this context");
     owned = std::move(*it);
     streams_.erase(it);
+    // cuStreamDestroy returns at once; work still queued runs, and the stream's resources go
+    // when it is done (the handle is invalid from now on).
+    owned->retireHandle();
+    if (auto tail = owned->tail(); tail && !tail->done())
+      retiredStreams_.push_back(std::move(owned));
   }
-  // CUDA lets queued work finish after cuStreamDestroy returns; draining here is equivalent
-  // for the application, which can no longer name the stream.
   owned.reset();
+  takeIdleRetiredStreams().clear();  // destroyed here, outside the lock (they join a thread)
   return Status::success();
+}
+
+std::vector<std::unique_ptr<Stream>> Context::takeIdleRetiredStreams() {
+  std::vector<std::unique_ptr<Stream>> idle;
+  std::lock_guard lock(mutex_);
+  for (auto it = retiredStreams_.begin(); it != retiredStreams_.end();) {
+    auto tail = (*it)->tail();
+    if (tail && !tail->done()) {
+      ++it;
+      continue;
+    }
+    idle.push_back(std::move(*it));
+    it = retiredStreams_.erase(it);
+  }
+  return idle;
 }
 
 Result<Event*> Context::createEvent(unsigned flags) {
@@ -99,6 +121,7 @@ std::vector<Stream*> Context::allStreams() {
   std::lock_guard lock(mutex_);
   std::vector<Stream*> all;
   for (auto& s : streams_) all.push_back(s.get());
+  for (auto& s : retiredStreams_) all.push_back(s.get());
   for (auto& [id, s] : perThread_) all.push_back(s.get());
   return all;
 }
@@ -162,6 +185,7 @@ Status Context::synchronize() {
   if (capturing)
     return makeError(ErrorCode::StreamCaptureUnsupported, "synchronizing during stream capture");
   drain();
+  takeIdleRetiredStreams().clear();
   device().trimMemPools();  // CUDA's pools release memory at synchronisations
   return stickyError();
 }
@@ -179,6 +203,8 @@ void Context::reset() {
   {
     std::lock_guard lock(mutex_);
     streams.swap(streams_);
+    for (auto& retired : retiredStreams_) streams.push_back(std::move(retired));
+    retiredStreams_.clear();
     events.swap(events_);
     sticky_ = false;
     stickyError_ = Error();
@@ -210,8 +236,21 @@ uint64_t Context::limit(ContextLimit which) const {
 Status Context::setLimit(ContextLimit which, uint64_t value) {
   if (which >= ContextLimit::Count) return makeError(ErrorCode::InvalidValue, "unknown limit");
   std::lock_guard lock(mutex_);
+  if (which == ContextLimit::PrintfFifoSize && launchedPrintf_)
+    return makeError(ErrorCode::InvalidValue,
+                     "the printf FIFO size is fixed once a kernel using printf was launched");
+  if (which == ContextLimit::MallocHeapSize && launchedMalloc_)
+    return makeError(ErrorCode::InvalidValue,
+                     "the malloc heap size is fixed once a kernel using malloc was launched");
   limits_[static_cast<int>(which)] = value;
   return Status::success();
+}
+
+void Context::noteLaunch(const compiler::KernelInfo& kernel) {
+  if (!kernel.usesPrintf && !kernel.usesDeviceMalloc) return;
+  std::lock_guard lock(mutex_);
+  launchedPrintf_ |= kernel.usesPrintf;
+  launchedMalloc_ |= kernel.usesDeviceMalloc;
 }
 
 Context* currentContext() { return contextStack.empty() ? nullptr : contextStack.back(); }

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "compiler/compiler.h"
 #include "core/object.h"
 #include "core/stream.h"
 #include "support/result.h"
@@ -79,10 +80,15 @@ class Context : public Object {
   Status stickyError() const;
 
   uint64_t limit(ContextLimit which) const;
+  // CU_LIMIT_PRINTF_FIFO_SIZE and CU_LIMIT_MALLOC_HEAP_SIZE cannot change (InvalidValue) once a
+  // kernel that uses printf, or malloc/free, has been launched (noteLaunch).
   Status setLimit(ContextLimit which, uint64_t value);
+  void noteLaunch(const compiler::KernelInfo& kernel);
 
  private:
   std::vector<Stream*> allStreams();
+  // Removes the idle retired streams from retiredStreams_ (the caller destroys them unlocked).
+  std::vector<std::unique_ptr<Stream>> takeIdleRetiredStreams();
   void setDefaultLimits();
 
   Device& device_;
@@ -93,10 +99,14 @@ class Context : public Object {
   std::unique_ptr<Stream> legacy_;
   std::unordered_map<std::thread::id, std::unique_ptr<Stream>> perThread_;
   std::vector<std::unique_ptr<Stream>> streams_;
+  // Streams destroyed while work was queued on them: their handles are gone, their work still
+  // runs (and is waited for by context-wide synchronisation); freed once idle.
+  std::vector<std::unique_ptr<Stream>> retiredStreams_;
   std::vector<std::unique_ptr<Event>> events_;
   bool sticky_ = false;
   Error stickyError_;
   uint64_t limits_[static_cast<int>(ContextLimit::Count)] = {};
+  bool launchedPrintf_ = false, launchedMalloc_ = false;  // see setLimit
 };
 
 // The calling thread's context stack (cuCtxPush/Pop/SetCurrent/GetCurrent).

@@ -56,7 +56,7 @@ Status validateConfiguration(const Kernel& kernel, const backends::DeviceDescrip
                            "asks for " + std::to_string(threads));
   }
   if (request.sharedBytes > static_cast<uint32_t>(kernel.maxDynamicSharedBytes()) ||
-      uint64_t(request.sharedBytes) + info.staticSharedBytes >
+      uint64_t(request.sharedBytes) + kernel.staticSharedBytes() >
           static_cast<uint64_t>(device.sharedMemPerBlockOptin))
     return makeError(ErrorCode::InvalidValue,
                      "kernel '" + info.name + "' asks for " + std::to_string(request.sharedBytes) +
@@ -136,6 +136,7 @@ Status launchKernel(Kernel& kernel, Stream& stream, const LaunchRequest& request
   ROCUDA_TRY(kernel.loaded().prepare());
   auto arguments = packArguments(kernel.info(), request);
   if (!arguments.ok()) return arguments.error();
+  context.noteLaunch(kernel.info());
 
   backends::LaunchConfig config{request.grid, request.block, request.sharedBytes,
                                 request.cooperative};
@@ -162,6 +163,10 @@ Status launchKernel(Kernel& kernel, Stream& stream, const LaunchRequest& request
   return Status::success();
 }
 
+uint64_t reservedSharedBytesPerBlock(const backends::DeviceDescription& device) {
+  return device.computeCapabilityMajor >= 8 ? compiler::kReservedSharedBytes : 0;
+}
+
 int blocksPerMultiprocessor(const backends::DeviceDescription& device,
                             const KernelFootprint& kernel, int blockSize,
                             size_t dynamicSharedBytes) {
@@ -172,6 +177,7 @@ int blocksPerMultiprocessor(const backends::DeviceDescription& device,
                               device.maxThreadsPerMultiprocessor / threadsPerBlock);
   uint64_t shared = kernel.staticSharedBytes + dynamicSharedBytes;
   if (shared > static_cast<uint64_t>(device.sharedMemPerBlockOptin)) return 0;
+  shared += reservedSharedBytesPerBlock(device);
   if (shared > 0) blocks = std::min<long long>(blocks, device.sharedMemPerMultiprocessor / shared);
   if (kernel.registersPerThread > 0) {
     long long registers = 1LL * kernel.registersPerThread * threadsPerBlock;

@@ -42,6 +42,11 @@ struct KernelFootprint {
   int registersPerThread = 0;  // 0: the device has no register file to share (the CPU)
 };
 
+// Shared memory the driver reserves for every block besides the kernel's own (1 KB from compute
+// capability 8.0, where %reserved_smem_offset_* name it): it counts against a multiprocessor's
+// shared memory but not against the per-block limit, as in NVIDIA's occupancy calculator.
+uint64_t reservedSharedBytesPerBlock(const backends::DeviceDescription& device);
+
 // Blocks of `blockSize` (> 0) threads with `dynamicSharedBytes` of dynamic shared memory that one
 // multiprocessor of `device` holds at once: limited by its threads, blocks, shared memory and
 // registers (each block's threads rounded up to whole warps); 0 when such a block cannot run.

@@ -60,7 +60,11 @@ int Kernel::maxThreadsPerBlock() const {
 
 uint64_t Kernel::staticSharedBytes() const {
   int compiled = loaded_.resources().staticSharedBytes;
-  return compiled >= 0 ? static_cast<uint64_t>(compiled) : info().staticSharedBytes;
+  uint64_t bytes = compiled >= 0 ? static_cast<uint64_t>(compiled) : info().staticSharedBytes;
+  // The reserved region is the driver's, not the kernel's (reservedSharedBytesPerBlock).
+  if (info().usesReservedShared && bytes >= compiler::kReservedSharedBytes)
+    bytes -= compiler::kReservedSharedBytes;
+  return bytes;
 }
 
 Module::Module(Context& context, bool isLibrary)

@@ -39,8 +39,9 @@ class Kernel : public Object {
   // The most threads a block of this kernel may have: the device's limit, the PTX's .maxntid /
   // .reqntid, and the compiled code's own (an AMD code object's flat work-group size).
   int maxThreadsPerBlock() const;
-  // The static shared memory its blocks use: the compiled code's figure where the device has
-  // one (an AMD code object's LDS), else the PTX's.
+  // The static shared memory its blocks use, as CUDA reports it: the compiled code's figure
+  // where the device has one (an AMD code object's LDS), else the PTX's; without sm_80's
+  // reserved region, which every block has (reservedSharedBytesPerBlock).
   uint64_t staticSharedBytes() const;
 
   // cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) and friends.

@@ -25,6 +25,12 @@ Object::Object(ObjectKind kind) : kind_(kind) {
   r.live[this] = this;
 }
 
+void Object::retireHandle() {
+  Registry& r = registry();
+  std::unique_lock lock(r.mutex);
+  r.live.erase(this);
+}
+
 Object::~Object() {
   Registry& r = registry();
   std::unique_lock lock(r.mutex);

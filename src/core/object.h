@@ -22,6 +22,9 @@ class Object {
   Object& operator=(const Object&) = delete;
 
   ObjectKind kind() const { return kind_; }
+  // The handle stops being valid now (lookups fail) although the object lives on until
+  // destroyed: a stream destroyed with work still queued.
+  void retireHandle();
 
  private:
   ObjectKind kind_;

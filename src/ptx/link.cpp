@@ -271,4 +271,55 @@ LinkResult linkModules(std::vector<Module> modules) {
   return result;
 }
 
+std::set<std::string, std::less<>> unresolvedFunctions(const Module& module) {
+  std::set<std::string, std::less<>> unresolved;
+  for (const Function& f : module.functions)
+    if (f.isDeclaration && !f.isEntry && !isDeviceRuntimeFunction(f.name))
+      unresolved.insert(f.name);
+  for (const Function& f : module.functions)  // a prototype of a function defined later
+    if (!f.isDeclaration) unresolved.erase(f.name);
+  for (const auto& [alias, target] : module.aliases) unresolved.erase(alias);  // .alias a, b
+  if (unresolved.empty()) return unresolved;
+  // Functions reachable from the kernels through the functions their code names.
+  std::set<std::string, std::less<>> reached;
+  std::vector<const Function*> pending;
+  bool indirect = false;
+  for (const Function& f : module.functions)
+    if (f.isEntry && !f.isDeclaration && reached.insert(f.name).second) pending.push_back(&f);
+  auto name = [&](std::string_view symbol) {
+    const Function* callee = module.findFunction(symbol);
+    if (callee != nullptr && reached.insert(callee->name).second && !callee->isDeclaration)
+      pending.push_back(callee);
+  };
+  auto visit = [&](const Operand& op, auto& self) -> void {
+    if (op.kind == Operand::Kind::Symbol) {
+      name(op.symbol());
+    } else if (op.kind == Operand::Kind::Address &&
+               op.address().baseKind == Address::BaseKind::Symbol) {
+      name(op.address().symbol);
+    } else if (op.kind == Operand::Kind::Vector || op.kind == Operand::Kind::List) {
+      for (const Operand& e : op.elements()) self(e, self);
+    }
+  };
+  while (!pending.empty() && !indirect) {
+    const Function* f = pending.back();
+    pending.pop_back();
+    for (const Statement& statement : f->body) {
+      if (statement.isLabel()) continue;
+      const Instruction& inst = statement.instruction;
+      for (const Operand& op : inst.operands()) visit(op, visit);
+      if (inst.opcode == Opcode::call && !inst.operands().empty()) {
+        size_t at = inst.operands()[0].kind == Operand::Kind::List ? 1 : 0;
+        if (at < inst.operands().size() && inst.operands()[at].kind == Operand::Kind::Register)
+          indirect = true;
+      }
+    }
+  }
+  if (indirect) return unresolved;
+  std::set<std::string, std::less<>> named;
+  for (const std::string& f : unresolved)
+    if (reached.count(f)) named.insert(f);
+  return named;
+}
+
 }  // namespace rocuda::ptx

@@ -11,6 +11,7 @@
 //   - .version is the highest, .target the one of the highest sm_XX, .address_size must agree.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,5 +26,11 @@ struct LinkResult {
 };
 
 LinkResult linkModules(std::vector<Module> modules);
+
+// The functions `module` declares but does not define, other than the device runtime's
+// (isDeviceRuntimeFunction), that code reachable from its kernels names: what a complete
+// program cannot have (nvlink's "undefined reference"). Code no kernel reaches does not count
+// (libcudadevrt names syscalls nothing calls); a call through a register reaches every function.
+std::set<std::string, std::less<>> unresolvedFunctions(const Module& module);
 
 }  // namespace rocuda::ptx

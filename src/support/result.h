@@ -17,13 +17,15 @@ enum class ErrorCode {
   NoDevice,
   InvalidDevice,
   InvalidContext,
+  ContextIsDestroyed,  // the thread's current context was destroyed by another thread
   InvalidHandle,
-  InvalidImage,    // a binary (fatbin, ELF, cache entry) that cannot be read
-  NoBinaryForGpu,  // a binary without PTX for a kernel
-  InvalidPtx,      // PTX that does not parse or check
-  UnsupportedPtx,  // valid PTX using something the compiler does not implement yet
-  NotFound,        // a named symbol, kernel or global that does not exist
-  NotSupported,    // an operation this device or build cannot do
+  InvalidImage,           // a binary (fatbin, ELF, cache entry) that cannot be read
+  NoBinaryForGpu,         // a binary without PTX for a kernel
+  InvalidPtx,             // PTX that does not parse or check
+  UnsupportedPtx,         // valid PTX using something the compiler does not implement yet
+  UnsupportedPtxVersion,  // a .version newer than the PTX ISA of the CUDA version reported
+  NotFound,               // a named symbol, kernel or global that does not exist
+  NotSupported,           // an operation this device or build cannot do
   NotReady,
   IllegalAddress,
   LaunchFailed,

@@ -1,7 +1,10 @@
 // Atomic operations across many blocks, on global and shared memory: histograms with atomicAdd
 // (int and unsigned), float atomicAdd with exactly representable sums, atomicMax/Min, a double
-// add built from an atomicCAS loop, atomicExch, atomicInc wrap-around, atomicSub/And/Or/Xor.
+// add built from an atomicCAS loop, atomicExch, atomicInc wrap-around, atomicSub/And/Or/Xor;
+// float atomicAdd's subnormals: flushed to zero on global memory, kept on shared memory.
 #include <climits>
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "e2e_check.h"
@@ -66,6 +69,61 @@ __global__ void sharedHistogram(const int* data, int n, unsigned* hist, Totals* 
   for (int b = threadIdx.x; b < kBins; b += blockDim.x)
     if (local[b] != 0) atomicAdd(&hist[b], local[b]);
   if (threadIdx.x == 0) atomicMax(&t->sharedMax, localMax);
+}
+
+// Subnormal cases of float atomicAdd: case i adds addend[i] to a location holding start[i].
+// Global memory (directly and through a generic pointer) flushes subnormal inputs and results
+// to sign-preserving zero; shared memory (also through a generic pointer) keeps them.
+constexpr int kSubnormalCases = 4;
+__device__ __noinline__ float addThrough(float* generic, float value) {
+  return atomicAdd(generic, value);
+}
+__global__ void subnormalAdds(const uint32_t* start, const uint32_t* addend, float* global,
+                              float* genericGlobal, float* shared, float* genericShared,
+                              float* oldValues) {
+  __shared__ float s[2 * kSubnormalCases];
+  int i = threadIdx.x;
+  float a = __uint_as_float(addend[i]);
+  s[i] = __uint_as_float(start[i]);
+  s[kSubnormalCases + i] = __uint_as_float(start[i]);
+  oldValues[i] = atomicAdd(&global[i], a);
+  addThrough(&genericGlobal[i], a);
+  atomicAdd(&s[i], a);
+  addThrough(&s[kSubnormalCases + i], a);
+  shared[i] = s[i];
+  genericShared[i] = s[kSubnormalCases + i];
+}
+
+void checkSubnormalAdds(Checker& check) {
+  const std::vector<uint32_t> start = {0x00000001u, 0x00400000u, 0x00800000u, 0x00800001u};
+  const std::vector<uint32_t> addend = {0x00000001u, 0x00400000u, 0x80000001u, 0x80800000u};
+  // Flushed: subnormal inputs are zeros (cases 0-2), a subnormal sum is a zero (case 3).
+  const uint32_t flushedSums[kSubnormalCases] = {0, 0, 0x00800000u, 0};
+  const uint32_t exactSums[kSubnormalCases] = {0x00000002u, 0x00800000u, 0x007fffffu, 0x00000001u};
+  uint32_t *dStart = upload(start), *dAddend = upload(addend);
+  float* out;
+  CHECK(cudaMalloc(&out, 5 * kSubnormalCases * sizeof(float)));
+  CHECK(cudaMemcpy(out, start.data(), kSubnormalCases * sizeof(float), cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(out + kSubnormalCases, start.data(), kSubnormalCases * sizeof(float),
+                   cudaMemcpyHostToDevice));
+  subnormalAdds<<<1, kSubnormalCases>>>(dStart, dAddend, out, out + kSubnormalCases,
+                                        out + 2 * kSubnormalCases, out + 3 * kSubnormalCases,
+                                        out + 4 * kSubnormalCases);
+  CHECK_LAUNCH();
+  std::vector<uint32_t> got(5 * kSubnormalCases);
+  CHECK(cudaMemcpy(got.data(), out, got.size() * sizeof(uint32_t), cudaMemcpyDeviceToHost));
+  for (int i = 0; i < kSubnormalCases; ++i) {
+    check.eq("global atomicAdd, subnormals flushed", i, flushedSums[i], got[i]);
+    check.eq("generic-to-global atomicAdd, subnormals flushed", i, flushedSums[i],
+             got[kSubnormalCases + i]);
+    check.eq("shared atomicAdd, subnormals kept", i, exactSums[i], got[2 * kSubnormalCases + i]);
+    check.eq("generic-to-shared atomicAdd, subnormals kept", i, exactSums[i],
+             got[3 * kSubnormalCases + i]);
+    check.eq("atomicAdd returns the value it found", i, start[i], got[4 * kSubnormalCases + i]);
+  }
+  CHECK(cudaFree(dStart));
+  CHECK(cudaFree(dAddend));
+  CHECK(cudaFree(out));
 }
 
 int main() {
@@ -150,6 +208,8 @@ int main() {
     inRange = false;
   check.expect(inRange, "atomicExch old values are in range");
   for (int v = 0; v <= n; ++v) check.eq("atomicExch value count", v - 1, 1, seen[v]);
+
+  checkSubnormalAdds(check);
 
   std::printf("atomics: n=%d, %d bins, max=%d min=%d\n", n, kBins, t.maxValue, t.minValue);
   CHECK(cudaFree(dData));

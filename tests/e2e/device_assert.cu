@@ -1,7 +1,12 @@
 // A device-side assert() that fails: the launch completes with cudaErrorAssert, the error is
-// sticky for the context (as on NVIDIA hardware), and the process itself is unharmed.
+// sticky for the context (as on NVIDIA hardware), and the process itself is unharmed. Every
+// thread failing an assert reports it (two lanes of one warp here), each with its indices.
 #undef NDEBUG  // the point of this program is a failing assert
+#include <unistd.h>
+
 #include <cassert>
+#include <cstdlib>
+#include <string>
 
 #include "e2e_check.h"
 
@@ -11,6 +16,31 @@ __global__ void checkPositive(const int* values, int n, int* visited) {
     atomicAdd(visited, 1);
     assert(values[i] > 0);
   }
+}
+
+__global__ void twoLanesFail() { assert(threadIdx.x % 16 != 5); }
+
+// What the failed asserts of `launch` print on stderr (the messages appear by the time the
+// context is synchronized).
+template <typename Launch>
+std::string stderrOf(Launch launch, cudaError_t& sync) {
+  char path[] = "/tmp/rocuda_assert_XXXXXX";
+  int file = mkstemp(path);
+  std::fflush(stderr);
+  int saved = dup(2);
+  dup2(file, 2);
+  launch();
+  sync = cudaDeviceSynchronize();
+  std::fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  std::string text;
+  char buffer[4096];
+  lseek(file, 0, SEEK_SET);
+  for (ssize_t n; (n = read(file, buffer, sizeof buffer)) > 0;) text.append(buffer, n);
+  close(file);
+  unlink(path);
+  return text;
 }
 
 int main() {
@@ -43,6 +73,24 @@ int main() {
   int dummy = 0;
   cudaError_t after = cudaMemcpy(&dummy, visited, sizeof(int), cudaMemcpyDeviceToHost);
   check.expect(after == cudaErrorAssert, "the assert error is sticky");
+
+  // After a reset, two lanes of one warp fail: each reports its thread.
+  CHECK(cudaDeviceReset());
+  cudaError_t lanesSync = cudaSuccess;
+  std::string messages = stderrOf([] { twoLanesFail<<<1, 32>>>(); }, lanesSync);
+  check.expect(lanesSync == cudaErrorAssert, "the warp's failed asserts fail the launch");
+  size_t lines = 0;  // (the driver may log more lines there: count the assert messages)
+  for (size_t at = messages.find("Assertion `"); at != std::string::npos;
+       at = messages.find("Assertion `", at + 1))
+    ++lines;
+  check.expect(lines == 2, "one message for each of the two failing threads");
+  check.expect(messages.find("thread: [5,0,0] Assertion `threadIdx.x % 16 != 5` failed.") !=
+                   std::string::npos,
+               "thread 5 reports its assert");
+  check.expect(messages.find("thread: [21,0,0] Assertion `threadIdx.x % 16 != 5` failed.") !=
+                   std::string::npos,
+               "thread 21 reports its assert");
+  if (lines != 2) std::fprintf(stderr, "assert messages:\n%s", messages.c_str());
   std::printf("device_assert: assert failure reported as %s\n", cudaGetErrorName(sync));
   return check.finish();
 }

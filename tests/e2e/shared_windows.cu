@@ -112,6 +112,22 @@ int main() {
   check.expect(region[3] >= region[0] && region[3] + 288 <= region[1],
                "%reserved_smem_offset_1 leaves cooperative groups' 288 bytes inside the region");
 
+  // The region is the driver's, reserved for every block (cc 8.0+), not the kernel's: the
+  // kernel reports its own static shared memory only, and occupancy counts the region for each
+  // block as NVIDIA's occupancy calculator does (cuda_occupancy.h).
+  cudaFuncAttributes attributes{};
+  CHECK(cudaFuncGetAttributes(&attributes, reservedRegion));
+  check.eq("reservedRegion sharedSizeBytes", 0, size_t{0}, attributes.sharedSizeBytes);
+  CHECK(cudaFuncGetAttributes(&attributes, largeTiles<64>));
+  check.eq("largeTiles<64> sharedSizeBytes", 0, sizeof(int) * 256, attributes.sharedSizeBytes);
+  int perMultiprocessor = 0, blocks = 0;
+  CHECK(cudaDeviceGetAttribute(&perMultiprocessor, cudaDevAttrMaxSharedMemoryPerMultiprocessor, 0));
+  const size_t dynamicBytes = 4 * 1024;  // 8 KB static: 12 KB a block, 13 KB with the region
+  CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, negativeIndex, 32, dynamicBytes));
+  size_t perBlock = sizeof(int) * 2048 + dynamicBytes + static_cast<size_t>(reserved);
+  check.eq("blocks per multiprocessor with 12 KB of shared memory", 0,
+           static_cast<int>(static_cast<size_t>(perMultiprocessor) / perBlock), blocks);
+
   CHECK(cudaFree(out));
   return check.finish();
 }

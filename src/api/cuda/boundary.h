@@ -4,8 +4,10 @@
 // validate an application's handle through the core registry before anything dereferences it.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <new>
 #include <string>
 #include <type_traits>
@@ -50,6 +52,18 @@ class Outcome {
 };
 
 inline Outcome invalidValue(const char* why) { return {cuda::CUDA_ERROR_INVALID_VALUE, why}; }
+
+// CU_DEVICE_ATTRIBUTE_MAX_PITCH: the largest pitch a 2D or 3D copy accepts.
+inline constexpr size_t kMaxPitch = 2147483647;
+
+// CU_JIT_WALL_TIME (cuModuleLoadDataEx, cuLinkCreate): the option's value slot receives the
+// milliseconds spent compiling and linking, as a float.
+inline void writeJitWallTime(void** slot, float milliseconds) {
+  std::memcpy(slot, &milliseconds, sizeof milliseconds);
+}
+inline float millisecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
 
 // ---- Argument formatting for the trace ----
 template <class T>

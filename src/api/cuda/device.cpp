@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "api/cuda/boundary.h"
+#include "core/launch.h"
 #include "core/platform.h"
 #include "core/texture.h"
 
@@ -39,7 +40,7 @@ std::optional<int> limitAttribute(const DeviceDescription& d, int attribute) {
     case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
       return d.warpSize;
     case CU_DEVICE_ATTRIBUTE_MAX_PITCH:
-      return 2147483647;  // any pitch a size_t row can have
+      return static_cast<int>(api::kMaxPitch);
     case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK:
       return d.registersPerBlock;
     case CU_DEVICE_ATTRIBUTE_CLOCK_RATE:
@@ -153,9 +154,9 @@ std::optional<int> capabilityAttribute(const DeviceDescription& d, int attribute
     case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:  // cuMemExport...
       return d.virtualMemoryManagement && d.sharesMemoryBetweenProcesses ? 1 : 0;
     // sm_80's reserved shared memory (%reserved_smem_offset_*): a kernel that reads those
-    // registers has the region in its static shared memory (compiler/shared_layout.h).
+    // registers has the region in its window (compiler/shared_layout.h).
     case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK:
-      return d.computeCapabilityMajor >= 8 ? 1024 : 0;
+      return static_cast<int>(core::reservedSharedBytesPerBlock(d));
     case CU_DEVICE_ATTRIBUTE_NUMA_ID:
       return -1;
     case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID:

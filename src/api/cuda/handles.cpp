@@ -10,9 +10,10 @@ namespace rocuda::api {
 Result<core::Context*> currentContext() {
   core::Context* context = core::currentContext();
   if (context == nullptr) return makeError(ErrorCode::InvalidContext, "no current context");
-  // The thread's stack may still name a context another thread destroyed.
+  // The thread's stack may still name a context another thread destroyed: "attempting to access
+  // ctx from those threads will result in the error CUDA_ERROR_CONTEXT_IS_DESTROYED".
   if (core::lookupHandle<core::Context>(context) == nullptr)
-    return makeError(ErrorCode::InvalidContext, "the current context was destroyed");
+    return makeError(ErrorCode::ContextIsDestroyed, "the current context was destroyed");
   return context;
 }
 

@@ -55,7 +55,11 @@ Outcome launch(const void* f, const std::array<uint32_t, 3>& grid,
   core::Context& codeContext = (*kernel)->module().context();
   if (core::lookupHandle<core::Context>(&codeContext) == nullptr)
     return {CUDA_ERROR_CONTEXT_IS_DESTROYED, "the kernel's context was destroyed"};
-  if (&(*stream)->context() != &codeContext)
+  // A library's kernel (CUkernel) is context-independent: it runs in the stream's context on the
+  // device the library was loaded for (its variables are that load's, shared by the contexts).
+  bool libraryKernel =
+      (*kernel)->module().isLibrary() && &(*stream)->context().device() == &codeContext.device();
+  if (&(*stream)->context() != &codeContext && !libraryKernel)
     return {CUDA_ERROR_INVALID_HANDLE, "the kernel is not loaded in the stream's context"};
   if (kernelParams != nullptr && extra != nullptr)
     return invalidValue("kernelParams and extra are exclusive");
@@ -408,7 +412,7 @@ ROCUDA_EXPORT CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t* dynamicSm
     Result<int> fit = api::occupancy(**kernel, blockSize, 0);
     if (!fit) return fit.error();
     const auto& d = (*kernel)->module().context().device().description();
-    size_t staticBytes = (*kernel)->info().staticSharedBytes;
+    size_t staticBytes = (*kernel)->staticSharedBytes();
     size_t perBlock =
         std::min<size_t>(d.sharedMemPerMultiprocessor / numBlocks, d.sharedMemPerBlockOptin);
     *dynamicSmemSize = numBlocks > *fit || perBlock < staticBytes ? 0 : perBlock - staticBytes;

@@ -40,6 +40,8 @@ struct LinkState {
     }
   };
   Log errorLog, infoLog;
+  void** wallTimeValue = nullptr;  // &optionValues[i] of CU_JIT_WALL_TIME
+  float milliseconds = 0;          // spent adding and linking inputs so far
 };
 
 link::LiveHandles<LinkState>& states() {
@@ -91,6 +93,9 @@ Outcome create(unsigned numOptions, CUjit_option* options, void** values, CUlink
         state->infoLog.capacity = size;
         state->infoLog.sizeValue = &values[i];
         break;
+      case CU_JIT_WALL_TIME:
+        state->wallTimeValue = &values[i];
+        break;
       default:
         break;
     }
@@ -111,7 +116,9 @@ Outcome addBytes(LinkState& state, CUjitInputType type, const uint8_t* data, siz
                         : type == CU_JIT_INPUT_FATBINARY ? link::InputKind::Fatbin
                         : type == CU_JIT_INPUT_OBJECT    ? link::InputKind::Object
                                                          : link::InputKind::Library;
+  auto start = std::chrono::steady_clock::now();
   Status added = state.linker.add(kind, data, size, name);
+  state.milliseconds += millisecondsSince(start);
   if (added.ok()) return {};
   const Error& e = added.error();
   CUresult code = e.code == ErrorCode::NoBinaryForGpu ? CUDA_ERROR_NO_BINARY_FOR_GPU
@@ -149,7 +156,10 @@ Outcome complete(CUlinkState handle, void** cubinOut, size_t* sizeOut) {
   if (cubinOut == nullptr) return invalidValue("cubinOut is NULL");
   LinkState& state = **found;
   if (state.linker.empty()) return invalidValue("nothing was added to link");
+  auto start = std::chrono::steady_clock::now();
   Result<std::string> linked = state.linker.complete();
+  state.milliseconds += millisecondsSince(start);
+  if (state.wallTimeValue != nullptr) writeJitWallTime(state.wallTimeValue, state.milliseconds);
   if (!linked) return fail(state, CUDA_ERROR_INVALID_PTX, linked.error().message);
   state.image = std::move(*linked);
   state.errorLog.write("");

@@ -146,6 +146,7 @@ Result<Side> resolveSide(CUmemorytype type, const void* host, CUdeviceptr device
   }
   if (start == nullptr) return makeError(ErrorCode::InvalidValue, "NULL pointer in descriptor");
   side.base = const_cast<uint8_t*>(start) + (z * height + y) * pitch + x;
+  side.x = x;
   return side;
 }
 
@@ -159,8 +160,13 @@ Outcome checkSide(const Side& side, size_t width, size_t rows, size_t depth, con
       return {CUDA_ERROR_INVALID_VALUE, std::string(what) + " region exceeds the array"};
     return {};
   }
-  if (rows > 1 && side.pitch < width)
-    return {CUDA_ERROR_INVALID_VALUE, std::string(what) + " pitch is smaller than the width"};
+  // "srcPitch must be greater than or equal to WidthInBytes + srcXInBytes" (and dst); "an error
+  // if any pitch is greater than the maximum allowed (CU_DEVICE_ATTRIBUTE_MAX_PITCH)".
+  if (rows > 1 && side.pitch < width + side.x)
+    return {CUDA_ERROR_INVALID_VALUE,
+            std::string(what) + " pitch is smaller than the width plus the x offset"};
+  if (side.pitch > kMaxPitch)
+    return {CUDA_ERROR_INVALID_VALUE, std::string(what) + " pitch exceeds the maximum pitch"};
   if (!side.device) return {};
   size_t sliceBytes = side.pitch * side.height;
   size_t extent = (depth - 1) * sliceBytes + (rows - 1) * side.pitch + width;
@@ -432,11 +438,24 @@ Outcome fill(CUdeviceptr dst, uint32_t value, size_t elementBytes, size_t count,
 }
 
 // Adapters with the argument order of each entry point.
+// cuMemcpy / cuMemcpyAsync take unified addresses: a side that points into a known allocation
+// (device, managed, pinned or registered memory) must hold the whole range; other host memory
+// cannot be checked.
+Outcome requireRangeIfKnown(CUdeviceptr pointer, size_t bytes, const char* what) {
+  if (bytes == 0 || !core::findAllocation(asPointer(pointer))) return {};
+  return requireDeviceRange(asPointer(pointer), bytes, what);
+}
+Outcome memcpyUnified(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, StreamVariant v,
+                      bool async) {
+  if (Outcome ok = requireRangeIfKnown(dst, n, "dst"); !ok.ok()) return ok;
+  if (Outcome ok = requireRangeIfKnown(src, n, "src"); !ok.ok()) return ok;
+  return copy(asPointer(dst), asPointer(src), n, s, v, async);
+}
 Outcome memcpySync(CUdeviceptr dst, CUdeviceptr src, size_t n, StreamVariant v) {
-  return copy(asPointer(dst), asPointer(src), n, nullptr, v, false);
+  return memcpyUnified(dst, src, n, nullptr, v, false);
 }
 Outcome memcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, StreamVariant v) {
-  return copy(asPointer(dst), asPointer(src), n, s, v, true);
+  return memcpyUnified(dst, src, n, s, v, true);
 }
 Outcome peerSync(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n,
                  StreamVariant v) {

@@ -293,6 +293,10 @@ ROCUDA_EXPORT CUresult cuMemHostRegister_v2(void* p, size_t bytesize, unsigned i
       return api::invalidValue("NULL pointer, zero size or unknown flags");
     if (Flags & CU_MEMHOSTREGISTER_IOMEMORY)
       return {CUDA_ERROR_NOT_SUPPORTED, "registering I/O memory is not supported"};
+    // The devices report CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED as 0, for which
+    // the flag is documented to fail with CUDA_ERROR_NOT_SUPPORTED.
+    if (Flags & CU_MEMHOSTREGISTER_READ_ONLY)
+      return {CUDA_ERROR_NOT_SUPPORTED, "read-only host registration is not supported"};
     Result<core::Context*> context = api::currentContext();
     if (!context) return context.error();
     if (!core::registerHostRange(**context, p, bytesize, Flags))

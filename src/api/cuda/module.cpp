@@ -42,12 +42,14 @@ Result<core::Context*> libraryContext() {
   return &device->primaryContext();
 }
 
-// cuModuleLoadDataEx's log buffers: the error message goes to CU_JIT_ERROR_LOG_BUFFER, and the
-// *_SIZE_BYTES values are replaced by the bytes written, as CUDA does.
-void writeJitLogs(unsigned numOptions, const CUjit_option* options, void** values,
-                  const std::string& errorLog) {
+// cuModuleLoadDataEx's outputs: the error message goes to CU_JIT_ERROR_LOG_BUFFER, and the
+// *_SIZE_BYTES values are replaced by the bytes written, as CUDA does; CU_JIT_WALL_TIME's value
+// becomes the milliseconds the load took (a float in the option's slot).
+void writeJitOutputs(unsigned numOptions, const CUjit_option* options, void** values,
+                     const std::string& errorLog, float wallMilliseconds) {
   if (options == nullptr || values == nullptr) return;
   for (unsigned i = 0; i < numOptions; ++i) {
+    if (options[i] == CU_JIT_WALL_TIME) writeJitWallTime(&values[i], wallMilliseconds);
     if (options[i] != CU_JIT_ERROR_LOG_BUFFER && options[i] != CU_JIT_INFO_LOG_BUFFER) continue;
     bool isError = options[i] == CU_JIT_ERROR_LOG_BUFFER;
     CUjit_option sizeOption =
@@ -74,8 +76,10 @@ Outcome loadModule(CUmodule* module, const void* image, unsigned numOptions,
     return invalidValue("options missing");
   Result<core::Context*> context = currentContext();
   if (!context) return context.error();
+  auto start = std::chrono::steady_clock::now();
   Result<core::Module*> loaded = core::Module::load(**context, image, /*isLibrary=*/false);
-  writeJitLogs(numOptions, options, optionValues, loaded ? std::string() : loaded.error().message);
+  writeJitOutputs(numOptions, options, optionValues,
+                  loaded ? std::string() : loaded.error().message, millisecondsSince(start));
   if (!loaded) return loaded.error();
   *module = toHandle<CUmodule>(*loaded);
   return {};
@@ -99,6 +103,8 @@ Outcome loadLibrary(CUlibrary* library, const void* code, unsigned numJitOptions
 
 Outcome outputGlobal(CUdeviceptr* dptr, size_t* bytes, core::Module& module, const char* name) {
   if (name == nullptr) return invalidValue("name is NULL");
+  // "One of the parameters dptr or bytes (not both) can be NULL".
+  if (dptr == nullptr && bytes == nullptr) return invalidValue("dptr and bytes are both NULL");
   Result<core::GlobalSymbol> global = module.global(name);
   if (!global) return global.error();
   if (dptr != nullptr) *dptr = reinterpret_cast<uintptr_t>(global->address);
@@ -372,6 +378,8 @@ ROCUDA_EXPORT CUresult cuKernelGetFunction(CUfunction* pFunc, CUkernel kernel) {
     if (pFunc == nullptr) return api::invalidValue("pFunc is NULL");
     Result<core::Kernel*> found = api::lookupKernel(kernel);
     if (!found) return found.error();
+    // "the function handle for the requested kernel and the current context".
+    if (Result<core::Context*> current = api::currentContext(); !current) return current.error();
     *pFunc = api::toHandle<CUfunction>(*found);
     return {};
   });

@@ -189,6 +189,8 @@ CUresult toCuResult(ErrorCode code) {
       return CUDA_ERROR_INVALID_DEVICE;
     case ErrorCode::InvalidContext:
       return CUDA_ERROR_INVALID_CONTEXT;
+    case ErrorCode::ContextIsDestroyed:
+      return CUDA_ERROR_CONTEXT_IS_DESTROYED;
     case ErrorCode::InvalidHandle:
       return CUDA_ERROR_INVALID_HANDLE;
     case ErrorCode::InvalidImage:
@@ -199,6 +201,8 @@ CUresult toCuResult(ErrorCode code) {
       return CUDA_ERROR_INVALID_PTX;
     case ErrorCode::UnsupportedPtx:
       return CUDA_ERROR_NOT_SUPPORTED;
+    case ErrorCode::UnsupportedPtxVersion:
+      return CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
     case ErrorCode::NotFound:
       return CUDA_ERROR_NOT_FOUND;
     case ErrorCode::NotSupported:

@@ -26,6 +26,12 @@ Result<core::Device*> deviceOfProperties(const CUmemAllocationProp* prop) {
   if (prop == nullptr) return makeError(ErrorCode::InvalidValue, "prop is NULL");
   if (prop->type != CU_MEM_ALLOCATION_TYPE_PINNED)
     return makeError(ErrorCode::InvalidValue, "type must be CU_MEM_ALLOCATION_TYPE_PINNED");
+  // Documented: HOST_NUMA_CURRENT is invalid here; host memory must not ask for a handle type.
+  if (prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT)
+    return makeError(ErrorCode::InvalidValue, "CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT is invalid");
+  if (prop->location.type == CU_MEM_LOCATION_TYPE_HOST &&
+      prop->requestedHandleTypes != CU_MEM_HANDLE_TYPE_NONE)
+    return makeError(ErrorCode::InvalidValue, "host memory takes requestedHandleTypes 0");
   if (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
     return makeError(ErrorCode::NotSupported, "only device-located physical memory exists here");
   Result<core::Device*> device = lookupDevice(prop->location.id);

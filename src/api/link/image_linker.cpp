@@ -89,11 +89,12 @@ Result<std::string> ImageLinker::complete() {
   if (modules_.empty()) return makeError(ErrorCode::InvalidValue, "nothing was added to link");
   ptx::LinkResult linked = ptx::linkModules(std::move(modules_));
   modules_.clear();
-  if (!linked.ok()) {
-    std::string message;
-    for (const std::string& e : linked.errors) message += "error: " + e + "\n";
-    return makeError(ErrorCode::InvalidPtx, message);
-  }
+  std::string message;
+  for (const std::string& e : linked.errors) message += "error: " + e + "\n";
+  if (linked.ok())
+    for (const std::string& name : ptx::unresolvedFunctions(linked.module))
+      message += "error: undefined reference to '" + name + "'\n";
+  if (!message.empty()) return makeError(ErrorCode::InvalidPtx, message);
   return ptx::printModule(linked.module);
 }
 

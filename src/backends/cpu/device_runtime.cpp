@@ -275,10 +275,12 @@ static int32_t resumeBarrierReduce(compiler::BlockContext* context, uint32_t lin
     default: return votes != 0 ? 1 : 0;
   }
 }
-// assert() in device code: report as CUDA does, then stop the block; the launch fails with
+// assert() in device code: report as CUDA does and mark the block; the compiled code ends the
+// thread after the call (compiler: kAssertFunction), the block's other threads run on (each
+// failing an assert reports it), no further block of the grid starts, and the launch fails with
 // CUDA_ERROR_ASSERT.
-[[noreturn]] static void assertFail(uint64_t message, uint64_t file, uint32_t line,
-                                    uint64_t function, uint64_t /*charSize*/) {
+static void assertFail(uint64_t message, uint64_t file, uint32_t line, uint64_t function,
+                       uint64_t /*charSize*/) {
   ThreadState& thread = self();
   BlockState& b = *thread.block;
   auto text = [](uint64_t address) {
@@ -288,7 +290,6 @@ static int32_t resumeBarrierReduce(compiler::BlockContext* context, uint32_t lin
                b.ctaid[1], b.ctaid[2], thread.tid[0], thread.tid[1], thread.tid[2], text(message));
   std::fflush(stderr);
   b.asserted = true;
-  trap();
 }
 // ---- Dynamic parallelism (execution.h: DeviceLaunches) ----
 

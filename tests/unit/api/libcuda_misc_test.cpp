@@ -416,6 +416,173 @@ TEST_F(Driver, LibraryModuleManagedVariablesAndUnifiedFunctions) {
   EXPECT_EQ(getModule(&module, library), CUDA_ERROR_INVALID_HANDLE);
 }
 
+// ---- Documented errors of copies, registration, modules and the linker ----
+
+TEST_F(Driver, CopiesHonourTheirDocumentedBounds) {
+  CUdeviceptr device = 0;
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&device, 1024), CUDA_SUCCESS);
+  std::vector<uint8_t> host(8192, 1);
+  // Unified cuMemcpy: a side inside an allocation must hold the whole range.
+  auto copy = CU(cuMemcpy, CUdeviceptr, CUdeviceptr, size_t);
+  auto hostAddress = reinterpret_cast<CUdeviceptr>(host.data());
+  EXPECT_EQ(copy(device, hostAddress, 8192), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(copy(hostAddress, device + 512, 1024), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(copy(device, hostAddress, 1024), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemcpyAsync, CUdeviceptr, CUdeviceptr, size_t, CUstream)(device, hostAddress, 4096,
+                                                                          nullptr),
+            CUDA_ERROR_INVALID_VALUE);
+  // cuMemcpy2D: "srcPitch must be greater than or equal to WidthInBytes + srcXInBytes" (and
+  // dst), and no pitch above CU_DEVICE_ATTRIBUTE_MAX_PITCH.
+  CUDA_MEMCPY2D shape{};
+  shape.srcMemoryType = CU_MEMORYTYPE_HOST;
+  shape.srcHost = host.data();
+  shape.srcPitch = 64;
+  shape.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  shape.dstDevice = device;
+  shape.dstPitch = 128;
+  shape.WidthInBytes = 64;
+  shape.Height = 4;
+  auto copy2D = CU(cuMemcpy2D, const CUDA_MEMCPY2D*);
+  EXPECT_EQ(copy2D(&shape), CUDA_SUCCESS);
+  shape.srcXInBytes = 1;
+  EXPECT_EQ(copy2D(&shape), CUDA_ERROR_INVALID_VALUE);
+  shape.srcXInBytes = 0;
+  shape.dstXInBytes = 65;
+  EXPECT_EQ(copy2D(&shape), CUDA_ERROR_INVALID_VALUE);
+  shape.dstXInBytes = 0;
+  int maxPitch = 0;
+  ASSERT_EQ(CU(cuDeviceGetAttribute, int*, CUdevice_attribute, CUdevice)(
+                &maxPitch, CU_DEVICE_ATTRIBUTE_MAX_PITCH, 0),
+            CUDA_SUCCESS);
+  shape.srcPitch = static_cast<size_t>(maxPitch) + 1;
+  shape.Height = 1;
+  EXPECT_EQ(copy2D(&shape), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(device), CUDA_SUCCESS);
+
+  // The devices do not report read-only host registration: the flag fails as documented.
+  int readOnly = -1;
+  ASSERT_EQ(CU(cuDeviceGetAttribute, int*, CUdevice_attribute, CUdevice)(
+                &readOnly, CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED, 0),
+            CUDA_SUCCESS);
+  EXPECT_EQ(readOnly, 0);
+  EXPECT_EQ(CU(cuMemHostRegister, void*, size_t, unsigned)(host.data(), 4096,
+                                                           CU_MEMHOSTREGISTER_READ_ONLY),
+            CUDA_ERROR_NOT_SUPPORTED);
+}
+
+TEST_F(Driver, ModuleLoadsReportVersionWallTimeAndGlobals) {
+  // A PTX ISA newer than the driver's: CUDA_ERROR_UNSUPPORTED_PTX_VERSION.
+  std::string future = kAddOnePtx;
+  future.replace(future.find(".version 7.0"), 12, ".version 99.9");
+  CUmodule module = nullptr;
+  EXPECT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, future.c_str()),
+            CUDA_ERROR_UNSUPPORTED_PTX_VERSION);
+  // CU_JIT_WALL_TIME: the option's value becomes the milliseconds spent, a float.
+  CUjit_option options[] = {CU_JIT_WALL_TIME};
+  void* values[1] = {};
+  float sentinel = -12345.0f;
+  std::memcpy(&values[0], &sentinel, sizeof sentinel);
+  ASSERT_EQ(CU(cuModuleLoadDataEx, CUmodule*, const void*, unsigned, CUjit_option*, void**)(
+                &module, kAddOnePtx, 1, options, values),
+            CUDA_SUCCESS);
+  float milliseconds = -1;
+  std::memcpy(&milliseconds, &values[0], sizeof milliseconds);
+  EXPECT_GE(milliseconds, 0.0f);
+  // cuModuleGetGlobal: "One of the parameters dptr or bytes (not both) can be NULL".
+  const char* withGlobal = R"(
+.version 7.0
+.target sm_50
+.address_size 64
+.visible .global .align 4 .u32 counter = 5;
+)";
+  CUmodule globals = nullptr;
+  ASSERT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&globals, withGlobal), CUDA_SUCCESS);
+  auto getGlobal = CU(cuModuleGetGlobal, CUdeviceptr*, size_t*, CUmodule, const char*);
+  size_t bytes = 0;
+  EXPECT_EQ(getGlobal(nullptr, &bytes, globals, "counter"), CUDA_SUCCESS);
+  EXPECT_EQ(bytes, 4u);
+  EXPECT_EQ(getGlobal(nullptr, nullptr, globals, "counter"), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuModuleUnload, CUmodule)(globals), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
+}
+
+TEST_F(Driver, LinkingAnUndefinedFunctionFailsAtComplete) {
+  const char* caller = R"(
+.version 7.0
+.target sm_50
+.address_size 64
+.extern .func (.param .b32 r) missing (.param .b32 x);
+.visible .entry needs_missing(.param .u64 out) {
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<2>;
+  mov.u32 %r1, 1;
+  { .param .b32 x; st.param.b32 [x], %r1; .param .b32 r;
+    call.uni (r), missing, (x); ld.param.b32 %r2, [r]; }
+  ld.param.u64 %rd1, [out];
+  st.global.u32 [%rd1], %r2;
+  ret;
+}
+)";
+  char log[1024] = {};
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* values[] = {log, reinterpret_cast<void*>(sizeof log)};
+  CUlinkState state = nullptr;
+  ASSERT_EQ(
+      CU(cuLinkCreate, unsigned, CUjit_option*, void**, CUlinkState*)(2, options, values, &state),
+      CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuLinkAddData, CUlinkState, CUjitInputType, void*, size_t, const char*, unsigned,
+               CUjit_option*, void**)(state, CU_JIT_INPUT_PTX, const_cast<char*>(caller),
+                                      std::strlen(caller) + 1, "caller.ptx", 0, nullptr, nullptr),
+            CUDA_SUCCESS);
+  void* image = nullptr;
+  size_t size = 0;
+  EXPECT_EQ(CU(cuLinkComplete, CUlinkState, void**, size_t*)(state, &image, &size),
+            CUDA_ERROR_INVALID_PTX);
+  EXPECT_NE(std::string(log).find("undefined reference to 'missing'"), std::string::npos) << log;
+  EXPECT_EQ(CU(cuLinkDestroy, CUlinkState)(state), CUDA_SUCCESS);
+}
+
+TEST_F(Driver, LibraryKernelsRunInContextsCreatedAfterTheLoad) {
+  // "the context to launch the kernel on will either be taken from the specified stream hStream
+  // or the current context": a CUkernel is context-independent.
+  using LoadLibrary = CUresult (*)(CUlibrary*, const void*, CUjit_option*, void**, unsigned,
+                                   CUlibraryOption*, void**, unsigned);
+  CUlibrary library = nullptr;
+  ASSERT_EQ(proc<LoadLibrary>("cuLibraryLoadData")(&library, kAddOnePtx, nullptr, nullptr, 0,
+                                                   nullptr, nullptr, 0),
+            CUDA_SUCCESS);
+  CUkernel kernel = nullptr;
+  ASSERT_EQ(CU(cuLibraryGetKernel, CUkernel*, CUlibrary, const char*)(&kernel, library, "add_one"),
+            CUDA_SUCCESS);
+  CUcontext created = nullptr;
+  ASSERT_EQ(proc<CUresult (*)(CUcontext*, unsigned, CUdevice)>("cuCtxCreate", 3020)(&created, 0, 0),
+            CUDA_SUCCESS);
+  CUdeviceptr data = 0;
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&data, 64 * sizeof(uint32_t)), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemsetD32, CUdeviceptr, unsigned, size_t)(data, 41, 64), CUDA_SUCCESS);
+  unsigned n = 64;
+  void* args[] = {&data, &n};
+  EXPECT_EQ(proc<Launch>("cuLaunchKernel", 7000)(reinterpret_cast<CUfunction>(kernel), 1, 1, 1, 64,
+                                                 1, 1, 0, nullptr, args, nullptr),
+            CUDA_SUCCESS);
+  std::vector<uint32_t> got(64);
+  ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(got.data(), data, 64 * sizeof(uint32_t)),
+            CUDA_SUCCESS);
+  for (uint32_t v : got) EXPECT_EQ(v, 42u);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(data), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuCtxDestroy, CUcontext)(created), CUDA_SUCCESS);
+  // cuKernelGetFunction answers "for the current context": none is an error.
+  CUcontext popped = nullptr;
+  while (CU(cuCtxPopCurrent, CUcontext*)(&popped) == CUDA_SUCCESS) {
+  }
+  CUfunction function = nullptr;
+  EXPECT_EQ(CU(cuKernelGetFunction, CUfunction*, CUkernel)(&function, kernel),
+            CUDA_ERROR_INVALID_CONTEXT);
+  ASSERT_EQ(CU(cuCtxSetCurrent, CUcontext)(context_), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuKernelGetFunction, CUfunction*, CUkernel)(&function, kernel), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuLibraryUnload, CUlibrary)(library), CUDA_SUCCESS);
+}
+
 // ---- Facilities unavailable here ----
 TEST_F(Driver, UnavailableFacilitiesAnswerTheirDocumentedErrors) {
   // Exported and handed out by cuGetProcAddress, unlike unimplemented entry points.

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "api/cuda/integrity.h"
@@ -414,6 +415,117 @@ TEST_F(LibCuda, StreamsAndEvents) {
   EXPECT_EQ(CU(cuStreamDestroy, CUstream)(stream), CUDA_SUCCESS);
   EXPECT_EQ(CU(cuStreamDestroy, CUstream)(nullptr), CUDA_ERROR_INVALID_HANDLE);
   EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(buffer), CUDA_SUCCESS);
+}
+
+TEST_F(LibCuda, ContextDestroyedWhileCurrentOnAnotherThread) {
+  ASSERT_NE(retainPrimary(), nullptr);
+  // "If ctx is current to other threads, then ctx will remain current to those threads, and
+  // attempting to access ctx from those threads will result in the error
+  // CUDA_ERROR_CONTEXT_IS_DESTROYED."
+  CUcontext created = nullptr;
+  auto create = proc<CUresult (*)(CUcontext*, unsigned, CUdevice)>("cuCtxCreate", 3020);
+  ASSERT_EQ(create(&created, 0, 0), CUDA_SUCCESS);
+  CUcontext popped = nullptr;
+  ASSERT_EQ(CU(cuCtxPopCurrent, CUcontext*)(&popped), CUDA_SUCCESS);
+  std::atomic<int> step{0};
+  CUresult sync = CUDA_SUCCESS, alloc = CUDA_SUCCESS;
+  std::thread worker([&] {
+    EXPECT_EQ(CU(cuCtxSetCurrent, CUcontext)(created), CUDA_SUCCESS);
+    step = 1;
+    while (step != 2) std::this_thread::yield();
+    sync = CU(cuCtxSynchronize)();
+    CUdeviceptr p = 0;
+    alloc = CU(cuMemAlloc, CUdeviceptr*, size_t)(&p, 64);
+  });
+  while (step != 1) std::this_thread::yield();
+  ASSERT_EQ(CU(cuCtxDestroy, CUcontext)(created), CUDA_SUCCESS);
+  step = 2;
+  worker.join();
+  EXPECT_EQ(sync, CUDA_ERROR_CONTEXT_IS_DESTROYED);
+  EXPECT_EQ(alloc, CUDA_ERROR_CONTEXT_IS_DESTROYED);
+}
+
+TEST_F(LibCuda, PrintfAndMallocLimitsAreFixedOnceUsed) {
+  ASSERT_NE(retainPrimary(), nullptr);
+  // "Setting CU_LIMIT_PRINTF_FIFO_SIZE must be performed before launching any kernel that uses
+  // the printf() device system call, otherwise CUDA_ERROR_INVALID_VALUE will be returned"; the
+  // same for CU_LIMIT_MALLOC_HEAP_SIZE and malloc()/free().
+  const char* ptx = R"(
+.version 7.0
+.target sm_50
+.address_size 64
+.extern .func (.param .b32 r) vprintf (.param .b64 f, .param .b64 a);
+.extern .func (.param .b64 r) malloc (.param .b64 size);
+.global .align 1 .b8 text[4] = {111, 107, 10, 0};
+.visible .entry say() {
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<3>;
+  cvta.global.u64 %rd1, text;
+  mov.u64 %rd2, 0;
+  { .param .b64 f; st.param.b64 [f], %rd1; .param .b64 a; st.param.b64 [a], %rd2;
+    .param .b32 r; call.uni (r), vprintf, (f, a); ld.param.b32 %r1, [r]; }
+  ret;
+}
+.visible .entry take() {
+  .reg .b64 %rd<3>;
+  mov.u64 %rd1, 16;
+  { .param .b64 size; st.param.b64 [size], %rd1; .param .b64 r;
+    call.uni (r), malloc, (size); ld.param.b64 %rd2, [r]; }
+  ret;
+}
+.visible .entry plain() { ret; }
+)";
+  CUmodule module = nullptr;
+  ASSERT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, ptx), CUDA_SUCCESS);
+  auto function = [&](const char* name) {
+    CUfunction f = nullptr;
+    EXPECT_EQ(CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&f, module, name),
+              CUDA_SUCCESS);
+    return f;
+  };
+  using Launch = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              unsigned, unsigned, CUstream, void**, void**);
+  auto launch = proc<Launch>("cuLaunchKernel", 7000);
+  auto setLimit = CU(cuCtxSetLimit, CUlimit, size_t);
+  ASSERT_EQ(launch(function("plain"), 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr),
+            CUDA_SUCCESS);
+  EXPECT_EQ(setLimit(CU_LIMIT_PRINTF_FIFO_SIZE, 2 << 20), CUDA_SUCCESS);
+  EXPECT_EQ(setLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 16 << 20), CUDA_SUCCESS);
+  ASSERT_EQ(launch(function("say"), 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(setLimit(CU_LIMIT_PRINTF_FIFO_SIZE, 4 << 20), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(setLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 32 << 20), CUDA_SUCCESS);
+  ASSERT_EQ(launch(function("take"), 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(setLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 64 << 20), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(setLimit(CU_LIMIT_STACK_SIZE, 2048), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
+}
+
+// A host function that waits until the test opens its gate.
+void CUDA_CB_waitForGate(void* gate) {
+  while (!static_cast<std::atomic<bool>*>(gate)->load()) usleep(1000);
+}
+void CUDA_CB_setFlag(void* flag) { static_cast<std::atomic<bool>*>(flag)->store(true); }
+
+TEST_F(LibCuda, StreamDestroyReturnsWhileWorkIsQueued) {
+  ASSERT_NE(retainPrimary(), nullptr);
+  // "In case the device is still doing work in the stream when cuStreamDestroy() is called, the
+  // function will return immediately and the resources ... released automatically once the
+  // device has completed all work": here the work waits for a gate opened only afterwards.
+  CUstream stream = nullptr;
+  ASSERT_EQ(CU(cuStreamCreate, CUstream*, unsigned)(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  std::atomic<bool> gate{false}, after{false};
+  ASSERT_EQ(CU(cuLaunchHostFunc, CUstream, CUhostFn, void*)(stream, CUDA_CB_waitForGate, &gate),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuLaunchHostFunc, CUstream, CUhostFn, void*)(stream, CUDA_CB_setFlag, &after),
+            CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuStreamDestroy, CUstream)(stream), CUDA_SUCCESS);
+  EXPECT_FALSE(after.load());
+  EXPECT_EQ(CU(cuStreamQuery, CUstream)(stream), CUDA_ERROR_INVALID_HANDLE);
+  gate.store(true);
+  // The queued work still runs; a context-wide synchronisation waits for it.
+  EXPECT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
+  EXPECT_TRUE(after.load());
 }
 
 const void* const* exportTable(std::initializer_list<uint8_t> guid) {

@@ -82,6 +82,15 @@ TEST_F(Driver, VirtualMemoryAttributesAndGranularity) {
   prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_FABRIC;
   EXPECT_EQ(granularity()(&minimum, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
             CUDA_ERROR_NOT_SUPPORTED);
+  // cuMemCreate's documented refusals: HOST_NUMA_CURRENT as a location, and a handle type asked
+  // for host memory ("requestedHandleTypes must be 0").
+  CUmemGenericAllocationHandle handle = 0;
+  prop = deviceProp();
+  prop.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT;
+  EXPECT_EQ(create()(&handle, recommended, &prop, 0), CUDA_ERROR_INVALID_VALUE);
+  prop = deviceProp(/*exportable=*/true);
+  prop.location.type = CU_MEM_LOCATION_TYPE_HOST;
+  EXPECT_EQ(create()(&handle, recommended, &prop, 0), CUDA_ERROR_INVALID_VALUE);
 }
 
 // The pattern of llama.cpp's VMM pool: a reservation much larger than what is mapped, chunks

@@ -15,6 +15,7 @@ namespace {
 struct ThreadState {
   Dim3 tid, ntid, ctaid, nctaid;
   uint8_t* shared = nullptr;
+  size_t sharedBytes = 0;
   std::barrier<>* barrier = nullptr;
   std::vector<uint64_t>* slots = nullptr;  // one per thread of the block, for collectives
   uint32_t linear = 0;
@@ -40,6 +41,9 @@ uint32_t sregWarpid() { return state.tid.x / 32; }
 uint32_t sregZero() { return 0; }
 uint64_t sregClock64() { return 12345; }
 void* sharedBase() { return state.shared; }
+int32_t isShared(const uint8_t* p) {
+  return p >= state.shared && p < state.shared + state.sharedBytes ? 1 : 0;
+}
 void barrierSync(uint32_t, uint32_t) {
   if (state.barrier) state.barrier->arrive_and_wait();
 }
@@ -154,6 +158,7 @@ RuntimeSymbols testRuntimeSymbols() {
       {"__rocuda_sreg_smid", reinterpret_cast<void*>(&sregZero)},
       {"__rocuda_sreg_clock64", reinterpret_cast<void*>(&sregClock64)},
       {"__rocuda_shared_base", reinterpret_cast<void*>(&sharedBase)},
+      {"__rocuda_is_shared", reinterpret_cast<void*>(&isShared)},
       {"__rocuda_barrier_sync", reinterpret_cast<void*>(&barrierSync)},
       {"__rocuda_warp_sync", reinterpret_cast<void*>(&warpSync)},
       {"__rocuda_shfl_sync", reinterpret_cast<void*>(&shflSync)},
@@ -216,6 +221,7 @@ bool launch(Loaded& loaded, const std::string& name, Dim3 grid, Dim3 block,
           state.ctaid = {bx, by, bz};
           state.tid = {linear % block.x, linear / block.x % block.y, linear / (block.x * block.y)};
           state.shared = shared.data();
+          state.sharedBytes = shared.size();
           state.barrier = barrier;
           fn(params.data());
         };
