@@ -30,6 +30,8 @@ std::pair<llvm::Value*, llvm::Instruction*> polledValue(llvm::Instruction& acces
     return {load->getPointerOperand(), load};
   if (auto* cas = llvm::dyn_cast<llvm::AtomicCmpXchgInst>(&access))
     return {cas->getPointerOperand(), cas};
+  if (auto* rmw = llvm::dyn_cast<llvm::AtomicRMWInst>(&access))  // one that changes nothing
+    return {rmw->getPointerOperand(), rmw};
   return {nullptr, nullptr};
 }
 

@@ -99,6 +99,24 @@ llvm::Value* halfFloatRmw(FunctionTranslator& t, const ptx::Instruction& inst, l
   return B.CreateBitCast(seen, valueType);
 }
 
+bool leavesMemoryAsItWas(const llvm::AtomicRMWInst& rmw) {
+  auto* constant = llvm::dyn_cast<llvm::ConstantInt>(rmw.getValOperand());
+  if (constant == nullptr) return false;
+  switch (rmw.getOperation()) {
+    case llvm::AtomicRMWInst::Add:
+    case llvm::AtomicRMWInst::Sub:
+    case llvm::AtomicRMWInst::Or:
+    case llvm::AtomicRMWInst::Xor:
+    case llvm::AtomicRMWInst::UMax:
+      return constant->isZero();
+    case llvm::AtomicRMWInst::And:
+    case llvm::AtomicRMWInst::UMin:
+      return constant->isMinusOne();
+    default:
+      return false;
+  }
+}
+
 // One atomic read-modify-write of `val` at `ptr` (atom, red, and each element of their vector
 // forms and of cp.reduce.async.bulk), marked with the instruction's space and its scope
 // (`defaultScope` when it names none); 16-bit float arithmetic through halfFloatRmw.
@@ -213,6 +231,10 @@ Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
         (inst.space == ptx::StateSpace::Global || inst.space == ptx::StateSpace::None))
       setStringMetadata(*llvm::cast<llvm::Instruction>(old), kFlushedSumMetadata,
                         inst.space == ptx::StateSpace::Global ? "global" : "generic");
+    // An update that leaves memory as it was (atomicAdd(p, 0), atomicOr(p, 0)) only reads it:
+    // retried in a loop it polls, like a load (a spin-wait on a flag).
+    if (auto* rmw = llvm::dyn_cast<llvm::AtomicRMWInst>(old); rmw && leavesMemoryAsItWas(*rmw))
+      markPollableAccess(*rmw, inst.space);
   }
   if (isRed) return Status::success();
   return t.write(inst.operands()[0], old, type);

@@ -46,6 +46,25 @@ __global__ void globalFlag(volatile int* flags, int* out) {
   }
 }
 
+// The same polled with atomics that change nothing (atomicAdd(p, 0), atomicOr(p, 0)).
+__global__ void atomicPolls(int* flags, int* out) {
+  unsigned last = blockDim.x - 1;
+  if (threadIdx.x == last) {
+    out[blockIdx.x] = 4000 + blockIdx.x;
+    atomicExch(&flags[blockIdx.x], 1);
+  }
+  if (threadIdx.x == 0) {
+    while (atomicAdd(&flags[blockIdx.x], 0) == 0) {
+    }
+    out[gridDim.x + blockIdx.x] = out[blockIdx.x] + 1;
+  }
+  if (threadIdx.x == 1) {
+    while (atomicOr(&flags[blockIdx.x], 0) == 0) {
+    }
+    out[2 * gridDim.x + blockIdx.x] = out[blockIdx.x] + 2;
+  }
+}
+
 // Every thread arrives at a block-scope latch in shared memory and waits for all the others.
 __global__ void blockLatch(int* out) {
   using Latch = cuda::std::latch;
@@ -117,6 +136,15 @@ int main() {
   CHECK_LAUNCH();
   got = download(out, 2 * blocks);
   for (int b = 0; b < blocks; ++b) check.eq("global flag", b, 2001 + b, got[blocks + b]);
+
+  CHECK(cudaMemset(flags, 0, blocks * sizeof(int)));
+  atomicPolls<<<blocks, threads>>>(flags, out);
+  CHECK_LAUNCH();
+  got = download(out, 3 * blocks);
+  for (int b = 0; b < blocks; ++b) {
+    check.eq("atomicAdd(flag, 0) poll", b, 4001 + b, got[blocks + b]);
+    check.eq("atomicOr(flag, 0) poll", b, 4002 + b, got[2 * blocks + b]);
+  }
 
   blockLatch<<<blocks, threads>>>(out);
   CHECK_LAUNCH();
