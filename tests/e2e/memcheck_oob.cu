@@ -107,6 +107,16 @@ __global__ void missingBarrier(int* out) {
 }
 constexpr int kRaceWriteLine = __LINE__ - 3, kRaceReadLine = __LINE__ - 2;
 
+// Not a race: threads of different warps write different bytes of the same words (the byte
+// counters of a 64-bin histogram), and read them after a barrier.
+__global__ void byteCounters(unsigned char* out) {
+  __shared__ unsigned char counters[256];
+  // Word k's four bytes are written by threads k, k + 64, k + 128, k + 192: four warps.
+  counters[(threadIdx.x % 64) * 4 + threadIdx.x / 64] = static_cast<unsigned char>(threadIdx.x);
+  __syncthreads();
+  out[blockIdx.x * blockDim.x + threadIdx.x] = counters[255 - threadIdx.x];
+}
+
 namespace {
 
 void runCorrectKernel(Checker& check) {
@@ -286,6 +296,14 @@ void raceCase(Checker& check) {
   check.expect(captureStderr([&] { runCorrectKernel(check); }, clean) == cudaSuccess,
                "the correct kernel succeeds under the race check");
   check.expect(clean.find("race") == std::string::npos, "the correct kernel reports no race");
+  unsigned char* bytes;
+  CHECK(cudaMalloc(&bytes, 2 * 256));
+  std::string byteText;
+  check.expect(captureStderr([&] { byteCounters<<<2, 256>>>(bytes); }, byteText) == cudaSuccess,
+               "byte counters run under the race check");
+  check.expect(byteText.find("race") == std::string::npos,
+               "writes to different bytes of one word are no race");
+  CHECK(cudaFree(bytes));
   int* out;
   CHECK(cudaMalloc(&out, 2 * 128 * sizeof(int)));
   std::string text;

@@ -1,9 +1,11 @@
 // ROCUDA_MEMCHECK=race: the shared-memory race check (see memcheck.h). A shadow word per 4 bytes
 // of the block's shared window remembers the last writer and the last reader in the current
-// barrier epoch (BlockState::barrierEpoch, advanced whenever a block barrier completes); an
-// access that conflicts with one by a thread of another warp in the same epoch is a race.
+// barrier epoch (BlockState::barrierEpoch, advanced whenever a block barrier completes) and which
+// of the word's bytes each touched; an access to one of those bytes by a thread of another warp
+// in the same epoch is a race (threads writing different bytes of one word do not conflict).
 // Threads of one warp are not compared: they may order their accesses with __syncwarp or warp
 // collectives, which this check does not track.
+#include <algorithm>
 #include <array>
 #include <cinttypes>
 #include <cstdio>
@@ -30,6 +32,7 @@ struct ShadowWord {
   const char* writerSource = nullptr;
   const char* readerSource = nullptr;
   bool writerAtomic = false;
+  uint8_t writerBytes = 0, readerBytes = 0;  // bit i: byte i of the word
 };
 
 // Per worker thread: the shadow of the block it runs (blocks run one at a time per worker).
@@ -120,21 +123,27 @@ void raceCheckShared(uint32_t offset, uint64_t size, uint32_t access, uint32_t p
   for (uint64_t word = offset / 4; word <= last / 4 && word < shadow.words.size(); ++word) {
     ShadowWord& w = shadow.words[word];
     if (w.stamp != stamp) w = ShadowWord{stamp};
+    uint8_t bytes = 0;  // the bytes of this word the access touches
+    for (uint64_t b = std::max<uint64_t>(offset, word * 4); b <= std::min(last, word * 4 + 3); ++b)
+      bytes |= static_cast<uint8_t>(1u << (b % 4));
     const char* mine = atomic ? "atomic" : write ? "write" : "read";
-    if (otherWarp(w.writer) && !(atomic && w.writerAtomic)) {
+    if (otherWarp(w.writer) && (w.writerBytes & bytes) != 0 && !(atomic && w.writerAtomic)) {
       report(write ? "write after write" : "read after write", offset, size,
              static_cast<uint32_t>(w.writer), w.writerLine, w.writerSource,
              w.writerAtomic ? "atomic" : "write", ptxLine, source, mine);
-    } else if (write && otherWarp(w.reader)) {
+    } else if (write && otherWarp(w.reader) && (w.readerBytes & bytes) != 0) {
       report("write after read", offset, size, static_cast<uint32_t>(w.reader), w.readerLine,
              w.readerSource, "read", ptxLine, source, mine);
     }
+    // The last access is remembered (with the earlier one's bytes while the thread is the same).
     if (write) {
+      w.writerBytes = w.writer == self ? static_cast<uint8_t>(w.writerBytes | bytes) : bytes;
       w.writer = self;
       w.writerLine = ptxLine;
       w.writerSource = source;
       w.writerAtomic = atomic;
     } else {
+      w.readerBytes = w.reader == self ? static_cast<uint8_t>(w.readerBytes | bytes) : bytes;
       w.reader = self;
       w.readerLine = ptxLine;
       w.readerSource = source;
