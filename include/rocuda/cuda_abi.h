@@ -1224,6 +1224,12 @@ inline constexpr unsigned CU_TRSF_SRGB = 0x10;
 inline constexpr unsigned CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION = 0x20;
 inline constexpr unsigned CU_TRSF_SEAMLESS_CUBEMAP = 0x40;
 inline constexpr unsigned CU_TRSA_OVERRIDE_FORMAT = 0x01;
+
+enum CUfunctionLoadingState {
+  CU_FUNCTION_LOADING_STATE_UNLOADED = 0,
+  CU_FUNCTION_LOADING_STATE_LOADED = 1,
+  CU_FUNCTION_LOADING_STATE_MAX
+};
 inline constexpr int CU_PARAM_TR_DEFAULT = -1;
 
 struct CUDA_ARRAY_DESCRIPTOR_st {

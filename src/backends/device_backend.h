@@ -112,6 +112,9 @@ class LoadedKernel {
   // compiles now, so that its failure is the launch's error (as with NVIDIA's lazy loading, at
   // cuLaunchKernel) rather than a failure on the stream that no call reports.
   virtual Status prepare() { return Status::success(); }
+  // Whether the code is ready (cuFuncIsLoaded): false until prepare() or the first launch for a
+  // kernel compiled lazily.
+  virtual bool prepared() const { return true; }
 };
 
 // Code compiled for this device and loaded into it.

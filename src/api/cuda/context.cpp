@@ -239,6 +239,19 @@ ROCUDA_EXPORT CUresult cuCtxDetach(CUcontext ctx) {
   });
 }
 
+ROCUDA_EXPORT CUresult cuCtxGetExecAffinity(CUexecAffinityParam* pExecAffinity,
+                                            CUexecAffinityType type) {
+  return ROCUDA_API((pExecAffinity, type), [&]() -> api::Outcome {
+    if (pExecAffinity == nullptr) return api::invalidValue("pExecAffinity is NULL");
+    if (type < CU_EXEC_AFFINITY_TYPE_SM_COUNT || type >= CU_EXEC_AFFINITY_TYPE_MAX)
+      return api::invalidValue("unknown affinity type");
+    Result<core::Context*> context = api::currentContext();
+    if (!context) return context.error();
+    return {CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY,
+            "no device here supports execution affinity (cuDeviceGetExecAffinitySupport)"};
+  });
+}
+
 ROCUDA_EXPORT CUresult cuCtxGetFlags(unsigned int* flags) {
   return ROCUDA_API((flags), [&]() -> api::Outcome {
     if (flags == nullptr) return api::invalidValue("flags is NULL");

@@ -373,6 +373,20 @@ ROCUDA_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
   });
 }
 
+// Execution affinity (limiting a context to some SMs, with MPS) exists on no Rocuda device.
+ROCUDA_EXPORT CUresult cuDeviceGetExecAffinitySupport(int* pi, CUexecAffinityType type,
+                                                      CUdevice dev) {
+  return ROCUDA_API((pi, type, dev), [&]() -> api::Outcome {
+    if (pi == nullptr) return api::invalidValue("pi is NULL");
+    if (type < CU_EXEC_AFFINITY_TYPE_SM_COUNT || type >= CU_EXEC_AFFINITY_TYPE_MAX)
+      return api::invalidValue("unknown affinity type");
+    Result<core::Device*> device = api::lookupDevice(dev);
+    if (!device) return device.error();
+    *pi = 0;
+    return {};
+  });
+}
+
 ROCUDA_EXPORT CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) {
   return ROCUDA_API((pi, attrib, dev), [&]() -> api::Outcome {
     if (pi == nullptr) return api::invalidValue("pi is NULL");

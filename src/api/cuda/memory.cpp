@@ -332,6 +332,21 @@ ROCUDA_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, uns
   });
 }
 
+// "The only attribute that can be set is CU_POINTER_ATTRIBUTE_SYNC_MEMOPS": memory operations
+// on Rocuda's allocations are synchronous whatever it asks, so the request is checked and kept
+// as the stronger behaviour.
+ROCUDA_EXPORT CUresult cuPointerSetAttribute(const void* value, CUpointer_attribute attribute,
+                                             CUdeviceptr ptr) {
+  return ROCUDA_API((value, attribute, ptr), [&]() -> api::Outcome {
+    if (value == nullptr) return api::invalidValue("value is NULL");
+    if (attribute != CU_POINTER_ATTRIBUTE_SYNC_MEMOPS)
+      return api::invalidValue("only CU_POINTER_ATTRIBUTE_SYNC_MEMOPS can be set");
+    if (!core::findAllocation(api::fromDevicePtr(ptr)))
+      return api::invalidValue("not a pointer allocated through CUDA");
+    return {};
+  });
+}
+
 ROCUDA_EXPORT CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute,
                                              CUdeviceptr ptr) {
   return ROCUDA_API((data, attribute, ptr), [&]() -> api::Outcome {

@@ -280,6 +280,50 @@ ROCUDA_EXPORT CUresult cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, con
   });
 }
 
+ROCUDA_EXPORT CUresult cuModuleGetFunctionCount(unsigned int* count, CUmodule mod) {
+  return ROCUDA_API((count, mod), [&]() -> api::Outcome {
+    if (count == nullptr) return api::invalidValue("count is NULL");
+    Result<core::Module*> module = api::lookupModule(mod);
+    if (!module) return module.error();
+    *count = static_cast<unsigned>((*module)->kernels().size());
+    return {};
+  });
+}
+
+ROCUDA_EXPORT CUresult cuModuleEnumerateFunctions(CUfunction* functions, unsigned int numFunctions,
+                                                  CUmodule mod) {
+  return ROCUDA_API((functions, numFunctions, mod), [&]() -> api::Outcome {
+    if (functions == nullptr && numFunctions > 0) return api::invalidValue("functions is NULL");
+    Result<core::Module*> module = api::lookupModule(mod);
+    if (!module) return module.error();
+    std::vector<core::Kernel*> all = (*module)->kernels();
+    for (size_t i = 0; i < all.size() && i < numFunctions; ++i)
+      functions[i] = api::toHandle<CUfunction>(all[i]);
+    return {};
+  });
+}
+
+// Lazy loading made explicit: cuFuncLoad compiles the kernel now (the CPU device compiles each
+// kernel at its first launch otherwise), cuFuncIsLoaded says whether that happened.
+ROCUDA_EXPORT CUresult cuFuncLoad(CUfunction function) {
+  return ROCUDA_API((function), [&]() -> api::Outcome {
+    Result<core::Kernel*> kernel = api::lookupKernel(function);
+    if (!kernel) return kernel.error();
+    return (*kernel)->loaded().prepare();
+  });
+}
+
+ROCUDA_EXPORT CUresult cuFuncIsLoaded(CUfunctionLoadingState* state, CUfunction function) {
+  return ROCUDA_API((state, function), [&]() -> api::Outcome {
+    if (state == nullptr) return api::invalidValue("state is NULL");
+    Result<core::Kernel*> kernel = api::lookupKernel(function);
+    if (!kernel) return kernel.error();
+    *state = (*kernel)->loaded().prepared() ? CU_FUNCTION_LOADING_STATE_LOADED
+                                            : CU_FUNCTION_LOADING_STATE_UNLOADED;
+    return {};
+  });
+}
+
 // Texture and surface references: CUDA 12 removed them from the language and the PTX
 // translator declares none, so no module has one by any name (NVIDIA's answer for a name that is
 // not a reference of the module).

@@ -5,6 +5,7 @@
 // in any module (module.cpp), so cuParamSetTexRef only checks its arguments, as NVIDIA's driver
 // has done since CUDA 3. No surface reference can be obtained at all: the surface-reference
 // calls reject every handle.
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -29,6 +30,11 @@ struct TextureReference {
                                     CU_TR_ADDRESS_MODE_WRAP};
   CUfilter_mode filterMode = CU_TR_FILTER_MODE_POINT;
   unsigned flags = 0;
+  CUmipmappedArray mipmappedArray = nullptr;  // bound mipmapped array
+  CUfilter_mode mipmapFilterMode = CU_TR_FILTER_MODE_POINT;
+  float mipmapLevelBias = 0, minMipmapLevelClamp = 0, maxMipmapLevelClamp = 0;
+  unsigned maxAnisotropy = 0;
+  float borderColor[4] = {0, 0, 0, 0};
 };
 
 struct TextureReferences {
@@ -237,6 +243,139 @@ ROCUDA_EXPORT CUresult cuTexRefGetFlags(unsigned int* pFlags, CUtexref hTexRef) 
     if (pFlags == nullptr) return api::invalidValue("pFlags is NULL");
     return api::withReference(hTexRef, [&](api::TextureReference& ref) -> api::Outcome {
       *pFlags = ref.flags;
+      return {};
+    });
+  });
+}
+
+// The sampling state of mipmapped references (CUDA 5.0): recorded and reported back.
+ROCUDA_EXPORT CUresult cuTexRefSetMipmappedArray(CUtexref hTexRef, CUmipmappedArray hMipmappedArray,
+                                                 unsigned int Flags) {
+  return ROCUDA_API((hTexRef, hMipmappedArray, Flags), [&]() -> api::Outcome {
+    if (Flags != CU_TRSA_OVERRIDE_FORMAT)
+      return api::invalidValue("Flags must be CU_TRSA_OVERRIDE_FORMAT");
+    Result<core::MipmappedArray*> mipmapped = api::lookupMipmappedArray(hMipmappedArray);
+    if (!mipmapped) return mipmapped.error();
+    return api::withReference(hTexRef, [&](api::TextureReference& ref) -> api::Outcome {
+      ref.mipmappedArray = hMipmappedArray;
+      ref.array = nullptr;
+      ref.address = 0;
+      return {};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuTexRefGetMipmappedArray(CUmipmappedArray* phMipmappedArray,
+                                                 CUtexref hTexRef) {
+  return ROCUDA_API((phMipmappedArray, hTexRef), [&]() -> api::Outcome {
+    if (phMipmappedArray == nullptr) return api::invalidValue("phMipmappedArray is NULL");
+    return api::withReference(hTexRef, [&](api::TextureReference& ref) -> api::Outcome {
+      if (ref.mipmappedArray == nullptr)
+        return api::invalidValue("no mipmapped array is bound to the reference");
+      *phMipmappedArray = ref.mipmappedArray;
+      return {};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuTexRefSetMipmapFilterMode(CUtexref hTexRef, CUfilter_mode fm) {
+  return ROCUDA_API((hTexRef, fm), [&]() -> api::Outcome {
+    if (fm != CU_TR_FILTER_MODE_POINT && fm != CU_TR_FILTER_MODE_LINEAR)
+      return api::invalidValue("unknown filter mode");
+    return api::withReference(hTexRef, [&](api::TextureReference& ref) -> api::Outcome {
+      ref.mipmapFilterMode = fm;
+      return {};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuTexRefGetMipmapFilterMode(CUfilter_mode* pfm, CUtexref hTexRef) {
+  return ROCUDA_API((pfm, hTexRef), [&]() -> api::Outcome {
+    if (pfm == nullptr) return api::invalidValue("pfm is NULL");
+    return api::withReference(hTexRef, [&](api::TextureReference& ref) -> api::Outcome {
+      *pfm = ref.mipmapFilterMode;
+      return {};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuTexRefSetMipmapLevelBias(CUtexref hTexRef, float bias) {
+  return ROCUDA_API((hTexRef, bias), [&]() -> api::Outcome {
+    return api::withReference(hTexRef, [&](api::TextureReference& ref) -> api::Outcome {
+      ref.mipmapLevelBias = bias;
+      return {};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuTexRefGetMipmapLevelBias(float* pbias, CUtexref hTexRef) {
+  return ROCUDA_API((pbias, hTexRef), [&]() -> api::Outcome {
+    if (pbias == nullptr) return api::invalidValue("pbias is NULL");
+    return api::withReference(hTexRef, [&](api::TextureReference& ref) -> api::Outcome {
+      *pbias = ref.mipmapLevelBias;
+      return {};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuTexRefSetMipmapLevelClamp(CUtexref hTexRef, float minMipmapLevelClamp,
+                                                   float maxMipmapLevelClamp) {
+  return ROCUDA_API((hTexRef, minMipmapLevelClamp, maxMipmapLevelClamp), [&]() -> api::Outcome {
+    return api::withReference(hTexRef, [&](api::TextureReference& ref) -> api::Outcome {
+      ref.minMipmapLevelClamp = minMipmapLevelClamp;
+      ref.maxMipmapLevelClamp = maxMipmapLevelClamp;
+      return {};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuTexRefGetMipmapLevelClamp(float* pminMipmapLevelClamp,
+                                                   float* pmaxMipmapLevelClamp, CUtexref hTexRef) {
+  return ROCUDA_API((pminMipmapLevelClamp, pmaxMipmapLevelClamp, hTexRef), [&]() -> api::Outcome {
+    if (pminMipmapLevelClamp == nullptr || pmaxMipmapLevelClamp == nullptr)
+      return api::invalidValue("NULL output");
+    return api::withReference(hTexRef, [&](api::TextureReference& ref) -> api::Outcome {
+      *pminMipmapLevelClamp = ref.minMipmapLevelClamp;
+      *pmaxMipmapLevelClamp = ref.maxMipmapLevelClamp;
+      return {};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuTexRefSetMaxAnisotropy(CUtexref hTexRef, unsigned int maxAniso) {
+  return ROCUDA_API((hTexRef, maxAniso), [&]() -> api::Outcome {
+    return api::withReference(hTexRef, [&](api::TextureReference& ref) -> api::Outcome {
+      ref.maxAnisotropy = maxAniso;
+      return {};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuTexRefGetMaxAnisotropy(int* pmaxAniso, CUtexref hTexRef) {
+  return ROCUDA_API((pmaxAniso, hTexRef), [&]() -> api::Outcome {
+    if (pmaxAniso == nullptr) return api::invalidValue("pmaxAniso is NULL");
+    return api::withReference(hTexRef, [&](api::TextureReference& ref) -> api::Outcome {
+      *pmaxAniso = static_cast<int>(ref.maxAnisotropy);
+      return {};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuTexRefSetBorderColor(CUtexref hTexRef, float* pBorderColor) {
+  return ROCUDA_API((hTexRef, pBorderColor), [&]() -> api::Outcome {
+    if (pBorderColor == nullptr) return api::invalidValue("pBorderColor is NULL");
+    return api::withReference(hTexRef, [&](api::TextureReference& ref) -> api::Outcome {
+      std::copy(pBorderColor, pBorderColor + 4, ref.borderColor);
+      return {};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuTexRefGetBorderColor(float* pBorderColor, CUtexref hTexRef) {
+  return ROCUDA_API((pBorderColor, hTexRef), [&]() -> api::Outcome {
+    if (pBorderColor == nullptr) return api::invalidValue("pBorderColor is NULL");
+    return api::withReference(hTexRef, [&](api::TextureReference& ref) -> api::Outcome {
+      std::copy(ref.borderColor, ref.borderColor + 4, pBorderColor);
       return {};
     });
   });

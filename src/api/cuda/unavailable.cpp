@@ -1,8 +1,10 @@
 // Entry points of facilities that cannot exist on this platform: EGL and VDPAU interop (OpenGL
 // interop is in graphics.cpp), external semaphores and NvSciSync (sharing between
-// processes, external memory and shareable memory pools are in ipc.cpp). They are exported and
-// handed out by cuGetProcAddress, so that applications probing for them get NVIDIA's documented
-// error for an unavailable facility (not a missing symbol) and a log line naming what is missing.
+// processes, external memory and shareable memory pools are in ipc.cpp), and hardware features
+// no Rocuda device has (multicast, TMA descriptors, green contexts, core dumps, checkpoints). They
+// are exported and handed out by cuGetProcAddress, so that applications probing for them get
+// NVIDIA's documented error for an unavailable facility (not a missing symbol) and a log line
+// naming what is missing.
 //
 // No argument is read: every row of entry_points.def marked ROCUDA_UNAVAILABLE becomes a function
 // that returns a CUresult, which the C calling convention allows whatever the caller passes.
@@ -42,6 +44,39 @@ Unavailable classify(std::string_view api) {
   if (startsWith(api, "cuEGL") || startsWith(api, "cuGraphicsEGL") ||
       api == "cuGraphicsResourceGetMappedEglFrame")
     return {CUDA_ERROR_INVALID_HANDLE, "EGL interop"};
+  // Nodes of kinds no graph can hold: adding one is refused, any other call names another kind.
+  if (api == "cuGraphAddBatchMemOpNode" || api == "cuGraphAddExternalSemaphoresSignalNode" ||
+      api == "cuGraphAddExternalSemaphoresWaitNode")
+    return {CUDA_ERROR_NOT_SUPPORTED, "batch memory-operation or external-semaphore graph nodes"};
+  if (api.find("BatchMemOpNode") != std::string_view::npos ||
+      api.find("ExternalSemaphores") != std::string_view::npos)
+    return {CUDA_ERROR_INVALID_VALUE, "batch memory-operation or external-semaphore graph nodes"};
+  if (startsWith(api, "cuTensorMap"))
+    return {CUDA_ERROR_NOT_SUPPORTED, "tensor memory accelerator (TMA) descriptors"};
+  if (startsWith(api, "cuMulticast"))
+    return {CUDA_ERROR_NOT_SUPPORTED,
+            "multicast objects (CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED is 0)"};
+  if (startsWith(api, "cuGreenCtx") || startsWith(api, "cuDevResource") ||
+      startsWith(api, "cuDevSmResource") || api == "cuCtxFromGreenCtx" ||
+      api == "cuCtxGetDevResource" || api == "cuDeviceGetDevResource" ||
+      api == "cuStreamGetGreenCtx")
+    return {CUDA_ERROR_NOT_SUPPORTED, "green contexts (partitions of a device's SMs)"};
+  if (startsWith(api, "cuCoredump")) return {CUDA_ERROR_NOT_SUPPORTED, "GPU core dumps"};
+  if (startsWith(api, "cuCheckpoint"))
+    return {CUDA_ERROR_NOT_SUPPORTED, "checkpointing a process's device state"};
+  if (api == "cuDeviceGetLuid") return {CUDA_ERROR_NOT_SUPPORTED, "LUIDs (Windows only)"};
+  if (api == "cuLaunchCooperativeKernelMultiDevice")
+    return {CUDA_ERROR_NOT_SUPPORTED,
+            "multi-device cooperative launches "
+            "(CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH is 0)"};
+  if (api == "cuCtxRecordEvent" || api == "cuCtxWaitEvent")
+    return {CUDA_ERROR_NOT_SUPPORTED, "context-wide event records and waits (not implemented yet)"};
+  if (api == "cuMemGetHandleForAddressRange")
+    return {CUDA_ERROR_NOT_SUPPORTED,
+            "dma-buf export (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED is 0)"};
+  if (api == "cuMemMapArrayAsync") return {CUDA_ERROR_NOT_SUPPORTED, "sparse CUDA arrays"};
+  if (api == "cuMemBatchDecompressAsync")
+    return {CUDA_ERROR_NOT_SUPPORTED, "the hardware decompression engine"};
   // Any other call on a graphics resource of these kinds: none can have been registered.
   return {CUDA_ERROR_INVALID_HANDLE, "graphics interop resources"};
 }

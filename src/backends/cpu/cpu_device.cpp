@@ -167,6 +167,7 @@ class CpuKernel final : public LoadedKernel {
     if (!code.ok()) return code.takeError();
     return Status::success();
   }
+  bool prepared() const override { return ready_.load(std::memory_order_acquire); }
   CpuModule& module() { return module_; }
   void setCompiled(CompiledKernel compiled) {
     compiled_ = std::move(compiled);

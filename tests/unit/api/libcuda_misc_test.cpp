@@ -1,6 +1,7 @@
 // Device and context extras, logs, async notifications, occupancy (cluster, potential block
 // size), library modules and managed variables, and the entry points of facilities unavailable
 // here, through libcuda.so.1.
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -581,6 +582,175 @@ TEST_F(Driver, LibraryKernelsRunInContextsCreatedAfterTheLoad) {
   ASSERT_EQ(CU(cuCtxSetCurrent, CUcontext)(context_), CUDA_SUCCESS);
   EXPECT_EQ(CU(cuKernelGetFunction, CUfunction*, CUkernel)(&function, kernel), CUDA_SUCCESS);
   EXPECT_EQ(CU(cuLibraryUnload, CUlibrary)(library), CUDA_SUCCESS);
+}
+
+// ---- Entry points CUDA 13's libcuda exports beyond what cudart asks for ----
+
+TEST_F(Driver, EveryCuda13StubSymbolIsExportedAndHandedOut) {
+  // Entry points a program linking libcuda may name (CUDA 13's stub exports them) that no cudart
+  // requests: each must be there, or the program does not start.
+  const char* const names[] = {"cuCheckpointProcessCheckpoint",
+                               "cuCheckpointProcessGetRestoreThreadId",
+                               "cuCheckpointProcessGetState",
+                               "cuCheckpointProcessLock",
+                               "cuCheckpointProcessRestore",
+                               "cuCheckpointProcessUnlock",
+                               "cuCoredumpGetAttribute",
+                               "cuCoredumpGetAttributeGlobal",
+                               "cuCoredumpSetAttribute",
+                               "cuCoredumpSetAttributeGlobal",
+                               "cuCtxFromGreenCtx",
+                               "cuCtxGetDevResource",
+                               "cuCtxGetExecAffinity",
+                               "cuCtxRecordEvent",
+                               "cuCtxWaitEvent",
+                               "cuDevResourceGenerateDesc",
+                               "cuDevSmResourceSplitByCount",
+                               "cuDeviceGetDevResource",
+                               "cuDeviceGetExecAffinitySupport",
+                               "cuDeviceGetLuid",
+                               "cuFuncIsLoaded",
+                               "cuFuncLoad",
+                               "cuGraphAddBatchMemOpNode",
+                               "cuGraphAddExternalSemaphoresSignalNode",
+                               "cuGraphAddExternalSemaphoresWaitNode",
+                               "cuGraphBatchMemOpNodeGetParams",
+                               "cuGraphBatchMemOpNodeSetParams",
+                               "cuGraphExecBatchMemOpNodeSetParams",
+                               "cuGraphExecExternalSemaphoresSignalNodeSetParams",
+                               "cuGraphExecExternalSemaphoresWaitNodeSetParams",
+                               "cuGraphExternalSemaphoresSignalNodeGetParams",
+                               "cuGraphExternalSemaphoresSignalNodeSetParams",
+                               "cuGraphExternalSemaphoresWaitNodeGetParams",
+                               "cuGraphExternalSemaphoresWaitNodeSetParams",
+                               "cuGreenCtxCreate",
+                               "cuGreenCtxDestroy",
+                               "cuGreenCtxGetDevResource",
+                               "cuGreenCtxGetId",
+                               "cuGreenCtxRecordEvent",
+                               "cuGreenCtxStreamCreate",
+                               "cuGreenCtxWaitEvent",
+                               "cuLaunchCooperativeKernelMultiDevice",
+                               "cuMemBatchDecompressAsync",
+                               "cuMemGetHandleForAddressRange",
+                               "cuMemMapArrayAsync",
+                               "cuModuleEnumerateFunctions",
+                               "cuModuleGetFunctionCount",
+                               "cuMulticastAddDevice",
+                               "cuMulticastBindAddr",
+                               "cuMulticastBindMem",
+                               "cuMulticastCreate",
+                               "cuMulticastGetGranularity",
+                               "cuMulticastUnbind",
+                               "cuPointerSetAttribute",
+                               "cuStreamGetGreenCtx",
+                               "cuTensorMapEncodeIm2col",
+                               "cuTensorMapEncodeIm2colWide",
+                               "cuTensorMapEncodeTiled",
+                               "cuTensorMapReplaceAddress",
+                               "cuTexRefGetBorderColor",
+                               "cuTexRefGetMaxAnisotropy",
+                               "cuTexRefGetMipmapFilterMode",
+                               "cuTexRefGetMipmapLevelBias",
+                               "cuTexRefGetMipmapLevelClamp",
+                               "cuTexRefGetMipmappedArray",
+                               "cuTexRefSetBorderColor",
+                               "cuTexRefSetMaxAnisotropy",
+                               "cuTexRefSetMipmapFilterMode",
+                               "cuTexRefSetMipmapLevelBias",
+                               "cuTexRefSetMipmapLevelClamp",
+                               "cuTexRefSetMipmappedArray"};
+  for (const char* name : names) {
+    SCOPED_TRACE(name);
+    EXPECT_NE(dlsym(library(), name), nullptr);
+    void* function = nullptr;
+    CUdriverProcAddressQueryResult found{};
+    EXPECT_EQ(CU13(cuGetProcAddress, const char*, void**, int, cuuint64_t,
+                   CUdriverProcAddressQueryResult*)(name, &function, 13000, 0, &found),
+              CUDA_SUCCESS);
+    EXPECT_NE(function, nullptr);
+  }
+  // Facilities no device here has answer their documented error.
+  EXPECT_EQ(CU(cuTensorMapEncodeTiled, void*)(nullptr), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(CU(cuMulticastCreate, void*, const void*)(nullptr, nullptr), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(CU(cuGreenCtxCreate, void*)(nullptr), CUDA_ERROR_NOT_SUPPORTED);
+}
+
+TEST_F(Driver, ModuleFunctionsLoadingStateAndPointerAttributes) {
+  CUmodule module = nullptr;
+  ASSERT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, kAddOnePtx), CUDA_SUCCESS);
+  unsigned count = 0;
+  ASSERT_EQ(CU(cuModuleGetFunctionCount, unsigned*, CUmodule)(&count, module), CUDA_SUCCESS);
+  EXPECT_EQ(count, 1u);
+  CUfunction function = nullptr;
+  ASSERT_EQ(CU(cuModuleEnumerateFunctions, CUfunction*, unsigned, CUmodule)(&function, 1, module),
+            CUDA_SUCCESS);
+  const char* name = nullptr;
+  ASSERT_EQ(CU(cuFuncGetName, const char**, CUfunction)(&name, function), CUDA_SUCCESS);
+  EXPECT_STREQ(name, "add_one");
+  // The CPU device compiles a kernel at its first launch, or at cuFuncLoad.
+  CUfunctionLoadingState state = CU_FUNCTION_LOADING_STATE_MAX;
+  auto isLoaded = CU(cuFuncIsLoaded, CUfunctionLoadingState*, CUfunction);
+  ASSERT_EQ(isLoaded(&state, function), CUDA_SUCCESS);
+  EXPECT_EQ(state, CU_FUNCTION_LOADING_STATE_UNLOADED);
+  ASSERT_EQ(CU(cuFuncLoad, CUfunction)(function), CUDA_SUCCESS);
+  ASSERT_EQ(isLoaded(&state, function), CUDA_SUCCESS);
+  EXPECT_EQ(state, CU_FUNCTION_LOADING_STATE_LOADED);
+  EXPECT_EQ(isLoaded(nullptr, function), CUDA_ERROR_INVALID_VALUE);
+
+  CUdeviceptr device = 0;
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&device, 256), CUDA_SUCCESS);
+  auto setAttribute = CU(cuPointerSetAttribute, const void*, CUpointer_attribute, CUdeviceptr);
+  int on = 1;
+  EXPECT_EQ(setAttribute(&on, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, device), CUDA_SUCCESS);
+  EXPECT_EQ(setAttribute(&on, CU_POINTER_ATTRIBUTE_CONTEXT, device), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(setAttribute(&on, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, 0x10), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(device), CUDA_SUCCESS);
+
+  int affinity = -1;
+  ASSERT_EQ(CU(cuDeviceGetExecAffinitySupport, int*, CUexecAffinityType, CUdevice)(
+                &affinity, CU_EXEC_AFFINITY_TYPE_SM_COUNT, 0),
+            CUDA_SUCCESS);
+  EXPECT_EQ(affinity, 0);
+  CUexecAffinityParam param{};
+  EXPECT_EQ(CU(cuCtxGetExecAffinity, CUexecAffinityParam*, CUexecAffinityType)(
+                &param, CU_EXEC_AFFINITY_TYPE_SM_COUNT),
+            CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY);
+  EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
+}
+
+TEST_F(Driver, TextureReferencesKeepTheirMipmapSampling) {
+  CUtexref ref = nullptr;
+  ASSERT_EQ(CU(cuTexRefCreate, CUtexref*)(&ref), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuTexRefSetMipmapFilterMode, CUtexref, CUfilter_mode)(ref, CU_TR_FILTER_MODE_LINEAR),
+            CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuTexRefSetMipmapLevelBias, CUtexref, float)(ref, 0.5f), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuTexRefSetMipmapLevelClamp, CUtexref, float, float)(ref, 1.0f, 4.0f), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuTexRefSetMaxAnisotropy, CUtexref, unsigned)(ref, 8), CUDA_SUCCESS);
+  float border[4] = {1, 2, 3, 4};
+  EXPECT_EQ(CU(cuTexRefSetBorderColor, CUtexref, float*)(ref, border), CUDA_SUCCESS);
+  CUfilter_mode mode = CU_TR_FILTER_MODE_POINT;
+  EXPECT_EQ(CU(cuTexRefGetMipmapFilterMode, CUfilter_mode*, CUtexref)(&mode, ref), CUDA_SUCCESS);
+  EXPECT_EQ(mode, CU_TR_FILTER_MODE_LINEAR);
+  float bias = 0, low = 0, high = 0, got[4] = {};
+  EXPECT_EQ(CU(cuTexRefGetMipmapLevelBias, float*, CUtexref)(&bias, ref), CUDA_SUCCESS);
+  EXPECT_EQ(bias, 0.5f);
+  EXPECT_EQ(CU(cuTexRefGetMipmapLevelClamp, float*, float*, CUtexref)(&low, &high, ref),
+            CUDA_SUCCESS);
+  EXPECT_EQ(low, 1.0f);
+  EXPECT_EQ(high, 4.0f);
+  int anisotropy = 0;
+  EXPECT_EQ(CU(cuTexRefGetMaxAnisotropy, int*, CUtexref)(&anisotropy, ref), CUDA_SUCCESS);
+  EXPECT_EQ(anisotropy, 8);
+  EXPECT_EQ(CU(cuTexRefGetBorderColor, float*, CUtexref)(got, ref), CUDA_SUCCESS);
+  EXPECT_EQ(got[3], 4.0f);
+  CUmipmappedArray none = nullptr;
+  EXPECT_EQ(CU(cuTexRefGetMipmappedArray, CUmipmappedArray*, CUtexref)(&none, ref),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuTexRefSetMipmappedArray, CUtexref, CUmipmappedArray, unsigned)(
+                ref, reinterpret_cast<CUmipmappedArray>(&bias), CU_TRSA_OVERRIDE_FORMAT),
+            CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(CU(cuTexRefDestroy, CUtexref)(ref), CUDA_SUCCESS);
 }
 
 // ---- Facilities unavailable here ----
