@@ -40,6 +40,7 @@ Context::~Context() {
   // Streams drain in their destructors; the legacy stream last, as it may wait on the others.
   streams_.clear();
   retiredStreams_.clear();
+  recordStream_.reset();
   perThread_.clear();
   legacy_.reset();
   events_.clear();
@@ -157,7 +158,46 @@ Result<CompletionPtr> Context::enqueue(Stream& stream, std::string name,
     // ...and every blocking stream waits for the legacy default stream.
     if (auto tail = legacy_->tail()) dependencies.push_back(std::move(tail));
   }
+  {
+    // Events the whole context waits for (cuCtxWaitEvent), dropped once they completed.
+    std::lock_guard lock(mutex_);
+    std::erase_if(contextWaits_, [](const CompletionPtr& c) { return c->done(); });
+    dependencies.insert(dependencies.end(), contextWaits_.begin(), contextWaits_.end());
+  }
   return stream.enqueue(std::move(name), std::move(work), std::move(dependencies));
+}
+
+Status Context::recordAllWork(Event& event) {
+  std::vector<CompletionPtr> work;
+  for (Stream* stream : allStreams()) {
+    if (stream->capture())
+      return makeError(ErrorCode::StreamCaptureUnsupported, "a stream of the context is capturing");
+    if (auto tail = stream->tail()) work.push_back(std::move(tail));
+  }
+  if (auto tail = legacy_->tail()) work.push_back(std::move(tail));
+  Stream* host = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    if (!recordStream_) {
+      recordStream_ = std::make_unique<Stream>(*this, StreamKind::Created, 1u, 0);
+      recordStream_->retireHandle();  // internal: no application handle names it
+    }
+    host = recordStream_.get();
+  }
+  event.recordCompletion(host->enqueue(
+      "context event record", [] { return Status::success(); }, std::move(work)));
+  return Status::success();
+}
+
+Status Context::waitForEvent(const Event& event) {
+  for (Stream* stream : allStreams())
+    if (stream->capture())
+      return makeError(ErrorCode::StreamCaptureUnsupported, "a stream of the context is capturing");
+  CompletionPtr completion = event.completion();
+  if (!completion) return Status::success();  // never recorded: nothing to wait for
+  std::lock_guard lock(mutex_);
+  contextWaits_.push_back(std::move(completion));
+  return Status::success();
 }
 
 std::vector<CaptureStatePtr> Context::blockingCaptures() {
@@ -205,6 +245,8 @@ void Context::reset() {
     streams.swap(streams_);
     for (auto& retired : retiredStreams_) streams.push_back(std::move(retired));
     retiredStreams_.clear();
+    if (recordStream_) streams.push_back(std::move(recordStream_));
+    contextWaits_.clear();
     events.swap(events_);
     sticky_ = false;
     stickyError_ = Error();

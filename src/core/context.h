@@ -79,6 +79,12 @@ class Context : public Object {
   void setStickyError(const Error& error);
   Status stickyError() const;
 
+  // cuCtxRecordEvent: `event` completes once all work queued in the context now is done.
+  // cuCtxWaitEvent: all work queued in the context from now waits for `event`'s latest record.
+  // Both refuse a context with a stream capture in progress (StreamCaptureUnsupported).
+  Status recordAllWork(Event& event);
+  Status waitForEvent(const Event& event);
+
   uint64_t limit(ContextLimit which) const;
   // CU_LIMIT_PRINTF_FIFO_SIZE and CU_LIMIT_MALLOC_HEAP_SIZE cannot change (InvalidValue) once a
   // kernel that uses printf, or malloc/free, has been launched (noteLaunch).
@@ -102,6 +108,8 @@ class Context : public Object {
   // Streams destroyed while work was queued on them: their handles are gone, their work still
   // runs (and is waited for by context-wide synchronisation); freed once idle.
   std::vector<std::unique_ptr<Stream>> retiredStreams_;
+  std::unique_ptr<Stream> recordStream_;     // hosts cuCtxRecordEvent's records (no handle)
+  std::vector<CompletionPtr> contextWaits_;  // cuCtxWaitEvent's, until they complete
   std::vector<std::unique_ptr<Event>> events_;
   bool sticky_ = false;
   Error stickyError_;

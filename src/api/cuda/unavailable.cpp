@@ -69,8 +69,6 @@ Unavailable classify(std::string_view api) {
     return {CUDA_ERROR_NOT_SUPPORTED,
             "multi-device cooperative launches "
             "(CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH is 0)"};
-  if (api == "cuCtxRecordEvent" || api == "cuCtxWaitEvent")
-    return {CUDA_ERROR_NOT_SUPPORTED, "context-wide event records and waits (not implemented yet)"};
   if (api == "cuMemGetHandleForAddressRange")
     return {CUDA_ERROR_NOT_SUPPORTED,
             "dma-buf export (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED is 0)"};

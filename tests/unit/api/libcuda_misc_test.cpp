@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -717,6 +718,40 @@ TEST_F(Driver, ModuleFunctionsLoadingStateAndPointerAttributes) {
                 &param, CU_EXEC_AFFINITY_TYPE_SM_COUNT),
             CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY);
   EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
+}
+
+void CUDA_CB_waitForGate(void* gate) {
+  while (!static_cast<std::atomic<bool>*>(gate)->load()) usleep(1000);
+}
+void CUDA_CB_setFlag(void* flag) { static_cast<std::atomic<bool>*>(flag)->store(true); }
+
+TEST_F(Driver, ContextWideEventRecordsAndWaits) {
+  // cuCtxRecordEvent: the event stands for all the context's work at the call, on every stream;
+  // cuCtxWaitEvent: all later work of the context waits for it.
+  CUstream gated = nullptr, other = nullptr;
+  auto createStream = CU(cuStreamCreate, CUstream*, unsigned);
+  ASSERT_EQ(createStream(&gated, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(createStream(&other, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  CUevent all = nullptr;
+  ASSERT_EQ(CU(cuEventCreate, CUevent*, unsigned)(&all, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+  std::atomic<bool> gate{false}, after{false};
+  auto hostFunc = CU(cuLaunchHostFunc, CUstream, CUhostFn, void*);
+  ASSERT_EQ(hostFunc(gated, CUDA_CB_waitForGate, &gate), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuCtxRecordEvent, CUcontext, CUevent)(context_, all), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuEventQuery, CUevent)(all), CUDA_ERROR_NOT_READY);
+  ASSERT_EQ(CU(cuCtxWaitEvent, CUcontext, CUevent)(nullptr, all), CUDA_SUCCESS);
+  ASSERT_EQ(hostFunc(other, CUDA_CB_setFlag, &after), CUDA_SUCCESS);
+  usleep(20000);
+  EXPECT_FALSE(after.load());  // held by the context-wide wait
+  gate.store(true);
+  EXPECT_EQ(CU(cuEventSynchronize, CUevent)(all), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuStreamSynchronize, CUstream)(other), CUDA_SUCCESS);
+  EXPECT_TRUE(after.load());
+  EXPECT_EQ(CU(cuCtxRecordEvent, CUcontext, CUevent)(reinterpret_cast<CUcontext>(&gate), all),
+            CUDA_ERROR_INVALID_CONTEXT);
+  EXPECT_EQ(CU(cuEventDestroy, CUevent)(all), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuStreamDestroy, CUstream)(gated), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuStreamDestroy, CUstream)(other), CUDA_SUCCESS);
 }
 
 TEST_F(Driver, TextureReferencesKeepTheirMipmapSampling) {
