@@ -107,6 +107,18 @@ int main() {
   std::printf("memory: %zu free of %zu bytes\n", freeBytes, totalBytes);
   check.expect(totalBytes > 0, "cudaMemGetInfo total > 0");
   check.expect(freeBytes <= totalBytes, "cudaMemGetInfo free <= total");
+  // An allocation is gone from the free memory at once, before anything touches it (2 GB, so
+  // that other processes' memory moving meanwhile cannot hide it).
+  const size_t big = size_t{2} << 30;
+  if (freeBytes > 2 * big) {
+    void* untouched = nullptr;
+    CHECK(cudaMalloc(&untouched, big));
+    size_t freeAfter = 0;
+    CHECK(cudaMemGetInfo(&freeAfter, &totalBytes));
+    check.expect(freeAfter + big / 2 <= freeBytes,
+                 "cudaMemGetInfo's free memory drops by an untouched allocation");
+    CHECK(cudaFree(untouched));
+  }
 
   int* dOut;
   CHECK(cudaMalloc(&dOut, 3 * sizeof(int)));

@@ -301,7 +301,11 @@ class CpuDevice final : public DeviceBackend {
   void freeDevice(void* pointer) override;
   Result<void*> allocateHost(size_t bytes) override { return allocate(bytes); }
   void freeHost(void* pointer) override { release(pointer); }
-  uint64_t freeMemory() const override { return platform::availablePhysicalMemory(); }
+  // As on NVIDIA's devices, an allocation counts as used whole at once (cudaMemGetInfo after a
+  // cudaMalloc shows it gone), though its pages cost physical memory only once touched: the
+  // host's available memory less what the live allocations will still take (mincore), and no
+  // more than the device's total less the allocations.
+  uint64_t freeMemory() const override;
   bool checksEveryAccess() const override { return memcheckEnabled(); }
 
   void externalRangeMapped(void* base, size_t bytes, bool registered) override {
@@ -375,7 +379,7 @@ class CpuDevice final : public DeviceBackend {
     size_t bytes = 0;  // mapped length, whole pages
     int fd = -1;       // the memfd backing it once shared
   };
-  std::mutex regionsMutex_;
+  mutable std::mutex regionsMutex_;
   std::unordered_map<void*, DeviceRegion> regions_;
   // Freed regions never shared, kept mapped for reuse: a fresh mapping faults every page in
   // again, which made allocate/free loops (Thrust's temporary storage) 20-40 times slower than
@@ -453,6 +457,25 @@ void CpuDevice::releaseReusable() {
   for (const auto& [length, memory] : reusable_) munmap(memory, length);
   reusable_.clear();
   reusableBytes_ = 0;
+}
+
+uint64_t CpuDevice::freeMemory() const {
+  uint64_t total = description_.totalMemory, used = 0, untouched = 0;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> resident;
+  {
+    std::lock_guard lock(regionsMutex_);
+    for (const auto& [base, region] : regions_) {
+      used += region.bytes;
+      resident.assign((region.bytes + page - 1) / page, 0);
+      if (mincore(base, region.bytes, resident.data()) != 0) continue;
+      for (unsigned char pageState : resident)
+        if ((pageState & 1) == 0) untouched += page;
+    }
+  }
+  uint64_t available = platform::availablePhysicalMemory();
+  available = available > untouched ? available - untouched : 0;
+  return std::min<uint64_t>(available, used < total ? total - used : 0);
 }
 
 Result<void*> CpuDevice::allocateDevice(size_t bytes) {
