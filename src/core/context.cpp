@@ -284,6 +284,11 @@ Status Context::setLimit(ContextLimit which, uint64_t value) {
   if (which == ContextLimit::MallocHeapSize && launchedMalloc_)
     return makeError(ErrorCode::InvalidValue,
                      "the malloc heap size is fixed once a kernel using malloc was launched");
+  // "can be set up the maximum launch depth of 24"; the L2 fetch granularity "can range from 0B
+  // to 128B ... ignored or clamped".
+  if (which == ContextLimit::DevRuntimeSyncDepth && value > 24)
+    return makeError(ErrorCode::InvalidValue, "the device runtime's sync depth is at most 24");
+  if (which == ContextLimit::MaxL2FetchGranularity) value = std::min<uint64_t>(value, 128);
   limits_[static_cast<int>(which)] = value;
   return Status::success();
 }

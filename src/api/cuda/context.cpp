@@ -432,7 +432,8 @@ ROCUDA_EXPORT CUresult cuCtxGetSharedMemConfig(CUsharedconfig* pConfig) {
     if (pConfig == nullptr) return api::invalidValue("pConfig is NULL");
     Result<core::Context*> context = api::currentContext();
     if (!context) return context.error();
-    *pConfig = api::sharedMemConfig(*context);
+    // Every device Rocuda presents (compute capability 5.0 and later) has fixed four-byte banks.
+    *pConfig = CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE;
     return {};
   });
 }
@@ -444,8 +445,7 @@ ROCUDA_EXPORT CUresult cuCtxSetSharedMemConfig(CUsharedconfig config) {
       return api::invalidValue("unknown shared memory configuration");
     Result<core::Context*> context = api::currentContext();
     if (!context) return context.error();
-    api::setSharedMemConfig(*context, config);
-    return {};
+    return {};  // "does nothing on devices with fixed shared memory bank size"
   });
 }
 

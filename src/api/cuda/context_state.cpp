@@ -16,7 +16,6 @@ struct StorageEntry {
 struct ContextState {
   std::map<void*, StorageEntry> storage;
   cuda::CUfunc_cache cacheConfig = cuda::CU_FUNC_CACHE_PREFER_NONE;
-  cuda::CUsharedconfig sharedConfig = cuda::CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE;
 };
 
 struct States {
@@ -69,20 +68,6 @@ void setCacheConfig(core::Context* context, cuda::CUfunc_cache config) {
   States& s = states();
   std::lock_guard lock(s.mutex);
   s.byContext[context].cacheConfig = config;
-}
-
-cuda::CUsharedconfig sharedMemConfig(core::Context* context) {
-  States& s = states();
-  std::lock_guard lock(s.mutex);
-  auto it = s.byContext.find(context);
-  return it == s.byContext.end() ? cuda::CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE
-                                 : it->second.sharedConfig;
-}
-
-void setSharedMemConfig(core::Context* context, cuda::CUsharedconfig config) {
-  States& s = states();
-  std::lock_guard lock(s.mutex);
-  s.byContext[context].sharedConfig = config;
 }
 
 void releaseContextState(core::Context* context) {

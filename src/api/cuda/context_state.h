@@ -21,8 +21,6 @@ Result<void*> storageGet(core::Context* context, void* key);  // NotFound on a m
 
 cuda::CUfunc_cache cacheConfig(core::Context* context);
 void setCacheConfig(core::Context* context, cuda::CUfunc_cache config);
-cuda::CUsharedconfig sharedMemConfig(core::Context* context);
-void setSharedMemConfig(core::Context* context, cuda::CUsharedconfig config);
 
 // Run the storage destructors and forget the context (before it is destroyed or reset).
 void releaseContextState(core::Context* context);

@@ -496,6 +496,20 @@ TEST_F(LibCuda, PrintfAndMallocLimitsAreFixedOnceUsed) {
   ASSERT_EQ(launch(function("take"), 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr), CUDA_SUCCESS);
   EXPECT_EQ(setLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 64 << 20), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(setLimit(CU_LIMIT_STACK_SIZE, 2048), CUDA_SUCCESS);
+  // "up the maximum launch depth of 24"; the L2 fetch granularity ranges over 0..128 bytes.
+  EXPECT_EQ(setLimit(CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH, 25), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(setLimit(CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH, 24), CUDA_SUCCESS);
+  EXPECT_EQ(setLimit(CU_LIMIT_MAX_L2_FETCH_GRANULARITY, 256), CUDA_SUCCESS);
+  size_t granularity = 0;
+  EXPECT_EQ(CU(cuCtxGetLimit, size_t*, CUlimit)(&granularity, CU_LIMIT_MAX_L2_FETCH_GRANULARITY),
+            CUDA_SUCCESS);
+  EXPECT_EQ(granularity, 128u);
+  // Shared memory banks are four bytes wide and fixed: setting another size does nothing.
+  CUsharedconfig banks = CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE;
+  EXPECT_EQ(CU(cuCtxSetSharedMemConfig, CUsharedconfig)(CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE),
+            CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuCtxGetSharedMemConfig, CUsharedconfig*)(&banks), CUDA_SUCCESS);
+  EXPECT_EQ(banks, CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE);
   EXPECT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
   EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
 }
