@@ -267,13 +267,57 @@ Outcome changeEdges(CUgraph hGraph, const CUgraphNode* from, const CUgraphNode* 
   return {};
 }
 
+// cuGraphDebugDotPrint's flags (cuda.h's CUgraphDebugDot_flags) that add to a node's label.
+constexpr unsigned kDotVerbose = 1u << 0, kDotMemcpyParams = 1u << 3, kDotMemsetParams = 1u << 4,
+                   kDotEventParams = 1u << 6, kDotHandles = 1u << 10, kDotMemAllocParams = 1u << 11,
+                   kDotMemFreeParams = 1u << 12;
+
+// The copy direction from its operands' memory types (CUmemorytype), "HtoD" and the like.
+std::string copyDirection(const core::GraphNodeContent::TransferShape& shape) {
+  auto side = [](uint8_t type) {
+    return type == CU_MEMORYTYPE_HOST ? "H" : type == CU_MEMORYTYPE_ARRAY ? "A" : "D";
+  };
+  return std::string(side(shape.sourceType)) + "to" + side(shape.destinationType);
+}
+
+std::string pointerText(const void* pointer) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%p", pointer);
+  return text;
+}
+
+// A node's label: its type and name, a copy's direction, and what `flags` ask for.
+std::string dotLabel(const core::GraphNode& node, unsigned flags) {
+  const core::GraphNodeContent& c = node.content();
+  auto wants = [&](unsigned flag) { return (flags & (flag | kDotVerbose)) != 0; };
+  std::string label = std::string(core::graphNodeTypeName(node.type())) + "\\n" + c.name;
+  if (node.type() == core::GraphNodeType::Memcpy && c.transfer)
+    label += "\\n" + copyDirection(*c.transfer);
+  if (c.transfer && ((node.type() == core::GraphNodeType::Memcpy && wants(kDotMemcpyParams)) ||
+                     (node.type() == core::GraphNodeType::Memset && wants(kDotMemsetParams)))) {
+    label += "\\nwidth " + std::to_string(c.transfer->width) + " height " +
+             std::to_string(c.transfer->height);
+    if (node.type() == core::GraphNodeType::Memset)
+      label += " element " + std::to_string(c.transfer->elementSize);
+  }
+  if (c.event != nullptr && wants(kDotEventParams)) label += "\\nevent " + pointerText(c.event);
+  if (c.allocation && wants(kDotMemAllocParams))
+    label += "\\n" + std::to_string(c.allocation->bytes) + " bytes at " +
+             pointerText(c.allocation->address);
+  if (node.type() == core::GraphNodeType::MemFree && wants(kDotMemFreeParams))
+    label += "\\nfrees " + pointerText(c.freeAddress);
+  if (wants(kDotHandles)) label += "\\nnode " + pointerText(nodeHandle(&node));
+  return label;
+}
+
 // A DOT description of the graph, children as clusters.
-void writeDot(std::ostream& out, const core::Graph& graph, const std::string& prefix) {
+void writeDot(std::ostream& out, const core::Graph& graph, const std::string& prefix,
+              unsigned flags) {
   for (const core::GraphNode* node : graph.nodes()) {
     std::string id = prefix + "n" + std::to_string(graph.indexOf(node));
     if (node->type() == core::GraphNodeType::Graph && node->content().child) {
       out << "subgraph cluster_" << id << " {\nlabel=\"child graph " << id << "\";\n";
-      writeDot(out, *node->content().child, id + "_");
+      writeDot(out, *node->content().child, id + "_", flags);
       out << "}\n";
     }
     const auto& bodies = node->content().bodies;
@@ -281,12 +325,11 @@ void writeDot(std::ostream& out, const core::Graph& graph, const std::string& pr
       std::string body = id + "_b" + std::to_string(k);
       out << "subgraph cluster_" << body << " {\nlabel=\"" << node->content().name << " body " << k
           << " (handle " << node->content().conditionHandle << ")\";\n";
-      writeDot(out, *bodies[k], body + "_");
+      writeDot(out, *bodies[k], body + "_", flags);
       out << "}\n";
     }
-    out << "\"" << id << "\" [label=\"" << core::graphNodeTypeName(node->type()) << "\\n"
-        << node->content().name << "\"" << (node->content().enabled ? "" : " style=dashed")
-        << "];\n";
+    out << "\"" << id << "\" [label=\"" << dotLabel(*node, flags) << "\""
+        << (node->content().enabled ? "" : " style=dashed") << "];\n";
     for (const core::GraphNode* dependency : node->dependencies())
       out << "\"" << prefix << "n" << graph.indexOf(dependency) << "\" -> \"" << id << "\";\n";
   }
@@ -516,7 +559,7 @@ ROCUDA_EXPORT CUresult cuGraphDebugDotPrint(CUgraph hGraph, const char* path, un
     std::ofstream out(path);
     if (!out) return {CUDA_ERROR_OPERATING_SYSTEM, "cannot open the DOT file"};
     out << "digraph cuda_graph {\n";
-    api::writeDot(out, **graph, "");
+    api::writeDot(out, **graph, "", flags);
     out << "}\n";
     if (!out) return {CUDA_ERROR_OPERATING_SYSTEM, "cannot write the DOT file"};
     return {};

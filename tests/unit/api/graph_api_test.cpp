@@ -165,6 +165,21 @@ TEST_F(LibCudaGraph, ExplicitNodesRunInDependencyOrder) {
   CUgraphNodeType type{};
   ASSERT_EQ(CU(cuGraphNodeGetType, CUgraphNode, CUgraphNodeType*)(memcpy, &type), CUDA_SUCCESS);
   EXPECT_EQ(type, CU_GRAPH_NODE_TYPE_MEMCPY);
+  // cuGraphDebugDotPrint: the copy's direction by default; sizes and handles when verbose.
+  auto dotOf = [&](unsigned flags) {
+    std::string path = ::testing::TempDir() + "graph_labels.dot";
+    EXPECT_EQ(CU(cuGraphDebugDotPrint, CUgraph, const char*, unsigned)(graph, path.c_str(), flags),
+              CUDA_SUCCESS);
+    std::stringstream dot;
+    dot << std::ifstream(path).rdbuf();
+    std::remove(path.c_str());
+    return dot.str();
+  };
+  std::string plain = dotOf(0), verbose = dotOf(1u << 0);
+  EXPECT_NE(plain.find("DtoH"), std::string::npos) << plain;
+  EXPECT_EQ(plain.find("width"), std::string::npos);
+  EXPECT_NE(verbose.find("width " + std::to_string(kN * 4) + " height 1"), std::string::npos);
+  EXPECT_NE(verbose.find("node 0x"), std::string::npos) << verbose;
   CUDA_KERNEL_NODE_PARAMS_v1 readParams{};
   ASSERT_EQ(
       CU(cuGraphKernelNodeGetParams, CUgraphNode, CUDA_KERNEL_NODE_PARAMS_v1*)(k3, &readParams),
