@@ -56,6 +56,15 @@ inline Outcome invalidValue(const char* why) { return {cuda::CUDA_ERROR_INVALID_
 // CU_DEVICE_ATTRIBUTE_MAX_PITCH: the largest pitch a 2D or 3D copy accepts.
 inline constexpr size_t kMaxPitch = 2147483647;
 
+// JIT options (cuModuleLoadDataEx, cuLinkCreate/AddData/AddFile): each must be a CUjit_option.
+inline Outcome checkJitOptions(unsigned count, const cuda::CUjit_option* options) {
+  for (unsigned i = 0; options != nullptr && i < count; ++i)
+    if (options[i] < 0 || options[i] >= cuda::CU_JIT_NUM_OPTIONS)
+      return {cuda::CUDA_ERROR_INVALID_VALUE,
+              "unknown JIT option " + std::to_string(static_cast<int>(options[i]))};
+  return {};
+}
+
 // CU_JIT_WALL_TIME (cuModuleLoadDataEx, cuLinkCreate): the option's value slot receives the
 // milliseconds spent compiling and linking, as a float.
 inline void writeJitWallTime(void** slot, float milliseconds) {

@@ -58,7 +58,7 @@ Result<LinkState*> lookupState(CUlinkState handle) {
 Outcome checkOptions(unsigned numOptions, const CUjit_option* options, void** values) {
   if (numOptions > 0 && (options == nullptr || values == nullptr))
     return invalidValue("options or optionValues is NULL");
-  return {};
+  return checkJitOptions(numOptions, options);
 }
 
 // The failure, also written to the CU_JIT_ERROR_LOG_BUFFER given to cuLinkCreate.

@@ -74,6 +74,7 @@ Outcome loadModule(CUmodule* module, const void* image, unsigned numOptions,
   if (module == nullptr || image == nullptr) return invalidValue("NULL argument");
   if (numOptions > 0 && (options == nullptr || optionValues == nullptr))
     return invalidValue("options missing");
+  if (Outcome known = checkJitOptions(numOptions, options); !known.ok()) return known;
   Result<core::Context*> context = currentContext();
   if (!context) return context.error();
   auto start = std::chrono::steady_clock::now();

@@ -490,6 +490,16 @@ TEST_F(Driver, ModuleLoadsReportVersionWallTimeAndGlobals) {
   float milliseconds = -1;
   std::memcpy(&milliseconds, &values[0], sizeof milliseconds);
   EXPECT_GE(milliseconds, 0.0f);
+  // An option that is no CUjit_option is refused.
+  CUjit_option unknown[] = {static_cast<CUjit_option>(9999)};
+  CUmodule refused = nullptr;
+  EXPECT_EQ(CU(cuModuleLoadDataEx, CUmodule*, const void*, unsigned, CUjit_option*, void**)(
+                &refused, kAddOnePtx, 1, unknown, values),
+            CUDA_ERROR_INVALID_VALUE);
+  CUlinkState state = nullptr;
+  EXPECT_EQ(
+      CU(cuLinkCreate, unsigned, CUjit_option*, void**, CUlinkState*)(1, unknown, values, &state),
+      CUDA_ERROR_INVALID_VALUE);
   // cuModuleGetGlobal: "One of the parameters dptr or bytes (not both) can be NULL".
   const char* withGlobal = R"(
 .version 7.0
