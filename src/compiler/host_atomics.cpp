@@ -31,16 +31,6 @@ void lowerBlockPrivateAtomics(llvm::Module& module) {
 
 namespace {
 
-llvm::Value* flushed(llvm::IRBuilder<>& b, llvm::Value* x) {
-  llvm::Type* type = x->getType();
-  llvm::Value* subnormal = b.CreateFCmpOLT(
-      b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x),
-      llvm::ConstantFP::get(type, llvm::APFloat::getSmallestNormalized(type->getFltSemantics())));
-  llvm::Value* zero =
-      b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, llvm::ConstantFP::get(type, 0.0), x);
-  return b.CreateSelect(subnormal, zero, x);
-}
-
 void expandFlushedSum(llvm::AtomicRMWInst& rmw) {
   llvm::LLVMContext& context = rmw.getContext();
   llvm::Module& module = *rmw.getModule();
@@ -58,7 +48,9 @@ void expandFlushedSum(llvm::AtomicRMWInst& rmw) {
         module.getOrInsertFunction("__rocuda_is_shared", b.getInt32Ty(), b.getPtrTy());
     keep = b.CreateICmpNE(b.CreateCall(isShared, {ptr}), b.getInt32(0));
   }
-  auto maybeFlushed = [&](llvm::Value* x) { return b.CreateSelect(keep, x, flushed(b, x)); };
+  auto maybeFlushed = [&](llvm::Value* x) {
+    return b.CreateSelect(keep, x, flushBelowNormal(b, x));
+  };
   llvm::Value* operand = maybeFlushed(rmw.getValOperand());
   llvm::LoadInst* initial = b.CreateAlignedLoad(bits, ptr, rmw.getAlign());
   initial->setAtomic(llvm::AtomicOrdering::Monotonic);

@@ -560,8 +560,6 @@ Status translateFloatOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   }
 }
 
-namespace {
-
 // The flush itself: |v| below the smallest normal becomes a zero with v's sign.
 llvm::Value* flushBelowNormal(llvm::IRBuilder<>& B, llvm::Value* v) {
   llvm::Type* element = v->getType()->getScalarType();
@@ -573,6 +571,8 @@ llvm::Value* flushBelowNormal(llvm::IRBuilder<>& B, llvm::Value* v) {
                                               llvm::ConstantFP::get(v->getType(), 0.0), v);
   return B.CreateSelect(tiny, zero, v);
 }
+
+namespace {
 
 // float __rocuda_flush_f32(float), defined on first use (always inlined).
 llvm::Function* flushF32Function(FunctionTranslator& t) {

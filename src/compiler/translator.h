@@ -341,6 +341,8 @@ llvm::Value* fp8ToHalf(FunctionTranslator& t, llvm::Value* bits, bool e5m2);
 // through `float __rocuda_flush_f32(float)`, an internal function of the module that targets
 // running with f32 subnormals flushed may redefine (kF32FlushFlag).
 llvm::Value* flushSubnormal(FunctionTranslator& t, llvm::Value* v);
+// The same flush emitted inline at `B` (for code built outside a FunctionTranslator).
+llvm::Value* flushBelowNormal(llvm::IRBuilder<>& B, llvm::Value* v);
 
 // PTX's canonical NaN of `ty` (each element of a vector): every bit but the sign set
 // (0x7fffffff, 0x7fff), what NVIDIA writes for a NaN result (translate_instructions_float.cpp).
