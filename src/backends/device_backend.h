@@ -147,6 +147,19 @@ class DeviceBackend {
   // cuMemHostRegister'ed ranges, IPC handles opened, external memory and imported pool
   // pointers mapped (the CPU device's memcheck tracks them); nothing to do by default.
   virtual void externalRangeMapped(void* /*base*/, size_t /*bytes*/, bool /*registered*/) {}
+  // cuMemHostRegister: the application's memory made reachable by kernels and fast copies. The
+  // result is the address kernels use (cuMemHostGetDevicePointer), which a GPU may map elsewhere
+  // than the host address. By default the device reaches host memory at its own address.
+  virtual Result<void*> registerHost(void* base, size_t bytes) {
+    externalRangeMapped(base, bytes, true);
+    return base;
+  }
+  // Undoes registerHost(base, bytes).
+  virtual void unregisterHost(void* base, size_t bytes) { externalRangeMapped(base, bytes, false); }
+  // Managed memory (cuMemAllocManaged), reachable at the same address from host and device. By
+  // default pinned host memory, which every backend reporting managedMemory can access.
+  virtual Result<void*> allocateManaged(size_t bytes) { return allocateHost(bytes); }
+  virtual void freeManaged(void* pointer) { freeHost(pointer); }
 
   // Sharing memory between processes (backends without it answer NotSupported).
   // shareDevice: the allocation at `base` (from allocateDevice) made shareable in place, its

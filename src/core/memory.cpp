@@ -222,7 +222,7 @@ Result<void*> allocateManaged(Context& context, size_t bytes, unsigned flags) {
   // Managed memory must be reachable from host and device alike: pinned host memory is, on every
   // backend that reports managedMemory.
   ROCUDA_TRY(context.stickyError());
-  auto memory = context.device().backend().allocateHost(bytes);
+  auto memory = context.device().backend().allocateManaged(bytes);
   if (!memory.ok()) return memory.takeError();
   insert(Allocation{reinterpret_cast<uintptr_t>(*memory), bytes, AllocationKind::Managed, &context,
                     flags});
@@ -244,7 +244,7 @@ Status freeDevice(const void* pointer) {
   }
   if (allocation->kind == AllocationKind::Managed) {
     clearManagedState(allocation->base, allocation->size);  // the address may be reused
-    backend.freeHost(const_cast<void*>(pointer));
+    backend.freeManaged(const_cast<void*>(pointer));
   } else if (allocation->mappedFrom == MappedFrom::ExternalMemory ||
              allocation->mappedFrom == MappedFrom::PoolImport) {
     backend.unmapShared(const_cast<void*>(pointer), allocation->size);
@@ -282,19 +282,42 @@ Status freeHost(const void* pointer) {
   return Status::success();
 }
 
-bool registerHostRange(Context& context, void* base, size_t size, unsigned flags) {
-  AllocationTable& t = table();
-  std::lock_guard lock(t.mutex);
-  uintptr_t start = reinterpret_cast<uintptr_t>(base);
-  // Overlap: an allocation containing the start, or one starting inside the range.
-  if (findLocked(t, start).has_value()) return false;
+namespace {
+// Whether [start, start + size) overlaps a tracked allocation: one containing the start, or one
+// starting inside the range.
+bool overlapsLocked(AllocationTable& t, uintptr_t start, size_t size) {
+  if (findLocked(t, start).has_value()) return true;
   auto next = t.byBase.lower_bound(start);
-  if (next != t.byBase.end() && next->first < start + size) return false;
+  return next != t.byBase.end() && next->first < start + size;
+}
+}  // namespace
+
+Status registerHostRange(Context& context, void* base, size_t size, unsigned flags) {
+  AllocationTable& t = table();
+  uintptr_t start = reinterpret_cast<uintptr_t>(base);
+  auto overlapping = [&] {
+    return makeError(ErrorCode::HostMemoryAlreadyRegistered,
+                     "the range overlaps memory that is already registered or allocated");
+  };
+  {
+    std::lock_guard lock(t.mutex);
+    if (overlapsLocked(t, start, size)) return overlapping();
+  }
+  // The backend may pin pages and map them into the GPU (slow): outside the table's lock, and
+  // undone when another thread registered an overlapping range meanwhile.
+  backends::DeviceBackend& backend = context.device().backend();
+  Result<void*> deviceAddress = backend.registerHost(base, size);
+  if (!deviceAddress) return deviceAddress.error();
+  std::lock_guard lock(t.mutex);
+  if (overlapsLocked(t, start, size)) {
+    backend.unregisterHost(base, size);
+    return overlapping();
+  }
   Allocation allocation{start, size, AllocationKind::Host, &context, flags};
   allocation.registered = true;
+  allocation.deviceAddress = reinterpret_cast<uintptr_t>(*deviceAddress);
   recordLocked(t, allocation);
-  context.device().backend().externalRangeMapped(base, size, true);
-  return true;
+  return Status::success();
 }
 
 bool unregisterHostRange(void* base) {
@@ -303,9 +326,14 @@ bool unregisterHostRange(void* base) {
   auto it = t.byBase.find(reinterpret_cast<uintptr_t>(base));
   if (it == t.byBase.end() || !it->second.registered) return false;
   if (Context* owner = lookupHandle<Context>(it->second.context))  // may be destroyed already
-    owner->device().backend().externalRangeMapped(base, it->second.size, false);
+    owner->device().backend().unregisterHost(base, it->second.size);
   t.byBase.erase(it);
   return true;
+}
+
+uintptr_t hostDeviceAddress(const Allocation& allocation, const void* pointer) {
+  uintptr_t offset = reinterpret_cast<uintptr_t>(pointer) - allocation.base;
+  return (allocation.deviceAddress != 0 ? allocation.deviceAddress : allocation.base) + offset;
 }
 
 void registerMapped(Context& context, void* base, size_t size, MappedFrom from,

@@ -32,6 +32,9 @@ struct Allocation {
   MemoryPool* pool = nullptr;  // set for stream-ordered allocations (cuMemAllocAsync)
   bool registered = false;     // Host kind: the application's memory, page-locked by
                                // cuMemHostRegister rather than allocated by Rocuda
+  // Host kind: where kernels reach `base` (cuMemHostGetDevicePointer). The host address itself
+  // except for registered memory that the device maps elsewhere (DeviceBackend::registerHost).
+  uintptr_t deviceAddress = 0;
   MappedFrom mappedFrom = MappedFrom::None;  // Device kind only
   // Process-wide and never reused (CU_POINTER_ATTRIBUTE_BUFFER_ID); set when recorded.
   uint64_t id = 0;
@@ -60,10 +63,13 @@ Status freeHost(const void* pointer);
 // external memory keep their own release calls; module globals go with their modules.
 void releaseContextMemory(Context& context);
 // cuMemHostRegister / cuMemHostUnregister: the application's own memory, tracked as page-locked
-// host memory (the device reaches host memory directly, so nothing moves). register is false when
-// the range overlaps a tracked one; unregister is false when `base` starts no registered range.
-bool registerHostRange(Context& context, void* base, size_t size, unsigned flags);
+// host memory and made reachable by the device (DeviceBackend::registerHost). register fails with
+// HostMemoryAlreadyRegistered when the range overlaps a tracked one, or with the backend's error;
+// unregister is false when `base` starts no registered range.
+Status registerHostRange(Context& context, void* base, size_t size, unsigned flags);
 bool unregisterHostRange(void* base);
+// The address kernels use for host memory at `pointer` inside `allocation` (a Host kind).
+uintptr_t hostDeviceAddress(const Allocation& allocation, const void* pointer);
 // Shared memory mapped by the backend (mapShared), tracked as device memory of `context`.
 // unregisterMapped is false when `base` starts no mapping of that origin. `memoryBlock`: the
 // physical memory's identity when it has one of its own (Allocation::memoryBlock).

@@ -45,6 +45,8 @@ enum class ErrorCode {
   InvalidGraphicsContext,
   AlreadyMapped,
   NotMapped,
+  // cuMemHostRegister over memory already registered or allocated.
+  HostMemoryAlreadyRegistered,
   Internal,
 };
 

@@ -68,7 +68,11 @@ Outcome pointerAttribute(void* data, CUpointer_attribute attribute,
       store(data, static_cast<unsigned>(known ? memoryTypeOf(*allocation) : CUmemorytype{}));
       return {};
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
-      store(data, known ? ptr : CUdeviceptr{0});
+      store(data, !known ? CUdeviceptr{0}
+                  : allocation->kind == core::AllocationKind::Host
+                      ? static_cast<CUdeviceptr>(
+                            core::hostDeviceAddress(*allocation, reinterpret_cast<void*>(ptr)))
+                      : ptr);
       return {};
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:
       // Device memory has no host address in CUDA's model, even where it is host memory.
@@ -267,7 +271,7 @@ ROCUDA_EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr* pdptr, void* p,
     std::optional<core::Allocation> allocation = core::findAllocation(p);
     if (!allocation || allocation->kind != core::AllocationKind::Host)
       return api::invalidValue("not page-locked host memory");
-    *pdptr = api::toDevicePtr(p);  // one address space: the host address is the device address
+    *pdptr = static_cast<CUdeviceptr>(core::hostDeviceAddress(*allocation, p));
     return {};
   });
 }
@@ -283,8 +287,9 @@ ROCUDA_EXPORT CUresult cuMemHostGetFlags(unsigned int* pFlags, void* p) {
   });
 }
 
-// Page-locking the application's memory: the device reaches host memory directly, so the range
-// is only tracked (async copies from it then behave as from pinned memory).
+// Page-locking the application's memory: the backend makes it reachable by the device (the CPU
+// device reaches host memory directly; an AMD GPU pins and maps it) and the range is tracked, so
+// that async copies from it behave as from pinned memory.
 ROCUDA_EXPORT CUresult cuMemHostRegister_v2(void* p, size_t bytesize, unsigned int Flags) {
   return ROCUDA_API((p, bytesize, Flags), [&]() -> api::Outcome {
     constexpr unsigned kKnown = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
@@ -299,10 +304,7 @@ ROCUDA_EXPORT CUresult cuMemHostRegister_v2(void* p, size_t bytesize, unsigned i
       return {CUDA_ERROR_NOT_SUPPORTED, "read-only host registration is not supported"};
     Result<core::Context*> context = api::currentContext();
     if (!context) return context.error();
-    if (!core::registerHostRange(**context, p, bytesize, Flags))
-      return {CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
-              "the range overlaps memory that is already registered or allocated"};
-    return {};
+    return core::registerHostRange(**context, p, bytesize, Flags);
   });
 }
 

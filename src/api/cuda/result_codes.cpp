@@ -241,6 +241,8 @@ CUresult toCuResult(ErrorCode code) {
       return CUDA_ERROR_ALREADY_MAPPED;
     case ErrorCode::NotMapped:
       return CUDA_ERROR_NOT_MAPPED;
+    case ErrorCode::HostMemoryAlreadyRegistered:
+      return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
     case ErrorCode::Internal:
       return CUDA_ERROR_UNKNOWN;
   }

@@ -64,6 +64,8 @@ using hipDeviceAttribute_t = int;
 using hipMemcpyKind = int;
 constexpr hipMemcpyKind hipMemcpyDefault = 4;  // direction inferred from the pointers (UVA)
 constexpr unsigned hipHostMallocDefault = 0;
+constexpr unsigned hipHostRegisterMapped = 0x2;  // mapped into the device: hipHostGetDevicePointer
+constexpr unsigned hipMemAttachGlobal = 0x1;     // managed memory any stream may access
 constexpr unsigned hipStreamNonBlocking = 1;  // no implicit synchronisation with the null stream
 
 struct hipUUID {
@@ -179,6 +181,11 @@ constexpr size_t kDevicePropBufferBytes = 4096;
   X(hipMemsetD8Async, hipError_t (*)(void*, unsigned char, size_t, hipStream_t), true)            \
   X(hipMemsetD16Async, hipError_t (*)(void*, unsigned short, size_t, hipStream_t), true)          \
   X(hipMemsetD32Async, hipError_t (*)(void*, int, size_t, hipStream_t), true)                     \
+  /* Optional (a runtime without them refuses host registration; managed memory is pinned): */    \
+  X(hipHostRegister, hipError_t (*)(void*, size_t, unsigned), false)                              \
+  X(hipHostUnregister, hipError_t (*)(void*), false)                                              \
+  X(hipHostGetDevicePointer, hipError_t (*)(void**, void*, unsigned), false)                      \
+  X(hipMallocManaged, hipError_t (*)(void**, size_t, unsigned), false)                            \
   /* ROCm 6 and later: */                                                                         \
   X(hipModuleLaunchCooperativeKernel,                                                             \
     hipError_t (*)(hipFunction_t, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,     \

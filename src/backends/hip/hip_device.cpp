@@ -284,6 +284,53 @@ class HipDevice final : public DeviceBackend {
     if (status != hipSuccess) log::warning(library_->error(status, "hipHostFree").message);
   }
 
+  // The application's pages pinned and mapped into the GPU's address space, where HIP may give
+  // them another address than the host's (hipHostGetDevicePointer).
+  Result<void*> registerHost(void* base, size_t bytes) override {
+    if (api_.hipHostRegister == nullptr || api_.hipHostUnregister == nullptr ||
+        api_.hipHostGetDevicePointer == nullptr) {
+      std::string message = "cannot register host memory for " + description_.name + ": " +
+                            library_->path() + " lacks hipHostRegister";
+      log::warning(message);
+      return makeError(ErrorCode::NotSupported, message);
+    }
+    ROCUDA_TRY(select());
+    hipError_t status = api_.hipHostRegister(base, bytes, hipHostRegisterMapped);
+    if (status != hipSuccess)
+      return library_->error(status, "hipHostRegister of " + std::to_string(bytes) + " bytes");
+    void* device = nullptr;
+    status = api_.hipHostGetDevicePointer(&device, base, 0);
+    if (status != hipSuccess) {
+      api_.hipHostUnregister(base);
+      return library_->error(status, "hipHostGetDevicePointer of registered memory");
+    }
+    return device;
+  }
+
+  void unregisterHost(void* base, size_t /*bytes*/) override {
+    if (api_.hipHostUnregister == nullptr || !select().ok()) return;
+    hipError_t status = api_.hipHostUnregister(base);
+    if (status != hipSuccess) log::warning(library_->error(status, "hipHostUnregister").message);
+  }
+
+  // HIP's managed memory (migrated by the driver where the GPU supports it, with XNACK); pinned
+  // host memory from a runtime without hipMallocManaged.
+  Result<void*> allocateManaged(size_t bytes) override {
+    if (api_.hipMallocManaged == nullptr) return allocateHost(bytes);
+    ROCUDA_TRY(select());
+    void* pointer = nullptr;
+    hipError_t status =
+        api_.hipMallocManaged(&pointer, std::max<size_t>(bytes, 1), hipMemAttachGlobal);
+    if (status != hipSuccess)
+      return library_->error(status, "hipMallocManaged of " + std::to_string(bytes) + " bytes");
+    return pointer;
+  }
+
+  void freeManaged(void* pointer) override {
+    if (api_.hipMallocManaged == nullptr) return freeHost(pointer);
+    freeDevice(pointer);  // hipFree releases managed memory too
+  }
+
   uint64_t freeMemory() const override {
     if (!select().ok()) return 0;
     size_t freeBytes = 0, totalBytes = 0;

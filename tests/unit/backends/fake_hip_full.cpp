@@ -1,15 +1,15 @@
 // An in-process HIP double for ordering and error-path tests only (never for attribute values:
 // those come from recorded data of real GPUs). Behaviour follows environment variables read on
 // every call: FAKE_HIP_VERSION, FAKE_HIP_INIT_ERROR, FAKE_HIP_COUNT, FAKE_HIP_ARCH,
-// FAKE_HIP_MALLOC_ERROR, FAKE_HIP_LOAD_ERROR, FAKE_HIP_LAUNCH_ERROR, FAKE_HIP_SYNC_ERROR (the
-// error a kernel fault reports), FAKE_HIP_PARAM_SIZES (e.g. "8,4": how many bytes of each
-// kernelParams entry a launch records), FAKE_HIP_NO_PRIORITIES (a range of [0, 0]; else ROCm's
-// [1, -1]), FAKE_HIP_SYNC_RENDEZVOUS=N (hipStreamSynchronize returns only once N callers are
-// inside it at the same time, or fails after 5 s: proof that operations overlap). Streams are
-// numbered in creation order ("s1", "s2"...; from 1 again whenever none is alive), and each
-// asynchronous call names its stream; fakeHipLiveStreams counts those not destroyed. Built twice:
-// ROCm 5's exports, and (FAKE_HIP_ROCM6) ROCm 6/7's. Every call is appended to a log the test reads
-// (fakeHipCallLog).
+// FAKE_HIP_MALLOC_ERROR, FAKE_HIP_REGISTER_ERROR, FAKE_HIP_LOAD_ERROR, FAKE_HIP_LAUNCH_ERROR,
+// FAKE_HIP_SYNC_ERROR (the error a kernel fault reports), FAKE_HIP_PARAM_SIZES (e.g. "8,4": how
+// many bytes of each kernelParams entry a launch records), FAKE_HIP_NO_PRIORITIES (a range of [0,
+// 0]; else ROCm's [1, -1]), FAKE_HIP_SYNC_RENDEZVOUS=N (hipStreamSynchronize returns only once N
+// callers are inside it at the same time, or fails after 5 s: proof that operations overlap).
+// Streams are numbered in creation order ("s1", "s2"...; from 1 again whenever none is alive), and
+// each asynchronous call names its stream; fakeHipLiveStreams counts those not destroyed. Built
+// twice: ROCm 5's exports, and (FAKE_HIP_ROCM6) ROCm 6/7's. Every call is appended to a log the
+// test reads (fakeHipCallLog).
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -201,6 +201,30 @@ int hipHostMalloc(void** pointer, size_t bytes, unsigned) {
 }
 int hipHostFree(void* pointer) {
   std::free(pointer);
+  return 0;
+}
+// Registered host memory is mapped at another address, as HIP documents it may be:
+// kFakeRegisteredOffset above the host's. FAKE_HIP_REGISTER_ERROR makes registration fail.
+constexpr uintptr_t kFakeRegisteredOffset = uintptr_t(1) << 44;
+int hipHostRegister(void*, size_t bytes, unsigned flags) {
+  std::string text =
+      "hipHostRegister(" + std::to_string(bytes) + ", flags " + std::to_string(flags) + ")";
+  note(text.c_str());
+  return envInt("FAKE_HIP_REGISTER_ERROR", 0);
+}
+int hipHostGetDevicePointer(void** device, void* host, unsigned) {
+  note("hipHostGetDevicePointer");
+  *device = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(host) + kFakeRegisteredOffset);
+  return 0;
+}
+int hipHostUnregister(void*) {
+  note("hipHostUnregister");
+  return 0;
+}
+int hipMallocManaged(void** pointer, size_t bytes, unsigned flags) {
+  std::string text = "hipMallocManaged(flags " + std::to_string(flags) + ")";
+  note(text.c_str());
+  *pointer = std::malloc(bytes);
   return 0;
 }
 int hipMemGetInfo(size_t* freeBytes, size_t* total) {

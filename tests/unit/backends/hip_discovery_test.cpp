@@ -287,6 +287,43 @@ TEST_F(HipDouble, HipErrorsBecomeRocudaErrorsWithHipsText) {
   EXPECT_TRUE(contains(memory.error().message, "1048576 bytes"));
 }
 
+// cuMemHostRegister on an AMD GPU pins and maps the pages through HIP, and kernels get HIP's
+// device address for them, which may differ from the host's (the double maps them 2^44 higher).
+TEST_F(HipDouble, RegisteredHostMemoryIsPinnedAndMappedThroughHip) {
+  HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
+  ASSERT_EQ(result.devices.size(), 1u);
+  DeviceBackend& device = *result.devices[0];
+  calls();
+  alignas(4096) static char pages[8192];
+  Result<void*> mapped = device.registerHost(pages, sizeof pages);
+  ASSERT_TRUE(mapped.ok()) << mapped.error().message;
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(*mapped),
+            reinterpret_cast<uintptr_t>(pages) + (uintptr_t(1) << 44));
+  EXPECT_EQ(calls(), "hipSetDevice;hipHostRegister(8192, flags 2);hipHostGetDevicePointer;");
+  device.unregisterHost(pages, sizeof pages);
+  EXPECT_EQ(calls(), "hipSetDevice;hipHostUnregister;");
+
+  ScopedEnv failure("FAKE_HIP_REGISTER_ERROR", "2");
+  Result<void*> refused = device.registerHost(pages, sizeof pages);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::OutOfMemory);
+  EXPECT_TRUE(contains(refused.error().message, "hipHostRegister of 8192 bytes"))
+      << refused.error().message;
+}
+
+// cuMemAllocManaged on an AMD GPU is HIP's managed memory, freed with hipFree.
+TEST_F(HipDouble, ManagedMemoryComesFromHipMallocManaged) {
+  HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
+  ASSERT_EQ(result.devices.size(), 1u);
+  DeviceBackend& device = *result.devices[0];
+  calls();
+  Result<void*> managed = device.allocateManaged(256);
+  ASSERT_TRUE(managed.ok()) << managed.error().message;
+  EXPECT_EQ(calls(), "hipSetDevice;hipMallocManaged(flags 1);");
+  device.freeManaged(*managed);
+  EXPECT_EQ(calls(), "hipSetDevice;hipFree;");
+}
+
 // A kernel with CUDA-layout parameters of three sizes and a __device__ variable.
 constexpr const char* kScalePtx = R"(
 .version 7.0

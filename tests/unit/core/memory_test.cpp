@@ -38,6 +38,27 @@ TEST(Memory, HostAndDeviceFreesDoNotMix) {
   EXPECT_TRUE(freeDevice(*device).ok());
 }
 
+// Registered host memory: the backend's device address (the CPU device's is the host address)
+// is where kernels reach each byte; overlapping registrations are refused.
+TEST(Memory, RegisteredHostRangesKnowTheirDeviceAddress) {
+  Context& context = testing::primaryContext();
+  alignas(64) static char pages[256];
+  ASSERT_TRUE(registerHostRange(context, pages, sizeof pages, 0).ok());
+  auto found = findAllocation(pages + 100);
+  ASSERT_TRUE(found.has_value());
+  EXPECT_TRUE(found->registered);
+  EXPECT_EQ(hostDeviceAddress(*found, pages + 100), reinterpret_cast<uintptr_t>(pages + 100));
+  Status twice = registerHostRange(context, pages + 128, 16, 0);
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.error().code, ErrorCode::HostMemoryAlreadyRegistered);
+  EXPECT_TRUE(unregisterHostRange(pages));
+  EXPECT_FALSE(unregisterHostRange(pages));
+
+  Allocation mappedElsewhere{0x10000, 0x1000, AllocationKind::Host, &context, 0};
+  mappedElsewhere.deviceAddress = 0x7f0000000000;
+  EXPECT_EQ(hostDeviceAddress(mappedElsewhere, reinterpret_cast<void*>(0x10010)), 0x7f0000000010u);
+}
+
 TEST(Memory, ForeignPointerIsNotAnAllocation) {
   int onStack = 0;
   EXPECT_FALSE(findAllocation(&onStack).has_value());
