@@ -128,7 +128,8 @@ std::vector<Stream*> Context::allStreams() {
 }
 
 Result<CompletionPtr> Context::enqueue(Stream& stream, std::string name,
-                                       std::function<Status()> work, bool runsAfterFailure) {
+                                       std::function<Status()> work, bool runsAfterFailure,
+                                       std::vector<CompletionPtr> after) {
   // After a kernel failure the context runs nothing more (CUDA's sticky errors): queued work
   // completes at once with the error.
   if (!runsAfterFailure)
@@ -143,7 +144,7 @@ Result<CompletionPtr> Context::enqueue(Stream& stream, std::string name,
     return Completion::captured(std::move(capture), makeError(ErrorCode::StreamCaptureUnsupported,
                                 "operation not permitted when stream is capturing"));
   }
-  std::vector<CompletionPtr> dependencies;
+  std::vector<CompletionPtr> dependencies = std::move(after);
   if (stream.streamKind() == StreamKind::Legacy) {
     // The legacy stream would depend on a capture in progress: CUDA refuses the operation and
     // invalidates the capture (cudaErrorStreamCaptureImplicit).

@@ -52,9 +52,10 @@ class Context : public Object {
   // recorded into the capture's graph instead of queued.
   // Work queued after a kernel failure completes at once with the context's sticky error,
   // unless `runsAfterFailure` (cuStreamAddCallback's callbacks, which are documented to run
-  // exactly once and learn the error).
+  // exactly once and learn the error). `after`: more work it must wait for, on any stream.
   Result<CompletionPtr> enqueue(Stream& stream, std::string name, std::function<Status()> work,
-                                bool runsAfterFailure = false);
+                                bool runsAfterFailure = false,
+                                std::vector<CompletionPtr> after = {});
 
   // Captures in progress on the context's blocking streams (which the legacy stream would
   // implicitly depend on); invalidateBlockingCaptures() marks them invalid, true if any.

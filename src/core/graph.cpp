@@ -476,22 +476,42 @@ const GraphNode* checkConditionals(const Graph& graph, bool inBody, const Condit
 }  // namespace
 
 // Edges may close a cycle (cuGraphAddDependencies allows it, as NVIDIA's does); instantiation
-// refuses it, in the graph or any graph embedded in it.
-bool hasCycle(const Graph& graph) {
-  if (graph.topologicalOrder().size() != graph.size()) return true;
-  for (const GraphNode* node : graph.nodes()) {
-    if (node->content().child && hasCycle(*node->content().child)) return true;
-    for (const auto& body : node->content().bodies)
-      if (hasCycle(*body)) return true;
+// refuses it, in the graph or any graph embedded in it. The result is a node of the graph on a
+// cycle (or holding a graph with one), nullptr when there is none.
+const GraphNode* nodeOnCycle(const Graph& graph) {
+  std::vector<GraphNode*> order = graph.topologicalOrder();
+  if (order.size() != graph.size()) {
+    // Every node left out waits for another left out; walking back along such dependencies must
+    // come round to a node seen before, which lies on a cycle.
+    std::unordered_set<const GraphNode*> ordered(order.begin(), order.end()), seen;
+    const GraphNode* node = nullptr;
+    for (const GraphNode* candidate : graph.nodes())
+      if (!ordered.count(candidate)) {
+        node = candidate;
+        break;
+      }
+    while (seen.insert(node).second) {
+      for (const GraphNode* dependency : node->dependencies())
+        if (!ordered.count(dependency)) {
+          node = dependency;
+          break;
+        }
+    }
+    return node;
   }
-  return false;
+  for (const GraphNode* node : graph.nodes()) {
+    if (node->content().child && nodeOnCycle(*node->content().child)) return node;
+    for (const auto& body : node->content().bodies)
+      if (nodeOnCycle(*body)) return node;
+  }
+  return nullptr;
 }
 
 Result<GraphExec*> instantiateGraph(const Graph& graph, uint64_t flags,
                                     const GraphNode** errorNode) {
   std::lock_guard lock(graphMutex());
-  if (hasCycle(graph)) {
-    if (errorNode != nullptr) *errorNode = nullptr;
+  if (const GraphNode* onCycle = nodeOnCycle(graph)) {
+    if (errorNode != nullptr) *errorNode = onCycle;
     return makeError(ErrorCode::InvalidValue, kCycleMessage);
   }
   if (graph.hasMemoryNodes() && *graph.executableCount() > 0)

@@ -29,6 +29,7 @@
 
 namespace rocuda::core {
 
+class Completion;
 class Context;
 class Event;
 class Graph;
@@ -271,8 +272,15 @@ enum class GraphUpdateResult : uint8_t {
   NodeTypeChanged = 3,
   FunctionChanged = 4,
   ParametersChanged = 5,
-  NotSupported = 6
+  NotSupported = 6,
+  UnsupportedFunctionChange = 7,  // e.g. a kernel of another context
+  AttributesChanged = 8,
 };
+
+// What the API layer checks of two corresponding nodes beyond the core's view (kernel launch
+// attributes it keeps with the parameters): Success, or why the update is refused.
+using NodeUpdateCheck =
+    std::function<GraphUpdateResult(const GraphNode& instantiated, const GraphNode& now)>;
 
 class GraphExec : public Object {
  public:
@@ -289,7 +297,7 @@ class GraphExec : public Object {
   // cuGraphExecUpdate: take the parameters of `graph`, which must have this graph's topology.
   // On failure the exec is unchanged and `errorNode`/`errorFrom` name the culprit.
   GraphUpdateResult update(const Graph& graph, const GraphNode** errorNode,
-                           const GraphNode** errorFrom);
+                           const GraphNode** errorFrom, const NodeUpdateCheck& check = {});
 
  private:
   // Host-side bookkeeping of the graph's allocations at a launch (GraphAllocation::outstanding).
@@ -301,6 +309,10 @@ class GraphExec : public Object {
   uint64_t flags_;
   std::shared_ptr<ConditionTable> conditions_;
   std::shared_ptr<int> sourceCount_;  // the source graph's executableCount (memory nodes only)
+  // "Only one instance of hGraphExec may be executing at a time": each launch, on whatever
+  // stream, waits for the one before it.
+  std::mutex launchMutex_;
+  std::shared_ptr<Completion> lastLaunch_;
 };
 
 // Graphs and executable graphs live until destroyed (cuGraphDestroy / cuGraphExecDestroy).

@@ -141,7 +141,7 @@ thread_local backends::GraphConditions* activeConditions = nullptr;
 // Whether `a` (of graph `ga`) and `b` (of `gb`) have the same type and dependencies, by
 // creation index; children compared recursively.
 GraphUpdateResult compareGraphs(const Graph& mine, const Graph& other, const GraphNode** errorNode,
-                                const GraphNode** errorFrom) {
+                                const GraphNode** errorFrom, const NodeUpdateCheck& check) {
   std::vector<GraphNode*> a = mine.nodes(), b = other.nodes();
   if (a.size() != b.size()) return GraphUpdateResult::TopologyChanged;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -160,7 +160,8 @@ GraphUpdateResult compareGraphs(const Graph& mine, const Graph& other, const Gra
     const GraphNodeContent &ca = a[i]->content(), &cb = b[i]->content();
     if (a[i]->type() == GraphNodeType::Graph && ca.child && cb.child) {
       const GraphNode *innerNode = nullptr, *innerFrom = nullptr;
-      if (compareGraphs(*ca.child, *cb.child, &innerNode, &innerFrom) != GraphUpdateResult::Success)
+      if (compareGraphs(*ca.child, *cb.child, &innerNode, &innerFrom, check) !=
+          GraphUpdateResult::Success)
         return GraphUpdateResult::TopologyChanged;
     }
     if (a[i]->type() == GraphNodeType::Conditional) {
@@ -169,15 +170,20 @@ GraphUpdateResult compareGraphs(const Graph& mine, const Graph& other, const Gra
         return GraphUpdateResult::ParametersChanged;
       for (size_t k = 0; k < ca.bodies.size(); ++k) {
         const GraphNode *innerNode = nullptr, *innerFrom = nullptr;
-        if (compareGraphs(*ca.bodies[k], *cb.bodies[k], &innerNode, &innerFrom) !=
+        if (compareGraphs(*ca.bodies[k], *cb.bodies[k], &innerNode, &innerFrom, check) !=
             GraphUpdateResult::Success)
           return GraphUpdateResult::TopologyChanged;
       }
     }
+    // Work cannot move to another context ("the owning context of the function cannot change").
+    if (ca.context != cb.context && a[i]->type() == GraphNodeType::Kernel)
+      return GraphUpdateResult::UnsupportedFunctionChange;
     if (ca.context != cb.context &&
-        (a[i]->type() == GraphNodeType::Kernel || a[i]->type() == GraphNodeType::Memcpy ||
-         a[i]->type() == GraphNodeType::Memset))
-      return GraphUpdateResult::ParametersChanged;  // work cannot move to another context
+        (a[i]->type() == GraphNodeType::Memcpy || a[i]->type() == GraphNodeType::Memset))
+      return GraphUpdateResult::ParametersChanged;
+    if (check)
+      if (GraphUpdateResult checked = check(*a[i], *b[i]); checked != GraphUpdateResult::Success)
+        return checked;
     if (ca.transfer && cb.transfer && !transferMayChange(a[i]->type(), *ca.transfer, *cb.transfer))
       return GraphUpdateResult::ParametersChanged;
     if ((a[i]->type() == GraphNodeType::MemAlloc && ca.allocation != cb.allocation) ||
@@ -309,36 +315,45 @@ Status GraphExec::launch(Stream& stream) {
     planGraph(*graph_, order_, *plan, conditions.get());
   }
   // The nodes share this launch's command: they run in a topological order, after earlier work
-  // on the stream, and the first failure stops the rest (as a failed node stops a CUDA graph).
-  auto queued = stream.context().enqueue(stream, "graph launch", [plan, conditions]() -> Status {
-    conditions->applyDefaults(false);  // CU_GRAPH_COND_ASSIGN_DEFAULT, in stream order
-    backends::GraphConditions* outer = activeConditions;
-    activeConditions = conditions.get();  // for cudaGraphSetConditional in this launch's kernels
-    Status result = Status::success();
-    for (const auto& step : plan->steps) {
-      result = step();
-      if (!result.ok()) break;
-    }
-    activeConditions = outer;
-    for (const CompletionPtr& record : plan->records)
-      if (!record->done()) record->complete(Status::success());
-    for (const auto& [shared, number] : plan->sharedRecords) shared->finishRecord(number);
-    return result;
-  });
+  // on the stream and after this graph's previous launch, and the first failure stops the rest
+  // (as a failed node stops a CUDA graph).
+  std::lock_guard launching(launchMutex_);
+  std::vector<CompletionPtr> previous;
+  if (lastLaunch_ && !lastLaunch_->done()) previous.push_back(lastLaunch_);
+  auto queued = stream.context().enqueue(
+      stream, "graph launch",
+      [plan, conditions]() -> Status {
+        conditions->applyDefaults(false);  // CU_GRAPH_COND_ASSIGN_DEFAULT, in stream order
+        backends::GraphConditions* outer = activeConditions;
+        activeConditions =
+            conditions.get();  // for cudaGraphSetConditional in this launch's kernels
+        Status result = Status::success();
+        for (const auto& step : plan->steps) {
+          result = step();
+          if (!result.ok()) break;
+        }
+        activeConditions = outer;
+        for (const CompletionPtr& record : plan->records)
+          if (!record->done()) record->complete(Status::success());
+        for (const auto& [shared, number] : plan->sharedRecords) shared->finishRecord(number);
+        return result;
+      },
+      /*runsAfterFailure=*/false, std::move(previous));
   if (!queued.ok()) {
     for (const CompletionPtr& record : plan->records) record->complete(queued.error());
     for (const auto& [shared, number] : plan->sharedRecords) shared->finishRecord(number);
     return queued.error();
   }
+  lastLaunch_ = *queued;
   return Status::success();
 }
 
 GraphUpdateResult GraphExec::update(const Graph& graph, const GraphNode** errorNode,
-                                    const GraphNode** errorFrom) {
+                                    const GraphNode** errorFrom, const NodeUpdateCheck& check) {
   std::lock_guard lock(graphMutex());
   *errorNode = nullptr;
   *errorFrom = nullptr;
-  GraphUpdateResult result = compareGraphs(*graph_, graph, errorNode, errorFrom);
+  GraphUpdateResult result = compareGraphs(*graph_, graph, errorNode, errorFrom, check);
   if (result != GraphUpdateResult::Success) return result;
   std::vector<GraphNode*> mine = graph_->nodes(), theirs = graph.nodes();
   for (size_t i = 0; i < mine.size(); ++i) {

@@ -479,6 +479,9 @@ ROCUDA_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int
     if (!current) return current.error();
     Result<core::Context*> peer = api::lookupContext(peerContext);
     if (!peer) return peer.error();
+    // "CUDA_ERROR_INVALID_CONTEXT if ... the current context is peerContext"
+    if (*peer == *current)
+      return {CUDA_ERROR_INVALID_CONTEXT, "peerContext is the current context"};
     if (&(*peer)->device() == &(*current)->device())
       return {CUDA_ERROR_INVALID_DEVICE, "a context cannot be its own device's peer"};
     return {CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, "peer access is not supported"};

@@ -124,11 +124,17 @@ Outcome updateCaptureDependenciesV1(CUstream h, CUgraphNode* dependencies, size_
 Outcome instantiate(CUgraphExec* phGraphExec, CUgraph hGraph, unsigned long long flags,
                     CUgraphNode* errorNode = nullptr) {
   if (phGraphExec == nullptr) return invalidValue("phGraphExec is NULL");
-  constexpr unsigned long long kAutoFree = 1, kUpload = 2, kDeviceLaunch = 4, kPriority = 8;
-  if ((flags & ~(kAutoFree | kUpload | kDeviceLaunch | kPriority)) != 0)
-    return invalidValue("unknown instantiate flags");
-  if ((flags & kDeviceLaunch) != 0)
+  constexpr unsigned long long kKnown =
+      CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH | CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD |
+      CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH | CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
+  if ((flags & ~kKnown) != 0) return invalidValue("unknown instantiate flags");
+  if ((flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH) != 0) {
+    // "This flag cannot be used in conjunction with
+    // CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH"
+    if ((flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH) != 0)
+      return invalidValue("DEVICE_LAUNCH cannot be combined with AUTO_FREE_ON_LAUNCH");
     return {CUDA_ERROR_NOT_SUPPORTED, "device-launchable graphs are not supported"};
+  }
   Result<core::Graph*> graph = lookupGraph(hGraph);
   if (!graph) return graph.error();
   const core::GraphNode* failed = nullptr;
@@ -154,7 +160,7 @@ Outcome instantiateWithParams(CUgraphExec* phGraphExec, CUgraph hGraph,
                               CUDA_GRAPH_INSTANTIATE_PARAMS* params, StreamVariant v) {
   if (params == nullptr) return invalidValue("instantiateParams is NULL");
   params->hErrNode_out = nullptr;
-  if ((params->flags & 2u) != 0) {  // CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD needs a valid stream
+  if ((params->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD) != 0) {  // needs a valid stream
     Result<core::Stream*> stream = resolveStream(params->hUploadStream, v);
     if (!stream) return stream.error();
   }

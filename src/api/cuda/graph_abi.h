@@ -23,6 +23,14 @@ enum CUgraphNodeType : int {
   CU_GRAPH_NODE_TYPE_CONDITIONAL = 13
 };
 
+// CUgraphInstantiate_flags.
+enum CUgraphInstantiate_flags : unsigned long long {
+  CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH = 1,
+  CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD = 2,
+  CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH = 4,
+  CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY = 8
+};
+
 enum CUgraphExecUpdateResult : int {
   CU_GRAPH_EXEC_UPDATE_SUCCESS = 0,
   CU_GRAPH_EXEC_UPDATE_ERROR = 1,

@@ -44,7 +44,12 @@ Outcome update(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultIn
   Result<core::Graph*> graph = lookupGraph(hGraph);
   if (!graph) return graph.error();
   const core::GraphNode *errorNode = nullptr, *errorFrom = nullptr;
-  core::GraphUpdateResult result = (*exec)->update(**graph, &errorNode, &errorFrom);
+  bool usesNodePriority = ((*exec)->flags() & CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY) != 0;
+  core::GraphUpdateResult result = (*exec)->update(
+      **graph, &errorNode, &errorFrom,
+      [usesNodePriority](const core::GraphNode& instantiated, const core::GraphNode& now) {
+        return checkKernelAttributeUpdate(instantiated, now, usesNodePriority);
+      });
   info->result = static_cast<CUgraphExecUpdateResult>(result);
   info->errorNode = nodeHandle(errorNode);
   info->errorFromNode = nodeHandle(errorFrom);

@@ -35,6 +35,13 @@ Outcome readNodeParams(const core::GraphNode& node, cuda::CUgraphNodeParams* par
 Outcome keepCapturedKernelParams(core::GraphNode& node, const cuda::CUDA_KERNEL_NODE_PARAMS_v2& in,
                                  const std::map<int, cuda::CUlaunchAttributeValue>& attributes);
 
+// cuGraphExecUpdate's rules for the launch attributes of a kernel node: cooperative cannot
+// change, nor the requested priority when the exec was instantiated with USE_NODE_PRIORITY
+// (AttributesChanged). Success for other nodes.
+core::GraphUpdateResult checkKernelAttributeUpdate(const core::GraphNode& instantiated,
+                                                   const core::GraphNode& now,
+                                                   bool usesNodePriority);
+
 // Add a node of any kind to `hGraph` after the given dependencies.
 Outcome addNode(cuda::CUgraphNode* phNode, cuda::CUgraph hGraph,
                 const cuda::CUgraphNode* dependencies, size_t count,

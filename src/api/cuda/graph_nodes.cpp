@@ -173,6 +173,27 @@ Outcome buildKernel(const CUDA_KERNEL_NODE_PARAMS_v2& in, core::GraphNodeContent
 
 }  // namespace
 
+core::GraphUpdateResult checkKernelAttributeUpdate(const core::GraphNode& instantiated,
+                                                   const core::GraphNode& now,
+                                                   bool usesNodePriority) {
+  if (instantiated.type() != core::GraphNodeType::Kernel) return core::GraphUpdateResult::Success;
+  auto* before = static_cast<const KernelPayload*>(instantiated.content().params.get());
+  auto* after = static_cast<const KernelPayload*>(now.content().params.get());
+  if (before == nullptr || after == nullptr) return core::GraphUpdateResult::Success;
+  auto cooperative = [](const KernelPayload& p) {
+    auto it = p.attributes.find(CU_LAUNCH_ATTRIBUTE_COOPERATIVE);
+    return it != p.attributes.end() && it->second.cooperative != 0;
+  };
+  auto priority = [](const KernelPayload& p) {  // as requested, before any clamping
+    auto it = p.attributes.find(CU_LAUNCH_ATTRIBUTE_PRIORITY);
+    return it != p.attributes.end() ? it->second.priority : 0;
+  };
+  if (cooperative(*before) != cooperative(*after) ||
+      (usesNodePriority && priority(*before) != priority(*after)))
+    return core::GraphUpdateResult::AttributesChanged;
+  return core::GraphUpdateResult::Success;
+}
+
 Outcome keepCapturedKernelParams(core::GraphNode& node, const CUDA_KERNEL_NODE_PARAMS_v2& in,
                                  const std::map<int, CUlaunchAttributeValue>& attributes) {
   Result<core::Kernel*> kernel = lookupKernel(

@@ -248,7 +248,18 @@ ROCUDA_EXPORT CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps*
     if (pool == nullptr || poolProps == nullptr) return api::invalidValue("NULL argument");
     if (poolProps->allocType != CU_MEM_ALLOCATION_TYPE_PINNED)
       return api::invalidValue("allocType must be CU_MEM_ALLOCATION_TYPE_PINNED");
-    Result<core::Device*> device = api::deviceOfLocation(poolProps->location);
+    // Combinations the documentation rejects, before what this platform cannot offer.
+    const CUmemLocation& location = poolProps->location;
+    if (location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT)
+      return api::invalidValue("CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT cannot locate a pool");
+    if (location.type == CU_MEM_LOCATION_TYPE_HOST &&
+        poolProps->handleTypes != CU_MEM_HANDLE_TYPE_NONE)
+      return api::invalidValue("a pool located on the host cannot have handle types");
+    if (location.type != CU_MEM_LOCATION_TYPE_DEVICE &&
+        location.type != CU_MEM_LOCATION_TYPE_HOST &&
+        location.type != CU_MEM_LOCATION_TYPE_HOST_NUMA)
+      return api::invalidValue("unknown location type");
+    Result<core::Device*> device = api::deviceOfLocation(location);
     if (!device) return device.error();
     // Pools shareable between processes: POSIX file descriptors only (core/ipc.cpp).
     if (poolProps->handleTypes != CU_MEM_HANDLE_TYPE_NONE &&

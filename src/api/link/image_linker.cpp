@@ -37,6 +37,9 @@ bool matches(InputKind kind, bool archive, fatbin::ImageKind detected) {
     case InputKind::Ptx:
       return detected == fatbin::ImageKind::PtxText;
     case InputKind::Cubin:
+      // Rocuda's NVRTC answers nvrtcGetCUBIN with the PTX (api/nvrtc/nvrtc.cpp), which the
+      // module loader takes as a cubin too: so do the linkers.
+      return detected == fatbin::ImageKind::Elf || detected == fatbin::ImageKind::PtxText;
     case InputKind::Object:
       return detected == fatbin::ImageKind::Elf;
     case InputKind::Fatbin:

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -274,6 +275,9 @@ TEST_F(LibCudaGraph, StructureQueriesAndErrors) {
                  CUDA_GRAPH_INSTANTIATE_PARAMS*)(&cyclic, graph, &instantiateParams),
             CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(instantiateParams.result_out, 2);  // CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE
+  // "hErrNode_out will be set to one of the offending nodes": a node on the cycle a->b->c->a.
+  EXPECT_TRUE(instantiateParams.hErrNode_out == a || instantiateParams.hErrNode_out == b ||
+              instantiateParams.hErrNode_out == c);
   ASSERT_EQ(removeDeps(graph, &c, &a, 1), CUDA_SUCCESS);
   EXPECT_EQ(addDeps(graph, &a, &foreign, 1), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(removeDeps(graph, &c, &a, 1), CUDA_ERROR_INVALID_VALUE);  // no such edge
@@ -1056,6 +1060,112 @@ TEST_F(LibCudaGraph, GenericAddNodeAndKernelAttributes) {
       CUDA_SUCCESS);
   launchAndWait(exec);
   for (uint32_t v : readBack()) ASSERT_EQ(v, 10u);
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
+}
+
+// cuGraphExecUpdate's kernel-node rules: the cooperative attribute cannot change, nor the
+// priority when instantiated with USE_NODE_PRIORITY (ATTRIBUTES_CHANGED); a kernel of another
+// context is an unsupported function change. Device-launch instantiation flags are checked.
+TEST_F(LibCudaGraph, ExecUpdateRefusesAttributeAndContextChanges) {
+  auto setAttr = CU(cuGraphKernelNodeSetAttribute, CUgraphNode, CUkernelNodeAttrID,
+                    const CUkernelNodeAttrValue*);
+  auto update = CU13(cuGraphExecUpdate, CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo*);
+  auto instantiate = CU(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long);
+  auto makeGraph = [&](int priority, int cooperative, CUgraphNode* node) {
+    CUgraph graph = nullptr;
+    EXPECT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&graph, 0), CUDA_SUCCESS);
+    *node = addKernel(graph, {}, 1);
+    CUlaunchAttributeValue value{};
+    value.priority = priority;
+    EXPECT_EQ(setAttr(*node, CU_LAUNCH_ATTRIBUTE_PRIORITY, &value), CUDA_SUCCESS);
+    value = {};
+    value.cooperative = cooperative;
+    EXPECT_EQ(setAttr(*node, CU_LAUNCH_ATTRIBUTE_COOPERATIVE, &value), CUDA_SUCCESS);
+    return graph;
+  };
+  CUgraphNode node = nullptr, changedNode = nullptr;
+  CUgraph base = makeGraph(0, 0, &node);
+  CUgraphExec plain = nullptr, prioritized = nullptr;
+  ASSERT_EQ(instantiate(&plain, base, 0), CUDA_SUCCESS);
+  ASSERT_EQ(instantiate(&prioritized, base, CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY),
+            CUDA_SUCCESS);
+  CUgraphExecUpdateResultInfo info{};
+  CUgraph otherPriority = makeGraph(3, 0, &changedNode);
+  EXPECT_EQ(update(plain, otherPriority, &info), CUDA_SUCCESS);
+  EXPECT_EQ(update(prioritized, otherPriority, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED);
+  EXPECT_EQ(info.errorNode, changedNode);
+  CUgraph cooperative = makeGraph(0, 1, &changedNode);
+  EXPECT_EQ(update(plain, cooperative, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED);
+
+  // The same kernel loaded in a second context.
+  CUcontext second = nullptr;
+  ASSERT_EQ(proc<CUresult (*)(CUcontext*, unsigned, CUdevice)>("cuCtxCreate", 3020)(&second, 0, 0),
+            CUDA_SUCCESS);
+  CUmodule module = nullptr;
+  CUfunction function = nullptr;
+  ASSERT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, kPtx), CUDA_SUCCESS);
+  ASSERT_EQ(
+      CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&function, module, "add_value"),
+      CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuCtxSetCurrent, CUcontext)(context_), CUDA_SUCCESS);
+  CUgraph foreign = nullptr;
+  ASSERT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&foreign, 0), CUDA_SUCCESS);
+  std::swap(function, function_);
+  addKernel(foreign, {}, 1);
+  std::swap(function, function_);
+  EXPECT_EQ(update(plain, foreign, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE);
+
+  CUgraphExec device = nullptr;
+  EXPECT_EQ(instantiate(&device, base,
+                        CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH |
+                            CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH),
+            CUDA_ERROR_INVALID_VALUE);
+  for (CUgraph graph : {base, otherPriority, cooperative, foreign})
+    EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
+  for (CUgraphExec exec : {plain, prioritized})
+    EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuCtxDestroy, CUcontext)(second), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuCtxSetCurrent, CUcontext)(context_), CUDA_SUCCESS);
+}
+
+// "Only one instance of hGraphExec may be executing at a time": launches of one executable graph
+// on two streams run one after the other. The graph's host node checks that no other launch of it
+// is inside it at the same time.
+std::atomic<int> insideGraph{0};
+std::atomic<int> overlaps{0};
+void exclusiveHostNode(void*) {
+  if (insideGraph.fetch_add(1) != 0) overlaps.fetch_add(1);
+  usleep(2000);
+  insideGraph.fetch_sub(1);
+}
+
+TEST_F(LibCudaGraph, LaunchesOfOneExecutableGraphDoNotOverlap) {
+  CUgraph graph = nullptr;
+  ASSERT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&graph, 0), CUDA_SUCCESS);
+  CUDA_HOST_NODE_PARAMS host{exclusiveHostNode, nullptr};
+  CUgraphNode node = nullptr;
+  ASSERT_EQ(CU(cuGraphAddHostNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+               const CUDA_HOST_NODE_PARAMS*)(&node, graph, nullptr, 0, &host),
+            CUDA_SUCCESS);
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(
+      CU(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long)(&exec, graph, 0),
+      CUDA_SUCCESS);
+  CUstream other = nullptr;
+  ASSERT_EQ(CU(cuStreamCreate, CUstream*, unsigned)(&other, 1), CUDA_SUCCESS);
+  auto launch = CU(cuGraphLaunch, CUgraphExec, CUstream);
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_EQ(launch(exec, stream_), CUDA_SUCCESS);
+    ASSERT_EQ(launch(exec, other), CUDA_SUCCESS);
+  }
+  ASSERT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
+  EXPECT_EQ(overlaps.load(), 0);
+  EXPECT_EQ(CU(cuStreamDestroy, CUstream)(other), CUDA_SUCCESS);
   EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
   EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
 }

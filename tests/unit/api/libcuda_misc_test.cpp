@@ -764,6 +764,25 @@ TEST_F(Driver, ContextWideEventRecordsAndWaits) {
   EXPECT_EQ(CU(cuStreamDestroy, CUstream)(other), CUDA_SUCCESS);
 }
 
+// Peer access with one device: the current context is no peer of itself (INVALID_CONTEXT), nor
+// is another context on the same device (INVALID_DEVICE); nothing was enabled to disable.
+TEST_F(Driver, PeerAccessOnOneDevice) {
+  auto enable = CU(cuCtxEnablePeerAccess, CUcontext, unsigned);
+  EXPECT_EQ(enable(context_, 0), CUDA_ERROR_INVALID_CONTEXT);
+  CUcontext second = nullptr;
+  ASSERT_EQ(proc<CUresult (*)(CUcontext*, unsigned, CUdevice)>("cuCtxCreate", 3020)(&second, 0, 0),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuCtxSetCurrent, CUcontext)(context_), CUDA_SUCCESS);
+  EXPECT_EQ(enable(second, 0), CUDA_ERROR_INVALID_DEVICE);
+  EXPECT_EQ(enable(second, 1), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuCtxDisablePeerAccess, CUcontext)(second), CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
+  int can = -1;
+  EXPECT_EQ(CU(cuDeviceCanAccessPeer, int*, CUdevice, CUdevice)(&can, 0, 0), CUDA_SUCCESS);
+  EXPECT_EQ(can, 0);
+  EXPECT_EQ(CU(cuCtxDestroy, CUcontext)(second), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuCtxSetCurrent, CUcontext)(context_), CUDA_SUCCESS);
+}
+
 TEST_F(Driver, TextureReferencesKeepTheirMipmapSampling) {
   CUtexref ref = nullptr;
   ASSERT_EQ(CU(cuTexRefCreate, CUtexref*)(&ref), CUDA_SUCCESS);

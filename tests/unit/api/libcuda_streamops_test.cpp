@@ -483,6 +483,17 @@ TEST_F(Driver, MemPoolsByLocation) {
   ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(nullptr), CUDA_SUCCESS);
   ASSERT_EQ(setCurrent(&device, CU_MEM_ALLOCATION_TYPE_PINNED, legacy), CUDA_SUCCESS);
   EXPECT_EQ(CU(cuMemPoolDestroy, CUmemoryPool)(created), CUDA_SUCCESS);
+  // Documented INVALID_VALUE cases, before NOT_SUPPORTED for host pools this platform lacks.
+  auto create = CU(cuMemPoolCreate, CUmemoryPool*, const CUmemPoolProps*);
+  props.location = CUmemLocation{CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 0};
+  EXPECT_EQ(create(&created, &props), CUDA_ERROR_INVALID_VALUE);
+  props.location = CUmemLocation{CU_MEM_LOCATION_TYPE_HOST, 0};
+  props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  EXPECT_EQ(create(&created, &props), CUDA_ERROR_INVALID_VALUE);
+  props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+  EXPECT_EQ(create(&created, &props), CUDA_ERROR_NOT_SUPPORTED);
+  props.location = CUmemLocation{CU_MEM_LOCATION_TYPE_INVALID, 0};
+  EXPECT_EQ(create(&created, &props), CUDA_ERROR_INVALID_VALUE);
 
   CUmemLocation host{CU_MEM_LOCATION_TYPE_HOST, 0};
   CUmemLocation none{CU_MEM_LOCATION_TYPE_NONE, 0};

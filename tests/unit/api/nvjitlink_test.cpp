@@ -234,6 +234,22 @@ TEST_F(NvJitLink, PtxFromMemoryAndFileLinksAndRuns) {
   EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
 }
 
+// Rocuda's NVRTC answers nvrtcGetCUBIN with PTX: linked as a cubin, it links as the PTX it is.
+TEST_F(NvJitLink, NvrtcCubinOfPtxTextLinksAsACubin) {
+  nvJitLinkHandle h = nullptr;
+  ASSERT_EQ(create(&h, {"-arch=sm_86"}), NVJITLINK_SUCCESS);
+  ASSERT_EQ(addPtx(h, kCallerPtx, "caller.ptx"), NVJITLINK_SUCCESS);
+  ASSERT_EQ(addData_(h, NVJITLINK_INPUT_CUBIN, kCalleePtx, std::strlen(kCalleePtx), "rtc.cubin"),
+            NVJITLINK_SUCCESS)
+      << errorLog(h);
+  ASSERT_EQ(complete_(h), NVJITLINK_SUCCESS) << errorLog(h);
+  CUmodule module = loadLinked(h);
+  EXPECT_EQ(destroy_(&h), NVJITLINK_SUCCESS);
+  ASSERT_NE(module, nullptr);
+  EXPECT_EQ(run<uint32_t>(module, "run", {0})[0], 21u);  // triple(7)
+  EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
+}
+
 TEST_F(NvJitLink, ObjectAndLibraryOfRelocatableDeviceCode) {
   nvJitLinkHandle h = nullptr;
   ASSERT_EQ(create(&h, {"-arch=sm_86"}), NVJITLINK_SUCCESS);
