@@ -176,7 +176,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-44";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-45";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;
@@ -279,6 +279,7 @@ struct KernelInfo {
   uint32_t localBytesPerThread = 0;
   std::array<uint32_t, 3> maxntid{0, 0, 0};  // .maxntid, 0 when absent
   std::array<uint32_t, 3> reqntid{0, 0, 0};  // .reqntid, 0 when absent
+  std::array<uint32_t, 3> reqnctapercluster{0, 0, 0};  // __cluster_dims__, 0 when absent
   bool usesBarriers = false;  // after inlining, calls __rocuda_barrier_sync or _barrier_reduce
   bool usesWarpCollectives = false;  // after inlining, calls a warp collective (see above)
   bool spinWaits = false;  // after inlining, holds a spin-wait (__rocuda_spin_wait[_block])

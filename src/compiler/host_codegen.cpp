@@ -27,10 +27,10 @@ namespace {
 
 // Set one of LLVM's boolean command-line options (a process-wide setting of the shared LLVM
 // library) without parsing a command line; nothing when this LLVM has no such option.
-void setLlvmFlag(llvm::StringRef name) {
+void setLlvmFlag(llvm::StringRef name, llvm::StringRef value = "true") {
   auto& options = llvm::cl::getRegisteredOptions();
   auto it = options.find(name);
-  if (it != options.end()) it->second->addOccurrence(0, name, "true");
+  if (it != options.end()) it->second->addOccurrence(0, name, value);
 }
 
 }  // namespace
@@ -45,6 +45,11 @@ void initializeNativeTarget() {
     // time that grows far faster than the function: three quarters of the code generation of
     // llama.cpp's MMQ kernels (171 of 227 s for one module) for no measurable gain.
     setLlvmFlag("disable-x86-domain-reassignment");
+    // LLVM 19's loop vectorizer takes a masked, wrapping index such as `(tid * 5) & 255` for a
+    // fixed stride and loads an interleave group that runs past the wrap (llvm-project issue
+    // 156849, fixed after LLVM 19): a block form's thread loop then reads the wrong elements.
+    // Strided accesses become gathers instead, which compute every lane's own address.
+    setLlvmFlag("enable-interleaved-mem-accesses", "false");
   });
 }
 

@@ -8,7 +8,7 @@ namespace rocuda::compiler {
 namespace {
 
 constexpr uint8_t kMagic[4] = {'R', 'C', 'M', 'I'};
-constexpr uint32_t kFormatVersion = 7;
+constexpr uint32_t kFormatVersion = 8;
 
 class Writer {
  public:
@@ -78,6 +78,8 @@ bool readKernel(Reader& r, KernelInfo& k) {
   for (auto& v : k.maxntid)
     if (!r.u32(v)) return false;
   for (auto& v : k.reqntid)
+    if (!r.u32(v)) return false;
+  for (auto& v : k.reqnctapercluster)
     if (!r.u32(v)) return false;
   uint8_t flags = 0;
   if (!r.u8(flags) || flags > 127) return false;
@@ -149,6 +151,7 @@ std::vector<uint8_t> ModuleInfo::serialize() const {
     w.u32(k.localBytesPerThread);
     for (uint32_t v : k.maxntid) w.u32(v);
     for (uint32_t v : k.reqntid) w.u32(v);
+    for (uint32_t v : k.reqnctapercluster) w.u32(v);
     w.u8(static_cast<uint8_t>((k.usesBarriers ? 1 : 0) | (k.usesWarpCollectives ? 2 : 0) |
                               (k.spinWaits ? 4 : 0) | (k.spinWaitsOnBlockMemory ? 8 : 0) |
                               (k.usesReservedShared ? 16 : 0) | (k.usesPrintf ? 32 : 0) |

@@ -83,10 +83,11 @@ llvm::Value* halfFloatRmw(FunctionTranslator& t, const ptx::Instruction& inst, l
   llvm::PHINode* expected = B.CreatePHI(bits, 2);
   expected->addIncoming(initial, before);
   llvm::Value* current = B.CreateBitCast(expected, valueType);
+  // min/max as the non-atomic instructions order them (-0 below +0), which minnum leaves open.
   llvm::Value* updated =
-      op == llvm::AtomicRMWInst::FAdd ? B.CreateFAdd(current, val)
-      : op == llvm::AtomicRMWInst::FMin ? B.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, current, val)
-                                        : B.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, current, val);
+      op == llvm::AtomicRMWInst::FAdd
+          ? B.CreateFAdd(current, val)
+          : minMaxOfTwo(t, op == llvm::AtomicRMWInst::FMin, /*propagateNaN=*/false, current, val);
   auto* x = B.CreateAtomicCmpXchg(ptr, expected, B.CreateBitCast(updated, bits), align, order,
                                   failureOrdering(order));
   markScope(*x, inst, defaultScope);
@@ -146,6 +147,18 @@ void markScope(llvm::Instruction& access, const ptx::Instruction& inst, const ch
 
 namespace {
 
+// "atom.add.f32 operation without .noftz flushes subnormal inputs and results to sign-preserving
+// zero on global memory" (scalar .f32 has no .noftz; the .v2/.v4 forms may name it): marked for
+// the targets, which flush where the address turns out to be global (host_atomics.cpp).
+void markFlushedSum(const ptx::Instruction& inst, ScalarType type, llvm::AtomicRMWInst::BinOp op,
+                    llvm::Value* old) {
+  if (op != llvm::AtomicRMWInst::FAdd || type != ScalarType::F32 || inst.hasModifier("noftz") ||
+      (inst.space != ptx::StateSpace::Global && inst.space != ptx::StateSpace::None))
+    return;
+  setStringMetadata(*llvm::cast<llvm::Instruction>(old), kFlushedSumMetadata,
+                    inst.space == ptx::StateSpace::Global ? "global" : "generic");
+}
+
 // atom / red with a vector type (sm_90: atom.global.add.v2.f32 is atomicAdd(float2*), and the
 // .v2/.v4/.v8 16-bit float forms): one atomic operation per element, each atomic on its own
 // (the PTX ISA promises no atomicity across the vector), the old values in the destination's
@@ -175,6 +188,7 @@ Status vectorAtomic(FunctionTranslator& t, const ptx::Instruction& inst, size_t 
     ROCUDA_VALUE(val, t.read(values.elements()[i], type));
     llvm::Value* p = B.CreateConstGEP1_64(t.i8(), ptr, i * size);
     llvm::Value* old = atomicUpdate(t, inst, p, op, val, order, "gpu");
+    markFlushedSum(inst, type, op, old);
     if (first == 1) ROCUDA_TRY(t.write(inst.operands()[0].elements()[i], old, type));
   }
   return Status::success();
@@ -227,10 +241,7 @@ Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
       operandType = ptx::bitTypeOfSize(size);
     ROCUDA_VALUE(val, t.read(inst.operands()[first + 1], operandType));
     old = atomicUpdate(t, inst, ptr, op, val, order, "gpu");  // PTX's default scope
-    if (op == llvm::AtomicRMWInst::FAdd && type == ScalarType::F32 &&
-        (inst.space == ptx::StateSpace::Global || inst.space == ptx::StateSpace::None))
-      setStringMetadata(*llvm::cast<llvm::Instruction>(old), kFlushedSumMetadata,
-                        inst.space == ptx::StateSpace::Global ? "global" : "generic");
+    markFlushedSum(inst, type, op, old);
     // An update that leaves memory as it was (atomicAdd(p, 0), atomicOr(p, 0)) only reads it:
     // retried in a loop it polls, like a load (a spin-wait on a flag).
     if (auto* rmw = llvm::dyn_cast<llvm::AtomicRMWInst>(old); rmw && leavesMemoryAsItWas(*rmw))

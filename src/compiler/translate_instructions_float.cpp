@@ -383,30 +383,6 @@ Status testp(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType typ
   return t.write(inst.operands()[0], r, ScalarType::Pred);
 }
 
-// PTX min/max of two values, element by element: -0 orders below +0; a NaN input yields the
-// other input (both NaN: the canonical NaN), or with .NaN the canonical NaN. Compares and
-// selects rather than LLVM's minnum/maximum, which leave the zeros' order and the NaN's bits
-// open (and whose x86 lowering of <2 x half> maximum lost a NaN in one lane).
-llvm::Value* minMaxOfTwo(FunctionTranslator& t, bool isMin, bool propagateNaN, llvm::Value* a,
-                         llvm::Value* b) {
-  auto& B = t.b;
-  llvm::Type* ty = a->getType();
-  llvm::Value* aWins = isMin ? B.CreateFCmpOLT(a, b) : B.CreateFCmpOGT(a, b);
-  llvm::Value* r = B.CreateSelect(aWins, a, b);
-  llvm::Type* it = bitsTypeOf(a);
-  llvm::Value* ai = B.CreateBitCast(a, it);
-  llvm::Value* bi = B.CreateBitCast(b, it);
-  llvm::Value* zeros = B.CreateBitCast(isMin ? B.CreateOr(ai, bi) : B.CreateAnd(ai, bi), ty);
-  auto* zero = llvm::ConstantFP::get(ty, 0.0);
-  llvm::Value* bothZero = B.CreateAnd(B.CreateFCmpOEQ(a, zero), B.CreateFCmpOEQ(b, zero));
-  r = B.CreateSelect(bothZero, zeros, r);
-  llvm::Value* aNaN = B.CreateFCmpUNO(a, a);
-  llvm::Value* bNaN = B.CreateFCmpUNO(b, b);
-  llvm::Constant* nan = canonicalNaN(ty);
-  if (propagateNaN) return B.CreateSelect(B.CreateOr(aNaN, bNaN), nan, r);
-  return B.CreateSelect(aNaN, B.CreateSelect(bNaN, nan, b), B.CreateSelect(bNaN, a, r));
-}
-
 // min/max of two inputs, or of three (f32, sm_100): .abs compares magnitudes, .xorsign.abs (two
 // inputs only) signs the result with sign(a) ^ sign(b) unless it is NaN.
 Status minMax(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType type) {
@@ -448,6 +424,30 @@ Status minMax(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType ty
 }
 
 }  // namespace
+
+// PTX min/max of two values, element by element: -0 orders below +0; a NaN input yields the
+// other input (both NaN: the canonical NaN), or with .NaN the canonical NaN. Compares and
+// selects rather than LLVM's minnum/maximum, which leave the zeros' order and the NaN's bits
+// open (and whose x86 lowering of <2 x half> maximum lost a NaN in one lane).
+llvm::Value* minMaxOfTwo(FunctionTranslator& t, bool isMin, bool propagateNaN, llvm::Value* a,
+                         llvm::Value* b) {
+  auto& B = t.b;
+  llvm::Type* ty = a->getType();
+  llvm::Value* aWins = isMin ? B.CreateFCmpOLT(a, b) : B.CreateFCmpOGT(a, b);
+  llvm::Value* r = B.CreateSelect(aWins, a, b);
+  llvm::Type* it = bitsTypeOf(a);
+  llvm::Value* ai = B.CreateBitCast(a, it);
+  llvm::Value* bi = B.CreateBitCast(b, it);
+  llvm::Value* zeros = B.CreateBitCast(isMin ? B.CreateOr(ai, bi) : B.CreateAnd(ai, bi), ty);
+  auto* zero = llvm::ConstantFP::get(ty, 0.0);
+  llvm::Value* bothZero = B.CreateAnd(B.CreateFCmpOEQ(a, zero), B.CreateFCmpOEQ(b, zero));
+  r = B.CreateSelect(bothZero, zeros, r);
+  llvm::Value* aNaN = B.CreateFCmpUNO(a, a);
+  llvm::Value* bNaN = B.CreateFCmpUNO(b, b);
+  llvm::Constant* nan = canonicalNaN(ty);
+  if (propagateNaN) return B.CreateSelect(B.CreateOr(aNaN, bNaN), nan, r);
+  return B.CreateSelect(aNaN, B.CreateSelect(bNaN, nan, b), B.CreateSelect(bNaN, a, r));
+}
 
 namespace {
 

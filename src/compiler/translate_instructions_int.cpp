@@ -166,7 +166,9 @@ Status mul24(FunctionTranslator& t, const ptx::Instruction& inst, bool mad) {
                                           : t.b.CreateTrunc(p, t.i32());
   if (mad) {
     ROCUDA_VALUE(c, t.read(inst.operands()[3], type));
-    r = t.b.CreateAdd(r, c);
+    // ".sat limits result of 32-bit signed addition to MININT..MAXINT": .hi .s32 only.
+    bool saturate = inst.hasModifier("sat") && isSigned && inst.hasModifier("hi");
+    r = saturate ? t.b.CreateBinaryIntrinsic(llvm::Intrinsic::sadd_sat, r, c) : t.b.CreateAdd(r, c);
   }
   return t.write(inst.operands()[0], r, type);
 }

@@ -441,7 +441,12 @@ Status cpAsync(FunctionTranslator& t, const ptx::Instruction& inst) {
   if (size != 4 && size != 8 && size != 16) return t.invalid(inst, "cp-size must be 4, 8 or 16");
   t.checkAccess(inst, dst, size, /*write=*/true, ptx::StateSpace::Shared);
   llvm::Value* srcSize = B.getInt64(size);
-  if (srcSizeGiven) {
+  if (srcSizeGiven && t.isPredicateRegister(inst.operands()[3])) {
+    // ignore-src: "If the source data is ignored then zeros will be copied to destination".
+    ROCUDA_VALUE(ignore, t.read(inst.operands()[3], ptx::ScalarType::Pred));
+    srcSize = B.CreateSelect(ignore, B.getInt64(0), B.getInt64(size));
+    B.CreateMemSet(dst, B.getInt8(0), size, llvm::MaybeAlign(1));
+  } else if (srcSizeGiven) {
     ROCUDA_VALUE(n, t.read(inst.operands()[3], ptx::ScalarType::U32));
     srcSize =
         B.CreateZExt(B.CreateBinaryIntrinsic(llvm::Intrinsic::umin, n, B.getInt32(size)), t.i64());

@@ -492,6 +492,8 @@ KernelInfo ModuleTranslator::kernelInfo(const ptx::Function& fn) const {
     info.maxntid[i] = fn.performance.maxntid[i];
   for (size_t i = 0; i < 3 && i < fn.performance.reqntid.size(); ++i)
     info.reqntid[i] = fn.performance.reqntid[i];
+  for (size_t i = 0; i < 3 && i < fn.performance.reqnctapercluster.size(); ++i)
+    info.reqnctapercluster[i] = fn.performance.reqnctapercluster[i];
   return info;
 }
 

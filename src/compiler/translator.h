@@ -219,6 +219,13 @@ class FunctionTranslator {
 
   // Read an operand as a value of PTX type `type` (extends/truncates registers as PTX does).
   Result<llvm::Value*> read(const ptx::Operand& op, ptx::ScalarType type);
+  // Whether `op` is a .pred register (where an instruction's grammar allows a predicate or an
+  // integer in one position, e.g. cp.async's ignore-src or src-size).
+  bool isPredicateRegister(const ptx::Operand& op) const {
+    return op.kind == ptx::Operand::Kind::Register && op.reg() < registers_.size() &&
+           registers_[op.reg()] != nullptr &&
+           registers_[op.reg()]->getAllocatedType()->isIntegerTy(1);
+  }
   // Write `value` (of valueType(type) or bitsType(type)) to a register operand; `_` is a no-op.
   Status write(const ptx::Operand& op, llvm::Value* value, ptx::ScalarType type);
   // The pointer an address operand `[...]` designates in state space `space`.
@@ -343,6 +350,12 @@ llvm::Value* fp8ToHalf(FunctionTranslator& t, llvm::Value* bits, bool e5m2);
 llvm::Value* flushSubnormal(FunctionTranslator& t, llvm::Value* v);
 // The same flush emitted inline at `B` (for code built outside a FunctionTranslator).
 llvm::Value* flushBelowNormal(llvm::IRBuilder<>& B, llvm::Value* v);
+
+// PTX min/max of two float values (element by element): -0 below +0; a NaN input yields the
+// other (both NaN, or any with `propagateNaN`: the canonical NaN). The atomic min/max use it too
+// ("the exact same floating-point instructions as the non-atomic min and max").
+llvm::Value* minMaxOfTwo(FunctionTranslator& t, bool isMin, bool propagateNaN, llvm::Value* a,
+                         llvm::Value* b);
 
 // PTX's canonical NaN of `ty` (each element of a vector): every bit but the sign set
 // (0x7fffffff, 0x7fff), what NVIDIA writes for a NaN result (translate_instructions_float.cpp).

@@ -44,6 +44,18 @@ Status validateConfiguration(const Kernel& kernel, const backends::DeviceDescrip
                            std::to_string(info.reqntid[0]) + "x" + std::to_string(info.reqntid[1]) +
                            "x" + std::to_string(info.reqntid[2]) + " threads (.reqntid)");
   }
+  // A kernel compiled for clusters of several blocks (__cluster_dims__) relies on them (cluster
+  // ranks, distributed shared memory); Rocuda's clusters are one block, so it cannot run.
+  uint64_t clusterBlocks = 1;
+  for (uint32_t d : info.reqnctapercluster) clusterBlocks *= std::max(1u, d);
+  if (clusterBlocks > 1)
+    return makeError(ErrorCode::NotSupported,
+                     "kernel '" + info.name + "' is compiled for clusters of " +
+                         std::to_string(info.reqnctapercluster[0]) + "x" +
+                         std::to_string(std::max(1u, info.reqnctapercluster[1])) + "x" +
+                         std::to_string(std::max(1u, info.reqnctapercluster[2])) +
+                         " blocks (__cluster_dims__, .reqnctapercluster); thread block clusters "
+                         "of more than one block are not supported");
   // .maxntid bounds the block's total thread count (the dimensions only multiply), as ptxas
   // compiles the kernel for at most that many: NVIDIA's driver refuses a larger block.
   if (info.maxntid[0] != 0) {

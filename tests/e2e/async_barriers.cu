@@ -133,6 +133,24 @@ __global__ void copyAsync(const int* in, int* out) {
     out[blockIdx.x * kCopied + i] = tile[kCopied - 1 - i] * 2;
 }
 
+// cp.async with the ignore-src predicate: threads with an odd index ignore the source, and zeros
+// land in their shared words ("zeros will be copied to destination").
+__global__ void copyIgnoringSource(const int* in, int* out) {
+  __shared__ int tile[128];
+  tile[threadIdx.x] = -7;
+  __syncthreads();
+  unsigned destination = static_cast<unsigned>(__cvta_generic_to_shared(&tile[threadIdx.x]));
+  int ignore = threadIdx.x & 1;
+  asm volatile(
+      "{ .reg .pred p; setp.ne.b32 p, %2, 0;\n"
+      "  cp.async.ca.shared.global [%0], [%1], 4, p; }\n"
+      "cp.async.wait_all;\n" ::"r"(destination),
+      "l"(in + threadIdx.x), "r"(ignore)
+      : "memory");
+  __syncthreads();
+  out[threadIdx.x] = tile[threadIdx.x];
+}
+
 int main() {
   Checker check("async_barriers");
   const int blocks = 3;
@@ -217,6 +235,19 @@ int main() {
       for (int i = 0; i < kCopied; ++i)
         check.eq("copyAsync", b * kCopied + i, in[b * kCopied + kCopied - 1 - i] * 2,
                  got[b * kCopied + i]);
+    CHECK(cudaFree(dIn));
+    CHECK(cudaFree(dOut));
+  }
+  {  // cp.async ignore-src: 128 threads
+    std::vector<int> in(128);
+    for (int i = 0; i < 128; ++i) in[i] = 1000 + i;
+    int* dIn = upload(in);
+    int* dOut = nullptr;
+    CHECK(cudaMalloc(&dOut, 128 * sizeof(int)));
+    copyIgnoringSource<<<1, 128>>>(dIn, dOut);
+    CHECK_LAUNCH();
+    std::vector<int> got = download(dOut, 128);
+    for (int t = 0; t < 128; ++t) check.eq("cp.async ignore-src", t, t % 2 ? 0 : 1000 + t, got[t]);
     CHECK(cudaFree(dIn));
     CHECK(cudaFree(dOut));
   }

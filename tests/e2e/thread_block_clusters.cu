@@ -35,6 +35,15 @@ __global__ void __cluster_dims__(1, 1, 1) declaredCluster(int* out) { exchange(o
 
 __global__ void attributeCluster(int* out) { exchange(out); }
 
+// A kernel compiled for clusters of four blocks: each records its rank and cluster size.
+__global__ void __cluster_dims__(4, 1, 1) fourBlockCluster(int* out) {
+  cg::cluster_group cluster = cg::this_cluster();
+  if (threadIdx.x == 0) {
+    out[2 * blockIdx.x] = static_cast<int>(cluster.block_rank());
+    out[2 * blockIdx.x + 1] = static_cast<int>(cluster.num_blocks());
+  }
+}
+
 // Every thread arrives on an mbarrier through its shared::cluster address (as a block of a
 // larger cluster would on another block's barrier); thread 0 waits for the phase.
 __global__ void clusterArrivals(int* out) {
@@ -91,6 +100,26 @@ int main() {
   std::vector<int> arrived = download(out, blocks);
   for (int b = 0; b < blocks; ++b)
     check.eq("mbarrier arrivals through the cluster", b, 1, arrived[b]);
+
+  // Clusters of several blocks: where the device cannot launch them (cudaDevAttrClusterLaunch
+  // 0, Rocuda's devices) the launch of a __cluster_dims__(4) kernel fails as unsupported rather
+  // than running with clusters of one; where it can, the ranks are the blocks' places in them.
+  int clusterLaunch = 0;
+  CHECK(cudaDeviceGetAttribute(&clusterLaunch, cudaDevAttrClusterLaunch, 0));
+  CHECK(cudaMemset(out, 0xff, 2 * 8 * sizeof(int)));
+  fourBlockCluster<<<8, 32>>>(out);
+  cudaError_t launched = cudaGetLastError();
+  if (clusterLaunch == 0) {
+    check.expect(launched == cudaErrorNotSupported,
+                 "a four-block cluster kernel is refused where clusters cannot be launched");
+  } else {
+    CHECK(launched);
+    std::vector<int> ranks = download(out, 2 * 8);
+    for (int b = 0; b < 8; ++b) {
+      check.eq("rank in a four-block cluster", b, b % 4, ranks[2 * b]);
+      check.eq("blocks in a four-block cluster", b, 4, ranks[2 * b + 1]);
+    }
+  }
 
   CHECK(cudaFree(out));
   std::printf("thread_block_clusters: %d clusters of one block of %d threads\n", blocks, kThreads);

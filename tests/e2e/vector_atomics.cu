@@ -20,8 +20,50 @@ __global__ void accumulate(float2* pairs, float4* quads, float2* oldPairs, int n
   oldPairs[i] = old;
 }
 
+// Two corners of the vector forms. atom.add.v2.f32 without .noftz flushes subnormal inputs and
+// results on global memory, as the scalar form does ("atom.add.f32 operation without .noftz
+// flushes subnormal inputs and results to sign-preserving zero on global memory"). The f16x2
+// min/max "implement the exact same floating-point instructions as the non-atomic min and max",
+// which order -0 below +0.
+__global__ void vectorCorners(float2* subnormals, unsigned* halves, unsigned* olds) {
+  atomicAdd(subnormals, make_float2(1e-40f, -1e-40f));
+  unsigned o0, o1;
+  asm volatile("atom.global.min.noftz.v2.f16x2 {%0, %1}, [%2], {%3, %4};"
+               : "=r"(o0), "=r"(o1)
+               : "l"(halves), "r"(0x80000000u), "r"(0x00008000u)
+               : "memory");
+  olds[0] = o0;
+  olds[1] = o1;
+  asm volatile("atom.global.max.noftz.v2.f16x2 {%0, %1}, [%2], {%3, %4};"
+               : "=r"(o0), "=r"(o1)
+               : "l"(halves + 2), "r"(0x80000000u), "r"(0x00008000u)
+               : "memory");
+}
+
 int main() {
   Checker check("vector_atomics");
+  {
+    float2* subnormals = upload(std::vector<float2>{make_float2(1e-40f, -1e-40f)});
+    // Each word holds two halves: low -0 (0x8000) and high +0, then the other way round.
+    unsigned* halves =
+        upload(std::vector<unsigned>{0x00008000u, 0x80000000u, 0x00008000u, 0x80000000u});
+    unsigned* olds = upload(std::vector<unsigned>(2, 0));
+    vectorCorners<<<1, 1>>>(subnormals, halves, olds);
+    CHECK_LAUNCH();
+    float2 sum = download(subnormals, 1)[0];
+    check.eq("flushed float2 sum x (bits)", 0, 0u, reinterpret_cast<unsigned&>(sum.x));
+    check.eq("flushed float2 sum y (bits)", 0, 0x80000000u, reinterpret_cast<unsigned&>(sum.y));
+    std::vector<unsigned> h = download(halves, 4), o = download(olds, 2);
+    check.eq("f16x2 min of signed zeros", 0, 0x80008000u, h[0]);
+    check.eq("f16x2 min of signed zeros", 1, 0x80008000u, h[1]);
+    check.eq("f16x2 max of signed zeros", 2, 0x00000000u, h[2]);
+    check.eq("f16x2 max of signed zeros", 3, 0x00000000u, h[3]);
+    check.eq("old value", 0, 0x00008000u, o[0]);
+    check.eq("old value", 1, 0x80000000u, o[1]);
+    for (void* p :
+         {static_cast<void*>(subnormals), static_cast<void*>(halves), static_cast<void*>(olds)})
+      CHECK(cudaFree(p));
+  }
   const int n = 6000, threads = 256, blocks = (n + threads - 1) / threads;
   float2* pairs = upload(std::vector<float2>(kSlots, make_float2(0, 0)));
   float4* quads = upload(std::vector<float4>(kSlots, make_float4(0, 0, 0, 0)));

@@ -17,6 +17,7 @@ ModuleInfo sample() {
   k.localBytesPerThread = 64;
   k.maxntid = {256, 1, 1};
   k.reqntid = {0, 0, 0};
+  k.reqnctapercluster = {4, 2, 1};
   k.usesBarriers = true;
   k.usesWarpCollectives = true;
   k.cpuExecution = CpuExecution::Continuation;
@@ -49,6 +50,8 @@ TEST(ModuleInfo, RoundTrip) {
   EXPECT_EQ(k.staticSharedBytes, 1024u);
   EXPECT_EQ(k.localBytesPerThread, 64u);
   EXPECT_EQ(k.maxntid[0], 256u);
+  EXPECT_EQ(k.reqnctapercluster[0], 4u);
+  EXPECT_EQ(k.reqnctapercluster[1], 2u);
   EXPECT_TRUE(k.usesBarriers);
   EXPECT_TRUE(k.usesWarpCollectives);
   EXPECT_FALSE(back->kernels[1].usesBarriers);

@@ -277,6 +277,19 @@ std::vector<InstructionCase> arithmeticCases() {
                       [](const Inputs& x) {
                         return uint64_t{u32(x[0]) & 0xffffff} * (u32(x[1]) & 0xffffff) + x[2];
                       }));
+  // d = t<47..16> + c of the 48-bit product of sign-extended 24-bit inputs; .sat clamps the
+  // 32-bit signed addition.
+  auto mad24HiS32 = [](const Inputs& x, bool saturate) {
+    int64_t a = static_cast<int64_t>(static_cast<uint64_t>(u32(x[0]) & 0xffffff) << 40) >> 40;
+    int64_t b = static_cast<int64_t>(static_cast<uint64_t>(u32(x[1]) & 0xffffff) << 40) >> 40;
+    int64_t hi = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(a * b) >> 16));
+    int64_t sum = hi + s32(x[2]);
+    return saturate ? of(clampS32(sum)) : of(static_cast<int32_t>(static_cast<uint32_t>(sum)));
+  };
+  v.push_back(ternary("mad24_hi_s32", "mad24.hi.s32 $d, $a, $b, $c;", kS32, kS32, kS32, kS32,
+                      [=](const Inputs& x) { return mad24HiS32(x, false); }));
+  v.push_back(ternary("mad24_hi_sat_s32", "mad24.hi.sat.s32 $d, $a, $b, $c;", kS32, kS32, kS32,
+                      kS32, [=](const Inputs& x) { return mad24HiS32(x, true); }));
   v.push_back(ternary("sad_s32", "sad.s32 $d, $a, $b, $c;", kS32, kS32, kS32, kS32, [](const Inputs& x) {
     int64_t a = s32(x[0]), b = s32(x[1]);
     return of(a < b ? b - a : a - b) + x[2];
