@@ -193,6 +193,11 @@ class DeviceBackend {
     return makeError(ErrorCode::NotSupported, "this device has no virtual memory management");
   }
 
+  // Give the physical memory behind [address, address + bytes) of a device allocation back to
+  // the system, the addresses staying valid (the contents become undefined). False when the
+  // backend cannot: the memory then stays as it was.
+  virtual bool discardPages(void* /*address*/, size_t /*bytes*/) { return false; }
+
   // Synchronous copies and fills, any direction (the core resolved the pointers already).
   virtual Status copy(void* destination, const void* source, size_t bytes) = 0;
   virtual Status fill(void* destination, uint32_t value, size_t elementBytes, size_t count) = 0;

@@ -5,6 +5,7 @@
 
 #include "core/context.h"
 #include "core/memory.h"
+#include "core/platform.h"
 #include "core/stream.h"
 
 namespace rocuda::core {
@@ -132,7 +133,7 @@ GraphAllocation::~GraphAllocation() {
     std::lock_guard lock(r.mutex);
     r.allocations.erase(address);
     GraphMemoryFigures& f = r.figures[&context];
-    f.reservedCurrent -= std::min<uint64_t>(f.reservedCurrent, bytes);
+    if (backed) f.reservedCurrent -= std::min<uint64_t>(f.reservedCurrent, bytes);
     if (inUse) f.usedCurrent -= std::min<uint64_t>(f.usedCurrent, bytes);
   }
   (void)freeDevice(address);
@@ -185,11 +186,30 @@ void markGraphAllocationUse(GraphAllocation& allocation, bool use) {
   if (allocation.inUse == use) return;
   allocation.inUse = use;
   GraphMemoryFigures& f = r.figures[&allocation.context];
+  if (use && !allocation.backed) {  // trimmed: its pages come back as it is used
+    allocation.backed = true;
+    f.reservedCurrent += allocation.bytes;
+    f.reservedHigh = std::max(f.reservedHigh, f.reservedCurrent);
+  }
   if (use) {
     f.usedCurrent += allocation.bytes;
     f.usedHigh = std::max(f.usedHigh, f.usedCurrent);
   } else {
     f.usedCurrent -= std::min<uint64_t>(f.usedCurrent, allocation.bytes);
+  }
+}
+
+void trimGraphMemory(Context& context) {
+  GraphRegistry& r = registry();
+  std::lock_guard lock(r.mutex);
+  GraphMemoryFigures& f = r.figures[&context];
+  for (const auto& [address, weak] : r.allocations) {
+    std::shared_ptr<GraphAllocation> allocation = weak.lock();
+    if (!allocation || &allocation->context != &context || allocation->inUse || !allocation->backed)
+      continue;
+    if (!context.device().backend().discardPages(allocation->address, allocation->bytes)) continue;
+    allocation->backed = false;
+    f.reservedCurrent -= std::min<uint64_t>(f.reservedCurrent, allocation->bytes);
   }
 }
 

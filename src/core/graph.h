@@ -69,6 +69,9 @@ struct GraphAllocation {
   // allocation is outstanding fails unless it frees on launch (CUDA_GRAPH_INSTANTIATE_FLAG_
   // AUTO_FREE_ON_LAUNCH).
   bool outstanding = false;
+  // Its pages are physical memory (RESERVED_MEM_CURRENT counts it): false once
+  // cuDeviceGraphMemTrim gave them back, until a launch allocates it again.
+  bool backed = true;
 };
 
 // cuMemFree / cuMemFreeAsync of a graph allocation, at the call: no longer outstanding (the
@@ -336,6 +339,9 @@ void resetGraphMemoryHigh(const Context& context, bool used, bool reserved);
 std::shared_ptr<GraphAllocation> findGraphAllocation(const void* address);
 Result<std::shared_ptr<GraphAllocation>> createGraphAllocation(Context& context, size_t bytes);
 void markGraphAllocationUse(GraphAllocation& allocation, bool use);
+// cuDeviceGraphMemTrim: the pages of `context`'s graph allocations that no launch holds go back
+// to the system (where the backend can give them back), their addresses kept for the next launch.
+void trimGraphMemory(Context& context);
 
 // ---- Stream capture ----
 

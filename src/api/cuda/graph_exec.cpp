@@ -330,9 +330,11 @@ ROCUDA_EXPORT CUresult cuGraphReleaseUserObject(CUgraph graph, CUuserObject obje
 
 ROCUDA_EXPORT CUresult cuDeviceGraphMemTrim(CUdevice device) {
   return ROCUDA_API((device), [&]() -> Outcome {
-    // Allocations of alloc nodes live with their nodes: nothing unused is held back.
+    // Allocations of alloc nodes keep their addresses with their nodes; the pages of those no
+    // launch holds go back to the system (RESERVED_MEM_CURRENT drops by them).
     Result<core::Context*> context = api::deviceContext(device);
     if (!context) return context.error();
+    core::trimGraphMemory(**context);
     return {};
   });
 }

@@ -298,6 +298,15 @@ class CpuDevice final : public DeviceBackend {
   const DeviceDescription& description() const override { return description_; }
 
   Result<void*> allocateDevice(size_t bytes) override;
+  // The whole pages of the range go back to the kernel (MADV_DONTNEED): they read as zeros and
+  // cost nothing until touched again.
+  bool discardPages(void* address, size_t bytes) override {
+    const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    uintptr_t start = (reinterpret_cast<uintptr_t>(address) + page - 1) / page * page;
+    uintptr_t end = (reinterpret_cast<uintptr_t>(address) + bytes) / page * page;
+    if (end > start) madvise(reinterpret_cast<void*>(start), end - start, MADV_DONTNEED);
+    return true;
+  }
   void freeDevice(void* pointer) override;
   Result<void*> allocateHost(size_t bytes) override { return allocate(bytes); }
   void freeHost(void* pointer) override { release(pointer); }

@@ -490,7 +490,16 @@ TEST_F(LibCudaGraph, UserObjectsAndMemoryNodes) {
   EXPECT_EQ(setAttr(0, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &one), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(setAttr(0, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &zeroValue), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(setAttr(0, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &zeroValue), CUDA_SUCCESS);
+  // Trimming gives back what no launch holds (the launch has freed its allocation); the next
+  // launch takes it again at the same address.
+  cuuint64_t beforeTrim = 0, afterTrim = 0, relaunched = 0;
+  ASSERT_EQ(getAttr(0, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &beforeTrim), CUDA_SUCCESS);
   EXPECT_EQ(CU(cuDeviceGraphMemTrim, CUdevice)(0), CUDA_SUCCESS);
+  ASSERT_EQ(getAttr(0, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &afterTrim), CUDA_SUCCESS);
+  EXPECT_LE(afterTrim + kN * 4, beforeTrim);
+  launchAndWait(exec);
+  ASSERT_EQ(getAttr(0, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &relaunched), CUDA_SUCCESS);
+  EXPECT_GE(relaunched, afterTrim + kN * 4);
 
   EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
   EXPECT_EQ(destroyedObjects, 0);  // the exec still holds a reference
