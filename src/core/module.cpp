@@ -58,6 +58,13 @@ int Kernel::maxThreadsPerBlock() const {
   return compiled > 0 ? std::min(limit, compiled) : limit;
 }
 
+int Kernel::maxDynamicSharedBytes() const {
+  if (maxDynamicSharedBytes_ >= 0) return maxDynamicSharedBytes_;
+  long long available = 1LL * module_.context().device().description().sharedMemPerBlock -
+                        static_cast<long long>(staticSharedBytes());
+  return static_cast<int>(std::max(0LL, available));
+}
+
 uint64_t Kernel::staticSharedBytes() const {
   int compiled = loaded_.resources().staticSharedBytes;
   uint64_t bytes = compiled >= 0 ? static_cast<uint64_t>(compiled) : info().staticSharedBytes;

@@ -44,8 +44,9 @@ class Kernel : public Object {
   // reserved region, which every block has (reservedSharedBytesPerBlock).
   uint64_t staticSharedBytes() const;
 
-  // cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) and friends.
-  int maxDynamicSharedBytes() const { return maxDynamicSharedBytes_; }
+  // cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) and friends. Until set,
+  // CUDA's default: the device's shared memory per block less the kernel's static shared memory.
+  int maxDynamicSharedBytes() const;
   void setMaxDynamicSharedBytes(int bytes) { maxDynamicSharedBytes_ = bytes; }
   int preferredSharedCarveout() const { return carveout_; }
   void setPreferredSharedCarveout(int percent) { carveout_ = percent; }
@@ -71,7 +72,7 @@ class Kernel : public Object {
   backends::LoadedKernel& loaded_;
   uint32_t ptxArch_;
   uint64_t constBytes_;
-  int maxDynamicSharedBytes_ = 48 * 1024;
+  int maxDynamicSharedBytes_ = -1;  // -1: not set, the default applies
   int carveout_ = -1;
   std::mutex legacyMutex_;
   LegacyLaunch legacyLaunch_;

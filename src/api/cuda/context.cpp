@@ -30,9 +30,17 @@ CreatedContexts& created() {
   return *instance;
 }
 
+// Context flags: known bits only, and "only one of the scheduling flags can be set".
+Outcome checkContextFlags(unsigned flags) {
+  if ((flags & ~static_cast<unsigned>(CU_CTX_FLAGS_MASK)) != 0) return invalidValue("bad flags");
+  unsigned schedule = flags & static_cast<unsigned>(CU_CTX_SCHED_MASK);
+  if ((schedule & (schedule - 1)) != 0) return invalidValue("more than one scheduling flag");
+  return {};
+}
+
 Outcome createContext(CUcontext* pctx, unsigned flags, CUdevice dev) {
   if (pctx == nullptr) return invalidValue("pctx is NULL");
-  if ((flags & ~static_cast<unsigned>(CU_CTX_FLAGS_MASK)) != 0) return invalidValue("bad flags");
+  if (Outcome checked = checkContextFlags(flags); !checked.ok()) return checked;
   Result<core::Device*> device = lookupDevice(dev);
   if (!device) return device.error();
   auto context = std::make_unique<core::Context>(**device, flags, /*primary=*/false);
@@ -77,7 +85,7 @@ Outcome primaryRelease(CUdevice dev) {
 Outcome primarySetFlags(CUdevice dev, unsigned flags, bool refuseWhenActive) {
   Result<core::Device*> device = lookupDevice(dev);
   if (!device) return device.error();
-  if ((flags & ~static_cast<unsigned>(CU_CTX_FLAGS_MASK)) != 0) return invalidValue("bad flags");
+  if (Outcome checked = checkContextFlags(flags); !checked.ok()) return checked;
   if (refuseWhenActive && (*device)->primaryActive())
     return {CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE, "the primary context is active"};
   return (*device)->setPrimaryFlags(flags);
@@ -299,8 +307,7 @@ ROCUDA_EXPORT CUresult cuCtxGetFlags(unsigned int* flags) {
 
 ROCUDA_EXPORT CUresult cuCtxSetFlags(unsigned int flags) {
   return ROCUDA_API((flags), [&]() -> api::Outcome {
-    if ((flags & ~static_cast<unsigned>(CU_CTX_FLAGS_MASK)) != 0)
-      return api::invalidValue("bad flags");
+    if (api::Outcome checked = api::checkContextFlags(flags); !checked.ok()) return checked;
     Result<core::Context*> context = api::currentContext();
     if (!context) return context.error();
     (*context)->setFlags(flags);

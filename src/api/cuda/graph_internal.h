@@ -42,6 +42,11 @@ core::GraphUpdateResult checkKernelAttributeUpdate(const core::GraphNode& instan
                                                    const core::GraphNode& now,
                                                    bool usesNodePriority);
 
+// A node of `params.type` made from `params` and appended to the capture of `stream` (which is
+// capturing) after its current capture dependencies: what CUDA records for operations that
+// become nodes of their own in a capture (stream-ordered allocation, external event records).
+Outcome appendNodeToCapture(core::Stream& stream, cuda::CUgraphNodeParams& params);
+
 // Add a node of any kind to `hGraph` after the given dependencies.
 Outcome addNode(cuda::CUgraphNode* phNode, cuda::CUgraph hGraph,
                 const cuda::CUgraphNode* dependencies, size_t count,

@@ -173,6 +173,17 @@ Outcome buildKernel(const CUDA_KERNEL_NODE_PARAMS_v2& in, core::GraphNodeContent
 
 }  // namespace
 
+Outcome appendNodeToCapture(core::Stream& stream, CUgraphNodeParams& params) {
+  std::lock_guard lock(core::graphMutex());
+  core::GraphNodeContent content;
+  Outcome built = buildNodeContent(params, &content);
+  if (!built.ok()) return built;
+  Result<core::GraphNode*> node = core::appendCapturedNode(
+      stream, stream.capture(), static_cast<core::GraphNodeType>(params.type), std::move(content));
+  if (!node) return node.error();
+  return {};
+}
+
 core::GraphUpdateResult checkKernelAttributeUpdate(const core::GraphNode& instantiated,
                                                    const core::GraphNode& now,
                                                    bool usesNodePriority) {

@@ -413,8 +413,12 @@ ROCUDA_EXPORT CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t* dynamicSm
     if (!fit) return fit.error();
     const auto& d = (*kernel)->module().context().device().description();
     size_t staticBytes = (*kernel)->staticSharedBytes();
-    size_t perBlock =
-        std::min<size_t>(d.sharedMemPerMultiprocessor / numBlocks, d.sharedMemPerBlockOptin);
+    // Each block's share of the multiprocessor less what the driver reserves for every block
+    // (sm_80+: 1 KB), as the occupancy calculator counts it, and at most the per-block limit.
+    size_t share = static_cast<size_t>(d.sharedMemPerMultiprocessor) / numBlocks;
+    size_t reserved = core::reservedSharedBytesPerBlock(d);
+    size_t perBlock = std::min<size_t>(share > reserved ? share - reserved : 0,
+                                       static_cast<size_t>(d.sharedMemPerBlockOptin));
     *dynamicSmemSize = numBlocks > *fit || perBlock < staticBytes ? 0 : perBlock - staticBytes;
     return {};
   });

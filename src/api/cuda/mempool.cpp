@@ -74,17 +74,6 @@ Result<core::Device*> poolLocation(const CUmemLocation* location, CUmemAllocatio
 // graph (its address fixed when the node is added, as cuGraphAddMemAllocNode's) and freeing a
 // graph allocation a memory free node, as CUDA records them: replaying the graph reuses the
 // memory instead of the first launch freeing it.
-Outcome captureMemoryNode(core::Stream& stream, CUgraphNodeParams& params) {
-  std::lock_guard lock(core::graphMutex());
-  core::GraphNodeContent content;
-  Outcome built = buildNodeContent(params, &content);
-  if (!built.ok()) return built;
-  Result<core::GraphNode*> node = core::appendCapturedNode(
-      stream, stream.capture(), static_cast<core::GraphNodeType>(params.type), std::move(content));
-  if (!node) return node.error();
-  return {};
-}
-
 Outcome captureAllocation(CUdeviceptr* dptr, size_t bytes, core::Stream& stream) {
   CUgraphNodeParams params{};
   params.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
@@ -92,7 +81,7 @@ Outcome captureAllocation(CUdeviceptr* dptr, size_t bytes, core::Stream& stream)
   params.alloc.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   params.alloc.poolProps.location.id = stream.context().device().ordinal();
   params.alloc.bytesize = bytes;
-  Outcome captured = captureMemoryNode(stream, params);
+  Outcome captured = appendNodeToCapture(stream, params);
   if (captured.ok()) *dptr = params.alloc.dptr;
   return captured;
 }
@@ -135,7 +124,7 @@ Outcome freeAsync(CUdeviceptr dptr, CUstream hStream, StreamVariant variant) {
       CUgraphNodeParams params{};
       params.type = CU_GRAPH_NODE_TYPE_MEM_FREE;
       params.free.dptr = dptr;
-      return captureMemoryNode(**stream, params);
+      return appendNodeToCapture(**stream, params);
     }
     core::releaseGraphAllocation(*graphAllocation);
     Result<core::CompletionPtr> queued =

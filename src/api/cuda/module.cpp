@@ -23,6 +23,8 @@ Handle toHandle(void* object) {
 
 Result<core::Module*> lookupModule(CUmodule handle) {
   core::Module* module = core::lookupHandle<core::Module>(handle);
+  // A library's code is a module too: cuFuncGetModule answers it for a library's functions.
+  if (module == nullptr) module = core::lookupLibrary(handle);
   if (module == nullptr) return makeError(ErrorCode::InvalidHandle, "not a loaded module");
   return module;
 }
@@ -203,7 +205,8 @@ Outcome paramInfo(const void* handle, size_t index, size_t* offset, size_t* size
 }
 
 Outcome kernelName(const char** name, const void* handle) {
-  if (name == nullptr) return invalidValue("name is NULL");
+  // "If either **name or hfunc is NULL, CUDA_ERROR_INVALID_VALUE is returned."
+  if (name == nullptr || handle == nullptr) return invalidValue("name or hfunc is NULL");
   Result<core::Kernel*> found = lookupKernel(handle);
   if (!found) return found.error();
   *name = (*found)->name().c_str();
@@ -400,6 +403,7 @@ ROCUDA_EXPORT CUresult cuLibraryLoadFromFile(CUlibrary* library, const char* fil
 
 ROCUDA_EXPORT CUresult cuLibraryUnload(CUlibrary library) {
   return ROCUDA_API((library), [&]() -> api::Outcome {
+    if (library == nullptr) return api::invalidValue("library is NULL");
     Result<core::Module*> found = api::lookupLibraryHandle(library);
     if (!found) return found.error();
     return core::Module::unload(*found);
@@ -521,8 +525,8 @@ ROCUDA_EXPORT CUresult cuFuncGetModule(CUmodule* hmod, CUfunction hfunc) {
     if (hmod == nullptr) return api::invalidValue("hmod is NULL");
     Result<core::Kernel*> found = api::lookupKernel(hfunc);
     if (!found) return found.error();
-    if ((*found)->module().isLibrary())
-      return {CUDA_ERROR_NOT_SUPPORTED, "the function belongs to a library"};
+    // A library's function (cuKernelGetFunction, the runtime's kernels) answers the library's
+    // code loaded in this context, usable as a module (unloading it is undefined, as documented).
     *hmod = api::toHandle<CUmodule>(&(*found)->module());
     return {};
   });

@@ -57,6 +57,15 @@ Outcome streamWaitEvent(CUstream h, CUevent hEvent, unsigned flags, StreamVarian
   Result<core::Event*> event = lookupEvent(hEvent);
   if (!event) return event.error();
   return withStream(h, v, [&](core::Stream& s) -> Outcome {
+    // CU_EVENT_WAIT_EXTERNAL: "when using stream capture, create an event wait node"; the flag
+    // "is invalid when used outside of capture".
+    if (flags == CU_EVENT_WAIT_EXTERNAL) {
+      if (!s.capture()) return invalidValue("CU_EVENT_WAIT_EXTERNAL outside stream capture");
+      CUgraphNodeParams params{};
+      params.type = CU_GRAPH_NODE_TYPE_WAIT_EVENT;
+      params.eventWait.event = hEvent;
+      return appendNodeToCapture(s, params);
+    }
     // An event recorded in a capture joins `s` to that capture (fork/join, as CUDA does).
     bool joined = false;
     Outcome captured = captureOutcome(core::joinCaptureThroughEvent(s, **event, &joined));
@@ -93,6 +102,15 @@ Outcome streamGetCtx(CUstream h, CUcontext* pctx, StreamVariant v) {
     *pctx = reinterpret_cast<CUcontext>(&s.context());
     return {};
   });
+}
+
+// cuStreamGetCtx_v2: the regular context in pCtx and, as no stream here belongs to a green
+// context (they are unavailable), NULL in pGreenCtx.
+Outcome streamGetCtxV2(CUstream h, CUcontext* pCtx, CUgreenCtx* pGreenCtx, StreamVariant v) {
+  if (pCtx == nullptr || pGreenCtx == nullptr) return invalidValue("pCtx or pGreenCtx is NULL");
+  Outcome found = streamGetCtx(h, pCtx, v);
+  if (found.ok()) *pGreenCtx = nullptr;
+  return found;
 }
 
 Outcome streamGetId(CUstream h, unsigned long long* id, StreamVariant v) {
@@ -216,6 +234,15 @@ Outcome eventRecord(CUevent hEvent, CUstream h, unsigned flags, StreamVariant v)
   return withStream(h, v, [&](core::Stream& s) -> Outcome {
     if (&s.context() != &(*event)->context())
       return {CUDA_ERROR_INVALID_HANDLE, "event and stream belong to different contexts"};
+    // CU_EVENT_RECORD_EXTERNAL: "the event is captured in the graph as an external event node";
+    // the flag "is invalid when used outside of capture".
+    if (flags == CU_EVENT_RECORD_EXTERNAL) {
+      if (!s.capture()) return invalidValue("CU_EVENT_RECORD_EXTERNAL outside stream capture");
+      CUgraphNodeParams params{};
+      params.type = CU_GRAPH_NODE_TYPE_EVENT_RECORD;
+      params.eventRecord.event = hEvent;
+      return appendNodeToCapture(s, params);
+    }
     // On a capturing stream the record marks a fork/join point of the capture (core::Event).
     if (!s.capture())
       if (Outcome refused = refuseDuringCapture(s); !refused.ok()) return refused;
@@ -277,6 +304,9 @@ ROCUDA_STREAM_PAIR(cuStreamGetPriority, cuStreamGetPriority_ptsz, (CUstream hStr
                    (hStream, priority), api::streamGetPriority)
 ROCUDA_STREAM_PAIR(cuStreamGetCtx, cuStreamGetCtx_ptsz, (CUstream hStream, CUcontext* pctx),
                    (hStream, pctx), api::streamGetCtx)
+ROCUDA_STREAM_PAIR(cuStreamGetCtx_v2, cuStreamGetCtx_v2_ptsz,
+                   (CUstream hStream, CUcontext* pCtx, CUgreenCtx* pGreenCtx),
+                   (hStream, pCtx, pGreenCtx), api::streamGetCtxV2)
 ROCUDA_STREAM_PAIR(cuStreamGetId, cuStreamGetId_ptsz,
                    (CUstream hStream, unsigned long long* streamId), (hStream, streamId),
                    api::streamGetId)

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "src/api/cuda/graph_abi.h"
 #include "tests/unit/api/libcuda_harness.h"
 
 namespace rocuda::cuda::testing {
@@ -593,6 +594,140 @@ TEST_F(Driver, LibraryKernelsRunInContextsCreatedAfterTheLoad) {
   ASSERT_EQ(CU(cuCtxSetCurrent, CUcontext)(context_), CUDA_SUCCESS);
   EXPECT_EQ(CU(cuKernelGetFunction, CUfunction*, CUkernel)(&function, kernel), CUDA_SUCCESS);
   EXPECT_EQ(CU(cuLibraryUnload, CUlibrary)(library), CUDA_SUCCESS);
+}
+
+// A kernel with 4 KB of static shared memory and dynamic shared memory after it.
+constexpr const char* kStaticSharedPtx = R"(
+.version 7.0
+.target sm_80
+.address_size 64
+.extern .shared .align 4 .b8 dynamicTile[];
+.visible .entry staticShared(.param .u64 out)
+{
+  .shared .align 4 .b8 tile[4096];
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<3>;
+  mov.u32 %r1, 7;
+  st.shared.u32 [tile], %r1;
+  st.shared.u32 [dynamicTile], %r1;
+  ld.shared.u32 %r2, [tile];
+  ld.param.u64 %rd1, [out];
+  st.global.u32 [%rd1], %r2;
+  ret;
+}
+)";
+
+// Function, stream, context and event corners as cuda.h documents them.
+TEST_F(Driver, DocumentedCornersOfFunctionsStreamsContextsAndEvents) {
+  CUmodule module = nullptr;
+  ASSERT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, kStaticSharedPtx), CUDA_SUCCESS);
+  CUfunction function = nullptr;
+  ASSERT_EQ(CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&function, module,
+                                                                        "staticShared"),
+            CUDA_SUCCESS);
+  // The default dynamic limit is MAX_SHARED_MEMORY_PER_BLOCK less the static shared memory, and
+  // a launch beyond it fails.
+  int perBlock = 0, staticBytes = 0, maxDynamic = 0;
+  ASSERT_EQ(CU(cuDeviceGetAttribute, int*, CUdevice_attribute, CUdevice)(
+                &perBlock, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, 0),
+            CUDA_SUCCESS);
+  auto attribute = CU(cuFuncGetAttribute, int*, CUfunction_attribute, CUfunction);
+  ASSERT_EQ(attribute(&staticBytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function), CUDA_SUCCESS);
+  ASSERT_EQ(attribute(&maxDynamic, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, function),
+            CUDA_SUCCESS);
+  EXPECT_EQ(staticBytes, 4096);
+  EXPECT_EQ(maxDynamic, perBlock - staticBytes);
+  CUdeviceptr out = 0;
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&out, 4), CUDA_SUCCESS);
+  void* args[] = {&out};
+  auto launch = proc<Launch>("cuLaunchKernel", 7000);
+  EXPECT_EQ(launch(function, 1, 1, 1, 32, 1, 1, static_cast<unsigned>(maxDynamic + 4), nullptr,
+                   args, nullptr),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(launch(function, 1, 1, 1, 32, 1, 1, static_cast<unsigned>(maxDynamic), nullptr, args,
+                   nullptr),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
+  // The dynamic shared memory that lets two blocks share a multiprocessor lets two blocks run.
+  size_t available = 0;
+  ASSERT_EQ(CU(cuOccupancyAvailableDynamicSMemPerBlock, size_t*, CUfunction, int, int)(
+                &available, function, 2, 32),
+            CUDA_SUCCESS);
+  int blocks = 0;
+  ASSERT_EQ(CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, int*, CUfunction, int, size_t)(
+                &blocks, function, 32, available),
+            CUDA_SUCCESS);
+  EXPECT_GE(blocks, 2);
+  // Names: "If either **name or hfunc is NULL, CUDA_ERROR_INVALID_VALUE is returned."
+  const char* name = nullptr;
+  EXPECT_EQ(CU(cuFuncGetName, const char**, CUfunction)(&name, nullptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuKernelGetName, const char**, CUkernel)(&name, nullptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuLibraryUnload, CUlibrary)(nullptr), CUDA_ERROR_INVALID_VALUE);
+  // A library's function belongs to a module too.
+  using LoadLibrary = CUresult (*)(CUlibrary*, const void*, CUjit_option*, void**, unsigned,
+                                   CUlibraryOption*, void**, unsigned);
+  CUlibrary library = nullptr;
+  ASSERT_EQ(proc<LoadLibrary>("cuLibraryLoadData")(&library, kAddOnePtx, nullptr, nullptr, 0,
+                                                   nullptr, nullptr, 0),
+            CUDA_SUCCESS);
+  CUkernel kernel = nullptr;
+  ASSERT_EQ(CU(cuLibraryGetKernel, CUkernel*, CUlibrary, const char*)(&kernel, library, "add_one"),
+            CUDA_SUCCESS);
+  CUfunction libraryFunction = nullptr, again = nullptr;
+  ASSERT_EQ(CU(cuKernelGetFunction, CUfunction*, CUkernel)(&libraryFunction, kernel), CUDA_SUCCESS);
+  CUmodule owner = nullptr;
+  ASSERT_EQ(CU(cuFuncGetModule, CUmodule*, CUfunction)(&owner, libraryFunction), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&again, owner, "add_one"),
+            CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuLibraryUnload, CUlibrary)(library), CUDA_SUCCESS);
+
+  // cuStreamGetCtx_v2: the regular context, and no green context.
+  CUcontext ctx = nullptr;
+  CUgreenCtx green = reinterpret_cast<CUgreenCtx>(&ctx);
+  ASSERT_EQ(CU13(cuStreamGetCtx, CUstream, CUcontext*, CUgreenCtx*)(nullptr, &ctx, &green),
+            CUDA_SUCCESS);
+  EXPECT_EQ(ctx, context_);
+  EXPECT_EQ(green, nullptr);
+  // "Only one of the scheduling flags can be set."
+  CUcontext created = nullptr;
+  EXPECT_EQ(proc<CUresult (*)(CUcontext*, unsigned, CUdevice)>("cuCtxCreate", 3020)(
+                &created, CU_CTX_SCHED_SPIN | CU_CTX_SCHED_YIELD, 0),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuCtxSetFlags, unsigned)(CU_CTX_SCHED_SPIN | CU_CTX_SCHED_BLOCKING_SYNC),
+            CUDA_ERROR_INVALID_VALUE);
+
+  // External event records and waits become nodes of a capture, and are invalid outside one.
+  CUevent event = nullptr;
+  ASSERT_EQ(CU(cuEventCreate, CUevent*, unsigned)(&event, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+  CUstream stream = nullptr;
+  ASSERT_EQ(CU(cuStreamCreate, CUstream*, unsigned)(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  auto recordWithFlags = CU(cuEventRecordWithFlags, CUevent, CUstream, unsigned);
+  auto waitEvent = CU(cuStreamWaitEvent, CUstream, CUevent, unsigned);
+  EXPECT_EQ(recordWithFlags(event, stream, CU_EVENT_RECORD_EXTERNAL), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(waitEvent(stream, event, CU_EVENT_WAIT_EXTERNAL), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(CU(cuEventRecord, CUevent, CUstream)(event, stream), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuStreamBeginCapture, CUstream, CUstreamCaptureMode)(stream,
+                                                                    CU_STREAM_CAPTURE_MODE_RELAXED),
+            CUDA_SUCCESS);
+  EXPECT_EQ(waitEvent(stream, event, CU_EVENT_WAIT_EXTERNAL), CUDA_SUCCESS);
+  EXPECT_EQ(recordWithFlags(event, stream, CU_EVENT_RECORD_EXTERNAL), CUDA_SUCCESS);
+  CUgraph graph = nullptr;
+  ASSERT_EQ(CU(cuStreamEndCapture, CUstream, CUgraph*)(stream, &graph), CUDA_SUCCESS);
+  CUgraphNode nodes[4] = {};
+  size_t count = 4;
+  ASSERT_EQ(CU(cuGraphGetNodes, CUgraph, CUgraphNode*, size_t*)(graph, nodes, &count),
+            CUDA_SUCCESS);
+  ASSERT_EQ(count, 2u);
+  CUgraphNodeType type{};
+  ASSERT_EQ(CU(cuGraphNodeGetType, CUgraphNode, CUgraphNodeType*)(nodes[0], &type), CUDA_SUCCESS);
+  EXPECT_EQ(type, CU_GRAPH_NODE_TYPE_WAIT_EVENT);
+  ASSERT_EQ(CU(cuGraphNodeGetType, CUgraphNode, CUgraphNodeType*)(nodes[1], &type), CUDA_SUCCESS);
+  EXPECT_EQ(type, CU_GRAPH_NODE_TYPE_EVENT_RECORD);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuStreamDestroy, CUstream)(stream), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuEventDestroy, CUevent)(event), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(out), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
 }
 
 // ---- Entry points CUDA 13's libcuda exports beyond what cudart asks for ----
