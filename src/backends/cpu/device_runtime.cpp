@@ -239,9 +239,12 @@ static void mmaSync(void* tile, void* /*lane: for AMD GPUs*/, void* record) {
 static int32_t mbarrierWait(const void* mbarrier, uint64_t state, int32_t parity) {
   WarpRequest wait{WarpOp::MBarrier, parity, reinterpret_cast<uintptr_t>(mbarrier),
                    static_cast<int32_t>(state), static_cast<int32_t>(state >> 32), 0};
-  if (mbarrierPhaseDone(wait)) return 1;
-  return static_cast<int32_t>(
-      warpCollective(WarpOp::MBarrier, wait.mode, wait.value, wait.b, wait.c, 0));
+  int32_t done = mbarrierPhaseDone(wait)
+                     ? 1
+                     : static_cast<int32_t>(warpCollective(WarpOp::MBarrier, wait.mode, wait.value,
+                                                           wait.b, wait.c, 0));
+  if (done != 0 && memcheckRaceEnabled()) raceCheckMBarrierPassed(mbarrier);
+  return done;
 }
 
 // Block forms of kernels (compiler.h). BlockLoop and Continuation kernels name the thread

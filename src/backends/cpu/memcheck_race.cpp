@@ -4,15 +4,19 @@
 // of the word's bytes each touched; an access to one of those bytes by a thread of another warp
 // in the same epoch is a race (threads writing different bytes of one word do not conflict).
 // Threads of one warp are not compared: they may order their accesses with __syncwarp or warp
-// collectives, which this check does not track.
+// collectives, which this check does not track. A wait that sees an mbarrier phase complete
+// (cuda::barrier, cuda::pipeline) starts a new epoch too, as a block barrier does: accesses
+// before the phase's arrivals and after its waits are ordered (raceCheckMBarrierPassed).
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cinttypes>
 #include <cstdio>
 #include <mutex>
 #include <set>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "backends/cpu/execution.h"
@@ -31,7 +35,7 @@ struct ShadowWord {
   uint32_t writerLine = 0, readerLine = 0;
   const char* writerSource = nullptr;
   const char* readerSource = nullptr;
-  bool writerAtomic = false;
+  bool writerAtomic = false, readerAtomic = false;  // atomics (mbarrier waits) never race
   uint8_t writerBytes = 0, readerBytes = 0;  // bit i: byte i of the word
 };
 
@@ -42,6 +46,13 @@ struct Shadow {
   std::array<uint32_t, 3> ctaid{};
   uint32_t gridId = 0;
   uint64_t serial = 0;
+  // mbarrier phases seen completed by a wait (address -> its phase bit after the completion),
+  // and how many: each starts a new epoch, as a block barrier does (raceCheckMBarrierPassed).
+  std::unordered_map<uintptr_t, uint64_t> mbarrierPhases;
+  uint32_t mbarrierEpochs = 0;
+  uint64_t stamp(const BlockState& b) const {
+    return (serial << 32) | static_cast<uint32_t>(b.barrierEpoch + mbarrierEpochs);
+  }
 };
 
 Shadow& shadowOf(const BlockState& block) {
@@ -52,6 +63,8 @@ Shadow& shadowOf(const BlockState& block) {
     shadow.ctaid = block.ctaid;
     shadow.gridId = grid.gridId;
     ++shadow.serial;  // every word's stamp is stale now: no clearing needed
+    shadow.mbarrierPhases.clear();
+    shadow.mbarrierEpochs = 0;
   }
   size_t words = (size_t{grid.sharedBytes} + 3) / 4;
   if (shadow.words.size() < words) shadow.words.resize(words);
@@ -112,7 +125,7 @@ void raceCheckShared(uint32_t offset, uint64_t size, uint32_t access, uint32_t p
   const ThreadState& thread = *currentThread();
   const BlockState& block = *thread.block;
   Shadow& shadow = shadowOf(block);
-  uint64_t stamp = (shadow.serial << 32) | block.barrierEpoch;
+  uint64_t stamp = shadow.stamp(block);
   bool write = (access & compiler::kMemcheckWrite) != 0;
   bool atomic = (access & compiler::kMemcheckAtomic) != 0;
   int32_t self = static_cast<int32_t>(thread.linearTid);
@@ -131,7 +144,8 @@ void raceCheckShared(uint32_t offset, uint64_t size, uint32_t access, uint32_t p
       report(write ? "write after write" : "read after write", offset, size,
              static_cast<uint32_t>(w.writer), w.writerLine, w.writerSource,
              w.writerAtomic ? "atomic" : "write", ptxLine, source, mine);
-    } else if (write && otherWarp(w.reader) && (w.readerBytes & bytes) != 0) {
+    } else if (write && otherWarp(w.reader) && (w.readerBytes & bytes) != 0 &&
+               !(atomic && w.readerAtomic)) {
       report("write after read", offset, size, static_cast<uint32_t>(w.reader), w.readerLine,
              w.readerSource, "read", ptxLine, source, mine);
     }
@@ -147,7 +161,21 @@ void raceCheckShared(uint32_t offset, uint64_t size, uint32_t access, uint32_t p
       w.reader = self;
       w.readerLine = ptxLine;
       w.readerSource = source;
+      w.readerAtomic = atomic;
     }
+  }
+}
+
+void raceCheckMBarrierPassed(const void* mbarrier) {
+  const BlockState& block = *currentThread()->block;
+  Shadow& shadow = shadowOf(block);
+  auto* word = static_cast<const std::atomic<uint64_t>*>(mbarrier);
+  uint64_t phase = word->load(std::memory_order_acquire) >> 63;
+  auto [it, first] =
+      shadow.mbarrierPhases.try_emplace(reinterpret_cast<uintptr_t>(mbarrier), phase);
+  if (first || it->second != phase) {
+    it->second = phase;
+    ++shadow.mbarrierEpochs;
   }
 }
 
