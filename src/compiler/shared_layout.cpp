@@ -8,6 +8,8 @@
 #include <set>
 #include <vector>
 
+#include "ptx/link.h"
+
 namespace rocuda::compiler::detail {
 namespace {
 
@@ -41,9 +43,7 @@ struct SharedVar {
 };
 
 struct FunctionRefs {
-  std::set<std::string> shared;   // keys of shared variables named in the body
-  std::set<std::string> callees;  // functions named (called or address taken)
-  bool indirect = false;          // calls through a register
+  std::set<std::string> shared;  // keys of shared variables named in the body
 };
 
 class RefCollector {
@@ -62,7 +62,6 @@ class RefCollector {
       if (g->space == ptx::StateSpace::Shared) out_.shared.insert(name);
       return;
     }
-    if (module_.findFunction(name)) out_.callees.insert(name);
   }
 
   void operand(const ptx::Operand& op) {
@@ -129,34 +128,14 @@ std::unordered_map<std::string, FunctionRefs> collectRefs(const ptx::Module& mod
       if (st.isLabel()) continue;
       const auto& inst = st.instruction;
       for (const auto& op : inst.operands()) collect.operand(op);
-      if (inst.opcode != ptx::Opcode::call || inst.operands().empty()) continue;
-      size_t callee = inst.operands()[0].kind == ptx::Operand::Kind::List ? 1 : 0;
-      if (callee < inst.operands().size() &&
-          inst.operands()[callee].kind == ptx::Operand::Kind::Register)
-        r.indirect = true;
     }
   }
   return refs;
 }
 
-std::set<std::string> reachable(const ptx::Module& module,
-                                const std::unordered_map<std::string, FunctionRefs>& refs,
-                                const std::vector<std::string>& kernels, bool& indirect) {
-  std::set<std::string> seen(kernels.begin(), kernels.end());
-  std::vector<std::string> work = kernels;
-  indirect = false;
-  while (!work.empty()) {
-    std::string name = work.back();
-    work.pop_back();
-    auto it = refs.find(name);
-    if (it == refs.end()) continue;
-    indirect |= it->second.indirect;
-    for (const auto& c : it->second.callees)
-      if (seen.insert(c).second) work.push_back(c);
-  }
-  if (indirect)
-    for (const auto& fn : module.functions) seen.insert(fn.name);
-  return seen;
+std::set<std::string> reachable(const ptx::Module& module, const std::vector<std::string>& roots) {
+  std::set<std::string, std::less<>> reached = ptx::reachableFunctions(module, roots);
+  return std::set<std::string>(reached.begin(), reached.end());
 }
 
 // Shared variables each kernel can reach (every one when it may call through a pointer).
@@ -166,14 +145,9 @@ std::unordered_map<std::string, std::set<std::string>> kernelVariables(
   std::unordered_map<std::string, std::set<std::string>> kernelVars;
   for (const auto& fn : module.functions) {
     if (!fn.isEntry || fn.isDeclaration) continue;
-    bool indirect = false;
-    std::set<std::string> seen = reachable(module, refs, {fn.name}, indirect);
     std::set<std::string>& mine = kernelVars[fn.name];
-    if (indirect) {
-      for (const auto& v : vars) mine.insert(v.key);
-    } else {
-      for (const auto& name : seen) mine.insert(refs[name].shared.begin(), refs[name].shared.end());
-    }
+    for (const auto& name : reachable(module, {fn.name}))
+      mine.insert(refs[name].shared.begin(), refs[name].shared.end());
   }
   return kernelVars;
 }
@@ -236,16 +210,14 @@ SharedLayout computeSharedLayout(const ptx::Module& module) {
 }
 
 std::set<std::string> reachableFunctions(const ptx::Module& module, const std::string& kernel) {
-  bool indirect = false;
-  return reachable(module, collectRefs(module), {kernel}, indirect);
+  return reachable(module, {kernel});
 }
 
 std::set<std::string> functionsReachableFromKernels(const ptx::Module& module) {
   std::vector<std::string> kernels;
   for (const auto& fn : module.functions)
     if (fn.isEntry) kernels.push_back(fn.name);
-  bool indirect = false;
-  return reachable(module, collectRefs(module), kernels, indirect);
+  return reachable(module, kernels);
 }
 
 }  // namespace rocuda::compiler::detail

@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <set>
+#include <tuple>
 
 #include "core/context.h"
 #include "core/memory.h"
 #include "core/platform.h"
 #include "fatbin/fatbin.h"
+#include "ptx/link.h"
 #include "ptx/parser.h"
+#include "ptx/printer.h"
 #include "support/log.h"
 
 namespace rocuda::core {
@@ -34,6 +37,35 @@ std::vector<std::string> managedVariables(const std::string& text, const std::st
   for (const ptx::Variable& variable : parsed.module.globals)
     if (variable.managed) names.push_back(variable.name);
   return names;
+}
+
+// -rdc=true: the translation units of a program call each other's functions and use each
+// other's variables, which nvlink resolves for NVIDIA's GPUs; here their PTX is linked into one
+// program (ptx/link.h), compiled as a whole.
+Result<fatbin::PtxProgram> linkRelocatableUnits(const std::vector<fatbin::PtxProgram>& units) {
+  std::vector<ptx::Module> parsed;
+  fatbin::PtxProgram linked;
+  for (const fatbin::PtxProgram& unit : units) {
+    ptx::ParseResult result = ptx::parseModule(unit.text, unit.name);
+    if (result.hasErrors()) return makeError(ErrorCode::InvalidPtx, result.formatDiagnostics());
+    parsed.push_back(std::move(result.module));
+    linked.arch = std::max(linked.arch, unit.arch);
+    if (std::tie(unit.isaMajor, unit.isaMinor) > std::tie(linked.isaMajor, linked.isaMinor)) {
+      linked.isaMajor = unit.isaMajor;
+      linked.isaMinor = unit.isaMinor;
+    }
+  }
+  ptx::LinkResult result = ptx::linkModules(std::move(parsed));
+  if (!result.ok()) {
+    std::string message =
+        "linking the " + std::to_string(units.size()) + " translation units of an -rdc program:";
+    for (const std::string& e : result.errors) message += "\n  " + e;
+    return makeError(ErrorCode::InvalidPtx, message);
+  }
+  linked.text = ptx::printModule(result.module);
+  linked.name = units.front().name.substr(0, units.front().name.find(" (unit ")) + " (" +
+                std::to_string(units.size()) + " units linked)";
+  return linked;
 }
 
 }  // namespace
@@ -108,6 +140,11 @@ Result<Module*> Module::load(Context& context, const void* image, bool isLibrary
   auto contents = fatbin::readImage(image, arch);
   if (!contents.ok()) return contents.takeError();
 
+  if (contents->relocatable && contents->ptx.size() > 1) {
+    Result<fatbin::PtxProgram> linked = linkRelocatableUnits(contents->ptx);
+    if (!linked) return linked.takeError();
+    contents->ptx = {std::move(*linked)};
+  }
   std::unique_ptr<Module> module(new Module(context, isLibrary));
   if (contents->ptx.empty()) module->sassOnlyArchs_ = contents->sassArchs;
   for (const auto& program : contents->ptx) {

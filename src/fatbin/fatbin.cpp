@@ -148,7 +148,10 @@ Result<ImageContents> readWrapper(const uint8_t* wrapper, uint32_t targetArch) {
     ROCUDA_TRY(readContainerAt(fatbins[i], targetArch, out,
                                "fatbin wrapper v2 relocatable fatbin " + std::to_string(i + 1)));
   }
-  if (out.ptx.empty()) out.ptx = std::move(linked.ptx);
+  if (out.ptx.empty())
+    out.ptx = std::move(linked.ptx);
+  else
+    out.relocatable = true;
   return finish(std::move(out));
 }
 

@@ -42,6 +42,9 @@ struct ImageContents {
   // Translation units with NVVM LTO-IR (entry kind 8: `nvcc -dc -arch=lto_NN`) and no PTX, named
   // by their lowest lto_XX. Only NVIDIA's nvJitLink reads LTO-IR.
   std::vector<std::string> ltoIrOnly;
+  // The PTX comes from the relocatable fatbins of an -rdc=true program (a v2 wrapper): its
+  // translation units reference each other's functions and variables and are linked as one.
+  bool relocatable = false;
 };
 
 // Extracts the best PTX of each translation unit for a device of compute capability

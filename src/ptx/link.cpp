@@ -271,25 +271,19 @@ LinkResult linkModules(std::vector<Module> modules) {
   return result;
 }
 
-std::set<std::string, std::less<>> unresolvedFunctions(const Module& module) {
-  std::set<std::string, std::less<>> unresolved;
-  for (const Function& f : module.functions)
-    if (f.isDeclaration && !f.isEntry && !isDeviceRuntimeFunction(f.name))
-      unresolved.insert(f.name);
-  for (const Function& f : module.functions)  // a prototype of a function defined later
-    if (!f.isDeclaration) unresolved.erase(f.name);
-  for (const auto& [alias, target] : module.aliases) unresolved.erase(alias);  // .alias a, b
-  if (unresolved.empty()) return unresolved;
-  // Functions reachable from the kernels through the functions their code names.
+std::set<std::string, std::less<>> reachableFunctions(const Module& module,
+                                                      const std::vector<std::string>& roots) {
   std::set<std::string, std::less<>> reached;
   std::vector<const Function*> pending;
-  bool indirect = false;
-  for (const Function& f : module.functions)
-    if (f.isEntry && !f.isDeclaration && reached.insert(f.name).second) pending.push_back(&f);
   auto name = [&](std::string_view symbol) {
-    const Function* callee = module.findFunction(symbol);
-    if (callee != nullptr && reached.insert(callee->name).second && !callee->isDeclaration)
-      pending.push_back(callee);
+    const Function* f = module.findFunction(symbol);
+    if (f == nullptr || !reached.insert(f->name).second) return;
+    if (!f->isDeclaration) pending.push_back(f);
+    for (const auto& [alias, target] : module.aliases)  // `.alias a, b`: naming a runs b
+      if (alias == symbol)
+        if (const Function* aliased = module.findFunction(target);
+            aliased != nullptr && reached.insert(aliased->name).second && !aliased->isDeclaration)
+          pending.push_back(aliased);
   };
   auto visit = [&](const Operand& op, auto& self) -> void {
     if (op.kind == Operand::Kind::Symbol) {
@@ -301,9 +295,12 @@ std::set<std::string, std::less<>> unresolvedFunctions(const Module& module) {
       for (const Operand& e : op.elements()) self(e, self);
     }
   };
-  while (!pending.empty() && !indirect) {
+  for (const std::string& root : roots) name(root);
+  bool initializersNamed = false;
+  while (!pending.empty()) {
     const Function* f = pending.back();
     pending.pop_back();
+    bool indirect = false;
     for (const Statement& statement : f->body) {
       if (statement.isLabel()) continue;
       const Instruction& inst = statement.instruction;
@@ -314,8 +311,29 @@ std::set<std::string, std::less<>> unresolvedFunctions(const Module& module) {
           indirect = true;
       }
     }
+    if (indirect && !initializersNamed) {
+      initializersNamed = true;
+      for (const Variable& variable : module.globals)
+        for (const InitializerElement& element : variable.initializer)
+          if (element.kind() == InitializerElement::Kind::SymbolAddress) name(element.symbol());
+    }
   }
-  if (indirect) return unresolved;
+  return reached;
+}
+
+std::set<std::string, std::less<>> unresolvedFunctions(const Module& module) {
+  std::set<std::string, std::less<>> unresolved;
+  for (const Function& f : module.functions)
+    if (f.isDeclaration && !f.isEntry && !isDeviceRuntimeFunction(f.name))
+      unresolved.insert(f.name);
+  for (const Function& f : module.functions)  // a prototype of a function defined later
+    if (!f.isDeclaration) unresolved.erase(f.name);
+  for (const auto& [alias, target] : module.aliases) unresolved.erase(alias);  // .alias a, b
+  if (unresolved.empty()) return unresolved;
+  std::vector<std::string> kernels;
+  for (const Function& f : module.functions)
+    if (f.isEntry && !f.isDeclaration) kernels.push_back(f.name);
+  std::set<std::string, std::less<>> reached = reachableFunctions(module, kernels);
   std::set<std::string, std::less<>> named;
   for (const std::string& f : unresolved)
     if (reached.count(f)) named.insert(f);

@@ -27,6 +27,13 @@ struct LinkResult {
 
 LinkResult linkModules(std::vector<Module> modules);
 
+// The functions code reachable from `roots` (function names) can run: the roots, every function
+// that code names (a call, or an address it takes), and so on. Where that code calls through a
+// register, also every function a global variable's initializer names (a function-pointer
+// table), with what those reach: function pointers come from taken addresses and initializers.
+std::set<std::string, std::less<>> reachableFunctions(const Module& module,
+                                                      const std::vector<std::string>& roots);
+
 // The functions `module` declares but does not define, other than the device runtime's
 // (isDeviceRuntimeFunction), that code reachable from its kernels names: what a complete
 // program cannot have (nvlink's "undefined reference"). Code no kernel reaches does not count
