@@ -58,8 +58,10 @@ bool decidesExit(llvm::Value* value, const llvm::Loop& loop) {
 }
 
 // Whether `address` is (on some path) an address in the block's shared window: a generic
-// address the program made from a shared one (cvta), such as a block-scope latch's.
-bool inSharedWindow(llvm::Value* address) {
+// address the program made from a shared one (cvta), such as a block-scope latch's, or one it
+// keeps in shared memory (a pointer to a latch placed in shared memory, stored there by one
+// thread for all: such a pointer points into the window too).
+bool inSharedWindow(llvm::Value* address, int depth = 0) {
   std::vector<llvm::Value*> work{address};
   llvm::SmallPtrSet<llvm::Value*, 16> seen{address};
   constexpr size_t kLongestChain = 64;
@@ -73,6 +75,8 @@ bool inSharedWindow(llvm::Value* address) {
       if (llvm::Function* callee = call->getCalledFunction();
           callee && callee->getName() == "__rocuda_shared_base")
         return true;
+    } else if (auto* load = llvm::dyn_cast<llvm::LoadInst>(v)) {
+      if (depth < 2 && inSharedWindow(load->getPointerOperand(), depth + 1)) return true;
     } else if (auto* gep = llvm::dyn_cast<llvm::GEPOperator>(v)) {
       follow(gep->getPointerOperand());
     } else if (auto* op = llvm::dyn_cast<llvm::Operator>(v)) {
@@ -131,6 +135,12 @@ void insertPollsIn(llvm::Function& f, const PollCallees& callees) {
     llvm::Value* value = result;
     if (llvm::isa<llvm::AtomicCmpXchgInst>(result)) value = b.CreateExtractValue(result, 0);
     llvm::Type* type = value->getType();
+    // A whole vector (a 16-byte tile descriptor): its bits, of which the low 64 tell a new wait.
+    if (type->isVectorTy() && type->getPrimitiveSizeInBits() <= 128) {
+      value = b.CreateBitCast(value, b.getIntNTy(type->getPrimitiveSizeInBits()));
+      if (type->getPrimitiveSizeInBits() > 64) value = b.CreateTrunc(value, b.getInt64Ty());
+      type = value->getType();
+    }
     if (!type->isIntegerTy() && !type->isFloatingPointTy()) continue;
     if (type->getPrimitiveSizeInBits() > 64) continue;
     if (type->isFloatingPointTy())

@@ -151,6 +151,15 @@ Status refuseOrderedWideAccess(FunctionTranslator& t, const ptx::Instruction& in
   return Status::success();
 }
 
+// A .volatile or memory-ordered vector load or store of 8 or 16 bytes: made as one access of
+// the whole vector (NVIDIA's GPUs move an aligned vector in one transaction, and CUB's decoupled
+// look-back relies on it), not element by element.
+bool wholeVectorAccess(const ptx::Instruction& inst, size_t elements, unsigned elementSize) {
+  size_t bytes = elements * elementSize;
+  return elements > 1 && (bytes == 8 || bytes == 16) &&
+         (inst.hasModifier("volatile") || orderingOf(inst) != llvm::AtomicOrdering::NotAtomic);
+}
+
 Status load(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
   Result<size_t> operandCount = operandsBeforeCachePolicy(t, inst);
@@ -172,6 +181,22 @@ Status load(FunctionTranslator& t, const ptx::Instruction& inst) {
   bool pollable = (isVolatile || order != llvm::AtomicOrdering::NotAtomic) && !unchanging &&
                   elements.size() == 1;
   t.checkAccess(inst, ptr, uint64_t(size) * elements.size(), /*write=*/false, inst.space);
+  if (wholeVectorAccess(inst, elements.size(), size) && !unchanging) {
+    // One access of the whole vector, as NVIDIA's GPUs make it: a look-back reads a tile's
+    // status and value together (CUB's 16-byte tile descriptors). Volatile keeps it whole and
+    // in place; an acquire orders what follows.
+    auto* vector = llvm::FixedVectorType::get(ty, static_cast<unsigned>(elements.size()));
+    auto* ld = B.CreateAlignedLoad(vector, ptr, llvm::Align(size * elements.size()), true);
+    markSpace(*ld, inst);
+    markPollableAccess(*ld, inst.space);
+    if (order == llvm::AtomicOrdering::Acquire || order == llvm::AtomicOrdering::AcquireRelease ||
+        order == llvm::AtomicOrdering::SequentiallyConsistent)
+      markScope(*B.CreateFence(llvm::AtomicOrdering::Acquire), inst, nullptr);
+    for (size_t i = 0; i < elements.size(); ++i)
+      if (elements[i]->kind != ptx::Operand::Kind::Sink)
+        ROCUDA_TRY(t.write(*elements[i], B.CreateExtractElement(ld, i), type));
+    return Status::success();
+  }
   for (size_t i = 0; i < elements.size(); ++i) {
     if (elements[i]->kind == ptx::Operand::Kind::Sink) continue;
     llvm::Value* p = i == 0 ? ptr : B.CreateConstGEP1_64(t.i8(), ptr, i * size);
@@ -205,13 +230,25 @@ Status store(FunctionTranslator& t, const ptx::Instruction& inst) {
   llvm::AtomicOrdering order = orderingOf(inst);
   bool isVolatile = inst.hasModifier("volatile");
   t.checkAccess(inst, ptr, uint64_t(size) * elements.size(), /*write=*/true, inst.space);
+  bool whole = wholeVectorAccess(inst, elements.size(), size);
+  llvm::Value* vector = nullptr;
+  if (whole)
+    vector = llvm::PoisonValue::get(
+        llvm::FixedVectorType::get(t.bitsType(type), static_cast<unsigned>(elements.size())));
   for (size_t i = 0; i < elements.size(); ++i) {
-    if (elements[i]->kind == ptx::Operand::Kind::Sink) continue;
+    if (elements[i]->kind == ptx::Operand::Kind::Sink) {
+      if (whole) return t.unsupported(inst, "a sink in an ordered or volatile vector store");
+      continue;
+    }
     ROCUDA_VALUE(v, t.read(*elements[i], bits));
     if (ptx::isFloat(type) && elements[i]->kind == ptx::Operand::Kind::Immediate) {
       auto fv = t.read(*elements[i], type);  // a float literal: convert to the type's bits
       if (!fv.ok()) return fv.error();
       v = B.CreateBitCast(*fv, t.bitsType(type));
+    }
+    if (whole) {
+      vector = B.CreateInsertElement(vector, v, i);
+      continue;
     }
     llvm::Value* p = i == 0 ? ptr : B.CreateConstGEP1_64(t.i8(), ptr, i * size);
     auto* st = B.CreateAlignedStore(v, p, llvm::Align(size), isVolatile);
@@ -221,6 +258,14 @@ Status store(FunctionTranslator& t, const ptx::Instruction& inst) {
                                                            : order);
       markScope(*st, inst, nullptr);
     }
+  }
+  if (whole) {
+    // One store of the whole vector, after the release fence when the store releases.
+    if (order == llvm::AtomicOrdering::Release || order == llvm::AtomicOrdering::AcquireRelease ||
+        order == llvm::AtomicOrdering::SequentiallyConsistent)
+      markScope(*B.CreateFence(llvm::AtomicOrdering::Release), inst, nullptr);
+    auto* st = B.CreateAlignedStore(vector, ptr, llvm::Align(size * elements.size()), true);
+    markSpace(*st, inst);
   }
   return Status::success();
 }

@@ -4,8 +4,8 @@
 // device must give the writer a turn while the waiter spins (these programs hung when a block's
 // threads ran one after another).
 #include <cuda/atomic>
+#include <cuda/latch>
 #include <cuda/std/latch>
-
 #include <new>
 #include <vector>
 
@@ -82,6 +82,23 @@ __global__ void blockLatch(int* out) {
   out[blockIdx.x * blockDim.x + threadIdx.x] = arrived;
 }
 
+// The same through a pointer that thread 0 keeps in shared memory for the block (libcu++'s
+// block-scope latch placed in shared storage): the wait is still on shared memory.
+__global__ void latchThroughSharedPointer(int* out) {
+  using Latch = cuda::latch<cuda::thread_scope_block>;
+  __shared__ Latch* latch;
+  __shared__ alignas(Latch) unsigned char storage[sizeof(Latch)];
+  __shared__ int arrived;
+  if (threadIdx.x == 0) {
+    latch = new (storage) Latch(blockDim.x);
+    arrived = 0;
+  }
+  __syncthreads();
+  atomicAdd(&arrived, 1);
+  latch->arrive_and_wait();
+  out[blockIdx.x * blockDim.x + threadIdx.x] = arrived;
+}
+
 // Thread 0 waits (cuda::atomic::wait) for a block-scope atomic the last thread stores and
 // notifies.
 __global__ void atomicWaitNotify(int* out) {
@@ -150,6 +167,12 @@ int main() {
   CHECK_LAUNCH();
   got = download(out, blocks * threads);
   for (int i = 0; i < blocks * threads; ++i) check.eq("latch", i, threads, got[i]);
+
+  latchThroughSharedPointer<<<blocks, threads>>>(out);
+  CHECK_LAUNCH();
+  got = download(out, blocks * threads);
+  for (int i = 0; i < blocks * threads; ++i)
+    check.eq("latch through a shared pointer", i, threads, got[i]);
 
   atomicWaitNotify<<<blocks, threads>>>(out);
   CHECK_LAUNCH();

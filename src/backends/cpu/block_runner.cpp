@@ -7,6 +7,7 @@
 #include <string>
 
 #include "backends/cpu/execution.h"
+#include "backends/cpu/memcheck.h"
 #include "backends/cpu/warp_collectives.h"
 #include "support/log.h"
 
@@ -191,6 +192,8 @@ bool releaseWarp(BlockState& block, uint32_t first, uint32_t count) {
     if (phaseDone & (1u << l)) {
       lanesOf.result[first + l] = 1;
       threads[first + l]->waiting = WaitKind::None;
+      if (memcheckRaceEnabled())
+        raceCheckMBarrierPassed(block, reinterpret_cast<const void*>(posted[l].value));
     }
   if (waiting == 0) return phaseDone != 0;
   uint32_t release = 0;

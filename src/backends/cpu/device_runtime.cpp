@@ -243,7 +243,8 @@ static int32_t mbarrierWait(const void* mbarrier, uint64_t state, int32_t parity
                      ? 1
                      : static_cast<int32_t>(warpCollective(WarpOp::MBarrier, wait.mode, wait.value,
                                                            wait.b, wait.c, 0));
-  if (done != 0 && memcheckRaceEnabled()) raceCheckMBarrierPassed(mbarrier);
+  if (done != 0 && memcheckRaceEnabled())
+    raceCheckMBarrierPassed(*currentThread()->block, mbarrier);
   return done;
 }
 

@@ -17,6 +17,8 @@
 
 namespace rocuda::backends::cpu {
 
+struct BlockState;
+
 // Whether [address, address + size) is local memory of the calling CUDA thread: on its stack (the
 // OS thread's, or its fiber's) or, for Continuation kernels, in the block's frames. Memcheck
 // accepts such accesses; isspacep.local asks the same (__rocuda_is_local).
@@ -32,9 +34,9 @@ bool memcheckRaceEnabled();
 // most a few per launch); the kernel goes on, as compute-sanitizer's racecheck lets it.
 void raceCheckShared(uint32_t offset, uint64_t size, uint32_t access, uint32_t ptxLine,
                      const char* source);
-// A wait of the calling thread saw the phase of the mbarrier at `mbarrier` complete: the first
+// A wait of a thread of `block` saw the phase of the mbarrier at `mbarrier` complete: the first
 // such wait of each phase starts a new epoch of the race check.
-void raceCheckMBarrierPassed(const void* mbarrier);
+void raceCheckMBarrierPassed(const BlockState& block, const void* mbarrier);
 
 // The memory kernels may reach through pointers: allocations of the device (device, pinned and
 // managed memory, pool allocations), host ranges registered with cuMemHostRegister and module

@@ -166,8 +166,7 @@ void raceCheckShared(uint32_t offset, uint64_t size, uint32_t access, uint32_t p
   }
 }
 
-void raceCheckMBarrierPassed(const void* mbarrier) {
-  const BlockState& block = *currentThread()->block;
+void raceCheckMBarrierPassed(const BlockState& block, const void* mbarrier) {
   Shadow& shadow = shadowOf(block);
   auto* word = static_cast<const std::atomic<uint64_t>*>(mbarrier);
   uint64_t phase = word->load(std::memory_order_acquire) >> 63;
