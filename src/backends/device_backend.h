@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -91,6 +92,10 @@ struct LaunchConfig {
   GraphConditions* conditions = nullptr;
   // The priority of the stream (or of the launch attribute), within [greatestStreamPriority, 0].
   int priority = 0;
+  // Device malloc's heap (cudaLimitMallocHeapSize): the bytes the context's kernels hold, shared
+  // by all its launches, and the limit; malloc returns NULL past it. Null: no limit.
+  std::atomic<uint64_t>* mallocHeapUsed = nullptr;
+  uint64_t mallocHeapLimit = 0;
 };
 
 // What a kernel's compiled code uses, as cuFuncGetAttribute reports it. A field the backend does

@@ -3,6 +3,7 @@
 // modules; holds the sticky error left by a failed kernel.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -87,6 +88,8 @@ class Context : public Object {
   Status waitForEvent(const Event& event);
 
   uint64_t limit(ContextLimit which) const;
+  // Bytes device malloc holds in this context's heap (LaunchConfig::mallocHeapUsed).
+  std::atomic<uint64_t>& mallocHeapUsed() { return mallocHeapUsed_; }
   // CU_LIMIT_PRINTF_FIFO_SIZE and CU_LIMIT_MALLOC_HEAP_SIZE cannot change (InvalidValue) once a
   // kernel that uses printf, or malloc/free, has been launched (noteLaunch).
   Status setLimit(ContextLimit which, uint64_t value);
@@ -115,6 +118,7 @@ class Context : public Object {
   bool sticky_ = false;
   Error stickyError_;
   uint64_t limits_[static_cast<int>(ContextLimit::Count)] = {};
+  std::atomic<uint64_t> mallocHeapUsed_{0};
   bool launchedPrintf_ = false, launchedMalloc_ = false;  // see setLimit
 };
 

@@ -154,6 +154,10 @@ Status launchKernel(Kernel& kernel, Stream& stream, const LaunchRequest& request
                                 request.cooperative};
   config.priority = clampStreamPriority(request.priority.value_or(stream.priority()),
                                         context.device().description());
+  if (kernel.info().usesDeviceMalloc) {
+    config.mallocHeapUsed = &context.mallocHeapUsed();
+    config.mallocHeapLimit = context.limit(ContextLimit::MallocHeapSize);
+  }
   auto* backend = &context.device().backend();
   auto* loaded = &kernel.loaded();
   Context* owner = &context;

@@ -724,6 +724,8 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
   grid.gridId = nextGridId_++;
   grid.paramBytes = info.paramBufferSize;
   grid.conditions = config.conditions;
+  grid.mallocHeapUsed = config.mallocHeapUsed;
+  grid.mallocHeapLimit = config.mallocHeapLimit;
   grid.module = &static_cast<CpuKernel&>(kernel).module();
   DeviceLaunches deviceLaunches;
   grid.deviceLaunches = &deviceLaunches;
