@@ -138,7 +138,7 @@ std::set<std::string> reachable(const ptx::Module& module, const std::vector<std
   return std::set<std::string>(reached.begin(), reached.end());
 }
 
-// Shared variables each kernel can reach (every one when it may call through a pointer).
+// Shared variables each kernel can reach through the functions it can run.
 std::unordered_map<std::string, std::set<std::string>> kernelVariables(
     const ptx::Module& module, const std::vector<SharedVar>& vars) {
   std::unordered_map<std::string, FunctionRefs> refs = collectRefs(module);

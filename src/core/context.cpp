@@ -168,13 +168,18 @@ Result<CompletionPtr> Context::enqueue(Stream& stream, std::string name,
   return stream.enqueue(std::move(name), std::move(work), std::move(dependencies));
 }
 
-Status Context::recordAllWork(Event& event) {
-  std::vector<CompletionPtr> work;
-  for (Stream* stream : allStreams()) {
+Status Context::refuseWhileCapturing() {
+  for (Stream* stream : allStreams())
     if (stream->capture())
       return makeError(ErrorCode::StreamCaptureUnsupported, "a stream of the context is capturing");
+  return Status::success();
+}
+
+Status Context::recordAllWork(Event& event) {
+  ROCUDA_TRY(refuseWhileCapturing());
+  std::vector<CompletionPtr> work;
+  for (Stream* stream : allStreams())
     if (auto tail = stream->tail()) work.push_back(std::move(tail));
-  }
   if (auto tail = legacy_->tail()) work.push_back(std::move(tail));
   Stream* host = nullptr;
   {
@@ -191,9 +196,7 @@ Status Context::recordAllWork(Event& event) {
 }
 
 Status Context::waitForEvent(const Event& event) {
-  for (Stream* stream : allStreams())
-    if (stream->capture())
-      return makeError(ErrorCode::StreamCaptureUnsupported, "a stream of the context is capturing");
+  ROCUDA_TRY(refuseWhileCapturing());
   CompletionPtr completion = event.completion();
   if (!completion) return Status::success();  // never recorded: nothing to wait for
   std::lock_guard lock(mutex_);

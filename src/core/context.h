@@ -97,6 +97,8 @@ class Context : public Object {
 
  private:
   std::vector<Stream*> allStreams();
+  // StreamCaptureUnsupported while a stream of the context is capturing.
+  Status refuseWhileCapturing();
   // Removes the idle retired streams from retiredStreams_ (the caller destroys them unlocked).
   std::vector<std::unique_ptr<Stream>> takeIdleRetiredStreams();
   void setDefaultLimits();

@@ -325,8 +325,8 @@ Status GraphExec::launch(Stream& stream) {
       [plan, conditions]() -> Status {
         conditions->applyDefaults(false);  // CU_GRAPH_COND_ASSIGN_DEFAULT, in stream order
         backends::GraphConditions* outer = activeConditions;
-        activeConditions =
-            conditions.get();  // for cudaGraphSetConditional in this launch's kernels
+        // For cudaGraphSetConditional in this launch's kernels.
+        activeConditions = conditions.get();
         Status result = Status::success();
         for (const auto& step : plan->steps) {
           result = step();

@@ -51,21 +51,28 @@ Outcome streamQuery(CUstream h, StreamVariant v) {
   });
 }
 
+// The EXTERNAL flags of cuEventRecordWithFlags and cuStreamWaitEvent: an event record or wait
+// node of the capture `s` is in; the flags are "invalid when used outside of capture".
+Outcome captureExternalEvent(core::Stream& s, CUgraphNodeType type, CUevent event) {
+  if (!s.capture()) return invalidValue("an EXTERNAL event flag outside stream capture");
+  CUgraphNodeParams params{};
+  params.type = type;
+  if (type == CU_GRAPH_NODE_TYPE_EVENT_RECORD)
+    params.eventRecord.event = event;
+  else
+    params.eventWait.event = event;
+  return appendNodeToCapture(s, params);
+}
+
 Outcome streamWaitEvent(CUstream h, CUevent hEvent, unsigned flags, StreamVariant v) {
   if (flags != CU_EVENT_WAIT_DEFAULT && flags != CU_EVENT_WAIT_EXTERNAL)
     return invalidValue("unknown flags");
   Result<core::Event*> event = lookupEvent(hEvent);
   if (!event) return event.error();
   return withStream(h, v, [&](core::Stream& s) -> Outcome {
-    // CU_EVENT_WAIT_EXTERNAL: "when using stream capture, create an event wait node"; the flag
-    // "is invalid when used outside of capture".
-    if (flags == CU_EVENT_WAIT_EXTERNAL) {
-      if (!s.capture()) return invalidValue("CU_EVENT_WAIT_EXTERNAL outside stream capture");
-      CUgraphNodeParams params{};
-      params.type = CU_GRAPH_NODE_TYPE_WAIT_EVENT;
-      params.eventWait.event = hEvent;
-      return appendNodeToCapture(s, params);
-    }
+    // CU_EVENT_WAIT_EXTERNAL: "when using stream capture, create an event wait node".
+    if (flags == CU_EVENT_WAIT_EXTERNAL)
+      return captureExternalEvent(s, CU_GRAPH_NODE_TYPE_WAIT_EVENT, hEvent);
     // An event recorded in a capture joins `s` to that capture (fork/join, as CUDA does).
     bool joined = false;
     Outcome captured = captureOutcome(core::joinCaptureThroughEvent(s, **event, &joined));
@@ -234,15 +241,9 @@ Outcome eventRecord(CUevent hEvent, CUstream h, unsigned flags, StreamVariant v)
   return withStream(h, v, [&](core::Stream& s) -> Outcome {
     if (&s.context() != &(*event)->context())
       return {CUDA_ERROR_INVALID_HANDLE, "event and stream belong to different contexts"};
-    // CU_EVENT_RECORD_EXTERNAL: "the event is captured in the graph as an external event node";
-    // the flag "is invalid when used outside of capture".
-    if (flags == CU_EVENT_RECORD_EXTERNAL) {
-      if (!s.capture()) return invalidValue("CU_EVENT_RECORD_EXTERNAL outside stream capture");
-      CUgraphNodeParams params{};
-      params.type = CU_GRAPH_NODE_TYPE_EVENT_RECORD;
-      params.eventRecord.event = hEvent;
-      return appendNodeToCapture(s, params);
-    }
+    // CU_EVENT_RECORD_EXTERNAL: "the event is captured in the graph as an external event node".
+    if (flags == CU_EVENT_RECORD_EXTERNAL)
+      return captureExternalEvent(s, CU_GRAPH_NODE_TYPE_EVENT_RECORD, hEvent);
     // On a capturing stream the record marks a fork/join point of the capture (core::Event).
     if (!s.capture())
       if (Outcome refused = refuseDuringCapture(s); !refused.ok()) return refused;

@@ -7,6 +7,7 @@
 #include <csetjmp>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -559,6 +560,53 @@ static void spinPoll(const void* address, uint64_t value) {
   s.lastPoll = cycleCounter();
 }
 
+// Device-side malloc and free (PTX calls them by value with 64-bit integers). Each block starts
+// with a header naming the heap it was counted in (the launching context's,
+// cudaLimitMallocHeapSize) and its size; past the limit malloc returns NULL, as on NVIDIA's GPUs.
+// Under memcheck the blocks are allocations it checks; a freed one is remembered as freed (not
+// owned: the quarantine releases device memory only) until its address is allocated again.
+struct HeapHeader {
+  std::atomic<uint64_t>* heap;
+  uint64_t bytes;
+};
+static_assert(sizeof(HeapHeader) == 16, "device malloc keeps 16-byte alignment");
+
+static uint64_t deviceMalloc(uint64_t size) {
+  const GridState* grid = currentThread() ? currentThread()->block->grid : nullptr;
+  std::atomic<uint64_t>* heap = grid ? grid->mallocHeapUsed : nullptr;
+  uint64_t bytes = size == 0 ? 1 : size;
+  if (bytes > (uint64_t(1) << 62)) return 0;
+  if (heap != nullptr) {
+    uint64_t before = heap->fetch_add(bytes, std::memory_order_relaxed);
+    if (before + bytes > grid->mallocHeapLimit) {
+      heap->fetch_sub(bytes, std::memory_order_relaxed);
+      return 0;
+    }
+  }
+  auto* header = static_cast<HeapHeader*>(std::malloc(sizeof(HeapHeader) + bytes));
+  if (header == nullptr) {
+    if (heap != nullptr) heap->fetch_sub(bytes, std::memory_order_relaxed);
+    return 0;
+  }
+  *header = HeapHeader{heap, bytes};
+  void* memory = header + 1;
+  if (memcheckEnabled()) AllocationMap::instance().add(memory, size, /*owned=*/false);
+  return reinterpret_cast<uint64_t>(memory);
+}
+
+static void releaseHeapBlock(void* memory) {
+  HeapHeader* header = static_cast<HeapHeader*>(memory) - 1;
+  if (header->heap != nullptr) header->heap->fetch_sub(header->bytes, std::memory_order_relaxed);
+  std::free(header);
+}
+
+static void deviceFree(uint64_t pointer) {
+  if (pointer == 0) return;
+  void* memory = reinterpret_cast<void*>(pointer);
+  if (memcheckEnabled()) (void)AllocationMap::instance().remove(memory, /*owned=*/false);
+  releaseHeapBlock(memory);
+}
+
 static int32_t vprintfEntry(const char* format, const uint8_t* args) {
   return devicePrintf(format, args);
 }
@@ -638,6 +686,8 @@ std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
       {"__rocuda_suspend_barrier_reduce", fn(suspendBarrierReduce)},
       {"__rocuda_resume_barrier_reduce", fn(resumeBarrierReduce)},
       {"vprintf", fn(vprintfEntry)},
+      {"malloc", fn(deviceMalloc)},
+      {"free", fn(deviceFree)},
       {"cudaGraphSetConditional", fn(graphSetConditional)},
       {"__cudaCDP2GetParameterBufferV2", fn(deviceParameterBuffer)},
       {"__cudaCDP2LaunchDeviceV2", fn(deviceLaunch)},
