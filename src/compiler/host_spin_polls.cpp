@@ -92,13 +92,73 @@ bool inSharedWindow(llvm::Value* address, int depth = 0) {
   return false;
 }
 
+// Whether `address` names one place for the whole loop: an address fixed before it, or one the
+// loop re-reads each time from such a place (a pointer kept in shared memory, as libcu++'s latch
+// reloads it), plus offsets fixed for the loop.
+bool isFixedPlace(llvm::Value* address, const llvm::Loop& loop, int depth = 0) {
+  if (loop.isLoopInvariant(address)) return true;
+  constexpr int kDeepestChain = 4;
+  if (depth >= kDeepestChain) return false;
+  if (auto* load = llvm::dyn_cast<llvm::LoadInst>(address))
+    return isFixedPlace(load->getPointerOperand(), loop, depth + 1);
+  if (auto* gep = llvm::dyn_cast<llvm::GEPOperator>(address)) {
+    for (const llvm::Use& index : gep->indices())
+      if (!loop.isLoopInvariant(index.get())) return false;
+    return isFixedPlace(gep->getPointerOperand(), loop, depth + 1);
+  }
+  if (auto* op = llvm::dyn_cast<llvm::Operator>(address)) {
+    switch (op->getOpcode()) {
+      case llvm::Instruction::IntToPtr:
+      case llvm::Instruction::PtrToInt:
+      case llvm::Instruction::BitCast:
+      case llvm::Instruction::AddrSpaceCast:
+        return isFixedPlace(op->getOperand(0), loop, depth + 1);
+      case llvm::Instruction::Add:
+      case llvm::Instruction::Or:
+        if (loop.isLoopInvariant(op->getOperand(1)))
+          return isFixedPlace(op->getOperand(0), loop, depth + 1);
+        if (loop.isLoopInvariant(op->getOperand(0)))
+          return isFixedPlace(op->getOperand(1), loop, depth + 1);
+        return false;
+      default:
+        return false;
+    }
+  }
+  return false;
+}
+
+// Whether what `access` read is (part of) the address another polled access of `loop` reads:
+// the pointer of a re-read pointer. Only the last access of such a chain is reported, so that
+// the runtime sees one address read again and again.
+bool feedsPolledAddress(llvm::Instruction& access, const llvm::Loop& loop) {
+  std::vector<llvm::Value*> work{&access};
+  llvm::SmallPtrSet<llvm::Value*, 16> seen{&access};
+  constexpr size_t kLongestChain = 32;
+  while (!work.empty() && seen.size() < kLongestChain) {
+    llvm::Value* current = work.back();
+    work.pop_back();
+    for (llvm::User* user : current->users()) {
+      auto* inst = llvm::dyn_cast<llvm::Instruction>(user);
+      if (inst == nullptr || !loop.contains(inst)) continue;
+      if (inst->getMetadata(kPollMetadata) != nullptr) {
+        auto [address, result] = polledValue(*inst);
+        if (address == current) return true;
+      }
+      if (llvm::isa<llvm::GetElementPtrInst>(inst) || llvm::isa<llvm::CastInst>(inst) ||
+          inst->getOpcode() == llvm::Instruction::Add || inst->getOpcode() == llvm::Instruction::Or)
+        if (seen.insert(inst).second) work.push_back(inst);
+    }
+  }
+  return false;
+}
+
 // A spin-wait reads one place until what it reads lets it leave: a load whose value decides the
 // loop's exit, or a compare-and-swap that expects a value fixed for the loop (a spin lock). A
 // loop probing a new place each time (a hash table's, a list's) waits for nobody, nor does a
 // compare-and-swap retried with the value it last read (a lock-free update).
 bool isSpinWait(llvm::Instruction& access, llvm::Value* address, llvm::Instruction* result,
                 const llvm::Loop& loop) {
-  if (!loop.isLoopInvariant(address)) return false;
+  if (!isFixedPlace(address, loop)) return false;
   if (auto* cas = llvm::dyn_cast<llvm::AtomicCmpXchgInst>(&access);
       cas && !loop.isLoopInvariant(cas->getCompareOperand()))
     return false;
@@ -121,7 +181,7 @@ void insertPollsIn(llvm::Function& f, const PollCallees& callees) {
     llvm::Loop* loop = loops.getLoopFor(access->getParent());
     if (loop == nullptr) continue;  // read once: no spin
     auto [address, result] = polledValue(*access);
-    if (address == nullptr) continue;
+    if (address == nullptr || feedsPolledAddress(*access, *loop)) continue;
     llvm::StringRef space = stringMetadata(*access, kPollMetadata);
     bool shared = space == "shared" || (space == "generic" && inSharedWindow(address));
     bool spins = isSpinWait(*access, address, result, *loop);

@@ -99,6 +99,24 @@ __global__ void latchThroughSharedPointer(int* out) {
   out[blockIdx.x * blockDim.x + threadIdx.x] = arrived;
 }
 
+// A countdown whose pointer the wait re-reads from shared memory on every poll (as libcu++'s
+// latch::try_wait loop compiles): the loop reads two places, but waits for one.
+__global__ void countdownThroughRereadPointer(int* out) {
+  __shared__ long long* counter;
+  __shared__ long long remaining;
+  if (threadIdx.x == 0) {
+    remaining = blockDim.x;
+    counter = &remaining;
+  }
+  __syncthreads();
+  cuda::atomic_ref<long long, cuda::thread_scope_block>(*counter).fetch_sub(
+      1, cuda::std::memory_order_release);
+  while (cuda::atomic_ref<long long, cuda::thread_scope_block>(**(long long* volatile*)&counter)
+             .load(cuda::std::memory_order_acquire) != 0) {
+  }
+  out[blockIdx.x * blockDim.x + threadIdx.x] = 5000 + static_cast<int>(remaining);
+}
+
 // Thread 0 waits (cuda::atomic::wait) for a block-scope atomic the last thread stores and
 // notifies.
 __global__ void atomicWaitNotify(int* out) {
@@ -173,6 +191,12 @@ int main() {
   got = download(out, blocks * threads);
   for (int i = 0; i < blocks * threads; ++i)
     check.eq("latch through a shared pointer", i, threads, got[i]);
+
+  countdownThroughRereadPointer<<<blocks, threads>>>(out);
+  CHECK_LAUNCH();
+  got = download(out, blocks * threads);
+  for (int i = 0; i < blocks * threads; ++i)
+    check.eq("countdown through a re-read pointer", i, 5000, got[i]);
 
   atomicWaitNotify<<<blocks, threads>>>(out);
   CHECK_LAUNCH();
