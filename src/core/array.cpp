@@ -5,14 +5,10 @@
 
 #include "core/context.h"
 #include "core/platform.h"
+#include "core/texture.h"
 
 namespace rocuda::core {
 namespace {
-
-// Largest extent Rocuda accepts in any dimension (CUDA's 3D texture limit); keeps every size
-// computation far from overflow.
-constexpr size_t kMaxExtent = 1u << 16;
-constexpr size_t kMaxLayers = 2048;
 
 Error invalid(const std::string& why) { return makeError(ErrorCode::InvalidValue, why); }
 
@@ -70,10 +66,14 @@ Status validateArrayDescriptor(const ArrayDescriptor& desc) {
     return invalid("a 3D array needs a height");
   bool layered = (desc.flags & kArrayLayered) != 0;
   bool cubemap = (desc.flags & kArrayCubemap) != 0;
-  if (desc.width > kMaxExtent || desc.height > kMaxExtent)
+  if (desc.width > kMaxArrayExtent || desc.height > kMaxArrayExtent)
     return invalid("array extent beyond the device limit");
-  if (desc.depth > (layered || cubemap ? kMaxLayers * 6 : kMaxExtent))
-    return invalid("array depth beyond the device limit");
+  size_t maxDepth = layered && cubemap ? kMaxCubemapLayeredDepth
+                    : layered          ? kMaxArrayLayers
+                                       : kMaxArrayExtent;
+  if (desc.depth > maxDepth)
+    return invalid(layered ? "more layers than the device allows"
+                           : "array depth beyond the device limit");
   if (layered && desc.depth == 0) return invalid("a layered array needs its layer count in Depth");
   if (cubemap) {
     if (desc.width != desc.height) return invalid("cubemap faces must be square");

@@ -19,6 +19,17 @@ namespace rocuda::core {
 inline constexpr size_t kTextureAlignment = 512;
 inline constexpr size_t kTexturePitchAlignment = 32;
 
+// The largest CUDA array extent, layer count and layered cubemap depth (6 faces a layer), and the
+// largest textures over linear memory (CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE*: the device reports
+// these; cuArrayCreate and cuTexObjectCreate enforce them). They keep every size computation far
+// from overflow.
+inline constexpr size_t kMaxArrayExtent = size_t(1) << 16;
+inline constexpr size_t kMaxArrayLayers = 2048;
+inline constexpr size_t kMaxCubemapLayeredDepth = kMaxArrayLayers / 6 * 6;  // 2046, as NVIDIA's
+inline constexpr size_t kMaxLinearTexels = size_t(1) << 28;
+inline constexpr size_t kMaxPitch2DExtent = size_t(1) << 16;
+inline constexpr size_t kMaxPitch2DPitch = size_t(1) << 21;
+
 class Array;
 class Context;
 

@@ -181,7 +181,7 @@ std::optional<int> capabilityAttribute(const DeviceDescription& d, int attribute
 // Devices that cannot sample yet (AMD GPUs, until their code generator lowers textures) report
 // none.
 std::optional<int> textureAttribute(const DeviceDescription& d, int attribute) {
-  constexpr int kExtent = 65536, kLayers = 2048;
+  constexpr int kExtent = core::kMaxArrayExtent, kLayers = core::kMaxArrayLayers;
   const bool samples = d.pageableMemoryAccess;  // the CPU device
   switch (attribute) {
     case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_WIDTH:
@@ -200,8 +200,6 @@ std::optional<int> textureAttribute(const DeviceDescription& d, int attribute) {
     case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_GATHER_HEIGHT:
     case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_WIDTH:
     case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_LAYERED_WIDTH:
-    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_WIDTH:
-    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_HEIGHT:
     case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH:
     case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT:
     case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH:
@@ -219,15 +217,19 @@ std::optional<int> textureAttribute(const DeviceDescription& d, int attribute) {
       return samples ? kExtent : 0;
     case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_LAYERS:
     case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_LAYERS:
-    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_LAYERED_LAYERS:
     case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_LAYERED_LAYERS:
     case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_LAYERS:
-    case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_LAYERED_LAYERS:
       return samples ? kLayers : 0;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_LAYERED_LAYERS:
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_LAYERED_LAYERS:
+      return samples ? static_cast<int>(core::kMaxCubemapLayeredDepth) : 0;
     case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LINEAR_WIDTH:
-      return samples ? 1 << 28 : 0;  // tex1Dfetch: any allocation up to 2^28 texels
+      return samples ? static_cast<int>(core::kMaxLinearTexels) : 0;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_WIDTH:
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_HEIGHT:
+      return samples ? static_cast<int>(core::kMaxPitch2DExtent) : 0;
     case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_PITCH:
-      return samples ? 1 << 21 : 0;
+      return samples ? static_cast<int>(core::kMaxPitch2DPitch) : 0;
     default:
       return std::nullopt;
   }

@@ -7,12 +7,14 @@
 #include <map>
 #include <optional>
 #include <tuple>
+#include <vector>
 
 #include "api/cuda/boundary.h"
 #include "api/cuda/graph_internal.h"
 #include "core/context.h"
 #include "core/module.h"
 #include "core/platform.h"
+#include "core/stream.h"
 
 namespace rocuda::api {
 namespace {
@@ -42,6 +44,10 @@ Outcome parseExtra(void** extra, core::LaunchRequest& request) {
 struct LaunchOptions {
   bool cooperative = false;     // CU_LAUNCH_ATTRIBUTE_COOPERATIVE
   std::optional<int> priority;  // CU_LAUNCH_ATTRIBUTE_PRIORITY; the stream's otherwise
+  // CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT and _LAUNCH_COMPLETION_EVENT: recorded on the stream
+  // right after the kernel. NVIDIA's GPUs may fire them earlier (as blocks trigger or begin);
+  // the kernel's end is the latest they may fire, so whatever waits for them stays correct.
+  std::vector<core::Event*> completionEvents;
 };
 
 Outcome launch(const void* f, const std::array<uint32_t, 3>& grid,
@@ -74,8 +80,14 @@ Outcome launch(const void* f, const std::array<uint32_t, 3>& grid,
     Outcome parsed = parseExtra(extra, request);
     if (!parsed.ok()) return parsed;
   }
+  for (core::Event* event : options.completionEvents)
+    if (&event->context() != &(*stream)->context())
+      return invalidValue("a launch event of another context than the stream's");
   Status launched = core::launchKernel(**kernel, **stream, request);
-  if (!launched.ok() || !(*stream)->capture()) return launched;
+  if (!launched.ok()) return launched;
+  for (core::Event* event : options.completionEvents)
+    if (Status recorded = event->record(**stream); !recorded) return recorded;
+  if (!(*stream)->capture()) return launched;
   // Captured: the new node keeps the launch's parameters, as an added kernel node does.
   std::vector<core::GraphNode*> captured = (*stream)->captureDependencies();
   if (captured.size() != 1) return launched;
@@ -149,8 +161,9 @@ Outcome launchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsign
 Outcome launchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                 unsigned by, unsigned bz, unsigned shared, CUstream stream,
                                 void** kernelParams, StreamVariant variant) {
-  return launch(f, {gx, gy, gz}, {bx, by, bz}, shared, stream, kernelParams, nullptr, variant,
-                LaunchOptions{.cooperative = true, .priority = std::nullopt});
+  return launch(
+      f, {gx, gy, gz}, {bx, by, bz}, shared, stream, kernelParams, nullptr, variant,
+      LaunchOptions{.cooperative = true, .priority = std::nullopt, .completionEvents = {}});
 }
 
 // Attributes that change what a launch means must be honoured or refused; the others are
@@ -174,6 +187,20 @@ Outcome checkLaunchAttributes(const CUlaunchConfig& config, LaunchOptions* optio
       case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
         options->cooperative = attribute.value.cooperative != 0;
         break;
+      case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT:
+      case CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT: {
+        CUevent handle = attribute.id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT
+                             ? attribute.value.programmaticEvent.event
+                             : attribute.value.launchCompletionEvent.event;
+        Result<core::Event*> event = lookupEvent(handle);
+        if (!event) return event.error();
+        // "The event supplied must not be an interprocess or interop event. The event must
+        // disable timing".
+        if (!(*event)->timingDisabled() || ((*event)->flags() & CU_EVENT_INTERPROCESS) != 0)
+          return invalidValue("a launch event must disable timing and not be interprocess");
+        options->completionEvents.push_back(*event);
+        break;
+      }
       case CU_LAUNCH_ATTRIBUTE_PRIORITY:  // clamped to the device's range, as for streams
         options->priority = attribute.value.priority;
         break;

@@ -218,9 +218,11 @@ Outcome copy3DDescriptor(const CUDA_MEMCPY3D* p, CUstream stream, StreamVariant 
   if (p == nullptr) return invalidValue("pCopy is NULL");
   if (p->reserved0 != nullptr || p->reserved1 != nullptr || p->srcLOD != 0 || p->dstLOD != 0)
     return invalidValue("reserved fields and LODs must be 0");
-  if (p->Depth > 1 && ((p->srcMemoryType != CU_MEMORYTYPE_ARRAY && p->srcHeight < p->Height) ||
-                       (p->dstMemoryType != CU_MEMORYTYPE_ARRAY && p->dstHeight < p->Height)))
-    return invalidValue("slice height smaller than the copy height");
+  // "If specified, srcHeight must be greater than or equal to Height + srcY" (and dst's).
+  if (p->Depth > 1 &&
+      ((p->srcMemoryType != CU_MEMORYTYPE_ARRAY && p->srcHeight < p->Height + p->srcY) ||
+       (p->dstMemoryType != CU_MEMORYTYPE_ARRAY && p->dstHeight < p->Height + p->dstY)))
+    return invalidValue("slice height smaller than the copy's rows");
   Result<Side> src = resolveSide(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcArray,
                                  p->srcXInBytes, p->srcY, p->srcZ, p->srcPitch, p->srcHeight);
   if (!src) return src.error();
@@ -414,6 +416,7 @@ Outcome fill2D(CUdeviceptr dst, size_t pitch, uint32_t value, size_t elementByte
   if (!stream) return stream.error();
   if (width == 0 || height == 0) return {};
   if (dst % elementBytes != 0) return invalidValue("dstDevice is misaligned for the element size");
+  if (pitch % elementBytes != 0) return invalidValue("dstPitch is misaligned for the element size");
   size_t rowBytes = width * elementBytes;
   if (height > 1 && pitch < rowBytes) return invalidValue("pitch smaller than the row");
   Outcome ok = requireDeviceRange(asPointer(dst), (height - 1) * pitch + rowBytes, "dstDevice");
@@ -555,6 +558,11 @@ Outcome atodSync(CUdeviceptr dst, CUarray src, size_t srcOffset, size_t n, Strea
 }
 Outcome atoaSync(CUarray dst, size_t dstOffset, CUarray src, size_t srcOffset, size_t n,
                  StreamVariant v) {
+  // "The size of the elements in the CUDA arrays need not be the same format, but the elements
+  // must be the same size".
+  Result<core::Array*> to = lookupArray(dst), from = lookupArray(src);
+  if (to && from && (*to)->texelBytes() != (*from)->texelBytes())
+    return invalidValue("the arrays' elements differ in size");
   return copyArray(arrayAt(dst, dstOffset), arrayAt(src, srcOffset), n, nullptr, v, false);
 }
 

@@ -280,8 +280,8 @@ ROCUDA_EXPORT CUresult cuMemHostGetFlags(unsigned int* pFlags, void* p) {
   return ROCUDA_API((pFlags, p), [&]() -> api::Outcome {
     if (pFlags == nullptr) return api::invalidValue("pFlags is NULL");
     std::optional<core::Allocation> allocation = core::findAllocation(p);
-    if (!allocation || allocation->kind != core::AllocationKind::Host)
-      return api::invalidValue("not page-locked host memory");
+    if (!allocation || allocation->kind != core::AllocationKind::Host || allocation->registered)
+      return api::invalidValue("not memory of cuMemAllocHost or cuMemHostAlloc");
     *pFlags = allocation->flags;
     return {};
   });
@@ -356,6 +356,16 @@ ROCUDA_EXPORT CUresult cuPointerGetAttribute(void* data, CUpointer_attribute att
     std::optional<core::Allocation> allocation = core::findAllocation(api::fromDevicePtr(ptr));
     // Unlike cuPointerGetAttributes, a pointer Rocuda did not allocate is an error here.
     if (!allocation) return api::invalidValue("not a pointer allocated through CUDA");
+    // These two are "the pointer value through which ... may access ptr": an error where there
+    // is none, and the device pointer is the current context's.
+    if (attribute == CU_POINTER_ATTRIBUTE_DEVICE_POINTER) {
+      Result<core::Context*> context = api::currentContext();
+      if (!context) return context.error();
+    }
+    if (attribute == CU_POINTER_ATTRIBUTE_HOST_POINTER &&
+        (allocation->kind == core::AllocationKind::Device ||
+         allocation->kind == core::AllocationKind::Global))
+      return api::invalidValue("device memory has no host pointer");
     return api::pointerAttribute(data, attribute, allocation, ptr);
   });
 }

@@ -63,6 +63,9 @@ Outcome describeResource(TextureView& view, const CUDA_RESOURCE_DESC& res, bool 
         return invalidValue("res.linear does not describe allocated device memory");
       if (res.res.linear.devPtr % core::kTextureAlignment != 0)
         return invalidValue("res.linear.devPtr is not aligned to the texture alignment (512)");
+      if (res.res.linear.sizeInBytes / view.texelBytes > core::kMaxLinearTexels)
+        return invalidValue(
+            "more texels than CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LINEAR_WIDTH allows");
       view.shape = support::TextureShape::Linear1D;
       view.data = static_cast<uint8_t*>(base);
       view.width = res.res.linear.sizeInBytes / view.texelBytes;
@@ -77,6 +80,11 @@ Outcome describeResource(TextureView& view, const CUDA_RESOURCE_DESC& res, bool 
       void* base = reinterpret_cast<void*>(p.devPtr);
       if (p.width == 0 || p.height == 0 || p.pitchInBytes < p.width * view.texelBytes)
         return invalidValue("res.pitch2D extent or pitch is invalid");
+      if (p.width > core::kMaxPitch2DExtent || p.height > core::kMaxPitch2DExtent ||
+          p.pitchInBytes > core::kMaxPitch2DPitch)
+        return invalidValue(
+            "res.pitch2D beyond CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_WIDTH, _HEIGHT or "
+            "_PITCH");
       if (p.devPtr % core::kTextureAlignment != 0)
         return invalidValue("res.pitch2D.devPtr is not aligned to the texture alignment (512)");
       if (p.pitchInBytes % core::kTexturePitchAlignment != 0)
@@ -106,19 +114,25 @@ bool isFloat(support::TexelFormat f) {
 }
 
 Outcome describeSampling(TextureView& view, const CUDA_TEXTURE_DESC& tex) {
-  for (int i = 0; i < 3; ++i) {
+  // Over linear memory (tex1Dfetch) the address and filter modes "are ignored".
+  const bool linear = view.shape == support::TextureShape::Linear1D;
+  for (int i = 0; i < 3 && !linear; ++i) {
     if (tex.addressMode[i] < CU_TR_ADDRESS_MODE_WRAP ||
         tex.addressMode[i] > CU_TR_ADDRESS_MODE_BORDER)
       return invalidValue("unknown address mode");
     view.address[i] = static_cast<support::TextureAddressMode>(tex.addressMode[i]);
   }
-  if (tex.filterMode != CU_TR_FILTER_MODE_POINT && tex.filterMode != CU_TR_FILTER_MODE_LINEAR)
+  if (!linear && tex.filterMode != CU_TR_FILTER_MODE_POINT &&
+      tex.filterMode != CU_TR_FILTER_MODE_LINEAR)
     return invalidValue("unknown filter mode");
   constexpr unsigned known = CU_TRSF_READ_AS_INTEGER | CU_TRSF_NORMALIZED_COORDINATES |
                              CU_TRSF_SRGB | CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION |
                              CU_TRSF_SEAMLESS_CUBEMAP;
   if ((tex.flags & ~known) != 0) return invalidValue("unknown texture flags");
-  view.filter = static_cast<support::TextureFilter>(tex.filterMode);
+  if ((tex.flags & CU_TRSF_SEAMLESS_CUBEMAP) != 0 && !view.cubemap)
+    return invalidValue("CU_TRSF_SEAMLESS_CUBEMAP needs a cubemap array");
+  view.filter =
+      linear ? support::TextureFilter::Point : static_cast<support::TextureFilter>(tex.filterMode);
   view.normalizedCoords = (tex.flags & CU_TRSF_NORMALIZED_COORDINATES) != 0;
   view.srgb = (tex.flags & CU_TRSF_SRGB) != 0;
   // 32-bit integers are always returned as integers; floats need no conversion.
@@ -167,6 +181,9 @@ Outcome texCreate(CUtexObject* out, const CUDA_RESOURCE_DESC* res, const CUDA_TE
   if (!ok.ok()) return ok;
   ok = describeSampling(object->view(), *tex);
   if (!ok.ok()) return ok;
+  if (res->resType == CU_RESOURCE_TYPE_MIPMAPPED_ARRAY &&
+      (tex->flags & CU_TRSF_NORMALIZED_COORDINATES) == 0)
+    return invalidValue("a mipmapped texture needs CU_TRSF_NORMALIZED_COORDINATES");
   if (res->resType == CU_RESOURCE_TYPE_MIPMAPPED_ARRAY) describeLevels(*object, *res, *tex);
   if (viewDesc != nullptr) {
     if (viewDesc->format != CU_RES_VIEW_FORMAT_NONE || viewDesc->firstMipmapLevel != 0 ||

@@ -389,6 +389,51 @@ TEST_F(Cooperative, LaunchKernelExWithTheCooperativeAttribute) {
   expectSums(b, blocks);
 }
 
+// The programmatic and launch-completion events fire by the kernel's end (Rocuda records them
+// right after it): waiting for one sees the kernel's results. They must disable timing.
+TEST_F(Cooperative, LaunchEventsFireByTheKernelsEnd) {
+  unsigned blocks = 3;
+  Buffers b;
+  prepare(b, blocks);
+  CUevent timed = nullptr, untimed = nullptr, completion = nullptr;
+  ASSERT_EQ(CU(cuEventCreate, CUevent*, unsigned)(&timed, 0), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuEventCreate, CUevent*, unsigned)(&untimed, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuEventCreate, CUevent*, unsigned)(&completion, CU_EVENT_DISABLE_TIMING),
+            CUDA_SUCCESS);
+  CUlaunchAttribute attributes[3]{};
+  attributes[0].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+  attributes[0].value.cooperative = 1;
+  attributes[1].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT;
+  attributes[1].value.programmaticEvent.event = timed;
+  attributes[2].id = CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT;
+  attributes[2].value.launchCompletionEvent.event = completion;
+  CUlaunchConfig config{blocks, 1, 1, kThreads, 1, 1, 0, nullptr, attributes, 3};
+  auto launchEx = proc<LaunchEx>("cuLaunchKernelEx", 12090);
+  EXPECT_EQ(launchEx(&config, kernel_, b.params, nullptr), CUDA_ERROR_INVALID_VALUE);
+  attributes[1].value.programmaticEvent.event = reinterpret_cast<CUevent>(&blocks);
+  EXPECT_EQ(launchEx(&config, kernel_, b.params, nullptr), CUDA_ERROR_INVALID_HANDLE);
+  attributes[1].value.programmaticEvent.event = untimed;
+  ASSERT_EQ(launchEx(&config, kernel_, b.params, nullptr), CUDA_SUCCESS);
+  // Read back on a stream that does not wait for the launch's: only the event orders it.
+  CUstream reader = nullptr;
+  ASSERT_EQ(CU(cuStreamCreate, CUstream*, unsigned)(&reader, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  for (CUevent event : {untimed, completion}) {
+    ASSERT_EQ(CU(cuEventSynchronize, CUevent)(event), CUDA_SUCCESS);
+    std::vector<uint32_t> out(blocks * kThreads);
+    ASSERT_EQ(CU(cuMemcpyDtoHAsync, void*, CUdeviceptr, size_t, CUstream)(
+                  out.data(), b.out, out.size() * sizeof(uint32_t), reader),
+              CUDA_SUCCESS);
+    ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(reader), CUDA_SUCCESS);
+    uint32_t expected = 0;
+    for (unsigned round = 0; round < b.rounds; ++round)
+      for (unsigned block = 0; block < blocks; ++block) expected += block + 1 + round;
+    for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i], expected) << "thread " << i;
+  }
+  EXPECT_EQ(CU(cuStreamDestroy, CUstream)(reader), CUDA_SUCCESS);
+  for (CUevent event : {timed, untimed, completion})
+    EXPECT_EQ(CU(cuEventDestroy, CUevent)(event), CUDA_SUCCESS);
+}
+
 TEST_F(Cooperative, OrdinaryLaunchHasNoGridWorkspace) {
   unsigned blocks = 3;
   Buffers b;

@@ -317,6 +317,21 @@ TEST_F(LibCuda, MemoryAndCopies) {
   EXPECT_NE(blockId, secondBlockId);
   ASSERT_EQ(pointerAttribute(&pool, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, buffer), CUDA_SUCCESS);
   EXPECT_EQ(pool, nullptr);  // not from a pool
+  // Device memory has no host pointer (an error here, unlike cuPointerGetAttributes' NULL); the
+  // device pointer is the current context's, so there must be one.
+  void* hostPointer = &size;
+  EXPECT_EQ(pointerAttribute(&hostPointer, CU_POINTER_ATTRIBUTE_HOST_POINTER, buffer),
+            CUDA_ERROR_INVALID_VALUE);
+  CUdeviceptr devicePointer = 0;
+  ASSERT_EQ(pointerAttribute(&devicePointer, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, buffer + 4),
+            CUDA_SUCCESS);
+  EXPECT_EQ(devicePointer, buffer + 4);
+  CUcontext saved = nullptr;
+  ASSERT_EQ(CU(cuCtxGetCurrent, CUcontext*)(&saved), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuCtxSetCurrent, CUcontext)(nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(pointerAttribute(&devicePointer, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, buffer),
+            CUDA_ERROR_INVALID_CONTEXT);
+  ASSERT_EQ(CU(cuCtxSetCurrent, CUcontext)(saved), CUDA_SUCCESS);
   int local = 0;
   CUpointer_attribute attributes[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE};
   void* data[] = {&type};
@@ -358,6 +373,12 @@ TEST_F(LibCuda, MemoryAndCopies) {
   ASSERT_EQ(CU(cuMemHostGetFlags, unsigned*, void*)(&flags, pinned), CUDA_SUCCESS);
   EXPECT_EQ(flags, CU_MEMHOSTALLOC_PORTABLE);
   EXPECT_EQ(CU(cuMemFreeHost, void*)(pinned), CUDA_SUCCESS);
+  // Registered memory is page-locked, but not an allocation of cuMemAllocHost / cuMemHostAlloc.
+  std::vector<uint8_t> page(8192);
+  ASSERT_EQ(CU(cuMemHostRegister, void*, size_t, unsigned)(page.data(), page.size(), 0),
+            CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemHostGetFlags, unsigned*, void*)(&flags, page.data()), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuMemHostUnregister, void*)(page.data()), CUDA_SUCCESS);
 }
 
 void CUDA_CB_increment(void* counter) { ++*static_cast<int*>(counter); }

@@ -445,5 +445,162 @@ TEST_F(Textures, SurfaceObjectsNeedLoadStoreArrays) {
   destroy(surface);
 }
 
+// The device's reported limits are the ones creation enforces, and the descriptor rules of
+// cuda.h: layered depths, linear extents, the flags only some resources take.
+TEST_F(Textures, LimitsAndResourceRulesAsDocumented) {
+  auto attribute = [](CUdevice_attribute which) {
+    int value = 0;
+    EXPECT_EQ(CU(cuDeviceGetAttribute, int*, CUdevice_attribute, CUdevice)(&value, which, 0),
+              CUDA_SUCCESS);
+    return static_cast<size_t>(value);
+  };
+  auto create3 = CU(cuArray3DCreate, CUarray*, const CUDA_ARRAY3D_DESCRIPTOR*);
+  CUarray array = nullptr;
+  size_t layers = attribute(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_LAYERS);
+  CUDA_ARRAY3D_DESCRIPTOR d3{4, 4, layers + 1, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_LAYERED};
+  EXPECT_EQ(create3(&array, &d3), CUDA_ERROR_INVALID_VALUE);
+  d3.Height = 0;  // 1D layered
+  EXPECT_EQ(create3(&array, &d3), CUDA_ERROR_INVALID_VALUE);
+  d3.Depth = layers;
+  ASSERT_EQ(create3(&array, &d3), CUDA_SUCCESS);
+  destroy(array);
+  size_t cubeDepth = attribute(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_LAYERED_LAYERS);
+  EXPECT_EQ(cubeDepth % 6, 0u);
+  d3 = {4, 4, cubeDepth + 6, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP};
+  EXPECT_EQ(create3(&array, &d3), CUDA_ERROR_INVALID_VALUE);
+
+  auto create = CU(cuTexObjectCreate, CUtexObject*, const CUDA_RESOURCE_DESC*,
+                   const CUDA_TEXTURE_DESC*, const CUDA_RESOURCE_VIEW_DESC*);
+  auto destroyTex = CU(cuTexObjectDestroy, CUtexObject);
+  CUtexObject object = 0;
+  CUDA_TEXTURE_DESC tex{};
+  CUDA_RESOURCE_DESC res{};
+  // Seamless cubemap filtering needs a cubemap.
+  array = create3D(8, 8, 0, CU_AD_FORMAT_FLOAT, 1);
+  res.resType = CU_RESOURCE_TYPE_ARRAY;
+  res.res.array.hArray = array;
+  tex.flags = CU_TRSF_SEAMLESS_CUBEMAP;
+  EXPECT_EQ(create(&object, &res, &tex, nullptr), CUDA_ERROR_INVALID_VALUE);
+  destroy(array);
+  array = create3D(8, 8, 6, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_CUBEMAP);
+  res.res.array.hArray = array;
+  ASSERT_EQ(create(&object, &res, &tex, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(destroyTex(object), CUDA_SUCCESS);
+  destroy(array);
+
+  // A mipmapped texture takes normalized coordinates only.
+  CUmipmappedArray mipmap = nullptr;
+  CUDA_ARRAY3D_DESCRIPTOR md{16, 16, 0, CU_AD_FORMAT_FLOAT, 1, 0};
+  ASSERT_EQ(CU(cuMipmappedArrayCreate, CUmipmappedArray*, const CUDA_ARRAY3D_DESCRIPTOR*, unsigned)(
+                &mipmap, &md, 3),
+            CUDA_SUCCESS);
+  res = {};
+  res.resType = CU_RESOURCE_TYPE_MIPMAPPED_ARRAY;
+  res.res.mipmap.hMipmappedArray = mipmap;
+  tex = {};
+  EXPECT_EQ(create(&object, &res, &tex, nullptr), CUDA_ERROR_INVALID_VALUE);
+  tex.flags = CU_TRSF_NORMALIZED_COORDINATES;
+  ASSERT_EQ(create(&object, &res, &tex, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(destroyTex(object), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMipmappedArrayDestroy, CUmipmappedArray)(mipmap), CUDA_SUCCESS);
+
+  // Over linear memory the filter and address modes are ignored, and tex1Dfetch reaches at
+  // most MAXIMUM_TEXTURE1D_LINEAR_WIDTH texels.
+  size_t linearWidth = attribute(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LINEAR_WIDTH);
+  CUdeviceptr device = 0;
+  size_t bytes = (linearWidth + 64) * 1;
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&device, bytes), CUDA_SUCCESS);
+  res = {};
+  res.resType = CU_RESOURCE_TYPE_LINEAR;
+  res.res.linear.devPtr = device;
+  res.res.linear.format = CU_AD_FORMAT_UNSIGNED_INT8;
+  res.res.linear.numChannels = 1;
+  res.res.linear.sizeInBytes = linearWidth + 1;
+  tex = {};
+  EXPECT_EQ(create(&object, &res, &tex, nullptr), CUDA_ERROR_INVALID_VALUE);
+  res.res.linear.sizeInBytes = linearWidth;
+  tex.filterMode = CU_TR_FILTER_MODE_LINEAR;
+  tex.flags = CU_TRSF_READ_AS_INTEGER;
+  tex.addressMode[0] = static_cast<CUaddress_mode>(9);
+  ASSERT_EQ(create(&object, &res, &tex, nullptr), CUDA_SUCCESS);
+  const auto* view = reinterpret_cast<const support::TextureView*>(object);
+  EXPECT_EQ(view->filter, support::TextureFilter::Point);
+  EXPECT_EQ(destroyTex(object), CUDA_SUCCESS);
+
+  // Pitch2D: width, height and pitch within the device's linear 2D limits.
+  size_t width2D = attribute(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_WIDTH);
+  size_t height2D = attribute(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_HEIGHT);
+  size_t pitch2D = attribute(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_PITCH);
+  res = {};
+  res.resType = CU_RESOURCE_TYPE_PITCH2D;
+  res.res.pitch2D.devPtr = device;
+  res.res.pitch2D.format = CU_AD_FORMAT_UNSIGNED_INT8;
+  res.res.pitch2D.numChannels = 1;
+  res.res.pitch2D.width = 64;
+  res.res.pitch2D.height = height2D + 1;
+  res.res.pitch2D.pitchInBytes = 64;
+  tex = {};
+  EXPECT_EQ(create(&object, &res, &tex, nullptr), CUDA_ERROR_INVALID_VALUE);
+  res.res.pitch2D.height = 2;
+  res.res.pitch2D.width = width2D + 32;
+  res.res.pitch2D.pitchInBytes = width2D + 32;
+  EXPECT_EQ(create(&object, &res, &tex, nullptr), CUDA_ERROR_INVALID_VALUE);
+  res.res.pitch2D.width = 32;
+  res.res.pitch2D.pitchInBytes = pitch2D + 32;
+  EXPECT_EQ(create(&object, &res, &tex, nullptr), CUDA_ERROR_INVALID_VALUE);
+  res.res.pitch2D.pitchInBytes = pitch2D;
+  ASSERT_EQ(create(&object, &res, &tex, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(destroyTex(object), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(device), CUDA_SUCCESS);
+}
+
+// cuMemcpyAtoA needs elements of one size; cuMemcpy3D's rows must fit below srcY/dstY; the 2D
+// memsets need a pitch aligned to their element.
+TEST_F(Textures, CopyAndMemsetShapeRules) {
+  CUarray floats = create3D(16, 0, 0, CU_AD_FORMAT_FLOAT, 1);
+  CUarray shorts = create3D(16, 0, 0, CU_AD_FORMAT_UNSIGNED_INT16, 1);
+  CUarray shortPairs = create3D(16, 0, 0, CU_AD_FORMAT_UNSIGNED_INT16, 2);
+  auto atoa = CU(cuMemcpyAtoA, CUarray, size_t, CUarray, size_t, size_t);
+  EXPECT_EQ(atoa(shorts, 0, floats, 0, 32), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(atoa(floats, 0, shorts, 0, 32), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(atoa(shortPairs, 0, floats, 0, 64), CUDA_SUCCESS);  // 4-byte elements both
+  destroy(floats);
+  destroy(shorts);
+  destroy(shortPairs);
+
+  CUdeviceptr device = 0;
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&device, 4096), CUDA_SUCCESS);
+  std::vector<uint8_t> host(4096);
+  CUDA_MEMCPY3D copy{};
+  copy.srcMemoryType = CU_MEMORYTYPE_HOST;
+  copy.srcHost = host.data();
+  copy.srcPitch = 64;
+  copy.srcHeight = 4;
+  copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  copy.dstDevice = device;
+  copy.dstPitch = 64;
+  copy.dstHeight = 4;
+  copy.WidthInBytes = 16;
+  copy.Height = 4;
+  copy.Depth = 2;
+  auto memcpy3D = CU(cuMemcpy3D, const CUDA_MEMCPY3D*);
+  EXPECT_EQ(memcpy3D(&copy), CUDA_SUCCESS);
+  copy.srcY = 1;
+  EXPECT_EQ(memcpy3D(&copy), CUDA_ERROR_INVALID_VALUE);
+  copy.srcY = 0;
+  copy.dstY = 1;
+  EXPECT_EQ(memcpy3D(&copy), CUDA_ERROR_INVALID_VALUE);
+  copy.dstHeight = 5;
+  EXPECT_EQ(memcpy3D(&copy), CUDA_SUCCESS);
+
+  auto set16 = CU(cuMemsetD2D16, CUdeviceptr, size_t, unsigned short, size_t, size_t);
+  auto set32 = CU(cuMemsetD2D32, CUdeviceptr, size_t, unsigned, size_t, size_t);
+  EXPECT_EQ(set16(device, 65, 1, 8, 4), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(set16(device, 66, 1, 8, 4), CUDA_SUCCESS);
+  EXPECT_EQ(set32(device, 66, 1, 8, 4), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(set32(device, 68, 1, 8, 4), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(device), CUDA_SUCCESS);
+}
+
 }  // namespace
 }  // namespace rocuda::cuda
