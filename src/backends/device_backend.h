@@ -8,7 +8,9 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +19,76 @@
 #include "support/result.h"
 
 namespace rocuda::backends {
+
+// Device malloc's heap of one context (cudaLimitMallocHeapSize) where device code's malloc takes
+// host memory (the CPU device): the bytes its blocks hold, against the limit, and the blocks
+// themselves, which go with the context: a reset or destruction frees them, as CUDA's do.
+class DeviceMallocHeap {
+ public:
+  DeviceMallocHeap() = default;
+  DeviceMallocHeap(const DeviceMallocHeap&) = delete;
+  DeviceMallocHeap& operator=(const DeviceMallocHeap&) = delete;
+  ~DeviceMallocHeap() { release(); }
+
+  // `bytes` (16-byte aligned), or nullptr when the heap would hold more than `limit` bytes or
+  // the host has no memory.
+  void* allocate(uint64_t bytes, uint64_t limit) {
+    if (bytes > (uint64_t(1) << 62)) return nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      if (used_ + bytes > limit) return nullptr;
+      used_ += bytes;
+    }
+    auto* block = static_cast<Block*>(std::malloc(sizeof(Block) + bytes));
+    std::lock_guard lock(mutex_);
+    if (block == nullptr) {
+      used_ -= bytes;
+      return nullptr;
+    }
+    *block = Block{this, bytes, nullptr, first_};
+    if (first_ != nullptr) first_->previous = block;
+    first_ = block;
+    return block + 1;
+  }
+  // Gives back a block of allocate(), to the heap it came from.
+  static void free(void* memory) {
+    Block* block = static_cast<Block*>(memory) - 1;
+    DeviceMallocHeap& heap = *block->heap;
+    {
+      std::lock_guard lock(heap.mutex_);
+      (block->previous ? block->previous->next : heap.first_) = block->next;
+      if (block->next != nullptr) block->next->previous = block->previous;
+      heap.used_ -= block->bytes;
+    }
+    std::free(block);
+  }
+  // Frees every block (the context is reset or destroyed).
+  void release() {
+    std::lock_guard lock(mutex_);
+    for (Block* block = first_; block != nullptr;) {
+      Block* next = block->next;
+      std::free(block);
+      block = next;
+    }
+    first_ = nullptr;
+    used_ = 0;
+  }
+  uint64_t used() const {
+    std::lock_guard lock(mutex_);
+    return used_;
+  }
+
+ private:
+  struct alignas(16) Block {
+    DeviceMallocHeap* heap;
+    uint64_t bytes;
+    Block* previous;
+    Block* next;
+  };
+  mutable std::mutex mutex_;
+  Block* first_ = nullptr;
+  uint64_t used_ = 0;
+};
 
 // What a device is, in backend-neutral terms; api/cuda maps it onto every CUDA device attribute.
 struct DeviceDescription {
@@ -92,9 +164,9 @@ struct LaunchConfig {
   GraphConditions* conditions = nullptr;
   // The priority of the stream (or of the launch attribute), within [greatestStreamPriority, 0].
   int priority = 0;
-  // Device malloc's heap (cudaLimitMallocHeapSize): the bytes the context's kernels hold, shared
-  // by all its launches, and the limit; malloc returns NULL past it. Null: no limit.
-  std::atomic<uint64_t>* mallocHeapUsed = nullptr;
+  // Device malloc's heap (cudaLimitMallocHeapSize): the context's, shared by all its launches,
+  // and its limit; malloc returns NULL past it. Null for kernels that do not call malloc.
+  DeviceMallocHeap* mallocHeap = nullptr;
   uint64_t mallocHeapLimit = 0;
 };
 

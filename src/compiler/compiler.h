@@ -257,7 +257,11 @@ struct KernelParamInfo {
   uint32_t alignment = 1;
 };
 
-// The newest PTX ISA version the compiler reads: CUDA 13.0's, the driver version Rocuda reports.
+// The newest PTX ISA version the compiler knows: CUDA 13.0's, the driver version Rocuda reports.
+// Later minor versions of the same major one are read too (libraries built with newer toolkits,
+// such as cuDNN 9.2x, carry only such PTX): an instruction the parser does not know still fails
+// with its location, and a log line says the module is newer. A newer major version is refused
+// (CUDA_ERROR_UNSUPPORTED_PTX_VERSION), as NVIDIA's driver refuses PTX newer than its own.
 inline constexpr uint32_t kNewestPtxVersion[2] = {9, 0};
 
 // sm_80's reserved shared memory per block (CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK

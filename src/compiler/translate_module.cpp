@@ -15,6 +15,7 @@
 #include "compiler/translator.h"
 #include "ptx/link.h"
 #include "ptx/parser.h"
+#include "support/log.h"
 
 namespace rocuda::compiler::detail {
 namespace {
@@ -548,15 +549,18 @@ Result<std::unique_ptr<llvm::Module>> translatePtx(llvm::LLVMContext& context,
                                                    bool memcheck, std::string_view onlyKernel) {
   ptx::ParseResult parsed = ptx::parseModule(ptxText, moduleName);
   if (parsed.hasErrors()) return makeError(ErrorCode::InvalidPtx, parsed.formatDiagnostics());
-  // CUDA 13.0's driver (the version Rocuda reports) reads PTX ISA 9.0 and older.
+  // PTX ISA 9.x (compiler.h: kNewestPtxVersion).
   const ptx::Module& m = parsed.module;
-  if (m.versionMajor > kNewestPtxVersion[0] ||
-      (m.versionMajor == kNewestPtxVersion[0] && m.versionMinor > kNewestPtxVersion[1]))
-    return makeError(ErrorCode::UnsupportedPtxVersion,
-                     std::string(moduleName) + ": PTX .version " + std::to_string(m.versionMajor) +
-                         "." + std::to_string(m.versionMinor) + " is newer than " +
-                         std::to_string(kNewestPtxVersion[0]) + "." +
-                         std::to_string(kNewestPtxVersion[1]) + ", the newest this driver reads");
+  std::string version = std::to_string(m.versionMajor) + "." + std::to_string(m.versionMinor);
+  std::string newest =
+      std::to_string(kNewestPtxVersion[0]) + "." + std::to_string(kNewestPtxVersion[1]);
+  if (m.versionMajor > kNewestPtxVersion[0])
+    return makeError(ErrorCode::UnsupportedPtxVersion, std::string(moduleName) + ": PTX .version " +
+                                                           version + " is newer than " + newest +
+                                                           ", the newest this driver reads");
+  if (m.versionMajor == kNewestPtxVersion[0] && m.versionMinor > kNewestPtxVersion[1])
+    log::info(std::string(moduleName) + ": PTX .version " + version + " is newer than " + newest +
+              "; its instructions are all known, so it is compiled as " + newest);
   ModuleTranslator translator(context, parsed.module, moduleName);
   translator.memcheck = memcheck;
   translator.onlyKernel = std::string(onlyKernel);

@@ -259,6 +259,7 @@ void Context::reset() {
   // Outside the lock: a stream's destructor drains it through this context.
   streams.clear();
   events.clear();
+  mallocHeap_.release();  // every kernel has finished (drain)
 }
 
 void Context::setStickyError(const Error& error) {

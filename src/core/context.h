@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backends/device_backend.h"
 #include "compiler/compiler.h"
 #include "core/object.h"
 #include "core/stream.h"
@@ -88,8 +89,8 @@ class Context : public Object {
   Status waitForEvent(const Event& event);
 
   uint64_t limit(ContextLimit which) const;
-  // Bytes device malloc holds in this context's heap (LaunchConfig::mallocHeapUsed).
-  std::atomic<uint64_t>& mallocHeapUsed() { return mallocHeapUsed_; }
+  // Device malloc's heap (LaunchConfig::mallocHeap); reset() frees its blocks.
+  backends::DeviceMallocHeap& mallocHeap() { return mallocHeap_; }
   // CU_LIMIT_PRINTF_FIFO_SIZE and CU_LIMIT_MALLOC_HEAP_SIZE cannot change (InvalidValue) once a
   // kernel that uses printf, or malloc/free, has been launched (noteLaunch).
   Status setLimit(ContextLimit which, uint64_t value);
@@ -120,7 +121,7 @@ class Context : public Object {
   bool sticky_ = false;
   Error stickyError_;
   uint64_t limits_[static_cast<int>(ContextLimit::Count)] = {};
-  std::atomic<uint64_t> mallocHeapUsed_{0};
+  backends::DeviceMallocHeap mallocHeap_;
   bool launchedPrintf_ = false, launchedMalloc_ = false;  // see setLimit
 };
 

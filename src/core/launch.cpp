@@ -155,7 +155,7 @@ Status launchKernel(Kernel& kernel, Stream& stream, const LaunchRequest& request
   config.priority = clampStreamPriority(request.priority.value_or(stream.priority()),
                                         context.device().description());
   if (kernel.info().usesDeviceMalloc) {
-    config.mallocHeapUsed = &context.mallocHeapUsed();
+    config.mallocHeap = &context.mallocHeap();
     config.mallocHeapLimit = context.limit(ContextLimit::MallocHeapSize);
   }
   auto* backend = &context.device().backend();

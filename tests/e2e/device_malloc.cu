@@ -78,8 +78,22 @@ int main() {
   check.expect(download(kept, 1)[0] == nullptr, "a 64 MiB block from a 1 MiB heap is NULL");
 
   CHECK(cudaFree(sums));
-  CHECK(cudaFree(kept));
   CHECK(cudaFree(held));
   CHECK(cudaFree(wrong));
+
+  // Blocks a kernel never frees fill the heap until the device is reset, which frees them.
+  keep<<<keepers / 128, 128>>>(kept, 4096);
+  CHECK_LAUNCH();
+  CHECK(cudaDeviceReset());
+  CHECK(cudaDeviceSetLimit(cudaLimitMallocHeapSize, heap));
+  CHECK(cudaMalloc(&kept, keepers * sizeof(void*)));
+  keep<<<keepers / 128, 128>>>(kept, 4096);
+  CHECK_LAUNCH();
+  std::vector<void*> after = download(kept, keepers);
+  int allocated = 0;
+  for (void* p : after) allocated += p != nullptr;
+  check.expect(allocated > 0 && allocated <= static_cast<int>(heap / 4096),
+               "after a reset the heap is empty again");
+  CHECK(cudaFree(kept));
   return check.finish();
 }

@@ -54,6 +54,15 @@ CUresult primaryContextSlot(CUcontext* out, CUdevice dev) {
   });
 }
 
+// Table 2 slot 12: CUDA 13.2's cudart (PyTorch's) calls it with no arguments while it starts and
+// fails to start on any error (reading past a shorter table crashed it). Its opt-out variable,
+// CUDA_8b3537d1=dc6ffd77, skips the call and cudart then goes on as after a success; nothing
+// is known to depend on what the slot does.
+CUresult startupCheckSlot() {
+  if (log::enabled(log::Level::Trace)) log::trace("export table 2 slot 12 called: success");
+  return CUDA_SUCCESS;
+}
+
 // ---- Table 3: slots 2 and 6 hand out buffers cudart requires (it never writes them) ----
 alignas(16) uint8_t gBuffer2[1024];
 alignas(16) uint8_t gBuffer6[64];
@@ -172,7 +181,7 @@ const void* const kTable1[] = {sizeSlot(8),
                                fn(&unsupportedSlot<1, 5>),
                                fn(&unsupportedSlot<1, 6>),
                                fn(&unsupportedSlot<1, 7>)};
-const void* const kTable2[] = {sizeSlot(10),
+const void* const kTable2[] = {sizeSlot(13),
                                fn(&unsupportedSlot<2, 1>),
                                fn(&primaryContextSlot),
                                fn(&unsupportedSlot<2, 3>),
@@ -181,7 +190,10 @@ const void* const kTable2[] = {sizeSlot(10),
                                fn(&unsupportedSlot<2, 6>),
                                fn(&unsupportedSlot<2, 7>),
                                fn(&unsupportedSlot<2, 8>),
-                               fn(&unsupportedSlot<2, 9>)};
+                               fn(&unsupportedSlot<2, 9>),
+                               fn(&unsupportedSlot<2, 10>),
+                               fn(&unsupportedSlot<2, 11>),
+                               fn(&startupCheckSlot)};
 const void* const kTable3[] = {
     sizeSlot(7),          fn(&quietSlot<3, 1>),       fn(&bufferSlot2), fn(&unsupportedSlot<3, 3>),
     fn(&quietSlot<3, 4>), fn(&unsupportedSlot<3, 5>), fn(&bufferSlot6)};
@@ -192,6 +204,16 @@ const void* const kTable6[] = {
     sizeSlot(6),          fn(&unsupportedSlot<6, 1>), fn(&contextCheckSlot),
     fn(&quietSlot<6, 3>), fn(&unsupportedSlot<6, 4>), fn(&unsupportedSlot<6, 5>)};
 const void* const kTable7[] = {sizeSlot(3), fn(&integritySlot), fn(&unsupportedSlot<7, 2>)};
+// The tools' context table, which the runtime embedded in cuDNN 9.2x asks for at start-up and
+// refuses to start without; no slot was seen called.
+const void* const kTable8[] = {sizeSlot(8),
+                               fn(&unsupportedSlot<8, 1>),
+                               fn(&unsupportedSlot<8, 2>),
+                               fn(&unsupportedSlot<8, 3>),
+                               fn(&unsupportedSlot<8, 4>),
+                               fn(&unsupportedSlot<8, 5>),
+                               fn(&unsupportedSlot<8, 6>),
+                               fn(&unsupportedSlot<8, 7>)};
 
 struct ExportTable {
   uint8_t guid[16];
@@ -220,6 +242,9 @@ const ExportTable kExportTables[] = {
     {{0xd4, 0x08, 0x20, 0x55, 0xbd, 0xe6, 0x70, 0x4b, 0x8d, 0x34, 0xba, 0x12, 0x3c, 0x66, 0xe1,
       0xf2},
      kTable7},
+    {{0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8,
+      0xf2},
+     kTable8},
 };
 
 }  // namespace

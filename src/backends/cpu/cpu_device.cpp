@@ -724,7 +724,7 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
   grid.gridId = nextGridId_++;
   grid.paramBytes = info.paramBufferSize;
   grid.conditions = config.conditions;
-  grid.mallocHeapUsed = config.mallocHeapUsed;
+  grid.mallocHeap = config.mallocHeap;
   grid.mallocHeapLimit = config.mallocHeapLimit;
   grid.module = &static_cast<CpuKernel&>(kernel).module();
   DeviceLaunches deviceLaunches;

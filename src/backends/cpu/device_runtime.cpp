@@ -560,51 +560,28 @@ static void spinPoll(const void* address, uint64_t value) {
   s.lastPoll = cycleCounter();
 }
 
-// Device-side malloc and free (PTX calls them by value with 64-bit integers). Each block starts
-// with a header naming the heap it was counted in (the launching context's,
-// cudaLimitMallocHeapSize) and its size; past the limit malloc returns NULL, as on NVIDIA's GPUs.
-// Under memcheck the blocks are allocations it checks; a freed one is remembered as freed (not
-// owned: the quarantine releases device memory only) until its address is allocated again.
-struct HeapHeader {
-  std::atomic<uint64_t>* heap;
-  uint64_t bytes;
-};
-static_assert(sizeof(HeapHeader) == 16, "device malloc keeps 16-byte alignment");
-
+// Device-side malloc and free (PTX calls them by value with 64-bit integers). Blocks come from
+// the launching context's heap (DeviceMallocHeap, cudaLimitMallocHeapSize), which frees them with
+// the context; past the limit malloc returns NULL, as on NVIDIA's GPUs. Under memcheck the blocks
+// are allocations it checks; a freed one is remembered as freed (not owned: the quarantine
+// releases device memory only) until its address is allocated again.
 static uint64_t deviceMalloc(uint64_t size) {
   const GridState* grid = currentThread() ? currentThread()->block->grid : nullptr;
-  std::atomic<uint64_t>* heap = grid ? grid->mallocHeapUsed : nullptr;
-  uint64_t bytes = size == 0 ? 1 : size;
-  if (bytes > (uint64_t(1) << 62)) return 0;
-  if (heap != nullptr) {
-    uint64_t before = heap->fetch_add(bytes, std::memory_order_relaxed);
-    if (before + bytes > grid->mallocHeapLimit) {
-      heap->fetch_sub(bytes, std::memory_order_relaxed);
-      return 0;
-    }
-  }
-  auto* header = static_cast<HeapHeader*>(std::malloc(sizeof(HeapHeader) + bytes));
-  if (header == nullptr) {
-    if (heap != nullptr) heap->fetch_sub(bytes, std::memory_order_relaxed);
-    return 0;
-  }
-  *header = HeapHeader{heap, bytes};
-  void* memory = header + 1;
+  // Outside a launch that counts (none here calls malloc), an unbounded heap of the process.
+  static DeviceMallocHeap processHeap;
+  DeviceMallocHeap* heap = grid && grid->mallocHeap ? grid->mallocHeap : &processHeap;
+  uint64_t limit = grid && grid->mallocHeap ? grid->mallocHeapLimit : UINT64_MAX;
+  void* memory = heap->allocate(size == 0 ? 1 : size, limit);
+  if (memory == nullptr) return 0;
   if (memcheckEnabled()) AllocationMap::instance().add(memory, size, /*owned=*/false);
   return reinterpret_cast<uint64_t>(memory);
-}
-
-static void releaseHeapBlock(void* memory) {
-  HeapHeader* header = static_cast<HeapHeader*>(memory) - 1;
-  if (header->heap != nullptr) header->heap->fetch_sub(header->bytes, std::memory_order_relaxed);
-  std::free(header);
 }
 
 static void deviceFree(uint64_t pointer) {
   if (pointer == 0) return;
   void* memory = reinterpret_cast<void*>(pointer);
   if (memcheckEnabled()) (void)AllocationMap::instance().remove(memory, /*owned=*/false);
-  releaseHeapBlock(memory);
+  DeviceMallocHeap::free(memory);
 }
 
 static int32_t vprintfEntry(const char* format, const uint8_t* args) {

@@ -97,7 +97,7 @@ struct GridState {
   uint32_t paramBytes = 0;      // of the parameter buffer (memcheck: reachable through pointers)
   std::atomic<bool>* illegalAddress = nullptr;  // memcheck: set by the first invalid access
   GraphConditions* conditions = nullptr;  // graph launches: for cudaGraphSetConditional
-  std::atomic<uint64_t>* mallocHeapUsed = nullptr;  // LaunchConfig's: device malloc's heap
+  DeviceMallocHeap* mallocHeap = nullptr;  // LaunchConfig's: device malloc's heap
   uint64_t mallocHeapLimit = 0;
 
   // Per-thread entries run as fibers when threads may wait for one another: at barriers and

@@ -480,6 +480,13 @@ TEST_F(Driver, ModuleLoadsReportVersionWallTimeAndGlobals) {
   CUmodule module = nullptr;
   EXPECT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, future.c_str()),
             CUDA_ERROR_UNSUPPORTED_PTX_VERSION);
+  future.replace(future.find(".version 99.9"), 13, ".version 10.0");
+  EXPECT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, future.c_str()),
+            CUDA_ERROR_UNSUPPORTED_PTX_VERSION);
+  // A later minor version of the newest major one loads when every instruction is known.
+  future.replace(future.find(".version 10.0"), 13, ".version 9.4");
+  ASSERT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, future.c_str()), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
   // CU_JIT_WALL_TIME: the option's value becomes the milliseconds spent, a float.
   CUjit_option options[] = {CU_JIT_WALL_TIME};
   void* values[1] = {};

@@ -570,6 +570,30 @@ const void* const* exportTable(std::initializer_list<uint8_t> guid) {
   return static_cast<const void* const*>(table);
 }
 
+// The CUDA 3.x names whose signature _v2 kept are exported (cuDNN's runtime looks them up by
+// name) and act as _v2; those with 32-bit device pointers are not.
+TEST_F(LibCuda, PlainNamesOfUnchangedEntryPoints) {
+  CUcontext primary = retainPrimary();
+  auto push = reinterpret_cast<CUresult (*)(CUcontext)>(dlsym(library(), "cuCtxPushCurrent"));
+  auto pop = reinterpret_cast<CUresult (*)(CUcontext*)>(dlsym(library(), "cuCtxPopCurrent"));
+  ASSERT_NE(push, nullptr);
+  ASSERT_NE(pop, nullptr);
+  ASSERT_EQ(push(primary), CUDA_SUCCESS);
+  CUcontext popped = nullptr;
+  ASSERT_EQ(pop(&popped), CUDA_SUCCESS);
+  EXPECT_EQ(popped, primary);
+  for (const char* name :
+       {"cuCtxDestroy", "cuStreamDestroy", "cuEventDestroy", "cuMemHostRegister"})
+    EXPECT_NE(dlsym(library(), name), nullptr) << name;
+  auto destroyStream =
+      reinterpret_cast<CUresult (*)(CUstream)>(dlsym(library(), "cuStreamDestroy"));
+  CUstream stream = nullptr;
+  ASSERT_EQ(CU(cuStreamCreate, CUstream*, unsigned)(&stream, 0), CUDA_SUCCESS);
+  EXPECT_EQ(destroyStream(stream), CUDA_SUCCESS);
+  EXPECT_EQ(destroyStream(stream), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(dlsym(library(), "cuMemAlloc"), nullptr);
+}
+
 int gDestroyed = 0;
 void destroyValue(CUcontext, void*, void* value) { gDestroyed += *static_cast<int*>(value); }
 
@@ -592,6 +616,14 @@ TEST_F(LibCuda, ExportTables) {
   ASSERT_EQ(reinterpret_cast<CUresult (*)(CUcontext*, CUdevice)>(table2[2])(&fromTable, 0),
             CUDA_SUCCESS);
   EXPECT_EQ(fromTable, primary);
+  // CUDA 13.2's runtime calls slot 12 without arguments as it starts (and fails on an error);
+  // slot 0 counts the slots.
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(table2[0]), 13 * sizeof(void*));
+  EXPECT_EQ(reinterpret_cast<CUresult (*)()>(table2[12])(), CUDA_SUCCESS);
+  // The tools' context table, which cuDNN's runtime requires.
+  ASSERT_NE(exportTable({0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff,
+                         0x73, 0x24, 0xc8, 0xf2}),
+            nullptr);
 
   auto table3 = exportTable({0xa0, 0x94, 0x79, 0x8c, 0x2e, 0x74, 0x2e, 0x74, 0x93, 0xf2, 0x08, 0x00,
                              0x20, 0x0c, 0x0a, 0x66});
