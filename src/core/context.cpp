@@ -130,13 +130,15 @@ std::vector<Stream*> Context::allStreams() {
 Result<CompletionPtr> Context::enqueue(Stream& stream, std::string name,
                                        std::function<Status()> work, bool runsAfterFailure,
                                        std::vector<CompletionPtr> after) {
-  // After a kernel failure the context runs nothing more (CUDA's sticky errors): queued work
-  // completes at once with the error.
-  if (!runsAfterFailure)
+  // After a kernel failure the context runs nothing more (CUDA's sticky errors): new work is
+  // refused with the error, queued work completes at once with it.
+  if (!runsAfterFailure) {
+    ROCUDA_TRY(stickyError());
     work = [this, work = std::move(work)]() -> Status {
       if (Status sticky = stickyError(); !sticky.ok()) return sticky;
       return work ? work() : Status::success();
     };
+  }
   // Stream capture: the operation becomes a node of the capture's graph and does not run now.
   if (CaptureStatePtr capture = stream.capture()) {
     Result<GraphNode*> node = recordCapturedNode(stream, capture, std::move(name), std::move(work));

@@ -130,8 +130,8 @@ Status validateCooperative(Kernel& kernel, const backends::DeviceDescription& de
 }
 
 bool isStickyFailure(ErrorCode code) {
-  return code == ErrorCode::IllegalAddress || code == ErrorCode::LaunchFailed ||
-         code == ErrorCode::Assert;
+  return code == ErrorCode::IllegalAddress || code == ErrorCode::MisalignedAddress ||
+         code == ErrorCode::LaunchFailed || code == ErrorCode::Assert;
 }
 
 }  // namespace

@@ -117,10 +117,12 @@ ComputeCapability computeCapability() {
   if (!value) return {};
   int major = 0, minor = 0;
   char extra = 0;
-  if (std::sscanf(value->c_str(), "%d.%d%c", &major, &minor, &extra) == 2 && major >= 3 &&
-      major <= 12 && minor >= 0 && minor <= 9)
-    return {major, minor};
-  log::warning("ROCUDA_CC='" + *value + "' is not MAJOR.MINOR (e.g. 8.6); reporting 8.6");
+  bool parsed = std::sscanf(value->c_str(), "%d.%d%c", &major, &minor, &extra) == 2;
+  if (parsed && major >= 3 && major <= 12 && minor >= 0 && minor <= 9) return {major, minor};
+  log::warning("ROCUDA_CC='" + *value + "' is " +
+               (parsed ? "outside 3.0-12.9, the compute capabilities CUDA 13.0 knows"
+                       : "not MAJOR.MINOR (e.g. 8.6)") +
+               "; reporting 8.6");
   return {};
 }
 

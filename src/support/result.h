@@ -28,6 +28,7 @@ enum class ErrorCode {
   NotSupported,           // an operation this device or build cannot do
   NotReady,
   IllegalAddress,
+  MisalignedAddress,  // a load or store at an address not a multiple of its size (memcheck)
   LaunchFailed,
   LaunchOutOfResources,
   InvalidConfiguration,  // bad launch dimensions or shared memory size

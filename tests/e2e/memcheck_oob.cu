@@ -93,6 +93,15 @@ __global__ void plantedLocalWrite(int* out, const int* indices) {
 }
 constexpr int kLocalLine = __LINE__ - 5;
 
+// One thread stores an int one byte past an int boundary: a misaligned address.
+__global__ void misalignedStore(int* data, int culprit) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  char* bytes = reinterpret_cast<char*>(data + t);
+  if (t == culprit) bytes += 1;
+  *reinterpret_cast<int*>(bytes) = t;  // kMisalignedLine
+}
+constexpr int kMisalignedLine = __LINE__ - 2;
+
 __global__ void readAfterFree(const int* data, int* out) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   out[i] = data[i];  // kFreeLine
@@ -291,6 +300,23 @@ void freeCase(Checker& check) {
                ": use after free of the allocation at " + hex(data) + " of 1024 bytes");
 }
 
+void misalignedCase(Checker& check) {
+  int* data;
+  CHECK(cudaMalloc(&data, 257 * sizeof(int)));
+  std::string text;
+  cudaError_t result = captureStderr([&] { misalignedStore<<<2, 128>>>(data, 130); }, text);
+  if (result != cudaErrorMisalignedAddress)
+    std::fprintf(stderr, "expected cudaErrorMisalignedAddress, got %s\n", cudaGetErrorName(result));
+  check.expect(result == cudaErrorMisalignedAddress, "the launch fails with a misaligned address");
+  check.expect(cudaDeviceSynchronize() == cudaErrorMisalignedAddress, "the error is sticky");
+  expectReport(check, text,
+               "memcheck: invalid global write of 4 bytes at " +
+                   hex(reinterpret_cast<char*>(data) + 130 * 4 + 1));
+  expectReport(check, text, " by thread (2,0,0) in block (1,0,0) of kernel _Z15misalignedStorePii");
+  expectReport(check, text, line(kMisalignedLine));
+  expectReport(check, text, ": the address is not a multiple of the access size");
+}
+
 void raceCase(Checker& check) {
   std::string clean;
   check.expect(captureStderr([&] { runCorrectKernel(check); }, clean) == cudaSuccess,
@@ -337,6 +363,8 @@ int main(int argc, char** argv) {
     localCase(check, mode == "local_sync");
   } else if (mode == "free") {
     freeCase(check);
+  } else if (mode == "misaligned") {
+    misalignedCase(check);
   } else if (mode == "race") {
     raceCase(check);
   } else {

@@ -211,6 +211,8 @@ CUresult toCuResult(ErrorCode code) {
       return CUDA_ERROR_NOT_READY;
     case ErrorCode::IllegalAddress:
       return CUDA_ERROR_ILLEGAL_ADDRESS;
+    case ErrorCode::MisalignedAddress:
+      return CUDA_ERROR_MISALIGNED_ADDRESS;
     case ErrorCode::LaunchFailed:
       return CUDA_ERROR_LAUNCH_FAILED;
     case ErrorCode::LaunchOutOfResources:

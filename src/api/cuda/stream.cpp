@@ -80,6 +80,7 @@ Outcome streamWaitEvent(CUstream h, CUevent hEvent, unsigned flags, StreamVarian
     if (Outcome refused = refuseDuringCapture(s); !refused.ok()) return refused;
     // An interprocess event's latest record may be another process's.
     if (auto shared = (*event)->interprocess()) return core::waitInterprocessEvent(s, shared);
+    if (Status sticky = s.context().stickyError(); !sticky) return sticky;  // as Context::enqueue
     // The wait is a command of the stream, as on NVIDIA's driver: later work runs after it, and
     // the stream is not idle (cuStreamQuery, cuStreamSynchronize) until the event completes.
     s.enqueueWait((*event)->completion());
@@ -385,7 +386,7 @@ ROCUDA_EXPORT CUresult cuEventQuery(CUevent hEvent) {
     Result<bool> done = (*event)->query();
     if (!done.ok()) return done.error();
     if (!*done) return {CUDA_ERROR_NOT_READY, {}};
-    return {};
+    return (*event)->context().stickyError();  // a failed kernel's error, as every call reports
   });
 }
 
@@ -393,7 +394,8 @@ ROCUDA_EXPORT CUresult cuEventSynchronize(CUevent hEvent) {
   return ROCUDA_API((hEvent), [&]() -> api::Outcome {
     Result<core::Event*> event = api::lookupEvent(hEvent);
     if (!event) return event.error();
-    return (*event)->synchronize();
+    if (Status done = (*event)->synchronize(); !done) return done;
+    return (*event)->context().stickyError();
   });
 }
 

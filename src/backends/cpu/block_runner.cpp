@@ -573,6 +573,7 @@ BlockState*& currentBlock() {
 }
 
 BlockOutcome runBlock(const GridState& grid, uint64_t linearBlockIndex) {
+  prepareFaultStack();
   WorkerResources& resources = workerResources();
   BlockState block;
   block.grid = &grid;

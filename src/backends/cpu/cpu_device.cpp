@@ -1,8 +1,13 @@
 // The CPU device: host memory is device memory, kernels are host code from the compiler, and a
 // grid's blocks run on a pool of all cores.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -12,9 +17,6 @@
 #include <string>
 #include <unordered_map>
 #include <vector>
-
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "backends/cpu/execution.h"
 #include "backends/cpu/memcheck.h"
@@ -293,7 +295,10 @@ unsigned configuredThreads() {
 
 class CpuDevice final : public DeviceBackend {
  public:
-  CpuDevice() : pool_(configuredThreads()) { describe(); }
+  CpuDevice() : pool_(configuredThreads()) {
+    describe();
+    installKernelFaultHandler();
+  }
 
   const DeviceDescription& description() const override { return description_; }
 
@@ -701,6 +706,22 @@ Status CpuDevice::runCooperative(GridState& grid, uint64_t blocks,
   return status;
 }
 
+// A wild access the fault handler caught (kernel_faults.h), as the launch's error.
+static Error faultError(const std::string& kernel, const KernelFault& fault) {
+  char where[200];
+  std::snprintf(where, sizeof where, "%s at address 0x%llx in block (%u,%u,%u)",
+                fault.signal == SIGBUS ? "SIGBUS" : "SIGSEGV",
+                static_cast<unsigned long long>(fault.address), fault.ctaid[0], fault.ctaid[1],
+                fault.ctaid[2]);
+  std::string thread = fault.threadKnown ? " thread (" + std::to_string(fault.tid[0]) + "," +
+                                               std::to_string(fault.tid[1]) + "," +
+                                               std::to_string(fault.tid[2]) + ")"
+                                         : "";
+  return makeError(ErrorCode::IllegalAddress,
+                   "kernel '" + kernel + "' made an invalid memory access: " + where + thread +
+                       " (ROCUDA_MEMCHECK=1 names the thread, the PTX line and the allocation)");
+}
+
 // Nesting of the grid being launched on this host thread: the grids a grid launched from the
 // device run on the thread that ran it (see the end of launch).
 thread_local uint32_t launchNesting = 0;
@@ -732,6 +753,10 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
   grid.nesting = launchNesting;
   std::atomic<bool> illegalAddress{false};
   grid.illegalAddress = &illegalAddress;
+  std::atomic<bool> misalignedAddress{false};
+  grid.misalignedAddress = &misalignedAddress;
+  KernelFault fault;
+  grid.fault = &fault;
 
   uint64_t blocks = uint64_t(config.grid[0]) * config.grid[1] * config.grid[2];
   std::atomic<bool> failed{false}, asserted{false};
@@ -752,9 +777,13 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
       AllocationMap::instance().remove(buffer->params.data(), false);
   if (asserted.load())
     return makeError(ErrorCode::Assert, "kernel '" + info.name + "' failed a device-side assert");
+  if (misalignedAddress.load())
+    return makeError(ErrorCode::MisalignedAddress,
+                     "kernel '" + info.name + "' made a misaligned memory access (memcheck)");
   if (illegalAddress.load())
     return makeError(ErrorCode::IllegalAddress,
                      "kernel '" + info.name + "' made an invalid memory access (memcheck)");
+  if (fault.taken.load()) return faultError(info.name, fault);
   if (failed.load())
     return makeError(ErrorCode::LaunchFailed,
                      "kernel '" + info.name +

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backends/cpu/kernel_faults.h"
 #include "backends/device_backend.h"
 #include "compiler/compiler.h"
 #include "support/fiber.h"
@@ -96,6 +97,8 @@ struct GridState {
   CooperativeGrid* cooperative = nullptr;  // cooperative launches only
   uint32_t paramBytes = 0;      // of the parameter buffer (memcheck: reachable through pointers)
   std::atomic<bool>* illegalAddress = nullptr;  // memcheck: set by the first invalid access
+  std::atomic<bool>* misalignedAddress = nullptr;  // memcheck: ... when it is a misaligned one
+  KernelFault* fault = nullptr;           // the first fault of a wild access (kernel_faults.h)
   GraphConditions* conditions = nullptr;  // graph launches: for cudaGraphSetConditional
   DeviceMallocHeap* mallocHeap = nullptr;  // LaunchConfig's: device malloc's heap
   uint64_t mallocHeapLimit = 0;

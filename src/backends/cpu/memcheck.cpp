@@ -286,11 +286,15 @@ static void memcheckAccess(const void* address, uint64_t size, uint32_t access, 
                            const char* source, const void* localBase, uint64_t localSize) {
   uint32_t space = (access >> compiler::kMemcheckSpaceShift) & 7;
   uintptr_t at = reinterpret_cast<uintptr_t>(address);
-  std::string problem = checkAccess(at, size, space, reinterpret_cast<uintptr_t>(localBase),
-                                    localSize);
   const ThreadState& thread = *currentThread();
   const BlockState& block = *thread.block;
   const GridState& grid = *block.grid;
+  // Every PTX access (a vector as a whole) needs an address aligned to its size; NVIDIA's GPUs
+  // fail the launch with CUDA_ERROR_MISALIGNED_ADDRESS otherwise, x86 would just run it.
+  bool misaligned = (size == 2 || size == 4 || size == 8 || size == 16) && at % size != 0;
+  std::string problem =
+      misaligned ? "the address is not a multiple of the access size"
+                 : checkAccess(at, size, space, reinterpret_cast<uintptr_t>(localBase), localSize);
   if (problem.empty()) {
     uintptr_t shared = reinterpret_cast<uintptr_t>(block.shared);
     if (memcheckRaceEnabled() && at >= shared && at - shared < grid.sharedBytes &&
@@ -300,6 +304,7 @@ static void memcheckAccess(const void* address, uint64_t size, uint32_t access, 
   }
   // One report per launch: the first invalid access; other blocks stop without a line.
   if (grid.illegalAddress == nullptr || !grid.illegalAddress->exchange(true)) {
+    if (misaligned && grid.misalignedAddress != nullptr) grid.misalignedAddress->store(true);
     char head[320];
     std::snprintf(head, sizeof head,
                   "memcheck: invalid %s %s of %" PRIu64 " bytes at 0x%" PRIxPTR

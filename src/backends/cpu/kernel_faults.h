@@ -1,0 +1,31 @@
+// Invalid memory accesses of kernels on the CPU device without memcheck: a translated kernel that
+// dereferences a wild pointer faults (SIGSEGV, SIGBUS) like any host code. Rather than let the
+// fault end the application, the CPU device catches it on the thread running the block, stops
+// that block as trap does and fails the launch with CUDA_ERROR_ILLEGAL_ADDRESS, as a GPU would.
+// Faults outside kernel code go to whatever handler was installed before (or end the process).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace rocuda::backends::cpu {
+
+// The first fault of a launch, for its log line (the access itself is not known: memcheck,
+// ROCUDA_MEMCHECK=1, names it with its PTX line).
+struct KernelFault {
+  std::atomic<bool> taken{false};
+  uintptr_t address = 0;  // the faulting address the OS reported
+  int signal = 0;
+  uint32_t ctaid[3] = {0, 0, 0};
+  uint32_t tid[3] = {0, 0, 0};
+  bool threadKnown = false;  // block forms run many threads in one: tid is unknown there
+};
+
+// Installs the handler (once per process; later calls do nothing).
+void installKernelFaultHandler();
+
+// Gives the calling host thread an alternate signal stack, where the handler runs when a fault
+// is a fiber's stack overflow (once per thread; kept while the thread lives).
+void prepareFaultStack();
+
+}  // namespace rocuda::backends::cpu
