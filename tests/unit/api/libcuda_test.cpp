@@ -858,6 +858,16 @@ TEST_F(LibCuda, PrimaryContextResetRecoversFromAFailedKernel) {
   EXPECT_EQ(callbackStatus, CUDA_ERROR_LAUNCH_FAILED);
   CUdeviceptr data = 0;
   EXPECT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&data, 256), CUDA_ERROR_LAUNCH_FAILED);
+  // Every later piece of work reports it too: event records and waits, host functions, event
+  // queries and synchronizations.
+  EXPECT_EQ(CU(cuEventRecord, CUevent, CUstream)(event, stream), CUDA_ERROR_LAUNCH_FAILED);
+  EXPECT_EQ(CU(cuStreamWaitEvent, CUstream, CUevent, unsigned)(stream, event, 0),
+            CUDA_ERROR_LAUNCH_FAILED);
+  EXPECT_EQ(
+      CU(cuLaunchHostFunc, CUstream, CUhostFn, void*)(stream, CUDA_CB_increment, &callbackCalls),
+      CUDA_ERROR_LAUNCH_FAILED);
+  EXPECT_EQ(CU(cuEventQuery, CUevent)(event), CUDA_ERROR_LAUNCH_FAILED);
+  EXPECT_EQ(CU(cuEventSynchronize, CUevent)(event), CUDA_ERROR_LAUNCH_FAILED);
 
   ASSERT_EQ(proc<CUresult (*)(CUdevice)>("cuDevicePrimaryCtxReset", 11000)(0), CUDA_SUCCESS);
   EXPECT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
