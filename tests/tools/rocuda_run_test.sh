@@ -25,6 +25,23 @@ expected="$libdir/libnvJitLink.so.13:$libdir/libnvrtc.so.13:/lib/x86_64-linux-gn
 [[ $preload == "$expected" ]] ||
   fail "LD_PRELOAD '$preload'"
 
+# Triton's ptxas is the stand-in next to rocuda unless the caller chose one; the stand-in answers
+# --version as a CUDA 13.0 ptxas and "assembles" PTX into itself, NUL-terminated.
+standin=$(cd "$(dirname "$rocuda")" && pwd)/rocuda-ptxas
+chosen=$(env -u TRITON_PTXAS_PATH "$rocuda" run sh -c 'echo $TRITON_PTXAS_PATH')
+[[ $chosen == "$standin" ]] || fail "TRITON_PTXAS_PATH '$chosen', expected $standin"
+kept=$(TRITON_PTXAS_PATH=/opt/mine "$rocuda" run sh -c 'echo $TRITON_PTXAS_PATH')
+[[ $kept == /opt/mine ]] || fail "a chosen TRITON_PTXAS_PATH was replaced: '$kept'"
+[[ $("$standin" --version) == *"release 13.0"* ]] || fail "rocuda-ptxas --version"
+work=$(mktemp -d)
+printf '.version 9.0\n.target sm_86\n.address_size 64\n' > "$work/k.ptx"
+"$standin" -lineinfo -v --gpu-name=sm_86 "$work/k.ptx" -o "$work/k.cubin" ||
+  fail "rocuda-ptxas failed"
+cmp -s <(printf '.version 9.0\n.target sm_86\n.address_size 64\n\0') "$work/k.cubin" ||
+  fail "rocuda-ptxas output is not the PTX"
+"$standin" -o "$work/x.cubin" 2>/dev/null && fail "rocuda-ptxas without input succeeded"
+rm -rf "$work"
+
 message=$("$rocuda" run -- ./no-such-program-here 2>&1)
 status=$?
 [[ $status -eq 127 ]] || fail "missing program: exit status $status, expected 127"

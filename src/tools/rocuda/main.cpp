@@ -74,6 +74,12 @@ int commandRun(std::vector<std::string> args) {
       preload += std::string(":") + existing;
     setenv("LD_PRELOAD", preload.c_str(), 1);
   }
+  // Triton (torch.compile) assembles its PTX with ptxas into SASS, which Rocuda cannot run; its
+  // ptxas becomes the stand-in that hands the PTX over instead, unless the user chose one.
+  std::string ptxas =
+      rocuda::platform::directoryOf(rocuda::platform::executablePath()) + "/rocuda-ptxas";
+  if (std::getenv("TRITON_PTXAS_PATH") == nullptr && rocuda::platform::fileExists(ptxas))
+    setenv("TRITON_PTXAS_PATH", ptxas.c_str(), 1);
   rocuda::Error error = rocuda::platform::execWithEnvironment(args, "LD_LIBRARY_PATH", path);
   std::fprintf(stderr, "rocuda run: %s\n", error.message.c_str());
   return 126;
