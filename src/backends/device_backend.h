@@ -90,6 +90,16 @@ class DeviceMallocHeap {
   uint64_t used_ = 0;
 };
 
+// cuMemAdvise's advice, in CUmem_advise's order (from 1).
+enum class ManagedAdvice : uint8_t {
+  SetReadMostly,
+  UnsetReadMostly,
+  SetPreferredLocation,
+  UnsetPreferredLocation,
+  SetAccessedBy,
+  UnsetAccessedBy
+};
+
 // What a device is, in backend-neutral terms; api/cuda maps it onto every CUDA device attribute.
 struct DeviceDescription {
   std::string name;
@@ -237,6 +247,16 @@ class DeviceBackend {
   // default pinned host memory, which every backend reporting managedMemory can access.
   virtual Result<void*> allocateManaged(size_t bytes) { return allocateHost(bytes); }
   virtual void freeManaged(void* pointer) { freeHost(pointer); }
+  // cuMemPrefetchAsync / cuMemAdvise on managed memory of allocateManaged: where its pages
+  // should be (this device, or the host when `toDevice` is false) and how they are used. Hints
+  // only: a device whose managed memory is host memory (the CPU device) has nothing to move.
+  virtual Status prefetchManaged(void* /*pointer*/, size_t /*bytes*/, bool /*toDevice*/) {
+    return Status::success();
+  }
+  virtual Status adviseManaged(void* /*pointer*/, size_t /*bytes*/, ManagedAdvice /*advice*/,
+                               bool /*forDevice*/) {
+    return Status::success();
+  }
 
   // Sharing memory between processes (backends without it answer NotSupported).
   // shareDevice: the allocation at `base` (from allocateDevice) made shareable in place, its

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "backends/device_backend.h"
 #include "support/result.h"
 
 namespace rocuda::core {
@@ -78,8 +79,10 @@ void registerMapped(Context& context, void* base, size_t size, MappedFrom from,
 bool unregisterMapped(void* base, MappedFrom from);
 
 // ---- Managed memory advice (cuMemAdvise, cuMemPrefetchAsync, cuMemRangeGetAttribute) ----
-// Rocuda's managed memory is coherent wherever it lives, so hints move nothing; they are kept
-// per byte range so that range queries report exactly what the application set.
+// Rocuda's managed memory is coherent wherever it lives; the hints go to the device that holds
+// it (DeviceBackend::prefetchManaged / adviseManaged: an AMD GPU migrates its pages, the CPU
+// device has nothing to move) and are kept per byte range, so that range queries report exactly
+// what the application set.
 struct MemoryLocation {
   enum class Type : uint8_t { None = 0, Device = 1, Host = 2, HostNuma = 3 };
   Type type = Type::None;
@@ -87,14 +90,7 @@ struct MemoryLocation {
   bool operator==(const MemoryLocation&) const = default;
 };
 
-enum class ManagedAdvice : uint8_t {
-  SetReadMostly,
-  UnsetReadMostly,
-  SetPreferredLocation,
-  UnsetPreferredLocation,
-  SetAccessedBy,
-  UnsetAccessedBy
-};
+using ManagedAdvice = backends::ManagedAdvice;
 
 // Accessed-by is a set of locations: bit d for device ordinal d (< 63), bit 63 for the host.
 inline constexpr int kHostAccessBit = 63;

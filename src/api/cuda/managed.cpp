@@ -1,9 +1,11 @@
 // Managed memory hints and their queries: cuMemPrefetchAsync (and the CUDA 13 batch forms with
 // discards), cuMemAdvise, cuMemRangeGetAttribute(s).
 //
-// Rocuda's managed memory is coherent for host and device wherever it resides, so after
-// validation nothing moves (the CPU device shares the host's memory outright). The hints are
-// recorded per byte range in the core, so that range queries report what the application set.
+// Rocuda's managed memory is coherent for host and device wherever it resides. The hints go to
+// the device that holds the memory (DeviceBackend::prefetchManaged / adviseManaged: an AMD GPU
+// migrates pages, the CPU device shares the host's memory outright and has nothing to move),
+// prefetches in stream order; they are also recorded per byte range in the core, so that range
+// queries report what the application set.
 #include <cstring>
 #include <optional>
 
@@ -64,8 +66,35 @@ Outcome checkConcurrentManagedAccess() {
   return {};
 }
 
-// Prefetching is ordered in the stream like CUDA's; the location is recorded at once, as CUDA
-// reports the last *requested* prefetch location.
+// The device that acts on a hint about `target`: that device, or for the host the device whose
+// managed memory it is (nullptr when its context is gone).
+backends::DeviceBackend* hintedBackend(const void* pointer, const MemoryLocation& target) {
+  if (target.type == MemoryLocation::Type::Device)
+    if (core::Device* device = core::Platform::instance().device(target.id))
+      return &device->backend();
+  std::optional<core::Allocation> allocation = core::findAllocation(pointer);
+  if (!allocation || allocation->context == nullptr ||
+      core::lookupHandle<core::Context>(allocation->context) == nullptr)
+    return nullptr;
+  return &allocation->context->device().backend();
+}
+
+// The location is recorded at once, as CUDA reports the last *requested* prefetch location; the
+// pages move in stream order.
+Outcome queuePrefetch(core::Stream& stream, void* pointer, size_t bytes,
+                      const MemoryLocation& target) {
+  core::recordManagedPrefetch(pointer, bytes, target);
+  backends::DeviceBackend* backend = hintedBackend(pointer, target);
+  if (backend == nullptr) return {};
+  bool toDevice = target.type == MemoryLocation::Type::Device;
+  Result<core::CompletionPtr> queued =
+      stream.context().enqueue(stream, "prefetch", [backend, pointer, bytes, toDevice] {
+        return backend->prefetchManaged(pointer, bytes, toDevice);
+      });
+  if (!queued) return queued.error();
+  return {};
+}
+
 Outcome prefetch(CUdeviceptr devPtr, size_t count, const Result<MemoryLocation>& target,
                  CUstream hStream, StreamVariant variant) {
   if (!target) return target.error();
@@ -73,8 +102,7 @@ Outcome prefetch(CUdeviceptr devPtr, size_t count, const Result<MemoryLocation>&
   if (!range.ok()) return range;
   Result<core::Stream*> stream = resolveStream(hStream, variant);
   if (!stream) return stream.error();
-  core::recordManagedPrefetch(fromDevicePtr(devPtr), count, *target);
-  return {};
+  return queuePrefetch(**stream, fromDevicePtr(devPtr), count, *target);
 }
 
 Outcome prefetchV1(CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream,
@@ -97,7 +125,14 @@ Outcome advise(CUdeviceptr devPtr, size_t count, CUmem_advise advice,
   if (needsTarget && !target) return target.error();
   if (Outcome range = checkManagedRange(devPtr, count); !range.ok()) return range;
   auto which = static_cast<core::ManagedAdvice>(advice - CU_MEM_ADVISE_SET_READ_MOSTLY);
-  core::adviseManaged(fromDevicePtr(devPtr), count, which, target ? *target : MemoryLocation{});
+  MemoryLocation where = target ? *target : MemoryLocation{};
+  core::adviseManaged(fromDevicePtr(devPtr), count, which, where);
+  if (backends::DeviceBackend* backend = hintedBackend(fromDevicePtr(devPtr), where))
+    if (Status applied = backend->adviseManaged(fromDevicePtr(devPtr), count, which,
+                                                where.type != MemoryLocation::Type::Host &&
+                                                    where.type != MemoryLocation::Type::HostNuma);
+        !applied)
+      return applied;
   return {};
 }
 
@@ -138,7 +173,9 @@ Outcome prefetchBatch(CUdeviceptr* dptrs, size_t* sizes, size_t count, CUmemLoca
     size_t last = k + 1 < numLocations ? locationIndices[k + 1] : count;
     MemoryLocation location = *fromLocation(locations[k]);
     for (size_t i = locationIndices[k]; i < last; ++i)
-      core::recordManagedPrefetch(fromDevicePtr(dptrs[i]), sizes[i], location);
+      if (Outcome queued = queuePrefetch(**stream, fromDevicePtr(dptrs[i]), sizes[i], location);
+          !queued.ok())
+        return queued;
   }
   return {};
 }

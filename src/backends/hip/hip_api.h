@@ -66,6 +66,7 @@ constexpr hipMemcpyKind hipMemcpyDefault = 4;  // direction inferred from the po
 constexpr unsigned hipHostMallocDefault = 0;
 constexpr unsigned hipHostRegisterMapped = 0x2;  // mapped into the device: hipHostGetDevicePointer
 constexpr unsigned hipMemAttachGlobal = 0x1;     // managed memory any stream may access
+constexpr int hipCpuDeviceId = -1;               // the host, as a prefetch or advice target
 constexpr unsigned hipStreamNonBlocking = 1;  // no implicit synchronisation with the null stream
 
 struct hipUUID {
@@ -186,6 +187,8 @@ constexpr size_t kDevicePropBufferBytes = 4096;
   X(hipHostUnregister, hipError_t (*)(void*), false)                                              \
   X(hipHostGetDevicePointer, hipError_t (*)(void**, void*, unsigned), false)                      \
   X(hipMallocManaged, hipError_t (*)(void**, size_t, unsigned), false)                            \
+  X(hipMemPrefetchAsync, hipError_t (*)(const void*, size_t, int, hipStream_t), false)            \
+  X(hipMemAdvise, hipError_t (*)(const void*, size_t, int, int), false)                           \
   /* ROCm 6 and later: */                                                                         \
   X(hipModuleLaunchCooperativeKernel,                                                             \
     hipError_t (*)(hipFunction_t, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,     \

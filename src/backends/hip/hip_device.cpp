@@ -331,6 +331,29 @@ class HipDevice final : public DeviceBackend {
     freeDevice(pointer);  // hipFree releases managed memory too
   }
 
+  // HIP's own prefetch and advice, on this device or the host (hipCpuDeviceId); pinned host
+  // memory (a runtime without hipMallocManaged) has nowhere else to go.
+  Status prefetchManaged(void* pointer, size_t bytes, bool toDevice) override {
+    if (api_.hipMallocManaged == nullptr || api_.hipMemPrefetchAsync == nullptr || bytes == 0)
+      return Status::success();
+    int target = toDevice ? ordinal_ : hipCpuDeviceId;
+    std::string what = "hipMemPrefetchAsync of " + std::to_string(bytes) + " bytes";
+    return onLane(0, what, what, [&](hipStream_t lane) {
+      return api_.hipMemPrefetchAsync(pointer, bytes, target, lane);
+    });
+  }
+
+  Status adviseManaged(void* pointer, size_t bytes, ManagedAdvice advice, bool forDevice) override {
+    if (api_.hipMallocManaged == nullptr || api_.hipMemAdvise == nullptr) return Status::success();
+    ROCUDA_TRY(select());
+    // hipMemoryAdvise numbers the advice as CUmem_advise does, from 1.
+    int hipAdvice = static_cast<int>(advice) + 1;
+    hipError_t status =
+        api_.hipMemAdvise(pointer, bytes, hipAdvice, forDevice ? ordinal_ : hipCpuDeviceId);
+    if (status != hipSuccess) return library_->error(status, "hipMemAdvise");
+    return Status::success();
+  }
+
   uint64_t freeMemory() const override {
     if (!select().ok()) return 0;
     size_t freeBytes = 0, totalBytes = 0;

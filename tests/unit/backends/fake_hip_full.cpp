@@ -227,6 +227,18 @@ int hipMallocManaged(void** pointer, size_t bytes, unsigned flags) {
   *pointer = std::malloc(bytes);
   return 0;
 }
+int hipMemPrefetchAsync(const void*, size_t bytes, int device, void* stream) {
+  std::string text =
+      "hipMemPrefetchAsync(" + std::to_string(bytes) + " to " + std::to_string(device) + ")";
+  noteOn(text.c_str(), stream);
+  return 0;
+}
+int hipMemAdvise(const void*, size_t bytes, int advice, int device) {
+  std::string text = "hipMemAdvise(" + std::to_string(bytes) + ", advice " +
+                     std::to_string(advice) + ", device " + std::to_string(device) + ")";
+  note(text.c_str());
+  return 0;
+}
 int hipMemGetInfo(size_t* freeBytes, size_t* total) {
   *freeBytes = 1;
   *total = 2;

@@ -320,6 +320,17 @@ TEST_F(HipDouble, ManagedMemoryComesFromHipMallocManaged) {
   Result<void*> managed = device.allocateManaged(256);
   ASSERT_TRUE(managed.ok()) << managed.error().message;
   EXPECT_EQ(calls(), "hipSetDevice;hipMallocManaged(flags 1);");
+  // Prefetches and advice are HIP's, on this device (0) or the host (hipCpuDeviceId, -1).
+  ASSERT_TRUE(device.prefetchManaged(*managed, 256, true).ok());
+  EXPECT_EQ(calls(),
+            "hipSetDevice;hipStreamCreateWithPriority(s1, flags 1, priority 1);"
+            "hipMemPrefetchAsync(256 to 0)(s1);hipStreamSynchronize(s1);");
+  ASSERT_TRUE(device.prefetchManaged(*managed, 128, false).ok());
+  EXPECT_EQ(calls(), "hipSetDevice;hipMemPrefetchAsync(128 to -1)(s1);hipStreamSynchronize(s1);");
+  ASSERT_TRUE(device.adviseManaged(*managed, 256, ManagedAdvice::SetPreferredLocation, true).ok());
+  EXPECT_EQ(calls(), "hipSetDevice;hipMemAdvise(256, advice 3, device 0);");
+  ASSERT_TRUE(device.adviseManaged(*managed, 256, ManagedAdvice::SetAccessedBy, false).ok());
+  EXPECT_EQ(calls(), "hipSetDevice;hipMemAdvise(256, advice 5, device -1);");
   device.freeManaged(*managed);
   EXPECT_EQ(calls(), "hipSetDevice;hipFree;");
 }
