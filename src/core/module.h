@@ -50,6 +50,10 @@ class Kernel : public Object {
   void setMaxDynamicSharedBytes(int bytes) { maxDynamicSharedBytes_ = bytes; }
   int preferredSharedCarveout() const { return carveout_; }
   void setPreferredSharedCarveout(int percent) { carveout_ = percent; }
+  // CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: a permission for cluster launches
+  // (which Rocuda refuses beyond one block), kept so that it reads back as set.
+  bool nonPortableClusterSizeAllowed() const { return nonPortableClusters_; }
+  void setNonPortableClusterSizeAllowed(bool allowed) { nonPortableClusters_ = allowed; }
 
   // The launch configuration of the pre-CUDA-4.0 execution control (cuFuncSetBlockShape,
   // cuFuncSetSharedSize, cuParamSetSize, cuParamSet*), used by cuLaunch / cuLaunchGrid.
@@ -74,6 +78,7 @@ class Kernel : public Object {
   uint64_t constBytes_;
   int maxDynamicSharedBytes_ = -1;  // -1: not set, the default applies
   int carveout_ = -1;
+  bool nonPortableClusters_ = false;
   std::mutex legacyMutex_;
   LegacyLaunch legacyLaunch_;
 };

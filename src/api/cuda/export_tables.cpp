@@ -2,7 +2,9 @@
 // seven that CUDA 13's cudart needs (/work/shared/notes/cuda13-driver-contract.md): slots with a
 // known meaning are implemented; every other slot refuses with CUDA_ERROR_NOT_SUPPORTED and a log
 // line, so an unexpected call is visible rather than silently "successful".
+#include <array>
 #include <cstring>
+#include <utility>
 
 #include "api/cuda/boundary.h"
 #include "api/cuda/context_state.h"
@@ -25,8 +27,8 @@ CUresult unsupportedSlot() {
 
 // Slots cudart calls in every program and whose result it ignores: table 1 slot 1 (seen after
 // cudaSetDevice), table 6 slot 3 (once at initialisation, with (p, 0x40, 0, p, ...)), and the
-// tools hooks of tables 3 and 4 that graph calls go through (table 3 slots 1 and 4, table 4
-// slot 2: twice per cudaGraphGetEdges or cudaGraphAddMemcpyNode, which succeed regardless).
+// tools hooks of table 3 that graph calls go through (slots 1 and 4: twice per
+// cudaGraphGetEdges or cudaGraphAddMemcpyNode, which succeed regardless).
 // Refused quietly: a warning would be printed by every run.
 template <int Table, int Slot>
 CUresult quietSlot() {
@@ -61,6 +63,56 @@ CUresult primaryContextSlot(CUcontext* out, CUdevice dev) {
 CUresult startupCheckSlot() {
   if (log::enabled(log::Level::Trace)) log::trace("export table 2 slot 12 called: success");
   return CUDA_SUCCESS;
+}
+
+// ---- Table 4 slot 2: the calling thread's current context, as `(CUcontext* out)` ----
+// cuBLASLt's heuristics ask for it, then key a per-context cache with table 8 slot 4 (they fail
+// without it); cudart's graph calls ask too and go on either way.
+CUresult currentContextSlot(CUcontext* out) {
+  return ROCUDA_API((out), [&]() -> Outcome {
+    if (out == nullptr) return invalidValue("out is NULL");
+    core::Context* context = core::currentContext();
+    *out = reinterpret_cast<CUcontext>(context);
+    if (context == nullptr) return {CUDA_ERROR_INVALID_CONTEXT, "no current context"};
+    return {};
+  });
+}
+
+// ---- Table 8 (the tools' context table): what cuBLASLt asks of a context and its streams ----
+// Slot 4 `(CUcontext, uint64_t* key)`: a key unique to the context for the life of the process
+// (its id, as cuCtxGetId's; NULL is the current context).
+CUresult contextKeySlot(CUcontext ctx, uint64_t* key) {
+  return ROCUDA_API((ctx, key), [&]() -> Outcome {
+    if (key == nullptr) return invalidValue("key is NULL");
+    Result<core::Context*> context = ctx == nullptr ? currentContext() : lookupContext(ctx);
+    if (!context) return context.error();
+    *key = (*context)->id();
+    return {};
+  });
+}
+
+// Slot 51 `(CUcontext, CUstream, void** stream, int perThread)`: the stream a handle names (the
+// NULL handle is the legacy stream, or the per-thread one when perThread is set), as the
+// driver's own object, which slot 39 identifies.
+CUresult streamObjectSlot(CUcontext ctx, CUstream handle, void** stream, int perThread) {
+  return ROCUDA_API((ctx, handle, stream, perThread), [&]() -> Outcome {
+    if (stream == nullptr) return invalidValue("stream is NULL");
+    Result<core::Stream*> resolved =
+        resolveStream(handle, perThread != 0 ? StreamVariant::PerThread : StreamVariant::Legacy);
+    if (!resolved) return resolved.error();
+    *stream = *resolved;
+    return {};
+  });
+}
+
+// Slot 39 `(CUcontext, const void* stream, uint64_t* id)`: the id of a stream from slot 51, as
+// cuStreamGetId reports it.
+CUresult streamIdSlot(CUcontext ctx, const void* stream, uint64_t* id) {
+  return ROCUDA_API((ctx, stream, id), [&]() -> Outcome {
+    if (stream == nullptr || id == nullptr) return invalidValue("NULL argument");
+    *id = reinterpret_cast<uintptr_t>(stream);  // as cuStreamGetId: the stream's address
+    return {};
+  });
 }
 
 // ---- Table 3: slots 2 and 6 hand out buffers cudart requires (it never writes them) ----
@@ -197,23 +249,26 @@ const void* const kTable2[] = {sizeSlot(13),
 const void* const kTable3[] = {
     sizeSlot(7),          fn(&quietSlot<3, 1>),       fn(&bufferSlot2), fn(&unsupportedSlot<3, 3>),
     fn(&quietSlot<3, 4>), fn(&unsupportedSlot<3, 5>), fn(&bufferSlot6)};
-const void* const kTable4[] = {sizeSlot(4), fn(&unsupportedSlot<4, 1>), fn(&quietSlot<4, 2>),
+const void* const kTable4[] = {sizeSlot(4), fn(&unsupportedSlot<4, 1>), fn(&currentContextSlot),
                                fn(&unsupportedSlot<4, 3>)};
 const void* const kTable5[] = {fn(&storagePutSlot), fn(&storageDeleteSlot), fn(&storageGetSlot)};
 const void* const kTable6[] = {
     sizeSlot(6),          fn(&unsupportedSlot<6, 1>), fn(&contextCheckSlot),
     fn(&quietSlot<6, 3>), fn(&unsupportedSlot<6, 4>), fn(&unsupportedSlot<6, 5>)};
 const void* const kTable7[] = {sizeSlot(3), fn(&integritySlot), fn(&unsupportedSlot<7, 2>)};
-// The tools' context table, which the runtime embedded in cuDNN 9.2x asks for at start-up and
-// refuses to start without; no slot was seen called.
-const void* const kTable8[] = {sizeSlot(8),
-                               fn(&unsupportedSlot<8, 1>),
-                               fn(&unsupportedSlot<8, 2>),
-                               fn(&unsupportedSlot<8, 3>),
-                               fn(&unsupportedSlot<8, 4>),
-                               fn(&unsupportedSlot<8, 5>),
-                               fn(&unsupportedSlot<8, 6>),
-                               fn(&unsupportedSlot<8, 7>)};
+// The tools' context table: the runtime embedded in cuDNN 9.2x refuses to start without it,
+// and cuBLASLt calls slots 4, 39 and 51 (above). 93 slots, as cuBLASLt reads them without looking
+// at the size; the others refuse with a log line.
+template <size_t... Slot>
+std::array<const void*, sizeof...(Slot) + 1> toolsContextTable(std::index_sequence<Slot...>) {
+  return {sizeSlot(sizeof...(Slot) + 1),
+          (Slot + 1 == 4    ? fn(&contextKeySlot)
+           : Slot + 1 == 39 ? fn(&streamIdSlot)
+           : Slot + 1 == 51 ? fn(&streamObjectSlot)
+                            : fn(&unsupportedSlot<8, int(Slot + 1)>))...};
+}
+const auto kTable8Slots = toolsContextTable(std::make_index_sequence<92>());
+const void* const* const kTable8 = kTable8Slots.data();
 
 struct ExportTable {
   uint8_t guid[16];

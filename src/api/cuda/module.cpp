@@ -158,11 +158,13 @@ Outcome functionAttribute(int* pi, CUfunction_attribute attrib, const void* hand
     case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
       *pi = kernel.preferredSharedCarveout();
       return {};
+    case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+      *pi = kernel.nonPortableClusterSizeAllowed() ? 1 : 0;
+      return {};
     case CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET:
     case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
     case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
     case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
-    case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
     case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
       *pi = 0;  // no thread block clusters
       return {};
@@ -188,6 +190,13 @@ Outcome setFunctionAttribute(const void* handle, CUfunction_attribute attrib, in
     case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
       if (value < -1 || value > 100) return invalidValue("carveout must be -1..100");
       kernel.setPreferredSharedCarveout(value);
+      return {};
+    // Clusters exist from compute capability 9.0 (cuBLAS sets this at start-up there).
+    case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+      if (device.computeCapabilityMajor < 9)
+        return invalidValue("thread block clusters need compute capability 9.0");
+      if (value != 0 && value != 1) return invalidValue("the value must be 0 or 1");
+      kernel.setNonPortableClusterSizeAllowed(value != 0);
       return {};
     default:
       return invalidValue("attribute cannot be set");

@@ -1346,5 +1346,40 @@ TEST_F(Linker, ErrorsAreReportedAndLogged) {
   EXPECT_EQ(create_(0, nullptr, nullptr, nullptr), CUDA_ERROR_INVALID_VALUE);
 }
 
+// Cluster permissions exist from compute capability 9.0 (cuBLAS sets this one as it starts
+// there). ROCUDA_CC=9.0 makes the device report 9.0 when set before the driver starts, as it is
+// in this test's own process under ctest; run among others it checks the 8.6 answer instead.
+TEST(ComputeCapability90, NonPortableClusterSizeIsSettable) {
+  setenv("ROCUDA_CC", "9.0", 0);
+  ASSERT_NE(library(), nullptr) << dlerror();
+  ASSERT_EQ(CU(cuInit, unsigned)(0), CUDA_SUCCESS);
+  CUcontext context = nullptr;
+  ASSERT_EQ(CU(cuDevicePrimaryCtxRetain, CUcontext*, CUdevice)(&context, 0), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuCtxSetCurrent, CUcontext)(context), CUDA_SUCCESS);
+  int major = 0;
+  ASSERT_EQ(CU(cuDeviceGetAttribute, int*, CUdevice_attribute, CUdevice)(
+                &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 0),
+            CUDA_SUCCESS);
+  CUfunction function = loadAddOne();
+  auto set = CU(cuFuncSetAttribute, CUfunction, CUfunction_attribute, int);
+  auto get = CU(cuFuncGetAttribute, int*, CUfunction_attribute, CUfunction);
+  int allowed = -1;
+  if (major >= 9) {
+    EXPECT_EQ(set(function, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1), CUDA_SUCCESS);
+    ASSERT_EQ(get(&allowed, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, function),
+              CUDA_SUCCESS);
+    EXPECT_EQ(allowed, 1);
+    EXPECT_EQ(set(function, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 2),
+              CUDA_ERROR_INVALID_VALUE);
+  } else {
+    EXPECT_EQ(set(function, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+              CUDA_ERROR_INVALID_VALUE);
+    ASSERT_EQ(get(&allowed, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, function),
+              CUDA_SUCCESS);
+    EXPECT_EQ(allowed, 0);
+  }
+  EXPECT_EQ(CU(cuDevicePrimaryCtxRelease, CUdevice)(0), CUDA_SUCCESS);
+}
+
 }  // namespace
 }  // namespace rocuda::cuda::testing

@@ -620,10 +620,38 @@ TEST_F(LibCuda, ExportTables) {
   // slot 0 counts the slots.
   EXPECT_EQ(reinterpret_cast<uintptr_t>(table2[0]), 13 * sizeof(void*));
   EXPECT_EQ(reinterpret_cast<CUresult (*)()>(table2[12])(), CUDA_SUCCESS);
-  // The tools' context table, which cuDNN's runtime requires.
-  ASSERT_NE(exportTable({0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff,
-                         0x73, 0x24, 0xc8, 0xf2}),
-            nullptr);
+  // The tools' context table, which cuDNN's runtime requires and cuBLASLt's heuristics use: slot
+  // 4 keys a context, 51 resolves a stream handle, 39 names that stream as cuStreamGetId does.
+  auto table8 = exportTable({0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff,
+                             0x73, 0x24, 0xc8, 0xf2});
+  ASSERT_NE(table8, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(table8[0]), 93 * sizeof(void*));
+  uint64_t contextKey = 0;
+  ASSERT_EQ(reinterpret_cast<CUresult (*)(CUcontext, uint64_t*)>(table8[4])(primary, &contextKey),
+            CUDA_SUCCESS);
+  unsigned long long contextId = 0;
+  ASSERT_EQ(CU(cuCtxGetId, CUcontext, unsigned long long*)(primary, &contextId), CUDA_SUCCESS);
+  EXPECT_EQ(contextKey, contextId);
+  CUstream keyed = nullptr;
+  ASSERT_EQ(CU(cuStreamCreate, CUstream*, unsigned)(&keyed, 0), CUDA_SUCCESS);
+  void* object = nullptr;
+  ASSERT_EQ(reinterpret_cast<CUresult (*)(CUcontext, CUstream, void**, int)>(table8[51])(
+                primary, keyed, &object, 0),
+            CUDA_SUCCESS);
+  uint64_t streamId = 0;
+  ASSERT_EQ(reinterpret_cast<CUresult (*)(CUcontext, const void*, uint64_t*)>(table8[39])(
+                primary, object, &streamId),
+            CUDA_SUCCESS);
+  unsigned long long expectedId = 0;
+  ASSERT_EQ(CU(cuStreamGetId, CUstream, unsigned long long*)(keyed, &expectedId), CUDA_SUCCESS);
+  EXPECT_EQ(streamId, expectedId);
+  EXPECT_EQ(CU(cuStreamDestroy, CUstream)(keyed), CUDA_SUCCESS);
+  // Table 4 slot 2: the current context.
+  auto table4 = exportTable({0x42, 0xd8, 0x5a, 0x81, 0x23, 0xf6, 0xcb, 0x47, 0x82, 0x98, 0xf6, 0xe7,
+                             0x8a, 0x3a, 0xec, 0xdc});
+  CUcontext current = nullptr;
+  ASSERT_EQ(reinterpret_cast<CUresult (*)(CUcontext*)>(table4[2])(&current), CUDA_SUCCESS);
+  EXPECT_EQ(current, primary);
 
   auto table3 = exportTable({0xa0, 0x94, 0x79, 0x8c, 0x2e, 0x74, 0x2e, 0x74, 0x93, 0xf2, 0x08, 0x00,
                              0x20, 0x0c, 0x0a, 0x66});
