@@ -171,9 +171,16 @@ Result<CompletionPtr> Context::enqueue(Stream& stream, std::string name,
 }
 
 Status Context::refuseWhileCapturing() {
+  // cuCtxRecordEvent / cuCtxWaitEvent: "the call will invalidate all the conflicting captures".
+  bool capturing = false;
   for (Stream* stream : allStreams())
-    if (stream->capture())
-      return makeError(ErrorCode::StreamCaptureUnsupported, "a stream of the context is capturing");
+    if (CaptureStatePtr capture = stream->capture()) {
+      capture->invalidated = true;
+      capturing = true;
+    }
+  if (capturing)
+    return makeError(ErrorCode::StreamCaptureUnsupported,
+                     "a stream of the context is capturing (its capture is invalidated)");
   return Status::success();
 }
 
@@ -199,6 +206,14 @@ Status Context::recordAllWork(Event& event) {
 
 Status Context::waitForEvent(const Event& event) {
   ROCUDA_TRY(refuseWhileCapturing());
+  // An event last recorded in a capture stands for a node of that capture: the capture is
+  // invalidated too.
+  if (CaptureStatePtr capture = event.captureRecord(nullptr);
+      capture && capture->origin != nullptr && capture->origin->capture() == capture) {
+    capture->invalidated = true;
+    return makeError(ErrorCode::StreamCaptureUnsupported,
+                     "the event is part of an ongoing capture (the capture is invalidated)");
+  }
   CompletionPtr completion = event.completion();
   if (!completion) return Status::success();  // never recorded: nothing to wait for
   std::lock_guard lock(mutex_);
@@ -240,6 +255,14 @@ void Context::drain() {
   for (Stream* stream : allStreams())
     if (auto tail = stream->tail()) tail->wait();
   if (auto tail = legacy_->tail()) tail->wait();
+  // cuCtxRecordEvent's records are work of the context too (they follow everything above).
+  Stream* records = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    records = recordStream_.get();
+  }
+  if (records != nullptr)
+    if (auto tail = records->tail()) tail->wait();
 }
 
 void Context::reset() {

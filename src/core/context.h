@@ -98,7 +98,8 @@ class Context : public Object {
 
  private:
   std::vector<Stream*> allStreams();
-  // StreamCaptureUnsupported while a stream of the context is capturing.
+  // StreamCaptureUnsupported while a stream of the context is capturing, whose capture it
+  // invalidates (cuCtxRecordEvent / cuCtxWaitEvent).
   Status refuseWhileCapturing();
   // Removes the idle retired streams from retiredStreams_ (the caller destroys them unlocked).
   std::vector<std::unique_ptr<Stream>> takeIdleRetiredStreams();

@@ -250,13 +250,14 @@ ROCUDA_EXPORT CUresult cuCtxDetach(CUcontext ctx) {
 // cuCtxRecordEvent / cuCtxWaitEvent: an event over everything the context has queued, and a
 // wait that every later operation of the context honours (core::Context::recordAllWork).
 namespace {
-api::Outcome contextAndEvent(CUcontext hCtx, CUevent hEvent, core::Context*& context,
-                             core::Event*& event) {
+// A record needs the event of the same context; a wait takes one of any context or device.
+api::Outcome contextAndEvent(CUcontext hCtx, CUevent hEvent, bool sameContext,
+                             core::Context*& context, core::Event*& event) {
   Result<core::Context*> found = hCtx != nullptr ? api::lookupContext(hCtx) : api::currentContext();
   if (!found) return found.error();
   Result<core::Event*> e = api::lookupEvent(hEvent);
   if (!e) return e.error();
-  if (&(*e)->context() != *found)
+  if (sameContext && &(*e)->context() != *found)
     return {CUDA_ERROR_INVALID_HANDLE, "the event belongs to another context"};
   context = *found;
   event = *e;
@@ -268,7 +269,7 @@ ROCUDA_EXPORT CUresult cuCtxRecordEvent(CUcontext hCtx, CUevent hEvent) {
   return ROCUDA_API((hCtx, hEvent), [&]() -> api::Outcome {
     core::Context* context = nullptr;
     core::Event* event = nullptr;
-    if (api::Outcome ok = contextAndEvent(hCtx, hEvent, context, event); !ok.ok()) return ok;
+    if (api::Outcome ok = contextAndEvent(hCtx, hEvent, true, context, event); !ok.ok()) return ok;
     return context->recordAllWork(*event);
   });
 }
@@ -277,7 +278,7 @@ ROCUDA_EXPORT CUresult cuCtxWaitEvent(CUcontext hCtx, CUevent hEvent) {
   return ROCUDA_API((hCtx, hEvent), [&]() -> api::Outcome {
     core::Context* context = nullptr;
     core::Event* event = nullptr;
-    if (api::Outcome ok = contextAndEvent(hCtx, hEvent, context, event); !ok.ok()) return ok;
+    if (api::Outcome ok = contextAndEvent(hCtx, hEvent, false, context, event); !ok.ok()) return ok;
     return context->waitForEvent(*event);
   });
 }

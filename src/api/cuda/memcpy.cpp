@@ -326,10 +326,16 @@ Outcome copyBatch(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t co
   if (Result<core::Stream*> s = resolveBatchStream(stream, variant); !s) return s.error();
   Outcome ok = checkAttributes(count, attrs, attrsIdxs, numAttrs);
   if (!ok.ok()) return ok;
+  size_t attribute = 0;  // the entry of attrs that copy i follows
   for (size_t i = 0; i < count; ++i) {
+    while (attribute + 1 < numAttrs && attrsIdxs[attribute + 1] <= i) ++attribute;
+    // DURING_API_CALL: "all accesses must be complete before the API call returns". The copy
+    // then completes in stream order before the call returns (later work may reuse the source).
+    bool async = attrs[attribute].srcAccessOrder != CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL;
     ok = checkAnyPointer(asPointer(dsts[i]), sizes[i], "dsts[i]");
     if (ok.ok()) ok = checkAnyPointer(asPointer(srcs[i]), sizes[i], "srcs[i]");
-    if (ok.ok()) ok = copy(asPointer(dsts[i]), asPointer(srcs[i]), sizes[i], stream, variant, true);
+    if (ok.ok())
+      ok = copy(asPointer(dsts[i]), asPointer(srcs[i]), sizes[i], stream, variant, async);
     if (!ok.ok()) {
       if (failIdx != nullptr) *failIdx = i;
       return ok;
@@ -398,7 +404,8 @@ Outcome copy3DBatch(size_t numOps, CUDA_MEMCPY3D_BATCH_OP* ops, size_t* failIdx,
         ok = dst.error();
       else
         ok = copy3D(*dst, *src, op.extent.width * *element, op.extent.height, op.extent.depth,
-                    stream, variant, true);
+                    stream, variant,
+                    op.srcAccessOrder != CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL);
     }
     if (!ok.ok()) {
       if (failIdx != nullptr) *failIdx = i;

@@ -195,6 +195,15 @@ ROCUDA_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
   });
 }
 
+namespace {
+// cuMemGetMemPool and cuMemSetMemPool document INVALID_VALUE, not NOT_SUPPORTED: a location
+// with no pool on this platform (host, managed) is an invalid one for them.
+api::Outcome noPoolThere(const Error& error) {
+  if (error.code == ErrorCode::NotSupported) return {CUDA_ERROR_INVALID_VALUE, error.message};
+  return error;
+}
+}  // namespace
+
 ROCUDA_EXPORT CUresult cuMemGetDefaultMemPool(CUmemoryPool* pool_out, CUmemLocation* location,
                                               CUmemAllocationType type) {
   return ROCUDA_API((pool_out, location, type), [&]() -> api::Outcome {
@@ -211,7 +220,7 @@ ROCUDA_EXPORT CUresult cuMemGetMemPool(CUmemoryPool* pool, CUmemLocation* locati
   return ROCUDA_API((pool, location, type), [&]() -> api::Outcome {
     if (pool == nullptr) return api::invalidValue("pool is NULL");
     Result<core::Device*> device = api::poolLocation(location, type);
-    if (!device) return device.error();
+    if (!device) return noPoolThere(device.error());
     *pool = api::toHandle((*device)->currentMemPool());
     return {};
   });
@@ -221,7 +230,7 @@ ROCUDA_EXPORT CUresult cuMemSetMemPool(CUmemLocation* location, CUmemAllocationT
                                        CUmemoryPool pool) {
   return ROCUDA_API((location, type, pool), [&]() -> api::Outcome {
     Result<core::Device*> device = api::poolLocation(location, type);
-    if (!device) return device.error();
+    if (!device) return noPoolThere(device.error());
     Result<core::MemoryPool*> found = api::lookupPool(pool);
     if (!found) return found.error();
     if (&(*found)->device() != *device)

@@ -901,6 +901,43 @@ TEST_F(Driver, ContextWideEventRecordsAndWaits) {
   EXPECT_TRUE(after.load());
   EXPECT_EQ(CU(cuCtxRecordEvent, CUcontext, CUevent)(reinterpret_cast<CUcontext>(&gate), all),
             CUDA_ERROR_INVALID_CONTEXT);
+  // A synchronization of the context covers its context-wide records.
+  gate.store(false);
+  ASSERT_EQ(hostFunc(gated, CUDA_CB_waitForGate, &gate), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuCtxRecordEvent, CUcontext, CUevent)(context_, all), CUDA_SUCCESS);
+  gate.store(true);
+  ASSERT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuEventQuery, CUevent)(all), CUDA_SUCCESS);
+
+  // Another context may wait for this context's event ("hEvent may be from a different
+  // context"); it may not record into it.
+  CUcontext second = nullptr;
+  ASSERT_EQ(proc<CUresult (*)(CUcontext*, unsigned, CUdevice)>("cuCtxCreate", 3020)(&second, 0, 0),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuCtxSetCurrent, CUcontext)(context_), CUDA_SUCCESS);  // creation made it current
+  EXPECT_EQ(CU(cuCtxWaitEvent, CUcontext, CUevent)(second, all), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuCtxRecordEvent, CUcontext, CUevent)(second, all), CUDA_ERROR_INVALID_HANDLE);
+  // While a stream of the context captures, both refuse and invalidate the capture.
+  CUstream capturing = nullptr;
+  ASSERT_EQ(createStream(&capturing, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  auto beginCapture = CU(cuStreamBeginCapture, CUstream, CUstreamCaptureMode);
+  auto isCapturing = CU(cuStreamIsCapturing, CUstream, CUstreamCaptureStatus*);
+  auto endCapture = CU(cuStreamEndCapture, CUstream, CUgraph*);
+  for (bool record : {true, false}) {
+    ASSERT_EQ(beginCapture(capturing, CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+    CUresult refused = record ? CU(cuCtxRecordEvent, CUcontext, CUevent)(context_, all)
+                              : CU(cuCtxWaitEvent, CUcontext, CUevent)(context_, all);
+    EXPECT_EQ(refused, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    ASSERT_EQ(isCapturing(capturing, &status), CUDA_SUCCESS);
+    EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+    CUgraph graph = reinterpret_cast<CUgraph>(&gate);
+    EXPECT_EQ(endCapture(capturing, &graph), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    EXPECT_EQ(graph, nullptr);
+  }
+  EXPECT_EQ(CU(cuStreamDestroy, CUstream)(capturing), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuCtxDestroy, CUcontext)(second), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuCtxSetCurrent, CUcontext)(context_), CUDA_SUCCESS);
   EXPECT_EQ(CU(cuEventDestroy, CUevent)(all), CUDA_SUCCESS);
   EXPECT_EQ(CU(cuStreamDestroy, CUstream)(gated), CUDA_SUCCESS);
   EXPECT_EQ(CU(cuStreamDestroy, CUstream)(other), CUDA_SUCCESS);

@@ -507,6 +507,10 @@ TEST_F(Driver, MemPoolsByLocation) {
   EXPECT_EQ(getCurrent(&pool, &badDevice, CU_MEM_ALLOCATION_TYPE_PINNED),
             CUDA_ERROR_INVALID_DEVICE);
   EXPECT_EQ(setCurrent(&device, CU_MEM_ALLOCATION_TYPE_PINNED, nullptr), CUDA_ERROR_INVALID_VALUE);
+  // Get/set document INVALID_VALUE only: a location or type no pool of this platform matches.
+  EXPECT_EQ(getCurrent(&pool, &host, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(setCurrent(&host, CU_MEM_ALLOCATION_TYPE_PINNED, legacy), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(setCurrent(&device, CU_MEM_ALLOCATION_TYPE_MANAGED, legacy), CUDA_ERROR_INVALID_VALUE);
 }
 
 }  // namespace

@@ -2,9 +2,12 @@
 // loaded with dlopen and reached through cuGetProcAddress as cudart reaches them.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "rocuda/cuda_abi.h"
@@ -300,6 +303,36 @@ TEST_F(Textures, BatchAsyncCopiesEachPair) {
   EXPECT_EQ(batch(dsts, srcs, sizes, 0, &attr, &index, 1, stream), CUDA_ERROR_INVALID_VALUE);
   sizes[0] = 1000;  // beyond the allocation
   EXPECT_EQ(batch(dsts, srcs, sizes, 3, &attr, &index, 1, stream), CUDA_ERROR_INVALID_VALUE);
+
+  // DURING_API_CALL: the source (pinned, behind a busy stream) is read before the call returns,
+  // so it may be overwritten at once.
+  void* pinned = nullptr;
+  ASSERT_EQ(CU(cuMemAllocHost, void**, size_t)(&pinned, 16), CUDA_SUCCESS);
+  std::memset(pinned, 'z', 16);
+  std::atomic<bool> gate{false};
+  ASSERT_EQ(CU(cuLaunchHostFunc, CUstream, CUhostFn, void*)(
+                stream,
+                [](void* g) {
+                  while (!static_cast<std::atomic<bool>*>(g)->load()) usleep(1000);
+                },
+                &gate),
+            CUDA_SUCCESS);
+  std::thread opener([&gate] {
+    usleep(20000);
+    gate.store(true);
+  });
+  attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL;
+  CUdeviceptr pinnedDst[1] = {device};
+  CUdeviceptr pinnedSrc[1] = {reinterpret_cast<CUdeviceptr>(pinned)};
+  size_t pinnedSize[1] = {16};
+  ASSERT_EQ(batch(pinnedDst, pinnedSrc, pinnedSize, 1, &attr, &index, 1, stream), CUDA_SUCCESS);
+  std::memset(pinned, 'q', 16);
+  opener.join();
+  ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(stream), CUDA_SUCCESS);
+  char copied[16] = {};
+  ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(copied, device, 16), CUDA_SUCCESS);
+  for (char c : copied) EXPECT_EQ(c, 'z');
+  EXPECT_EQ(CU(cuMemFreeHost, void*)(pinned), CUDA_SUCCESS);
   EXPECT_EQ(CU(cuStreamDestroy, CUstream)(stream), CUDA_SUCCESS);
   EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(device), CUDA_SUCCESS);
 }
