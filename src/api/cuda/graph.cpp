@@ -70,10 +70,7 @@ Outcome beginCaptureToGraph(CUstream h, CUgraph hGraph, const CUgraphNode* depen
     graph = *target;
     Outcome collected = collectDependencies(*graph, dependencies, count, &nodes);
     if (!collected.ok()) return collected;
-    if (edgeData != nullptr)
-      for (size_t i = 0; i < count; ++i)
-        if (edgeData[i].type != 0 || edgeData[i].from_port != 0 || edgeData[i].to_port != 0)
-          return {CUDA_ERROR_NOT_SUPPORTED, "only default edges are supported"};
+    if (Outcome edges = checkEdgeData(edgeData, count); !edges.ok()) return edges;
   }
   return captureOutcome(core::beginCapture(**stream, static_cast<unsigned>(mode), graph, nodes));
 }
@@ -109,10 +106,7 @@ Outcome updateCaptureDependencies(CUstream h, CUgraphNode* dependencies,
   std::vector<core::GraphNode*> nodes;
   Outcome collected = collectDependencies(*capture->graph, dependencies, count, &nodes);
   if (!collected.ok()) return collected;
-  if (edgeData != nullptr)
-    for (size_t i = 0; i < count; ++i)
-      if (edgeData[i].type != 0 || edgeData[i].from_port != 0 || edgeData[i].to_port != 0)
-        return {CUDA_ERROR_NOT_SUPPORTED, "only default edges are supported"};
+  if (Outcome edges = checkEdgeData(edgeData, count); !edges.ok()) return edges;
   return captureOutcome(core::updateCaptureDependencies(**stream, nodes, flags == 1));
 }
 
@@ -251,9 +245,8 @@ Outcome changeEdges(CUgraph hGraph, const CUgraphNode* from, const CUgraphNode* 
     return {CUDA_ERROR_NOT_SUPPORTED, "edges of a graph with memory nodes cannot be deleted"};
   std::vector<std::pair<core::GraphNode*, core::GraphNode*>> pairs;
   for (size_t i = 0; i < count; ++i) {
-    if (edgeData != nullptr &&
-        (edgeData[i].type != 0 || edgeData[i].from_port != 0 || edgeData[i].to_port != 0))
-      return {CUDA_ERROR_NOT_SUPPORTED, "only default edges are supported"};
+    if (Outcome edges = checkEdgeData(edgeData == nullptr ? nullptr : edgeData + i, 1); !edges.ok())
+      return edges;
     Result<core::GraphNode*> a = lookupNode(from[i]);
     if (!a) return a.error();
     Result<core::GraphNode*> b = lookupNode(to[i]);

@@ -20,6 +20,11 @@ inline cuda::CUgraphNode nodeHandle(const core::GraphNode* node) {
 }
 
 // The dependency list of an add call: every entry a node of `graph`.
+// Edge data of graph and capture calls (NULL: default edges): malformed data is INVALID_VALUE
+// (a to_port, which no node type defines; unknown ports, types or reserved bytes); programmatic
+// edges, which Rocuda does not run, are NOT_SUPPORTED.
+Outcome checkEdgeData(const cuda::CUgraphEdgeData* edges, size_t count);
+
 Outcome collectDependencies(core::Graph& graph, const cuda::CUgraphNode* dependencies, size_t count,
                             std::vector<core::GraphNode*>* out);
 

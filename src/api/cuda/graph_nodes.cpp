@@ -452,6 +452,22 @@ Result<core::GraphNode*> lookupNode(CUgraphNode handle) {
   return makeError(ErrorCode::InvalidValue, "not a graph node");
 }
 
+Outcome checkEdgeData(const CUgraphEdgeData* edges, size_t count) {
+  if (edges == nullptr) return {};
+  constexpr unsigned char kProgrammaticPort = 1, kLaunchOrderPort = 2, kProgrammaticType = 1;
+  for (size_t i = 0; i < count; ++i) {
+    const CUgraphEdgeData& e = edges[i];
+    for (unsigned char byte : e.reserved)
+      if (byte != 0) return invalidValue("CUgraphEdgeData::reserved must be zero");
+    if (e.to_port != 0) return invalidValue("no node type defines a non-zero to_port");
+    if (e.from_port > kLaunchOrderPort || e.type > kProgrammaticType)
+      return invalidValue("unknown edge port or type");
+    if (e.type != 0 || e.from_port == kProgrammaticPort || e.from_port == kLaunchOrderPort)
+      return {CUDA_ERROR_NOT_SUPPORTED, "programmatic edges are not supported"};
+  }
+  return {};
+}
+
 Outcome collectDependencies(core::Graph& graph, const CUgraphNode* dependencies, size_t count,
                             std::vector<core::GraphNode*>* out) {
   if (count > 0 && dependencies == nullptr) return invalidValue("dependencies is NULL");
@@ -518,8 +534,16 @@ Outcome setNodeParams(core::GraphNode& node, CUgraphNodeParams& params, bool exe
   if (static_cast<int>(node.type()) != params.type)
     return invalidValue("the parameters are for another node type");
   core::GraphNodeContent& target = node.content();
+  // "Modifying parameters is not supported for node types CU_GRAPH_NODE_TYPE_MEM_ALLOC and
+  // CU_GRAPH_NODE_TYPE_MEM_FREE".
   if (node.type() == core::GraphNodeType::MemAlloc || node.type() == core::GraphNodeType::MemFree)
-    return invalidValue("memory node parameters cannot be changed");
+    return {CUDA_ERROR_NOT_SUPPORTED, "memory node parameters cannot be changed"};
+  // cuGraphExecMemcpyNodeSetParams: "Zero-length operations are not supported."
+  if (executable && node.type() == core::GraphNodeType::Memcpy) {
+    const CUDA_MEMCPY3D& copy = params.memcpy.copyParams;
+    if (copy.WidthInBytes == 0 || copy.Height == 0 || copy.Depth == 0)
+      return invalidValue("an executable graph's copy cannot become empty");
+  }
   const std::map<int, CUlaunchAttributeValue>* attributes = nullptr;
   if (node.type() == core::GraphNodeType::Kernel && target.params)
     attributes = &static_cast<const KernelPayload*>(target.params.get())->attributes;
@@ -818,11 +842,8 @@ ROCUDA_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode* phGraphNode, CUgraph hGrap
   return ROCUDA_API(
       (phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams), [&] {
         if (nodeParams == nullptr) return api::invalidValue("nodeParams is NULL");
-        if (dependencyData != nullptr)
-          for (size_t i = 0; i < numDependencies; ++i)
-            if (dependencyData[i].from_port != 0 || dependencyData[i].to_port != 0 ||
-                dependencyData[i].type != 0)
-              return Outcome{CUDA_ERROR_NOT_SUPPORTED, "only default edges are supported"};
+        if (Outcome edges = api::checkEdgeData(dependencyData, numDependencies); !edges.ok())
+          return edges;
         return api::addNode(phGraphNode, hGraph, dependencies, numDependencies, *nodeParams);
       });
 }

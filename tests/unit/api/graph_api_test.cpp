@@ -535,6 +535,13 @@ TEST_F(LibCudaGraph, MemoryNodeRestrictionsAndUnfreedAllocations) {
   EXPECT_EQ(CU(cuGraphRemoveDependencies, CUgraph, const CUgraphNode*, const CUgraphNode*, size_t)(
                 graph, &allocNode, &fill, 1),
             CUDA_ERROR_NOT_SUPPORTED);
+  // "Modifying parameters is not supported for node types CU_GRAPH_NODE_TYPE_MEM_ALLOC".
+  CUgraphNodeParams allocParams{};
+  allocParams.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+  allocParams.alloc.poolProps = alloc.poolProps;
+  allocParams.alloc.bytesize = alloc.bytesize;
+  EXPECT_EQ(CU13(cuGraphNodeSetParams, CUgraphNode, CUgraphNodeParams*)(allocNode, &allocParams),
+            CUDA_ERROR_NOT_SUPPORTED);
 
   // Not freed in the graph: each launch leaves the allocation to the program.
   auto instantiate = CU(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long);
@@ -649,6 +656,10 @@ TEST_F(LibCudaGraph, ExecUpdateKeepsCopyKindsAndMemsetShapes) {
   moved.Height = 1;
   moved.Depth = 1;
   EXPECT_EQ(setCopy(exec, copyA, &moved, context_), CUDA_SUCCESS);
+  // "Zero-length operations are not supported."
+  CUDA_MEMCPY3D empty = moved;
+  empty.WidthInBytes = 0;
+  EXPECT_EQ(setCopy(exec, copyA, &empty, context_), CUDA_ERROR_INVALID_VALUE);
   std::vector<uint32_t> before(kN);
   for (size_t i = 0; i < kN; ++i) before[i] = static_cast<uint32_t>(i * 3 + 1);
   ASSERT_EQ(CU(cuMemcpyHtoD, CUdeviceptr, const void*, size_t)(data_, before.data(), kN * 4),
@@ -1023,6 +1034,21 @@ TEST_F(LibCudaGraph, GenericAddNodeAndKernelAttributes) {
   auto addNode = CU13(cuGraphAddNode, CUgraphNode*, CUgraph, const CUgraphNode*,
                       const CUgraphEdgeData*, size_t, CUgraphNodeParams*);
   ASSERT_EQ(addNode(&node, graph, nullptr, nullptr, 0, &params), CUDA_SUCCESS);
+  // Edge data: malformed is INVALID_VALUE, programmatic edges (not run here) NOT_SUPPORTED.
+  CUgraphEdgeData edge{};
+  edge.to_port = 1;
+  CUgraphNode dependent = nullptr;
+  EXPECT_EQ(addNode(&dependent, graph, &node, &edge, 1, &params), CUDA_ERROR_INVALID_VALUE);
+  edge = CUgraphEdgeData{};
+  edge.type = 9;
+  EXPECT_EQ(addNode(&dependent, graph, &node, &edge, 1, &params), CUDA_ERROR_INVALID_VALUE);
+  edge = CUgraphEdgeData{};
+  edge.reserved[2] = 1;
+  EXPECT_EQ(addNode(&dependent, graph, &node, &edge, 1, &params), CUDA_ERROR_INVALID_VALUE);
+  edge = CUgraphEdgeData{};
+  edge.from_port = 1;  // CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC
+  edge.type = 1;       // CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC
+  EXPECT_EQ(addNode(&dependent, graph, &node, &edge, 1, &params), CUDA_ERROR_NOT_SUPPORTED);
   CUgraphNodeParams unsupported{};
   unsupported.type = CU_GRAPH_NODE_TYPE_BATCH_MEM_OP;
   CUgraphNode x = nullptr;
