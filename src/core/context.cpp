@@ -170,8 +170,7 @@ Result<CompletionPtr> Context::enqueue(Stream& stream, std::string name,
   return stream.enqueue(std::move(name), std::move(work), std::move(dependencies));
 }
 
-Status Context::refuseWhileCapturing() {
-  // cuCtxRecordEvent / cuCtxWaitEvent: "the call will invalidate all the conflicting captures".
+Status Context::refuseWhileCapturing(const char* what) {
   bool capturing = false;
   for (Stream* stream : allStreams())
     if (CaptureStatePtr capture = stream->capture()) {
@@ -180,12 +179,14 @@ Status Context::refuseWhileCapturing() {
     }
   if (capturing)
     return makeError(ErrorCode::StreamCaptureUnsupported,
-                     "a stream of the context is capturing (its capture is invalidated)");
+                     std::string(what) +
+                         " while a stream of the context captures (its capture "
+                         "is invalidated)");
   return Status::success();
 }
 
 Status Context::recordAllWork(Event& event) {
-  ROCUDA_TRY(refuseWhileCapturing());
+  ROCUDA_TRY(refuseWhileCapturing("a context-wide event record"));
   std::vector<CompletionPtr> work;
   for (Stream* stream : allStreams())
     if (auto tail = stream->tail()) work.push_back(std::move(tail));
@@ -205,7 +206,7 @@ Status Context::recordAllWork(Event& event) {
 }
 
 Status Context::waitForEvent(const Event& event) {
-  ROCUDA_TRY(refuseWhileCapturing());
+  ROCUDA_TRY(refuseWhileCapturing("a context-wide event wait"));
   // An event last recorded in a capture stands for a node of that capture: the capture is
   // invalidated too.
   if (CaptureStatePtr capture = event.captureRecord(nullptr);
@@ -237,14 +238,7 @@ bool Context::invalidateBlockingCaptures() {
 
 Status Context::synchronize() {
   // A context-wide wait during a capture is a prohibited synchronous call.
-  bool capturing = false;
-  for (Stream* stream : allStreams())
-    if (CaptureStatePtr capture = stream->capture()) {
-      capture->invalidated = true;
-      capturing = true;
-    }
-  if (capturing)
-    return makeError(ErrorCode::StreamCaptureUnsupported, "synchronizing during stream capture");
+  ROCUDA_TRY(refuseWhileCapturing("synchronizing the context"));
   drain();
   takeIdleRetiredStreams().clear();
   device().trimMemPools();  // CUDA's pools release memory at synchronisations

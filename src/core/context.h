@@ -98,9 +98,10 @@ class Context : public Object {
 
  private:
   std::vector<Stream*> allStreams();
-  // StreamCaptureUnsupported while a stream of the context is capturing, whose capture it
-  // invalidates (cuCtxRecordEvent / cuCtxWaitEvent).
-  Status refuseWhileCapturing();
+  // StreamCaptureUnsupported (saying `what`) while a stream of the context is capturing, whose
+  // capture it invalidates: context-wide waits and records (cuCtxSynchronize, cuCtxRecordEvent,
+  // cuCtxWaitEvent) "invalidate all the conflicting captures".
+  Status refuseWhileCapturing(const char* what);
   // Removes the idle retired streams from retiredStreams_ (the caller destroys them unlocked).
   std::vector<std::unique_ptr<Stream>> takeIdleRetiredStreams();
   void setDefaultLimits();

@@ -1,7 +1,8 @@
 // cuGetExportTable: the private ("dark API") tables cudart asks for by GUID. Rocuda offers the
-// seven that CUDA 13's cudart needs (/work/shared/notes/cuda13-driver-contract.md): slots with a
-// known meaning are implemented; every other slot refuses with CUDA_ERROR_NOT_SUPPORTED and a log
-// line, so an unexpected call is visible rather than silently "successful".
+// seven that CUDA 13's cudart needs (/work/shared/notes/cuda13-driver-contract.md) and the tools'
+// context table that cuDNN's runtime and cuBLASLt use: slots with a known meaning are
+// implemented; every other slot refuses with CUDA_ERROR_NOT_SUPPORTED and a log line, so an
+// unexpected call is visible rather than silently "successful".
 #include <array>
 #include <cstring>
 #include <utility>
