@@ -130,6 +130,7 @@ Result<HostObject> compileForHost(std::string_view ptxText, std::string_view mod
     kernel.spinWaitsOnBlockMemory = detail::kernelReaches(*module, kernel.name, {spinWaits.back()});
   }
   if (options.blockFunctions) {
+    detail::sinkCommonStores(*module, **tm, options.optLevel);
     detail::lowerToBlockForms(*module, result.info);
     ROCUDA_TRY(detail::verifiedIr(*module, name, "block-form"));
     detail::optimizeForHost(*module, **tm, options.optLevel, /*unrollLoops=*/false);

@@ -5,6 +5,7 @@
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/IR/InstIterator.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
@@ -19,6 +20,7 @@
 
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace rocuda::compiler::detail {
@@ -133,6 +135,51 @@ void optimizeRoundLoops(llvm::Module& module, llvm::TargetMachine& tm, int optLe
     return;
   }
   late.run(module, passes.mam);
+}
+
+namespace {
+
+// The translator turns an address register into a pointer at each access, so an if/else that
+// stores to one address through both sides holds two `inttoptr` of one value, and LLVM's sinking
+// only merges stores to the same pointer. Each value's casts become one, made where the value is.
+void mergeAddressCasts(llvm::Function& function) {
+  std::unordered_map<llvm::Value*, llvm::SmallVector<llvm::IntToPtrInst*, 2>> casts;
+  for (llvm::Instruction& inst : llvm::instructions(function))
+    if (auto* cast = llvm::dyn_cast<llvm::IntToPtrInst>(&inst))
+      casts[cast->getOperand(0)].push_back(cast);
+  for (auto& [value, group] : casts) {
+    if (group.size() < 2) continue;
+    llvm::IntToPtrInst* kept = group.front();
+    if (auto* def = llvm::dyn_cast<llvm::Instruction>(value)) {
+      auto at = def->getInsertionPointAfterDef();
+      if (!at) continue;  // an invoke's result: leave the casts where they are
+      kept->moveBefore(&**at);
+    } else {
+      kept->moveBefore(&*function.getEntryBlock().getFirstInsertionPt());
+    }
+    for (llvm::IntToPtrInst* other : llvm::ArrayRef(group).drop_front()) {
+      if (other->getType() != kept->getType()) continue;  // another address space
+      other->replaceAllUsesWith(kept);
+      other->eraseFromParent();
+    }
+  }
+}
+
+}  // namespace
+
+void sinkCommonStores(llvm::Module& module, llvm::TargetMachine& tm, int optLevel) {
+  if (optLevel <= 0) return;
+  for (llvm::Function& function : module)
+    if (!function.isDeclaration()) mergeAddressCasts(function);
+  // The default pipelines sink common code only late, after their vectorizer.
+  PassContext passes(tm);
+  llvm::ModulePassManager sink;
+  if (llvm::Error error =
+          passes.pb.parsePassPipeline(sink, "function(simplifycfg<sink-common-insts>)")) {
+    llvm::consumeError(std::move(error));  // a fixed, valid text: cannot happen
+    return;
+  }
+  sink.run(module, passes.mam);
 }
 
 PassContext::PassContext(llvm::TargetMachine& tm, llvm::PipelineTuningOptions tuning)

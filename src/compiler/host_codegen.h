@@ -58,6 +58,11 @@ void canonicalizeNaNResults(llvm::Module& module);
 void optimizeForHost(llvm::Module& module, llvm::TargetMachine& tm, int optLevel,
                      bool unrollLoops = true);
 
+// Before the block forms are built: a store made on both sides of an if/else (a stencil's border
+// copy and its interior value) becomes one store after the join, so that the work-item loop the
+// thread function is inlined into does one masked store per vector instead of two.
+void sinkCommonStores(llvm::Module& module, llvm::TargetMachine& tm, int optLevel);
+
 // After the block forms' optimisation (optimizeForHost): unswitch the rounds' work-item loops on
 // the conditions that became invariant, vectorize the loops that result, then unroll.
 void optimizeRoundLoops(llvm::Module& module, llvm::TargetMachine& tm, int optLevel);

@@ -160,6 +160,13 @@ bool wholeVectorAccess(const ptx::Instruction& inst, size_t elements, unsigned e
          (inst.hasModifier("volatile") || orderingOf(inst) != llvm::AtomicOrdering::NotAtomic);
 }
 
+// f32 and f64 accesses that are neither atomic nor ordered: loaded and stored in their float
+// type (LLVM's loads, stores and bitcasts of floats keep every bit, NaN payloads included).
+bool plainFloatAccess(ScalarType type, llvm::AtomicOrdering order) {
+  return (type == ScalarType::F32 || type == ScalarType::F64) &&
+         order == llvm::AtomicOrdering::NotAtomic;
+}
+
 Status load(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
   Result<size_t> operandCount = operandsBeforeCachePolicy(t, inst);
@@ -197,10 +204,12 @@ Status load(FunctionTranslator& t, const ptx::Instruction& inst) {
         ROCUDA_TRY(t.write(*elements[i], B.CreateExtractElement(ld, i), type));
     return Status::success();
   }
+  // A plain f32/f64 load is made in its float type, as the matching store (see store()).
+  llvm::Type* elementType = plainFloatAccess(type, order) ? t.valueType(type) : ty;
   for (size_t i = 0; i < elements.size(); ++i) {
     if (elements[i]->kind == ptx::Operand::Kind::Sink) continue;
     llvm::Value* p = i == 0 ? ptr : B.CreateConstGEP1_64(t.i8(), ptr, i * size);
-    auto* ld = B.CreateAlignedLoad(ty, p, llvm::Align(size), isVolatile);
+    auto* ld = B.CreateAlignedLoad(elementType, p, llvm::Align(size), isVolatile);
     markSpace(*ld, inst);
     if (order != llvm::AtomicOrdering::NotAtomic && elements.size() == 1) {
       ld->setAtomic(order == llvm::AtomicOrdering::Release ? llvm::AtomicOrdering::Monotonic
@@ -225,12 +234,16 @@ Status store(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto elements = elementsOf(inst.operands()[1]);
   if (elements.size() != inst.vectorWidth) return t.invalid(inst, "vector width mismatch");
   unsigned size = ptx::scalarTypeSize(type);
-  // Stores move bits: read integer-typed so that float registers are not converted.
-  ScalarType bits = ptx::isFloat(type) ? ptx::bitTypeOfSize(size) : type;
   llvm::AtomicOrdering order = orderingOf(inst);
   bool isVolatile = inst.hasModifier("volatile");
   t.checkAccess(inst, ptr, uint64_t(size) * elements.size(), /*write=*/true, inst.space);
   bool whole = wholeVectorAccess(inst, elements.size(), size);
+  // Stores move bits: a register is read as bits of the type's size (never converted). Plain
+  // f32/f64 stores read those bits as the float type, a bitcast: a copy (`out[i] = in[i]`) and
+  // a computed value stored to one place then have one type, so that LLVM can merge the two
+  // stores of an if/else into one (one masked store per vector in a work-item loop, not two).
+  bool asFloat = !whole && plainFloatAccess(type, order);
+  ScalarType bits = ptx::isFloat(type) && !asFloat ? ptx::bitTypeOfSize(size) : type;
   llvm::Value* vector = nullptr;
   if (whole)
     vector = llvm::PoisonValue::get(
@@ -241,7 +254,7 @@ Status store(FunctionTranslator& t, const ptx::Instruction& inst) {
       continue;
     }
     ROCUDA_VALUE(v, t.read(*elements[i], bits));
-    if (ptx::isFloat(type) && elements[i]->kind == ptx::Operand::Kind::Immediate) {
+    if (!asFloat && ptx::isFloat(type) && elements[i]->kind == ptx::Operand::Kind::Immediate) {
       auto fv = t.read(*elements[i], type);  // a float literal: convert to the type's bits
       if (!fv.ok()) return fv.error();
       v = B.CreateBitCast(*fv, t.bitsType(type));

@@ -8,7 +8,10 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <map>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "test_runtime.h"
 
@@ -827,6 +830,90 @@ TEST(CompilerContract, DumpsNeutralAndHostIr) {
   void* p = &out;
   ASSERT_TRUE(launch(*loaded, "contract", {}, {1, 1, 1}, {&p}));
   EXPECT_EQ(out, 99u);
+}
+
+// A stencil's shape: the border threads copy their input, the others store a computed value,
+// both to out[i]. The two stores become one after the if/else before the block forms are built,
+// so the work-item loop the vectorizer widens makes one (masked) store per vector, not two.
+constexpr const char* kCopyOrComputePtx = R"(.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry copyOrCompute(.param .u64 out, .param .u64 in, .param .u32 n)
+{
+  .reg .pred %p<4>;
+  .reg .f32 %f<4>;
+  .reg .b32 %r<6>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u64 %rd2, [in];
+  ld.param.u32 %r1, [n];
+  mov.u32 %r2, %tid.x;
+  setp.ge.u32 %p1, %r2, %r1;
+  @%p1 bra DONE;
+  mul.wide.u32 %rd3, %r2, 4;
+  add.s64 %rd4, %rd2, %rd3;
+  add.s64 %rd5, %rd1, %rd3;
+  ld.global.f32 %f1, [%rd4];
+  setp.eq.u32 %p2, %r2, 0;
+  add.s32 %r3, %r1, -1;
+  setp.eq.u32 %p3, %r2, %r3;
+  or.pred %p2, %p2, %p3;
+  @%p2 bra BORDER;
+  ld.global.f32 %f2, [%rd4+4];
+  ld.global.f32 %f3, [%rd4+-4];
+  add.f32 %f2, %f2, %f3;
+  fma.rn.f32 %f2, %f1, 0f3F000000, %f2;
+  st.global.f32 [%rd5], %f2;
+  bra.uni DONE;
+BORDER:
+  st.global.f32 [%rd5], %f1;
+DONE:
+  ret;
+}
+)";
+
+TEST(CompilerBlockForms, IfElseStoresToOnePlaceBecomeOneStore) {
+  auto dir = std::filesystem::temp_directory_path() / ("rocuda_sink_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  ::setenv("ROCUDA_DUMP", dir.c_str(), 1);
+  auto object = compileForHost(kCopyOrComputePtx, "sink", {});
+  ::unsetenv("ROCUDA_DUMP");
+  ASSERT_TRUE(object.ok()) << object.error().message;
+  std::string block = readFile((dir / "sink.block.ll").string());
+  std::filesystem::remove_all(dir);
+  size_t start = block.find("define void @__rocuda_block_copyOrCompute(");
+  ASSERT_NE(start, std::string::npos) << block;
+  std::string body = block.substr(start, block.find("\n}\n", start) - start);
+  // The copy is a float store like the computed value (f32 accesses keep their type)...
+  EXPECT_EQ(body.find("store i32"), std::string::npos) << body;
+  // ...and each vector loop (on hosts with masked stores; the loops may be unrolled into
+  // several) makes one of them per vector.
+  std::istringstream lines(body);
+  std::string line, label;
+  std::map<std::string, int> maskedStores;
+  while (std::getline(lines, line)) {
+    if (!line.empty() && line[0] != ' ' && line.find(':') != std::string::npos)
+      label = line.substr(0, line.find(':'));
+    if (line.find("@llvm.masked.store") != std::string::npos) ++maskedStores[label];
+  }
+  for (const auto& [vectorBlock, stores] : maskedStores)
+    EXPECT_EQ(stores, 1) << vectorBlock << "\n" << body;
+
+  // And the threads get what they should.
+  auto loaded = compileAndLoad(kCopyOrComputePtx, "sink_run");
+  ASSERT_TRUE(loaded);
+  constexpr uint32_t kN = 77;
+  std::vector<float> in(kN + 1), out(kN + 1, -1.0f);
+  for (uint32_t i = 0; i < kN; ++i) in[i] = float(i * i % 13);
+  float* outPointer = out.data();
+  float* inPointer = in.data();
+  uint32_t n = kN;
+  ASSERT_TRUE(launch(*loaded, "copyOrCompute", {}, {96, 1, 1}, {&outPointer, &inPointer, &n}));
+  for (uint32_t i = 0; i < kN; ++i) {
+    float expected = i == 0 || i == kN - 1 ? in[i] : in[i] * 0.5f + (in[i + 1] + in[i - 1]);
+    EXPECT_EQ(out[i], expected) << i;
+  }
+  EXPECT_EQ(out[kN], -1.0f);  // threads past n store nothing
 }
 
 TEST(CompilerContract, BranchesLoopsAndLocalDepot) {
