@@ -178,6 +178,8 @@ struct LaunchConfig {
   // and its limit; malloc returns NULL past it. Null for kernels that do not call malloc.
   DeviceMallocHeap* mallocHeap = nullptr;
   uint64_t mallocHeapLimit = 0;
+  // The context's CU_LIMIT_STACK_SIZE: each thread's stack (local memory and call frames).
+  uint64_t stackBytesPerThread = 1024;
 };
 
 // What a kernel's compiled code uses, as cuFuncGetAttribute reports it. A field the backend does

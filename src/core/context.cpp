@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <iterator>
+#include <string>
 
 #include "core/platform.h"
 
@@ -301,6 +302,21 @@ uint64_t Context::limit(ContextLimit which) const {
 
 Status Context::setLimit(ContextLimit which, uint64_t value) {
   if (which >= ContextLimit::Count) return makeError(ErrorCode::InvalidValue, "unknown limit");
+  // CU_LIMIT_SHMEM_SIZE and CU_LIMIT_CIG_ENABLED "can only be queried, cannot be set".
+  if (which == ContextLimit::ShmemSize || which == ContextLimit::CigEnabled)
+    return makeError(ErrorCode::InvalidValue, "this limit can only be queried");
+  // A GPU reserves the stack of every thread it can hold at once: a size whose reservation
+  // exceeds the device's memory fails as on NVIDIA's driver (OUT_OF_MEMORY).
+  if (which == ContextLimit::StackSize) {
+    const auto& description = device_.description();
+    uint64_t residentThreads = uint64_t(std::max(description.maxThreadsPerMultiprocessor, 1)) *
+                               uint64_t(std::max(description.multiprocessorCount, 1));
+    if (value > description.totalMemory / residentThreads)
+      return makeError(ErrorCode::OutOfMemory, "a stack of " + std::to_string(value) +
+                                                   " bytes for each of the " +
+                                                   std::to_string(residentThreads) +
+                                                   " threads the device holds exceeds its memory");
+  }
   std::lock_guard lock(mutex_);
   if (which == ContextLimit::PrintfFifoSize && launchedPrintf_)
     return makeError(ErrorCode::InvalidValue,

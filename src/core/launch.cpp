@@ -57,16 +57,14 @@ Status validateConfiguration(const Kernel& kernel, const backends::DeviceDescrip
                          " blocks (__cluster_dims__, .reqnctapercluster); thread block clusters "
                          "of more than one block are not supported");
   // .maxntid bounds the block's total thread count (the dimensions only multiply), as ptxas
-  // compiles the kernel for at most that many: NVIDIA's driver refuses a larger block.
-  if (info.maxntid[0] != 0) {
-    uint64_t limit =
-        uint64_t(info.maxntid[0]) * std::max(1u, info.maxntid[1]) * std::max(1u, info.maxntid[2]);
-    if (threads > limit)
-      return makeError(ErrorCode::InvalidValue,
-                       "kernel '" + info.name + "' is declared for at most " +
-                           std::to_string(limit) + " threads per block (.maxntid); the launch "
-                           "asks for " + std::to_string(threads));
-  }
+  // compiles the kernel for at most that many: NVIDIA's driver refuses a larger block. So do
+  // CU_JIT_MAX_THREADS_PER_BLOCK and the compiled code's own limit (Kernel::maxThreadsPerBlock).
+  if (uint64_t limit = static_cast<uint64_t>(kernel.maxThreadsPerBlock()); threads > limit)
+    return makeError(ErrorCode::InvalidValue,
+                     "kernel '" + info.name + "' is compiled for at most " + std::to_string(limit) +
+                         " threads per block (" +
+                         (info.maxntid[0] != 0 ? ".maxntid" : "its JIT options or code object") +
+                         "); the launch asks for " + std::to_string(threads));
   if (request.sharedBytes > static_cast<uint32_t>(kernel.maxDynamicSharedBytes()) ||
       uint64_t(request.sharedBytes) + kernel.staticSharedBytes() >
           static_cast<uint64_t>(device.sharedMemPerBlockOptin))
@@ -154,6 +152,7 @@ Status launchKernel(Kernel& kernel, Stream& stream, const LaunchRequest& request
                                 request.cooperative};
   config.priority = clampStreamPriority(request.priority.value_or(stream.priority()),
                                         context.device().description());
+  config.stackBytesPerThread = context.limit(ContextLimit::StackSize);
   if (kernel.info().usesDeviceMalloc) {
     config.mallocHeap = &context.mallocHeap();
     config.mallocHeapLimit = context.limit(ContextLimit::MallocHeapSize);
@@ -191,6 +190,7 @@ int blocksPerMultiprocessor(const backends::DeviceDescription& device,
   int threadsPerBlock = warps * device.warpSize;
   long long blocks = std::min(device.maxBlocksPerMultiprocessor,
                               device.maxThreadsPerMultiprocessor / threadsPerBlock);
+  if (dynamicSharedBytes > kernel.maxDynamicSharedBytes) return 0;  // as cuLaunchKernel refuses
   uint64_t shared = kernel.staticSharedBytes + dynamicSharedBytes;
   if (shared > static_cast<uint64_t>(device.sharedMemPerBlockOptin)) return 0;
   shared += reservedSharedBytesPerBlock(device);
@@ -210,6 +210,8 @@ Result<int> maxActiveBlocksPerMultiprocessor(Kernel& kernel, int blockSize,
   footprint.maxThreadsPerBlock = kernel.maxThreadsPerBlock();
   footprint.staticSharedBytes = kernel.staticSharedBytes();
   footprint.registersPerThread = std::max(0, kernel.loaded().resources().registersPerThread);
+  footprint.maxDynamicSharedBytes =
+      static_cast<uint64_t>(std::max(0, kernel.maxDynamicSharedBytes()));
   return blocksPerMultiprocessor(kernel.module().context().device().description(), footprint,
                                  blockSize, dynamicSharedBytes);
 }

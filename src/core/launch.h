@@ -40,6 +40,8 @@ struct KernelFootprint {
   int maxThreadsPerBlock = 0;
   uint64_t staticSharedBytes = 0;
   int registersPerThread = 0;  // 0: the device has no register file to share (the CPU)
+  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: a block asking for more cannot launch.
+  uint64_t maxDynamicSharedBytes = UINT64_MAX;
 };
 
 // Shared memory the driver reserves for every block besides the kernel's own (1 KB from compute

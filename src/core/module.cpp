@@ -80,21 +80,26 @@ Kernel::Kernel(Module& module, backends::LoadedKernel& loaded, uint32_t ptxArch,
 
 int Kernel::maxThreadsPerBlock() const {
   int limit = module_.context().device().description().maxThreadsPerBlock;
-  for (const auto& dims : {info().maxntid, info().reqntid}) {
-    if (dims[0] != 0) {
-      long long product = 1LL * dims[0] * std::max(1u, dims[1]) * std::max(1u, dims[2]);
-      limit = static_cast<int>(std::min<long long>(limit, product));
-    }
-  }
+  // ptxas's --maxntid (CU_JIT_MAX_THREADS_PER_BLOCK) is "ignored for kernels with .maxntid"
+  // unless the directives are overridden (CU_JIT_OVERRIDE_DIRECTIVE_VALUES).
+  const Module::JitRequests& jit = module_.jitRequests();
+  bool jitLimit = jit.maxThreadsPerBlock != 0 && (info().maxntid[0] == 0 || jit.overrideDirectives);
+  if (jitLimit) limit = std::min<int>(limit, static_cast<int>(jit.maxThreadsPerBlock));
+  auto bound = [&limit](const std::array<uint32_t, 3>& dims) {
+    if (dims[0] == 0) return;
+    long long product = 1LL * dims[0] * std::max(1u, dims[1]) * std::max(1u, dims[2]);
+    limit = static_cast<int>(std::min<long long>(limit, product));
+  };
+  if (!jitLimit || !jit.overrideDirectives) bound(info().maxntid);
+  bound(info().reqntid);
   int compiled = loaded_.resources().maxThreadsPerBlock;
   return compiled > 0 ? std::min(limit, compiled) : limit;
 }
 
-int Kernel::maxDynamicSharedBytes() const {
-  if (maxDynamicSharedBytes_ >= 0) return maxDynamicSharedBytes_;
+int Kernel::maxDynamicSharedBytes(Level level) const {
   long long available = 1LL * module_.context().device().description().sharedMemPerBlock -
                         static_cast<long long>(staticSharedBytes());
-  return static_cast<int>(std::max(0LL, available));
+  return maxDynamicShared_.get(level, static_cast<int>(std::max(0LL, available)));
 }
 
 uint64_t Kernel::staticSharedBytes() const {
@@ -146,7 +151,10 @@ Result<Module*> Module::load(Context& context, const void* image, bool isLibrary
     contents->ptx = {std::move(*linked)};
   }
   std::unique_ptr<Module> module(new Module(context, isLibrary));
-  if (contents->ptx.empty()) module->sassOnlyArchs_ = contents->sassArchs;
+  if (contents->ptx.empty()) {
+    module->sassOnlyArchs_ = contents->sassArchs;
+    module->sassKernels_ = std::move(contents->sassKernels);
+  }
   for (const auto& program : contents->ptx) {
     auto loaded = context.device().backend().loadPtx(program.text, program.name);
     if (!loaded.ok()) return loaded.takeError();
@@ -259,7 +267,9 @@ Result<Kernel*> Module::kernel(std::string_view name) {
   std::lock_guard lock(mutex_);
   auto it = kernels_.find(name);
   if (it != kernels_.end()) return it->second.get();
-  if (!sassOnlyArchs_.empty())
+  // A cubin tells its kernels apart: only those are "there, but without PTX".
+  bool inCubin = std::find(sassKernels_.begin(), sassKernels_.end(), name) != sassKernels_.end();
+  if (!sassOnlyArchs_.empty() && (sassKernels_.empty() || inCubin))
     return makeError(ErrorCode::NoBinaryForGpu, fatbin::noPtxMessage(name, sassOnlyArchs_));
   return makeError(ErrorCode::NotFound, "no kernel named '" + std::string(name) + "' in this module");
 }

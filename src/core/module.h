@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -37,23 +38,35 @@ class Kernel : public Object {
   uint32_t ptxArch() const { return ptxArch_; }
   uint64_t constBytes() const { return constBytes_; }
   // The most threads a block of this kernel may have: the device's limit, the PTX's .maxntid /
-  // .reqntid, and the compiled code's own (an AMD code object's flat work-group size).
+  // .reqntid, the module's CU_JIT_MAX_THREADS_PER_BLOCK, and the compiled code's own (an AMD
+  // code object's flat work-group size).
   int maxThreadsPerBlock() const;
   // The static shared memory its blocks use, as CUDA reports it: the compiled code's figure
   // where the device has one (an AMD code object's LDS), else the PTX's; without sm_80's
   // reserved region, which every block has (reservedSharedBytesPerBlock).
   uint64_t staticSharedBytes() const;
 
-  // cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) and friends. Until set,
-  // CUDA's default: the device's shared memory per block less the kernel's static shared memory.
-  int maxDynamicSharedBytes() const;
-  void setMaxDynamicSharedBytes(int bytes) { maxDynamicSharedBytes_ = bytes; }
-  int preferredSharedCarveout() const { return carveout_; }
-  void setPreferredSharedCarveout(int percent) { carveout_ = percent; }
+  // The settable attributes (cuFuncSetAttribute's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+  // and friends) exist at two levels. Set through cuKernelSetAttribute they are the CUkernel's,
+  // which cuKernelGetAttribute "will always return"; set through cuFuncSetAttribute they are the
+  // function's and "override the attribute set by" cuKernelSetAttribute for launches and
+  // cuFuncGetAttribute, whichever came first. Function-level reads give the effective value.
+  enum class Level { Kernel, Function };
+  // Until set, CUDA's default: the device's shared memory per block less the static shared memory.
+  int maxDynamicSharedBytes(Level level = Level::Function) const;
+  void setMaxDynamicSharedBytes(int bytes, Level level) { maxDynamicShared_.set(bytes, level); }
+  int preferredSharedCarveout(Level level = Level::Function) const {
+    return carveout_.get(level, -1);
+  }
+  void setPreferredSharedCarveout(int percent, Level level) { carveout_.set(percent, level); }
   // CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: a permission for cluster launches
   // (which Rocuda refuses beyond one block), kept so that it reads back as set.
-  bool nonPortableClusterSizeAllowed() const { return nonPortableClusters_; }
-  void setNonPortableClusterSizeAllowed(bool allowed) { nonPortableClusters_ = allowed; }
+  bool nonPortableClusterSizeAllowed(Level level = Level::Function) const {
+    return nonPortableClusters_.get(level, 0) != 0;
+  }
+  void setNonPortableClusterSizeAllowed(bool allowed, Level level) {
+    nonPortableClusters_.set(allowed ? 1 : 0, level);
+  }
 
   // The launch configuration of the pre-CUDA-4.0 execution control (cuFuncSetBlockShape,
   // cuFuncSetSharedSize, cuParamSetSize, cuParamSet*), used by cuLaunch / cuLaunchGrid.
@@ -76,9 +89,19 @@ class Kernel : public Object {
   backends::LoadedKernel& loaded_;
   uint32_t ptxArch_;
   uint64_t constBytes_;
-  int maxDynamicSharedBytes_ = -1;  // -1: not set, the default applies
-  int carveout_ = -1;
-  bool nonPortableClusters_ = false;
+  // One settable attribute at both levels; -1: not set at that level.
+  struct LeveledAttribute {
+    std::atomic<int> kernel{-1}, function{-1};
+    void set(int value, Level level) { (level == Level::Kernel ? kernel : function) = value; }
+    int get(Level level, int fallback) const {
+      int f = function, k = kernel;
+      if (level == Level::Function && f >= 0) return f;
+      return k >= 0 ? k : fallback;
+    }
+  };
+  LeveledAttribute maxDynamicShared_;
+  LeveledAttribute carveout_;
+  LeveledAttribute nonPortableClusters_;
   std::mutex legacyMutex_;
   LegacyLaunch legacyLaunch_;
 };
@@ -121,6 +144,18 @@ class Module : public Object {
   Module* moduleView();
   bool isView() const { return viewOf_ != nullptr; }
 
+  // JIT options of cuModuleLoadDataEx / cuLibraryLoadData that shape the compiled kernels:
+  // CU_JIT_MAX_THREADS_PER_BLOCK (0: none), whether it overrides a kernel's own .maxntid
+  // (CU_JIT_OVERRIDE_DIRECTIVE_VALUES), and CU_JIT_CACHE_MODE's "ca" (global loads cached in L1,
+  // as CU_FUNC_ATTRIBUTE_CACHE_MODE_CA reports; the CPU's caches behave so anyway).
+  struct JitRequests {
+    uint32_t maxThreadsPerBlock = 0;
+    bool overrideDirectives = false;
+    bool cacheGlobalLoadsInL1 = false;
+  };
+  void setJitRequests(const JitRequests& requests) { jit_ = requests; }
+  const JitRequests& jitRequests() const { return viewOf_ ? viewOf_->jit_ : jit_; }
+
  private:
   Module(Context& context, bool isLibrary);
 
@@ -130,6 +165,7 @@ class Module : public Object {
   std::vector<std::unique_ptr<backends::LoadedModule>> loaded_;  // one per translation unit
   std::map<std::string, std::unique_ptr<Kernel>, std::less<>> kernels_;
   std::vector<uint32_t> sassOnlyArchs_;  // non-empty when the image carried no PTX
+  std::vector<std::string> sassKernels_;  // a cubin's kernels, when it was one
   std::vector<void*> registeredGlobals_;
   // Libraries: each variable's address and its value as loaded (empty: zero).
   struct InitialValue {
@@ -142,6 +178,7 @@ class Module : public Object {
                                                   const compiler::GlobalInfo& global);
   std::vector<std::string> managedNames_;
   Module* viewOf_ = nullptr;  // set in a library's module view
+  JitRequests jit_;
   std::unique_ptr<Module> view_;
 };
 

@@ -10,7 +10,11 @@ namespace rocuda::fatbin::detail {
 namespace {
 
 constexpr uint16_t kMachineCuda = 190;
+constexpr uint32_t kSectionSymbolTable = 2;
 constexpr uint32_t kSectionNoBits = 8;
+constexpr uint64_t kSymbolSize = 24;          // Elf64_Sym
+constexpr uint8_t kSymbolFunction = 2;        // STT_FUNC
+constexpr uint8_t kCudaEntryFunction = 0x10;  // st_other: a kernel (.entry), not a .func
 constexpr uint16_t kSectionHeaderSize = 64;
 constexpr uint16_t kExtendedIndex = 0xffff;
 
@@ -90,6 +94,29 @@ std::optional<std::string_view> sectionName(const uint8_t* data, size_t size, co
   return std::string_view(s, length);
 }
 
+// The names of a cubin's kernels: its symbol table's functions marked as entries.
+void readCubinKernels(const uint8_t* data, size_t size, const ElfHeader& h,
+                      std::vector<std::string>& kernels) {
+  for (uint64_t i = 0; i < h.sectionCount; ++i) {
+    Section symbols, strings;
+    loadSection(data, size, h, i, symbols);  // in range: readHeader checked the table
+    if (symbols.type != kSectionSymbolTable || symbols.link >= h.sectionCount) continue;
+    loadSection(data, size, h, symbols.link, strings);
+    if (symbols.offset > size || symbols.size > size - symbols.offset) continue;
+    for (uint64_t at = symbols.offset; at + kSymbolSize <= symbols.offset + symbols.size;
+         at += kSymbolSize) {
+      uint32_t name = 0;
+      uint8_t info = 0, other = 0;
+      load(data, size, at, name);
+      load(data, size, at + 4, info);
+      load(data, size, at + 5, other);
+      if ((info & 0xf) != kSymbolFunction || (other & kCudaEntryFunction) == 0) continue;
+      if (std::optional<std::string_view> text = sectionName(data, size, strings, name))
+        kernels.emplace_back(*text);
+    }
+  }
+}
+
 }  // namespace
 
 Status readElf(const uint8_t* data, size_t size, uint32_t targetArch, ImageContents& out) {
@@ -115,7 +142,10 @@ Status readElf(const uint8_t* data, size_t size, uint32_t targetArch, ImageConte
                               "ELF section " + std::string(*name)));
   }
   // A cubin is SASS for one architecture and never carries PTX.
-  if (!sawFatbin && h.machine == kMachineCuda) addSassArch(out, cubinArch(h));
+  if (!sawFatbin && h.machine == kMachineCuda) {
+    addSassArch(out, cubinArch(h));
+    readCubinKernels(data, size, h, out.sassKernels);
+  }
   return Status::success();
 }
 

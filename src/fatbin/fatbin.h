@@ -39,6 +39,9 @@ struct PtxProgram {
 struct ImageContents {
   std::vector<PtxProgram> ptx;      // one per translation unit that carries PTX
   std::vector<uint32_t> sassArchs;  // archs of ELF (SASS) entries seen, sorted, unique
+  // A cubin's kernels (its entry functions' symbols), so that a lookup of another name is told
+  // NotFound rather than "no PTX" (and for diagnostics). Filled for cubins loaded directly.
+  std::vector<std::string> sassKernels;
   // Translation units with NVVM LTO-IR (entry kind 8: `nvcc -dc -arch=lto_NN`) and no PTX, named
   // by their lowest lto_XX. Only NVIDIA's nvJitLink reads LTO-IR.
   std::vector<std::string> ltoIrOnly;

@@ -197,6 +197,13 @@ ROCUDA_EXPORT CUresult cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* ctxCre
                                       unsigned int flags, CUdevice dev) {
   return ROCUDA_API((pctx, ctxCreateParams, flags, dev), [&]() -> api::Outcome {
     if (ctxCreateParams != nullptr) {
+      // "Exactly one of execAffinityParams and cigParams must be non-NULL", with its count.
+      if (ctxCreateParams->numExecAffinityParams < 0 ||
+          (ctxCreateParams->numExecAffinityParams > 0 &&
+           ctxCreateParams->execAffinityParams == nullptr))
+        return api::invalidValue("execAffinityParams and numExecAffinityParams disagree");
+      if (ctxCreateParams->numExecAffinityParams > 0 && ctxCreateParams->cigParams != nullptr)
+        return api::invalidValue("execAffinityParams and cigParams are exclusive");
       if (ctxCreateParams->numExecAffinityParams > 0)
         return {CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY, "execution affinity is not supported"};
       if (ctxCreateParams->cigParams != nullptr)
@@ -311,6 +318,8 @@ ROCUDA_EXPORT CUresult cuCtxSetFlags(unsigned int flags) {
     if (api::Outcome checked = api::checkContextFlags(flags); !checked.ok()) return checked;
     Result<core::Context*> context = api::currentContext();
     if (!context) return context.error();
+    // A primary context's flags are its device's (cuDevicePrimaryCtxGetState reads them there).
+    if ((*context)->isPrimary()) return (*context)->device().setPrimaryFlags(flags);
     (*context)->setFlags(flags);
     return {};
   });

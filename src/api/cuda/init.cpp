@@ -17,6 +17,9 @@ Outcome getProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuint64
   constexpr cuuint64_t kKnownFlags =
       CU_GET_PROC_ADDRESS_LEGACY_STREAM | CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
   if ((flags & ~kKnownFlags) != 0) return invalidValue("unknown flags");
+  // "If the specified CUDA version is greater than the driver version, the API will return
+  // CUDA_ERROR_INVALID_VALUE" (newer runtimes on this driver ask for at most its version).
+  if (cudaVersion > kDriverVersion) return invalidValue("cudaVersion is newer than the driver");
   bool perThread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
   ProcLookup lookup = resolveProc(entryPoints(), symbol, cudaVersion, perThread);
   if (symbolStatus != nullptr) {

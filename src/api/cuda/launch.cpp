@@ -446,7 +446,10 @@ ROCUDA_EXPORT CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t* dynamicSm
     size_t reserved = core::reservedSharedBytesPerBlock(d);
     size_t perBlock = std::min<size_t>(share > reserved ? share - reserved : 0,
                                        static_cast<size_t>(d.sharedMemPerBlockOptin));
-    *dynamicSmemSize = numBlocks > *fit || perBlock < staticBytes ? 0 : perBlock - staticBytes;
+    // At most what the function may use (cuFuncSetAttribute's MAX_DYNAMIC_SHARED_SIZE_BYTES).
+    size_t limit = static_cast<size_t>(std::max(0, (*kernel)->maxDynamicSharedBytes()));
+    *dynamicSmemSize =
+        numBlocks > *fit || perBlock < staticBytes ? 0 : std::min(perBlock - staticBytes, limit);
     return {};
   });
 }

@@ -61,6 +61,26 @@ Outcome checkOptions(unsigned numOptions, const CUjit_option* options, void** va
   return checkJitOptions(numOptions, options);
 }
 
+// cuLinkAddData / cuLinkAddFile: the link's outputs and target belong to cuLinkCreate, and the
+// inputs "do not accept" them.
+Outcome checkInputOptions(unsigned numOptions, const CUjit_option* options, void** values) {
+  if (Outcome checked = checkOptions(numOptions, options, values); !checked.ok()) return checked;
+  for (unsigned i = 0; i < numOptions; ++i) {
+    switch (options[i]) {
+      case CU_JIT_WALL_TIME:
+      case CU_JIT_INFO_LOG_BUFFER:
+      case CU_JIT_ERROR_LOG_BUFFER:
+      case CU_JIT_TARGET_FROM_CUCONTEXT:
+      case CU_JIT_TARGET:
+        return {CUDA_ERROR_INVALID_VALUE, "option " + std::to_string(static_cast<int>(options[i])) +
+                                              " belongs to cuLinkCreate, not to a link input"};
+      default:
+        break;
+    }
+  }
+  return {};
+}
+
 // The failure, also written to the CU_JIT_ERROR_LOG_BUFFER given to cuLinkCreate.
 Outcome fail(LinkState& state, CUresult code, const std::string& message) {
   state.errorLog.write(message);
@@ -132,7 +152,8 @@ Outcome addData(CUlinkState handle, CUjitInputType type, void* data, size_t size
   Result<LinkState*> state = lookupState(handle);
   if (!state) return state.error();
   if (data == nullptr || size == 0) return invalidValue("data is NULL or size 0");
-  if (Outcome checked = checkOptions(numOptions, options, values); !checked.ok()) return checked;
+  if (Outcome checked = checkInputOptions(numOptions, options, values); !checked.ok())
+    return checked;
   return addBytes(**state, type, static_cast<const uint8_t*>(data), size,
                   name != nullptr ? name : "<data>");
 }
@@ -142,7 +163,8 @@ Outcome addFile(CUlinkState handle, CUjitInputType type, const char* path, unsig
   Result<LinkState*> state = lookupState(handle);
   if (!state) return state.error();
   if (path == nullptr) return invalidValue("path is NULL");
-  if (Outcome checked = checkOptions(numOptions, options, values); !checked.ok()) return checked;
+  if (Outcome checked = checkInputOptions(numOptions, options, values); !checked.ok())
+    return checked;
   Result<std::vector<uint8_t>> bytes = platform::readFile(path);
   if (!bytes) return {CUDA_ERROR_FILE_NOT_FOUND, bytes.error().message};
   if (bytes->empty())

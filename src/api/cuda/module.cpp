@@ -23,8 +23,6 @@ Handle toHandle(void* object) {
 
 Result<core::Module*> lookupModule(CUmodule handle) {
   core::Module* module = core::lookupHandle<core::Module>(handle);
-  // A library's code is a module too: cuFuncGetModule answers it for a library's functions.
-  if (module == nullptr) module = core::lookupLibrary(handle);
   if (module == nullptr) return makeError(ErrorCode::InvalidHandle, "not a loaded module");
   return module;
 }
@@ -71,6 +69,31 @@ void writeJitOutputs(unsigned numOptions, const CUjit_option* options, void** va
   }
 }
 
+// The JIT options that shape the loaded kernels (core::Module::JitRequests); the others are
+// log buffers, optimisation levels and hints that leave the code's behaviour as it is.
+core::Module::JitRequests jitRequests(unsigned numOptions, const CUjit_option* options,
+                                      void* const* values) {
+  core::Module::JitRequests requests;
+  if (options == nullptr || values == nullptr) return requests;
+  for (unsigned i = 0; i < numOptions; ++i) {
+    auto value = static_cast<unsigned>(reinterpret_cast<uintptr_t>(values[i]));
+    switch (options[i]) {
+      case CU_JIT_MAX_THREADS_PER_BLOCK:
+        requests.maxThreadsPerBlock = value;
+        break;
+      case CU_JIT_OVERRIDE_DIRECTIVE_VALUES:
+        requests.overrideDirectives = value != 0;
+        break;
+      case CU_JIT_CACHE_MODE:
+        requests.cacheGlobalLoadsInL1 = value == CU_JIT_CACHE_OPTION_CA;
+        break;
+      default:
+        break;
+    }
+  }
+  return requests;
+}
+
 Outcome loadModule(CUmodule* module, const void* image, unsigned numOptions,
                    const CUjit_option* options, void** optionValues) {
   if (module == nullptr || image == nullptr) return invalidValue("NULL argument");
@@ -84,22 +107,35 @@ Outcome loadModule(CUmodule* module, const void* image, unsigned numOptions,
   writeJitOutputs(numOptions, options, optionValues,
                   loaded ? std::string() : loaded.error().message, millisecondsSince(start));
   if (!loaded) return loaded.error();
+  (*loaded)->setJitRequests(jitRequests(numOptions, options, optionValues));
   *module = toHandle<CUmodule>(*loaded);
   return {};
 }
 
+// cuLibraryLoadData / cuLibraryLoadFromFile (`fromFile`); JIT options as cuModuleLoadDataEx's.
 Outcome loadLibrary(CUlibrary* library, const void* code, unsigned numJitOptions,
-                    unsigned numLibraryOptions, const CUlibraryOption* libraryOptions) {
+                    const CUjit_option* jitOptions, void** jitValues, unsigned numLibraryOptions,
+                    const CUlibraryOption* libraryOptions, bool fromFile) {
   if (library == nullptr || code == nullptr) return invalidValue("NULL argument");
+  if (numJitOptions > 0 && (jitOptions == nullptr || jitValues == nullptr))
+    return invalidValue("JIT options missing");
+  if (Outcome known = checkJitOptions(numJitOptions, jitOptions); !known.ok()) return known;
   if (numLibraryOptions > 0 && libraryOptions == nullptr) return invalidValue("options missing");
   for (unsigned i = 0; i < numLibraryOptions; ++i) {
+    // "Specifying this option with cuLibraryLoadFromFile() is invalid".
+    if (libraryOptions[i] == CU_LIBRARY_BINARY_IS_PRESERVED && fromFile)
+      return invalidValue("CU_LIBRARY_BINARY_IS_PRESERVED applies to code in memory only");
     if (libraryOptions[i] != CU_LIBRARY_BINARY_IS_PRESERVED)
       return {CUDA_ERROR_NOT_SUPPORTED, "unsupported library option"};
   }
   Result<core::Context*> context = libraryContext();
   if (!context) return context.error();
+  auto start = std::chrono::steady_clock::now();
   Result<core::Module*> loaded = core::Module::load(**context, code, /*isLibrary=*/true);
+  writeJitOutputs(numJitOptions, jitOptions, jitValues,
+                  loaded ? std::string() : loaded.error().message, millisecondsSince(start));
   if (!loaded) return loaded.error();
+  (*loaded)->setJitRequests(jitRequests(numJitOptions, jitOptions, jitValues));
   *library = toHandle<CUlibrary>(*loaded);
   return {};
 }
@@ -115,7 +151,10 @@ Outcome outputGlobal(CUdeviceptr* dptr, size_t* bytes, core::Module& module, con
   return {};
 }
 
-Outcome functionAttribute(int* pi, CUfunction_attribute attrib, const void* handle) {
+using AttributeLevel = core::Kernel::Level;
+
+Outcome functionAttribute(int* pi, CUfunction_attribute attrib, const void* handle,
+                          AttributeLevel level) {
   if (pi == nullptr) return invalidValue("pi is NULL");
   Result<core::Kernel*> found = lookupKernel(handle);
   if (!found) return found.error();
@@ -150,16 +189,16 @@ Outcome functionAttribute(int* pi, CUfunction_attribute attrib, const void* hand
       *pi = device.computeCapabilityMajor * 10 + device.computeCapabilityMinor;
       return {};
     case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA:
-      *pi = 0;
+      *pi = kernel.module().jitRequests().cacheGlobalLoadsInL1 ? 1 : 0;
       return {};
     case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
-      *pi = kernel.maxDynamicSharedBytes();
+      *pi = kernel.maxDynamicSharedBytes(level);
       return {};
     case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
-      *pi = kernel.preferredSharedCarveout();
+      *pi = kernel.preferredSharedCarveout(level);
       return {};
     case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
-      *pi = kernel.nonPortableClusterSizeAllowed() ? 1 : 0;
+      *pi = kernel.nonPortableClusterSizeAllowed(level) ? 1 : 0;
       return {};
     case CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET:
     case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
@@ -173,7 +212,8 @@ Outcome functionAttribute(int* pi, CUfunction_attribute attrib, const void* hand
   }
 }
 
-Outcome setFunctionAttribute(const void* handle, CUfunction_attribute attrib, int value) {
+Outcome setFunctionAttribute(const void* handle, CUfunction_attribute attrib, int value,
+                             AttributeLevel level) {
   Result<core::Kernel*> found = lookupKernel(handle);
   if (!found) return found.error();
   core::Kernel& kernel = **found;
@@ -184,19 +224,19 @@ Outcome setFunctionAttribute(const void* handle, CUfunction_attribute attrib, in
           1LL * device.sharedMemPerBlockOptin - static_cast<long long>(kernel.staticSharedBytes());
       if (value < 0 || value > available)
         return invalidValue("more dynamic shared memory than the device offers");
-      kernel.setMaxDynamicSharedBytes(value);
+      kernel.setMaxDynamicSharedBytes(value, level);
       return {};
     }
     case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
       if (value < -1 || value > 100) return invalidValue("carveout must be -1..100");
-      kernel.setPreferredSharedCarveout(value);
+      kernel.setPreferredSharedCarveout(value, level);
       return {};
     // Clusters exist from compute capability 9.0 (cuBLAS sets this at start-up there).
     case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
       if (device.computeCapabilityMajor < 9)
         return invalidValue("thread block clusters need compute capability 9.0");
       if (value != 0 && value != 1) return invalidValue("the value must be 0 or 1");
-      kernel.setNonPortableClusterSizeAllowed(value != 0);
+      kernel.setNonPortableClusterSizeAllowed(value != 0, level);
       return {};
     default:
       return invalidValue("attribute cannot be set");
@@ -277,6 +317,10 @@ ROCUDA_EXPORT CUresult cuModuleUnload(CUmodule hmod) {
   return ROCUDA_API((hmod), [&]() -> api::Outcome {
     Result<core::Module*> module = api::lookupModule(hmod);
     if (!module) return module.error();
+    // "Attempting to unload a module which was obtained from the Library Management API such as
+    // cuLibraryGetModule will return CUDA_ERROR_NOT_PERMITTED."
+    if ((*module)->isView())
+      return {CUDA_ERROR_NOT_PERMITTED, "a library's module is unloaded with the library"};
     return core::Module::unload(*module);
   });
 }
@@ -388,8 +432,9 @@ ROCUDA_EXPORT CUresult cuLibraryLoadData(CUlibrary* library, const void* code,
   return ROCUDA_API((library, code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions,
                      libraryOptionValues, numLibraryOptions),
                     [&] {
-                      return api::loadLibrary(library, code, numJitOptions, numLibraryOptions,
-                                              libraryOptions);
+                      return api::loadLibrary(library, code, numJitOptions, jitOptions,
+                                              jitOptionsValues, numLibraryOptions, libraryOptions,
+                                              /*fromFile=*/false);
                     });
 }
 
@@ -405,8 +450,9 @@ ROCUDA_EXPORT CUresult cuLibraryLoadFromFile(CUlibrary* library, const char* fil
                       std::vector<uint8_t> data;
                       api::Outcome read = api::readFile(fileName, data);
                       if (!read.ok()) return read;
-                      return api::loadLibrary(library, data.data(), numJitOptions,
-                                              numLibraryOptions, libraryOptions);
+                      return api::loadLibrary(library, data.data(), numJitOptions, jitOptions,
+                                              jitOptionsValues, numLibraryOptions, libraryOptions,
+                                              /*fromFile=*/true);
                     });
 }
 
@@ -535,8 +581,9 @@ ROCUDA_EXPORT CUresult cuFuncGetModule(CUmodule* hmod, CUfunction hfunc) {
     Result<core::Kernel*> found = api::lookupKernel(hfunc);
     if (!found) return found.error();
     // A library's function (cuKernelGetFunction, the runtime's kernels) answers the library's
-    // code loaded in this context, usable as a module (unloading it is undefined, as documented).
-    *hmod = api::toHandle<CUmodule>(&(*found)->module());
+    // module, the one cuLibraryGetModule gives (cuModuleUnload refuses it).
+    core::Module& owner = (*found)->module();
+    *hmod = api::toHandle<CUmodule>(owner.isLibrary() ? owner.moduleView() : &owner);
     return {};
   });
 }
@@ -546,7 +593,7 @@ ROCUDA_EXPORT CUresult cuKernelGetAttribute(int* pi, CUfunction_attribute attrib
   return ROCUDA_API((pi, attrib, kernel, dev), [&]() -> api::Outcome {
     Result<core::Device*> device = api::lookupDevice(dev);
     if (!device) return device.error();
-    return api::functionAttribute(pi, attrib, kernel);
+    return api::functionAttribute(pi, attrib, kernel, api::AttributeLevel::Kernel);
   });
 }
 
@@ -555,7 +602,7 @@ ROCUDA_EXPORT CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val
   return ROCUDA_API((attrib, val, kernel, dev), [&]() -> api::Outcome {
     Result<core::Device*> device = api::lookupDevice(dev);
     if (!device) return device.error();
-    return api::setFunctionAttribute(kernel, attrib, val);
+    return api::setFunctionAttribute(kernel, attrib, val, api::AttributeLevel::Kernel);
   });
 }
 
@@ -578,13 +625,16 @@ ROCUDA_EXPORT CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, 
 }
 
 ROCUDA_EXPORT CUresult cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunction hfunc) {
-  return ROCUDA_API((pi, attrib, hfunc), [&] { return api::functionAttribute(pi, attrib, hfunc); });
+  return ROCUDA_API((pi, attrib, hfunc), [&] {
+    return api::functionAttribute(pi, attrib, hfunc, api::AttributeLevel::Function);
+  });
 }
 
 ROCUDA_EXPORT CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib,
                                           int value) {
-  return ROCUDA_API((hfunc, attrib, value),
-                    [&] { return api::setFunctionAttribute(hfunc, attrib, value); });
+  return ROCUDA_API((hfunc, attrib, value), [&] {
+    return api::setFunctionAttribute(hfunc, attrib, value, api::AttributeLevel::Function);
+  });
 }
 
 ROCUDA_EXPORT CUresult cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config) {

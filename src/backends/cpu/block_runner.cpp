@@ -15,8 +15,15 @@ namespace rocuda::backends::cpu {
 namespace {
 
 // Each fiber's stack holds the CUDA thread's local memory (.local depots are allocas) and its
-// call frames, so it is sized for deep recursion; pages are only committed when touched.
+// call frames, so it is sized for deep recursion; pages are only committed when touched. A
+// larger CU_LIMIT_STACK_SIZE grows it: host call frames are larger than a GPU's, so four times
+// the limit, plus room for the runtime's own calls.
 constexpr size_t kFiberStackBytes = 256 * 1024;
+
+size_t fiberStackBytes(const GridState& grid) {
+  uint64_t wanted = grid.stackBytesPerThread * 4 + 64 * 1024;
+  return static_cast<size_t>(std::max<uint64_t>(kFiberStackBytes, (wanted + 4095) & ~4095ull));
+}
 
 // Per worker thread, reused from block to block and launch to launch: no allocation per launch.
 struct FreeDeleter {
@@ -121,7 +128,7 @@ bool prepareFibers(BlockState& block, std::vector<std::unique_ptr<ThreadState>>&
   for (uint32_t t = 0; t < count; ++t) {
     threads[t]->waiting = WaitKind::None;
     threads[t]->countedAtNamedBarrier = false;
-    if (!threads[t]->fiber.prepare(kFiberStackBytes, fiberMain, threads[t].get())) {
+    if (!threads[t]->fiber.prepare(fiberStackBytes(*block.grid), fiberMain, threads[t].get())) {
       log::error("cannot allocate a fiber stack for a CUDA thread");
       block.trapped = true;
       return false;

@@ -747,6 +747,7 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
   grid.conditions = config.conditions;
   grid.mallocHeap = config.mallocHeap;
   grid.mallocHeapLimit = config.mallocHeapLimit;
+  grid.stackBytesPerThread = config.stackBytesPerThread;
   grid.module = &static_cast<CpuKernel&>(kernel).module();
   DeviceLaunches deviceLaunches;
   grid.deviceLaunches = &deviceLaunches;

@@ -102,6 +102,7 @@ struct GridState {
   GraphConditions* conditions = nullptr;  // graph launches: for cudaGraphSetConditional
   DeviceMallocHeap* mallocHeap = nullptr;  // LaunchConfig's: device malloc's heap
   uint64_t mallocHeapLimit = 0;
+  uint64_t stackBytesPerThread = 1024;  // LaunchConfig's: CU_LIMIT_STACK_SIZE
 
   // Per-thread entries run as fibers when threads may wait for one another: at barriers and
   // warp collectives, or in spin-waits (the thread waited for may be a later one of the block).

@@ -408,7 +408,20 @@ TEST_F(Driver, LibraryModuleManagedVariablesAndUnifiedFunctions) {
                                                                                 module, "plain"),
             CUDA_SUCCESS);
   EXPECT_EQ(*reinterpret_cast<uint32_t*>(plain), 5u);
-  EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_ERROR_INVALID_HANDLE);
+  // "Attempting to unload a module which was obtained from the Library Management API such as
+  // cuLibraryGetModule will return CUDA_ERROR_NOT_PERMITTED"; the library keeps working.
+  EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_ERROR_NOT_PERMITTED);
+  CUkernel kernel = nullptr;
+  ASSERT_EQ(CU(cuLibraryGetKernel, CUkernel*, CUlibrary, const char*)(&kernel, library, "bump"),
+            CUDA_SUCCESS);
+  CUfunction kernelFunction = nullptr;
+  ASSERT_EQ(CU(cuKernelGetFunction, CUfunction*, CUkernel)(&kernelFunction, kernel), CUDA_SUCCESS);
+  CUmodule owner = nullptr;
+  ASSERT_EQ(CU(cuFuncGetModule, CUmodule*, CUfunction)(&owner, kernelFunction), CUDA_SUCCESS);
+  EXPECT_EQ(owner, module);  // the library's module, as cuLibraryGetModule gives it
+  EXPECT_EQ(CU(cuModuleUnload, CUmodule)(owner), CUDA_ERROR_NOT_PERMITTED);
+  EXPECT_EQ(CU(cuModuleUnload, CUmodule)(reinterpret_cast<CUmodule>(library)),
+            CUDA_ERROR_INVALID_HANDLE);  // a library handle is no module
   EXPECT_EQ(getModule(nullptr, library), CUDA_ERROR_INVALID_VALUE);
 
   void* pointer = nullptr;
@@ -417,6 +430,187 @@ TEST_F(Driver, LibraryModuleManagedVariablesAndUnifiedFunctions) {
   EXPECT_EQ(unified(nullptr, library, "bump"), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(CU(cuLibraryUnload, CUlibrary)(library), CUDA_SUCCESS);
   EXPECT_EQ(getModule(&module, library), CUDA_ERROR_INVALID_HANDLE);
+}
+
+// JIT options that shape the kernels, the library loader's outputs, and the two levels of a
+// kernel's settable attributes, as cuda.h documents them.
+TEST_F(Driver, JitOptionsLibraryLogsAndKernelAttributeLevels) {
+  // CU_JIT_MAX_THREADS_PER_BLOCK: "This limit is guaranteed not to be exceeded in any invocation
+  // of the kernel"; CU_JIT_CACHE_MODE ca is reported by CU_FUNC_ATTRIBUTE_CACHE_MODE_CA.
+  CUjit_option options[] = {CU_JIT_MAX_THREADS_PER_BLOCK, CU_JIT_CACHE_MODE};
+  void* values[] = {reinterpret_cast<void*>(uintptr_t{64}),
+                    reinterpret_cast<void*>(uintptr_t{CU_JIT_CACHE_OPTION_CA})};
+  auto loadEx = CU(cuModuleLoadDataEx, CUmodule*, const void*, unsigned, CUjit_option*, void**);
+  CUmodule module = nullptr;
+  ASSERT_EQ(loadEx(&module, kAddOnePtx, 2, options, values), CUDA_SUCCESS);
+  CUfunction function = nullptr;
+  ASSERT_EQ(
+      CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&function, module, "add_one"),
+      CUDA_SUCCESS);
+  auto attribute = CU(cuFuncGetAttribute, int*, CUfunction_attribute, CUfunction);
+  int value = 0;
+  ASSERT_EQ(attribute(&value, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, function), CUDA_SUCCESS);
+  EXPECT_EQ(value, 64);
+  ASSERT_EQ(attribute(&value, CU_FUNC_ATTRIBUTE_CACHE_MODE_CA, function), CUDA_SUCCESS);
+  EXPECT_EQ(value, 1);
+  CUdeviceptr data = 0;
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&data, 128 * sizeof(uint32_t)), CUDA_SUCCESS);
+  unsigned n = 128;
+  void* args[] = {&data, &n};
+  auto launch = proc<Launch>("cuLaunchKernel", 7000);
+  EXPECT_EQ(launch(function, 1, 1, 1, 128, 1, 1, 0, nullptr, args, nullptr),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(launch(function, 2, 1, 1, 64, 1, 1, 0, nullptr, args, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(data), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
+
+  // cuLibraryLoadData writes the JIT error log as cuModuleLoadDataEx does.
+  using LoadLibrary = CUresult (*)(CUlibrary*, const void*, CUjit_option*, void**, unsigned,
+                                   CUlibraryOption*, void**, unsigned);
+  char log[256] = {};
+  CUjit_option logOptions[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* logValues[] = {log, reinterpret_cast<void*>(uintptr_t{sizeof log})};
+  CUlibrary library = nullptr;
+  const char* bad = ".version 7.0\n.target sm_50\n.address_size 64\n.visible .entry k() { bogus; }";
+  EXPECT_EQ(proc<LoadLibrary>("cuLibraryLoadData")(&library, bad, logOptions, logValues, 2, nullptr,
+                                                   nullptr, 0),
+            CUDA_ERROR_INVALID_PTX);
+  EXPECT_NE(std::string(log).find("bogus"), std::string::npos) << log;
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(logValues[1]), std::strlen(log));
+  // "Specifying this option with cuLibraryLoadFromFile() is invalid".
+  char path[] = "/tmp/rocuda-library-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, kAddOnePtx, std::strlen(kAddOnePtx)),
+            static_cast<ssize_t>(std::strlen(kAddOnePtx)));
+  close(fd);
+  using LoadLibraryFile = CUresult (*)(CUlibrary*, const char*, CUjit_option*, void**, unsigned,
+                                       CUlibraryOption*, void**, unsigned);
+  CUlibraryOption preserved = CU_LIBRARY_BINARY_IS_PRESERVED;
+  void* preservedValue = nullptr;
+  EXPECT_EQ(proc<LoadLibraryFile>("cuLibraryLoadFromFile")(&library, path, nullptr, nullptr, 0,
+                                                           &preserved, &preservedValue, 1),
+            CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(proc<LoadLibraryFile>("cuLibraryLoadFromFile")(&library, path, nullptr, nullptr, 0,
+                                                           nullptr, nullptr, 0),
+            CUDA_SUCCESS);
+  unlink(path);
+
+  // cuKernelSetAttribute's value is what cuKernelGetAttribute "will always return"; the
+  // function's own (cuFuncSetAttribute) overrides it for launches and cuFuncGetAttribute.
+  CUkernel kernel = nullptr;
+  ASSERT_EQ(CU(cuLibraryGetKernel, CUkernel*, CUlibrary, const char*)(&kernel, library, "add_one"),
+            CUDA_SUCCESS);
+  auto kernelSet = CU(cuKernelSetAttribute, CUfunction_attribute, int, CUkernel, CUdevice);
+  auto kernelGet = CU(cuKernelGetAttribute, int*, CUfunction_attribute, CUkernel, CUdevice);
+  ASSERT_EQ(kernelSet(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 1000, kernel, 0),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuKernelGetFunction, CUfunction*, CUkernel)(&function, kernel), CUDA_SUCCESS);
+  ASSERT_EQ(attribute(&value, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, function),
+            CUDA_SUCCESS);
+  EXPECT_EQ(value, 1000);
+  ASSERT_EQ(CU(cuFuncSetAttribute, CUfunction, CUfunction_attribute, int)(
+                function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 2000),
+            CUDA_SUCCESS);
+  ASSERT_EQ(kernelGet(&value, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, kernel, 0),
+            CUDA_SUCCESS);
+  EXPECT_EQ(value, 1000);
+  ASSERT_EQ(attribute(&value, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, function),
+            CUDA_SUCCESS);
+  EXPECT_EQ(value, 2000);
+  ASSERT_EQ(kernelSet(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 3000, kernel, 0),
+            CUDA_SUCCESS);
+  ASSERT_EQ(attribute(&value, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, function),
+            CUDA_SUCCESS);
+  EXPECT_EQ(value, 2000);  // "irrespective of whether the call to cuFuncSetAttribute() is made
+                           // before or after this API call"
+  // The occupancy calculator counts that limit: a block asking for more runs nowhere.
+  auto occupancy = CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, int*, CUfunction, int, size_t);
+  int blocks = -1;
+  ASSERT_EQ(occupancy(&blocks, function, 32, 2001), CUDA_SUCCESS);
+  EXPECT_EQ(blocks, 0);
+  ASSERT_EQ(occupancy(&blocks, function, 32, 2000), CUDA_SUCCESS);
+  EXPECT_GT(blocks, 0);
+  size_t available = 0;
+  ASSERT_EQ(CU(cuOccupancyAvailableDynamicSMemPerBlock, size_t*, CUfunction, int, int)(
+                &available, function, 1, 32),
+            CUDA_SUCCESS);
+  EXPECT_EQ(available, 2000u);
+  EXPECT_EQ(CU(cuLibraryUnload, CUlibrary)(library), CUDA_SUCCESS);
+
+  // cuLinkAddData "does not accept" the link's own outputs and target.
+  auto linkCreate = CU(cuLinkCreate, unsigned, CUjit_option*, void**, CUlinkState*);
+  auto addData = CU(cuLinkAddData, CUlinkState, CUjitInputType, void*, size_t, const char*,
+                    unsigned, CUjit_option*, void**);
+  CUlinkState link = nullptr;
+  ASSERT_EQ(linkCreate(0, nullptr, nullptr, &link), CUDA_SUCCESS);
+  for (CUjit_option refused : {CU_JIT_WALL_TIME, CU_JIT_INFO_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER,
+                               CU_JIT_TARGET_FROM_CUCONTEXT, CU_JIT_TARGET}) {
+    void* none = nullptr;
+    EXPECT_EQ(addData(link, CU_JIT_INPUT_PTX, const_cast<char*>(kAddOnePtx),
+                      std::strlen(kAddOnePtx) + 1, "add_one.ptx", 1, &refused, &none),
+              CUDA_ERROR_INVALID_VALUE)
+        << refused;
+  }
+  EXPECT_EQ(addData(link, CU_JIT_INPUT_PTX, const_cast<char*>(kAddOnePtx),
+                    std::strlen(kAddOnePtx) + 1, "add_one.ptx", 0, nullptr, nullptr),
+            CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuLinkDestroy, CUlinkState)(link), CUDA_SUCCESS);
+}
+
+// Limits, flags and entry-point versions as cuda.h documents them.
+TEST_F(Driver, QueryOnlyLimitsPrimaryFlagsAndNewerEntryPointVersions) {
+  auto setLimit = CU(cuCtxSetLimit, CUlimit, size_t);
+  auto getLimit = CU(cuCtxGetLimit, size_t*, CUlimit);
+  size_t before = 0, after = 0;
+  for (CUlimit queried : {CU_LIMIT_SHMEM_SIZE, CU_LIMIT_CIG_ENABLED}) {
+    ASSERT_EQ(getLimit(&before, queried), CUDA_SUCCESS);
+    EXPECT_EQ(setLimit(queried, 1000), CUDA_ERROR_INVALID_VALUE) << queried;
+    ASSERT_EQ(getLimit(&after, queried), CUDA_SUCCESS);
+    EXPECT_EQ(after, before);  // "can only be queried, cannot be set"
+  }
+  // A stack size no device could hold for all its threads fails, and the limit stays.
+  ASSERT_EQ(setLimit(CU_LIMIT_STACK_SIZE, 64 * 1024), CUDA_SUCCESS);
+  EXPECT_EQ(setLimit(CU_LIMIT_STACK_SIZE, size_t{1} << 40), CUDA_ERROR_OUT_OF_MEMORY);
+  ASSERT_EQ(getLimit(&after, CU_LIMIT_STACK_SIZE), CUDA_SUCCESS);
+  EXPECT_EQ(after, 64u * 1024);
+
+  // "If the specified CUDA version is greater than the driver version, the API will return
+  // CUDA_ERROR_INVALID_VALUE."
+  int driver = 0;
+  ASSERT_EQ(CU(cuDriverGetVersion, int*)(&driver), CUDA_SUCCESS);
+  using GetProc =
+      CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+  auto getProc = proc<GetProc>("cuGetProcAddress", 12000);
+  void* pfn = nullptr;
+  EXPECT_EQ(getProc("cuMemAlloc", &pfn, driver + 10, 0, nullptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(pfn, nullptr);
+  EXPECT_EQ(getProc("cuMemAlloc", &pfn, driver, 0, nullptr), CUDA_SUCCESS);
+  EXPECT_NE(pfn, nullptr);
+
+  // The primary context's flags are one value, whichever call set them.
+  CUcontext primary = nullptr;
+  ASSERT_EQ(CU(cuDevicePrimaryCtxRetain, CUcontext*, CUdevice)(&primary, 0), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuCtxPushCurrent, CUcontext)(primary), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuCtxSetFlags, unsigned)(CU_CTX_SCHED_YIELD), CUDA_SUCCESS);
+  unsigned flags = 0;
+  int active = 0;
+  ASSERT_EQ(CU(cuDevicePrimaryCtxGetState, CUdevice, unsigned*, int*)(0, &flags, &active),
+            CUDA_SUCCESS);
+  EXPECT_EQ(flags & CU_CTX_SCHED_MASK, unsigned{CU_CTX_SCHED_YIELD});
+  ASSERT_EQ(CU(cuCtxSetFlags, unsigned)(0), CUDA_SUCCESS);
+  CUcontext popped = nullptr;
+  ASSERT_EQ(CU(cuCtxPopCurrent, CUcontext*)(&popped), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuDevicePrimaryCtxRelease, CUdevice)(0), CUDA_SUCCESS);
+
+  // cuCtxCreate_v4: a negative affinity count is an invalid parameter.
+  CUexecAffinityParam affinity{};
+  CUctxCreateParams params{&affinity, -1, nullptr};
+  CUcontext created = nullptr;
+  EXPECT_EQ(CU13(cuCtxCreate, CUcontext*, CUctxCreateParams*, unsigned, CUdevice)(&created, &params,
+                                                                                  0, 0),
+            CUDA_ERROR_INVALID_VALUE);
 }
 
 // ---- Documented errors of copies, registration, modules and the linker ----

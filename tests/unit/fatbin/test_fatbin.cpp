@@ -118,6 +118,10 @@ TEST(FatbinReal, CubinIsElfWithoutPtx) {
   ImageContents c = mustRead(bytes, 86);
   EXPECT_TRUE(c.ptx.empty());
   EXPECT_EQ(c.sassArchs, std::vector<uint32_t>{86});
+  // Its kernels, from the symbol table (entries only), so other names are told NotFound.
+  std::vector<std::string> kernels = c.sassKernels;
+  std::sort(kernels.begin(), kernels.end());
+  EXPECT_EQ(kernels, (std::vector<std::string>{"_Z5scalePff", "_Z6addOnePii"}));
   Result<ImageContents> viaPointer = readImage(bytes.data(), 86);
   ASSERT_TRUE(viaPointer.ok()) << viaPointer.error().message;
   EXPECT_EQ(viaPointer->sassArchs, std::vector<uint32_t>{86});
