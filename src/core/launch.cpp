@@ -134,9 +134,14 @@ bool isStickyFailure(ErrorCode code) {
 
 }  // namespace
 
-Status launchKernel(Kernel& kernel, Stream& stream, const LaunchRequest& request) {
+Status launchKernel(Kernel& requested, Stream& stream, const LaunchRequest& request) {
   Context& context = stream.context();
   ROCUDA_TRY(context.stickyError());
+  // A library's kernel (a CUkernel, or its function in another context) runs as loaded into
+  // the stream's context.
+  Result<Kernel*> resolved = requested.forContext(context);
+  if (!resolved) return resolved.error();
+  Kernel& kernel = **resolved;
   if (&kernel.module().context().device() != &context.device())
     return makeError(ErrorCode::InvalidHandle,
                      "kernel '" + kernel.name() + "' was loaded for another device");

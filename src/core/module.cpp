@@ -99,7 +99,7 @@ int Kernel::maxThreadsPerBlock() const {
 int Kernel::maxDynamicSharedBytes(Level level) const {
   long long available = 1LL * module_.context().device().description().sharedMemPerBlock -
                         static_cast<long long>(staticSharedBytes());
-  return maxDynamicShared_.get(level, static_cast<int>(std::max(0LL, available)));
+  return get(&Kernel::maxDynamicShared_, level, static_cast<int>(std::max(0LL, available)));
 }
 
 uint64_t Kernel::staticSharedBytes() const {
@@ -116,6 +116,8 @@ Module::Module(Context& context, bool isLibrary)
       isLibrary_(isLibrary) {}
 
 Module::~Module() {
+  instances_.clear();  // their kernels refer to this library's
+  view_.reset();
   for (void* base : registeredGlobals_) unregisterGlobal(base);
   kernels_.clear();  // kernels refer into loaded_
 }
@@ -137,25 +139,49 @@ std::optional<Module::InitialValue> Module::initialValue(Context& context, void*
   return value;
 }
 
-Result<Module*> Module::load(Context& context, const void* image, bool isLibrary) {
-  if (image == nullptr) return makeError(ErrorCode::InvalidValue, "image is NULL");
+// An image's PTX for `context`'s device (the best arch for its compute capability), the units of
+// an -rdc program linked into one.
+Result<fatbin::ImageContents> readContents(Context& context, const void* image) {
   const auto& description = context.device().description();
   uint32_t arch = static_cast<uint32_t>(description.computeCapabilityMajor * 10 +
                                         description.computeCapabilityMinor);
   auto contents = fatbin::readImage(image, arch);
   if (!contents.ok()) return contents.takeError();
-
   if (contents->relocatable && contents->ptx.size() > 1) {
     Result<fatbin::PtxProgram> linked = linkRelocatableUnits(contents->ptx);
     if (!linked) return linked.takeError();
     contents->ptx = {std::move(*linked)};
   }
+  return std::move(*contents);
+}
+
+Result<Module*> Module::load(Context& context, const void* image, bool isLibrary,
+                             bool imagePreserved) {
+  if (image == nullptr) return makeError(ErrorCode::InvalidValue, "image is NULL");
+  Result<fatbin::ImageContents> contents = readContents(context, image);
+  if (!contents) return contents.takeError();
   std::unique_ptr<Module> module(new Module(context, isLibrary));
-  if (contents->ptx.empty()) {
-    module->sassOnlyArchs_ = contents->sassArchs;
-    module->sassKernels_ = std::move(contents->sassKernels);
+  // A library is loaded again into each other context that uses it (instanceFor): from its
+  // image when the caller keeps it (cudart does, CU_LIBRARY_BINARY_IS_PRESERVED), else from a
+  // copy of its PTX.
+  if (isLibrary && imagePreserved) module->image_ = image;
+  if (isLibrary && !imagePreserved) module->programs_ = contents->ptx;
+  ROCUDA_TRY(module->loadContents(std::move(*contents)));
+  Module* raw = module.release();
+  std::lock_guard lock(modulesMutex());
+  modules().insert(raw);
+  return raw;
+}
+
+Status Module::loadContents(fatbin::ImageContents contents) {
+  Context& context = context_;
+  bool isLibrary = isLibrary_;
+  Module* module = this;
+  if (contents.ptx.empty()) {
+    module->sassOnlyArchs_ = contents.sassArchs;
+    module->sassKernels_ = std::move(contents.sassKernels);
   }
-  for (const auto& program : contents->ptx) {
+  for (const auto& program : contents.ptx) {
     auto loaded = context.device().backend().loadPtx(program.text, program.name);
     if (!loaded.ok()) return loaded.takeError();
     backends::LoadedModule& code = **loaded;
@@ -184,15 +210,67 @@ Result<Module*> Module::load(Context& context, const void* image, bool isLibrary
   }
   log::info("loaded " + std::string(isLibrary ? "library" : "module") + " with " +
             std::to_string(module->kernels_.size()) + " kernel(s) from " +
-            std::to_string(contents->ptx.size()) + " PTX program(s)");
-  Module* raw = module.release();
-  std::lock_guard lock(modulesMutex());
-  modules().insert(raw);
+            std::to_string(contents.ptx.size()) + " PTX program(s)");
+  return Status::success();
+}
+
+Result<Module*> Module::instanceFor(Context& context) {
+  if (viewOf_ != nullptr) return viewOf_->instanceFor(context);
+  if (instanceOf_ != nullptr) return instanceOf_->instanceFor(context);
+  if (!isLibrary_ || &context == &context_) return this;
+  std::lock_guard lock(instancesMutex_);
+  // Instances of destroyed contexts go (a new context may reuse the address, never the id).
+  for (auto it = instances_.begin(); it != instances_.end();) {
+    Context* owner = lookupHandle<Context>(it->second.context);
+    it = owner == nullptr || owner->id() != it->first ? instances_.erase(it) : std::next(it);
+  }
+  if (auto it = instances_.find(context.id()); it != instances_.end())
+    return it->second.module.get();
+  fatbin::ImageContents contents;
+  if (image_ != nullptr) {
+    Result<fatbin::ImageContents> read = readContents(context, image_);
+    if (!read) return read.takeError();
+    contents = std::move(*read);
+  } else {
+    contents.ptx = programs_;
+    contents.sassArchs = sassOnlyArchs_;
+    contents.sassKernels = sassKernels_;
+  }
+  std::unique_ptr<Module> instance(new Module(context, /*isLibrary=*/false));
+  instance->instanceOf_ = this;
+  instance->jit_ = jit_;
+  ROCUDA_TRY(instance->loadContents(std::move(contents)));
+  for (auto& [name, kernel] : instance->kernels_)
+    if (auto own = kernels_.find(name); own != kernels_.end())
+      kernel->libraryKernel_ = own->second.get();
+  log::info("library loaded into context " + std::to_string(context.id()) +
+            " besides its first (context " + std::to_string(context_.id()) + ")");
+  Module* raw = instance.get();
+  instances_.emplace(context.id(), Instance{&context, std::move(instance)});
   return raw;
 }
 
+void Module::dropInstance(Context& context) {
+  std::unique_ptr<Module> dropped;
+  {
+    std::lock_guard lock(instancesMutex_);
+    auto it = instances_.find(context.id());
+    if (it == instances_.end()) return;
+    dropped = std::move(it->second.module);
+    instances_.erase(it);
+  }
+}
+
+Result<Kernel*> Kernel::forContext(Context& context) {
+  Module* library = module_.library();
+  if (library == nullptr || &module_.context() == &context) return this;
+  Result<Module*> instance = library->instanceFor(context);
+  if (!instance) return instance.takeError();
+  return (*instance)->kernel(name());
+}
+
 Status Module::unload(Module* module) {
-  if (module->isView())
+  if (module->fromLibrary())
     return makeError(ErrorCode::InvalidHandle, "a library's module is unloaded with the library");
   {
     std::lock_guard lock(modulesMutex());
@@ -201,7 +279,14 @@ Status Module::unload(Module* module) {
   }
   // Kernels of the module may still run on the context's streams (a launch returns at once):
   // its code goes only once they are done. Their errors stay the context's, for later calls.
+  // So may a library's kernels in the other contexts it was loaded into.
   if (lookupHandle<Context>(&module->context()) != nullptr) (void)module->context().synchronize();
+  {
+    std::lock_guard lock(module->instancesMutex_);
+    for (auto& [id, instance] : module->instances_)
+      if (Context* owner = lookupHandle<Context>(instance.context); owner && owner->id() == id)
+        (void)owner->synchronize();
+  }
   delete module;
   return Status::success();
 }
@@ -220,6 +305,14 @@ void Module::unloadContextModules(Context& context) {
     }
   }
   for (Module* module : owned) delete module;
+  // The libraries loaded into it besides their first context are loaded afresh on next use.
+  std::vector<Module*> libraries;
+  {
+    std::lock_guard lock(modulesMutex());
+    for (Module* module : modules())
+      if (module->isLibrary()) libraries.push_back(module);
+  }
+  for (Module* library : libraries) library->dropInstance(context);
 }
 
 void Module::reinitializeLibraryGlobals(Context& context) {

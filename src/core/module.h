@@ -16,6 +16,7 @@
 
 #include "backends/device_backend.h"
 #include "core/object.h"
+#include "fatbin/fatbin.h"
 #include "support/result.h"
 
 namespace rocuda::core {
@@ -33,6 +34,9 @@ class Kernel : public Object {
 
   Module& module() { return module_; }
   backends::LoadedKernel& loaded() { return loaded_; }
+  // This kernel as loaded into `context`: itself, or for a library's kernel used in another
+  // context, the same kernel of the library's instance there (Module::instanceFor).
+  Result<Kernel*> forContext(Context& context);
   const compiler::KernelInfo& info() const { return loaded_.info(); }
   const std::string& name() const { return info().name; }
   uint32_t ptxArch() const { return ptxArch_; }
@@ -53,19 +57,24 @@ class Kernel : public Object {
   // cuFuncGetAttribute, whichever came first. Function-level reads give the effective value.
   enum class Level { Kernel, Function };
   // Until set, CUDA's default: the device's shared memory per block less the static shared memory.
+  // A library's kernel loaded into another context keeps the kernel level in the library's.
   int maxDynamicSharedBytes(Level level = Level::Function) const;
-  void setMaxDynamicSharedBytes(int bytes, Level level) { maxDynamicShared_.set(bytes, level); }
-  int preferredSharedCarveout(Level level = Level::Function) const {
-    return carveout_.get(level, -1);
+  void setMaxDynamicSharedBytes(int bytes, Level level) {
+    set(&Kernel::maxDynamicShared_, bytes, level);
   }
-  void setPreferredSharedCarveout(int percent, Level level) { carveout_.set(percent, level); }
+  int preferredSharedCarveout(Level level = Level::Function) const {
+    return get(&Kernel::carveout_, level, -1);
+  }
+  void setPreferredSharedCarveout(int percent, Level level) {
+    set(&Kernel::carveout_, percent, level);
+  }
   // CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: a permission for cluster launches
   // (which Rocuda refuses beyond one block), kept so that it reads back as set.
   bool nonPortableClusterSizeAllowed(Level level = Level::Function) const {
-    return nonPortableClusters_.get(level, 0) != 0;
+    return get(&Kernel::nonPortableClusters_, level, 0) != 0;
   }
   void setNonPortableClusterSizeAllowed(bool allowed, Level level) {
-    nonPortableClusters_.set(allowed ? 1 : 0, level);
+    set(&Kernel::nonPortableClusters_, allowed ? 1 : 0, level);
   }
 
   // The launch configuration of the pre-CUDA-4.0 execution control (cuFuncSetBlockShape,
@@ -89,16 +98,22 @@ class Kernel : public Object {
   backends::LoadedKernel& loaded_;
   uint32_t ptxArch_;
   uint64_t constBytes_;
+  friend class Module;
   // One settable attribute at both levels; -1: not set at that level.
   struct LeveledAttribute {
     std::atomic<int> kernel{-1}, function{-1};
-    void set(int value, Level level) { (level == Level::Kernel ? kernel : function) = value; }
-    int get(Level level, int fallback) const {
-      int f = function, k = kernel;
-      if (level == Level::Function && f >= 0) return f;
-      return k >= 0 ? k : fallback;
-    }
   };
+  const Kernel& kernelLevelOwner() const { return libraryKernel_ ? *libraryKernel_ : *this; }
+  int get(LeveledAttribute Kernel::*attribute, Level level, int fallback) const {
+    int f = (this->*attribute).function, k = (kernelLevelOwner().*attribute).kernel;
+    if (level == Level::Function && f >= 0) return f;
+    return k >= 0 ? k : fallback;
+  }
+  void set(LeveledAttribute Kernel::*attribute, int value, Level level) {
+    Kernel& owner = libraryKernel_ ? *libraryKernel_ : *this;
+    (level == Level::Function ? (this->*attribute).function : (owner.*attribute).kernel) = value;
+  }
+  Kernel* libraryKernel_ = nullptr;  // an instance's kernel: the library's own
   LeveledAttribute maxDynamicShared_;
   LeveledAttribute carveout_;
   LeveledAttribute nonPortableClusters_;
@@ -118,7 +133,10 @@ class Module : public Object {
   // Load an image (fatbin wrapper, fatbin container, PTX text; see fatbin::detectImage) into
   // `context`'s device. `isLibrary` marks a CUlibrary handle. Errors: InvalidImage, InvalidPtx,
   // UnsupportedPtx, NoBinaryForGpu (kernels are then reported missing by name on lookup).
-  static Result<Module*> load(Context& context, const void* image, bool isLibrary);
+  // `imagePreserved`: a library's image stays valid until it is unloaded
+  // (CU_LIBRARY_BINARY_IS_PRESERVED), so it is read again for other contexts, not copied.
+  static Result<Module*> load(Context& context, const void* image, bool isLibrary,
+                              bool imagePreserved = false);
   static Status unload(Module* module);
   // cuDevicePrimaryCtxReset: unload every module loaded into `context`. Libraries stay: on
   // NVIDIA they belong to no context (cudart's code is loaded as libraries, and it keeps their
@@ -144,6 +162,17 @@ class Module : public Object {
   Module* moduleView();
   bool isView() const { return viewOf_ != nullptr; }
 
+  // A library is context-independent, as in CUDA: it is loaded for the context current at
+  // cuLibraryLoadData, and into any other context on first use there (a kernel launched or got
+  // as a function there, its module or a global asked for there). The library itself for its
+  // first context, else an instance (a module of that context, owned by the library: its own
+  // variables, kernels whose CUkernel-level attributes are the library's).
+  Result<Module*> instanceFor(Context& context);
+  // The library a module belongs to: itself, the library of a view or of an instance, or null.
+  Module* library() { return isLibrary_ ? this : viewOf_ ? viewOf_ : instanceOf_; }
+  // Obtained from the Library Management API (a view or an instance): cuModuleUnload refuses it.
+  bool fromLibrary() const { return viewOf_ != nullptr || instanceOf_ != nullptr; }
+
   // JIT options of cuModuleLoadDataEx / cuLibraryLoadData that shape the compiled kernels:
   // CU_JIT_MAX_THREADS_PER_BLOCK (0: none), whether it overrides a kernel's own .maxntid
   // (CU_JIT_OVERRIDE_DIRECTIVE_VALUES), and CU_JIT_CACHE_MODE's "ca" (global loads cached in L1,
@@ -158,6 +187,8 @@ class Module : public Object {
 
  private:
   Module(Context& context, bool isLibrary);
+  Status loadContents(fatbin::ImageContents contents);
+  void dropInstance(Context& context);
 
   Context& context_;
   bool isLibrary_;
@@ -179,6 +210,16 @@ class Module : public Object {
   std::vector<std::string> managedNames_;
   Module* viewOf_ = nullptr;  // set in a library's module view
   JitRequests jit_;
+  // A library's way back to its code for other contexts: its image, or a copy of its PTX.
+  const void* image_ = nullptr;
+  std::vector<fatbin::PtxProgram> programs_;
+  Module* instanceOf_ = nullptr;  // set in an instance: the library it was loaded from
+  struct Instance {
+    Context* context;  // checked against the key (the context's id) before use
+    std::unique_ptr<Module> module;
+  };
+  std::mutex instancesMutex_;
+  std::map<uint64_t, Instance> instances_;  // by context id
   std::unique_ptr<Module> view_;
 };
 

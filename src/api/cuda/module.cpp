@@ -115,23 +115,26 @@ Outcome loadModule(CUmodule* module, const void* image, unsigned numOptions,
 // cuLibraryLoadData / cuLibraryLoadFromFile (`fromFile`); JIT options as cuModuleLoadDataEx's.
 Outcome loadLibrary(CUlibrary* library, const void* code, unsigned numJitOptions,
                     const CUjit_option* jitOptions, void** jitValues, unsigned numLibraryOptions,
-                    const CUlibraryOption* libraryOptions, bool fromFile) {
+                    const CUlibraryOption* libraryOptions, void* const* libraryValues,
+                    bool fromFile) {
   if (library == nullptr || code == nullptr) return invalidValue("NULL argument");
   if (numJitOptions > 0 && (jitOptions == nullptr || jitValues == nullptr))
     return invalidValue("JIT options missing");
   if (Outcome known = checkJitOptions(numJitOptions, jitOptions); !known.ok()) return known;
   if (numLibraryOptions > 0 && libraryOptions == nullptr) return invalidValue("options missing");
+  bool preserved = false;  // the caller keeps `code` until cuLibraryUnload (cudart does)
   for (unsigned i = 0; i < numLibraryOptions; ++i) {
     // "Specifying this option with cuLibraryLoadFromFile() is invalid".
     if (libraryOptions[i] == CU_LIBRARY_BINARY_IS_PRESERVED && fromFile)
       return invalidValue("CU_LIBRARY_BINARY_IS_PRESERVED applies to code in memory only");
     if (libraryOptions[i] != CU_LIBRARY_BINARY_IS_PRESERVED)
       return {CUDA_ERROR_NOT_SUPPORTED, "unsupported library option"};
+    preserved = libraryValues != nullptr && libraryValues[i] != nullptr;
   }
   Result<core::Context*> context = libraryContext();
   if (!context) return context.error();
   auto start = std::chrono::steady_clock::now();
-  Result<core::Module*> loaded = core::Module::load(**context, code, /*isLibrary=*/true);
+  Result<core::Module*> loaded = core::Module::load(**context, code, /*isLibrary=*/true, preserved);
   writeJitOutputs(numJitOptions, jitOptions, jitValues,
                   loaded ? std::string() : loaded.error().message, millisecondsSince(start));
   if (!loaded) return loaded.error();
@@ -319,7 +322,7 @@ ROCUDA_EXPORT CUresult cuModuleUnload(CUmodule hmod) {
     if (!module) return module.error();
     // "Attempting to unload a module which was obtained from the Library Management API such as
     // cuLibraryGetModule will return CUDA_ERROR_NOT_PERMITTED."
-    if ((*module)->isView())
+    if ((*module)->fromLibrary())
       return {CUDA_ERROR_NOT_PERMITTED, "a library's module is unloaded with the library"};
     return core::Module::unload(*module);
   });
@@ -434,7 +437,7 @@ ROCUDA_EXPORT CUresult cuLibraryLoadData(CUlibrary* library, const void* code,
                     [&] {
                       return api::loadLibrary(library, code, numJitOptions, jitOptions,
                                               jitOptionsValues, numLibraryOptions, libraryOptions,
-                                              /*fromFile=*/false);
+                                              libraryOptionValues, /*fromFile=*/false);
                     });
 }
 
@@ -452,7 +455,7 @@ ROCUDA_EXPORT CUresult cuLibraryLoadFromFile(CUlibrary* library, const char* fil
                       if (!read.ok()) return read;
                       return api::loadLibrary(library, data.data(), numJitOptions, jitOptions,
                                               jitOptionsValues, numLibraryOptions, libraryOptions,
-                                              /*fromFile=*/true);
+                                              libraryOptionValues, /*fromFile=*/true);
                     });
 }
 
@@ -483,8 +486,11 @@ ROCUDA_EXPORT CUresult cuKernelGetFunction(CUfunction* pFunc, CUkernel kernel) {
     Result<core::Kernel*> found = api::lookupKernel(kernel);
     if (!found) return found.error();
     // "the function handle for the requested kernel and the current context".
-    if (Result<core::Context*> current = api::currentContext(); !current) return current.error();
-    *pFunc = api::toHandle<CUfunction>(*found);
+    Result<core::Context*> current = api::currentContext();
+    if (!current) return current.error();
+    Result<core::Kernel*> function = (*found)->forContext(**current);
+    if (!function) return function.error();
+    *pFunc = api::toHandle<CUfunction>(*function);
     return {};
   });
 }
@@ -494,11 +500,16 @@ ROCUDA_EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUli
   return ROCUDA_API((dptr, bytes, library, name), [&]() -> api::Outcome {
     Result<core::Module*> found = api::lookupLibraryHandle(library);
     if (!found) return found.error();
-    return api::outputGlobal(dptr, bytes, **found, name);
+    // "the global with name name for the requested library library and the current context".
+    Result<core::Module*> instance =
+        core::currentContext() ? (*found)->instanceFor(*core::currentContext()) : *found;
+    if (!instance) return instance.error();
+    return api::outputGlobal(dptr, bytes, **instance, name);
   });
 }
 
-// A library is loaded for one context here (see libraryContext): its module exists for that one.
+// "the module handle associated with the current context": the library loaded there (into a
+// context other than its first on this call, as with lazy loading).
 ROCUDA_EXPORT CUresult cuLibraryGetModule(CUmodule* pMod, CUlibrary library) {
   return ROCUDA_API((pMod, library), [&]() -> api::Outcome {
     if (pMod == nullptr) return api::invalidValue("pMod is NULL");
@@ -506,9 +517,9 @@ ROCUDA_EXPORT CUresult cuLibraryGetModule(CUmodule* pMod, CUlibrary library) {
     if (!found) return found.error();
     Result<core::Context*> context = api::currentContext();
     if (!context) return context.error();
-    if (&(*found)->context() != *context)
-      return {CUDA_ERROR_NOT_FOUND, "the library was not loaded into the current context"};
-    *pMod = api::toHandle<CUmodule>((*found)->moduleView());
+    Result<core::Module*> instance = (*found)->instanceFor(**context);
+    if (!instance) return instance.error();
+    *pMod = api::toHandle<CUmodule>(*instance == *found ? (*found)->moduleView() : *instance);
     return {};
   });
 }

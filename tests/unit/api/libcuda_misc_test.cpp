@@ -756,45 +756,114 @@ TEST_F(Driver, LinkingAnUndefinedFunctionFailsAtComplete) {
   EXPECT_EQ(CU(cuLinkDestroy, CUlinkState)(state), CUDA_SUCCESS);
 }
 
-TEST_F(Driver, LibraryKernelsRunInContextsCreatedAfterTheLoad) {
-  // "the context to launch the kernel on will either be taken from the specified stream hStream
-  // or the current context": a CUkernel is context-independent.
+// A library with a variable its kernel counts in.
+constexpr const char* kCountingLibraryPtx = R"(
+.version 7.0
+.target sm_50
+.address_size 64
+
+.visible .global .align 4 .u32 launches = 100;
+
+.visible .entry count()
+{
+  .reg .b32 %r<3>;
+  ld.global.u32 %r1, [launches];
+  add.s32 %r2, %r1, 1;
+  st.global.u32 [launches], %r2;
+  ret;
+}
+)";
+
+TEST_F(Driver, LibrariesAreLoadedIntoEveryContextThatUsesThem) {
+  // Libraries are context-independent: "the context to launch the kernel on will either be
+  // taken from the specified stream hStream or the current context", and each context has the
+  // library's module "associated with the current context", with its own variables.
   using LoadLibrary = CUresult (*)(CUlibrary*, const void*, CUjit_option*, void**, unsigned,
                                    CUlibraryOption*, void**, unsigned);
   CUlibrary library = nullptr;
-  ASSERT_EQ(proc<LoadLibrary>("cuLibraryLoadData")(&library, kAddOnePtx, nullptr, nullptr, 0,
-                                                   nullptr, nullptr, 0),
+  ASSERT_EQ(proc<LoadLibrary>("cuLibraryLoadData")(&library, kCountingLibraryPtx, nullptr, nullptr,
+                                                   0, nullptr, nullptr, 0),
             CUDA_SUCCESS);
   CUkernel kernel = nullptr;
-  ASSERT_EQ(CU(cuLibraryGetKernel, CUkernel*, CUlibrary, const char*)(&kernel, library, "add_one"),
+  ASSERT_EQ(CU(cuLibraryGetKernel, CUkernel*, CUlibrary, const char*)(&kernel, library, "count"),
             CUDA_SUCCESS);
+  auto getModule = CU(cuLibraryGetModule, CUmodule*, CUlibrary);
+  auto getGlobal = CU(cuLibraryGetGlobal, CUdeviceptr*, size_t*, CUlibrary, const char*);
+  auto getFunction = CU(cuKernelGetFunction, CUfunction*, CUkernel);
+  auto launch = proc<Launch>("cuLaunchKernel", 7000);
+  auto read = [](CUdeviceptr address) {
+    uint32_t value = 0;
+    EXPECT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(&value, address, sizeof value),
+              CUDA_SUCCESS);
+    return value;
+  };
+  CUmodule first = nullptr;
+  CUdeviceptr firstCount = 0;
+  CUfunction firstFunction = nullptr;
+  ASSERT_EQ(getModule(&first, library), CUDA_SUCCESS);
+  ASSERT_EQ(getGlobal(&firstCount, nullptr, library, "launches"), CUDA_SUCCESS);
+  ASSERT_EQ(getFunction(&firstFunction, kernel), CUDA_SUCCESS);
+
   CUcontext created = nullptr;
   ASSERT_EQ(proc<CUresult (*)(CUcontext*, unsigned, CUdevice)>("cuCtxCreate", 3020)(&created, 0, 0),
+            CUDA_SUCCESS);  // current now
+  CUmodule second = nullptr;
+  CUdeviceptr secondCount = 0;
+  CUfunction secondFunction = nullptr;
+  ASSERT_EQ(getModule(&second, library), CUDA_SUCCESS);
+  EXPECT_NE(second, first);
+  CUmodule again = nullptr;
+  ASSERT_EQ(getModule(&again, library), CUDA_SUCCESS);
+  EXPECT_EQ(again, second);
+  ASSERT_EQ(getGlobal(&secondCount, nullptr, library, "launches"), CUDA_SUCCESS);
+  EXPECT_NE(secondCount, firstCount);
+  ASSERT_EQ(getFunction(&secondFunction, kernel), CUDA_SUCCESS);
+  EXPECT_NE(secondFunction, firstFunction);
+  CUmodule owner = nullptr;
+  ASSERT_EQ(CU(cuFuncGetModule, CUmodule*, CUfunction)(&owner, secondFunction), CUDA_SUCCESS);
+  EXPECT_EQ(owner, second);
+  EXPECT_EQ(CU(cuModuleUnload, CUmodule)(second), CUDA_ERROR_NOT_PERMITTED);
+
+  // The CUkernel launched here counts in this context's variable, the other's stays.
+  EXPECT_EQ(
+      launch(reinterpret_cast<CUfunction>(kernel), 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr),
+      CUDA_SUCCESS);
+  EXPECT_EQ(launch(secondFunction, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
+  EXPECT_EQ(read(secondCount), 102u);
+  EXPECT_EQ(read(firstCount), 100u);
+  // The CUkernel's own attributes are the library's in every context.
+  ASSERT_EQ(CU(cuKernelSetAttribute, CUfunction_attribute, int, CUkernel, CUdevice)(
+                CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 1234, kernel, 0),
             CUDA_SUCCESS);
-  CUdeviceptr data = 0;
-  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&data, 64 * sizeof(uint32_t)), CUDA_SUCCESS);
-  ASSERT_EQ(CU(cuMemsetD32, CUdeviceptr, unsigned, size_t)(data, 41, 64), CUDA_SUCCESS);
-  unsigned n = 64;
-  void* args[] = {&data, &n};
-  EXPECT_EQ(proc<Launch>("cuLaunchKernel", 7000)(reinterpret_cast<CUfunction>(kernel), 1, 1, 1, 64,
-                                                 1, 1, 0, nullptr, args, nullptr),
+  int value = 0;
+  ASSERT_EQ(CU(cuFuncGetAttribute, int*, CUfunction_attribute, CUfunction)(
+                &value, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, secondFunction),
             CUDA_SUCCESS);
-  std::vector<uint32_t> got(64);
-  ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(got.data(), data, 64 * sizeof(uint32_t)),
-            CUDA_SUCCESS);
-  for (uint32_t v : got) EXPECT_EQ(v, 42u);
-  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(data), CUDA_SUCCESS);
+  EXPECT_EQ(value, 1234);
+
   EXPECT_EQ(CU(cuCtxDestroy, CUcontext)(created), CUDA_SUCCESS);
   // cuKernelGetFunction answers "for the current context": none is an error.
   CUcontext popped = nullptr;
   while (CU(cuCtxPopCurrent, CUcontext*)(&popped) == CUDA_SUCCESS) {
   }
   CUfunction function = nullptr;
-  EXPECT_EQ(CU(cuKernelGetFunction, CUfunction*, CUkernel)(&function, kernel),
-            CUDA_ERROR_INVALID_CONTEXT);
+  EXPECT_EQ(getFunction(&function, kernel), CUDA_ERROR_INVALID_CONTEXT);
   ASSERT_EQ(CU(cuCtxSetCurrent, CUcontext)(context_), CUDA_SUCCESS);
-  EXPECT_EQ(CU(cuKernelGetFunction, CUfunction*, CUkernel)(&function, kernel), CUDA_SUCCESS);
+  EXPECT_EQ(getFunction(&function, kernel), CUDA_SUCCESS);
+  EXPECT_EQ(function, firstFunction);
+  EXPECT_EQ(launch(function, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
+  EXPECT_EQ(read(firstCount), 101u);
+  // A context created after the other went is loaded afresh (the variable starts at 100 again).
+  ASSERT_EQ(proc<CUresult (*)(CUcontext*, unsigned, CUdevice)>("cuCtxCreate", 3020)(&created, 0, 0),
+            CUDA_SUCCESS);
+  CUdeviceptr thirdCount = 0;
+  ASSERT_EQ(getGlobal(&thirdCount, nullptr, library, "launches"), CUDA_SUCCESS);
+  EXPECT_EQ(read(thirdCount), 100u);
   EXPECT_EQ(CU(cuLibraryUnload, CUlibrary)(library), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuCtxDestroy, CUcontext)(created), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuCtxSetCurrent, CUcontext)(context_), CUDA_SUCCESS);
 }
 
 // A kernel with 4 KB of static shared memory and dynamic shared memory after it.
