@@ -1,5 +1,6 @@
 // __syncthreads_count / _and / _or (PTX bar.red) inside a loop, over blocks whose threads vote
-// differently each iteration; checked against the same votes counted on the host.
+// differently each iteration; checked against the same votes counted on the host. Also one
+// warp's collectives between the whole block's barriers, in a loop.
 #include <vector>
 
 #include "e2e_check.h"
@@ -23,8 +24,57 @@ __global__ void countVotes(int* counts, int* alls, int* anys, int rounds) {
   }
 }
 
+// Each round the first warp alone reduces through shuffles (the rest of the block waits at the
+// barrier meanwhile), then the whole block adds the warp's sum into shared memory between
+// barriers: the CPU device's threads part at the warp's collective and meet again at the
+// barrier (its rounds resume there). 2-D blocks too, where the warp is the first 32 threads.
+__global__ void warpThenBlock(int* out, int rounds) {
+  __shared__ int total;
+  __shared__ int warpSum;
+  int tid = (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+  if (tid == 0) total = 0;
+  __syncthreads();
+  for (int r = 0; r < rounds; ++r) {
+    if (tid < 32) {
+      int v = vote(blockIdx.x, tid, r) ? tid + r : 1;
+      for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffff, v, offset);
+      if (tid == 0) warpSum = v;
+    }
+    __syncthreads();
+    if (tid % 3 == r % 3) atomicAdd(&total, warpSum);
+    __syncthreads();
+  }
+  if (tid == 0) out[blockIdx.x] = total;
+}
+
+int expectedWarpThenBlock(int block, int threads, int rounds) {
+  int total = 0;
+  for (int r = 0; r < rounds; ++r) {
+    int warpSum = 0;
+    for (int t = 0; t < 32; ++t) warpSum += vote(block, t, r) ? t + r : 1;
+    for (int t = 0; t < threads; ++t)
+      if (t % 3 == r % 3) total += warpSum;
+  }
+  return total;
+}
+
 int main() {
   Checker check("barrier_reduce");
+  {
+    const int blocks = 23, rounds = 7;
+    int* out;
+    CHECK(cudaMalloc(&out, blocks * sizeof(int)));
+    for (dim3 shape : {dim3(128, 1, 1), dim3(32, 3, 1), dim3(16, 4, 2)}) {
+      warpThenBlock<<<blocks, shape>>>(out, rounds);
+      CHECK_LAUNCH();
+      std::vector<int> got(blocks);
+      CHECK(cudaMemcpy(got.data(), out, blocks * sizeof(int), cudaMemcpyDeviceToHost));
+      int threads = shape.x * shape.y * shape.z;
+      for (int b = 0; b < blocks; ++b)
+        check.eq("warpThenBlock", b, expectedWarpThenBlock(b, threads, rounds), got[b]);
+    }
+    CHECK(cudaFree(out));
+  }
   const int blocks = 37, threads = 96, rounds = 9;
   const int slots = blocks * rounds;
   int *counts, *alls, *anys;

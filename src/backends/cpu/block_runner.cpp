@@ -350,10 +350,12 @@ bool releaseUnfinishedMBarrierWaits(BlockState& block,
 // collective) or ends; then the waits that can complete are released. When none can and threads
 // remain, the block is deadlocked: it stops with an error, never hangs. `resume(thread)` runs one
 // thread on to its next wait. Passes visit only the threads still running (often a single warp
-// finishing a reduction while the rest of the block has exited).
-template <class Resume>
-void schedule(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& threads,
-              uint32_t count, Resume resume) {
+// finishing a reduction while the rest of the block has exited). `leave(live)`, asked whenever
+// waits were released, returns true to end the scheduling there (the running threads are in
+// `live`).
+template <class Resume, class Leave>
+void schedule(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& threads, uint32_t count,
+              Resume resume, Leave leave) {
   std::vector<uint32_t>& live = workerResources().live;
   live.clear();
   for (uint32_t t = 0; t < count; ++t)
@@ -385,6 +387,7 @@ void schedule(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& thre
     released = releaseNamedBarriers(block, threads, live) || released;
     if (released || releaseBarrier(block, threads, live)) {
       block.stalledPasses = 0;
+      if (leave(live)) return;
       continue;
     }
     if (spinning) {
@@ -413,8 +416,10 @@ void schedule(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& thre
 void runFibers(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& threads,
                uint32_t count) {
   if (!prepareFibers(block, threads, count)) return;
-  schedule(block, threads, count,
-           [&](ThreadState& thread) { Fiber::switchTo(block.scheduler, thread.fiber); });
+  schedule(
+      block, threads, count,
+      [&](ThreadState& thread) { Fiber::switchTo(block.scheduler, thread.fiber); },
+      [](const std::vector<uint32_t>&) { return false; });
 }
 
 // A step's code (compiler.h): 0 when the thread finished, else (resume point << 2) | the kind
@@ -425,16 +430,6 @@ void applyStepCode(ThreadState& thread, uint32_t code) {
   thread.countedAtNamedBarrier = false;  // at a new wait
   uint32_t kind = code & 3;
   thread.waiting = kind == 0 ? WaitKind::None : kind == 3 ? WaitKind::Warp : WaitKind::Barrier;
-}
-
-void stepContinuations(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& threads,
-                       uint32_t count) {
-  const GridState& grid = *block.grid;
-  schedule(block, threads, count, [&](ThreadState& thread) {
-    applyStepCode(thread, grid.code.continuation(grid.params, &block.context, thread.linearTid,
-                                                 thread.tid[0], thread.tid[1], thread.tid[2],
-                                                 thread.resumePoint));
-  });
 }
 
 // Every running thread of the block (threads [0, limit); the rest have finished) waits in the
@@ -497,12 +492,12 @@ void bindThreads(BlockState& block, uint32_t count) {
 // a one-dimensional block also while the running threads are a prefix and the rest have
 // finished (a reduction's last warp). Returns whether the block finished so; otherwise the
 // threads' states are set for the per-thread scheduler.
+// They start at resume `point` with threads [0, limit) (the rest have finished).
 bool runUniformRounds(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& threads,
-                      uint32_t count, uint32_t* codes) {
+                      uint32_t count, uint32_t* codes, uint32_t point, uint32_t limit) {
   const GridState& grid = *block.grid;
   bool oneDimensional = grid.block[1] * grid.block[2] == 1;
-  uint32_t limit = count;  // threads at and beyond it have finished
-  for (uint32_t point = 0;;) {
+  for (;;) {
     uint32_t common = grid.code.round(grid.params, &block.context, point, codes, limit);
     uint32_t first = codes[0], live = limit;
     // A prefix short of the limit only runs on in a one-dimensional block (the round's limit).
@@ -538,6 +533,47 @@ bool runUniformRounds(BlockState& block, std::vector<std::unique_ptr<ThreadState
   }
 }
 
+// Whether the threads the per-thread scheduler runs can go back to rounds: all released from
+// their waits at one resume point, and the block's first threads (all of them, or a prefix of a
+// one-dimensional block whose other threads have finished). CUB's kernels mix warp collectives
+// of a few threads (`if (tid < RADIX_DIGITS)`) with barriers every thread reaches.
+bool canRunRounds(const BlockState& block, const std::vector<std::unique_ptr<ThreadState>>& threads,
+                  const std::vector<uint32_t>& live, uint32_t count, uint32_t& point) {
+  if (live.empty() || (live.size() < count && block.grid->block[1] * block.grid->block[2] != 1))
+    return false;
+  point = threads[live[0]]->resumePoint;
+  for (uint32_t i = 0; i < live.size(); ++i) {
+    const ThreadState& thread = *threads[live[i]];
+    if (live[i] != i || thread.resumePoint != point || thread.waiting != WaitKind::None)
+      return false;
+  }
+  return true;
+}
+
+// The per-thread scheduler, handing the block back to rounds whenever it can.
+void stepContinuations(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& threads,
+                       uint32_t count, uint32_t* codes) {
+  const GridState& grid = *block.grid;
+  for (;;) {
+    uint32_t point = 0, limit = 0;
+    bool rounds = false;
+    schedule(
+        block, threads, count,
+        [&](ThreadState& thread) {
+          applyStepCode(thread, grid.code.continuation(
+                                    grid.params, &block.context, thread.linearTid, thread.tid[0],
+                                    thread.tid[1], thread.tid[2], thread.resumePoint));
+        },
+        [&](const std::vector<uint32_t>& live) {
+          rounds = canRunRounds(block, threads, live, count, point);
+          limit = static_cast<uint32_t>(live.size());
+          return rounds;
+        });
+    if (!rounds || block.trapped) return;
+    if (runUniformRounds(block, threads, count, codes, point, limit)) return;
+  }
+}
+
 // A Continuation kernel: threads stepped from wait to wait, state in their frames. A trap
 // longjmps back here and abandons the block.
 void runContinuations(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& threads,
@@ -555,8 +591,8 @@ void runContinuations(BlockState& block, std::vector<std::unique_ptr<ThreadState
   block.context.frames = area + uniformBytes;
   if (resources.codes.size() < count) resources.codes.resize(count);
   if (setjmp(block.trapExit) != 0) return;
-  if (!runUniformRounds(block, threads, count, resources.codes.data()))
-    stepContinuations(block, threads, count);
+  if (!runUniformRounds(block, threads, count, resources.codes.data(), 0, count))
+    stepContinuations(block, threads, count, resources.codes.data());
 }
 
 }  // namespace
