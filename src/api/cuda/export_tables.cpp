@@ -29,7 +29,8 @@ CUresult unsupportedSlot() {
 // Slots cudart calls in every program and whose result it ignores: table 1 slot 1 (seen after
 // cudaSetDevice), table 6 slot 3 (once at initialisation, with (p, 0x40, 0, p, ...)), and the
 // tools hooks of table 3 that graph calls go through (slots 1 and 4: twice per
-// cudaGraphGetEdges or cudaGraphAddMemcpyNode, which succeed regardless).
+// cudaGraphGetEdges or cudaGraphAddMemcpyNode; slot 3: cudaLaunchHostFunc in a stream capture;
+// all of them succeed regardless).
 // Refused quietly: a warning would be printed by every run.
 template <int Table, int Slot>
 CUresult quietSlot() {
@@ -248,7 +249,7 @@ const void* const kTable2[] = {sizeSlot(13),
                                fn(&unsupportedSlot<2, 11>),
                                fn(&startupCheckSlot)};
 const void* const kTable3[] = {
-    sizeSlot(7),          fn(&quietSlot<3, 1>),       fn(&bufferSlot2), fn(&unsupportedSlot<3, 3>),
+    sizeSlot(7),          fn(&quietSlot<3, 1>),       fn(&bufferSlot2), fn(&quietSlot<3, 3>),
     fn(&quietSlot<3, 4>), fn(&unsupportedSlot<3, 5>), fn(&bufferSlot6)};
 const void* const kTable4[] = {sizeSlot(4), fn(&unsupportedSlot<4, 1>), fn(&currentContextSlot),
                                fn(&unsupportedSlot<4, 3>)};
