@@ -330,27 +330,31 @@ class CpuDevice final : public DeviceBackend {
       AllocationMap::instance().remove(base, /*owned=*/false);
   }
 
+  // Copies and fills fail with IllegalAddress on memory they may not touch (kernel_faults.h).
   Status copy(void* destination, const void* source, size_t bytes) override {
-    if (bytes != 0) std::memmove(destination, source, bytes);
-    return Status::success();
+    if (bytes == 0) return Status::success();
+    return guardedMemoryOperation("a copy", [&] { std::memmove(destination, source, bytes); });
   }
 
   Status fill(void* destination, uint32_t value, size_t elementBytes, size_t count) override {
     auto* out = static_cast<uint8_t*>(destination);
-    if (elementBytes == 1) {
-      std::memset(out, static_cast<int>(value & 0xff), count);
-    } else {
-      for (size_t i = 0; i < count; ++i) std::memcpy(out + i * elementBytes, &value, elementBytes);
-    }
-    return Status::success();
+    return guardedMemoryOperation("a memset", [&] {
+      if (elementBytes == 1) {
+        std::memset(out, static_cast<int>(value & 0xff), count);
+      } else {
+        for (size_t i = 0; i < count; ++i)
+          std::memcpy(out + i * elementBytes, &value, elementBytes);
+      }
+    });
   }
 
   Status copy2D(void* destination, size_t destinationPitch, const void* source, size_t sourcePitch,
                 size_t widthBytes, size_t height) override {
-    for (size_t row = 0; row < height; ++row)
-      std::memmove(static_cast<uint8_t*>(destination) + row * destinationPitch,
-                   static_cast<const uint8_t*>(source) + row * sourcePitch, widthBytes);
-    return Status::success();
+    return guardedMemoryOperation("a 2D copy", [&] {
+      for (size_t row = 0; row < height; ++row)
+        std::memmove(static_cast<uint8_t*>(destination) + row * destinationPitch,
+                     static_cast<const uint8_t*>(source) + row * sourcePitch, widthBytes);
+    });
   }
 
   Result<SharedAllocation> shareDevice(void* base) override;

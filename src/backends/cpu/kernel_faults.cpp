@@ -48,8 +48,22 @@ uintptr_t stackPointer(void* context) {
 #endif
 }
 
+// Leaving the handler by a jump: the signal must not stay blocked on this thread.
+void unblock(int signal) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, signal);
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+}
+
 // Only async-signal-safe work here: no allocation, no logging (the launch logs the fault).
 void onFault(int signal, siginfo_t* info, void* context) {
+  if (MemoryOperationGuard* guard = activeMemoryOperationGuard()) {
+    guard->address = reinterpret_cast<uintptr_t>(info->si_addr);
+    activeMemoryOperationGuard() = nullptr;
+    unblock(signal);
+    std::longjmp(guard->exit, 1);
+  }
   BlockState* block = currentBlock();
   ThreadState* thread = currentThread();
   if (block == nullptr || block->grid == nullptr || block->grid->fault == nullptr)
@@ -73,11 +87,7 @@ void onFault(int signal, siginfo_t* info, void* context) {
       for (int i = 0; i < 3; ++i) fault.tid[i] = thread->tid[i];
   }
   block->trapped = true;
-  // Leaving the handler by a jump: the signal must not stay blocked on this thread.
-  sigset_t unblock;
-  sigemptyset(&unblock);
-  sigaddset(&unblock, signal);
-  pthread_sigmask(SIG_UNBLOCK, &unblock, nullptr);
+  unblock(signal);
   if (onFiber) Fiber::switchTo(thread->fiber, block->scheduler);  // never resumed
   std::longjmp(block->trapExit, 1);
 }
@@ -125,10 +135,19 @@ void installKernelFaultHandler() {
 
 void prepareFaultStack() { static thread_local FaultStack stack; }
 
+MemoryOperationGuard*& activeMemoryOperationGuard() {
+  static thread_local MemoryOperationGuard* guard = nullptr;
+  return guard;
+}
+
 #else  // Windows: not yet (a vectored exception handler would do the same); faults end the process.
 
 void installKernelFaultHandler() {}
 void prepareFaultStack() {}
+MemoryOperationGuard*& activeMemoryOperationGuard() {
+  static thread_local MemoryOperationGuard* guard = nullptr;
+  return guard;
+}
 
 #endif
 

@@ -2,11 +2,17 @@
 // dereferences a wild pointer faults (SIGSEGV, SIGBUS) like any host code. Rather than let the
 // fault end the application, the CPU device catches it on the thread running the block, stops
 // that block as trap does and fails the launch with CUDA_ERROR_ILLEGAL_ADDRESS, as a GPU would.
-// Faults outside kernel code go to whatever handler was installed before (or end the process).
+// The device's copies and fills are guarded the same way (guardedMemoryOperation): memory mapped
+// by cuMemMap without cuMemSetAccess, or a wild address, fails the operation instead.
+// Faults outside both go to whatever handler was installed before (or end the process).
 #pragma once
 
 #include <atomic>
+#include <csetjmp>
 #include <cstdint>
+#include <string>
+
+#include "support/result.h"
 
 namespace rocuda::backends::cpu {
 
@@ -27,5 +33,33 @@ void installKernelFaultHandler();
 // Gives the calling host thread an alternate signal stack, where the handler runs when a fault
 // is a fiber's stack overflow (once per thread; kept while the thread lives).
 void prepareFaultStack();
+
+// A copy or fill of the device's memory in progress on this thread: a fault inside it jumps
+// back to `exit` with `address` set.
+struct MemoryOperationGuard {
+  std::jmp_buf exit;
+  uintptr_t address = 0;
+};
+MemoryOperationGuard*& activeMemoryOperationGuard();
+
+// Runs `operation` (memmove, memset...); a fault in it becomes IllegalAddress naming `what`.
+template <class Operation>
+Status guardedMemoryOperation(const char* what, Operation&& operation) {
+  installKernelFaultHandler();
+  MemoryOperationGuard guard;
+  MemoryOperationGuard* const previous = activeMemoryOperationGuard();
+  activeMemoryOperationGuard() = &guard;
+  if (setjmp(guard.exit) == 0) {
+    operation();
+    activeMemoryOperationGuard() = previous;
+    return Status::success();
+  }
+  activeMemoryOperationGuard() = previous;
+  char address[32];
+  std::snprintf(address, sizeof address, "0x%llx", static_cast<unsigned long long>(guard.address));
+  return makeError(ErrorCode::IllegalAddress,
+                   std::string(what) + " touched memory it may not access, at " + address +
+                       " (memory mapped by cuMemMap needs cuMemSetAccess)");
+}
 
 }  // namespace rocuda::backends::cpu

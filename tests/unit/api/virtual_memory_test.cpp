@@ -95,6 +95,39 @@ TEST_F(Driver, VirtualMemoryAttributesAndGranularity) {
 
 // The pattern of llama.cpp's VMM pool: a reservation much larger than what is mapped, chunks
 // mapped back to back as the pool grows, access set over the whole mapped prefix at once.
+// "calling cuMemMap does not make the address accessible": copies and memsets of mapped memory
+// without access (or writes with read-only access) fail instead of ending the process.
+TEST_F(Driver, CopiesOfMappedMemoryWithoutAccessFail) {
+  const size_t chunk = size_t{2} << 20;
+  CUdeviceptr base = 0;
+  ASSERT_EQ(reserve()(&base, chunk, 0, 0, 0), CUDA_SUCCESS);
+  CUmemAllocationProp prop = deviceProp();
+  CUmemGenericAllocationHandle handle = 0;
+  ASSERT_EQ(create()(&handle, chunk, &prop, 0), CUDA_SUCCESS);
+  ASSERT_EQ(map()(base, chunk, 0, handle, 0), CUDA_SUCCESS);
+  std::vector<uint32_t> host(1024, 7);
+  auto htod = CU(cuMemcpyHtoD, CUdeviceptr, const void*, size_t);
+  auto dtoh = CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t);
+  auto memset32 = CU(cuMemsetD32, CUdeviceptr, unsigned, size_t);
+  EXPECT_EQ(htod(base, host.data(), 4096), CUDA_ERROR_ILLEGAL_ADDRESS);
+  EXPECT_EQ(dtoh(host.data(), base, 4096), CUDA_ERROR_ILLEGAL_ADDRESS);
+  EXPECT_EQ(memset32(base, 1, 1024), CUDA_ERROR_ILLEGAL_ADDRESS);
+  CUmemAccessDesc readOnly = readWrite();
+  readOnly.flags = CU_MEM_ACCESS_FLAGS_PROT_READ;
+  ASSERT_EQ(setAccess()(base, chunk, &readOnly, 1), CUDA_SUCCESS);
+  EXPECT_EQ(htod(base, host.data(), 4096), CUDA_ERROR_ILLEGAL_ADDRESS);
+  EXPECT_EQ(dtoh(host.data(), base, 4096), CUDA_SUCCESS);  // reading is allowed
+  EXPECT_EQ(host[0], 0u);
+  CUmemAccessDesc access = readWrite();
+  ASSERT_EQ(setAccess()(base, chunk, &access, 1), CUDA_SUCCESS);
+  EXPECT_EQ(memset32(base, 5, 1024), CUDA_SUCCESS);
+  EXPECT_EQ(dtoh(host.data(), base, 4096), CUDA_SUCCESS);
+  EXPECT_EQ(host[1023], 5u);
+  EXPECT_EQ(unmap()(base, chunk), CUDA_SUCCESS);
+  EXPECT_EQ(release()(handle), CUDA_SUCCESS);
+  EXPECT_EQ(addressFree()(base, chunk), CUDA_SUCCESS);
+}
+
 TEST_F(Driver, ChunksMappedBackToBackRunAKernelOverTheRange) {
   const size_t chunk = size_t{2} << 20, reserved = 64 * chunk;
   CUdeviceptr base = 0;
