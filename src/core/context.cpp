@@ -75,6 +75,7 @@ Status Context::destroyStream(Stream* stream) {
       return makeError(ErrorCode::InvalidHandle, "stream does not belong to this context");
     owned = std::move(*it);
     streams_.erase(it);
+    leaveCapture(*owned);
     // cuStreamDestroy returns at once; work still queued runs, and the stream's resources go
     // when it is done (the handle is invalid from now on).
     owned->retireHandle();

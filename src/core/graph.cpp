@@ -456,6 +456,16 @@ Graph* createGraph() { return adopt(std::make_unique<Graph>()); }
 
 Graph* adoptGraph(std::unique_ptr<Graph> graph) { return adopt(std::move(graph)); }
 
+std::unique_ptr<Graph> disownGraph(Graph* graph) {
+  GraphRegistry& r = registry();
+  std::lock_guard lock(r.mutex);
+  auto it = r.live.find(graph);
+  if (it == r.live.end()) return nullptr;
+  std::unique_ptr<Object> owned = std::move(it->second);
+  r.live.erase(it);
+  return std::unique_ptr<Graph>(static_cast<Graph*>(owned.release()));
+}
+
 Status destroyGraph(Graph* graph) {
   std::lock_guard lock(graphMutex());
   return release(graph);

@@ -190,6 +190,10 @@ class Graph : public Object {
   // The graph is embedded in a node (child graph): it cannot be destroyed on its own.
   bool embedded() const { return embedded_; }
   void setEmbedded(bool embedded) { embedded_ = embedded; }
+  // Moved into a parent (CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE): it cannot be instantiated, added
+  // to another parent or used to update an executable graph on its own.
+  bool moved() const { return moved_; }
+  void setMoved() { moved_ = embedded_ = true; }
   // Whether the graph (or a graph embedded in it) holds memory allocation or free nodes: such a
   // graph cannot be cloned, lose nodes or edges, or have two executable graphs at once.
   bool hasMemoryNodes() const;
@@ -213,6 +217,7 @@ class Graph : public Object {
   std::unordered_map<const GraphNode*, GraphNode*> cloneOf_;  // original -> node of this graph
   std::map<UserObject*, unsigned> userObjects_;
   bool embedded_ = false;
+  bool moved_ = false;
   std::shared_ptr<int> executableCount_ = std::make_shared<int>(0);
   std::vector<ConditionalHandle> handles_;
   const Graph* parent_ = nullptr;
@@ -322,6 +327,12 @@ class GraphExec : public Object {
 Graph* createGraph();
 Status destroyGraph(Graph* graph);
 Graph* adoptGraph(std::unique_ptr<Graph> graph);  // a clone handed to the application
+// The application's graph, taken over by a child-graph node (CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE):
+// its handle stays valid, owned by the node from now on. Null when `graph` is not registered.
+std::unique_ptr<Graph> disownGraph(Graph* graph);
+// Whether an ongoing stream capture records into `graph` (it may not be destroyed or lose nodes
+// meanwhile).
+bool graphBeingCaptured(const Graph* graph);
 // Fails (with the node at fault) when the graph has a cycle (the error's message is then
 // kCycleMessage: CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE) or a node that cannot run.
 inline constexpr const char* kCycleMessage = "the graph has a cycle";
@@ -357,6 +368,8 @@ struct CaptureState {
   std::thread::id thread;  // the thread that began it (thread-local mode)
   std::atomic<bool> invalidated{false};
   std::vector<Stream*> joined;  // streams other than the origin that joined
+  // The last nodes of joined streams destroyed during the capture (checked as joined ones are).
+  std::vector<std::vector<GraphNode*>> departed;
 };
 using CaptureStatePtr = std::shared_ptr<CaptureState>;
 
@@ -394,6 +407,9 @@ CaptureFailure beginCapture(Stream& stream, unsigned mode, Graph* graph,
 // (a forked stream did not join back), Invalidated (the graph is then destroyed, if owned),
 // WrongThread (a capture not begun in relaxed mode ended by another thread).
 CaptureFailure endCapture(Stream& stream, Graph** graph);
+// cuStreamDestroy of a stream in a capture: it leaves it (a destroyed origin invalidates and
+// stops the capture; a joined stream's work must still join the origin before the end).
+void leaveCapture(Stream& stream);
 // cuStreamWaitEvent during capture: joins `stream` to the capture recorded in `event`, or adds
 // the event's nodes to its dependencies. `joined` is false when the event was not recorded in a
 // capture (the ordinary wait applies).

@@ -67,6 +67,32 @@ void stopCapture(const CaptureStatePtr& capture) {
 
 }  // namespace
 
+bool graphBeingCaptured(const Graph* graph) {
+  ActiveCaptures& a = activeCaptures();
+  std::lock_guard lock(a.mutex);
+  for (const std::weak_ptr<CaptureState>& c : a.captures)
+    if (auto held = c.lock(); held && held->graph == graph) return true;
+  return false;
+}
+
+void leaveCapture(Stream& stream) {
+  CaptureStatePtr capture = stream.capture();
+  if (!capture) return;
+  std::lock_guard lock(graphMutex());
+  if (capture->origin == &stream) {
+    // The capture can no longer end: it stops, invalidated, and its graph (if its own) goes.
+    capture->invalidated = true;
+    stopCapture(capture);
+    capture->origin = nullptr;
+    if (capture->ownsGraph) (void)destroyGraph(capture->graph);
+    return;
+  }
+  // A joined stream's work must still have joined the origin when the capture ends.
+  capture->departed.push_back(stream.captureDependencies());
+  std::erase(capture->joined, &stream);
+  stream.setCapture(nullptr);
+}
+
 Result<GraphNode*> recordCapturedNode(Stream& stream, const CaptureStatePtr& capture,
                                       std::string name, std::function<Status()> work) {
   std::lock_guard lock(graphMutex());
@@ -124,6 +150,8 @@ CaptureFailure endCapture(Stream& stream, Graph** graph) {
     if (other->capture() == capture &&
         !joinedBack(*capture->graph, other->captureDependencies(), joined))
       unjoined = true;
+  for (const std::vector<GraphNode*>& departed : capture->departed)
+    if (!joinedBack(*capture->graph, departed, joined)) unjoined = true;
   stopCapture(capture);
   if (unjoined || capture->invalidated) {
     if (capture->ownsGraph) (void)destroyGraph(capture->graph);

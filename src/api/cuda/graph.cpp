@@ -131,6 +131,11 @@ Outcome instantiate(CUgraphExec* phGraphExec, CUgraph hGraph, unsigned long long
   }
   Result<core::Graph*> graph = lookupGraph(hGraph);
   if (!graph) return graph.error();
+  if ((*graph)->moved())
+    return invalidValue("a graph moved into a child graph node cannot be instantiated on its own");
+  // A capture's graph "is not instantiable until the capture sequence is complete".
+  if (core::graphBeingCaptured(*graph))
+    return {CUDA_ERROR_NOT_PERMITTED, "the graph is being captured into"};
   const core::GraphNode* failed = nullptr;
   Result<core::GraphExec*> exec = core::instantiateGraph(**graph, flags, &failed);
   if (errorNode != nullptr) *errorNode = nodeHandle(failed);
@@ -408,6 +413,10 @@ ROCUDA_EXPORT CUresult cuGraphDestroy(CUgraph hGraph) {
     Result<core::Graph*> graph = api::lookupGraph(hGraph);
     if (!graph) return graph.error();
     if ((*graph)->embedded()) return api::invalidValue("the graph belongs to a child graph node");
+    // "All operations other than destroy and node removal are permitted on the graph while the
+    // capture sequence is in progress."
+    if (core::graphBeingCaptured(*graph))
+      return {CUDA_ERROR_NOT_PERMITTED, "the graph is being captured into"};
     return core::destroyGraph(*graph);
   });
 }
@@ -505,6 +514,8 @@ ROCUDA_EXPORT CUresult cuGraphDestroyNode(CUgraphNode hNode) {
     if (!node) return node.error();
     if ((*node)->graph().hasMemoryNodes())
       return {CUDA_ERROR_NOT_SUPPORTED, "nodes of a graph with memory nodes cannot be deleted"};
+    if (core::graphBeingCaptured(&(*node)->graph()))
+      return {CUDA_ERROR_NOT_PERMITTED, "the node's graph is being captured into"};
     return (*node)->graph().destroyNode(*node);
   });
 }

@@ -43,6 +43,8 @@ Outcome update(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultIn
   if (!exec) return exec.error();
   Result<core::Graph*> graph = lookupGraph(hGraph);
   if (!graph) return graph.error();
+  if ((*graph)->moved())
+    return invalidValue("a graph moved into a child graph node cannot update an executable graph");
   const core::GraphNode *errorNode = nullptr, *errorFrom = nullptr;
   bool usesNodePriority = ((*exec)->flags() & CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY) != 0;
   core::GraphUpdateResult result = (*exec)->update(

@@ -303,14 +303,24 @@ Outcome buildChild(const CUDA_CHILD_GRAPH_NODE_PARAMS& in, core::GraphNodeConten
   if (in.ownership != 0 && in.ownership != 1) return invalidValue("unknown ownership");
   Result<core::Graph*> child = lookupGraph(in.graph);
   if (!child) return child.error();
+  if ((*child)->moved()) return invalidValue("the graph was moved into another child graph node");
+  content->name = "graph";
+  // MOVE: "The child graph is moved to the parent. The handle to the child graph is owned by the
+  // parent and will be destroyed when the parent is destroyed."
+  if (in.ownership == 1 && !(*child)->embedded()) {  // CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE
+    if (core::graphBeingCaptured(*child))
+      return {CUDA_ERROR_NOT_PERMITTED, "the graph is being captured into"};
+    content->child = core::disownGraph(*child);
+    if (!content->child) return invalidValue("the graph cannot be moved");
+    content->child->setMoved();
+    return {};
+  }
   for (const core::GraphNode* node : (*child)->nodes())
-    if (in.ownership == 0 && (node->type() == core::GraphNodeType::MemAlloc ||
-                              node->type() == core::GraphNodeType::MemFree))
+    if (node->type() == core::GraphNodeType::MemAlloc ||
+        node->type() == core::GraphNodeType::MemFree)
       return invalidValue("a cloned child graph cannot hold memory nodes");
   content->child = (*child)->clone(nullptr);
   content->child->setEmbedded(true);
-  content->name = "graph";
-  if (in.ownership == 1 && !(*child)->embedded()) (void)core::destroyGraph(*child);
   return {};
 }
 
@@ -520,6 +530,8 @@ Outcome addNode(CUgraphNode* phNode, CUgraph hGraph, const CUgraphNode* dependen
   if (!collected.ok()) return collected;
   if (params.type == CU_GRAPH_NODE_TYPE_CONDITIONAL)
     return addConditional(phNode, **graph, nodes, params);
+  if (params.type == CU_GRAPH_NODE_TYPE_GRAPH && params.graph.graph == hGraph)
+    return invalidValue("a graph cannot be its own child");
   core::GraphNodeContent content;
   Outcome built = buildNodeContent(params, &content);
   if (!built.ok()) return built;

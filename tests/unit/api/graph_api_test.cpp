@@ -840,6 +840,105 @@ TEST_F(LibCudaGraph, CaptureRulesForEventsInvalidationAndRelaxedFrees) {
   EXPECT_EQ(CU(cuEventDestroy, CUevent)(event), CUDA_SUCCESS);
 }
 
+// What a capture's graph, streams and moved child graphs may not undergo while in use: destroy
+// or node removal of the graph being captured into (and instantiation before the capture ends),
+// a destroyed stream that had joined the capture, a graph moved into a child node.
+TEST_F(LibCudaGraph, CapturedGraphsJoinedStreamsAndMovedChildrenStayValid) {
+  auto begin = CU(cuStreamBeginCapture, CUstream, CUstreamCaptureMode);
+  auto end = CU(cuStreamEndCapture, CUstream, CUgraph*);
+  auto memset = CU(cuMemsetD32Async, CUdeviceptr, unsigned, size_t, CUstream);
+  auto info = CU13(cuStreamGetCaptureInfo, CUstream, CUstreamCaptureStatus*, cuuint64_t*, CUgraph*,
+                   const CUgraphNode**, const CUgraphEdgeData**, size_t*);
+  auto instantiate = CU(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long);
+  ASSERT_EQ(begin(stream_, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  ASSERT_EQ(memset(data_, 1, kN, stream_), CUDA_SUCCESS);
+  CUstreamCaptureStatus status{};
+  CUgraph capturing = nullptr;
+  const CUgraphNode* last = nullptr;
+  size_t count = 0;
+  ASSERT_EQ(info(stream_, &status, nullptr, &capturing, &last, nullptr, &count), CUDA_SUCCESS);
+  ASSERT_EQ(count, 1u);
+  // "All operations other than destroy and node removal are permitted on the graph while the
+  // capture sequence is in progress"; it "is not instantiable until" the capture ends.
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(capturing), CUDA_ERROR_NOT_PERMITTED);
+  EXPECT_EQ(CU(cuGraphDestroyNode, CUgraphNode)(last[0]), CUDA_ERROR_NOT_PERMITTED);
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(instantiate(&exec, capturing, 0), CUDA_ERROR_NOT_PERMITTED);
+  // A second stream joins the capture, adds work, joins back, and is destroyed before the end.
+  CUstream forked = nullptr;
+  CUevent fork = nullptr, join = nullptr;
+  ASSERT_EQ(CU(cuStreamCreate, CUstream*, unsigned)(&forked, 1), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuEventCreate, CUevent*, unsigned)(&fork, 0), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuEventCreate, CUevent*, unsigned)(&join, 0), CUDA_SUCCESS);
+  auto record = CU(cuEventRecord, CUevent, CUstream);
+  auto wait = CU(cuStreamWaitEvent, CUstream, CUevent, unsigned);
+  ASSERT_EQ(record(fork, stream_), CUDA_SUCCESS);
+  ASSERT_EQ(wait(forked, fork, 0), CUDA_SUCCESS);
+  ASSERT_EQ(memset(data_, 2, kN, forked), CUDA_SUCCESS);
+  ASSERT_EQ(record(join, forked), CUDA_SUCCESS);
+  ASSERT_EQ(wait(stream_, join, 0), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuStreamDestroy, CUstream)(forked), CUDA_SUCCESS);
+  CUgraph graph = nullptr;
+  ASSERT_EQ(end(stream_, &graph), CUDA_SUCCESS);
+  EXPECT_EQ(graph, capturing);
+  size_t nodes = 0;
+  ASSERT_EQ(CU(cuGraphGetNodes, CUgraph, CUgraphNode*, size_t*)(graph, nullptr, &nodes),
+            CUDA_SUCCESS);
+  EXPECT_EQ(nodes, 2u);
+  ASSERT_EQ(instantiate(&exec, graph, 0), CUDA_SUCCESS);
+  launchAndWait(exec);
+  for (uint32_t v : readBack()) ASSERT_EQ(v, 2u);
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+  // A forked stream destroyed before its work joined back: the end reports it unjoined.
+  ASSERT_EQ(CU(cuStreamCreate, CUstream*, unsigned)(&forked, 1), CUDA_SUCCESS);
+  ASSERT_EQ(begin(stream_, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  ASSERT_EQ(record(fork, stream_), CUDA_SUCCESS);
+  ASSERT_EQ(wait(forked, fork, 0), CUDA_SUCCESS);
+  ASSERT_EQ(memset(data_, 3, kN, forked), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuStreamDestroy, CUstream)(forked), CUDA_SUCCESS);
+  CUgraph unjoined = nullptr;
+  EXPECT_EQ(end(stream_, &unjoined), CUDA_ERROR_STREAM_CAPTURE_UNJOINED);
+  EXPECT_EQ(unjoined, nullptr);
+
+  // CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE: the parent owns the very graph (its handle) from now on.
+  CUgraph parent = nullptr, child = nullptr, other = nullptr;
+  auto create = CU(cuGraphCreate, CUgraph*, unsigned);
+  ASSERT_EQ(create(&parent, 0), CUDA_SUCCESS);
+  ASSERT_EQ(create(&child, 0), CUDA_SUCCESS);
+  ASSERT_EQ(create(&other, 0), CUDA_SUCCESS);
+  addKernel(child, {}, 5);
+  CUgraphNodeParams params{};
+  params.type = CU_GRAPH_NODE_TYPE_GRAPH;
+  params.graph.graph = child;
+  params.graph.ownership = 1;  // CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE
+  auto addNode = CU13(cuGraphAddNode, CUgraphNode*, CUgraph, const CUgraphNode*,
+                      const CUgraphEdgeData*, size_t, CUgraphNodeParams*);
+  CUgraphNode node = nullptr;
+  ASSERT_EQ(addNode(&node, parent, nullptr, nullptr, 0, &params), CUDA_SUCCESS);
+  CUgraph embedded = nullptr;
+  ASSERT_EQ(CU(cuGraphChildGraphNodeGetGraph, CUgraphNode, CUgraph*)(node, &embedded),
+            CUDA_SUCCESS);
+  EXPECT_EQ(embedded, child);
+  // "Cannot be independently instantiated or destroyed; cannot be added as a child graph of a
+  // separate parent graph".
+  EXPECT_EQ(instantiate(&exec, child, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(child), CUDA_ERROR_INVALID_VALUE);
+  CUgraphNode again = nullptr;
+  EXPECT_EQ(addNode(&again, other, nullptr, nullptr, 0, &params), CUDA_ERROR_INVALID_VALUE);
+  params.graph.graph = other;
+  EXPECT_EQ(addNode(&again, other, nullptr, nullptr, 0, &params), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(CU(cuMemsetD32, CUdeviceptr, unsigned, size_t)(data_, 0, kN), CUDA_SUCCESS);
+  ASSERT_EQ(instantiate(&exec, parent, 0), CUDA_SUCCESS);
+  launchAndWait(exec);
+  for (uint32_t v : readBack()) ASSERT_EQ(v, 5u);
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(parent), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(other), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuEventDestroy, CUevent)(fork), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuEventDestroy, CUevent)(join), CUDA_SUCCESS);
+}
+
 TEST_F(LibCudaGraph, EventRecordAndWaitNodes) {
   CUevent event = nullptr;
   ASSERT_EQ(CU(cuEventCreate, CUevent*, unsigned)(&event, 0), CUDA_SUCCESS);
