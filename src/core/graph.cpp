@@ -253,6 +253,14 @@ bool Graph::hasMemoryNodes() const {
   return false;
 }
 
+bool Graph::hasConditionalNodes() const {
+  for (const auto& node : nodes_) {
+    if (node->type_ == GraphNodeType::Conditional) return true;
+    if (node->content_.child && node->content_.child->hasConditionalNodes()) return true;
+  }
+  return false;
+}
+
 Status Graph::addEdge(GraphNode* from, GraphNode* to) {
   if (!owns(from) || !owns(to)) return invalid("edge between nodes of another graph");
   if (from == to) return invalid("a node cannot depend on itself");

@@ -197,6 +197,9 @@ class Graph : public Object {
   // Whether the graph (or a graph embedded in it) holds memory allocation or free nodes: such a
   // graph cannot be cloned, lose nodes or edges, or have two executable graphs at once.
   bool hasMemoryNodes() const;
+  // Whether it (or a graph embedded in it) holds conditional nodes: it cannot be cloned or
+  // become a child graph.
+  bool hasConditionalNodes() const;
   // How many executable graphs instantiated from this graph exist (counted for graphs with
   // memory nodes only); shared so that an executable graph may outlive its graph.
   const std::shared_ptr<int>& executableCount() const { return executableCount_; }

@@ -66,9 +66,17 @@ void MemoryPool::free(void* block, uint64_t bytes, bool keep) {
   device_.backend().freeDevice(block);
 }
 
+// cuMemPoolTrimTo: "the pool will be guaranteed to have at least minBytesToKeep bytes reserved
+// after the operation": only blocks whose release leaves that much go, the largest first.
 void MemoryPool::trimTo(uint64_t bytes) {
   std::lock_guard lock(mutex_);
-  trimLocked(bytes);
+  for (auto it = kept_.end(); it != kept_.begin() && reserved_ > bytes;) {
+    --it;
+    if (reserved_ - std::min(reserved_, it->first) < bytes) continue;
+    device_.backend().freeDevice(it->second);
+    reserved_ -= std::min(reserved_, it->first);
+    it = kept_.erase(it);
+  }
 }
 
 void MemoryPool::trimToThreshold() {

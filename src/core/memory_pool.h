@@ -50,8 +50,8 @@ class MemoryPool : public Object {
   // The allocation of `bytes` at `block` is freed: its block is kept (or, with `keep` false,
   // given back to the device at once).
   void free(void* block, uint64_t bytes, bool keep);
-  // Give back kept blocks until the pool reserves at most `bytes` (cuMemPoolTrimTo), or at most
-  // its release threshold (at synchronisations).
+  // Give back kept blocks while the pool still reserves at least `bytes` after each
+  // (cuMemPoolTrimTo), or until it reserves at most its release threshold (at synchronisations).
   void trimTo(uint64_t bytes);
   void trimToThreshold();
 

@@ -537,8 +537,12 @@ ROCUDA_EXPORT CUresult cuGraphClone(CUgraph* phGraphClone, CUgraph originalGraph
     std::lock_guard lock(core::graphMutex());
     Result<core::Graph*> graph = api::lookupGraph(originalGraph);
     if (!graph) return graph.error();
+    // "Cloning is not supported for graphs which contain memory allocation nodes, memory free
+    // nodes, or conditional nodes."
     if ((*graph)->hasMemoryNodes())
       return {CUDA_ERROR_NOT_SUPPORTED, "a graph with memory nodes cannot be cloned"};
+    if ((*graph)->hasConditionalNodes())
+      return {CUDA_ERROR_NOT_SUPPORTED, "a graph with conditional nodes cannot be cloned"};
     *phGraphClone = reinterpret_cast<CUgraph>(core::adoptGraph((*graph)->clone(nullptr)));
     return {};
   });

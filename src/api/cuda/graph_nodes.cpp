@@ -304,6 +304,9 @@ Outcome buildChild(const CUDA_CHILD_GRAPH_NODE_PARAMS& in, core::GraphNodeConten
   Result<core::Graph*> child = lookupGraph(in.graph);
   if (!child) return child.error();
   if ((*child)->moved()) return invalidValue("the graph was moved into another child graph node");
+  // "The graph must not contain conditional nodes."
+  if ((*child)->hasConditionalNodes())
+    return invalidValue("a child graph cannot hold conditional nodes");
   content->name = "graph";
   // MOVE: "The child graph is moved to the parent. The handle to the child graph is owned by the
   // parent and will be destroyed when the parent is destroyed."
@@ -532,6 +535,11 @@ Outcome addNode(CUgraphNode* phNode, CUgraph hGraph, const CUgraphNode* dependen
     return addConditional(phNode, **graph, nodes, params);
   if (params.type == CU_GRAPH_NODE_TYPE_GRAPH && params.graph.graph == hGraph)
     return invalidValue("a graph cannot be its own child");
+  // cuGraphChildGraphNodeGetGraph: "Allocation and free nodes cannot be added to the returned
+  // graph."
+  if ((params.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || params.type == CU_GRAPH_NODE_TYPE_MEM_FREE) &&
+      (*graph)->embedded())
+    return invalidValue("memory nodes cannot be added to a child graph node's graph");
   core::GraphNodeContent content;
   Outcome built = buildNodeContent(params, &content);
   if (!built.ok()) return built;

@@ -10,6 +10,7 @@
 #include "core/graph.h"
 #include "core/memory_pool.h"
 #include "core/platform.h"
+#include "core/virtual_memory.h"
 
 namespace rocuda::api {
 namespace {
@@ -125,16 +126,30 @@ Outcome pointerAttribute(void* data, CUpointer_attribute attribute,
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
       store(data, known ? allocation->size : size_t{0});
       return {};
-    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:  // those of a shareable pool (core/ipc.h)
-      store(data, static_cast<unsigned long long>(
-                      known && allocation->pool != nullptr &&
-                              core::lookupHandle<core::MemoryPool>(allocation->pool) != nullptr
-                          ? allocation->pool->handleTypes()
-                          : 0));
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES: {
+      // Those of a shareable pool (core/ipc.h), or of exportable cuMemCreate memory.
+      unsigned long long types = 0;
+      if (known && allocation->pool != nullptr &&
+          core::lookupHandle<core::MemoryPool>(allocation->pool) != nullptr)
+        types = allocation->pool->handleTypes();
+      if (known && allocation->mappedFrom == core::MappedFrom::VirtualMemory)
+        if (auto physical = core::physicalMemory(allocation->memoryBlock);
+            physical && physical->exportable)
+          types = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+      store(data, types);
       return {};
-    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
-      store(data, static_cast<unsigned>(known ? 3 : 0));  // read-write
+    }
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS: {
+      // Read-write, except memory mapped by cuMemMap: what cuMemSetAccess granted.
+      unsigned flags = known ? 3 : 0;
+      if (known && allocation->mappedFrom == core::MappedFrom::VirtualMemory &&
+          allocation->context != nullptr)
+        if (auto access =
+                core::mappedAccess(static_cast<uintptr_t>(ptr), allocation->context->device()))
+          flags = *access;
+      store(data, flags);
       return {};
+    }
     case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:  // the pool of a stream-ordered allocation
       store(data, known && allocation->pool != nullptr &&
                           core::lookupHandle<core::MemoryPool>(allocation->pool) != nullptr

@@ -140,6 +140,10 @@ Outcome freeAsync(CUdeviceptr dptr, CUstream hStream, StreamVariant variant) {
     return invalidValue("not the start of a device allocation");
   Result<core::Stream*> stream = resolveStream(hStream, variant);
   if (!stream) return stream.error();
+  // "During stream capture, this function results in the creation of a free node and must
+  // therefore be passed the address of a graph allocation."
+  if ((*stream)->capture())
+    return invalidValue("during a capture only graph allocations can be freed");
   // The memory stays valid for the work queued before this point in the stream.
   Result<core::CompletionPtr> queued = (*stream)->context().enqueue(
       **stream, "free", [pointer] { return core::freeDevice(pointer); });

@@ -939,6 +939,49 @@ TEST_F(LibCudaGraph, CapturedGraphsJoinedStreamsAndMovedChildrenStayValid) {
   EXPECT_EQ(CU(cuEventDestroy, CUevent)(join), CUDA_SUCCESS);
 }
 
+// cuMemFreeAsync in a capture "must therefore be passed the address of a graph allocation";
+// cuGraphChildGraphNodeGetGraph: "Allocation and free nodes cannot be added to the returned
+// graph".
+TEST_F(LibCudaGraph, MemoryNodesOnlyWhereDocumented) {
+  CUdeviceptr ordinary = 0;
+  ASSERT_EQ(CU(cuMemAllocAsync, CUdeviceptr*, size_t, CUstream)(&ordinary, 4096, stream_),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(stream_), CUDA_SUCCESS);
+  auto freeAsync = CU(cuMemFreeAsync, CUdeviceptr, CUstream);
+  ASSERT_EQ(CU(cuStreamBeginCapture, CUstream, CUstreamCaptureMode)(stream_,
+                                                                    CU_STREAM_CAPTURE_MODE_RELAXED),
+            CUDA_SUCCESS);
+  EXPECT_EQ(freeAsync(ordinary, stream_), CUDA_ERROR_INVALID_VALUE);
+  CUgraph captured = nullptr;
+  ASSERT_EQ(CU(cuStreamEndCapture, CUstream, CUgraph*)(stream_, &captured), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(captured), CUDA_SUCCESS);
+  EXPECT_EQ(freeAsync(ordinary, stream_), CUDA_SUCCESS);  // still allocated: freed now
+  ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(stream_), CUDA_SUCCESS);
+
+  CUgraph parent = nullptr, child = nullptr;
+  ASSERT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&parent, 0), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&child, 0), CUDA_SUCCESS);
+  addKernel(child, {}, 1);
+  CUgraphNode node = nullptr;
+  ASSERT_EQ(CU(cuGraphAddChildGraphNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+               CUgraph)(&node, parent, nullptr, 0, child),
+            CUDA_SUCCESS);
+  CUgraph embedded = nullptr;
+  ASSERT_EQ(CU(cuGraphChildGraphNodeGetGraph, CUgraphNode, CUgraph*)(node, &embedded),
+            CUDA_SUCCESS);
+  CUDA_MEM_ALLOC_NODE_PARAMS alloc{};
+  alloc.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  alloc.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  alloc.bytesize = 4096;
+  CUgraphNode allocNode = nullptr;
+  auto addAlloc = CU(cuGraphAddMemAllocNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+                     CUDA_MEM_ALLOC_NODE_PARAMS*);
+  EXPECT_EQ(addAlloc(&allocNode, embedded, nullptr, 0, &alloc), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(addAlloc(&allocNode, child, nullptr, 0, &alloc), CUDA_SUCCESS);  // the original
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(parent), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(child), CUDA_SUCCESS);
+}
+
 TEST_F(LibCudaGraph, EventRecordAndWaitNodes) {
   CUevent event = nullptr;
   ASSERT_EQ(CU(cuEventCreate, CUevent*, unsigned)(&event, 0), CUDA_SUCCESS);

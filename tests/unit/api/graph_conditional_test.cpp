@@ -382,7 +382,9 @@ TEST_F(LibCudaConditional, WithoutAssignDefaultTheValuePersistsPerExec) {
   destroy(graph, {exec});
 }
 
-TEST_F(LibCudaConditional, ClonedGraphsKeepTheirConditionals) {
+// "Cloning is not supported for graphs which contain ... conditional nodes", and a child graph
+// "must not contain conditional nodes"; the graph itself runs, and prints its bodies.
+TEST_F(LibCudaConditional, GraphsWithConditionalsAreNeitherClonedNorChildren) {
   CUgraph graph = newGraph();
   CUgraphConditionalHandle h = handle(graph, 1, CU_GRAPH_COND_ASSIGN_DEFAULT);
   std::vector<CUgraph> bodies;
@@ -391,23 +393,27 @@ TEST_F(LibCudaConditional, ClonedGraphsKeepTheirConditionals) {
   CUgraphNode step = add(bodies[0], {}, 3);
   countDown(bodies[0], {step}, h);
   CUgraph clone = nullptr;
-  ASSERT_EQ(CU(cuGraphClone, CUgraph*, CUgraph)(&clone, graph), CUDA_SUCCESS);
-  CUgraphExec exec = instantiate(clone);
+  EXPECT_EQ(CU(cuGraphClone, CUgraph*, CUgraph)(&clone, graph), CUDA_ERROR_NOT_SUPPORTED);
+  CUgraph parent = newGraph();
+  CUgraphNode child = nullptr;
+  EXPECT_EQ(CU(cuGraphAddChildGraphNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+               CUgraph)(&child, parent, nullptr, 0, graph),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(parent), CUDA_SUCCESS);
+  CUgraphExec exec = instantiate(graph);
   setCounter(2);
   launch(exec);
   expectData(6);
   // The DOT output shows the body as a cluster.
   std::string path = "/tmp/rocuda_conditional_" + std::to_string(getpid()) + ".dot";
-  ASSERT_EQ(CU(cuGraphDebugDotPrint, CUgraph, const char*, unsigned)(clone, path.c_str(), 0),
+  ASSERT_EQ(CU(cuGraphDebugDotPrint, CUgraph, const char*, unsigned)(graph, path.c_str(), 0),
             CUDA_SUCCESS);
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_NE(text.str().find("while body 0"), std::string::npos) << text.str();
   std::remove(path.c_str());
-  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
-  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(clone), CUDA_SUCCESS);
-  destroy(graph, {});
+  destroy(graph, {exec});
 }
 
 TEST_F(LibCudaConditional, ExecUpdateTakesTheNewBodiesAndHandles) {

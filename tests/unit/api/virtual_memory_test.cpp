@@ -118,14 +118,57 @@ TEST_F(Driver, CopiesOfMappedMemoryWithoutAccessFail) {
   EXPECT_EQ(htod(base, host.data(), 4096), CUDA_ERROR_ILLEGAL_ADDRESS);
   EXPECT_EQ(dtoh(host.data(), base, 4096), CUDA_SUCCESS);  // reading is allowed
   EXPECT_EQ(host[0], 0u);
+  auto pointerAttribute = CU(cuPointerGetAttribute, void*, CUpointer_attribute, CUdeviceptr);
+  unsigned flags = 99;
+  ASSERT_EQ(pointerAttribute(&flags, CU_POINTER_ATTRIBUTE_ACCESS_FLAGS, base), CUDA_SUCCESS);
+  EXPECT_EQ(flags, unsigned{CU_MEM_ACCESS_FLAGS_PROT_READ});
   CUmemAccessDesc access = readWrite();
   ASSERT_EQ(setAccess()(base, chunk, &access, 1), CUDA_SUCCESS);
+  ASSERT_EQ(pointerAttribute(&flags, CU_POINTER_ATTRIBUTE_ACCESS_FLAGS, base), CUDA_SUCCESS);
+  EXPECT_EQ(flags, unsigned{CU_MEM_ACCESS_FLAGS_PROT_READWRITE});
+  unsigned long long handleTypes = 99;
+  ASSERT_EQ(pointerAttribute(&handleTypes, CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES, base),
+            CUDA_SUCCESS);
+  EXPECT_EQ(handleTypes, 0u);  // created without a shareable handle type
   EXPECT_EQ(memset32(base, 5, 1024), CUDA_SUCCESS);
   EXPECT_EQ(dtoh(host.data(), base, 4096), CUDA_SUCCESS);
   EXPECT_EQ(host[1023], 5u);
   EXPECT_EQ(unmap()(base, chunk), CUDA_SUCCESS);
   EXPECT_EQ(release()(handle), CUDA_SUCCESS);
   EXPECT_EQ(addressFree()(base, chunk), CUDA_SUCCESS);
+}
+
+// cuMemPoolTrimTo: "the pool will be guaranteed to have at least minBytesToKeep bytes reserved
+// after the operation".
+TEST_F(Driver, PoolTrimKeepsWhatItIsAskedToKeep) {
+  CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  CUmemoryPool pool = nullptr;
+  ASSERT_EQ(CU(cuMemPoolCreate, CUmemoryPool*, const CUmemPoolProps*)(&pool, &props), CUDA_SUCCESS);
+  auto setAttribute = CU(cuMemPoolSetAttribute, CUmemoryPool, CUmemPool_attribute, void*);
+  auto getAttribute = CU(cuMemPoolGetAttribute, CUmemoryPool, CUmemPool_attribute, void*);
+  cuuint64_t threshold = 64 << 20;
+  ASSERT_EQ(setAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold), CUDA_SUCCESS);
+  auto allocate = CU(cuMemAllocFromPoolAsync, CUdeviceptr*, size_t, CUmemoryPool, CUstream);
+  auto freeAsync = CU(cuMemFreeAsync, CUdeviceptr, CUstream);
+  CUdeviceptr big = 0, small = 0;
+  ASSERT_EQ(allocate(&big, 8 << 20, pool, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(allocate(&small, 64 << 10, pool, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(freeAsync(big, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(freeAsync(small, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
+  cuuint64_t reserved = 0;
+  ASSERT_EQ(getAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved), CUDA_SUCCESS);
+  ASSERT_GE(reserved, cuuint64_t{(8 << 20) + (64 << 10)});
+  auto trim = CU(cuMemPoolTrimTo, CUmemoryPool, size_t);
+  ASSERT_EQ(trim(pool, 1 << 20), CUDA_SUCCESS);
+  ASSERT_EQ(getAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved), CUDA_SUCCESS);
+  EXPECT_GE(reserved, cuuint64_t{1 << 20});  // the 8 MiB block stays, the small one may go
+  ASSERT_EQ(trim(pool, 0), CUDA_SUCCESS);
+  ASSERT_EQ(getAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved), CUDA_SUCCESS);
+  EXPECT_EQ(reserved, 0u);
+  EXPECT_EQ(CU(cuMemPoolDestroy, CUmemoryPool)(pool), CUDA_SUCCESS);
 }
 
 TEST_F(Driver, ChunksMappedBackToBackRunAKernelOverTheRange) {
@@ -244,6 +287,11 @@ TEST_F(Driver, ExportedPhysicalMemoryMapsTheSamePages) {
   ASSERT_EQ(map()(base + bytes, bytes, 0, imported, 0), CUDA_SUCCESS);
   CUmemAccessDesc access = readWrite();
   ASSERT_EQ(setAccess()(base, 2 * bytes, &access, 1), CUDA_SUCCESS);
+  unsigned long long handleTypes = 0;  // what cuMemExportToShareableHandle may be given
+  ASSERT_EQ(CU(cuPointerGetAttribute, void*, CUpointer_attribute, CUdeviceptr)(
+                &handleTypes, CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES, base),
+            CUDA_SUCCESS);
+  EXPECT_EQ(handleTypes, static_cast<unsigned long long>(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
   ASSERT_EQ(CU(cuMemsetD32, CUdeviceptr, unsigned, size_t)(base, 0xabcd1234u, bytes / 4),
             CUDA_SUCCESS);
   std::vector<uint32_t> out(bytes / 4);
