@@ -23,6 +23,11 @@ __kernel void saxpy(float a, __global const float* x, __global const float* y,
   if (i < n) out[i] = a * x[i] + y[i];
 }
 
+__kernel void saxpy_grid_stride(float a, __global const float* x, __global const float* y,
+                                __global float* out, int n) {
+  for (int i = get_global_id(0); i < n; i += get_global_size(0)) out[i] = a * x[i] + y[i];
+}
+
 __kernel void reduce_shared(__global const float* in, __global float* partial, int n) {
   __local float sums[REDUCE_BLOCK];
   uint tid = get_local_id(0);

@@ -22,6 +22,14 @@ extern "C" __global__ void saxpy(float a, const float* x, const float* y, float*
   if (i < n) out[i] = a * x[i] + y[i];
 }
 
+// The same as a grid-stride loop (the grid sized to the machine, each thread looping over the
+// data with the grid's stride), as much CUDA code is written.
+extern "C" __global__ void saxpy_grid_stride(float a, const float* x, const float* y, float* out,
+                                             int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+    out[i] = a * x[i] + y[i];
+}
+
 // Each block sums 2 * blockDim.x elements: a tree in shared memory, one barrier per level.
 extern "C" __global__ void reduce_shared(const float* in, float* partial, int n) {
   __shared__ float sums[kReduceBlock];

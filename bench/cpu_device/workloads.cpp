@@ -59,14 +59,15 @@ std::unique_ptr<Workload> emptyKernel(bool quick) {
   return w;
 }
 
-// c = a + b (vectorAdd) or out = 2.5 x + y (saxpy).
-std::unique_ptr<Workload> elementwise(bool quick, bool isSaxpy) {
+// c = a + b (vectorAdd) or out = 2.5 x + y (saxpy); `gridStride`: SAXPY as a grid-stride loop
+// over a grid of 256 blocks (each thread loops; the OpenCL version has the same loop).
+std::unique_ptr<Workload> elementwise(bool quick, bool isSaxpy, bool gridStride = false) {
   std::size_t n = quick ? 1000 : (std::size_t{1} << 24);
   auto w = std::make_unique<Workload>();
-  w->name = isSaxpy ? "SAXPY" : "vector add";
-  w->kernel = isSaxpy ? "saxpy" : "vector_add";
+  w->name = gridStride ? "SAXPY, grid-stride loop" : isSaxpy ? "SAXPY" : "vector add";
+  w->kernel = gridStride ? "saxpy_grid_stride" : isSaxpy ? "saxpy" : "vector_add";
   w->size = "n=" + std::to_string(n);
-  w->grid[0] = ceilDiv(n, kBlock1d);
+  w->grid[0] = gridStride ? std::min<std::size_t>(256, ceilDiv(n, kBlock1d)) : ceilDiv(n, kBlock1d);
   w->block[0] = kBlock1d;
   auto x = smallIntegers(n, 100, 0, 1);
   auto y = smallIntegers(n, 100, 0, 2);
@@ -258,6 +259,7 @@ std::vector<WorkloadFactory> workloadFactories() {
   return {
       [](bool q) { return elementwise(q, false); },
       [](bool q) { return elementwise(q, true); },
+      [](bool q) { return elementwise(q, true, true); },
       [](bool q) { return reduction(q, false); },
       [](bool q) { return reduction(q, true); },
       sgemm,

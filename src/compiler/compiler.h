@@ -176,7 +176,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-49";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-50";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;
@@ -250,6 +250,8 @@ enum class CpuExecution : uint8_t { ThreadEntry, BlockLoop, Continuation };
 std::string blockLoopSymbol(std::string_view kernel);
 std::string continuationSymbol(std::string_view kernel);
 std::string roundSymbol(std::string_view kernel);
+// The name a kernel's lockstep form goes by (not a PTX identifier: no clash with a kernel).
+std::string lockstepName(std::string_view kernel);
 
 struct KernelParamInfo {
   uint32_t offset = 0;  // in the packed parameter buffer
@@ -296,6 +298,11 @@ struct KernelInfo {
   CpuExecution cpuExecution = CpuExecution::ThreadEntry;  // host code only
   uint32_t cpuFrameBytes = 0;     // Continuation: bytes of each thread's frame
   uint32_t cpuUniformFrameBytes = 0;  // Continuation: bytes of one copy of the uniform slots
+  // BlockLoop kernels with a grid- or block-stride loop also have a lockstep form: a
+  // Continuation (symbols of lockstepName) that yields at the loop's back edge, so that the
+  // block's threads take their iterations together (see host_block_forms.cpp).
+  bool cpuLockstep = false;
+  uint32_t cpuLockstepFrameBytes = 0;
   std::string cpuSlowPathReason;  // ThreadEntry although block forms were asked for: why
 };
 

@@ -11,6 +11,7 @@
 #include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/DenseSet.h>
 #include <llvm/Analysis/CycleAnalysis.h>
+#include <llvm/Analysis/LoopInfo.h>
 #include <llvm/Analysis/TargetTransformInfoImpl.h>
 #include <llvm/Analysis/UniformityAnalysis.h>
 #include <llvm/Analysis/ValueTracking.h>
@@ -22,6 +23,8 @@
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/PassManager.h>
+#include <llvm/Transforms/Utils/BasicBlockUtils.h>
+#include <llvm/Transforms/Utils/Cloning.h>
 #include <llvm/Transforms/Utils/Local.h>
 
 #include <array>
@@ -1071,7 +1074,10 @@ void buildRounds(llvm::Function& step, const KernelInfo& info, size_t waits) {
                              b.getInt32(kMixedRoundCodes)));
 }
 
-void lowerToContinuation(llvm::Function& kernel, KernelInfo& info) {
+// `blockUniformSlots`: keep values every thread computes alike in one slot per block (only
+// where the threads' waits are all at points every thread reaches in step: not in a lockstep
+// form, whose yields threads leave the loop from at different iterations).
+void lowerToContinuation(llvm::Function& kernel, KernelInfo& info, bool blockUniformSlots = true) {
   llvm::LLVMContext& c = kernel.getContext();
   auto* ptr = llvm::PointerType::getUnqual(c);
   auto* i32 = llvm::Type::getInt32Ty(c);
@@ -1093,7 +1099,8 @@ void lowerToContinuation(llvm::Function& kernel, KernelInfo& info) {
   for (llvm::CallInst* call : waitingCalls(*step))
     waits.push_back(splitAtWait(call, values, static_cast<uint32_t>(waits.size())));
   llvm::DenseSet<const llvm::Value*> uniform;
-  if (waitsOnlyAtBlockBarriers(waits)) uniform = blockUniformValues(*step, values);
+  if (blockUniformSlots && waitsOnlyAtBlockBarriers(waits))
+    uniform = blockUniformValues(*step, values);
   rematerializeAcrossWaits(liveAcrossWaits(*step, waits));
   // Demoting a phi leaves one reload where it stood, itself live across the wait when the phi
   // was: repeat until nothing is (the second round gives each use its own reload). The slots
@@ -1150,6 +1157,100 @@ void lowerToContinuation(llvm::Function& kernel, KernelInfo& info) {
   buildRounds(*step, info, waits.size());
 }
 
+// Whether `v` is computed from the block's or the grid's extent (%ntid, %nctaid) alone, through
+// arithmetic and casts: the step of a grid-stride (`i += blockDim.x * gridDim.x`) or block-stride
+// loop.
+bool fromLaunchExtent(llvm::Value* v, int depth = 0) {
+  if (depth > 8) return false;
+  if (auto* call = llvm::dyn_cast<llvm::CallInst>(v)) {
+    const llvm::Function* callee = call->getCalledFunction();
+    return callee != nullptr && (callee->getName().starts_with("__rocuda_sreg_ntid_") ||
+                                 callee->getName().starts_with("__rocuda_sreg_nctaid_"));
+  }
+  if (llvm::isa<llvm::Constant>(v)) return false;
+  auto* inst = llvm::dyn_cast<llvm::Instruction>(v);
+  if (inst == nullptr ||
+      !(llvm::isa<llvm::BinaryOperator>(inst) || llvm::isa<llvm::CastInst>(inst)))
+    return false;
+  bool extent = false;
+  for (llvm::Value* operand : inst->operands()) {
+    if (llvm::isa<llvm::Constant>(operand)) continue;
+    if (!fromLaunchExtent(operand, depth + 1)) return false;
+    extent = true;
+  }
+  return extent;
+}
+
+// The back edges (latch, header) of the kernel's stride loops: an induction variable (an integer
+// or a pointer) stepped each iteration by an amount computed from the launch's extent.
+std::vector<std::pair<llvm::BasicBlock*, llvm::BasicBlock*>> strideLoopBackEdges(
+    llvm::Function& f) {
+  std::vector<std::pair<llvm::BasicBlock*, llvm::BasicBlock*>> edges;
+  llvm::DominatorTree dominators(f);
+  llvm::LoopInfo loops(dominators);
+  for (llvm::Loop* loop : loops.getLoopsInPreorder()) {
+    llvm::BasicBlock* header = loop->getHeader();
+    llvm::BasicBlock* latch = loop->getLoopLatch();
+    if (latch == nullptr) continue;
+    for (llvm::PHINode& phi : header->phis()) {
+      auto* next = llvm::dyn_cast<llvm::Instruction>(phi.getIncomingValueForBlock(latch));
+      if (next == nullptr) continue;
+      llvm::Value* step = nullptr;
+      if (next->getOpcode() == llvm::Instruction::Add)
+        step = next->getOperand(0) == &phi   ? next->getOperand(1)
+               : next->getOperand(1) == &phi ? next->getOperand(0)
+                                             : nullptr;
+      else if (auto* gep = llvm::dyn_cast<llvm::GetElementPtrInst>(next);
+               gep != nullptr && gep->getPointerOperand() == &phi && gep->getNumIndices() == 1)
+        step = gep->idx_begin()->get();
+      if (step != nullptr && loop->isLoopInvariant(step) && fromLaunchExtent(step)) {
+        edges.emplace_back(latch, header);
+        break;
+      }
+    }
+  }
+  return edges;
+}
+
+// A BlockLoop kernel runs each thread's whole loop before the next thread's. A stride loop's
+// threads then walk the data one after another, each touching one element per stride (a
+// power-of-two stride maps every access of a thread to one cache set): 15-80 times slower
+// than taking the block's iterations together, as a GPU's warps do. Its lockstep form is the
+// kernel with a block barrier on each stride loop's back edge, run as a Continuation: each
+// round takes one iteration of every thread still in the loop. The barrier adds no meaning
+// (any interleaving of the threads is one CUDA allows; threads that left the loop run to the
+// end, having no other wait), so the runtime may run either form (docs/ARCHITECTURE.md).
+bool buildLockstepForm(llvm::Function& kernel, KernelInfo& info) {
+  auto edges = strideLoopBackEdges(kernel);
+  if (edges.empty()) return false;
+  llvm::Module& m = *kernel.getParent();
+  llvm::LLVMContext& c = m.getContext();
+  llvm::ValueToValueMapTy map;
+  llvm::Function* clone = llvm::CloneFunction(&kernel, map);
+  auto* i32 = llvm::Type::getInt32Ty(c);
+  llvm::FunctionCallee barrier = m.getOrInsertFunction(
+      kBarrierFunctions[0], llvm::FunctionType::get(llvm::Type::getVoidTy(c), {i32, i32}, false));
+  if (auto* declared = llvm::dyn_cast<llvm::Function>(barrier.getCallee())) {
+    declared->setConvergent();
+    declared->setDoesNotThrow();
+  }
+  for (auto [latch, header] : edges) {
+    auto* cloneLatch = llvm::cast<llvm::BasicBlock>(map[latch]);
+    auto* cloneHeader = llvm::cast<llvm::BasicBlock>(map[header]);
+    llvm::BasicBlock* yield = llvm::SplitEdge(cloneLatch, cloneHeader);
+    llvm::CallInst::Create(barrier,
+                           {llvm::ConstantInt::get(i32, 0), llvm::ConstantInt::get(i32, 0)}, "",
+                           yield->getTerminator());
+  }
+  KernelInfo lockstep = info;
+  lockstep.name = lockstepName(info.name);
+  lowerToContinuation(*clone, lockstep, /*blockUniformSlots=*/false);
+  clone->eraseFromParent();
+  info.cpuLockstep = true;
+  info.cpuLockstepFrameBytes = lockstep.cpuFrameBytes;
+  return true;
+}
+
 }  // namespace
 
 void lowerToBlockForms(llvm::Module& module, ModuleInfo& info) {
@@ -1173,10 +1274,12 @@ void lowerToBlockForms(llvm::Module& module, ModuleInfo& info) {
     else
       kernelInfo.cpuSlowPathReason = slowPathReason(*kernel, waits);
     if (!kernelInfo.cpuSlowPathReason.empty()) continue;
-    if (waits)
+    if (waits) {
       lowerToContinuation(*kernel, kernelInfo);
-    else
+    } else {
+      buildLockstepForm(*kernel, kernelInfo);
       lowerToBlockLoop(*kernel, kernelInfo);
+    }
     kernel->eraseFromParent();
   }
 }

@@ -8,7 +8,7 @@ namespace rocuda::compiler {
 namespace {
 
 constexpr uint8_t kMagic[4] = {'R', 'C', 'M', 'I'};
-constexpr uint32_t kFormatVersion = 8;
+constexpr uint32_t kFormatVersion = 9;
 
 class Writer {
  public:
@@ -94,7 +94,11 @@ bool readKernel(Reader& r, KernelInfo& k) {
   if (!r.u8(execution) || execution > static_cast<uint8_t>(CpuExecution::Continuation))
     return false;
   k.cpuExecution = static_cast<CpuExecution>(execution);
-  return r.u32(k.cpuFrameBytes) && r.u32(k.cpuUniformFrameBytes) && r.str(k.cpuSlowPathReason);
+  uint8_t lockstep = 0;
+  if (!r.u32(k.cpuFrameBytes) || !r.u32(k.cpuUniformFrameBytes) || !r.u8(lockstep) || lockstep > 1)
+    return false;
+  k.cpuLockstep = lockstep != 0;
+  return r.u32(k.cpuLockstepFrameBytes) && r.str(k.cpuSlowPathReason);
 }
 
 }  // namespace
@@ -110,6 +114,8 @@ std::string continuationSymbol(std::string_view kernel) {
 std::string roundSymbol(std::string_view kernel) {
   return "__rocuda_round_" + std::string(kernel);
 }
+
+std::string lockstepName(std::string_view kernel) { return std::string(kernel) + ".lockstep"; }
 
 std::string hostEntrySymbol(const KernelInfo& kernel) {
   switch (kernel.cpuExecution) {
@@ -159,6 +165,8 @@ std::vector<uint8_t> ModuleInfo::serialize() const {
     w.u8(static_cast<uint8_t>(k.cpuExecution));
     w.u32(k.cpuFrameBytes);
     w.u32(k.cpuUniformFrameBytes);
+    w.u8(k.cpuLockstep ? 1 : 0);
+    w.u32(k.cpuLockstepFrameBytes);
     w.str(k.cpuSlowPathReason);
   }
   w.u32(static_cast<uint32_t>(globals.size()));

@@ -142,7 +142,40 @@ Result<KernelCode> kernelCode(const compiler::KernelInfo& info, compiler::HostCo
   }
   if (address == nullptr)
     return makeError(ErrorCode::InvalidImage, "compiled code lacks kernel '" + info.name + "'");
+  if (info.cpuLockstep) {
+    std::string lockstep = compiler::lockstepName(info.name);
+    kernelCode.lockstepContinuation =
+        reinterpret_cast<ContinuationEntry>(code.lookup(compiler::continuationSymbol(lockstep)));
+    kernelCode.lockstepRound =
+        reinterpret_cast<RoundEntry>(code.lookup(compiler::roundSymbol(lockstep)));
+    kernelCode.lockstepFrameBytes = info.cpuLockstepFrameBytes;
+    if (kernelCode.lockstepContinuation == nullptr || kernelCode.lockstepRound == nullptr)
+      return makeError(ErrorCode::InvalidImage,
+                       "compiled code lacks the lockstep form of kernel '" + info.name + "'");
+  }
   return kernelCode;
+}
+
+// Grids of at most this many threads run a stride-loop kernel in its lockstep form: a grid sized
+// to the machine (blocks = a few per multiprocessor, as grid-stride code is launched) loops many
+// times per thread, where lockstep wins 10-15 times; a grid covering the data loops about once,
+// where the BlockLoop form is faster (1.8 times in bench-like measurements, docs/performance.md).
+constexpr uint64_t kLockstepGridThreads = uint64_t{1} << 18;
+
+// The kernel's code for this launch: its lockstep form when it has one and the grid suits it.
+KernelCode codeForLaunch(const KernelCode& code, const std::array<uint32_t, 3>& grid,
+                         const std::array<uint32_t, 3>& block) {
+  uint64_t threads = uint64_t(grid[0]) * grid[1] * grid[2] * block[0] * block[1] * block[2];
+  // The race check would see the lockstep form's barriers as the kernel's own.
+  if (code.lockstepRound == nullptr || threads > kLockstepGridThreads || memcheckRaceEnabled())
+    return code;
+  KernelCode lockstep = code;
+  lockstep.execution = compiler::CpuExecution::Continuation;
+  lockstep.continuation = code.lockstepContinuation;
+  lockstep.round = code.lockstepRound;
+  lockstep.frameBytes = code.lockstepFrameBytes;
+  lockstep.uniformFrameBytes = 0;
+  return lockstep;
 }
 
 // A kernel's host code and what compiling it found out (its block form, whether it waits).
@@ -735,7 +768,7 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
   if (!compiled.ok()) return compiled.takeError();
   const compiler::KernelInfo& info = (*compiled)->info;
   GridState grid;
-  grid.code = (*compiled)->code;
+  grid.code = codeForLaunch((*compiled)->code, config.grid, config.block);
   grid.params = const_cast<void*>(params);
   grid.grid = config.grid;
   grid.block = config.block;

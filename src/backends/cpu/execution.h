@@ -41,6 +41,10 @@ struct KernelCode {
   RoundEntry round = nullptr;  // Continuation: every thread from one resume point
   uint32_t frameBytes = 0;  // Continuation: each thread's frame
   uint32_t uniformFrameBytes = 0;  // Continuation: one copy of the block-uniform slots
+  // A BlockLoop kernel's lockstep form (KernelInfo::cpuLockstep), a Continuation: null if none.
+  ContinuationEntry lockstepContinuation = nullptr;
+  RoundEntry lockstepRound = nullptr;
+  uint32_t lockstepFrameBytes = 0;
 };
 
 // A cooperative grid's shared state: its workspace (the layout cooperative groups expects of

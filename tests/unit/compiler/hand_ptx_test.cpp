@@ -916,6 +916,81 @@ TEST(CompilerBlockForms, IfElseStoresToOnePlaceBecomeOneStore) {
   EXPECT_EQ(out[kN], -1.0f);  // threads past n store nothing
 }
 
+// A grid-stride loop (`for (i = tid + ctaid * ntid; i < n; i += ntid * nctaid)`) and a loop with
+// a constant step.
+constexpr const char* kStrideLoopsPtx = R"(.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry gridStride(.param .u64 y, .param .u64 x, .param .u32 n)
+{
+  .reg .pred %p<3>;
+  .reg .f32 %f<4>;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<6>;
+  ld.param.u64 %rd1, [y];
+  ld.param.u64 %rd2, [x];
+  ld.param.u32 %r1, [n];
+  mov.u32 %r2, %ctaid.x;
+  mov.u32 %r3, %ntid.x;
+  mov.u32 %r4, %tid.x;
+  mad.lo.s32 %r5, %r2, %r3, %r4;
+  mov.u32 %r6, %nctaid.x;
+  mul.lo.s32 %r7, %r6, %r3;
+  setp.ge.s32 %p1, %r5, %r1;
+  @%p1 bra DONE;
+LOOP:
+  mul.wide.s32 %rd3, %r5, 4;
+  add.s64 %rd4, %rd2, %rd3;
+  add.s64 %rd5, %rd1, %rd3;
+  ld.global.f32 %f1, [%rd4];
+  ld.global.f32 %f2, [%rd5];
+  fma.rn.f32 %f3, %f1, 0f40000000, %f2;
+  st.global.f32 [%rd5], %f3;
+  add.s32 %r5, %r5, %r7;
+  setp.lt.s32 %p2, %r5, %r1;
+  @%p2 bra LOOP;
+DONE:
+  ret;
+}
+.visible .entry constantStep(.param .u64 y, .param .u32 n)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [y];
+  ld.param.u32 %r1, [n];
+  mov.u32 %r2, 0;
+LOOP:
+  mul.wide.s32 %rd2, %r2, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r2;
+  add.s32 %r2, %r2, 8;
+  setp.lt.s32 %p1, %r2, %r1;
+  @%p1 bra LOOP;
+  ret;
+}
+)";
+
+TEST(CompilerBlockForms, StrideLoopsGetALockstepForm) {
+  auto object = compileForHost(kStrideLoopsPtx, "stride", {});
+  ASSERT_TRUE(object.ok()) << object.error().message;
+  const KernelInfo* gridStride = object->info.findKernel("gridStride");
+  const KernelInfo* constantStep = object->info.findKernel("constantStep");
+  ASSERT_NE(gridStride, nullptr);
+  ASSERT_NE(constantStep, nullptr);
+  EXPECT_EQ(gridStride->cpuExecution, CpuExecution::BlockLoop);
+  EXPECT_TRUE(gridStride->cpuLockstep);
+  EXPECT_GT(gridStride->cpuLockstepFrameBytes, 0u);  // the loop's index, per thread
+  EXPECT_EQ(constantStep->cpuExecution, CpuExecution::BlockLoop);
+  EXPECT_FALSE(constantStep->cpuLockstep);
+  auto code = loadHostCode(*object, testRuntimeSymbols());
+  ASSERT_TRUE(code.ok()) << code.error().message;
+  EXPECT_NE((*code)->lookup(blockLoopSymbol("gridStride")), nullptr);
+  EXPECT_NE((*code)->lookup(roundSymbol(lockstepName("gridStride"))), nullptr);
+  EXPECT_NE((*code)->lookup(continuationSymbol(lockstepName("gridStride"))), nullptr);
+  EXPECT_EQ((*code)->lookup(roundSymbol(lockstepName("constantStep"))), nullptr);
+}
+
 TEST(CompilerContract, BranchesLoopsAndLocalDepot) {
   const char* ptx = R"(.version 8.0
 .target sm_75
