@@ -109,11 +109,14 @@ struct GraphNodeContent {
   std::vector<std::unique_ptr<Graph>> bodies;
   std::vector<Graph*> bodyList;  // the bodies' handles (CUDA_CONDITIONAL_NODE_PARAMS::phGraph_out)
   // Memcpy and memset nodes made from parameters (not captured ones): what cuGraphExecUpdate may
-  // not change, a copy's operand memory types (CUmemorytype, unified resolved) and a 2D
-  // memset's shape.
+  // not change, a copy's operand memory types (CUmemorytype, unified resolved), the contexts
+  // its operands' memory belongs to (null: not Rocuda's), a memset destination's kind of
+  // allocation and a 2D memset's shape (pitch included).
   struct TransferShape {
     uint8_t sourceType = 0, destinationType = 0;
-    size_t width = 0, height = 0, elementSize = 0;
+    size_t width = 0, height = 0, elementSize = 0, pitch = 0;
+    const void* sourceContext = nullptr;
+    const void* destinationContext = nullptr;
   };
   std::optional<TransferShape> transfer;
 };

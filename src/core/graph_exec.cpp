@@ -198,12 +198,20 @@ GraphUpdateResult compareGraphs(const Graph& mine, const Graph& other, const Gra
 
 bool transferMayChange(GraphNodeType type, const GraphNodeContent::TransferShape& instantiated,
                        const GraphNodeContent::TransferShape& now) {
+  // "The source and destination memory ... must be allocated from the same contexts as the
+  // original"; a memset's destination "must be to the same kind of allocation"; "for 2d
+  // memsets, all dimension changes are rejected".
+  if (instantiated.destinationContext != now.destinationContext) return false;
   if (type == GraphNodeType::Memcpy)
     return instantiated.sourceType == now.sourceType &&
-           instantiated.destinationType == now.destinationType;
-  if (type == GraphNodeType::Memset && (instantiated.height > 1 || now.height > 1))
-    return instantiated.width == now.width && instantiated.height == now.height &&
-           instantiated.elementSize == now.elementSize;
+           instantiated.destinationType == now.destinationType &&
+           instantiated.sourceContext == now.sourceContext;
+  if (type == GraphNodeType::Memset) {
+    if (instantiated.destinationType != now.destinationType) return false;
+    if (instantiated.height > 1 || now.height > 1)
+      return instantiated.width == now.width && instantiated.height == now.height &&
+             instantiated.elementSize == now.elementSize && instantiated.pitch == now.pitch;
+  }
   return true;
 }
 

@@ -235,6 +235,17 @@ uint8_t resolvedMemoryType(CUmemorytype type, CUdeviceptr device, const void* ho
   return static_cast<uint8_t>(onDevice ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST);
 }
 
+// The context a copy operand's memory was allocated in (null for memory Rocuda did not
+// allocate or register, such as pageable host memory).
+const void* owningContext(CUmemorytype type, CUdeviceptr device, const void* host) {
+  const void* pointer = type == CU_MEMORYTYPE_HOST ? host
+                        : type == CU_MEMORYTYPE_UNIFIED && device == 0
+                            ? host
+                            : reinterpret_cast<const void*>(device);
+  std::optional<core::Allocation> allocation = core::findAllocation(pointer);
+  return allocation ? allocation->context : nullptr;
+}
+
 Outcome buildMemcpy(const CUDA_MEMCPY_NODE_PARAMS& in, core::GraphNodeContent* content) {
   if (in.flags != 0 || in.reserved != 0) return invalidValue("flags and reserved must be 0");
   Result<core::Context*> context = contextOrCurrent(in.copyCtx);
@@ -252,6 +263,8 @@ Outcome buildMemcpy(const CUDA_MEMCPY_NODE_PARAMS& in, core::GraphNodeContent* c
   shape.destinationType = resolvedMemoryType(copy.dstMemoryType, copy.dstDevice, copy.dstHost);
   shape.width = copy.WidthInBytes;
   shape.height = copy.Height * std::max<size_t>(copy.Depth, 1);
+  shape.sourceContext = owningContext(copy.srcMemoryType, copy.srcDevice, copy.srcHost);
+  shape.destinationContext = owningContext(copy.dstMemoryType, copy.dstDevice, copy.dstHost);
   content->transfer = shape;
   content->params = std::move(payload);
   return {};
@@ -281,8 +294,16 @@ Outcome buildMemset(const CUDA_MEMSET_NODE_PARAMS_v2& in, core::GraphNodeContent
   });
   if (!recorded.ok()) return recorded;
   content->name = "memset";
-  content->transfer =
-      core::GraphNodeContent::TransferShape{0, 0, in.width, in.height, in.elementSize};
+  core::GraphNodeContent::TransferShape shape;
+  std::optional<core::Allocation> destination =
+      core::findAllocation(reinterpret_cast<const void*>(in.dst));
+  shape.destinationType = destination ? static_cast<uint8_t>(destination->kind) + 1 : 0;
+  shape.destinationContext = destination ? destination->context : nullptr;
+  shape.width = in.width;
+  shape.height = in.height;
+  shape.elementSize = in.elementSize;
+  shape.pitch = in.height > 1 ? in.pitch : 0;
+  content->transfer = shape;
   content->params = std::move(payload);
   return {};
 }
@@ -581,8 +602,9 @@ Outcome setNodeParams(core::GraphNode& node, CUgraphNodeParams& params, bool exe
       return invalidValue("an executable graph's multidimensional copy cannot be changed");
     if (!core::transferMayChange(node.type(), *target.transfer, *content.transfer))
       return invalidValue(node.type() == core::GraphNodeType::Memcpy
-                              ? "the copy's memory types changed"
-                              : "a 2D memset's dimensions cannot change");
+                              ? "the copy's memory types or contexts changed"
+                              : "a memset's kind of destination, its context or a 2D memset's "
+                                "shape cannot change");
   }
   target.name = std::move(content.name);
   target.work = std::move(content.work);

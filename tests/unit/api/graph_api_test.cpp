@@ -628,9 +628,20 @@ TEST_F(LibCudaGraph, ExecUpdateKeepsCopyKindsAndMemsetShapes) {
   EXPECT_EQ(update(exec, same, &info), CUDA_SUCCESS);
 
   CUDA_MEMSET_NODE_PARAMS_v1 resized{data_, 64, 7, 4, 10, 4};
-  EXPECT_EQ(CU(cuGraphExecMemsetNodeSetParams, CUgraphExec, CUgraphNode,
-               const CUDA_MEMSET_NODE_PARAMS_v1*, CUcontext)(exec, setA, &resized, context_),
-            CUDA_ERROR_INVALID_VALUE);
+  auto setMemset = CU(cuGraphExecMemsetNodeSetParams, CUgraphExec, CUgraphNode,
+                      const CUDA_MEMSET_NODE_PARAMS_v1*, CUcontext);
+  EXPECT_EQ(setMemset(exec, setA, &resized, context_), CUDA_ERROR_INVALID_VALUE);
+  // "for 2d memsets, all dimension changes are rejected" (the pitch too), and the destination
+  // stays "the same kind of allocation" with "the same context association".
+  CUDA_MEMSET_NODE_PARAMS_v1 repitched{data_, 128, 7, 4, 8, 4};
+  EXPECT_EQ(setMemset(exec, setA, &repitched, context_), CUDA_ERROR_INVALID_VALUE);
+  CUdeviceptr managed = 0;
+  ASSERT_EQ(
+      CU(cuMemAllocManaged, CUdeviceptr*, size_t, unsigned)(&managed, 4096, CU_MEM_ATTACH_GLOBAL),
+      CUDA_SUCCESS);
+  CUDA_MEMSET_NODE_PARAMS_v1 toManaged{managed, 64, 7, 4, 8, 4};
+  EXPECT_EQ(setMemset(exec, setA, &toManaged, context_), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(managed), CUDA_SUCCESS);
   CUDA_MEMCPY3D rows{};
   rows.srcMemoryType = rows.dstMemoryType = CU_MEMORYTYPE_DEVICE;
   rows.srcDevice = data_;
