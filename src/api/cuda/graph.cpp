@@ -272,9 +272,9 @@ Outcome changeEdges(CUgraph hGraph, const CUgraphNode* from, const CUgraphNode* 
 }
 
 // cuGraphDebugDotPrint's flags (cuda.h's CUgraphDebugDot_flags) that add to a node's label.
-constexpr unsigned kDotVerbose = 1u << 0, kDotMemcpyParams = 1u << 3, kDotMemsetParams = 1u << 4,
-                   kDotEventParams = 1u << 6, kDotHandles = 1u << 10, kDotMemAllocParams = 1u << 11,
-                   kDotMemFreeParams = 1u << 12;
+constexpr unsigned kDotVerbose = 1u << 0, kDotKernelParams = 1u << 2, kDotMemcpyParams = 1u << 3,
+                   kDotMemsetParams = 1u << 4, kDotEventParams = 1u << 6, kDotHandles = 1u << 10,
+                   kDotMemAllocParams = 1u << 11, kDotMemFreeParams = 1u << 12;
 
 // The copy direction from its operands' memory types (CUmemorytype), "HtoD" and the like.
 std::string copyDirection(const core::GraphNodeContent::TransferShape& shape) {
@@ -303,6 +303,26 @@ std::string dotLabel(const core::GraphNode& node, unsigned flags) {
              std::to_string(c.transfer->height);
     if (node.type() == core::GraphNodeType::Memset)
       label += " element " + std::to_string(c.transfer->elementSize);
+  }
+  // A kernel's launch (and with the handles its function); a memset's destination and value.
+  cuda::CUgraphNodeParams params{};
+  bool kernel = node.type() == core::GraphNodeType::Kernel;
+  bool memset = node.type() == core::GraphNodeType::Memset;
+  if (((kernel && (wants(kDotKernelParams) || wants(kDotHandles))) ||
+       (memset && wants(kDotMemsetParams))) &&
+      readNodeParams(node, &params).ok()) {
+    if (kernel && wants(kDotKernelParams)) {
+      const CUDA_KERNEL_NODE_PARAMS_v2& k = params.kernel;
+      label += "\\ngrid (" + std::to_string(k.gridDimX) + "," + std::to_string(k.gridDimY) + "," +
+               std::to_string(k.gridDimZ) + ") block (" + std::to_string(k.blockDimX) + "," +
+               std::to_string(k.blockDimY) + "," + std::to_string(k.blockDimZ) + ") shared " +
+               std::to_string(k.sharedMemBytes);
+    }
+    if (kernel && wants(kDotHandles)) label += "\\nfunction " + pointerText(params.kernel.func);
+    if (memset && wants(kDotMemsetParams))
+      label += "\\ndst " + pointerText(reinterpret_cast<const void*>(params.memset.dst)) +
+               " value " + std::to_string(params.memset.value) + " pitch " +
+               std::to_string(params.memset.pitch);
   }
   if (c.event != nullptr && wants(kDotEventParams)) label += "\\nevent " + pointerText(c.event);
   if (c.allocation && wants(kDotMemAllocParams))

@@ -181,6 +181,13 @@ TEST_F(LibCudaGraph, ExplicitNodesRunInDependencyOrder) {
   EXPECT_EQ(plain.find("width"), std::string::npos);
   EXPECT_NE(verbose.find("width " + std::to_string(kN * 4) + " height 1"), std::string::npos);
   EXPECT_NE(verbose.find("node 0x"), std::string::npos) << verbose;
+  // Kernel launches ("Adds CUDA_KERNEL_NODE_PARAMS values") and function handles.
+  EXPECT_NE(verbose.find("grid (2,1,1) block (128,1,1) shared 0"), std::string::npos) << verbose;
+  EXPECT_NE(verbose.find("function 0x"), std::string::npos) << verbose;
+  EXPECT_NE(verbose.find(" value 5 pitch"), std::string::npos) << verbose;  // the memset
+  std::string kernels = dotOf(1u << 2);
+  EXPECT_NE(kernels.find("grid (2,1,1)"), std::string::npos) << kernels;
+  EXPECT_EQ(kernels.find("function 0x"), std::string::npos) << kernels;
   CUDA_KERNEL_NODE_PARAMS_v1 readParams{};
   ASSERT_EQ(
       CU(cuGraphKernelNodeGetParams, CUgraphNode, CUDA_KERNEL_NODE_PARAMS_v1*)(k3, &readParams),
