@@ -75,12 +75,16 @@ Status Context::destroyStream(Stream* stream) {
       return makeError(ErrorCode::InvalidHandle, "stream does not belong to this context");
     owned = std::move(*it);
     streams_.erase(it);
-    leaveCapture(*owned);
-    // cuStreamDestroy returns at once; work still queued runs, and the stream's resources go
-    // when it is done (the handle is invalid from now on).
-    owned->retireHandle();
-    if (auto tail = owned->tail(); tail && !tail->done())
-      retiredStreams_.push_back(std::move(owned));
+  }
+  // Outside the context's lock: leaving a capture takes the graphs' lock, under which graph code
+  // may call into the context (one order of the two locks everywhere).
+  leaveCapture(*owned);
+  // cuStreamDestroy returns at once; work still queued runs, and the stream's resources go
+  // when it is done (the handle is invalid from now on).
+  owned->retireHandle();
+  if (auto tail = owned->tail(); tail && !tail->done()) {
+    std::lock_guard lock(mutex_);
+    retiredStreams_.push_back(std::move(owned));
   }
   owned.reset();
   takeIdleRetiredStreams().clear();  // destroyed here, outside the lock (they join a thread)

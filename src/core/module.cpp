@@ -174,15 +174,12 @@ Result<Module*> Module::load(Context& context, const void* image, bool isLibrary
 }
 
 Status Module::loadContents(fatbin::ImageContents contents) {
-  Context& context = context_;
-  bool isLibrary = isLibrary_;
-  Module* module = this;
   if (contents.ptx.empty()) {
-    module->sassOnlyArchs_ = contents.sassArchs;
-    module->sassKernels_ = std::move(contents.sassKernels);
+    sassOnlyArchs_ = contents.sassArchs;
+    sassKernels_ = std::move(contents.sassKernels);
   }
   for (const auto& program : contents.ptx) {
-    auto loaded = context.device().backend().loadPtx(program.text, program.name);
+    auto loaded = context_.device().backend().loadPtx(program.text, program.name);
     if (!loaded.ok()) return loaded.takeError();
     backends::LoadedModule& code = **loaded;
     // Constant memory is per translation unit: every kernel of it reports the unit's total.
@@ -191,25 +188,25 @@ Status Module::loadContents(fatbin::ImageContents contents) {
       if (global.space == ptx::StateSpace::Const) constBytes += global.size;
     for (const auto& kernelInfo : code.info().kernels) {
       backends::LoadedKernel* kernel = code.kernel(kernelInfo.name);
-      if (kernel != nullptr && !module->kernels_.count(kernelInfo.name))
-        module->kernels_.emplace(kernelInfo.name,
-                                 std::make_unique<Kernel>(*module, *kernel, program.arch, constBytes));
+      if (kernel != nullptr && !kernels_.count(kernelInfo.name))
+        kernels_.emplace(kernelInfo.name,
+                         std::make_unique<Kernel>(*this, *kernel, program.arch, constBytes));
     }
     for (const auto& global : code.info().globals) {
       if (void* address = code.globalAddress(global.name)) {
-        registerGlobal(&context, address, global.size);
-        module->registeredGlobals_.push_back(address);
-        if (isLibrary)
-          if (auto value = initialValue(context, address, global))
-            module->initialValues_.push_back(std::move(*value));
+        registerGlobal(&context_, address, global.size);
+        registeredGlobals_.push_back(address);
+        if (isLibrary_)
+          if (auto value = initialValue(context_, address, global))
+            initialValues_.push_back(std::move(*value));
       }
     }
     for (std::string& managed : managedVariables(program.text, program.name))
-      module->managedNames_.push_back(std::move(managed));
-    module->loaded_.push_back(std::move(*loaded));
+      managedNames_.push_back(std::move(managed));
+    loaded_.push_back(std::move(*loaded));
   }
-  log::info("loaded " + std::string(isLibrary ? "library" : "module") + " with " +
-            std::to_string(module->kernels_.size()) + " kernel(s) from " +
+  log::info("loaded " + std::string(isLibrary_ ? "library" : "module") + " with " +
+            std::to_string(kernels_.size()) + " kernel(s) from " +
             std::to_string(contents.ptx.size()) + " PTX program(s)");
   return Status::success();
 }

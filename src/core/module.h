@@ -101,17 +101,21 @@ class Kernel : public Object {
   friend class Module;
   // One settable attribute at both levels; -1: not set at that level.
   struct LeveledAttribute {
-    std::atomic<int> kernel{-1}, function{-1};
+    mutable std::atomic<int> kernel{-1}, function{-1};
   };
-  const Kernel& kernelLevelOwner() const { return libraryKernel_ ? *libraryKernel_ : *this; }
+  // Where the value of `attribute` at `level` lives: this kernel's, or at the kernel level of a
+  // library's instance, the library's kernel.
+  std::atomic<int>& slot(LeveledAttribute Kernel::*attribute, Level level) const {
+    const Kernel& owner = libraryKernel_ ? *libraryKernel_ : *this;
+    return level == Level::Function ? (this->*attribute).function : (owner.*attribute).kernel;
+  }
   int get(LeveledAttribute Kernel::*attribute, Level level, int fallback) const {
-    int f = (this->*attribute).function, k = (kernelLevelOwner().*attribute).kernel;
+    int f = slot(attribute, Level::Function), k = slot(attribute, Level::Kernel);
     if (level == Level::Function && f >= 0) return f;
     return k >= 0 ? k : fallback;
   }
   void set(LeveledAttribute Kernel::*attribute, int value, Level level) {
-    Kernel& owner = libraryKernel_ ? *libraryKernel_ : *this;
-    (level == Level::Function ? (this->*attribute).function : (owner.*attribute).kernel) = value;
+    slot(attribute, level) = value;
   }
   Kernel* libraryKernel_ = nullptr;  // an instance's kernel: the library's own
   LeveledAttribute maxDynamicShared_;

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <csetjmp>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 #include "support/result.h"
@@ -43,9 +44,9 @@ struct MemoryOperationGuard {
 MemoryOperationGuard*& activeMemoryOperationGuard();
 
 // Runs `operation` (memmove, memset...); a fault in it becomes IllegalAddress naming `what`.
+// The handler must be installed (the CPU device does so when it starts).
 template <class Operation>
 Status guardedMemoryOperation(const char* what, Operation&& operation) {
-  installKernelFaultHandler();
   MemoryOperationGuard guard;
   MemoryOperationGuard* const previous = activeMemoryOperationGuard();
   activeMemoryOperationGuard() = &guard;
