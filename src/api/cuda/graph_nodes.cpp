@@ -225,11 +225,18 @@ Outcome keepCapturedKernelParams(core::GraphNode& node, const CUDA_KERNEL_NODE_P
 
 namespace {
 
+// A copy operand's address: its host pointer for host memory (or a unified operand given as
+// one), else its device pointer.
+const void* operandPointer(CUmemorytype type, CUdeviceptr device, const void* host) {
+  bool onHost = type == CU_MEMORYTYPE_HOST || (type == CU_MEMORYTYPE_UNIFIED && device == 0);
+  return onHost ? host : reinterpret_cast<const void*>(device);
+}
+
 // A copy operand's memory type, CU_MEMORYTYPE_UNIFIED resolved by what the pointer is.
 uint8_t resolvedMemoryType(CUmemorytype type, CUdeviceptr device, const void* host) {
   if (type != CU_MEMORYTYPE_UNIFIED) return static_cast<uint8_t>(type);
-  const void* pointer = device != 0 ? reinterpret_cast<const void*>(device) : host;
-  std::optional<core::Allocation> allocation = core::findAllocation(pointer);
+  std::optional<core::Allocation> allocation =
+      core::findAllocation(operandPointer(type, device, host));
   bool onDevice = allocation && (allocation->kind == core::AllocationKind::Device ||
                                  allocation->kind == core::AllocationKind::Global);
   return static_cast<uint8_t>(onDevice ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST);
@@ -238,11 +245,8 @@ uint8_t resolvedMemoryType(CUmemorytype type, CUdeviceptr device, const void* ho
 // The context a copy operand's memory was allocated in (null for memory Rocuda did not
 // allocate or register, such as pageable host memory).
 const void* owningContext(CUmemorytype type, CUdeviceptr device, const void* host) {
-  const void* pointer = type == CU_MEMORYTYPE_HOST ? host
-                        : type == CU_MEMORYTYPE_UNIFIED && device == 0
-                            ? host
-                            : reinterpret_cast<const void*>(device);
-  std::optional<core::Allocation> allocation = core::findAllocation(pointer);
+  std::optional<core::Allocation> allocation =
+      core::findAllocation(operandPointer(type, device, host));
   return allocation ? allocation->context : nullptr;
 }
 
