@@ -70,13 +70,7 @@ void MemoryPool::free(void* block, uint64_t bytes, bool keep) {
 // after the operation": only blocks whose release leaves that much go, the largest first.
 void MemoryPool::trimTo(uint64_t bytes) {
   std::lock_guard lock(mutex_);
-  for (auto it = kept_.end(); it != kept_.begin() && reserved_ > bytes;) {
-    --it;
-    if (reserved_ - std::min(reserved_, it->first) < bytes) continue;
-    device_.backend().freeDevice(it->second);
-    reserved_ -= std::min(reserved_, it->first);
-    it = kept_.erase(it);
-  }
+  trimLocked(bytes, /*keepAtLeast=*/true);
 }
 
 void MemoryPool::trimToThreshold() {
@@ -84,13 +78,16 @@ void MemoryPool::trimToThreshold() {
   trimLocked(releaseThreshold_);
 }
 
-// The largest kept blocks go first.
-void MemoryPool::trimLocked(uint64_t bytes) {
-  while (reserved_ > bytes && !kept_.empty()) {
-    auto largest = std::prev(kept_.end());
-    device_.backend().freeDevice(largest->second);
-    reserved_ -= std::min(reserved_, largest->first);
-    kept_.erase(largest);
+// Kept blocks go back, the largest first, while the pool reserves more than `bytes`; with
+// `keepAtLeast`, only those whose release leaves at least `bytes` reserved.
+void MemoryPool::trimLocked(uint64_t bytes, bool keepAtLeast) {
+  for (auto it = kept_.end(); it != kept_.begin() && reserved_ > bytes;) {
+    --it;
+    uint64_t left = reserved_ - std::min(reserved_, it->first);
+    if (keepAtLeast && left < bytes) continue;
+    device_.backend().freeDevice(it->second);
+    reserved_ = left;
+    it = kept_.erase(it);
   }
 }
 

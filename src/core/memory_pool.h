@@ -82,7 +82,7 @@ class MemoryPool : public Object {
   uint64_t reservedHigh_ = 0;
   std::multimap<uint64_t, void*> kept_;  // freed blocks by size, for reuse
 
-  void trimLocked(uint64_t bytes);
+  void trimLocked(uint64_t bytes, bool keepAtLeast = false);
   unsigned handleTypes_ = 0;
   bool imported_ = false;
 };
