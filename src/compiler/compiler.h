@@ -176,7 +176,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-50";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-51";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;
@@ -214,23 +214,26 @@ struct BlockContext {
 
 // Where the threads of a block waiting in warp collectives post their operands and find their
 // results: one array per field, indexed by linear thread id (so that the posts of a round
-// vectorize). Before returning from a wait in a collective the step stores value[t], op[t]
-// (0 sync, 1 shfl, 2 vote, 3 redux, 4 match, 5 activemask, 6 mbarrier wait, 7 named barrier,
-// 8 mma), mode[t], b[t], c[t] and mask[t]; activemask posts its call site as value[t] and all ones
-// as mask[t]; an mbarrier wait posts the mbarrier's address as value[t], the state's low and high
-// halves as b[t] and c[t] and the parity flag as mode[t]; a named barrier posts its id as
-// value[t], its thread count as b[t] and the arrive flag as mode[t] (it has no result); an mma
-// posts its record's address as value[t], its tile function's address in b[t] (low half) and c[t]
-// (high half) and all ones as mask[t] (its outputs are in the record). When the
-// collective completes the runtime fills result[t] before any member lane resumes: for vote, redux,
-// match, activemask and mbarrier waits the lane's answer (the encodings of the functions above);
-// for shfl a snapshot of value[t], from which the resuming lane reads its source lane's entry
-// itself: the source as PTX's pseudo-code computes it, the lane's own when that is out of range or
-// beyond the block's last thread. (The runtime may exchange the value and result arrays instead of
-// copying: snapshots, rather than reading value[], let a lane that resumed first post its next
-// collective without overwriting what later lanes still have to read.)
-// The most i64 slots a warp matrix operation's record has (wmma.m16n16k16 with f16 inputs: 8 A,
-// 8 B, 8 C and 8 D registers).
+// vectorize). A collective's operands are op (0 sync, 1 shfl, 2 vote, 3 redux, 4 match,
+// 5 activemask, 6 mbarrier wait, 7 named barrier, 8 mma), value, mode, b, c and mask. Before
+// returning from a wait in a collective the step stores value[t] and, of the others, those that
+// are not constants of the code: op and the constant ones are the wait's (KernelInfo::
+// cpuWarpSites), and the runtime writes them into the thread's entries itself before it reads
+// them (a round of a block-wide shfl stores one value per lane, not six operands). activemask posts
+// its call site as value[t] and all ones as mask[t]; an mbarrier wait posts the mbarrier's address
+// as value[t], the state's low and high halves as b[t] and c[t] and the parity flag as mode[t]; a
+// named barrier posts its id as value[t], its thread count as b[t] and the arrive flag as mode[t]
+// (it has no result); an mma posts its record's address as value[t], its tile function's address in
+// b[t] (low half) and c[t] (high half) and all ones as mask[t] (its outputs are in the record).
+// When the collective completes the runtime fills result[t] before any member lane resumes: for
+// vote, redux, match, activemask and mbarrier waits the lane's answer (the encodings of the
+// functions above); for shfl a snapshot of value[t], from which the resuming lane reads its source
+// lane's entry itself: the source as PTX's pseudo-code computes it, the lane's own when that is out
+// of range or beyond the block's last thread. (The runtime may exchange the value and result arrays
+// instead of copying: snapshots, rather than reading value[], let a lane that resumed first post
+// its next collective without overwriting what later lanes still have to read.) The most i64 slots
+// a warp matrix operation's record has (wmma.m16n16k16 with f16 inputs: 8 A, 8 B, 8 C and 8 D
+// registers).
 inline constexpr size_t kMatrixRecordSlots = 32;
 
 struct WarpLanes {
@@ -241,6 +244,19 @@ struct WarpLanes {
   int32_t* b;     // shfl operands
   int32_t* c;
   uint32_t* mask;  // PTX member mask
+};
+
+// A Continuation's wait: for a warp collective its op and the operands that are constants of
+// the code, which its lanes do not post (WarpLanes above); op is -1 for a block barrier or
+// bar.red.
+struct WarpWaitSite {
+  enum ConstantField : uint32_t { kMode = 1, kB = 2, kC = 4, kMask = 8 };
+  int32_t op = -1;
+  uint32_t constants = 0;  // ConstantField bits: which of the fields below are given here
+  int32_t mode = 0;
+  int32_t b = 0;
+  int32_t c = 0;
+  uint32_t mask = 0;
 };
 
 // How a kernel's host code runs a block (see the contract above).
@@ -298,6 +314,7 @@ struct KernelInfo {
   CpuExecution cpuExecution = CpuExecution::ThreadEntry;  // host code only
   uint32_t cpuFrameBytes = 0;     // Continuation: bytes of each thread's frame
   uint32_t cpuUniformFrameBytes = 0;  // Continuation: bytes of one copy of the uniform slots
+  std::vector<WarpWaitSite> cpuWarpSites;  // Continuation: its waits, by resume point - 1
   // BlockLoop kernels with a grid- or block-stride loop also have a lockstep form: a
   // Continuation (symbols of lockstepName) that yields at the loop's back edge, so that the
   // block's threads take their iterations together (see host_block_forms.cpp).

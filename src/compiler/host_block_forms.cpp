@@ -340,6 +340,7 @@ struct WaitPoint {
   llvm::BasicBlock* suspend;  // ends with the announcement of the wait, then returns
   llvm::BasicBlock* resume;   // where the thread goes on
   WaitKind kind;
+  WarpWaitSite site;  // a warp collective's op and constant operands
 };
 
 llvm::FunctionCallee runtimeFunction(llvm::Module& m, const char* name, llvm::Type* result,
@@ -400,11 +401,45 @@ llvm::Value* shuffleResult(llvm::IRBuilder<>& b, const ThreadValues& v, llvm::Va
   return b.CreateOr(value, b.CreateShl(b.CreateZExt(inRange, b.getInt64Ty()), 32));
 }
 
+// Post a collective's operands (WarpLanes): the value always, the others where they are not
+// constants of the code; those, and the op, are the wait's `site`'s.
+void postOperands(llvm::IRBuilder<>& b, const ThreadValues& v, int op,
+                  llvm::ArrayRef<std::pair<LaneField, llvm::Value*>> operands, WarpWaitSite& site) {
+  site.op = op;
+  for (auto [field, operand] : operands) {
+    auto* constant = llvm::dyn_cast<llvm::ConstantInt>(operand);
+    if (field == kLaneValue || constant == nullptr) {
+      b.CreateStore(operand, laneEntry(b, v, field, v.linear));
+      continue;
+    }
+    auto bits = static_cast<uint32_t>(constant->getZExtValue());
+    switch (field) {
+      case kLaneMode:
+        site.mode = static_cast<int32_t>(bits);
+        site.constants |= WarpWaitSite::kMode;
+        break;
+      case kLaneB:
+        site.b = static_cast<int32_t>(bits);
+        site.constants |= WarpWaitSite::kB;
+        break;
+      case kLaneC:
+        site.c = static_cast<int32_t>(bits);
+        site.constants |= WarpWaitSite::kC;
+        break;
+      default:
+        site.mask = bits;
+        site.constants |= WarpWaitSite::kMask;
+        break;
+    }
+  }
+}
+
 // A warp collective's wait: post the thread's operands before the wait; on resuming, compute
 // (shfl) or read (the others) its result (compiler.h). Returns the result, or nullptr when the
-// collective gives none.
-llvm::Value* postAndCollect(llvm::CallInst* call, const ThreadValues& v, uint32_t site,
-                            llvm::IRBuilder<>& before, llvm::IRBuilder<>& after) {
+// collective gives none. `site` numbers the wait and receives its op and constant operands.
+llvm::Value* postAndCollect(llvm::CallInst* call, const ThreadValues& v, uint32_t siteNumber,
+                            WarpWaitSite& site, llvm::IRBuilder<>& before,
+                            llvm::IRBuilder<>& after) {
   llvm::StringRef name = call->getCalledFunction()->getName();
   auto arg = [&](unsigned i) { return call->getArgOperand(i); };
   // op numbers as in compiler.h: 0 sync, 1 shfl, 2 vote, 3 redux, 4 match, 5 activemask,
@@ -423,38 +458,32 @@ llvm::Value* postAndCollect(llvm::CallInst* call, const ThreadValues& v, uint32_
     llvm::Value* tile = before.CreatePtrToInt(arg(0), before.getInt64Ty());
     const std::pair<LaneField, llvm::Value*> posts[] = {
         {kLaneValue, before.CreatePtrToInt(arg(2), before.getInt64Ty())},
-        {kLaneOp, before.getInt32(op)},
         {kLaneMode, zero},
         {kLaneB, before.CreateTrunc(tile, before.getInt32Ty())},
         {kLaneC, before.CreateTrunc(before.CreateLShr(tile, 32), before.getInt32Ty())},
         {kLaneMask, before.getInt32(-1)}};
-    for (auto [field, operand] : posts)
-      before.CreateStore(operand, laneEntry(before, v, field, v.linear));
+    postOperands(before, v, op, posts, site);
     return nullptr;
   }
   if (op == 7) {  // the barrier id, the thread count and whether it only arrives
     const std::pair<LaneField, llvm::Value*> posts[] = {
         {kLaneValue, before.CreateZExt(arg(0), before.getInt64Ty())},
-        {kLaneOp, before.getInt32(op)},
         {kLaneMode, arg(2)},
         {kLaneB, arg(1)},
         {kLaneC, zero},
         {kLaneMask, zero}};
-    for (auto [field, operand] : posts)
-      before.CreateStore(operand, laneEntry(before, v, field, v.linear));
+    postOperands(before, v, op, posts, site);
     return nullptr;
   }
   if (op == 6) {  // the mbarrier, the state's halves and the parity flag
     llvm::Value* state = arg(1);
     const std::pair<LaneField, llvm::Value*> posts[] = {
         {kLaneValue, before.CreatePtrToInt(arg(0), before.getInt64Ty())},
-        {kLaneOp, before.getInt32(op)},
         {kLaneMode, arg(2)},
         {kLaneB, before.CreateTrunc(state, before.getInt32Ty())},
         {kLaneC, before.CreateTrunc(before.CreateLShr(state, 32), before.getInt32Ty())},
         {kLaneMask, zero}};
-    for (auto [field, operand] : posts)
-      before.CreateStore(operand, laneEntry(before, v, field, v.linear));
+    postOperands(before, v, op, posts, site);
     llvm::Value* done =
         after.CreateLoad(after.getInt64Ty(), laneEntry(after, v, kLaneResult, v.linear));
     return after.CreateTrunc(done, call->getType());
@@ -466,15 +495,16 @@ llvm::Value* postAndCollect(llvm::CallInst* call, const ThreadValues& v, uint32_
                                 : arg(2);
   // activemask posts its call site: the lanes waiting at the same one are its answer.
   llvm::Value* value = op == 0   ? before.getInt64(0)
-                       : op == 5 ? before.getInt64(site)
+                       : op == 5 ? before.getInt64(siteNumber)
                                  : before.CreateZExt(arg(1), before.getInt64Ty());
   llvm::Value* bOperand = op == 1 ? arg(2) : zero;
   llvm::Value* cOperand = op == 1 ? arg(3) : zero;
-  const std::pair<LaneField, llvm::Value*> posts[] = {
-      {kLaneValue, value}, {kLaneOp, before.getInt32(op)}, {kLaneMode, mode},
-      {kLaneB, bOperand},  {kLaneC, cOperand},             {kLaneMask, mask}};
-  for (auto [field, operand] : posts)
-    before.CreateStore(operand, laneEntry(before, v, field, v.linear));
+  const std::pair<LaneField, llvm::Value*> posts[] = {{kLaneValue, value},
+                                                      {kLaneMode, mode},
+                                                      {kLaneB, bOperand},
+                                                      {kLaneC, cOperand},
+                                                      {kLaneMask, mask}};
+  postOperands(before, v, op, posts, site);
   if (call->getType()->isVoidTy()) return nullptr;
   llvm::Value* raw =
       op == 1 ? shuffleResult(after, v, operandAgain(after, v, mode, kLaneMode),
@@ -501,6 +531,7 @@ WaitPoint splitAtWait(llvm::CallInst* call, const ThreadValues& v, uint32_t site
   auto arg = [&](unsigned i) { return call->getArgOperand(i); };
   llvm::Value* result = nullptr;
   WaitKind kind = WaitKind::Warp;
+  WarpWaitSite warpSite;
   if (name == "__rocuda_barrier_sync") {
     kind = WaitKind::Barrier;  // the returned code says it all
   } else if (name == "__rocuda_barrier_reduce") {
@@ -512,11 +543,11 @@ WaitPoint splitAtWait(llvm::CallInst* call, const ThreadValues& v, uint32_t site
         runtimeFunction(m, "__rocuda_resume_barrier_reduce", i32, {ptr, i32, i32}),
         {v.context, v.linear, arg(0)});
   } else {
-    result = postAndCollect(call, v, site, before, after);
+    result = postAndCollect(call, v, site, warpSite, before, after);
   }
   if (result != nullptr) call->replaceAllUsesWith(result);
   call->eraseFromParent();
-  return {suspend, resume, kind};
+  return {suspend, resume, kind, warpSite};
 }
 
 // The instructions live on entry to any resume block: what must survive a wait. Classic
@@ -1146,6 +1177,8 @@ void lowerToContinuation(llvm::Function& kernel, KernelInfo& info, bool blockUni
   }
   info.cpuFrameBytes = moveAllocasToFrame(*step, dispatch, values);
   info.cpuExecution = CpuExecution::Continuation;
+  info.cpuWarpSites.clear();
+  for (const WaitPoint& wait : waits) info.cpuWarpSites.push_back(wait.site);
   // Inlined into the rounds, a step costs a copy of the kernel per resume point: worth it for
   // typical kernels (a dozen waits in a few hundred instructions). Big kernels with many waits
   // (CUB's radix sort) would multiply compile time for little gain: their rounds call the step.

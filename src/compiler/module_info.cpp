@@ -8,7 +8,7 @@ namespace rocuda::compiler {
 namespace {
 
 constexpr uint8_t kMagic[4] = {'R', 'C', 'M', 'I'};
-constexpr uint32_t kFormatVersion = 9;
+constexpr uint32_t kFormatVersion = 10;
 
 class Writer {
  public:
@@ -95,8 +95,21 @@ bool readKernel(Reader& r, KernelInfo& k) {
     return false;
   k.cpuExecution = static_cast<CpuExecution>(execution);
   uint8_t lockstep = 0;
-  if (!r.u32(k.cpuFrameBytes) || !r.u32(k.cpuUniformFrameBytes) || !r.u8(lockstep) || lockstep > 1)
+  uint32_t sites = 0;
+  if (!r.u32(k.cpuFrameBytes) || !r.u32(k.cpuUniformFrameBytes) || !r.count(sites, 24))
     return false;
+  k.cpuWarpSites.resize(sites);
+  for (auto& site : k.cpuWarpSites) {
+    uint32_t op = 0, mode = 0, b = 0, c = 0;
+    if (!r.u32(op) || !r.u32(site.constants) || !r.u32(mode) || !r.u32(b) || !r.u32(c) ||
+        !r.u32(site.mask))
+      return false;
+    site.op = static_cast<int32_t>(op);
+    site.mode = static_cast<int32_t>(mode);
+    site.b = static_cast<int32_t>(b);
+    site.c = static_cast<int32_t>(c);
+  }
+  if (!r.u8(lockstep) || lockstep > 1) return false;
   k.cpuLockstep = lockstep != 0;
   return r.u32(k.cpuLockstepFrameBytes) && r.str(k.cpuSlowPathReason);
 }
@@ -165,6 +178,12 @@ std::vector<uint8_t> ModuleInfo::serialize() const {
     w.u8(static_cast<uint8_t>(k.cpuExecution));
     w.u32(k.cpuFrameBytes);
     w.u32(k.cpuUniformFrameBytes);
+    w.u32(static_cast<uint32_t>(k.cpuWarpSites.size()));
+    for (const auto& site : k.cpuWarpSites)
+      for (uint32_t v :
+           {static_cast<uint32_t>(site.op), site.constants, static_cast<uint32_t>(site.mode),
+            static_cast<uint32_t>(site.b), static_cast<uint32_t>(site.c), site.mask})
+        w.u32(v);
     w.u8(k.cpuLockstep ? 1 : 0);
     w.u32(k.cpuLockstepFrameBytes);
     w.str(k.cpuSlowPathReason);

@@ -422,23 +422,39 @@ void runFibers(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& thr
       [](const std::vector<uint32_t>&) { return false; });
 }
 
+// Complete a lane's post in a warp collective with what its wait site holds (the op and the
+// operands that are constants of the code, which the step does not store; compiler.h).
+void postSiteOperands(compiler::WarpLanes& lanes, uint32_t t, const compiler::WarpWaitSite& site) {
+  using Site = compiler::WarpWaitSite;
+  lanes.op[t] = site.op;
+  if ((site.constants & Site::kMode) != 0) lanes.mode[t] = site.mode;
+  if ((site.constants & Site::kB) != 0) lanes.b[t] = site.b;
+  if ((site.constants & Site::kC) != 0) lanes.c[t] = site.c;
+  if ((site.constants & Site::kMask) != 0) lanes.mask[t] = site.mask;
+}
+
 // A step's code (compiler.h): 0 when the thread finished, else (resume point << 2) | the kind
-// of wait (1 barrier, 2 bar.red, 3 warp collective).
-void applyStepCode(ThreadState& thread, uint32_t code) {
+// of wait (1 barrier, 2 bar.red, 3 warp collective), of thread `linearTid` of `block` (whose
+// state may not be bound to it yet).
+void applyStepCode(BlockState& block, ThreadState& thread, uint32_t linearTid, uint32_t code) {
   thread.finished = code == 0;
   thread.resumePoint = code >> 2;
   thread.countedAtNamedBarrier = false;  // at a new wait
   uint32_t kind = code & 3;
   thread.waiting = kind == 0 ? WaitKind::None : kind == 3 ? WaitKind::Warp : WaitKind::Barrier;
+  const compiler::WarpWaitSite* sites = block.grid->code.warpSites;
+  if (kind == 3 && sites != nullptr)
+    postSiteOperands(*block.context.warpLanes, linearTid, sites[thread.resumePoint - 1]);
 }
 
 // Every running thread of the block (threads [0, limit); the rest have finished) waits in the
-// same warp collective: when it is a shfl, a warp sync or an mma, whose completion needs no check
-// of member masks (the lanes at one instruction have all arrived), complete it without looking
-// at each thread's state. Returns whether it did.
-bool completeUniformCollective(BlockState& block, uint32_t limit) {
+// same warp collective, the one before resume `point`: when it is a shfl, a warp sync or an mma,
+// whose completion needs no check of member masks (the lanes at one instruction have all
+// arrived), complete it without looking at each thread's state. Returns whether it did.
+bool completeUniformCollective(BlockState& block, uint32_t limit, uint32_t point) {
   compiler::WarpLanes& lanes = *block.context.warpLanes;
-  auto op = static_cast<WarpOp>(lanes.op[0]);
+  const compiler::WarpWaitSite& site = block.grid->code.warpSites[point - 1];
+  auto op = static_cast<WarpOp>(site.op);
   // The posts become the snapshots the resuming lanes read; the old snapshots take the next posts.
   if (op == WarpOp::Shfl) std::swap(lanes.value, lanes.result);
   if (op == WarpOp::Mma) {
@@ -447,6 +463,7 @@ bool completeUniformCollective(BlockState& block, uint32_t limit) {
       std::array<WarpRequest, kWarpSize> posted;
       WarpRequests requests{};
       for (uint32_t l = 0; l < count; ++l) {
+        postSiteOperands(lanes, first + l, site);
         posted[l] = requestOf(lanes, first + l);
         requests[l] = &posted[l];
       }
@@ -512,12 +529,12 @@ bool runUniformRounds(BlockState& block, std::vector<std::unique_ptr<ThreadState
         point = first >> 2;
         continue;
       }
-      if (completeUniformCollective(block, limit)) {
+      if (completeUniformCollective(block, limit, first >> 2)) {
         point = first >> 2;
         continue;
       }
     }
-    for (uint32_t t = 0; t < limit; ++t) applyStepCode(*threads[t], codes[t]);
+    for (uint32_t t = 0; t < limit; ++t) applyStepCode(block, *threads[t], t, codes[t]);
     for (uint32_t t = limit; t < count; ++t) threads[t]->finished = true;
     bool released = uniform;
     if (uniform) {  // all in one warp collective: go on together if every lane's completes
@@ -560,9 +577,10 @@ void stepContinuations(BlockState& block, std::vector<std::unique_ptr<ThreadStat
     schedule(
         block, threads, count,
         [&](ThreadState& thread) {
-          applyStepCode(thread, grid.code.continuation(
-                                    grid.params, &block.context, thread.linearTid, thread.tid[0],
-                                    thread.tid[1], thread.tid[2], thread.resumePoint));
+          applyStepCode(
+              block, thread, thread.linearTid,
+              grid.code.continuation(grid.params, &block.context, thread.linearTid, thread.tid[0],
+                                     thread.tid[1], thread.tid[2], thread.resumePoint));
         },
         [&](const std::vector<uint32_t>& live) {
           rounds = canRunRounds(block, threads, live, count, point);

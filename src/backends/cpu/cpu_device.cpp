@@ -175,6 +175,7 @@ KernelCode codeForLaunch(const KernelCode& code, const std::array<uint32_t, 3>& 
   lockstep.round = code.lockstepRound;
   lockstep.frameBytes = code.lockstepFrameBytes;
   lockstep.uniformFrameBytes = 0;
+  lockstep.warpSites = nullptr;  // it waits only at its own barriers
   return lockstep;
 }
 
@@ -206,6 +207,7 @@ class CpuKernel final : public LoadedKernel {
   CpuModule& module() { return module_; }
   void setCompiled(CompiledKernel compiled) {
     compiled_ = std::move(compiled);
+    compiled_.code.warpSites = compiled_.info.cpuWarpSites.data();
     ready_.store(true, std::memory_order_release);
   }
 

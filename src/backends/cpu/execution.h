@@ -41,6 +41,9 @@ struct KernelCode {
   RoundEntry round = nullptr;  // Continuation: every thread from one resume point
   uint32_t frameBytes = 0;  // Continuation: each thread's frame
   uint32_t uniformFrameBytes = 0;  // Continuation: one copy of the block-uniform slots
+  // Continuation: its waits' ops and constant operands, by resume point - 1 (the kernel's
+  // KernelInfo::cpuWarpSites, which outlives the launches); null in the lockstep form.
+  const compiler::WarpWaitSite* warpSites = nullptr;
   // A BlockLoop kernel's lockstep form (KernelInfo::cpuLockstep), a Continuation: null if none.
   ContinuationEntry lockstepContinuation = nullptr;
   RoundEntry lockstepRound = nullptr;

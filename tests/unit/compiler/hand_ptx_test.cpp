@@ -916,6 +916,53 @@ TEST(CompilerBlockForms, IfElseStoresToOnePlaceBecomeOneStore) {
   EXPECT_EQ(out[kN], -1.0f);  // threads past n store nothing
 }
 
+// A block-wide shfl with constant operands, one whose source lane is a register, and a barrier.
+constexpr const char* kShuffleSitesPtx = R"(.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry shuffles(.param .u64 out)
+{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  shfl.sync.down.b32 %r2, %r1, 4, 31, -1;
+  and.b32 %r3, %r2, 7;
+  shfl.sync.idx.b32 %r4, %r2, %r3, 31, 65535;
+  bar.sync 0;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd2, %rd1, %rd2;
+  st.global.u32 [%rd2], %r4;
+  ret;
+}
+)";
+
+// A warp collective's op and its constant operands belong to the wait (KernelInfo::
+// cpuWarpSites), not to each lane's posts: the runtime supplies them when it needs a lane's
+// request, and a round of a block-wide shfl stores one value per lane.
+TEST(CompilerBlockForms, WarpCollectiveConstantsAreTheWaitSites) {
+  auto object = compileForHost(kShuffleSitesPtx, "sites", {});
+  ASSERT_TRUE(object.ok()) << object.error().message;
+  ASSERT_EQ(object->info.kernels.size(), 1u);
+  const KernelInfo& kernel = object->info.kernels[0];
+  ASSERT_EQ(kernel.cpuExecution, CpuExecution::Continuation);
+  ASSERT_EQ(kernel.cpuWarpSites.size(), 3u);
+  using Site = WarpWaitSite;
+  const Site& down = kernel.cpuWarpSites[0];
+  EXPECT_EQ(down.op, 1);
+  EXPECT_EQ(down.constants, Site::kMode | Site::kB | Site::kC | Site::kMask);
+  EXPECT_EQ(down.mode, 1);  // PTX's shfl modes: up, down, bfly, idx
+  EXPECT_EQ(down.b, 4);
+  EXPECT_EQ(down.c, 31);
+  EXPECT_EQ(down.mask, 0xffffffffu);
+  const Site& indexed = kernel.cpuWarpSites[1];
+  EXPECT_EQ(indexed.op, 1);
+  EXPECT_EQ(indexed.constants, Site::kMode | Site::kC | Site::kMask);  // the lane is posted
+  EXPECT_EQ(indexed.mode, 3);
+  EXPECT_EQ(indexed.mask, 0xffffu);
+  EXPECT_EQ(kernel.cpuWarpSites[2].op, -1);  // the barrier
+}
+
 // A grid-stride loop (`for (i = tid + ctaid * ntid; i < n; i += ntid * nctaid)`) and a loop with
 // a constant step.
 constexpr const char* kStrideLoopsPtx = R"(.version 8.0

@@ -23,6 +23,12 @@ ModuleInfo sample() {
   k.cpuExecution = CpuExecution::Continuation;
   k.cpuFrameBytes = 48;
   k.cpuUniformFrameBytes = 32;
+  WarpWaitSite shuffle;
+  shuffle.op = 1;
+  shuffle.constants = WarpWaitSite::kMode | WarpWaitSite::kMask;
+  shuffle.mode = 3;
+  shuffle.mask = 0xffff0000u;
+  k.cpuWarpSites = {shuffle, WarpWaitSite{}};
   info.kernels.push_back(k);
   KernelInfo k2;
   k2.name = "";
@@ -59,6 +65,12 @@ TEST(ModuleInfo, RoundTrip) {
   EXPECT_EQ(k.cpuExecution, CpuExecution::Continuation);
   EXPECT_EQ(k.cpuFrameBytes, 48u);
   EXPECT_EQ(k.cpuUniformFrameBytes, 32u);
+  ASSERT_EQ(k.cpuWarpSites.size(), 2u);
+  EXPECT_EQ(k.cpuWarpSites[0].op, 1);
+  EXPECT_EQ(k.cpuWarpSites[0].constants, WarpWaitSite::kMode | WarpWaitSite::kMask);
+  EXPECT_EQ(k.cpuWarpSites[0].mode, 3);
+  EXPECT_EQ(k.cpuWarpSites[0].mask, 0xffff0000u);
+  EXPECT_EQ(k.cpuWarpSites[1].op, -1);
   EXPECT_EQ(back->kernels[1].cpuExecution, CpuExecution::ThreadEntry);
   EXPECT_EQ(back->kernels[1].cpuSlowPathReason, "a reason");
   ASSERT_EQ(back->globals.size(), 2u);
