@@ -331,6 +331,7 @@ struct GlobalInfo {
   ptx::StateSpace space = ptx::StateSpace::Global;  // Global or Const
   uint64_t size = 0;
   bool initialized = false;  // has an initializer; otherwise zero when loaded
+  bool managed = false;      // .attribute(.managed): a __managed__ variable, managed memory
 };
 
 struct ModuleInfo {

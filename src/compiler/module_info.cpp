@@ -8,7 +8,7 @@ namespace rocuda::compiler {
 namespace {
 
 constexpr uint8_t kMagic[4] = {'R', 'C', 'M', 'I'};
-constexpr uint32_t kFormatVersion = 10;
+constexpr uint32_t kFormatVersion = 11;
 
 class Writer {
  public:
@@ -193,7 +193,7 @@ std::vector<uint8_t> ModuleInfo::serialize() const {
     w.str(g.name);
     w.u8(static_cast<uint8_t>(g.space));
     w.u64(g.size);
-    w.u8(g.initialized ? 1 : 0);
+    w.u8((g.initialized ? 1 : 0) | (g.managed ? 2 : 0));
   }
   w.u8(kernelsCompiledSeparately ? 1 : 0);
   return w.take();
@@ -221,11 +221,12 @@ Result<ModuleInfo> ModuleInfo::deserialize(const uint8_t* data, size_t size) {
   if (!r.count(globals, 4 + 1 + 8 + 1)) return bad("bad global count");
   info.globals.resize(globals);
   for (auto& g : info.globals) {
-    uint8_t space = 0, initialized = 0;
-    if (!r.str(g.name) || !r.u8(space) || !r.u64(g.size) || !r.u8(initialized))
+    uint8_t space = 0, flags = 0;
+    if (!r.str(g.name) || !r.u8(space) || !r.u64(g.size) || !r.u8(flags))
       return bad("truncated global");
-    if (initialized > 1) return bad("bad global initializer flag");
-    g.initialized = initialized != 0;
+    if (flags > 3) return bad("bad global flags");
+    g.initialized = (flags & 1) != 0;
+    g.managed = (flags & 2) != 0;
     if (space != static_cast<uint8_t>(ptx::StateSpace::Global) &&
         space != static_cast<uint8_t>(ptx::StateSpace::Const))
       return bad("bad global state space");

@@ -321,7 +321,7 @@ Status ModuleTranslator::declareGlobals(ModuleInfo& info) {
     if (!external) {
       pending.emplace_back(&var, gv);
       info.globals.push_back(
-          GlobalInfo{var.name, var.space, var.sizeInBytes(), var.hasInitializer});
+          GlobalInfo{var.name, var.space, var.sizeInBytes(), var.hasInitializer, var.managed});
     }
   }
   // Functions must exist before initializers that take their address.

@@ -49,7 +49,7 @@ Result<Allocation> removeExact(const void* pointer, bool host) {
   AllocationTable& t = table();
   std::lock_guard lock(t.mutex);
   auto it = t.byBase.find(reinterpret_cast<uintptr_t>(pointer));
-  bool matches = it != t.byBase.end() && !it->second.registered &&
+  bool matches = it != t.byBase.end() && !it->second.registered && !it->second.moduleVariable &&
                  it->second.mappedFrom != MappedFrom::Ipc &&
                  it->second.mappedFrom != MappedFrom::Graphics &&
                  it->second.mappedFrom != MappedFrom::VirtualMemory &&
@@ -260,7 +260,7 @@ void releaseContextMemory(Context& context) {
     AllocationTable& t = table();
     std::lock_guard lock(t.mutex);
     for (const auto& [base, allocation] : t.byBase)
-      if (allocation.context == &context && allocation.kind != AllocationKind::Global &&
+      if (allocation.context == &context && !allocation.moduleVariable &&
           allocation.mappedFrom == MappedFrom::None)
         owned.push_back(allocation);
   }
@@ -357,15 +357,27 @@ bool unregisterMapped(void* base, MappedFrom from) {
   return true;
 }
 
-void registerGlobal(Context* context, void* base, size_t size) {
-  insert(Allocation{reinterpret_cast<uintptr_t>(base), size, AllocationKind::Global, context, 0});
+void registerGlobal(Context* context, void* base, size_t size, bool managed) {
+  Allocation allocation{reinterpret_cast<uintptr_t>(base), size,
+                        managed ? AllocationKind::Managed : AllocationKind::Global, context, 0};
+  if (managed) allocation.flags = 1;  // CU_MEM_ATTACH_GLOBAL, as __managed__ variables are
+  allocation.moduleVariable = true;
+  insert(allocation);
 }
 
 void unregisterGlobal(void* base) {
-  AllocationTable& t = table();
-  std::lock_guard lock(t.mutex);
-  auto it = t.byBase.find(reinterpret_cast<uintptr_t>(base));
-  if (it != t.byBase.end() && it->second.kind == AllocationKind::Global) t.byBase.erase(it);
+  bool managed = false;
+  size_t size = 0;
+  {
+    AllocationTable& t = table();
+    std::lock_guard lock(t.mutex);
+    auto it = t.byBase.find(reinterpret_cast<uintptr_t>(base));
+    if (it == t.byBase.end() || !it->second.moduleVariable) return;
+    managed = it->second.kind == AllocationKind::Managed;
+    size = it->second.size;
+    t.byBase.erase(it);
+  }
+  if (managed) clearManagedState(reinterpret_cast<uintptr_t>(base), size);
 }
 
 }  // namespace rocuda::core

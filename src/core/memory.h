@@ -37,6 +37,9 @@ struct Allocation {
   // except for registered memory that the device maps elsewhere (DeviceBackend::registerHost).
   uintptr_t deviceAddress = 0;
   MappedFrom mappedFrom = MappedFrom::None;  // Device kind only
+  // A module's variable (Global kind, or Managed for a __managed__ one): it goes with its
+  // module, never with cuMemFree.
+  bool moduleVariable = false;
   // Process-wide and never reused (CU_POINTER_ATTRIBUTE_BUFFER_ID); set when recorded.
   uint64_t id = 0;
   // The physical memory behind it (CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID): its own id, or for a
@@ -108,8 +111,9 @@ void adviseManaged(const void* pointer, size_t bytes, ManagedAdvice advice,
 void recordManagedPrefetch(const void* pointer, size_t bytes, MemoryLocation location);
 ManagedRangeSummary managedRangeSummary(const void* pointer, size_t bytes);
 
-// Module globals are registered so that copies to them validate like any device memory.
-void registerGlobal(Context* context, void* base, size_t size);
+// Module globals are registered so that copies to them validate like any device memory;
+// __managed__ variables as managed memory (pointer attributes, advice, prefetches).
+void registerGlobal(Context* context, void* base, size_t size, bool managed);
 void unregisterGlobal(void* base);
 
 }  // namespace rocuda::core

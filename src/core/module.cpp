@@ -194,7 +194,7 @@ Status Module::loadContents(fatbin::ImageContents contents) {
     }
     for (const auto& global : code.info().globals) {
       if (void* address = code.globalAddress(global.name)) {
-        registerGlobal(&context_, address, global.size);
+        registerGlobal(&context_, address, global.size, global.managed);
         registeredGlobals_.push_back(address);
         if (isLibrary_)
           if (auto value = initialValue(context_, address, global))

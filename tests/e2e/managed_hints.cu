@@ -68,6 +68,32 @@ static void managedVariableAndHints(Checker& check) {
                                  n * sizeof(int)));
   check.eq("last prefetch location", 0, static_cast<int>(cudaCpuDeviceId), last);
   CHECK(cudaFree(data));
+
+  // The __managed__ variable is managed memory to every API that takes managed memory.
+  cudaPointerAttributes attributes{};
+  CHECK(cudaPointerGetAttributes(&attributes, &gCounter));
+  check.eq("__managed__ variable's memory type", 0, static_cast<int>(cudaMemoryTypeManaged),
+           static_cast<int>(attributes.type));
+  check.expect(attributes.hostPointer == &gCounter, "__managed__ variable's host pointer");
+  CHECK(cudaMemAdvise(&gCounter, sizeof(int), cudaMemAdviseSetReadMostly, onDevice));
+  readMostly = -1;
+  CHECK(cudaMemRangeGetAttribute(&readMostly, 4, cudaMemRangeAttributeReadMostly, &gCounter,
+                                 sizeof(int)));
+  check.eq("__managed__ variable read mostly", 0, 1, readMostly);
+  CHECK(cudaMemPrefetchAsync(&gCounter, sizeof(int), onDevice, 0, 0));
+  CHECK(cudaStreamAttachMemAsync(0, &gCounter, 0, cudaMemAttachGlobal));
+  CHECK(cudaStreamSynchronize(0));
+  // It belongs to its module: freeing it is an error, and it stays usable.
+  check.expect(cudaFree(&gCounter) == cudaErrorInvalidValue, "cudaFree of a __managed__ variable");
+  cudaGetLastError();
+  gCounter = 3;
+  CHECK(cudaMallocManaged(&data, sizeof(int)));
+  data[0] = 1;
+  addCounter<<<1, 32>>>(data, 1);
+  CHECK_LAUNCH();
+  CHECK(cudaDeviceSynchronize());
+  check.eq("__managed__ variable after the hints", 0, 4, data[0]);
+  CHECK(cudaFree(data));
 }
 
 static void streamAttributesAndMemoryOperations(Checker& check) {

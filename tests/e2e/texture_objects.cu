@@ -142,6 +142,27 @@ void filtering2D(Checker& check) {
                  1e-4);
     CHECK(cudaDestroyTextureObject(tex));
   }
+  // Coordinates far beyond the texture (huge and infinite): clamp reads the edge texels, border
+  // its colour, as for any coordinate outside.
+  const float far[4] = {1e30f, -1e30f, INFINITY, -INFINITY};
+  std::vector<float2> outside;
+  for (float x : far) outside.push_back(make_float2(x, 2.5f / h));
+  CHECK(cudaMemcpy(dCoords, outside.data(), 4 * sizeof(float2), cudaMemcpyHostToDevice));
+  for (int m : {1, 3}) {
+    for (cudaTextureFilterMode filter : {cudaFilterModePoint, cudaFilterModeLinear}) {
+      cudaTextureObject_t tex = arrayTexture(array, modes[m], filter, true);
+      sample2D<<<1, 32>>>(tex, dCoords, dOut, 4);
+      CHECK_LAUNCH();
+      float got[4];
+      CHECK(cudaMemcpy(got, dOut, sizeof got, cudaMemcpyDeviceToHost));
+      for (int i = 0; i < 4; ++i) {
+        float edge = texels[2 * w + (far[i] > 0 ? w - 1 : 0)];
+        check.eq(m == 1 ? "far coordinate, clamp" : "far coordinate, border", i,
+                 m == 1 ? edge : 0.0f, got[i]);
+      }
+      CHECK(cudaDestroyTextureObject(tex));
+    }
+  }
   // The array reads back unchanged.
   std::vector<float> back(w * h);
   CHECK(cudaMemcpy2DFromArray(back.data(), w * sizeof(float), array, 0, 0, w * sizeof(float), h,

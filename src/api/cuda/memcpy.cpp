@@ -34,6 +34,14 @@ Outcome requireDeviceRange(const void* pointer, size_t bytes, const char* what) 
   return {};
 }
 
+// A unified address (cuMemcpy, CU_MEMORYTYPE_UNIFIED, batch copies): one that points into memory
+// Rocuda knows (an allocation of any kind, a module variable, registered host memory) must keep
+// the whole range inside it; other host memory cannot be checked (null is the copy's to refuse).
+Outcome requireRangeInsideKnownMemory(const void* pointer, size_t bytes, const char* what) {
+  if (bytes == 0 || pointer == nullptr || !core::findAllocation(pointer)) return {};
+  return requireDeviceRange(pointer, bytes, what);
+}
+
 // Queue `work` on `stream` (with CUDA's implicit legacy-stream ordering); optionally wait.
 // A context with a sticky error (a failed kernel) refuses all further work with that error.
 Outcome submit(core::Stream& stream, const char* name, std::function<Status()> work, bool wait) {
@@ -167,10 +175,10 @@ Outcome checkSide(const Side& side, size_t width, size_t rows, size_t depth, con
             std::string(what) + " pitch is smaller than the width plus the x offset"};
   if (side.pitch > kMaxPitch)
     return {CUDA_ERROR_INVALID_VALUE, std::string(what) + " pitch exceeds the maximum pitch"};
-  if (!side.device) return {};
   size_t sliceBytes = side.pitch * side.height;
   size_t extent = (depth - 1) * sliceBytes + (rows - 1) * side.pitch + width;
-  return requireDeviceRange(side.base, extent, what);
+  return side.device ? requireDeviceRange(side.base, extent, what)
+                     : requireRangeInsideKnownMemory(side.base, extent, what);
 }
 
 // Host memory the copy engine cannot reach asynchronously (pageable), which makes a copy wait.
@@ -308,15 +316,6 @@ Outcome checkAttributes(size_t count, const CUmemcpyAttributes* attrs, const siz
   return {};
 }
 
-// A pointer of either kind (unified addressing): device ranges are checked.
-Outcome checkAnyPointer(const void* pointer, size_t bytes, const char* what) {
-  if (pointer == nullptr) return {CUDA_ERROR_INVALID_VALUE, std::string(what) + " is NULL"};
-  std::optional<core::Allocation> allocation = core::findAllocation(pointer);
-  if (allocation && allocation->kind == core::AllocationKind::Device)
-    return requireDeviceRange(pointer, bytes, what);
-  return {};
-}
-
 Outcome copyBatch(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
                   CUmemcpyAttributes* attrs, size_t* attrsIdxs, size_t numAttrs, size_t* failIdx,
                   CUstream stream, StreamVariant variant) {
@@ -332,8 +331,8 @@ Outcome copyBatch(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t co
     // DURING_API_CALL: "all accesses must be complete before the API call returns". The copy
     // then completes in stream order before the call returns (later work may reuse the source).
     bool async = attrs[attribute].srcAccessOrder != CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL;
-    ok = checkAnyPointer(asPointer(dsts[i]), sizes[i], "dsts[i]");
-    if (ok.ok()) ok = checkAnyPointer(asPointer(srcs[i]), sizes[i], "srcs[i]");
+    ok = requireRangeInsideKnownMemory(asPointer(dsts[i]), sizes[i], "dsts[i]");
+    if (ok.ok()) ok = requireRangeInsideKnownMemory(asPointer(srcs[i]), sizes[i], "srcs[i]");
     if (ok.ok())
       ok = copy(asPointer(dsts[i]), asPointer(srcs[i]), sizes[i], stream, variant, async);
     if (!ok.ok()) {
@@ -448,17 +447,10 @@ Outcome fill(CUdeviceptr dst, uint32_t value, size_t elementBytes, size_t count,
 }
 
 // Adapters with the argument order of each entry point.
-// cuMemcpy / cuMemcpyAsync take unified addresses: a side that points into a known allocation
-// (device, managed, pinned or registered memory) must hold the whole range; other host memory
-// cannot be checked.
-Outcome requireRangeIfKnown(CUdeviceptr pointer, size_t bytes, const char* what) {
-  if (bytes == 0 || !core::findAllocation(asPointer(pointer))) return {};
-  return requireDeviceRange(asPointer(pointer), bytes, what);
-}
 Outcome memcpyUnified(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, StreamVariant v,
                       bool async) {
-  if (Outcome ok = requireRangeIfKnown(dst, n, "dst"); !ok.ok()) return ok;
-  if (Outcome ok = requireRangeIfKnown(src, n, "src"); !ok.ok()) return ok;
+  if (Outcome ok = requireRangeInsideKnownMemory(asPointer(dst), n, "dst"); !ok.ok()) return ok;
+  if (Outcome ok = requireRangeInsideKnownMemory(asPointer(src), n, "src"); !ok.ok()) return ok;
   return copy(asPointer(dst), asPointer(src), n, s, v, async);
 }
 Outcome memcpySync(CUdeviceptr dst, CUdeviceptr src, size_t n, StreamVariant v) {

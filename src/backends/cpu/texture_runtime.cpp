@@ -173,10 +173,19 @@ Value texelAt(const TextureView& v, const Extent& e, const int64_t index[3], siz
   return loadTexel(v, p);
 }
 
+// A texel-space coordinate bounded so that its floor fits an index (1e30 or infinity would
+// overflow the conversion, and infinity makes linear weights NaN); far beyond any texture, the
+// address modes see it as they would the true value. NaN reads as 0.
+float boundedCoordinate(float x) {
+  constexpr float kFar = 1099511627776.0f;  // 2^40
+  return std::isnan(x) ? 0.0f : std::clamp(x, -kFar, kFar);
+}
+
 Value sample(const TextureView& v, const Extent& e, const float coords[3], size_t slice) {
   float u[3];
   for (int d = 0; d < e.dims; ++d)
-    u[d] = v.normalizedCoords ? coords[d] * static_cast<float>(e.n[d]) : coords[d];
+    u[d] =
+        boundedCoordinate(v.normalizedCoords ? coords[d] * static_cast<float>(e.n[d]) : coords[d]);
   if (v.filter == support::TextureFilter::Point || v.readAsInteger) {
     int64_t index[3] = {0, 0, 0};
     for (int d = 0; d < e.dims; ++d) index[d] = static_cast<int64_t>(std::floor(u[d]));
@@ -554,8 +563,8 @@ void __rocuda_tex_gather(void* out, uint64_t tex, int32_t component, float x, fl
     return;
   }
   Extent e{{static_cast<int64_t>(v->width), static_cast<int64_t>(v->height), 1}, 2};
-  float u = v->normalizedCoords ? x * static_cast<float>(e.n[0]) : x;
-  float w = v->normalizedCoords ? y * static_cast<float>(e.n[1]) : y;
+  float u = boundedCoordinate(v->normalizedCoords ? x * static_cast<float>(e.n[0]) : x);
+  float w = boundedCoordinate(v->normalizedCoords ? y * static_cast<float>(e.n[1]) : y);
   int64_t i = static_cast<int64_t>(std::floor(u - 0.5f));
   int64_t j = static_cast<int64_t>(std::floor(w - 0.5f));
   // The bilinear footprint in Direct3D gather order: (i, j+1), (i+1, j+1), (i+1, j), (i, j).

@@ -386,8 +386,30 @@ TEST_F(Driver, LibraryModuleManagedVariablesAndUnifiedFunctions) {
   size_t bytes = 0;
   ASSERT_EQ(managed(&address, &bytes, library, "shared_counter"), CUDA_SUCCESS);
   EXPECT_EQ(bytes, 4u);
-  // A managed variable is visible to the host directly.
+  // A managed variable is visible to the host directly, and is managed memory to the driver.
   EXPECT_EQ(*reinterpret_cast<uint32_t*>(address), 9u);
+  auto attribute = CU(cuPointerGetAttribute, void*, CUpointer_attribute, CUdeviceptr);
+  int isManaged = 0;
+  EXPECT_EQ(attribute(&isManaged, CU_POINTER_ATTRIBUTE_IS_MANAGED, address), CUDA_SUCCESS);
+  EXPECT_EQ(isManaged, 1);
+  void* host = nullptr;
+  EXPECT_EQ(attribute(&host, CU_POINTER_ATTRIBUTE_HOST_POINTER, address), CUDA_SUCCESS);
+  EXPECT_EQ(host, reinterpret_cast<void*>(address));
+  CUmemLocation onDevice{CU_MEM_LOCATION_TYPE_DEVICE, 0};
+  EXPECT_EQ(CU13(cuMemAdvise, CUdeviceptr, size_t, CUmem_advise, CUmemLocation)(
+                address, 4, CU_MEM_ADVISE_SET_READ_MOSTLY, onDevice),
+            CUDA_SUCCESS);
+  int readMostly = 0;
+  EXPECT_EQ(CU(cuMemRangeGetAttribute, void*, size_t, CUmem_range_attribute, CUdeviceptr, size_t)(
+                &readMostly, 4, CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, address, 4),
+            CUDA_SUCCESS);
+  EXPECT_EQ(readMostly, 1);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(address), CUDA_ERROR_INVALID_VALUE);  // the module's
+  // Its range bounds copies into it as any allocation's does.
+  uint32_t eight[2] = {};
+  EXPECT_EQ(CU(cuMemcpy, CUdeviceptr, CUdeviceptr, size_t)(
+                address, reinterpret_cast<CUdeviceptr>(eight), sizeof eight),
+            CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(managed(&address, nullptr, library, "shared_counter"), CUDA_SUCCESS);
   EXPECT_EQ(managed(&address, &bytes, library, "plain"), CUDA_ERROR_NOT_FOUND);
   EXPECT_EQ(managed(nullptr, nullptr, library, "shared_counter"), CUDA_ERROR_INVALID_VALUE);

@@ -303,6 +303,32 @@ TEST_F(Textures, BatchAsyncCopiesEachPair) {
   EXPECT_EQ(batch(dsts, srcs, sizes, 0, &attr, &index, 1, stream), CUDA_ERROR_INVALID_VALUE);
   sizes[0] = 1000;  // beyond the allocation
   EXPECT_EQ(batch(dsts, srcs, sizes, 3, &attr, &index, 1, stream), CUDA_ERROR_INVALID_VALUE);
+  // Managed and pinned memory bound their copies too (no write past them).
+  CUdeviceptr managed = 0;
+  ASSERT_EQ(
+      CU(cuMemAllocManaged, CUdeviceptr*, size_t, unsigned)(&managed, 16, CU_MEM_ATTACH_GLOBAL),
+      CUDA_SUCCESS);
+  uint32_t wide[16] = {};
+  CUdeviceptr intoManaged[1] = {managed};
+  CUdeviceptr fromHost[1] = {reinterpret_cast<CUdeviceptr>(wide)};
+  size_t tooMany[1] = {sizeof wide};
+  EXPECT_EQ(batch(intoManaged, fromHost, tooMany, 1, &attr, &index, 1, stream),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(index, 0u);
+  CUDA_MEMCPY2D unified{};
+  unified.srcMemoryType = CU_MEMORYTYPE_HOST;
+  unified.srcHost = wide;
+  unified.srcPitch = 32;
+  unified.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+  unified.dstDevice = managed;
+  unified.dstPitch = 32;
+  unified.WidthInBytes = 32;
+  unified.Height = 2;
+  EXPECT_EQ(CU(cuMemcpy2D, const CUDA_MEMCPY2D*)(&unified), CUDA_ERROR_INVALID_VALUE);
+  unified.WidthInBytes = 8;
+  unified.dstPitch = 8;
+  EXPECT_EQ(CU(cuMemcpy2D, const CUDA_MEMCPY2D*)(&unified), CUDA_SUCCESS);  // 16 bytes fit
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(managed), CUDA_SUCCESS);
 
   // DURING_API_CALL: the source (pinned, behind a busy stream) is read before the call returns,
   // so it may be overwritten at once.
