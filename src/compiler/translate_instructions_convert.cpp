@@ -199,8 +199,8 @@ llvm::Value* toMinifloat(FunctionTranslator& t, llvm::Value* x, const Minifloat&
   auto* f32 = B.getFloatTy();
   int bias = (1 << (f.exponentBits - 1)) - 1;
   int emin = 1 - bias;
-  if (relu)  // negative results clamp to +0 (NaN stays NaN)
-    x = B.CreateSelect(B.CreateFCmpOLT(x, llvm::ConstantFP::get(f32, 0.0)),
+  if (relu)  // negative results and -0 clamp to +0, as reluOf (NaN stays NaN)
+    x = B.CreateSelect(B.CreateFCmpOLE(x, llvm::ConstantFP::get(f32, 0.0)),
                        llvm::ConstantFP::get(f32, 0.0), x);
   llvm::Value* sign = B.CreateShl(B.CreateLShr(B.CreateBitCast(x, t.i32()), 31),
                                   static_cast<uint64_t>(f.bits() - 1));
@@ -309,8 +309,8 @@ Status convertMinifloat(FunctionTranslator& t, const ptx::Instruction& inst, Sca
   llvm::Value* lo = fromMinifloat(t, B.CreateAnd(bits, (1u << slot) - 1), f);
   if (relu) {
     auto* zero = llvm::ConstantFP::get(B.getHalfTy(), 0.0);
-    hi = B.CreateSelect(B.CreateFCmpOLT(hi, zero), zero, hi);
-    lo = B.CreateSelect(B.CreateFCmpOLT(lo, zero), zero, lo);
+    hi = B.CreateSelect(B.CreateFCmpOLE(hi, zero), zero, hi);  // -0 too, as reluOf
+    lo = B.CreateSelect(B.CreateFCmpOLE(lo, zero), zero, lo);
   }
   llvm::Value* pair = llvm::PoisonValue::get(llvm::FixedVectorType::get(B.getHalfTy(), 2));
   pair = B.CreateInsertElement(pair, lo, uint64_t{0});

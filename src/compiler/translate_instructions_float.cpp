@@ -69,12 +69,23 @@ int llvmRoundingMode(const std::string& mode) {
   return 1;
 }
 
+// The same mode as constrained operations name it.
+llvm::RoundingMode constrainedRounding(const std::string& mode) {
+  if (mode == "rz") return llvm::RoundingMode::TowardZero;
+  if (mode == "rp") return llvm::RoundingMode::TowardPositive;
+  if (mode == "rm") return llvm::RoundingMode::TowardNegative;
+  return llvm::RoundingMode::NearestTiesToEven;
+}
+
 enum class RoundedOp { Add, Mul, Fma, Div, Sqrt };
 
 // .rz/.rm/.rp arithmetic runs in a small helper per operation, mode and type: it switches the
 // target's dynamic rounding mode around one constrained operation and restores it, so the
 // hardware rounds exactly (overflow, subnormal results and signed zeros included). The helper
 // is strictfp and never inlined, so no ordinary floating-point code runs under a changed mode.
+// The operation names its mode rather than "dynamic": where its operands are constants (every
+// call passes the same ones) LLVM folds it, and only the named mode gives an exact zero its
+// sign (1 + -1 is -0 rounding toward minus infinity).
 llvm::Function* roundedHelper(FunctionTranslator& t, RoundedOp op, const std::string& mode,
                               llvm::Type* type) {
   static const char* const kNames[] = {"add", "mul", "fma", "div", "sqrt"};
@@ -92,7 +103,7 @@ llvm::Function* roundedHelper(FunctionTranslator& t, RoundedOp op, const std::st
   fn->setWillReturn();
   llvm::IRBuilder<> B(llvm::BasicBlock::Create(m.getContext(), "entry", fn));
   B.setIsFPConstrained(true);
-  B.setDefaultConstrainedRounding(llvm::RoundingMode::Dynamic);
+  B.setDefaultConstrainedRounding(constrainedRounding(mode));
   B.setDefaultConstrainedExcept(llvm::fp::ebIgnore);
   llvm::Value* saved = B.CreateIntrinsic(llvm::Intrinsic::get_rounding, {}, {});
   B.CreateIntrinsic(llvm::Intrinsic::set_rounding, {}, {B.getInt32(llvmRoundingMode(mode))});

@@ -510,6 +510,80 @@ INSTANTIATE_TEST_SUITE_P(Values, FloatRulesTest,
                                            FloatCase{std::numeric_limits<float>::infinity(), 1.0f},
                                            FloatCase{16777216.0f, 1.0f}, FloatCase{-1.0f, 3.0f}));
 
+// Directed rounding with constant operands (the optimiser folds them): an exact zero sum of
+// opposite signs is -0 rounding toward minus infinity and +0 in the other modes (IEEE 754 6.3).
+TEST(CompilerFloat, DirectedRoundingOfConstantsKeepsTheSignOfZero) {
+  const char* ptx = R"(.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry zeros(.param .u64 out)
+{
+  .reg .f32 %f<5>;
+  .reg .f64 %fd<3>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  fma.rm.f32 %f1, 0f3F800000, 0fBF800000, 0f3F800000;
+  add.rm.f32 %f2, 0f3F400000, 0fBF400000;
+  sub.rm.f32 %f3, 0f3FC00000, 0f3FC00000;
+  add.rp.f32 %f4, 0f3F400000, 0fBF400000;
+  add.rm.f64 %fd1, 0d3FF0000000000000, 0dBFF0000000000000;
+  st.global.f32 [%rd1], %f1;
+  st.global.f32 [%rd1+4], %f2;
+  st.global.f32 [%rd1+8], %f3;
+  st.global.f32 [%rd1+12], %f4;
+  st.global.f64 [%rd1+16], %fd1;
+  ret;
+}
+)";
+  auto loaded = compileAndLoad(ptx, "rounded_zeros");
+  ASSERT_TRUE(loaded);
+  uint32_t out[6] = {1, 1, 1, 1, 1, 1};
+  void* outPtr = out;
+  ASSERT_TRUE(launch(*loaded, "zeros", {}, {}, {&outPtr}));
+  EXPECT_EQ(out[0], 0x80000000u);  // fma.rm 1 * -1 + 1
+  EXPECT_EQ(out[1], 0x80000000u);  // add.rm
+  EXPECT_EQ(out[2], 0x80000000u);  // sub.rm
+  EXPECT_EQ(out[3], 0x00000000u);  // add.rp: +0
+  EXPECT_EQ(out[4], 0u);           // add.rm.f64: 0x8000000000000000
+  EXPECT_EQ(out[5], 0x80000000u);
+}
+
+// .relu on the 8-bit float conversions clamps -0 to +0, as every other .relu form does.
+TEST(CompilerFloat, MinifloatReluClampsNegativeZero) {
+  const char* ptx = R"(.version 8.1
+.target sm_89
+.address_size 64
+.visible .entry relu(.param .u64 out)
+{
+  .reg .b16 %h<3>;
+  .reg .b32 %r<3>;
+  .reg .f32 %f<3>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  mov.f32 %f1, 0f80000000;
+  mov.f32 %f2, 0fC0000000;
+  cvt.rn.satfinite.relu.e4m3x2.f32 %h1, %f1, %f2;
+  cvt.rn.satfinite.relu.e5m2x2.f32 %h2, %f1, %f2;
+  mov.b16 %h1, 0x8080;
+  cvt.rn.relu.f16x2.e4m3x2 %r1, %h1;
+  cvt.rn.satfinite.relu.e4m3x2.f32 %h1, %f1, %f2;
+  st.global.u16 [%rd1], %h1;
+  st.global.u16 [%rd1+2], %h2;
+  st.global.u32 [%rd1+4], %r1;
+  ret;
+}
+)";
+  auto loaded = compileAndLoad(ptx, "minifloat_relu");
+  ASSERT_TRUE(loaded);
+  uint16_t out[4] = {0xffff, 0xffff, 0xffff, 0xffff};
+  void* outPtr = out;
+  ASSERT_TRUE(launch(*loaded, "relu", {}, {}, {&outPtr}));
+  EXPECT_EQ(out[0], 0u);  // e4m3x2 of (-0, -2)
+  EXPECT_EQ(out[1], 0u);  // e5m2x2
+  EXPECT_EQ(out[2], 0u);  // f16x2 of e4m3 -0, -0
+  EXPECT_EQ(out[3], 0u);
+}
+
 TEST(CompilerErrors, UnsupportedInstructionNamesItAndItsLocation) {
   const char* ptx = R"(.version 8.0
 .target sm_75

@@ -278,7 +278,9 @@ std::vector<InstructionCase> packedCases() {
       v.push_back(binary(name, body, packed, kF32, kF32, [&f, slot, relu](const Inputs& in) {
         auto one = [&](uint64_t x) {
           double value = decodeFloat(x, kFloat32);
-          if (relu && value < 0) value = 0;  // NaN stays NaN, then becomes +max
+          // Negatives and -0 become +0, as every .relu (max with +0); NaN stays NaN, then
+          // becomes +max.
+          if (relu && value <= 0) value = 0;
           return encodeFloat(value, f, Rounding::Nearest, false, true);
         };
         return one(in[0]) << slot | one(in[1]);
