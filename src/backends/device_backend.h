@@ -175,11 +175,15 @@ struct LaunchConfig {
   // The priority of the stream (or of the launch attribute), within [greatestStreamPriority, 0].
   int priority = 0;
   // Device malloc's heap (cudaLimitMallocHeapSize): the context's, shared by all its launches,
-  // and its limit; malloc returns NULL past it. Null for kernels that do not call malloc.
+  // and its limit; malloc returns NULL past it.
   DeviceMallocHeap* mallocHeap = nullptr;
   uint64_t mallocHeapLimit = 0;
   // The context's CU_LIMIT_STACK_SIZE: each thread's stack (local memory and call frames).
   uint64_t stackBytesPerThread = 1024;
+  // A cluster dimension was given at launch (%is_explicit_cluster; __cluster_dims__ counts too).
+  bool explicitCluster = false;
+  // The driver's shared memory reserved per block (%aggr_smem_size counts it).
+  uint64_t reservedSharedBytes = 0;
 };
 
 // What a kernel's compiled code uses, as cuFuncGetAttribute reports it. A field the backend does

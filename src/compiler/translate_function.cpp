@@ -272,6 +272,34 @@ llvm::Value* FunctionTranslator::clusterRegister(ptx::SpecialRegister reg) {
   }
 }
 
+// Special registers made of others, or fixed, alike for every backend (nullptr for the rest):
+// %clock_hi and %globaltimer_lo/_hi are halves of %clock64 and %globaltimer; no profiler counts
+// events, so the performance counters %pm0..%pm7 (and their 64-bit forms) read 0; device-
+// launchable graphs are refused at instantiation, so no kernel runs in one and
+// %current_graph_exec is 0 (NULL).
+llvm::Value* FunctionTranslator::derivedRegister(ptx::SpecialRegister reg) {
+  using R = ptx::SpecialRegister;
+  auto half = [&](R wide, bool high) {
+    llvm::Value* v = b.CreateCall(mt.sregFunction(wide, 0));
+    return b.CreateTrunc(high ? b.CreateLShr(v, 32) : v, b.getInt32Ty());
+  };
+  switch (reg) {
+    case R::ClockHi:
+      return half(R::Clock64, true);
+    case R::GlobalTimerLo:
+      return half(R::GlobalTimer, false);
+    case R::GlobalTimerHi:
+      return half(R::GlobalTimer, true);
+    case R::Pm:
+      return b.getInt32(0);
+    case R::Pm64:
+    case R::CurrentGraphExec:
+      return b.getInt64(0);
+    default:
+      return nullptr;
+  }
+}
+
 // %reserved_smem_offset_*: where the kernel's reserved shared region (shared_layout.h) lies in
 // its window; nullptr for any other register.
 llvm::Value* FunctionTranslator::reservedSharedRegister(const ptx::Operand& op) {
@@ -312,6 +340,8 @@ Result<llvm::Value*> FunctionTranslator::read(const ptx::Operand& op, ScalarType
       if (op.special() == ptx::SpecialRegister::WarpSize)  // WARP_SZ: a constant here
         return adaptRead(*this, b.getInt32(32), type, false);
       if (llvm::Value* v = clusterRegister(op.special()))
+        return adaptRead(*this, v, type, op.negated);
+      if (llvm::Value* v = derivedRegister(op.special()))
         return adaptRead(*this, v, type, op.negated);
       if (llvm::Value* v = reservedSharedRegister(op)) return adaptRead(*this, v, type, op.negated);
       llvm::Value* v = b.CreateCall(mt.sregFunction(op.special(), op.envregIndex()));

@@ -56,9 +56,7 @@ llvm::Function* ModuleTranslator::sregFunction(ptx::SpecialRegister reg, uint32_
                                     llvm::Function::ExternalLinkage, name, *module_);
   // Clocks change between calls; every other special register is constant for a thread.
   bool varies = reg == ptx::SpecialRegister::Clock || reg == ptx::SpecialRegister::Clock64 ||
-                reg == ptx::SpecialRegister::ClockHi || reg == ptx::SpecialRegister::GlobalTimer ||
-                reg == ptx::SpecialRegister::GlobalTimerLo ||
-                reg == ptx::SpecialRegister::GlobalTimerHi;
+                reg == ptx::SpecialRegister::GlobalTimer;
   if (!varies) fn->setDoesNotAccessMemory();
   fn->setDoesNotThrow();
   fn->setWillReturn();

@@ -262,6 +262,7 @@ class FunctionTranslator {
  private:
   // A cluster special register's value (translate_function.cpp), or nullptr.
   llvm::Value* clusterRegister(ptx::SpecialRegister reg);
+  llvm::Value* derivedRegister(ptx::SpecialRegister reg);
   llvm::Value* reservedSharedRegister(const ptx::Operand& op);
   Status createStorage();
   void countRegisterMentions();

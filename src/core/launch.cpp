@@ -158,10 +158,11 @@ Status launchKernel(Kernel& requested, Stream& stream, const LaunchRequest& requ
   config.priority = clampStreamPriority(request.priority.value_or(stream.priority()),
                                         context.device().description());
   config.stackBytesPerThread = context.limit(ContextLimit::StackSize);
-  if (kernel.info().usesDeviceMalloc) {
-    config.mallocHeap = &context.mallocHeap();
-    config.mallocHeapLimit = context.limit(ContextLimit::MallocHeapSize);
-  }
+  config.explicitCluster = request.explicitCluster;
+  config.reservedSharedBytes = reservedSharedBytesPerBlock(context.device().description());
+  // Every launch carries the heap: kernels it launches from the device may call malloc.
+  config.mallocHeap = &context.mallocHeap();
+  config.mallocHeapLimit = context.limit(ContextLimit::MallocHeapSize);
   auto* backend = &context.device().backend();
   auto* loaded = &kernel.loaded();
   Context* owner = &context;

@@ -27,6 +27,7 @@ struct LaunchRequest {
   bool cooperative = false;
   // CU_LAUNCH_ATTRIBUTE_PRIORITY; the stream's priority when absent. Clamped to the device's range.
   std::optional<int> priority;
+  bool explicitCluster = false;  // CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION was given
 };
 
 // InvalidConfiguration (bad dimensions, too many threads, shared memory over the limit),

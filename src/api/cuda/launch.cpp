@@ -44,6 +44,7 @@ Outcome parseExtra(void** extra, core::LaunchRequest& request) {
 struct LaunchOptions {
   bool cooperative = false;     // CU_LAUNCH_ATTRIBUTE_COOPERATIVE
   std::optional<int> priority;  // CU_LAUNCH_ATTRIBUTE_PRIORITY; the stream's otherwise
+  bool explicitCluster = false;  // CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION (%is_explicit_cluster)
   // CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT and _LAUNCH_COMPLETION_EVENT: recorded on the stream
   // right after the kernel. NVIDIA's GPUs may fire them earlier (as blocks trigger or begin);
   // the kernel's end is the latest they may fire, so whatever waits for them stays correct.
@@ -76,6 +77,7 @@ Outcome launch(const void* f, const std::array<uint32_t, 3>& grid,
   request.kernelParams = kernelParams;
   request.cooperative = options.cooperative;
   request.priority = options.priority;
+  request.explicitCluster = options.explicitCluster;
   if (extra != nullptr) {
     Outcome parsed = parseExtra(extra, request);
     if (!parsed.ok()) return parsed;
@@ -161,9 +163,11 @@ Outcome launchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsign
 Outcome launchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                 unsigned by, unsigned bz, unsigned shared, CUstream stream,
                                 void** kernelParams, StreamVariant variant) {
-  return launch(
-      f, {gx, gy, gz}, {bx, by, bz}, shared, stream, kernelParams, nullptr, variant,
-      LaunchOptions{.cooperative = true, .priority = std::nullopt, .completionEvents = {}});
+  return launch(f, {gx, gy, gz}, {bx, by, bz}, shared, stream, kernelParams, nullptr, variant,
+                LaunchOptions{.cooperative = true,
+                              .priority = std::nullopt,
+                              .explicitCluster = false,
+                              .completionEvents = {}});
 }
 
 // Attributes that change what a launch means must be honoured or refused; the others are
@@ -209,6 +213,7 @@ Outcome checkLaunchAttributes(const CUlaunchConfig& config, LaunchOptions* optio
         const auto& dim = attribute.value.clusterDim;
         if (dim.x > 1 || dim.y > 1 || dim.z > 1)
           return {CUDA_ERROR_NOT_SUPPORTED, "thread block clusters are not supported"};
+        if (attribute.id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) options->explicitCluster = true;
         break;
       }
       default:

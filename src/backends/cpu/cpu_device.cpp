@@ -777,6 +777,14 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
   grid.dynamicSharedBytes = config.dynamicSharedBytes;
   grid.sharedBytes = std::max(info.staticSharedBytes,
                               info.dynamicSharedOffset + config.dynamicSharedBytes);
+  // A kernel that reads %reserved_smem_offset_* has the driver's region in its window.
+  grid.kernelSharedBytes =
+      grid.sharedBytes - (info.usesReservedShared ? compiler::kReservedSharedBytes : 0);
+  grid.aggregateSharedBytes =
+      grid.kernelSharedBytes + static_cast<uint32_t>(config.reservedSharedBytes);
+  grid.explicitCluster = config.explicitCluster ||
+                         std::any_of(info.reqnctapercluster.begin(), info.reqnctapercluster.end(),
+                                     [](uint32_t n) { return n != 0; });
   grid.usesBarriers = info.usesBarriers;
   grid.usesWarpCollectives = info.usesWarpCollectives;
   grid.spinWaits = info.spinWaits;
@@ -837,6 +845,11 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
       childConfig.grid = child->grid;
       childConfig.block = child->block;
       childConfig.dynamicSharedBytes = child->sharedBytes;
+      // The launching grid's context: its heap, stack size and reserved shared memory.
+      childConfig.mallocHeap = config.mallocHeap;
+      childConfig.mallocHeapLimit = config.mallocHeapLimit;
+      childConfig.stackBytesPerThread = config.stackBytesPerThread;
+      childConfig.reservedSharedBytes = config.reservedSharedBytes;
       ++launchNesting;
       Status status = launch(*child->kernel, childConfig, child->params.data());
       --launchNesting;

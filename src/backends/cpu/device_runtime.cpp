@@ -95,7 +95,9 @@ static uint64_t sregGlobalTimer() {
       std::chrono::system_clock::now().time_since_epoch()).count());
 }
 static uint32_t sregDynamicSmemSize() { return grid().dynamicSharedBytes; }
-static uint32_t sregTotalSmemSize() { return grid().sharedBytes; }
+static uint32_t sregTotalSmemSize() { return grid().kernelSharedBytes; }
+static uint32_t sregAggrSmemSize() { return grid().aggregateSharedBytes; }
+static uint32_t sregIsExplicitCluster() { return grid().explicitCluster ? 1 : 0; }
 // clang-format on
 
 static void* sharedBase() { return block().shared; }
@@ -638,6 +640,8 @@ std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
       {"__rocuda_sreg_globaltimer", fn(sregGlobalTimer)},
       {"__rocuda_sreg_dynamic_smem_size", fn(sregDynamicSmemSize)},
       {"__rocuda_sreg_total_smem_size", fn(sregTotalSmemSize)},
+      {"__rocuda_sreg_aggr_smem_size", fn(sregAggrSmemSize)},
+      {"__rocuda_sreg_is_explicit_cluster", fn(sregIsExplicitCluster)},
       {"__rocuda_shared_base", fn(sharedBase)},
       {"__rocuda_is_shared", fn(isShared)},
       {"__rocuda_is_local", fn(isLocal)},

@@ -96,6 +96,9 @@ struct GridState {
   std::array<uint32_t, 3> block{1, 1, 1};
   uint32_t sharedBytes = 0;  // whole window: static, then dynamic from dynamicSharedOffset
   uint32_t dynamicSharedBytes = 0;
+  uint32_t kernelSharedBytes = 0;     // %total_smem_size: static and dynamic, not the reserved
+  uint32_t aggregateSharedBytes = 0;  // %aggr_smem_size: with the driver's reserved region
+  bool explicitCluster = false;       // %is_explicit_cluster
   bool usesBarriers = false;
   bool usesWarpCollectives = false;
   bool spinWaits = false;  // KernelInfo::spinWaits

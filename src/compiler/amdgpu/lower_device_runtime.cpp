@@ -109,11 +109,6 @@ llvm::Value* specialRegister(Builder& b, const std::string& name, const AmdgpuTa
   if (name == "lanemask_ge") return b.CreateShl(b.getInt32(-1), lane);
   if (name == "lanemask_gt") return b.CreateShl(b.CreateShl(b.getInt32(-1), lane), one);
   if (name == "clock") return b.CreateTrunc(cycleCounter(b, target), b.getInt32Ty());
-  if (name == "clock_hi")
-    return b.CreateTrunc(b.CreateLShr(cycleCounter(b, target), 32), b.getInt32Ty());
-  if (name == "globaltimer_lo") return b.CreateTrunc(globalTimer(b), b.getInt32Ty());
-  if (name == "globaltimer_hi")
-    return b.CreateTrunc(b.CreateLShr(globalTimer(b), 32), b.getInt32Ty());
   // %envreg1 / %envreg2: the halves of the grid workspace's address, from the module's
   // kAmdgpuGridWorkspaceSymbol, which the host sets for each launch; the other %envreg<n> are 0.
   if (name == "envreg1" || name == "envreg2") {
