@@ -44,23 +44,29 @@ Status validateConfiguration(const Kernel& kernel, const backends::DeviceDescrip
                            std::to_string(info.reqntid[0]) + "x" + std::to_string(info.reqntid[1]) +
                            "x" + std::to_string(info.reqntid[2]) + " threads (.reqntid)");
   }
-  // A kernel compiled for clusters of several blocks (__cluster_dims__) relies on them (cluster
-  // ranks, distributed shared memory); Rocuda's clusters are one block, so it cannot run.
+  // A kernel compiled for clusters of several blocks (__cluster_dims__), or given that shape with
+  // CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_*, relies on them (cluster ranks, distributed shared
+  // memory); Rocuda's clusters are one block, so it cannot run.
+  std::array<uint32_t, 3> cluster{};
   uint64_t clusterBlocks = 1;
-  for (uint32_t d : info.reqnctapercluster) clusterBlocks *= std::max(1u, d);
+  for (int d = 0; d < 3; ++d) {
+    cluster[d] = std::max(1u, kernel.requiredClusterDim(d));
+    clusterBlocks *= cluster[d];
+  }
   if (clusterBlocks > 1)
     return makeError(ErrorCode::NotSupported,
-                     "kernel '" + info.name + "' is compiled for clusters of " +
-                         std::to_string(info.reqnctapercluster[0]) + "x" +
-                         std::to_string(std::max(1u, info.reqnctapercluster[1])) + "x" +
-                         std::to_string(std::max(1u, info.reqnctapercluster[2])) +
-                         " blocks (__cluster_dims__, .reqnctapercluster); thread block clusters "
-                         "of more than one block are not supported");
+                     "kernel '" + info.name + "' requires clusters of " +
+                         std::to_string(cluster[0]) + "x" + std::to_string(cluster[1]) + "x" +
+                         std::to_string(cluster[2]) +
+                         " blocks (__cluster_dims__ or CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_*); "
+                         "thread block clusters of more than one block are not supported");
   // .maxntid bounds the block's total thread count (the dimensions only multiply), as ptxas
-  // compiles the kernel for at most that many: NVIDIA's driver refuses a larger block. So do
-  // CU_JIT_MAX_THREADS_PER_BLOCK and the compiled code's own limit (Kernel::maxThreadsPerBlock).
+  // compiles the kernel for at most that many: NVIDIA's driver refuses a larger block as "too
+  // many resources requested for launch", as any block beyond the function's
+  // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK. So do CU_JIT_MAX_THREADS_PER_BLOCK and the compiled
+  // code's own limit (Kernel::maxThreadsPerBlock).
   if (uint64_t limit = static_cast<uint64_t>(kernel.maxThreadsPerBlock()); threads > limit)
-    return makeError(ErrorCode::InvalidValue,
+    return makeError(ErrorCode::LaunchOutOfResources,
                      "kernel '" + info.name + "' is compiled for at most " + std::to_string(limit) +
                          " threads per block (" +
                          (info.maxntid[0] != 0 ? ".maxntid" : "its JIT options or code object") +

@@ -102,6 +102,16 @@ int Kernel::maxDynamicSharedBytes(Level level) const {
   return get(&Kernel::maxDynamicShared_, level, static_cast<int>(std::max(0LL, available)));
 }
 
+bool Kernel::clusterDimsCompiled() const {
+  const auto& dims = info().reqnctapercluster;
+  return dims[0] != 0 || dims[1] != 0 || dims[2] != 0;
+}
+
+uint32_t Kernel::requiredClusterDim(int dimension, Level level) const {
+  if (clusterDimsCompiled()) return info().reqnctapercluster[dimension];
+  return static_cast<uint32_t>(get(requiredClusterAttribute(dimension), level, 0));
+}
+
 uint64_t Kernel::staticSharedBytes() const {
   int compiled = loaded_.resources().staticSharedBytes;
   uint64_t bytes = compiled >= 0 ? static_cast<uint64_t>(compiled) : info().staticSharedBytes;

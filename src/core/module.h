@@ -76,6 +76,14 @@ class Kernel : public Object {
   void setNonPortableClusterSizeAllowed(bool allowed, Level level) {
     set(&Kernel::nonPortableClusters_, allowed ? 1 : 0, level);
   }
+  // CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH/HEIGHT/DEPTH (dimension 0, 1, 2): the compiled
+  // __cluster_dims__ (.reqnctapercluster), else what was set at run time, else 0.
+  uint32_t requiredClusterDim(int dimension, Level level = Level::Function) const;
+  // Whether the code fixes the cluster shape (then it cannot be set: CUDA_ERROR_NOT_PERMITTED).
+  bool clusterDimsCompiled() const;
+  void setRequiredClusterDim(int dimension, uint32_t blocks, Level level) {
+    set(requiredClusterAttribute(dimension), static_cast<int>(blocks), level);
+  }
 
   // The launch configuration of the pre-CUDA-4.0 execution control (cuFuncSetBlockShape,
   // cuFuncSetSharedSize, cuParamSetSize, cuParamSet*), used by cuLaunch / cuLaunchGrid.
@@ -121,6 +129,12 @@ class Kernel : public Object {
   LeveledAttribute maxDynamicShared_;
   LeveledAttribute carveout_;
   LeveledAttribute nonPortableClusters_;
+  LeveledAttribute requiredClusterWidth_, requiredClusterHeight_, requiredClusterDepth_;
+  static LeveledAttribute Kernel::*requiredClusterAttribute(int dimension) {
+    return dimension == 0   ? &Kernel::requiredClusterWidth_
+           : dimension == 1 ? &Kernel::requiredClusterHeight_
+                            : &Kernel::requiredClusterDepth_;
+  }
   std::mutex legacyMutex_;
   LegacyLaunch legacyLaunch_;
 };

@@ -203,12 +203,16 @@ Outcome functionAttribute(int* pi, CUfunction_attribute attrib, const void* hand
     case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
       *pi = kernel.nonPortableClusterSizeAllowed(level) ? 1 : 0;
       return {};
-    case CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET:
     case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
     case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
     case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
+      *pi = static_cast<int>(kernel.requiredClusterDim(
+          static_cast<int>(attrib) - static_cast<int>(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH),
+          level));
+      return {};
+    case CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET:  // PTX .explicitcluster: not read here
     case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
-      *pi = 0;  // no thread block clusters
+      *pi = 0;
       return {};
     default:
       return invalidValue("unknown function attribute");
@@ -240,6 +244,21 @@ Outcome setFunctionAttribute(const void* handle, CUfunction_attribute attrib, in
         return invalidValue("thread block clusters need compute capability 9.0");
       if (value != 0 && value != 1) return invalidValue("the value must be 0 or 1");
       kernel.setNonPortableClusterSizeAllowed(value != 0, level);
+      return {};
+    // "If the value is set during compile time, it cannot be set at runtime. Setting it at
+    // runtime will return CUDA_ERROR_NOT_PERMITTED." A shape of more than one block then fails
+    // at launch, as the compiled one does.
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
+      if (kernel.clusterDimsCompiled())
+        return {CUDA_ERROR_NOT_PERMITTED, "the kernel's cluster shape is set at compile time"};
+      if (device.computeCapabilityMajor < 9)
+        return invalidValue("thread block clusters need compute capability 9.0");
+      if (value < 0) return invalidValue("a cluster dimension cannot be negative");
+      kernel.setRequiredClusterDim(
+          static_cast<int>(attrib) - static_cast<int>(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH),
+          static_cast<uint32_t>(value), level);
       return {};
     default:
       return invalidValue("attribute cannot be set");

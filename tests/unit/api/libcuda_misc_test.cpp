@@ -481,7 +481,7 @@ TEST_F(Driver, JitOptionsLibraryLogsAndKernelAttributeLevels) {
   void* args[] = {&data, &n};
   auto launch = proc<Launch>("cuLaunchKernel", 7000);
   EXPECT_EQ(launch(function, 1, 1, 1, 128, 1, 1, 0, nullptr, args, nullptr),
-            CUDA_ERROR_INVALID_VALUE);
+            CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
   EXPECT_EQ(launch(function, 2, 1, 1, 64, 1, 1, 0, nullptr, args, nullptr), CUDA_SUCCESS);
   EXPECT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
   EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(data), CUDA_SUCCESS);
@@ -1693,7 +1693,49 @@ TEST(ComputeCapability90, NonPortableClusterSizeIsSettable) {
     EXPECT_EQ(allowed, 1);
     EXPECT_EQ(set(function, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 2),
               CUDA_ERROR_INVALID_VALUE);
+    // A cluster shape set at run time reads back, and a shape of more than one block cannot
+    // launch on Rocuda's devices (clusters of one block).
+    EXPECT_EQ(set(function, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, 2), CUDA_SUCCESS);
+    int width = 0;
+    ASSERT_EQ(get(&width, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, function), CUDA_SUCCESS);
+    EXPECT_EQ(width, 2);
+    CUdeviceptr data = 0;
+    ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&data, 4), CUDA_SUCCESS);
+    unsigned n = 1;
+    void* args[] = {&data, &n};
+    using Launch = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                unsigned, unsigned, CUstream, void**, void**);
+    auto launch = proc<Launch>("cuLaunchKernel", 7000);
+    EXPECT_EQ(launch(function, 2, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr),
+              CUDA_ERROR_NOT_SUPPORTED);
+    EXPECT_EQ(set(function, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, 0), CUDA_SUCCESS);
+    EXPECT_EQ(launch(function, 2, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr), CUDA_SUCCESS);
+    EXPECT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
+    EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(data), CUDA_SUCCESS);
+    // __cluster_dims__ (.reqnctapercluster) fixes the shape: reported, and not settable.
+    const char* ptx = R"(.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry fixed() .reqnctapercluster 2, 1, 1 { ret; }
+)";
+    CUmodule module = nullptr;
+    ASSERT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, ptx), CUDA_SUCCESS);
+    CUfunction fixed = nullptr;
+    ASSERT_EQ(CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&fixed, module, "fixed"),
+              CUDA_SUCCESS);
+    int dims[3] = {};
+    for (int d = 0; d < 3; ++d)
+      ASSERT_EQ(get(&dims[d],
+                    static_cast<CUfunction_attribute>(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH + d),
+                    fixed),
+                CUDA_SUCCESS);
+    EXPECT_EQ(dims[0], 2);
+    EXPECT_EQ(dims[1], 1);
+    EXPECT_EQ(dims[2], 1);
+    EXPECT_EQ(set(fixed, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, 1), CUDA_ERROR_NOT_PERMITTED);
+    EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
   } else {
+    EXPECT_EQ(set(function, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, 2), CUDA_ERROR_INVALID_VALUE);
     EXPECT_EQ(set(function, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
               CUDA_ERROR_INVALID_VALUE);
     ASSERT_EQ(get(&allowed, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, function),
