@@ -57,6 +57,7 @@ Stream& Context::perThreadStream() {
 }
 
 Result<Stream*> Context::createStream(unsigned flags, int priority) {
+  ROCUDA_TRY(stickyError());  // a context with a failed kernel makes nothing new
   takeIdleRetiredStreams().clear();
   auto stream = std::make_unique<Stream>(*this, StreamKind::Created, flags, priority);
   Stream* raw = stream.get();
@@ -107,6 +108,7 @@ std::vector<std::unique_ptr<Stream>> Context::takeIdleRetiredStreams() {
 }
 
 Result<Event*> Context::createEvent(unsigned flags) {
+  ROCUDA_TRY(stickyError());
   auto event = std::make_unique<Event>(*this, flags);
   Event* raw = event.get();
   std::lock_guard lock(mutex_);

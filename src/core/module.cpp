@@ -168,6 +168,7 @@ Result<fatbin::ImageContents> readContents(Context& context, const void* image) 
 Result<Module*> Module::load(Context& context, const void* image, bool isLibrary,
                              bool imagePreserved) {
   if (image == nullptr) return makeError(ErrorCode::InvalidValue, "image is NULL");
+  ROCUDA_TRY(context.stickyError());  // nothing loads into a context with a failed kernel
   Result<fatbin::ImageContents> contents = readContents(context, image);
   if (!contents) return contents.takeError();
   std::unique_ptr<Module> module(new Module(context, isLibrary));

@@ -73,6 +73,17 @@ int main() {
   int dummy = 0;
   cudaError_t after = cudaMemcpy(&dummy, visited, sizeof(int), cudaMemcpyDeviceToHost);
   check.expect(after == cudaErrorAssert, "the assert error is sticky");
+  // Nothing new is made in the context, and its state is not read, until it is reset.
+  cudaStream_t stream = nullptr;
+  check.expect(cudaStreamCreate(&stream) == cudaErrorAssert, "no stream after the assert");
+  cudaEvent_t event = nullptr;
+  check.expect(cudaEventCreate(&event) == cudaErrorAssert, "no event after the assert");
+  size_t freeBytes = 0, totalBytes = 0;
+  check.expect(cudaMemGetInfo(&freeBytes, &totalBytes) == cudaErrorAssert,
+               "no memory information after the assert");
+  size_t stack = 0;
+  check.expect(cudaDeviceGetLimit(&stack, cudaLimitStackSize) == cudaErrorAssert,
+               "no limits after the assert");
 
   // After a reset, two lanes of one warp fail: each reports its thread.
   CHECK(cudaDeviceReset());

@@ -408,6 +408,7 @@ ROCUDA_EXPORT CUresult cuCtxGetLimit(size_t* pvalue, CUlimit limit) {
     if (!which) return which.error();
     Result<core::Context*> context = api::currentContext();
     if (!context) return context.error();
+    if (Status sticky = (*context)->stickyError(); !sticky.ok()) return sticky;
     *pvalue = (*context)->limit(*which);
     return {};
   });
@@ -419,6 +420,7 @@ ROCUDA_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
     if (!which) return which.error();
     Result<core::Context*> context = api::currentContext();
     if (!context) return context.error();
+    if (Status sticky = (*context)->stickyError(); !sticky.ok()) return sticky;
     return (*context)->setLimit(*which, value);
   });
 }

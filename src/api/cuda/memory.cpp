@@ -172,6 +172,7 @@ ROCUDA_EXPORT CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
     if (free == nullptr || total == nullptr) return api::invalidValue("NULL argument");
     Result<core::Context*> context = api::currentContext();
     if (!context) return context.error();
+    if (Status sticky = (*context)->stickyError(); !sticky.ok()) return sticky;
     core::Device& device = (*context)->device();
     *total = device.description().totalMemory;
     *free = device.backend().freeMemory();
