@@ -365,6 +365,15 @@ void registerGlobal(Context* context, void* base, size_t size, bool managed) {
   insert(allocation);
 }
 
+bool setSyncMemops(const void* pointer, bool sync) {
+  AllocationTable& t = table();
+  std::lock_guard lock(t.mutex);
+  std::optional<Allocation> found = findLocked(t, reinterpret_cast<uintptr_t>(pointer));
+  if (!found) return false;
+  t.byBase[found->base].syncMemops = sync;
+  return true;
+}
+
 void unregisterGlobal(void* base) {
   bool managed = false;
   size_t size = 0;

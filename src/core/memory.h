@@ -40,6 +40,7 @@ struct Allocation {
   // A module's variable (Global kind, or Managed for a __managed__ one): it goes with its
   // module, never with cuMemFree.
   bool moduleVariable = false;
+  bool syncMemops = false;  // CU_POINTER_ATTRIBUTE_SYNC_MEMOPS as cuPointerSetAttribute set it
   // Process-wide and never reused (CU_POINTER_ATTRIBUTE_BUFFER_ID); set when recorded.
   uint64_t id = 0;
   // The physical memory behind it (CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID): its own id, or for a
@@ -114,6 +115,9 @@ ManagedRangeSummary managedRangeSummary(const void* pointer, size_t bytes);
 // Module globals are registered so that copies to them validate like any device memory;
 // __managed__ variables as managed memory (pointer attributes, advice, prefetches).
 void registerGlobal(Context* context, void* base, size_t size, bool managed);
+// cuPointerSetAttribute(CU_POINTER_ATTRIBUTE_SYNC_MEMOPS) on the allocation containing
+// `pointer`; false when there is none.
+bool setSyncMemops(const void* pointer, bool sync);
 void unregisterGlobal(void* base);
 
 }  // namespace rocuda::core

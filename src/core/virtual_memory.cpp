@@ -138,6 +138,14 @@ Result<void*> reserveAddresses(size_t bytes, size_t alignment, uintptr_t hint) {
   return reinterpret_cast<void*>(base);
 }
 
+std::optional<std::pair<uintptr_t, size_t>> reservationContaining(uintptr_t address) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  auto it = reservationOf(s, address, 1);
+  if (it == s.reservations.end()) return std::nullopt;
+  return std::make_pair(it->first, it->second);
+}
+
 Status freeAddresses(uintptr_t base, size_t bytes) {
   State& s = state();
   std::lock_guard lock(s.mutex);

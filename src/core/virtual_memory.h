@@ -7,6 +7,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <utility>
 
 #include "support/result.h"
 
@@ -26,6 +28,8 @@ struct PhysicalMemoryInfo {
 };
 
 Result<void*> reserveAddresses(size_t bytes, size_t alignment, uintptr_t hint);
+// The reservation (base, bytes) that contains `address`; nullopt outside every reservation.
+std::optional<std::pair<uintptr_t, size_t>> reservationContaining(uintptr_t address);
 // Only a whole reservation, with nothing mapped in it any more.
 Status freeAddresses(uintptr_t base, size_t bytes);
 

@@ -187,6 +187,32 @@ Error execWithEnvironment(const std::vector<std::string>& argv, const std::strin
                    "cannot run '" + argv[0] + "': " + std::strerror(errno));
 }
 
+size_t pageBytes() {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+int numaNodeCount() {
+  static const int count = [] {
+    int nodes = 0;
+    while (fileExists("/sys/devices/system/node/node" + std::to_string(nodes))) ++nodes;
+    return std::max(nodes, 1);
+  }();
+  return count;
+}
+
+bool hostRangeMapped(const void* address, size_t bytes) {
+  if (bytes == 0) return false;
+  size_t page = pageBytes();
+  uintptr_t start = reinterpret_cast<uintptr_t>(address) / page * page;
+  uintptr_t end = reinterpret_cast<uintptr_t>(address) + bytes;
+  if (end < start) return false;  // wraps
+  size_t length = (end - start + page - 1) / page * page;
+  std::vector<unsigned char> resident(length / page);
+  // mincore fails with ENOMEM where part of the range is not mapped.
+  return mincore(reinterpret_cast<void*>(start), length, resident.data()) == 0;
+}
+
 void* allocateStack(size_t bytes) {
   size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   void* memory = mmap(nullptr, bytes + page, PROT_READ | PROT_WRITE,

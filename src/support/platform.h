@@ -43,6 +43,13 @@ std::string findProgram(std::string_view program);
 Error execWithEnvironment(const std::vector<std::string>& argv, const std::string& name,
                           const std::string& value);
 
+// The host's page size.
+size_t pageBytes();
+// The host's NUMA nodes (node ids 0 .. count - 1); 1 where the system does not say.
+int numaNodeCount();
+// Whether every page of [address, address + bytes) is mapped in this process (bytes > 0).
+bool hostRangeMapped(const void* address, size_t bytes);
+
 // Memory with an inaccessible guard page below it (fiber stacks): overflow faults instead of
 // silently corrupting a neighbour.
 void* allocateStack(size_t bytes);

@@ -13,6 +13,7 @@
 #include "core/context.h"
 #include "core/memory.h"
 #include "core/platform.h"
+#include "support/platform.h"
 
 namespace rocuda::api {
 namespace {
@@ -22,12 +23,36 @@ using core::MemoryLocation;
 
 void* fromDevicePtr(CUdeviceptr pointer) { return reinterpret_cast<void*>(pointer); }
 
+// Whether the current context's device reads the process's pageable memory
+// (CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS).
+bool pageableMemoryAccess() {
+  Result<core::Context*> context = currentContext();
+  return context && (*context)->device().description().pageableMemoryAccess;
+}
+
+// The range of a hint or a range query: inside managed memory (an allocation or a __managed__
+// variable), or where the device reads pageable memory, "system-allocated pageable memory"
+// (host memory the process has mapped that no allocation of Rocuda's holds).
 Outcome checkManagedRange(CUdeviceptr devPtr, size_t count) {
-  std::optional<core::Allocation> allocation = core::findAllocation(fromDevicePtr(devPtr));
-  if (count == 0 || !allocation || allocation->kind != core::AllocationKind::Managed ||
-      !core::isInsideAllocation(fromDevicePtr(devPtr), count))
-    return invalidValue("the range is not inside managed memory");
-  return {};
+  const void* pointer = fromDevicePtr(devPtr);
+  std::optional<core::Allocation> allocation = core::findAllocation(pointer);
+  if (count != 0 && allocation && allocation->kind == core::AllocationKind::Managed &&
+      core::isInsideAllocation(pointer, count))
+    return {};
+  if (count != 0 && !allocation && pageableMemoryAccess() &&
+      platform::hostRangeMapped(pointer, count))
+    return {};
+  return invalidValue(
+      "the range is neither managed memory nor pageable host memory the device reads");
+}
+
+// Advice and prefetches apply to whole pages: "the start address and end address of the memory
+// range will be rounded down and rounded up respectively to be aligned to CPU page size".
+std::pair<void*, size_t> wholePages(CUdeviceptr devPtr, size_t count) {
+  size_t page = platform::pageBytes();
+  uintptr_t start = devPtr / page * page;
+  uintptr_t end = (devPtr + count + page - 1) / page * page;
+  return {reinterpret_cast<void*>(start), end - start};
 }
 
 // A legacy CUdevice target: a device ordinal or CU_DEVICE_CPU.
@@ -46,7 +71,8 @@ Result<MemoryLocation> fromLocation(const CUmemLocation& location) {
     case CU_MEM_LOCATION_TYPE_HOST:
       return MemoryLocation{MemoryLocation::Type::Host, 0};
     case CU_MEM_LOCATION_TYPE_HOST_NUMA:
-      if (location.id < 0) return makeError(ErrorCode::InvalidValue, "negative NUMA node");
+      if (location.id < 0 || location.id >= platform::numaNodeCount())
+        return makeError(ErrorCode::InvalidValue, "not a NUMA node of this host");
       return MemoryLocation{MemoryLocation::Type::HostNuma, location.id};
     case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
       return MemoryLocation{MemoryLocation::Type::HostNuma, 0};  // this host's only node
@@ -102,7 +128,8 @@ Outcome prefetch(CUdeviceptr devPtr, size_t count, const Result<MemoryLocation>&
   if (!range.ok()) return range;
   Result<core::Stream*> stream = resolveStream(hStream, variant);
   if (!stream) return stream.error();
-  return queuePrefetch(**stream, fromDevicePtr(devPtr), count, *target);
+  auto [pages, bytes] = wholePages(devPtr, count);
+  return queuePrefetch(**stream, pages, bytes, *target);
 }
 
 Outcome prefetchV1(CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream,
@@ -123,12 +150,18 @@ Outcome advise(CUdeviceptr devPtr, size_t count, CUmem_advise advice,
   bool needsTarget =
       advice != CU_MEM_ADVISE_SET_READ_MOSTLY && advice != CU_MEM_ADVISE_UNSET_READ_MOSTLY;
   if (needsTarget && !target) return target.error();
+  // "The CUmemLocation::type must be either CU_MEM_LOCATION_TYPE_DEVICE ... or
+  // CU_MEM_LOCATION_TYPE_HOST ... All other location types are invalid" (accessed-by advice).
+  if ((advice == CU_MEM_ADVISE_SET_ACCESSED_BY || advice == CU_MEM_ADVISE_UNSET_ACCESSED_BY) &&
+      target->type == MemoryLocation::Type::HostNuma)
+    return invalidValue("accessed-by advice takes a device or the host, not a NUMA node");
   if (Outcome range = checkManagedRange(devPtr, count); !range.ok()) return range;
   auto which = static_cast<core::ManagedAdvice>(advice - CU_MEM_ADVISE_SET_READ_MOSTLY);
   MemoryLocation where = target ? *target : MemoryLocation{};
-  core::adviseManaged(fromDevicePtr(devPtr), count, which, where);
+  auto [pages, bytes] = wholePages(devPtr, count);
+  core::adviseManaged(pages, bytes, which, where);
   if (backends::DeviceBackend* backend = hintedBackend(fromDevicePtr(devPtr), where))
-    if (Status applied = backend->adviseManaged(fromDevicePtr(devPtr), count, which,
+    if (Status applied = backend->adviseManaged(pages, bytes, which,
                                                 where.type != MemoryLocation::Type::Host &&
                                                     where.type != MemoryLocation::Type::HostNuma);
         !applied)
@@ -172,10 +205,11 @@ Outcome prefetchBatch(CUdeviceptr* dptrs, size_t* sizes, size_t count, CUmemLoca
   for (size_t k = 0; k < numLocations; ++k) {
     size_t last = k + 1 < numLocations ? locationIndices[k + 1] : count;
     MemoryLocation location = *fromLocation(locations[k]);
-    for (size_t i = locationIndices[k]; i < last; ++i)
-      if (Outcome queued = queuePrefetch(**stream, fromDevicePtr(dptrs[i]), sizes[i], location);
-          !queued.ok())
+    for (size_t i = locationIndices[k]; i < last; ++i) {
+      auto [pages, bytes] = wholePages(dptrs[i], sizes[i]);
+      if (Outcome queued = queuePrefetch(**stream, pages, bytes, location); !queued.ok())
         return queued;
+    }
   }
   return {};
 }

@@ -62,8 +62,12 @@ Outcome pointerAttribute(void* data, CUpointer_attribute attribute,
                          const std::optional<core::Allocation>& allocation, CUdeviceptr ptr) {
   const bool known = allocation.has_value();
   switch (attribute) {
+    // "Since stream ordered allocations are not context associated, querying
+    // CU_POINTER_ATTRIBUTE_CONTEXT will succeed but return NULL".
     case CU_POINTER_ATTRIBUTE_CONTEXT:
-      store(data, known ? reinterpret_cast<CUcontext>(allocation->context) : CUcontext{});
+      store(data, known && allocation->pool == nullptr
+                      ? reinterpret_cast<CUcontext>(allocation->context)
+                      : CUcontext{});
       return {};
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
       store(data, static_cast<unsigned>(known ? memoryTypeOf(*allocation) : CUmemorytype{}));
@@ -84,7 +88,10 @@ Outcome pointerAttribute(void* data, CUpointer_attribute attribute,
       return {};
     // The boolean attributes are written as 4-byte ints: cudart reads them that wide (a 1-byte
     // store left garbage in the upper bytes and cudaPointerGetAttributes misreported pointers).
-    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:  // as set (Rocuda's memory operations are
+                                            // synchronous either way)
+      store(data, static_cast<int>(known && allocation->syncMemops));
+      return {};
     case CU_POINTER_ATTRIBUTE_MAPPED:
       store(data, static_cast<int>(known));
       return {};
@@ -120,12 +127,20 @@ Outcome pointerAttribute(void* data, CUpointer_attribute attribute,
     case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE:
       store(data, 0);
       return {};
+    // "the address of the mappable address range ptr references (e.g. from
+    // cuMemAddressReserve)": the reservation around a cuMemMap mapping, else the allocation.
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
-      store(data, known ? fromDevicePtr(allocation->base) : nullptr);
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: {
+      std::pair<uintptr_t, size_t> range{known ? allocation->base : 0,
+                                         known ? allocation->size : 0};
+      if (known && allocation->mappedFrom == core::MappedFrom::VirtualMemory)
+        range = core::reservationContaining(ptr).value_or(range);
+      if (attribute == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR)
+        store(data, fromDevicePtr(range.first));
+      else
+        store(data, range.second);
       return {};
-    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
-      store(data, known ? allocation->size : size_t{0});
-      return {};
+    }
     case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES: {
       // Those of a shareable pool (core/ipc.h), or of exportable cuMemCreate memory.
       unsigned long long types = 0;
@@ -359,7 +374,9 @@ ROCUDA_EXPORT CUresult cuPointerSetAttribute(const void* value, CUpointer_attrib
     if (value == nullptr) return api::invalidValue("value is NULL");
     if (attribute != CU_POINTER_ATTRIBUTE_SYNC_MEMOPS)
       return api::invalidValue("only CU_POINTER_ATTRIBUTE_SYNC_MEMOPS can be set");
-    if (!core::findAllocation(api::fromDevicePtr(ptr)))
+    int sync = 0;
+    std::memcpy(&sync, value, sizeof sync);
+    if (!core::setSyncMemops(api::fromDevicePtr(ptr), sync != 0))
       return api::invalidValue("not a pointer allocated through CUDA");
     return {};
   });

@@ -9,6 +9,7 @@
 #include "core/memory.h"
 #include "core/platform.h"
 #include "core/stream.h"
+#include "support/platform.h"
 
 namespace rocuda::api {
 namespace {
@@ -252,11 +253,20 @@ Outcome attachMemAsync(CUstream h, CUdeviceptr dptr, size_t length, unsigned fla
     return invalidValue("flags must be one of CU_MEM_ATTACH_GLOBAL, _HOST, _SINGLE");
   void* pointer = reinterpret_cast<void*>(dptr);
   std::optional<core::Allocation> allocation = core::findAllocation(pointer);
-  if (!allocation || allocation->kind != core::AllocationKind::Managed)
+  if (!allocation) {
+    // "system-allocated pageable memory ... if the device ... reports a non-zero value for
+    // CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS. For pageable host allocations, length must be
+    // non-zero."
+    Result<core::Context*> context = currentContext();
+    if (!context || !(*context)->device().description().pageableMemoryAccess || length == 0 ||
+        !platform::hostRangeMapped(pointer, length))
+      return invalidValue("dptr is neither managed memory nor pageable memory the device reads");
+  } else if (allocation->kind != core::AllocationKind::Managed) {
     return invalidValue("dptr is not managed memory");
-  // length must be 0 (the whole allocation) or the whole allocation from its base.
-  if (length != 0 && (allocation->base != dptr || length != allocation->size))
+  } else if (length != 0 && (allocation->base != dptr || length != allocation->size)) {
+    // length must be 0 (the whole allocation) or the whole allocation from its base.
     return invalidValue("length must be 0 or the whole allocation");
+  }
   return withStream(h, v, [&](core::Stream& s) -> Outcome {
     if (flags == CU_MEM_ATTACH_SINGLE && s.streamKind() != core::StreamKind::Created)
       return invalidValue("CU_MEM_ATTACH_SINGLE needs a created stream");

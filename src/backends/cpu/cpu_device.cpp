@@ -350,6 +350,11 @@ class CpuDevice final : public DeviceBackend {
   void freeDevice(void* pointer) override;
   Result<void*> allocateHost(size_t bytes) override { return allocate(bytes); }
   void freeHost(void* pointer) override { release(pointer); }
+  // Whole pages, as NVIDIA's managed allocations are: advice and prefetches apply to whole pages
+  // (rounded out, as CUDA documents), which then never reach a neighbouring allocation.
+  Result<void*> allocateManaged(size_t bytes) override {
+    return allocate(bytes, platform::pageBytes());
+  }
   // As on NVIDIA's devices, an allocation counts as used whole at once (cudaMemGetInfo after a
   // cudaMalloc shows it gone), though its pages cost physical memory only once touched: the
   // host's available memory less what the live allocations will still take (mincore), and no
@@ -409,10 +414,9 @@ class CpuDevice final : public DeviceBackend {
   Status runCooperative(GridState& grid, uint64_t blocks,
                         const std::function<void(uint64_t)>& runOne, std::atomic<bool>& failed);
 
-  Result<void*> allocate(size_t bytes) {
-    size_t rounded = (std::max<size_t>(bytes, 1) + kAllocationAlignment - 1) /
-                     kAllocationAlignment * kAllocationAlignment;
-    void* memory = std::aligned_alloc(kAllocationAlignment, rounded);
+  Result<void*> allocate(size_t bytes, size_t alignment = kAllocationAlignment) {
+    size_t rounded = (std::max<size_t>(bytes, 1) + alignment - 1) / alignment * alignment;
+    void* memory = std::aligned_alloc(alignment, rounded);
     if (memory == nullptr)
       return makeError(ErrorCode::OutOfMemory,
                        "cannot allocate " + std::to_string(bytes) + " bytes of host memory");

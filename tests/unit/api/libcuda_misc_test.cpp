@@ -1140,7 +1140,28 @@ TEST_F(Driver, ModuleFunctionsLoadingStateAndPointerAttributes) {
   ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&device, 256), CUDA_SUCCESS);
   auto setAttribute = CU(cuPointerSetAttribute, const void*, CUpointer_attribute, CUdeviceptr);
   int on = 1;
+  // SYNC_MEMOPS reads back as set ("can either be set (1) or unset (0)").
+  auto getAttribute = CU(cuPointerGetAttribute, void*, CUpointer_attribute, CUdeviceptr);
+  int sync = -1;
+  ASSERT_EQ(getAttribute(&sync, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, device + 8), CUDA_SUCCESS);
+  EXPECT_EQ(sync, 0);
   EXPECT_EQ(setAttribute(&on, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, device), CUDA_SUCCESS);
+  ASSERT_EQ(getAttribute(&sync, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, device + 8), CUDA_SUCCESS);
+  EXPECT_EQ(sync, 1);
+  int off = 0;
+  EXPECT_EQ(setAttribute(&off, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, device + 8), CUDA_SUCCESS);
+  ASSERT_EQ(getAttribute(&sync, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, device), CUDA_SUCCESS);
+  EXPECT_EQ(sync, 0);
+  // Stream-ordered allocations "are not context associated": their CONTEXT is NULL.
+  CUdeviceptr ordered = 0;
+  ASSERT_EQ(CU(cuMemAllocAsync, CUdeviceptr*, size_t, CUstream)(&ordered, 64, nullptr),
+            CUDA_SUCCESS);
+  CUcontext owner = reinterpret_cast<CUcontext>(1);
+  ASSERT_EQ(getAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, ordered), CUDA_SUCCESS);
+  EXPECT_EQ(owner, nullptr);
+  ASSERT_EQ(getAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, device), CUDA_SUCCESS);
+  EXPECT_EQ(owner, context_);
+  EXPECT_EQ(CU(cuMemFreeAsync, CUdeviceptr, CUstream)(ordered, nullptr), CUDA_SUCCESS);
   EXPECT_EQ(setAttribute(&on, CU_POINTER_ATTRIBUTE_CONTEXT, device), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(setAttribute(&on, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, 0x10), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(device), CUDA_SUCCESS);

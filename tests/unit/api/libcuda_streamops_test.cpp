@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "tests/unit/api/libcuda_harness.h"
 
@@ -379,6 +380,46 @@ TEST_F(Managed, PrefetchesAreReportedAndFreedMemoryForgetsThem) {
       CU(cuMemAllocManaged, CUdeviceptr*, size_t, unsigned)(&base_, kBytes, CU_MEM_ATTACH_GLOBAL),
       CUDA_SUCCESS);
   EXPECT_EQ(attr(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, base_, kBytes), CU_DEVICE_INVALID);
+}
+
+// Advice and prefetches apply to whole pages ("rounded down and rounded up respectively to be
+// aligned to CPU page size"); managed allocations start on a page of their own.
+TEST_F(Managed, HintsCoverWholePagesAndPageableMemory) {
+  EXPECT_EQ(base_ % 4096, 0u);
+  ASSERT_EQ(advise(CU_MEM_ADVISE_SET_READ_MOSTLY, base_ + 100, 100, device0_), CUDA_SUCCESS);
+  EXPECT_EQ(attr(CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, base_, 8), 1);
+  EXPECT_EQ(attr(CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, base_ + 4000, 96), 1);
+  EXPECT_EQ(attr(CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, base_ + 4096, 8), 0);
+  auto prefetch = CU13(cuMemPrefetchAsync, CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream);
+  ASSERT_EQ(prefetch(base_ + 4106, 20, host_, 0, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(attr(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, base_ + 4096, 8), CU_DEVICE_CPU);
+
+  // Accessed-by advice takes a device or the host; NUMA nodes must exist.
+  CUmemLocation numa{CU_MEM_LOCATION_TYPE_HOST_NUMA, 0};
+  EXPECT_EQ(advise(CU_MEM_ADVISE_SET_ACCESSED_BY, base_, kBytes, numa), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(advise(CU_MEM_ADVISE_SET_PREFERRED_LOCATION, base_, kBytes, numa), CUDA_SUCCESS);
+  CUmemLocation noSuchNode{CU_MEM_LOCATION_TYPE_HOST_NUMA, 4096};
+  EXPECT_EQ(advise(CU_MEM_ADVISE_SET_PREFERRED_LOCATION, base_, kBytes, noSuchNode),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(prefetch(base_, kBytes, noSuchNode, 0, nullptr), CUDA_ERROR_INVALID_VALUE);
+
+  // The CPU device reads pageable memory (CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS): hints on
+  // the process's own memory are accepted and reported; unmapped memory is not.
+  int pageable = 0;
+  ASSERT_EQ(CU(cuDeviceGetAttribute, int*, CUdevice_attribute, CUdevice)(
+                &pageable, CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS, 0),
+            CUDA_SUCCESS);
+  ASSERT_EQ(pageable, 1);
+  std::vector<char> system(3 * 4096);
+  auto own = reinterpret_cast<CUdeviceptr>(system.data());
+  ASSERT_EQ(advise(CU_MEM_ADVISE_SET_READ_MOSTLY, own, system.size(), device0_), CUDA_SUCCESS);
+  EXPECT_EQ(attr(CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, own + 4096, 4096), 1);
+  EXPECT_EQ(prefetch(own, system.size(), device0_, 0, nullptr), CUDA_SUCCESS);
+  auto attach = CU(cuStreamAttachMemAsync, CUstream, CUdeviceptr, size_t, unsigned);
+  EXPECT_EQ(attach(nullptr, own, system.size(), CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  EXPECT_EQ(attach(nullptr, own, 0, CU_MEM_ATTACH_GLOBAL), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(advise(CU_MEM_ADVISE_SET_READ_MOSTLY, 4096, 4096, device0_), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
 }
 
 TEST_F(Managed, RangeQueryErrors) {

@@ -189,6 +189,22 @@ TEST_F(Driver, ChunksMappedBackToBackRunAKernelOverTheRange) {
   ASSERT_EQ(setAccess()(base, 2 * chunk, &access, 1), CUDA_SUCCESS);
   ASSERT_EQ(getAccess()(&flags, &device, base + chunk + 4096), CUDA_SUCCESS);
   EXPECT_EQ(flags, static_cast<unsigned long long>(CU_MEM_ACCESS_FLAGS_PROT_READWRITE));
+  // The range of a mapped pointer is the reservation ("the mappable address range ptr
+  // references"); the mapping is the mapped chunk.
+  auto attribute = CU(cuPointerGetAttribute, void*, CUpointer_attribute, CUdeviceptr);
+  CUdeviceptr start = 0, mappingBase = 0;
+  size_t size = 0, mappingSize = 0;
+  ASSERT_EQ(attribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, base + chunk + 64),
+            CUDA_SUCCESS);
+  ASSERT_EQ(attribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, base + chunk + 64), CUDA_SUCCESS);
+  ASSERT_EQ(attribute(&mappingBase, CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR, base + chunk + 64),
+            CUDA_SUCCESS);
+  ASSERT_EQ(attribute(&mappingSize, CU_POINTER_ATTRIBUTE_MAPPING_SIZE, base + chunk + 64),
+            CUDA_SUCCESS);
+  EXPECT_EQ(start, base);
+  EXPECT_EQ(size, reserved);
+  EXPECT_EQ(mappingBase, base + chunk);
+  EXPECT_EQ(mappingSize, chunk);
 
   // Device memory like any other: memset, a kernel across the chunk boundary, copies.
   const uint32_t n = static_cast<uint32_t>(2 * chunk / 4);
