@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "e2e_check.h"
@@ -72,6 +73,12 @@ __global__ void sampleLayers(cudaTextureObject_t tex, float* out, int w, int h, 
   int x = threadIdx.x, y = threadIdx.y, layer = threadIdx.z;
   if (x < w && y < h && layer < layers)
     out[(layer * h + y) * w + x] = tex2DLayered<float>(tex, x + 0.5f, y + 0.5f, layer);
+}
+
+__global__ void sampleLayerBits(cudaTextureObject_t tex, unsigned* out, int w, int h, int layers) {
+  int x = threadIdx.x, y = threadIdx.y, layer = threadIdx.z;
+  if (x < w && y < h && layer < layers)
+    out[(layer * h + y) * w + x] = tex2DLayered<unsigned>(tex, x + 0.5f, y + 0.5f, layer);
 }
 
 __global__ void sampleBytes(cudaTextureObject_t tex, float4* out, int w, int h) {
@@ -229,6 +236,40 @@ void volumes(Checker& check, bool layered) {
   for (size_t i = 0; i < got.size(); ++i)
     check.eq(layered ? "tex2DLayered" : "tex3D", static_cast<long long>(i), texels[i], got[i]);
   CHECK(cudaDestroyTextureObject(tex));
+  if (layered) {
+    // A resource view of layers 1..3, read as 32-bit unsigned integers: layer 0 of the view is
+    // the array's layer 1, a layer beyond the view clamps to its last, and the texels are the
+    // floats' bits.
+    cudaResourceDesc res{};
+    res.resType = cudaResourceTypeArray;
+    res.res.array.array = array;
+    cudaTextureDesc desc{};
+    desc.addressMode[0] = desc.addressMode[1] = cudaAddressModeClamp;
+    desc.filterMode = cudaFilterModePoint;
+    desc.readMode = cudaReadModeElementType;
+    cudaResourceViewDesc view{};
+    view.format = cudaResViewFormatUnsignedInt1;
+    view.width = w;
+    view.height = h;
+    view.depth = d;
+    view.firstLayer = 1;
+    view.lastLayer = 3;
+    CHECK(cudaCreateTextureObject(&tex, &res, &desc, &view));
+    sampleLayerBits<<<1, dim3(w, h, 5)>>>(tex, reinterpret_cast<unsigned*>(dOut), w, h, 5);
+    CHECK_LAUNCH();
+    std::vector<unsigned> bits = download(reinterpret_cast<unsigned*>(dOut), w * h * 5);
+    for (int layer = 0; layer < 5; ++layer)
+      for (int i = 0; i < w * h; ++i) {
+        unsigned want;
+        std::memcpy(&want, &texels[(1 + std::min(layer, 2)) * w * h + i], 4);
+        check.eq("resource view of layers 1..3", layer * w * h + i, want, bits[layer * w * h + i]);
+      }
+    CHECK(cudaDestroyTextureObject(tex));
+    view.width = w - 1;  // "has to be equal to that of the original resource"
+    check.expect(cudaCreateTextureObject(&tex, &res, &desc, &view) == cudaErrorInvalidValue,
+                 "a resource view of another extent is refused");
+    cudaGetLastError();  // the refusal is also the last error: clear it
+  }
   CHECK(cudaFree(dOut));
   CHECK(cudaFreeArray(array));
 }
@@ -408,6 +449,25 @@ void mipmaps(Checker& check) {
   }
   CHECK(cudaDestroyTextureObject(pointTex));
   CHECK(cudaDestroyTextureObject(linearTex));
+
+  // A resource view of levels 1..2: its level 0 is the array's level 1, and no level of detail
+  // reaches beyond level 2.
+  cudaResourceViewDesc view{};
+  view.format = cudaResViewFormatFloat1;
+  view.width = 8;
+  view.height = 8;
+  view.firstMipmapLevel = 1;
+  view.lastMipmapLevel = 2;
+  CHECK(cudaCreateTextureObject(&pointTex, &res, &point, &view));
+  sampleLevels<<<1, 32>>>(pointTex, pointTex, dLods, out, n);
+  CHECK_LAUNCH();
+  got = download(out, 3 * n);
+  for (int i = 0; i < n; ++i) {
+    float lod = std::min(std::max(lods[i], 0.0f), 1.0f);
+    check.eq("tex2DLod through a view of levels 1..2", i, 10.0f + 10.0f * std::floor(lod + 0.5f),
+             got[3 * i]);
+  }
+  CHECK(cudaDestroyTextureObject(pointTex));
   CHECK(cudaFree(dLods));
   CHECK(cudaFree(out));
   CHECK(cudaFreeMipmappedArray(mipmap));

@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "api/cuda/array_handles.h"
 #include "api/cuda/boundary.h"
@@ -170,6 +171,76 @@ void describeLevels(core::TextureObject& object, const CUDA_RESOURCE_DESC& res,
   view.mipLevels = object.levelViews.data();
 }
 
+// A resource view's element type: the channel format and count of CU_RES_VIEW_FORMAT_* (not
+// the block-compressed ones, whose texels Rocuda does not decode).
+struct ViewFormat {
+  support::TexelFormat format;
+  uint8_t channels;
+};
+std::optional<ViewFormat> viewFormatOf(CUresourceViewFormat format) {
+  using F = support::TexelFormat;
+  if (format < CU_RES_VIEW_FORMAT_UINT_1X8 || format > CU_RES_VIEW_FORMAT_FLOAT_4X32)
+    return std::nullopt;
+  // Groups of three (1, 2 and 4 channels) in cuda.h's order.
+  static const F kGroups[] = {F::U8, F::S8, F::U16, F::S16, F::U32, F::S32, F::F16, F::F32};
+  int index = static_cast<int>(format) - CU_RES_VIEW_FORMAT_UINT_1X8;
+  static const uint8_t kChannels[] = {1, 2, 4};
+  return ViewFormat{kGroups[index / 3], kChannels[index % 3]};
+}
+
+// The part of an array or mipmapped array a resource view shows (CUDA_RESOURCE_VIEW_DESC): its
+// texels read as another format of the same size, a window of layers [firstLayer, lastLayer]
+// and of levels [firstMipmapLevel, lastMipmapLevel]. The extent must be the resource's.
+Outcome checkResourceView(const CUDA_RESOURCE_VIEW_DESC& v, const CUDA_RESOURCE_DESC& res,
+                          const TextureView& view) {
+  // "pResViewDesc can only be specified if the type of resource is a CUDA array or a CUDA
+  // mipmapped array".
+  if (res.resType != CU_RESOURCE_TYPE_ARRAY && res.resType != CU_RESOURCE_TYPE_MIPMAPPED_ARRAY)
+    return invalidValue("a resource view needs a CUDA array or mipmapped array");
+  for (unsigned r : v.reserved)
+    if (r != 0) return invalidValue("CUDA_RESOURCE_VIEW_DESC::reserved must be 0");
+  if (v.format >= CU_RES_VIEW_FORMAT_UNSIGNED_BC1 && v.format <= CU_RES_VIEW_FORMAT_UNSIGNED_BC7)
+    return {CUDA_ERROR_NOT_SUPPORTED, "block-compressed resource views are not supported"};
+  if (v.format != CU_RES_VIEW_FORMAT_NONE) {
+    std::optional<ViewFormat> format = viewFormatOf(v.format);
+    if (!format) return invalidValue("unknown resource view format");
+    if (support::texelChannelBytes(format->format) * format->channels != view.texelBytes)
+      return invalidValue("a resource view's format must have the resource's element size");
+  }
+  // "For non block compressed formats, this value has to be equal to that of the original
+  // resource" (width, height and depth; depth counts layers of a layered array).
+  size_t height = view.shape == support::TextureShape::Array1D ? 0 : view.height;
+  size_t depth = view.layered || view.cubemap ? view.layers : view.depth > 1 ? view.depth : 0;
+  if (v.width != view.width || v.height != height || v.depth != depth)
+    return {CUDA_ERROR_INVALID_VALUE,
+            "a resource view's extent (" + std::to_string(v.width) + "x" +
+                std::to_string(v.height) + "x" + std::to_string(v.depth) +
+                ") must be the resource's (" + std::to_string(view.width) + "x" +
+                std::to_string(height) + "x" + std::to_string(depth) + ")"};
+  size_t layers = view.layered || view.cubemap ? view.layers : 1;
+  if (v.firstLayer > v.lastLayer || v.lastLayer >= layers)
+    return invalidValue("the view's layers lie outside the resource");
+  if (view.cubemap && (v.firstLayer % 6 != 0 || (v.lastLayer + 1) % 6 != 0))
+    return invalidValue("a cubemap view takes whole cubes of six faces");
+  if (v.firstMipmapLevel > v.lastMipmapLevel || v.lastMipmapLevel >= view.levels)
+    return invalidValue("the view's mipmap levels lie outside the resource");
+  return {};
+}
+
+void applyViewFormat(TextureView& view, const CUDA_RESOURCE_VIEW_DESC& v) {
+  if (std::optional<ViewFormat> format = viewFormatOf(v.format)) {
+    view.format = format->format;
+    view.channels = format->channels;
+  }
+}
+
+// The view's window of layers (of a view of one level).
+void applyViewLayers(TextureView& view, const CUDA_RESOURCE_VIEW_DESC& v) {
+  if (!(view.layered || view.cubemap)) return;
+  view.data += v.firstLayer * view.slicePitch;
+  view.layers = v.lastLayer - v.firstLayer + 1;
+}
+
 Outcome texCreate(CUtexObject* out, const CUDA_RESOURCE_DESC* res, const CUDA_TEXTURE_DESC* tex,
                   const CUDA_RESOURCE_VIEW_DESC* viewDesc) {
   if (out == nullptr || res == nullptr || tex == nullptr)
@@ -177,18 +248,42 @@ Outcome texCreate(CUtexObject* out, const CUDA_RESOURCE_DESC* res, const CUDA_TE
   Result<core::Context*> context = currentContext();
   if (!context) return context.error();
   auto object = std::make_unique<core::TextureObject>(**context, false);
-  Outcome ok = describeResource(object->view(), *res, false);
+  TextureView& view = object->view();
+  Outcome ok = describeResource(view, *res, false);
   if (!ok.ok()) return ok;
-  ok = describeSampling(object->view(), *tex);
+  if (viewDesc != nullptr) {
+    if (ok = checkResourceView(*viewDesc, *res, view); !ok.ok()) return ok;
+    applyViewFormat(view, *viewDesc);  // before the sampling state, which depends on it
+  }
+  ok = describeSampling(view, *tex);
   if (!ok.ok()) return ok;
   if (res->resType == CU_RESOURCE_TYPE_MIPMAPPED_ARRAY &&
       (tex->flags & CU_TRSF_NORMALIZED_COORDINATES) == 0)
     return invalidValue("a mipmapped texture needs CU_TRSF_NORMALIZED_COORDINATES");
   if (res->resType == CU_RESOURCE_TYPE_MIPMAPPED_ARRAY) describeLevels(*object, *res, *tex);
   if (viewDesc != nullptr) {
-    if (viewDesc->format != CU_RES_VIEW_FORMAT_NONE || viewDesc->firstMipmapLevel != 0 ||
-        viewDesc->firstLayer != 0)
-      return {CUDA_ERROR_NOT_SUPPORTED, "resource views that reinterpret or offset"};
+    if (!object->levelViews.empty()) {
+      // Levels [first, last] become the texture's levels 0..; the view is its first.
+      auto& levels = object->levelViews;
+      levels.erase(levels.begin() + viewDesc->lastMipmapLevel + 1, levels.end());
+      levels.erase(levels.begin(), levels.begin() + viewDesc->firstMipmapLevel);
+      for (TextureView& level : levels) {
+        applyViewFormat(level, *viewDesc);
+        applyViewLayers(level, *viewDesc);
+      }
+      const TextureView& first = levels.front();
+      view.data = first.data;
+      view.width = first.width;
+      view.height = first.height;
+      view.depth = first.depth;
+      view.layers = first.layers;
+      view.rowPitch = first.rowPitch;
+      view.slicePitch = first.slicePitch;
+      view.levels = static_cast<uint32_t>(levels.size());
+      view.mipLevels = levels.data();
+    } else {
+      applyViewLayers(view, *viewDesc);
+    }
     object->viewDesc = bytesOf(*viewDesc);
   }
   object->resourceDesc = bytesOf(*res);
