@@ -28,6 +28,33 @@ __global__ void countdown(int* out, int depth) {
 __global__ void unbounded(int* levels, int depth) {
   levels[depth] = 1;
   unbounded<<<1, 1>>>(levels, depth + 1);
+  // The launch that fails (past the limit) reports why, through the device's last error.
+  cudaError_t error = cudaGetLastError();
+  if (error != cudaSuccess) levels[32] = error;
+}
+
+// A block CUDA cannot run (2048 threads): the launch call and the last error both say
+// cudaErrorInvalidConfiguration, and the error is then cleared.
+__global__ void impossibleChild(int* errors) {
+  void* buffer =
+      cudaGetParameterBufferV2(reinterpret_cast<void*>(fillSlice), dim3(1), dim3(2048), 0);
+  int* out = nullptr;
+  memcpy(buffer, &out, sizeof out);
+  errors[0] = cudaLaunchDeviceV2(buffer, 0);
+  errors[1] = cudaGetLastError();
+  errors[2] = cudaGetLastError();
+}
+
+// The first form of the device launch API: cudaGetParameterBuffer, then cudaLaunchDevice with
+// the kernel and its shape.
+__global__ void firstLaunchApi(int* out, int* errors) {
+  void* buffer = cudaGetParameterBuffer(8, 2 * sizeof(void*));
+  struct {
+    int* out;
+    int base;
+  } params{out, 64};
+  memcpy(buffer, &params, sizeof params);
+  errors[0] = cudaLaunchDevice(reinterpret_cast<void*>(fillSlice), buffer, dim3(1), dim3(32), 0, 0);
 }
 
 // One block reverses `n` values through dynamic shared memory.
@@ -123,8 +150,27 @@ int main() {
   while (levels < 64 && got[levels] == 1) ++levels;
   check.eq("unbounded recursion: levels 0..15 ran", 0, true, levels >= 16);
   check.eq("unbounded recursion: stopped at the nesting limit", 0, true, levels <= 24);
-  for (int i = levels; i < 64; ++i)
+  for (int i = levels; i < 32; ++i)
     check.eq("unbounded recursion: nothing past the limit", i, 0, got[i]);
+  check.eq("the launch past the limit: cudaErrorLaunchMaxDepthExceeded", 32,
+           static_cast<int>(cudaErrorLaunchMaxDepthExceeded), got[32]);
+
+  CHECK(cudaMemset(d, 0xff, 3 * sizeof(int)));
+  impossibleChild<<<1, 1>>>(d);
+  CHECK_LAUNCH();
+  got = download(d, 3);
+  check.eq("device launch of 2048 threads", 0, static_cast<int>(cudaErrorInvalidConfiguration),
+           got[0]);
+  check.eq("its last error", 1, static_cast<int>(cudaErrorInvalidConfiguration), got[1]);
+  check.eq("the last error, cleared", 2, 0, got[2]);
+
+  CHECK(cudaMemset(d, 0, n * sizeof(int)));
+  CHECK(cudaMemset(d + n - 1, 0xff, sizeof(int)));
+  firstLaunchApi<<<1, 1>>>(d, d + n - 1);
+  CHECK_LAUNCH();
+  got = download(d, n);
+  for (int i = 0; i < 32; ++i) check.eq("cudaLaunchDevice", i, 3 * (64 + i) + 1, got[64 + i]);
+  check.eq("cudaLaunchDevice's answer", 0, 0, got[n - 1]);
 
   std::vector<int> values(128);
   for (int i = 0; i < 128; ++i) values[i] = i * i;

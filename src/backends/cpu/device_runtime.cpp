@@ -314,13 +314,13 @@ static uint32_t devicePeekAtLastError() { return lastErrorOfBlock(); }
 // their grids run in launch order with the others, one of the orders CUDA allows.
 static uint32_t deviceStreamCreate(void** stream, uint32_t flags) {
   constexpr uint32_t kNonBlocking = 1;  // cudaStreamNonBlocking
-  if (stream == nullptr || flags != kNonBlocking) return recordError(1);
+  if (stream == nullptr || flags != kNonBlocking) return 1;
   static std::atomic<uintptr_t> next{0x100};
   *stream = reinterpret_cast<void*>(next.fetch_add(0x10));
   return 0;
 }
 static uint32_t deviceStreamDestroy(void* stream) {
-  return stream == nullptr ? recordError(400) : 0;  // cudaErrorInvalidResourceHandle
+  return stream == nullptr ? 400 : 0;  // cudaErrorInvalidResourceHandle
 }
 
 // Device-side events (cudaEventDisableTiming only, as CUDA requires). Grids run in one total
@@ -329,23 +329,36 @@ static uint32_t deviceStreamDestroy(void* stream) {
 // recording and waiting have nothing left to order.
 static uint32_t deviceEventCreate(void** event, uint32_t flags) {
   constexpr uint32_t kDisableTiming = 2;  // cudaEventDisableTiming
-  if (event == nullptr || flags != kDisableTiming) return recordError(1);
+  if (event == nullptr || flags != kDisableTiming) return 1;
   static std::atomic<uintptr_t> next{0x108};
   *event = reinterpret_cast<void*>(next.fetch_add(0x10));
   return 0;
 }
 static uint32_t deviceEventRecord(void* event, void* /*stream*/) {
-  return event == nullptr ? recordError(400) : 0;
+  return event == nullptr ? 400 : 0;
 }
 static uint32_t deviceStreamWaitEvent(void* /*stream*/, void* event, uint32_t flags) {
-  if (flags != 0) return recordError(1);
-  return event == nullptr ? recordError(400) : 0;
+  if (flags != 0) return 1;
+  return event == nullptr ? 400 : 0;
 }
-static uint32_t deviceEventDestroy(void* event) { return event == nullptr ? recordError(400) : 0; }
+static uint32_t deviceEventDestroy(void* event) { return event == nullptr ? 400 : 0; }
 
 // cudaGetParameterBufferV2 as nvcc calls it: `kernel` is the translator's reference to a kernel
 // of the module (its name, see ModuleTranslator's kernel references); grid and block are dim3s.
 // NULL when the kernel cannot be launched from here, which the caller's code checks.
+// A launch's parameter buffer, handed out to be filled (DeviceLaunches::filling); at least one
+// byte, so that a kernel without parameters still gets a unique buffer.
+static void* handOutParameterBuffer(BlockState& b, std::unique_ptr<DeviceLaunch> launch,
+                                    size_t bytes) {
+  launch->params.resize(std::max<size_t>(1, bytes));
+  void* buffer = launch->params.data();
+  if (memcheckEnabled()) AllocationMap::instance().add(buffer, launch->params.size(), false);
+  DeviceLaunches& launches = *b.grid->deviceLaunches;
+  std::lock_guard lock(launches.mutex);
+  launches.filling.push_back(std::move(launch));
+  return buffer;
+}
+
 static void* deviceParameterBuffer(const char* kernel, const uint32_t* grid, const uint32_t* block,
                                    uint32_t sharedBytes) {
   BlockState* b = currentBlock();
@@ -357,14 +370,16 @@ static void* deviceParameterBuffer(const char* kernel, const uint32_t* grid, con
   launch->grid = {grid[0], grid[1], grid[2]};
   launch->block = {block[0], block[1], block[2]};
   launch->sharedBytes = sharedBytes;
-  // At least one byte, so that a kernel without parameters still gets a unique buffer.
-  launch->params.resize(std::max<size_t>(1, child->info().paramBufferSize));
-  void* buffer = launch->params.data();
-  if (memcheckEnabled()) AllocationMap::instance().add(buffer, launch->params.size(), false);
-  DeviceLaunches& launches = *b->grid->deviceLaunches;
-  std::lock_guard lock(launches.mutex);
-  launches.filling.push_back(std::move(launch));
-  return buffer;
+  return handOutParameterBuffer(*b, std::move(launch), child->info().paramBufferSize);
+}
+
+// cudaGetParameterBuffer(alignment, size), the first form of the device launch API: a buffer of
+// `size` bytes for a launch whose kernel and shape cudaLaunchDevice gives (the heap's alignment,
+// 16 bytes, serves every kernel parameter).
+static void* deviceParameterBufferV1(uint32_t /*alignment*/, uint32_t size) {
+  BlockState* b = currentBlock();
+  if (b == nullptr || b->grid->deviceLaunches == nullptr) return nullptr;
+  return handOutParameterBuffer(*b, std::make_unique<DeviceLaunch>(), size);
 }
 
 // cudaLaunchDeviceV2: queues the buffer's launch (the NULL stream, fire-and-forget and tail
@@ -372,17 +387,18 @@ static void* deviceParameterBuffer(const char* kernel, const uint32_t* grid, con
 // cudaErrorInvalidValue (1) for a buffer not handed out by deviceParameterBuffer,
 // cudaErrorInvalidConfiguration (9) for impossible dimensions, cudaErrorLaunchMaxDepthExceeded
 // (65) past CUDA's nesting limit (the launch is dropped, as on NVIDIA's device runtime).
-static int32_t deviceLaunch(void* buffer, void* stream) {
+static uint32_t deviceLaunch(void* buffer, void* stream) {
   constexpr uintptr_t kTailLaunchStream = 0x3;  // cudaStreamTailLaunch
   BlockState* b = currentBlock();
-  if (b == nullptr || b->grid->deviceLaunches == nullptr) return recordError(1);
+  if (b == nullptr || b->grid->deviceLaunches == nullptr) return 1;
   DeviceLaunches& launches = *b->grid->deviceLaunches;
   std::unique_ptr<DeviceLaunch> launch;
   {
     std::lock_guard lock(launches.mutex);
     auto it = std::find_if(launches.filling.begin(), launches.filling.end(),
                            [&](const auto& l) { return l->params.data() == buffer; });
-    if (it == launches.filling.end()) return recordError(1);
+    // (A buffer of cudaGetParameterBuffer has no kernel until cudaLaunchDevice names it.)
+    if (it == launches.filling.end() || (*it)->kernel == nullptr) return 1;
     launch = std::move(*it);
     launches.filling.erase(it);
   }
@@ -391,21 +407,79 @@ static int32_t deviceLaunch(void* buffer, void* stream) {
   if (threads == 0 || threads > 1024 || launch->block[2] > 64 || launch->grid[0] == 0 ||
       launch->grid[1] == 0 || launch->grid[2] == 0 || launch->grid[1] > 65535 ||
       launch->grid[2] > 65535)
-    return recordError(9);
-  if (b->grid->nesting + 1 >= kMaxLaunchNesting) return recordError(65);
+    return 9;
+  if (b->grid->nesting + 1 >= kMaxLaunchNesting) return 65;
   launch->tail = reinterpret_cast<uintptr_t>(stream) == kTailLaunchStream;
   std::lock_guard lock(launches.mutex);
   launches.queued.push_back(std::move(launch));
   return 0;
 }
 
-// The device runtime library (libcudadevrt, linked by `nvcc -rdc -lcudadevrt` or cuLinkAddFile)
-// defines the functions above in terms of calls into NVIDIA's driver with the same arguments
-// (__cuda_syscall_cnpv2*); 0 is success in both.
-static uint32_t deviceSetLastError(uint32_t error) {
-  recordError(error);
-  return 0;
+// cudaLaunchDevice(kernel, buffer, grid, block, sharedBytes, stream): the launch of a buffer from
+// cudaGetParameterBuffer, which must hold the kernel's parameters; then as cudaLaunchDeviceV2.
+// `kernel` is the translator's reference to a kernel of the module, grid and block point at dim3s.
+static uint32_t deviceLaunchV1(const char* kernel, void* buffer, const uint32_t* grid,
+                               const uint32_t* block, uint32_t sharedBytes, void* stream) {
+  BlockState* b = currentBlock();
+  if (b == nullptr || b->grid->deviceLaunches == nullptr || kernel == nullptr || grid == nullptr ||
+      block == nullptr)
+    return 1;
+  LoadedKernel* child = b->grid->module->kernel(kernel);
+  if (child == nullptr) return 1;
+  {
+    DeviceLaunches& launches = *b->grid->deviceLaunches;
+    std::lock_guard lock(launches.mutex);
+    auto it = std::find_if(launches.filling.begin(), launches.filling.end(),
+                           [&](const auto& l) { return l->params.data() == buffer; });
+    if (it == launches.filling.end() || (*it)->kernel != nullptr ||
+        (*it)->params.size() < child->info().paramBufferSize)
+      return 1;
+    DeviceLaunch& launch = **it;
+    launch.kernel = child;
+    launch.grid = {grid[0], grid[1], grid[2]};
+    launch.block = {block[0], block[1], block[2]};
+    launch.sharedBytes = sharedBytes;
+  }
+  return deviceLaunch(buffer, stream);
 }
+
+// The functions above answer a cudaError_t. Called as the device runtime's own functions
+// (__cudaCDP2*, where the module has no libcudadevrt), a failure is also the block's last error.
+// NVIDIA's device runtime library (libcudadevrt, linked by `nvcc -rdc -lcudadevrt` or
+// cuLinkAddFile) calls the driver instead (__cuda_syscall_cnpv2*, same arguments), which answers
+// the driver's CNP error codes: the library maps them to cudaError_t (its cudartErrorCnpMap),
+// passes the result to cnpv2SetLastError and returns what that returns.
+extern "C++" {
+static uint32_t cnpErrorOf(uint32_t error) {
+  switch (error) {
+    case 0:
+      return 0;
+    case 2:
+      return 4;  // cudaErrorMemoryAllocation
+    case 9:
+      return 7;  // cudaErrorInvalidConfiguration
+    case 65:
+      return 5;  // cudaErrorLaunchMaxDepthExceeded
+    case 69:
+      return 12;  // cudaErrorLaunchPendingCountExceeded
+    case 701:
+      return 6;  // cudaErrorLaunchOutOfResources
+    default:
+      return 1;  // cudaErrorInvalidValue (the map has no invalid handle)
+  }
+}
+template <auto F>
+struct DeviceRuntimeCall;
+template <class... A, uint32_t (*F)(A...)>
+struct DeviceRuntimeCall<F> {
+  static uint32_t direct(A... a) {
+    uint32_t error = F(a...);
+    return error == 0 ? 0 : recordError(error);
+  }
+  static uint32_t syscall(A... a) { return cnpErrorOf(F(a...)); }
+};
+}
+static uint32_t deviceSetLastError(uint32_t error) { return recordError(error); }
 
 // cudaGraphSetConditional(handle, value): sets a condition of the graph launch running this
 // kernel. NVIDIA leaves a call outside a graph (or with another graph's handle) undefined: it is
@@ -671,24 +745,27 @@ std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
       {"free", fn(deviceFree)},
       {"cudaGraphSetConditional", fn(graphSetConditional)},
       {"__cudaCDP2GetParameterBufferV2", fn(deviceParameterBuffer)},
-      {"__cudaCDP2LaunchDeviceV2", fn(deviceLaunch)},
+      {"__cudaCDP2LaunchDeviceV2", fn(DeviceRuntimeCall<deviceLaunch>::direct)},
       {"__cudaCDP2GetLastError", fn(deviceGetLastError)},
       {"__cudaCDP2PeekAtLastError", fn(devicePeekAtLastError)},
-      {"__cudaCDP2StreamCreateWithFlags", fn(deviceStreamCreate)},
-      {"__cudaCDP2StreamDestroy", fn(deviceStreamDestroy)},
-      {"__cudaCDP2EventCreateWithFlags", fn(deviceEventCreate)},
-      {"__cudaCDP2EventRecord", fn(deviceEventRecord)},
-      {"__cudaCDP2StreamWaitEvent", fn(deviceStreamWaitEvent)},
-      {"__cudaCDP2EventDestroy", fn(deviceEventDestroy)},
+      {"__cudaCDP2StreamCreateWithFlags", fn(DeviceRuntimeCall<deviceStreamCreate>::direct)},
+      {"__cudaCDP2StreamDestroy", fn(DeviceRuntimeCall<deviceStreamDestroy>::direct)},
+      {"__cudaCDP2EventCreateWithFlags", fn(DeviceRuntimeCall<deviceEventCreate>::direct)},
+      {"__cudaCDP2EventRecord", fn(DeviceRuntimeCall<deviceEventRecord>::direct)},
+      {"__cudaCDP2StreamWaitEvent", fn(DeviceRuntimeCall<deviceStreamWaitEvent>::direct)},
+      {"__cudaCDP2EventDestroy", fn(DeviceRuntimeCall<deviceEventDestroy>::direct)},
       {"__cuda_syscall_cnpv2GetParameterBufferV2", fn(deviceParameterBuffer)},
-      {"__cuda_syscall_cnpv2LaunchDeviceV2", fn(deviceLaunch)},
+      {"__cuda_syscall_cnpv2LaunchDeviceV2", fn(DeviceRuntimeCall<deviceLaunch>::syscall)},
+      {"__cuda_syscall_cnpv2GetParameterBuffer", fn(deviceParameterBufferV1)},
+      {"__cuda_syscall_cnpv2LaunchDevice", fn(DeviceRuntimeCall<deviceLaunchV1>::syscall)},
       {"__cuda_syscall_cnpv2SetLastError", fn(deviceSetLastError)},
-      {"__cuda_syscall_cnpv2StreamCreate", fn(deviceStreamCreate)},
-      {"__cuda_syscall_cnpv2StreamDestroy", fn(deviceStreamDestroy)},
-      {"__cuda_syscall_cnpv2EventCreate", fn(deviceEventCreate)},
-      {"__cuda_syscall_cnpv2EventRecord", fn(deviceEventRecord)},
-      {"__cuda_syscall_cnpv2StreamWaitEvent", fn(deviceStreamWaitEvent)},
-      {"__cuda_syscall_cnpv2EventDestroy", fn(deviceEventDestroy)},
+      {"__cuda_syscall_cnpv2StreamCreate", fn(DeviceRuntimeCall<deviceStreamCreate>::syscall)},
+      {"__cuda_syscall_cnpv2StreamDestroy", fn(DeviceRuntimeCall<deviceStreamDestroy>::syscall)},
+      {"__cuda_syscall_cnpv2EventCreate", fn(DeviceRuntimeCall<deviceEventCreate>::syscall)},
+      {"__cuda_syscall_cnpv2EventRecord", fn(DeviceRuntimeCall<deviceEventRecord>::syscall)},
+      {"__cuda_syscall_cnpv2StreamWaitEvent",
+       fn(DeviceRuntimeCall<deviceStreamWaitEvent>::syscall)},
+      {"__cuda_syscall_cnpv2EventDestroy", fn(DeviceRuntimeCall<deviceEventDestroy>::syscall)},
       {"__cuda_syscall_cnpv2GetLastError", fn(deviceGetLastError)},
   };
   [&]<int... N>(std::integer_sequence<int, N...>) {
