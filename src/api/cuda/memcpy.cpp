@@ -62,8 +62,10 @@ Outcome copy(void* dst, const void* src, size_t bytes, CUstream hStream, StreamV
   if (bytes == 0) return {};
   if (dst == nullptr || src == nullptr) return invalidValue("NULL pointer");
   backends::DeviceBackend& backend = (*stream)->context().device().backend();
-  if (async && !isPinned(src)) {
-    // Stage a pageable source so the caller may reuse its buffer when this returns.
+  // Stage a pageable source so the caller may reuse its buffer when this returns; not in stream
+  // capture, where the copy becomes a graph node that reads the source at each launch (as an
+  // explicit memcpy node does), not the bytes the capture saw.
+  if (async && !isPinned(src) && (*stream)->capture() == nullptr) {
     auto staged = std::make_shared<std::vector<uint8_t>>(static_cast<const uint8_t*>(src),
                                                          static_cast<const uint8_t*>(src) + bytes);
     return submit(

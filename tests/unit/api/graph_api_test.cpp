@@ -1181,6 +1181,31 @@ TEST_F(LibCudaGraph, CapturedKernelNodesKeepTheirParameters) {
   EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
 }
 
+// A captured copy from pageable host memory is a node that reads the host buffer at each launch,
+// as an explicit memcpy node does: not the contents at capture time.
+TEST_F(LibCudaGraph, CapturedCopiesFromPageableMemoryReadItAtLaunch) {
+  std::vector<uint32_t> host(kN, 1);
+  ASSERT_EQ(CU(cuStreamBeginCapture, CUstream, CUstreamCaptureMode)(stream_,
+                                                                    CU_STREAM_CAPTURE_MODE_GLOBAL),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemcpyHtoDAsync, CUdeviceptr, const void*, size_t, CUstream)(
+                data_, host.data(), kN * sizeof(uint32_t), stream_),
+            CUDA_SUCCESS);
+  CUgraph graph = nullptr;
+  ASSERT_EQ(CU(cuStreamEndCapture, CUstream, CUgraph*)(stream_, &graph), CUDA_SUCCESS);
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(
+      CU(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long)(&exec, graph, 0),
+      CUDA_SUCCESS);
+  for (uint32_t round : {42u, 43u}) {
+    std::fill(host.begin(), host.end(), round);
+    launchAndWait(exec);
+    for (uint32_t v : readBack()) ASSERT_EQ(v, round);
+  }
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
+}
+
 TEST_F(LibCudaGraph, GenericAddNodeAndKernelAttributes) {
   CUgraph graph = nullptr;
   ASSERT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&graph, 0), CUDA_SUCCESS);
