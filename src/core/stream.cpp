@@ -70,8 +70,19 @@ std::shared_ptr<Completion> Completion::captured(CaptureStatePtr capture, Status
   return completion;
 }
 
+namespace {
+uint64_t nextStreamId() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace
+
 Stream::Stream(Context& context, StreamKind kind, unsigned flags, int priority)
-    : Object(ObjectKind::Stream), context_(context), kind_(kind), flags_(flags),
+    : Object(ObjectKind::Stream),
+      context_(context),
+      kind_(kind),
+      id_(nextStreamId()),
+      flags_(flags),
       priority_(priority) {}
 
 Stream::~Stream() {

@@ -65,6 +65,8 @@ class Stream : public Object {
 
   Context& context() { return context_; }
   StreamKind streamKind() const { return kind_; }
+  // cuStreamGetId: unique for the life of the process, never reused by a later stream.
+  uint64_t id() const { return id_; }
   unsigned flags() const { return flags_; }
   int priority() const { return priority_.load(); }
   void setPriority(int priority) { priority_.store(priority); }
@@ -110,6 +112,7 @@ class Stream : public Object {
 
   Context& context_;
   StreamKind kind_;
+  uint64_t id_;
   unsigned flags_;
   std::atomic<int> priority_;
   mutable std::mutex mutex_;

@@ -112,7 +112,9 @@ CUresult streamObjectSlot(CUcontext ctx, CUstream handle, void** stream, int per
 CUresult streamIdSlot(CUcontext ctx, const void* stream, uint64_t* id) {
   return ROCUDA_API((ctx, stream, id), [&]() -> Outcome {
     if (stream == nullptr || id == nullptr) return invalidValue("NULL argument");
-    *id = reinterpret_cast<uintptr_t>(stream);  // as cuStreamGetId: the stream's address
+    core::Stream* live = core::lookupHandle<core::Stream>(stream);
+    if (live == nullptr) return {CUDA_ERROR_INVALID_HANDLE, "not a live stream"};
+    *id = live->id();
     return {};
   });
 }

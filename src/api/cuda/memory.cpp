@@ -342,8 +342,13 @@ ROCUDA_EXPORT CUresult cuMemHostRegister_v2(void* p, size_t bytesize, unsigned i
 ROCUDA_EXPORT CUresult cuMemHostUnregister(void* p) {
   return ROCUDA_API((p), [&]() -> api::Outcome {
     if (p == nullptr) return api::invalidValue("p is NULL");
-    if (!core::unregisterHostRange(p))
+    if (!core::unregisterHostRange(p)) {
+      // Inside a registered range but not its start: the wrong pointer, not unregistered memory.
+      std::optional<core::Allocation> within = core::findAllocation(p);
+      if (within && within->registered)
+        return api::invalidValue("p lies inside a registered range but does not start it");
       return {CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "p does not start a registered range"};
+    }
     return {};
   });
 }

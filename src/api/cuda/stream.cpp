@@ -124,7 +124,7 @@ Outcome streamGetCtxV2(CUstream h, CUcontext* pCtx, CUgreenCtx* pGreenCtx, Strea
 Outcome streamGetId(CUstream h, unsigned long long* id, StreamVariant v) {
   if (id == nullptr) return invalidValue("streamId is NULL");
   return withStream(h, v, [&](core::Stream& s) -> Outcome {
-    *id = reinterpret_cast<uintptr_t>(&s);  // unique among live streams
+    *id = s.id();
     return {};
   });
 }

@@ -267,8 +267,12 @@ nvJitLinkResult complete(nvJitLinkHandle handle) {
                       ptx->size(), "<LTO-IR linked by NVIDIA's nvJitLink>");
     if (!added.ok()) return fail(*h, NVJITLINK_ERROR_PTX_COMPILE, added.error().message);
   }
-  if (h->linker.empty())
-    return fail(*h, NVJITLINK_ERROR_INVALID_INPUT, "nothing was added to link");
+  if (h->linker.empty()) {
+    // NVIDIA's completes an empty link too: its image holds no code (here a PTX module with
+    // no functions, which loads as a module of nothing).
+    h->linked = ".version 9.0\n.target " + h->archOption + "\n.address_size 64\n";
+    return NVJITLINK_SUCCESS;
+  }
   Result<std::string> linked = h->linker.complete();
   if (!linked) return fail(*h, NVJITLINK_ERROR_FINALIZE, linked.error().message);
   h->linked = std::move(*linked);

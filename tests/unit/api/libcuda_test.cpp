@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -378,7 +379,23 @@ TEST_F(LibCuda, MemoryAndCopies) {
   ASSERT_EQ(CU(cuMemHostRegister, void*, size_t, unsigned)(page.data(), page.size(), 0),
             CUDA_SUCCESS);
   EXPECT_EQ(CU(cuMemHostGetFlags, unsigned*, void*)(&flags, page.data()), CUDA_ERROR_INVALID_VALUE);
+  // Inside the range but not its start: the wrong pointer (INVALID_VALUE), not memory that was
+  // never registered.
+  EXPECT_EQ(CU(cuMemHostUnregister, void*)(page.data() + 4096), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(CU(cuMemHostUnregister, void*)(page.data()), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemHostUnregister, void*)(page.data()), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+
+  // Stream ids are unique for the life of the process: a new stream at a freed stream's address
+  // still gets a new one.
+  std::set<unsigned long long> ids;
+  for (int i = 0; i < 20; ++i) {
+    CUstream stream = nullptr;
+    ASSERT_EQ(CU(cuStreamCreate, CUstream*, unsigned)(&stream, 0), CUDA_SUCCESS);
+    unsigned long long id = 0;
+    ASSERT_EQ(CU(cuStreamGetId, CUstream, unsigned long long*)(stream, &id), CUDA_SUCCESS);
+    EXPECT_TRUE(ids.insert(id).second) << id;
+    ASSERT_EQ(CU(cuStreamDestroy, CUstream)(stream), CUDA_SUCCESS);
+  }
 }
 
 void CUDA_CB_increment(void* counter) { ++*static_cast<int*>(counter); }
