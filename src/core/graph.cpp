@@ -18,9 +18,9 @@ struct GraphRegistry {
   std::unordered_map<const Object*, std::unique_ptr<Object>> live;
   std::unordered_set<const GraphNode*> nodes;
   std::unordered_set<const UserObject*> userObjects;
-  // Graph allocations by address, and the figures per context.
+  // Graph allocations by address, and the figures per device.
   std::unordered_map<const void*, std::weak_ptr<GraphAllocation>> allocations;
-  std::unordered_map<const Context*, GraphMemoryFigures> figures;
+  std::unordered_map<const Device*, GraphMemoryFigures> figures;
 };
 
 GraphRegistry& registry() {
@@ -132,9 +132,9 @@ GraphAllocation::~GraphAllocation() {
   {
     std::lock_guard lock(r.mutex);
     r.allocations.erase(address);
-    GraphMemoryFigures& f = r.figures[&context];
+    GraphMemoryFigures& f = r.figures[&context.device()];
     if (backed) f.reservedCurrent -= std::min<uint64_t>(f.reservedCurrent, bytes);
-    if (inUse) f.usedCurrent -= std::min<uint64_t>(f.usedCurrent, bytes);
+    if (counted) f.usedCurrent -= std::min<uint64_t>(f.usedCurrent, bytes);
   }
   (void)freeDevice(address);
 }
@@ -146,7 +146,7 @@ Result<std::shared_ptr<GraphAllocation>> createGraphAllocation(Context& context,
   GraphRegistry& r = registry();
   std::lock_guard lock(r.mutex);
   r.allocations[*memory] = allocation;
-  GraphMemoryFigures& f = r.figures[&context];
+  GraphMemoryFigures& f = r.figures[&context.device()];
   f.reservedCurrent += bytes;
   f.reservedHigh = std::max(f.reservedHigh, f.reservedCurrent);
   return allocation;
@@ -159,17 +159,17 @@ std::shared_ptr<GraphAllocation> findGraphAllocation(const void* address) {
   return it == r.allocations.end() ? nullptr : it->second.lock();
 }
 
-GraphMemoryFigures graphMemoryFigures(const Context& context) {
+GraphMemoryFigures graphMemoryFigures(const Device& device) {
   GraphRegistry& r = registry();
   std::lock_guard lock(r.mutex);
-  auto it = r.figures.find(&context);
+  auto it = r.figures.find(&device);
   return it == r.figures.end() ? GraphMemoryFigures{} : it->second;
 }
 
-void resetGraphMemoryHigh(const Context& context, bool used, bool reserved) {
+void resetGraphMemoryHigh(const Device& device, bool used, bool reserved) {
   GraphRegistry& r = registry();
   std::lock_guard lock(r.mutex);
-  GraphMemoryFigures& f = r.figures[&context];
+  GraphMemoryFigures& f = r.figures[&device];
   if (used) f.usedHigh = f.usedCurrent;
   if (reserved) f.reservedHigh = f.reservedCurrent;
 }
@@ -179,37 +179,54 @@ void releaseGraphAllocation(GraphAllocation& allocation) {
   allocation.outstanding = false;
 }
 
-// A launch marks the allocation used until a free node releases it.
-void markGraphAllocationUse(GraphAllocation& allocation, bool use) {
-  GraphRegistry& r = registry();
-  std::lock_guard lock(r.mutex);
-  if (allocation.inUse == use) return;
-  allocation.inUse = use;
-  GraphMemoryFigures& f = r.figures[&allocation.context];
-  if (use && !allocation.backed) {  // trimmed: its pages come back as it is used
+namespace {
+// A launch takes the allocation's memory: backed again if it was trimmed, and used by the graph
+// (USED_MEM_CURRENT) until trimmed or destroyed, a free node's release included.
+void countLaunchedLocked(GraphRegistry& r, GraphAllocation& allocation) {
+  GraphMemoryFigures& f = r.figures[&allocation.context.device()];
+  if (!allocation.backed) {
     allocation.backed = true;
     f.reservedCurrent += allocation.bytes;
     f.reservedHigh = std::max(f.reservedHigh, f.reservedCurrent);
   }
-  if (use) {
+  if (!allocation.counted) {
+    allocation.counted = true;
     f.usedCurrent += allocation.bytes;
     f.usedHigh = std::max(f.usedHigh, f.usedCurrent);
-  } else {
-    f.usedCurrent -= std::min<uint64_t>(f.usedCurrent, allocation.bytes);
   }
 }
+}  // namespace
 
-void trimGraphMemory(Context& context) {
+void countGraphAllocationLaunch(GraphAllocation& allocation) {
   GraphRegistry& r = registry();
   std::lock_guard lock(r.mutex);
-  GraphMemoryFigures& f = r.figures[&context];
+  countLaunchedLocked(r, allocation);
+}
+
+// A launch marks the allocation used until a free node releases it (no trim takes it meanwhile).
+void markGraphAllocationUse(GraphAllocation& allocation, bool use) {
+  GraphRegistry& r = registry();
+  std::lock_guard lock(r.mutex);
+  allocation.inUse = use;
+  if (use) countLaunchedLocked(r, allocation);  // again, should a trim have come in between
+}
+
+void trimGraphMemory(Device& device) {
+  GraphRegistry& r = registry();
+  std::lock_guard lock(r.mutex);
+  GraphMemoryFigures& f = r.figures[&device];
   for (const auto& [address, weak] : r.allocations) {
     std::shared_ptr<GraphAllocation> allocation = weak.lock();
-    if (!allocation || &allocation->context != &context || allocation->inUse || !allocation->backed)
+    if (!allocation || &allocation->context.device() != &device || allocation->inUse ||
+        !allocation->backed)
       continue;
-    if (!context.device().backend().discardPages(allocation->address, allocation->bytes)) continue;
+    if (!device.backend().discardPages(allocation->address, allocation->bytes)) continue;
     allocation->backed = false;
     f.reservedCurrent -= std::min<uint64_t>(f.reservedCurrent, allocation->bytes);
+    if (allocation->counted) {
+      allocation->counted = false;
+      f.usedCurrent -= std::min<uint64_t>(f.usedCurrent, allocation->bytes);
+    }
   }
 }
 

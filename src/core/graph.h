@@ -31,6 +31,7 @@ namespace rocuda::core {
 
 class Completion;
 class Context;
+class Device;
 class Event;
 class Graph;
 class Stream;
@@ -72,6 +73,9 @@ struct GraphAllocation {
   // Its pages are physical memory (RESERVED_MEM_CURRENT counts it): false once
   // cuDeviceGraphMemTrim gave them back, until a launch allocates it again.
   bool backed = true;
+  // A launch has used its pages since they were last backed (USED_MEM_CURRENT counts it): memory
+  // a free node released stays associated with the graph, for its next launch, until trimmed.
+  bool counted = false;
 };
 
 // cuMemFree / cuMemFreeAsync of a graph allocation, at the call: no longer outstanding (the
@@ -346,19 +350,23 @@ Result<GraphExec*> instantiateGraph(const Graph& graph, uint64_t flags = 0,
                                     const GraphNode** errorNode = nullptr);
 Status destroyGraphExec(GraphExec* exec);
 
-// Memory of memory-allocation nodes on one device (cuDeviceGetGraphMemAttribute).
+// Memory of memory-allocation nodes on one device, of all its contexts
+// (cuDeviceGetGraphMemAttribute).
 struct GraphMemoryFigures {
   uint64_t usedCurrent = 0, usedHigh = 0, reservedCurrent = 0, reservedHigh = 0;
 };
-GraphMemoryFigures graphMemoryFigures(const Context& context);
-void resetGraphMemoryHigh(const Context& context, bool used, bool reserved);
+GraphMemoryFigures graphMemoryFigures(const Device& device);
+void resetGraphMemoryHigh(const Device& device, bool used, bool reserved);
 // The graph allocation that starts at `address` (nullptr when none).
 std::shared_ptr<GraphAllocation> findGraphAllocation(const void* address);
 Result<std::shared_ptr<GraphAllocation>> createGraphAllocation(Context& context, size_t bytes);
 void markGraphAllocationUse(GraphAllocation& allocation, bool use);
-// cuDeviceGraphMemTrim: the pages of `context`'s graph allocations that no launch holds go back
+// At cuGraphLaunch (the host's order): the launch's allocation nodes take their memory, which the
+// graph memory attributes report at once.
+void countGraphAllocationLaunch(GraphAllocation& allocation);
+// cuDeviceGraphMemTrim: the pages of the device's graph allocations that no launch holds go back
 // to the system (where the backend can give them back), their addresses kept for the next launch.
-void trimGraphMemory(Context& context);
+void trimGraphMemory(Device& device);
 
 // ---- Stream capture ----
 

@@ -286,9 +286,11 @@ Status GraphExec::claimAllocations() {
       return makeError(ErrorCode::InvalidValue,
                        "an allocation of this graph's previous launch is still unfreed (free it, "
                        "or instantiate with CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)");
-  for (GraphAllocation* allocation : allocated)
+  for (GraphAllocation* allocation : allocated) {
     allocation->outstanding =
         std::find(freed.begin(), freed.end(), allocation->address) == freed.end();
+    countGraphAllocationLaunch(*allocation);
+  }
   for (const void* address : freed)
     if (std::shared_ptr<GraphAllocation> allocation = findGraphAllocation(address))
       if (std::find(allocated.begin(), allocated.end(), allocation.get()) == allocated.end())

@@ -76,12 +76,6 @@ Outcome setEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned* read, un
   return {};
 }
 
-Result<core::Context*> deviceContext(CUdevice device) {
-  Result<core::Device*> found = lookupDevice(device);
-  if (!found) return found.error();
-  return &(*found)->primaryContext();
-}
-
 }  // namespace
 }  // namespace rocuda::api
 
@@ -334,9 +328,9 @@ ROCUDA_EXPORT CUresult cuDeviceGraphMemTrim(CUdevice device) {
   return ROCUDA_API((device), [&]() -> Outcome {
     // Allocations of alloc nodes keep their addresses with their nodes; the pages of those no
     // launch holds go back to the system (RESERVED_MEM_CURRENT drops by them).
-    Result<core::Context*> context = api::deviceContext(device);
-    if (!context) return context.error();
-    core::trimGraphMemory(**context);
+    Result<core::Device*> found = api::lookupDevice(device);
+    if (!found) return found.error();
+    core::trimGraphMemory(**found);
     return {};
   });
 }
@@ -345,9 +339,9 @@ ROCUDA_EXPORT CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_
                                                     void* value) {
   return ROCUDA_API((device, attr, value), [&]() -> Outcome {
     if (value == nullptr) return api::invalidValue("value is NULL");
-    Result<core::Context*> context = api::deviceContext(device);
-    if (!context) return context.error();
-    core::GraphMemoryFigures f = core::graphMemoryFigures(**context);
+    Result<core::Device*> found = api::lookupDevice(device);
+    if (!found) return found.error();
+    core::GraphMemoryFigures f = core::graphMemoryFigures(**found);
     auto* out = static_cast<cuuint64_t*>(value);
     switch (attr) {
       case CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT:
@@ -371,14 +365,14 @@ ROCUDA_EXPORT CUresult cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_
                                                     void* value) {
   return ROCUDA_API((device, attr, value), [&]() -> Outcome {
     if (value == nullptr) return api::invalidValue("value is NULL");
-    Result<core::Context*> context = api::deviceContext(device);
-    if (!context) return context.error();
+    Result<core::Device*> found = api::lookupDevice(device);
+    if (!found) return found.error();
     // Only the high watermarks can be reset, and only to 0.
     if (attr != CU_GRAPH_MEM_ATTR_USED_MEM_HIGH && attr != CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH)
       return api::invalidValue("only the high watermarks can be set");
     if (*static_cast<const cuuint64_t*>(value) != 0)
       return api::invalidValue("a high watermark can only be reset to 0");
-    core::resetGraphMemoryHigh(**context, attr == CU_GRAPH_MEM_ATTR_USED_MEM_HIGH,
+    core::resetGraphMemoryHigh(**found, attr == CU_GRAPH_MEM_ATTR_USED_MEM_HIGH,
                                attr == CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH);
     return {};
   });

@@ -1206,6 +1206,56 @@ TEST_F(LibCudaGraph, CapturedCopiesFromPageableMemoryReadItAtLaunch) {
   EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
 }
 
+// The graph memory attributes are the device's, whatever context the graph allocates in (here a
+// cuCtxCreate one), and count an allocation from its launch until a trim: a free node's release
+// leaves it the graph's.
+TEST_F(LibCudaGraph, GraphMemoryIsReportedPerDevice) {
+  CUcontext own = nullptr;
+  ASSERT_EQ(proc<CUresult (*)(CUcontext*, unsigned, CUdevice)>("cuCtxCreate", 3020)(&own, 0, 0),
+            CUDA_SUCCESS);
+  auto attribute = CU(cuDeviceGetGraphMemAttribute, CUdevice, CUgraphMem_attribute, void*);
+  auto figure = [&](CUgraphMem_attribute which) {
+    cuuint64_t value = 0;
+    EXPECT_EQ(attribute(0, which, &value), CUDA_SUCCESS);
+    return value;
+  };
+  ASSERT_EQ(CU(cuDeviceGraphMemTrim, CUdevice)(0), CUDA_SUCCESS);
+  cuuint64_t usedBefore = figure(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT);
+  CUgraph graph = nullptr;
+  ASSERT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&graph, 0), CUDA_SUCCESS);
+  CUDA_MEM_ALLOC_NODE_PARAMS alloc{};
+  alloc.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  alloc.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  alloc.poolProps.location.id = 0;
+  alloc.bytesize = 1 << 20;
+  CUgraphNode allocNode = nullptr, freeNode = nullptr;
+  ASSERT_EQ(CU(cuGraphAddMemAllocNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+               CUDA_MEM_ALLOC_NODE_PARAMS*)(&allocNode, graph, nullptr, 0, &alloc),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuGraphAddMemFreeNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+               CUdeviceptr)(&freeNode, graph, &allocNode, 1, alloc.dptr),
+            CUDA_SUCCESS);
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(
+      CU(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long)(&exec, graph, 0),
+      CUDA_SUCCESS);
+  CUstream stream = nullptr;
+  ASSERT_EQ(CU(cuStreamCreate, CUstream*, unsigned)(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuGraphLaunch, CUgraphExec, CUstream)(exec, stream), CUDA_SUCCESS);
+  // At once, in the host's order.
+  EXPECT_EQ(figure(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), usedBefore + (1 << 20));
+  EXPECT_GE(figure(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT),
+            figure(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT));
+  ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(stream), CUDA_SUCCESS);
+  EXPECT_EQ(figure(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), usedBefore + (1 << 20));
+  ASSERT_EQ(CU(cuDeviceGraphMemTrim, CUdevice)(0), CUDA_SUCCESS);
+  EXPECT_EQ(figure(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), usedBefore);
+  EXPECT_EQ(CU(cuStreamDestroy, CUstream)(stream), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuCtxDestroy, CUcontext)(own), CUDA_SUCCESS);
+}
+
 TEST_F(LibCudaGraph, GenericAddNodeAndKernelAttributes) {
   CUgraph graph = nullptr;
   ASSERT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&graph, 0), CUDA_SUCCESS);
