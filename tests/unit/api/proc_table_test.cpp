@@ -45,6 +45,11 @@ TEST(ProcTable, PicksTheHighestVersionNotAboveTheCaller) {
   EXPECT_EQ(resolvedSymbol("cuStreamGetCaptureInfo", 11030), "cuStreamGetCaptureInfo_v2");
   EXPECT_EQ(resolvedSymbol("cuGraphInstantiate", 11000), "cuGraphInstantiate_v2");
   EXPECT_EQ(resolvedSymbol("cuGetProcAddress", 12000), "cuGetProcAddress_v2");
+  // Versions as NVIDIA's own clients ask for them (cuda-python's tables): the error log API
+  // from CUDA 12.8, batch decompression from 12.6.
+  EXPECT_EQ(resolvedSymbol("cuLogsRegisterCallback", 12080), "cuLogsRegisterCallback");
+  EXPECT_EQ(resolvedSymbol("cuLogsCurrent", 12070), "");
+  EXPECT_EQ(resolvedSymbol("cuMemBatchDecompressAsync", 12060), "cuMemBatchDecompressAsync");
 }
 
 TEST(ProcTable, PerThreadFlagPicksThePtdsVariant) {
