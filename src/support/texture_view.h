@@ -37,6 +37,7 @@ struct TextureView {
   bool readAsInteger = false;     // CU_TRSF_READ_AS_INTEGER: no conversion to [0,1]/[-1,1]
   bool normalizedCoords = false;  // CU_TRSF_NORMALIZED_COORDINATES
   bool srgb = false;              // CU_TRSF_SRGB
+  bool seamlessCubemap = false;   // CU_TRSF_SEAMLESS_CUBEMAP: linear taps cross face edges
   float borderColor[4] = {0, 0, 0, 0};
   uint8_t* data = nullptr;  // texel (0, 0, 0) of layer/face 0
   size_t width = 0;         // texels

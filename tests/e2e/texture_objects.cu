@@ -81,6 +81,11 @@ __global__ void sampleLayerBits(cudaTextureObject_t tex, unsigned* out, int w, i
     out[(layer * h + y) * w + x] = tex2DLayered<unsigned>(tex, x + 0.5f, y + 0.5f, layer);
 }
 
+__global__ void sampleCube(cudaTextureObject_t tex, const float3* directions, float* out, int n) {
+  int i = threadIdx.x;
+  if (i < n) out[i] = texCubemap<float>(tex, directions[i].x, directions[i].y, directions[i].z);
+}
+
 __global__ void sampleBytes(cudaTextureObject_t tex, float4* out, int w, int h) {
   int x = threadIdx.x, y = threadIdx.y;
   if (x < w && y < h) out[y * w + x] = tex2D<float4>(tex, x + 0.5f, y + 0.5f);
@@ -473,11 +478,59 @@ void mipmaps(Checker& check) {
   CHECK(cudaFreeMipmappedArray(mipmap));
 }
 
+// A cubemap whose face f holds 10 * f everywhere, filtered linearly: next to a face's edge a
+// seamless texture blends in the neighbouring face (direction (1, 0.1, 0.99) meets +X at texel
+// coordinate 0.02 of 4, so the tap left of it is on +Z), a plain one clamps within the face.
+void seamlessCubemap(Checker& check) {
+  const int w = 4;
+  cudaChannelFormatDesc format = cudaCreateChannelDesc<float>();
+  cudaArray_t array;
+  CHECK(cudaMalloc3DArray(&array, &format, make_cudaExtent(w, w, 6), cudaArrayCubemap));
+  std::vector<float> texels(w * w * 6);
+  for (int f = 0; f < 6; ++f)
+    for (int i = 0; i < w * w; ++i) texels[f * w * w + i] = 10.0f * f;
+  cudaMemcpy3DParms copy{};
+  copy.srcPtr = make_cudaPitchedPtr(texels.data(), w * sizeof(float), w, w);
+  copy.dstArray = array;
+  copy.extent = make_cudaExtent(w, w, 6);
+  copy.kind = cudaMemcpyHostToDevice;
+  CHECK(cudaMemcpy3D(&copy));
+  const std::vector<float3> directions = {make_float3(1.0f, 0.1f, 0.99f),
+                                          make_float3(0.1f, 0.2f, -1.0f)};
+  const int n = static_cast<int>(directions.size());
+  float3* dDirections = upload(directions);
+  float* dOut = nullptr;
+  CHECK(cudaMalloc(&dOut, n * sizeof(float)));
+  for (bool seamless : {false, true}) {
+    cudaResourceDesc res{};
+    res.resType = cudaResourceTypeArray;
+    res.res.array.array = array;
+    cudaTextureDesc desc{};
+    desc.filterMode = cudaFilterModeLinear;
+    desc.normalizedCoords = 1;
+    desc.seamlessCubemap = seamless ? 1 : 0;
+    cudaTextureObject_t tex;
+    CHECK(cudaCreateTextureObject(&tex, &res, &desc, nullptr));
+    sampleCube<<<1, 32>>>(tex, dDirections, dOut, n);
+    CHECK_LAUNCH();
+    std::vector<float> got = download(dOut, n);
+    // 0.48 of +Z's 40 (NVIDIA's 8-bit weights: within a step of it).
+    check.near(seamless ? "seamless cube edge" : "cube edge, clamped", 0, seamless ? 19.2 : 0.0,
+               got[0], 0.3);
+    check.eq("inside -Z", 1, 50.0f, got[1]);
+    CHECK(cudaDestroyTextureObject(tex));
+  }
+  CHECK(cudaFree(dDirections));
+  CHECK(cudaFree(dOut));
+  CHECK(cudaFreeArray(array));
+}
+
 }  // namespace
 
 int main() {
   Checker check("texture_objects");
   filtering2D(check);
+  seamlessCubemap(check);
   linearMemory(check);
   volumes(check, false);
   volumes(check, true);

@@ -132,6 +132,7 @@ Outcome describeSampling(TextureView& view, const CUDA_TEXTURE_DESC& tex) {
   if ((tex.flags & ~known) != 0) return invalidValue("unknown texture flags");
   if ((tex.flags & CU_TRSF_SEAMLESS_CUBEMAP) != 0 && !view.cubemap)
     return invalidValue("CU_TRSF_SEAMLESS_CUBEMAP needs a cubemap array");
+  view.seamlessCubemap = (tex.flags & CU_TRSF_SEAMLESS_CUBEMAP) != 0;
   view.filter =
       linear ? support::TextureFilter::Point : static_cast<support::TextureFilter>(tex.filterMode);
   view.normalizedCoords = (tex.flags & CU_TRSF_NORMALIZED_COORDINATES) != 0;

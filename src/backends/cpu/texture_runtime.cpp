@@ -252,6 +252,63 @@ void cubeFace(float x, float y, float z, int& face, float& s, float& t) {
   t = (tc / ma + 1) * 0.5f;
 }
 
+// The direction of face coordinates (sc, tc) in [-1, 1] (beyond for taps past the edge) of
+// `face`: cubeFace's selection table backwards, on the unit cube.
+void cubeDirection(int face, float sc, float tc, float& x, float& y, float& z) {
+  switch (face) {
+    case 0:
+      x = 1, y = -tc, z = -sc;
+      break;
+    case 1:
+      x = -1, y = -tc, z = sc;
+      break;
+    case 2:
+      x = sc, y = 1, z = tc;
+      break;
+    case 3:
+      x = sc, y = -1, z = -tc;
+      break;
+    case 4:
+      x = sc, y = -tc, z = 1;
+      break;
+    default:
+      x = -sc, y = -tc, z = -1;
+      break;
+  }
+}
+
+// Seamless cube map filtering (CU_TRSF_SEAMLESS_CUBEMAP with linear filtering): the bilinear
+// footprint at (s, t) of `face`; a tap past the face's edge reads the texel of the neighbouring
+// face that its centre's direction selects (at a corner, one of the two neighbours).
+Value sampleCubeSeamless(const TextureView& faceView, int face, float s, float t, size_t cube) {
+  int64_t n = static_cast<int64_t>(faceView.width);
+  Extent e{{n, n, 1}, 2};
+  float u = s * static_cast<float>(n) - 0.5f, w = t * static_cast<float>(n) - 0.5f;
+  float fu = std::floor(u), fw = std::floor(w);
+  float alpha = std::round((u - fu) * 256.0f) / 256.0f;  // 9-bit fixed point, as sample()
+  float beta = std::round((w - fw) * 256.0f) / 256.0f;
+  Value out;
+  for (int c = 0; c < 4; ++c) out.f[c] = 0;
+  for (int corner = 0; corner < 4; ++corner) {
+    int64_t index[3] = {static_cast<int64_t>(fu) + (corner & 1),
+                        static_cast<int64_t>(fw) + (corner >> 1), 0};
+    float weight = ((corner & 1) ? alpha : 1 - alpha) * ((corner >> 1) ? beta : 1 - beta);
+    if (weight == 0) continue;
+    int tapFace = face;
+    if (index[0] < 0 || index[0] >= n || index[1] < 0 || index[1] >= n) {
+      float x, y, z, s2, t2;
+      cubeDirection(face, (static_cast<float>(index[0]) + 0.5f) / static_cast<float>(n) * 2 - 1,
+                    (static_cast<float>(index[1]) + 0.5f) / static_cast<float>(n) * 2 - 1, x, y, z);
+      cubeFace(x, y, z, tapFace, s2, t2);
+      index[0] = std::clamp<int64_t>(static_cast<int64_t>(std::floor(s2 * n)), 0, n - 1);
+      index[1] = std::clamp<int64_t>(static_cast<int64_t>(std::floor(t2 * n)), 0, n - 1);
+    }
+    Value texel = texelAt(faceView, e, index, cube * 6 + static_cast<size_t>(tapFace));
+    for (int c = 0; c < 4; ++c) out.f[c] += weight * texel.f[c];
+  }
+  return out;
+}
+
 Value fetchFloat(const TextureView& v, int32_t geometry, float x, float y, float z, int32_t layer) {
   Extent e{{static_cast<int64_t>(v.width), static_cast<int64_t>(v.height),
             static_cast<int64_t>(v.depth)},
@@ -287,6 +344,8 @@ Value fetchFloat(const TextureView& v, int32_t geometry, float x, float y, float
                         ? static_cast<size_t>(
                               std::clamp<int64_t>(layer, 0, static_cast<int64_t>(v.layers / 6) - 1))
                         : 0;
+      if (v.seamlessCubemap && v.filter == support::TextureFilter::Linear && !v.readAsInteger)
+        return sampleCubeSeamless(faceView, face, coords[0], coords[1], cube);
       e.dims = 2;
       return sample(faceView, e, coords, cube * 6 + static_cast<size_t>(face));
     }
