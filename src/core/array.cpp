@@ -42,8 +42,22 @@ bool texelFormatOf(uint32_t cudaFormat, support::TexelFormat& out) {
       out = TexelFormat::F32;
       return true;
     default:
+      // CU_AD_FORMAT_UNORM_INT8X1 (0xc0) .. SNORM_INT16X4 (0xcb): three channel counts each of
+      // unsigned 8-bit, unsigned 16-bit, signed 8-bit and signed 16-bit normalized integers.
+      if (cudaFormat >= 0xc0 && cudaFormat <= 0xcb) {
+        static const TexelFormat kKinds[] = {TexelFormat::U8, TexelFormat::U16, TexelFormat::S8,
+                                             TexelFormat::S16};
+        out = kKinds[(cudaFormat - 0xc0) / 3];
+        return true;
+      }
       return false;
   }
+}
+
+uint32_t normalizedFormatChannels(uint32_t cudaFormat) {
+  if (cudaFormat < 0xc0 || cudaFormat > 0xcb) return 0;
+  static const uint32_t kChannels[] = {1, 2, 4};
+  return kChannels[(cudaFormat - 0xc0) % 3];
 }
 
 Status validateTexelFormat(uint32_t cudaFormat, uint32_t channels) {
@@ -51,6 +65,8 @@ Status validateTexelFormat(uint32_t cudaFormat, uint32_t channels) {
   if (!texelFormatOf(cudaFormat, texel)) return invalid("unsupported texel format");
   if (channels != 1 && channels != 2 && channels != 4)
     return invalid("the number of channels must be 1, 2 or 4");
+  if (uint32_t named = normalizedFormatChannels(cudaFormat); named != 0 && named != channels)
+    return invalid("the number of channels must be the one the format names");
   return Status::success();
 }
 

@@ -27,6 +27,9 @@ namespace rocuda::core {
 // CUarray_format values Rocuda stores (the plain integer and float formats).
 // Returns false for any other format (packed, block-compressed, planar video formats).
 bool texelFormatOf(uint32_t cudaFormat, support::TexelFormat& out);
+// The channel count a normalized-integer format names (CU_AD_FORMAT_UNORM_INT8X2: 2); 0 for the
+// other formats. Textures read those as floats in [0, 1] or [-1, 1] whatever the read mode.
+uint32_t normalizedFormatChannels(uint32_t cudaFormat);
 // InvalidValue unless `cudaFormat` is one texelFormatOf knows and `channels` is 1, 2 or 4: the
 // element of every array, linear texture and texture reference.
 Status validateTexelFormat(uint32_t cudaFormat, uint32_t channels);

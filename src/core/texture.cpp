@@ -23,6 +23,7 @@ TextureTable& table() {
 void describeArray(support::TextureView& view, const Array& array) {
   const ArrayDescriptor& desc = array.descriptor();
   view.format = array.texelFormat();
+  view.normalizedFormat = normalizedFormatChannels(desc.format) != 0;
   view.channels = static_cast<uint8_t>(desc.channels);
   view.texelBytes = static_cast<uint8_t>(array.texelBytes());
   view.data = array.data();

@@ -35,6 +35,7 @@ struct TextureView {
   TextureAddressMode address[3] = {TextureAddressMode::Wrap, TextureAddressMode::Wrap,
                                    TextureAddressMode::Wrap};
   bool readAsInteger = false;     // CU_TRSF_READ_AS_INTEGER: no conversion to [0,1]/[-1,1]
+  bool normalizedFormat = false;  // a UNORM/SNORM format: always converted, whatever the mode
   bool normalizedCoords = false;  // CU_TRSF_NORMALIZED_COORDINATES
   bool srgb = false;              // CU_TRSF_SRGB
   bool seamlessCubemap = false;   // CU_TRSF_SEAMLESS_CUBEMAP: linear taps cross face edges

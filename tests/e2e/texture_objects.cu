@@ -86,6 +86,11 @@ __global__ void sampleCube(cudaTextureObject_t tex, const float3* directions, fl
   if (i < n) out[i] = texCubemap<float>(tex, directions[i].x, directions[i].y, directions[i].z);
 }
 
+__global__ void sampleTexelCentres(cudaTextureObject_t tex, float* out, int w, int h) {
+  int x = threadIdx.x, y = threadIdx.y;
+  if (x < w && y < h) out[y * w + x] = tex2D<float>(tex, x + 0.5f, y + 0.5f);
+}
+
 __global__ void sampleBytes(cudaTextureObject_t tex, float4* out, int w, int h) {
   int x = threadIdx.x, y = threadIdx.y;
   if (x < w && y < h) out[y * w + x] = tex2D<float4>(tex, x + 0.5f, y + 0.5f);
@@ -305,6 +310,26 @@ void normalizedBytes(Checker& check) {
   }
   CHECK(cudaDestroyTextureObject(tex));
   CHECK(cudaFree(dOut));
+  CHECK(cudaFreeArray(array));
+
+  // A signed-normalized 16-bit format: read as floats in [-1, 1].
+  std::vector<short> shorts(w * h);
+  for (int i = 0; i < w * h; ++i) shorts[i] = static_cast<short>(i * 7000 - 32768);
+  format = cudaCreateChannelDesc(16, 0, 0, 0, cudaChannelFormatKindSignedNormalized16X1);
+  CHECK(cudaMallocArray(&array, &format, w, h));
+  CHECK(cudaMemcpy2DToArray(array, 0, 0, shorts.data(), w * sizeof(short), w * sizeof(short), h,
+                            cudaMemcpyHostToDevice));
+  tex = arrayTexture(array, cudaAddressModeClamp, cudaFilterModePoint, false,
+                     cudaReadModeNormalizedFloat);
+  float* dValues;
+  CHECK(cudaMalloc(&dValues, w * h * sizeof(float)));
+  sampleTexelCentres<<<1, dim3(w, h)>>>(tex, dValues, w, h);
+  CHECK_LAUNCH();
+  std::vector<float> values = download(dValues, w * h);
+  for (int i = 0; i < w * h; ++i)
+    check.near("snorm16", i, std::max(-1.0, shorts[i] / 32767.0), values[i], 1e-6);
+  CHECK(cudaDestroyTextureObject(tex));
+  CHECK(cudaFree(dValues));
   CHECK(cudaFreeArray(array));
 }
 

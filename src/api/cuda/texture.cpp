@@ -29,6 +29,7 @@ std::vector<uint8_t> bytesOf(const T& value) {
 Outcome linearFormat(TextureView& view, CUarray_format format, unsigned channels) {
   if (Status valid = core::validateTexelFormat(format, channels); !valid) return valid;
   core::texelFormatOf(static_cast<uint32_t>(format), view.format);
+  view.normalizedFormat = core::normalizedFormatChannels(static_cast<uint32_t>(format)) != 0;
   view.channels = static_cast<uint8_t>(channels);
   view.texelBytes = static_cast<uint8_t>(support::texelChannelBytes(view.format) * channels);
   return {};
@@ -139,7 +140,7 @@ Outcome describeSampling(TextureView& view, const CUDA_TEXTURE_DESC& tex) {
   view.srgb = (tex.flags & CU_TRSF_SRGB) != 0;
   // 32-bit integers are always returned as integers; floats need no conversion.
   view.readAsInteger = (tex.flags & CU_TRSF_READ_AS_INTEGER) != 0 || isInteger32(view.format);
-  if (isFloat(view.format)) view.readAsInteger = false;
+  if (isFloat(view.format) || view.normalizedFormat) view.readAsInteger = false;
   if (view.filter == support::TextureFilter::Linear && view.readAsInteger)
     return invalidValue("linear filtering needs a texture that returns floating point");
   // Wrap and mirror need normalized coordinates; CUDA clamps otherwise.
@@ -232,6 +233,7 @@ void applyViewFormat(TextureView& view, const CUDA_RESOURCE_VIEW_DESC& v) {
   if (std::optional<ViewFormat> format = viewFormatOf(v.format)) {
     view.format = format->format;
     view.channels = format->channels;
+    view.normalizedFormat = false;  // the view's integers are read as the view says
   }
 }
 
