@@ -343,9 +343,6 @@ static uint32_t deviceStreamWaitEvent(void* /*stream*/, void* event, uint32_t fl
 }
 static uint32_t deviceEventDestroy(void* event) { return event == nullptr ? 400 : 0; }
 
-// cudaGetParameterBufferV2 as nvcc calls it: `kernel` is the translator's reference to a kernel
-// of the module (its name, see ModuleTranslator's kernel references); grid and block are dim3s.
-// NULL when the kernel cannot be launched from here, which the caller's code checks.
 // A launch's parameter buffer, handed out to be filled (DeviceLaunches::filling); at least one
 // byte, so that a kernel without parameters still gets a unique buffer.
 static void* handOutParameterBuffer(BlockState& b, std::unique_ptr<DeviceLaunch> launch,
@@ -359,6 +356,15 @@ static void* handOutParameterBuffer(BlockState& b, std::unique_ptr<DeviceLaunch>
   return buffer;
 }
 
+// The handed-out launch whose buffer is `buffer` (launches.mutex held), or filling.end().
+static auto handedOutLaunch(DeviceLaunches& launches, const void* buffer) {
+  return std::find_if(launches.filling.begin(), launches.filling.end(),
+                      [&](const auto& l) { return l->params.data() == buffer; });
+}
+
+// cudaGetParameterBufferV2 as nvcc calls it: `kernel` is the translator's reference to a kernel
+// of the module (its name, see ModuleTranslator's kernel references); grid and block are dim3s.
+// NULL when the kernel cannot be launched from here, which the caller's code checks.
 static void* deviceParameterBuffer(const char* kernel, const uint32_t* grid, const uint32_t* block,
                                    uint32_t sharedBytes) {
   BlockState* b = currentBlock();
@@ -395,8 +401,7 @@ static uint32_t deviceLaunch(void* buffer, void* stream) {
   std::unique_ptr<DeviceLaunch> launch;
   {
     std::lock_guard lock(launches.mutex);
-    auto it = std::find_if(launches.filling.begin(), launches.filling.end(),
-                           [&](const auto& l) { return l->params.data() == buffer; });
+    auto it = handedOutLaunch(launches, buffer);
     // (A buffer of cudaGetParameterBuffer has no kernel until cudaLaunchDevice names it.)
     if (it == launches.filling.end() || (*it)->kernel == nullptr) return 1;
     launch = std::move(*it);
@@ -429,8 +434,7 @@ static uint32_t deviceLaunchV1(const char* kernel, void* buffer, const uint32_t*
   {
     DeviceLaunches& launches = *b->grid->deviceLaunches;
     std::lock_guard lock(launches.mutex);
-    auto it = std::find_if(launches.filling.begin(), launches.filling.end(),
-                           [&](const auto& l) { return l->params.data() == buffer; });
+    auto it = handedOutLaunch(launches, buffer);
     if (it == launches.filling.end() || (*it)->kernel != nullptr ||
         (*it)->params.size() < child->info().paramBufferSize)
       return 1;
