@@ -168,6 +168,11 @@ Result<core::Stream*> resolveStream(cuda::CUstream handle, StreamVariant variant
 // legacy NULL stream (InvalidValue).
 Result<core::Stream*> resolveBatchStream(cuda::CUstream handle, StreamVariant variant);
 
+// "System-allocated pageable memory" the current context's device reads
+// (CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS): [pointer, pointer + bytes) mapped in the process
+// and held by no allocation of Rocuda's (managed.cpp).
+bool isPageableMemoryTheDeviceReads(const void* pointer, size_t bytes);
+
 }  // namespace rocuda::api
 
 // The body of every exported function: ROCUDA_API((arg1, arg2), [&]() -> Outcome { ... }).

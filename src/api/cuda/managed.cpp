@@ -16,19 +16,20 @@
 #include "support/platform.h"
 
 namespace rocuda::api {
+
+bool isPageableMemoryTheDeviceReads(const void* pointer, size_t bytes) {
+  if (bytes == 0 || core::findAllocation(pointer)) return false;
+  Result<core::Context*> context = currentContext();
+  return context && (*context)->device().description().pageableMemoryAccess &&
+         platform::hostRangeMapped(pointer, bytes);
+}
+
 namespace {
 
 using namespace cuda;
 using core::MemoryLocation;
 
 void* fromDevicePtr(CUdeviceptr pointer) { return reinterpret_cast<void*>(pointer); }
-
-// Whether the current context's device reads the process's pageable memory
-// (CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS).
-bool pageableMemoryAccess() {
-  Result<core::Context*> context = currentContext();
-  return context && (*context)->device().description().pageableMemoryAccess;
-}
 
 // The range of a hint or a range query: inside managed memory (an allocation or a __managed__
 // variable), or where the device reads pageable memory, "system-allocated pageable memory"
@@ -39,9 +40,7 @@ Outcome checkManagedRange(CUdeviceptr devPtr, size_t count) {
   if (count != 0 && allocation && allocation->kind == core::AllocationKind::Managed &&
       core::isInsideAllocation(pointer, count))
     return {};
-  if (count != 0 && !allocation && pageableMemoryAccess() &&
-      platform::hostRangeMapped(pointer, count))
-    return {};
+  if (!allocation && isPageableMemoryTheDeviceReads(pointer, count)) return {};
   return invalidValue(
       "the range is neither managed memory nor pageable host memory the device reads");
 }

@@ -9,7 +9,6 @@
 #include "core/memory.h"
 #include "core/platform.h"
 #include "core/stream.h"
-#include "support/platform.h"
 
 namespace rocuda::api {
 namespace {
@@ -257,9 +256,7 @@ Outcome attachMemAsync(CUstream h, CUdeviceptr dptr, size_t length, unsigned fla
     // "system-allocated pageable memory ... if the device ... reports a non-zero value for
     // CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS. For pageable host allocations, length must be
     // non-zero."
-    Result<core::Context*> context = currentContext();
-    if (!context || !(*context)->device().description().pageableMemoryAccess || length == 0 ||
-        !platform::hostRangeMapped(pointer, length))
+    if (!isPageableMemoryTheDeviceReads(pointer, length))
       return invalidValue("dptr is neither managed memory nor pageable memory the device reads");
   } else if (allocation->kind != core::AllocationKind::Managed) {
     return invalidValue("dptr is not managed memory");
