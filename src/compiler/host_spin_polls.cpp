@@ -127,6 +127,16 @@ bool isFixedPlace(llvm::Value* address, const llvm::Loop& loop, int depth = 0) {
   return false;
 }
 
+// A volatile or atomic load, or a compare-and-swap, that carries no kPollMetadata: the optimizer
+// drops the metadata where it merges two accesses into one (the load before a loop and the one
+// on its back edge become one load in the header: CUB's look-back). Such an access is taken as
+// a pollable generic access, but only where it is a spin-wait.
+bool mayHaveLostPollMetadata(const llvm::Instruction& inst) {
+  if (auto* load = llvm::dyn_cast<llvm::LoadInst>(&inst))
+    return load->isVolatile() || load->isAtomic();
+  return llvm::isa<llvm::AtomicCmpXchgInst>(inst);
+}
+
 // Whether what `access` read is (part of) the address another polled access of `loop` reads:
 // the pointer of a re-read pointer. Only the last access of such a chain is reported, so that
 // the runtime sees one address read again and again.
@@ -140,7 +150,7 @@ bool feedsPolledAddress(llvm::Instruction& access, const llvm::Loop& loop) {
     for (llvm::User* user : current->users()) {
       auto* inst = llvm::dyn_cast<llvm::Instruction>(user);
       if (inst == nullptr || !loop.contains(inst)) continue;
-      if (inst->getMetadata(kPollMetadata) != nullptr) {
+      if (inst->getMetadata(kPollMetadata) != nullptr || mayHaveLostPollMetadata(*inst)) {
         auto [address, result] = polledValue(*inst);
         if (address == current) return true;
       }
@@ -173,7 +183,8 @@ void insertPollsIn(llvm::Function& f, const PollCallees& callees) {
   std::vector<llvm::Instruction*> accesses;
   for (auto& block : f)
     for (auto& inst : block)
-      if (inst.getMetadata(kPollMetadata) != nullptr) accesses.push_back(&inst);
+      if (inst.getMetadata(kPollMetadata) != nullptr || mayHaveLostPollMetadata(inst))
+        accesses.push_back(&inst);
   if (accesses.empty()) return;
   llvm::DominatorTree dominators(f);
   llvm::LoopInfo loops(dominators);
@@ -182,9 +193,11 @@ void insertPollsIn(llvm::Function& f, const PollCallees& callees) {
     if (loop == nullptr) continue;  // read once: no spin
     auto [address, result] = polledValue(*access);
     if (address == nullptr || feedsPolledAddress(*access, *loop)) continue;
-    llvm::StringRef space = stringMetadata(*access, kPollMetadata);
+    bool marked = access->getMetadata(kPollMetadata) != nullptr;
+    llvm::StringRef space = marked ? stringMetadata(*access, kPollMetadata) : "generic";
     bool shared = space == "shared" || (space == "generic" && inSharedWindow(address));
     bool spins = isSpinWait(*access, address, result, *loop);
+    if (!marked && !spins) continue;
     // Shared memory changes only under the block's own threads: polled in spin-waits only.
     if (space == "shared" && !spins) continue;
     // Other generic addresses are taken to be global memory (a cooperative grid's workspace).

@@ -822,7 +822,10 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
   if (config.cooperative) {
     ROCUDA_TRY(runCooperative(grid, blocks, runOne, failed));
   } else {
-    pool_.parallelFor(blocks, runOne);
+    // A grid that spin-waits may wait for an earlier block (decoupled look-back): blocks start
+    // in order.
+    pool_.parallelFor(blocks, runOne,
+                      grid.spinWaits ? ThreadPool::Claim::InOrder : ThreadPool::Claim::Chunks);
   }
   if (memcheckEnabled())  // parameter buffers handed out and never launched
     for (auto& buffer : deviceLaunches.filling)

@@ -2,6 +2,7 @@
 // registers, barriers, warp collectives, shared memory, trap and printf (the contract is in
 // compiler/compiler.h).
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <csetjmp>
@@ -513,17 +514,40 @@ namespace {
 constexpr uint32_t kPausePolls = 32;
 constexpr uint32_t kYieldPolls = 64;        // then sleeps of 16 us << (polls - kYieldPolls)
 constexpr uint32_t kLongestSleepShift = 6;  // ~1 ms
+// A host thread that runs the waiting threads one after another (a warp's lanes in a
+// continuation, each polling its own address, as CUB's decoupled look-back reads 32
+// predecessors' tile descriptors) counts time, not polls: it spins while the wait is short (the
+// awaited block runs on another core and is about to publish), yields while it is longer (the
+// awaited block's host thread may be waiting for this core), then sleeps.
+constexpr auto kSpinTime = std::chrono::microseconds(4);
+constexpr auto kYieldTime = std::chrono::milliseconds(2);
 // Polls further apart than this belong to different waits (the thread worked in between).
-constexpr uint64_t kNewWaitCycles = uint64_t(1) << 20;
+constexpr auto kNewWaitTime = std::chrono::microseconds(300);
 // A cooperative block whose wait saw nothing change for this many sleeps (about 2 s) is stuck;
 // when every block still running is stuck, none can release another: the grid is deadlocked.
 constexpr uint32_t kStuckSleeps = 2000;
 
+// What the host thread's current wait has seen: the value each address polled in it held (a
+// small direct-mapped table: a wait polls a handful of addresses; entries of earlier waits are
+// told apart by the wait's number), when it last saw something change, and whose wait it is (the
+// next block on this host thread, whose look-back reads the same descriptors, waits anew).
 struct SpinState {
-  const void* address = nullptr;
-  uint64_t value = 0;
-  uint32_t polls = 0;
-  uint64_t lastPoll = 0;
+  using Clock = std::chrono::steady_clock;
+  struct Seen {
+    const void* address = nullptr;
+    uint64_t value = 0;
+    uint64_t wait = 0;
+  };
+  std::array<Seen, 64> seen{};
+  uint64_t wait = 0;
+  const GridState* grid = nullptr;
+  std::array<uint32_t, 3> ctaid{};
+  Clock::time_point unchangedSince{};
+  Clock::time_point lastPoll{};
+  uint32_t sleeps = 0;
+  Seen& entryFor(const void* address) {
+    return seen[(reinterpret_cast<uintptr_t>(address) >> 3) % seen.size()];
+  }
 };
 
 SpinState& spinState() {
@@ -624,20 +648,45 @@ static void spinPoll(const void* address, uint64_t value) {
     return;
   }
   SpinState& s = spinState();
-  uint64_t now = cycleCounter();
-  bool sameWait = address == s.address && now - s.lastPoll <= kNewWaitCycles;
-  if (!sameWait || value != s.value) {
-    if (s.polls > kYieldPolls)
-      if (BlockState* b = currentBlock()) markStuck(*b, false);
-    // Within one wait, a changed value means others make progress (arrivals at a barrier): go
-    // on waiting, with short sleeps.
-    uint32_t polls = sameWait && s.polls > kYieldPolls ? kYieldPolls : 0;
-    s = SpinState{address, value, polls, now};
+  auto now = SpinState::Clock::now();
+  BlockState* block = currentBlock();
+  bool sameBlock = block == nullptr || (block->grid == s.grid && block->ctaid == s.ctaid);
+  if (!sameBlock || now - s.lastPoll > kNewWaitTime) {
+    if (s.sleeps != 0 && block != nullptr) markStuck(*block, false);
+    ++s.wait;
+    s.grid = block != nullptr ? block->grid : nullptr;
+    s.ctaid = block != nullptr ? block->ctaid : std::array<uint32_t, 3>{};
+    s.unchangedSince = now;
+    s.sleeps = 0;
+  }
+  SpinState::Seen& entry = s.entryFor(address);
+  bool known = entry.wait == s.wait && entry.address == address;
+  bool changed = known && entry.value != value;
+  entry = {address, value, s.wait};
+  s.lastPoll = now;
+  if (changed) {
+    // Others make progress (arrivals at a barrier, a predecessor's partial result): go on
+    // waiting, but past the spinning.
+    if (s.sleeps != 0 && block != nullptr) markStuck(*block, false);
+    s.unchangedSince = now - kSpinTime;
+    s.sleeps = 0;
     return;
   }
-  BlockState* block = currentBlock();
-  if (!backOff(block, ++s.polls)) abandonBlock(*block);
-  s.lastPoll = cycleCounter();
+  if (!known) return;  // the wait's first read of this address
+  auto waited = now - s.unchangedSince;
+  if (waited < kSpinTime) {
+    pauseBriefly();
+  } else if (waited < kYieldTime) {
+    std::this_thread::yield();
+  } else {
+    if (block != nullptr && block->grid->cooperative != nullptr &&
+        cooperativeGridFailed(*block, s.sleeps))
+      abandonBlock(*block);
+    std::this_thread::sleep_for(
+        std::chrono::microseconds(16u << std::min(s.sleeps / 8, kLongestSleepShift)));
+    ++s.sleeps;
+  }
+  s.lastPoll = SpinState::Clock::now();
 }
 
 // Device-side malloc and free (PTX calls them by value with 64-bit integers). Blocks come from

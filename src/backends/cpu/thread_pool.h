@@ -25,13 +25,20 @@ class ThreadPool {
 
   unsigned workerCount() const { return static_cast<unsigned>(threads_.size()) + 1; }
 
+  // How workers take items: in chunks (few claims of a shared counter), or one at a time, so
+  // that items start in index order, as a GPU dispatches blocks: a block that spin-waits for a
+  // lower-numbered one (decoupled look-back) must not find it queued behind itself in another
+  // worker's chunk.
+  enum class Claim { Chunks, InOrder };
+
   // Run task(i) for every i in [0, count), in parallel, and return when all have finished.
   // `task` is called by reference: a launch copies nothing and allocates nothing.
   template <typename Task>
-  void parallelFor(uint64_t count, const Task& task) {
-    run(count, TaskRef{&task, [](const void* object, uint64_t index) {
-                         (*static_cast<const Task*>(object))(index);
-                       }});
+  void parallelFor(uint64_t count, const Task& task, Claim claim = Claim::Chunks) {
+    run(count,
+        TaskRef{&task, [](const void* object,
+                          uint64_t index) { (*static_cast<const Task*>(object))(index); }},
+        claim);
   }
 
  private:
@@ -49,7 +56,7 @@ class ThreadPool {
   };
   // Run items of `job` until none are left; true if this call finished the last item.
   static void work(Job& job);
-  void run(uint64_t count, TaskRef task);
+  void run(uint64_t count, TaskRef task, Claim claim);
   void workerLoop();
 
   std::mutex mutex_;

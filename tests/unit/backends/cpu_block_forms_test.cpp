@@ -894,6 +894,41 @@ SUM:
   st.global.u32 [%rd3], %r4;
   ret;
 }
+.visible .entry lookBack(.param .u64 flags, .param .u64 out)
+{
+  .reg .pred %p<4>;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [flags];
+  ld.param.u64 %rd2, [out];
+  mov.u32 %r1, %ctaid.x;
+  mov.u32 %r2, %tid.x;
+  mul.wide.u32 %rd3, %r1, 4;
+  add.s64 %rd4, %rd1, %rd3;
+  mov.u32 %r5, 0;
+  setp.eq.u32 %p1, %r1, 0;
+  @%p1 bra PUBLISH;
+  add.s64 %rd5, %rd4, -4;
+  ld.volatile.global.u32 %r3, [%rd5];
+  bra.uni CHECK;
+RELOAD:
+  ld.volatile.global.u32 %r3, [%rd5];
+CHECK:
+  setp.eq.u32 %p2, %r3, 0;
+  vote.sync.any.pred %p3, %p2, -1;
+  @%p3 bra RELOAD;
+  mov.u32 %r5, %r3;
+PUBLISH:
+  setp.ne.u32 %p1, %r2, 0;
+  @%p1 bra DONE;
+  add.s64 %rd6, %rd2, %rd3;
+  st.global.u32 [%rd6], %r5;
+  add.u32 %r6, %r5, 1;
+  membar.gl;
+  st.volatile.global.u32 [%rd4], %r6;
+DONE:
+  ret;
+}
 )";
 
 TEST_F(CpuBlockForms, SpinWaitsDecideTheForm) {
@@ -940,6 +975,30 @@ TEST_F(CpuBlockForms, SpinWaitsDecideTheForm) {
   void* o2 = sums.data();
   ASSERT_TRUE(launch(*reads, {1, 1, 1}, {64, 1, 1}, {&o2}).ok());
   for (uint32_t t = 0; t < 64; ++t) EXPECT_EQ(sums[t], 64u * 63 / 2);
+}
+
+// A decoupled look-back (CUB's scans): each block waits for its predecessor's flag, read once
+// before the loop and again on its back edge; the optimizer merges the two reads into one in the
+// loop's header, dropping their pollable-access metadata. It is still found to be a spin-wait (a
+// continuation with spin polls, whose blocks start in order), and every block sees its
+// predecessor's result.
+TEST_F(CpuBlockForms, LookBackIsASpinWaitAcrossBlocks) {
+  LoadedKernel* lookBack = load(kSpinWaitsPtx, "lookBack");
+  ASSERT_NE(lookBack, nullptr);
+  EXPECT_EQ(lookBack->info().cpuExecution, CpuExecution::Continuation);
+  EXPECT_TRUE(lookBack->info().spinWaits);
+  EXPECT_FALSE(lookBack->info().spinWaitsOnBlockMemory);
+  constexpr uint32_t kBlocks = 3000;
+  for (int run = 0; run < 3; ++run) {
+    std::vector<uint32_t> flags(kBlocks, 0), out(kBlocks, UINT32_MAX);
+    void* f = flags.data();
+    void* o = out.data();
+    ASSERT_TRUE(launch(*lookBack, {kBlocks, 1, 1}, {32, 1, 1}, {&f, &o}).ok());
+    for (uint32_t b = 0; b < kBlocks; ++b) {
+      ASSERT_EQ(out[b], b) << "block " << b;
+      ASSERT_EQ(flags[b], b + 1) << "block " << b;
+    }
+  }
 }
 
 // mma.sync (m8n8k16, s8 into s32) is one warp collective: the warp's 32 records meet in its tile
