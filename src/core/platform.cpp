@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <sstream>
 
+#if !defined(_WIN32)
+#include <pthread.h>
+#endif
+
 #include "backends/hip/hip_backend.h"
 #include "core/array.h"
 #include "core/context.h"
@@ -120,7 +124,16 @@ bool Device::primaryActive() const {
 }
 
 Platform& Platform::instance() {
-  static Platform* platform = new Platform();  // never destroyed: cudart calls us from atexit
+  static Platform* platform = [] {
+    auto* created = new Platform();  // never destroyed: cudart calls us from atexit
+#if !defined(_WIN32)
+    pthread_atfork(nullptr, nullptr, [] {
+      Platform& p = instance();
+      if (p.initialized_) p.forkedAfterInitialize_ = true;
+    });
+#endif
+    return created;
+  }();
   return *platform;
 }
 
@@ -147,6 +160,10 @@ std::vector<std::string> configuredBackends() {
 }  // namespace
 
 Status Platform::initialize() {
+  if (forkedAfterInitialize_)
+    return makeError(ErrorCode::NotInitialized,
+                     "CUDA was initialized before this process was forked: a child of fork() "
+                     "cannot use its parent's devices");
   std::call_once(once_, [this] {
     std::vector<std::string> backends = configuredBackends();
     if (std::find(backends.begin(), backends.end(), "hip") == backends.end())
@@ -172,7 +189,7 @@ Status Platform::initialize() {
   return initStatus_;
 }
 
-bool Platform::initialized() const { return initialized_; }
+bool Platform::initialized() const { return initialized_ && !forkedAfterInitialize_; }
 
 Device* Platform::device(int ordinal) {
   if (ordinal < 0 || ordinal >= deviceCount()) return nullptr;

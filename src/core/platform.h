@@ -65,6 +65,11 @@ class Platform {
   // cuInit: create the devices once. Later calls return the first result.
   Status initialize();
   bool initialized() const;
+  // A child of fork() whose parent had initialized: it holds copies of the parent's devices,
+  // contexts and memory but none of their threads (the CPU device's workers, the streams'
+  // executors), which any launch, copy or synchronization would wait for. As with NVIDIA's
+  // driver, every call that needs cuInit, cuInit included, fails with NOT_INITIALIZED there.
+  bool forkedAfterInitialize() const { return forkedAfterInitialize_; }
 
   int deviceCount() const { return static_cast<int>(devices_.size()); }
   Device* device(int ordinal);  // nullptr when out of range
@@ -74,6 +79,7 @@ class Platform {
   std::once_flag once_;
   Status initStatus_ = makeError(ErrorCode::NotInitialized, "cuInit has not been called");
   std::atomic<bool> initialized_{false};
+  std::atomic<bool> forkedAfterInitialize_{false};
   std::vector<std::unique_ptr<Device>> devices_;
 };
 

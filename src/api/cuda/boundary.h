@@ -102,6 +102,8 @@ std::string formatArg(const T& value) {
 std::string joinArgs(const char* names, const std::string* values, size_t count);
 
 bool platformInitialized();
+// Why a call that needs cuInit cannot run (not called yet, or called before fork()).
+std::string notInitializedReason();
 void finishCall(const char* function, CUresult result, const std::string& message,
                 const std::string& arguments);
 
@@ -127,6 +129,7 @@ CUresult call(const char* function, Needs needs, Body&& body, const char* names,
   try {
     if (needs == Needs::Init && !platformInitialized()) {
       result = cuda::CUDA_ERROR_NOT_INITIALIZED;
+      message = notInitializedReason();
     } else {
       Outcome outcome = body();
       result = outcome.code();

@@ -59,6 +59,13 @@ std::string joinArgs(const char* names, const std::string* values, size_t count)
 
 bool platformInitialized() { return core::Platform::instance().initialized(); }
 
+std::string notInitializedReason() {
+  return core::Platform::instance().forkedAfterInitialize()
+             ? "CUDA was initialized before this process was forked: a child of fork() cannot "
+               "use its parent's devices"
+             : "cuInit has not been called";
+}
+
 void finishCall(const char* function, CUresult result, const std::string& message,
                 const std::string& arguments) {
   const char* name = result == kRuntimeInvalidConfiguration

@@ -2,6 +2,8 @@
 // size), library modules and managed variables, and the entry points of facilities unavailable
 // here, through libcuda.so.1.
 #include <dlfcn.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -1764,6 +1766,58 @@ TEST(ComputeCapability90, NonPortableClusterSizeIsSettable) {
     EXPECT_EQ(allowed, 0);
   }
   EXPECT_EQ(CU(cuDevicePrimaryCtxRelease, CUdevice)(0), CUDA_SUCCESS);
+}
+
+// A child of fork() whose parent initialized CUDA has none of the parent's threads (the CPU
+// device's workers, stream executors): as with NVIDIA's driver, every call that needs cuInit,
+// cuInit included, is NOT_INITIALIZED there instead of hanging; the parent goes on working.
+TEST_F(Driver, ForkedChildOfAnInitializedParentIsNotInitialized) {
+  CUfunction function = loadAddOne();
+  CUdeviceptr data = 0;
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&data, 64 * sizeof(int)), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemsetD32, CUdeviceptr, unsigned, size_t)(data, 0, 64), CUDA_SUCCESS);
+  auto launchAddOne = [&] {
+    unsigned n = 64;
+    void* args[] = {&data, &n};
+    auto launch = proc<Launch>("cuLaunchKernel", 7000);
+    if (launch(function, 2, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr) != CUDA_SUCCESS)
+      return false;
+    return CU(cuCtxSynchronize)() == CUDA_SUCCESS;
+  };
+  ASSERT_TRUE(launchAddOne());  // the workers exist now
+  pid_t child = fork();
+  ASSERT_NE(child, -1);
+  if (child == 0) {
+    int failures = 0;
+    failures += CU(cuInit, unsigned)(0) != CUDA_ERROR_NOT_INITIALIZED;
+    CUdeviceptr more = 0;
+    failures += CU(cuMemAlloc, CUdeviceptr*, size_t)(&more, 4) != CUDA_ERROR_NOT_INITIALIZED;
+    CUcontext current = nullptr;
+    failures += CU(cuCtxGetCurrent, CUcontext*)(&current) != CUDA_ERROR_NOT_INITIALIZED;
+    failures += CU(cuCtxSynchronize)() != CUDA_ERROR_NOT_INITIALIZED;
+    int version = 0;
+    failures += CU(cuDriverGetVersion, int*)(&version) != CUDA_SUCCESS || version == 0;
+    _exit(failures);
+  }
+  int status = 0;
+  pid_t waited = 0;
+  for (int tries = 0; tries < 600 && waited == 0; ++tries) {
+    waited = waitpid(child, &status, WNOHANG);
+    if (waited == 0) usleep(50000);
+  }
+  if (waited == 0) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+    FAIL() << "the child hung";
+  }
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "calls in the child that did not answer as documented";
+  EXPECT_TRUE(launchAddOne());
+  std::vector<int> host(64);
+  ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(host.data(), data, 64 * sizeof(int)),
+            CUDA_SUCCESS);
+  for (int value : host) EXPECT_EQ(value, 2);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(data), CUDA_SUCCESS);
 }
 
 }  // namespace
