@@ -460,6 +460,25 @@ Status UserObject::release(unsigned count) {
   return Status::success();
 }
 
+UserObjectReferences::UserObjectReferences(const Graph& graph) {
+  auto collect = [&](const Graph& g, auto& self) -> void {
+    for (const auto& [object, count] : g.userObjects()) {
+      object->retain(1);
+      objects_.push_back(object);
+    }
+    for (const GraphNode* node : g.nodes()) {
+      const GraphNodeContent& content = node->content();
+      if (content.child) self(*content.child, self);
+      for (const auto& body : content.bodies) self(*body, self);
+    }
+  };
+  collect(graph, collect);
+}
+
+UserObjectReferences::~UserObjectReferences() {
+  for (UserObject* object : objects_) (void)object->release(1);
+}
+
 UserObject* createUserObject(void* pointer, void (*destroy)(void*), unsigned references) {
   auto* object = new UserObject(pointer, destroy, references);
   GraphRegistry& r = registry();

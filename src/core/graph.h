@@ -194,6 +194,7 @@ class Graph : public Object {
 
   // User objects owned by the graph (cuGraphRetainUserObject): object -> references held.
   std::map<UserObject*, unsigned>& userObjects() { return userObjects_; }
+  const std::map<UserObject*, unsigned>& userObjects() const { return userObjects_; }
   // The graph is embedded in a node (child graph): it cannot be destroyed on its own.
   bool embedded() const { return embedded_; }
   void setEmbedded(bool embedded) { embedded_ = embedded; }
@@ -274,6 +275,18 @@ class UserObject {
   std::atomic<uint64_t> references_;
 };
 UserObject* createUserObject(void* pointer, void (*destroy)(void*), unsigned references);
+// One reference to each user object of a graph and of its child graphs, held from construction
+// to destruction (a graph launch's, so that the objects outlive the work that uses them).
+class UserObjectReferences {
+ public:
+  explicit UserObjectReferences(const Graph& graph);
+  ~UserObjectReferences();
+  UserObjectReferences(const UserObjectReferences&) = delete;
+  UserObjectReferences& operator=(const UserObjectReferences&) = delete;
+
+ private:
+  std::vector<UserObject*> objects_;
+};
 UserObject* lookupUserObject(const void* handle);
 
 // Instantiation result of a node that cannot run (reported through hErrNode_out).

@@ -319,10 +319,12 @@ Status GraphExec::launch(Stream& stream) {
   }
   auto plan = std::make_shared<LaunchPlan>();
   std::shared_ptr<ConditionTable> conditions = conditions_;
+  std::shared_ptr<UserObjectReferences> userObjects;
   {
     std::lock_guard lock(graphMutex());
     ROCUDA_TRY(claimAllocations());
     planGraph(*graph_, order_, *plan, conditions.get());
+    userObjects = std::make_shared<UserObjectReferences>(*graph_);
   }
   // The nodes share this launch's command: they run in a topological order, after earlier work
   // on the stream and after this graph's previous launch, and the first failure stops the rest
@@ -332,7 +334,9 @@ Status GraphExec::launch(Stream& stream) {
   if (lastLaunch_ && !lastLaunch_->done()) previous.push_back(lastLaunch_);
   auto queued = stream.context().enqueue(
       stream, "graph launch",
-      [plan, conditions]() -> Status {
+      // The launch holds the graph's user objects until it has run: an exec destroyed while
+      // launched releases its references, and the last one runs the destructor, afterwards.
+      [plan, conditions, userObjects]() mutable -> Status {
         conditions->applyDefaults(false);  // CU_GRAPH_COND_ASSIGN_DEFAULT, in stream order
         backends::GraphConditions* outer = activeConditions;
         // For cudaGraphSetConditional in this launch's kernels.
@@ -346,6 +350,7 @@ Status GraphExec::launch(Stream& stream) {
         for (const CompletionPtr& record : plan->records)
           if (!record->done()) record->complete(Status::success());
         for (const auto& [shared, number] : plan->sharedRecords) shared->finishRecord(number);
+        userObjects.reset();  // before the stream sees the launch complete
         return result;
       },
       /*runsAfterFailure=*/false, std::move(previous));

@@ -8,10 +8,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "api/cuda/graph_abi.h"
@@ -513,6 +515,50 @@ TEST_F(LibCudaGraph, UserObjectsAndMemoryNodes) {
   EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
   EXPECT_EQ(destroyedObjects, 1);
   EXPECT_EQ(CU(cuUserObjectRelease, CUuserObject, unsigned)(object, 1), CUDA_ERROR_INVALID_HANDLE);
+}
+
+// An executable graph destroyed while a launch of it is pending: the launch keeps the graph's
+// user objects, whose destructor runs once it has completed (CUDA C++ Programming Guide, "CUDA
+// User Objects": "the release will be deferred if needed").
+std::atomic<bool> hostNodeMayFinish{false};
+std::atomic<int> destroyedWhenHostNodeFinished{-1};
+void waitingHostNode(void*) {
+  while (!hostNodeMayFinish.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  destroyedWhenHostNodeFinished = destroyedObjects;
+}
+
+TEST_F(LibCudaGraph, UserObjectsOutliveAPendingLaunchOfADestroyedExec) {
+  destroyedObjects = 0;
+  hostNodeMayFinish = false;
+  CUuserObject object = nullptr;
+  ASSERT_EQ(CU(cuUserObjectCreate, CUuserObject*, void*, CUhostFn, unsigned, unsigned)(
+                &object, nullptr, destroyObject, 1, 1),
+            CUDA_SUCCESS);
+  CUgraph graph = nullptr;
+  ASSERT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&graph, 0), CUDA_SUCCESS);
+  ASSERT_EQ(
+      CU(cuGraphRetainUserObject, CUgraph, CUuserObject, unsigned, unsigned)(graph, object, 1, 1),
+      CUDA_SUCCESS);
+  CUDA_HOST_NODE_PARAMS host{waitingHostNode, nullptr};
+  CUgraphNode node = nullptr;
+  ASSERT_EQ(CU(cuGraphAddHostNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+               const CUDA_HOST_NODE_PARAMS*)(&node, graph, nullptr, 0, &host),
+            CUDA_SUCCESS);
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(
+      CU(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long)(&exec, graph, 0),
+      CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
+  CUstream stream = nullptr;
+  ASSERT_EQ(CU(cuStreamCreate, CUstream*, unsigned)(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuGraphLaunch, CUgraphExec, CUstream)(exec, stream), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+  EXPECT_EQ(destroyedObjects, 0);  // the launch still holds the object
+  hostNodeMayFinish = true;
+  ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(stream), CUDA_SUCCESS);
+  EXPECT_EQ(destroyedWhenHostNodeFinished.load(), 0);
+  EXPECT_EQ(destroyedObjects, 1);
+  EXPECT_EQ(CU(cuStreamDestroy, CUstream)(stream), CUDA_SUCCESS);
 }
 
 // The restrictions of graphs holding memory nodes (cuGraphAddMemFreeNode's documentation): an
