@@ -588,9 +588,11 @@ Result<GraphExec*> instantiateGraph(const Graph& graph, uint64_t flags,
     if (errorNode != nullptr) *errorNode = onCycle;
     return makeError(ErrorCode::InvalidValue, kCycleMessage);
   }
-  if (graph.hasMemoryNodes() && *graph.executableCount() > 0)
-    return makeError(ErrorCode::NotSupported,
-                     "a graph with memory nodes has one executable graph at a time");
+  // "Only one instantiation of the graph may exist at any point in time" (graphs with memory or
+  // conditional nodes; cuGraphInstantiate documents CUDA_ERROR_INVALID_VALUE).
+  if ((graph.hasMemoryNodes() || graph.hasConditionalNodes()) && *graph.executableCount() > 0)
+    return makeError(ErrorCode::InvalidValue,
+                     "a graph with memory or conditional nodes has one executable graph at a time");
   std::string why;
   if (const GraphNode* bad = checkConditionals(graph, false, ConditionTable(graph), &why)) {
     if (errorNode != nullptr) *errorNode = bad;

@@ -339,7 +339,7 @@ class GraphExec : public Object {
   std::vector<GraphNode*> order_;
   uint64_t flags_;
   std::shared_ptr<ConditionTable> conditions_;
-  std::shared_ptr<int> sourceCount_;  // the source graph's executableCount (memory nodes only)
+  std::shared_ptr<int> sourceCount_;  // the source graph's executableCount (memory, conditional)
   // "Only one instance of hGraphExec may be executing at a time": each launch, on whatever
   // stream, waits for the one before it.
   std::mutex launchMutex_;

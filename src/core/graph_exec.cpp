@@ -257,7 +257,7 @@ GraphExec::GraphExec(const Graph& graph, uint64_t flags)
   graph_->setEmbedded(true);
   order_ = graph_->topologicalOrder();
   conditions_ = std::make_shared<ConditionTable>(*graph_);
-  if (graph.hasMemoryNodes()) {
+  if (graph.hasMemoryNodes() || graph.hasConditionalNodes()) {
     sourceCount_ = graph.executableCount();
     ++*sourceCount_;
   }

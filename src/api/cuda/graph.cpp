@@ -4,6 +4,7 @@
 // executable-graph updates, user objects and graph memory in graph_exec.cpp.
 #include "core/graph.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -187,13 +188,17 @@ Outcome graphUpload(CUgraphExec hGraphExec, CUstream h, StreamVariant v) {
 }
 
 // The CUDA convention for list queries: with a NULL array only the count; otherwise up to
-// *count entries (the rest NULL) and the real count.
+// *count entries (the rest NULL) and the number filled in ("if numNodes is higher than the
+// actual number of nodes, the remaining entries will be set to NULL, and the number of nodes
+// actually obtained will be returned"; a smaller *count stays).
 template <class T, class Source>
 Outcome fillList(T* out, size_t* count, const std::vector<Source>& items, auto convert) {
-  if (out != nullptr) {
-    for (size_t i = 0; i < *count; ++i) out[i] = i < items.size() ? convert(items[i]) : T{};
+  if (out == nullptr) {
+    *count = items.size();
+    return {};
   }
-  *count = items.size();
+  for (size_t i = 0; i < *count; ++i) out[i] = i < items.size() ? convert(items[i]) : T{};
+  *count = std::min(*count, items.size());  // the entries filled in
   return {};
 }
 
@@ -222,6 +227,8 @@ Outcome getEdges(CUgraph hGraph, CUgraphNode* from, CUgraphNode* to, CUgraphEdge
       to[i] = present ? nodeHandle(edges[i].second) : nullptr;
       if (edgeData != nullptr) edgeData[i] = CUgraphEdgeData{};
     }
+    *numEdges = std::min(*numEdges, edges.size());  // the entries filled in
+    return {};
   }
   *numEdges = edges.size();
   return {};
@@ -247,7 +254,7 @@ Outcome changeEdges(CUgraph hGraph, const CUgraphNode* from, const CUgraphNode* 
   Result<core::Graph*> graph = lookupGraph(hGraph);
   if (!graph) return graph.error();
   if (!add && (*graph)->hasMemoryNodes())
-    return {CUDA_ERROR_NOT_SUPPORTED, "edges of a graph with memory nodes cannot be deleted"};
+    return invalidValue("edges of a graph with memory nodes cannot be deleted");
   std::vector<std::pair<core::GraphNode*, core::GraphNode*>> pairs;
   for (size_t i = 0; i < count; ++i) {
     if (Outcome edges = checkEdgeData(edgeData == nullptr ? nullptr : edgeData + i, 1); !edges.ok())
@@ -533,7 +540,7 @@ ROCUDA_EXPORT CUresult cuGraphDestroyNode(CUgraphNode hNode) {
     Result<core::GraphNode*> node = api::lookupNode(hNode);
     if (!node) return node.error();
     if ((*node)->graph().hasMemoryNodes())
-      return {CUDA_ERROR_NOT_SUPPORTED, "nodes of a graph with memory nodes cannot be deleted"};
+      return api::invalidValue("nodes of a graph with memory nodes cannot be deleted");
     if (core::graphBeingCaptured(&(*node)->graph()))
       return {CUDA_ERROR_NOT_PERMITTED, "the node's graph is being captured into"};
     return (*node)->graph().destroyNode(*node);

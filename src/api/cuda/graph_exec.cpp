@@ -112,7 +112,9 @@ ROCUDA_EXPORT CUresult cuGraphExecGetFlags(CUgraphExec hGraphExec, cuuint64_t* f
     if (flags == nullptr) return api::invalidValue("flags is NULL");
     Result<core::GraphExec*> exec = api::lookupExec(hGraphExec);
     if (!exec) return exec.error();
-    *flags = (*exec)->flags();
+    // "CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD will not be returned by this API as it does not affect
+    // the resulting executable graph."
+    *flags = (*exec)->flags() & ~cuuint64_t{CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD};
     return {};
   });
 }

@@ -142,6 +142,13 @@ Outcome streamAddCallback(CUstream h, CUstreamCallback callback, void* userData,
   if (callback == nullptr) return invalidValue("callback is NULL");
   if (flags != 0) return invalidValue("flags must be 0");
   return withStream(h, v, [&](core::Stream& s) -> Outcome {
+    // "This function is not supported with cuStreamBeginCapture and cuStreamEndCapture, unlike
+    // cuLaunchHostFunc": refused, and the capture invalidated, as any unsupported operation.
+    if (core::CaptureStatePtr capture = s.capture()) {
+      capture->invalidated = true;
+      return {CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+              "cuStreamAddCallback on a capturing stream (use cuLaunchHostFunc)"};
+    }
     core::Context* context = &s.context();
     Result<core::CompletionPtr> queued = s.context().enqueue(
         s, "callback",

@@ -517,6 +517,73 @@ TEST_F(LibCudaGraph, UserObjectsAndMemoryNodes) {
   EXPECT_EQ(CU(cuUserObjectRelease, CUuserObject, unsigned)(object, 1), CUDA_ERROR_INVALID_HANDLE);
 }
 
+// List queries fill at most the count given ("if numNodes is higher than the actual number of
+// nodes, the remaining entries will be set to NULL, and the number of nodes actually obtained
+// will be returned"): a smaller count stays. An exec's flags leave out UPLOAD ("will not be
+// returned by this API"). cuStreamAddCallback "is not supported with cuStreamBeginCapture".
+void noCallback(CUstream, CUresult, void*) {}
+
+TEST_F(LibCudaGraph, ListQueriesUploadFlagAndCallbacksInCapture) {
+  CUgraph graph = nullptr;
+  ASSERT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&graph, 0), CUDA_SUCCESS);
+  auto addEmpty = CU(cuGraphAddEmptyNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t);
+  CUgraphNode a = nullptr, b = nullptr, c = nullptr;
+  ASSERT_EQ(addEmpty(&a, graph, nullptr, 0), CUDA_SUCCESS);
+  ASSERT_EQ(addEmpty(&b, graph, &a, 1), CUDA_SUCCESS);
+  ASSERT_EQ(addEmpty(&c, graph, &a, 1), CUDA_SUCCESS);
+  auto getNodes = CU(cuGraphGetNodes, CUgraph, CUgraphNode*, size_t*);
+  CUgraphNode nodes[5] = {};
+  size_t count = 2;
+  ASSERT_EQ(getNodes(graph, nodes, &count), CUDA_SUCCESS);
+  EXPECT_EQ(count, 2u);
+  EXPECT_NE(nodes[1], nullptr);
+  EXPECT_EQ(nodes[2], nullptr);  // not written
+  count = 5;
+  ASSERT_EQ(getNodes(graph, nodes, &count), CUDA_SUCCESS);
+  EXPECT_EQ(count, 3u);
+  EXPECT_EQ(nodes[3], nullptr);
+  count = 0;
+  ASSERT_EQ(getNodes(graph, nullptr, &count), CUDA_SUCCESS);
+  EXPECT_EQ(count, 3u);
+  CUgraphNode from[2] = {}, to[2] = {};
+  count = 1;
+  ASSERT_EQ(
+      CU(cuGraphGetEdges, CUgraph, CUgraphNode*, CUgraphNode*, size_t*)(graph, from, to, &count),
+      CUDA_SUCCESS);
+  EXPECT_EQ(count, 1u);
+  EXPECT_EQ(from[0], a);
+  CUgraphNode dependents[1] = {};
+  count = 1;
+  ASSERT_EQ(
+      CU(cuGraphNodeGetDependentNodes, CUgraphNode, CUgraphNode*, size_t*)(a, dependents, &count),
+      CUDA_SUCCESS);
+  EXPECT_EQ(count, 1u);
+
+  CUDA_GRAPH_INSTANTIATE_PARAMS params{};
+  params.flags = CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD;
+  params.hUploadStream = stream_;
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(CU13(cuGraphInstantiateWithParams, CUgraphExec*, CUgraph,
+                 CUDA_GRAPH_INSTANTIATE_PARAMS*)(&exec, graph, &params),
+            CUDA_SUCCESS);
+  cuuint64_t flags = 99;
+  ASSERT_EQ(CU13(cuGraphExecGetFlags, CUgraphExec, cuuint64_t*)(exec, &flags), CUDA_SUCCESS);
+  EXPECT_EQ(flags, 0u);
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
+
+  ASSERT_EQ(CU(cuStreamBeginCapture, CUstream, CUstreamCaptureMode)(stream_,
+                                                                    CU_STREAM_CAPTURE_MODE_GLOBAL),
+            CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuStreamAddCallback, CUstream, CUstreamCallback, void*, unsigned)(
+                stream_, noCallback, nullptr, 0),
+            CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  CUgraph captured = nullptr;
+  EXPECT_EQ(CU(cuStreamEndCapture, CUstream, CUgraph*)(stream_, &captured),
+            CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  EXPECT_EQ(captured, nullptr);
+}
+
 // An executable graph destroyed while a launch of it is pending: the launch keeps the graph's
 // user objects, whose destructor runs once it has completed (CUDA C++ Programming Guide, "CUDA
 // User Objects": "the release will be deferred if needed").
@@ -584,10 +651,11 @@ TEST_F(LibCudaGraph, MemoryNodeRestrictionsAndUnfreedAllocations) {
             CUDA_SUCCESS);
   CUgraph clone = nullptr;
   EXPECT_EQ(CU(cuGraphClone, CUgraph*, CUgraph)(&clone, graph), CUDA_ERROR_NOT_SUPPORTED);
-  EXPECT_EQ(CU(cuGraphDestroyNode, CUgraphNode)(fill), CUDA_ERROR_NOT_SUPPORTED);
+  // Documented as CUDA_ERROR_INVALID_VALUE (cuGraphDestroyNode, cuGraphRemoveDependencies).
+  EXPECT_EQ(CU(cuGraphDestroyNode, CUgraphNode)(fill), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(CU(cuGraphRemoveDependencies, CUgraph, const CUgraphNode*, const CUgraphNode*, size_t)(
                 graph, &allocNode, &fill, 1),
-            CUDA_ERROR_NOT_SUPPORTED);
+            CUDA_ERROR_INVALID_VALUE);
   // "Modifying parameters is not supported for node types CU_GRAPH_NODE_TYPE_MEM_ALLOC".
   CUgraphNodeParams allocParams{};
   allocParams.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
@@ -600,7 +668,7 @@ TEST_F(LibCudaGraph, MemoryNodeRestrictionsAndUnfreedAllocations) {
   auto instantiate = CU(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long);
   CUgraphExec exec = nullptr, second = nullptr;
   ASSERT_EQ(instantiate(&exec, graph, 0), CUDA_SUCCESS);
-  EXPECT_EQ(instantiate(&second, graph, 0), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(instantiate(&second, graph, 0), CUDA_ERROR_INVALID_VALUE);
   launchAndWait(exec);
   std::vector<uint32_t> out(kN);
   ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(out.data(), alloc.dptr, kN * 4),

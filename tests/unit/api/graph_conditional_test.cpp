@@ -359,15 +359,18 @@ TEST_F(LibCudaConditional, WithoutAssignDefaultTheValuePersistsPerExec) {
   add(bodies[0], {}, 1);
   setCond(graph, {node}, h, 0);  // after the IF: later launches of this exec skip the body
   CUgraphExec first = instantiate(graph);
-  CUgraphExec second = instantiate(graph);
   launch(first);
   launch(first);
   expectData(1);
-  launch(second);  // its own condition, still at the default
+  // One instantiation at a time: the next one, after the first is destroyed, has its own
+  // condition, at the default again.
+  ASSERT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(first), CUDA_SUCCESS);
+  CUgraphExec second = instantiate(graph);
+  launch(second);
   expectData(2);
   launch(second);
   expectData(2);
-  destroy(graph, {first, second});
+  destroy(graph, {second});
 
   // The same graph with ASSIGN_DEFAULT runs the body at every launch.
   graph = newGraph();
@@ -401,6 +404,11 @@ TEST_F(LibCudaConditional, GraphsWithConditionalsAreNeitherClonedNorChildren) {
             CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(parent), CUDA_SUCCESS);
   CUgraphExec exec = instantiate(graph);
+  // "Only one instantiation of the graph may exist at any point in time".
+  CUgraphExec second = nullptr;
+  EXPECT_EQ(
+      CU(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long)(&second, graph, 0),
+      CUDA_ERROR_INVALID_VALUE);
   setCounter(2);
   launch(exec);
   expectData(6);
