@@ -104,7 +104,10 @@
 //  * ROCUDA_MEMCHECK (CompileOptions::memcheck, host code only): before every ld/ldu/st (scalar
 //    or vector: one call for the whole vector), atom/red and cp.async, `void __rocuda_memcheck(
 //    ptr address, i64 size, i32 access, i32 ptxLine, ptr source, ptr localBase, i64 localSize)`:
-//    access is kMemcheckWrite | kMemcheckAtomic (atom/red) | space << kMemcheckSpaceShift (the
+//    access is kMemcheckWrite | kMemcheckAtomic (atom/red, and the strong ld/st: .volatile,
+//    .relaxed, .acquire, .release, which are no data races either) | kMemcheckAcquire (the access
+//    acquires: an .acquire/.acq_rel load or atom; a fence or membar calls with a null address,
+//    size 0 and only this flag) | space << kMemcheckSpaceShift (the
 //    kMemcheck* space codes below, 3 bits; .param accesses are not checked); source is "file:line"
 //    of the last `.loc` (nvcc -lineinfo) or null; for .local accesses in a function with one .local
 //    variable (nvcc's depot), [localBase, localBase + localSize) is that variable, else null and 0.
@@ -176,12 +179,13 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-54";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-55";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;
 inline constexpr uint32_t kMemcheckSpaceShift = 1;
 inline constexpr uint32_t kMemcheckAtomic = 1u << 4;
+inline constexpr uint32_t kMemcheckAcquire = 1u << 5;
 inline constexpr uint32_t kMemcheckGeneric = 0, kMemcheckGlobal = 1, kMemcheckShared = 2,
                           kMemcheckLocal = 3, kMemcheckConst = 4;
 

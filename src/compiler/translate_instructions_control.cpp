@@ -297,6 +297,7 @@ Status translateControlOp(FunctionTranslator& t, const ptx::Instruction& inst) {
     case ptx::Opcode::membar:
     case ptx::Opcode::fence:
       if (inst.hasModifier("proxy") || inst.hasModifier("mbarrier_init")) return Status::success();
+      t.checkFence(inst);
       markScope(*B.CreateFence(llvm::AtomicOrdering::SequentiallyConsistent), inst, nullptr);
       return Status::success();
     case ptx::Opcode::activemask: {

@@ -187,7 +187,11 @@ Status load(FunctionTranslator& t, const ptx::Instruction& inst) {
                     inst.space == ptx::StateSpace::Const;
   bool pollable = (isVolatile || order != llvm::AtomicOrdering::NotAtomic) && !unchanging &&
                   elements.size() == 1;
-  t.checkAccess(inst, ptr, uint64_t(size) * elements.size(), /*write=*/false, inst.space);
+  bool acquires = order == llvm::AtomicOrdering::Acquire ||
+                  order == llvm::AtomicOrdering::AcquireRelease ||
+                  order == llvm::AtomicOrdering::SequentiallyConsistent;
+  t.checkAccess(inst, ptr, uint64_t(size) * elements.size(), /*write=*/false, inst.space,
+                /*atomic=*/isVolatile || order != llvm::AtomicOrdering::NotAtomic, acquires);
   if (wholeVectorAccess(inst, elements.size(), size) && !unchanging) {
     // One access of the whole vector, as NVIDIA's GPUs make it: a look-back reads a tile's
     // status and value together (CUB's 16-byte tile descriptors). Volatile keeps it whole and
@@ -236,7 +240,8 @@ Status store(FunctionTranslator& t, const ptx::Instruction& inst) {
   unsigned size = ptx::scalarTypeSize(type);
   llvm::AtomicOrdering order = orderingOf(inst);
   bool isVolatile = inst.hasModifier("volatile");
-  t.checkAccess(inst, ptr, uint64_t(size) * elements.size(), /*write=*/true, inst.space);
+  t.checkAccess(inst, ptr, uint64_t(size) * elements.size(), /*write=*/true, inst.space,
+                /*atomic=*/isVolatile || order != llvm::AtomicOrdering::NotAtomic);
   bool whole = wholeVectorAccess(inst, elements.size(), size);
   // Stores move bits: a register is read as bits of the type's size (never converted). Plain
   // f32/f64 stores read those bits as the float type, a bitcast: a copy (`out[i] = in[i]`) and

@@ -58,19 +58,30 @@ llvm::Constant* ModuleTranslator::memcheckSource(uint32_t file, uint32_t line) {
   return global;
 }
 
-void FunctionTranslator::checkAccess(const ptx::Instruction& inst, llvm::Value* ptr,
-                                     uint64_t size, bool write, ptx::StateSpace space,
-                                     bool atomic) {
+void FunctionTranslator::checkAccess(const ptx::Instruction& inst, llvm::Value* ptr, uint64_t size,
+                                     bool write, ptx::StateSpace space, bool atomic,
+                                     bool acquires) {
   if (!mt.memcheck) return;
-  checkAccess(inst, ptr, b.getInt64(size), write, space, atomic);
+  checkAccess(inst, ptr, b.getInt64(size), write, space, atomic, acquires);
+}
+
+void FunctionTranslator::checkFence(const ptx::Instruction& inst) {
+  if (!mt.memcheck) return;
+  b.CreateCall(
+      mt.memcheckFunction(),
+      {llvm::ConstantPointerNull::get(b.getPtrTy()), b.getInt64(0), b.getInt32(kMemcheckAcquire),
+       b.getInt32(inst.loc.line), mt.memcheckSource(inst.sourceFile, inst.sourceLine),
+       llvm::ConstantPointerNull::get(b.getPtrTy()), b.getInt64(0)});
 }
 
 void FunctionTranslator::checkAccess(const ptx::Instruction& inst, llvm::Value* ptr,
                                      llvm::Value* size, bool write, ptx::StateSpace space,
-                                     bool atomic) {
+                                     bool atomic, bool acquires) {
   if (!mt.memcheck || space == ptx::StateSpace::Param) return;  // params: our own buffers
-  // .local accesses are checked against the function's depot when it has exactly one .local
-  // variable (nvcc's __local_depotN); otherwise the runtime accepts any address on the stack.
+  // .local accesses of a kernel are checked against its depot when it has exactly one .local
+  // variable (nvcc's __local_depotN); otherwise the runtime accepts any address on the stack. A
+  // .func's are not: it may write into its caller's depot through a pointer (NVVM returns
+  // results of functions it does not inline so).
   llvm::Value* localBase = llvm::ConstantPointerNull::get(b.getPtrTy());
   uint64_t localSize = 0;
   const ptx::Variable* depot = nullptr;
@@ -80,14 +91,14 @@ void FunctionTranslator::checkAccess(const ptx::Instruction& inst, llvm::Value* 
       depot = &var;
       ++localCount;
     }
-  if (space == ptx::StateSpace::Local && localCount == 1) {
+  if (space == ptx::StateSpace::Local && localCount == 1 && fn.isEntry) {
     if (auto it = locals_.find(depot->name); it != locals_.end()) {
       localBase = it->second;
       localSize = std::max<uint64_t>(depot->sizeInBytes(), 1);
     }
   }
   uint32_t access = (write ? kMemcheckWrite : 0) | (atomic ? kMemcheckAtomic : 0) |
-                    (spaceCode(space) << kMemcheckSpaceShift);
+                    (acquires ? kMemcheckAcquire : 0) | (spaceCode(space) << kMemcheckSpaceShift);
   b.CreateCall(mt.memcheckFunction(), {ptr, size, b.getInt32(access), b.getInt32(inst.loc.line),
                                        mt.memcheckSource(inst.sourceFile, inst.sourceLine),
                                        localBase, b.getInt64(localSize)});

@@ -232,10 +232,12 @@ class FunctionTranslator {
   Result<llvm::Value*> address(const ptx::Operand& op, ptx::StateSpace space);
   // ROCUDA_MEMCHECK: check [ptr, ptr+size) before `inst` accesses it (nothing when off).
   void checkAccess(const ptx::Instruction& inst, llvm::Value* ptr, uint64_t size, bool write,
-                   ptx::StateSpace space, bool atomic = false);
+                   ptx::StateSpace space, bool atomic = false, bool acquires = false);
   // The same for a size known only at run time (an i64).
   void checkAccess(const ptx::Instruction& inst, llvm::Value* ptr, llvm::Value* size, bool write,
-                   ptx::StateSpace space, bool atomic = false);
+                   ptx::StateSpace space, bool atomic = false, bool acquires = false);
+  // Under memcheck, a fence or membar: what the race check orders accesses by.
+  void checkFence(const ptx::Instruction& inst);
   // The value of a symbol used as an operand (`mov r, sym`): its address in its own space.
   Result<llvm::Value*> symbolValue(std::string_view name, int64_t offset);
 

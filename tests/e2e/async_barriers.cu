@@ -1,11 +1,14 @@
 // Asynchronous barriers (cuda::barrier, PTX mbarrier, sm_80): phases of arrive_and_wait with
 // shared-memory exchanges between them, split arrive / wait with work in between,
 // arrive_and_drop, a producer warp and consumer warps handing tiles over through two barriers
-// (full / empty), and cuda::memcpy_async completing on a barrier; checked against host
-// references.
+// (full / empty), cuda::memcpy_async completing on a barrier, and the release/acquire kind:
+// cuda::std::barrier and a flag in shared memory; checked against host references.
 #include <cooperative_groups.h>
 
+#include <cuda/atomic>
 #include <cuda/barrier>
+#include <cuda/std/barrier>
+#include <new>
 #include <vector>
 
 #include "e2e_check.h"
@@ -151,6 +154,44 @@ __global__ void copyIgnoringSource(const int* in, int* out) {
   out[threadIdx.x] = tile[threadIdx.x];
 }
 
+// cuda::std::barrier (an atomic counter, arrive with release, wait with acquire) between a
+// warp's writes and another warp's reads of shared memory, over several phases.
+__global__ void stdBarrierExchange(int* out) {
+  using StdBarrier = cuda::std::barrier<>;
+  __shared__ alignas(StdBarrier) unsigned char storage[sizeof(StdBarrier)];
+  __shared__ int data[64];
+  auto* barrier = reinterpret_cast<StdBarrier*>(storage);
+  int t = threadIdx.x;
+  if (t == 0) new (barrier) StdBarrier(64);
+  __syncthreads();
+  int value = seed(blockIdx.x, t);
+  for (int p = 0; p < 3; ++p) {
+    data[t] = value;
+    barrier->arrive_and_wait();  // the writes before the reads
+    value += data[63 - t];
+    barrier->arrive_and_wait();  // the reads before the next writes
+  }
+  out[blockIdx.x * 64 + t] = value;
+}
+
+// Warp 0 writes, then releases a flag; warp 1 acquires it, then reads.
+__global__ void releaseAcquireFlag(int* out) {
+  __shared__ int data[32];
+  __shared__ int flag;
+  if (threadIdx.x == 0) flag = 0;
+  __syncthreads();
+  cuda::atomic_ref<int, cuda::thread_scope_block> ready(flag);
+  if (threadIdx.x < 32) {
+    data[threadIdx.x] = seed(blockIdx.x, threadIdx.x);
+    __syncwarp();
+    if (threadIdx.x == 0) ready.store(1, cuda::std::memory_order_release);
+  } else {
+    while (ready.load(cuda::std::memory_order_acquire) == 0) {
+    }
+    out[blockIdx.x * 32 + threadIdx.x - 32] = data[threadIdx.x - 32] * 3;
+  }
+}
+
 int main() {
   Checker check("async_barriers");
   const int blocks = 3;
@@ -250,6 +291,36 @@ int main() {
     for (int t = 0; t < 128; ++t) check.eq("cp.async ignore-src", t, t % 2 ? 0 : 1000 + t, got[t]);
     CHECK(cudaFree(dIn));
     CHECK(cudaFree(dOut));
+  }
+  {  // cuda::std::barrier: 64 threads
+    int* d = nullptr;
+    CHECK(cudaMalloc(&d, blocks * 64 * sizeof(int)));
+    stdBarrierExchange<<<blocks, 64>>>(d);
+    CHECK_LAUNCH();
+    std::vector<int> got = download(d, blocks * 64);
+    for (int b = 0; b < blocks; ++b) {
+      std::vector<int> v(64);
+      for (int t = 0; t < 64; ++t) v[t] = seed(b, t);
+      for (int p = 0; p < 3; ++p) {
+        std::vector<int> next(64);
+        for (int t = 0; t < 64; ++t) next[t] = v[t] + v[63 - t];
+        v = next;
+      }
+      for (int t = 0; t < 64; ++t)
+        check.eq("stdBarrierExchange", b * 64 + t, v[t], got[b * 64 + t]);
+    }
+    CHECK(cudaFree(d));
+  }
+  {  // release/acquire flag: 64 threads
+    int* d = nullptr;
+    CHECK(cudaMalloc(&d, blocks * 32 * sizeof(int)));
+    releaseAcquireFlag<<<blocks, 64>>>(d);
+    CHECK_LAUNCH();
+    std::vector<int> got = download(d, blocks * 32);
+    for (int b = 0; b < blocks; ++b)
+      for (int t = 0; t < 32; ++t)
+        check.eq("releaseAcquireFlag", b * 32 + t, seed(b, t) * 3, got[b * 32 + t]);
+    CHECK(cudaFree(d));
   }
   CHECK(cudaDeviceSynchronize());
   return check.finish();

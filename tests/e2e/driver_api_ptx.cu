@@ -91,6 +91,50 @@ DONE:
   st.global.u64 [%rd5], %rd4;
   ret;
 }
+
+// A function that writes through a pointer into its caller's local memory (st.local after
+// cvta.to.local), as NVVM does for functions it does not inline: the same thread's local
+// memory, which memcheck (ROCUDA_MEMCHECK=1: e2e.driver_api_ptx.memcheck) must accept.
+.func store_through(.param .b64 p, .param .b64 v)
+{
+  .reg .b64 %rd<4>;
+  .local .align 8 .b8 own[8];
+  ld.param.u64 %rd1, [p];
+  ld.param.u64 %rd2, [v];
+  cvta.to.local.u64 %rd3, %rd1;
+  st.local.u64 [%rd3], %rd2;
+  ret;
+}
+
+.visible .entry through_caller_local(.param .u64 out_ptr)
+{
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<10>;
+  .reg .b64 %SP;
+  .reg .b64 %SPL;
+  .local .align 8 .b8 depot[64];
+  mov.u64 %SPL, depot;
+  cvta.local.u64 %SP, %SPL;
+  add.u64 %rd1, %SP, 56;
+  mov.u32 %r1, %tid.x;
+  cvt.u64.u32 %rd2, %r1;
+  add.u64 %rd2, %rd2, 42;
+  {
+    .param .b64 a0;
+    .param .b64 a1;
+    st.param.b64 [a0], %rd1;
+    st.param.b64 [a1], %rd2;
+    call.uni store_through, (a0, a1);
+  }
+  add.u64 %rd3, %SPL, 56;
+  ld.local.u64 %rd4, [%rd3];
+  ld.param.u64 %rd5, [out_ptr];
+  cvta.to.global.u64 %rd6, %rd5;
+  mul.wide.u32 %rd7, %r1, 8;
+  add.s64 %rd8, %rd6, %rd7;
+  st.global.u64 [%rd8], %rd4;
+  ret;
+}
 )PTX";
 
 // Well-formed PTX text with an instruction that does not exist.
@@ -174,6 +218,8 @@ int main() {
   CUfunction affine = nullptr, iota = nullptr;
   CU_CHECK(cuModuleGetFunction(&affine, module, "affine"));
   CU_CHECK(cuModuleGetFunction(&iota, module, "iota"));
+  CUfunction throughCallerLocal = nullptr;
+  CU_CHECK(cuModuleGetFunction(&throughCallerLocal, module, "through_caller_local"));
 
   // The module global starts at zero (PTX .global without an initialiser).
   CUdeviceptr launched = 0;
@@ -234,6 +280,22 @@ int main() {
   failures += iotaBad;
   failures += runAffine(affine, 777, -2, 5);
   CU_CHECK(cuMemFree(dIota));
+
+  // A function's result written into its caller's local memory: thread t reads back 42 + t.
+  CUdeviceptr dLocal = 0;
+  CU_CHECK(cuMemAlloc(&dLocal, 64 * sizeof(unsigned long long)));
+  void* localParams[] = {&dLocal};
+  CU_CHECK(cuLaunchKernel(throughCallerLocal, 1, 1, 1, 64, 1, 1, 0, nullptr, localParams, nullptr));
+  CU_CHECK(cuCtxSynchronize());
+  std::vector<unsigned long long> localOut(64);
+  CU_CHECK(cuMemcpyDtoH(localOut.data(), dLocal, 64 * sizeof(unsigned long long)));
+  for (int t = 0; t < 64; ++t)
+    if (localOut[t] != 42u + t) {
+      std::fprintf(stderr, "MISMATCH through_caller_local[%d]: expected %d, got %llu\n", t, 42 + t,
+                   localOut[t]);
+      ++failures;
+    }
+  CU_CHECK(cuMemFree(dLocal));
 
   CU_CHECK(cuModuleUnload(module));
   CU_CHECK(cuCtxDestroy(ctx));

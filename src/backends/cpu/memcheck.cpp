@@ -289,6 +289,11 @@ static void memcheckAccess(const void* address, uint64_t size, uint32_t access, 
   const ThreadState& thread = *currentThread();
   const BlockState& block = *thread.block;
   const GridState& grid = *block.grid;
+  bool acquires = (access & compiler::kMemcheckAcquire) != 0;
+  if (address == nullptr && size == 0 && acquires) {  // a fence
+    if (memcheckRaceEnabled()) raceCheckAcquired(block);
+    return;
+  }
   // Every PTX access (a vector as a whole) needs an address aligned to its size; NVIDIA's GPUs
   // fail the launch with CUDA_ERROR_MISALIGNED_ADDRESS otherwise, x86 would just run it.
   bool misaligned = (size == 2 || size == 4 || size == 8 || size == 16) && at % size != 0;
@@ -300,6 +305,7 @@ static void memcheckAccess(const void* address, uint64_t size, uint32_t access, 
     if (memcheckRaceEnabled() && at >= shared && at - shared < grid.sharedBytes &&
         (space == compiler::kMemcheckShared || space == compiler::kMemcheckGeneric))
       raceCheckShared(static_cast<uint32_t>(at - shared), size, access, ptxLine, source);
+    if (memcheckRaceEnabled() && acquires) raceCheckAcquired(block);
     return;
   }
   // One report per launch: the first invalid access; other blocks stop without a line.

@@ -37,6 +37,10 @@ void raceCheckShared(uint32_t offset, uint64_t size, uint32_t access, uint32_t p
 // A wait of a thread of `block` saw the phase of the mbarrier at `mbarrier` complete: the first
 // such wait of each phase starts a new epoch of the race check.
 void raceCheckMBarrierPassed(const BlockState& block, const void* mbarrier);
+// A thread of `block` acquired (an .acquire load or atom, a fence): what other threads released
+// before it may be ordered before what it does next, which the check does not follow, so it
+// starts a new epoch (it may miss races then, never report one that is not).
+void raceCheckAcquired(const BlockState& block);
 
 // The memory kernels may reach through pointers: allocations of the device (device, pinned and
 // managed memory, pool allocations), host ranges registered with cuMemHostRegister and module

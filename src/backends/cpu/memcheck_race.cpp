@@ -6,7 +6,10 @@
 // Threads of one warp are not compared: they may order their accesses with __syncwarp or warp
 // collectives, which this check does not track. A wait that sees an mbarrier phase complete
 // (cuda::barrier, cuda::pipeline) starts a new epoch too, as a block barrier does: accesses
-// before the phase's arrivals and after its waits are ordered (raceCheckMBarrierPassed).
+// before the phase's arrivals and after its waits are ordered (raceCheckMBarrierPassed); so does
+// any acquire (cuda::std::barrier's and atomic flags' release/acquire pairs, fences:
+// raceCheckAcquired). Strong accesses (atomics, volatile/relaxed/acquire/release loads and
+// stores) never race with one another.
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -46,12 +49,12 @@ struct Shadow {
   std::array<uint32_t, 3> ctaid{};
   uint32_t gridId = 0;
   uint64_t serial = 0;
-  // mbarrier phases seen completed by a wait (address -> its phase bit after the completion),
-  // and how many: each starts a new epoch, as a block barrier does (raceCheckMBarrierPassed).
+  // mbarrier phases seen completed by a wait (address -> its phase bit after the completion);
+  // each, and each acquire, starts a new epoch, as a block barrier does.
   std::unordered_map<uintptr_t, uint64_t> mbarrierPhases;
-  uint32_t mbarrierEpochs = 0;
+  uint32_t syncEpochs = 0;
   uint64_t stamp(const BlockState& b) const {
-    return (serial << 32) | static_cast<uint32_t>(b.barrierEpoch + mbarrierEpochs);
+    return (serial << 32) | static_cast<uint32_t>(b.barrierEpoch + syncEpochs);
   }
 };
 
@@ -64,7 +67,7 @@ Shadow& shadowOf(const BlockState& block) {
     shadow.gridId = grid.gridId;
     ++shadow.serial;  // every word's stamp is stale now: no clearing needed
     shadow.mbarrierPhases.clear();
-    shadow.mbarrierEpochs = 0;
+    shadow.syncEpochs = 0;
   }
   size_t words = (size_t{grid.sharedBytes} + 3) / 4;
   if (shadow.words.size() < words) shadow.words.resize(words);
@@ -174,8 +177,10 @@ void raceCheckMBarrierPassed(const BlockState& block, const void* mbarrier) {
       shadow.mbarrierPhases.try_emplace(reinterpret_cast<uintptr_t>(mbarrier), phase);
   if (first || it->second != phase) {
     it->second = phase;
-    ++shadow.mbarrierEpochs;
+    ++shadow.syncEpochs;
   }
 }
+
+void raceCheckAcquired(const BlockState& block) { ++shadowOf(block).syncEpochs; }
 
 }  // namespace rocuda::backends::cpu
