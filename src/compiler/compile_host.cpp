@@ -99,7 +99,8 @@ Result<HostObject> compileForHost(std::string_view ptxText, std::string_view mod
   bool oneKernel = unit.kind == HostUnit::Kind::Kernel;
   std::string name = unitName(moduleName, unit);
   auto translated = detail::translatePtx(context, ptxText, moduleName, result.info,
-                                         options.memcheck, oneKernel ? unit.kernel : "");
+                                         options.memcheck, oneKernel ? unit.kernel : "",
+                                         /*deferUnsupported=*/true);
   if (!translated.ok()) return translated.error();
   std::unique_ptr<llvm::Module> module = std::move(*translated);
   dumpModule(*module, name, ".ll");

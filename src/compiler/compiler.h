@@ -325,6 +325,9 @@ struct KernelInfo {
   bool cpuLockstep = false;
   uint32_t cpuLockstepFrameBytes = 0;
   std::string cpuSlowPathReason;  // ThreadEntry although block forms were asked for: why
+  // Not empty when the kernel reaches an instruction the translator refuses (the diagnostic, with
+  // the instruction's line and column): its code traps, and a launch fails with NotSupported.
+  std::string unsupported;
 };
 
 // The symbol of a kernel's host code in the form it took.

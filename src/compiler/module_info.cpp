@@ -8,7 +8,7 @@ namespace rocuda::compiler {
 namespace {
 
 constexpr uint8_t kMagic[4] = {'R', 'C', 'M', 'I'};
-constexpr uint32_t kFormatVersion = 11;
+constexpr uint32_t kFormatVersion = 12;
 
 class Writer {
  public:
@@ -111,7 +111,7 @@ bool readKernel(Reader& r, KernelInfo& k) {
   }
   if (!r.u8(lockstep) || lockstep > 1) return false;
   k.cpuLockstep = lockstep != 0;
-  return r.u32(k.cpuLockstepFrameBytes) && r.str(k.cpuSlowPathReason);
+  return r.u32(k.cpuLockstepFrameBytes) && r.str(k.cpuSlowPathReason) && r.str(k.unsupported);
 }
 
 }  // namespace
@@ -187,6 +187,7 @@ std::vector<uint8_t> ModuleInfo::serialize() const {
     w.u8(k.cpuLockstep ? 1 : 0);
     w.u32(k.cpuLockstepFrameBytes);
     w.str(k.cpuSlowPathReason);
+    w.str(k.unsupported);
   }
   w.u32(static_cast<uint32_t>(globals.size()));
   for (const auto& g : globals) {

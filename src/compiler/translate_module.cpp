@@ -486,6 +486,15 @@ KernelInfo ModuleTranslator::kernelInfo(const ptx::Function& fn) const {
         if (var.space == ptx::StateSpace::Local) local += var.sizeInBytes();
   info.localBytesPerThread = static_cast<uint32_t>(local);
   info.usesPrintf = reached.count("vprintf") != 0;
+  if (auto own = unsupportedFunctions_.find(fn.name); own != unsupportedFunctions_.end()) {
+    info.unsupported = own->second;
+  } else {
+    for (const auto& name : reached)
+      if (auto it = unsupportedFunctions_.find(name); it != unsupportedFunctions_.end()) {
+        info.unsupported = it->second;
+        break;
+      }
+  }
   info.usesDeviceMalloc = reached.count("malloc") != 0 || reached.count("free") != 0;
   for (size_t i = 0; i < 3 && i < fn.performance.maxntid.size(); ++i)
     info.maxntid[i] = fn.performance.maxntid[i];
@@ -515,7 +524,18 @@ Result<std::unique_ptr<llvm::Module>> ModuleTranslator::translate(ModuleInfo& in
     if (!onlyKernel.empty() && (!selected.count(fn.name) || (fn.isEntry && fn.name != onlyKernel)))
       continue;
     FunctionTranslator ft(*this, fn, functions_[fn.name]);
-    ROCUDA_TRY(ft.translate());
+    Status translated = ft.translate();
+    if (translated.ok()) continue;
+    if (!deferUnsupported || translated.error().code != ErrorCode::UnsupportedPtx)
+      return translated.error();
+    llvm::Function* f = functions_[fn.name];
+    f->deleteBody();
+    llvm::IRBuilder<> stub(llvm::BasicBlock::Create(context_, "unsupported", f));
+    stub.CreateCall(trapFunction());
+    stub.CreateUnreachable();
+    unsupportedFunctions_[fn.name] = translated.error().message;
+    log::info(module_->getModuleIdentifier() + ": " + translated.error().message +
+              "; a kernel that reaches it fails at launch with CUDA_ERROR_NOT_SUPPORTED");
   }
   if (!onlyKernel.empty()) {
     // The functions left out are internal declarations, which are not valid IR: none is used
@@ -544,7 +564,8 @@ Result<std::unique_ptr<llvm::Module>> ModuleTranslator::translate(ModuleInfo& in
 Result<std::unique_ptr<llvm::Module>> translatePtx(llvm::LLVMContext& context,
                                                    std::string_view ptxText,
                                                    std::string_view moduleName, ModuleInfo& info,
-                                                   bool memcheck, std::string_view onlyKernel) {
+                                                   bool memcheck, std::string_view onlyKernel,
+                                                   bool deferUnsupported) {
   ptx::ParseResult parsed = ptx::parseModule(ptxText, moduleName);
   if (parsed.hasErrors()) return makeError(ErrorCode::InvalidPtx, parsed.formatDiagnostics());
   // PTX ISA 9.x (compiler.h: kNewestPtxVersion).
@@ -562,6 +583,7 @@ Result<std::unique_ptr<llvm::Module>> translatePtx(llvm::LLVMContext& context,
   ModuleTranslator translator(context, parsed.module, moduleName);
   translator.memcheck = memcheck;
   translator.onlyKernel = std::string(onlyKernel);
+  translator.deferUnsupported = deferUnsupported;
   return translator.translate(info);
 }
 

@@ -9,6 +9,7 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -120,6 +121,10 @@ class ModuleTranslator {
   // device's lazy compilation, linked against the unit that defines them); `info` then
   // describes that kernel and no globals.
   std::string onlyKernel;
+  // When set, a function with an instruction the translator refuses (UnsupportedPtx) does not fail
+  // the module: its body traps and the kernels that reach it carry KernelInfo::unsupported (the
+  // code compiled to run; the PTX checker and the ISA tests want every refusal as an error).
+  bool deferUnsupported = false;
   // Set by an instruction whose result can depend on f32 subnormals (see kF32FlushFlag).
   bool keepsF32Subnormals = false;
 
@@ -163,6 +168,11 @@ class ModuleTranslator {
   std::unordered_map<std::string, llvm::GlobalVariable*> globals_;
   std::unordered_map<std::string, llvm::Function*> functions_;
   std::unordered_map<std::string, const ptx::Function*> functionDefs_;
+  // Functions with an instruction the translator refuses (unsupported, not invalid), and why:
+  // their body traps, and the kernels that reach one fail at launch (KernelInfo::unsupported),
+  // not the module at load, so that a module's other kernels run (a Hopper fast path compiled
+  // beside its fallback).
+  std::map<std::string, std::string> unsupportedFunctions_;
   std::set<std::string> exiting_;  // see mayExit
   std::unordered_map<std::string, uint64_t> sharedOffsets_;
   std::unordered_map<std::string, uint64_t> sharedStaticBytes_;    // per kernel
@@ -289,12 +299,14 @@ class FunctionTranslator {
 // Parse `ptxText` and translate it into a target-neutral module in `context`, filling `info`:
 // InvalidPtx with every parser diagnostic, or the translator's own error. Not verified yet (the
 // callers dump the IR first, so that IR that does not verify can be looked at).
-// With `onlyKernel`, only that kernel (ModuleTranslator::onlyKernel).
+// With `onlyKernel`, only that kernel (ModuleTranslator::onlyKernel); `deferUnsupported`: see
+// ModuleTranslator::deferUnsupported.
 Result<std::unique_ptr<llvm::Module>> translatePtx(llvm::LLVMContext& context,
                                                    std::string_view ptxText,
                                                    std::string_view moduleName, ModuleInfo& info,
                                                    bool memcheck = false,
-                                                   std::string_view onlyKernel = {});
+                                                   std::string_view onlyKernel = {},
+                                                   bool deferUnsupported = false);
 
 // An Internal error saying that `stage`'s IR of `moduleName` does not verify, and why (a
 // compiler fault), when `module` is not valid IR.

@@ -36,6 +36,9 @@ Status validateConfiguration(const Kernel& kernel, const backends::DeviceDescrip
                      std::to_string(threads) + " threads per block; the device allows " +
                          std::to_string(device.maxThreadsPerBlock));
   const auto& info = kernel.info();
+  if (!info.unsupported.empty())
+    return makeError(ErrorCode::NotSupported,
+                     "kernel '" + info.name + "' cannot run: " + info.unsupported);
   for (int i = 0; i < 3; ++i) {
     uint32_t required = info.reqntid[i] != 0 ? info.reqntid[i] : 0;
     if (required != 0 && request.block[i] != required)

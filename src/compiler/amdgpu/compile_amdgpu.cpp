@@ -203,7 +203,8 @@ Result<AmdgpuCompilation> compileForAmdgpu(std::string_view ptx, std::string_vie
   context.setDiagnosticHandlerCallBack(collectDiagnostic, &backendErrors);
 
   ModuleInfo info;
-  auto translated = detail::translatePtx(context, ptx, moduleName, info);
+  auto translated = detail::translatePtx(context, ptx, moduleName, info, /*memcheck=*/false,
+                                         /*onlyKernel=*/{}, /*deferUnsupported=*/true);
   if (!translated.ok()) return translated.error();
   std::unique_ptr<llvm::Module> module = std::move(*translated);
   ROCUDA_TRY(detail::verifiedIr(*module, moduleName, "translated"));

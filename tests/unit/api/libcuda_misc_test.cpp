@@ -1820,5 +1820,51 @@ TEST_F(Driver, ForkedChildOfAnInitializedParentIsNotInitialized) {
   EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(data), CUDA_SUCCESS);
 }
 
+// An instruction Rocuda refuses fails the kernels that reach it, at launch (NOT_SUPPORTED, no
+// sticky error), not the module: its other kernels load and run (a fast path compiled beside its
+// fallback).
+TEST_F(Driver, UnsupportedInstructionFailsOnlyItsKernelAtLaunch) {
+  const char* ptx = R"(.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry refused(.param .u64 out)
+{
+  .reg .pred %p<2>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  isspacep.param %p1, %rd1;
+  ret;
+}
+.visible .entry plain(.param .u64 out)
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, 7;
+  st.global.u32 [%rd1], %r1;
+  ret;
+}
+)";
+  CUmodule module = nullptr;
+  ASSERT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, ptx), CUDA_SUCCESS);
+  CUfunction refused = nullptr, plain = nullptr;
+  auto get = CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*);
+  ASSERT_EQ(get(&refused, module, "refused"), CUDA_SUCCESS);
+  ASSERT_EQ(get(&plain, module, "plain"), CUDA_SUCCESS);
+  CUdeviceptr data = 0;
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&data, 4), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemsetD32, CUdeviceptr, unsigned, size_t)(data, 0, 1), CUDA_SUCCESS);
+  void* args[] = {&data};
+  auto launch = proc<Launch>("cuLaunchKernel", 7000);
+  EXPECT_EQ(launch(refused, 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(launch(plain, 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
+  unsigned value = 0;
+  ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(&value, data, 4), CUDA_SUCCESS);
+  EXPECT_EQ(value, 7u);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(data), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
+}
+
 }  // namespace
 }  // namespace rocuda::cuda::testing
