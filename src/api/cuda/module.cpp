@@ -180,7 +180,15 @@ Outcome functionAttribute(int* pi, CUfunction_attribute attrib, const void* hand
                                                : static_cast<int>(kernel.info().localBytesPerThread);
       return {};
     case CU_FUNC_ATTRIBUTE_NUM_REGS:
-      *pi = resources.registersPerThread;
+      // A device without a register file (the CPU) reports each thread's share of the
+      // multiprocessor's at full occupancy, a multiple of 8 as register allocations are: never 0,
+      // which NVIDIA does not report and libraries divide by (cuSPARSE), and never a limit below
+      // the thread limit, as the occupancy calculator takes no registers there.
+      *pi = resources.registersPerThread > 0
+                ? resources.registersPerThread
+                : std::min(255, device.registersPerMultiprocessor /
+                                    std::max(1, device.maxThreadsPerMultiprocessor)) /
+                      8 * 8;
       return {};
     case CU_FUNC_ATTRIBUTE_PTX_VERSION:
       // The arch the PTX was generated for (compute_75 -> 75), as NVIDIA reports for JIT-compiled

@@ -1866,5 +1866,28 @@ TEST_F(Driver, UnsupportedInstructionFailsOnlyItsKernelAtLaunch) {
   EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
 }
 
+// The CPU device has no register file: NUM_REGS is each thread's share of a multiprocessor's at
+// full occupancy (never 0, which libraries divide by), and limits no occupancy.
+TEST_F(Driver, RegisterCountIsTheShareOfAFullMultiprocessor) {
+  CUfunction function = loadAddOne();
+  int registers = 0, perMultiprocessor = 0, threads = 0;
+  ASSERT_EQ(CU(cuFuncGetAttribute, int*, CUfunction_attribute, CUfunction)(
+                &registers, CU_FUNC_ATTRIBUTE_NUM_REGS, function),
+            CUDA_SUCCESS);
+  auto attribute = CU(cuDeviceGetAttribute, int*, CUdevice_attribute, CUdevice);
+  ASSERT_EQ(attribute(&perMultiprocessor, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, 0),
+            CUDA_SUCCESS);
+  ASSERT_EQ(attribute(&threads, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, 0),
+            CUDA_SUCCESS);
+  EXPECT_GT(registers, 0);
+  EXPECT_EQ(registers % 8, 0);
+  EXPECT_LE(registers * threads, perMultiprocessor);
+  int blocks = 0;
+  ASSERT_EQ(CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, int*, CUfunction, int, size_t)(
+                &blocks, function, 256, 0),
+            CUDA_SUCCESS);
+  EXPECT_EQ(blocks, threads / 256);
+}
+
 }  // namespace
 }  // namespace rocuda::cuda::testing
