@@ -315,7 +315,8 @@ class DeviceBackend {
   virtual Status launch(LoadedKernel& kernel, const LaunchConfig& config, const void* params) = 0;
 };
 
-// The CPU device (backends/cpu). Always available.
-std::unique_ptr<DeviceBackend> createCpuBackend();
+// The CPU device (backends/cpu). Always available. `instance` numbers the CPU devices of the
+// process (ROCUDA_DEVICES=cpu,cpu gives two): each has its own UUID and PCI bus id.
+std::unique_ptr<DeviceBackend> createCpuBackend(int instance = 0);
 
 }  // namespace rocuda::backends

@@ -168,13 +168,15 @@ Status Platform::initialize() {
     std::vector<std::string> backends = configuredBackends();
     if (std::find(backends.begin(), backends.end(), "hip") == backends.end())
       log::info("AMD GPUs not used: ROCUDA_DEVICES does not include 'hip'");
+    int cpuDevices = 0;
     for (const std::string& backend : backends) {
       if (backend == "hip") {
         backends::HipDiscovery hip = backends::discoverHipDevices();  // logs why none, if so
         for (auto& device : hip.devices)
           devices_.push_back(std::make_unique<Device>(deviceCount(), std::move(device)));
       } else {
-        devices_.push_back(std::make_unique<Device>(deviceCount(), backends::createCpuBackend()));
+        devices_.push_back(
+            std::make_unique<Device>(deviceCount(), backends::createCpuBackend(cpuDevices++)));
       }
     }
     for (const auto& device : devices_) {

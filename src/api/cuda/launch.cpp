@@ -62,12 +62,18 @@ Outcome launch(const void* f, const std::array<uint32_t, 3>& grid,
   core::Context& codeContext = (*kernel)->module().context();
   if (core::lookupHandle<core::Context>(&codeContext) == nullptr)
     return {CUDA_ERROR_CONTEXT_IS_DESTROYED, "the kernel's context was destroyed"};
-  // A library's kernel (CUkernel) is context-independent: it runs in the stream's context on the
-  // device the library was loaded for (its variables are that load's, shared by the contexts).
-  bool libraryKernel =
-      (*kernel)->module().isLibrary() && &(*stream)->context().device() == &codeContext.device();
-  if (&(*stream)->context() != &codeContext && !libraryKernel)
-    return {CUDA_ERROR_INVALID_HANDLE, "the kernel is not loaded in the stream's context"};
+  // A library's kernel (CUkernel) is context-independent: it runs in the stream's context, on
+  // the device the library was loaded for as it is (its variables are that load's, shared by the
+  // contexts), on another device as the library's instance there, loaded at its first use as
+  // cuKernelGetFunction does (cudart launches every <<<>>> kernel so, on whatever device).
+  if (&(*stream)->context() != &codeContext) {
+    if (!(*kernel)->module().isLibrary())
+      return {CUDA_ERROR_INVALID_HANDLE, "the kernel is not loaded in the stream's context"};
+    if (&(*stream)->context().device() != &codeContext.device()) {
+      kernel = (*kernel)->forContext((*stream)->context());
+      if (!kernel) return kernel.error();
+    }
+  }
   if (kernelParams != nullptr && extra != nullptr)
     return invalidValue("kernelParams and extra are exclusive");
   core::LaunchRequest request;

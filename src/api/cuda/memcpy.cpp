@@ -61,6 +61,15 @@ Outcome copy(void* dst, const void* src, size_t bytes, CUstream hStream, StreamV
   if (!stream) return stream.error();
   if (bytes == 0) return {};
   if (dst == nullptr || src == nullptr) return invalidValue("NULL pointer");
+  // A copy between the memories of two devices "does not start until all commands previously
+  // issued to either device have completed" (CUDA C++ Programming Guide, peer-to-peer memory
+  // copy): the other device's context is drained first, as cuMemcpyPeer's source is.
+  for (const void* side : {static_cast<const void*>(dst), src})
+    if (std::optional<core::Allocation> allocation = core::findAllocation(side);
+        allocation && allocation->kind == core::AllocationKind::Device &&
+        core::lookupHandle<core::Context>(allocation->context) != nullptr &&
+        &allocation->context->device() != &(*stream)->context().device())
+      if (Status drained = allocation->context->synchronize(); !drained) return drained;
   backends::DeviceBackend& backend = (*stream)->context().device().backend();
   // Stage a pageable source so the caller may reuse its buffer when this returns; not in stream
   // capture, where the copy becomes a graph node that reads the source at each launch (as an

@@ -330,8 +330,8 @@ unsigned configuredThreads() {
 
 class CpuDevice final : public DeviceBackend {
  public:
-  CpuDevice() : pool_(configuredThreads()) {
-    describe();
+  explicit CpuDevice(int instance) : pool_(configuredThreads()) {
+    describe(instance);
     installKernelFaultHandler();
   }
 
@@ -410,7 +410,7 @@ class CpuDevice final : public DeviceBackend {
   Status launch(LoadedKernel& kernel, const LaunchConfig& config, const void* params) override;
 
  private:
-  void describe();
+  void describe(int instance);
   Status runCooperative(GridState& grid, uint64_t blocks,
                         const std::function<void(uint64_t)>& runOne, std::atomic<bool>& failed);
 
@@ -673,7 +673,7 @@ Status CpuDevice::unmapPhysical(void* address, size_t bytes) {
   return Status::success();
 }
 
-void CpuDevice::describe() {
+void CpuDevice::describe(int instance) {
   DeviceDescription& d = description_;
   d.backendName = "cpu";
   d.name = "Rocuda CPU (" + platform::cpuModelName() + ")";
@@ -694,9 +694,12 @@ void CpuDevice::describe() {
   d.sharedMemPerBlockOptin = 96 * 1024;
   d.sharedMemPerMultiprocessor = 100 * 1024;
   d.l2CacheBytes = 4 * 1024 * 1024;
-  // A stable identity: the same machine reports the same UUID run after run.
-  auto digest = Sha256::digest(d.name.data(), d.name.size());
+  // A stable identity: the same machine reports the same UUID run after run, and each CPU device
+  // of the process its own UUID and bus (cuDeviceGetByPCIBusId finds it by its bus id).
+  std::string identity = instance == 0 ? d.name : d.name + "#" + std::to_string(instance);
+  auto digest = Sha256::digest(identity.data(), identity.size());
   std::copy_n(digest.begin(), 16, d.uuid.begin());
+  d.pciBus = instance;
 }
 
 // The module's globals are compiled now, its kernels on their first launch (HostUnit), unless
@@ -868,6 +871,8 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
 }  // namespace
 }  // namespace cpu
 
-std::unique_ptr<DeviceBackend> createCpuBackend() { return std::make_unique<cpu::CpuDevice>(); }
+std::unique_ptr<DeviceBackend> createCpuBackend(int instance) {
+  return std::make_unique<cpu::CpuDevice>(instance);
+}
 
 }  // namespace rocuda::backends

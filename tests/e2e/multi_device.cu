@@ -1,0 +1,103 @@
+// Several devices in one program (on the CPU device: ROCUDA_DEVICES=cpu,cpu, the test
+// e2e.multi_device.two_cpus): an ordinary <<<>>> launch on each device (cudart launches a
+// library's kernel, context-independent, in each device's context), each device's identity
+// (distinct UUIDs, PCI bus ids that find their device again), and a copy between two devices'
+// memories that waits for work still running on the source device (CUDA C++ Programming Guide,
+// peer-to-peer memory copy: it "does not start until all commands previously issued to either
+// device have completed"). With one device only the first part runs; `--devices N` requires N.
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "e2e_check.h"
+
+__global__ void fill(int* out, int base) { out[threadIdx.x] = base + threadIdx.x; }
+
+// Thread 0 waits for the host to set `flag`, then the block writes `out`.
+__global__ void waitThenFill(volatile int* flag, int* out, int base) {
+  if (threadIdx.x == 0)
+    while (*flag == 0) {
+    }
+  __syncthreads();
+  out[threadIdx.x] = base + threadIdx.x;
+}
+
+int main(int argc, char** argv) {
+  Checker check("multi_device");
+  int required = 1;
+  if (argc == 3 && std::strcmp(argv[1], "--devices") == 0) required = std::atoi(argv[2]);
+  int count = 0;
+  CHECK(cudaGetDeviceCount(&count));
+  check.eq("enough devices", 0, 1, count >= required ? 1 : 0);
+  constexpr int n = 64;
+
+  std::vector<cudaUUID_t> uuids(count);
+  for (int d = 0; d < count; ++d) {
+    CHECK(cudaSetDevice(d));
+    int* out = nullptr;
+    CHECK(cudaMalloc(&out, n * sizeof(int)));
+    fill<<<1, n>>>(out, 100 * (d + 1));
+    CHECK_LAUNCH();
+    std::vector<int> got = download(out, n);
+    for (int i = 0; i < n; ++i)
+      check.eq("fill on each device", d * n + i, 100 * (d + 1) + i, got[i]);
+    CHECK(cudaFree(out));
+    cudaDeviceProp prop{};
+    CHECK(cudaGetDeviceProperties(&prop, d));
+    uuids[d] = prop.uuid;
+    char bus[32] = {};
+    CHECK(cudaDeviceGetPCIBusId(bus, sizeof bus, d));
+    int found = -1;
+    CHECK(cudaDeviceGetByPCIBusId(&found, bus));
+    check.eq("device found by its PCI bus id", d, d, found);
+    for (int other = 0; other < d; ++other)
+      check.eq("distinct UUIDs", d * count + other, 1,
+               std::memcmp(&uuids[d], &uuids[other], sizeof(cudaUUID_t)) != 0 ? 1 : 0);
+  }
+
+  if (count >= 2) {
+    int *source = nullptr, *destination = nullptr;
+    int* flag = nullptr;
+    CHECK(cudaSetDevice(0));
+    CHECK(cudaMalloc(&source, n * sizeof(int)));
+    CHECK(cudaMemset(source, 0, n * sizeof(int)));
+    CHECK(cudaHostAlloc(&flag, sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable));
+    CHECK(cudaDeviceSynchronize());
+    CHECK(cudaSetDevice(1));
+    CHECK(cudaMalloc(&destination, n * sizeof(int)));
+    CHECK(cudaDeviceSynchronize());
+    const char* names[] = {"cudaMemcpy", "cudaMemcpyAsync (NULL stream)", "cudaMemcpyPeer"};
+    for (int variant = 0; variant < 3; ++variant) {
+      int base = 1000 * (variant + 1);
+      *reinterpret_cast<volatile int*>(flag) = 0;
+      CHECK(cudaSetDevice(0));
+      waitThenFill<<<1, n>>>(flag, source, base);
+      CHECK_LAUNCH();
+      std::thread release([flag] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        reinterpret_cast<std::atomic<int>*>(flag)->store(1);
+      });
+      CHECK(cudaSetDevice(1));
+      CHECK(cudaMemset(destination, 0xff, n * sizeof(int)));
+      if (variant == 0)
+        CHECK(cudaMemcpy(destination, source, n * sizeof(int), cudaMemcpyDefault));
+      else if (variant == 1)
+        CHECK(cudaMemcpyAsync(destination, source, n * sizeof(int), cudaMemcpyDefault, 0));
+      else
+        CHECK(cudaMemcpyPeer(destination, 1, source, 0, n * sizeof(int)));
+      std::vector<int> got = download(destination, n);
+      release.join();
+      for (int i = 0; i < n; ++i) check.eq(names[variant], i, base + i, got[i]);
+      CHECK(cudaSetDevice(0));
+      CHECK(cudaDeviceSynchronize());
+    }
+    CHECK(cudaFree(source));
+    CHECK(cudaFreeHost(flag));
+    CHECK(cudaSetDevice(1));
+    CHECK(cudaFree(destination));
+  }
+  return check.finish();
+}
