@@ -596,7 +596,7 @@ Status FunctionTranslator::translateInstruction(const ptx::Instruction& inst) {
     case Opcode::trap:
     case Opcode::bar: case Opcode::barrier: case Opcode::membar: case Opcode::fence:
     case Opcode::activemask: case Opcode::nanosleep: case Opcode::brkpt: case Opcode::pmevent:
-    case Opcode::griddepcontrol:
+    case Opcode::griddepcontrol: case Opcode::setmaxnreg:
       return translateControlOp(*this, inst);
     case Opcode::mov:
       return translateMovOp(*this, inst);

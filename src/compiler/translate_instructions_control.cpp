@@ -310,6 +310,11 @@ Status translateControlOp(FunctionTranslator& t, const ptx::Instruction& inst) {
     case ptx::Opcode::brkpt:
     case ptx::Opcode::pmevent:
       return Status::success();
+    case ptx::Opcode::setmaxnreg:
+      // sm_90a: moves registers between a block's warpgroups (warp-specialised kernels give the
+      // producer fewer). Neither the CPU nor an AMD GPU divides a register file so: nothing to do.
+      // `.sync.aligned` needs the warp converged, as every thread of it reaches it together.
+      return Status::success();
     case ptx::Opcode::griddepcontrol:
       // Programmatic dependent launch (sm_90): .wait waits for the grids this one depends on,
       // .launch_dependents lets the next grid start early. Both devices start a grid only after

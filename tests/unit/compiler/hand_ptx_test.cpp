@@ -585,6 +585,35 @@ TEST(CompilerFloat, MinifloatReluClampsNegativeZero) {
   EXPECT_EQ(out[3], 0u);
 }
 
+// setmaxnreg (sm_90a: registers moved between warpgroups) has nothing to do on either target:
+// the warp-specialised kernel around it runs.
+TEST(CompilerContract, SetMaxNRegIsAccepted) {
+  const char* ptx = R"(.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  setmaxnreg.dec.sync.aligned.u32 40;
+  setmaxnreg.inc.sync.aligned.u32 232;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  add.u32 %r2, %r1, 9;
+  st.global.u32 [%rd3], %r2;
+  ret;
+}
+)";
+  auto loaded = compileAndLoad(ptx, "setmaxnreg");
+  ASSERT_TRUE(loaded);
+  uint32_t out[128] = {};
+  void* outPtr = out;
+  ASSERT_TRUE(launch(*loaded, "k", {}, {128, 1, 1}, {&outPtr}));
+  for (uint32_t t = 0; t < 128; ++t) EXPECT_EQ(out[t], t + 9) << t;
+}
+
 // A refused (unsupported, not invalid) instruction fails only the kernels that reach it, at
 // launch: the module compiles, that kernel's code traps and its KernelInfo says why, naming the
 // instruction and its line:column; the module's other kernels are whole.
