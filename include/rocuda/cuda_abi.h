@@ -1107,6 +1107,11 @@ union CUlaunchAttributeValue_union {
   int priority;
   CUlaunchMemSyncDomainMap memSyncDomainMap;
   CUlaunchMemSyncDomain memSyncDomain;
+  struct {
+    unsigned int x;
+    unsigned int y;
+    unsigned int z;
+  } preferredClusterDim;
   unsigned int sharedMemCarveout;
 };
 using CUlaunchAttributeValue = CUlaunchAttributeValue_union;

@@ -180,6 +180,8 @@ Outcome launchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned
 // performance hints.
 Outcome checkLaunchAttributes(const CUlaunchConfig& config, LaunchOptions* options) {
   if (config.numAttrs > 0 && config.attrs == nullptr) return invalidValue("attrs is NULL");
+  const CUlaunchAttribute* preferredCluster = nullptr;
+  std::array<unsigned, 3> cluster{1, 1, 1};
   for (unsigned i = 0; i < config.numAttrs; ++i) {
     const CUlaunchAttribute& attribute = config.attrs[i];
     switch (attribute.id) {
@@ -199,9 +201,14 @@ Outcome checkLaunchAttributes(const CUlaunchConfig& config, LaunchOptions* optio
         break;
       case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT:
       case CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT: {
-        CUevent handle = attribute.id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT
-                             ? attribute.value.programmaticEvent.event
-                             : attribute.value.launchCompletionEvent.event;
+        bool programmatic = attribute.id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT;
+        CUevent handle = programmatic ? attribute.value.programmaticEvent.event
+                                      : attribute.value.launchCompletionEvent.event;
+        // "Event record flags, see cuEventRecordWithFlags. Does not accept
+        // CU_EVENT_RECORD_EXTERNAL": the default (0) only.
+        int flags = programmatic ? attribute.value.programmaticEvent.flags
+                                 : attribute.value.launchCompletionEvent.flags;
+        if (flags != 0) return invalidValue("a launch event's record flags must be 0");
         Result<core::Event*> event = lookupEvent(handle);
         if (!event) return event.error();
         // "The event supplied must not be an interprocess or interop event. The event must
@@ -214,18 +221,38 @@ Outcome checkLaunchAttributes(const CUlaunchConfig& config, LaunchOptions* optio
       case CU_LAUNCH_ATTRIBUTE_PRIORITY:  // clamped to the device's range, as for streams
         options->priority = attribute.value.priority;
         break;
-      case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
-      case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION: {
+      case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION: {
         const auto& dim = attribute.value.clusterDim;
         if (dim.x > 1 || dim.y > 1 || dim.z > 1)
           return {CUDA_ERROR_NOT_SUPPORTED, "thread block clusters are not supported"};
-        if (attribute.id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) options->explicitCluster = true;
+        cluster = {std::max(1u, dim.x), std::max(1u, dim.y), std::max(1u, dim.z)};
+        options->explicitCluster = true;
         break;
       }
+      case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION:
+        preferredCluster = &attribute;  // checked against the regular cluster below
+        break;
       default:
         return {CUDA_ERROR_NOT_SUPPORTED,
                 "unsupported launch attribute " + std::to_string(static_cast<int>(attribute.id))};
     }
+  }
+  if (preferredCluster != nullptr) {
+    // A preferred substitute cluster: x and y multiples of the regular cluster's dividing the
+    // grid, z the regular one's. "The device will attempt - on a best-effort basis - to group
+    // thread blocks into preferred clusters": Rocuda's devices group them into the regular
+    // clusters (of one block) instead.
+    const auto& dim = preferredCluster->value.preferredClusterDim;
+    std::array<unsigned, 3> preferred{dim.x, dim.y, dim.z};
+    std::array<unsigned, 3> grid{config.gridDimX, config.gridDimY, config.gridDimZ};
+    for (int d = 0; d < 2; ++d)
+      if (preferred[d] == 0 || preferred[d] % cluster[d] != 0 ||
+          (grid[d] != 0 && grid[d] % preferred[d] != 0))
+        return invalidValue(
+            "a preferred cluster dimension must be a multiple of the cluster's "
+            "and divide the grid's");
+    if (preferred[2] != cluster[2])
+      return invalidValue("a preferred cluster's z must be the cluster's");
   }
   return {};
 }

@@ -413,6 +413,15 @@ TEST_F(Cooperative, LaunchEventsFireByTheKernelsEnd) {
   attributes[1].value.programmaticEvent.event = reinterpret_cast<CUevent>(&blocks);
   EXPECT_EQ(launchEx(&config, kernel_, b.params, nullptr), CUDA_ERROR_INVALID_HANDLE);
   attributes[1].value.programmaticEvent.event = untimed;
+  // Record flags: "Does not accept CU_EVENT_RECORD_EXTERNAL" (and none other is defined).
+  for (int flags : {int{CU_EVENT_RECORD_EXTERNAL}, 0x40}) {
+    attributes[1].value.programmaticEvent.flags = flags;
+    EXPECT_EQ(launchEx(&config, kernel_, b.params, nullptr), CUDA_ERROR_INVALID_VALUE) << flags;
+    attributes[1].value.programmaticEvent.flags = 0;
+    attributes[2].value.launchCompletionEvent.flags = flags;
+    EXPECT_EQ(launchEx(&config, kernel_, b.params, nullptr), CUDA_ERROR_INVALID_VALUE) << flags;
+    attributes[2].value.launchCompletionEvent.flags = 0;
+  }
   ASSERT_EQ(launchEx(&config, kernel_, b.params, nullptr), CUDA_SUCCESS);
   // Read back on a stream that does not wait for the launch's: only the event orders it.
   CUstream reader = nullptr;

@@ -1889,5 +1889,42 @@ TEST_F(Driver, RegisterCountIsTheShareOfAFullMultiprocessor) {
   EXPECT_EQ(blocks, threads / 256);
 }
 
+// A preferred substitute cluster is best-effort: with a valid shape (x and y multiples of the
+// regular cluster's dividing the grid, z the regular one's) the launch runs with the regular
+// clusters; an invalid shape is INVALID_VALUE.
+TEST_F(Driver, PreferredClusterDimensionFallsBackToTheRegularCluster) {
+  CUfunction function = loadAddOne();
+  CUdeviceptr data = 0;
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&data, 128 * sizeof(int)), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemsetD32, CUdeviceptr, unsigned, size_t)(data, 0, 128), CUDA_SUCCESS);
+  unsigned n = 128;
+  void* args[] = {&data, &n};
+  CUlaunchAttribute attribute;
+  std::memset(&attribute, 0, sizeof attribute);
+  attribute.id = CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION;
+  attribute.value.preferredClusterDim = {2, 1, 1};
+  CUlaunchConfig config{};
+  config.gridDimX = 4;
+  config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = 32;
+  config.blockDimY = config.blockDimZ = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  using LaunchEx = CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**);
+  auto launchEx = proc<LaunchEx>("cuLaunchKernelEx", 12090);
+  ASSERT_EQ(launchEx(&config, function, args, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
+  std::vector<int> host(128);
+  ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(host.data(), data, 128 * sizeof(int)),
+            CUDA_SUCCESS);
+  for (int value : host) EXPECT_EQ(value, 1);
+  config.gridDimX = 3;  // not a multiple of 2
+  EXPECT_EQ(launchEx(&config, function, args, nullptr), CUDA_ERROR_INVALID_VALUE);
+  config.gridDimX = 4;
+  attribute.value.preferredClusterDim = {2, 1, 2};  // z differs from the regular cluster's
+  EXPECT_EQ(launchEx(&config, function, args, nullptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(data), CUDA_SUCCESS);
+}
+
 }  // namespace
 }  // namespace rocuda::cuda::testing
