@@ -15,9 +15,11 @@ struct NvidiaLibrary {
   std::string path;
 };
 
-// Tries $<overrideVariable> (a path to the file), then `fileName` in $CUDA_HOME and
-// /usr/local/cuda under lib64/, lib/ and targets/x86_64-linux/lib/; skips the file holding
-// `self` (an address in the calling library) and files that do not export every required symbol.
+// Tries $<overrideVariable> (a path to the file), then `fileName` in the directory of each shared
+// library the process has loaded (the application's own toolkit: a Python wheel's libnvvm
+// beside its libnvJitLink), then in $CUDA_HOME and /usr/local/cuda under lib64/, lib/ and
+// targets/x86_64-linux/lib/; skips the file holding `self` (an address in the calling library)
+// and files that do not export every required symbol.
 std::optional<NvidiaLibrary> openNvidiaLibrary(const char* overrideVariable,
                                                const std::string& fileName,
                                                std::initializer_list<const char*> requiredSymbols,

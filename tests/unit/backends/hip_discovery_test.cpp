@@ -15,6 +15,7 @@
 #include "backends/hip/hip_device.h"
 #include "backends/hip/hip_printf.h"
 #include "support/env.h"
+#include "support/nvidia_library.h"
 
 namespace rocuda::backends {
 namespace {
@@ -764,6 +765,28 @@ TEST_F(HipDouble, GpusRocudaDoesNotTargetRefuseCodeByName) {
   EXPECT_EQ(module.error().code, ErrorCode::NotSupported);
   EXPECT_TRUE(contains(module.error().message, "gfx803")) << module.error().message;
   EXPECT_TRUE(contains(module.error().message, "docs/amd.md"));
+}
+
+// NVIDIA's copy of a toolkit library is looked for beside the libraries the process loaded
+// first (a Python wheel's nvidia/cu13/lib, whose libnvvm made the LTO-IR to link), before
+// /usr/local/cuda: here a library found only that way, by one of its symbols.
+TEST(NvidiaLibrary, IsFoundBesideALibraryTheProcessLoaded) {
+  ScopedEnv unset("ROCUDA_NVIDIA_NVJITLINK", "");
+  std::string path = ROCUDA_FAKE_HIP_FULL;
+  std::string name = path.substr(path.rfind('/') + 1);
+  void* loaded = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(loaded, nullptr) << dlerror();
+  static int self = 0;
+  std::optional<platform::NvidiaLibrary> found =
+      platform::openNvidiaLibrary("ROCUDA_NVIDIA_NVJITLINK", name, {"hipInit"}, &self);
+  ASSERT_TRUE(found.has_value());
+  char resolved[PATH_MAX];
+  ASSERT_NE(realpath(path.c_str(), resolved), nullptr);
+  EXPECT_EQ(found->path, std::string(resolved));
+  EXPECT_FALSE(platform::openNvidiaLibrary("ROCUDA_NVIDIA_NVJITLINK", name, {"noSuchSymbol"}, &self)
+                   .has_value());
+  dlclose(found->handle);
+  dlclose(loaded);
 }
 
 }  // namespace
