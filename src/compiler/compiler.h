@@ -306,6 +306,7 @@ struct KernelInfo {
   std::array<uint32_t, 3> maxntid{0, 0, 0};  // .maxntid, 0 when absent
   std::array<uint32_t, 3> reqntid{0, 0, 0};  // .reqntid, 0 when absent
   std::array<uint32_t, 3> reqnctapercluster{0, 0, 0};  // __cluster_dims__, 0 when absent
+  bool explicitCluster = false;  // .explicitcluster: a launch must name a cluster size
   bool usesBarriers = false;  // after inlining, calls __rocuda_barrier_sync or _barrier_reduce
   bool usesWarpCollectives = false;  // after inlining, calls a warp collective (see above)
   bool spinWaits = false;  // after inlining, holds a spin-wait (__rocuda_spin_wait[_block])

@@ -8,7 +8,7 @@ namespace rocuda::compiler {
 namespace {
 
 constexpr uint8_t kMagic[4] = {'R', 'C', 'M', 'I'};
-constexpr uint32_t kFormatVersion = 12;
+constexpr uint32_t kFormatVersion = 13;
 
 class Writer {
  public:
@@ -82,7 +82,7 @@ bool readKernel(Reader& r, KernelInfo& k) {
   for (auto& v : k.reqnctapercluster)
     if (!r.u32(v)) return false;
   uint8_t flags = 0;
-  if (!r.u8(flags) || flags > 127) return false;
+  if (!r.u8(flags)) return false;
   k.usesBarriers = (flags & 1) != 0;
   k.usesWarpCollectives = (flags & 2) != 0;
   k.spinWaits = (flags & 4) != 0;
@@ -90,6 +90,7 @@ bool readKernel(Reader& r, KernelInfo& k) {
   k.usesReservedShared = (flags & 16) != 0;
   k.usesPrintf = (flags & 32) != 0;
   k.usesDeviceMalloc = (flags & 64) != 0;
+  k.explicitCluster = (flags & 128) != 0;
   uint8_t execution = 0;
   if (!r.u8(execution) || execution > static_cast<uint8_t>(CpuExecution::Continuation))
     return false;
@@ -174,7 +175,7 @@ std::vector<uint8_t> ModuleInfo::serialize() const {
     w.u8(static_cast<uint8_t>((k.usesBarriers ? 1 : 0) | (k.usesWarpCollectives ? 2 : 0) |
                               (k.spinWaits ? 4 : 0) | (k.spinWaitsOnBlockMemory ? 8 : 0) |
                               (k.usesReservedShared ? 16 : 0) | (k.usesPrintf ? 32 : 0) |
-                              (k.usesDeviceMalloc ? 64 : 0)));
+                              (k.usesDeviceMalloc ? 64 : 0) | (k.explicitCluster ? 128 : 0)));
     w.u8(static_cast<uint8_t>(k.cpuExecution));
     w.u32(k.cpuFrameBytes);
     w.u32(k.cpuUniformFrameBytes);

@@ -502,6 +502,7 @@ KernelInfo ModuleTranslator::kernelInfo(const ptx::Function& fn) const {
     info.reqntid[i] = fn.performance.reqntid[i];
   for (size_t i = 0; i < 3 && i < fn.performance.reqnctapercluster.size(); ++i)
     info.reqnctapercluster[i] = fn.performance.reqnctapercluster[i];
+  info.explicitCluster = fn.performance.explicitCluster;
   return info;
 }
 

@@ -52,10 +52,19 @@ Status validateConfiguration(const Kernel& kernel, const backends::DeviceDescrip
   // memory); Rocuda's clusters are one block, so it cannot run.
   std::array<uint32_t, 3> cluster{};
   uint64_t clusterBlocks = 1;
+  bool clusterShaped = request.explicitCluster;  // a cluster size given, at launch or compiled
   for (int d = 0; d < 3; ++d) {
     cluster[d] = std::max(1u, kernel.requiredClusterDim(d));
     clusterBlocks *= cluster[d];
+    clusterShaped = clusterShaped || kernel.requiredClusterDim(d) != 0;
   }
+  // CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET: "the kernel must launch with a valid cluster
+  // size specified".
+  if (info.explicitCluster && !clusterShaped)
+    return makeError(ErrorCode::InvalidClusterSize,
+                     "kernel '" + info.name +
+                         "' was compiled with .explicitcluster: it launches with a cluster size "
+                         "(CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)");
   if (clusterBlocks > 1)
     return makeError(ErrorCode::NotSupported,
                      "kernel '" + info.name + "' requires clusters of " +

@@ -76,6 +76,14 @@ class Kernel : public Object {
   void setNonPortableClusterSizeAllowed(bool allowed, Level level) {
     set(&Kernel::nonPortableClusters_, allowed ? 1 : 0, level);
   }
+  // CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: a hint for distributing clusters,
+  // kept so that it reads back as set (CU_CLUSTER_SCHEDULING_POLICY_DEFAULT, 0, until then).
+  int clusterSchedulingPolicy(Level level = Level::Function) const {
+    return get(&Kernel::clusterSchedulingPolicy_, level, 0);
+  }
+  void setClusterSchedulingPolicy(int policy, Level level) {
+    set(&Kernel::clusterSchedulingPolicy_, policy, level);
+  }
   // CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH/HEIGHT/DEPTH (dimension 0, 1, 2): the compiled
   // __cluster_dims__ (.reqnctapercluster), else what was set at run time, else 0.
   uint32_t requiredClusterDim(int dimension, Level level = Level::Function) const;
@@ -129,6 +137,7 @@ class Kernel : public Object {
   LeveledAttribute maxDynamicShared_;
   LeveledAttribute carveout_;
   LeveledAttribute nonPortableClusters_;
+  LeveledAttribute clusterSchedulingPolicy_;
   LeveledAttribute requiredClusterWidth_, requiredClusterHeight_, requiredClusterDepth_;
   static LeveledAttribute Kernel::*requiredClusterAttribute(int dimension) {
     return dimension == 0   ? &Kernel::requiredClusterWidth_

@@ -73,12 +73,15 @@ const std::vector<Variable>& variables() {
        "Windows: HIP SDK installation whose bin\\ directory is searched for amdhip64_*.dll."},
       {"ROCUDA_NVIDIA_NVJITLINK", nullptr,
        "Path of NVIDIA's libnvJitLink.so.13, which Rocuda's nvJitLink calls to turn LTO-IR "
-       "(numba-cuda's default, `nvcc -dlto`) into PTX; tried before $CUDA_HOME/lib64, "
-       "$CUDA_HOME/lib, /usr/local/cuda/lib64, /usr/local/cuda/lib and the loader path."},
+       "(numba-cuda's default, `nvcc -dlto`) into PTX; tried before the directory of each "
+       "library the process has loaded (the application's own toolkit: a Python wheel's "
+       "`nvidia/cu13/lib`, whose libnvvm made the LTO-IR), $CUDA_HOME/lib64, $CUDA_HOME/lib, "
+       "/usr/local/cuda/lib64 and /usr/local/cuda/lib."},
       {"ROCUDA_NVIDIA_NVRTC", nullptr,
        "Path of NVIDIA's libnvrtc.so.13, to which Rocuda's NVRTC forwards every call (asking it "
-       "for PTX where the program asked for SASS); tried before $CUDA_HOME/lib64, "
-       "$CUDA_HOME/lib, /usr/local/cuda/lib64 and /usr/local/cuda/lib."},
+       "for PTX where the program asked for SASS); tried before the directory of each library "
+       "the process has loaded, $CUDA_HOME/lib64, $CUDA_HOME/lib, /usr/local/cuda/lib64 and "
+       "/usr/local/cuda/lib."},
       {"CUDA_HOME", nullptr,
        "CUDA toolkit installation searched for NVIDIA's libnvJitLink.so.13 and libnvrtc.so.13 "
        "(read, not set, by Rocuda)."},

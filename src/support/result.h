@@ -42,6 +42,8 @@ enum class ErrorCode {
   CapturedEvent,             // waiting for an event last recorded in a capture
   // A cooperative grid larger than the device can hold at once.
   CooperativeLaunchTooLarge,
+  // A cluster launch misconfigured (an .explicitcluster kernel launched without a cluster size).
+  InvalidClusterSize,
   // Graphics interop: no current OpenGL context; a resource's map state forbids the call.
   InvalidGraphicsContext,
   AlreadyMapped,

@@ -187,7 +187,19 @@ Outcome maxActiveClusters(int* numClusters, CUfunction func, const CUlaunchConfi
   if (!kernel) return kernel.error();
   bool named = false;
   unsigned clusterSize = requestedClusterSize(*config, &named);
-  if (!named) return invalidValue("config names no cluster size");
+  // "If the function has required cluster size already set ..., the cluster size from config
+  // must either be unspecified or match the required size."
+  unsigned required = 1;
+  bool hasRequired = false;
+  for (int d = 0; d < 3; ++d)
+    if (uint32_t blocks = (*kernel)->requiredClusterDim(d); blocks != 0) {
+      required *= blocks;
+      hasRequired = true;
+    }
+  if (!named && !hasRequired) return invalidValue("config names no cluster size");
+  if (named && hasRequired && clusterSize != required)
+    return {CUDA_ERROR_INVALID_CLUSTER_SIZE, "the config's cluster size is not the kernel's"};
+  if (!named) clusterSize = required;
   if (clusterSize != 1)
     return {CUDA_ERROR_INVALID_CLUSTER_SIZE, "the device runs clusters of one block only"};
   Result<int> threads = blockCount(*config);

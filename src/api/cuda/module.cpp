@@ -218,9 +218,11 @@ Outcome functionAttribute(int* pi, CUfunction_attribute attrib, const void* hand
           static_cast<int>(attrib) - static_cast<int>(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH),
           level));
       return {};
-    case CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET:  // PTX .explicitcluster: not read here
+    case CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET:  // PTX .explicitcluster
+      *pi = kernel.info().explicitCluster ? 1 : 0;
+      return {};
     case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
-      *pi = 0;
+      *pi = kernel.clusterSchedulingPolicy(level);
       return {};
     default:
       return invalidValue("unknown function attribute");
@@ -267,6 +269,13 @@ Outcome setFunctionAttribute(const void* handle, CUfunction_attribute attrib, in
       kernel.setRequiredClusterDim(
           static_cast<int>(attrib) - static_cast<int>(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH),
           static_cast<uint32_t>(value), level);
+      return {};
+    // "The block scheduling policy of a function": a hint (CUclusterSchedulingPolicy).
+    case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+      if (value < CU_CLUSTER_SCHEDULING_POLICY_DEFAULT ||
+          value > CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING)
+        return invalidValue("not a CUclusterSchedulingPolicy");
+      kernel.setClusterSchedulingPolicy(value, level);
       return {};
     default:
       return invalidValue("attribute cannot be set");

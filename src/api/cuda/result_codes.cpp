@@ -237,6 +237,8 @@ CUresult toCuResult(ErrorCode code) {
       return CUDA_ERROR_CAPTURED_EVENT;
     case ErrorCode::CooperativeLaunchTooLarge:
       return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+    case ErrorCode::InvalidClusterSize:
+      return CUDA_ERROR_INVALID_CLUSTER_SIZE;
     case ErrorCode::InvalidGraphicsContext:
       return CUDA_ERROR_INVALID_GRAPHICS_CONTEXT;
     case ErrorCode::AlreadyMapped:

@@ -1926,5 +1926,69 @@ TEST_F(Driver, PreferredClusterDimensionFallsBackToTheRegularCluster) {
   EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(data), CUDA_SUCCESS);
 }
 
+// Cluster attributes of the code: .explicitcluster is CLUSTER_SIZE_MUST_BE_SET, and such a kernel
+// launched without a cluster size fails (INVALID_CLUSTER_SIZE); a compiled cluster size is the
+// occupancy query's when its config names none; the scheduling policy is a hint that reads back.
+TEST_F(Driver, ClusterAttributesOfTheCode) {
+  const char* ptx = R"(.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry explicitly() .explicitcluster { ret; }
+.visible .entry onePerCluster() .reqnctapercluster 1, 1, 1 { ret; }
+)";
+  CUmodule module = nullptr;
+  ASSERT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, ptx), CUDA_SUCCESS);
+  CUfunction explicitly = nullptr, onePerCluster = nullptr;
+  auto get = CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*);
+  ASSERT_EQ(get(&explicitly, module, "explicitly"), CUDA_SUCCESS);
+  ASSERT_EQ(get(&onePerCluster, module, "onePerCluster"), CUDA_SUCCESS);
+  auto attribute = CU(cuFuncGetAttribute, int*, CUfunction_attribute, CUfunction);
+  int mustBeSet = -1;
+  ASSERT_EQ(attribute(&mustBeSet, CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET, explicitly),
+            CUDA_SUCCESS);
+  EXPECT_EQ(mustBeSet, 1);
+  ASSERT_EQ(attribute(&mustBeSet, CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET, onePerCluster),
+            CUDA_SUCCESS);
+  EXPECT_EQ(mustBeSet, 0);
+  auto launch = proc<Launch>("cuLaunchKernel", 7000);
+  EXPECT_EQ(launch(explicitly, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr),
+            CUDA_ERROR_INVALID_CLUSTER_SIZE);
+  CUlaunchAttribute cluster;
+  std::memset(&cluster, 0, sizeof cluster);
+  cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  cluster.value.clusterDim = {1, 1, 1};
+  CUlaunchConfig config{};
+  config.gridDimX = config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = 32;
+  config.blockDimY = config.blockDimZ = 1;
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  using LaunchEx = CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**);
+  EXPECT_EQ(proc<LaunchEx>("cuLaunchKernelEx", 12090)(&config, explicitly, nullptr, nullptr),
+            CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
+
+  using Occupancy = CUresult (*)(int*, CUfunction, const CUlaunchConfig*);
+  auto clusters = proc<Occupancy>("cuOccupancyMaxActiveClusters");
+  config.numAttrs = 0;
+  int count = 0;
+  EXPECT_EQ(clusters(&count, onePerCluster, &config), CUDA_SUCCESS);
+  EXPECT_GT(count, 0);
+  EXPECT_EQ(clusters(&count, explicitly, &config), CUDA_ERROR_INVALID_VALUE);  // no size anywhere
+
+  auto set = CU(cuFuncSetAttribute, CUfunction, CUfunction_attribute, int);
+  EXPECT_EQ(set(onePerCluster, CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE,
+                CU_CLUSTER_SCHEDULING_POLICY_SPREAD),
+            CUDA_SUCCESS);
+  int policy = -1;
+  ASSERT_EQ(
+      attribute(&policy, CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE, onePerCluster),
+      CUDA_SUCCESS);
+  EXPECT_EQ(policy, CU_CLUSTER_SCHEDULING_POLICY_SPREAD);
+  EXPECT_EQ(set(onePerCluster, CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE, 7),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
+}
+
 }  // namespace
 }  // namespace rocuda::cuda::testing
