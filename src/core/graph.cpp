@@ -152,6 +152,16 @@ Result<std::shared_ptr<GraphAllocation>> createGraphAllocation(Context& context,
   return allocation;
 }
 
+Status checkFreeNodeGraph(const Graph& graph, const void* address) {
+  GraphRegistry& r = registry();
+  std::lock_guard lock(r.mutex);
+  for (const GraphNode* other : r.nodes)
+    if (other->type() == GraphNodeType::MemFree && other->content().freeAddress == address &&
+        &other->graph() != &graph && !other->graph().embedded())
+      return makeError(ErrorCode::InvalidValue, "the allocation is already freed in another graph");
+  return Status::success();
+}
+
 std::shared_ptr<GraphAllocation> findGraphAllocation(const void* address) {
   GraphRegistry& r = registry();
   std::lock_guard lock(r.mutex);

@@ -372,6 +372,11 @@ GraphMemoryFigures graphMemoryFigures(const Device& device);
 void resetGraphMemoryHigh(const Device& device, bool used, bool reserved);
 // The graph allocation that starts at `address` (nullptr when none).
 std::shared_ptr<GraphAllocation> findGraphAllocation(const void* address);
+// cuGraphAddMemFreeNode: "If the allocation is freed in the same graph, a free node cannot be
+// added to another graph. If the allocation is freed in another graph, a free node can no longer
+// be added to the owning graph": InvalidValue when one of the application's graphs other than
+// `graph` (not a clone or child embedded in a node) frees `address` already.
+Status checkFreeNodeGraph(const Graph& graph, const void* address);
 Result<std::shared_ptr<GraphAllocation>> createGraphAllocation(Context& context, size_t bytes);
 void markGraphAllocationUse(GraphAllocation& allocation, bool use);
 // At cuGraphLaunch (the host's order): the launch's allocation nodes take their memory, which the

@@ -568,6 +568,9 @@ Outcome addNode(CUgraphNode* phNode, CUgraph hGraph, const CUgraphNode* dependen
   core::GraphNodeContent content;
   Outcome built = buildNodeContent(params, &content);
   if (!built.ok()) return built;
+  if (params.type == CU_GRAPH_NODE_TYPE_MEM_FREE)
+    if (Status single = core::checkFreeNodeGraph(**graph, content.freeAddress); !single)
+      return single;
   Result<core::GraphNode*> node =
       (*graph)->addNode(static_cast<core::GraphNodeType>(params.type), nodes, std::move(content));
   if (!node) return node.error();

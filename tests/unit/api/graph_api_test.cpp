@@ -584,6 +584,43 @@ TEST_F(LibCudaGraph, ListQueriesUploadFlagAndCallbacksInCapture) {
   EXPECT_EQ(captured, nullptr);
 }
 
+// cuGraphAddMemAllocNode: "If the allocation is freed in the same graph, a free node cannot be
+// added to another graph. If the allocation is freed in another graph, a free node can no
+// longer be added to the owning graph."
+TEST_F(LibCudaGraph, OneGraphFreesAGraphAllocation) {
+  auto create = [] {
+    CUgraph graph = nullptr;
+    EXPECT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&graph, 0), CUDA_SUCCESS);
+    return graph;
+  };
+  auto allocate = [](CUgraph graph) {
+    CUDA_MEM_ALLOC_NODE_PARAMS alloc{};
+    alloc.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    alloc.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    alloc.poolProps.location.id = 0;
+    alloc.bytesize = 4096;
+    CUgraphNode node = nullptr;
+    EXPECT_EQ(CU(cuGraphAddMemAllocNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+                 CUDA_MEM_ALLOC_NODE_PARAMS*)(&node, graph, nullptr, 0, &alloc),
+              CUDA_SUCCESS);
+    return std::make_pair(node, alloc.dptr);
+  };
+  auto addFree =
+      CU(cuGraphAddMemFreeNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t, CUdeviceptr);
+  CUgraph owner = create(), other = create();
+  auto [allocNode, address] = allocate(owner);
+  CUgraphNode freeNode = nullptr;
+  ASSERT_EQ(addFree(&freeNode, owner, &allocNode, 1, address), CUDA_SUCCESS);
+  EXPECT_EQ(addFree(&freeNode, other, nullptr, 0, address), CUDA_ERROR_INVALID_VALUE);
+
+  CUgraph second = create(), freer = create();
+  auto [secondAlloc, secondAddress] = allocate(second);
+  ASSERT_EQ(addFree(&freeNode, freer, nullptr, 0, secondAddress), CUDA_SUCCESS);
+  EXPECT_EQ(addFree(&freeNode, second, &secondAlloc, 1, secondAddress), CUDA_ERROR_INVALID_VALUE);
+  for (CUgraph graph : {owner, other, second, freer})
+    EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
+}
+
 // An executable graph destroyed while a launch of it is pending: the launch keeps the graph's
 // user objects, whose destructor runs once it has completed (CUDA C++ Programming Guide, "CUDA
 // User Objects": "the release will be deferred if needed").
