@@ -278,6 +278,7 @@ Outcome launchHostFunc(CUstream hStream, CUhostFn fn, void* userData, StreamVari
         return Status::success();
       });
   if (!queued) return queued.error();
+  keepCapturedHostParams(**stream, CUDA_HOST_NODE_PARAMS{fn, userData});
   return {};
 }
 

@@ -13,6 +13,7 @@
 
 #include "api/cuda/array_handles.h"
 #include "api/cuda/boundary.h"
+#include "api/cuda/graph_internal.h"
 #include "core/array.h"
 #include "core/context.h"
 #include "core/memory.h"
@@ -82,9 +83,11 @@ Outcome copy(void* dst, const void* src, size_t bytes, CUstream hStream, StreamV
         [&backend, dst, staged] { return backend.copy(dst, staged->data(), staged->size()); },
         !isPinned(dst));
   }
-  return submit(
+  Outcome queued = submit(
       **stream, "memcpy", [&backend, dst, src, bytes] { return backend.copy(dst, src, bytes); },
       !async || !isPinned(dst));
+  if (queued.ok()) keepCapturedCopyParams(**stream, dst, src, bytes);
+  return queued;
 }
 
 Outcome copyHtoD(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream,
@@ -440,7 +443,7 @@ Outcome fill2D(CUdeviceptr dst, size_t pitch, uint32_t value, size_t elementByte
   if (!ok.ok()) return ok;
   backends::DeviceBackend& backend = (*stream)->context().device().backend();
   auto* base = static_cast<uint8_t*>(asPointer(dst));
-  return submit(
+  Outcome queued = submit(
       **stream, "memset",
       [&backend, base, pitch, value, elementBytes, width, height]() -> Status {
         for (size_t row = 0; row < height; ++row) {
@@ -450,6 +453,11 @@ Outcome fill2D(CUdeviceptr dst, size_t pitch, uint32_t value, size_t elementByte
         return Status::success();
       },
       !async);
+  if (queued.ok())
+    keepCapturedMemsetParams(
+        **stream, CUDA_MEMSET_NODE_PARAMS_v2{dst, pitch, value, static_cast<unsigned>(elementBytes),
+                                             width, height, nullptr});
+  return queued;
 }
 
 Outcome fill(CUdeviceptr dst, uint32_t value, size_t elementBytes, size_t count, CUstream stream,

@@ -621,6 +621,68 @@ TEST_F(LibCudaGraph, OneGraphFreesAGraphAllocation) {
     EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
 }
 
+// Captured memsets, 1D copies and host functions keep their parameters, which the node calls
+// read back as for added nodes (a program captures, then inspects or patches its nodes).
+void capturedHostFunction(void*) {}
+
+TEST_F(LibCudaGraph, CapturedNodesKeepTheirParameters) {
+  std::vector<uint32_t> host(kN, 3);
+  ASSERT_EQ(CU(cuStreamBeginCapture, CUstream, CUstreamCaptureMode)(stream_,
+                                                                    CU_STREAM_CAPTURE_MODE_GLOBAL),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemsetD32Async, CUdeviceptr, unsigned, size_t, CUstream)(data_, 7, kN, stream_),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemcpyHtoDAsync, CUdeviceptr, const void*, size_t, CUstream)(data_, host.data(),
+                                                                              kN * 4, stream_),
+            CUDA_SUCCESS);
+  int marker = 0;
+  ASSERT_EQ(CU(cuLaunchHostFunc, CUstream, CUhostFn, void*)(stream_, capturedHostFunction, &marker),
+            CUDA_SUCCESS);
+  CUgraph graph = nullptr;
+  ASSERT_EQ(CU(cuStreamEndCapture, CUstream, CUgraph*)(stream_, &graph), CUDA_SUCCESS);
+  CUgraphNode nodes[3] = {};
+  size_t count = 3;
+  ASSERT_EQ(CU(cuGraphGetNodes, CUgraph, CUgraphNode*, size_t*)(graph, nodes, &count),
+            CUDA_SUCCESS);
+  ASSERT_EQ(count, 3u);
+  int seen = 0;
+  for (CUgraphNode node : nodes) {
+    CUgraphNodeType type{};
+    ASSERT_EQ(CU(cuGraphNodeGetType, CUgraphNode, CUgraphNodeType*)(node, &type), CUDA_SUCCESS);
+    if (type == CU_GRAPH_NODE_TYPE_MEMSET) {
+      CUDA_MEMSET_NODE_PARAMS_v1 memset{};
+      ASSERT_EQ(
+          CU(cuGraphMemsetNodeGetParams, CUgraphNode, CUDA_MEMSET_NODE_PARAMS_v1*)(node, &memset),
+          CUDA_SUCCESS);
+      EXPECT_EQ(memset.dst, data_);
+      EXPECT_EQ(memset.value, 7u);
+      EXPECT_EQ(memset.elementSize, 4u);
+      EXPECT_EQ(memset.width, size_t{kN});
+      EXPECT_EQ(memset.height, 1u);
+      seen |= 1;
+    } else if (type == CU_GRAPH_NODE_TYPE_MEMCPY) {
+      CUDA_MEMCPY3D copy{};
+      ASSERT_EQ(CU(cuGraphMemcpyNodeGetParams, CUgraphNode, CUDA_MEMCPY3D*)(node, &copy),
+                CUDA_SUCCESS);
+      EXPECT_EQ(copy.dstMemoryType, CU_MEMORYTYPE_DEVICE);
+      EXPECT_EQ(copy.dstDevice, data_);
+      EXPECT_EQ(copy.srcMemoryType, CU_MEMORYTYPE_HOST);
+      EXPECT_EQ(copy.srcHost, host.data());
+      EXPECT_EQ(copy.WidthInBytes, kN * 4u);
+      seen |= 2;
+    } else if (type == CU_GRAPH_NODE_TYPE_HOST) {
+      CUDA_HOST_NODE_PARAMS params{};
+      ASSERT_EQ(CU(cuGraphHostNodeGetParams, CUgraphNode, CUDA_HOST_NODE_PARAMS*)(node, &params),
+                CUDA_SUCCESS);
+      EXPECT_EQ(params.fn, capturedHostFunction);
+      EXPECT_EQ(params.userData, &marker);
+      seen |= 4;
+    }
+  }
+  EXPECT_EQ(seen, 7);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
+}
+
 // An executable graph destroyed while a launch of it is pending: the launch keeps the graph's
 // user objects, whose destructor runs once it has completed (CUDA C++ Programming Guide, "CUDA
 // User Objects": "the release will be deferred if needed").
