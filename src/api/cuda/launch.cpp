@@ -223,6 +223,9 @@ Outcome checkLaunchAttributes(const CUlaunchConfig& config, LaunchOptions* optio
         break;
       case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION: {
         const auto& dim = attribute.value.clusterDim;
+        // Each "must be a divisor of the grid dimension": never 0.
+        if (dim.x == 0 || dim.y == 0 || dim.z == 0)
+          return invalidValue("a cluster dimension cannot be 0");
         if (dim.x > 1 || dim.y > 1 || dim.z > 1)
           return {CUDA_ERROR_NOT_SUPPORTED, "thread block clusters are not supported"};
         cluster = {std::max(1u, dim.x), std::max(1u, dim.y), std::max(1u, dim.z)};

@@ -1923,6 +1923,9 @@ TEST_F(Driver, PreferredClusterDimensionFallsBackToTheRegularCluster) {
   config.gridDimX = 4;
   attribute.value.preferredClusterDim = {2, 1, 2};  // z differs from the regular cluster's
   EXPECT_EQ(launchEx(&config, function, args, nullptr), CUDA_ERROR_INVALID_VALUE);
+  attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;  // a dimension of 0 divides no grid
+  attribute.value.clusterDim = {0, 0, 0};
+  EXPECT_EQ(launchEx(&config, function, args, nullptr), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(data), CUDA_SUCCESS);
 }
 
