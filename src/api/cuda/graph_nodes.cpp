@@ -151,14 +151,33 @@ Outcome buildKernel(const CUDA_KERNEL_NODE_PARAMS_v2& in, core::GraphNodeContent
   const KernelPayload& p = *payload;
   auto cooperative = p.attributes.find(CU_LAUNCH_ATTRIBUTE_COOPERATIVE);
   bool isCooperative = cooperative != p.attributes.end() && cooperative->second.cooperative != 0;
+  // A cluster dimension (of one block: larger ones are refused) makes the launch an explicit
+  // cluster launch, which the kernel sees (%is_explicit_cluster).
+  auto cluster = p.attributes.find(CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
+  bool inCluster = cluster != p.attributes.end() && cluster->second.clusterDim.x != 0 &&
+                   cluster->second.clusterDim.y != 0 && cluster->second.clusterDim.z != 0;
   Outcome recorded = recordWork(context, content, [&](CUstream s) {
-    if (isCooperative) {  // launched as cuLaunchKernelEx would: every block resident at once
-      CUlaunchAttribute attribute{};
-      attribute.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-      attribute.value.cooperative = 1;
-      CUlaunchConfig config{p.params.gridDimX,  p.params.gridDimY,  p.params.gridDimZ,
-                            p.params.blockDimX, p.params.blockDimY, p.params.blockDimZ,
-                            p.params.sharedMemBytes, s, &attribute, 1};
+    if (isCooperative || inCluster) {  // launched as cuLaunchKernelEx would
+      CUlaunchAttribute attributes[2]{};
+      unsigned count = 0;
+      if (isCooperative) {  // every block resident at once
+        attributes[count].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+        attributes[count++].value.cooperative = 1;
+      }
+      if (inCluster) {
+        attributes[count].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        attributes[count++].value.clusterDim = cluster->second.clusterDim;
+      }
+      CUlaunchConfig config{p.params.gridDimX,
+                            p.params.gridDimY,
+                            p.params.gridDimZ,
+                            p.params.blockDimX,
+                            p.params.blockDimY,
+                            p.params.blockDimZ,
+                            p.params.sharedMemBytes,
+                            s,
+                            attributes,
+                            count};
       return cuLaunchKernelEx(&config, f, p.params.kernelParams, p.params.extra);
     }
     return cuLaunchKernel(f, p.params.gridDimX, p.params.gridDimY, p.params.gridDimZ,

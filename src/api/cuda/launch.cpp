@@ -113,6 +113,8 @@ Outcome launch(const void* f, const std::array<uint32_t, 3>& grid,
   params.extra = extra;
   std::map<int, CUlaunchAttributeValue> attributes;
   if (options.cooperative) attributes[CU_LAUNCH_ATTRIBUTE_COOPERATIVE].cooperative = 1;
+  if (options.explicitCluster)  // of one block: larger clusters are refused
+    attributes[CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION].clusterDim = {1, 1, 1};
   if (options.priority) attributes[CU_LAUNCH_ATTRIBUTE_PRIORITY].priority = *options.priority;
   return keepCapturedKernelParams(*captured[0], params, attributes);
 }

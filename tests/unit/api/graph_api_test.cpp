@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -681,6 +682,85 @@ TEST_F(LibCudaGraph, CapturedNodesKeepTheirParameters) {
   }
   EXPECT_EQ(seen, 7);
   EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
+}
+
+// A cluster dimension (of one block) on a kernel node, set as a node attribute or kept from a
+// captured cluster launch, makes the node's launch an explicit cluster launch, as the kernel
+// sees (%is_explicit_cluster); the captured node reports the dimension.
+TEST_F(LibCudaGraph, ClusterDimensionOfKernelNodes) {
+  const char* ptx = R"(.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry explicitFlag(.param .u64 out)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  mov.pred %p1, %is_explicit_cluster;
+  selp.u32 %r1, 1, 2, %p1;
+  st.global.u32 [%rd1], %r1;
+  ret;
+}
+)";
+  CUmodule module = nullptr;
+  ASSERT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, ptx), CUDA_SUCCESS);
+  CUfunction flag = nullptr;
+  ASSERT_EQ(
+      CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&flag, module, "explicitFlag"),
+      CUDA_SUCCESS);
+  auto readFlag = [&] {
+    uint32_t value = 0;
+    EXPECT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(&value, data_, 4), CUDA_SUCCESS);
+    return value;
+  };
+  void* args[] = {&data_};
+  CUDA_KERNEL_NODE_PARAMS_v1 params{flag, 1, 1, 1, 1, 1, 1, 0, args, nullptr};
+  CUgraph graph = nullptr;
+  ASSERT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&graph, 0), CUDA_SUCCESS);
+  CUgraphNode node = nullptr;
+  ASSERT_EQ(CU(cuGraphAddKernelNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+               const CUDA_KERNEL_NODE_PARAMS_v1*)(&node, graph, nullptr, 0, &params),
+            CUDA_SUCCESS);
+  CUlaunchAttributeValue cluster{};
+  cluster.clusterDim = {1, 1, 1};
+  ASSERT_EQ(CU(cuGraphKernelNodeSetAttribute, CUgraphNode, CUkernelNodeAttrID,
+               const CUkernelNodeAttrValue*)(node, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &cluster),
+            CUDA_SUCCESS);
+  auto instantiate = CU(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long);
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(instantiate(&exec, graph, 0), CUDA_SUCCESS);
+  launchAndWait(exec);
+  EXPECT_EQ(readFlag(), 1u);
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
+
+  ASSERT_EQ(CU(cuStreamBeginCapture, CUstream, CUstreamCaptureMode)(stream_,
+                                                                    CU_STREAM_CAPTURE_MODE_GLOBAL),
+            CUDA_SUCCESS);
+  CUlaunchAttribute attribute;
+  std::memset(&attribute, 0, sizeof attribute);
+  attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attribute.value.clusterDim = {1, 1, 1};
+  CUlaunchConfig config{1, 1, 1, 1, 1, 1, 0, stream_, &attribute, 1};
+  using LaunchEx = CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**);
+  ASSERT_EQ(proc<LaunchEx>("cuLaunchKernelEx", 12090)(&config, flag, args, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuStreamEndCapture, CUstream, CUgraph*)(stream_, &graph), CUDA_SUCCESS);
+  size_t count = 1;
+  ASSERT_EQ(CU(cuGraphGetNodes, CUgraph, CUgraphNode*, size_t*)(graph, &node, &count),
+            CUDA_SUCCESS);
+  CUlaunchAttributeValue read{};
+  ASSERT_EQ(CU(cuGraphKernelNodeGetAttribute, CUgraphNode, CUkernelNodeAttrID,
+               CUkernelNodeAttrValue*)(node, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &read),
+            CUDA_SUCCESS);
+  EXPECT_EQ(read.clusterDim.x, 1u);
+  ASSERT_EQ(CU(cuMemsetD32, CUdeviceptr, unsigned, size_t)(data_, 0, 1), CUDA_SUCCESS);
+  ASSERT_EQ(instantiate(&exec, graph, 0), CUDA_SUCCESS);
+  launchAndWait(exec);
+  EXPECT_EQ(readFlag(), 1u);
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
 }
 
 // An executable graph destroyed while a launch of it is pending: the launch keeps the graph's
