@@ -26,10 +26,6 @@ llvm::AtomicOrdering semantics(const ptx::Instruction& inst) {
   return llvm::AtomicOrdering::Monotonic;  // PTX default: .relaxed
 }
 
-bool acquires(llvm::AtomicOrdering order) {
-  return order == llvm::AtomicOrdering::Acquire || order == llvm::AtomicOrdering::AcquireRelease;
-}
-
 bool rmwOp(const ptx::Instruction& inst, ScalarType type, llvm::AtomicRMWInst::BinOp& op) {
   using Op = llvm::AtomicRMWInst::BinOp;
   bool isFloat = ptx::isFloat(type), isSigned = ptx::isSignedInteger(type);
@@ -187,7 +183,7 @@ Status vectorAtomic(FunctionTranslator& t, const ptx::Instruction& inst, size_t 
   unsigned size = ptx::scalarTypeSize(type);
   llvm::AtomicOrdering order = semantics(inst);
   t.checkAccess(inst, ptr, uint64_t(size) * inst.vectorWidth, /*write=*/true, inst.space,
-                /*atomic=*/true, acquires(order));
+                /*atomic=*/true, llvm::isAcquireOrStronger(order));
   for (size_t i = 0; i < inst.vectorWidth; ++i) {
     ROCUDA_VALUE(val, t.read(values.elements()[i], type));
     llvm::Value* p = B.CreateConstGEP1_64(t.i8(), ptr, i * size);
@@ -223,7 +219,8 @@ Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   if (*operandCount != first + (cas ? 3 : 2)) return t.invalid(inst, "wrong operands");
   ROCUDA_VALUE(ptr, t.address(inst.operands()[first], inst.space));
   llvm::AtomicOrdering order = semantics(inst);
-  t.checkAccess(inst, ptr, size, /*write=*/true, inst.space, /*atomic=*/true, acquires(order));
+  t.checkAccess(inst, ptr, size, /*write=*/true, inst.space, /*atomic=*/true,
+                llvm::isAcquireOrStronger(order));
   llvm::Value* old = nullptr;
   if (cas) {
     ScalarType bits = ptx::bitTypeOfSize(size);

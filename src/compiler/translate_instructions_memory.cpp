@@ -187,9 +187,7 @@ Status load(FunctionTranslator& t, const ptx::Instruction& inst) {
                     inst.space == ptx::StateSpace::Const;
   bool pollable = (isVolatile || order != llvm::AtomicOrdering::NotAtomic) && !unchanging &&
                   elements.size() == 1;
-  bool acquires = order == llvm::AtomicOrdering::Acquire ||
-                  order == llvm::AtomicOrdering::AcquireRelease ||
-                  order == llvm::AtomicOrdering::SequentiallyConsistent;
+  bool acquires = llvm::isAcquireOrStronger(order);
   t.checkAccess(inst, ptr, uint64_t(size) * elements.size(), /*write=*/false, inst.space,
                 /*atomic=*/isVolatile || order != llvm::AtomicOrdering::NotAtomic, acquires);
   if (wholeVectorAccess(inst, elements.size(), size) && !unchanging) {
@@ -200,9 +198,7 @@ Status load(FunctionTranslator& t, const ptx::Instruction& inst) {
     auto* ld = B.CreateAlignedLoad(vector, ptr, llvm::Align(size * elements.size()), true);
     markSpace(*ld, inst);
     markPollableAccess(*ld, inst.space);
-    if (order == llvm::AtomicOrdering::Acquire || order == llvm::AtomicOrdering::AcquireRelease ||
-        order == llvm::AtomicOrdering::SequentiallyConsistent)
-      markScope(*B.CreateFence(llvm::AtomicOrdering::Acquire), inst, nullptr);
+    if (acquires) markScope(*B.CreateFence(llvm::AtomicOrdering::Acquire), inst, nullptr);
     for (size_t i = 0; i < elements.size(); ++i)
       if (elements[i]->kind != ptx::Operand::Kind::Sink)
         ROCUDA_TRY(t.write(*elements[i], B.CreateExtractElement(ld, i), type));
