@@ -244,55 +244,55 @@ Outcome keepCapturedKernelParams(core::GraphNode& node, const CUDA_KERNEL_NODE_P
 
 namespace {
 
-// The node a capturing stream's last operation became, when it is of `type`.
-core::GraphNode* lastCapturedNode(core::Stream& stream, core::GraphNodeType type) {
-  if (stream.capture() == nullptr) return nullptr;
+// When `stream` captures and its last operation became a node of `type` that has no parameters
+// yet, gives it makeParams()'s. Nothing else (no lock taken) when the stream does not capture.
+template <class MakeParams>
+void keepCapturedParams(core::Stream& stream, core::GraphNodeType type, MakeParams makeParams) {
+  if (stream.capture() == nullptr) return;
+  std::lock_guard lock(core::graphMutex());
   std::vector<core::GraphNode*> last = stream.captureDependencies();
-  return last.size() == 1 && last[0]->type() == type ? last[0] : nullptr;
+  if (last.size() != 1 || last[0]->type() != type || last[0]->content().params) return;
+  last[0]->content().params = makeParams();
 }
 
 }  // namespace
 
 void keepCapturedMemsetParams(core::Stream& stream, const CUDA_MEMSET_NODE_PARAMS_v2& in) {
-  std::lock_guard lock(core::graphMutex());
-  core::GraphNode* node = lastCapturedNode(stream, core::GraphNodeType::Memset);
-  if (node == nullptr || node->content().params) return;
-  auto payload = std::make_shared<MemsetPayload>();
-  payload->params = in;
-  payload->params.ctx = reinterpret_cast<CUcontext>(&stream.context());
-  node->content().params = std::move(payload);
+  keepCapturedParams(stream, core::GraphNodeType::Memset, [&] {
+    auto payload = std::make_shared<MemsetPayload>();
+    payload->params = in;
+    payload->params.ctx = reinterpret_cast<CUcontext>(&stream.context());
+    return payload;
+  });
 }
 
 void keepCapturedCopyParams(core::Stream& stream, void* dst, const void* src, size_t bytes) {
-  std::lock_guard lock(core::graphMutex());
-  core::GraphNode* node = lastCapturedNode(stream, core::GraphNodeType::Memcpy);
-  if (node == nullptr || node->content().params) return;
-  // As NVIDIA reports a captured 1D copy: a 3D copy one row high, each side device memory when
-  // it is memory of Rocuda's, else host memory.
-  auto payload = std::make_shared<MemcpyPayload>();
-  CUDA_MEMCPY3D& copy = payload->copy;
-  auto side = [](const void* pointer, CUmemorytype& type, CUdeviceptr& device, auto& host) {
-    bool known = core::findAllocation(pointer).has_value();
-    type = known ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
-    if (known)
-      device = reinterpret_cast<CUdeviceptr>(pointer);
-    else
-      host = const_cast<std::remove_reference_t<decltype(host)>>(pointer);
-  };
-  side(src, copy.srcMemoryType, copy.srcDevice, copy.srcHost);
-  side(dst, copy.dstMemoryType, copy.dstDevice, copy.dstHost);
-  copy.WidthInBytes = bytes;
-  copy.Height = 1;
-  copy.Depth = 1;
-  payload->context = reinterpret_cast<CUcontext>(&stream.context());
-  node->content().params = std::move(payload);
+  keepCapturedParams(stream, core::GraphNodeType::Memcpy, [&] {
+    // As NVIDIA reports a captured 1D copy: a 3D copy one row high, each side device memory when
+    // it is memory of Rocuda's, else host memory.
+    auto payload = std::make_shared<MemcpyPayload>();
+    CUDA_MEMCPY3D& copy = payload->copy;
+    auto side = [](const void* pointer, CUmemorytype& type, CUdeviceptr& device, auto& host) {
+      bool known = core::findAllocation(pointer).has_value();
+      type = known ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+      if (known)
+        device = reinterpret_cast<CUdeviceptr>(pointer);
+      else
+        host = const_cast<std::remove_reference_t<decltype(host)>>(pointer);
+    };
+    side(src, copy.srcMemoryType, copy.srcDevice, copy.srcHost);
+    side(dst, copy.dstMemoryType, copy.dstDevice, copy.dstHost);
+    copy.WidthInBytes = bytes;
+    copy.Height = 1;
+    copy.Depth = 1;
+    payload->context = reinterpret_cast<CUcontext>(&stream.context());
+    return payload;
+  });
 }
 
 void keepCapturedHostParams(core::Stream& stream, const CUDA_HOST_NODE_PARAMS& in) {
-  std::lock_guard lock(core::graphMutex());
-  core::GraphNode* node = lastCapturedNode(stream, core::GraphNodeType::Host);
-  if (node == nullptr || node->content().params) return;
-  node->content().params = std::make_shared<CUDA_HOST_NODE_PARAMS>(in);
+  keepCapturedParams(stream, core::GraphNodeType::Host,
+                     [&] { return std::make_shared<CUDA_HOST_NODE_PARAMS>(in); });
 }
 
 namespace {

@@ -230,7 +230,7 @@ Outcome checkLaunchAttributes(const CUlaunchConfig& config, LaunchOptions* optio
           return invalidValue("a cluster dimension cannot be 0");
         if (dim.x > 1 || dim.y > 1 || dim.z > 1)
           return {CUDA_ERROR_NOT_SUPPORTED, "thread block clusters are not supported"};
-        cluster = {std::max(1u, dim.x), std::max(1u, dim.y), std::max(1u, dim.z)};
+        cluster = {dim.x, dim.y, dim.z};
         options->explicitCluster = true;
         break;
       }

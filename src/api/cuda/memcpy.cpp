@@ -62,30 +62,32 @@ Outcome copy(void* dst, const void* src, size_t bytes, CUstream hStream, StreamV
   if (!stream) return stream.error();
   if (bytes == 0) return {};
   if (dst == nullptr || src == nullptr) return invalidValue("NULL pointer");
+  // Each side's allocation, if Rocuda's memory (pinned, as the device reads it at any time).
+  std::optional<core::Allocation> dstAllocation = core::findAllocation(dst);
+  std::optional<core::Allocation> srcAllocation = core::findAllocation(src);
   // A copy between the memories of two devices "does not start until all commands previously
   // issued to either device have completed" (CUDA C++ Programming Guide, peer-to-peer memory
   // copy): the other device's context is drained first, as cuMemcpyPeer's source is.
-  for (const void* side : {static_cast<const void*>(dst), src})
-    if (std::optional<core::Allocation> allocation = core::findAllocation(side);
-        allocation && allocation->kind == core::AllocationKind::Device &&
-        core::lookupHandle<core::Context>(allocation->context) != nullptr &&
-        &allocation->context->device() != &(*stream)->context().device())
-      if (Status drained = allocation->context->synchronize(); !drained) return drained;
+  for (const std::optional<core::Allocation>* allocation : {&dstAllocation, &srcAllocation})
+    if (*allocation && (*allocation)->kind == core::AllocationKind::Device &&
+        core::lookupHandle<core::Context>((*allocation)->context) != nullptr &&
+        &(*allocation)->context->device() != &(*stream)->context().device())
+      if (Status drained = (*allocation)->context->synchronize(); !drained) return drained;
   backends::DeviceBackend& backend = (*stream)->context().device().backend();
   // Stage a pageable source so the caller may reuse its buffer when this returns; not in stream
   // capture, where the copy becomes a graph node that reads the source at each launch (as an
   // explicit memcpy node does), not the bytes the capture saw.
-  if (async && !isPinned(src) && (*stream)->capture() == nullptr) {
+  if (async && !srcAllocation && (*stream)->capture() == nullptr) {
     auto staged = std::make_shared<std::vector<uint8_t>>(static_cast<const uint8_t*>(src),
                                                          static_cast<const uint8_t*>(src) + bytes);
     return submit(
         **stream, "memcpy",
         [&backend, dst, staged] { return backend.copy(dst, staged->data(), staged->size()); },
-        !isPinned(dst));
+        !dstAllocation);
   }
   Outcome queued = submit(
       **stream, "memcpy", [&backend, dst, src, bytes] { return backend.copy(dst, src, bytes); },
-      !async || !isPinned(dst));
+      !async || !dstAllocation);
   if (queued.ok()) keepCapturedCopyParams(**stream, dst, src, bytes);
   return queued;
 }
