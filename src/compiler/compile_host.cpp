@@ -112,11 +112,13 @@ Result<HostObject> compileForHost(std::string_view ptxText, std::string_view mod
   }
   detail::promoteRegisters(*module);
   detail::canonicalizeNaNResults(*module);
+  detail::insertWarpLockstepPoints(*module, result.info, options.warpLockstep);
 
   auto tm = detail::createHostTargetMachine(options.optLevel);
   if (!tm.ok()) return tm.error();
   detail::dropMatrixLaneFunctions(*module);
   detail::optimizeForHost(*module, **tm, options.optLevel);
+  detail::numberWarpLockstepPoints(*module);
   detail::insertSpinPolls(*module);
   dumpModule(*module, name, ".host.ll");
   // A Globals unit without its kernels leaves their KernelInfo as translated.

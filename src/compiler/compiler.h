@@ -179,7 +179,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-56";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-57";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;
@@ -219,7 +219,8 @@ struct BlockContext {
 // Where the threads of a block waiting in warp collectives post their operands and find their
 // results: one array per field, indexed by linear thread id (so that the posts of a round
 // vectorize). A collective's operands are op (0 sync, 1 shfl, 2 vote, 3 redux, 4 match,
-// 5 activemask, 6 mbarrier wait, 7 named barrier, 8 mma), value, mode, b, c and mask. Before
+// 5 activemask, 6 mbarrier wait, 7 named barrier, 8 mma, 9 lockstep point: host code only, see
+// host_warp_lockstep.cpp; its order as value), value, mode, b, c and mask. Before
 // returning from a wait in a collective the step stores value[t] and, of the others, those that
 // are not constants of the code: op and the constant ones are the wait's (KernelInfo::
 // cpuWarpSites), and the runtime writes them into the thread's entries itself before it reads
@@ -358,6 +359,15 @@ struct ModuleInfo {
   static Result<ModuleInfo> deserialize(const uint8_t* data, size_t size);
 };
 
+// Which memory accesses of host code are lockstep points of the warp, for code that relies on a
+// warp's lanes executing together without __syncwarp (ROCUDA_WARP_LOCKSTEP,
+// host_warp_lockstep.cpp).
+enum class WarpLockstep : uint8_t {
+  Off,
+  VolatileShared,  // volatile shared memory: the classic warp-synchronous reductions
+  AllMemory,       // every load and store outside the thread's own memory (slow)
+};
+
 struct CompileOptions {
   int optLevel = 2;  // 0..3
   // Host code: compile kernels into block forms (BlockLoop / Continuation). When false every
@@ -369,6 +379,7 @@ struct CompileOptions {
   // waits (the CPU device does, block forms or fibers), so atomics on shared memory may be plain
   // accesses. False for a runtime that runs a block's threads as OS threads (unit tests).
   bool blockOnOneHostThread = true;
+  WarpLockstep warpLockstep = WarpLockstep::VolatileShared;
 };
 
 // Host code for one PTX module: a relocatable object file for this machine plus its ModuleInfo.

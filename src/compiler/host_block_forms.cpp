@@ -443,7 +443,7 @@ llvm::Value* postAndCollect(llvm::CallInst* call, const ThreadValues& v, uint32_
   llvm::StringRef name = call->getCalledFunction()->getName();
   auto arg = [&](unsigned i) { return call->getArgOperand(i); };
   // op numbers as in compiler.h: 0 sync, 1 shfl, 2 vote, 3 redux, 4 match, 5 activemask,
-  // 6 mbarrier wait, 7 named barrier, 8 mma.
+  // 6 mbarrier wait, 7 named barrier, 8 mma, 9 lockstep point.
   int op = name == "__rocuda_warp_sync"       ? 0
            : name == "__rocuda_shfl_sync"     ? 1
            : name == "__rocuda_vote_sync"     ? 2
@@ -452,8 +452,19 @@ llvm::Value* postAndCollect(llvm::CallInst* call, const ThreadValues& v, uint32_
            : name == "__rocuda_activemask"    ? 5
            : name == "__rocuda_mbarrier_wait" ? 6
            : name == "__rocuda_mma_sync"      ? 8
+           : name == "__rocuda_warp_lockstep" ? 9
                                               : 7;
   llvm::Value* zero = before.getInt32(0);
+  if (op == 9) {  // its order, a constant of the code: nothing to post, no result
+    const std::pair<LaneField, llvm::Value*> posts[] = {
+        {kLaneValue, before.CreateZExt(arg(0), before.getInt64Ty())},
+        {kLaneMode, zero},
+        {kLaneB, zero},
+        {kLaneC, zero},
+        {kLaneMask, before.getInt32(-1)}};
+    postOperands(before, v, op, posts, site);
+    return nullptr;
+  }
   if (op == 8) {  // the record, the tile function's halves; the outputs come back in the record
     llvm::Value* tile = before.CreatePtrToInt(arg(0), before.getInt64Ty());
     const std::pair<LaneField, llvm::Value*> posts[] = {

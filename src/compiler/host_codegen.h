@@ -17,6 +17,7 @@
 
 namespace llvm {
 class Module;
+class Value;
 class TargetMachine;
 }  // namespace llvm
 
@@ -104,7 +105,8 @@ inline const std::vector<std::string> kBarrierFunctions = {"__rocuda_barrier_syn
 inline const std::vector<std::string> kWarpCollectiveFunctions = {
     "__rocuda_warp_sync",     "__rocuda_shfl_sync",     "__rocuda_vote_sync",
     "__rocuda_redux_sync",    "__rocuda_match_sync",    "__rocuda_activemask",
-    "__rocuda_mbarrier_wait", "__rocuda_named_barrier", "__rocuda_mma_sync"};
+    "__rocuda_mbarrier_wait", "__rocuda_named_barrier", "__rocuda_mma_sync",
+    "__rocuda_warp_lockstep"};
 
 // The CPU device runs each warp matrix operation through its tile function (compiler.h:
 // __rocuda_mma_sync): the calls' lane functions, for AMD GPUs, become null pointers and are
@@ -124,6 +126,17 @@ inline const std::vector<std::string> kSpinWaitFunctions = {
 // Make every pollable access inside a loop call its kSpinWaitFunctions entry; shared memory is
 // polled in spin-waits only. Run after inlining, before the block forms.
 void insertSpinPolls(llvm::Module& module);
+
+// Whether `address` is (on some path) an address in the block's shared window: one made from
+// __rocuda_shared_base, directly or through a generic address (cvta), or loaded from such a place.
+bool addressInSharedWindow(llvm::Value* address);
+
+// Make the memory accesses through which warp-synchronous code exchanges values lockstep points
+// of the warp (`void __rocuda_warp_lockstep(i32 order)`, a warp collective of the CPU device: see
+// host_warp_lockstep.cpp), as code written for GPUs before Volta expects. Run before optimising;
+// numberWarpLockstepPoints gives the points their order once the kernels are inlined.
+void insertWarpLockstepPoints(llvm::Module& module, const ModuleInfo& info, WarpLockstep mode);
+void numberWarpLockstepPoints(llvm::Module& module);
 
 // Each atomicrmw fadd marked kFlushedSumMetadata becomes a compare-and-swap loop that flushes
 // the memory's value, the operand and the sum to sign-preserving zero when subnormal (for a

@@ -224,6 +224,8 @@ void insertPollsIn(llvm::Function& f, const PollCallees& callees) {
 
 }  // namespace
 
+bool addressInSharedWindow(llvm::Value* address) { return inSharedWindow(address); }
+
 void insertSpinPolls(llvm::Module& module) {
   llvm::LLVMContext& c = module.getContext();
   auto* type =

@@ -35,6 +35,14 @@ const std::vector<Variable>& variables() {
        "`0` compiles every kernel for the CPU device as a function per CUDA thread, run as "
        "fibers when threads wait (the slow path), instead of work-item loops and "
        "continuations: for comparing the two and for isolating a suspected compiler fault."},
+      {"ROCUDA_WARP_LOCKSTEP", "volatile",
+       "Implicit warp synchronisation on the CPU device, for code written for GPUs before Volta "
+       "whose warps exchange values through memory without `__syncwarp` (formally undefined "
+       "since Volta, but NVIDIA's GPUs run it as expected). `volatile`: the volatile shared-memory "
+       "accesses of kernels that use no warp-level synchronisation are lockstep points of the "
+       "warp (the classic warp-synchronous reductions and scans). `memory`: every load and store "
+       "outside the thread's own memory of every kernel is one (warp-synchronous code on global "
+       "memory, such as CuPy's partition kernel; much slower). `off`: none."},
       {"ROCUDA_CPU_THREADS", "number of cores",
        "Worker threads of the CPU device's thread pool (blocks run in parallel on them)."},
       {"CUDA_MODULE_LOADING", "LAZY",

@@ -161,8 +161,9 @@ bool uniformCollective(const WarpRequests& requests, uint32_t live, uint32_t wai
     const WarpRequest* request = requests[l];
     if (request != nullptr && (request->op != first->op || request->mask != first->mask))
       return false;
-    if (request != nullptr && first->op == WarpOp::Active && request->value != first->value)
-      return false;  // activemasks at different call sites
+    if (request != nullptr && (first->op == WarpOp::Active || first->op == WarpOp::Lockstep) &&
+        request->value != first->value)
+      return false;  // activemasks at different call sites, lockstep points of different order
   }
   return true;
 }
@@ -211,11 +212,17 @@ bool releaseWarp(BlockState& block, uint32_t first, uint32_t count) {
     release = waiting;
     participants.fill(waiting);
   }
-  uint32_t active = 0;  // lanes in activemask
+  uint32_t active = 0, lockstep = 0;  // lanes in activemask, at lockstep points
+  uint64_t firstOrder = UINT64_MAX;   // the order of the first lockstep point lanes wait at
   for (uint32_t l = 0; l < lanes && !uniform; ++l) {
     if (!(waiting & (1u << l))) continue;
     if (requests[l]->op == WarpOp::Active) {
       active |= 1u << l;
+      continue;
+    }
+    if (requests[l]->op == WarpOp::Lockstep) {
+      lockstep |= 1u << l;
+      firstOrder = std::min(firstOrder, requests[l]->value);
       continue;
     }
     uint32_t members = (requests[l]->mask & live) | (1u << l);
@@ -223,6 +230,14 @@ bool releaseWarp(BlockState& block, uint32_t first, uint32_t count) {
     release |= 1u << l;
     participants[l] = members;
   }
+  // Lanes at lockstep points that cannot all go on together: those at the first point go on
+  // (the lanes of a branch, while those that skipped it wait at its end).
+  if (release == 0 && phaseDone == 0 && lockstep != 0)
+    for (uint32_t l = 0; l < lanes; ++l)
+      if ((lockstep & (1u << l)) && requests[l]->value == firstOrder) {
+        release |= 1u << l;
+        participants[l] = 1u << l;
+      }
   if (release == 0 && phaseDone == 0 && active != 0) {
     release = active;
     for (uint32_t l = 0; l < lanes; ++l)
@@ -448,9 +463,9 @@ void applyStepCode(BlockState& block, ThreadState& thread, uint32_t linearTid, u
 }
 
 // Every running thread of the block (threads [0, limit); the rest have finished) waits in the
-// same warp collective, the one before resume `point`: when it is a shfl, a warp sync or an mma,
-// whose completion needs no check of member masks (the lanes at one instruction have all
-// arrived), complete it without looking at each thread's state. Returns whether it did.
+// same warp collective, the one before resume `point`: when it is a shfl, a warp sync, an mma or a
+// lockstep point, whose completion needs no check of member masks (the lanes at one instruction
+// have all arrived), complete it without looking at each thread's state. Returns whether it did.
 bool completeUniformCollective(BlockState& block, uint32_t limit, uint32_t point) {
   compiler::WarpLanes& lanes = *block.context.warpLanes;
   const compiler::WarpWaitSite& site = block.grid->code.warpSites[point - 1];
@@ -470,7 +485,7 @@ bool completeUniformCollective(BlockState& block, uint32_t limit, uint32_t point
       runMatrixTile(requests, count == kWarpSize ? ~0u : (1u << count) - 1);
     }
   }
-  return op == WarpOp::Shfl || op == WarpOp::Sync || op == WarpOp::Mma;
+  return op == WarpOp::Shfl || op == WarpOp::Sync || op == WarpOp::Mma || op == WarpOp::Lockstep;
 }
 
 // Whether threads [0, limit) are a prefix [0, live) waiting at one point (codes[0]) followed by

@@ -36,6 +36,20 @@ namespace {
 // alignment assumptions applications make hold.
 constexpr size_t kAllocationAlignment = 256;
 
+// ROCUDA_WARP_LOCKSTEP (support/env.cpp), read once.
+compiler::WarpLockstep warpLockstepSetting() {
+  static const compiler::WarpLockstep setting = [] {
+    std::string value = env::get("ROCUDA_WARP_LOCKSTEP").value_or("volatile");
+    if (value == "off") return compiler::WarpLockstep::Off;
+    if (value == "memory") return compiler::WarpLockstep::AllMemory;
+    if (value != "volatile")
+      log::warning("ROCUDA_WARP_LOCKSTEP='" + value +
+                   "' is not volatile, memory or off; using volatile");
+    return compiler::WarpLockstep::VolatileShared;
+  }();
+  return setting;
+}
+
 // How the environment asks for code to be compiled (read when a module is loaded: every unit
 // of the module is compiled alike).
 struct HostCompileSettings {
@@ -47,9 +61,13 @@ struct HostCompileSettings {
     compiler::CompileOptions& options = settings.options;
     options.blockFunctions = env::get("ROCUDA_CPU_BLOCK_FORMS").value_or("1") != "0";
     options.memcheck = memcheckEnabled();
-    settings.variant = "O" + std::to_string(options.optLevel) +
-                       (options.blockFunctions ? "" : " threads") +
-                       (options.memcheck ? " memcheck" : "");
+    options.warpLockstep = warpLockstepSetting();
+    settings.variant =
+        "O" + std::to_string(options.optLevel) + (options.blockFunctions ? "" : " threads") +
+        (options.memcheck ? " memcheck" : "") +
+        (options.warpLockstep == compiler::WarpLockstep::Off         ? " lockstep-off"
+         : options.warpLockstep == compiler::WarpLockstep::AllMemory ? " lockstep-memory"
+                                                                     : "");
     return settings;
   }
 };

@@ -239,6 +239,11 @@ static void mmaSync(void* tile, void* /*lane: for AMD GPUs*/, void* record) {
   return static_cast<int32_t>(warpCollective(WarpOp::Active, 0, site, 0, 0, ~0u));
 }
 
+// A lockstep point (host_warp_lockstep.cpp): released with the warp's other lanes at it.
+static void warpLockstep(int32_t order) {
+  warpCollective(WarpOp::Lockstep, 0, static_cast<uint32_t>(order), 0, 0, ~0u);
+}
+
 // An mbarrier wait: at once when the phase has completed, else in the block's scheduler.
 static int32_t mbarrierWait(const void* mbarrier, uint64_t state, int32_t parity) {
   WarpRequest wait{WarpOp::MBarrier, parity, reinterpret_cast<uintptr_t>(mbarrier),
@@ -788,6 +793,7 @@ std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
       {"__rocuda_redux_sync", fn(reduxSync)},
       {"__rocuda_match_sync", fn(matchSync)},
       {"__rocuda_activemask", fn(activemask)},
+      {"__rocuda_warp_lockstep", fn(warpLockstep)},
       {"__rocuda_mbarrier_wait", fn(mbarrierWait)},
       {"__rocuda_trap", fn(trap)},
       {"__rocuda_enter_thread", fn(enterThread)},

@@ -125,14 +125,25 @@ struct GridState {
 // Kinds of warp collective a thread can wait in (see compiler.h for the runtime contract).
 // MBarrier is no collective of the warp: a thread waiting for an mbarrier's phase, which the
 // same scheduler releases.
-enum class WarpOp : uint8_t { Sync, Shfl, Vote, Redux, Match, Active, MBarrier, NamedBarrier, Mma };
+enum class WarpOp : uint8_t {
+  Sync,
+  Shfl,
+  Vote,
+  Redux,
+  Match,
+  Active,
+  MBarrier,
+  NamedBarrier,
+  Mma,
+  Lockstep,  // implicit warp synchronisation (host_warp_lockstep.cpp); value: the point's order
+};
 
 // One lane's contribution to a warp collective (a copy of its entries in compiler::WarpLanes).
 struct WarpRequest {
   WarpOp op = WarpOp::Sync;
   int32_t mode = 0;      // shfl/vote/match mode, redux op
   uint64_t value = 0;    // shfl/redux/match value, vote predicate, activemask site, mbarrier,
-                         // named barrier id, mma record
+                         // named barrier id, mma record, lockstep point's order
   int32_t b = 0, c = 0;  // shfl operands; mma: the tile function's halves
   uint32_t mask = 0;     // PTX member mask
 };

@@ -194,6 +194,7 @@ uint64_t warpResult(const WarpRequests& requests, uint32_t participants, uint32_
     case WarpOp::MBarrier:  // released by the scheduler itself
     case WarpOp::NamedBarrier:
     case WarpOp::Mma:  // outputs in the lanes' records (runMatrixTile)
+    case WarpOp::Lockstep:
       break;
   }
   return 0;
@@ -206,8 +207,8 @@ void uniformWarpResults(const WarpRequests& requests, uint32_t participants,
   if (first == kWarpSize) return;
   // Votes and reductions give every lane the same answer: compute it once, not once per lane.
   WarpOp op = requests[first]->op;
-  bool shared =
-      op == WarpOp::Vote || op == WarpOp::Redux || op == WarpOp::Sync || op == WarpOp::Active;
+  bool shared = op == WarpOp::Vote || op == WarpOp::Redux || op == WarpOp::Sync ||
+                op == WarpOp::Active || op == WarpOp::Lockstep;
   for (uint32_t l = first + 1; l < kWarpSize && shared; ++l)
     shared = !(participants & bit(l)) || requests[l]->mode == requests[first]->mode;
   uint64_t common = shared ? warpResult(requests, participants, first) : 0;

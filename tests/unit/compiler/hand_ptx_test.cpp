@@ -2,6 +2,7 @@
 // follow the PTX ISA's definitions (edge values: shift >= width, division by zero, NaN rules...).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cfenv>
 #include <cmath>
 #include <cstdlib>
@@ -1481,6 +1482,91 @@ TEST(CompilerContract, MemcheckInstrumentsEveryAccess) {
     EXPECT_NE(ir.find(call), std::string::npos) << call << "\n" << ir;
   }
   EXPECT_NE(ir.find("i64 32)"), std::string::npos) << "the depot's size: " << ir;
+}
+
+// Warp-synchronous code without __syncwarp (host_warp_lockstep.cpp): each thread adds its left
+// neighbour's value through volatile shared memory, lane 0 skipping the step. `modern` does the
+// same with a __syncwarp, which orders the exchange itself.
+constexpr const char* kLockstepPtx = R"(.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry KERNEL(.param .u64 out)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<10>;
+  .reg .b64 %rd<4>;
+  .shared .align 4 .b8 s[128];
+  mov.u32 %r1, %tid.x;
+  shl.b32 %r2, %r1, 2;
+  mov.u32 %r3, s;
+  add.u32 %r4, %r3, %r2;
+  st.volatile.shared.u32 [%r4], %r1;
+  SYNC
+  setp.lt.u32 %p1, %r1, 1;
+  @%p1 bra SKIP;
+  ld.volatile.shared.u32 %r5, [%r4+-4];
+  ld.volatile.shared.u32 %r6, [%r4];
+  add.u32 %r7, %r5, %r6;
+  st.volatile.shared.u32 [%r4], %r7;
+SKIP:
+  ld.volatile.shared.u32 %r8, [%r4];
+  ld.param.u64 %rd1, [out];
+  cvta.to.global.u64 %rd1, %rd1;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.u64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r8;
+  ret;
+}
+)";
+
+std::string lockstepModule(const std::string& kernel, const char* sync) {
+  std::string ptx = kLockstepPtx;
+  ptx.replace(ptx.find("KERNEL"), 6, kernel);
+  ptx.replace(ptx.find("SYNC"), 4, sync);
+  return ptx;
+}
+
+// The orders of the kernel's lockstep points in its optimised host IR, sorted.
+std::vector<int> lockstepOrders(const std::string& ptx, const std::string& name,
+                                WarpLockstep mode) {
+  auto dir =
+      std::filesystem::temp_directory_path() / ("rocuda_lockstep_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  ::setenv("ROCUDA_DUMP", dir.c_str(), 1);
+  CompileOptions options;
+  options.warpLockstep = mode;
+  auto object = compileForHost(ptx, name, options);
+  ::unsetenv("ROCUDA_DUMP");
+  EXPECT_TRUE(object.ok()) << object.error().message;
+  std::string host = readFile((dir / (name + ".host.ll")).string());
+  std::filesystem::remove_all(dir);
+  std::vector<int> orders;
+  const std::string call = "call void @__rocuda_warp_lockstep(i32 ";
+  for (size_t at = host.find(call); at != std::string::npos; at = host.find(call, at + 1))
+    orders.push_back(std::atoi(host.c_str() + at + call.size()));
+  std::sort(orders.begin(), orders.end());
+  if (object.ok() && !orders.empty()) {
+    EXPECT_TRUE(object->info.kernels.at(0).usesWarpCollectives) << host;  // they are waits
+  }
+  return orders;
+}
+
+TEST(CompilerWarpLockstep, VolatileSharedExchangesWaitForTheWarp) {
+  // Before the first store (the lanes' earlier accesses are unknown), before the step's loads and
+  // before its store, and where the lane that skipped the step joins the others: numbered in the
+  // order the kernel reaches them (the join after the step).
+  std::vector<int> orders =
+      lockstepOrders(lockstepModule("legacy", ""), "legacy", WarpLockstep::VolatileShared);
+  EXPECT_EQ(orders, (std::vector<int>{0, 1, 2, 3}));
+  // A kernel that synchronises its warp itself, and the setting's `off`, get none.
+  EXPECT_TRUE(lockstepOrders(lockstepModule("modern", "bar.warp.sync -1;"), "modern",
+                             WarpLockstep::VolatileShared)
+                  .empty());
+  EXPECT_TRUE(lockstepOrders(lockstepModule("legacy", ""), "legacy", WarpLockstep::Off).empty());
+  // Every access outside the thread's memory: the global store too (after the join's load,
+  // which needs none: no store since the join).
+  EXPECT_EQ(lockstepOrders(lockstepModule("legacy", ""), "legacy", WarpLockstep::AllMemory).size(),
+            5u);
 }
 
 }  // namespace
