@@ -42,6 +42,7 @@ GraphNodeType capturedType(const std::string& name) {
   if (name.starts_with("memcpy")) return GraphNodeType::Memcpy;
   if (name.starts_with("memset")) return GraphNodeType::Memset;
   if (name == "hostFunc" || name == "callback") return GraphNodeType::Host;
+  if (name == kMemoryOperationsName) return GraphNodeType::BatchMemOp;
   return GraphNodeType::Empty;  // other work (a nested graph launch...) runs as recorded
 }
 

@@ -265,7 +265,7 @@ Result<CompletionPtr> enqueueMemoryOperations(Stream& stream, std::vector<Memory
   backends::DeviceBackend* backend = &stream.context().device().backend();
   // A captured operation replays on another stream later, so it cannot be cancelled with this one.
   const Stream* cancelWith = stream.capture() ? nullptr : &stream;
-  return stream.context().enqueue(stream, "stream memory operation",
+  return stream.context().enqueue(stream, kMemoryOperationsName,
                                   [backend, ops = std::move(ops), cancelWith] {
                                     return runMemoryOperations(*backend, ops, cancelWith);
                                   });

@@ -184,6 +184,10 @@ struct MemoryOperation {
 // >= 0, as CUDA defines it).
 bool waitConditionHolds(WaitCondition condition, uint64_t current, uint64_t value, bool is64);
 
+// The name of the command enqueueMemoryOperations queues (a capture records a batch
+// memory-operation node for it).
+inline constexpr const char* kMemoryOperationsName = "stream memory operations";
+
 // Queue `operations` on `stream` as one command, in order: a wait blocks the stream (and only
 // it) until its condition holds, polling the memory through the device backend. Addresses must
 // be validated by the caller.

@@ -122,6 +122,15 @@ struct CUDA_EVENT_NODE_PARAMS {  // CUDA_EVENT_RECORD_NODE_PARAMS and _WAIT_
   CUevent event;
 };
 
+// CUDA_BATCH_MEM_OP_NODE_PARAMS_v1 (cuGraphAddBatchMemOpNode's) has the same layout.
+struct CUDA_BATCH_MEM_OP_NODE_PARAMS_v2 {
+  CUcontext ctx;
+  unsigned int count;
+  CUstreamBatchMemOpParams* paramArray;
+  unsigned int flags;
+};
+using CUDA_BATCH_MEM_OP_NODE_PARAMS_v1 = CUDA_BATCH_MEM_OP_NODE_PARAMS_v2;
+
 using CUgraphConditionalHandle = unsigned long long;
 enum CUgraphConditionalNodeType : int {
   CU_GRAPH_COND_TYPE_IF = 0,
@@ -150,6 +159,7 @@ struct CUgraphNodeParams {
     CUDA_EVENT_NODE_PARAMS eventRecord;
     CUDA_MEM_ALLOC_NODE_PARAMS alloc;
     CUDA_MEM_FREE_NODE_PARAMS free;
+    CUDA_BATCH_MEM_OP_NODE_PARAMS_v2 memOp;
     CUDA_CONDITIONAL_NODE_PARAMS conditional;
   };
   long long reserved2;
@@ -186,6 +196,7 @@ static_assert(sizeof(CUDA_MEMSET_NODE_PARAMS_v2) == 48);
 static_assert(sizeof(CUDA_MEMCPY_NODE_PARAMS) == 216);
 static_assert(sizeof(CUDA_MEM_ALLOC_NODE_PARAMS) == 120);
 static_assert(sizeof(CUDA_CONDITIONAL_NODE_PARAMS) == 32);
+static_assert(sizeof(CUDA_BATCH_MEM_OP_NODE_PARAMS_v2) == 32);
 static_assert(sizeof(CUgraphNodeParams) == 256);
 static_assert(sizeof(CUgraphExecUpdateResultInfo) == 24);
 static_assert(sizeof(CUgraphEdgeData) == 8);

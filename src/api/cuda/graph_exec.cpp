@@ -170,6 +170,18 @@ ROCUDA_EXPORT CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphExec, CU
   });
 }
 
+ROCUDA_EXPORT CUresult cuGraphExecBatchMemOpNodeSetParams(
+    CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_BATCH_MEM_OP_NODE_PARAMS_v1* nodeParams) {
+  return ROCUDA_API((hGraphExec, hNode, nodeParams), [&]() -> Outcome {
+    if (nodeParams == nullptr) return api::invalidValue("nodeParams is NULL");
+    return api::execSet(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_BATCH_MEM_OP,
+                        [&](CUgraphNodeParams& p, core::GraphNode&) {
+                          p.memOp = *nodeParams;
+                          return Outcome{};
+                        });
+  });
+}
+
 ROCUDA_EXPORT CUresult
 cuGraphExecMemsetNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
                                const CUDA_MEMSET_NODE_PARAMS_v1* memsetParams, CUcontext ctx) {

@@ -46,6 +46,9 @@ Outcome keepCapturedKernelParams(core::GraphNode& node, const cuda::CUDA_KERNEL_
 void keepCapturedMemsetParams(core::Stream& stream, const cuda::CUDA_MEMSET_NODE_PARAMS_v2& in);
 void keepCapturedCopyParams(core::Stream& stream, void* dst, const void* src, size_t bytes);
 void keepCapturedHostParams(core::Stream& stream, const cuda::CUDA_HOST_NODE_PARAMS& in);
+// The same for stream memory operations (a batch of `count`; a single write or wait is one).
+void keepCapturedBatchMemOpParams(core::Stream& stream, const cuda::CUstreamBatchMemOpParams* ops,
+                                  unsigned count);
 
 // cuGraphExecUpdate's rules for the launch attributes of a kernel node: cooperative cannot
 // change, nor the requested priority when the exec was instantiated with USE_NODE_PRIORITY

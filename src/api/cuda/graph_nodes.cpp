@@ -26,6 +26,8 @@ CUresult cuMemsetD2D16Async(CUdeviceptr dst, size_t pitch, unsigned short value,
                             size_t height, CUstream stream);
 CUresult cuMemsetD2D32Async(CUdeviceptr dst, size_t pitch, unsigned int value, size_t width,
                             size_t height, CUstream stream);
+CUresult cuStreamBatchMemOp_v2(CUstream stream, unsigned count,
+                               CUstreamBatchMemOpParams* paramArray, unsigned flags);
 }
 }  // namespace rocuda::cuda
 
@@ -52,6 +54,18 @@ struct MemcpyPayload {
 
 struct MemsetPayload {
   CUDA_MEMSET_NODE_PARAMS_v2 params{};
+};
+
+// A batch memory-operation node's parameters, its operations owned (paramArray points at them).
+struct BatchMemOpPayload {
+  CUDA_BATCH_MEM_OP_NODE_PARAMS_v2 params{};
+  std::vector<CUstreamBatchMemOpParams> operations;
+
+  BatchMemOpPayload(const CUDA_BATCH_MEM_OP_NODE_PARAMS_v2& in, CUcontext context)
+      : params(in), operations(in.paramArray, in.paramArray + in.count) {
+    params.ctx = context;
+    params.paramArray = operations.data();
+  }
 };
 
 struct AllocPayload {
@@ -295,6 +309,16 @@ void keepCapturedHostParams(core::Stream& stream, const CUDA_HOST_NODE_PARAMS& i
                      [&] { return std::make_shared<CUDA_HOST_NODE_PARAMS>(in); });
 }
 
+void keepCapturedBatchMemOpParams(core::Stream& stream, const CUstreamBatchMemOpParams* ops,
+                                  unsigned count) {
+  keepCapturedParams(stream, core::GraphNodeType::BatchMemOp, [&] {
+    CUDA_BATCH_MEM_OP_NODE_PARAMS_v2 in{};
+    in.count = count;
+    in.paramArray = const_cast<CUstreamBatchMemOpParams*>(ops);
+    return std::make_shared<BatchMemOpPayload>(in, reinterpret_cast<CUcontext>(&stream.context()));
+  });
+}
+
 namespace {
 
 // A copy operand's address: its host pointer for host memory (or a unified operand given as
@@ -381,6 +405,54 @@ Outcome buildMemset(const CUDA_MEMSET_NODE_PARAMS_v2& in, core::GraphNodeContent
   shape.pitch = in.height > 1 ? in.pitch : 0;
   content->transfer = shape;
   content->params = std::move(payload);
+  return {};
+}
+
+Outcome buildBatchMemOp(const CUDA_BATCH_MEM_OP_NODE_PARAMS_v2& in,
+                        core::GraphNodeContent* content) {
+  if (in.flags != 0) return invalidValue("flags must be 0");
+  if (in.count == 0 || in.paramArray == nullptr) return invalidValue("no operations");
+  Result<core::Context*> context = contextOrCurrent(in.ctx);
+  if (!context) return context.error();
+  Outcome recorded = recordWork(**context, content, [&](CUstream s) {
+    return cuStreamBatchMemOp_v2(s, in.count, in.paramArray, 0);
+  });
+  if (!recorded.ok()) return recorded;
+  content->name = "batch_mem_op";
+  content->params = std::make_shared<BatchMemOpPayload>(in, reinterpret_cast<CUcontext>(*context));
+  return {};
+}
+
+// cuGraphExecBatchMemOpNodeSetParams: only the addresses and values of waits and writes, and
+// the condition of a wait, may change; the context, the count, the kinds of operation and
+// anything of the other kinds may not.
+Outcome checkBatchMemOpUpdate(const BatchMemOpPayload& instantiated,
+                              const CUDA_BATCH_MEM_OP_NODE_PARAMS_v2& now) {
+  if (now.count != instantiated.params.count || now.paramArray == nullptr)
+    return invalidValue("an executable batch memory-operation node keeps its count");
+  for (unsigned i = 0; i < now.count; ++i) {
+    const CUstreamBatchMemOpParams& before = instantiated.operations[i];
+    const CUstreamBatchMemOpParams& after = now.paramArray[i];
+    if (after.operation != before.operation)
+      return invalidValue("an executable batch memory-operation node keeps its operations' kinds");
+    switch (before.operation) {
+      case CU_STREAM_MEM_OP_WAIT_VALUE_32:
+      case CU_STREAM_MEM_OP_WAIT_VALUE_64:
+        if ((after.waitValue.flags & CU_STREAM_WAIT_VALUE_FLUSH) !=
+            (before.waitValue.flags & CU_STREAM_WAIT_VALUE_FLUSH))
+          return invalidValue("a wait's flush flag cannot change");
+        break;
+      case CU_STREAM_MEM_OP_WRITE_VALUE_32:
+      case CU_STREAM_MEM_OP_WRITE_VALUE_64:
+        if (after.writeValue.flags != before.writeValue.flags)
+          return invalidValue("a write's flags cannot change");
+        break;
+      default:
+        if (std::memcmp(&after, &before, sizeof after) != 0)
+          return invalidValue("only waits and writes can change");
+        break;
+    }
+  }
   return {};
 }
 
@@ -491,9 +563,10 @@ Outcome buildNodeContent(CUgraphNodeParams& params, core::GraphNodeContent* cont
       return buildAlloc(params.alloc, content);
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
       return buildFree(params.free, content);
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+      return buildBatchMemOp(params.memOp, content);
     case CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL:
     case CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT:
-    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
       return {CUDA_ERROR_NOT_SUPPORTED, "this node type is not supported"};
     case CU_GRAPH_NODE_TYPE_CONDITIONAL:  // made by addNode (its bodies are created there)
       return invalidValue("conditional node parameters cannot be changed");
@@ -540,6 +613,10 @@ Outcome readNodeParams(const core::GraphNode& node, CUgraphNodeParams* params) {
       return {};
     case core::GraphNodeType::MemFree:
       params->free.dptr = reinterpret_cast<CUdeviceptr>(content.freeAddress);
+      return {};
+    case core::GraphNodeType::BatchMemOp:
+      if (!content.params) return missing();
+      params->memOp = static_cast<const BatchMemOpPayload*>(content.params.get())->params;
       return {};
     case core::GraphNodeType::Conditional: {
       const core::ConditionalHandle* handle =
@@ -664,6 +741,11 @@ Outcome setNodeParams(core::GraphNode& node, CUgraphNodeParams& params, bool exe
     if (copy.WidthInBytes == 0 || copy.Height == 0 || copy.Depth == 0)
       return invalidValue("an executable graph's copy cannot become empty");
   }
+  if (executable && node.type() == core::GraphNodeType::BatchMemOp && target.params)
+    if (Outcome kept = checkBatchMemOpUpdate(
+            *static_cast<const BatchMemOpPayload*>(target.params.get()), params.memOp);
+        !kept.ok())
+      return kept;
   const std::map<int, CUlaunchAttributeValue>* attributes = nullptr;
   if (node.type() == core::GraphNodeType::Kernel && target.params)
     attributes = &static_cast<const KernelPayload*>(target.params.get())->attributes;
@@ -1143,6 +1225,38 @@ ROCUDA_EXPORT CUresult cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdevicept
     if (dptr_out == nullptr) return api::invalidValue("dptr_out is NULL");
     return api::getTyped(hNode, core::GraphNodeType::MemFree,
                          [&](const CUgraphNodeParams& p) { *dptr_out = p.free.dptr; });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphAddBatchMemOpNode(
+    CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
+    size_t numDependencies, const CUDA_BATCH_MEM_OP_NODE_PARAMS_v1* nodeParams) {
+  return ROCUDA_API((phGraphNode, hGraph, dependencies, numDependencies, nodeParams), [&] {
+    return ROCUDA_ADD_NODE(CU_GRAPH_NODE_TYPE_BATCH_MEM_OP, {
+      if (nodeParams == nullptr) return api::invalidValue("nodeParams is NULL");
+      p.memOp = *nodeParams;
+      return {};
+    });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphBatchMemOpNodeGetParams(
+    CUgraphNode hNode, CUDA_BATCH_MEM_OP_NODE_PARAMS_v1* nodeParams_out) {
+  return ROCUDA_API((hNode, nodeParams_out), [&]() -> Outcome {
+    if (nodeParams_out == nullptr) return api::invalidValue("nodeParams_out is NULL");
+    return api::getTyped(hNode, core::GraphNodeType::BatchMemOp,
+                         [&](const CUgraphNodeParams& p) { *nodeParams_out = p.memOp; });
+  });
+}
+
+ROCUDA_EXPORT CUresult cuGraphBatchMemOpNodeSetParams(
+    CUgraphNode hNode, const CUDA_BATCH_MEM_OP_NODE_PARAMS_v1* nodeParams) {
+  return ROCUDA_API((hNode, nodeParams), [&]() -> Outcome {
+    if (nodeParams == nullptr) return api::invalidValue("nodeParams is NULL");
+    return api::setTyped(hNode, core::GraphNodeType::BatchMemOp, [&](CUgraphNodeParams& p) {
+      p.memOp = *nodeParams;
+      return Outcome{};
+    });
   });
 }
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "api/cuda/boundary.h"
+#include "api/cuda/graph_internal.h"
 #include "core/context.h"
 #include "core/memory.h"
 #include "core/platform.h"
@@ -70,36 +71,6 @@ Result<core::MemoryOperation> writeOperation(CUdeviceptr address, uint64_t value
   return op;
 }
 
-Outcome enqueueOperations(CUstream h, StreamVariant v, std::vector<core::MemoryOperation> ops) {
-  return withStream(h, v, [&](core::Stream& s) -> Outcome {
-    Result<core::CompletionPtr> queued = core::enqueueMemoryOperations(s, std::move(ops));
-    if (!queued) return queued.error();
-    return {};
-  });
-}
-
-Outcome single(CUstream h, StreamVariant v, Result<core::MemoryOperation> op) {
-  if (!op) return op.error();
-  return enqueueOperations(h, v, {*op});
-}
-
-Outcome waitValue32(CUstream h, CUdeviceptr addr, cuuint32_t value, unsigned flags,
-                    StreamVariant v) {
-  return single(h, v, waitOperation(addr, value, flags, false));
-}
-Outcome waitValue64(CUstream h, CUdeviceptr addr, cuuint64_t value, unsigned flags,
-                    StreamVariant v) {
-  return single(h, v, waitOperation(addr, value, flags, true));
-}
-Outcome writeValue32(CUstream h, CUdeviceptr addr, cuuint32_t value, unsigned flags,
-                     StreamVariant v) {
-  return single(h, v, writeOperation(addr, value, flags, false));
-}
-Outcome writeValue64(CUstream h, CUdeviceptr addr, cuuint64_t value, unsigned flags,
-                     StreamVariant v) {
-  return single(h, v, writeOperation(addr, value, flags, true));
-}
-
 Result<core::MemoryOperation> batchOperation(const CUstreamBatchMemOpParams& p) {
   switch (p.operation) {
     case CU_STREAM_MEM_OP_WAIT_VALUE_32:
@@ -123,6 +94,9 @@ Result<core::MemoryOperation> batchOperation(const CUstreamBatchMemOpParams& p) 
   return makeError(ErrorCode::InvalidValue, "unknown batch memory operation");
 }
 
+// Every stream memory operation goes through here, as a batch: a capturing stream records it as
+// one batch memory-operation node (as NVIDIA's driver does, a single write or wait included),
+// which keeps the operations for cuGraphBatchMemOpNodeGetParams.
 Outcome batchMemOp(CUstream h, unsigned count, CUstreamBatchMemOpParams* params, unsigned flags,
                    StreamVariant v) {
   if (flags != 0) return invalidValue("flags must be 0");
@@ -135,7 +109,51 @@ Outcome batchMemOp(CUstream h, unsigned count, CUstreamBatchMemOpParams* params,
     if (!op) return op.error();
     ops.push_back(*op);
   }
-  return enqueueOperations(h, v, std::move(ops));
+  return withStream(h, v, [&](core::Stream& s) -> Outcome {
+    Result<core::CompletionPtr> queued = core::enqueueMemoryOperations(s, std::move(ops));
+    if (!queued) return queued.error();
+    keepCapturedBatchMemOpParams(s, params, count);
+    return {};
+  });
+}
+
+Outcome single(CUstream h, StreamVariant v, CUstreamBatchMemOpType type, CUdeviceptr address,
+               uint64_t value, unsigned flags) {
+  CUstreamBatchMemOpParams op;
+  std::memset(&op, 0, sizeof op);
+  op.operation = type;
+  bool wait = type == CU_STREAM_MEM_OP_WAIT_VALUE_32 || type == CU_STREAM_MEM_OP_WAIT_VALUE_64;
+  bool is64 = type == CU_STREAM_MEM_OP_WAIT_VALUE_64 || type == CU_STREAM_MEM_OP_WRITE_VALUE_64;
+  auto fill = [&](auto& operation) {
+    operation.address = address;
+    if (is64)
+      operation.value64 = value;
+    else
+      operation.value = static_cast<cuuint32_t>(value);
+    operation.flags = flags;
+  };
+  if (wait)
+    fill(op.waitValue);
+  else
+    fill(op.writeValue);
+  return batchMemOp(h, 1, &op, 0, v);
+}
+
+Outcome waitValue32(CUstream h, CUdeviceptr addr, cuuint32_t value, unsigned flags,
+                    StreamVariant v) {
+  return single(h, v, CU_STREAM_MEM_OP_WAIT_VALUE_32, addr, value, flags);
+}
+Outcome waitValue64(CUstream h, CUdeviceptr addr, cuuint64_t value, unsigned flags,
+                    StreamVariant v) {
+  return single(h, v, CU_STREAM_MEM_OP_WAIT_VALUE_64, addr, value, flags);
+}
+Outcome writeValue32(CUstream h, CUdeviceptr addr, cuuint32_t value, unsigned flags,
+                     StreamVariant v) {
+  return single(h, v, CU_STREAM_MEM_OP_WRITE_VALUE_32, addr, value, flags);
+}
+Outcome writeValue64(CUstream h, CUdeviceptr addr, cuuint64_t value, unsigned flags,
+                     StreamVariant v) {
+  return single(h, v, CU_STREAM_MEM_OP_WRITE_VALUE_64, addr, value, flags);
 }
 
 // ---- Attributes ----

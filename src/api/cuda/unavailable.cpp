@@ -45,12 +45,11 @@ Unavailable classify(std::string_view api) {
       api == "cuGraphicsResourceGetMappedEglFrame")
     return {CUDA_ERROR_INVALID_HANDLE, "EGL interop"};
   // Nodes of kinds no graph can hold: adding one is refused, any other call names another kind.
-  if (api == "cuGraphAddBatchMemOpNode" || api == "cuGraphAddExternalSemaphoresSignalNode" ||
+  if (api == "cuGraphAddExternalSemaphoresSignalNode" ||
       api == "cuGraphAddExternalSemaphoresWaitNode")
-    return {CUDA_ERROR_NOT_SUPPORTED, "batch memory-operation or external-semaphore graph nodes"};
-  if (api.find("BatchMemOpNode") != std::string_view::npos ||
-      api.find("ExternalSemaphores") != std::string_view::npos)
-    return {CUDA_ERROR_INVALID_VALUE, "batch memory-operation or external-semaphore graph nodes"};
+    return {CUDA_ERROR_NOT_SUPPORTED, "external-semaphore graph nodes"};
+  if (api.find("ExternalSemaphores") != std::string_view::npos)
+    return {CUDA_ERROR_INVALID_VALUE, "external-semaphore graph nodes"};
   if (startsWith(api, "cuTensorMap"))
     return {CUDA_ERROR_NOT_SUPPORTED, "tensor memory accelerator (TMA) descriptors"};
   if (startsWith(api, "cuMulticast"))

@@ -1578,7 +1578,7 @@ TEST_F(LibCudaGraph, GenericAddNodeAndKernelAttributes) {
   edge.type = 1;       // CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC
   EXPECT_EQ(addNode(&dependent, graph, &node, &edge, 1, &params), CUDA_ERROR_NOT_SUPPORTED);
   CUgraphNodeParams unsupported{};
-  unsupported.type = CU_GRAPH_NODE_TYPE_BATCH_MEM_OP;
+  unsupported.type = CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL;
   CUgraphNode x = nullptr;
   EXPECT_EQ(addNode(&x, graph, nullptr, nullptr, 0, &unsupported), CUDA_ERROR_NOT_SUPPORTED);
   // A conditional node needs a handle of the graph (graph_conditional_test.cpp has the rest).

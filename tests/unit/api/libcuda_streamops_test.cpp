@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "src/api/cuda/graph_abi.h"
 #include "tests/unit/api/libcuda_harness.h"
 
 namespace rocuda::cuda::testing {
@@ -140,6 +141,171 @@ TEST_F(StreamOps, BatchRunsItsOperationsInOrder) {
   ops[0].flushRemoteWrites.flags = 0;
   EXPECT_EQ(batch(stream_, 1, ops, 0), CUDA_SUCCESS);
   EXPECT_EQ(sync(), CUDA_SUCCESS);
+}
+
+// Batch memory-operation graph nodes: added, read back, changed, instantiated and updated in the
+// executable graph within what may change; captured stream memory operations become such nodes.
+class BatchMemOpNodes : public StreamOps {
+ protected:
+  using AddNode = CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+                               const CUDA_BATCH_MEM_OP_NODE_PARAMS_v1*);
+  using GetParams = CUresult (*)(CUgraphNode, CUDA_BATCH_MEM_OP_NODE_PARAMS_v1*);
+  using SetParams = CUresult (*)(CUgraphNode, const CUDA_BATCH_MEM_OP_NODE_PARAMS_v1*);
+  using ExecSetParams = CUresult (*)(CUgraphExec, CUgraphNode,
+                                     const CUDA_BATCH_MEM_OP_NODE_PARAMS_v1*);
+
+  static CUstreamBatchMemOpParams write32(CUdeviceptr address, uint32_t value) {
+    CUstreamBatchMemOpParams op;
+    std::memset(&op, 0, sizeof op);
+    op.writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+    op.writeValue.address = address;
+    op.writeValue.value = value;
+    return op;
+  }
+  static CUstreamBatchMemOpParams wait32(CUdeviceptr address, uint32_t value) {
+    CUstreamBatchMemOpParams op;
+    std::memset(&op, 0, sizeof op);
+    op.waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
+    op.waitValue.address = address;
+    op.waitValue.value = value;
+    op.waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
+    return op;
+  }
+  CUDA_BATCH_MEM_OP_NODE_PARAMS_v1 params(CUstreamBatchMemOpParams* ops, unsigned count) {
+    CUDA_BATCH_MEM_OP_NODE_PARAMS_v1 p{};
+    EXPECT_EQ(CU(cuCtxGetCurrent, CUcontext*)(&p.ctx), CUDA_SUCCESS);
+    p.count = count;
+    p.paramArray = ops;
+    return p;
+  }
+  CUgraphExec instantiate(CUgraph graph) {
+    CUgraphExec exec = nullptr;
+    EXPECT_EQ(
+        CU(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long)(&exec, graph, 0),
+        CUDA_SUCCESS);
+    return exec;
+  }
+  CUresult launch(CUgraphExec exec) {
+    return CU(cuGraphLaunch, CUgraphExec, CUstream)(exec, stream_);
+  }
+
+  AddNode add_ = proc<AddNode>("cuGraphAddBatchMemOpNode", 12090);
+  GetParams get_ = proc<GetParams>("cuGraphBatchMemOpNodeGetParams", 12090);
+  SetParams set_ = proc<SetParams>("cuGraphBatchMemOpNodeSetParams", 12090);
+  ExecSetParams execSet_ = proc<ExecSetParams>("cuGraphExecBatchMemOpNodeSetParams", 12090);
+};
+
+TEST_F(BatchMemOpNodes, AddedNodesRunAndKeepTheirParameters) {
+  CUgraph graph = nullptr;
+  ASSERT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&graph, 0), CUDA_SUCCESS);
+  CUstreamBatchMemOpParams ops[2] = {write32(at(0), 5), write32(at(1), 6)};
+  CUDA_BATCH_MEM_OP_NODE_PARAMS_v1 p = params(ops, 2);
+  CUgraphNode node = nullptr;
+  ASSERT_EQ(add_(&node, graph, nullptr, 0, &p), CUDA_SUCCESS);
+  CUgraphNodeType type{};
+  ASSERT_EQ(CU(cuGraphNodeGetType, CUgraphNode, CUgraphNodeType*)(node, &type), CUDA_SUCCESS);
+  EXPECT_EQ(type, CU_GRAPH_NODE_TYPE_BATCH_MEM_OP);
+  ops[0].writeValue.value = 99;  // the node keeps its own copy
+  CUDA_BATCH_MEM_OP_NODE_PARAMS_v1 got{};
+  ASSERT_EQ(get_(node, &got), CUDA_SUCCESS);
+  EXPECT_EQ(got.ctx, p.ctx);
+  ASSERT_EQ(got.count, 2u);
+  ASSERT_NE(got.paramArray, nullptr);
+  EXPECT_NE(got.paramArray, ops);
+  EXPECT_EQ(got.paramArray[0].writeValue.value, 5u);
+  EXPECT_EQ(got.paramArray[1].writeValue.address, at(1));
+
+  CUgraphExec exec = instantiate(graph);
+  // Changing the graph's node leaves the executable graph as instantiated.
+  ops[0].writeValue.value = 7;
+  ASSERT_EQ(set_(node, &p), CUDA_SUCCESS);
+  ASSERT_EQ(get_(node, &got), CUDA_SUCCESS);
+  EXPECT_EQ(got.paramArray[0].writeValue.value, 7u);
+  ASSERT_EQ(launch(exec), CUDA_SUCCESS);
+  ASSERT_EQ(sync(), CUDA_SUCCESS);
+  EXPECT_EQ(words_[0], 5u);
+  EXPECT_EQ(words_[1], 6u);
+  // The executable node takes new addresses and values...
+  ops[0] = write32(at(2), 8);
+  ASSERT_EQ(execSet_(exec, node, &p), CUDA_SUCCESS);
+  ASSERT_EQ(launch(exec), CUDA_SUCCESS);
+  ASSERT_EQ(sync(), CUDA_SUCCESS);
+  EXPECT_EQ(words_[2], 8u);
+  // ...but not another count, kind of operation or write flags.
+  CUDA_BATCH_MEM_OP_NODE_PARAMS_v1 one = params(ops, 1);
+  EXPECT_EQ(execSet_(exec, node, &one), CUDA_ERROR_INVALID_VALUE);
+  CUstreamBatchMemOpParams changed[2] = {wait32(at(0), 1), ops[1]};
+  CUDA_BATCH_MEM_OP_NODE_PARAMS_v1 other = params(changed, 2);
+  EXPECT_EQ(execSet_(exec, node, &other), CUDA_ERROR_INVALID_VALUE);
+  changed[0] = ops[0];
+  changed[0].writeValue.flags = CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER;
+  EXPECT_EQ(execSet_(exec, node, &other), CUDA_ERROR_INVALID_VALUE);
+
+  // Refused parameters.
+  CUgraphNode refused = nullptr;
+  CUDA_BATCH_MEM_OP_NODE_PARAMS_v1 bad = p;
+  bad.flags = 1;
+  EXPECT_EQ(add_(&refused, graph, nullptr, 0, &bad), CUDA_ERROR_INVALID_VALUE);
+  bad = params(ops, 0);
+  EXPECT_EQ(add_(&refused, graph, nullptr, 0, &bad), CUDA_ERROR_INVALID_VALUE);
+  CUstreamBatchMemOpParams unaligned = write32(at(0) + 2, 1);
+  bad = params(&unaligned, 1);
+  EXPECT_EQ(add_(&refused, graph, nullptr, 0, &bad), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(add_(&refused, graph, nullptr, 0, nullptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(get_(node, nullptr), CUDA_ERROR_INVALID_VALUE);
+
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
+}
+
+TEST_F(BatchMemOpNodes, AWaitNodeHoldsItsDependents) {
+  CUgraph graph = nullptr;
+  ASSERT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&graph, 0), CUDA_SUCCESS);
+  CUstreamBatchMemOpParams wait = wait32(at(4), 1), write = write32(at(5), 1);
+  CUDA_BATCH_MEM_OP_NODE_PARAMS_v1 waitParams = params(&wait, 1), writeParams = params(&write, 1);
+  CUgraphNode waitNode = nullptr, writeNode = nullptr;
+  ASSERT_EQ(add_(&waitNode, graph, nullptr, 0, &waitParams), CUDA_SUCCESS);
+  ASSERT_EQ(add_(&writeNode, graph, &waitNode, 1, &writeParams), CUDA_SUCCESS);
+  CUgraphExec exec = instantiate(graph);
+  ASSERT_EQ(launch(exec), CUDA_SUCCESS);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(query(), CUDA_ERROR_NOT_READY);
+  EXPECT_EQ(word(5).load(), 0u);
+  word(4).store(1);
+  ASSERT_EQ(sync(), CUDA_SUCCESS);
+  EXPECT_EQ(word(5).load(), 1u);
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
+}
+
+TEST_F(BatchMemOpNodes, CapturedOperationsBecomeBatchNodes) {
+  ASSERT_EQ(CU(cuStreamBeginCapture, CUstream, CUstreamCaptureMode)(stream_,
+                                                                    CU_STREAM_CAPTURE_MODE_RELAXED),
+            CUDA_SUCCESS);
+  ASSERT_EQ(write32_(stream_, at(6), 77, CU_STREAM_WRITE_VALUE_DEFAULT), CUDA_SUCCESS);
+  CUgraph graph = nullptr;
+  ASSERT_EQ(CU(cuStreamEndCapture, CUstream, CUgraph*)(stream_, &graph), CUDA_SUCCESS);
+  EXPECT_EQ(words_[6], 0u);  // captured, not run
+  CUgraphNode nodes[2] = {};
+  size_t count = 2;
+  ASSERT_EQ(CU(cuGraphGetNodes, CUgraph, CUgraphNode*, size_t*)(graph, nodes, &count),
+            CUDA_SUCCESS);
+  ASSERT_EQ(count, 1u);
+  CUgraphNodeType type{};
+  ASSERT_EQ(CU(cuGraphNodeGetType, CUgraphNode, CUgraphNodeType*)(nodes[0], &type), CUDA_SUCCESS);
+  EXPECT_EQ(type, CU_GRAPH_NODE_TYPE_BATCH_MEM_OP);
+  CUDA_BATCH_MEM_OP_NODE_PARAMS_v1 got{};
+  ASSERT_EQ(get_(nodes[0], &got), CUDA_SUCCESS);
+  ASSERT_EQ(got.count, 1u);
+  EXPECT_EQ(got.paramArray[0].operation, CU_STREAM_MEM_OP_WRITE_VALUE_32);
+  EXPECT_EQ(got.paramArray[0].writeValue.address, at(6));
+  EXPECT_EQ(got.paramArray[0].writeValue.value, 77u);
+  CUgraphExec exec = instantiate(graph);
+  ASSERT_EQ(launch(exec), CUDA_SUCCESS);
+  ASSERT_EQ(sync(), CUDA_SUCCESS);
+  EXPECT_EQ(words_[6], 77u);
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
 }
 
 TEST_F(StreamOps, InvalidTargetsAndFlags) {
