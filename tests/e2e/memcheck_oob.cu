@@ -47,6 +47,21 @@ __global__ void deviceHeap(int* out, int n) {
   free(scratch);
 }
 
+// Correct: the end of a 28-byte dynamic shared array read as one 16-byte vector, as NVIDIA's
+// NVVM widens such reads (numba-cuda's dynamic shared slices): bytes 28..31 are read but unused.
+__global__ void widenedTailRead(int* out) {
+  extern __shared__ int words[];
+  words[threadIdx.x] = static_cast<int>(threadIdx.x) * 10 + 1;
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(words + 4));
+  int x, y, z, w;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(x), "=r"(y), "=r"(z), "=r"(w)
+               : "r"(address));
+  out[0] = x + y + z;
+}
+
 // The planted bugs: one thread of one block goes wrong.
 constexpr int kBadThread = 5, kBadBlock = 2;
 
@@ -157,6 +172,11 @@ void runCorrectKernel(Checker& check) {
   CHECK(cudaDeviceSynchronize());
   CHECK(cudaMemcpy(hostOut, out, sizeof hostOut, cudaMemcpyDeviceToHost));
   for (int i = 0; i < n; ++i) check.eq("deviceHeap", i, 6 * i, hostOut[i]);
+  widenedTailRead<<<1, 7, 7 * sizeof(int)>>>(out);
+  CHECK_LAUNCH();
+  CHECK(cudaDeviceSynchronize());
+  CHECK(cudaMemcpy(hostOut, out, sizeof(int), cudaMemcpyDeviceToHost));
+  check.eq("widenedTailRead", 0, 41 + 51 + 61, hostOut[0]);
   CHECK(cudaFree(in));
   CHECK(cudaFree(out));
   CHECK(cudaFree(order));
