@@ -40,11 +40,12 @@ Outcome readNodeParams(const core::GraphNode& node, cuda::CUgraphNodeParams* par
 Outcome keepCapturedKernelParams(core::GraphNode& node, const cuda::CUDA_KERNEL_NODE_PARAMS_v2& in,
                                  const std::map<int, cuda::CUlaunchAttributeValue>& attributes);
 
-// A memset, a 1D copy or a host function queued on `stream` while it captures became the
+// A memset, a copy or a host function queued on `stream` while it captures became the
 // capture's last node, whose work is already recorded: keep its parameters, so that the node's
 // GetParams (and SetParams) calls work on it as on an added node. Nothing when not capturing.
 void keepCapturedMemsetParams(core::Stream& stream, const cuda::CUDA_MEMSET_NODE_PARAMS_v2& in);
 void keepCapturedCopyParams(core::Stream& stream, void* dst, const void* src, size_t bytes);
+void keepCapturedCopyParams(core::Stream& stream, const cuda::CUDA_MEMCPY3D& copy);  // 2D, 3D
 void keepCapturedHostParams(core::Stream& stream, const cuda::CUDA_HOST_NODE_PARAMS& in);
 // The same for stream memory operations (a batch of `count`; a single write or wait is one).
 void keepCapturedBatchMemOpParams(core::Stream& stream, const cuda::CUstreamBatchMemOpParams* ops,

@@ -280,28 +280,34 @@ void keepCapturedMemsetParams(core::Stream& stream, const CUDA_MEMSET_NODE_PARAM
   });
 }
 
-void keepCapturedCopyParams(core::Stream& stream, void* dst, const void* src, size_t bytes) {
+void keepCapturedCopyParams(core::Stream& stream, const CUDA_MEMCPY3D& copy) {
   keepCapturedParams(stream, core::GraphNodeType::Memcpy, [&] {
-    // As NVIDIA reports a captured 1D copy: a 3D copy one row high, each side device memory when
-    // it is memory of Rocuda's, else host memory.
     auto payload = std::make_shared<MemcpyPayload>();
-    CUDA_MEMCPY3D& copy = payload->copy;
-    auto side = [](const void* pointer, CUmemorytype& type, CUdeviceptr& device, auto& host) {
-      bool known = core::findAllocation(pointer).has_value();
-      type = known ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
-      if (known)
-        device = reinterpret_cast<CUdeviceptr>(pointer);
-      else
-        host = const_cast<std::remove_reference_t<decltype(host)>>(pointer);
-    };
-    side(src, copy.srcMemoryType, copy.srcDevice, copy.srcHost);
-    side(dst, copy.dstMemoryType, copy.dstDevice, copy.dstHost);
-    copy.WidthInBytes = bytes;
-    copy.Height = 1;
-    copy.Depth = 1;
+    payload->copy = copy;
     payload->context = reinterpret_cast<CUcontext>(&stream.context());
     return payload;
   });
+}
+
+void keepCapturedCopyParams(core::Stream& stream, void* dst, const void* src, size_t bytes) {
+  if (stream.capture() == nullptr) return;
+  // As NVIDIA reports a captured 1D copy: a 3D copy one row high, each side device memory when
+  // it is memory of Rocuda's, else host memory.
+  CUDA_MEMCPY3D copy{};
+  auto side = [](const void* pointer, CUmemorytype& type, CUdeviceptr& device, auto& host) {
+    bool known = core::findAllocation(pointer).has_value();
+    type = known ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+    if (known)
+      device = reinterpret_cast<CUdeviceptr>(pointer);
+    else
+      host = const_cast<std::remove_reference_t<decltype(host)>>(pointer);
+  };
+  side(src, copy.srcMemoryType, copy.srcDevice, copy.srcHost);
+  side(dst, copy.dstMemoryType, copy.dstDevice, copy.dstHost);
+  copy.WidthInBytes = bytes;
+  copy.Height = 1;
+  copy.Depth = 1;
+  keepCapturedCopyParams(stream, copy);
 }
 
 void keepCapturedHostParams(core::Stream& stream, const CUDA_HOST_NODE_PARAMS& in) {

@@ -200,8 +200,10 @@ Outcome checkSide(const Side& side, size_t width, size_t rows, size_t depth, con
 // Host memory the copy engine cannot reach asynchronously (pageable), which makes a copy wait.
 bool pageableHost(const Side& side) { return side.array == nullptr && !isPinned(side.base); }
 
+// `described`: the caller's copy as a 3D descriptor, which a captured node keeps.
 Outcome copy3D(const Side& dst, const Side& src, size_t width, size_t rows, size_t depth,
-               CUstream hStream, StreamVariant variant, bool async) {
+               CUstream hStream, StreamVariant variant, bool async,
+               const CUDA_MEMCPY3D* described = nullptr) {
   Result<core::Stream*> stream = resolveStream(hStream, variant);
   if (!stream) return stream.error();
   if (width == 0 || rows == 0 || depth == 0) return {};
@@ -212,7 +214,7 @@ Outcome copy3D(const Side& dst, const Side& src, size_t width, size_t rows, size
   backends::DeviceBackend& backend = (*stream)->context().device().backend();
   // Pageable host memory on either side: complete before returning (nothing to stage cheaply).
   bool wait = !async || pageableHost(dst) || pageableHost(src);
-  return submit(
+  Outcome queued = submit(
       **stream, "memcpy3D",
       [&backend, dst, src, width, rows, depth]() -> Status {
         for (size_t slice = 0; slice < depth; ++slice) {
@@ -224,6 +226,8 @@ Outcome copy3D(const Side& dst, const Side& src, size_t width, size_t rows, size
         return Status::success();
       },
       wait);
+  if (queued.ok() && described != nullptr) keepCapturedCopyParams(**stream, *described);
+  return queued;
 }
 
 Outcome copy2D(const CUDA_MEMCPY2D* p, CUstream stream, StreamVariant variant, bool async) {
@@ -234,7 +238,25 @@ Outcome copy2D(const CUDA_MEMCPY2D* p, CUstream stream, StreamVariant variant, b
   Result<Side> dst = resolveSide(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstArray,
                                  p->dstXInBytes, p->dstY, 0, p->dstPitch, 0);
   if (!dst) return dst.error();
-  return copy3D(*dst, *src, p->WidthInBytes, p->Height, 1, stream, variant, async);
+  CUDA_MEMCPY3D described{};  // as a 3D copy one slice deep
+  described.srcXInBytes = p->srcXInBytes;
+  described.srcY = p->srcY;
+  described.srcMemoryType = p->srcMemoryType;
+  described.srcHost = p->srcHost;
+  described.srcDevice = p->srcDevice;
+  described.srcArray = p->srcArray;
+  described.srcPitch = p->srcPitch;
+  described.dstXInBytes = p->dstXInBytes;
+  described.dstY = p->dstY;
+  described.dstMemoryType = p->dstMemoryType;
+  described.dstHost = p->dstHost;
+  described.dstDevice = p->dstDevice;
+  described.dstArray = p->dstArray;
+  described.dstPitch = p->dstPitch;
+  described.WidthInBytes = p->WidthInBytes;
+  described.Height = p->Height;
+  described.Depth = 1;
+  return copy3D(*dst, *src, p->WidthInBytes, p->Height, 1, stream, variant, async, &described);
 }
 
 Outcome copy3DDescriptor(const CUDA_MEMCPY3D* p, CUstream stream, StreamVariant variant,
@@ -253,7 +275,7 @@ Outcome copy3DDescriptor(const CUDA_MEMCPY3D* p, CUstream stream, StreamVariant 
   Result<Side> dst = resolveSide(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstArray,
                                  p->dstXInBytes, p->dstY, p->dstZ, p->dstPitch, p->dstHeight);
   if (!dst) return dst.error();
-  return copy3D(*dst, *src, p->WidthInBytes, p->Height, p->Depth, stream, variant, async);
+  return copy3D(*dst, *src, p->WidthInBytes, p->Height, p->Depth, stream, variant, async, p);
 }
 
 // ---- Peer copies (contexts of any devices; Rocuda copies through the host when needed) ----

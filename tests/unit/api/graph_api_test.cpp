@@ -684,6 +684,81 @@ TEST_F(LibCudaGraph, CapturedNodesKeepTheirParameters) {
   EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
 }
 
+// Captured 2D and 3D copies keep their descriptors (a 2D copy as a 3D copy one slice deep), and
+// the graph runs them.
+TEST_F(LibCudaGraph, CapturedMultidimensionalCopiesKeepTheirParameters) {
+  std::vector<uint32_t> host(kN);
+  for (uint32_t i = 0; i < kN; ++i) host[i] = i;
+  ASSERT_EQ(CU(cuMemcpyHtoD, CUdeviceptr, const void*, size_t)(data_, host.data(), kN * 4),
+            CUDA_SUCCESS);
+  CUDA_MEMCPY2D rows{};  // 4 rows of 16 bytes, 64 bytes apart, from the start to the middle
+  rows.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  rows.srcDevice = data_;
+  rows.srcPitch = 64;
+  rows.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  rows.dstDevice = data_ + kN * 2;
+  rows.dstPitch = 64;
+  rows.dstXInBytes = 8;
+  rows.WidthInBytes = 16;
+  rows.Height = 4;
+  CUDA_MEMCPY3D slices{};  // 2 slices of 2 rows of 8 bytes from byte 8, back to the start
+  slices.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  slices.srcDevice = data_ + kN * 2;
+  slices.srcXInBytes = 8;
+  slices.srcPitch = 64;
+  slices.srcHeight = 2;
+  slices.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  slices.dstDevice = data_;
+  slices.dstPitch = 32;
+  slices.dstHeight = 2;
+  slices.WidthInBytes = 8;
+  slices.Height = 2;
+  slices.Depth = 2;
+  ASSERT_EQ(CU(cuStreamBeginCapture, CUstream, CUstreamCaptureMode)(stream_,
+                                                                    CU_STREAM_CAPTURE_MODE_GLOBAL),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemcpy2DAsync, const CUDA_MEMCPY2D*, CUstream)(&rows, stream_), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemcpy3DAsync, const CUDA_MEMCPY3D*, CUstream)(&slices, stream_), CUDA_SUCCESS);
+  CUgraph graph = nullptr;
+  ASSERT_EQ(CU(cuStreamEndCapture, CUstream, CUgraph*)(stream_, &graph), CUDA_SUCCESS);
+  CUgraphNode nodes[2] = {};
+  size_t count = 2;
+  ASSERT_EQ(CU(cuGraphGetNodes, CUgraph, CUgraphNode*, size_t*)(graph, nodes, &count),
+            CUDA_SUCCESS);
+  ASSERT_EQ(count, 2u);
+  CUDA_MEMCPY3D first{}, second{};
+  ASSERT_EQ(CU(cuGraphMemcpyNodeGetParams, CUgraphNode, CUDA_MEMCPY3D*)(nodes[0], &first),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuGraphMemcpyNodeGetParams, CUgraphNode, CUDA_MEMCPY3D*)(nodes[1], &second),
+            CUDA_SUCCESS);
+  EXPECT_EQ(first.srcDevice, data_);
+  EXPECT_EQ(first.dstDevice, data_ + kN * 2);
+  EXPECT_EQ(first.dstXInBytes, 8u);
+  EXPECT_EQ(first.srcPitch, 64u);
+  EXPECT_EQ(first.WidthInBytes, 16u);
+  EXPECT_EQ(first.Height, 4u);
+  EXPECT_EQ(first.Depth, 1u);
+  EXPECT_EQ(second.dstDevice, data_);
+  EXPECT_EQ(second.dstPitch, 32u);
+  EXPECT_EQ(second.srcHeight, 2u);
+  EXPECT_EQ(second.Depth, 2u);
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(
+      CU(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long)(&exec, graph, 0),
+      CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuGraphLaunch, CUgraphExec, CUstream)(exec, stream_), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(stream_), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(host.data(), data_, kN * 4), CUDA_SUCCESS);
+  // Slice z, row y of the result: words 2 and 3 of middle row 2z + y, where the 2D copy put
+  // words 0 and 1 of the start's row 2z + y.
+  for (uint32_t z = 0; z < 2; ++z)
+    for (uint32_t y = 0; y < 2; ++y)
+      for (uint32_t w = 0; w < 2; ++w)
+        EXPECT_EQ(host[(z * 2 + y) * 8 + w], 16 * (2 * z + y) + w) << z << " " << y << " " << w;
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
+}
+
 // A cluster dimension (of one block) on a kernel node, set as a node attribute or kept from a
 // captured cluster launch, makes the node's launch an explicit cluster launch, as the kernel
 // sees (%is_explicit_cluster); the captured node reports the dimension.
