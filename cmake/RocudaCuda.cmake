@@ -19,6 +19,10 @@ if(CMAKE_CUDA_COMPILER)
   find_library(ROCUDA_CUDA_DRIVER_STUB cuda
     HINTS ${_rocuda_nvcc_bin}/../lib64/stubs ${_rocuda_nvcc_bin}/../lib/stubs
     NO_DEFAULT_PATH)
+  # NVIDIA's cuFFT, which runs unchanged on Rocuda's driver (its kernels are PTX).
+  find_library(ROCUDA_CUFFT_LIBRARY cufft
+    HINTS ${_rocuda_nvcc_bin}/../lib64 ${_rocuda_nvcc_bin}/../lib
+    NO_DEFAULT_PATH)
 endif()
 
 # rocuda_add_cuda_program(TARGET SOURCES ... RUNTIME Static|Shared OUTPUT_DIRECTORY DIR)

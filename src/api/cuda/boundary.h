@@ -162,6 +162,7 @@ Result<core::Context*> currentContext();
 Result<core::Context*> lookupContext(cuda::CUcontext handle);  // InvalidContext
 Result<core::Device*> lookupDevice(cuda::CUdevice ordinal);    // InvalidDevice
 Result<core::Event*> lookupEvent(cuda::CUevent handle);        // InvalidHandle
+Result<core::Module*> lookupModule(cuda::CUmodule handle);     // InvalidHandle
 // CUfunction and CUkernel are both core::Kernel (cudart passes a CUkernel as a CUfunction).
 Result<core::Kernel*> lookupKernel(const void* handle);  // InvalidHandle
 // NULL (legacy, or per-thread in a _ptds/_ptsz variant), CU_STREAM_LEGACY, CU_STREAM_PER_THREAD,

@@ -1,16 +1,19 @@
 // cuGetExportTable: the private ("dark API") tables cudart asks for by GUID. Rocuda offers the
-// seven that CUDA 13's cudart needs (/work/shared/notes/cuda13-driver-contract.md) and the tools'
-// context table that cuDNN's runtime and cuBLASLt use: slots with a known meaning are
+// seven that CUDA 13's cudart needs (/work/shared/notes/cuda13-driver-contract.md), the tools'
+// context table that cuDNN's runtime and cuBLASLt use and the module-functions table cuFFT
+// uses: slots with a known meaning are
 // implemented; every other slot refuses with CUDA_ERROR_NOT_SUPPORTED and a log line, so an
 // unexpected call is visible rather than silently "successful".
 #include <array>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "api/cuda/boundary.h"
 #include "api/cuda/context_state.h"
 #include "api/cuda/integrity.h"
 #include "core/context.h"
+#include "core/module.h"
 #include "core/platform.h"
 #include "support/platform.h"
 
@@ -228,6 +231,29 @@ CUresult integritySlot(uint32_t version, uint64_t unixSeconds, uint64_t* out) {
   });
 }
 
+// ---- Table 9: a module's functions ----
+// Slot 7 `int (CUcontext, CUmodule, void (*visit)(void* opaque, CUfunction, uint64_t),
+// void* opaque)`: calls `visit` for each kernel of the module (the handles cuModuleGetFunction
+// gives; the third argument, which cuFFT ignores, is the module) and returns how many there are,
+// 0 for an unknown module. cuFFT calls it after each cuModuleLoadData to find the one kernel of
+// the module it loaded, and fails unless the count is 1 and `visit` saw the kernel.
+using FunctionVisitor = void (*)(void* opaque, CUfunction function, uint64_t owner);
+int moduleFunctionsSlot(CUcontext /*ctx*/, CUmodule mod, FunctionVisitor visit, void* opaque) {
+  std::vector<CUfunction> functions;
+  Result<core::Module*> module = lookupModule(mod);
+  if (!module) {
+    log::warning("export table 9 slot 7: " + module.error().message);
+    return 0;
+  }
+  for (core::Kernel* kernel : (*module)->kernels())
+    functions.push_back(reinterpret_cast<CUfunction>(kernel));
+  if (log::enabled(log::Level::Trace))
+    log::trace("export table 9 slot 7: " + std::to_string(functions.size()) + " functions");
+  if (visit != nullptr)
+    for (CUfunction function : functions) visit(opaque, function, reinterpret_cast<uint64_t>(mod));
+  return static_cast<int>(functions.size());
+}
+
 // ---- The tables (slot 0: size in bytes, except table 5) ----
 const void* const kTable1[] = {sizeSlot(8),
                                fn(&quietSlot<1, 1>),
@@ -274,6 +300,16 @@ std::array<const void*, sizeof...(Slot) + 1> toolsContextTable(std::index_sequen
 const auto kTable8Slots = toolsContextTable(std::make_index_sequence<92>());
 const void* const* const kTable8 = kTable8Slots.data();
 
+// The module-functions table (cuFFT's): 56 slots, as far as other users are known to read it;
+// cuFFT checks that the size reaches slot 7.
+template <size_t... Slot>
+std::array<const void*, sizeof...(Slot) + 1> moduleFunctionsTable(std::index_sequence<Slot...>) {
+  return {sizeSlot(sizeof...(Slot) + 1),
+          (Slot + 1 == 7 ? fn(&moduleFunctionsSlot) : fn(&unsupportedSlot<9, int(Slot + 1)>))...};
+}
+const auto kTable9Slots = moduleFunctionsTable(std::make_index_sequence<55>());
+const void* const* const kTable9 = kTable9Slots.data();
+
 struct ExportTable {
   uint8_t guid[16];
   const void* const* table;
@@ -304,6 +340,9 @@ const ExportTable kExportTables[] = {
     {{0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8,
       0xf2},
      kTable8},
+    {{0x6e, 0x16, 0x3f, 0xbe, 0xb9, 0x58, 0x44, 0x4d, 0x83, 0x5c, 0xe1, 0x82, 0xaf, 0xf1, 0x99,
+      0x1e},
+     kTable9},
 };
 
 }  // namespace

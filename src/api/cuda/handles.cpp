@@ -36,6 +36,12 @@ Result<core::Event*> lookupEvent(cuda::CUevent handle) {
   return event;
 }
 
+Result<core::Module*> lookupModule(cuda::CUmodule handle) {
+  core::Module* module = core::lookupHandle<core::Module>(handle);
+  if (module == nullptr) return makeError(ErrorCode::InvalidHandle, "not a loaded module");
+  return module;
+}
+
 Result<core::Kernel*> lookupKernel(const void* handle) {
   core::Kernel* kernel = core::lookupHandle<core::Kernel>(handle);
   if (kernel == nullptr) return makeError(ErrorCode::InvalidHandle, "not a live function/kernel");

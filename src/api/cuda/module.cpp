@@ -21,12 +21,6 @@ Handle toHandle(void* object) {
   return reinterpret_cast<Handle>(object);
 }
 
-Result<core::Module*> lookupModule(CUmodule handle) {
-  core::Module* module = core::lookupHandle<core::Module>(handle);
-  if (module == nullptr) return makeError(ErrorCode::InvalidHandle, "not a loaded module");
-  return module;
-}
-
 Result<core::Module*> lookupLibraryHandle(CUlibrary handle) {
   core::Module* library = core::lookupLibrary(handle);
   if (library == nullptr) return makeError(ErrorCode::InvalidHandle, "not a loaded library");

@@ -783,6 +783,39 @@ DONE:
 }
 )";
 
+// The module-functions table cuFFT uses: slot 7 visits each kernel of a module, with the handle
+// cuModuleGetFunction gives, and returns how many there are.
+struct VisitedFunctions {
+  std::vector<CUfunction> functions;
+};
+void visitFunction(void* opaque, CUfunction function, uint64_t) {
+  static_cast<VisitedFunctions*>(opaque)->functions.push_back(function);
+}
+
+TEST_F(LibCuda, ModuleFunctionsExportTable) {
+  CUcontext primary = retainPrimary();
+  auto table9 = exportTable({0x6e, 0x16, 0x3f, 0xbe, 0xb9, 0x58, 0x44, 0x4d, 0x83, 0x5c, 0xe1, 0x82,
+                             0xaf, 0xf1, 0x99, 0x1e});
+  ASSERT_NE(table9, nullptr);
+  EXPECT_GE(reinterpret_cast<uintptr_t>(table9[0]), 8 * sizeof(void*));  // cuFFT checks it
+  using Visit = void (*)(void*, CUfunction, uint64_t);
+  auto iterate = reinterpret_cast<int (*)(CUcontext, CUmodule, Visit, void*)>(table9[7]);
+  CUmodule module = nullptr;
+  ASSERT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, kPtx), CUDA_SUCCESS);
+  VisitedFunctions visited;
+  EXPECT_EQ(iterate(primary, module, visitFunction, &visited), 1);
+  CUfunction function = nullptr;
+  ASSERT_EQ(
+      CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&function, module, "add_one"),
+      CUDA_SUCCESS);
+  ASSERT_EQ(visited.functions.size(), 1u);
+  EXPECT_EQ(visited.functions[0], function);
+  // An unloaded module has none, and nothing is visited.
+  ASSERT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
+  EXPECT_EQ(iterate(primary, module, visitFunction, &visited), 0);
+  EXPECT_EQ(visited.functions.size(), 1u);
+}
+
 TEST_F(LibCuda, ModuleAndLaunch) {
   retainPrimary();
   CUmodule module = nullptr;
