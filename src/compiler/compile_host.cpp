@@ -92,6 +92,15 @@ Result<std::string> neutralIrText(std::string_view ptxText, std::string_view mod
   return text;
 }
 
+Result<ModuleInfo> checkTranslation(std::string_view ptxText, std::string_view moduleName) {
+  llvm::LLVMContext context;
+  ModuleInfo info;
+  auto module = detail::translatePtx(context, ptxText, moduleName, info, /*memcheck=*/false,
+                                     /*onlyKernel=*/"", /*deferUnsupported=*/true);
+  if (!module.ok()) return module.error();
+  return info;
+}
+
 Result<HostObject> compileForHost(std::string_view ptxText, std::string_view moduleName,
                                   const CompileOptions& options, const HostUnit& unit) {
   llvm::LLVMContext context;

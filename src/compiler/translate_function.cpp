@@ -40,26 +40,23 @@ FunctionTranslator::FunctionTranslator(ModuleTranslator& mt, const ptx::Function
 
 std::string FunctionTranslator::operandContext() const {
   if (current_ == nullptr) return "'" + fn.name + "'";
-  return "'" + instructionName(*current_) + "' at " + std::to_string(current_->loc.line) + ":" +
-         std::to_string(current_->loc.column);
+  return mt.describe(*current_);
 }
 
 Error FunctionTranslator::unsupported(const ptx::Instruction& inst, const std::string& why) const {
-  std::string msg = "unsupported PTX instruction '" + instructionName(inst) + "' at " +
-                    std::to_string(inst.loc.line) + ":" + std::to_string(inst.loc.column) +
-                    " in function '" + fn.name + "'";
+  std::string msg =
+      "unsupported PTX instruction " + mt.describe(inst) + " in function '" + fn.name + "'";
   if (!why.empty()) msg += ": " + why;
   return makeError(ErrorCode::UnsupportedPtx, msg);
 }
 
-Error invalidInstruction(const ptx::Instruction& inst, const std::string& why) {
-  return makeError(ErrorCode::InvalidPtx, "invalid '" + instructionName(inst) + "' at " +
-                                              std::to_string(inst.loc.line) + ":" +
-                                              std::to_string(inst.loc.column) + ": " + why);
+Error invalidInstruction(const ModuleTranslator& mt, const ptx::Instruction& inst,
+                         const std::string& why) {
+  return makeError(ErrorCode::InvalidPtx, "invalid " + mt.describe(inst) + ": " + why);
 }
 
 Error FunctionTranslator::invalid(const ptx::Instruction& inst, const std::string& why) const {
-  return invalidInstruction(inst, why);
+  return invalidInstruction(mt, inst, why);
 }
 
 llvm::Type* FunctionTranslator::bitsType(ScalarType type) {

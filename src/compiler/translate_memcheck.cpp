@@ -45,11 +45,7 @@ llvm::Constant* ModuleTranslator::memcheckSource(uint32_t file, uint32_t line) {
   if (line == 0) return null;
   uint64_t key = (uint64_t{file} << 32) | line;
   if (auto it = memcheckSources_.find(key); it != memcheckSources_.end()) return it->second;
-  std::string name = file < ptx_.files.size() && !ptx_.files[file].empty()
-                         ? ptx_.files[file]
-                         : "file " + std::to_string(file);
-  std::string text = name + ":" + std::to_string(line);
-  auto* init = llvm::ConstantDataArray::getString(context_, text);
+  auto* init = llvm::ConstantDataArray::getString(context_, sourcePosition(file, line));
   auto* global = new llvm::GlobalVariable(*module_, init->getType(), /*isConstant=*/true,
                                           llvm::GlobalValue::PrivateLinkage, init,
                                           "__rocuda_memcheck_source");

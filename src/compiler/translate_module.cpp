@@ -437,6 +437,56 @@ Status ModuleTranslator::declareFunctions() {
   return checkUnresolvedCallees();
 }
 
+std::string ModuleTranslator::sourcePosition(uint32_t file, uint32_t line) const {
+  if (line == 0) return {};
+  std::string name = file < ptx_.files.size() && !ptx_.files[file].empty()
+                         ? ptx_.files[file]
+                         : "file " + std::to_string(file);
+  return name + ":" + std::to_string(line);
+}
+
+namespace {
+
+// The opcode of the instruction at `loc` as the PTX writes it (its modifiers in their order),
+// skipping a guard predicate; empty when the text does not have it there.
+std::string_view opcodeAsWritten(std::string_view text, ptx::SourceLocation loc) {
+  size_t at = 0;
+  for (uint32_t line = 1; line < loc.line && at != std::string_view::npos; ++line) {
+    at = text.find('\n', at);
+    if (at != std::string_view::npos) ++at;
+  }
+  if (at == std::string_view::npos || loc.column == 0) return {};
+  at += loc.column - 1;
+  auto isSpace = [](char c) { return c == ' ' || c == '\t'; };
+  auto tokenEnd = [&](size_t from) {
+    size_t end = from;
+    while (end < text.size() && !isSpace(text[end]) && text[end] != ';' && text[end] != '\n' &&
+           text[end] != '\r')
+      ++end;
+    return end;
+  };
+  if (at >= text.size()) return {};
+  if (text[at] == '@') {  // @%p / @!%p
+    at = tokenEnd(at);
+    while (at < text.size() && isSpace(text[at])) ++at;
+  }
+  size_t end = tokenEnd(at);
+  return end > at ? text.substr(at, end - at) : std::string_view();
+}
+
+}  // namespace
+
+std::string ModuleTranslator::describe(const ptx::Instruction& inst) const {
+  std::string_view written = opcodeAsWritten(sourceText, inst.loc);
+  if (!written.starts_with(ptx::opcodeName(inst.opcode))) written = {};  // not where we thought
+  std::string text = "'" + (written.empty() ? instructionName(inst) : std::string(written)) +
+                     "' at " + std::to_string(inst.loc.line) + ":" +
+                     std::to_string(inst.loc.column);
+  if (std::string source = sourcePosition(inst.sourceFile, inst.sourceLine); !source.empty())
+    text += " (" + source + ")";
+  return text;
+}
+
 Status ModuleTranslator::checkUnresolvedCallees() const {
   // Only code a kernel can reach counts: libcudadevrt's functions name syscalls NVIDIA's driver
   // supplies and Rocuda does not, harmless while nothing calls them.
@@ -450,10 +500,10 @@ Status ModuleTranslator::checkUnresolvedCallees() const {
       const ptx::Instruction& inst = statement.instruction;
       for (const auto& op : inst.operands())
         if (op.kind == ptx::Operand::Kind::Symbol && unresolved.count(op.symbol()))
-          return invalidInstruction(inst, "unresolved extern function '" +
-                                              std::string(op.symbol()) +
-                                              "': no module defines it (a program built with "
-                                              "-rdc=true links the module that does)");
+          return invalidInstruction(*this, inst,
+                                    "unresolved extern function '" + std::string(op.symbol()) +
+                                        "': no module defines it (a program built with "
+                                        "-rdc=true links the module that does)");
     }
   }
   return Status::success();
@@ -585,6 +635,7 @@ Result<std::unique_ptr<llvm::Module>> translatePtx(llvm::LLVMContext& context,
   translator.memcheck = memcheck;
   translator.onlyKernel = std::string(onlyKernel);
   translator.deferUnsupported = deferUnsupported;
+  translator.sourceText = ptxText;
   return translator.translate(info);
 }
 

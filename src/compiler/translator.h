@@ -114,6 +114,14 @@ class ModuleTranslator {
   llvm::Function* memcheckFunction();
   llvm::Constant* memcheckSource(uint32_t file, uint32_t line);
 
+  // An instruction for diagnostics: "'<opcode as written>' at LINE:COLUMN", then " (FILE:LINE)"
+  // when the PTX has its CUDA source position (nvcc -lineinfo).
+  std::string describe(const ptx::Instruction& inst) const;
+  // "FILE:LINE" of CUDA source position `line` of `.file` `file`; empty when line is 0.
+  std::string sourcePosition(uint32_t file, uint32_t line) const;
+  // The PTX text the module was parsed from, for the instructions as written (may be empty).
+  std::string_view sourceText;
+
   // Instrument every memory access with a __rocuda_memcheck call (host code only).
   bool memcheck = false;
   // When set: translate only this kernel and the functions it can reach, with the module's
@@ -395,7 +403,8 @@ llvm::Value* applyDirectedRounding(FunctionTranslator& t, llvm::Value* r, llvm::
 // "cvt.rz.f32.f64" for messages.
 std::string instructionName(const ptx::Instruction& inst);
 // InvalidPtx for `inst`: "invalid 'name' at line:column: why".
-Error invalidInstruction(const ptx::Instruction& inst, const std::string& why);
+Error invalidInstruction(const ModuleTranslator& mt, const ptx::Instruction& inst,
+                         const std::string& why);
 // The rounding modifier of an instruction ("rn", "rzi", ...) or "" when none.
 std::string roundingModifier(const ptx::Instruction& inst);
 

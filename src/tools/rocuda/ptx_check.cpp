@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler/neutral_ir.h"
 #include "fatbin/fatbin.h"
 #include "ptx/parser.h"
 #include "support/platform.h"
@@ -23,6 +24,9 @@ constexpr const char* kUsage =
     "object built by nvcc, or a fatbin (nvcc -fatbin). Diagnostics are printed as\n"
     "FILE:LINE:COLUMN: error: MESSAGE with the source line and a caret.\n"
     "\n"
+    "  -t, --translate   also translate the PTX as Rocuda's compiler does and report each kernel\n"
+    "                    that reaches an instruction Rocuda does not support (it would fail at\n"
+    "                    launch with CUDA_ERROR_NOT_SUPPORTED)\n"
     "  -v, --verbose     also print 'FILE: OK (N functions, M instructions)' for valid PTX\n"
     "  --extract DIR     also write the PTX found in binaries to DIR, one file per program:\n"
     "                    NAME.compute_XX.ptx, or NAME.unitN.compute_XX.ptx with several units\n"
@@ -39,6 +43,7 @@ constexpr size_t kSniffBytes = 4096;
 
 struct Options {
   bool verbose = false;
+  bool translate = false;
   std::string extractDirectory;  // empty: nothing written
   std::vector<std::string> files;
 };
@@ -61,12 +66,32 @@ Counts countModule(const ptx::Module& module) {
   return counts;
 }
 
+// Translates a valid PTX program (--translate) and prints what Rocuda cannot run; true when it
+// can run every kernel.
+bool checkTranslation(std::string_view text, const std::string& name) {
+  Result<compiler::ModuleInfo> info = compiler::checkTranslation(text, name);
+  if (!info.ok()) {
+    std::fprintf(stderr, "%s: error: %s\n", name.c_str(), info.error().message.c_str());
+    return false;
+  }
+  bool ok = true;
+  for (const compiler::KernelInfo& kernel : info->kernels) {
+    if (kernel.unsupported.empty()) continue;
+    std::fprintf(stderr, "%s: error: kernel '%s' cannot run: %s\n", name.c_str(),
+                 kernel.name.c_str(), kernel.unsupported.c_str());
+    ok = false;
+  }
+  return ok;
+}
+
 // Parses one PTX program and prints its diagnostics; true when it has no errors.
-bool checkProgram(std::string_view text, const std::string& name, bool verbose) {
+bool checkProgram(std::string_view text, const std::string& name, const Options& options) {
+  bool verbose = options.verbose;
   ptx::ParseResult result = ptx::parseModule(text, name);
   std::string diagnostics = result.formatDiagnostics();
   if (!diagnostics.empty()) std::fputs(diagnostics.c_str(), stderr);
   if (result.hasErrors()) return false;
+  if (options.translate && !checkTranslation(text, name)) return false;
   if (verbose) {
     Counts counts = countModule(result.module);
     std::printf("%s: OK (%zu functions, %zu instructions)\n", name.c_str(), counts.functions,
@@ -117,7 +142,7 @@ bool checkBinary(const std::string& path, const std::string& data, const Options
     std::string name = path + " (PTX compute_" + std::to_string(program.arch);
     if (units > 1) name += ", unit " + std::to_string(i + 1) + " of " + std::to_string(units);
     name += ")";
-    ok = checkProgram(program.text, name, options.verbose) && ok;
+    ok = checkProgram(program.text, name, options) && ok;
     if (!options.extractDirectory.empty()) {
       std::string out = extractedPath(options, path, i, units, program.arch);
       Status written = platform::createDirectories(options.extractDirectory);
@@ -157,7 +182,7 @@ FileStatus checkFile(const std::string& path, const Options& options) {
       ok = checkBinary(path, data, options);
       break;
     case fatbin::ImageKind::PtxText:
-      ok = checkProgram(data, path, options.verbose);
+      ok = checkProgram(data, path, options);
       break;
     case fatbin::ImageKind::Unknown:
       // Text that does not start with a directive is still parsed: the parser says what is
@@ -167,7 +192,7 @@ FileStatus checkFile(const std::string& path, const Options& options) {
                         "not PTX text, an ELF file or a fatbin (binary data of an unknown "
                         "format)");
       } else {
-        ok = checkProgram(data, path, options.verbose);
+        ok = checkProgram(data, path, options);
       }
       break;
   }
@@ -187,6 +212,8 @@ bool parseOptions(const std::vector<std::string>& args, Options& options, bool& 
       options.extractDirectory = args[++i];
     } else if (!endOfOptions && arg == "--") {
       endOfOptions = true;
+    } else if (!endOfOptions && (arg == "-t" || arg == "--translate")) {
+      options.translate = true;
     } else if (!endOfOptions && (arg == "-v" || arg == "--verbose")) {
       options.verbose = true;
     } else if (!endOfOptions && (arg == "-h" || arg == "--help")) {

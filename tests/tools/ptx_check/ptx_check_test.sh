@@ -44,6 +44,21 @@ case $test_case in
     [[ $status -eq 1 ]] || fail "two files: exit status $status"
     [[ $(grep -c ': error: ' <<< "$out") -eq 4 ]] || fail "two files: expected 4 errors: $out"
     ;;
+  translate)
+    # Valid PTX that Rocuda cannot run: only --translate reports it, naming the kernel, the
+    # instruction as written, its PTX position and its CUDA source line.
+    cd "$1" || fail "no directory $1"
+    check unsupported.ptx
+    [[ $status -eq 0 && -z $out ]] || fail "without --translate: $status $out"
+    check --translate unsupported.ptx
+    [[ $status -eq 1 ]] || fail "exit status $status, expected 1"
+    expected="unsupported.ptx: error: kernel 'k' cannot run: unsupported PTX instruction"
+    expected+=" 'st.async.shared::cluster.mbarrier::complete_tx::bytes.b32' at 16:3 (kern.cu:42)"
+    expected+=" in function 'k'"
+    [[ $out == "$expected" ]] || fail "output differs:"$'\n'"$out"$'\n'"expected:"$'\n'"$expected"
+    check -t -v two_errors.ptx
+    [[ $status -eq 1 ]] || fail "invalid PTX with -t: exit status $status"
+    ;;
   missing_file)
     check /no/such/file.ptx
     [[ $status -eq 2 ]] || fail "exit status $status, expected 2"
