@@ -247,8 +247,16 @@ Graph::~Graph() {
   nodes_.clear();
 }
 
+EdgeData GraphNode::edgeFrom(const GraphNode* dependency) const {
+  for (size_t i = 0; i < dependencies_.size(); ++i)
+    if (dependencies_[i] == dependency) return dependencyEdges_[i];
+  return {};
+}
+
 Result<GraphNode*> Graph::addNode(GraphNodeType type, const std::vector<GraphNode*>& dependencies,
-                                  GraphNodeContent content) {
+                                  GraphNodeContent content, const std::vector<EdgeData>& edges) {
+  if (!edges.empty() && edges.size() != dependencies.size())
+    return invalid("edge data for some dependencies only");
   for (size_t i = 0; i < dependencies.size(); ++i) {
     if (!owns(dependencies[i])) return invalid("a dependency is not a node of this graph");
     for (size_t j = 0; j < i; ++j)
@@ -262,9 +270,10 @@ Result<GraphNode*> Graph::addNode(GraphNodeType type, const std::vector<GraphNod
   auto node = std::make_unique<GraphNode>(*this, type);
   node->content_ = std::move(content);
   GraphNode* raw = node.get();
-  for (GraphNode* dependency : dependencies) {
-    raw->dependencies_.push_back(dependency);
-    dependency->dependents_.push_back(raw);
+  for (size_t i = 0; i < dependencies.size(); ++i) {
+    raw->dependencies_.push_back(dependencies[i]);
+    raw->dependencyEdges_.push_back(edges.empty() ? EdgeData{} : edges[i]);
+    dependencies[i]->dependents_.push_back(raw);
   }
   nodes_.push_back(std::move(node));
   trackNode(raw, true);
@@ -288,22 +297,26 @@ bool Graph::hasConditionalNodes() const {
   return false;
 }
 
-Status Graph::addEdge(GraphNode* from, GraphNode* to) {
+Status Graph::addEdge(GraphNode* from, GraphNode* to, EdgeData edge) {
   if (!owns(from) || !owns(to)) return invalid("edge between nodes of another graph");
   if (from == to) return invalid("a node cannot depend on itself");
   if (std::find(to->dependencies_.begin(), to->dependencies_.end(), from) !=
       to->dependencies_.end())
     return invalid("the dependency already exists");
   to->dependencies_.push_back(from);
+  to->dependencyEdges_.push_back(edge);
   from->dependents_.push_back(to);
   return Status::success();
 }
 
-Status Graph::removeEdge(GraphNode* from, GraphNode* to) {
+Status Graph::removeEdge(GraphNode* from, GraphNode* to, EdgeData edge) {
   if (!owns(from) || !owns(to)) return invalid("edge between nodes of another graph");
   auto it = std::find(to->dependencies_.begin(), to->dependencies_.end(), from);
   if (it == to->dependencies_.end()) return invalid("no such dependency");
+  size_t index = static_cast<size_t>(it - to->dependencies_.begin());
+  if (to->dependencyEdges_[index] != edge) return invalid("the dependency has other edge data");
   to->dependencies_.erase(it);
+  to->dependencyEdges_.erase(to->dependencyEdges_.begin() + static_cast<ptrdiff_t>(index));
   std::erase(from->dependents_, to);
   return Status::success();
 }
@@ -311,7 +324,14 @@ Status Graph::removeEdge(GraphNode* from, GraphNode* to) {
 Status Graph::destroyNode(GraphNode* node) {
   if (!owns(node)) return invalid("not a node of this graph");
   for (GraphNode* dependency : node->dependencies_) std::erase(dependency->dependents_, node);
-  for (GraphNode* dependent : node->dependents_) std::erase(dependent->dependencies_, node);
+  for (GraphNode* dependent : node->dependents_) {
+    auto& deps = dependent->dependencies_;
+    size_t index = static_cast<size_t>(std::find(deps.begin(), deps.end(), node) - deps.begin());
+    if (index == deps.size()) continue;
+    deps.erase(deps.begin() + static_cast<ptrdiff_t>(index));
+    dependent->dependencyEdges_.erase(dependent->dependencyEdges_.begin() +
+                                      static_cast<ptrdiff_t>(index));
+  }
   std::erase_if(nodes_, [node](const auto& owned) { return owned.get() == node; });
   return Status::success();
 }
@@ -333,6 +353,13 @@ std::vector<std::pair<GraphNode*, GraphNode*>> Graph::edges() const {
   std::vector<std::pair<GraphNode*, GraphNode*>> all;
   for (const auto& node : nodes_)
     for (GraphNode* dependency : node->dependencies_) all.emplace_back(dependency, node.get());
+  return all;
+}
+
+std::vector<EdgeData> Graph::edgeData() const {
+  std::vector<EdgeData> all;
+  for (const auto& node : nodes_)
+    all.insert(all.end(), node->dependencyEdges_.begin(), node->dependencyEdges_.end());
   return all;
 }
 
@@ -382,10 +409,11 @@ std::unique_ptr<Graph> Graph::clone(
     copy->cloneOf_[node.get()] = *added;
   }
   for (const auto& node : nodes_)
-    for (GraphNode* dependency : node->dependencies_) {
+    for (size_t i = 0; i < node->dependencies_.size(); ++i) {
       GraphNode* to = local[node.get()];
-      GraphNode* from = local[dependency];
+      GraphNode* from = local[node->dependencies_[i]];
       to->dependencies_.push_back(from);
+      to->dependencyEdges_.push_back(node->dependencyEdges_[i]);
       from->dependents_.push_back(to);
     }
   for (auto& [object, count] : userObjects_) {

@@ -131,6 +131,17 @@ struct GraphNodeContent {
 bool transferMayChange(GraphNodeType type, const GraphNodeContent::TransferShape& instantiated,
                        const GraphNodeContent::TransferShape& now);
 
+// What an edge carries besides its ends (CUgraphEdgeData): the upstream node's port that
+// triggers it (0 full completion; kernel nodes also 1 programmatic, 2 launch order), the
+// downstream port (always 0) and the dependency type (0 default, 1 programmatic). Rocuda runs
+// every edge as a full dependency: a programmatic one only lets the downstream kernel start
+// earlier on a GPU, and cudaGridDependencySynchronize then returns at once.
+struct EdgeData {
+  uint8_t fromPort = 0, toPort = 0, type = 0;
+  bool isDefault() const { return fromPort == 0 && toPort == 0 && type == 0; }
+  bool operator==(const EdgeData&) const = default;
+};
+
 class GraphNode {
  public:
   GraphNode(Graph& graph, GraphNodeType type) : graph_(&graph), type_(type) {}
@@ -142,6 +153,10 @@ class GraphNode {
   const GraphNodeContent& content() const { return content_; }
   const std::vector<GraphNode*>& dependencies() const { return dependencies_; }
   const std::vector<GraphNode*>& dependents() const { return dependents_; }
+  // The data of each edge from dependencies()[i].
+  const std::vector<EdgeData>& dependencyEdges() const { return dependencyEdges_; }
+  // The data of the edge from `dependency` (default when there is none).
+  EdgeData edgeFrom(const GraphNode* dependency) const;
 
  private:
   friend class Graph;
@@ -149,6 +164,7 @@ class GraphNode {
   GraphNodeType type_;
   GraphNodeContent content_;
   std::vector<GraphNode*> dependencies_;
+  std::vector<EdgeData> dependencyEdges_;  // parallel to dependencies_
   std::vector<GraphNode*> dependents_;
 };
 
@@ -162,20 +178,24 @@ class Graph : public Object {
   Graph() : Object(ObjectKind::Graph) {}
   ~Graph() override;
 
-  // A node depending on `dependencies` (each a node of this graph, no duplicates).
+  // A node depending on `dependencies` (each a node of this graph, no duplicates), over edges
+  // with `edges` (parallel to `dependencies`; empty: all default).
   Result<GraphNode*> addNode(GraphNodeType type, const std::vector<GraphNode*>& dependencies,
-                             GraphNodeContent content = {});
+                             GraphNodeContent content = {},
+                             const std::vector<EdgeData>& edges = {});
 
   // Edges. InvalidValue for nodes of another graph, a self edge, an existing edge (add), a
-  // missing edge (remove). An edge may close a cycle: instantiation refuses the graph then.
-  Status addEdge(GraphNode* from, GraphNode* to);
-  Status removeEdge(GraphNode* from, GraphNode* to);
+  // missing edge or one with other data (remove). An edge may close a cycle: instantiation
+  // refuses the graph then.
+  Status addEdge(GraphNode* from, GraphNode* to, EdgeData edge = {});
+  Status removeEdge(GraphNode* from, GraphNode* to, EdgeData edge = {});
   Status destroyNode(GraphNode* node);
 
   size_t size() const { return nodes_.size(); }
   std::vector<GraphNode*> nodes() const;  // in creation order
   std::vector<GraphNode*> rootNodes() const;
-  std::vector<std::pair<GraphNode*, GraphNode*>> edges() const;
+  std::vector<std::pair<GraphNode*, GraphNode*>> edges() const;  // with edgeData()'s order
+  std::vector<EdgeData> edgeData() const;
   // Handle of node `index` in creation order (0 when out of range).
   uintptr_t nodeHandle(size_t index) const {
     return index < nodes_.size() ? reinterpret_cast<uintptr_t>(nodes_[index].get()) : 0;

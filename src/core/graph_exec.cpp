@@ -1,6 +1,7 @@
 // Executable graphs: instantiation (a deep copy in topological order), launch as one stream
 // command, and cuGraphExecUpdate's topology comparison.
 #include <algorithm>
+#include <tuple>
 
 #include "core/context.h"
 #include "core/graph.h"
@@ -147,14 +148,26 @@ GraphUpdateResult compareGraphs(const Graph& mine, const Graph& other, const Gra
   for (size_t i = 0; i < a.size(); ++i) {
     *errorNode = b[i];
     if (a[i]->type() != b[i]->type()) return GraphUpdateResult::NodeTypeChanged;
-    std::vector<size_t> da, db;
-    for (const GraphNode* d : a[i]->dependencies()) da.push_back(mine.indexOf(d));
-    for (const GraphNode* d : b[i]->dependencies()) db.push_back(other.indexOf(d));
-    std::sort(da.begin(), da.end());
-    std::sort(db.begin(), db.end());
+    // Dependencies by creation index, with their edges' data.
+    auto byIndex = [](const Graph& graph, const GraphNode& node) {
+      std::vector<std::tuple<size_t, uint8_t, uint8_t, uint8_t>> list;
+      for (size_t k = 0; k < node.dependencies().size(); ++k) {
+        const EdgeData& edge = node.dependencyEdges()[k];
+        list.emplace_back(graph.indexOf(node.dependencies()[k]), edge.fromPort, edge.toPort,
+                          edge.type);
+      }
+      std::sort(list.begin(), list.end());
+      return list;
+    };
+    auto da = byIndex(mine, *a[i]), db = byIndex(other, *b[i]);
     if (da != db) {
-      for (const GraphNode* d : b[i]->dependencies())
-        if (!std::binary_search(da.begin(), da.end(), other.indexOf(d))) *errorFrom = d;
+      for (size_t k = 0; k < b[i]->dependencies().size(); ++k) {
+        const GraphNode* d = b[i]->dependencies()[k];
+        const EdgeData& e = b[i]->dependencyEdges()[k];
+        if (!std::binary_search(da.begin(), da.end(),
+                                std::make_tuple(other.indexOf(d), e.fromPort, e.toPort, e.type)))
+          *errorFrom = d;
+      }
       return GraphUpdateResult::TopologyChanged;
     }
     const GraphNodeContent &ca = a[i]->content(), &cb = b[i]->content();

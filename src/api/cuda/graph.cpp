@@ -71,7 +71,7 @@ Outcome beginCaptureToGraph(CUstream h, CUgraph hGraph, const CUgraphNode* depen
     graph = *target;
     Outcome collected = collectDependencies(*graph, dependencies, count, &nodes);
     if (!collected.ok()) return collected;
-    if (Outcome edges = checkEdgeData(edgeData, count); !edges.ok()) return edges;
+    if (Outcome edges = requireDefaultEdges(edgeData, count); !edges.ok()) return edges;
   }
   return captureOutcome(core::beginCapture(**stream, static_cast<unsigned>(mode), graph, nodes));
 }
@@ -107,7 +107,7 @@ Outcome updateCaptureDependencies(CUstream h, CUgraphNode* dependencies,
   std::vector<core::GraphNode*> nodes;
   Outcome collected = collectDependencies(*capture->graph, dependencies, count, &nodes);
   if (!collected.ok()) return collected;
-  if (Outcome edges = checkEdgeData(edgeData, count); !edges.ok()) return edges;
+  if (Outcome edges = requireDefaultEdges(edgeData, count); !edges.ok()) return edges;
   return captureOutcome(core::updateCaptureDependencies(**stream, nodes, flags == 1));
 }
 
@@ -211,6 +211,14 @@ Outcome listNodes(CUgraph hGraph, CUgraphNode* nodes, size_t* numNodes, bool roo
   return fillList(nodes, numNodes, list, [](core::GraphNode* n) { return nodeHandle(n); });
 }
 
+CUgraphEdgeData edgeDataFor(const core::EdgeData& edge) {
+  CUgraphEdgeData data{};
+  data.from_port = edge.fromPort;
+  data.to_port = edge.toPort;
+  data.type = edge.type;
+  return data;
+}
+
 Outcome getEdges(CUgraph hGraph, CUgraphNode* from, CUgraphNode* to, CUgraphEdgeData* edgeData,
                  size_t* numEdges) {
   if (numEdges == nullptr) return invalidValue("numEdges is NULL");
@@ -220,14 +228,21 @@ Outcome getEdges(CUgraph hGraph, CUgraphNode* from, CUgraphNode* to, CUgraphEdge
   Result<core::Graph*> graph = lookupGraph(hGraph);
   if (!graph) return graph.error();
   auto edges = (*graph)->edges();
+  std::vector<core::EdgeData> data = (*graph)->edgeData();
   if (from != nullptr) {
+    size_t filled = std::min(*numEdges, edges.size());
+    // "edgeData may alone be NULL, in which case the edges must all have default (zeroed) edge
+    // data. Attempting a lossy query via NULL edgeData will result in CUDA_ERROR_LOSSY_QUERY."
+    if (edgeData == nullptr && std::any_of(data.begin(), data.begin() + filled,
+                                           [](const core::EdgeData& e) { return !e.isDefault(); }))
+      return {CUDA_ERROR_LOSSY_QUERY, "an edge has data and edgeData is NULL"};
     for (size_t i = 0; i < *numEdges; ++i) {
       bool present = i < edges.size();
       from[i] = present ? nodeHandle(edges[i].first) : nullptr;
       to[i] = present ? nodeHandle(edges[i].second) : nullptr;
-      if (edgeData != nullptr) edgeData[i] = CUgraphEdgeData{};
+      if (edgeData != nullptr) edgeData[i] = present ? edgeDataFor(data[i]) : CUgraphEdgeData{};
     }
-    *numEdges = std::min(*numEdges, edges.size());  // the entries filled in
+    *numEdges = filled;  // the entries filled in
     return {};
   }
   *numEdges = edges.size();
@@ -242,8 +257,20 @@ Outcome nodeNeighbours(CUgraphNode hNode, CUgraphNode* nodes, CUgraphEdgeData* e
   Result<core::GraphNode*> node = lookupNode(hNode);
   if (!node) return node.error();
   const auto& list = dependencies ? (*node)->dependencies() : (*node)->dependents();
-  if (edgeData != nullptr)
-    for (size_t i = 0; i < *count; ++i) edgeData[i] = CUgraphEdgeData{};
+  // Each neighbour's edge: a dependency's is kept with this node, a dependent's with it.
+  auto edgeWith = [&](size_t i) {
+    return dependencies ? (*node)->dependencyEdges()[i] : list[i]->edgeFrom(*node);
+  };
+  if (nodes != nullptr) {
+    size_t filled = std::min(*count, list.size());
+    for (size_t i = 0; i < filled; ++i) {
+      if (edgeData != nullptr)
+        edgeData[i] = edgeDataFor(edgeWith(i));
+      else if (!edgeWith(i).isDefault())
+        return {CUDA_ERROR_LOSSY_QUERY, "an edge has data and edgeData is NULL"};
+    }
+    for (size_t i = filled; edgeData != nullptr && i < *count; ++i) edgeData[i] = {};
+  }
   return fillList(nodes, count, list, [](core::GraphNode* n) { return nodeHandle(n); });
 }
 
@@ -255,23 +282,30 @@ Outcome changeEdges(CUgraph hGraph, const CUgraphNode* from, const CUgraphNode* 
   if (!graph) return graph.error();
   if (!add && (*graph)->hasMemoryNodes())
     return invalidValue("edges of a graph with memory nodes cannot be deleted");
-  std::vector<std::pair<core::GraphNode*, core::GraphNode*>> pairs;
+  struct Edge {
+    core::GraphNode *from, *to;
+    core::EdgeData data;
+  };
+  std::vector<Edge> list;
   for (size_t i = 0; i < count; ++i) {
-    if (Outcome edges = checkEdgeData(edgeData == nullptr ? nullptr : edgeData + i, 1); !edges.ok())
-      return edges;
+    Result<core::EdgeData> data = edgeDataOf(edgeData == nullptr ? nullptr : edgeData + i);
+    if (!data) return data.error();
     Result<core::GraphNode*> a = lookupNode(from[i]);
     if (!a) return a.error();
     Result<core::GraphNode*> b = lookupNode(to[i]);
     if (!b) return b.error();
-    pairs.emplace_back(*a, *b);
+    if (Outcome ends = checkEdgeEnds(*data, (*a)->type(), (*b)->type()); add && !ends.ok())
+      return ends;
+    list.push_back({*a, *b, *data});
   }
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    Status status = add ? (*graph)->addEdge(pairs[i].first, pairs[i].second)
-                        : (*graph)->removeEdge(pairs[i].first, pairs[i].second);
+  for (size_t i = 0; i < list.size(); ++i) {
+    const Edge& e = list[i];
+    Status status =
+        add ? (*graph)->addEdge(e.from, e.to, e.data) : (*graph)->removeEdge(e.from, e.to, e.data);
     if (!status.ok()) {
       for (size_t j = 0; j < i; ++j)  // all or nothing
-        (void)(add ? (*graph)->removeEdge(pairs[j].first, pairs[j].second)
-                   : (*graph)->addEdge(pairs[j].first, pairs[j].second));
+        (void)(add ? (*graph)->removeEdge(list[j].from, list[j].to, list[j].data)
+                   : (*graph)->addEdge(list[j].from, list[j].to, list[j].data));
       return status;
     }
   }

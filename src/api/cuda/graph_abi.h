@@ -171,6 +171,13 @@ struct CUgraphExecUpdateResultInfo {
   CUgraphNode errorFromNode;
 };
 
+// CUgraphEdgeData's ports (kernel nodes only) and dependency types.
+constexpr unsigned char CU_GRAPH_KERNEL_NODE_PORT_DEFAULT = 0;
+constexpr unsigned char CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC = 1;
+constexpr unsigned char CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER = 2;
+constexpr unsigned char CU_GRAPH_DEPENDENCY_TYPE_DEFAULT = 0;
+constexpr unsigned char CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC = 1;
+
 struct CUgraphEdgeData {
   unsigned char from_port;
   unsigned char to_port;

@@ -20,10 +20,16 @@ inline cuda::CUgraphNode nodeHandle(const core::GraphNode* node) {
 }
 
 // The dependency list of an add call: every entry a node of `graph`.
-// Edge data of graph and capture calls (NULL: default edges): malformed data is INVALID_VALUE
-// (a to_port, which no node type defines; unknown ports, types or reserved bytes); programmatic
-// edges, which Rocuda does not run, are NOT_SUPPORTED.
-Outcome checkEdgeData(const cuda::CUgraphEdgeData* edges, size_t count);
+// The data of one edge (NULL: a default edge). INVALID_VALUE for malformed data: a to_port, which
+// no node type defines, unknown ports, types or reserved bytes, the programmatic port without
+// the programmatic type.
+Result<core::EdgeData> edgeDataOf(const cuda::CUgraphEdgeData* edge);
+// INVALID_VALUE unless an edge with `edge` may join a node of type `from` to one of type `to`:
+// only kernel nodes have non-zero ports, and programmatic edges join kernel nodes.
+Outcome checkEdgeEnds(const core::EdgeData& edge, core::GraphNodeType from, core::GraphNodeType to);
+// Stream capture dependencies carry default edges only: programmatic ones there are
+// NOT_SUPPORTED (malformed data INVALID_VALUE).
+Outcome requireDefaultEdges(const cuda::CUgraphEdgeData* edges, size_t count);
 
 Outcome collectDependencies(core::Graph& graph, const cuda::CUgraphNode* dependencies, size_t count,
                             std::vector<core::GraphNode*>* out);
@@ -63,10 +69,12 @@ core::GraphUpdateResult checkKernelAttributeUpdate(const core::GraphNode& instan
 // become nodes of their own in a capture (stream-ordered allocation, external event records).
 Outcome appendNodeToCapture(core::Stream& stream, cuda::CUgraphNodeParams& params);
 
-// Add a node of any kind to `hGraph` after the given dependencies.
+// Add a node of any kind to `hGraph` after the given dependencies, over edges with
+// `dependencyData` (NULL: default edges).
 Outcome addNode(cuda::CUgraphNode* phNode, cuda::CUgraph hGraph,
                 const cuda::CUgraphNode* dependencies, size_t count,
-                cuda::CUgraphNodeParams& params);
+                cuda::CUgraphNodeParams& params,
+                const cuda::CUgraphEdgeData* dependencyData = nullptr);
 // Replace the parameters of `node` (of a graph, or of an executable graph's copy).
 Outcome setNodeParams(core::GraphNode& node, cuda::CUgraphNodeParams& params, bool executable);
 

@@ -2,6 +2,7 @@
 // *SetParams of every kind. A kernel, copy or fill node's work is recorded by issuing the very
 // call the immediate path would make (cuLaunchKernel, cuMemcpy3DAsync, cuMemsetD2D*Async) on a
 // private capturing stream: validation and argument packing are the immediate path's own.
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -645,18 +646,42 @@ Result<core::GraphNode*> lookupNode(CUgraphNode handle) {
   return makeError(ErrorCode::InvalidValue, "not a graph node");
 }
 
-Outcome checkEdgeData(const CUgraphEdgeData* edges, size_t count) {
-  if (edges == nullptr) return {};
-  constexpr unsigned char kProgrammaticPort = 1, kLaunchOrderPort = 2, kProgrammaticType = 1;
-  for (size_t i = 0; i < count; ++i) {
-    const CUgraphEdgeData& e = edges[i];
-    for (unsigned char byte : e.reserved)
-      if (byte != 0) return invalidValue("CUgraphEdgeData::reserved must be zero");
-    if (e.to_port != 0) return invalidValue("no node type defines a non-zero to_port");
-    if (e.from_port > kLaunchOrderPort || e.type > kProgrammaticType)
-      return invalidValue("unknown edge port or type");
-    if (e.type != 0 || e.from_port == kProgrammaticPort || e.from_port == kLaunchOrderPort)
-      return {CUDA_ERROR_NOT_SUPPORTED, "programmatic edges are not supported"};
+Result<core::EdgeData> edgeDataOf(const CUgraphEdgeData* edge) {
+  if (edge == nullptr) return core::EdgeData{};
+  for (unsigned char byte : edge->reserved)
+    if (byte != 0)
+      return makeError(ErrorCode::InvalidValue, "CUgraphEdgeData::reserved must be zero");
+  if (edge->to_port != 0)
+    return makeError(ErrorCode::InvalidValue, "no node type defines a non-zero to_port");
+  if (edge->from_port > CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER ||
+      edge->type > CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC)
+    return makeError(ErrorCode::InvalidValue, "unknown edge port or type");
+  // The programmatic port "must be used with edge type CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC",
+  // which "must be used with either the ..._PROGRAMMATIC or ..._LAUNCH_ORDER outgoing port".
+  bool programmatic = edge->type == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+  if ((edge->from_port == CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC) != programmatic &&
+      !(programmatic && edge->from_port == CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER))
+    return makeError(ErrorCode::InvalidValue,
+                     "a programmatic edge leaves a kernel's programmatic or launch-order port, "
+                     "and the programmatic port takes programmatic edges only");
+  return core::EdgeData{edge->from_port, edge->to_port, edge->type};
+}
+
+Outcome checkEdgeEnds(const core::EdgeData& edge, core::GraphNodeType from,
+                      core::GraphNodeType to) {
+  if (edge.fromPort != 0 && from != core::GraphNodeType::Kernel)
+    return invalidValue("only kernel nodes have non-zero ports");
+  if (edge.type == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC && to != core::GraphNodeType::Kernel)
+    return invalidValue("a programmatic edge joins two kernel nodes");
+  return {};
+}
+
+Outcome requireDefaultEdges(const CUgraphEdgeData* edges, size_t count) {
+  for (size_t i = 0; edges != nullptr && i < count; ++i) {
+    Result<core::EdgeData> edge = edgeDataOf(&edges[i]);
+    if (!edge) return edge.error();
+    if (!edge->isDefault())
+      return {CUDA_ERROR_NOT_SUPPORTED, "programmatic edges in stream capture are not supported"};
   }
   return {};
 }
@@ -703,7 +728,7 @@ Outcome addConditional(CUgraphNode* phNode, core::Graph& graph,
 }  // namespace
 
 Outcome addNode(CUgraphNode* phNode, CUgraph hGraph, const CUgraphNode* dependencies, size_t count,
-                CUgraphNodeParams& params) {
+                CUgraphNodeParams& params, const CUgraphEdgeData* dependencyData) {
   if (phNode == nullptr) return invalidValue("phGraphNode is NULL");
   std::lock_guard lock(core::graphMutex());
   Result<core::Graph*> graph = lookupGraph(hGraph);
@@ -711,8 +736,22 @@ Outcome addNode(CUgraphNode* phNode, CUgraph hGraph, const CUgraphNode* dependen
   std::vector<core::GraphNode*> nodes;
   Outcome collected = collectDependencies(**graph, dependencies, count, &nodes);
   if (!collected.ok()) return collected;
-  if (params.type == CU_GRAPH_NODE_TYPE_CONDITIONAL)
+  std::vector<core::EdgeData> edges;
+  for (size_t i = 0; dependencyData != nullptr && i < count; ++i) {
+    Result<core::EdgeData> edge = edgeDataOf(&dependencyData[i]);
+    if (!edge) return edge.error();
+    if (Outcome ends =
+            checkEdgeEnds(*edge, nodes[i]->type(), static_cast<core::GraphNodeType>(params.type));
+        !ends.ok())
+      return ends;
+    edges.push_back(*edge);
+  }
+  bool defaultEdges = std::all_of(edges.begin(), edges.end(),
+                                  [](const core::EdgeData& e) { return e.isDefault(); });
+  if (params.type == CU_GRAPH_NODE_TYPE_CONDITIONAL) {
+    if (!defaultEdges) return invalidValue("a conditional node's dependencies are default edges");
     return addConditional(phNode, **graph, nodes, params);
+  }
   if (params.type == CU_GRAPH_NODE_TYPE_GRAPH && params.graph.graph == hGraph)
     return invalidValue("a graph cannot be its own child");
   // cuGraphChildGraphNodeGetGraph: "Allocation and free nodes cannot be added to the returned
@@ -726,8 +765,8 @@ Outcome addNode(CUgraphNode* phNode, CUgraph hGraph, const CUgraphNode* dependen
   if (params.type == CU_GRAPH_NODE_TYPE_MEM_FREE)
     if (Status single = core::checkFreeNodeGraph(**graph, content.freeAddress); !single)
       return single;
-  Result<core::GraphNode*> node =
-      (*graph)->addNode(static_cast<core::GraphNodeType>(params.type), nodes, std::move(content));
+  Result<core::GraphNode*> node = (*graph)->addNode(static_cast<core::GraphNodeType>(params.type),
+                                                    nodes, std::move(content), edges);
   if (!node) return node.error();
   *phNode = nodeHandle(*node);
   return {};
@@ -1051,9 +1090,8 @@ ROCUDA_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode* phGraphNode, CUgraph hGrap
   return ROCUDA_API(
       (phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams), [&] {
         if (nodeParams == nullptr) return api::invalidValue("nodeParams is NULL");
-        if (Outcome edges = api::checkEdgeData(dependencyData, numDependencies); !edges.ok())
-          return edges;
-        return api::addNode(phGraphNode, hGraph, dependencies, numDependencies, *nodeParams);
+        return api::addNode(phGraphNode, hGraph, dependencies, numDependencies, *nodeParams,
+                            dependencyData);
       });
 }
 

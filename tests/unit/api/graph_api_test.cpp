@@ -1624,6 +1624,123 @@ TEST_F(LibCudaGraph, GraphMemoryIsReportedPerDevice) {
   EXPECT_EQ(CU(cuCtxDestroy, CUcontext)(own), CUDA_SUCCESS);
 }
 
+// Programmatic edges (programmatic dependent launch in a graph) between kernel nodes: kept with
+// their data, which the edge queries return (a query without room for it is lossy), clones and
+// updates compare, and run as full dependencies.
+TEST_F(LibCudaGraph, ProgrammaticEdges) {
+  CUgraph graph = nullptr;
+  ASSERT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&graph, 0), CUDA_SUCCESS);
+  uint32_t value = 3, n = kN;
+  void* args[] = {&data_, &value, &n};
+  CUgraphNodeParams kernel{};
+  kernel.type = CU_GRAPH_NODE_TYPE_KERNEL;
+  kernel.kernel =
+      CUDA_KERNEL_NODE_PARAMS_v2{function_, 2, 1, 1, 128, 1, 1, 0, args, nullptr, nullptr, nullptr};
+  auto addNode = CU13(cuGraphAddNode, CUgraphNode*, CUgraph, const CUgraphNode*,
+                      const CUgraphEdgeData*, size_t, CUgraphNodeParams*);
+  CUgraphNode first = nullptr, second = nullptr, third = nullptr;
+  ASSERT_EQ(addNode(&first, graph, nullptr, nullptr, 0, &kernel), CUDA_SUCCESS);
+  CUgraphEdgeData programmatic{};
+  programmatic.from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
+  programmatic.type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+  ASSERT_EQ(addNode(&second, graph, &first, &programmatic, 1, &kernel), CUDA_SUCCESS);
+  CUgraphEdgeData launchOrder{};
+  launchOrder.from_port = CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER;
+  ASSERT_EQ(addNode(&third, graph, &second, &launchOrder, 1, &kernel), CUDA_SUCCESS);
+
+  // A programmatic edge joins kernel nodes; only kernels have non-zero ports.
+  CUgraphNodeParams memset{};
+  memset.type = CU_GRAPH_NODE_TYPE_MEMSET;
+  memset.memset.dst = data_;
+  memset.memset.elementSize = 4;
+  memset.memset.width = kN;
+  memset.memset.height = 1;
+  CUgraphNode refused = nullptr, fill = nullptr;
+  EXPECT_EQ(addNode(&refused, graph, &first, &programmatic, 1, &memset), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(addNode(&fill, graph, nullptr, nullptr, 0, &memset), CUDA_SUCCESS);
+  EXPECT_EQ(addNode(&refused, graph, &fill, &launchOrder, 1, &kernel), CUDA_ERROR_INVALID_VALUE);
+  auto addEdges = CU13(cuGraphAddDependencies, CUgraph, const CUgraphNode*, const CUgraphNode*,
+                       const CUgraphEdgeData*, size_t);
+  EXPECT_EQ(addEdges(graph, &first, &fill, &programmatic, 1), CUDA_ERROR_INVALID_VALUE);
+
+  // The queries return the data; without room for it they are lossy.
+  auto getEdges =
+      CU13(cuGraphGetEdges, CUgraph, CUgraphNode*, CUgraphNode*, CUgraphEdgeData*, size_t*);
+  CUgraphNode from[4] = {}, to[4] = {};
+  CUgraphEdgeData data[4] = {};
+  size_t count = 4;
+  ASSERT_EQ(getEdges(graph, from, to, data, &count), CUDA_SUCCESS);
+  ASSERT_EQ(count, 2u);
+  EXPECT_EQ(from[0], first);
+  EXPECT_EQ(to[0], second);
+  EXPECT_EQ(data[0].from_port, CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC);
+  EXPECT_EQ(data[0].type, CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC);
+  EXPECT_EQ(data[1].from_port, CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER);
+  EXPECT_EQ(data[1].type, CU_GRAPH_DEPENDENCY_TYPE_DEFAULT);
+  count = 4;
+  EXPECT_EQ(getEdges(graph, from, to, nullptr, &count), CUDA_ERROR_LOSSY_QUERY);
+  count = 0;
+  EXPECT_EQ(getEdges(graph, nullptr, nullptr, nullptr, &count), CUDA_SUCCESS);
+  EXPECT_EQ(count, 2u);
+  auto dependents =
+      CU13(cuGraphNodeGetDependentNodes, CUgraphNode, CUgraphNode*, CUgraphEdgeData*, size_t*);
+  CUgraphNode next = nullptr;
+  CUgraphEdgeData nextData{};
+  count = 1;
+  ASSERT_EQ(dependents(first, &next, &nextData, &count), CUDA_SUCCESS);
+  EXPECT_EQ(next, second);
+  EXPECT_EQ(nextData.type, CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC);
+  count = 1;
+  EXPECT_EQ(dependents(first, &next, nullptr, &count), CUDA_ERROR_LOSSY_QUERY);
+  auto dependencies =
+      CU13(cuGraphNodeGetDependencies, CUgraphNode, CUgraphNode*, CUgraphEdgeData*, size_t*);
+  count = 1;
+  ASSERT_EQ(dependencies(third, &next, &nextData, &count), CUDA_SUCCESS);
+  EXPECT_EQ(next, second);
+  EXPECT_EQ(nextData.from_port, CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER);
+
+  // They run as full dependencies: three additions of 3.
+  CUgraph plain = nullptr;
+  ASSERT_EQ(CU(cuGraphClone, CUgraph*, CUgraph)(&plain, graph), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuGraphDestroyNode, CUgraphNode)(fill), CUDA_SUCCESS);
+  std::vector<uint32_t> host(kN, 0);
+  ASSERT_EQ(CU(cuMemcpyHtoD, CUdeviceptr, const void*, size_t)(data_, host.data(), kN * 4),
+            CUDA_SUCCESS);
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(
+      CU(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long)(&exec, graph, 0),
+      CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuGraphLaunch, CUgraphExec, CUstream)(exec, stream_), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(stream_), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(host.data(), data_, kN * 4), CUDA_SUCCESS);
+  for (uint32_t i = 0; i < kN; ++i) ASSERT_EQ(host[i], 9u) << i;
+
+  // Removing an edge names its data; a clone keeps it.
+  auto removeEdges = CU13(cuGraphRemoveDependencies, CUgraph, const CUgraphNode*,
+                          const CUgraphNode*, const CUgraphEdgeData*, size_t);
+  EXPECT_EQ(removeEdges(graph, &first, &second, nullptr, 1), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(removeEdges(graph, &first, &second, &programmatic, 1), CUDA_SUCCESS);
+  count = 4;
+  ASSERT_EQ(getEdges(plain, from, to, data, &count), CUDA_SUCCESS);
+  ASSERT_EQ(count, 2u);
+  EXPECT_EQ(data[0].type, CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC);
+  // An update whose edge lost its data changes the topology.
+  ASSERT_EQ(addEdges(graph, &first, &second, nullptr, 1), CUDA_SUCCESS);
+  CUgraphExec fromPlain = nullptr;
+  ASSERT_EQ(CU(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long)(&fromPlain,
+                                                                                       plain, 0),
+            CUDA_SUCCESS);
+  CUgraphExecUpdateResultInfo info{};
+  EXPECT_EQ(CU13(cuGraphExecUpdate, CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo*)(
+                fromPlain, graph, &info),
+            CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(fromPlain), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(plain), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
+}
+
 TEST_F(LibCudaGraph, GenericAddNodeAndKernelAttributes) {
   CUgraph graph = nullptr;
   ASSERT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&graph, 0), CUDA_SUCCESS);
@@ -1637,7 +1754,7 @@ TEST_F(LibCudaGraph, GenericAddNodeAndKernelAttributes) {
   auto addNode = CU13(cuGraphAddNode, CUgraphNode*, CUgraph, const CUgraphNode*,
                       const CUgraphEdgeData*, size_t, CUgraphNodeParams*);
   ASSERT_EQ(addNode(&node, graph, nullptr, nullptr, 0, &params), CUDA_SUCCESS);
-  // Edge data: malformed is INVALID_VALUE, programmatic edges (not run here) NOT_SUPPORTED.
+  // Edge data: malformed is INVALID_VALUE (ProgrammaticEdges has the valid kinds).
   CUgraphEdgeData edge{};
   edge.to_port = 1;
   CUgraphNode dependent = nullptr;
@@ -1649,9 +1766,8 @@ TEST_F(LibCudaGraph, GenericAddNodeAndKernelAttributes) {
   edge.reserved[2] = 1;
   EXPECT_EQ(addNode(&dependent, graph, &node, &edge, 1, &params), CUDA_ERROR_INVALID_VALUE);
   edge = CUgraphEdgeData{};
-  edge.from_port = 1;  // CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC
-  edge.type = 1;       // CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC
-  EXPECT_EQ(addNode(&dependent, graph, &node, &edge, 1, &params), CUDA_ERROR_NOT_SUPPORTED);
+  edge.from_port = 1;  // the programmatic port takes programmatic edges only
+  EXPECT_EQ(addNode(&dependent, graph, &node, &edge, 1, &params), CUDA_ERROR_INVALID_VALUE);
   CUgraphNodeParams unsupported{};
   unsupported.type = CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL;
   CUgraphNode x = nullptr;
