@@ -9,8 +9,10 @@
 # TEST_PATH is relative to CuPy's tests/ (e.g. cupy_tests/math_tests/test_arithmetic.py). Pinned
 # versions in a virtual environment under build/cupy-venv; the tests come from the matching
 # source distribution. One pytest process per path, each log in build/cupy/<path>.log; the
-# summary gives each path's pytest verdict. cuBLAS, cuFFT, cuRAND, cuSOLVER and cuSPARSE calls
-# reach NVIDIA's libraries, which hold only SASS: those tests fail with CUDA errors.
+# summary gives each path's pytest verdict. cuBLAS, cuRAND, cuSOLVER and cuSPARSE calls reach
+# NVIDIA's libraries, which hold only SASS: those tests fail with CUDA errors. NVIDIA's cuFFT
+# carries PTX and runs (cupy_tests/fft_tests), but for the transform sizes whose kernels it
+# ships only as SASS.
 # The first reduction (a.sum()) loads CuPy's CUB module, one PTX of 383 functions, which the CPU
 # device compiles whole: over 35 minutes on 2 cores the first time, nothing once cached. Each
 # path gets ROCUDA_CUPY_TIMEOUT seconds (default 3600).
