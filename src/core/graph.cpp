@@ -321,6 +321,11 @@ Status Graph::removeEdge(GraphNode* from, GraphNode* to, EdgeData edge) {
   return Status::success();
 }
 
+void Graph::setEdgeData(const GraphNode* from, GraphNode* to, EdgeData edge) {
+  for (size_t i = 0; owns(to) && i < to->dependencies_.size(); ++i)
+    if (to->dependencies_[i] == from) to->dependencyEdges_[i] = edge;
+}
+
 Status Graph::destroyNode(GraphNode* node) {
   if (!owns(node)) return invalid("not a node of this graph");
   for (GraphNode* dependency : node->dependencies_) std::erase(dependency->dependents_, node);

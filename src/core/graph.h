@@ -189,6 +189,8 @@ class Graph : public Object {
   // refuses the graph then.
   Status addEdge(GraphNode* from, GraphNode* to, EdgeData edge = {});
   Status removeEdge(GraphNode* from, GraphNode* to, EdgeData edge = {});
+  // The data of the existing edge from `from` to `to` (a captured programmatic launch's).
+  void setEdgeData(const GraphNode* from, GraphNode* to, EdgeData edge);
   Status destroyNode(GraphNode* node);
 
   size_t size() const { return nodes_.size(); }

@@ -45,6 +45,9 @@ struct LaunchOptions {
   bool cooperative = false;     // CU_LAUNCH_ATTRIBUTE_COOPERATIVE
   std::optional<int> priority;  // CU_LAUNCH_ATTRIBUTE_PRIORITY; the stream's otherwise
   bool explicitCluster = false;  // CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION (%is_explicit_cluster)
+  // CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION: runs in order all the same; captured,
+  // the edges from the kernel nodes before it are programmatic.
+  bool programmaticSerialization = false;
   // CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT and _LAUNCH_COMPLETION_EVENT: recorded on the stream
   // right after the kernel. NVIDIA's GPUs may fire them earlier (as blocks trigger or begin);
   // the kernel's end is the latest they may fire, so whatever waits for them stays correct.
@@ -99,6 +102,15 @@ Outcome launch(const void* f, const std::array<uint32_t, 3>& grid,
   // Captured: the new node keeps the launch's parameters, as an added kernel node does.
   std::vector<core::GraphNode*> captured = (*stream)->captureDependencies();
   if (captured.size() != 1) return launched;
+  if (options.programmaticSerialization) {
+    std::lock_guard lock(core::graphMutex());
+    core::GraphNode& node = *captured[0];
+    for (core::GraphNode* dependency : node.dependencies())
+      if (dependency->type() == core::GraphNodeType::Kernel)
+        node.graph().setEdgeData(dependency, &node,
+                                 core::EdgeData{CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC, 0,
+                                                CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC});
+  }
   CUDA_KERNEL_NODE_PARAMS_v2 params{};
   // A library's kernel (cudart launches CUkernel handles) is reported as `kern`, as NVIDIA's
   // driver does; cudart maps it back to the host function.
@@ -197,7 +209,10 @@ Outcome checkLaunchAttributes(const CUlaunchConfig& config, LaunchOptions* optio
       case CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING:
         break;
       case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
-        break;  // allowing overlap with the previous kernel; running in order is correct
+        // Allowing overlap with the previous kernel; running in order is correct.
+        options->programmaticSerialization =
+            attribute.value.programmaticStreamSerializationAllowed != 0;
+        break;
       case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
         options->cooperative = attribute.value.cooperative != 0;
         break;

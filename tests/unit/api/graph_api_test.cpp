@@ -1741,6 +1741,48 @@ TEST_F(LibCudaGraph, ProgrammaticEdges) {
   EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
 }
 
+// A launch that allows programmatic serialization, captured after a kernel, depends on it over a
+// programmatic edge, as NVIDIA's capture records it; after a memset, over a default one.
+TEST_F(LibCudaGraph, CapturedProgrammaticLaunchesGetProgrammaticEdges) {
+  uint32_t value = 1, n = kN;
+  void* args[] = {&data_, &value, &n};
+  CUlaunchAttribute serialization{};
+  serialization.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  serialization.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig config{2, 1, 1, 128, 1, 1, 0, stream_, &serialization, 1};
+  auto launchEx = CU(cuLaunchKernelEx, const CUlaunchConfig*, CUfunction, void**, void**);
+  ASSERT_EQ(CU(cuStreamBeginCapture, CUstream, CUstreamCaptureMode)(stream_,
+                                                                    CU_STREAM_CAPTURE_MODE_GLOBAL),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemsetD32Async, CUdeviceptr, unsigned, size_t, CUstream)(data_, 0, kN, stream_),
+            CUDA_SUCCESS);
+  ASSERT_EQ(launchEx(&config, function_, args, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(launchEx(&config, function_, args, nullptr), CUDA_SUCCESS);
+  CUgraph graph = nullptr;
+  ASSERT_EQ(CU(cuStreamEndCapture, CUstream, CUgraph*)(stream_, &graph), CUDA_SUCCESS);
+  CUgraphNode from[2] = {}, to[2] = {};
+  CUgraphEdgeData data[2] = {};
+  size_t count = 2;
+  ASSERT_EQ(CU13(cuGraphGetEdges, CUgraph, CUgraphNode*, CUgraphNode*, CUgraphEdgeData*, size_t*)(
+                graph, from, to, data, &count),
+            CUDA_SUCCESS);
+  ASSERT_EQ(count, 2u);
+  EXPECT_EQ(data[0].type, CU_GRAPH_DEPENDENCY_TYPE_DEFAULT);  // memset -> kernel
+  EXPECT_EQ(data[1].from_port, CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC);
+  EXPECT_EQ(data[1].type, CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC);
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(
+      CU(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long)(&exec, graph, 0),
+      CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuGraphLaunch, CUgraphExec, CUstream)(exec, stream_), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(stream_), CUDA_SUCCESS);
+  std::vector<uint32_t> host(kN);
+  ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(host.data(), data_, kN * 4), CUDA_SUCCESS);
+  for (uint32_t i = 0; i < kN; ++i) ASSERT_EQ(host[i], 2u) << i;
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);
+}
+
 TEST_F(LibCudaGraph, GenericAddNodeAndKernelAttributes) {
   CUgraph graph = nullptr;
   ASSERT_EQ(CU(cuGraphCreate, CUgraph*, unsigned)(&graph, 0), CUDA_SUCCESS);
