@@ -179,7 +179,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-57";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-60";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;
@@ -240,6 +240,11 @@ struct BlockContext {
 // a warp matrix operation's record has (wmma.m16n16k16 with f16 inputs: 8 A, 8 B, 8 C and 8 D
 // registers).
 inline constexpr size_t kMatrixRecordSlots = 32;
+// A lockstep point's value (`__rocuda_warp_lockstep(i32)`, host_warp_lockstep.cpp): its order
+// (reverse post-order in its function) in the low 31 bits, and this bit when its lanes store
+// after it (a store's or a block fence's point; after the others they only load until their
+// next point).
+inline constexpr uint32_t kLockstepStorePoint = 1u << 31;
 
 struct WarpLanes {
   uint64_t* value;

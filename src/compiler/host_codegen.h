@@ -136,6 +136,7 @@ bool addressInSharedWindow(llvm::Value* address);
 // host_warp_lockstep.cpp), as code written for GPUs before Volta expects. Run before optimising;
 // numberWarpLockstepPoints gives the points their order once the kernels are inlined.
 void insertWarpLockstepPoints(llvm::Module& module, const ModuleInfo& info, WarpLockstep mode);
+
 void numberWarpLockstepPoints(llvm::Module& module);
 
 // Each atomicrmw fadd marked kFlushedSumMetadata becomes a compare-and-swap loop that flushes

@@ -175,6 +175,16 @@ bool isSpinWait(llvm::Instruction& access, llvm::Value* address, llvm::Instructi
   return decidesExit(result, loop);
 }
 
+bool holdsLockstepPoint(const llvm::Loop& loop) {
+  for (const llvm::BasicBlock* block : loop.blocks())
+    for (const llvm::Instruction& inst : *block)
+      if (auto* call = llvm::dyn_cast<llvm::CallBase>(&inst);
+          call && call->getCalledFunction() != nullptr &&
+          call->getCalledFunction()->getName() == "__rocuda_warp_lockstep")
+        return true;
+  return false;
+}
+
 struct PollCallees {
   llvm::FunctionCallee poll, wait, blockWait;  // kSpinWaitFunctions' order: see host_codegen.h
 };
@@ -198,8 +208,11 @@ void insertPollsIn(llvm::Function& f, const PollCallees& callees) {
     bool shared = space == "shared" || (space == "generic" && inSharedWindow(address));
     bool spins = isSpinWait(*access, address, result, *loop);
     if (!marked && !spins) continue;
-    // Shared memory changes only under the block's own threads: polled in spin-waits only.
+    // Shared memory changes only under the block's own threads: polled in spin-waits only, and
+    // not in a loop of warp lockstep points (host_warp_lockstep.cpp), which already wait for the
+    // other lanes and warps each time round (a poll would let this lane fall out of step).
     if (space == "shared" && !spins) continue;
+    if (shared && spins && holdsLockstepPoint(*loop)) continue;
     // Other generic addresses are taken to be global memory (a cooperative grid's workspace).
     const llvm::FunctionCallee& callee = !spins   ? callees.poll
                                          : shared ? callees.blockWait

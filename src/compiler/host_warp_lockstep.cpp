@@ -8,21 +8,26 @@
 // step before lane 1 read anything.
 //
 // Such code exchanges values between lanes through memory, so its accesses become lockstep points
-// (`void __rocuda_warp_lockstep(i32 order)`, a wait of the CPU device's warp scheduler): before
+// (`void __rocuda_warp_lockstep(i32 value)`, a wait of the CPU device's warp scheduler): before
 // each access that another lane's access may be ordered against, the warp's lanes wait for each
 // other. A store waits until every lane has made the accesses before it (the reads of its own
 // statement); a load waits until every lane has made the stores before it; loads in a row need no
-// wait between them. Where lanes diverge around such accesses, the branch's immediate
-// post-dominator (where a GPU reconverges) is a lockstep point too, and when lanes wait at
-// different points the scheduler releases those at the point that comes first (`order`, the
-// point's rank in the kernel's reverse post-order, numbered once the code is inlined), so lanes
-// that skipped a branch wait at its end for the lanes inside it, as a GPU's warp would.
+// wait between them; a block-scope fence (`__threadfence_block()` between the statements of a
+// tail on plain shared memory) is a point of its own. Where lanes diverge around such accesses,
+// the branch's immediate post-dominator (where a GPU reconverges) is a point too when another
+// can follow it, and when lanes wait at different points the scheduler releases those at the
+// point that comes first (the value's order, the point's rank in the kernel's reverse post-order,
+// numbered once the code is inlined), so lanes that skipped a branch wait at its end for the
+// lanes inside it, as a GPU's warp would. The value's top bit (compiler.h kLockstepStorePoint)
+// marks the points after which lanes store: lanes released again and again from the others only
+// read, spinning on what a held lane will write, and the scheduler then lets every lane go on.
 //
-// Which accesses (CompileOptions::warpLockstep): by default the volatile loads and stores of
-// shared memory in kernels that use no warp-level synchronisation at all (code that does
-// __syncwarp or shuffles orders its exchanges itself and pays nothing); on request every load and
-// store outside the thread's own memory of every kernel (slow; for warp-synchronous code on
-// global memory, such as CuPy's partition kernel). AMD GPUs need none of this.
+// Which accesses (CompileOptions::warpLockstep): by default the volatile loads and stores that
+// may reach shared memory (a shared address, or a generic one: a function not inlined or a `-G`
+// build keeps the pointer opaque) in kernels that never call __syncwarp (code that does orders
+// its exchanges itself and pays nothing); on request every load and store outside the thread's
+// own memory of every kernel (slow; for warp-synchronous code on global memory, such as CuPy's
+// partition kernel). AMD GPUs need none of this.
 #include <llvm/ADT/DenseSet.h>
 #include <llvm/ADT/PostOrderIterator.h>
 #include <llvm/Analysis/PostDominators.h>
@@ -36,6 +41,7 @@
 #include <vector>
 
 #include "compiler/host_codegen.h"
+#include "compiler/translator.h"
 
 namespace rocuda::compiler::detail {
 namespace {
@@ -43,8 +49,12 @@ namespace {
 constexpr const char* kLockstepFunction = "__rocuda_warp_lockstep";
 
 // Whether `inst` is a load or store whose value other lanes may exchange under `mode`: a volatile
-// one in the block's shared window, or (AllMemory) any one outside the thread's own frame.
+// one that may reach shared memory (in the block's shared window, or through a generic address,
+// which a function not inlined, a `-G` build or a pointer kept in local memory leave opaque), or
+// (AllMemory) any one outside the thread's own frame. A block-scope fence is a statement boundary
+// of such code (`__threadfence_block()` between the steps instead of `volatile`).
 bool exchanges(llvm::Instruction& inst, WarpLockstep mode) {
+  if (llvm::isa<llvm::FenceInst>(inst)) return stringMetadata(inst, kScopeMetadata) == "cta";
   llvm::Value* address = nullptr;
   bool isVolatile = false;
   if (auto* load = llvm::dyn_cast<llvm::LoadInst>(&inst)) {
@@ -55,9 +65,10 @@ bool exchanges(llvm::Instruction& inst, WarpLockstep mode) {
     isVolatile = store->isVolatile();
   }
   if (address == nullptr) return false;
-  if (mode == WarpLockstep::AllMemory)
-    return !llvm::isa<llvm::AllocaInst>(llvm::getUnderlyingObject(address));
-  return isVolatile && addressInSharedWindow(address);
+  if (llvm::isa<llvm::AllocaInst>(llvm::getUnderlyingObject(address))) return false;
+  if (mode == WarpLockstep::AllMemory) return true;
+  llvm::StringRef space = stringMetadata(inst, kSpaceMetadata);  // global/constant, else unset
+  return isVolatile && (addressInSharedWindow(address) || space.empty());
 }
 
 const llvm::Function* calleeOf(const llvm::Instruction& inst) {
@@ -77,7 +88,9 @@ bool synchronizesWarp(const llvm::Instruction& inst) {
 }
 
 // The functions whose accesses are considered: every defined one, or (VolatileShared) those
-// reachable from a kernel that reaches no warp collective.
+// reachable from a kernel that never synchronises its warp with __syncwarp (bar.warp.sync),
+// which code ordering its lanes' exchanges through memory itself uses; shuffles, votes, named
+// barriers and activemask order nothing else of a warp.
 llvm::DenseSet<llvm::Function*> functionsToConsider(llvm::Module& module, const ModuleInfo& info,
                                                     WarpLockstep mode) {
   llvm::DenseSet<llvm::Function*> chosen;
@@ -90,7 +103,7 @@ llvm::DenseSet<llvm::Function*> functionsToConsider(llvm::Module& module, const 
     return chosen;
   }
   for (const KernelInfo& kernel : info.kernels)
-    if (!kernelReaches(module, kernel.name, kWarpCollectiveFunctions))
+    if (!kernelReaches(module, kernel.name, {"__rocuda_warp_sync"}))
       add(module.getFunction(kernel.name));
   while (!work.empty()) {
     llvm::Function* f = work.back();
@@ -114,20 +127,26 @@ bool placeAccessPoints(llvm::Function& f, WarpLockstep mode, llvm::FunctionCalle
         continue;
       }
       if (!exchanges(inst, mode)) continue;
+      // A fence separates statements of plain accesses, which are not tracked: always a point.
+      bool fence = llvm::isa<llvm::FenceInst>(inst);
       bool store = llvm::isa<llvm::StoreInst>(inst);
-      if (storedSinceWait || (store && loadedSinceWait)) {
-        llvm::IRBuilder<>(&inst).CreateCall(lockstep, {llvm::IRBuilder<>(&inst).getInt32(0)});
+      if (fence || storedSinceWait || (store && loadedSinceWait)) {
+        llvm::IRBuilder<> b(&inst);
+        b.CreateCall(lockstep, {b.getInt32(store || fence ? kLockstepStorePoint : 0)});
         loadedSinceWait = storedSinceWait = false;
         placed = true;
       }
-      (store ? storedSinceWait : loadedSinceWait) = true;
+      if (!fence) (store ? storedSinceWait : loadedSinceWait) = true;
     }
   }
   return placed;
 }
 
 // Where lanes that diverge around a lockstep point reconverge: the immediate post-dominator of
-// each branch with such a point (or a call of a function in `withPoints`) between it and there.
+// each branch with such a point (or a call of a function in `withPoints`) between it and there,
+// when a point can follow it (lanes that skipped the branch and only run on to the end, such as
+// the warps other than the first after a reduction's `if (tid < 32)` tail, need not wait: they
+// finish, and the first warp's rounds go on without them).
 void placeJoinPoints(llvm::Function& f, const llvm::DenseSet<const llvm::Function*>& withPoints,
                      llvm::FunctionCallee lockstep) {
   llvm::DenseSet<const llvm::BasicBlock*> holdsPoint;
@@ -135,6 +154,15 @@ void placeJoinPoints(llvm::Function& f, const llvm::DenseSet<const llvm::Functio
     for (llvm::Instruction& inst : block)
       if (withPoints.contains(calleeOf(inst))) holdsPoint.insert(&block);
   if (holdsPoint.empty()) return;
+  // The blocks from which a point can be reached (their own included).
+  llvm::DenseSet<const llvm::BasicBlock*> reachesPoint;
+  std::vector<const llvm::BasicBlock*> pending(holdsPoint.begin(), holdsPoint.end());
+  while (!pending.empty()) {
+    const llvm::BasicBlock* block = pending.back();
+    pending.pop_back();
+    if (!reachesPoint.insert(block).second) continue;
+    for (const llvm::BasicBlock* previous : llvm::predecessors(block)) pending.push_back(previous);
+  }
   llvm::PostDominatorTree postDominators(f);
   llvm::DenseSet<llvm::BasicBlock*> joins;
   for (llvm::BasicBlock& branch : f) {
@@ -142,7 +170,8 @@ void placeJoinPoints(llvm::Function& f, const llvm::DenseSet<const llvm::Functio
     llvm::DomTreeNode* node = postDominators.getNode(&branch);
     llvm::DomTreeNode* joinNode = node ? node->getIDom() : nullptr;
     llvm::BasicBlock* join = joinNode ? joinNode->getBlock() : nullptr;
-    if (join == nullptr || joins.contains(join)) continue;  // lanes leave through different exits
+    // No join: lanes leave through different exits, or nothing after the join waits.
+    if (join == nullptr || joins.contains(join) || !reachesPoint.contains(join)) continue;
     std::vector<llvm::BasicBlock*> work(llvm::succ_begin(&branch), llvm::succ_end(&branch));
     llvm::DenseSet<llvm::BasicBlock*> seen{join};
     bool divergesAroundPoint = false;
@@ -200,26 +229,44 @@ void numberWarpLockstepPoints(llvm::Module& module) {
   llvm::Function* lockstep = module.getFunction(kLockstepFunction);
   if (lockstep == nullptr) return;
   auto* i32 = llvm::Type::getInt32Ty(module.getContext());
+  auto argument = [](const llvm::CallBase& call) {
+    return static_cast<uint32_t>(
+        llvm::cast<llvm::ConstantInt>(call.getArgOperand(0))->getZExtValue());
+  };
   for (llvm::Function& f : module) {
     if (f.isDeclaration()) continue;
     uint32_t order = 0;
     std::vector<llvm::Instruction*> redundant;
     for (llvm::BasicBlock* block : llvm::ReversePostOrderTraversal<llvm::Function*>(&f)) {
       // A point right after another wait of the warp, with no access between (blocks the
-      // optimiser merged: a join followed by a block's first access), waits for nothing.
+      // optimiser merged: a join followed by a block's first access), waits for nothing; the
+      // point kept takes its kind.
+      llvm::CallBase* lastPoint = nullptr;
       bool accessedSinceWait = true;
       for (llvm::Instruction& inst : *block) {
         if (calleeOf(inst) == lockstep) {
-          if (!accessedSinceWait) {
+          auto& call = llvm::cast<llvm::CallBase>(inst);
+          uint32_t kind = argument(call) & kLockstepStorePoint;
+          if (!accessedSinceWait && lastPoint != nullptr) {
+            lastPoint->setArgOperand(0, llvm::ConstantInt::get(i32, argument(*lastPoint) | kind));
             redundant.push_back(&inst);
             continue;
           }
-          llvm::cast<llvm::CallBase>(inst).setArgOperand(0, llvm::ConstantInt::get(i32, order++));
-        }
-        if (synchronizesWarp(inst))
+          if (!accessedSinceWait) {  // after another wait of the warp: nothing to wait for
+            redundant.push_back(&inst);
+            continue;
+          }
+          call.setArgOperand(0, llvm::ConstantInt::get(i32, kind | order++));
+          lastPoint = &call;
           accessedSinceWait = false;
-        else if (inst.mayReadOrWriteMemory())
+          continue;
+        }
+        if (synchronizesWarp(inst)) {
+          accessedSinceWait = false;
+          lastPoint = nullptr;
+        } else if (inst.mayReadOrWriteMemory()) {
           accessedSinceWait = true;
+        }
       }
     }
     for (llvm::Instruction* inst : redundant) inst->eraseFromParent();

@@ -38,9 +38,10 @@ const std::vector<Variable>& variables() {
       {"ROCUDA_WARP_LOCKSTEP", "volatile",
        "Implicit warp synchronisation on the CPU device, for code written for GPUs before Volta "
        "whose warps exchange values through memory without `__syncwarp` (formally undefined "
-       "since Volta, but NVIDIA's GPUs run it as expected). `volatile`: the volatile shared-memory "
-       "accesses of kernels that use no warp-level synchronisation are lockstep points of the "
-       "warp (the classic warp-synchronous reductions and scans). `memory`: every load and store "
+       "since Volta, but NVIDIA's GPUs run it as expected). `volatile`: in kernels that never "
+       "call `__syncwarp`, the volatile accesses that may reach shared memory (shared or "
+       "generic addresses) and block-scope fences are lockstep points of the warp (the classic "
+       "warp-synchronous reductions, scans and histograms). `memory`: every load and store "
        "outside the thread's own memory of every kernel is one (warp-synchronous code on global "
        "memory, such as CuPy's partition kernel; much slower). `off`: none."},
       {"ROCUDA_CPU_THREADS", "number of cores",

@@ -1,9 +1,10 @@
 // Implicit warp-synchronous code, as written for GPUs before Volta: the lanes of a warp exchange
 // values through memory with no __syncwarp, relying on every lane executing each statement
 // together (formally undefined since Volta, yet NVIDIA's GPUs give these results and old code and
-// libraries depend on them). The CPU device makes volatile shared-memory accesses lockstep
-// points of the warp; `--global` runs a warp-synchronous sort on global memory as well (CuPy's
-// partition kernel does this), which needs ROCUDA_WARP_LOCKSTEP=memory.
+// libraries depend on them). The CPU device makes volatile accesses that may reach shared memory
+// and block-scope fences lockstep points of the warp; `--global` runs a warp-synchronous sort on
+// global memory as well (CuPy's partition kernel does this), which needs
+// ROCUDA_WARP_LOCKSTEP=memory.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -31,6 +32,66 @@ __global__ void reduceLegacy(const int* in, int* out) {
   }
   if (tid < 32) warpReduce(s, tid);
   if (tid == 0) out[blockIdx.x] = s[0];
+}
+
+// The same tail in a function kept out of line: its volatile pointer stays generic.
+__device__ __noinline__ void warpReduceOutOfLine(volatile int* s, unsigned tid) {
+  s[tid] += s[tid + 32];
+  s[tid] += s[tid + 16];
+  s[tid] += s[tid + 8];
+  s[tid] += s[tid + 4];
+  s[tid] += s[tid + 2];
+  s[tid] += s[tid + 1];
+}
+
+// Variants of the 64-element tail: 0 out of line, 1 after a warp vote (which orders nothing
+// else of the warp), 2 plain shared memory with __threadfence_block() between the steps.
+__global__ void reduceTails(const int* in, int* out, int variant) {
+  __shared__ int s[64];
+  unsigned tid = threadIdx.x;
+  s[tid] = in[blockIdx.x * 64 + tid];
+  __syncthreads();
+  if (tid < 32) {
+    if (variant == 0) {
+      warpReduceOutOfLine(s, tid);
+    } else if (variant == 1) {
+      if (__ballot_sync(0xffffffffu, s[tid] >= 0) != 0) warpReduce(s, tid);
+    } else {
+      s[tid] += s[tid + 32];
+      __threadfence_block();
+      s[tid] += s[tid + 16];
+      __threadfence_block();
+      s[tid] += s[tid + 8];
+      __threadfence_block();
+      s[tid] += s[tid + 4];
+      __threadfence_block();
+      s[tid] += s[tid + 2];
+      __threadfence_block();
+      s[tid] += s[tid + 1];
+    }
+  }
+  if (tid == 0) out[blockIdx.x] = s[0];
+}
+
+// The shared-memory histogram of GPUs before shared atomics: each lane writes its tag and the
+// incremented count, and re-reads until its own write survived (one write per address wins).
+__device__ void addTagged(volatile unsigned* bins, unsigned bin, unsigned tag) {
+  unsigned count;
+  do {
+    count = bins[bin] & 0x07FFFFFFu;
+    count = tag | (count + 1);
+    bins[bin] = count;
+  } while (bins[bin] != count);
+}
+
+__global__ void taggedHistogram(const unsigned* in, unsigned* out, int rounds) {
+  __shared__ unsigned bins[4];
+  unsigned lane = threadIdx.x;
+  if (lane < 4) bins[lane] = 0;
+  __syncthreads();
+  for (int r = 0; r < rounds; ++r) addTagged(bins, in[r * 32 + lane], lane << 27);
+  __syncthreads();
+  if (lane < 4) out[lane] = bins[lane] & 0x07FFFFFFu;
 }
 
 // An inclusive scan of one warp's 32 values (Sengupta, Harris and Garland's warp scan): lanes
@@ -117,6 +178,35 @@ int main(int argc, char** argv) {
       }
     }
   }
+
+  for (int variant = 0; variant < 3; ++variant) {
+    reduceTails<<<blocks, 64>>>(in, sums, variant);
+    CHECK_LAUNCH();
+    got = download(sums, blocks);
+    const char* names[] = {"tail out of line", "tail after a vote", "fenced tail"};
+    for (int b = 0; b < blocks; ++b) {
+      int expected = 0;
+      for (int i = 0; i < 64; ++i) expected += input[b * 64 + i];
+      check.eq(names[variant], b, expected, got[b]);
+    }
+  }
+
+  const int rounds = 9;
+  std::vector<unsigned> keys(rounds * 32);
+  unsigned histogram[4] = {0, 0, 0, 0};
+  for (size_t i = 0; i < keys.size(); ++i) {
+    keys[i] = static_cast<unsigned>((i * 7 + i / 5) % 4);
+    ++histogram[keys[i]];
+  }
+  unsigned* keysOnDevice = upload(keys);
+  unsigned* bins = nullptr;
+  CHECK(cudaMalloc(&bins, 4 * sizeof(unsigned)));
+  taggedHistogram<<<1, 32>>>(keysOnDevice, bins, rounds);
+  CHECK_LAUNCH();
+  std::vector<unsigned> counted = download(bins, 4);
+  for (int b = 0; b < 4; ++b) check.eq("taggedHistogram", b, histogram[b], counted[b]);
+  CHECK(cudaFree(keysOnDevice));
+  CHECK(cudaFree(bins));
 
   if (global) {
     const int n = 512, rows = 6;

@@ -168,6 +168,15 @@ bool uniformCollective(const WarpRequests& requests, uint32_t live, uint32_t wai
   return true;
 }
 
+// How many times in a row the lanes at a warp's first lockstep point may go on, storing nothing,
+// while others wait at later points before all of them do (BlockState::lockstepHeld).
+constexpr uint8_t kLockstepPatience = 8;
+
+// A lockstep point's order among its function's points (compiler.h).
+uint64_t orderOf(const WarpRequest& request) {
+  return request.value & ~uint64_t{compiler::kLockstepStorePoint};
+}
+
 // Release the lanes of warp `first / 32` whose collective can complete: every live lane named in
 // their member mask waits in the same collective. Results are computed before any lane resumes,
 // so each sees every other lane's contribution. Returns whether a lane was released.
@@ -222,7 +231,7 @@ bool releaseWarp(BlockState& block, uint32_t first, uint32_t count) {
     }
     if (requests[l]->op == WarpOp::Lockstep) {
       lockstep |= 1u << l;
-      firstOrder = std::min(firstOrder, requests[l]->value);
+      firstOrder = std::min(firstOrder, orderOf(*requests[l]));
       continue;
     }
     uint32_t members = (requests[l]->mask & live) | (1u << l);
@@ -232,12 +241,23 @@ bool releaseWarp(BlockState& block, uint32_t first, uint32_t count) {
   }
   // Lanes at lockstep points that cannot all go on together: those at the first point go on
   // (the lanes of a branch, while those that skipped it wait at its end).
-  if (release == 0 && phaseDone == 0 && lockstep != 0)
+  if (release == 0 && phaseDone == 0 && lockstep != 0) {
+    uint32_t atFirst = 0;
+    bool stores = false;  // the lanes at the first point store before their next one
     for (uint32_t l = 0; l < lanes; ++l)
-      if ((lockstep & (1u << l)) && requests[l]->value == firstOrder) {
-        release |= 1u << l;
-        participants[l] = 1u << l;
+      if ((lockstep & (1u << l)) && orderOf(*requests[l]) == firstOrder) {
+        atFirst |= 1u << l;
+        stores = (requests[l]->value & compiler::kLockstepStorePoint) != 0;
       }
+    // Lanes that only load from one point to the next, again and again, while others wait,
+    // spin on what a waiting lane will write: past a few rounds every lane goes on.
+    uint8_t& held = block.lockstepHeld[first / kWarpSize];
+    bool everyone = atFirst == lockstep || (!stores && ++held > kLockstepPatience);
+    if (everyone || stores) held = 0;
+    release = everyone ? lockstep : atFirst;
+    for (uint32_t l = 0; l < lanes; ++l)
+      if (release & (1u << l)) participants[l] = 1u << l;
+  }
   if (release == 0 && phaseDone == 0 && active != 0) {
     release = active;
     for (uint32_t l = 0; l < lanes; ++l)

@@ -200,6 +200,11 @@ struct BlockState {
   std::array<uint32_t, 16> namedReducePhase{};
   std::array<std::array<uint32_t, 2>, 16> namedReduceArrived{};
   std::array<std::array<uint32_t, 2>, 16> namedReduceTrue{};
+  // Warp lockstep points (host_warp_lockstep.cpp), per warp: releases in a row of the lanes at the
+  // first point while other lanes of the warp wait at later ones. Past a few, every lane goes on,
+  // so that a lane spinning on what another lane of its warp will write lets that lane run (the
+  // forward progress Volta's scheduler gives diverged lanes).
+  std::array<uint8_t, 32> lockstepHeld{};
 };
 
 // The CUDA thread running on this OS thread (nullptr outside kernels).

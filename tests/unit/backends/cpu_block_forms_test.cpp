@@ -805,6 +805,8 @@ TEST_F(CpuBlockForms, ActivemaskOnTheSlowPathToo) {
 const char* kSpinWaitsPtx = R"(.version 8.0
 .target sm_80
 .address_size 64
+// Relaxed, not volatile: volatile shared accesses of a kernel without __syncwarp are warp
+// lockstep points (host_warp_lockstep.cpp), waits that need no spin polls.
 .visible .entry waitForLastThread(.param .u64 out)
 {
   .shared .align 4 .b32 flag;
@@ -815,19 +817,19 @@ const char* kSpinWaitsPtx = R"(.version 8.0
   mov.u32 %r1, %tid.x;
   setp.ne.u32 %p1, %r1, 0;
   @%p1 bra CLEARED;
-  st.volatile.shared.u32 [flag], 0;
+  st.relaxed.cta.shared.u32 [flag], 0;
 CLEARED:
   bar.sync 0;
   mov.u32 %r2, %ntid.x;
   sub.u32 %r3, %r2, 1;
   setp.ne.u32 %p1, %r1, %r3;
   @%p1 bra WAIT;
-  st.volatile.shared.u32 [flag], 7;
+  st.relaxed.cta.shared.u32 [flag], 7;
 WAIT:
   setp.ne.u32 %p2, %r1, 0;
   @%p2 bra DONE;
 SPIN:
-  ld.volatile.shared.u32 %r4, [flag];
+  ld.relaxed.cta.shared.u32 %r4, [flag];
   setp.eq.u32 %p1, %r4, 0;
   @%p1 bra SPIN;
   st.global.u32 [%rd1], %r4;

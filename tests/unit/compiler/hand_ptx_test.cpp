@@ -1526,9 +1526,10 @@ std::string lockstepModule(const std::string& kernel, const char* sync) {
   return ptx;
 }
 
-// The orders of the kernel's lockstep points in its optimised host IR, sorted.
-std::vector<int> lockstepOrders(const std::string& ptx, const std::string& name,
-                                WarpLockstep mode) {
+// The orders of the kernel's lockstep points in its optimised host IR, sorted; `storePoints`
+// counts those marked as followed by stores.
+std::vector<int> lockstepOrders(const std::string& ptx, const std::string& name, WarpLockstep mode,
+                                int* storePoints = nullptr) {
   auto dir =
       std::filesystem::temp_directory_path() / ("rocuda_lockstep_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
@@ -1542,8 +1543,11 @@ std::vector<int> lockstepOrders(const std::string& ptx, const std::string& name,
   std::filesystem::remove_all(dir);
   std::vector<int> orders;
   const std::string call = "call void @__rocuda_warp_lockstep(i32 ";
-  for (size_t at = host.find(call); at != std::string::npos; at = host.find(call, at + 1))
-    orders.push_back(std::atoi(host.c_str() + at + call.size()));
+  for (size_t at = host.find(call); at != std::string::npos; at = host.find(call, at + 1)) {
+    auto value = static_cast<uint32_t>(std::atoll(host.c_str() + at + call.size()));
+    orders.push_back(static_cast<int>(value & ~kLockstepStorePoint));
+    if (storePoints != nullptr && (value & kLockstepStorePoint) != 0) ++*storePoints;
+  }
   std::sort(orders.begin(), orders.end());
   if (object.ok() && !orders.empty()) {
     EXPECT_TRUE(object->info.kernels.at(0).usesWarpCollectives) << host;  // they are waits
@@ -1555,9 +1559,11 @@ TEST(CompilerWarpLockstep, VolatileSharedExchangesWaitForTheWarp) {
   // Before the first store (the lanes' earlier accesses are unknown), before the step's loads and
   // before its store, and where the lane that skipped the step joins the others: numbered in the
   // order the kernel reaches them (the join after the step).
-  std::vector<int> orders =
-      lockstepOrders(lockstepModule("legacy", ""), "legacy", WarpLockstep::VolatileShared);
+  int storePoints = 0;
+  std::vector<int> orders = lockstepOrders(lockstepModule("legacy", ""), "legacy",
+                                           WarpLockstep::VolatileShared, &storePoints);
   EXPECT_EQ(orders, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(storePoints, 2);  // the stores' points; the loads' and the join's are not
   // A kernel that synchronises its warp itself, and the setting's `off`, get none.
   EXPECT_TRUE(lockstepOrders(lockstepModule("modern", "bar.warp.sync -1;"), "modern",
                              WarpLockstep::VolatileShared)
