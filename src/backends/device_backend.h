@@ -4,6 +4,7 @@
 // stream workers call these in stream order.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -185,6 +186,31 @@ struct LaunchConfig {
   // The driver's shared memory reserved per block (%aggr_smem_size counts it).
   uint64_t reservedSharedBytes = 0;
 };
+
+// What a launch's special registers %dynamic_smem_size, %total_smem_size, %aggr_smem_size and
+// %is_explicit_cluster read, for `kernel` (both devices answer alike).
+struct LaunchRegisters {
+  uint32_t windowBytes = 0;  // the block's shared window (static, dynamic, reserved region)
+  uint32_t dynamicSmemSize = 0;
+  uint32_t totalSmemSize = 0;      // static and dynamic, without the driver's reserved region
+  uint32_t aggrSmemSize = 0;       // with it
+  bool isExplicitCluster = false;  // a cluster dimension given at launch or compiled in
+};
+inline LaunchRegisters launchRegistersOf(const compiler::KernelInfo& kernel,
+                                         const LaunchConfig& config) {
+  LaunchRegisters r;
+  r.dynamicSmemSize = config.dynamicSharedBytes;
+  r.windowBytes =
+      std::max(kernel.staticSharedBytes, kernel.dynamicSharedOffset + config.dynamicSharedBytes);
+  // A kernel that reads %reserved_smem_offset_* has the driver's region in its window.
+  r.totalSmemSize =
+      r.windowBytes - (kernel.usesReservedShared ? compiler::kReservedSharedBytes : 0);
+  r.aggrSmemSize = r.totalSmemSize + static_cast<uint32_t>(config.reservedSharedBytes);
+  r.isExplicitCluster = config.explicitCluster || std::any_of(kernel.reqnctapercluster.begin(),
+                                                              kernel.reqnctapercluster.end(),
+                                                              [](uint32_t n) { return n != 0; });
+  return r;
+}
 
 // What a kernel's compiled code uses, as cuFuncGetAttribute reports it. A field the backend does
 // not know stays -1, and the compiler's description (KernelInfo) answers instead.

@@ -179,7 +179,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-60";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-61";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;
@@ -313,6 +313,10 @@ struct KernelInfo {
   std::array<uint32_t, 3> reqntid{0, 0, 0};  // .reqntid, 0 when absent
   std::array<uint32_t, 3> reqnctapercluster{0, 0, 0};  // __cluster_dims__, 0 when absent
   bool explicitCluster = false;  // .explicitcluster: a launch must name a cluster size
+  // AMD code: reads %dynamic_smem_size, %total_smem_size, %aggr_smem_size or
+  // %is_explicit_cluster, which the host passes as a hidden last kernel argument
+  // (amdgpu_codegen.h: AmdgpuLaunchRegisters).
+  bool readsLaunchRegisters = false;
   bool usesBarriers = false;  // after inlining, calls __rocuda_barrier_sync or _barrier_reduce
   bool usesWarpCollectives = false;  // after inlining, calls a warp collective (see above)
   bool spinWaits = false;  // after inlining, holds a spin-wait (__rocuda_spin_wait[_block])

@@ -799,17 +799,12 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
   grid.params = const_cast<void*>(params);
   grid.grid = config.grid;
   grid.block = config.block;
-  grid.dynamicSharedBytes = config.dynamicSharedBytes;
-  grid.sharedBytes = std::max(info.staticSharedBytes,
-                              info.dynamicSharedOffset + config.dynamicSharedBytes);
-  // A kernel that reads %reserved_smem_offset_* has the driver's region in its window.
-  grid.kernelSharedBytes =
-      grid.sharedBytes - (info.usesReservedShared ? compiler::kReservedSharedBytes : 0);
-  grid.aggregateSharedBytes =
-      grid.kernelSharedBytes + static_cast<uint32_t>(config.reservedSharedBytes);
-  grid.explicitCluster = config.explicitCluster ||
-                         std::any_of(info.reqnctapercluster.begin(), info.reqnctapercluster.end(),
-                                     [](uint32_t n) { return n != 0; });
+  LaunchRegisters registers = launchRegistersOf(info, config);
+  grid.dynamicSharedBytes = registers.dynamicSmemSize;
+  grid.sharedBytes = registers.windowBytes;
+  grid.kernelSharedBytes = registers.totalSmemSize;
+  grid.aggregateSharedBytes = registers.aggrSmemSize;
+  grid.explicitCluster = registers.isExplicitCluster;
   grid.usesBarriers = info.usesBarriers;
   grid.usesWarpCollectives = info.usesWarpCollectives;
   grid.spinWaits = info.spinWaits;

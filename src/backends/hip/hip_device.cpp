@@ -448,6 +448,16 @@ class HipDevice final : public DeviceBackend {
     arguments.reserve(info.params.size());
     auto* base = static_cast<uint8_t*>(const_cast<void*>(params));
     for (const compiler::KernelParamInfo& p : info.params) arguments.push_back(base + p.offset);
+    // The launch's special registers, the hidden last argument of kernels that read them.
+    compiler::AmdgpuLaunchRegisters registers;
+    if (info.readsLaunchRegisters) {
+      LaunchRegisters values = launchRegistersOf(info, config);
+      registers.dynamicSmemSize = values.dynamicSmemSize;
+      registers.totalSmemSize = values.totalSmemSize;
+      registers.aggrSmemSize = values.aggrSmemSize;
+      registers.isExplicitCluster = values.isExplicitCluster ? 1 : 0;
+      arguments.push_back(&registers);
+    }
     // The backend contract is synchronous: the lane is waited for, and faults in the kernel
     // surface there. What it printed before a fault is still shown.
     const char* call =

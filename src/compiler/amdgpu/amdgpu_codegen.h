@@ -59,6 +59,18 @@ inline constexpr const char* kAmdgpuAssertFlagSymbol = "__rocuda_assert_failed";
 // workspace either (grid_group::is_valid() is false).
 inline constexpr const char* kAmdgpuGridWorkspaceSymbol = "__rocuda_grid_workspace";
 
+// The special registers that depend on the launch, for kernels with
+// KernelInfo::readsLaunchRegisters: the host passes them as one more kernel argument after the
+// PTX parameters (hipModuleLaunchKernel's kernelParams), which the kernel copies into its LDS at
+// entry for the code it calls to read.
+struct AmdgpuLaunchRegisters {
+  uint32_t dynamicSmemSize = 0;  // %dynamic_smem_size
+  uint32_t totalSmemSize = 0;    // %total_smem_size: static and dynamic
+  uint32_t aggrSmemSize = 0;     // %aggr_smem_size: with the driver's reserved region
+  uint32_t isExplicitCluster = 0;
+};
+static_assert(sizeof(AmdgpuLaunchRegisters) == 16);
+
 // What compileForAmdgpu returns: the linked code object, or for inspection (`rocuda compile
 // --emit`, the FileCheck tests) the target's assembly or the optimised AMDGPU LLVM IR as text.
 enum class AmdgpuOutput { CodeObject, Assembly, LlvmIr };

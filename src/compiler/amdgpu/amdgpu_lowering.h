@@ -40,9 +40,18 @@ void lowerDenormalMode(llvm::Module& module);
 // kScopeMetadata): .cta "workgroup", .cluster/.gpu "agent", .sys and unmarked ones system-wide.
 void lowerSyncScopes(llvm::Module& module);
 
+// The special registers whose values depend on the launch (amdgpu_codegen.h:
+// AmdgpuLaunchRegisters, in its order).
+inline const std::vector<std::string> kLaunchRegisterFunctions = {
+    "__rocuda_sreg_dynamic_smem_size", "__rocuda_sreg_total_smem_size",
+    "__rocuda_sreg_aggr_smem_size", "__rocuda_sreg_is_explicit_cluster"};
+
 // Each neutral kernel `void K(ptr params)` becomes the internal always-inline `K.body`, called by
 // an amdgpu_kernel `K` with one byref kernel argument per PTX parameter, copied into a private
-// buffer laid out like CUDA's packed parameter buffer.
+// buffer laid out like CUDA's packed parameter buffer. A kernel with
+// KernelInfo::readsLaunchRegisters has one more argument, the AmdgpuLaunchRegisters, which it
+// hands to `void __rocuda_set_launch_registers(ptr addrspace(4))` first (lowerDeviceRuntime keeps
+// them in the module's LDS).
 Status lowerKernelAbi(llvm::Module& module, const ModuleInfo& info);
 
 // Define the device runtime of the IR contract (special registers, barriers and barrier

@@ -216,6 +216,9 @@ Result<AmdgpuCompilation> compileForAmdgpu(std::string_view ptx, std::string_vie
   amdgpu::lowerSyncScopes(*module);
   ROCUDA_TRY(refuseUnselectableHelpers(*module));
   ROCUDA_TRY(refuseWideAtomics(*module));
+  for (KernelInfo& kernel : info.kernels)
+    kernel.readsLaunchRegisters =
+        detail::kernelReaches(*module, kernel.name, amdgpu::kLaunchRegisterFunctions);
   ROCUDA_TRY(amdgpu::lowerKernelAbi(*module, info));
   ROCUDA_TRY(amdgpu::lowerAssert(*module));
   ROCUDA_TRY(amdgpu::lowerDeviceRuntime(*module, info, target));

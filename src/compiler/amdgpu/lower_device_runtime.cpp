@@ -156,8 +156,9 @@ Status checkBarrierCalls(llvm::Function& fn, unsigned idArg, unsigned threadsArg
 // The module's one LDS object. All kernels' shared windows start at the same LDS address, so one
 // window serves the whole module (functions called from several kernels use the same offsets).
 // It is sized for the largest window; dynamic shared memory, which HIP allocates right after the
-// kernel's static LDS, starts at or before its end. Barrier reductions keep their counter in a
-// prefix before the window, 16 bytes or the window's alignment (module flag
+// kernel's static LDS, starts at or before its end. A prefix before the window holds the barrier
+// reductions' counter (its first word) and the launch registers (AmdgpuLaunchRegisters, at
+// kLaunchRegistersOffset): 16 or 32 bytes, or the window's alignment (module flag
 // kSharedWindowAlignmentFlag) if larger, so that `.align 256` variables stay aligned.
 struct Lds {
   llvm::GlobalVariable* object = nullptr;
@@ -165,8 +166,10 @@ struct Lds {
 };
 
 constexpr uint64_t kReductionPrefix = 16;
+constexpr uint64_t kLaunchRegistersOffset = 16;
 
-Lds createLds(llvm::Module& module, const ModuleInfo& info, bool reductionCounter) {
+Lds createLds(llvm::Module& module, const ModuleInfo& info, bool reductionCounter,
+              bool launchRegisters) {
   uint64_t window = 0;
   for (const auto& k : info.kernels)
     window = std::max<uint64_t>({window, k.staticSharedBytes, k.dynamicSharedOffset});
@@ -174,8 +177,11 @@ Lds createLds(llvm::Module& module, const ModuleInfo& info, bool reductionCounte
   if (auto* flag = llvm::mdconst::extract_or_null<llvm::ConstantInt>(
           module.getModuleFlag(detail::kSharedWindowAlignmentFlag)))
     alignment = std::max<uint64_t>(alignment, flag->getZExtValue());
+  uint64_t prefix = launchRegisters    ? kLaunchRegistersOffset + sizeof(AmdgpuLaunchRegisters)
+                    : reductionCounter ? kReductionPrefix
+                                       : 0;
   Lds lds;
-  lds.windowOffset = reductionCounter ? alignment : 0;
+  lds.windowOffset = (prefix + alignment - 1) / alignment * alignment;
   auto* i8 = llvm::Type::getInt8Ty(module.getContext());
   if (window + lds.windowOffset > 0) {
     auto* type = llvm::ArrayType::get(i8, window + lds.windowOffset);
@@ -190,6 +196,24 @@ Lds createLds(llvm::Module& module, const ModuleInfo& info, bool reductionCounte
   }
   lds.object->setAlignment(llvm::Align(alignment));
   return lds;
+}
+
+// `void __rocuda_set_launch_registers(ptr addrspace(4) registers)`, each kernel's first call:
+// every thread copies the same 16 bytes into the LDS prefix, where its own reads then find them.
+void defineSetLaunchRegisters(llvm::Function& fn, const Lds& lds) {
+  Builder b = defineRuntime(fn);
+  llvm::Value* slot =
+      b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), lds.object, kLaunchRegistersOffset);
+  b.CreateMemCpy(slot, llvm::Align(4), fn.getArg(0), llvm::Align(4), sizeof(AmdgpuLaunchRegisters));
+  b.CreateRetVoid();
+}
+
+// A launch register (`index` in AmdgpuLaunchRegisters), as the kernel stored it.
+void defineLaunchRegister(llvm::Function& fn, const Lds& lds, unsigned index) {
+  Builder b = defineRuntime(fn);
+  llvm::Value* slot =
+      b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), lds.object, kLaunchRegistersOffset + 4 * index);
+  b.CreateRet(b.CreateAlignedLoad(b.getInt32Ty(), slot, llvm::Align(4)));
 }
 
 void defineSharedBase(llvm::Function& fn, const Lds& lds) {
@@ -329,8 +353,10 @@ Status lowerDeviceRuntime(llvm::Module& module, const ModuleInfo& info, const Am
     return fn && !fn->use_empty();
   };
   bool reduces = used("__rocuda_barrier_reduce");
+  bool launchRegisters = used("__rocuda_set_launch_registers");
   Lds lds;
-  if (reduces || used("__rocuda_shared_base")) lds = createLds(module, info, reduces);
+  if (reduces || launchRegisters || used("__rocuda_shared_base"))
+    lds = createLds(module, info, reduces, launchRegisters);
 
   std::set<std::string> unsupported;
   std::vector<llvm::Function*> declarations;
@@ -343,7 +369,14 @@ Status lowerDeviceRuntime(llvm::Module& module, const ModuleInfo& info, const Am
       continue;
     }
     if (fn->use_empty() || name == "vprintf") continue;  // vprintf: lowerPrintf, after O2
-    if (name.rfind("__rocuda_sreg_", 0) == 0) {
+    auto launchRegister =
+        std::find(kLaunchRegisterFunctions.begin(), kLaunchRegisterFunctions.end(), name);
+    if (launchRegister != kLaunchRegisterFunctions.end() && launchRegisters) {
+      defineLaunchRegister(
+          *fn, lds, static_cast<unsigned>(launchRegister - kLaunchRegisterFunctions.begin()));
+    } else if (name == "__rocuda_set_launch_registers") {
+      defineSetLaunchRegisters(*fn, lds);
+    } else if (name.rfind("__rocuda_sreg_", 0) == 0) {
       std::string reg = name.substr(14);
       // Every supported register is an i32 or i64 read with no arguments.
       llvm::Type* type = fn->getReturnType();

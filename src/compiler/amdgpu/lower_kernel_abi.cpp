@@ -52,7 +52,8 @@ Status wrapKernel(llvm::Module& module, const KernelInfo& info) {
 
   auto* i8 = llvm::Type::getInt8Ty(ctx);
   auto* kernargPtr = llvm::PointerType::get(ctx, kConstantAS);
-  std::vector<llvm::Type*> argTypes(info.params.size(), kernargPtr);
+  std::vector<llvm::Type*> argTypes(info.params.size() + (info.readsLaunchRegisters ? 1 : 0),
+                                    kernargPtr);
   auto* type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), argTypes, false);
   auto* kernel =
       llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage, info.name, module);
@@ -77,6 +78,18 @@ Status wrapKernel(llvm::Module& module, const KernelInfo& info) {
   }
 
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", kernel));
+  if (info.readsLaunchRegisters) {  // the hidden last argument (amdgpu_codegen.h)
+    llvm::Argument* registers = kernel->getArg(static_cast<unsigned>(info.params.size()));
+    registers->addAttr(llvm::Attribute::getWithByRefType(
+        ctx, llvm::ArrayType::get(i8, sizeof(AmdgpuLaunchRegisters))));
+    registers->addAttr(llvm::Attribute::getWithAlignment(ctx, llvm::Align(4)));
+    registers->addAttr(llvm::Attribute::NoAlias);
+    registers->addAttr(llvm::Attribute::ReadOnly);
+    llvm::FunctionCallee set = module.getOrInsertFunction(
+        "__rocuda_set_launch_registers",
+        llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {kernargPtr}, false));
+    b.CreateCall(set, {registers});
+  }
   uint64_t bufferSize = std::max<uint64_t>(info.paramBufferSize, 1);
   llvm::AllocaInst* buffer =
       b.CreateAlloca(llvm::ArrayType::get(i8, bufferSize), kPrivateAS, nullptr, "params");

@@ -171,11 +171,17 @@ void checkCodeObject(const std::vector<uint8_t>& co, const ModuleInfo& info,
     // touches shared memory (reading %reserved_smem_offset_* alone needs no LDS).
     EXPECT_GE(std::stoull(meta->fields.at(".group_segment_fixed_size")),
               k.staticSharedBytes - (k.usesReservedShared ? kReservedSharedBytes : 0u));
-    ASSERT_EQ(meta->explicitArgs.size(), k.params.size());
+    // The PTX parameters at CUDA's offsets, then the launch registers of a kernel that reads
+    // them (AmdgpuLaunchRegisters, 16 bytes).
+    ASSERT_EQ(meta->explicitArgs.size(), k.params.size() + (k.readsLaunchRegisters ? 1 : 0));
     for (size_t i = 0; i < k.params.size(); ++i) {
       EXPECT_EQ(meta->explicitArgs[i].offset, k.params[i].offset) << "param " << i;
       EXPECT_EQ(meta->explicitArgs[i].size, k.params[i].size) << "param " << i;
       EXPECT_EQ(meta->explicitArgs[i].valueKind, "by_value") << "param " << i;
+    }
+    if (k.readsLaunchRegisters) {
+      EXPECT_EQ(meta->explicitArgs.back().size, sizeof(AmdgpuLaunchRegisters));
+      EXPECT_EQ(meta->explicitArgs.back().valueKind, "by_value");
     }
     EXPECT_NE(symbolLine(notes.text, k.name).find(" FUNC "), std::string::npos);
     EXPECT_NE(symbolLine(notes.text, k.name + ".kd").find(" OBJECT "), std::string::npos);
@@ -206,7 +212,7 @@ TEST_P(AmdgpuProgram, CompilesForEveryTarget) {
     auto co = compileForAmdgpu(ptx, program, AmdgpuTarget{processor, "", 5});
     ASSERT_TRUE(co.ok()) << co.error().message;
     checkElfHeader(co->output, 5);
-    checkCodeObject(co->output, info, processor, program);
+    checkCodeObject(co->output, co->info, processor, program);
   }
 }
 
@@ -252,7 +258,7 @@ TEST_P(AmdgpuProgram, CompilesInPartitions) {
     auto parts = compileForAmdgpu(ptx, program, target, split);
     ASSERT_TRUE(parts.ok()) << parts.error().message;
     EXPECT_EQ(parts->partitions, expected);
-    checkCodeObject(parts->output, info, processor, program + ".parts");
+    checkCodeObject(parts->output, parts->info, processor, program + ".parts");
     auto reference = compileForAmdgpu(ptx, program, target, whole);
     ASSERT_TRUE(reference.ok()) << reference.error().message;
     EXPECT_EQ(reference->partitions, 1u);

@@ -410,6 +410,54 @@ TEST_F(HipDouble, KernelsCompileForTheDeviceAndLaunchWithCudasParameterLayout) {
   EXPECT_EQ(calls(), "hipSetDevice;hipModuleUnload;");
 }
 
+// A kernel reading the special registers that depend on the launch takes them as a hidden last
+// argument (compiler::AmdgpuLaunchRegisters), which the backend fills from the launch.
+TEST_F(HipDouble, LaunchRegistersFollowThePtxParameters) {
+  ScopedEnv arch("FAKE_HIP_ARCH", "gfx90a:sramecc+:xnack-");
+  HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
+  ASSERT_EQ(result.devices.size(), 1u);
+  DeviceBackend& device = *result.devices[0];
+  constexpr const char* kSizesPtx = R"(
+.version 8.1
+.target sm_90
+.address_size 64
+.visible .entry sizes(.param .u64 out)
+{
+  .shared .align 16 .b8 tile[48];
+  .reg .pred %p<2>;
+  .reg .b32 %r<6>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %dynamic_smem_size;
+  mov.u32 %r2, %total_smem_size;
+  mov.u32 %r3, %aggr_smem_size;
+  mov.pred %p1, %is_explicit_cluster;
+  selp.u32 %r4, 1, 0, %p1;
+  st.shared.u32 [tile], %r4;
+  ld.shared.u32 %r5, [tile];
+  st.global.v4.u32 [%rd1], {%r1, %r2, %r3, %r5};
+  ret;
+}
+)";
+  auto module = device.loadPtx(kSizesPtx, "sizes.ptx");
+  ASSERT_TRUE(module.ok()) << module.error().message;
+  LoadedKernel* kernel = (*module)->kernel("sizes");
+  ASSERT_NE(kernel, nullptr);
+  calls();
+  ScopedEnv sizes("FAKE_HIP_PARAM_SIZES", "8,16");
+  LaunchConfig config;
+  config.dynamicSharedBytes = 128;
+  config.reservedSharedBytes = 1024;
+  config.explicitCluster = true;
+  uint64_t out = 0;
+  ASSERT_TRUE(device.launch(*kernel, config, &out).ok());
+  // 128 dynamic bytes after 48 static ones: 176, and 1,200 with the reserved 1 KB; explicit.
+  EXPECT_EQ(lastLaunch(),
+            "grid 1,1,1 block 1,1,1 shared 128 stream lane extra null params "
+            "[0 0 0 0 0 0 0 0] [128 0 0 0 176 0 0 0 176 4 0 0 1 0 0 0]");
+  module->reset();
+}
+
 // CUDA's priorities [greatest, 0] map onto HIP's levels counted from its least: with ROCm's
 // [1, -1] the device offers [-2, 0], and each priority gets a lane of its own level.
 TEST_F(HipDouble, StreamPrioritiesSelectLanesOfHipsLevels) {
