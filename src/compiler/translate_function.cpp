@@ -237,8 +237,8 @@ Status FunctionTranslator::supportedRegisterForm(const ptx::Operand& op) const {
 
 // The cluster special registers (sm_90) where a cluster is one block, as on Rocuda's devices:
 // each block is rank 0 of a cluster of its own, so the cluster grid is the block grid. nullptr
-// for any other register (%is_explicit_cluster depends on the launch: the runtime would have to
-// say, and it is refused as unsupported).
+// for any other register (%is_explicit_cluster depends on the launch: a runtime call, which each
+// target answers from the launch).
 llvm::Value* FunctionTranslator::clusterRegister(ptx::SpecialRegister reg) {
   using R = ptx::SpecialRegister;
   switch (reg) {
