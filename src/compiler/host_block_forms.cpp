@@ -452,7 +452,7 @@ llvm::Value* postAndCollect(llvm::CallInst* call, const ThreadValues& v, uint32_
            : name == "__rocuda_activemask"    ? 5
            : name == "__rocuda_mbarrier_wait" ? 6
            : name == "__rocuda_mma_sync"      ? 8
-           : name == "__rocuda_warp_lockstep" ? 9
+           : name == kWarpLockstepFunction    ? 9
                                               : 7;
   llvm::Value* zero = before.getInt32(0);
   if (op == 9) {  // its order, a constant of the code: nothing to post, no result

@@ -102,11 +102,13 @@ bool kernelReaches(llvm::Module& module, const std::string& name,
 // become the wait points of continuations.
 inline const std::vector<std::string> kBarrierFunctions = {"__rocuda_barrier_sync",
                                                            "__rocuda_barrier_reduce"};
+// A warp lockstep point (host_warp_lockstep.cpp), which the host pipeline alone inserts.
+inline constexpr const char* kWarpLockstepFunction = "__rocuda_warp_lockstep";
 inline const std::vector<std::string> kWarpCollectiveFunctions = {
     "__rocuda_warp_sync",     "__rocuda_shfl_sync",     "__rocuda_vote_sync",
     "__rocuda_redux_sync",    "__rocuda_match_sync",    "__rocuda_activemask",
     "__rocuda_mbarrier_wait", "__rocuda_named_barrier", "__rocuda_mma_sync",
-    "__rocuda_warp_lockstep"};
+    kWarpLockstepFunction};
 
 // The CPU device runs each warp matrix operation through its tile function (compiler.h:
 // __rocuda_mma_sync): the calls' lane functions, for AMD GPUs, become null pointers and are

@@ -180,7 +180,7 @@ bool holdsLockstepPoint(const llvm::Loop& loop) {
     for (const llvm::Instruction& inst : *block)
       if (auto* call = llvm::dyn_cast<llvm::CallBase>(&inst);
           call && call->getCalledFunction() != nullptr &&
-          call->getCalledFunction()->getName() == "__rocuda_warp_lockstep")
+          call->getCalledFunction()->getName() == kWarpLockstepFunction)
         return true;
   return false;
 }

@@ -46,8 +46,6 @@
 namespace rocuda::compiler::detail {
 namespace {
 
-constexpr const char* kLockstepFunction = "__rocuda_warp_lockstep";
-
 // Whether `inst` is a load or store whose value other lanes may exchange under `mode`: a volatile
 // one that may reach shared memory (in the block's shared window, or through a generic address,
 // which a function not inlined, a `-G` build or a pointer kept in local memory leave opaque), or
@@ -196,7 +194,7 @@ void insertWarpLockstepPoints(llvm::Module& module, const ModuleInfo& info, Warp
   if (mode == WarpLockstep::Off) return;
   llvm::LLVMContext& c = module.getContext();
   llvm::FunctionCallee lockstep = module.getOrInsertFunction(
-      kLockstepFunction,
+      kWarpLockstepFunction,
       llvm::FunctionType::get(llvm::Type::getVoidTy(c), {llvm::Type::getInt32Ty(c)}, false));
   auto* declaration = llvm::cast<llvm::Function>(lockstep.getCallee());
   declaration->setConvergent();
@@ -226,7 +224,7 @@ void insertWarpLockstepPoints(llvm::Module& module, const ModuleInfo& info, Warp
 }
 
 void numberWarpLockstepPoints(llvm::Module& module) {
-  llvm::Function* lockstep = module.getFunction(kLockstepFunction);
+  llvm::Function* lockstep = module.getFunction(kWarpLockstepFunction);
   if (lockstep == nullptr) return;
   auto* i32 = llvm::Type::getInt32Ty(module.getContext());
   auto argument = [](const llvm::CallBase& call) {
