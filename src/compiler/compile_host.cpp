@@ -145,7 +145,7 @@ Result<HostObject> compileForHost(std::string_view ptxText, std::string_view mod
     detail::sinkCommonStores(*module, **tm, options.optLevel);
     detail::lowerToBlockForms(*module, result.info);
     ROCUDA_TRY(detail::verifiedIr(*module, name, "block-form"));
-    detail::optimizeForHost(*module, **tm, options.optLevel, /*unrollLoops=*/false);
+    detail::optimizeForHost(*module, **tm, options.optLevel, /*transformLoops=*/false);
     detail::optimizeRoundLoops(*module, **tm, options.optLevel);
     if (options.blockOnOneHostThread) detail::lowerBlockPrivateAtomics(*module);
     dumpModule(*module, name, ".block.ll");

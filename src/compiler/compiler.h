@@ -179,7 +179,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-61";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-63";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;
@@ -197,24 +197,6 @@ inline constexpr uint32_t kMixedRoundCodes = 0xffffffffu;
 inline constexpr uint32_t kMaxThreadsPerBlock = 1024;
 inline constexpr uint32_t kMaxBlockDim[3] = {1024, 1024, 64};
 inline constexpr uint32_t kMaxGridDim[3] = {2147483647, 65535, 65535};
-
-// What the block forms of a kernel receive (see the contract above); the layout is ABI between
-// generated code and the CPU device runtime.
-struct BlockContext {
-  uint32_t ntid[3];
-  uint32_t ctaid[3];
-  uint32_t nctaid[3];
-  uint32_t threadCount;
-  uint8_t* shared;  // the block's shared-memory window
-  uint8_t* frames;  // Continuation kernels: threadCount frames of cpuFrameBytes, slot by slot
-  void* runtime;    // the device runtime's own block state (opaque to generated code)
-  // Cooperative launches: the grid's workspace that cooperative groups' grid.sync() finds
-  // through %envreg1/%envreg2 ({u32 size, u32 barrier}, as NVIDIA's driver lays it out); null
-  // otherwise, which grid_group::is_valid() reports as false.
-  void* gridWorkspace;
-  // Continuation kernels: the block's warp-collective lanes (WarpLanes below).
-  struct WarpLanes* warpLanes;
-};
 
 // Where the threads of a block waiting in warp collectives post their operands and find their
 // results: one array per field, indexed by linear thread id (so that the posts of a round
@@ -240,12 +222,6 @@ struct BlockContext {
 // a warp matrix operation's record has (wmma.m16n16k16 with f16 inputs: 8 A, 8 B, 8 C and 8 D
 // registers).
 inline constexpr size_t kMatrixRecordSlots = 32;
-// A lockstep point's value (`__rocuda_warp_lockstep(i32)`, host_warp_lockstep.cpp): its order
-// (reverse post-order in its function) in the low 31 bits, and this bit when its lanes store
-// after it (a store's or a block fence's point; after the others they only load until their
-// next point).
-inline constexpr uint32_t kLockstepStorePoint = 1u << 31;
-
 struct WarpLanes {
   uint64_t* value;
   uint64_t* result;
@@ -255,6 +231,33 @@ struct WarpLanes {
   int32_t* c;
   uint32_t* mask;  // PTX member mask
 };
+
+// What the block forms of a kernel receive (see the contract above); the layout is ABI between
+// generated code and the CPU device runtime.
+struct BlockContext {
+  uint32_t ntid[3];
+  uint32_t ctaid[3];
+  uint32_t nctaid[3];
+  uint32_t threadCount;
+  uint8_t* shared;  // the block's shared-memory window
+  uint8_t* frames;  // Continuation kernels: threadCount frames of cpuFrameBytes, slot by slot
+  void* runtime;    // the device runtime's own block state (opaque to generated code)
+  // Cooperative launches: the grid's workspace that cooperative groups' grid.sync() finds
+  // through %envreg1/%envreg2 ({u32 size, u32 barrier}, as NVIDIA's driver lays it out); null
+  // otherwise, which grid_group::is_valid() reports as false.
+  void* gridWorkspace;
+  // Continuation kernels: the block's warp-collective lanes (WarpLanes above), in the context
+  // itself so that generated code finds each array in memory it may always read (the context is
+  // a dereferenceable argument: a lane array's address loaded under `if (lane == 0)` leaves the
+  // round's loop instead of becoming a gather in every vector). Null arrays in other kernels.
+  WarpLanes warpLanes;
+};
+
+// A lockstep point's value (`__rocuda_warp_lockstep(i32)`, host_warp_lockstep.cpp): its order
+// (reverse post-order in its function) in the low 31 bits, and this bit when its lanes store
+// after it (a store's or a block fence's point; after the others they only load until their
+// next point).
+inline constexpr uint32_t kLockstepStorePoint = 1u << 31;
 
 // A Continuation's wait: for a warp collective its op and the operands that are constants of
 // the code, which its lanes do not post (WarpLanes above); op is -1 for a block barrier or

@@ -71,7 +71,8 @@ llvm::StructType* blockContextType(llvm::LLVMContext& c) {
   auto* i32 = llvm::Type::getInt32Ty(c);
   auto* dim = llvm::ArrayType::get(i32, 3);
   auto* ptr = llvm::PointerType::getUnqual(c);
-  return llvm::StructType::get(c, {dim, dim, dim, i32, ptr, ptr, ptr, ptr, ptr});
+  auto* lanes = llvm::ArrayType::get(ptr, 7);  // WarpLanes' arrays
+  return llvm::StructType::get(c, {dim, dim, dim, i32, ptr, ptr, ptr, ptr, lanes});
 }
 
 // The values a thread form of the kernel computes its identity from.
@@ -187,6 +188,12 @@ llvm::Function* moveBody(llvm::Function& kernel, llvm::FunctionType* type,
 // loads may be hoisted out of the work-item loops even from conditional code.
 // (Not noalias on the thread form: inlined into the loop, that would only add scope markers.)
 void markParamsReadOnly(llvm::Function& f, const KernelInfo& info, bool noAlias = true) {
+  // The block context is all present too: its invariant loads (the shared-memory base, the
+  // block's extent) leave the loops even where only some threads reach them, so that a round's
+  // `if (tid < s) shared[tid] += ...` widens to contiguous vectors, not gathers of the base.
+  f.addDereferenceableParamAttr(1, sizeof(BlockContext));
+  f.addParamAttr(
+      1, llvm::Attribute::getWithAlignment(f.getContext(), llvm::Align(alignof(BlockContext))));
   if (noAlias) f.addParamAttr(0, llvm::Attribute::NoAlias);
   f.addParamAttr(0, llvm::Attribute::ReadOnly);
   f.addParamAttr(0, llvm::Attribute::NoCapture);
@@ -354,11 +361,14 @@ llvm::FunctionCallee runtimeFunction(llvm::Module& m, const char* name, llvm::Ty
 // ---- Warp collectives in continuations (WarpLanes in compiler.h) ----
 
 // Entry `index` of the WarpLanes array `field` (i64 for value and result, else i32). The arrays
-// stay put while a round runs: their addresses may be hoisted out of its loops.
+// stay put while a round runs, and their addresses are in the context, an argument that is always
+// dereferenceable: their loads leave the rounds' loops even from conditional code.
 llvm::Value* laneEntry(llvm::IRBuilder<>& b, const ThreadValues& v, LaneField field,
                        llvm::Value* index) {
-  llvm::Value* lanes = loadContext(b, v.context, kWarpLanes);
-  auto* array = b.CreateLoad(b.getPtrTy(), b.CreateConstInBoundsGEP1_64(b.getPtrTy(), lanes, field));
+  llvm::Value* address = b.CreateConstInBoundsGEP2_32(
+      blockContextType(b.getContext())->getElementType(kWarpLanes),
+      b.CreateStructGEP(blockContextType(b.getContext()), v.context, kWarpLanes), 0, field);
+  auto* array = b.CreateLoad(b.getPtrTy(), address);
   array->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(b.getContext(), {}));
   llvm::Type* element = field <= kLaneResult ? b.getInt64Ty() : b.getInt32Ty();
   return b.CreateInBoundsGEP(element, array, b.CreateZExt(index, b.getInt64Ty()));

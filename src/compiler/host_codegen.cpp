@@ -104,13 +104,14 @@ constexpr const char* kLateLoopPipeline =
 constexpr const char* kPreferredVectorBits = "256";
 
 void optimizeForHost(llvm::Module& module, llvm::TargetMachine& tm, int optLevel,
-                     bool unrollLoops) {
+                     bool transformLoops) {
   module.setTargetTriple(tm.getTargetTriple().str());
   module.setDataLayout(tm.createDataLayout());
   for (llvm::Function& function : module)
     if (!function.isDeclaration()) function.addFnAttr("prefer-vector-width", kPreferredVectorBits);
   llvm::PipelineTuningOptions tuning;
-  tuning.LoopUnrolling = unrollLoops;
+  tuning.LoopUnrolling = transformLoops;
+  tuning.LoopVectorization = transformLoops;
   PassContext passes(tm, tuning);
   llvm::OptimizationLevel level = optLevel <= 0   ? llvm::OptimizationLevel::O0
                                   : optLevel == 1 ? llvm::OptimizationLevel::O1

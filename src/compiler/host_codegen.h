@@ -54,10 +54,12 @@ void canonicalizeNaNResults(llvm::Module& module);
 
 // Set the module's triple and data layout for `tm`, ask for vectors of at most 256 bits
 // (kPreferredVectorBits in host_codegen.cpp) and run the new-PM default pipeline.
-// `unrollLoops` false: for the block forms, whose work-item loops are unswitched and vectorized
-// by optimizeRoundLoops first (unrolled, they are past its size limits).
+// `transformLoops` false: for the block forms, whose work-item loops optimizeRoundLoops
+// unswitches first, then vectorizes and unrolls (unrolled before, they were past unswitching's
+// size limits; vectorized before, a reduction tree's round was widened with its test of the
+// block-uniform `s` still inside, as masked accesses of every thread).
 void optimizeForHost(llvm::Module& module, llvm::TargetMachine& tm, int optLevel,
-                     bool unrollLoops = true);
+                     bool transformLoops = true);
 
 // Before the block forms are built: a store made on both sides of an if/else (a stencil's border
 // copy and its interior value) becomes one store after the join, so that the work-item loop the

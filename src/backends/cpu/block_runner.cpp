@@ -36,17 +36,15 @@ struct WarpLaneArrays {
   std::vector<uint64_t> values[2];
   std::vector<int32_t> op, mode, b, c;
   std::vector<uint32_t> mask;
-  compiler::WarpLanes view{};
 
-  compiler::WarpLanes* prepare(uint32_t count) {
+  compiler::WarpLanes prepare(uint32_t count) {
     if (op.size() < count) {
       for (auto& v : values) v.resize(count);
       for (auto* v : {&op, &mode, &b, &c}) v->resize(count);
       mask.resize(count);
     }
-    view = {values[0].data(), values[1].data(), op.data(), mode.data(),
+    return {values[0].data(), values[1].data(), op.data(),  mode.data(),
             b.data(),         c.data(),         mask.data()};
-    return &view;
   }
 };
 
@@ -186,7 +184,7 @@ uint64_t orderOf(const WarpRequest& request) {
 // an mbarrier is released once the phase has completed, whatever the others do.
 bool releaseWarp(BlockState& block, uint32_t first, uint32_t count) {
   const std::unique_ptr<ThreadState>* threads = block.threads;
-  compiler::WarpLanes& lanesOf = *block.context.warpLanes;
+  compiler::WarpLanes& lanesOf = block.context.warpLanes;
   uint32_t lanes = std::min(kWarpSize, count - first);
   uint32_t live = 0, waiting = 0, phaseDone = 0;
   std::array<WarpRequest, kWarpSize> posted;
@@ -315,8 +313,8 @@ bool releaseBarrier(BlockState& block, std::vector<std::unique_ptr<ThreadState>>
 // barrier names the same thread count (as PTX requires).
 bool releaseNamedBarriers(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& threads,
                           const std::vector<uint32_t>& live) {
-  if (block.context.warpLanes == nullptr) return false;
-  compiler::WarpLanes& lanes = *block.context.warpLanes;
+  if (block.context.warpLanes.value == nullptr) return false;
+  compiler::WarpLanes& lanes = block.context.warpLanes;
   std::array<uint32_t, 16> expected{};
   bool released = false;
   for (uint32_t t : live) {
@@ -366,8 +364,9 @@ constexpr uint32_t kMaxStalledPasses = 256;
 bool releaseUnfinishedMBarrierWaits(BlockState& block,
                                     std::vector<std::unique_ptr<ThreadState>>& threads,
                                     const std::vector<uint32_t>& live) {
-  if (block.stalledPasses >= kMaxStalledPasses || block.context.warpLanes == nullptr) return false;
-  compiler::WarpLanes& lanes = *block.context.warpLanes;
+  if (block.stalledPasses >= kMaxStalledPasses || block.context.warpLanes.value == nullptr)
+    return false;
+  compiler::WarpLanes& lanes = block.context.warpLanes;
   bool released = false;
   for (uint32_t t : live) {
     ThreadState& thread = *threads[t];
@@ -479,7 +478,7 @@ void applyStepCode(BlockState& block, ThreadState& thread, uint32_t linearTid, u
   thread.waiting = kind == 0 ? WaitKind::None : kind == 3 ? WaitKind::Warp : WaitKind::Barrier;
   const compiler::WarpWaitSite* sites = block.grid->code.warpSites;
   if (kind == 3 && sites != nullptr)
-    postSiteOperands(*block.context.warpLanes, linearTid, sites[thread.resumePoint - 1]);
+    postSiteOperands(block.context.warpLanes, linearTid, sites[thread.resumePoint - 1]);
 }
 
 // Every running thread of the block (threads [0, limit); the rest have finished) waits in the
@@ -487,7 +486,7 @@ void applyStepCode(BlockState& block, ThreadState& thread, uint32_t linearTid, u
 // lockstep point, whose completion needs no check of member masks (the lanes at one instruction
 // have all arrived), complete it without looking at each thread's state. Returns whether it did.
 bool completeUniformCollective(BlockState& block, uint32_t limit, uint32_t point) {
-  compiler::WarpLanes& lanes = *block.context.warpLanes;
+  compiler::WarpLanes& lanes = block.context.warpLanes;
   const compiler::WarpWaitSite& site = block.grid->code.warpSites[point - 1];
   auto op = static_cast<WarpOp>(site.op);
   // The posts become the snapshots the resuming lanes read; the old snapshots take the next posts.
@@ -698,10 +697,12 @@ BlockOutcome runBlock(const GridState& grid, uint64_t linearBlockIndex) {
   block.context = compiler::BlockContext{{grid.block[0], grid.block[1], grid.block[2]},
                                          {block.ctaid[0], block.ctaid[1], block.ctaid[2]},
                                          {grid.grid[0], grid.grid[1], grid.grid[2]},
-                                         count, block.shared, nullptr, &block,
-                                         grid.cooperative ? &grid.cooperative->workspace
-                                                          : nullptr,
-                                         nullptr};
+                                         count,
+                                         block.shared,
+                                         nullptr,
+                                         &block,
+                                         grid.cooperative ? &grid.cooperative->workspace : nullptr,
+                                         {}};
   if (grid.usesWarpCollectives) block.context.warpLanes = resources.warpLanes.prepare(count);
   currentBlock() = &block;
   switch (grid.code.execution) {

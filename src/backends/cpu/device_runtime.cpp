@@ -37,7 +37,8 @@ static_assert(offsetof(compiler::BlockContext, ctaid) == 12 &&
               offsetof(compiler::BlockContext, frames) == 48 &&
               offsetof(compiler::BlockContext, runtime) == 56 &&
               offsetof(compiler::BlockContext, gridWorkspace) == 64 &&
-              offsetof(compiler::BlockContext, warpLanes) == 72);
+              offsetof(compiler::BlockContext, warpLanes) == 72 &&
+              sizeof(compiler::BlockContext) == 128);
 
 ThreadState& self() { return *currentThread(); }
 BlockState& block() { return *self().block; }
@@ -186,7 +187,7 @@ static uint64_t warpCollective(WarpOp op, int32_t mode, uint64_t value, int32_t 
                "stopping the kernel");
     trap();
   }
-  compiler::WarpLanes& lanes = *thread.block->context.warpLanes;
+  compiler::WarpLanes& lanes = thread.block->context.warpLanes;
   uint32_t t = thread.linearTid;
   lanes.value[t] = value;
   lanes.op[t] = static_cast<int32_t>(op);
