@@ -17,19 +17,25 @@
 namespace rocuda::compiler {
 namespace {
 
-// Write `module` as text to $ROCUDA_DUMP/<name><suffix> when ROCUDA_DUMP names a directory.
-void dumpModule(const llvm::Module& module, std::string_view name, const char* suffix) {
+// Write `bytes` to $ROCUDA_DUMP/<name><suffix> when ROCUDA_DUMP names a directory.
+void dumpBytes(std::string_view bytes, std::string_view name, const char* suffix) {
   std::optional<std::string> dir = env::get("ROCUDA_DUMP");
   if (!dir) return;
   std::string file(name);
   for (char& c : file)
     if (c == '/' || c == '\\' || c == ':' || c == '<' || c == '>') c = '_';
   if (file.empty()) file = "module";
+  std::ofstream out(*dir + "/" + file + suffix, std::ios::binary);
+  out << bytes;
+}
+
+// Write `module` as text to $ROCUDA_DUMP/<name><suffix>.
+void dumpModule(const llvm::Module& module, std::string_view name, const char* suffix) {
+  if (!env::get("ROCUDA_DUMP")) return;
   std::string text;
   llvm::raw_string_ostream os(text);
   module.print(os, nullptr);
-  std::ofstream out(*dir + "/" + file + suffix, std::ios::binary);
-  out << text;
+  dumpBytes(text, name, suffix);
 }
 
 // Whether code of the module takes the address of one of its functions. Direct calls do not,
@@ -58,10 +64,13 @@ void dropFunctions(llvm::Module& module) {
   }
 }
 
-Result<HostObject> emitHostObject(llvm::Module& module, llvm::TargetMachine& tm,
-                                  HostObject& result) {
+// The machine code the CPU device loads; dumped as `<name>.o` (`objdump -d` it: an address perf
+// reports in a function of the ROCUDA_PERF_MAP map is that function's offset in it).
+Result<HostObject> emitHostObject(llvm::Module& module, llvm::TargetMachine& tm, HostObject& result,
+                                  std::string_view name) {
   auto object = detail::emitObject(module, tm);
   if (!object.ok()) return object.error();
+  dumpBytes({reinterpret_cast<const char*>(object->data()), object->size()}, name, ".o");
   result.object = std::move(*object);
   return std::move(result);
 }
@@ -131,7 +140,7 @@ Result<HostObject> compileForHost(std::string_view ptxText, std::string_view mod
   detail::insertSpinPolls(*module);
   dumpModule(*module, name, ".host.ll");
   // A Globals unit without its kernels leaves their KernelInfo as translated.
-  if (result.info.kernelsCompiledSeparately) return emitHostObject(*module, **tm, result);
+  if (result.info.kernelsCompiledSeparately) return emitHostObject(*module, **tm, result, name);
   for (auto& kernel : result.info.kernels) {
     kernel.usesBarriers = detail::kernelReaches(*module, kernel.name, detail::kBarrierFunctions);
     kernel.usesWarpCollectives =
@@ -152,7 +161,7 @@ Result<HostObject> compileForHost(std::string_view ptxText, std::string_view mod
   } else if (options.blockOnOneHostThread) {
     detail::lowerBlockPrivateAtomics(*module);
   }
-  return emitHostObject(*module, **tm, result);
+  return emitHostObject(*module, **tm, result, name);
 }
 
 }  // namespace rocuda::compiler

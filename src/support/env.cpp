@@ -24,7 +24,8 @@ const std::vector<Variable>& variables() {
       {"ROCUDA_DUMP", nullptr,
        "Directory into which the compiler writes the LLVM IR of every module it compiles "
        "(`<module>.ll` target-neutral, `<module>.host.ll` optimised for the host, "
-       "`<module>.block.ll` with the kernels in their block forms). The CPU device compiles a "
+       "`<module>.block.ll` with the kernels in their block forms) and the object code the CPU "
+       "device loads (`<module>.o`, for `objdump -d`). The CPU device compiles a "
        "module in units: `<module>.globals.*` (the whole module as translated, then its "
        "variables) at load and `<module>.<kernel>.*` at each kernel's first launch."},
       {"ROCUDA_PERF_MAP", "0",
