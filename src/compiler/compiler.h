@@ -179,7 +179,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-63";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-64";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;
@@ -223,14 +223,24 @@ inline constexpr uint32_t kMaxGridDim[3] = {2147483647, 65535, 65535};
 // registers).
 inline constexpr size_t kMatrixRecordSlots = 32;
 struct WarpLanes {
-  uint64_t* value;
-  uint64_t* result;
+  // 64-bit values and results in two halves, so that a shfl, the collective kernels wait in most,
+  // posts and reads 32-bit entries only (a round's vectors hold eight lanes, not four); the high
+  // halves are written for every result but read back only for values of the wide collectives
+  // (postsWideValue).
+  uint32_t* value;
+  uint32_t* result;
+  uint32_t* valueHigh;
+  uint32_t* resultHigh;
   int32_t* op;
   int32_t* mode;  // shfl/vote/match mode, redux operation
   int32_t* b;     // shfl operands
   int32_t* c;
   uint32_t* mask;  // PTX member mask
 };
+
+// Whether collective `op` posts a value wider than 32 bits (match.b64's value, an mbarrier's or an
+// mma record's address): only these write WarpLanes::valueHigh.
+inline constexpr bool postsWideValue(int32_t op) { return op == 4 || op == 6 || op == 8; }
 
 // What the block forms of a kernel receive (see the contract above); the layout is ABI between
 // generated code and the CPU device runtime.

@@ -48,7 +48,18 @@ enum ContextField : unsigned {
 };
 
 // WarpLanes' arrays, in compiler.h's order.
-enum LaneField : unsigned { kLaneValue, kLaneResult, kLaneOp, kLaneMode, kLaneB, kLaneC, kLaneMask };
+enum LaneField : unsigned {
+  kLaneValue,
+  kLaneResult,
+  kLaneValueHigh,
+  kLaneResultHigh,
+  kLaneOp,
+  kLaneMode,
+  kLaneB,
+  kLaneC,
+  kLaneMask,
+  kLaneFields
+};
 
 // Every function at which a thread waits for others (host_codegen.h).
 const std::vector<std::string>& waitingFunctions() {
@@ -71,7 +82,7 @@ llvm::StructType* blockContextType(llvm::LLVMContext& c) {
   auto* i32 = llvm::Type::getInt32Ty(c);
   auto* dim = llvm::ArrayType::get(i32, 3);
   auto* ptr = llvm::PointerType::getUnqual(c);
-  auto* lanes = llvm::ArrayType::get(ptr, 7);  // WarpLanes' arrays
+  auto* lanes = llvm::ArrayType::get(ptr, kLaneFields);  // WarpLanes' arrays
   return llvm::StructType::get(c, {dim, dim, dim, i32, ptr, ptr, ptr, ptr, lanes});
 }
 
@@ -360,7 +371,7 @@ llvm::FunctionCallee runtimeFunction(llvm::Module& m, const char* name, llvm::Ty
 
 // ---- Warp collectives in continuations (WarpLanes in compiler.h) ----
 
-// Entry `index` of the WarpLanes array `field` (i64 for value and result, else i32). The arrays
+// Entry `index` of the WarpLanes array `field` (every entry is 32 bits wide). The arrays
 // stay put while a round runs, and their addresses are in the context, an argument that is always
 // dereferenceable: their loads leave the rounds' loops even from conditional code.
 llvm::Value* laneEntry(llvm::IRBuilder<>& b, const ThreadValues& v, LaneField field,
@@ -370,8 +381,15 @@ llvm::Value* laneEntry(llvm::IRBuilder<>& b, const ThreadValues& v, LaneField fi
       b.CreateStructGEP(blockContextType(b.getContext()), v.context, kWarpLanes), 0, field);
   auto* array = b.CreateLoad(b.getPtrTy(), address);
   array->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(b.getContext(), {}));
-  llvm::Type* element = field <= kLaneResult ? b.getInt64Ty() : b.getInt32Ty();
-  return b.CreateInBoundsGEP(element, array, b.CreateZExt(index, b.getInt64Ty()));
+  return b.CreateInBoundsGEP(b.getInt32Ty(), array, b.CreateZExt(index, b.getInt64Ty()));
+}
+
+// The thread's 64-bit result from its two halves.
+llvm::Value* wideResult(llvm::IRBuilder<>& b, const ThreadValues& v) {
+  llvm::Value* low = b.CreateLoad(b.getInt32Ty(), laneEntry(b, v, kLaneResult, v.linear));
+  llvm::Value* high = b.CreateLoad(b.getInt32Ty(), laneEntry(b, v, kLaneResultHigh, v.linear));
+  return b.CreateOr(b.CreateZExt(low, b.getInt64Ty()),
+                    b.CreateShl(b.CreateZExt(high, b.getInt64Ty()), 32));
 }
 
 // An operand the resuming thread needs again: a constant as it is, else reloaded from the
@@ -406,9 +424,9 @@ llvm::Value* shuffleResult(llvm::IRBuilder<>& b, const ThreadValues& v, llvm::Va
   llvm::Value* from = b.CreateAdd(b.CreateSub(v.linear, lane), source);
   llvm::Value* threadCount = loadContext(b, v.context, kThreadCount);
   from = b.CreateSelect(b.CreateICmpULT(from, threadCount), from, v.linear);
-  llvm::Value* snapshot = b.CreateLoad(b.getInt64Ty(), laneEntry(b, v, kLaneResult, from));
-  llvm::Value* value = b.CreateAnd(snapshot, b.getInt64(0xffffffffu));
-  return b.CreateOr(value, b.CreateShl(b.CreateZExt(inRange, b.getInt64Ty()), 32));
+  llvm::Value* snapshot = b.CreateLoad(b.getInt32Ty(), laneEntry(b, v, kLaneResult, from));
+  return b.CreateOr(b.CreateZExt(snapshot, b.getInt64Ty()),
+                    b.CreateShl(b.CreateZExt(inRange, b.getInt64Ty()), 32));
 }
 
 // Post a collective's operands (WarpLanes): the value always, the others where they are not
@@ -418,7 +436,14 @@ void postOperands(llvm::IRBuilder<>& b, const ThreadValues& v, int op,
   site.op = op;
   for (auto [field, operand] : operands) {
     auto* constant = llvm::dyn_cast<llvm::ConstantInt>(operand);
-    if (field == kLaneValue || constant == nullptr) {
+    if (field == kLaneValue) {  // the low half; the high half only where it is read
+      b.CreateStore(b.CreateTrunc(operand, b.getInt32Ty()), laneEntry(b, v, field, v.linear));
+      if (postsWideValue(op))
+        b.CreateStore(b.CreateTrunc(b.CreateLShr(operand, 32), b.getInt32Ty()),
+                      laneEntry(b, v, kLaneValueHigh, v.linear));
+      continue;
+    }
+    if (constant == nullptr) {
       b.CreateStore(operand, laneEntry(b, v, field, v.linear));
       continue;
     }
@@ -506,8 +531,8 @@ llvm::Value* postAndCollect(llvm::CallInst* call, const ThreadValues& v, uint32_
         {kLaneMask, zero}};
     postOperands(before, v, op, posts, site);
     llvm::Value* done =
-        after.CreateLoad(after.getInt64Ty(), laneEntry(after, v, kLaneResult, v.linear));
-    return after.CreateTrunc(done, call->getType());
+        after.CreateLoad(after.getInt32Ty(), laneEntry(after, v, kLaneResult, v.linear));
+    return after.CreateZExtOrTrunc(done, call->getType());
   }
   llvm::Value* mode = op == 0 || op == 5 ? zero : arg(0);
   llvm::Value* mask = op == 5   ? before.getInt32(-1)
@@ -531,7 +556,9 @@ llvm::Value* postAndCollect(llvm::CallInst* call, const ThreadValues& v, uint32_
       op == 1 ? shuffleResult(after, v, operandAgain(after, v, mode, kLaneMode),
                               operandAgain(after, v, bOperand, kLaneB),
                               operandAgain(after, v, cOperand, kLaneC))
-              : after.CreateLoad(after.getInt64Ty(), laneEntry(after, v, kLaneResult, v.linear));
+      : call->getType()->getIntegerBitWidth() > 32
+          ? wideResult(after, v)
+          : after.CreateLoad(after.getInt32Ty(), laneEntry(after, v, kLaneResult, v.linear));
   return after.CreateZExtOrTrunc(raw, call->getType());
 }
 

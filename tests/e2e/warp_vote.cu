@@ -1,8 +1,8 @@
-// Warp votes and matches: __all_sync, __any_sync, __ballot_sync, __activemask, __match_any_sync,
-// __match_all_sync under the full mask and under partial masks (lanes of a diverged branch, the
-// 8 lanes of a 200-thread block's last warp), __syncwarp ordering shared-memory exchanges, and a
-// cooperative_groups tiled_partition reduction, and collectives among the lanes left after others
-// exited; checked against host references.
+// Warp votes and matches: __all_sync, __any_sync, __ballot_sync, __activemask, __match_any_sync
+// (32- and 64-bit values), __match_all_sync under the full mask and under partial masks (lanes of
+// a diverged branch, the 8 lanes of a 200-thread block's last warp), __syncwarp ordering
+// shared-memory exchanges, and a cooperative_groups tiled_partition reduction, and collectives
+// among the lanes left after others exited; checked against host references.
 #include <cooperative_groups.h>
 #include <cooperative_groups/reduce.h>
 
@@ -12,7 +12,7 @@
 
 namespace cg = cooperative_groups;
 
-constexpr int kOutputs = 10;
+constexpr int kOutputs = 11;
 
 __device__ __host__ inline bool predicate(int block, int thread) {
   return ((block * 5 + thread * 3) % 7) < (block % 3 == 0 ? 7 : 3);  // block%3==0: all true
@@ -20,6 +20,11 @@ __device__ __host__ inline bool predicate(int block, int thread) {
 __device__ __host__ inline int matchValue(int block, int thread) {
   int warp = thread / 32;
   return warp % 2 == 0 ? (thread * 5 + block) % 4 : 42;  // odd warps: every lane the same
+}
+
+// 64-bit values whose low halves are all equal: lanes match on the high half alone.
+__device__ __host__ inline unsigned long long wideMatchValue(int block, int thread) {
+  return static_cast<unsigned long long>((thread * 3 + block) % 5) << 32 | 7u;
 }
 
 __device__ inline unsigned existingLanes() {
@@ -42,6 +47,7 @@ __global__ void votes(unsigned* out, int total) {
   int allPred = -1;
   o[5 * total] = __match_all_sync(mask, matchValue(blockIdx.x, t), &allPred);
   o[6 * total] = static_cast<unsigned>(allPred);
+  o[10 * total] = __match_any_sync(mask, wideMatchValue(blockIdx.x, t));
   // A diverged branch: only the even lanes vote, naming exactly themselves.
   unsigned even = 0x55555555u & mask;
   o[7 * total] = lane % 2 == 0 ? __ballot_sync(even, p) : 0u;
@@ -117,7 +123,7 @@ Expected expected(int b, int t, int threads) {
   Expected e;
   int base = t / 32 * 32, lanes = std::min(32, threads - base), lane = t % 32;
   unsigned mask = lanes == 32 ? 0xffffffffu : (1u << lanes) - 1;
-  unsigned ballot = 0, evenBallot = 0, same = 0;
+  unsigned ballot = 0, evenBallot = 0, same = 0, sameWide = 0;
   bool any3 = false;
   for (int l = 0; l < lanes; ++l) {
     bool p = predicate(b, base + l);
@@ -125,6 +131,7 @@ Expected expected(int b, int t, int threads) {
     if (p && l % 2 == 0) evenBallot |= 1u << l;
     if (p && l == 3) any3 = true;
     if (matchValue(b, base + l) == matchValue(b, t)) same |= 1u << l;
+    if (wideMatchValue(b, base + l) == wideMatchValue(b, t)) sameWide |= 1u << l;
   }
   e.v[0] = ballot == mask;
   e.v[1] = any3;
@@ -144,6 +151,7 @@ Expected expected(int b, int t, int threads) {
     tileSums = s32 * 1000 + s16;
   }
   e.v[9] = tileSums;
+  e.v[10] = sameWide;
   return e;
 }
 
@@ -156,9 +164,9 @@ void checkVotes(Checker& check, int blocks, int threads) {
   std::vector<unsigned> got(kOutputs * total);
   CHECK(cudaMemcpy(got.data(), out, got.size() * sizeof(unsigned), cudaMemcpyDeviceToHost));
   CHECK(cudaFree(out));
-  static const char* names[kOutputs] = {"all", "any", "ballot", "activemask", "matchAny",
-                                        "matchAll", "matchAllPred", "evenBallot", "syncwarp",
-                                        "cgReduce"};
+  static const char* names[kOutputs] = {"all",      "any",      "ballot",       "activemask",
+                                        "matchAny", "matchAll", "matchAllPred", "evenBallot",
+                                        "syncwarp", "cgReduce", "matchAny64"};
   for (int b = 0; b < blocks; ++b) {
     for (int t = 0; t < threads; ++t) {
       Expected e = expected(b, t, threads);

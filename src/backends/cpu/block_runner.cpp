@@ -33,18 +33,17 @@ struct FreeDeleter {
 // compiler::WarpLanes' storage: values are double-buffered so that a round's results can be
 // exchanged with its posts instead of copied (completeUniformCollective).
 struct WarpLaneArrays {
-  std::vector<uint64_t> values[2];
+  std::vector<uint32_t> values[2], highs[2];
   std::vector<int32_t> op, mode, b, c;
   std::vector<uint32_t> mask;
 
   compiler::WarpLanes prepare(uint32_t count) {
     if (op.size() < count) {
-      for (auto& v : values) v.resize(count);
+      for (auto* v : {&values[0], &values[1], &highs[0], &highs[1], &mask}) v->resize(count);
       for (auto* v : {&op, &mode, &b, &c}) v->resize(count);
-      mask.resize(count);
     }
-    return {values[0].data(), values[1].data(), op.data(),  mode.data(),
-            b.data(),         c.data(),         mask.data()};
+    return {values[0].data(), values[1].data(), highs[0].data(), highs[1].data(), op.data(),
+            mode.data(),      b.data(),         c.data(),        mask.data()};
   }
 };
 
@@ -205,7 +204,7 @@ bool releaseWarp(BlockState& block, uint32_t first, uint32_t count) {
   }
   for (uint32_t l = 0; l < lanes; ++l)
     if (phaseDone & (1u << l)) {
-      lanesOf.result[first + l] = 1;
+      setLaneResult(lanesOf, first + l, 1);
       threads[first + l]->waiting = WaitKind::None;
       if (memcheckRaceEnabled())
         raceCheckMBarrierPassed(block, reinterpret_cast<const void*>(posted[l].value));
@@ -277,7 +276,8 @@ bool releaseWarp(BlockState& block, uint32_t first, uint32_t count) {
         results[l] = warpResult(requests, participants[l], l);
   for (uint32_t l = 0; l < lanes; ++l) {
     if (!(release & (1u << l))) continue;
-    lanesOf.result[first + l] = requests[l]->op == WarpOp::Shfl ? requests[l]->value : results[l];
+    setLaneResult(lanesOf, first + l,
+                  requests[l]->op == WarpOp::Shfl ? requests[l]->value : results[l]);
     threads[first + l]->waiting = WaitKind::None;
   }
   return true;
@@ -347,7 +347,7 @@ bool releaseNamedBarriers(BlockState& block, std::vector<std::unique_ptr<ThreadS
       if (thread.waiting != WaitKind::Warp || !thread.countedAtNamedBarrier ||
           lanes.op[t] != static_cast<int32_t>(WarpOp::NamedBarrier) || (lanes.value[t] & 15) != id)
         continue;
-      lanes.result[t] = 0;
+      setLaneResult(lanes, t, 0);
       thread.waiting = WaitKind::None;
       thread.countedAtNamedBarrier = false;
       released = true;
@@ -372,7 +372,7 @@ bool releaseUnfinishedMBarrierWaits(BlockState& block,
     ThreadState& thread = *threads[t];
     if (thread.waiting != WaitKind::Warp || lanes.op[t] != static_cast<int32_t>(WarpOp::MBarrier))
       continue;
-    lanes.result[t] = 0;
+    setLaneResult(lanes, t, 0);
     thread.waiting = WaitKind::None;
     released = true;
   }

@@ -38,7 +38,7 @@ static_assert(offsetof(compiler::BlockContext, ctaid) == 12 &&
               offsetof(compiler::BlockContext, runtime) == 56 &&
               offsetof(compiler::BlockContext, gridWorkspace) == 64 &&
               offsetof(compiler::BlockContext, warpLanes) == 72 &&
-              sizeof(compiler::BlockContext) == 128);
+              sizeof(compiler::BlockContext) == 144);
 
 ThreadState& self() { return *currentThread(); }
 BlockState& block() { return *self().block; }
@@ -189,7 +189,7 @@ static uint64_t warpCollective(WarpOp op, int32_t mode, uint64_t value, int32_t 
   }
   compiler::WarpLanes& lanes = thread.block->context.warpLanes;
   uint32_t t = thread.linearTid;
-  lanes.value[t] = value;
+  postLaneValue(lanes, t, value);
   lanes.op[t] = static_cast<int32_t>(op);
   lanes.mode[t] = mode;
   lanes.b[t] = b;
@@ -198,7 +198,7 @@ static uint64_t warpCollective(WarpOp op, int32_t mode, uint64_t value, int32_t 
   thread.waiting = WaitKind::Warp;
   Fiber::switchTo(thread.fiber, thread.block->scheduler);
   if (op == WarpOp::Shfl) return shuffleFromSnapshots(lanes, t, thread.block->context.threadCount);
-  return lanes.result[t];
+  return laneResult(lanes, t);
 }
 
 static void warpSync(int32_t mask) {

@@ -161,9 +161,25 @@ void runMatrixTile(const WarpRequests& requests, uint32_t participants) {
 }
 
 WarpRequest requestOf(const compiler::WarpLanes& lanes, uint32_t linearTid) {
-  return WarpRequest{static_cast<WarpOp>(lanes.op[linearTid]), lanes.mode[linearTid],
-                     lanes.value[linearTid],                   lanes.b[linearTid],
-                     lanes.c[linearTid],                       lanes.mask[linearTid]};
+  int32_t op = lanes.op[linearTid];
+  uint64_t value = lanes.value[linearTid];
+  if (compiler::postsWideValue(op)) value |= uint64_t{lanes.valueHigh[linearTid]} << 32;
+  return WarpRequest{static_cast<WarpOp>(op), lanes.mode[linearTid], value,
+                     lanes.b[linearTid],      lanes.c[linearTid],    lanes.mask[linearTid]};
+}
+
+void postLaneValue(compiler::WarpLanes& lanes, uint32_t linearTid, uint64_t value) {
+  lanes.value[linearTid] = static_cast<uint32_t>(value);
+  lanes.valueHigh[linearTid] = static_cast<uint32_t>(value >> 32);
+}
+
+void setLaneResult(compiler::WarpLanes& lanes, uint32_t linearTid, uint64_t result) {
+  lanes.result[linearTid] = static_cast<uint32_t>(result);
+  lanes.resultHigh[linearTid] = static_cast<uint32_t>(result >> 32);
+}
+
+uint64_t laneResult(const compiler::WarpLanes& lanes, uint32_t linearTid) {
+  return lanes.result[linearTid] | uint64_t{lanes.resultHigh[linearTid]} << 32;
 }
 
 uint64_t shuffleFromSnapshots(const compiler::WarpLanes& lanes, uint32_t linearTid,
@@ -173,7 +189,7 @@ uint64_t shuffleFromSnapshots(const compiler::WarpLanes& lanes, uint32_t linearT
       shuffleSource(lanes.mode[linearTid], lanes.b[linearTid], lanes.c[linearTid], lane);
   uint32_t from = linearTid - lane + source.lane;
   if (from >= threadCount) from = linearTid;
-  return (lanes.result[from] & 0xffffffffu) | (source.inRange ? uint64_t(1) << 32 : 0);
+  return lanes.result[from] | (source.inRange ? uint64_t(1) << 32 : 0);
 }
 
 uint64_t warpResult(const WarpRequests& requests, uint32_t participants, uint32_t lane) {

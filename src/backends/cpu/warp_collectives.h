@@ -39,6 +39,11 @@ void runMatrixTile(const WarpRequests& requests, uint32_t participants);
 // Lane `linearTid`'s request as posted in `lanes`.
 WarpRequest requestOf(const compiler::WarpLanes& lanes, uint32_t linearTid);
 
+// Lane `linearTid`'s value posted, its result given and read, in their two halves (WarpLanes).
+void postLaneValue(compiler::WarpLanes& lanes, uint32_t linearTid, uint64_t value);
+void setLaneResult(compiler::WarpLanes& lanes, uint32_t linearTid, uint64_t result);
+uint64_t laneResult(const compiler::WarpLanes& lanes, uint32_t linearTid);
+
 // shfl's result for thread `linearTid` of a block of `threadCount` threads once its collective
 // was released: the source lane's snapshot (WarpLanes::result), computed as generated
 // continuation code computes it itself (compiler.h).

@@ -155,12 +155,13 @@ TEST(WarpCollectives, ShuffleFromSnapshotsMatchesDefinition) {
     int32_t mode, b, c;
   } cases[] = {{0, 1, 0}, {1, 16, 0x1f}, {2, 4, 0x1f}, {3, 7, 0x1f}, {1, 2, (8 << 8) | 0x7}};
   for (const Case& c : cases) {
-    std::vector<uint64_t> posts(threadCount), snapshots(threadCount);
+    std::vector<uint32_t> posts(threadCount), snapshots(threadCount), highs(threadCount);
     std::vector<int32_t> ops(threadCount, 1), modes(threadCount, c.mode), bs(threadCount, c.b),
         cs(threadCount, c.c);
     std::vector<uint32_t> masks(threadCount, kFull);
     for (uint32_t t = 0; t < threadCount; ++t) snapshots[t] = 1000 + t;
-    compiler::WarpLanes lanes{posts.data(), snapshots.data(), ops.data(), modes.data(),
+    compiler::WarpLanes lanes{posts.data(), snapshots.data(), highs.data(),
+                              highs.data(), ops.data(),       modes.data(),
                               bs.data(),    cs.data(),        masks.data()};
     Warp full(WarpOp::Shfl, c.mode, kFull, [](uint32_t l) { return 1000 + l; }, c.b, c.c);
     Warp partial(WarpOp::Shfl, c.mode, 0x00ffffffu, [](uint32_t l) { return 1032 + l; }, c.b, c.c);
@@ -170,6 +171,24 @@ TEST(WarpCollectives, ShuffleFromSnapshotsMatchesDefinition) {
           << "mode " << c.mode << " thread " << t;
     }
   }
+}
+
+// Values and results travel in 32-bit halves: the high half of a value is read only for the
+// collectives that post wide values (match.b64, mbarrier waits, mma records); results keep both.
+TEST(WarpCollectives, WideValuesAndResultsKeepTheirHighHalves) {
+  std::vector<uint32_t> values(2), results(2), valueHighs(2), resultHighs(2);
+  std::vector<int32_t> ops{static_cast<int32_t>(WarpOp::Match), static_cast<int32_t>(WarpOp::Shfl)};
+  std::vector<int32_t> zeros(2);
+  std::vector<uint32_t> masks(2, kFull);
+  compiler::WarpLanes lanes{values.data(),      results.data(), valueHighs.data(),
+                            resultHighs.data(), ops.data(),     zeros.data(),
+                            zeros.data(),       zeros.data(),   masks.data()};
+  postLaneValue(lanes, 0, 0x123456789abcdef0u);
+  postLaneValue(lanes, 1, 0xfedcba9876543210u);
+  EXPECT_EQ(requestOf(lanes, 0).value, 0x123456789abcdef0u);
+  EXPECT_EQ(requestOf(lanes, 1).value, 0x76543210u);  // a shfl's value is its low half
+  setLaneResult(lanes, 1, 0x1'0000'0042u);
+  EXPECT_EQ(laneResult(lanes, 1), 0x1'0000'0042u);
 }
 
 }  // namespace
