@@ -1,6 +1,7 @@
 #include "core/module.h"
 
 #include <algorithm>
+#include <atomic>
 #include <set>
 #include <tuple>
 
@@ -188,6 +189,7 @@ Status Module::loadContents(fatbin::ImageContents contents) {
   if (contents.ptx.empty()) {
     sassOnlyArchs_ = contents.sassArchs;
     sassKernels_ = std::move(contents.sassKernels);
+    if (!sassOnlyArchs_.empty()) warnSassOnly();
   }
   for (const auto& program : contents.ptx) {
     auto loaded = context_.device().backend().loadPtx(program.text, program.name);
@@ -220,6 +222,28 @@ Status Module::loadContents(fatbin::ImageContents contents) {
             std::to_string(kernels_.size()) + " kernel(s) from " +
             std::to_string(contents.ptx.size()) + " PTX program(s)");
   return Status::success();
+}
+
+// A module of machine code only loads, as on NVIDIA's driver, but none of its kernels can run
+// here, and a library that loads its own (cuFFT does, for some sizes) then fails without saying
+// why: say it once per process. Not for libraries (and their instances in other contexts), the
+// images cudart registers for every translation unit (PyTorch's hold SASS-only ones by the
+// hundred): their kernels fail by name when launched.
+void Module::warnSassOnly() const {
+  std::string archs;
+  for (uint32_t arch : sassOnlyArchs_)
+    archs += (archs.empty() ? "sm_" : ", sm_") + std::to_string(arch);
+  std::string message = "a module loaded carries only machine code (SASS for " + archs +
+                        "), no PTX: none of its kernels can run on Rocuda";
+  static std::atomic<bool> warned{false};
+  if (isLibrary_ || instanceOf_ != nullptr || warned.exchange(true)) {
+    log::info(message);
+    return;
+  }
+  log::warning(message +
+               " (a library that loads its own kernels, such as cuFFT, fails the "
+               "operations that need them; given once per process, ROCUDA_LOG=1 logs "
+               "each such module)");
 }
 
 Result<Module*> Module::instanceFor(Context& context) {

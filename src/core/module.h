@@ -215,6 +215,7 @@ class Module : public Object {
  private:
   Module(Context& context, bool isLibrary);
   Status loadContents(fatbin::ImageContents contents);
+  void warnSassOnly() const;
   void dropInstance(Context& context);
 
   Context& context_;

@@ -344,6 +344,29 @@ TEST_F(NvJitLink, AnEmptyLinkCompletes) {
   EXPECT_EQ(destroy_(&h), NVJITLINK_SUCCESS);
 }
 
+// A cubin of machine code only loads, as on NVIDIA's driver, with one warning per process that
+// none of its kernels can run (cuFFT loads such modules for some sizes and then fails); looking a
+// kernel up answers CUDA_ERROR_NO_BINARY_FOR_GPU.
+TEST_F(NvJitLink, SassOnlyModuleLoadsWithOneWarning) {
+  std::vector<uint8_t> cubin = readInput("jitlink_callee.cubin");
+  auto load = CU(cuModuleLoadData, CUmodule*, const void*);
+  auto unload = CU(cuModuleUnload, CUmodule);
+  ::testing::internal::CaptureStderr();
+  CUmodule first = nullptr, second = nullptr;
+  EXPECT_EQ(load(&first, cubin.data()), CUDA_SUCCESS);
+  EXPECT_EQ(load(&second, cubin.data()), CUDA_SUCCESS);
+  std::string log = ::testing::internal::GetCapturedStderr();
+  const std::string warning = "carries only machine code (SASS for sm_86), no PTX";
+  size_t at = log.find(warning);
+  EXPECT_NE(at, std::string::npos) << log;
+  EXPECT_EQ(log.find(warning, at + 1), std::string::npos) << log;  // once
+  CUfunction function = nullptr;
+  EXPECT_EQ(CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&function, first, "triple"),
+            cuda::CUDA_ERROR_NO_BINARY_FOR_GPU);
+  EXPECT_EQ(unload(first), CUDA_SUCCESS);
+  EXPECT_EQ(unload(second), CUDA_SUCCESS);
+}
+
 TEST_F(NvJitLink, ErrorsAreReportedAndLogged) {
   nvJitLinkHandle h = nullptr;
   ASSERT_EQ(create(&h, {"-arch=sm_86"}), NVJITLINK_SUCCESS);
