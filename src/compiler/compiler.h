@@ -179,7 +179,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-64";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-65";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;
@@ -237,6 +237,12 @@ struct WarpLanes {
   int32_t* c;
   uint32_t* mask;  // PTX member mask
 };
+
+// Readable entries the value and result arrays of WarpLanes have before their first thread's
+// and after their last one's: a shfl up or down by a constant reads its neighbour's snapshot
+// whether or not that neighbour exists (then it keeps its own), so that a round's reads are
+// contiguous vectors.
+inline constexpr uint32_t kWarpLaneArrayPadding = 32;
 
 // Whether collective `op` posts a value wider than 32 bits (match.b64's value, an mbarrier's or an
 // mma record's address): only these write WarpLanes::valueHigh.

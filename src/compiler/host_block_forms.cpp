@@ -371,17 +371,24 @@ llvm::FunctionCallee runtimeFunction(llvm::Module& m, const char* name, llvm::Ty
 
 // ---- Warp collectives in continuations (WarpLanes in compiler.h) ----
 
-// Entry `index` of the WarpLanes array `field` (every entry is 32 bits wide). The arrays
-// stay put while a round runs, and their addresses are in the context, an argument that is always
-// dereferenceable: their loads leave the rounds' loops even from conditional code.
-llvm::Value* laneEntry(llvm::IRBuilder<>& b, const ThreadValues& v, LaneField field,
-                       llvm::Value* index) {
-  llvm::Value* address = b.CreateConstInBoundsGEP2_32(
-      blockContextType(b.getContext())->getElementType(kWarpLanes),
-      b.CreateStructGEP(blockContextType(b.getContext()), v.context, kWarpLanes), 0, field);
+// The WarpLanes array `field` (every entry is 32 bits wide). The arrays stay put while a round
+// runs, and their addresses are in the context, an argument that is always dereferenceable: their
+// loads leave the rounds' loops even from conditional code.
+llvm::Value* laneArray(llvm::IRBuilder<>& b, const ThreadValues& v, LaneField field) {
+  llvm::StructType* context = blockContextType(b.getContext());
+  llvm::Value* address =
+      b.CreateConstInBoundsGEP2_32(context->getElementType(kWarpLanes),
+                                   b.CreateStructGEP(context, v.context, kWarpLanes), 0, field);
   auto* array = b.CreateLoad(b.getPtrTy(), address);
   array->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(b.getContext(), {}));
-  return b.CreateInBoundsGEP(b.getInt32Ty(), array, b.CreateZExt(index, b.getInt64Ty()));
+  return array;
+}
+
+// Entry `index` of the WarpLanes array `field`.
+llvm::Value* laneEntry(llvm::IRBuilder<>& b, const ThreadValues& v, LaneField field,
+                       llvm::Value* index) {
+  return b.CreateInBoundsGEP(b.getInt32Ty(), laneArray(b, v, field),
+                             b.CreateZExt(index, b.getInt64Ty()));
 }
 
 // The thread's 64-bit result from its two halves.
@@ -423,8 +430,28 @@ llvm::Value* shuffleResult(llvm::IRBuilder<>& b, const ThreadValues& v, llvm::Va
   source = b.CreateSelect(inRange, source, lane);
   llvm::Value* from = b.CreateAdd(b.CreateSub(v.linear, lane), source);
   llvm::Value* threadCount = loadContext(b, v.context, kThreadCount);
-  from = b.CreateSelect(b.CreateICmpULT(from, threadCount), from, v.linear);
-  llvm::Value* snapshot = b.CreateLoad(b.getInt32Ty(), laneEntry(b, v, kLaneResult, from));
+  llvm::Value* inBlock = b.CreateICmpULT(from, threadCount);
+  llvm::Value* snapshot;
+  auto* constantMode = llvm::dyn_cast<llvm::ConstantInt>(mode);
+  auto* constantB = llvm::dyn_cast<llvm::ConstantInt>(bOperand);
+  if (constantMode && constantB && constantMode->getZExtValue() <= 1) {
+    // Up or down by a constant (scans, reductions): the source lane's entry is at a constant
+    // distance, so two loads at affine indices and a select, which the rounds widen into
+    // contiguous vectors, instead of a gather. The arrays have kWarpLaneArrayPadding readable
+    // entries on either side (compiler.h) for the neighbours outside the block.
+    int64_t delta = static_cast<int64_t>(constantB->getZExtValue() & 31);
+    if (constantMode->isZero()) delta = -delta;
+    llvm::Value* array = laneArray(b, v, kLaneResult);
+    llvm::Value* own = b.CreateZExt(v.linear, b.getInt64Ty());
+    llvm::Value* neighbour = b.CreateLoad(
+        b.getInt32Ty(), b.CreateGEP(b.getInt32Ty(), array, b.CreateAdd(own, b.getInt64(delta))));
+    llvm::Value* mine =
+        b.CreateLoad(b.getInt32Ty(), b.CreateInBoundsGEP(b.getInt32Ty(), array, own));
+    snapshot = b.CreateSelect(b.CreateAnd(inRange, inBlock), neighbour, mine);
+  } else {
+    from = b.CreateSelect(inBlock, from, v.linear);
+    snapshot = b.CreateLoad(b.getInt32Ty(), laneEntry(b, v, kLaneResult, from));
+  }
   return b.CreateOr(b.CreateZExt(snapshot, b.getInt64Ty()),
                     b.CreateShl(b.CreateZExt(inRange, b.getInt64Ty()), 32));
 }

@@ -33,17 +33,26 @@ struct FreeDeleter {
 // compiler::WarpLanes' storage: values are double-buffered so that a round's results can be
 // exchanged with its posts instead of copied (completeUniformCollective).
 struct WarpLaneArrays {
-  std::vector<uint32_t> values[2], highs[2];
+  std::vector<uint32_t> values[2], highs[2];  // values: with kWarpLaneArrayPadding either side
   std::vector<int32_t> op, mode, b, c;
   std::vector<uint32_t> mask;
 
   compiler::WarpLanes prepare(uint32_t count) {
+    constexpr uint32_t pad = compiler::kWarpLaneArrayPadding;
     if (op.size() < count) {
-      for (auto* v : {&values[0], &values[1], &highs[0], &highs[1], &mask}) v->resize(count);
+      for (auto& v : values) v.resize(count + 2 * pad);
+      for (auto* v : {&highs[0], &highs[1], &mask}) v->resize(count);
       for (auto* v : {&op, &mode, &b, &c}) v->resize(count);
     }
-    return {values[0].data(), values[1].data(), highs[0].data(), highs[1].data(), op.data(),
-            mode.data(),      b.data(),         c.data(),        mask.data()};
+    return {values[0].data() + pad,
+            values[1].data() + pad,
+            highs[0].data(),
+            highs[1].data(),
+            op.data(),
+            mode.data(),
+            b.data(),
+            c.data(),
+            mask.data()};
   }
 };
 
