@@ -179,7 +179,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-65";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-66";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;
@@ -354,6 +354,7 @@ struct KernelInfo {
   // block's threads take their iterations together (see host_block_forms.cpp).
   bool cpuLockstep = false;
   uint32_t cpuLockstepFrameBytes = 0;
+  uint32_t cpuLockstepUniformFrameBytes = 0;  // its block-uniform slots (the stride counter)
   std::string cpuSlowPathReason;  // ThreadEntry although block forms were asked for: why
   // Not empty when the kernel reaches an instruction the translator refuses (the diagnostic, with
   // the instruction's line and column): its code traps, and a launch fails with NotSupported.

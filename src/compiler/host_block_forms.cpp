@@ -1181,8 +1181,9 @@ void buildRounds(llvm::Function& step, const KernelInfo& info, size_t waits) {
 }
 
 // `blockUniformSlots`: keep values every thread computes alike in one slot per block (only
-// where the threads' waits are all at points every thread reaches in step: not in a lockstep
-// form, whose yields threads leave the loop from at different iterations).
+// where the threads' waits are all at points every thread reaches in step: in a lockstep form
+// only when the threads in a round are at one iteration of its stride loop, see
+// countStrideIterations).
 void lowerToContinuation(llvm::Function& kernel, KernelInfo& info, bool blockUniformSlots = true) {
   llvm::LLVMContext& c = kernel.getContext();
   auto* ptr = llvm::PointerType::getUnqual(c);
@@ -1289,11 +1290,20 @@ bool fromLaunchExtent(llvm::Value* v, int depth = 0) {
   return extent;
 }
 
-// The back edges (latch, header) of the kernel's stride loops: an induction variable (an integer
-// or a pointer) stepped each iteration by an amount computed from the launch's extent.
-std::vector<std::pair<llvm::BasicBlock*, llvm::BasicBlock*>> strideLoopBackEdges(
-    llvm::Function& f) {
-  std::vector<std::pair<llvm::BasicBlock*, llvm::BasicBlock*>> edges;
+// A stride loop of the kernel: an induction variable (an integer, or a pointer stepped by a
+// one-index getelementptr of `element`) stepped each iteration by an amount computed from the
+// launch's extent.
+struct StrideLoop {
+  llvm::BasicBlock* latch;
+  llvm::BasicBlock* header;
+  llvm::PHINode* induction;
+  llvm::Value* step;
+  llvm::Type* element;  // the getelementptr's element type; null for an integer
+  unsigned depth;       // 1: not inside another loop
+};
+
+std::vector<StrideLoop> strideLoops(llvm::Function& f) {
+  std::vector<StrideLoop> found;
   llvm::DominatorTree dominators(f);
   llvm::LoopInfo loops(dominators);
   for (llvm::Loop* loop : loops.getLoopsInPreorder()) {
@@ -1304,20 +1314,50 @@ std::vector<std::pair<llvm::BasicBlock*, llvm::BasicBlock*>> strideLoopBackEdges
       auto* next = llvm::dyn_cast<llvm::Instruction>(phi.getIncomingValueForBlock(latch));
       if (next == nullptr) continue;
       llvm::Value* step = nullptr;
-      if (next->getOpcode() == llvm::Instruction::Add)
+      llvm::Type* element = nullptr;
+      if (next->getOpcode() == llvm::Instruction::Add) {
         step = next->getOperand(0) == &phi   ? next->getOperand(1)
                : next->getOperand(1) == &phi ? next->getOperand(0)
                                              : nullptr;
-      else if (auto* gep = llvm::dyn_cast<llvm::GetElementPtrInst>(next);
-               gep != nullptr && gep->getPointerOperand() == &phi && gep->getNumIndices() == 1)
+      } else if (auto* gep = llvm::dyn_cast<llvm::GetElementPtrInst>(next);
+                 gep != nullptr && gep->getPointerOperand() == &phi && gep->getNumIndices() == 1) {
         step = gep->idx_begin()->get();
+        element = gep->getSourceElementType();
+      }
       if (step != nullptr && loop->isLoopInvariant(step) && fromLaunchExtent(step)) {
-        edges.emplace_back(latch, header);
+        found.push_back({latch, header, &phi, step, element, loop->getLoopDepth()});
         break;
       }
     }
   }
-  return edges;
+  return found;
+}
+
+// In the lockstep form of a kernel whose one stride loop is inside no other loop, every thread
+// enters the loop at most once, in the first round, and takes one iteration per round until it
+// leaves: the threads still in the loop are at the same iteration in every round. Count the
+// iterations (a value every such thread has alike: a block-uniform slot) and compute the
+// induction variable from its start and the count, not from its last value: the start is
+// recomputed from the thread's indices after each wait, so that `x[i]` is an affine access the
+// rounds widen into contiguous vectors (the induction kept in the frame made it a gather).
+void countStrideIterations(const StrideLoop& loop) {
+  llvm::PHINode* induction = loop.induction;
+  llvm::BasicBlock* entering = induction->getIncomingBlock(0) == loop.latch
+                                   ? induction->getIncomingBlock(1)
+                                   : induction->getIncomingBlock(0);
+  llvm::Value* start = induction->getIncomingValueForBlock(entering);
+  llvm::Type* countType = loop.step->getType();
+  auto* count =
+      llvm::PHINode::Create(countType, 2, "stride.iteration", loop.header->getFirstNonPHIIt());
+  count->addIncoming(llvm::ConstantInt::get(countType, 0), entering);
+  llvm::IRBuilder<> atLatch(loop.latch->getTerminator());
+  count->addIncoming(atLatch.CreateAdd(count, llvm::ConstantInt::get(countType, 1)), loop.latch);
+  llvm::IRBuilder<> b(&*loop.header->getFirstInsertionPt());
+  llvm::Value* offset = b.CreateMul(count, loop.step);
+  llvm::Value* value = loop.element != nullptr ? b.CreateGEP(loop.element, start, offset)
+                                               : b.CreateAdd(start, offset);
+  induction->replaceAllUsesWith(value);
+  induction->eraseFromParent();
 }
 
 // A BlockLoop kernel runs each thread's whole loop before the next thread's. A stride loop's
@@ -1329,8 +1369,8 @@ std::vector<std::pair<llvm::BasicBlock*, llvm::BasicBlock*>> strideLoopBackEdges
 // (any interleaving of the threads is one CUDA allows; threads that left the loop run to the
 // end, having no other wait), so the runtime may run either form (docs/ARCHITECTURE.md).
 bool buildLockstepForm(llvm::Function& kernel, KernelInfo& info) {
-  auto edges = strideLoopBackEdges(kernel);
-  if (edges.empty()) return false;
+  std::vector<StrideLoop> loops = strideLoops(kernel);
+  if (loops.empty()) return false;
   llvm::Module& m = *kernel.getParent();
   llvm::LLVMContext& c = m.getContext();
   llvm::ValueToValueMapTy map;
@@ -1342,20 +1382,33 @@ bool buildLockstepForm(llvm::Function& kernel, KernelInfo& info) {
     declared->setConvergent();
     declared->setDoesNotThrow();
   }
-  for (auto [latch, header] : edges) {
-    auto* cloneLatch = llvm::cast<llvm::BasicBlock>(map[latch]);
-    auto* cloneHeader = llvm::cast<llvm::BasicBlock>(map[header]);
-    llvm::BasicBlock* yield = llvm::SplitEdge(cloneLatch, cloneHeader);
+  auto mapped = [&](llvm::Value* v) -> llvm::Value* {
+    auto it = map.find(v);
+    return it == map.end() ? v : static_cast<llvm::Value*>(it->second);
+  };
+  bool countIterations =
+      loops.size() == 1 && loops[0].depth == 1 && loops[0].induction->getNumIncomingValues() == 2;
+  for (StrideLoop& loop : loops) {
+    loop = {llvm::cast<llvm::BasicBlock>(mapped(loop.latch)),
+            llvm::cast<llvm::BasicBlock>(mapped(loop.header)),
+            llvm::cast<llvm::PHINode>(mapped(loop.induction)),
+            mapped(loop.step),
+            loop.element,
+            loop.depth};
+    if (countIterations) countStrideIterations(loop);
+    llvm::BasicBlock* yield = llvm::SplitEdge(loop.latch, loop.header);
     llvm::CallInst::Create(barrier,
                            {llvm::ConstantInt::get(i32, 0), llvm::ConstantInt::get(i32, 0)}, "",
                            yield->getTerminator());
   }
   KernelInfo lockstep = info;
   lockstep.name = lockstepName(info.name);
-  lowerToContinuation(*clone, lockstep, /*blockUniformSlots=*/false);
+  // Block-uniform slots only where the threads in a round are at one iteration (above).
+  lowerToContinuation(*clone, lockstep, /*blockUniformSlots=*/countIterations);
   clone->eraseFromParent();
   info.cpuLockstep = true;
   info.cpuLockstepFrameBytes = lockstep.cpuFrameBytes;
+  info.cpuLockstepUniformFrameBytes = lockstep.cpuUniformFrameBytes;
   return true;
 }
 

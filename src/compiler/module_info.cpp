@@ -8,7 +8,7 @@ namespace rocuda::compiler {
 namespace {
 
 constexpr uint8_t kMagic[4] = {'R', 'C', 'M', 'I'};
-constexpr uint32_t kFormatVersion = 14;
+constexpr uint32_t kFormatVersion = 15;
 
 class Writer {
  public:
@@ -115,7 +115,8 @@ bool readKernel(Reader& r, KernelInfo& k) {
   }
   if (!r.u8(lockstep) || lockstep > 1) return false;
   k.cpuLockstep = lockstep != 0;
-  return r.u32(k.cpuLockstepFrameBytes) && r.str(k.cpuSlowPathReason) && r.str(k.unsupported);
+  return r.u32(k.cpuLockstepFrameBytes) && r.u32(k.cpuLockstepUniformFrameBytes) &&
+         r.str(k.cpuSlowPathReason) && r.str(k.unsupported);
 }
 
 }  // namespace
@@ -191,6 +192,7 @@ std::vector<uint8_t> ModuleInfo::serialize() const {
         w.u32(v);
     w.u8(k.cpuLockstep ? 1 : 0);
     w.u32(k.cpuLockstepFrameBytes);
+    w.u32(k.cpuLockstepUniformFrameBytes);
     w.str(k.cpuSlowPathReason);
     w.str(k.unsupported);
   }

@@ -29,6 +29,23 @@ __global__ void rowScale(int rows, int columns, const float* scale, float* m) {
       m[row * columns + column] *= scale[row];
 }
 
+// Only some threads take the loop (the others skip it), the stride is the grid's threads over
+// a pointer, and each thread records where its loop stopped: the threads of a round are at one
+// iteration though they leave the loop at different ones.
+__global__ void someThreadsStride(int n, const float* x, float* y, int* stoppedAt) {
+  int first = blockIdx.x * blockDim.x + threadIdx.x;
+  int stride = blockDim.x * gridDim.x;
+  if (threadIdx.x % 3 == 1) {
+    stoppedAt[first] = -1;
+    return;
+  }
+  const float* end = x + n;
+  const float* p = x + first;
+  float* out = y + first;
+  for (; p < end; p += stride, out += stride) *out = *p * 3.0f - 1.0f;
+  stoppedAt[first] = static_cast<int>(p - x);
+}
+
 int main() {
   Checker check("grid_stride_loops");
   const int n = (1 << 20) + 333;
@@ -70,6 +87,32 @@ int main() {
     CHECK(cudaMemcpy(&total, dtotal, sizeof total, cudaMemcpyDeviceToHost));
     check.eq("sum", static_cast<int>(block.x * block.y * block.z), expectedSum,
              static_cast<long long>(total));
+  }
+
+  // someThreadsStride over 7 blocks of 96 threads (672 threads, n not a multiple of it).
+  {
+    const int blocks = 7, threads = 96, total = blocks * threads;
+    CHECK(cudaMemcpy(dy, y.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    int* dstopped;
+    CHECK(cudaMalloc(&dstopped, total * sizeof(int)));
+    someThreadsStride<<<blocks, threads>>>(n, dx, dy, dstopped);
+    CHECK_LAUNCH();
+    std::vector<float> got(n);
+    std::vector<int> stopped(total);
+    CHECK(cudaMemcpy(got.data(), dy, n * sizeof(float), cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(stopped.data(), dstopped, total * sizeof(int), cudaMemcpyDeviceToHost));
+    CHECK(cudaFree(dstopped));
+    int wrong = 0;
+    for (int i = 0; i < n; ++i) {
+      bool taken = (i % total) % threads % 3 != 1;
+      wrong += got[i] != (taken ? x[i] * 3.0f - 1.0f : y[i]);
+    }
+    check.eq("someThreadsStride wrong elements", 0, 0, wrong);
+    for (int t = 0; t < total; ++t) {
+      int last = t + (n - 1 - t) / total * total;  // the thread's last element
+      check.eq("someThreadsStride stopped at", t, t % threads % 3 == 1 ? -1 : last + total,
+               stopped[t]);
+    }
   }
 
   const int rows = 300, columns = 1000;

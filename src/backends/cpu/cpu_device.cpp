@@ -167,6 +167,7 @@ Result<KernelCode> kernelCode(const compiler::KernelInfo& info, compiler::HostCo
     kernelCode.lockstepRound =
         reinterpret_cast<RoundEntry>(code.lookup(compiler::roundSymbol(lockstep)));
     kernelCode.lockstepFrameBytes = info.cpuLockstepFrameBytes;
+    kernelCode.lockstepUniformFrameBytes = info.cpuLockstepUniformFrameBytes;
     if (kernelCode.lockstepContinuation == nullptr || kernelCode.lockstepRound == nullptr)
       return makeError(ErrorCode::InvalidImage,
                        "compiled code lacks the lockstep form of kernel '" + info.name + "'");
@@ -192,7 +193,7 @@ KernelCode codeForLaunch(const KernelCode& code, const std::array<uint32_t, 3>& 
   lockstep.continuation = code.lockstepContinuation;
   lockstep.round = code.lockstepRound;
   lockstep.frameBytes = code.lockstepFrameBytes;
-  lockstep.uniformFrameBytes = 0;
+  lockstep.uniformFrameBytes = code.lockstepUniformFrameBytes;
   lockstep.warpSites = nullptr;  // it waits only at its own barriers
   return lockstep;
 }

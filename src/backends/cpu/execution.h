@@ -48,6 +48,7 @@ struct KernelCode {
   ContinuationEntry lockstepContinuation = nullptr;
   RoundEntry lockstepRound = nullptr;
   uint32_t lockstepFrameBytes = 0;
+  uint32_t lockstepUniformFrameBytes = 0;
 };
 
 // A cooperative grid's shared state: its workspace (the layout cooperative groups expects of

@@ -1315,7 +1315,11 @@ TEST(CompilerBlockForms, StrideLoopsGetALockstepForm) {
   ASSERT_NE(constantStep, nullptr);
   EXPECT_EQ(gridStride->cpuExecution, CpuExecution::BlockLoop);
   EXPECT_TRUE(gridStride->cpuLockstep);
-  EXPECT_GT(gridStride->cpuLockstepFrameBytes, 0u);  // the loop's index, per thread
+  // Its one stride loop is in no other loop: its iterations are counted in a block-uniform slot
+  // and the index computed from the count and the start (countStrideIterations), which is
+  // recomputed from the thread's indices after each wait: nothing is kept per thread.
+  EXPECT_GT(gridStride->cpuLockstepUniformFrameBytes, 0u);
+  EXPECT_EQ(gridStride->cpuLockstepFrameBytes, 0u);
   EXPECT_EQ(constantStep->cpuExecution, CpuExecution::BlockLoop);
   EXPECT_FALSE(constantStep->cpuLockstep);
   auto code = loadHostCode(*object, testRuntimeSymbols());

@@ -23,6 +23,9 @@ ModuleInfo sample() {
   k.cpuExecution = CpuExecution::Continuation;
   k.cpuFrameBytes = 48;
   k.cpuUniformFrameBytes = 32;
+  k.cpuLockstep = true;
+  k.cpuLockstepFrameBytes = 16;
+  k.cpuLockstepUniformFrameBytes = 64;
   WarpWaitSite shuffle;
   shuffle.op = 1;
   shuffle.constants = WarpWaitSite::kMode | WarpWaitSite::kMask;
@@ -65,6 +68,9 @@ TEST(ModuleInfo, RoundTrip) {
   EXPECT_EQ(k.cpuExecution, CpuExecution::Continuation);
   EXPECT_EQ(k.cpuFrameBytes, 48u);
   EXPECT_EQ(k.cpuUniformFrameBytes, 32u);
+  EXPECT_TRUE(k.cpuLockstep);
+  EXPECT_EQ(k.cpuLockstepFrameBytes, 16u);
+  EXPECT_EQ(k.cpuLockstepUniformFrameBytes, 64u);
   ASSERT_EQ(k.cpuWarpSites.size(), 2u);
   EXPECT_EQ(k.cpuWarpSites[0].op, 1);
   EXPECT_EQ(k.cpuWarpSites[0].constants, WarpWaitSite::kMode | WarpWaitSite::kMask);
