@@ -1192,7 +1192,7 @@ void lowerToContinuation(llvm::Function& kernel, KernelInfo& info, bool blockUni
       moveBody(kernel, llvm::FunctionType::get(i32, {ptr, ptr, i32, i32, i32, i32, i32}, false),
                continuationSymbol(info.name));
   step->setLinkage(llvm::GlobalValue::ExternalLinkage);
-  markParamsReadOnly(*step, info);
+  markParamsReadOnly(*step, info, /*noAlias=*/false);  // inlined into the rounds (below)
   ThreadValues values = threadValuesOf(*step);
   replaceThreadQueries(*step, values);
   announceThreadBeforeCalls(*step, values);
