@@ -60,6 +60,7 @@ enum LaneField : unsigned {
   kLaneMask,
   kLaneFields
 };
+static_assert(sizeof(WarpLanes) == kLaneFields * sizeof(void*), "one LaneField per array");
 
 // Every function at which a thread waits for others (host_codegen.h).
 const std::vector<std::string>& waitingFunctions() {
@@ -195,10 +196,11 @@ llvm::Function* moveBody(llvm::Function& kernel, llvm::FunctionType* type,
   return f;
 }
 
-// The kernel parameter buffer is a private copy the kernel only reads, all of it present: its
-// loads may be hoisted out of the work-item loops even from conditional code.
-// (Not noalias on the thread form: inlined into the loop, that would only add scope markers.)
-void markParamsReadOnly(llvm::Function& f, const KernelInfo& info, bool noAlias = true) {
+// The arguments every block form takes: the kernel parameter buffer is a private copy the
+// kernel only reads, all of it present, so its loads may be hoisted out of the work-item loops
+// even from conditional code. (Not noalias on the thread form and the step: inlined into the
+// loops, that adds scope markers, which cost a loop its parallel annotation.)
+void markLaunchArguments(llvm::Function& f, const KernelInfo& info, bool noAlias = true) {
   // The block context is all present too: its invariant loads (the shared-memory base, the
   // block's extent) leave the loops even where only some threads reach them, so that a round's
   // `if (tid < s) shared[tid] += ...` widens to contiguous vectors, not gathers of the base.
@@ -336,7 +338,7 @@ void buildBlockLoop(llvm::Function& threadForm, const KernelInfo& info) {
   auto* fn = llvm::Function::Create(
       llvm::FunctionType::get(llvm::Type::getVoidTy(c), {ptr, ptr}, false),
       llvm::GlobalValue::ExternalLinkage, blockLoopSymbol(info.name), m);
-  markParamsReadOnly(*fn, info);
+  markLaunchArguments(*fn, info);
   llvm::Value* params = fn->getArg(0);
   llvm::Value* context = fn->getArg(1);
   auto* entry = llvm::BasicBlock::Create(c, "entry", fn);
@@ -445,8 +447,7 @@ llvm::Value* shuffleResult(llvm::IRBuilder<>& b, const ThreadValues& v, llvm::Va
     llvm::Value* own = b.CreateZExt(v.linear, b.getInt64Ty());
     llvm::Value* neighbour = b.CreateLoad(
         b.getInt32Ty(), b.CreateGEP(b.getInt32Ty(), array, b.CreateAdd(own, b.getInt64(delta))));
-    llvm::Value* mine =
-        b.CreateLoad(b.getInt32Ty(), b.CreateInBoundsGEP(b.getInt32Ty(), array, own));
+    llvm::Value* mine = b.CreateLoad(b.getInt32Ty(), laneEntry(b, v, kLaneResult, v.linear));
     snapshot = b.CreateSelect(b.CreateAnd(inRange, inBlock), neighbour, mine);
   } else {
     from = b.CreateSelect(inBlock, from, v.linear);
@@ -1112,7 +1113,7 @@ void lowerToBlockLoop(llvm::Function& kernel, KernelInfo& info) {
                                       false),
       "__rocuda_thread_" + info.name);
   thread->addFnAttr(llvm::Attribute::AlwaysInline);
-  markParamsReadOnly(*thread, info, /*noAlias=*/false);
+  markLaunchArguments(*thread, info, /*noAlias=*/false);
   ThreadValues values = threadValuesOf(*thread);
   replaceThreadQueries(*thread, values);
   announceThreadBeforeCalls(*thread, values);
@@ -1136,7 +1137,7 @@ void buildRounds(llvm::Function& step, const KernelInfo& info, size_t waits) {
   auto* i32 = llvm::Type::getInt32Ty(c);
   auto* fn = llvm::Function::Create(llvm::FunctionType::get(i32, {ptr, ptr, i32, ptr, i32}, false),
                                     llvm::GlobalValue::ExternalLinkage, roundSymbol(info.name), m);
-  markParamsReadOnly(*fn, info);
+  markLaunchArguments(*fn, info);
   fn->addParamAttr(3, llvm::Attribute::NoAlias);
   llvm::Value* params = fn->getArg(0);
   llvm::Value* context = fn->getArg(1);
@@ -1192,7 +1193,7 @@ void lowerToContinuation(llvm::Function& kernel, KernelInfo& info, bool blockUni
       moveBody(kernel, llvm::FunctionType::get(i32, {ptr, ptr, i32, i32, i32, i32, i32}, false),
                continuationSymbol(info.name));
   step->setLinkage(llvm::GlobalValue::ExternalLinkage);
-  markParamsReadOnly(*step, info, /*noAlias=*/false);  // inlined into the rounds (below)
+  markLaunchArguments(*step, info, /*noAlias=*/false);  // inlined into the rounds (below)
   ThreadValues values = threadValuesOf(*step);
   replaceThreadQueries(*step, values);
   announceThreadBeforeCalls(*step, values);

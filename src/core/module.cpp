@@ -230,10 +230,8 @@ Status Module::loadContents(fatbin::ImageContents contents) {
 // images cudart registers for every translation unit (PyTorch's hold SASS-only ones by the
 // hundred): their kernels fail by name when launched.
 void Module::warnSassOnly() const {
-  std::string archs;
-  for (uint32_t arch : sassOnlyArchs_)
-    archs += (archs.empty() ? "sm_" : ", sm_") + std::to_string(arch);
-  std::string message = "a module loaded carries only machine code (SASS for " + archs +
+  std::string message = "a module loaded carries only machine code (SASS for " +
+                        fatbin::sassArchList(sassOnlyArchs_) +
                         "), no PTX: none of its kernels can run on Rocuda";
   static std::atomic<bool> warned{false};
   if (isLibrary_ || instanceOf_ != nullptr || warned.exchange(true)) {

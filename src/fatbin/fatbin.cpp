@@ -224,16 +224,18 @@ Result<ImageContents> readImageBytes(const uint8_t* data, size_t size, uint32_t 
   return unknownImage(data);
 }
 
+std::string sassArchList(const std::vector<uint32_t>& sassArchs) {
+  std::string list;
+  for (uint32_t arch : sassArchs) list += (list.empty() ? "sm_" : ", sm_") + std::to_string(arch);
+  return list;
+}
+
 std::string noPtxMessage(std::string_view kernelName, const std::vector<uint32_t>& sassArchs) {
   std::string message = "kernel '" + std::string(kernelName) + "' has no PTX in this binary";
-  if (sassArchs.empty()) {
+  if (sassArchs.empty())
     message += " (it carries no SASS either)";
-  } else {
-    message += " (it carries only SASS for ";
-    for (size_t i = 0; i < sassArchs.size(); ++i)
-      message += (i ? ", sm_" : "sm_") + std::to_string(sassArchs[i]);
-    message += ")";
-  }
+  else
+    message += " (it carries only SASS for " + sassArchList(sassArchs) + ")";
   // Suggest the oldest architecture the program was built for: its PTX runs everywhere after.
   uint32_t arch = sassArchs.empty() ? 75 : sassArchs.front();
   std::string a = std::to_string(arch);

@@ -69,6 +69,9 @@ Result<ImageContents> readImageBytes(const uint8_t* data, size_t size, uint32_t 
 bool isArchive(const uint8_t* data, size_t size);
 Result<ImageContents> readArchive(const uint8_t* data, size_t size, uint32_t targetArch);
 
+// "sm_75, sm_86": the architectures a binary carries SASS for, as messages name them.
+std::string sassArchList(const std::vector<uint32_t>& sassArchs);
+
 // "kernel 'NAME' has no PTX in this binary (it carries only SASS for sm_75); Rocuda compiles
 // PTX: rebuild with -gencode arch=compute_75,code=compute_75 (or add it next to your -arch)".
 std::string noPtxMessage(std::string_view kernelName, const std::vector<uint32_t>& sassArchs);

@@ -107,10 +107,8 @@ void reportFileError(const std::string& path, const std::string& message) {
 
 std::string noPtxMessage(const std::vector<uint32_t>& sassArchs) {
   if (sassArchs.empty()) return "no PTX in this file: it carries no CUDA device code";
-  std::string archs;
-  for (uint32_t arch : sassArchs) archs += (archs.empty() ? "sm_" : ", sm_") + std::to_string(arch);
   uint32_t highest = sassArchs.back();
-  return "no PTX in this file: it carries only SASS (" + archs +
+  return "no PTX in this file: it carries only SASS (" + fatbin::sassArchList(sassArchs) +
          "); rebuild with -gencode arch=compute_" + std::to_string(highest) + ",code=compute_" +
          std::to_string(highest) + " to include PTX";
 }
