@@ -304,7 +304,8 @@ llvm::BasicBlock* emitThreadLoop(llvm::Function* fn, const std::array<llvm::Valu
       c, {self.get(),
           llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.parallel_accesses"), accesses}),
           llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.interleave.count"),
-                                llvm::ConstantAsMetadata::get(b.getInt32(1))})});
+                                llvm::ConstantAsMetadata::get(b.getInt32(1))}),
+          llvm::MDNode::get(c, {llvm::MDString::get(c, kWorkItemLoopMarker)})});
   loop->replaceOperandWith(0, loop);
   latch->setMetadata(llvm::LLVMContext::MD_loop, loop);
   llvm::BasicBlock* xEnd = b.GetInsertBlock();

@@ -90,9 +90,12 @@ Result<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine(int optLeve
 // four times there was past unswitching's size limit, so a round's test of a block-uniform value
 // (a reduction tree's `s > 0`) stayed in the loop with its stores, and the loop scalar
 // (bench/cpu_device: the shared-memory reduction took 0.54-0.58x PoCL's time, 0.34-0.43x since).
-constexpr const char* kLateLoopPipeline =
+constexpr const char* kRoundUnswitchPipeline =
     "function(loop-mssa(licm,simple-loop-unswitch<nontrivial>),simplifycfg,"
-    "instcombine<no-verify-fixpoint>,loop-mssa(licm),loop-vectorize,simplifycfg,"
+    "instcombine<no-verify-fixpoint>,loop-mssa(licm))";
+// After splitThreadRanges: its answered tests folded, then the vectorizer and the unroller.
+constexpr const char* kRoundVectorizePipeline =
+    "function(simplifycfg,instcombine<no-verify-fixpoint>,loop-vectorize,simplifycfg,"
     "instcombine<no-verify-fixpoint>,loop-unroll<O2>,simplifycfg,instcombine<no-verify-fixpoint>)";
 
 // The widest vectors host code is vectorised to, in bits. A work-item loop runs the threads of
@@ -129,13 +132,18 @@ void optimizeRoundLoops(llvm::Module& module, llvm::TargetMachine& tm, int optLe
   // (host_block_forms.cpp), conditions on uniform values are invariant in the work-item loops,
   // but the default pipeline unswitches before they are: unswitch again, then let the
   // vectorizer see the loops that result.
-  PassContext passes(tm);
-  llvm::ModulePassManager late;
-  if (llvm::Error error = passes.pb.parsePassPipeline(late, kLateLoopPipeline)) {
-    llvm::consumeError(std::move(error));  // a fixed, valid text: cannot happen
-    return;
-  }
-  late.run(module, passes.mam);
+  auto run = [&](const char* pipeline) {
+    PassContext passes(tm);  // afresh: splitThreadRanges changes functions behind its analyses
+    llvm::ModulePassManager pm;
+    if (llvm::Error error = passes.pb.parsePassPipeline(pm, pipeline)) {
+      llvm::consumeError(std::move(error));  // a fixed, valid text: cannot happen
+      return;
+    }
+    pm.run(module, passes.mam);
+  };
+  run(kRoundUnswitchPipeline);
+  splitThreadRanges(module);
+  run(kRoundVectorizePipeline);
 }
 
 namespace {

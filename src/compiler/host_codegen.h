@@ -67,8 +67,19 @@ void optimizeForHost(llvm::Module& module, llvm::TargetMachine& tm, int optLevel
 void sinkCommonStores(llvm::Module& module, llvm::TargetMachine& tm, int optLevel);
 
 // After the block forms' optimisation (optimizeForHost): unswitch the rounds' work-item loops on
-// the conditions that became invariant, vectorize the loops that result, then unroll.
+// the conditions that became invariant, split them at tests of the thread index
+// (splitThreadRanges), vectorize the loops that result, then unroll.
 void optimizeRoundLoops(llvm::Module& module, llvm::TargetMachine& tm, int optLevel);
+
+// The loop option (llvm.loop metadata) that marks a block form's loop over the threads of a
+// block in x (host_block_forms.cpp: emitThreadLoop).
+inline constexpr const char* kWorkItemLoopMarker = "rocuda.loop.work_items";
+
+// Split each work-item loop whose body tests the thread's x index against a value the loop does
+// not change (`if (tid < s)`, `if (threadIdx.x == 0)`) into a loop over the threads before the
+// point where the test's answer changes and a loop over the rest, each without the test
+// (host_thread_ranges.cpp). Loops must be in simplified form.
+void splitThreadRanges(llvm::Module& module);
 
 // The new pass manager's analyses, registered for `tm`: what every pipeline of the compiler runs
 // with (several pipelines may share one context and its cached analyses).

@@ -1208,6 +1208,29 @@ TEST(CompilerBlockForms, PartialRoundsReadTheContextOutsideTheirLoops) {
   }
 }
 
+// A tree round's `if (tid < s)` and the leader's `if (tid == 0)` split the rounds' work-item
+// loops where their answers change (host_thread_ranges.cpp): the threads that pass add whole
+// vectors, the others only record their next wait; no thread's work is masked (a 256-thread
+// round at s = 4 ran 32 masked vectors; bench/cpu_device's shared-memory reduction took 9.7 ms,
+// 6.6 ms since). The e2e program thread_ranges checks every kind of test against CUDA's answer.
+TEST(CompilerBlockForms, ThreadIndexTestsSplitWorkItemLoops) {
+  auto dir =
+      std::filesystem::temp_directory_path() / ("rocuda_ranges_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  ::setenv("ROCUDA_DUMP", dir.c_str(), 1);
+  auto object = compileForHost(kPartialRoundsPtx, "ranges", {});
+  ::unsetenv("ROCUDA_DUMP");
+  ASSERT_TRUE(object.ok()) << object.error().message;
+  std::string block = readFile((dir / "ranges.block.ll").string());
+  std::filesystem::remove_all(dir);
+  size_t start = block.find("@__rocuda_round_treeSum(");
+  ASSERT_NE(start, std::string::npos) << block;
+  std::string body = block.substr(start, block.find("\n}\n", start) - start);
+  EXPECT_EQ(body.find("llvm.masked."), std::string::npos) << body;
+  // The tree's adds are whole vectors.
+  EXPECT_TRUE(std::regex_search(body, std::regex(R"(fadd <[0-9]+ x float>)"))) << body;
+}
+
 // A block-wide shfl with constant operands, one whose source lane is a register, and a barrier.
 constexpr const char* kShuffleSitesPtx = R"(.version 8.0
 .target sm_75

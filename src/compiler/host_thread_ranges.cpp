@@ -1,0 +1,305 @@
+// Thread ranges in work-item loops. CUDA code picks threads by their index: a reduction tree's
+// `if (tid < s)`, a block leader's `if (threadIdx.x == 0)`. In a work-item loop over the block's
+// threads such a test is a mask: every thread of the block pays for the iteration (a 256-thread
+// tree round at s = 4 ran 32 masked vectors for 4 active threads, the leader's store a masked
+// scatter per 8 threads). The test compares the loop's iteration index with a value the loop does
+// not change, so it holds for one contiguous range of threads: the loop is split there into two
+// loops, one over the threads before the split point and one over the rest, each with the test's
+// answer known (LLVM's loop-bound-split does this only for if/else diamonds, and only where the
+// test is known to hold on entry).
+#include <llvm/Analysis/AssumptionCache.h>
+#include <llvm/Analysis/LoopInfo.h>
+#include <llvm/Analysis/ScalarEvolution.h>
+#include <llvm/Analysis/ScalarEvolutionExpressions.h>
+#include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/IR/Dominators.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Instructions.h>
+#include <llvm/IR/Module.h>
+#include <llvm/TargetParser/Triple.h>
+#include <llvm/Transforms/Utils/BasicBlockUtils.h>
+#include <llvm/Transforms/Utils/Cloning.h>
+#include <llvm/Transforms/Utils/Local.h>
+#include <llvm/Transforms/Utils/LoopSimplify.h>
+#include <llvm/Transforms/Utils/LoopUtils.h>
+#include <llvm/Transforms/Utils/ScalarEvolutionExpander.h>
+#include <llvm/Transforms/Utils/ValueMapper.h>
+
+#include <optional>
+
+#include "compiler/host_codegen.h"
+
+namespace rocuda::compiler::detail {
+namespace {
+
+// Each split copies a loop: the most instructions a loop may hold to be split, the most splits
+// of the copies of one work-item loop (each test it holds splits every copy made before: k tests
+// would make 2^k copies), and the most in one function.
+constexpr unsigned kMaxLoopInstructions = 2000;
+constexpr unsigned kMaxSplitsPerLoop = 4;
+constexpr unsigned kMaxSplitsPerFunction = 32;
+
+bool isWorkItemLoop(const llvm::Loop& loop) {
+  return llvm::findOptionMDForLoop(&loop, kWorkItemLoopMarker) != nullptr;
+}
+
+// Whether `s` is the loop's iteration index 0, 1, 2... (in whatever integer type it is compared).
+bool isIterationIndex(const llvm::SCEV* s, const llvm::Loop& loop, llvm::ScalarEvolution& se) {
+  auto* rec = llvm::dyn_cast<llvm::SCEVAddRecExpr>(s);
+  return rec != nullptr && rec->getLoop() == &loop && rec->isAffine() &&
+         rec->getStart()->isZero() && rec->getStepRecurrence(se)->isOne();
+}
+
+// A test of the iteration index k against a bound the loop does not change, in the form
+// `k < bound` (`firstPasses`: the test holds before the split point, fails from it on) or its
+// negation (`!firstPasses`).
+struct RangeTest {
+  llvm::ICmpInst* compare = nullptr;
+  llvm::ICmpInst::Predicate predicate;  // ULT, ULE, SLT, SLE or EQ (with a zero bound)
+  const llvm::SCEV* bound = nullptr;
+  bool firstPasses = true;
+};
+
+std::optional<RangeTest> rangeTestOf(llvm::ICmpInst* compare, const llvm::Loop& loop,
+                                     llvm::ScalarEvolution& se) {
+  if (!compare->getOperand(0)->getType()->isIntegerTy()) return std::nullopt;
+  const llvm::SCEV* lhs = se.getSCEV(compare->getOperand(0));
+  const llvm::SCEV* rhs = se.getSCEV(compare->getOperand(1));
+  llvm::ICmpInst::Predicate predicate = compare->getPredicate();
+  if (!isIterationIndex(lhs, loop, se)) {
+    if (!isIterationIndex(rhs, loop, se)) return std::nullopt;
+    std::swap(lhs, rhs);
+    predicate = llvm::ICmpInst::getSwappedPredicate(predicate);
+  }
+  if (!se.isLoopInvariant(rhs, &loop) || !se.isAvailableAtLoopEntry(rhs, &loop))
+    return std::nullopt;
+  // The index must count every iteration without wrapping in the compared type.
+  unsigned bits = compare->getOperand(0)->getType()->getIntegerBitWidth();
+  const llvm::SCEV* maxCount = se.getConstantMaxBackedgeTakenCount(&loop);
+  if (llvm::isa<llvm::SCEVCouldNotCompute>(maxCount) ||
+      se.getUnsignedRangeMax(maxCount).getActiveBits() >= bits)
+    return std::nullopt;
+  RangeTest test{compare, predicate, rhs, true};
+  if (llvm::ICmpInst::isEquality(predicate)) {
+    if (!rhs->isZero()) return std::nullopt;  // k == 0 holds for [0, 1) only
+    test.firstPasses = predicate == llvm::ICmpInst::ICMP_EQ;
+    test.predicate = llvm::ICmpInst::ICMP_EQ;
+    return test;
+  }
+  switch (predicate) {
+    case llvm::ICmpInst::ICMP_ULT:
+    case llvm::ICmpInst::ICMP_ULE:
+    case llvm::ICmpInst::ICMP_SLT:
+    case llvm::ICmpInst::ICMP_SLE:
+      return test;
+    case llvm::ICmpInst::ICMP_UGE:
+    case llvm::ICmpInst::ICMP_UGT:
+    case llvm::ICmpInst::ICMP_SGE:
+    case llvm::ICmpInst::ICMP_SGT:
+      test.predicate = llvm::ICmpInst::getInversePredicate(predicate);
+      test.firstPasses = false;
+      return test;
+    default:
+      return std::nullopt;
+  }
+}
+
+// The first range test in the loop (the latch's own test aside), whether it decides a branch or
+// was made a select (a store on either side of an if/else, sunk into one store to a selected
+// address).
+std::optional<RangeTest> findRangeTest(const llvm::Loop& loop, llvm::ScalarEvolution& se) {
+  // A conditional branch (splittable).
+  const llvm::Value* exitTest =
+      llvm::cast<llvm::BranchInst>(loop.getLoopLatch()->getTerminator())->getCondition();
+  for (llvm::BasicBlock* block : loop.blocks())
+    for (llvm::Instruction& inst : *block)
+      if (auto* compare = llvm::dyn_cast<llvm::ICmpInst>(&inst); compare && compare != exitTest)
+        if (std::optional<RangeTest> test = rangeTestOf(compare, loop, se)) return test;
+  return std::nullopt;
+}
+
+// The number of iterations before the test's answer changes, clamped to [0, trips], computed
+// before the loop (trips is of the loop index's type).
+llvm::Value* splitPoint(llvm::IRBuilder<>& b, const RangeTest& test, llvm::Value* bound,
+                        llvm::Value* trips) {
+  llvm::Type* indexType = trips->getType();
+  if (test.predicate == llvm::ICmpInst::ICMP_EQ) return llvm::ConstantInt::get(indexType, 1);
+  bool isSigned = llvm::ICmpInst::isSigned(test.predicate);
+  unsigned bits = std::max(bound->getType()->getIntegerBitWidth(), indexType->getIntegerBitWidth());
+  llvm::Type* wide = b.getIntNTy(bits);
+  bound = isSigned ? b.CreateSExt(bound, wide) : b.CreateZExt(bound, wide);
+  llvm::Value* all = b.CreateZExt(trips, wide);
+  llvm::Value* zero = llvm::ConstantInt::get(wide, 0);
+  llvm::Value* point;
+  switch (test.predicate) {
+    case llvm::ICmpInst::ICMP_ULT:  // min(bound, trips)
+      point = b.CreateBinaryIntrinsic(llvm::Intrinsic::umin, bound, all);
+      break;
+    case llvm::ICmpInst::ICMP_SLT:  // min(max(bound, 0), trips)
+      point = b.CreateBinaryIntrinsic(
+          llvm::Intrinsic::umin, b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, bound, zero), all);
+      break;
+    case llvm::ICmpInst::ICMP_ULE:  // bound + 1, unless that is past trips (or wraps)
+      point = b.CreateSelect(b.CreateICmpUGE(bound, all), all,
+                             b.CreateAdd(bound, llvm::ConstantInt::get(wide, 1)));
+      break;
+    default:  // ICMP_SLE: as ULE, with a negative bound passing no iteration
+      point = b.CreateSelect(b.CreateICmpSLT(bound, zero), zero,
+                             b.CreateSelect(b.CreateICmpUGE(bound, all), all,
+                                            b.CreateAdd(bound, llvm::ConstantInt::get(wide, 1))));
+      break;
+  }
+  return b.CreateZExtOrTrunc(point, indexType, "threads.split");
+}
+
+// Replace the uses of `compare` within `blocks` by `answer`.
+void answerWithin(llvm::ICmpInst* compare, llvm::ArrayRef<llvm::BasicBlock*> blocks, bool answer) {
+  llvm::SmallPtrSet<const llvm::BasicBlock*, 16> within(blocks.begin(), blocks.end());
+  auto* constant = llvm::ConstantInt::getBool(compare->getContext(), answer);
+  compare->replaceUsesWithIf(constant, [&](llvm::Use& use) {
+    auto* user = llvm::dyn_cast<llvm::Instruction>(use.getUser());
+    return user != nullptr && within.contains(user->getParent());
+  });
+}
+
+// Split `loop` (in simplified and LCSSA form, its latch its only exit) at `test`:
+//
+//   entry:   split = ...; br split == 0 ? between : first loop
+//   first loop (iterations [0, split)): the test answered; leaves to `between` when the
+//            index reaches split
+//   between: the values of the header's phis, and of the exit's, after the first loop;
+//            br split == trips ? exit : second loop
+//   second loop (iterations [split, trips)): a copy, the test answered the other way
+//
+// Both loops run at least one iteration when entered, as the original did.
+bool splitAt(llvm::Loop& loop, const RangeTest& test, llvm::DominatorTree& dt, llvm::LoopInfo& li,
+             llvm::ScalarEvolution& se) {
+  llvm::PHINode* index = loop.getCanonicalInductionVariable();
+  llvm::BasicBlock* header = loop.getHeader();
+  llvm::BasicBlock* latch = loop.getLoopLatch();
+  llvm::BasicBlock* exit = loop.getExitBlock();
+  const llvm::SCEV* backedges = se.getBackedgeTakenCount(&loop);
+  if (index == nullptr || llvm::isa<llvm::SCEVCouldNotCompute>(backedges)) return false;
+  llvm::Type* indexType = index->getType();
+  const llvm::SCEV* trips =
+      se.getAddExpr(se.getTruncateOrZeroExtend(backedges, indexType), se.getOne(indexType));
+  llvm::Value* indexNext = index->getIncomingValueForBlock(latch);
+
+  // An empty block before the header, so that the copy's own preheader is empty too.
+  llvm::BasicBlock* entry = llvm::SplitEdge(loop.getLoopPreheader(), header, &dt, &li);
+  llvm::ValueToValueMapTy map;
+  llvm::SmallVector<llvm::BasicBlock*, 16> copyBlocks;
+  llvm::Loop* copy =
+      llvm::cloneLoopWithPreheader(exit, entry, &loop, map, ".rest", &li, &dt, copyBlocks);
+  llvm::remapInstructionsInBlocks(copyBlocks, map);
+  auto* between = llvm::cast<llvm::BasicBlock>(map[entry]);
+  auto* copyLatch = llvm::cast<llvm::BasicBlock>(map[latch]);
+  auto* copyHeader = llvm::cast<llvm::BasicBlock>(map[header]);
+  auto copyOf = [&](llvm::Value* v) {
+    auto found = map.find(v);
+    return found == map.end() ? v : static_cast<llvm::Value*>(found->second);
+  };
+
+  // The split point, computed in the (empty) entry block.
+  const llvm::DataLayout& layout = header->getModule()->getDataLayout();
+  llvm::SCEVExpander expander(se, layout, "threads");
+  llvm::Instruction* entryBranch = entry->getTerminator();
+  llvm::Value* tripCount = expander.expandCodeFor(trips, indexType, entryBranch);
+  llvm::Type* boundType = test.compare->getOperand(0)->getType();
+  llvm::Value* bound = expander.expandCodeFor(test.bound, boundType, entryBranch);
+  llvm::IRBuilder<> b(entryBranch);
+  llvm::Value* split = splitPoint(b, test, bound, tripCount);
+  b.CreateCondBr(b.CreateICmpEQ(split, llvm::ConstantInt::get(indexType, 0)), between, header);
+  entryBranch->eraseFromParent();
+
+  // The first loop ends at the split point.
+  auto* latchBranch = llvm::cast<llvm::BranchInst>(latch->getTerminator());
+  b.SetInsertPoint(latchBranch);
+  llvm::BranchInst* firstLatch = b.CreateCondBr(b.CreateICmpEQ(indexNext, split), between, header);
+  firstLatch->copyMetadata(*latchBranch);
+  latchBranch->eraseFromParent();
+
+  // Between the loops: the values the first leaves, to start the second and to leave through
+  // `between` when the second has nothing to do. (A first loop with no iteration leaves
+  // nothing the exit could need: the second then runs every iteration.)
+  llvm::IRBuilder<> at(between, between->begin());
+  for (llvm::PHINode& phi : header->phis()) {
+    llvm::PHINode* after = at.CreatePHI(phi.getType(), 2, phi.getName() + ".first");
+    after->addIncoming(phi.getIncomingValueForBlock(latch), latch);
+    after->addIncoming(phi.getIncomingValueForBlock(entry), entry);
+    llvm::cast<llvm::PHINode>(map[&phi])->setIncomingValueForBlock(between, after);
+  }
+  for (llvm::PHINode& phi : exit->phis()) {
+    int fromLatch = phi.getBasicBlockIndex(latch);
+    llvm::Value* value = phi.getIncomingValue(fromLatch);
+    llvm::PHINode* after = at.CreatePHI(phi.getType(), 2, phi.getName() + ".first");
+    after->addIncoming(value, latch);
+    after->addIncoming(llvm::PoisonValue::get(phi.getType()), entry);
+    phi.setIncomingBlock(fromLatch, between);
+    phi.setIncomingValue(fromLatch, after);
+    phi.addIncoming(copyOf(value), copyLatch);
+  }
+  llvm::Instruction* betweenBranch = between->getTerminator();
+  b.SetInsertPoint(betweenBranch);
+  b.CreateCondBr(b.CreateICmpEQ(split, tripCount), exit, copyHeader);
+  betweenBranch->eraseFromParent();
+
+  auto* copyCompare = llvm::cast<llvm::ICmpInst>(map[test.compare]);
+  answerWithin(test.compare, loop.getBlocks(), test.firstPasses);
+  answerWithin(copyCompare, copy->getBlocks(), !test.firstPasses);
+  llvm::RecursivelyDeleteTriviallyDeadInstructions(test.compare);
+  llvm::RecursivelyDeleteTriviallyDeadInstructions(copyCompare);
+  return true;
+}
+
+bool splittable(const llvm::Loop& loop, const llvm::DominatorTree& dt, const llvm::LoopInfo& li) {
+  // A rotated loop, left from its latch only, and cloneable.
+  llvm::BasicBlock* latch = loop.getLoopLatch();
+  if (!loop.isLoopSimplifyForm() || loop.getExitingBlock() != latch ||
+      loop.getExitBlock() == nullptr || !loop.isSafeToClone() ||
+      !loop.isRecursivelyLCSSAForm(dt, li))
+    return false;
+  auto* latchBranch = llvm::dyn_cast<llvm::BranchInst>(latch->getTerminator());
+  if (latchBranch == nullptr || !latchBranch->isConditional()) return false;
+  size_t instructions = 0;
+  for (const llvm::BasicBlock* block : loop.blocks()) instructions += block->size();
+  return instructions <= kMaxLoopInstructions;
+}
+
+// Split one work-item loop of `f`; false when none has a range test left. `splits` counts the
+// splits of each work-item loop by its loop ID, which its copies share (the split ones, and the
+// versions unswitching made).
+bool splitOneLoop(llvm::Function& f, llvm::TargetLibraryInfo& libraryInfo,
+                  llvm::DenseMap<llvm::MDNode*, unsigned>& splits) {
+  llvm::DominatorTree dt(f);
+  llvm::LoopInfo li(dt);
+  llvm::AssumptionCache assumptions(f);
+  llvm::ScalarEvolution se(f, libraryInfo, assumptions, dt, li);
+  for (llvm::Loop* loop : li.getLoopsInPreorder()) {
+    if (!isWorkItemLoop(*loop) || splits[loop->getLoopID()] >= kMaxSplitsPerLoop) continue;
+    llvm::simplifyLoop(loop, &dt, &li, &se, &assumptions, nullptr, false);
+    llvm::formLCSSARecursively(*loop, dt, &li, &se);
+    if (!splittable(*loop, dt, li)) continue;
+    if (std::optional<RangeTest> test = findRangeTest(*loop, se))
+      if (splitAt(*loop, *test, dt, li, se)) {
+        ++splits[loop->getLoopID()];
+        return true;
+      }
+  }
+  return false;
+}
+
+}  // namespace
+
+void splitThreadRanges(llvm::Module& module) {
+  llvm::TargetLibraryInfoImpl libraryImpl{llvm::Triple(module.getTargetTriple())};
+  for (llvm::Function& f : module) {
+    if (f.isDeclaration()) continue;
+    llvm::TargetLibraryInfo libraryInfo(libraryImpl, &f);
+    llvm::DenseMap<llvm::MDNode*, unsigned> splits;
+    for (unsigned count = 0; count < kMaxSplitsPerFunction; ++count)
+      if (!splitOneLoop(f, libraryInfo, splits)) break;
+  }
+}
+
+}  // namespace rocuda::compiler::detail

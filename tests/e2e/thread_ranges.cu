@@ -1,0 +1,144 @@
+// Code that only a range of a block's threads runs, picked by the thread index: `if (tid < s)`,
+// `if (threadIdx.x == 0)` and the like. The CPU device splits its loops over a block's threads
+// where such a test changes its answer (host_thread_ranges.cpp), so every comparison, signed and
+// unsigned, strict or not, against bounds before, inside and past the block (and an unsigned
+// bound that would wrap when incremented) must pick exactly the threads CUDA does: in kernels
+// with barriers (run in rounds) and without (one loop over the block), in 1-D and 2-D blocks.
+#include <climits>
+#include <vector>
+
+#include "e2e_check.h"
+
+constexpr int kTests = 11;
+
+// Marks, for each test the thread passes, its entry of that test's row of `out` (zeroed first).
+// Each mark is a store of its own, so that the tests stay branches (stores to one place would
+// become selects). `Between` runs between two tests (a barrier puts each in a round of its own).
+template <typename Between>
+__device__ void markRanges(int s, unsigned us, int* out, int total, Between between) {
+  unsigned t = threadIdx.x;
+  int block = blockIdx.x;
+  int id = block * blockDim.x * blockDim.y + threadIdx.y * blockDim.x + threadIdx.x;
+  if (t < us) out[0 * total + id] = 1;
+  between();
+  if (t <= us) out[1 * total + id] = 1;
+  between();
+  if (t > us) out[2 * total + id] = 1;
+  between();
+  if (t >= us) out[3 * total + id] = 1;
+  between();
+  if (static_cast<int>(t) < s) out[4 * total + id] = 1;
+  between();
+  if (static_cast<int>(t) <= s) out[5 * total + id] = 1;
+  between();
+  if (static_cast<int>(t) > s) out[6 * total + id] = 1;
+  between();
+  if (static_cast<int>(t) >= s) out[7 * total + id] = 1;
+  between();
+  if (t == 0) out[8 * total + id] = 1;
+  between();
+  if (t != 0) out[9 * total + id] = 1;
+  between();
+  if (static_cast<int>(t) < s + block) out[10 * total + id] = 1;  // a bound per block
+}
+
+__global__ void rangesWithoutBarriers(int s, unsigned us, int* out, int total) {
+  markRanges(s, us, out, total, [] {});
+}
+
+// The same between barriers, and a block-wide sum of the marks of the first test through shared
+// memory: values that live across the barriers around the tests.
+__global__ void rangesBetweenBarriers(int s, unsigned us, int* out, int total, int* counts) {
+  __shared__ int passed[1024];
+  int linear = threadIdx.y * blockDim.x + threadIdx.x;
+  int threads = blockDim.x * blockDim.y;
+  passed[linear] = threadIdx.x < us ? 1 : 0;
+  __syncthreads();
+  markRanges(s, us, out, total, [] { __syncthreads(); });
+  __syncthreads();
+  for (int half = 512; half > 0; half >>= 1) {
+    if (linear < half && linear + half < threads) passed[linear] += passed[linear + half];
+    __syncthreads();
+  }
+  if (linear == 0) counts[blockIdx.x] = passed[0];
+}
+
+bool expected(int test, int t, int s, unsigned us, int block) {
+  unsigned ut = static_cast<unsigned>(t);
+  switch (test) {
+    case 0:
+      return ut < us;
+    case 1:
+      return ut <= us;
+    case 2:
+      return ut > us;
+    case 3:
+      return ut >= us;
+    case 4:
+      return t < s;
+    case 5:
+      return t <= s;
+    case 6:
+      return t > s;
+    case 7:
+      return t >= s;
+    case 8:
+      return t == 0;
+    case 9:
+      return t != 0;
+    default:
+      return t < s + block;
+  }
+}
+
+int main() {
+  Checker check("thread_ranges");
+  const int blocks = 3;
+  struct Bounds {
+    int s;
+    unsigned us;
+  };
+  const Bounds bounds[] = {{-5, 0},     {0, 1},           {1, 7},
+                           {7, 36},     {36, 37},         {37, 38},
+                           {40, 1000},  {1000, UINT_MAX}, {INT_MIN, UINT_MAX - 1},
+                           {INT_MAX, 2}};
+  for (dim3 block : {dim3(37, 1, 1), dim3(256, 1, 1), dim3(40, 3, 1)}) {
+    const int threads = block.x * block.y, total = blocks * threads;
+    int *dout, *dcounts;
+    CHECK(cudaMalloc(&dout, kTests * total * sizeof(int)));
+    CHECK(cudaMalloc(&dcounts, blocks * sizeof(int)));
+    for (const Bounds& b : bounds) {
+      for (bool barriers : {false, true}) {
+        CHECK(cudaMemset(dout, 0, kTests * total * sizeof(int)));
+        if (barriers)
+          rangesBetweenBarriers<<<blocks, block>>>(b.s, b.us, dout, total, dcounts);
+        else
+          rangesWithoutBarriers<<<blocks, block>>>(b.s, b.us, dout, total);
+        CHECK_LAUNCH();
+        std::vector<int> out(kTests * total);
+        CHECK(cudaMemcpy(out.data(), dout, out.size() * sizeof(int), cudaMemcpyDeviceToHost));
+        int wrong = 0;
+        for (int test = 0; test < kTests; ++test)
+          for (int id = 0; id < total; ++id) {
+            int blockIndex = id / threads, t = id % threads % static_cast<int>(block.x);
+            bool want = expected(test, t, b.s, b.us, blockIndex);
+            if (out[test * total + id] != (want ? 1 : 0) && wrong++ < 5)
+              std::fprintf(stderr, "block %ux%u s=%d us=%u barriers=%d test %d thread %d\n",
+                           block.x, block.y, b.s, b.us, barriers, test, id);
+          }
+        check.eq("wrongly picked threads", b.s, 0, wrong);
+        if (!barriers) continue;
+        std::vector<int> counts(blocks);
+        CHECK(cudaMemcpy(counts.data(), dcounts, blocks * sizeof(int), cudaMemcpyDeviceToHost));
+        int perRow = b.us < block.x ? static_cast<int>(b.us) : static_cast<int>(block.x);
+        for (int i = 0; i < blocks; ++i)
+          check.eq("threads below us", i, perRow * static_cast<int>(block.y), counts[i]);
+      }
+    }
+    CHECK(cudaFree(dout));
+    CHECK(cudaFree(dcounts));
+  }
+  std::printf("thread_ranges: %d index tests, with and without barriers, 1-D and 2-D blocks\n",
+              kTests);
+  return check.finish();
+}
