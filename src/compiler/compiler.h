@@ -179,7 +179,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-68";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-70";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;
@@ -297,6 +297,9 @@ std::string continuationSymbol(std::string_view kernel);
 std::string roundSymbol(std::string_view kernel);
 // The name a kernel's lockstep form goes by (not a PTX identifier: no clash with a kernel).
 std::string lockstepName(std::string_view kernel);
+// A grid-stride kernel's flat form and its extent function (KernelInfo::cpuFlat).
+std::string flatSymbol(std::string_view kernel);
+std::string flatExtentSymbol(std::string_view kernel);
 
 struct KernelParamInfo {
   uint32_t offset = 0;  // in the packed parameter buffer
@@ -355,6 +358,15 @@ struct KernelInfo {
   bool cpuLockstep = false;
   uint32_t cpuLockstepFrameBytes = 0;
   uint32_t cpuLockstepUniformFrameBytes = 0;  // its block-uniform slots (the stride counter)
+  // A BlockLoop kernel that is one grid-stride loop whose iterations know their thread only
+  // through the index also has a flat form: `void __rocuda_flat_<K>(ptr params, ptr context, i64
+  // begin, i64 end)` runs the loop's iterations [begin, end), a range no longer than the grid's
+  // threads (each iteration another thread's; a thread's iterations are a grid's threads apart
+  // and must run in order), and `i64 __rocuda_flat_extent_<K>(ptr params, ptr context)` gives
+  // the launch's iteration count n, or -1 when the flat form cannot run it (not
+  // one-dimensional, over 2^31 - 1 threads, an index that would wrap). The context of both
+  // holds the launch's extent (ntid, nctaid, threadCount) with ctaid 0 and no shared memory.
+  bool cpuFlat = false;
   std::string cpuSlowPathReason;  // ThreadEntry although block forms were asked for: why
   // Not empty when the kernel reaches an instruction the translator refuses (the diagnostic, with
   // the instruction's line and column): its code traps, and a launch fails with NotSupported.

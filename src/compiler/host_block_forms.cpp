@@ -1414,6 +1414,298 @@ bool buildLockstepForm(llvm::Function& kernel, KernelInfo& info) {
   return true;
 }
 
+// ---- The flat form of a grid-stride loop ----
+//
+// A kernel that is one grid-stride loop, `for (i = blockIdx.x * blockDim.x + threadIdx.x; i < n;
+// i += blockDim.x * gridDim.x) body(i)`, whose body knows its thread only through i (no other
+// thread index, no shared or local memory, no value carried from one iteration to the next,
+// nothing before or after the loop that writes memory) runs body(i) once for every i in [0, n),
+// each thread's in increasing order. Its flat form runs a range of consecutive indices, `void
+// __rocuda_flat_<K>(ptr params, ptr context, i64 begin, i64 end)`, every one of them a different
+// thread's when the range is no longer than the grid's threads: the runtime gives each worker a
+// range of threads and runs their iterations pass by pass over the grid, each pass a plain loop
+// over consecutive indices, reading and writing memory in order as an OpenMP loop does (the
+// lockstep form took each block's iterations 1 KiB at a time, a stride apart). `i64
+// __rocuda_flat_extent_<K>(ptr params, ptr context)` gives n for a launch, or -1 when the flat
+// form does not apply to it: not one-dimensional, more than 2^31 - 1 threads (the index computed
+// in 32 bits would wrap), or an index that would wrap before reaching n.
+
+// `v` with integer extensions stripped.
+llvm::Value* withoutExtensions(llvm::Value* v) {
+  while (llvm::isa<llvm::ZExtInst>(v) || llvm::isa<llvm::SExtInst>(v))
+    v = llvm::cast<llvm::Instruction>(v)->getOperand(0);
+  return v;
+}
+
+bool isSpecialRegister(llvm::Value* v, llvm::StringRef name) {
+  auto* call = llvm::dyn_cast<llvm::CallInst>(withoutExtensions(v));
+  const llvm::Function* callee = call ? call->getCalledFunction() : nullptr;
+  return callee != nullptr && callee->getName() == ("__rocuda_sreg_" + name).str();
+}
+
+bool isProductOf(llvm::Value* v, llvm::StringRef a, llvm::StringRef b) {
+  auto* mul = llvm::dyn_cast<llvm::BinaryOperator>(withoutExtensions(v));
+  if (mul == nullptr || mul->getOpcode() != llvm::Instruction::Mul) return false;
+  llvm::Value* x = mul->getOperand(0);
+  llvm::Value* y = mul->getOperand(1);
+  return (isSpecialRegister(x, a) && isSpecialRegister(y, b)) ||
+         (isSpecialRegister(x, b) && isSpecialRegister(y, a));
+}
+
+// blockIdx.x * blockDim.x + threadIdx.x.
+bool isGlobalThreadIndex(llvm::Value* v) {
+  auto* add = llvm::dyn_cast<llvm::BinaryOperator>(withoutExtensions(v));
+  if (add == nullptr || add->getOpcode() != llvm::Instruction::Add) return false;
+  for (int k = 0; k < 2; ++k)
+    if (isProductOf(add->getOperand(k), "ctaid_x", "ntid_x") &&
+        isSpecialRegister(add->getOperand(1 - k), "tid_x"))
+      return true;
+  return false;
+}
+
+// Whether `v` can be computed again from the parameters and the launch's extent alone (the loop
+// bound n, recomputed by the extent function): constants, loads from the parameter buffer,
+// blockDim and gridDim, through arithmetic without side effects.
+bool fromParametersAndExtent(llvm::Value* v, const llvm::Function& kernel, int depth = 0) {
+  if (depth > 16) return false;
+  if (llvm::isa<llvm::Constant>(v)) return true;
+  if (v == kernel.getArg(0)) return true;
+  auto* inst = llvm::dyn_cast<llvm::Instruction>(v);
+  if (inst == nullptr) return false;
+  if (auto* call = llvm::dyn_cast<llvm::CallInst>(inst)) {
+    const llvm::Function* callee = call->getCalledFunction();
+    return callee != nullptr && (callee->getName().starts_with("__rocuda_sreg_ntid_") ||
+                                 callee->getName().starts_with("__rocuda_sreg_nctaid_"));
+  }
+  if (auto* load = llvm::dyn_cast<llvm::LoadInst>(inst)) {
+    if (!load->isSimple() ||
+        llvm::getUnderlyingObject(load->getPointerOperand()) != kernel.getArg(0))
+      return false;
+  } else if (!(llvm::isa<llvm::BinaryOperator>(inst) || llvm::isa<llvm::CastInst>(inst) ||
+               llvm::isa<llvm::GetElementPtrInst>(inst) || llvm::isa<llvm::SelectInst>(inst) ||
+               llvm::isa<llvm::CmpInst>(inst))) {
+    return false;
+  }
+  for (llvm::Value* operand : inst->operands())
+    if (!fromParametersAndExtent(operand, kernel, depth + 1)) return false;
+  return true;
+}
+
+// Copy `v`'s computation (fromParametersAndExtent) to `b`'s insertion point in a function whose
+// arguments are (params, context).
+llvm::Value* recompute(llvm::IRBuilder<>& b, llvm::Value* v, const llvm::Function& kernel,
+                       llvm::DenseMap<llvm::Value*, llvm::Value*>& done) {
+  if (llvm::isa<llvm::Constant>(v)) return v;
+  llvm::Function* f = b.GetInsertBlock()->getParent();
+  if (v == kernel.getArg(0)) return f->getArg(0);
+  if (llvm::Value* known = done.lookup(v)) return known;
+  auto* inst = llvm::cast<llvm::Instruction>(v);
+  llvm::Value* copy;
+  if (auto* call = llvm::dyn_cast<llvm::CallInst>(inst)) {
+    llvm::StringRef name = call->getCalledFunction()->getName();
+    ContextField field = name.starts_with("__rocuda_sreg_ntid_") ? kNtid : kNctaid;
+    copy = loadContext(b, f->getArg(1), field, name.back() - 'x');
+  } else {
+    llvm::Instruction* clone = inst->clone();
+    for (llvm::Use& operand : clone->operands())
+      operand.set(recompute(b, operand.get(), kernel, done));
+    copy = b.Insert(clone);
+  }
+  done[v] = copy;
+  return copy;
+}
+
+// What the flat form needs of the kernel's grid-stride loop.
+struct FlatLoop {
+  llvm::PHINode* index;      // i
+  llvm::Instruction* next;   // i + stride
+  llvm::ICmpInst* exitTest;  // next < n, on the latch
+  llvm::Value* bound;        // n
+  bool isSigned;             // the comparison's
+  unsigned indexEntry;       // the index phi's incoming entry from outside the loop
+};
+
+std::optional<FlatLoop> flatLoopOf(llvm::Function& kernel) {
+  for (const llvm::Argument& arg : kernel.args())
+    if (arg.getArgNo() != 0) return std::nullopt;
+  llvm::DominatorTree dominators(kernel);
+  llvm::LoopInfo loops(dominators);
+  if (loops.getTopLevelLoops().size() != 1) return std::nullopt;
+  llvm::Loop* loop = loops.getTopLevelLoops().front();
+  llvm::BasicBlock* latch = loop->getLoopLatch();
+  llvm::BasicBlock* exit = loop->getExitBlock();
+  if (!loop->isInnermost() || latch == nullptr || exit == nullptr ||
+      loop->getExitingBlock() != latch)
+    return std::nullopt;
+  // One phi: the index, stepped by the grid's threads.
+  llvm::BasicBlock* header = loop->getHeader();
+  if (std::distance(header->phis().begin(), header->phis().end()) != 1) return std::nullopt;
+  FlatLoop flat{};
+  flat.index = &*header->phis().begin();
+  if (!flat.index->getType()->isIntegerTy() || flat.index->getNumIncomingValues() != 2)
+    return std::nullopt;
+  flat.indexEntry = flat.index->getIncomingBlock(0) == latch ? 1 : 0;
+  auto* next = llvm::dyn_cast<llvm::BinaryOperator>(flat.index->getIncomingValueForBlock(latch));
+  if (next == nullptr || next->getOpcode() != llvm::Instruction::Add) return std::nullopt;
+  llvm::Value* step = next->getOperand(0) == flat.index   ? next->getOperand(1)
+                      : next->getOperand(1) == flat.index ? next->getOperand(0)
+                                                          : nullptr;
+  if (step == nullptr || !isProductOf(step, "nctaid_x", "ntid_x") ||
+      !isGlobalThreadIndex(flat.index->getIncomingValue(flat.indexEntry)))
+    return std::nullopt;
+  flat.next = next;
+  // Left when next < n fails.
+  auto* branch = llvm::dyn_cast<llvm::BranchInst>(latch->getTerminator());
+  auto* test = branch && branch->isConditional()
+                   ? llvm::dyn_cast<llvm::ICmpInst>(branch->getCondition())
+                   : nullptr;
+  if (test == nullptr) return std::nullopt;
+  llvm::ICmpInst::Predicate predicate = test->getPredicate();
+  if (test->getOperand(0) != next) predicate = llvm::ICmpInst::getSwappedPredicate(predicate);
+  if (branch->getSuccessor(0) != header) predicate = llvm::ICmpInst::getInversePredicate(predicate);
+  flat.bound = test->getOperand(0) == next ? test->getOperand(1) : test->getOperand(0);
+  if ((test->getOperand(0) != next && test->getOperand(1) != next) ||
+      (predicate != llvm::ICmpInst::ICMP_SLT && predicate != llvm::ICmpInst::ICMP_ULT) ||
+      !fromParametersAndExtent(flat.bound, kernel))
+    return std::nullopt;
+  flat.exitTest = test;
+  flat.isSigned = predicate == llvm::ICmpInst::ICMP_SLT;
+  // Entered exactly when the thread's first index passes the same test: that test is the one
+  // branch outside the loop (a do-while would run one iteration in every thread; another branch
+  // might keep some threads out).
+  llvm::Value* start = flat.index->getIncomingValue(flat.indexEntry);
+  unsigned guards = 0;
+  for (llvm::BasicBlock& block : kernel) {
+    if (loop->contains(&block)) continue;
+    llvm::Instruction* terminator = block.getTerminator();
+    if (llvm::isa<llvm::ReturnInst>(terminator)) continue;
+    auto* jump = llvm::dyn_cast<llvm::BranchInst>(terminator);
+    if (jump == nullptr) return std::nullopt;
+    if (jump->isUnconditional()) continue;
+    auto* guard = llvm::dyn_cast<llvm::ICmpInst>(jump->getCondition());
+    if (guard == nullptr || ++guards > 1) return std::nullopt;
+    llvm::ICmpInst::Predicate passes = guard->getPredicate();
+    if (guard->getOperand(0) != start) passes = llvm::ICmpInst::getSwappedPredicate(passes);
+    bool firstEnters = dominators.dominates(jump->getSuccessor(0), header);
+    if (!firstEnters && !dominators.dominates(jump->getSuccessor(1), header)) return std::nullopt;
+    if (!firstEnters) passes = llvm::ICmpInst::getInversePredicate(passes);
+    bool comparesStartWithBound =
+        (guard->getOperand(0) == start && guard->getOperand(1) == flat.bound) ||
+        (guard->getOperand(1) == start && guard->getOperand(0) == flat.bound);
+    if (!comparesStartWithBound || passes != predicate) return std::nullopt;
+  }
+  if (guards != 1) return std::nullopt;
+  // The body knows its thread only through the index; nothing else writes memory or lives on.
+  for (llvm::BasicBlock& block : kernel)
+    for (llvm::Instruction& inst : block) {
+      bool inLoop = loop->contains(&block);
+      if (llvm::isa<llvm::AllocaInst>(inst)) return std::nullopt;  // per-thread memory
+      if (inLoop)
+        for (llvm::User* user : inst.users())
+          if (!loop->contains(llvm::cast<llvm::Instruction>(user))) return std::nullopt;
+      auto* call = llvm::dyn_cast<llvm::CallBase>(&inst);
+      if (call != nullptr) {
+        const llvm::Function* callee = call->getCalledFunction();
+        if (callee == nullptr) return std::nullopt;
+        llvm::StringRef name = callee->getName();
+        if (name.starts_with("__rocuda_sreg_")) {
+          bool extent =
+              name.starts_with("__rocuda_sreg_ntid_") || name.starts_with("__rocuda_sreg_nctaid_");
+          bool identity = name == "__rocuda_sreg_tid_x" || name == "__rocuda_sreg_ctaid_x";
+          if (!extent && (inLoop || !identity)) return std::nullopt;
+          continue;
+        }
+        if (name == "__rocuda_shared_base" || needsThreadIdentity(*call) ||
+            !callee->isDeclaration() || (!inLoop && !callee->isIntrinsic()))
+          return std::nullopt;
+      }
+      if (!inLoop && inst.mayWriteToMemory()) return std::nullopt;
+    }
+  return flat;
+}
+
+// Give a kernel that is one grid-stride loop (flatLoopOf) its flat form and extent function.
+void buildFlatForm(llvm::Function& kernel, KernelInfo& info) {
+  std::optional<FlatLoop> loop = flatLoopOf(kernel);
+  if (!loop) return;
+  llvm::Module& m = *kernel.getParent();
+  llvm::LLVMContext& c = m.getContext();
+  auto* ptr = llvm::PointerType::getUnqual(c);
+  auto* i64 = llvm::Type::getInt64Ty(c);
+
+  // The extent: n, or -1 when the launch does not suit the flat form.
+  auto* extent =
+      llvm::Function::Create(llvm::FunctionType::get(i64, {ptr, ptr}, false),
+                             llvm::GlobalValue::ExternalLinkage, flatExtentSymbol(info.name), m);
+  markLaunchArguments(*extent, info);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(c, "entry", extent));
+  llvm::DenseMap<llvm::Value*, llvm::Value*> done;
+  llvm::Value* bound = recompute(b, loop->bound, kernel, done);
+  llvm::Value* n = loop->isSigned ? b.CreateSExt(bound, i64) : b.CreateZExt(bound, i64);
+  llvm::Value* context = extent->getArg(1);
+  auto dim = [&](ContextField field, int axis) {
+    return b.CreateZExt(loadContext(b, context, field, axis), i64);
+  };
+  llvm::Value* threads = b.CreateMul(dim(kNtid, 0), dim(kNctaid, 0));
+  llvm::Value* unsuitable =
+      b.CreateOr({b.CreateICmpNE(b.CreateMul(dim(kNtid, 1), dim(kNtid, 2)), b.getInt64(1)),
+                  b.CreateICmpNE(b.CreateMul(dim(kNctaid, 1), dim(kNctaid, 2)), b.getInt64(1)),
+                  b.CreateICmpUGT(threads, b.getInt64(INT32_MAX))});
+  // The last index a thread computes, n - 1 + threads, must not wrap in the index's type.
+  unsigned bits = loop->index->getType()->getIntegerBitWidth();
+  if (bits < 64) {
+    uint64_t largest = loop->isSigned ? (uint64_t{1} << (bits - 1)) - 1 : (uint64_t{1} << bits) - 1;
+    unsuitable =
+        b.CreateOr(unsuitable, b.CreateICmpSGT(b.CreateAdd(n, b.CreateSub(threads, b.getInt64(1))),
+                                               b.getInt64(static_cast<int64_t>(largest))));
+  } else if (!loop->isSigned) {
+    unsuitable = b.CreateOr(unsuitable, b.CreateICmpSLT(n, b.getInt64(0)));  // past 2^63
+  } else {
+    unsuitable = b.CreateOr(unsuitable, b.CreateICmpSGT(n, b.getInt64(INT64_MAX - INT32_MAX)));
+  }
+  llvm::Value* count = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, n, b.getInt64(0));
+  b.CreateRet(b.CreateSelect(unsuitable, b.getInt64(-1), count));
+
+  // The flat form: the kernel with the index running from begin to end by one.
+  llvm::ValueToValueMapTy map;
+  llvm::Function* clone = llvm::CloneFunction(&kernel, map);
+  llvm::Function* flat = moveBody(
+      *clone, llvm::FunctionType::get(llvm::Type::getVoidTy(c), {ptr, ptr, i64, i64}, false),
+      flatSymbol(info.name));
+  clone->eraseFromParent();
+  flat->setLinkage(llvm::GlobalValue::ExternalLinkage);
+  markLaunchArguments(*flat, info);
+  auto* zero = b.getInt32(0);
+  replaceThreadQueries(*flat, {flat->getArg(0), flat->getArg(1), zero, {zero, zero, zero}});
+  auto* index = llvm::cast<llvm::PHINode>(map[loop->index]);
+  auto* next = llvm::cast<llvm::Instruction>(map[loop->next]);
+  auto* test = llvm::cast<llvm::ICmpInst>(map[loop->exitTest]);
+  llvm::Value* boundCopy = map[loop->bound];
+  llvm::IRBuilder<> entry(&*flat->getEntryBlock().getFirstInsertionPt());
+  llvm::Type* indexType = index->getType();
+  index->setIncomingValue(loop->indexEntry, entry.CreateTrunc(flat->getArg(2), indexType));
+  next->setOperand(next->getOperand(0) == index ? 1 : 0, llvm::ConstantInt::get(indexType, 1));
+  test->setOperand(test->getOperand(0) == next ? 1 : 0,
+                   entry.CreateTrunc(flat->getArg(3), boundCopy->getType()));
+  // The runtime's ranges hold no more indices than the grid has threads: each iteration is
+  // another thread's, with no order between their accesses, as in a work-item loop.
+  llvm::MDNode* accesses = llvm::MDNode::getDistinct(c, {});
+  llvm::BasicBlock* latch = test->getParent();
+  for (llvm::BasicBlock& block : *flat)
+    for (llvm::Instruction& inst : block)
+      if (inst.mayReadOrWriteMemory())
+        inst.setMetadata(llvm::LLVMContext::MD_access_group, accesses);
+  llvm::TempMDTuple self = llvm::MDNode::getTemporary(c, {});
+  llvm::MDNode* loopId = llvm::MDNode::getDistinct(
+      c, {self.get(),
+          llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.parallel_accesses"), accesses}),
+          llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.interleave.count"),
+                                llvm::ConstantAsMetadata::get(b.getInt32(1))})});
+  loopId->replaceOperandWith(0, loopId);
+  latch->getTerminator()->setMetadata(llvm::LLVMContext::MD_loop, loopId);
+  info.cpuFlat = true;
+}
+
 }  // namespace
 
 void lowerToBlockForms(llvm::Module& module, ModuleInfo& info) {
@@ -1440,6 +1732,7 @@ void lowerToBlockForms(llvm::Module& module, ModuleInfo& info) {
     if (waits) {
       lowerToContinuation(*kernel, kernelInfo);
     } else {
+      buildFlatForm(*kernel, kernelInfo);
       buildLockstepForm(*kernel, kernelInfo);
       lowerToBlockLoop(*kernel, kernelInfo);
     }

@@ -8,7 +8,7 @@ namespace rocuda::compiler {
 namespace {
 
 constexpr uint8_t kMagic[4] = {'R', 'C', 'M', 'I'};
-constexpr uint32_t kFormatVersion = 15;
+constexpr uint32_t kFormatVersion = 16;
 
 class Writer {
  public:
@@ -113,8 +113,10 @@ bool readKernel(Reader& r, KernelInfo& k) {
     site.b = static_cast<int32_t>(b);
     site.c = static_cast<int32_t>(c);
   }
-  if (!r.u8(lockstep) || lockstep > 1) return false;
+  uint8_t flat = 0;
+  if (!r.u8(lockstep) || lockstep > 1 || !r.u8(flat) || flat > 1) return false;
   k.cpuLockstep = lockstep != 0;
+  k.cpuFlat = flat != 0;
   return r.u32(k.cpuLockstepFrameBytes) && r.u32(k.cpuLockstepUniformFrameBytes) &&
          r.str(k.cpuSlowPathReason) && r.str(k.unsupported);
 }
@@ -134,6 +136,12 @@ std::string roundSymbol(std::string_view kernel) {
 }
 
 std::string lockstepName(std::string_view kernel) { return std::string(kernel) + ".lockstep"; }
+
+std::string flatSymbol(std::string_view kernel) { return "__rocuda_flat_" + std::string(kernel); }
+
+std::string flatExtentSymbol(std::string_view kernel) {
+  return "__rocuda_flat_extent_" + std::string(kernel);
+}
 
 std::string hostEntrySymbol(const KernelInfo& kernel) {
   switch (kernel.cpuExecution) {
@@ -191,6 +199,7 @@ std::vector<uint8_t> ModuleInfo::serialize() const {
             static_cast<uint32_t>(site.b), static_cast<uint32_t>(site.c), site.mask})
         w.u32(v);
     w.u8(k.cpuLockstep ? 1 : 0);
+    w.u8(k.cpuFlat ? 1 : 0);
     w.u32(k.cpuLockstepFrameBytes);
     w.u32(k.cpuLockstepUniformFrameBytes);
     w.str(k.cpuSlowPathReason);

@@ -656,6 +656,20 @@ void runContinuations(BlockState& block, std::vector<std::unique_ptr<ThreadState
     stepContinuations(block, threads, count, resources.codes.data());
 }
 
+// What the block forms of `block`'s kernel receive (its ctaid, shared window and grid set).
+compiler::BlockContext contextOf(BlockState& block, uint32_t threadCount) {
+  const GridState& grid = *block.grid;
+  return compiler::BlockContext{{grid.block[0], grid.block[1], grid.block[2]},
+                                {block.ctaid[0], block.ctaid[1], block.ctaid[2]},
+                                {grid.grid[0], grid.grid[1], grid.grid[2]},
+                                threadCount,
+                                block.shared,
+                                nullptr,
+                                &block,
+                                grid.cooperative ? &grid.cooperative->workspace : nullptr,
+                                {}};
+}
+
 }  // namespace
 
 ThreadState& bindThread(BlockState& block, uint32_t linearTid) {
@@ -703,15 +717,7 @@ BlockOutcome runBlock(const GridState& grid, uint64_t linearBlockIndex) {
       block.threads[t]->spinAddress = nullptr;
     }
   }
-  block.context = compiler::BlockContext{{grid.block[0], grid.block[1], grid.block[2]},
-                                         {block.ctaid[0], block.ctaid[1], block.ctaid[2]},
-                                         {grid.grid[0], grid.grid[1], grid.grid[2]},
-                                         count,
-                                         block.shared,
-                                         nullptr,
-                                         &block,
-                                         grid.cooperative ? &grid.cooperative->workspace : nullptr,
-                                         {}};
+  block.context = contextOf(block, count);
   if (grid.usesWarpCollectives) block.context.warpLanes = resources.warpLanes.prepare(count);
   currentBlock() = &block;
   switch (grid.code.execution) {
@@ -730,6 +736,38 @@ BlockOutcome runBlock(const GridState& grid, uint64_t linearBlockIndex) {
   currentBlock() = nullptr;
   if (block.stuck) grid.cooperative->stuck.fetch_sub(1, std::memory_order_acq_rel);
   if (block.asserted) return BlockOutcome::Asserted;
+  return block.trapped ? BlockOutcome::Trapped : BlockOutcome::Completed;
+}
+
+std::optional<uint64_t> flatIterations(const GridState& grid) {
+  if (grid.code.flat == nullptr || grid.cooperative != nullptr) return std::nullopt;
+  BlockState block;
+  block.grid = &grid;
+  compiler::BlockContext context = contextOf(block, grid.block[0] * grid.block[1] * grid.block[2]);
+  int64_t iterations = grid.code.flatExtent(grid.params, &context);
+  if (iterations < 0) return std::nullopt;
+  return static_cast<uint64_t>(iterations);
+}
+
+BlockOutcome runFlatThreads(const GridState& grid, uint64_t iterations, uint64_t first,
+                            uint64_t last) {
+  prepareFaultStack();
+  WorkerResources& resources = workerResources();
+  if (resources.threads.empty()) resources.threads.push_back(std::make_unique<ThreadState>());
+  BlockState block;
+  block.grid = &grid;
+  block.flatRange = true;
+  block.threads = resources.threads.data();
+  block.context = contextOf(block, grid.block[0] * grid.block[1] * grid.block[2]);
+  currentBlock() = &block;
+  currentThread() = &bindThread(block, 0);
+  uint64_t threads = uint64_t{grid.block[0]} * grid.grid[0];
+  if (setjmp(block.trapExit) == 0)
+    for (uint64_t pass = 0; pass + first < iterations; pass += threads)
+      grid.code.flat(grid.params, &block.context, static_cast<int64_t>(pass + first),
+                     static_cast<int64_t>(std::min(iterations, pass + last)));
+  currentThread() = nullptr;
+  currentBlock() = nullptr;
   return block.trapped ? BlockOutcome::Trapped : BlockOutcome::Completed;
 }
 

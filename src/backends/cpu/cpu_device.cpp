@@ -160,6 +160,14 @@ Result<KernelCode> kernelCode(const compiler::KernelInfo& info, compiler::HostCo
   }
   if (address == nullptr)
     return makeError(ErrorCode::InvalidImage, "compiled code lacks kernel '" + info.name + "'");
+  if (info.cpuFlat) {
+    kernelCode.flat = reinterpret_cast<FlatEntry>(code.lookup(compiler::flatSymbol(info.name)));
+    kernelCode.flatExtent =
+        reinterpret_cast<FlatExtentEntry>(code.lookup(compiler::flatExtentSymbol(info.name)));
+    if (kernelCode.flat == nullptr || kernelCode.flatExtent == nullptr)
+      return makeError(ErrorCode::InvalidImage,
+                       "compiled code lacks the flat form of kernel '" + info.name + "'");
+  }
   if (info.cpuLockstep) {
     std::string lockstep = compiler::lockstepName(info.name);
     kernelCode.lockstepContinuation =
@@ -174,6 +182,11 @@ Result<KernelCode> kernelCode(const compiler::KernelInfo& info, compiler::HostCo
   }
   return kernelCode;
 }
+
+// A grid-stride kernel run in its flat form (KernelCode::flat) gives each part of the pool's work
+// a range of its threads, at least this many (4 KiB of each float array a pass), a few parts
+// per worker.
+constexpr uint64_t kFlatThreadsPerPart = 1024;
 
 // Grids of at most this many threads run a stride-loop kernel in its lockstep form: a grid sized
 // to the machine (blocks = a few per multiprocessor, as grid-stride code is launched) loops many
@@ -774,10 +787,17 @@ Status CpuDevice::runCooperative(GridState& grid, uint64_t blocks,
 // A wild access the fault handler caught (kernel_faults.h), as the launch's error.
 static Error faultError(const std::string& kernel, const KernelFault& fault) {
   char where[200];
-  std::snprintf(where, sizeof where, "%s at address 0x%llx in block (%u,%u,%u)",
-                fault.signal == SIGBUS ? "SIGBUS" : "SIGSEGV",
-                static_cast<unsigned long long>(fault.address), fault.ctaid[0], fault.ctaid[1],
-                fault.ctaid[2]);
+  if (fault.blockKnown)
+    std::snprintf(where, sizeof where, "%s at address 0x%llx in block (%u,%u,%u)",
+                  fault.signal == SIGBUS ? "SIGBUS" : "SIGSEGV",
+                  static_cast<unsigned long long>(fault.address), fault.ctaid[0], fault.ctaid[1],
+                  fault.ctaid[2]);
+  else
+    std::snprintf(where, sizeof where,
+                  "%s at address 0x%llx in its grid-stride loop, run over the loop's index "
+                  "rather than block by block",
+                  fault.signal == SIGBUS ? "SIGBUS" : "SIGSEGV",
+                  static_cast<unsigned long long>(fault.address));
   std::string thread = fault.threadKnown ? " thread (" + std::to_string(fault.tid[0]) + "," +
                                                std::to_string(fault.tid[1]) + "," +
                                                std::to_string(fault.tid[2]) + ")"
@@ -836,7 +856,21 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
     if (outcome == BlockOutcome::Asserted) asserted.store(true, std::memory_order_relaxed);
     failed.store(true, std::memory_order_relaxed);
   };
-  if (config.cooperative) {
+  std::optional<uint64_t> flat = config.cooperative ? std::nullopt : flatIterations(grid);
+  if (flat) {
+    // Each part a range of consecutive threads, whose iterations it runs pass by pass.
+    uint64_t threads = uint64_t{config.grid[0]} * config.block[0];
+    uint64_t parts =
+        std::clamp<uint64_t>(threads / kFlatThreadsPerPart, 1, 4 * uint64_t{pool_.workerCount()});
+    uint64_t perPart = (threads + parts - 1) / parts;
+    pool_.parallelFor(parts, [&](uint64_t part) {
+      uint64_t first = part * perPart;
+      if (failed.load(std::memory_order_relaxed) || first >= threads) return;
+      if (runFlatThreads(grid, *flat, first, std::min(threads, first + perPart)) !=
+          BlockOutcome::Completed)
+        failed.store(true, std::memory_order_relaxed);
+    });
+  } else if (config.cooperative) {
     ROCUDA_TRY(runCooperative(grid, blocks, runOne, failed));
   } else {
     // A grid that spin-waits may wait for an earlier block (decoupled look-back): blocks start

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -26,6 +27,9 @@ namespace rocuda::backends::cpu {
 
 using KernelEntry = void (*)(void* params);
 using BlockLoopEntry = void (*)(void* params, compiler::BlockContext* context);
+using FlatEntry = void (*)(void* params, compiler::BlockContext* context, int64_t begin,
+                           int64_t end);
+using FlatExtentEntry = int64_t (*)(void* params, compiler::BlockContext* context);
 using ContinuationEntry = uint32_t (*)(void* params, compiler::BlockContext* context,
                                        uint32_t linearTid, uint32_t tidX, uint32_t tidY,
                                        uint32_t tidZ, uint32_t resume);
@@ -49,6 +53,9 @@ struct KernelCode {
   RoundEntry lockstepRound = nullptr;
   uint32_t lockstepFrameBytes = 0;
   uint32_t lockstepUniformFrameBytes = 0;
+  // A grid-stride kernel's flat form (KernelInfo::cpuFlat): null if none.
+  FlatEntry flat = nullptr;
+  FlatExtentEntry flatExtent = nullptr;
 };
 
 // A cooperative grid's shared state: its workspace (the layout cooperative groups expects of
@@ -189,6 +196,7 @@ struct BlockState {
   uint32_t reduceArrived[2] = {0, 0};
   uint32_t reduceTrue[2] = {0, 0};
   std::jmp_buf trapExit;  // where a trap returns to when threads run without fibers
+  bool flatRange = false;  // runs a range of a grid-stride loop's iterations (no block of its own)
   uint32_t barrierEpoch = 0;  // block barriers completed so far (ROCUDA_MEMCHECK=race)
   // Passes in a row in which only mbarrier waits were released unfinished (nothing else could
   // run): past a limit the block is deadlocked.
@@ -222,6 +230,16 @@ enum class BlockOutcome { Completed, Trapped, Asserted };
 
 // Run one block of `grid` with the given block index.
 BlockOutcome runBlock(const GridState& grid, uint64_t linearBlockIndex);
+
+// The iterations a launch of a grid-stride kernel runs in its flat form (KernelCode::flat), or
+// nothing when that form does not apply to the launch.
+std::optional<uint64_t> flatIterations(const GridState& grid);
+
+// Run, in its flat form, the iterations of threads [first, last) of `grid`'s grid-stride loop
+// (n iterations in all, flatIterations): pass by pass over the grid, the threads' consecutive
+// indices, so that each thread's iterations run in order.
+BlockOutcome runFlatThreads(const GridState& grid, uint64_t iterations, uint64_t first,
+                            uint64_t last);
 
 // A waiter that has nothing else to run looks at unchanged memory for the `polls`th time:
 // spin, then yield the host thread, then sleep ever longer. False when the block must stop (its

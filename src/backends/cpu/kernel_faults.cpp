@@ -81,6 +81,7 @@ void onFault(int signal, siginfo_t* info, void* context) {
     fault.address = reinterpret_cast<uintptr_t>(info->si_addr);
     fault.signal = signal;
     for (int i = 0; i < 3; ++i) fault.ctaid[i] = block->ctaid[i];
+    fault.blockKnown = !block->flatRange;
     fault.threadKnown =
         thread != nullptr && block->grid->code.execution == compiler::CpuExecution::ThreadEntry;
     if (fault.threadKnown)

@@ -26,6 +26,7 @@ struct KernelFault {
   uint32_t ctaid[3] = {0, 0, 0};
   uint32_t tid[3] = {0, 0, 0};
   bool threadKnown = false;  // block forms run many threads in one: tid is unknown there
+  bool blockKnown = true;    // a grid-stride loop's flat form runs no block of its own
 };
 
 // Installs the handler (once per process; later calls do nothing).

@@ -1357,6 +1357,67 @@ TEST(CompilerBlockForms, StrideLoopsGetALockstepForm) {
   EXPECT_EQ((*code)->lookup(roundSymbol(lockstepName("constantStep"))), nullptr);
 }
 
+// A kernel that is one grid-stride loop gets a flat form (host_block_forms.cpp: buildFlatForm):
+// its extent function gives the loop's iteration count for launches it suits, -1 for the others,
+// and the flat function runs a range of the iterations.
+TEST(CompilerBlockForms, GridStrideLoopsGetAFlatForm) {
+  auto object = compileForHost(kStrideLoopsPtx, "flat", {});
+  ASSERT_TRUE(object.ok()) << object.error().message;
+  EXPECT_TRUE(object->info.findKernel("gridStride")->cpuFlat);
+  EXPECT_FALSE(object->info.findKernel("constantStep")->cpuFlat);  // not the grid's stride
+  auto code = loadHostCode(*object, testRuntimeSymbols());
+  ASSERT_TRUE(code.ok()) << code.error().message;
+  using Extent = int64_t (*)(void*, BlockContext*);
+  using Flat = void (*)(void*, BlockContext*, int64_t, int64_t);
+  auto extent = reinterpret_cast<Extent>((*code)->lookup(flatExtentSymbol("gridStride")));
+  auto flat = reinterpret_cast<Flat>((*code)->lookup(flatSymbol("gridStride")));
+  ASSERT_NE(extent, nullptr);
+  ASSERT_NE(flat, nullptr);
+  EXPECT_EQ((*code)->lookup(flatSymbol("constantStep")), nullptr);
+
+  struct Params {
+    float* y;
+    const float* x;
+    int32_t n;
+  } params{nullptr, nullptr, 5000};
+  auto launchExtent = [&](std::array<uint32_t, 3> block, std::array<uint32_t, 3> grid) {
+    BlockContext context{};
+    for (int i = 0; i < 3; ++i) {
+      context.ntid[i] = block[i];
+      context.nctaid[i] = grid[i];
+    }
+    context.threadCount = block[0] * block[1] * block[2];
+    return extent(&params, &context);
+  };
+  EXPECT_EQ(launchExtent({256, 1, 1}, {4, 1, 1}), 5000);
+  EXPECT_EQ(launchExtent({32, 1, 1}, {1, 1, 1}), 5000);
+  EXPECT_EQ(launchExtent({128, 2, 1}, {4, 1, 1}), -1);   // every row takes every index
+  EXPECT_EQ(launchExtent({128, 1, 1}, {4, 2, 1}), -1);
+  params.n = -7;
+  EXPECT_EQ(launchExtent({256, 1, 1}, {4, 1, 1}), 0);
+  params.n = INT32_MAX - 100;  // the last thread's index would wrap past n
+  EXPECT_EQ(launchExtent({256, 1, 1}, {4, 1, 1}), -1);
+  params.n = INT32_MAX - 1023;
+  EXPECT_EQ(launchExtent({256, 1, 1}, {4, 1, 1}), INT32_MAX - 1023);
+
+  // Iterations [100, 300) of y = 2x + y (no longer than the grid's 256 threads).
+  constexpr int kN = 400;
+  std::vector<float> x(kN), y(kN);
+  for (int i = 0; i < kN; ++i) {
+    x[i] = float(i);
+    y[i] = float(i % 7);
+  }
+  params = {y.data(), x.data(), kN};
+  BlockContext context{};
+  context.ntid[0] = 128;
+  context.nctaid[0] = 2;
+  context.ntid[1] = context.ntid[2] = context.nctaid[1] = context.nctaid[2] = 1;
+  context.threadCount = 128;
+  flat(&params, &context, 100, 300);
+  for (int i = 0; i < kN; ++i)
+    EXPECT_EQ(y[i], i >= 100 && i < 300 ? 2.0f * i + float(i % 7) : float(i % 7)) << i;
+}
+
 TEST(CompilerContract, BranchesLoopsAndLocalDepot) {
   const char* ptx = R"(.version 8.0
 .target sm_75
