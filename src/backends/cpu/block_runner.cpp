@@ -65,6 +65,11 @@ struct WorkerResources {
   std::vector<uint32_t> codes;  // Continuation kernels: each thread's last step code
   std::vector<uint32_t> live;   // the per-thread scheduler's running threads
   WarpLaneArrays warpLanes;     // threads waiting in warp collectives (BlockContext)
+  // The block this worker runs, kept from block to block: constructing one (its wait records,
+  // its scheduler fiber) cost more than an empty kernel's block. A block run while it is in use
+  // (none is, today) gets one of its own.
+  BlockState block;
+  bool blockInUse = false;
 };
 
 // A worker's reusable buffer of at least `bytes`, aligned to `alignment` (grown, never shrunk);
@@ -105,6 +110,7 @@ void fiberMain(void* argument) {
 }
 
 std::array<uint32_t, 3> decompose(uint64_t linear, const std::array<uint32_t, 3>& extent) {
+  if (linear < extent[0]) return {static_cast<uint32_t>(linear), 0, 0};  // no division
   return {static_cast<uint32_t>(linear % extent[0]),
           static_cast<uint32_t>(linear / extent[0] % extent[1]),
           static_cast<uint32_t>(linear / (uint64_t(extent[0]) * extent[1]))};
@@ -656,18 +662,94 @@ void runContinuations(BlockState& block, std::vector<std::unique_ptr<ThreadState
     stepContinuations(block, threads, count, resources.codes.data());
 }
 
-// What the block forms of `block`'s kernel receive (its ctaid, shared window and grid set).
-compiler::BlockContext contextOf(BlockState& block, uint32_t threadCount) {
+// Give `block.context` what the block forms of its kernel receive (its ctaid, shared window and
+// grid set first), field by field: a worker's block is reused, and building a whole context to
+// copy it in cost a tenth of an empty block.
+void setContext(BlockState& block, uint32_t threadCount) {
   const GridState& grid = *block.grid;
-  return compiler::BlockContext{{grid.block[0], grid.block[1], grid.block[2]},
-                                {block.ctaid[0], block.ctaid[1], block.ctaid[2]},
-                                {grid.grid[0], grid.grid[1], grid.grid[2]},
-                                threadCount,
-                                block.shared,
-                                nullptr,
-                                &block,
-                                grid.cooperative ? &grid.cooperative->workspace : nullptr,
-                                {}};
+  compiler::BlockContext& context = block.context;
+  for (int axis = 0; axis < 3; ++axis) {
+    context.ntid[axis] = grid.block[axis];
+    context.ctaid[axis] = block.ctaid[axis];
+    context.nctaid[axis] = grid.grid[axis];
+  }
+  context.threadCount = threadCount;
+  context.shared = block.shared;
+  context.frames = nullptr;
+  context.runtime = &block;
+  context.gridWorkspace = grid.cooperative ? &grid.cooperative->workspace : nullptr;
+  context.warpLanes = {};
+}
+
+// Make `block` a fresh block of `grid`: the wait records only where the kernel can wait.
+void resetBlockState(BlockState& block, const GridState& grid) {
+  block.grid = &grid;
+  block.trapped = false;
+  block.asserted = false;
+  block.stuck = false;
+  block.spinProgress = false;
+  block.deviceLastError = 0;
+  block.barrierEpoch = 0;
+  block.stalledPasses = 0;
+  block.flatRange = false;
+  if (!grid.usesBarriers && !grid.usesWarpCollectives &&
+      grid.code.execution != compiler::CpuExecution::ThreadEntry)
+    return;
+  block.roundParity = 0;
+  block.reduceArrived[0] = block.reduceArrived[1] = 0;
+  block.reduceTrue[0] = block.reduceTrue[1] = 0;
+  block.namedArrivals.fill(0);
+  block.namedReducePhase.fill(0);
+  block.namedReduceArrived = {};
+  block.namedReduceTrue = {};
+  block.lockstepHeld.fill(0);
+}
+
+BlockOutcome runBlockIn(BlockState& block, WorkerResources& resources, const GridState& grid,
+                        uint64_t linearBlockIndex) {
+  resetBlockState(block, grid);
+  block.ctaid = decompose(linearBlockIndex, grid.grid);
+  block.shared = sharedWindowFor(resources, grid.sharedBytes);
+  if (block.shared == nullptr && grid.sharedBytes > 0) {
+    log::error("cannot allocate " + std::to_string(grid.sharedBytes) +
+               " bytes of shared memory for a block");
+    return BlockOutcome::Trapped;
+  }
+
+  uint32_t count = grid.block[0] * grid.block[1] * grid.block[2];
+  while (resources.threads.size() < count)
+    resources.threads.push_back(std::make_unique<ThreadState>());
+  // Block forms bind a thread's state only when the runtime needs it (bindThread), so that a
+  // block costs nothing per thread outside the generated code.
+  block.threads = resources.threads.data();
+  if (grid.code.execution == compiler::CpuExecution::ThreadEntry) {
+    bindThreads(block, count);
+    for (uint32_t t = 0; t < count; ++t) {
+      block.threads[t]->finished = false;
+      block.threads[t]->waiting = WaitKind::None;
+      block.threads[t]->spinAddress = nullptr;
+    }
+  }
+  setContext(block, count);
+  if (grid.usesWarpCollectives) block.context.warpLanes = resources.warpLanes.prepare(count);
+  currentBlock() = &block;
+  switch (grid.code.execution) {
+    case compiler::CpuExecution::BlockLoop: runBlockLoop(block); break;
+    case compiler::CpuExecution::Continuation:
+      runContinuations(block, resources.threads, count, resources);
+      break;
+    case compiler::CpuExecution::ThreadEntry:
+      if (grid.useFibers())
+        runFibers(block, resources.threads, count);
+      else
+        runSequential(block, resources.threads, count);
+      break;
+  }
+  currentThread() = nullptr;
+  currentBlock() = nullptr;
+  if (block.stuck) grid.cooperative->stuck.fetch_sub(1, std::memory_order_acq_rel);
+  if (block.asserted) return BlockOutcome::Asserted;
+  return block.trapped ? BlockOutcome::Trapped : BlockOutcome::Completed;
 }
 
 }  // namespace
@@ -693,58 +775,22 @@ BlockState*& currentBlock() {
 BlockOutcome runBlock(const GridState& grid, uint64_t linearBlockIndex) {
   prepareFaultStack();
   WorkerResources& resources = workerResources();
-  BlockState block;
-  block.grid = &grid;
-  block.ctaid = decompose(linearBlockIndex, grid.grid);
-  block.shared = sharedWindowFor(resources, grid.sharedBytes);
-  if (block.shared == nullptr && grid.sharedBytes > 0) {
-    log::error("cannot allocate " + std::to_string(grid.sharedBytes) +
-               " bytes of shared memory for a block");
-    return BlockOutcome::Trapped;
+  if (resources.blockInUse) {
+    BlockState own;
+    return runBlockIn(own, resources, grid, linearBlockIndex);
   }
-
-  uint32_t count = grid.block[0] * grid.block[1] * grid.block[2];
-  while (resources.threads.size() < count)
-    resources.threads.push_back(std::make_unique<ThreadState>());
-  // Block forms bind a thread's state only when the runtime needs it (bindThread), so that a
-  // block costs nothing per thread outside the generated code.
-  block.threads = resources.threads.data();
-  if (grid.code.execution == compiler::CpuExecution::ThreadEntry) {
-    bindThreads(block, count);
-    for (uint32_t t = 0; t < count; ++t) {
-      block.threads[t]->finished = false;
-      block.threads[t]->waiting = WaitKind::None;
-      block.threads[t]->spinAddress = nullptr;
-    }
-  }
-  block.context = contextOf(block, count);
-  if (grid.usesWarpCollectives) block.context.warpLanes = resources.warpLanes.prepare(count);
-  currentBlock() = &block;
-  switch (grid.code.execution) {
-    case compiler::CpuExecution::BlockLoop: runBlockLoop(block); break;
-    case compiler::CpuExecution::Continuation:
-      runContinuations(block, resources.threads, count, resources);
-      break;
-    case compiler::CpuExecution::ThreadEntry:
-      if (grid.useFibers())
-        runFibers(block, resources.threads, count);
-      else
-        runSequential(block, resources.threads, count);
-      break;
-  }
-  currentThread() = nullptr;
-  currentBlock() = nullptr;
-  if (block.stuck) grid.cooperative->stuck.fetch_sub(1, std::memory_order_acq_rel);
-  if (block.asserted) return BlockOutcome::Asserted;
-  return block.trapped ? BlockOutcome::Trapped : BlockOutcome::Completed;
+  resources.blockInUse = true;
+  BlockOutcome outcome = runBlockIn(resources.block, resources, grid, linearBlockIndex);
+  resources.blockInUse = false;
+  return outcome;
 }
 
 std::optional<uint64_t> flatIterations(const GridState& grid) {
   if (grid.code.flat == nullptr || grid.cooperative != nullptr) return std::nullopt;
   BlockState block;
   block.grid = &grid;
-  compiler::BlockContext context = contextOf(block, grid.block[0] * grid.block[1] * grid.block[2]);
-  int64_t iterations = grid.code.flatExtent(grid.params, &context);
+  setContext(block, grid.block[0] * grid.block[1] * grid.block[2]);
+  int64_t iterations = grid.code.flatExtent(grid.params, &block.context);
   if (iterations < 0) return std::nullopt;
   return static_cast<uint64_t>(iterations);
 }
@@ -758,7 +804,7 @@ BlockOutcome runFlatThreads(const GridState& grid, uint64_t iterations, uint64_t
   block.grid = &grid;
   block.flatRange = true;
   block.threads = resources.threads.data();
-  block.context = contextOf(block, grid.block[0] * grid.block[1] * grid.block[2]);
+  setContext(block, grid.block[0] * grid.block[1] * grid.block[2]);
   currentBlock() = &block;
   currentThread() = &bindThread(block, 0);
   uint64_t threads = uint64_t{grid.block[0]} * grid.grid[0];

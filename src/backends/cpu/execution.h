@@ -176,6 +176,8 @@ struct ThreadState {
   uint64_t spinValue = 0;
 };
 
+// A worker keeps one from block to block: resetBlockState (block_runner.cpp) resets every field
+// a block may change.
 struct BlockState {
   const GridState* grid = nullptr;
   compiler::BlockContext context{};                  // what block forms of kernels receive
