@@ -5,7 +5,9 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <optional>
 
 #include "compiler/compiler.h"
@@ -13,11 +15,13 @@
 #include "compiler/neutral_ir.h"
 #include "compiler/translator.h"
 #include "support/env.h"
+#include "support/log.h"
 
 namespace rocuda::compiler {
 namespace {
 
-// Write `bytes` to $ROCUDA_DUMP/<name><suffix> when ROCUDA_DUMP names a directory.
+// Write `bytes` to $ROCUDA_DUMP/<name><suffix> when ROCUDA_DUMP names a directory (created when
+// missing; a file that cannot be written is logged once, not silently skipped).
 void dumpBytes(std::string_view bytes, std::string_view name, const char* suffix) {
   std::optional<std::string> dir = env::get("ROCUDA_DUMP");
   if (!dir) return;
@@ -25,8 +29,13 @@ void dumpBytes(std::string_view bytes, std::string_view name, const char* suffix
   for (char& c : file)
     if (c == '/' || c == '\\' || c == ':' || c == '<' || c == '>') c = '_';
   if (file.empty()) file = "module";
-  std::ofstream out(*dir + "/" + file + suffix, std::ios::binary);
+  std::error_code ignored;  // a failure shows as the file not opening
+  std::filesystem::create_directories(*dir, ignored);
+  std::string path = *dir + "/" + file + suffix;
+  std::ofstream out(path, std::ios::binary);
   out << bytes;
+  static std::once_flag warned;
+  if (!out) std::call_once(warned, [&] { log::warning("ROCUDA_DUMP: cannot write " + path); });
 }
 
 // Write `module` as text to $ROCUDA_DUMP/<name><suffix>.

@@ -22,7 +22,8 @@ const std::vector<Variable>& variables() {
       {"ROCUDA_CACHE_DIR", "$XDG_CACHE_HOME/rocuda, else $HOME/.cache/rocuda",
        "Directory of the persistent cache of compiled code. Created when missing."},
       {"ROCUDA_DUMP", nullptr,
-       "Directory into which the compiler writes the LLVM IR of every module it compiles "
+       "Directory (created when missing) into which the compiler writes the LLVM IR of every "
+       "module it compiles "
        "(`<module>.ll` target-neutral, `<module>.host.ll` optimised for the host, "
        "`<module>.block.ll` with the kernels in their block forms) and the object code the CPU "
        "device loads (`<module>.o`, for `objdump -d`). The CPU device compiles a "

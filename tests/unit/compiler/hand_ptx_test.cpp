@@ -1214,15 +1214,15 @@ TEST(CompilerBlockForms, PartialRoundsReadTheContextOutsideTheirLoops) {
 // round at s = 4 ran 32 masked vectors; bench/cpu_device's shared-memory reduction took 9.7 ms,
 // 6.6 ms since). The e2e program thread_ranges checks every kind of test against CUDA's answer.
 TEST(CompilerBlockForms, ThreadIndexTestsSplitWorkItemLoops) {
-  auto dir =
+  auto top =
       std::filesystem::temp_directory_path() / ("rocuda_ranges_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  auto dir = top / "made_by_the_dump";  // ROCUDA_DUMP creates a missing directory
   ::setenv("ROCUDA_DUMP", dir.c_str(), 1);
   auto object = compileForHost(kPartialRoundsPtx, "ranges", {});
   ::unsetenv("ROCUDA_DUMP");
   ASSERT_TRUE(object.ok()) << object.error().message;
   std::string block = readFile((dir / "ranges.block.ll").string());
-  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(top);
   size_t start = block.find("@__rocuda_round_treeSum(");
   ASSERT_NE(start, std::string::npos) << block;
   std::string body = block.substr(start, block.find("\n}\n", start) - start);
