@@ -10,6 +10,8 @@
 #include <llvm/ADT/BitVector.h>
 #include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/DenseSet.h>
+#include <llvm/ADT/PostOrderIterator.h>
+#include <llvm/ADT/SmallPtrSet.h>
 #include <llvm/Analysis/CycleAnalysis.h>
 #include <llvm/Analysis/LoopInfo.h>
 #include <llvm/Analysis/TargetTransformInfoImpl.h>
@@ -1595,6 +1597,23 @@ std::optional<FlatLoop> flatLoopOf(llvm::Function& kernel) {
     if (!comparesStartWithBound || passes != predicate) return std::nullopt;
   }
   if (guards != 1) return std::nullopt;
+  // Values computed from the thread's indices before the loop reach it only as the index's
+  // start (`int t = threadIdx.x; for (...) y[i] = t;` knows its thread otherwise).
+  llvm::SmallPtrSet<const llvm::Value*, 16> fromThread;
+  for (llvm::BasicBlock* block : llvm::ReversePostOrderTraversal<llvm::Function*>(&kernel)) {
+    if (loop->contains(block)) continue;
+    for (llvm::Instruction& inst : *block) {
+      bool derived = isSpecialRegister(&inst, "tid_x") || isSpecialRegister(&inst, "ctaid_x");
+      for (llvm::Value* operand : inst.operands()) derived |= fromThread.contains(operand);
+      if (derived) fromThread.insert(&inst);
+    }
+  }
+  for (llvm::BasicBlock* block : loop->blocks())
+    for (llvm::Instruction& inst : *block)
+      for (llvm::Use& operand : inst.operands())
+        if (fromThread.contains(operand.get()) &&
+            !(&inst == flat.index && operand.getOperandNo() == flat.indexEntry))
+          return std::nullopt;
   // The body knows its thread only through the index; nothing else writes memory or lives on.
   for (llvm::BasicBlock& block : kernel)
     for (llvm::Instruction& inst : block) {

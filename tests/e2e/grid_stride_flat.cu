@@ -5,9 +5,10 @@
 //  * flattened: int, unsigned and 64-bit indices; blockDim and gridDim read as data; a value each
 //    iteration reads from an earlier iteration of its own thread (each thread's iterations in
 //    order, though the device runs many threads' at once), in grids of 32 to 102,400 threads;
-//  * not flattened: a do-while (every thread runs a first iteration, even past n), a loop only
-//    some threads enter, a 2-D block (each x index taken by every row of threads), a per-thread
-//    sum added after the loop, and writes through a stray pointer, which must fail the launch.
+//  * not flattened: the thread's indices read before the loop and used in it, a do-while (every
+//    thread runs a first iteration, even past n), a loop only some threads enter, a 2-D block
+//    (each x index taken by every row of threads), a per-thread sum added after the loop, and
+//    writes through a stray pointer, which must fail the launch.
 #include <cstdint>
 #include <vector>
 
@@ -42,6 +43,14 @@ __global__ void extentAsData(int n, int* y) {
 __global__ void chainPerThread(int n, const int* previous, int* y) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
     y[i] = (previous[i] >= 0 ? y[previous[i]] : 0) + 1;
+}
+
+// The thread's indices read before the loop and used in it: the body knows its thread otherwise
+// than through i.
+__global__ void indicesAsData(int n, int* y) {
+  int t = threadIdx.x, b = blockIdx.x;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+    y[i] = t * 1000 + b;
 }
 
 // Every thread runs one iteration before the test: threads past n count one visit too.
@@ -140,6 +149,14 @@ int main() {
              countWrong([&](int i) { return yi[i] == i / stride + 1; }));
 
     // Near misses.
+    indicesAsData<<<g.blocks, g.threads>>>(n, dyi);
+    CHECK_LAUNCH();
+    CHECK(cudaMemcpy(yi.data(), dyi, n * sizeof(int), cudaMemcpyDeviceToHost));
+    check.eq("indicesAsData wrong", stride, 0, countWrong([&](int i) {
+               int thread = i % stride;
+               return yi[i] == thread % g.threads * 1000 + thread / g.threads;
+             }));
+
     CHECK(cudaMemset(dyi, 0, n * sizeof(int)));
     doWhileVisits<<<g.blocks, g.threads>>>(n, dyi);
     CHECK_LAUNCH();
