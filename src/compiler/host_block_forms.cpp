@@ -1703,9 +1703,14 @@ void buildFlatForm(llvm::Function& kernel, KernelInfo& info) {
   llvm::IRBuilder<> entry(&*flat->getEntryBlock().getFirstInsertionPt());
   llvm::Type* indexType = index->getType();
   index->setIncomingValue(loop->indexEntry, entry.CreateTrunc(flat->getArg(2), indexType));
-  next->setOperand(next->getOperand(0) == index ? 1 : 0, llvm::ConstantInt::get(indexType, 1));
-  test->setOperand(test->getOperand(0) == next ? 1 : 0,
-                   entry.CreateTrunc(flat->getArg(3), boundCopy->getType()));
+  // A fresh step by one: `i + stride` itself may have other users in the body (`y[i] = i +
+  // blockDim.x * gridDim.x` shares it), which keep it.
+  llvm::Value* step =
+      llvm::IRBuilder<>(next).CreateAdd(index, llvm::ConstantInt::get(indexType, 1), "flat.next");
+  index->setIncomingValue(1 - loop->indexEntry, step);
+  unsigned nextSide = test->getOperand(0) == next ? 0 : 1;
+  test->setOperand(nextSide, step);
+  test->setOperand(1 - nextSide, entry.CreateTrunc(flat->getArg(3), boundCopy->getType()));
   // The runtime's ranges hold no more indices than the grid has threads: each iteration is
   // another thread's, with no order between their accesses, as in a work-item loop.
   llvm::MDNode* accesses = llvm::MDNode::getDistinct(c, {});

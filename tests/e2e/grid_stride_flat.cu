@@ -2,9 +2,10 @@
 // flat form: a kernel that is one `for (i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i +=
 // blockDim.x * gridDim.x)` loop whose body knows its thread only through i), and near misses it
 // must run as CUDA defines them: each result is checked against a host model of CUDA's threads.
-//  * flattened: int, unsigned and 64-bit indices; blockDim and gridDim read as data; a value each
-//    iteration reads from an earlier iteration of its own thread (each thread's iterations in
-//    order, though the device runs many threads' at once), in grids of 32 to 102,400 threads;
+//  * flattened: int, unsigned and 64-bit indices; blockDim and gridDim read as data, the next
+//    index too (the loop's own step, as a value); a value each iteration reads from an earlier
+//    iteration of its own thread (each thread's iterations in order, though the device runs
+//    many threads' at once), in grids of 32 to 102,400 threads;
 //  * not flattened: the thread's indices read before the loop and used in it, a do-while (every
 //    thread runs a first iteration, even past n), a loop only some threads enter, a 2-D block
 //    (each x index taken by every row of threads), a per-thread sum added after the loop, and
@@ -34,6 +35,13 @@ __global__ void scaleWide(size_t n, const float* x, float* y) {
 __global__ void extentAsData(int n, int* y) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
     y[i] = i % gridDim.x * 1000 + blockDim.x;
+}
+
+// The next index as data: `i + blockDim.x * gridDim.x` is the loop's own step, which the flat form
+// replaces (by one) only as the step.
+__global__ void nextIndexAsData(int n, int* y) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+    y[i] = i + blockDim.x * gridDim.x;
 }
 
 // Each iteration reads what its thread wrote one stride earlier, y[i] = y[previous[i]] + 1 with
@@ -138,6 +146,12 @@ int main() {
     CHECK(cudaMemcpy(yi.data(), dyi, n * sizeof(int), cudaMemcpyDeviceToHost));
     check.eq("extentAsData wrong", stride, 0,
              countWrong([&](int i) { return yi[i] == i % g.blocks * 1000 + g.threads; }));
+
+    nextIndexAsData<<<g.blocks, g.threads>>>(n, dyi);
+    CHECK_LAUNCH();
+    CHECK(cudaMemcpy(yi.data(), dyi, n * sizeof(int), cudaMemcpyDeviceToHost));
+    check.eq("nextIndexAsData wrong", stride, 0,
+             countWrong([&](int i) { return yi[i] == i + stride; }));
 
     std::vector<int> previous(n);
     for (int i = 0; i < n; ++i) previous[i] = i - stride;
