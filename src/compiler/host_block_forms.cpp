@@ -255,6 +255,29 @@ void announceThreadBeforeCalls(llvm::Function& f, const ThreadValues& v) {
   for (llvm::CallBase* call : calls) llvm::IRBuilder<>(call).CreateCall(enter, {v.context, v.linear});
 }
 
+// Mark `latch`'s loop as running threads whose accesses in group `accesses` have no order
+// between them (llvm.loop.parallel_accesses), widened one vector per iteration, not interleaved:
+// such loops run a block's threads (often 32 to 256, fewer in a reduction tree's rounds), and
+// interleaving four vectors sent the shorter loops to the scalar remainder (bench/cpu_device:
+// vector add 1.40-1.57x PoCL's time interleaved, 1.11-1.22x not; the shared-memory reduction
+// 0.62x and 0.55x). `workItems`: a loop over a block's threads in x (kWorkItemLoopMarker).
+void markParallelLoop(llvm::Instruction* latch, llvm::MDNode* accesses, bool workItems) {
+  llvm::LLVMContext& c = latch->getContext();
+  llvm::SmallVector<llvm::Metadata*, 4> options;
+  llvm::TempMDTuple self = llvm::MDNode::getTemporary(c, {});
+  options.push_back(self.get());
+  options.push_back(
+      llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.parallel_accesses"), accesses}));
+  options.push_back(llvm::MDNode::get(
+      c, {llvm::MDString::get(c, "llvm.loop.interleave.count"),
+          llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(llvm::Type::getInt32Ty(c), 1))}));
+  if (workItems)
+    options.push_back(llvm::MDNode::get(c, {llvm::MDString::get(c, kWorkItemLoopMarker)}));
+  llvm::MDNode* loop = llvm::MDNode::getDistinct(c, options);
+  loop->replaceOperandWith(0, loop);
+  latch->setMetadata(llvm::LLVMContext::MD_loop, loop);
+}
+
 using ThreadLoopBody = std::function<void(llvm::IRBuilder<>& b, llvm::Value* linear,
                                            llvm::Value* x, llvm::Value* y, llvm::Value* z)>;
 
@@ -296,20 +319,8 @@ llvm::BasicBlock* emitThreadLoop(llvm::Function* fn, const std::array<llvm::Valu
     if (inst.mayReadOrWriteMemory() && !accumulates(inst))
       inst.setMetadata(llvm::LLVMContext::MD_access_group, accesses);
   llvm::Value* nextX = b.CreateNUWAdd(x, b.getInt32(1));
-  llvm::Instruction* latch = b.CreateCondBr(b.CreateICmpULT(nextX, extent[0]), xLoop, yLatch);
-  // One vector per iteration, not interleaved: the loop runs a block's threads (often 32 to
-  // 256, fewer in a reduction tree's rounds), and interleaving four vectors sent the shorter
-  // loops to the scalar remainder (bench/cpu_device: vector add 1.40-1.57x PoCL's time
-  // interleaved, 1.11-1.22x not; the shared-memory reduction 0.62x and 0.55x).
-  llvm::TempMDTuple self = llvm::MDNode::getTemporary(c, {});
-  llvm::MDNode* loop = llvm::MDNode::getDistinct(
-      c, {self.get(),
-          llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.parallel_accesses"), accesses}),
-          llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.interleave.count"),
-                                llvm::ConstantAsMetadata::get(b.getInt32(1))}),
-          llvm::MDNode::get(c, {llvm::MDString::get(c, kWorkItemLoopMarker)})});
-  loop->replaceOperandWith(0, loop);
-  latch->setMetadata(llvm::LLVMContext::MD_loop, loop);
+  markParallelLoop(b.CreateCondBr(b.CreateICmpULT(nextX, extent[0]), xLoop, yLatch), accesses,
+                   /*workItems=*/true);
   llvm::BasicBlock* xEnd = b.GetInsertBlock();
   b.SetInsertPoint(yLatch);
   llvm::Value* nextY = b.CreateNUWAdd(y, b.getInt32(1));
@@ -1270,15 +1281,19 @@ void lowerToContinuation(llvm::Function& kernel, KernelInfo& info, bool blockUni
   buildRounds(*step, info, waits.size());
 }
 
+// Whether `f` reads the launch's extent, %ntid or %nctaid (constant for the whole launch).
+bool isExtentRegister(const llvm::Function* f) {
+  return f != nullptr && (f->getName().starts_with("__rocuda_sreg_ntid_") ||
+                          f->getName().starts_with("__rocuda_sreg_nctaid_"));
+}
+
 // Whether `v` is computed from the block's or the grid's extent (%ntid, %nctaid) alone, through
 // arithmetic and casts: the step of a grid-stride (`i += blockDim.x * gridDim.x`) or block-stride
 // loop.
 bool fromLaunchExtent(llvm::Value* v, int depth = 0) {
   if (depth > 8) return false;
   if (auto* call = llvm::dyn_cast<llvm::CallInst>(v)) {
-    const llvm::Function* callee = call->getCalledFunction();
-    return callee != nullptr && (callee->getName().starts_with("__rocuda_sreg_ntid_") ||
-                                 callee->getName().starts_with("__rocuda_sreg_nctaid_"));
+    return isExtentRegister(call->getCalledFunction());
   }
   if (llvm::isa<llvm::Constant>(v)) return false;
   auto* inst = llvm::dyn_cast<llvm::Instruction>(v);
@@ -1475,9 +1490,7 @@ bool fromParametersAndExtent(llvm::Value* v, const llvm::Function& kernel, int d
   auto* inst = llvm::dyn_cast<llvm::Instruction>(v);
   if (inst == nullptr) return false;
   if (auto* call = llvm::dyn_cast<llvm::CallInst>(inst)) {
-    const llvm::Function* callee = call->getCalledFunction();
-    return callee != nullptr && (callee->getName().starts_with("__rocuda_sreg_ntid_") ||
-                                 callee->getName().starts_with("__rocuda_sreg_nctaid_"));
+    return isExtentRegister(call->getCalledFunction());
   }
   if (auto* load = llvm::dyn_cast<llvm::LoadInst>(inst)) {
     if (!load->isSimple() ||
@@ -1628,8 +1641,7 @@ std::optional<FlatLoop> flatLoopOf(llvm::Function& kernel) {
         if (callee == nullptr) return std::nullopt;
         llvm::StringRef name = callee->getName();
         if (name.starts_with("__rocuda_sreg_")) {
-          bool extent =
-              name.starts_with("__rocuda_sreg_ntid_") || name.starts_with("__rocuda_sreg_nctaid_");
+          bool extent = isExtentRegister(callee);
           bool identity = name == "__rocuda_sreg_tid_x" || name == "__rocuda_sreg_ctaid_x";
           if (!extent && (inLoop || !identity)) return std::nullopt;
           continue;
@@ -1714,19 +1726,11 @@ void buildFlatForm(llvm::Function& kernel, KernelInfo& info) {
   // The runtime's ranges hold no more indices than the grid has threads: each iteration is
   // another thread's, with no order between their accesses, as in a work-item loop.
   llvm::MDNode* accesses = llvm::MDNode::getDistinct(c, {});
-  llvm::BasicBlock* latch = test->getParent();
   for (llvm::BasicBlock& block : *flat)
     for (llvm::Instruction& inst : block)
       if (inst.mayReadOrWriteMemory())
         inst.setMetadata(llvm::LLVMContext::MD_access_group, accesses);
-  llvm::TempMDTuple self = llvm::MDNode::getTemporary(c, {});
-  llvm::MDNode* loopId = llvm::MDNode::getDistinct(
-      c, {self.get(),
-          llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.parallel_accesses"), accesses}),
-          llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.interleave.count"),
-                                llvm::ConstantAsMetadata::get(b.getInt32(1))})});
-  loopId->replaceOperandWith(0, loopId);
-  latch->getTerminator()->setMetadata(llvm::LLVMContext::MD_loop, loopId);
+  markParallelLoop(test->getParent()->getTerminator(), accesses, /*workItems=*/false);
   info.cpuFlat = true;
 }
 
