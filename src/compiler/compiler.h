@@ -131,7 +131,10 @@
 //    steps every thread of the block from the same point, storing each code at
 //    codes[linearTid] (i32); in a one-dimensional block only the threads below `limit` (the
 //    others have exited: tails such as `if (tid < 32)`). It returns the code when all of
-//    those threads gave the same one, else kMixedRoundCodes.
+//    those threads gave the same one, else kMixedRoundCodes. A round whose threads all stop
+//    at one block barrier (kind 1) does not return (except in memcheck builds): the round
+//    function completes that barrier itself (the uniform copy below) and runs the next round,
+//    so the runtime sees the first round that ends otherwise, and only that round's codes.
 //    A bar.red announces its vote before returning, `void __rocuda_suspend_barrier_reduce(
 //    ptr context, i32 linearTid, i32 op, i32 id, i32 threads, i32 predicate)`, and on resuming
 //    `i32 __rocuda_resume_barrier_reduce(ptr context, i32 linearTid, i32 op)` gives the result.
@@ -144,7 +147,8 @@
 //    barriers keeps the values every thread computes alike in one slot per block instead:
 //    KernelInfo::cpuUniformFrameBytes (U, a multiple of 32) bytes at frames - 2U hold them as
 //    they were at the last barrier, U bytes at frames - U as written since; whenever a block
-//    barrier (or bar.red) completes, the runtime copies the second copy over the first.
+//    barrier (or bar.red) completes, the second copy is copied over the first (by the round
+//    function for the barriers it completes, else by the runtime).
 //    Other calls that need the thread are preceded by __rocuda_enter_thread, as above.
 //  * Spin-waits: each acquire, relaxed or volatile load outside .local/.param/.const, and each
 //    atom.cas, that sits in a loop is followed by a call `void F(ptr address, i64 value)` (the
@@ -179,7 +183,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-72";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-73";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;

@@ -877,15 +877,22 @@ llvm::DenseSet<const llvm::Value*> blockUniformValues(llvm::Function& step,
   return uniform;
 }
 
+// The block-uniform area of a Continuation (compiler.h): one copy's bytes (a multiple of 32, so
+// that both copies keep the frames' 64-byte alignment) and each slot's offset and type in it.
+struct UniformArea {
+  uint32_t bytes = 0;
+  std::vector<std::pair<uint64_t, llvm::Type*>> slots;
+};
+
 // Move the slots of uniform values (allocas made by demotion, used only by their loads and
 // stores) to the block's uniform area: stores and the loads after a store of the same region
 // use the written copy, loads before any store of their region the copy of the last barrier.
 // A slot some load of which may come before or after a store, depending on the path, stays a
-// per-thread slot (an alloca, for moveAllocasToFrame). Returns the bytes of one copy of the
-// area, a multiple of 32 (so that both copies keep the frames' 64-byte alignment).
-uint32_t moveUniformSlots(llvm::Function& step, const std::vector<WaitPoint>& waits,
-                          const std::vector<llvm::AllocaInst*>& slots, const ThreadValues& v) {
-  if (slots.empty()) return 0;
+// per-thread slot (an alloca, for moveAllocasToFrame).
+UniformArea moveUniformSlots(llvm::Function& step, const std::vector<WaitPoint>& waits,
+                             const std::vector<llvm::AllocaInst*>& slots, const ThreadValues& v) {
+  UniformArea area;
+  if (slots.empty()) return area;
   llvm::DenseMap<const llvm::Value*, unsigned> slotIndex;
   for (unsigned i = 0; i < slots.size(); ++i) slotIndex[slots[i]] = i;
   auto storedSlot = [&](const llvm::Instruction& inst) -> std::optional<unsigned> {
@@ -956,9 +963,11 @@ uint32_t moveUniformSlots(llvm::Function& step, const std::vector<WaitPoint>& wa
     if (perThread.test(i)) continue;
     bytes = llvm::alignTo(bytes, slots[i]->getAlign());
     offsets[i] = bytes;
+    area.slots.emplace_back(bytes, slots[i]->getAllocatedType());
     bytes += layout.getTypeAllocSize(slots[i]->getAllocatedType());
   }
   uint64_t copyBytes = llvm::alignTo(bytes, 32);
+  area.bytes = static_cast<uint32_t>(copyBytes);
   for (unsigned i = 0; i < n; ++i) {
     if (perThread.test(i)) continue;
     for (llvm::User* user : llvm::make_early_inc_range(slots[i]->users())) {
@@ -981,7 +990,7 @@ uint32_t moveUniformSlots(llvm::Function& step, const std::vector<WaitPoint>& wa
     }
     slots[i]->eraseFromParent();
   }
-  return static_cast<uint32_t>(copyBytes);
+  return area;
 }
 
 // Give every stack allocation a slot in the thread's frame; returns the frame size (a multiple
@@ -1138,19 +1147,19 @@ void lowerToBlockLoop(llvm::Function& kernel, KernelInfo& info) {
 // The most instructions the rounds of a kernel may hold as inlined copies of its step.
 constexpr size_t kInlinedRoundBudget = 40000;
 
-// `i32 __rocuda_round_<K>(ptr params, ptr context, i32 resume, ptr codes, i32 limit)`: every
-// thread of the block (below `limit`) from the same resume point, each thread's code stored in
-// codes[linearTid]; returns the code when every thread gave the same one (the common case,
-// which then costs the runtime no look at the array), else kMixedRoundCodes. One loop per
-// resume point, each calling the step with a constant point, so that inlining leaves only that
-// region's code in the loop (and the vectorizer may widen it).
-void buildRounds(llvm::Function& step, const KernelInfo& info, size_t waits) {
+// One round: every thread of the block (below `limit`) from the same resume point, each
+// thread's code stored in codes[linearTid]; returns the code when every thread gave the same one
+// (the common case, which then costs the runtime no look at the array), else kMixedRoundCodes.
+// One loop per resume point, each calling the step with a constant point, so that inlining
+// leaves only that region's code in the loop (and the vectorizer may widen it).
+llvm::Function* buildRound(llvm::Function& step, const KernelInfo& info, size_t waits) {
   llvm::Module& m = *step.getParent();
   llvm::LLVMContext& c = m.getContext();
   auto* ptr = llvm::PointerType::getUnqual(c);
   auto* i32 = llvm::Type::getInt32Ty(c);
   auto* fn = llvm::Function::Create(llvm::FunctionType::get(i32, {ptr, ptr, i32, ptr, i32}, false),
-                                    llvm::GlobalValue::ExternalLinkage, roundSymbol(info.name), m);
+                                    llvm::GlobalValue::InternalLinkage,
+                                    roundSymbol(info.name) + ".one", m);
   markLaunchArguments(*fn, info);
   fn->addParamAttr(3, llvm::Attribute::NoAlias);
   llvm::Value* params = fn->getArg(0);
@@ -1193,13 +1202,74 @@ void buildRounds(llvm::Function& step, const KernelInfo& info, size_t waits) {
   llvm::Value* all = b.CreateLoad(i32, allOf);
   b.CreateRet(b.CreateSelect(b.CreateICmpEQ(all, b.CreateLoad(i32, anyOf)), all,
                              b.getInt32(kMixedRoundCodes)));
+  return fn;
+}
+
+// `i32 __rocuda_round_<K>(ptr params, ptr context, i32 resume, ptr codes, i32 limit)`: rounds
+// from `resume` for as long as every thread stops at one block barrier (kind 1), each such
+// barrier completed here: the uniform area's written copy copied over the copy of the last
+// barrier, slot by slot in each slot's type (a load wider than the store it reads from waits for
+// that store to reach the cache: the runtime's memcpy cost a fifth of a tree round). So a reduction
+// tree or a tiled loop runs its barriers without returning to the runtime. It returns at the first
+// round that ends otherwise (the end, bar.red, a warp collective, threads at different points),
+// with that round's codes. The round itself stays a call: its loads of the copy of the last barrier
+// are invariant within it, not across the barriers completed here. `chainBarriers` false (memcheck,
+// whose race check counts barriers in the runtime): one round per call.
+void buildRounds(llvm::Function& step, const KernelInfo& info, size_t waits,
+                 const UniformArea& uniform, bool chainBarriers) {
+  llvm::Module& m = *step.getParent();
+  llvm::LLVMContext& c = m.getContext();
+  llvm::Function* round = buildRound(step, info, waits);
+  if (!chainBarriers) {
+    round->setLinkage(llvm::GlobalValue::ExternalLinkage);
+    round->setName(roundSymbol(info.name));
+    return;
+  }
+  round->addFnAttr(llvm::Attribute::NoInline);
+  auto* i32 = llvm::Type::getInt32Ty(c);
+  auto* fn = llvm::Function::Create(round->getFunctionType(), llvm::GlobalValue::ExternalLinkage,
+                                    roundSymbol(info.name), m);
+  markLaunchArguments(*fn, info);
+  fn->addParamAttr(3, llvm::Attribute::NoAlias);
+  auto* entry = llvm::BasicBlock::Create(c, "entry", fn);
+  auto* again = llvm::BasicBlock::Create(c, "round", fn);
+  auto* barrier = llvm::BasicBlock::Create(c, "barrier", fn);
+  auto* done = llvm::BasicBlock::Create(c, "done", fn);
+  llvm::IRBuilder<> b(entry);
+  b.CreateBr(again);
+  b.SetInsertPoint(again);
+  llvm::PHINode* point = b.CreatePHI(i32, 2, "point");
+  point->addIncoming(fn->getArg(2), entry);
+  llvm::Value* code = b.CreateCall(
+      round, {fn->getArg(0), fn->getArg(1), point, fn->getArg(3), fn->getArg(4)}, "code");
+  // kMixedRoundCodes has kind 3: only a common code can be a block barrier's.
+  llvm::Value* kind = b.CreateAnd(code, b.getInt32(3));
+  b.CreateCondBr(b.CreateICmpEQ(kind, b.getInt32(static_cast<uint32_t>(WaitKind::Barrier))),
+                 barrier, done);
+  b.SetInsertPoint(barrier);
+  if (!uniform.slots.empty()) {
+    llvm::Value* frames = loadContext(b, fn->getArg(1), kFrames);
+    auto copyOf = [&](uint64_t offset, int64_t copy) {
+      return b.CreateGEP(b.getInt8Ty(), frames,
+                         b.getInt64(static_cast<int64_t>(offset) - copy * uniform.bytes));
+    };
+    // Volatile: merged into wider accesses (two i32 slots as one i64) the copy stalls again.
+    for (auto [offset, type] : uniform.slots)
+      b.CreateStore(b.CreateLoad(type, copyOf(offset, 1), /*isVolatile=*/true, "uniform.written"),
+                    copyOf(offset, 2), /*isVolatile=*/true);
+  }
+  point->addIncoming(b.CreateLShr(code, b.getInt32(2)), barrier);
+  b.CreateBr(again);
+  b.SetInsertPoint(done);
+  b.CreateRet(code);
 }
 
 // `blockUniformSlots`: keep values every thread computes alike in one slot per block (only
 // where the threads' waits are all at points every thread reaches in step: in a lockstep form
 // only when the threads in a round are at one iteration of its stride loop, see
 // countStrideIterations).
-void lowerToContinuation(llvm::Function& kernel, KernelInfo& info, bool blockUniformSlots = true) {
+void lowerToContinuation(llvm::Function& kernel, KernelInfo& info, bool chainBarriers,
+                         bool blockUniformSlots = true) {
   llvm::LLVMContext& c = kernel.getContext();
   auto* ptr = llvm::PointerType::getUnqual(c);
   auto* i32 = llvm::Type::getInt32Ty(c);
@@ -1250,7 +1320,8 @@ void lowerToContinuation(llvm::Function& kernel, KernelInfo& info, bool blockUni
     }
   }
   separateFrameValues(*step, valueSlots);
-  info.cpuUniformFrameBytes = moveUniformSlots(*step, waits, uniformSlots, values);
+  UniformArea uniformArea = moveUniformSlots(*step, waits, uniformSlots, values);
+  info.cpuUniformFrameBytes = uniformArea.bytes;
 
   // Each wait returns its code, (resume point << 2) | kind; the new entry dispatches on the point.
   llvm::BasicBlock* start = &step->getEntryBlock();
@@ -1278,7 +1349,7 @@ void lowerToContinuation(llvm::Function& kernel, KernelInfo& info, bool blockUni
     step->addFnAttr(llvm::Attribute::AlwaysInline);
   else
     step->addFnAttr(llvm::Attribute::NoInline);
-  buildRounds(*step, info, waits.size());
+  buildRounds(*step, info, waits.size(), uniformArea, chainBarriers);
 }
 
 // Whether `f` reads the launch's extent, %ntid or %nctaid (constant for the whole launch).
@@ -1387,7 +1458,7 @@ void countStrideIterations(const StrideLoop& loop) {
 // round takes one iteration of every thread still in the loop. The barrier adds no meaning
 // (any interleaving of the threads is one CUDA allows; threads that left the loop run to the
 // end, having no other wait), so the runtime may run either form (docs/ARCHITECTURE.md).
-bool buildLockstepForm(llvm::Function& kernel, KernelInfo& info) {
+bool buildLockstepForm(llvm::Function& kernel, KernelInfo& info, bool chainBarriers) {
   std::vector<StrideLoop> loops = strideLoops(kernel);
   if (loops.empty()) return false;
   llvm::Module& m = *kernel.getParent();
@@ -1423,7 +1494,7 @@ bool buildLockstepForm(llvm::Function& kernel, KernelInfo& info) {
   KernelInfo lockstep = info;
   lockstep.name = lockstepName(info.name);
   // Block-uniform slots only where the threads in a round are at one iteration (above).
-  lowerToContinuation(*clone, lockstep, /*blockUniformSlots=*/countIterations);
+  lowerToContinuation(*clone, lockstep, chainBarriers, /*blockUniformSlots=*/countIterations);
   clone->eraseFromParent();
   info.cpuLockstep = true;
   info.cpuLockstepFrameBytes = lockstep.cpuFrameBytes;
@@ -1736,7 +1807,7 @@ void buildFlatForm(llvm::Function& kernel, KernelInfo& info) {
 
 }  // namespace
 
-void lowerToBlockForms(llvm::Module& module, ModuleInfo& info) {
+void lowerToBlockForms(llvm::Module& module, ModuleInfo& info, bool chainBarriers) {
   for (llvm::Function& f : module)
     if (!f.isDeclaration()) splitPointerArithmetic(f);
   for (KernelInfo& kernelInfo : info.kernels) {
@@ -1758,10 +1829,10 @@ void lowerToBlockForms(llvm::Module& module, ModuleInfo& info) {
       kernelInfo.cpuSlowPathReason = slowPathReason(*kernel, waits);
     if (!kernelInfo.cpuSlowPathReason.empty()) continue;
     if (waits) {
-      lowerToContinuation(*kernel, kernelInfo);
+      lowerToContinuation(*kernel, kernelInfo, chainBarriers);
     } else {
       buildFlatForm(*kernel, kernelInfo);
-      buildLockstepForm(*kernel, kernelInfo);
+      buildLockstepForm(*kernel, kernelInfo, chainBarriers);
       lowerToBlockLoop(*kernel, kernelInfo);
     }
     kernel->eraseFromParent();

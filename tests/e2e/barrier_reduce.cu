@@ -24,6 +24,28 @@ __global__ void countVotes(int* counts, int* alls, int* anys, int rounds) {
   }
 }
 
+// Plain barriers between bar.reds: the CPU device's rounds complete plain barriers in compiled
+// code (no bar.red bookkeeping) and return to the runtime for bar.red; its votes must still
+// be counted afresh each round. Each round rotates the block's values by r % 3 places, one
+// place per pair of barriers, then counts the threads that see the value they should.
+__global__ void votesBetweenBarriers(int* counts, int rounds) {
+  __shared__ int values[128];
+  int t = threadIdx.x, n = blockDim.x;
+  for (int r = 0; r < rounds; ++r) {
+    values[t] = vote(blockIdx.x, t, r) ? t : -1;
+    __syncthreads();
+    for (int k = 0; k < r % 3; ++k) {
+      int next = values[(t + 1) % n];
+      __syncthreads();
+      values[t] = next;
+      __syncthreads();
+    }
+    int count = __syncthreads_count(values[t] == (t + r % 3) % n);
+    if (t == n - 1) counts[blockIdx.x * rounds + r] = count;
+    __syncthreads();  // values[] is written again next round
+  }
+}
+
 // Each round the first warp alone reduces through shuffles (the rest of the block waits at the
 // barrier meanwhile), then the whole block adds the warp's sum into shared memory between
 // barriers: the CPU device's threads part at the warp's collective and meet again at the
@@ -74,6 +96,24 @@ int main() {
         check.eq("warpThenBlock", b, expectedWarpThenBlock(b, threads, rounds), got[b]);
     }
     CHECK(cudaFree(out));
+  }
+  {
+    const int blocks = 29, rounds = 8;
+    int* counts;
+    CHECK(cudaMalloc(&counts, blocks * rounds * sizeof(int)));
+    for (int threads : {96, 128}) {
+      votesBetweenBarriers<<<blocks, threads>>>(counts, rounds);
+      CHECK_LAUNCH();
+      std::vector<int> got(blocks * rounds);
+      CHECK(cudaMemcpy(got.data(), counts, got.size() * sizeof(int), cudaMemcpyDeviceToHost));
+      for (int b = 0; b < blocks; ++b)
+        for (int r = 0; r < rounds; ++r) {
+          int voters = 0;
+          for (int t = 0; t < threads; ++t) voters += vote(b, t, r) ? 1 : 0;
+          check.eq("votesBetweenBarriers", b * rounds + r, voters, got[b * rounds + r]);
+        }
+    }
+    CHECK(cudaFree(counts));
   }
   const int blocks = 37, threads = 96, rounds = 9;
   const int slots = blocks * rounds;

@@ -338,6 +338,7 @@ bool releaseNamedBarriers(BlockState& block, std::vector<std::unique_ptr<ThreadS
         lanes.op[t] != static_cast<int32_t>(WarpOp::NamedBarrier))
       continue;
     size_t id = lanes.value[t] & 15;
+    block.namedBarriersUsed = true;
     if (!thread.countedAtNamedBarrier) {
       thread.countedAtNamedBarrier = true;
       ++block.namedArrivals[id];
@@ -698,10 +699,13 @@ void resetBlockState(BlockState& block, const GridState& grid) {
   block.roundParity = 0;
   block.reduceArrived[0] = block.reduceArrived[1] = 0;
   block.reduceTrue[0] = block.reduceTrue[1] = 0;
-  block.namedArrivals.fill(0);
-  block.namedReducePhase.fill(0);
-  block.namedReduceArrived = {};
-  block.namedReduceTrue = {};
+  if (block.namedBarriersUsed) {
+    block.namedBarriersUsed = false;
+    block.namedArrivals.fill(0);
+    block.namedReducePhase.fill(0);
+    block.namedReduceArrived = {};
+    block.namedReduceTrue = {};
+  }
   block.lockstepHeld.fill(0);
 }
 

@@ -148,6 +148,7 @@ static int32_t barrierReduce(int32_t op, int32_t id, int32_t threads, int32_t pr
 static int32_t namedReduceArrive(int32_t id, int32_t predicate) {
   BlockState& b = *currentBlock();
   size_t slot = static_cast<uint32_t>(id) & 15;
+  b.namedBarriersUsed = true;
   uint32_t phase = b.namedReducePhase[slot];
   b.namedReduceArrived[slot][phase] += 1;
   b.namedReduceTrue[slot][phase] += predicate != 0 ? 1 : 0;

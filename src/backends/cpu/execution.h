@@ -204,7 +204,10 @@ struct BlockState {
   // run): past a limit the block is deadlocked.
   uint32_t stalledPasses = 0;
   // Named barriers (bar.sync / bar.arrive with an id or a thread count): arrivals so far at each
-  // of the 16 barriers in their current phase.
+  // of the 16 barriers in their current phase. `namedBarriersUsed`: the records below hold
+  // something to clear before the next block (clearing them for every block of every kernel
+  // cost a tenth of a barrier-free block).
+  bool namedBarriersUsed = false;
   std::array<uint32_t, 16> namedArrivals{};
   // bar.red on a named barrier: each barrier's votes per phase, double-buffered like the block
   // barrier's (a completion of barrier id flips namedReducePhase[id] and clears the new phase).

@@ -1172,7 +1172,7 @@ TEST(CompilerBlockForms, PartialRoundsReadTheContextOutsideTheirLoops) {
   ASSERT_TRUE(object.ok()) << object.error().message;
   std::string block = readFile((dir / "partial.block.ll").string());
   std::filesystem::remove_all(dir);
-  for (const char* round : {"@__rocuda_round_treeSum(", "@__rocuda_round_warpLeaders("}) {
+  for (const char* round : {"@__rocuda_round_treeSum.one(", "@__rocuda_round_warpLeaders.one("}) {
     size_t start = block.find(round);
     ASSERT_NE(start, std::string::npos) << round << "\n" << block;
     std::string body = block.substr(start, block.find("\n}\n", start) - start);
@@ -1208,6 +1208,40 @@ TEST(CompilerBlockForms, PartialRoundsReadTheContextOutsideTheirLoops) {
   }
 }
 
+// The round function the runtime calls runs from block barrier to block barrier by itself,
+// copying the uniform slots (a tree's `s`) at each; a memcheck build returns at every barrier,
+// where the runtime counts it for the race check.
+TEST(CompilerBlockForms, RoundsGoOnFromBarrierToBarrier) {
+  auto dir =
+      std::filesystem::temp_directory_path() / ("rocuda_chain_" + std::to_string(::getpid()));
+  ::setenv("ROCUDA_DUMP", dir.c_str(), 1);
+  CompileOptions checked;
+  checked.memcheck = true;
+  auto object = compileForHost(kPartialRoundsPtx, "chained", {});
+  auto checkedObject = compileForHost(kPartialRoundsPtx, "checked", checked);
+  ::unsetenv("ROCUDA_DUMP");
+  ASSERT_TRUE(object.ok()) << object.error().message;
+  ASSERT_TRUE(checkedObject.ok()) << checkedObject.error().message;
+  auto roundOf = [](const std::string& module, const std::string& name) {
+    size_t start = module.find("@" + name + "(");
+    if (start == std::string::npos) return std::string();
+    return module.substr(start, module.find("\n}\n", start) - start);
+  };
+  std::string block = readFile((dir / "chained.block.ll").string());
+  std::string chain = roundOf(block, "__rocuda_round_treeSum");
+  ASSERT_FALSE(chain.empty()) << block;
+  EXPECT_NE(chain.find("call fastcc i32 @__rocuda_round_treeSum.one("), std::string::npos) << chain;
+  EXPECT_NE(chain.find("and i32 %code"), std::string::npos) << chain;
+  EXPECT_NE(chain.find("load volatile i32"), std::string::npos) << chain;  // the uniform copy
+  EXPECT_FALSE(roundOf(block, "__rocuda_round_treeSum.one").empty());
+  std::string checkedBlock = readFile((dir / "checked.block.ll").string());
+  std::filesystem::remove_all(dir);
+  std::string single = roundOf(checkedBlock, "__rocuda_round_treeSum");
+  ASSERT_FALSE(single.empty()) << checkedBlock;
+  EXPECT_EQ(checkedBlock.find("__rocuda_round_treeSum.one"), std::string::npos);
+  EXPECT_NE(single.find("switch i32"), std::string::npos) << single;
+}
+
 // A tree round's `if (tid < s)` and the leader's `if (tid == 0)` split the rounds' work-item
 // loops where their answers change (host_thread_ranges.cpp): the threads that pass add whole
 // vectors, the others only record their next wait; no thread's work is masked (a 256-thread
@@ -1223,7 +1257,7 @@ TEST(CompilerBlockForms, ThreadIndexTestsSplitWorkItemLoops) {
   ASSERT_TRUE(object.ok()) << object.error().message;
   std::string block = readFile((dir / "ranges.block.ll").string());
   std::filesystem::remove_all(top);
-  size_t start = block.find("@__rocuda_round_treeSum(");
+  size_t start = block.find("@__rocuda_round_treeSum.one(");
   ASSERT_NE(start, std::string::npos) << block;
   std::string body = block.substr(start, block.find("\n}\n", start) - start);
   EXPECT_EQ(body.find("llvm.masked."), std::string::npos) << body;
