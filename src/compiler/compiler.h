@@ -129,12 +129,15 @@
 //    resume from and the kind of wait: 1 block barrier, 2 bar.red, 3 warp collective.
 //    `i32 __rocuda_round_<K>(ptr params, ptr context, i32 resume, ptr codes, i32 limit)`
 //    steps every thread of the block from the same point, storing each code at
-//    codes[linearTid] (i32); in a one-dimensional block only the threads below `limit` (the
+//    codes[linearTid]; in a one-dimensional block only the threads below `limit` (the
 //    others have exited: tails such as `if (tid < 32)`). It returns the code when all of
-//    those threads gave the same one, else kMixedRoundCodes. A round whose threads all stop
-//    at one block barrier (kind 1) does not return (except in memcheck builds): the round
-//    function completes that barrier itself (the uniform copy below) and runs the next round,
-//    so the runtime sees the first round that ends otherwise, and only that round's codes.
+//    those threads gave the same one (the array then holds nothing the runtime may read),
+//    else kMixedRoundCodes when the codes are stored as bytes (a kernel with at most
+//    kMaxByteCodeWaits waits: a quarter of the stores, and a memset for threads that only
+//    record their next wait) or kMixedWideRoundCodes when they are stored as i32. A round whose
+//    threads all stop at one block barrier (kind 1) does not return (except in memcheck builds):
+//    the round function completes that barrier itself (the uniform copy below) and runs the next
+//    round, so the runtime sees the first round that ends otherwise, and only that round's codes.
 //    A bar.red announces its vote before returning, `void __rocuda_suspend_barrier_reduce(
 //    ptr context, i32 linearTid, i32 op, i32 id, i32 threads, i32 predicate)`, and on resuming
 //    `i32 __rocuda_resume_barrier_reduce(ptr context, i32 linearTid, i32 op)` gives the result.
@@ -183,7 +186,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-73";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-74";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;
@@ -193,8 +196,11 @@ inline constexpr uint32_t kMemcheckAcquire = 1u << 5;
 inline constexpr uint32_t kMemcheckGeneric = 0, kMemcheckGlobal = 1, kMemcheckShared = 2,
                           kMemcheckLocal = 3, kMemcheckConst = 4;
 
-// What a round returns when its threads stopped at different points (no step returns it).
+// What a round returns when its threads stopped at different points (no step returns either):
+// their codes stored as bytes, or as i32 (a kernel with more than kMaxByteCodeWaits waits).
 inline constexpr uint32_t kMixedRoundCodes = 0xffffffffu;
+inline constexpr uint32_t kMixedWideRoundCodes = 0xfffffffeu;
+inline constexpr uint32_t kMaxByteCodeWaits = 62;  // (62 << 2) | 3 = 0xfb: every code a byte
 
 // The CPU device's launch limits, which core enforces (DeviceBackend's device description
 // reports them) and the block forms rely on: a block's extent and thread count, a grid's extent.

@@ -1148,8 +1148,9 @@ void lowerToBlockLoop(llvm::Function& kernel, KernelInfo& info) {
 constexpr size_t kInlinedRoundBudget = 40000;
 
 // One round: every thread of the block (below `limit`) from the same resume point, each
-// thread's code stored in codes[linearTid]; returns the code when every thread gave the same one
-// (the common case, which then costs the runtime no look at the array), else kMixedRoundCodes.
+// thread's code stored in codes[linearTid] (a byte where every code fits one); returns the code
+// when every thread gave the same one (the common case, which then costs the runtime no look at
+// the array), else kMixedRoundCodes or kMixedWideRoundCodes.
 // One loop per resume point, each calling the step with a constant point, so that inlining
 // leaves only that region's code in the loop (and the vectorizer may widen it).
 llvm::Function* buildRound(llvm::Function& step, const KernelInfo& info, size_t waits) {
@@ -1165,6 +1166,7 @@ llvm::Function* buildRound(llvm::Function& step, const KernelInfo& info, size_t 
   llvm::Value* params = fn->getArg(0);
   llvm::Value* context = fn->getArg(1);
   llvm::Value* codes = fn->getArg(3);
+  bool byteCodes = waits <= kMaxByteCodeWaits;
   auto* entry = llvm::BasicBlock::Create(c, "entry", fn);
   auto* exit = llvm::BasicBlock::Create(c, "exit", fn);
   llvm::IRBuilder<> b(entry);
@@ -1193,7 +1195,9 @@ llvm::Function* buildRound(llvm::Function& step, const KernelInfo& info, size_t 
                            llvm::Value* y, llvm::Value* z) {
                          llvm::Value* code =
                              body.CreateCall(&step, {params, context, linear, x, y, z, resume});
-                         body.CreateStore(code, body.CreateInBoundsGEP(i32, codes, linear));
+                         llvm::Type* stored = byteCodes ? body.getInt8Ty() : i32;
+                         body.CreateStore(body.CreateTrunc(code, stored),
+                                          body.CreateInBoundsGEP(stored, codes, linear));
                          body.CreateStore(body.CreateAnd(body.CreateLoad(i32, allOf), code), allOf);
                          body.CreateStore(body.CreateOr(body.CreateLoad(i32, anyOf), code), anyOf);
                        }));
@@ -1201,7 +1205,7 @@ llvm::Function* buildRound(llvm::Function& step, const KernelInfo& info, size_t 
   b.SetInsertPoint(exit);
   llvm::Value* all = b.CreateLoad(i32, allOf);
   b.CreateRet(b.CreateSelect(b.CreateICmpEQ(all, b.CreateLoad(i32, anyOf)), all,
-                             b.getInt32(kMixedRoundCodes)));
+                             b.getInt32(byteCodes ? kMixedRoundCodes : kMixedWideRoundCodes)));
   return fn;
 }
 

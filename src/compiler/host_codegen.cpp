@@ -5,6 +5,7 @@
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/IR/InstIterator.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/LegacyPassManager.h>
@@ -115,7 +116,7 @@ void optimizeForHost(llvm::Module& module, llvm::TargetMachine& tm, int optLevel
   llvm::PipelineTuningOptions tuning;
   tuning.LoopUnrolling = transformLoops;
   tuning.LoopVectorization = transformLoops;
-  PassContext passes(tm, tuning);
+  PassContext passes(tm, tuning, /*memsetLoops=*/transformLoops);  // false: on block forms
   llvm::OptimizationLevel level = optLevel <= 0   ? llvm::OptimizationLevel::O0
                                   : optLevel == 1 ? llvm::OptimizationLevel::O1
                                   : optLevel == 2 ? llvm::OptimizationLevel::O2
@@ -133,7 +134,8 @@ void optimizeRoundLoops(llvm::Module& module, llvm::TargetMachine& tm, int optLe
   // but the default pipeline unswitches before they are: unswitch again, then let the
   // vectorizer see the loops that result.
   auto run = [&](const char* pipeline) {
-    PassContext passes(tm);  // afresh: splitThreadRanges changes functions behind its analyses
+    // Afresh: splitThreadRanges changes functions behind its analyses.
+    PassContext passes(tm, llvm::PipelineTuningOptions(), /*memsetLoops=*/false);
     llvm::ModulePassManager pm;
     if (llvm::Error error = passes.pb.parsePassPipeline(pm, pipeline)) {
       llvm::consumeError(std::move(error));  // a fixed, valid text: cannot happen
@@ -191,8 +193,14 @@ void sinkCommonStores(llvm::Module& module, llvm::TargetMachine& tm, int optLeve
   sink.run(module, passes.mam);
 }
 
-PassContext::PassContext(llvm::TargetMachine& tm, llvm::PipelineTuningOptions tuning)
+PassContext::PassContext(llvm::TargetMachine& tm, llvm::PipelineTuningOptions tuning,
+                         bool memsetLoops)
     : pb(&tm, tuning) {
+  if (!memsetLoops) {  // registered first, so registerFunctionAnalyses keeps it
+    llvm::TargetLibraryInfoImpl library(tm.getTargetTriple());
+    library.setUnavailable(llvm::LibFunc_memset);
+    fam.registerPass([library] { return llvm::TargetLibraryAnalysis(library); });
+  }
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);

@@ -84,8 +84,13 @@ void splitThreadRanges(llvm::Module& module);
 // The new pass manager's analyses, registered for `tm`: what every pipeline of the compiler runs
 // with (several pipelines may share one context and its cached analyses).
 struct PassContext {
+  // `memsetLoops` false: loops of constant stores stay loops. Block forms' work-item loops of
+  // a few dozen threads (a round's codes, a row of a tile) became calls of the C library's
+  // memset, whose 512-bit stores and call cost more than the loop: bench/cpu_device's
+  // transpose took twice as long.
   explicit PassContext(llvm::TargetMachine& tm,
-                       llvm::PipelineTuningOptions tuning = llvm::PipelineTuningOptions());
+                       llvm::PipelineTuningOptions tuning = llvm::PipelineTuningOptions(),
+                       bool memsetLoops = true);
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;

@@ -524,9 +524,11 @@ bool completeUniformCollective(BlockState& block, uint32_t limit, uint32_t point
 }
 
 // Whether threads [0, limit) are a prefix [0, live) waiting at one point (codes[0]) followed by
-// finished threads; all of them finished counts too (live = 0).
-bool waitingPrefix(const uint32_t* codes, uint32_t limit, uint32_t& live) {
-  uint32_t first = codes[0];
+// finished threads; all of them finished counts too (live = 0). Codes as a round stores them:
+// bytes or i32 (compiler.h).
+template <typename Code>
+bool waitingPrefix(const Code* codes, uint32_t limit, uint32_t& live) {
+  Code first = codes[0];
   uint32_t n = 0;
   while (n < limit && codes[n] == first) ++n;
   live = first == 0 ? 0 : n;
@@ -566,11 +568,19 @@ bool runUniformRounds(BlockState& block, std::vector<std::unique_ptr<ThreadState
   bool oneDimensional = grid.block[1] * grid.block[2] == 1;
   for (;;) {
     uint32_t common = grid.code.round(grid.params, &block.context, point, codes, limit);
-    uint32_t first = codes[0], live = limit;
+    // The codes are there only when the threads' differ, as bytes unless the kernel has many
+    // waits (compiler.h).
+    bool byteCodes = common == compiler::kMixedRoundCodes;
+    auto* bytes = reinterpret_cast<uint8_t*>(codes);
+    bool mixed = byteCodes || common == compiler::kMixedWideRoundCodes;
+    uint32_t first = !mixed ? common : byteCodes ? bytes[0] : codes[0], live = limit;
     // A prefix short of the limit only runs on in a one-dimensional block (the round's limit).
-    bool uniform =
-        common != compiler::kMixedRoundCodes ||
-        (waitingPrefix(codes, limit, live) && (first == 0 || live == limit || oneDimensional));
+    bool prefix = mixed && (byteCodes ? waitingPrefix(bytes, limit, live)
+                                      : waitingPrefix(codes, limit, live));
+    bool uniform = !mixed || (prefix && (first == 0 || live == limit || oneDimensional));
+    // Threads stepped one by one read their own codes: widened in place, from the last.
+    if (!uniform && byteCodes)
+      for (uint32_t t = oneDimensional ? limit : count; t-- > 0;) codes[t] = bytes[t];
     if (uniform && first == 0) return true;
     if (uniform) {
       limit = live;
@@ -584,7 +594,8 @@ bool runUniformRounds(BlockState& block, std::vector<std::unique_ptr<ThreadState
         continue;
       }
     }
-    for (uint32_t t = 0; t < limit; ++t) applyStepCode(block, *threads[t], t, codes[t]);
+    for (uint32_t t = 0; t < limit; ++t)
+      applyStepCode(block, *threads[t], t, uniform ? first : codes[t]);
     for (uint32_t t = limit; t < count; ++t) threads[t]->finished = true;
     bool released = uniform;
     if (uniform) {  // all in one warp collective: go on together if every lane's completes
