@@ -161,7 +161,7 @@ Result<HostObject> compileForHost(std::string_view ptxText, std::string_view mod
   }
   if (options.blockFunctions) {
     detail::sinkCommonStores(*module, **tm, options.optLevel);
-    detail::lowerToBlockForms(*module, result.info, /*chainBarriers=*/!options.memcheck);
+    detail::lowerToBlockForms(*module, result.info, /*chainWaits=*/!options.memcheck);
     ROCUDA_TRY(detail::verifiedIr(*module, name, "block-form"));
     detail::optimizeForHost(*module, **tm, options.optLevel, /*transformLoops=*/false);
     detail::optimizeRoundLoops(*module, **tm, options.optLevel);

@@ -133,11 +133,12 @@
 //    others have exited: tails such as `if (tid < 32)`). It returns the code when all of
 //    those threads gave the same one (the array then holds nothing the runtime may read),
 //    else kMixedRoundCodes when the codes are stored as bytes (a kernel with at most
-//    kMaxByteCodeWaits waits: a quarter of the stores, and a memset for threads that only
-//    record their next wait) or kMixedWideRoundCodes when they are stored as i32. A round whose
-//    threads all stop at one block barrier (kind 1) does not return (except in memcheck builds):
-//    the round function completes that barrier itself (the uniform copy below) and runs the next
-//    round, so the runtime sees the first round that ends otherwise, and only that round's codes.
+//    kMaxByteCodeWaits waits: a quarter of the stores) or kMixedWideRoundCodes when they are
+//    stored as i32. A round whose threads all stop at one block barrier (kind 1), shfl,
+//    __syncwarp or warp lockstep point does not return (except in memcheck builds): the round
+//    function completes that wait itself (the uniform copy below; for a shfl, WarpLanes' value
+//    and result arrays swap places) and runs the next round, so the runtime sees the first round
+//    that ends otherwise, and only that round's codes.
 //    A bar.red announces its vote before returning, `void __rocuda_suspend_barrier_reduce(
 //    ptr context, i32 linearTid, i32 op, i32 id, i32 threads, i32 predicate)`, and on resuming
 //    `i32 __rocuda_resume_barrier_reduce(ptr context, i32 linearTid, i32 op)` gives the result.
@@ -186,7 +187,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-74";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-75";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;

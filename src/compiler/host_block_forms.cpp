@@ -1210,21 +1210,27 @@ llvm::Function* buildRound(llvm::Function& step, const KernelInfo& info, size_t 
 }
 
 // `i32 __rocuda_round_<K>(ptr params, ptr context, i32 resume, ptr codes, i32 limit)`: rounds
-// from `resume` for as long as every thread stops at one block barrier (kind 1), each such
-// barrier completed here: the uniform area's written copy copied over the copy of the last
-// barrier, slot by slot in each slot's type (a load wider than the store it reads from waits for
-// that store to reach the cache: the runtime's memcpy cost a fifth of a tree round). So a reduction
-// tree or a tiled loop runs its barriers without returning to the runtime. It returns at the first
-// round that ends otherwise (the end, bar.red, a warp collective, threads at different points),
-// with that round's codes. The round itself stays a call: its loads of the copy of the last barrier
-// are invariant within it, not across the barriers completed here. `chainBarriers` false (memcheck,
+// from `resume` for as long as every thread stops at one wait that needs nothing of the
+// runtime, each completed here:
+//  * a block barrier (kind 1): the uniform area's written copy is copied over the copy of the
+//    last barrier, slot by slot in each slot's type (a load wider than the store it reads from
+//    waits for that store to reach the cache: the runtime's memcpy cost a fifth of a tree
+//    round);
+//  * a shfl (the posts become the snapshots the resuming lanes read: WarpLanes' value and
+//    result arrays swap places, as the runtime's completeUniformCollective does), a __syncwarp
+//    or a warp lockstep point, which need nothing.
+// So a reduction tree, a tiled loop or a warp's shuffle reduction runs without returning to the
+// runtime. It returns at the first round that ends otherwise (the end, bar.red, another
+// collective, threads at different points), with that round's codes. The round itself stays a
+// call: its loads of the copy of the last barrier and of the lane arrays' addresses are
+// invariant within it, not across the waits completed here. `chainWaits` false (memcheck,
 // whose race check counts barriers in the runtime): one round per call.
-void buildRounds(llvm::Function& step, const KernelInfo& info, size_t waits,
-                 const UniformArea& uniform, bool chainBarriers) {
+void buildRounds(llvm::Function& step, const KernelInfo& info, const std::vector<WaitPoint>& waits,
+                 const UniformArea& uniform, bool chainWaits) {
   llvm::Module& m = *step.getParent();
   llvm::LLVMContext& c = m.getContext();
-  llvm::Function* round = buildRound(step, info, waits);
-  if (!chainBarriers) {
+  llvm::Function* round = buildRound(step, info, waits.size());
+  if (!chainWaits) {
     round->setLinkage(llvm::GlobalValue::ExternalLinkage);
     round->setName(roundSymbol(info.name));
     return;
@@ -1235,24 +1241,31 @@ void buildRounds(llvm::Function& step, const KernelInfo& info, size_t waits,
                                     roundSymbol(info.name), m);
   markLaunchArguments(*fn, info);
   fn->addParamAttr(3, llvm::Attribute::NoAlias);
+  llvm::Value* context = fn->getArg(1);
   auto* entry = llvm::BasicBlock::Create(c, "entry", fn);
   auto* again = llvm::BasicBlock::Create(c, "round", fn);
   auto* barrier = llvm::BasicBlock::Create(c, "barrier", fn);
+  auto* warp = llvm::BasicBlock::Create(c, "warp", fn);
+  auto* swapLanes = llvm::BasicBlock::Create(c, "shfl", fn);
+  auto* next = llvm::BasicBlock::Create(c, "next", fn);
   auto* done = llvm::BasicBlock::Create(c, "done", fn);
   llvm::IRBuilder<> b(entry);
   b.CreateBr(again);
   b.SetInsertPoint(again);
   llvm::PHINode* point = b.CreatePHI(i32, 2, "point");
   point->addIncoming(fn->getArg(2), entry);
-  llvm::Value* code = b.CreateCall(
-      round, {fn->getArg(0), fn->getArg(1), point, fn->getArg(3), fn->getArg(4)}, "code");
-  // kMixedRoundCodes has kind 3: only a common code can be a block barrier's.
-  llvm::Value* kind = b.CreateAnd(code, b.getInt32(3));
-  b.CreateCondBr(b.CreateICmpEQ(kind, b.getInt32(static_cast<uint32_t>(WaitKind::Barrier))),
-                 barrier, done);
+  llvm::Value* code =
+      b.CreateCall(round, {fn->getArg(0), context, point, fn->getArg(3), fn->getArg(4)}, "code");
+  llvm::Value* resume = b.CreateLShr(code, b.getInt32(2), "resume");
+  // The mixed codes have kinds 3 and 2: only a common code reaches a case below with a point
+  // the switch names.
+  llvm::SwitchInst* kind = b.CreateSwitch(b.CreateAnd(code, b.getInt32(3)), done, 2);
+  kind->addCase(b.getInt32(static_cast<uint32_t>(WaitKind::Barrier)), barrier);
+  kind->addCase(b.getInt32(static_cast<uint32_t>(WaitKind::Warp)), warp);
+
   b.SetInsertPoint(barrier);
   if (!uniform.slots.empty()) {
-    llvm::Value* frames = loadContext(b, fn->getArg(1), kFrames);
+    llvm::Value* frames = loadContext(b, context, kFrames);
     auto copyOf = [&](uint64_t offset, int64_t copy) {
       return b.CreateGEP(b.getInt8Ty(), frames,
                          b.getInt64(static_cast<int64_t>(offset) - copy * uniform.bytes));
@@ -1262,7 +1275,31 @@ void buildRounds(llvm::Function& step, const KernelInfo& info, size_t waits,
       b.CreateStore(b.CreateLoad(type, copyOf(offset, 1), /*isVolatile=*/true, "uniform.written"),
                     copyOf(offset, 2), /*isVolatile=*/true);
   }
-  point->addIncoming(b.CreateLShr(code, b.getInt32(2)), barrier);
+  b.CreateBr(next);
+
+  // op numbers as postAndCollect gives them: 0 __syncwarp, 1 shfl, 9 lockstep point.
+  b.SetInsertPoint(warp);
+  llvm::SwitchInst* site = b.CreateSwitch(resume, done);
+  for (size_t i = 0; i < waits.size(); ++i) {
+    int32_t op = waits[i].site.op;
+    if (waits[i].kind == WaitKind::Warp && (op == 0 || op == 1 || op == 9))
+      site->addCase(b.getInt32(static_cast<uint32_t>(i + 1)), op == 1 ? swapLanes : next);
+  }
+
+  b.SetInsertPoint(swapLanes);
+  llvm::StructType* contextType = blockContextType(c);
+  llvm::Value* lanes = b.CreateStructGEP(contextType, context, kWarpLanes);
+  llvm::Type* lanesType = contextType->getElementType(kWarpLanes);
+  llvm::Value* valueField = b.CreateConstInBoundsGEP2_32(lanesType, lanes, 0, kLaneValue);
+  llvm::Value* resultField = b.CreateConstInBoundsGEP2_32(lanesType, lanes, 0, kLaneResult);
+  llvm::Value* values = b.CreateLoad(b.getPtrTy(), valueField);
+  llvm::Value* results = b.CreateLoad(b.getPtrTy(), resultField);
+  b.CreateStore(results, valueField);
+  b.CreateStore(values, resultField);
+  b.CreateBr(next);
+
+  b.SetInsertPoint(next);
+  point->addIncoming(resume, next);
   b.CreateBr(again);
   b.SetInsertPoint(done);
   b.CreateRet(code);
@@ -1272,7 +1309,7 @@ void buildRounds(llvm::Function& step, const KernelInfo& info, size_t waits,
 // where the threads' waits are all at points every thread reaches in step: in a lockstep form
 // only when the threads in a round are at one iteration of its stride loop, see
 // countStrideIterations).
-void lowerToContinuation(llvm::Function& kernel, KernelInfo& info, bool chainBarriers,
+void lowerToContinuation(llvm::Function& kernel, KernelInfo& info, bool chainWaits,
                          bool blockUniformSlots = true) {
   llvm::LLVMContext& c = kernel.getContext();
   auto* ptr = llvm::PointerType::getUnqual(c);
@@ -1353,7 +1390,7 @@ void lowerToContinuation(llvm::Function& kernel, KernelInfo& info, bool chainBar
     step->addFnAttr(llvm::Attribute::AlwaysInline);
   else
     step->addFnAttr(llvm::Attribute::NoInline);
-  buildRounds(*step, info, waits.size(), uniformArea, chainBarriers);
+  buildRounds(*step, info, waits, uniformArea, chainWaits);
 }
 
 // Whether `f` reads the launch's extent, %ntid or %nctaid (constant for the whole launch).
@@ -1462,7 +1499,7 @@ void countStrideIterations(const StrideLoop& loop) {
 // round takes one iteration of every thread still in the loop. The barrier adds no meaning
 // (any interleaving of the threads is one CUDA allows; threads that left the loop run to the
 // end, having no other wait), so the runtime may run either form (docs/ARCHITECTURE.md).
-bool buildLockstepForm(llvm::Function& kernel, KernelInfo& info, bool chainBarriers) {
+bool buildLockstepForm(llvm::Function& kernel, KernelInfo& info, bool chainWaits) {
   std::vector<StrideLoop> loops = strideLoops(kernel);
   if (loops.empty()) return false;
   llvm::Module& m = *kernel.getParent();
@@ -1498,7 +1535,7 @@ bool buildLockstepForm(llvm::Function& kernel, KernelInfo& info, bool chainBarri
   KernelInfo lockstep = info;
   lockstep.name = lockstepName(info.name);
   // Block-uniform slots only where the threads in a round are at one iteration (above).
-  lowerToContinuation(*clone, lockstep, chainBarriers, /*blockUniformSlots=*/countIterations);
+  lowerToContinuation(*clone, lockstep, chainWaits, /*blockUniformSlots=*/countIterations);
   clone->eraseFromParent();
   info.cpuLockstep = true;
   info.cpuLockstepFrameBytes = lockstep.cpuFrameBytes;
@@ -1811,7 +1848,7 @@ void buildFlatForm(llvm::Function& kernel, KernelInfo& info) {
 
 }  // namespace
 
-void lowerToBlockForms(llvm::Module& module, ModuleInfo& info, bool chainBarriers) {
+void lowerToBlockForms(llvm::Module& module, ModuleInfo& info, bool chainWaits) {
   for (llvm::Function& f : module)
     if (!f.isDeclaration()) splitPointerArithmetic(f);
   for (KernelInfo& kernelInfo : info.kernels) {
@@ -1833,10 +1870,10 @@ void lowerToBlockForms(llvm::Module& module, ModuleInfo& info, bool chainBarrier
       kernelInfo.cpuSlowPathReason = slowPathReason(*kernel, waits);
     if (!kernelInfo.cpuSlowPathReason.empty()) continue;
     if (waits) {
-      lowerToContinuation(*kernel, kernelInfo, chainBarriers);
+      lowerToContinuation(*kernel, kernelInfo, chainWaits);
     } else {
       buildFlatForm(*kernel, kernelInfo);
-      buildLockstepForm(*kernel, kernelInfo, chainBarriers);
+      buildLockstepForm(*kernel, kernelInfo, chainWaits);
       lowerToBlockLoop(*kernel, kernelInfo);
     }
     kernel->eraseFromParent();

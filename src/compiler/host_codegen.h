@@ -176,8 +176,9 @@ void lowerBlockPrivateAtomics(llvm::Module& module);
 // their per-thread entry and get KernelInfo::cpuSlowPathReason. Run after inlining and after
 // KernelInfo::usesBarriers / usesWarpCollectives are set (they decide the form); the result
 // wants another optimisation pass (to inline the thread forms and vectorise the loops).
-// `chainBarriers`: a Continuation's round function completes the block barriers every thread
-// reaches itself (off under memcheck, whose race check counts each barrier in the runtime).
-void lowerToBlockForms(llvm::Module& module, ModuleInfo& info, bool chainBarriers);
+// `chainWaits`: a Continuation's round function completes the block barriers and the simple warp
+// collectives every thread reaches itself (off under memcheck, whose race check counts each
+// barrier in the runtime).
+void lowerToBlockForms(llvm::Module& module, ModuleInfo& info, bool chainWaits);
 
 }  // namespace rocuda::compiler::detail

@@ -1208,10 +1208,10 @@ TEST(CompilerBlockForms, PartialRoundsReadTheContextOutsideTheirLoops) {
   }
 }
 
-// The round function the runtime calls runs from block barrier to block barrier by itself,
-// copying the uniform slots (a tree's `s`) at each; a memcheck build returns at every barrier,
-// where the runtime counts it for the race check. e2e round_codes checks the codes of rounds
-// that end mixed, as bytes and as i32.
+// The round function the runtime calls runs from block barrier to block barrier (and shuffle
+// to shuffle) by itself, copying the uniform slots (a tree's `s`) at each barrier; a memcheck build
+// returns at every barrier, where the runtime counts it for the race check. e2e round_codes checks
+// the codes of rounds that end mixed, as bytes and as i32.
 TEST(CompilerBlockForms, RoundsGoOnFromBarrierToBarrier) {
   auto dir =
       std::filesystem::temp_directory_path() / ("rocuda_chain_" + std::to_string(::getpid()));
@@ -1240,6 +1240,10 @@ TEST(CompilerBlockForms, RoundsGoOnFromBarrierToBarrier) {
   ASSERT_FALSE(round.empty()) << block;
   EXPECT_TRUE(std::regex_search(round, std::regex(R"(store (<[0-9]+ x )?i8)"))) << round;
   EXPECT_EQ(block.find("llvm.memset"), std::string::npos) << block;
+  // A kernel with shuffles completes them in the chain too: the lane arrays swap places.
+  std::string leaders = roundOf(block, "__rocuda_round_warpLeaders");
+  ASSERT_FALSE(leaders.empty()) << block;
+  EXPECT_NE(leaders.find("\nshfl:"), std::string::npos) << leaders;
   std::string checkedBlock = readFile((dir / "checked.block.ll").string());
   std::filesystem::remove_all(dir);
   std::string single = roundOf(checkedBlock, "__rocuda_round_treeSum");
