@@ -722,8 +722,23 @@ void resetBlockState(BlockState& block, const GridState& grid) {
   block.lockstepHeld.fill(0);
 }
 
-BlockOutcome runBlockIn(BlockState& block, WorkerResources& resources, const GridState& grid,
+// The worker's thread-local records, found once per range of blocks: in a shared library each
+// look-up is a call (__tls_get_addr), and five of them per block were a fifth of a block that
+// only waits at a barrier.
+struct WorkerSlots {
+  WorkerResources& resources;
+  BlockState*& block;
+  ThreadState*& thread;
+};
+
+WorkerSlots workerSlots() {
+  prepareFaultStack();
+  return {workerResources(), currentBlock(), currentThread()};
+}
+
+BlockOutcome runBlockIn(BlockState& block, const WorkerSlots& slots, const GridState& grid,
                         uint64_t linearBlockIndex) {
+  WorkerResources& resources = slots.resources;
   resetBlockState(block, grid);
   block.ctaid = decompose(linearBlockIndex, grid.grid);
   block.shared = sharedWindowFor(resources, grid.sharedBytes);
@@ -749,7 +764,7 @@ BlockOutcome runBlockIn(BlockState& block, WorkerResources& resources, const Gri
   }
   setContext(block, count);
   if (grid.usesWarpCollectives) block.context.warpLanes = resources.warpLanes.prepare(count);
-  currentBlock() = &block;
+  slots.block = &block;
   switch (grid.code.execution) {
     case compiler::CpuExecution::BlockLoop: runBlockLoop(block); break;
     case compiler::CpuExecution::Continuation:
@@ -762,8 +777,8 @@ BlockOutcome runBlockIn(BlockState& block, WorkerResources& resources, const Gri
         runSequential(block, resources.threads, count);
       break;
   }
-  currentThread() = nullptr;
-  currentBlock() = nullptr;
+  slots.thread = nullptr;
+  slots.block = nullptr;
   if (block.stuck) grid.cooperative->stuck.fetch_sub(1, std::memory_order_acq_rel);
   if (block.asserted) return BlockOutcome::Asserted;
   return block.trapped ? BlockOutcome::Trapped : BlockOutcome::Completed;
@@ -790,14 +805,27 @@ BlockState*& currentBlock() {
 }
 
 BlockOutcome runBlock(const GridState& grid, uint64_t linearBlockIndex) {
-  prepareFaultStack();
-  WorkerResources& resources = workerResources();
-  if (resources.blockInUse) {
+  return runBlocks(grid, linearBlockIndex, linearBlockIndex + 1, std::atomic<bool>{false});
+}
+
+BlockOutcome runBlocks(const GridState& grid, uint64_t first, uint64_t last,
+                       const std::atomic<bool>& stop) {
+  WorkerSlots slots = workerSlots();
+  WorkerResources& resources = slots.resources;
+  if (resources.blockInUse) {  // a block run from within a block: one of its own
     BlockState own;
-    return runBlockIn(own, resources, grid, linearBlockIndex);
+    for (uint64_t index = first; index < last && !stop.load(std::memory_order_relaxed); ++index)
+      if (BlockOutcome outcome = runBlockIn(own, slots, grid, index);
+          outcome != BlockOutcome::Completed)
+        return outcome;
+    return BlockOutcome::Completed;
   }
   resources.blockInUse = true;
-  BlockOutcome outcome = runBlockIn(resources.block, resources, grid, linearBlockIndex);
+  BlockOutcome outcome = BlockOutcome::Completed;
+  for (uint64_t index = first; index < last && !stop.load(std::memory_order_relaxed); ++index) {
+    outcome = runBlockIn(resources.block, slots, grid, index);
+    if (outcome != BlockOutcome::Completed) break;
+  }
   resources.blockInUse = false;
   return outcome;
 }

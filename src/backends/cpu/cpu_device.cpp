@@ -875,8 +875,15 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
   } else {
     // A grid that spin-waits may wait for an earlier block (decoupled look-back): blocks start
     // in order.
-    pool_.parallelFor(blocks, runOne,
-                      grid.spinWaits ? ThreadPool::Claim::InOrder : ThreadPool::Claim::Chunks);
+    pool_.parallelForRanges(
+        blocks,
+        [&](uint64_t first, uint64_t last) {
+          BlockOutcome outcome = runBlocks(grid, first, last, failed);
+          if (outcome == BlockOutcome::Completed) return;
+          if (outcome == BlockOutcome::Asserted) asserted.store(true, std::memory_order_relaxed);
+          failed.store(true, std::memory_order_relaxed);
+        },
+        grid.spinWaits ? ThreadPool::Claim::InOrder : ThreadPool::Claim::Chunks);
   }
   if (memcheckEnabled())  // parameter buffers handed out and never launched
     for (auto& buffer : deviceLaunches.filling)

@@ -236,6 +236,11 @@ enum class BlockOutcome { Completed, Trapped, Asserted };
 // Run one block of `grid` with the given block index.
 BlockOutcome runBlock(const GridState& grid, uint64_t linearBlockIndex);
 
+// Run blocks [first, last) of `grid` in order on the calling thread, until one does not complete
+// (its outcome is returned) or `stop` is set (the grid is failing elsewhere).
+BlockOutcome runBlocks(const GridState& grid, uint64_t first, uint64_t last,
+                       const std::atomic<bool>& stop);
+
 // The iterations a launch of a grid-stride kernel runs in its flat form (KernelCode::flat), or
 // nothing when that form does not apply to the launch.
 std::optional<uint64_t> flatIterations(const GridState& grid);

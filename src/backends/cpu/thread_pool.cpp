@@ -25,7 +25,7 @@ void ThreadPool::work(Job& job) {
     uint64_t first = job.next.fetch_add(job.chunk, std::memory_order_relaxed);
     if (first >= job.count) return;
     uint64_t last = std::min(job.count, first + job.chunk);
-    for (uint64_t index = first; index < last; ++index) job.task.call(job.task.object, index);
+    job.task.call(job.task.object, first, last);
     job.finished.fetch_add(last - first, std::memory_order_acq_rel);
   }
 }

@@ -36,15 +36,31 @@ class ThreadPool {
   template <typename Task>
   void parallelFor(uint64_t count, const Task& task, Claim claim = Claim::Chunks) {
     run(count,
-        TaskRef{&task, [](const void* object,
-                          uint64_t index) { (*static_cast<const Task*>(object))(index); }},
+        TaskRef{&task,
+                [](const void* object, uint64_t first, uint64_t last) {
+                  for (uint64_t index = first; index < last; ++index)
+                    (*static_cast<const Task*>(object))(index);
+                }},
+        claim);
+  }
+
+  // The same, `task(first, last)` called once per claimed range [first, last) of items (in
+  // order within it), so that what a worker sets up per item (its thread-local state) it can
+  // set up once per range.
+  template <typename RangeTask>
+  void parallelForRanges(uint64_t count, const RangeTask& task, Claim claim = Claim::Chunks) {
+    run(count,
+        TaskRef{&task,
+                [](const void* object, uint64_t first, uint64_t last) {
+                  (*static_cast<const RangeTask*>(object))(first, last);
+                }},
         claim);
   }
 
  private:
   struct TaskRef {
     const void* object;
-    void (*call)(const void* object, uint64_t index);
+    void (*call)(const void* object, uint64_t first, uint64_t last);
   };
   struct Job {
     uint64_t count = 0;
