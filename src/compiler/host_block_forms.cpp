@@ -390,12 +390,15 @@ llvm::FunctionCallee runtimeFunction(llvm::Module& m, const char* name, llvm::Ty
 // The WarpLanes array `field` (every entry is 32 bits wide). The arrays stay put while a round
 // runs, and their addresses are in the context, an argument that is always dereferenceable: their
 // loads leave the rounds' loops even from conditional code.
+// Where the block context holds the WarpLanes array `field`.
+llvm::Value* laneArrayField(llvm::IRBuilder<>& b, llvm::Value* context, LaneField field) {
+  llvm::StructType* type = blockContextType(b.getContext());
+  return b.CreateConstInBoundsGEP2_32(type->getElementType(kWarpLanes),
+                                      b.CreateStructGEP(type, context, kWarpLanes), 0, field);
+}
+
 llvm::Value* laneArray(llvm::IRBuilder<>& b, const ThreadValues& v, LaneField field) {
-  llvm::StructType* context = blockContextType(b.getContext());
-  llvm::Value* address =
-      b.CreateConstInBoundsGEP2_32(context->getElementType(kWarpLanes),
-                                   b.CreateStructGEP(context, v.context, kWarpLanes), 0, field);
-  auto* array = b.CreateLoad(b.getPtrTy(), address);
+  auto* array = b.CreateLoad(b.getPtrTy(), laneArrayField(b, v.context, field));
   array->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(b.getContext(), {}));
   return array;
 }
@@ -884,6 +887,16 @@ struct UniformArea {
   std::vector<std::pair<uint64_t, llvm::Type*>> slots;
 };
 
+// The address of the uniform slot at `offset` in one copy of an area of `areaBytes` (compiler.h):
+// as written since the last barrier (frames - U) or as it was at the last barrier (frames - 2U).
+llvm::Value* uniformSlotAddress(llvm::IRBuilder<>& b, llvm::Value* context, uint64_t offset,
+                                uint32_t areaBytes, bool written) {
+  int64_t copy = written ? 1 : 2;
+  return b.CreateGEP(b.getInt8Ty(), loadContext(b, context, kFrames),
+                     b.getInt64(static_cast<int64_t>(offset) - copy * areaBytes),
+                     written ? "uniform.written" : "uniform.at.barrier");
+}
+
 // Move the slots of uniform values (allocas made by demotion, used only by their loads and
 // stores) to the block's uniform area: stores and the loads after a store of the same region
 // use the written copy, loads before any store of their region the copy of the last barrier.
@@ -966,8 +979,7 @@ UniformArea moveUniformSlots(llvm::Function& step, const std::vector<WaitPoint>&
     area.slots.emplace_back(bytes, slots[i]->getAllocatedType());
     bytes += layout.getTypeAllocSize(slots[i]->getAllocatedType());
   }
-  uint64_t copyBytes = llvm::alignTo(bytes, 32);
-  area.bytes = static_cast<uint32_t>(copyBytes);
+  area.bytes = static_cast<uint32_t>(llvm::alignTo(bytes, 32));
   for (unsigned i = 0; i < n; ++i) {
     if (perThread.test(i)) continue;
     for (llvm::User* user : llvm::make_early_inc_range(slots[i]->users())) {
@@ -976,14 +988,11 @@ UniformArea moveUniformSlots(llvm::Function& step, const std::vector<WaitPoint>&
       // Unreachable loads are in no region: any copy will do.
       bool written = load == nullptr || readsWritten.lookup(load);
       llvm::IRBuilder<> b(access);
-      int64_t offset = static_cast<int64_t>(offsets[i]) -
-                       static_cast<int64_t>(written ? copyBytes : 2 * copyBytes);
-      llvm::Value* address =
-          b.CreateGEP(b.getInt8Ty(), loadContext(b, v.context, kFrames), b.getInt64(offset),
-                      written ? "uniform.written" : "uniform.at.barrier");
-      access->replaceUsesOfWith(slots[i], address);
-      // Only the runtime writes the copy of the last barrier, between rounds: while a step or
-      // a round runs it does not change (as the block context does not).
+      access->replaceUsesOfWith(slots[i],
+                                uniformSlotAddress(b, v.context, offsets[i], area.bytes, written));
+      // The copy of the last barrier is written only between rounds (by the runtime, or by the
+      // round function between its calls of one round): while a step or one round runs it does
+      // not change (as the block context does not).
       if (!written)
         access->setMetadata(llvm::LLVMContext::MD_invariant_load,
                             llvm::MDNode::get(access->getContext(), {}));
@@ -1264,17 +1273,12 @@ void buildRounds(llvm::Function& step, const KernelInfo& info, const std::vector
   kind->addCase(b.getInt32(static_cast<uint32_t>(WaitKind::Warp)), warp);
 
   b.SetInsertPoint(barrier);
-  if (!uniform.slots.empty()) {
-    llvm::Value* frames = loadContext(b, context, kFrames);
-    auto copyOf = [&](uint64_t offset, int64_t copy) {
-      return b.CreateGEP(b.getInt8Ty(), frames,
-                         b.getInt64(static_cast<int64_t>(offset) - copy * uniform.bytes));
-    };
-    // Volatile: merged into wider accesses (two i32 slots as one i64) the copy stalls again.
-    for (auto [offset, type] : uniform.slots)
-      b.CreateStore(b.CreateLoad(type, copyOf(offset, 1), /*isVolatile=*/true, "uniform.written"),
-                    copyOf(offset, 2), /*isVolatile=*/true);
-  }
+  // Volatile: merged into wider accesses (two i32 slots as one i64) the copy stalls again.
+  for (auto [offset, type] : uniform.slots)
+    b.CreateStore(b.CreateLoad(type, uniformSlotAddress(b, context, offset, uniform.bytes, true),
+                               /*isVolatile=*/true),
+                  uniformSlotAddress(b, context, offset, uniform.bytes, false),
+                  /*isVolatile=*/true);
   b.CreateBr(next);
 
   // op numbers as postAndCollect gives them: 0 __syncwarp, 1 shfl, 9 lockstep point.
@@ -1287,11 +1291,8 @@ void buildRounds(llvm::Function& step, const KernelInfo& info, const std::vector
   }
 
   b.SetInsertPoint(swapLanes);
-  llvm::StructType* contextType = blockContextType(c);
-  llvm::Value* lanes = b.CreateStructGEP(contextType, context, kWarpLanes);
-  llvm::Type* lanesType = contextType->getElementType(kWarpLanes);
-  llvm::Value* valueField = b.CreateConstInBoundsGEP2_32(lanesType, lanes, 0, kLaneValue);
-  llvm::Value* resultField = b.CreateConstInBoundsGEP2_32(lanesType, lanes, 0, kLaneResult);
+  llvm::Value* valueField = laneArrayField(b, context, kLaneValue);
+  llvm::Value* resultField = laneArrayField(b, context, kLaneResult);
   llvm::Value* values = b.CreateLoad(b.getPtrTy(), valueField);
   llvm::Value* results = b.CreateLoad(b.getPtrTy(), resultField);
   b.CreateStore(results, valueField);

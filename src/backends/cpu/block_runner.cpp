@@ -812,21 +812,19 @@ BlockOutcome runBlocks(const GridState& grid, uint64_t first, uint64_t last,
                        const std::atomic<bool>& stop) {
   WorkerSlots slots = workerSlots();
   WorkerResources& resources = slots.resources;
-  if (resources.blockInUse) {  // a block run from within a block: one of its own
-    BlockState own;
-    for (uint64_t index = first; index < last && !stop.load(std::memory_order_relaxed); ++index)
-      if (BlockOutcome outcome = runBlockIn(own, slots, grid, index);
-          outcome != BlockOutcome::Completed)
-        return outcome;
-    return BlockOutcome::Completed;
-  }
+  // The worker's block, unless it is running one already (a block run from within a block gets
+  // one of its own).
+  bool nested = resources.blockInUse;
+  std::optional<BlockState> own;
+  if (nested) own.emplace();
+  BlockState& block = nested ? *own : resources.block;
   resources.blockInUse = true;
   BlockOutcome outcome = BlockOutcome::Completed;
   for (uint64_t index = first; index < last && !stop.load(std::memory_order_relaxed); ++index) {
-    outcome = runBlockIn(resources.block, slots, grid, index);
+    outcome = runBlockIn(block, slots, grid, index);
     if (outcome != BlockOutcome::Completed) break;
   }
-  resources.blockInUse = false;
+  resources.blockInUse = nested;
   return outcome;
 }
 
