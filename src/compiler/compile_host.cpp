@@ -164,7 +164,9 @@ Result<HostObject> compileForHost(std::string_view ptxText, std::string_view mod
     detail::lowerToBlockForms(*module, result.info, /*chainWaits=*/!options.memcheck);
     ROCUDA_TRY(detail::verifiedIr(*module, name, "block-form"));
     detail::optimizeForHost(*module, **tm, options.optLevel, /*transformLoops=*/false);
-    detail::optimizeRoundLoops(*module, **tm, options.optLevel);
+    llvm::StringMap<unsigned> interchanged =
+        detail::optimizeRoundLoops(*module, **tm, options.optLevel);
+    detail::dropInterchangedLockstepForms(*module, result.info, interchanged);
     if (options.blockOnOneHostThread) detail::lowerBlockPrivateAtomics(*module);
     dumpModule(*module, name, ".block.ll");
   } else if (options.blockOnOneHostThread) {

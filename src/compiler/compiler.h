@@ -187,7 +187,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-75";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-80";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;
@@ -369,6 +369,11 @@ struct KernelInfo {
   bool cpuLockstep = false;
   uint32_t cpuLockstepFrameBytes = 0;
   uint32_t cpuLockstepUniformFrameBytes = 0;  // its block-uniform slots (the stride counter)
+  // While compiling only (not kept in ModuleInfo): the stride loops the lockstep form yields in.
+  // Where the BlockLoop form's work-item loop was interchanged with every one of them (passes of
+  // one iteration of every thread, host_stride_interchange.cpp), that form is the faster one and
+  // the lockstep form is dropped.
+  uint32_t cpuLockstepLoops = 0;
   // A BlockLoop kernel that is one grid-stride loop whose iterations know their thread only
   // through the index also has a flat form: `void __rocuda_flat_<K>(ptr params, ptr context, i64
   // begin, i64 end)` runs the loop's iterations [begin, end), a range no longer than the grid's

@@ -44,11 +44,6 @@ namespace {
 // How a continuation's step reports a wait (compiler.h): (resume point << 2) | kind.
 enum class WaitKind : uint32_t { Finished = 0, Barrier = 1, BarrierReduce = 2, Warp = 3 };
 
-// BlockContext's fields, in compiler.h's order.
-enum ContextField : unsigned {
-  kNtid, kCtaid, kNctaid, kThreadCount, kShared, kFrames, kRuntime, kGridWorkspace, kWarpLanes
-};
-
 // WarpLanes' arrays, in compiler.h's order.
 enum LaneField : unsigned {
   kLaneValue,
@@ -97,8 +92,10 @@ struct ThreadValues {
   std::array<llvm::Value*, 3> tid;
 };
 
+}  // namespace
+
 llvm::Value* loadContext(llvm::IRBuilder<>& b, llvm::Value* context, ContextField field,
-                         int element = -1) {
+                         int element) {
   llvm::StructType* type = blockContextType(b.getContext());
   llvm::Value* address = element < 0 ? b.CreateStructGEP(type, context, field)
                                       : b.CreateConstInBoundsGEP2_32(
@@ -124,6 +121,19 @@ llvm::Value* loadContext(llvm::IRBuilder<>& b, llvm::Value* context, ContextFiel
   if (field == kNctaid) range(1, kMaxGridDim[element] + 1);
   return load;
 }
+
+bool readsContextField(const llvm::LoadInst& load, ContextField field, int element) {
+  const llvm::DataLayout& layout = load.getModule()->getDataLayout();
+  llvm::APInt offset(64, 0);
+  auto* context = llvm::dyn_cast<llvm::Argument>(
+      load.getPointerOperand()->stripAndAccumulateConstantOffsets(layout, offset, true));
+  if (context == nullptr || context->getArgNo() != 1) return false;
+  uint64_t at =
+      layout.getStructLayout(blockContextType(load.getContext()))->getElementOffset(field);
+  return offset == at + (element < 0 ? 0 : 4 * uint64_t(element));
+}
+
+namespace {
 
 // %envreg<n>: registers the driver sets for the launch. %envreg1 (high half) and %envreg2 (low
 // half) hold the address of a cooperative launch's grid workspace, which cooperative groups'
@@ -1539,6 +1549,7 @@ bool buildLockstepForm(llvm::Function& kernel, KernelInfo& info, bool chainWaits
   lowerToContinuation(*clone, lockstep, chainWaits, /*blockUniformSlots=*/countIterations);
   clone->eraseFromParent();
   info.cpuLockstep = true;
+  info.cpuLockstepLoops = static_cast<uint32_t>(loops.size());
   info.cpuLockstepFrameBytes = lockstep.cpuFrameBytes;
   info.cpuLockstepUniformFrameBytes = lockstep.cpuUniformFrameBytes;
   return true;
@@ -1848,6 +1859,29 @@ void buildFlatForm(llvm::Function& kernel, KernelInfo& info) {
 }
 
 }  // namespace
+
+void dropInterchangedLockstepForms(llvm::Module& module, ModuleInfo& info,
+                                   const llvm::StringMap<unsigned>& interchanged) {
+  for (KernelInfo& kernel : info.kernels) {
+    if (!kernel.cpuLockstep ||
+        interchanged.lookup(blockLoopSymbol(kernel.name)) < kernel.cpuLockstepLoops)
+      continue;
+    std::string lockstep = lockstepName(kernel.name);
+    // The round calls its one-round function, which may call the step: erased in that order.
+    std::vector<llvm::Function*> functions;
+    for (const std::string& name :
+         {roundSymbol(lockstep), roundSymbol(lockstep) + ".one", continuationSymbol(lockstep)})
+      if (llvm::Function* f = module.getFunction(name)) functions.push_back(f);
+    for (llvm::Function* f : functions) {
+      f->dropAllReferences();
+      f->replaceAllUsesWith(llvm::PoisonValue::get(f->getType()));
+    }
+    for (llvm::Function* f : functions) f->eraseFromParent();
+    kernel.cpuLockstep = false;
+    kernel.cpuLockstepFrameBytes = 0;
+    kernel.cpuLockstepUniformFrameBytes = 0;
+  }
+}
 
 void lowerToBlockForms(llvm::Module& module, ModuleInfo& info, bool chainWaits) {
   for (llvm::Function& f : module)

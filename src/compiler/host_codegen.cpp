@@ -94,9 +94,11 @@ Result<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine(int optLeve
 constexpr const char* kRoundUnswitchPipeline =
     "function(loop-mssa(licm,simple-loop-unswitch<nontrivial>),simplifycfg,"
     "instcombine<no-verify-fixpoint>,loop-mssa(licm))";
-// After splitThreadRanges: its answered tests folded, then the vectorizer and the unroller.
+// After splitThreadRanges: its answered tests folded, the invariants of interchanged stride
+// loops' passes hoisted, then the vectorizer and the unroller.
 constexpr const char* kRoundVectorizePipeline =
-    "function(simplifycfg,instcombine<no-verify-fixpoint>,loop-vectorize,simplifycfg,"
+    "function(simplifycfg,instcombine<no-verify-fixpoint>,loop-mssa(licm),loop-vectorize,"
+    "simplifycfg,"
     "instcombine<no-verify-fixpoint>,loop-unroll<O2>,simplifycfg,instcombine<no-verify-fixpoint>)";
 
 // The widest vectors host code is vectorised to, in bits. A work-item loop runs the threads of
@@ -127,8 +129,9 @@ void optimizeForHost(llvm::Module& module, llvm::TargetMachine& tm, int optLevel
   mpm.run(module, passes.mam);
 }
 
-void optimizeRoundLoops(llvm::Module& module, llvm::TargetMachine& tm, int optLevel) {
-  if (optLevel <= 0) return;
+llvm::StringMap<unsigned> optimizeRoundLoops(llvm::Module& module, llvm::TargetMachine& tm,
+                                             int optLevel) {
+  if (optLevel <= 0) return {};
   // Once the steps are inlined into the rounds and their block-uniform slots' loads hoisted
   // (host_block_forms.cpp), conditions on uniform values are invariant in the work-item loops,
   // but the default pipeline unswitches before they are: unswitch again, then let the
@@ -144,8 +147,11 @@ void optimizeRoundLoops(llvm::Module& module, llvm::TargetMachine& tm, int optLe
     pm.run(module, passes.mam);
   };
   run(kRoundUnswitchPipeline);
+  prefetchNextBlocks(module);
+  llvm::StringMap<unsigned> interchanged = interchangeStrideLoops(module);
   splitThreadRanges(module);
   run(kRoundVectorizePipeline);
+  return interchanged;
 }
 
 namespace {

@@ -2,9 +2,13 @@
 // the pass context and object emission are shared with compiler/amdgpu.
 #pragma once
 
+#include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/SmallPtrSet.h>
 #include <llvm/ADT/StringMap.h>
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/Analysis/LoopInfo.h>
+#include <llvm/IR/IRBuilder.h>
 #include <llvm/Passes/PassBuilder.h>
 
 #include <cstdint>
@@ -69,11 +73,68 @@ void sinkCommonStores(llvm::Module& module, llvm::TargetMachine& tm, int optLeve
 // After the block forms' optimisation (optimizeForHost): unswitch the rounds' work-item loops on
 // the conditions that became invariant, split them at tests of the thread index
 // (splitThreadRanges), vectorize the loops that result, then unroll.
-void optimizeRoundLoops(llvm::Module& module, llvm::TargetMachine& tm, int optLevel);
+// Returns the interchanges of stride loops made in each function (interchangeStrideLoops).
+llvm::StringMap<unsigned> optimizeRoundLoops(llvm::Module& module, llvm::TargetMachine& tm,
+                                             int optLevel);
 
 // The loop option (llvm.loop metadata) that marks a block form's loop over the threads of a
 // block in x (host_block_forms.cpp: emitThreadLoop).
 inline constexpr const char* kWorkItemLoopMarker = "rocuda.loop.work_items";
+
+// BlockContext's fields (compiler.h), in its order; a block form's argument 1 points to one.
+enum ContextField : unsigned {
+  kNtid,
+  kCtaid,
+  kNctaid,
+  kThreadCount,
+  kShared,
+  kFrames,
+  kRuntime,
+  kGridWorkspace,
+  kWarpLanes
+};
+
+// A load of the block context's `field` (its element `element` when the field is an array of
+// i32), marked invariant, with the device's limits as its range (host_block_forms.cpp).
+llvm::Value* loadContext(llvm::IRBuilder<>& b, llvm::Value* context, ContextField field,
+                         int element = -1);
+
+// Whether `load` reads `field` (its element `element`, as above) of the block context a block
+// form's argument 1 points to.
+bool readsContextField(const llvm::LoadInst& load, ContextField field, int element = -1);
+
+// Whether `loop` is a block form's loop over the threads of a block in x (kWorkItemLoopMarker).
+bool isWorkItemLoop(const llvm::Loop& loop);
+
+// Interchange each work-item loop with the grid-stride or block-stride loop it holds, where that
+// is exact, so that a pass runs one iteration of every thread and consecutive threads take
+// consecutive elements, as a GPU's warps do (host_stride_interchange.cpp says where it applies).
+// Loops must be in simplified form.
+// Returns the number made in each function, by name.
+llvm::StringMap<unsigned> interchangeStrideLoops(llvm::Module& module);
+
+// A copy of the address computation `address` with the values in `substitutions` replaced,
+// inserted before `at`: the instructions on the way that are in `inside` are copied (only casts,
+// integer arithmetic that cannot trap and getelementptrs: nothing that reads memory), the others
+// must be available at `at`. The substituted values met are added to `used`. Null when the
+// address cannot be copied.
+llvm::Value* copyAddress(llvm::Value* address,
+                         const llvm::SmallDenseMap<llvm::Value*, llvm::Value*, 2>& substitutions,
+                         const llvm::SmallPtrSetImpl<llvm::BasicBlock*>& inside,
+                         llvm::Instruction* at, llvm::SmallPtrSetImpl<llvm::Value*>& used);
+
+// Before `at`, prefetch (for reading) the cache lines from address `from` to address `to`, at
+// most `maxLines` of them and none when they are fewer than `minLines` or `when` (an i1, or
+// null) is false, in a loop of its own; returns the instruction `at` now follows (the same
+// one, in the block after the loop).
+llvm::Instruction* prefetchLines(llvm::Value* from, llvm::Value* to, uint64_t maxLines,
+                                 llvm::Instruction* at, uint64_t minLines = 1,
+                                 llvm::Value* when = nullptr);
+
+// Before each work-item loop whose loads' addresses follow from the thread index and %ctaid.x
+// (a reduction's first round, a tile's loads), prefetch the lines the next block (%ctaid.x + 1,
+// the one a worker runs next in its chunk) will read there (host_prefetch.cpp).
+void prefetchNextBlocks(llvm::Module& module);
 
 // Split each work-item loop whose body tests the thread's x index against a value the loop does
 // not change (`if (tid < s)`, `if (threadIdx.x == 0)`) into a loop over the threads before the
@@ -180,5 +241,12 @@ void lowerBlockPrivateAtomics(llvm::Module& module);
 // collectives every thread reaches itself (off under memcheck, whose race check counts each
 // barrier in the runtime).
 void lowerToBlockForms(llvm::Module& module, ModuleInfo& info, bool chainWaits);
+
+// Drop the lockstep form of each kernel whose BlockLoop function had every stride loop of the
+// lockstep form interchanged (`interchanged`: interchanges by function, from
+// optimizeRoundLoops): such passes do what the lockstep form's rounds do, without a round per
+// iteration (bench-like grid-stride sums: 4.3 ms against 12-13 ms in lockstep).
+void dropInterchangedLockstepForms(llvm::Module& module, ModuleInfo& info,
+                                   const llvm::StringMap<unsigned>& interchanged);
 
 }  // namespace rocuda::compiler::detail

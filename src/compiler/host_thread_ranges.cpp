@@ -39,10 +39,6 @@ constexpr unsigned kMaxLoopInstructions = 2000;
 constexpr unsigned kMaxSplitsPerLoop = 4;
 constexpr unsigned kMaxSplitsPerFunction = 32;
 
-bool isWorkItemLoop(const llvm::Loop& loop) {
-  return llvm::findOptionMDForLoop(&loop, kWorkItemLoopMarker) != nullptr;
-}
-
 // Whether `s` is the loop's iteration index 0, 1, 2... (in whatever integer type it is compared).
 bool isIterationIndex(const llvm::SCEV* s, const llvm::Loop& loop, llvm::ScalarEvolution& se) {
   auto* rec = llvm::dyn_cast<llvm::SCEVAddRecExpr>(s);
@@ -290,6 +286,10 @@ bool splitOneLoop(llvm::Function& f, llvm::TargetLibraryInfo& libraryInfo,
 }
 
 }  // namespace
+
+bool isWorkItemLoop(const llvm::Loop& loop) {
+  return llvm::findOptionMDForLoop(&loop, kWorkItemLoopMarker) != nullptr;
+}
 
 void splitThreadRanges(llvm::Module& module) {
   llvm::TargetLibraryInfoImpl libraryImpl{llvm::Triple(module.getTargetTriple())};

@@ -1,8 +1,9 @@
 // Grid-stride and block-stride loops, the CUDA idiom for grids sized to the machine rather than
-// to the data. The CPU device runs small grids of such kernels in their lockstep form (a
-// block's threads take their iterations together) and large ones as plain work-item loops:
-// both must give the same results, for ragged ends (n not a multiple of the stride), per-thread
-// accumulators, 1-D, 2-D and 3-D blocks.
+// to the data. The CPU device runs such kernels as work-item loops interchanged with their stride
+// loop where it can (passes of one iteration of every thread), else small grids in their
+// lockstep form (a block's threads take their iterations together) and large ones as plain
+// work-item loops: all must give the same results, for ragged ends (n not a multiple of the
+// stride), per-thread accumulators, 1-D, 2-D and 3-D blocks.
 #include <vector>
 
 #include "e2e_check.h"

@@ -1,0 +1,232 @@
+// Software prefetch for the CPU device's block forms: address computations copied with some of
+// their values replaced (another pass's induction, the next block's index), and loops of
+// prefetches over the cache lines between two such addresses.
+#include <llvm/Analysis/AssumptionCache.h>
+#include <llvm/Analysis/LoopInfo.h>
+#include <llvm/Analysis/ScalarEvolution.h>
+#include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/IR/Dominators.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Instructions.h>
+#include <llvm/IR/IntrinsicInst.h>
+#include <llvm/IR/Module.h>
+#include <llvm/TargetParser/Triple.h>
+#include <llvm/Transforms/Utils/ScalarEvolutionExpander.h>
+
+#include "compiler/host_codegen.h"
+
+namespace rocuda::compiler::detail {
+namespace {
+
+// How many instructions deep an address computation may be copied.
+constexpr int kMaxAddressDepth = 12;
+// The most loads of one work-item loop whose next block's lines are prefetched, and the most
+// lines for each; and the fewest worth it: a row of a 2D block's tile (a transpose's 32 floats,
+// 2 lines, took 15 ms instead of 11.5 with its prefetches), no, a 1D block's 256 floats yes.
+constexpr size_t kMaxNextBlockLoads = 4;
+constexpr uint64_t kMaxNextBlockLines = 32;
+constexpr uint64_t kMinNextBlockLines = 8;
+
+// Whether `inst` loads %ctaid.x from the block context.
+bool loadsBlockIndex(const llvm::Instruction& inst) {
+  auto* load = llvm::dyn_cast<llvm::LoadInst>(&inst);
+  return load != nullptr && readsContextField(*load, kCtaid, 0);
+}
+
+// Prefetch, before each nest of work-item loops of `f`, the lines its loads will read for the
+// next block (%ctaid.x + 1, the block a worker runs next within its chunk).
+void prefetchNextBlockIn(llvm::Function& f, llvm::TargetLibraryInfo& libraryInfo) {
+  if (f.arg_size() < 2 || !f.getArg(1)->getType()->isPointerTy()) return;
+  llvm::SmallVector<llvm::Instruction*, 4> blockIndexLoads;
+  for (llvm::BasicBlock& block : f)
+    for (llvm::Instruction& inst : block)
+      if (loadsBlockIndex(inst)) blockIndexLoads.push_back(&inst);
+  if (blockIndexLoads.empty()) return;
+  llvm::DominatorTree dt(f);
+  llvm::LoopInfo li(dt);
+  llvm::AssumptionCache assumptions(f);
+  llvm::ScalarEvolution se(f, libraryInfo, assumptions, dt, li);
+  struct Site {
+    llvm::Instruction* at;
+    llvm::Value* from;
+    llvm::Value* to;
+  };
+  llvm::SmallVector<Site, 8> sites;
+  llvm::SmallPtrSet<llvm::Loop*, 4> nests;  // the loop nests over z and y already prefetched for
+  for (llvm::Loop* loop : li.getLoopsInPreorder()) {
+    llvm::PHINode* index = loop->getCanonicalInductionVariable();
+    if (!isWorkItemLoop(*loop) || index == nullptr) continue;
+    const llvm::SCEV* backedges = se.getBackedgeTakenCount(loop);
+    if (llvm::isa<llvm::SCEVCouldNotCompute>(backedges) ||
+        !se.isAvailableAtLoopEntry(backedges, loop->getOutermostLoop()))
+      continue;
+    // Once per round, before the loops over z and y, for their first iterations (the first row
+    // of a 2D block's threads): the work-item loop runs once per row, and per row the
+    // prefetches cost more than they gain (a transpose's 32-thread rows: 11.3 -> 16.3 ms).
+    llvm::Loop* nest = loop->getOutermostLoop();
+    llvm::BasicBlock* preheader = nest->getLoopPreheader();
+    if (preheader == nullptr || !nests.insert(nest).second) continue;
+    llvm::SmallVector<std::pair<llvm::Value*, llvm::Value*>, 2> outerStarts;
+    bool counted = true;
+    for (llvm::Loop* outer = loop->getParentLoop(); outer != nullptr;
+         outer = outer->getParentLoop()) {
+      llvm::PHINode* outerIndex = outer->getCanonicalInductionVariable();
+      counted = counted && outerIndex != nullptr;
+      if (outerIndex != nullptr)
+        outerStarts.push_back({outerIndex, llvm::ConstantInt::get(outerIndex->getType(), 0)});
+    }
+    if (!counted) continue;
+    llvm::Instruction* at = preheader->getTerminator();
+    llvm::SCEVExpander expander(se, f.getDataLayout(), "next.block");
+    llvm::Value* lastIndex = nullptr;  // expanded on the first load that needs it
+    llvm::IRBuilder<> b(at);
+    llvm::Value* nextBlock = nullptr;
+    llvm::SmallPtrSet<llvm::BasicBlock*, 16> inside(nest->block_begin(), nest->block_end());
+    size_t loads = 0;
+    for (llvm::BasicBlock* block : loop->blocks())
+      for (llvm::Instruction& inst : *block) {
+        auto* load = llvm::dyn_cast<llvm::LoadInst>(&inst);
+        if (load == nullptr || !load->isSimple() || loads == kMaxNextBlockLoads) continue;
+        if (nextBlock == nullptr) {
+          nextBlock = b.CreateAdd(loadContext(b, f.getArg(1), kCtaid, 0), b.getInt32(1));
+          lastIndex = expander.expandCodeFor(backedges, index->getType(), at);
+        }
+        llvm::SmallDenseMap<llvm::Value*, llvm::Value*, 2> first, last;
+        for (const auto& [outerIndex, start] : outerStarts) {
+          first[outerIndex] = start;
+          last[outerIndex] = start;
+        }
+        for (llvm::Instruction* blockIndexLoad : blockIndexLoads) {
+          first[blockIndexLoad] = nextBlock;
+          last[blockIndexLoad] = nextBlock;
+        }
+        first[index] = llvm::ConstantInt::get(index->getType(), 0);
+        last[index] = lastIndex;
+        llvm::SmallPtrSet<llvm::Value*, 2> used;
+        llvm::Value* from = copyAddress(load->getPointerOperand(), first, inside, at, used);
+        bool fromBlockIndex =
+            llvm::any_of(blockIndexLoads, [&](llvm::Instruction* i) { return used.contains(i); });
+        if (from == nullptr || !fromBlockIndex) continue;
+        llvm::Value* to = copyAddress(load->getPointerOperand(), last, inside, at, used);
+        if (to == nullptr) continue;
+        sites.push_back({at, from, to});
+        ++loads;
+      }
+  }
+  // One-dimensional blocks only: in a 2D block's tiles (a transpose's), the prefetches of the
+  // next block cost more than they gained (11 -> 13-16 ms).
+  for (const Site& site : sites) {
+    llvm::IRBuilder<> b(site.at);
+    llvm::Value* oneDimensional = b.CreateICmpEQ(
+        b.CreateMul(loadContext(b, f.getArg(1), kNtid, 1), loadContext(b, f.getArg(1), kNtid, 2)),
+        b.getInt32(1));
+    prefetchLines(site.from, site.to, kMaxNextBlockLines, site.at, kMinNextBlockLines,
+                  oneDimensional);
+  }
+}
+
+// As copyAddress; `made` maps the instructions already copied (or kept) to their copies.
+llvm::Value* copyAddressFrom(
+    llvm::Value* address, const llvm::SmallDenseMap<llvm::Value*, llvm::Value*, 2>& substitutions,
+    const llvm::SmallPtrSetImpl<llvm::BasicBlock*>& inside, llvm::Instruction* at,
+    llvm::SmallPtrSetImpl<llvm::Value*>& used, llvm::DenseMap<llvm::Value*, llvm::Value*>& made,
+    int depth) {
+  if (auto found = substitutions.find(address); found != substitutions.end()) {
+    used.insert(address);
+    return found->second;
+  }
+  auto* inst = llvm::dyn_cast<llvm::Instruction>(address);
+  if (inst == nullptr) return address;  // constants, arguments
+  if (auto found = made.find(inst); found != made.end()) return found->second;
+  // An instruction outside `inside` is available at `at` as it is, unless a substituted value
+  // is among its operands' operands.
+  bool within = inside.contains(inst->getParent());
+  bool copyable = llvm::isa<llvm::CastInst>(inst) || llvm::isa<llvm::GetElementPtrInst>(inst) ||
+                  (llvm::isa<llvm::BinaryOperator>(inst) && !inst->isIntDivRem());
+  if (!copyable || depth > kMaxAddressDepth) return within ? nullptr : address;
+  llvm::SmallVector<llvm::Value*, 4> operands;
+  bool changed = false;
+  for (llvm::Value* operand : inst->operands()) {
+    llvm::Value* value = copyAddressFrom(operand, substitutions, inside, at, used, made, depth + 1);
+    if (value == nullptr) return within ? nullptr : address;
+    changed |= value != operand;
+    operands.push_back(value);
+  }
+  if (!within && !changed) {
+    made[inst] = inst;
+    return inst;
+  }
+  llvm::Instruction* copy = inst->clone();
+  for (unsigned i = 0; i < operands.size(); ++i) copy->setOperand(i, operands[i]);
+  // The copy's values differ from the original's: no flags or metadata that promised anything
+  // about them.
+  copy->dropPoisonGeneratingFlags();
+  copy->dropPoisonGeneratingMetadata();
+  copy->insertBefore(at);
+  made[inst] = copy;
+  return copy;
+}
+
+}  // namespace
+
+llvm::Value* copyAddress(llvm::Value* address,
+                         const llvm::SmallDenseMap<llvm::Value*, llvm::Value*, 2>& substitutions,
+                         const llvm::SmallPtrSetImpl<llvm::BasicBlock*>& inside,
+                         llvm::Instruction* at, llvm::SmallPtrSetImpl<llvm::Value*>& used) {
+  llvm::DenseMap<llvm::Value*, llvm::Value*> made;
+  return copyAddressFrom(address, substitutions, inside, at, used, made, 0);
+}
+
+llvm::Instruction* prefetchLines(llvm::Value* from, llvm::Value* to, uint64_t maxLines,
+                                 llvm::Instruction* at, uint64_t minLines, llvm::Value* when) {
+  llvm::IRBuilder<> b(at);
+  llvm::Module& m = *at->getModule();
+  llvm::Value* span =
+      b.CreateSub(b.CreatePtrToInt(to, b.getInt64Ty()), b.CreatePtrToInt(from, b.getInt64Ty()));
+  // Lines [0, lines); a span that runs backwards prefetches from `from` only.
+  llvm::Value* lines =
+      b.CreateSelect(b.CreateICmpSLT(span, b.getInt64(0)), b.getInt64(1),
+                     b.CreateBinaryIntrinsic(llvm::Intrinsic::umin,
+                                             b.CreateAdd(b.CreateLShr(span, 6), b.getInt64(1)),
+                                             b.getInt64(maxLines)));
+  llvm::BasicBlock* before = at->getParent();
+  llvm::BasicBlock* after = before->splitBasicBlock(at, before->getName() + ".prefetched");
+  auto* loop = llvm::BasicBlock::Create(m.getContext(), "prefetch", before->getParent(), after);
+  if (minLines > 1 || when != nullptr) {
+    before->getTerminator()->eraseFromParent();
+    llvm::IRBuilder<> enough(before);
+    llvm::Value* go = enough.CreateICmpUGE(lines, enough.getInt64(minLines));
+    if (when != nullptr) go = enough.CreateAnd(go, when);
+    enough.CreateCondBr(go, loop, after);
+  } else {
+    before->getTerminator()->setSuccessor(0, loop);
+  }
+  llvm::IRBuilder<> l(loop);
+  llvm::PHINode* line = l.CreatePHI(l.getInt64Ty(), 2, "line");
+  line->addIncoming(l.getInt64(0), before);
+  llvm::Function* prefetch = llvm::Intrinsic::getDeclaration(
+      &m, llvm::Intrinsic::prefetch, {llvm::PointerType::getUnqual(m.getContext())});
+  // Read, keep in every cache level, data.
+  l.CreateCall(prefetch, {l.CreateGEP(l.getInt8Ty(), from, l.CreateShl(line, 6)), l.getInt32(0),
+                          l.getInt32(3), l.getInt32(1)});
+  llvm::Value* next = l.CreateAdd(line, l.getInt64(1));
+  line->addIncoming(next, loop);
+  l.CreateCondBr(l.CreateICmpULT(next, lines), loop, after);
+  return at;
+}
+
+void prefetchNextBlocks(llvm::Module& module) {
+  llvm::TargetLibraryInfoImpl libraryImpl{llvm::Triple(module.getTargetTriple())};
+  // Only the rounds of Continuations: a block that waits spends enough between its loads and
+  // the next block's (the runtime, the other rounds) for the hardware prefetcher to lose the
+  // stream; a BlockLoop's blocks stream as one loop, and its prefetches only cost (2D stencil
+  // 4.0-4.3 -> 5.4 ms with them).
+  const std::string rounds = roundSymbol("");
+  for (llvm::Function& f : module) {
+    if (f.isDeclaration() || !f.getName().starts_with(rounds)) continue;
+    llvm::TargetLibraryInfo libraryInfo(libraryImpl, &f);
+    prefetchNextBlockIn(f, libraryInfo);
+  }
+}
+
+}  // namespace rocuda::compiler::detail
