@@ -4,6 +4,9 @@
 // unsigned, strict or not, against bounds before, inside and past the block (and an unsigned
 // bound that would wrap when incremented) must pick exactly the threads CUDA does: in kernels
 // with barriers (run in rounds) and without (one loop over the block), in 1-D and 2-D blocks.
+// Tests of the global index (`blockIdx.x * blockDim.x + threadIdx.x < n`) are split too, where
+// the index cannot wrap within the block: checked in grids whose index wraps past INT_MAX and
+// UINT_MAX inside a block.
 #include <climits>
 #include <vector>
 
@@ -91,8 +94,85 @@ bool expected(int test, int t, int s, unsigned us, int block) {
   }
 }
 
+// Tests of the global index, signed and unsigned, in the blocks named by `recorded` (the others
+// do nothing): the index of 192-thread blocks wraps inside a block past INT_MAX and UINT_MAX.
+constexpr int kGlobalTests = 5;
+constexpr int kRecorded = 6;
+struct Recorded {
+  unsigned block[kRecorded];
+};
+
+__global__ void globalRanges(int n, unsigned un, Recorded recorded, int* out, int total) {
+  int slot = -1;
+  for (int k = 0; k < kRecorded; ++k)
+    if (blockIdx.x == recorded.block[k]) slot = k;
+  if (slot < 0) return;
+  unsigned ug = blockIdx.x * blockDim.x + threadIdx.x;
+  int g = static_cast<int>(ug);
+  int id = slot * blockDim.x + threadIdx.x;
+  if (g < n) out[0 * total + id] = 1;
+  if (g <= n) out[1 * total + id] = 1;
+  if (g >= n) out[2 * total + id] = 1;
+  if (ug < un) out[3 * total + id] = 1;
+  if (ug >= un) out[4 * total + id] = 1;
+}
+
+void checkGlobalRanges(Checker& check) {
+  struct Launch {
+    unsigned grid, block;
+    Recorded recorded;
+  };
+  const unsigned signedWrap = 11184810, unsignedWrap = 22369621;  // 2^31 / 192, 2^32 / 192
+  const Launch launches[] = {{6, 256, {{0, 1, 2, 3, 4, 5}}},
+                             {6, 37, {{0, 1, 2, 3, 4, 5}}},
+                             {unsignedWrap + 2,
+                              192,
+                              {{signedWrap - 1, signedWrap, signedWrap + 1, unsignedWrap - 1,
+                                unsignedWrap, unsignedWrap + 1}}}};
+  struct Bounds {
+    int n;
+    unsigned un;
+  };
+  const Bounds bounds[] = {{-5, 0},
+                           {0, 1},
+                           {100, 300},
+                           {300, 1000},
+                           {1500, 1536},
+                           {INT_MIN, 7},
+                           {INT_MAX, UINT_MAX},
+                           {INT_MAX - 100, UINT_MAX - 100},
+                           {-1000, 2147483600u}};
+  const int total = kRecorded * 256;
+  int* dout;
+  CHECK(cudaMalloc(&dout, kGlobalTests * total * sizeof(int)));
+  for (const Launch& launch : launches)
+    for (const Bounds& b : bounds) {
+      CHECK(cudaMemset(dout, 0, kGlobalTests * total * sizeof(int)));
+      globalRanges<<<launch.grid, launch.block>>>(b.n, b.un, launch.recorded, dout, total);
+      CHECK_LAUNCH();
+      std::vector<int> out(kGlobalTests * total);
+      CHECK(cudaMemcpy(out.data(), dout, out.size() * sizeof(int), cudaMemcpyDeviceToHost));
+      int wrong = 0;
+      for (int slot = 0; slot < kRecorded; ++slot)
+        for (unsigned t = 0; t < launch.block; ++t) {
+          unsigned ug = launch.recorded.block[slot] * launch.block + t;
+          int g = static_cast<int>(ug);
+          const bool want[kGlobalTests] = {g < b.n, g <= b.n, g >= b.n, ug < b.un, ug >= b.un};
+          for (int test = 0; test < kGlobalTests; ++test) {
+            int got = out[test * total + slot * static_cast<int>(launch.block) + t];
+            if (got != (want[test] ? 1 : 0) && wrong++ < 5)
+              std::fprintf(stderr, "global index %u (block %u, thread %u) n=%d un=%u test %d\n", ug,
+                           launch.recorded.block[slot], t, b.n, b.un, test);
+          }
+        }
+      check.eq("wrongly picked global indices", b.n, 0, wrong);
+    }
+  CHECK(cudaFree(dout));
+}
+
 int main() {
   Checker check("thread_ranges");
+  checkGlobalRanges(check);
   const int blocks = 3;
   struct Bounds {
     int s;
