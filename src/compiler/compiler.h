@@ -135,10 +135,15 @@
 //    else kMixedRoundCodes when the codes are stored as bytes (a kernel with at most
 //    kMaxByteCodeWaits waits: a quarter of the stores) or kMixedWideRoundCodes when they are
 //    stored as i32. A round whose threads all stop at one block barrier (kind 1), shfl,
-//    __syncwarp or warp lockstep point does not return (except in memcheck builds): the round
-//    function completes that wait itself (the uniform copy below; for a shfl, WarpLanes' value
-//    and result arrays swap places) and runs the next round, so the runtime sees the first round
-//    that ends otherwise, and only that round's codes.
+//    __syncwarp, warp lockstep point or shuffle chain does not return (except in memcheck
+//    builds): the round function completes that wait itself (the uniform copy below; for a
+//    shfl, WarpLanes' value and result arrays swap places; a shuffle chain's steps run) and runs
+//    the next round, so the runtime sees the first round that ends otherwise, and only that
+//    round's codes. Outside memcheck builds, `resume` = point | kCompleteWaitFirst says that
+//    threads [0, limit) all wait at the warp collective before `point`, one of those kinds:
+//    the round function completes it, then runs from `point` (a round that stopped a prefix of
+//    the threads at a shuffle chain and finished the rest: the runtime's completion would be
+//    scalar code).
 //    A bar.red announces its vote before returning, `void __rocuda_suspend_barrier_reduce(
 //    ptr context, i32 linearTid, i32 op, i32 id, i32 threads, i32 predicate)`, and on resuming
 //    `i32 __rocuda_resume_barrier_reduce(ptr context, i32 linearTid, i32 op)` gives the result.
@@ -187,7 +192,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-80";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-83";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;
@@ -201,6 +206,7 @@ inline constexpr uint32_t kMemcheckGeneric = 0, kMemcheckGlobal = 1, kMemcheckSh
 // their codes stored as bytes, or as i32 (a kernel with more than kMaxByteCodeWaits waits).
 inline constexpr uint32_t kMixedRoundCodes = 0xffffffffu;
 inline constexpr uint32_t kMixedWideRoundCodes = 0xfffffffeu;
+inline constexpr uint32_t kCompleteWaitFirst = 0x80000000u;
 inline constexpr uint32_t kMaxByteCodeWaits = 62;  // (62 << 2) | 3 = 0xfb: every code a byte
 
 // The CPU device's launch limits, which core enforces (DeviceBackend's device description
@@ -213,7 +219,8 @@ inline constexpr uint32_t kMaxGridDim[3] = {2147483647, 65535, 65535};
 // results: one array per field, indexed by linear thread id (so that the posts of a round
 // vectorize). A collective's operands are op (0 sync, 1 shfl, 2 vote, 3 redux, 4 match,
 // 5 activemask, 6 mbarrier wait, 7 named barrier, 8 mma, 9 lockstep point: host code only, see
-// host_warp_lockstep.cpp; its order as value), value, mode, b, c and mask. Before
+// host_warp_lockstep.cpp; its order as value; 10 shuffle chain: host code only, below), value,
+// mode, b, c and mask. Before
 // returning from a wait in a collective the step stores value[t] and, of the others, those that
 // are not constants of the code: op and the constant ones are the wait's (KernelInfo::
 // cpuWarpSites), and the runtime writes them into the thread's entries itself before it reads
@@ -233,6 +240,35 @@ inline constexpr uint32_t kMaxGridDim[3] = {2147483647, 65535, 65535};
 // a warp matrix operation's record has (wmma.m16n16k16 with f16 inputs: 8 A, 8 B, 8 C and 8 D
 // registers).
 inline constexpr size_t kMatrixRecordSlots = 32;
+
+// A shuffle chain (op 10, host code only: host_shfl_chains.cpp) is a warp's reduction by
+// shuffles, `v = v OP shfl.down/bfly(v, d_k)` for k = 0..n-1, with constant offsets, clamp 31 and
+// a full member mask, as one collective: `i32 __rocuda_shfl_chain(i32 op, i32 value, i32 mode,
+// i32 schedule)`, all four but value constants of the code. It posts value; mode (1 down, 2 bfly)
+// in mode[t], the schedule in b[t] and op (ShuffleChainOp) in c[t], mask all ones. Its result is
+// each lane's v after the n steps, each step exactly as the shfl and OP it stands for: a lane
+// whose source lane is out of range, or absent (beyond the block's last thread, finished), keeps
+// its own value. (A NaN's bits may differ from the shuffles': the code canonicalizes NaNs where it
+// observes a float's bits, canonicalize_nans.cpp, and the chain's value is such a float.)
+enum class ShuffleChainOp : int32_t { FAdd, Add, And, Or, Xor, SMax, SMin, UMax, UMin };
+inline constexpr uint32_t kMaxShuffleChainSteps = 5;
+// A schedule: the step count in bits 0..2, then each step's offset in 5 bits.
+inline constexpr int32_t shuffleChainSchedule(const uint32_t* offsets, uint32_t steps) {
+  uint32_t schedule = steps;
+  for (uint32_t k = 0; k < steps; ++k) schedule |= (offsets[k] & 31) << (3 + 5 * k);
+  return static_cast<int32_t>(schedule);
+}
+inline constexpr uint32_t shuffleChainSteps(int32_t schedule) {
+  return static_cast<uint32_t>(schedule) & 7;
+}
+inline constexpr uint32_t shuffleChainOffset(int32_t schedule, uint32_t step) {
+  return (static_cast<uint32_t>(schedule) >> (3 + 5 * step)) & 31;
+}
+// The lane a step of a chain reads for `lane` (itself when the source is out of range).
+inline constexpr uint32_t shuffleChainSource(int32_t mode, uint32_t offset, uint32_t lane) {
+  uint32_t source = mode == 1 ? lane + offset : lane ^ offset;
+  return source <= 31 ? source : lane;
+}
 struct WarpLanes {
   // 64-bit values and results in two halves, so that a shfl, the collective kernels wait in most,
   // posts and reads 32-bit entries only (a round's vectors hold eight lanes, not four); the high

@@ -533,8 +533,9 @@ llvm::Value* postAndCollect(llvm::CallInst* call, const ThreadValues& v, uint32_
   llvm::StringRef name = call->getCalledFunction()->getName();
   auto arg = [&](unsigned i) { return call->getArgOperand(i); };
   // op numbers as in compiler.h: 0 sync, 1 shfl, 2 vote, 3 redux, 4 match, 5 activemask,
-  // 6 mbarrier wait, 7 named barrier, 8 mma, 9 lockstep point.
-  int op = name == "__rocuda_warp_sync"       ? 0
+  // 6 mbarrier wait, 7 named barrier, 8 mma, 9 lockstep point, 10 shuffle chain.
+  int op = name == kShuffleChainFunction      ? 10
+           : name == "__rocuda_warp_sync"     ? 0
            : name == "__rocuda_shfl_sync"     ? 1
            : name == "__rocuda_vote_sync"     ? 2
            : name == "__rocuda_redux_sync"    ? 3
@@ -545,6 +546,16 @@ llvm::Value* postAndCollect(llvm::CallInst* call, const ThreadValues& v, uint32_
            : name == kWarpLockstepFunction    ? 9
                                               : 7;
   llvm::Value* zero = before.getInt32(0);
+  if (op == 10) {  // the first value; the chain's mode, schedule and op; its last value back
+    const std::pair<LaneField, llvm::Value*> posts[] = {
+        {kLaneValue, before.CreateZExt(arg(1), before.getInt64Ty())},
+        {kLaneMode, arg(2)},
+        {kLaneB, arg(3)},
+        {kLaneC, arg(0)},
+        {kLaneMask, before.getInt32(-1)}};
+    postOperands(before, v, op, posts, site);
+    return after.CreateLoad(after.getInt32Ty(), laneEntry(after, v, kLaneResult, v.linear));
+  }
   if (op == 9) {  // its order, a constant of the code: nothing to post, no result
     const std::pair<LaneField, llvm::Value*> posts[] = {
         {kLaneValue, before.CreateZExt(arg(0), before.getInt64Ty())},
@@ -1262,19 +1273,39 @@ void buildRounds(llvm::Function& step, const KernelInfo& info, const std::vector
   fn->addParamAttr(3, llvm::Attribute::NoAlias);
   llvm::Value* context = fn->getArg(1);
   auto* entry = llvm::BasicBlock::Create(c, "entry", fn);
+  bool chains = llvm::any_of(waits, [](const WaitPoint& w) { return w.site.op == 10; });
+  auto* completeFirst = chains ? llvm::BasicBlock::Create(c, "complete.first", fn) : nullptr;
   auto* again = llvm::BasicBlock::Create(c, "round", fn);
+  auto* dispatch = llvm::BasicBlock::Create(c, "dispatch", fn);
   auto* barrier = llvm::BasicBlock::Create(c, "barrier", fn);
   auto* warp = llvm::BasicBlock::Create(c, "warp", fn);
   auto* swapLanes = llvm::BasicBlock::Create(c, "shfl", fn);
   auto* next = llvm::BasicBlock::Create(c, "next", fn);
   auto* done = llvm::BasicBlock::Create(c, "done", fn);
   llvm::IRBuilder<> b(entry);
-  b.CreateBr(again);
+  llvm::Value* waiting = nullptr;
+  if (chains) {
+    // resume | kCompleteWaitFirst (the runtime passes it for shuffle chains only): the threads
+    // wait at the warp collective before resume, as if a round had just returned that code.
+    b.CreateCondBr(b.CreateICmpSLT(fn->getArg(2), b.getInt32(0)), completeFirst, again);
+    b.SetInsertPoint(completeFirst);
+    waiting =
+        b.CreateOr(b.CreateShl(b.CreateAnd(fn->getArg(2), b.getInt32(~kCompleteWaitFirst)), 2),
+                   b.getInt32(static_cast<uint32_t>(WaitKind::Warp)));
+    b.CreateBr(dispatch);
+  } else {
+    b.CreateBr(again);
+  }
   b.SetInsertPoint(again);
   llvm::PHINode* point = b.CreatePHI(i32, 2, "point");
   point->addIncoming(fn->getArg(2), entry);
-  llvm::Value* code =
+  llvm::Value* stepped =
       b.CreateCall(round, {fn->getArg(0), context, point, fn->getArg(3), fn->getArg(4)}, "code");
+  b.CreateBr(dispatch);
+  b.SetInsertPoint(dispatch);
+  llvm::PHINode* code = b.CreatePHI(i32, 2, "code");
+  if (chains) code->addIncoming(waiting, completeFirst);
+  code->addIncoming(stepped, again);
   llvm::Value* resume = b.CreateLShr(code, b.getInt32(2), "resume");
   // The mixed codes have kinds 3 and 2: only a common code reaches a case below with a point
   // the switch names.
@@ -1291,13 +1322,26 @@ void buildRounds(llvm::Function& step, const KernelInfo& info, const std::vector
                   /*isVolatile=*/true);
   b.CreateBr(next);
 
-  // op numbers as postAndCollect gives them: 0 __syncwarp, 1 shfl, 9 lockstep point.
+  // op numbers as postAndCollect gives them: 0 __syncwarp, 1 shfl, 9 lockstep point, 10 shuffle
+  // chain (its steps run here, a warp at a time, for the round's threads).
   b.SetInsertPoint(warp);
   llvm::SwitchInst* site = b.CreateSwitch(resume, done);
   for (size_t i = 0; i < waits.size(); ++i) {
     int32_t op = waits[i].site.op;
-    if (waits[i].kind == WaitKind::Warp && (op == 0 || op == 1 || op == 9))
-      site->addCase(b.getInt32(static_cast<uint32_t>(i + 1)), op == 1 ? swapLanes : next);
+    if (waits[i].kind != WaitKind::Warp || (op != 0 && op != 1 && op != 9 && op != 10)) continue;
+    llvm::BasicBlock* completion = op == 1 ? swapLanes : next;
+    if (op == 10) {
+      completion = llvm::BasicBlock::Create(c, "shfl.chain", fn, next);
+      llvm::IRBuilder<> chain(completion);
+      llvm::Value* count = chain.CreateBinaryIntrinsic(
+          llvm::Intrinsic::umin, loadContext(chain, context, kThreadCount), fn->getArg(4));
+      emitShuffleChainSteps(
+          chain, chain.CreateLoad(chain.getPtrTy(), laneArrayField(chain, context, kLaneValue)),
+          chain.CreateLoad(chain.getPtrTy(), laneArrayField(chain, context, kLaneResult)), count,
+          waits[i].site);
+      chain.CreateBr(next);
+    }
+    site->addCase(b.getInt32(static_cast<uint32_t>(i + 1)), completion);
   }
 
   b.SetInsertPoint(swapLanes);
@@ -1333,6 +1377,7 @@ void lowerToContinuation(llvm::Function& kernel, KernelInfo& info, bool chainWai
   ThreadValues values = threadValuesOf(*step);
   replaceThreadQueries(*step, values);
   announceThreadBeforeCalls(*step, values);
+  fuseShuffleChains(*step);
   for (auto& block : *step)
     if (auto* ret = llvm::dyn_cast<llvm::ReturnInst>(block.getTerminator())) {
       llvm::ReturnInst::Create(c, llvm::ConstantInt::get(i32, 0), ret);

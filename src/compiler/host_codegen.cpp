@@ -72,6 +72,7 @@ Result<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine(int optLeve
   llvm::SubtargetFeatures features;
   for (const auto& feature : hostCpuFeatures())
     features.AddFeature(feature.first(), feature.second);
+  features.AddFeature("prefer-no-scatter");
   llvm::TargetOptions options;
   auto level = optLevel <= 0   ? llvm::CodeGenOptLevel::None
                : optLevel == 1 ? llvm::CodeGenOptLevel::Less

@@ -183,11 +183,13 @@ inline const std::vector<std::string> kBarrierFunctions = {"__rocuda_barrier_syn
                                                            "__rocuda_barrier_reduce"};
 // A warp lockstep point (host_warp_lockstep.cpp), which the host pipeline alone inserts.
 inline constexpr const char* kWarpLockstepFunction = "__rocuda_warp_lockstep";
+// A chain of shuffles as one collective (compiler.h), which the host's Continuations alone use.
+inline constexpr const char* kShuffleChainFunction = "__rocuda_shfl_chain";
 inline const std::vector<std::string> kWarpCollectiveFunctions = {
     "__rocuda_warp_sync",     "__rocuda_shfl_sync",     "__rocuda_vote_sync",
     "__rocuda_redux_sync",    "__rocuda_match_sync",    "__rocuda_activemask",
     "__rocuda_mbarrier_wait", "__rocuda_named_barrier", "__rocuda_mma_sync",
-    kWarpLockstepFunction};
+    kWarpLockstepFunction,    kShuffleChainFunction};
 
 // The CPU device runs each warp matrix operation through its tile function (compiler.h:
 // __rocuda_mma_sync): the calls' lane functions, for AMD GPUs, become null pointers and are
@@ -241,6 +243,17 @@ void lowerBlockPrivateAtomics(llvm::Module& module);
 // collectives every thread reaches itself (off under memcheck, whose race check counts each
 // barrier in the runtime).
 void lowerToBlockForms(llvm::Module& module, ModuleInfo& info, bool chainWaits);
+
+// Replace each chain of two or more shfl steps in `f` (a warp reduction: each shfl's result
+// combined with the lane's value, which the next shfl posts; compiler.h: shuffle chains) by one
+// call of kShuffleChainFunction; host_shfl_chains.cpp says which chains. Returns how many.
+unsigned fuseShuffleChains(llvm::Function& f);
+
+// Run the steps of the shuffle chain `site` (its mode, schedule and op: compiler.h) for every
+// warp of a block's first `count` threads: from WarpLanes' `values` into `results`, a warp's 32
+// lanes as one vector. Emitted at `b`, which it leaves after the loop.
+void emitShuffleChainSteps(llvm::IRBuilder<>& b, llvm::Value* values, llvm::Value* results,
+                           llvm::Value* count, const WarpWaitSite& site);
 
 // Drop the lockstep form of each kernel whose BlockLoop function had every stride loop of the
 // lockstep form interchanged (`interchanged`: interchanges by function, from

@@ -498,15 +498,22 @@ void applyStepCode(BlockState& block, ThreadState& thread, uint32_t linearTid, u
 }
 
 // Every running thread of the block (threads [0, limit); the rest have finished) waits in the
-// same warp collective, the one before resume `point`: when it is a shfl, a warp sync, an mma or a
-// lockstep point, whose completion needs no check of member masks (the lanes at one instruction
-// have all arrived), complete it without looking at each thread's state. Returns whether it did.
+// same warp collective, the one before resume `point`: when it is a shfl, a warp sync, an mma, a
+// lockstep point or a shuffle chain, whose completion needs no check of member masks (the lanes
+// at one instruction have all arrived), complete it without looking at each thread's state.
+// Returns whether it did.
 bool completeUniformCollective(BlockState& block, uint32_t limit, uint32_t point) {
   compiler::WarpLanes& lanes = block.context.warpLanes;
   const compiler::WarpWaitSite& site = block.grid->code.warpSites[point - 1];
   auto op = static_cast<WarpOp>(site.op);
   // The posts become the snapshots the resuming lanes read; the old snapshots take the next posts.
   if (op == WarpOp::Shfl) std::swap(lanes.value, lanes.result);
+  if (op == WarpOp::ShflChain)
+    for (uint32_t first = 0; first < limit; first += kWarpSize) {
+      uint32_t count = std::min(kWarpSize, limit - first);
+      runShuffleChain(lanes.value + first, count == kWarpSize ? ~0u : (1u << count) - 1, site.mode,
+                      site.b, site.c, lanes.result + first);
+    }
   if (op == WarpOp::Mma) {
     for (uint32_t first = 0; first < limit; first += kWarpSize) {
       uint32_t count = std::min(kWarpSize, limit - first);
@@ -520,22 +527,35 @@ bool completeUniformCollective(BlockState& block, uint32_t limit, uint32_t point
       runMatrixTile(requests, count == kWarpSize ? ~0u : (1u << count) - 1);
     }
   }
-  return op == WarpOp::Shfl || op == WarpOp::Sync || op == WarpOp::Mma || op == WarpOp::Lockstep;
+  return op == WarpOp::Shfl || op == WarpOp::Sync || op == WarpOp::Mma || op == WarpOp::Lockstep ||
+         op == WarpOp::ShflChain;
 }
 
 // Whether threads [0, limit) are a prefix [0, live) waiting at one point (codes[0]) followed by
 // finished threads; all of them finished counts too (live = 0). Codes as a round stores them:
-// bytes or i32 (compiler.h).
+// bytes or i32 (compiler.h). Read eight bytes at a time: a reduction's `tid < 32` tail leaves
+// 224 finished threads to check in every block, and a loop over bytes (which the host compiler
+// does not widen at -O2) was a tenth of a shuffle reduction's time.
 template <typename Code>
 bool waitingPrefix(const Code* codes, uint32_t limit, uint32_t& live) {
+  constexpr uint32_t kPerWord = sizeof(uint64_t) / sizeof(Code);
+  auto word = [&](uint32_t t) {
+    uint64_t w;
+    std::memcpy(&w, codes + t, sizeof w);
+    return w;
+  };
   Code first = codes[0];
+  uint64_t firstRepeated = 0;
+  for (uint32_t i = 0; i < kPerWord; ++i)
+    firstRepeated |= uint64_t{first} << (8 * sizeof(Code) * i);
   uint32_t n = 0;
+  while (n + kPerWord <= limit && word(n) == firstRepeated) n += kPerWord;
   while (n < limit && codes[n] == first) ++n;
   live = first == 0 ? 0 : n;
-  // An or over the rest, with no early exit, so that it vectorizes: a reduction's `tid < 32`
-  // tail leaves 224 finished threads to check in every block.
-  Code any = 0;
-  for (uint32_t t = n; t < limit; ++t) any |= codes[t];
+  uint64_t any = 0;
+  uint32_t t = n;
+  for (; t + kPerWord <= limit; t += kPerWord) any |= word(t);
+  for (; t < limit; ++t) any |= codes[t];
   return any == 0;
 }
 
@@ -556,6 +576,13 @@ void bindThreads(BlockState& block, uint32_t count) {
       }
     }
   }
+}
+
+// Whether round functions complete the waits they can themselves (compiler.h: all but memcheck
+// builds', whose race check counts barriers here).
+bool roundsCompleteChains() {
+  static const bool chained = !memcheckEnabled();
+  return chained;
 }
 
 // While every thread of the block is at the same resume point, one call of the kernel's round
@@ -589,6 +616,12 @@ bool runUniformRounds(BlockState& block, std::vector<std::unique_ptr<ThreadState
       if ((first & 3) != 3) {  // all at one barrier: it completes
         completeBarrierRound(block);
         point = first >> 2;
+        continue;
+      }
+      // A shuffle chain the round function completes as vectors: it starts with that.
+      if (roundsCompleteChains() && grid.code.warpSites != nullptr &&
+          grid.code.warpSites[(first >> 2) - 1].op == static_cast<int32_t>(WarpOp::ShflChain)) {
+        point = (first >> 2) | compiler::kCompleteWaitFirst;
         continue;
       }
       if (completeUniformCollective(block, limit, first >> 2)) {

@@ -143,7 +143,8 @@ enum class WarpOp : uint8_t {
   MBarrier,
   NamedBarrier,
   Mma,
-  Lockstep,  // implicit warp synchronisation (host_warp_lockstep.cpp); value: the point's order
+  Lockstep,   // implicit warp synchronisation (host_warp_lockstep.cpp); value: the point's order
+  ShflChain,  // a warp reduction by shuffles as one collective (compiler.h: shuffle chains)
 };
 
 // One lane's contribution to a warp collective (a copy of its entries in compiler::WarpLanes).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 
 namespace rocuda::backends::cpu {
 namespace {
@@ -192,6 +193,83 @@ uint64_t shuffleFromSnapshots(const compiler::WarpLanes& lanes, uint32_t linearT
   return lanes.result[from] | (source.inRange ? uint64_t(1) << 32 : 0);
 }
 
+namespace {
+
+// A shuffle chain among the participants: the steps run on the whole warp, this lane's result.
+uint64_t shuffleChain(const WarpRequests& requests, uint32_t participants, uint32_t lane) {
+  std::array<uint32_t, kWarpSize> in{}, out{};
+  uint32_t present = 0;
+  for (uint32_t l = 0; l < kWarpSize; ++l)
+    if ((participants & bit(l)) && requests[l] != nullptr) {
+      present |= bit(l);
+      in[l] = static_cast<uint32_t>(requests[l]->value);
+    }
+  const WarpRequest& self = *requests[lane];
+  runShuffleChain(in.data(), present, self.mode, self.b, self.c, out.data());
+  return out[lane];
+}
+
+}  // namespace
+
+namespace {
+
+template <typename Combine>
+void runChainSteps(std::array<uint32_t, kWarpSize>& cur, uint32_t present, int32_t mode,
+                   int32_t schedule, Combine combine) {
+  for (uint32_t k = 0; k < compiler::shuffleChainSteps(schedule); ++k) {
+    uint32_t offset = compiler::shuffleChainOffset(schedule, k);
+    std::array<uint32_t, kWarpSize> next;
+    for (uint32_t l = 0; l < kWarpSize; ++l) {
+      uint32_t source = compiler::shuffleChainSource(mode, offset, l);
+      next[l] = combine(cur[l], (present & bit(source)) ? cur[source] : cur[l]);
+    }
+    cur = next;
+  }
+}
+
+}  // namespace
+
+void runShuffleChain(const uint32_t* in, uint32_t present, int32_t mode, int32_t schedule,
+                     int32_t op, uint32_t* out) {
+  using Op = compiler::ShuffleChainOp;
+  std::array<uint32_t, kWarpSize> cur{};
+  for (uint32_t l = 0; l < kWarpSize; ++l) cur[l] = (present & bit(l)) ? in[l] : 0;
+  auto run = [&](auto combine) { runChainSteps(cur, present, mode, schedule, combine); };
+  auto s = [](uint32_t v) { return static_cast<int32_t>(v); };
+  switch (static_cast<Op>(op)) {
+    case Op::FAdd:
+      run([](uint32_t a, uint32_t b) {
+        return std::bit_cast<uint32_t>(std::bit_cast<float>(a) + std::bit_cast<float>(b));
+      });
+      break;
+    case Op::Add:
+      run([](uint32_t a, uint32_t b) { return a + b; });
+      break;
+    case Op::And:
+      run([](uint32_t a, uint32_t b) { return a & b; });
+      break;
+    case Op::Or:
+      run([](uint32_t a, uint32_t b) { return a | b; });
+      break;
+    case Op::Xor:
+      run([](uint32_t a, uint32_t b) { return a ^ b; });
+      break;
+    case Op::SMax:
+      run([&](uint32_t a, uint32_t b) { return static_cast<uint32_t>(std::max(s(a), s(b))); });
+      break;
+    case Op::SMin:
+      run([&](uint32_t a, uint32_t b) { return static_cast<uint32_t>(std::min(s(a), s(b))); });
+      break;
+    case Op::UMax:
+      run([](uint32_t a, uint32_t b) { return std::max(a, b); });
+      break;
+    case Op::UMin:
+      run([](uint32_t a, uint32_t b) { return std::min(a, b); });
+      break;
+  }
+  std::copy(cur.begin(), cur.end(), out);
+}
+
 uint64_t warpResult(const WarpRequests& requests, uint32_t participants, uint32_t lane) {
   if (lane >= kWarpSize || requests[lane] == nullptr) return 0;
   participants |= bit(lane);
@@ -206,6 +284,8 @@ uint64_t warpResult(const WarpRequests& requests, uint32_t participants, uint32_
       return match(requests, participants, lane);
     case WarpOp::Active:
       return active(requests, participants, lane);
+    case WarpOp::ShflChain:
+      return shuffleChain(requests, participants, lane);
     case WarpOp::Sync:
     case WarpOp::MBarrier:  // released by the scheduler itself
     case WarpOp::NamedBarrier:

@@ -36,6 +36,12 @@ bool mbarrierPhaseDone(const WarpRequest& wait);
 // absent from the block, or not among the participants, contributes a record of zeros.
 void runMatrixTile(const WarpRequests& requests, uint32_t participants);
 
+// A shuffle chain's steps (compiler.h) on one warp's posted values `in` (in[l] for the lanes in
+// `present`; the others are absent) into `out` (every lane's, absent lanes' too), with the
+// chain's mode, schedule and op as its wait site gives them.
+void runShuffleChain(const uint32_t* in, uint32_t present, int32_t mode, int32_t schedule,
+                     int32_t op, uint32_t* out);
+
 // Lane `linearTid`'s request as posted in `lanes`.
 WarpRequest requestOf(const compiler::WarpLanes& lanes, uint32_t linearTid);
 

@@ -1436,6 +1436,91 @@ TEST(CompilerBlockForms, WarpCollectiveConstantsAreTheWaitSites) {
   EXPECT_EQ(kernel.cpuWarpSites[2].op, -1);  // the barrier
 }
 
+// Warp reductions as nvcc writes them: a float sum shuffled down by 16..1, a signed max over a
+// butterfly of two steps, and a sum whose middle value is stored too (two chains).
+constexpr const char* kShuffleChainsPtx = R"(.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry chains(.param .u64 out)
+{
+  .reg .f32 %f<12>;
+  .reg .b32 %r<40>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  cvt.rn.f32.u32 %f1, %r1;
+  mov.b32 %r2, %f1;
+  shfl.sync.down.b32 %r3, %r2, 16, 31, -1;
+  mov.b32 %f2, %r3;
+  add.f32 %f3, %f1, %f2;
+  mov.b32 %r4, %f3;
+  shfl.sync.down.b32 %r5, %r4, 8, 31, -1;
+  mov.b32 %f4, %r5;
+  add.f32 %f5, %f3, %f4;
+  mov.b32 %r6, %f5;
+  shfl.sync.down.b32 %r7, %r6, 4, 31, -1;
+  mov.b32 %f6, %r7;
+  add.f32 %f7, %f5, %f6;
+  mov.b32 %r8, %f7;
+  shfl.sync.down.b32 %r9, %r8, 2, 31, -1;
+  mov.b32 %f8, %r9;
+  add.f32 %f9, %f7, %f8;
+  mov.b32 %r10, %f9;
+  shfl.sync.down.b32 %r11, %r10, 1, 31, -1;
+  mov.b32 %f10, %r11;
+  add.f32 %f11, %f9, %f10;
+  shfl.sync.bfly.b32 %r12, %r1, 1, 31, -1;
+  max.s32 %r13, %r1, %r12;
+  shfl.sync.bfly.b32 %r14, %r13, 2, 31, -1;
+  max.s32 %r15, %r13, %r14;
+  shfl.sync.down.b32 %r16, %r1, 16, 31, -1;
+  add.s32 %r17, %r1, %r16;
+  shfl.sync.down.b32 %r18, %r17, 8, 31, -1;
+  add.s32 %r19, %r17, %r18;
+  shfl.sync.down.b32 %r20, %r19, 4, 31, -1;
+  add.s32 %r21, %r19, %r20;
+  shfl.sync.down.b32 %r22, %r21, 2, 31, -1;
+  add.s32 %r23, %r21, %r22;
+  mul.wide.u32 %rd2, %r1, 16;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.f32 [%rd3], %f11;
+  st.global.u32 [%rd3+4], %r15;
+  st.global.u32 [%rd3+8], %r23;
+  st.global.u32 [%rd3+12], %r19;
+  ret;
+}
+)";
+
+// Each chain is one wait whose site holds its mode, schedule and combination (compiler.h).
+TEST(CompilerBlockForms, ShuffleChainsAreOneWait) {
+  auto object = compileForHost(kShuffleChainsPtx, "chains", {});
+  ASSERT_TRUE(object.ok()) << object.error().message;
+  ASSERT_EQ(object->info.kernels.size(), 1u);
+  const KernelInfo& kernel = object->info.kernels[0];
+  ASSERT_EQ(kernel.cpuExecution, CpuExecution::Continuation);
+  using Op = ShuffleChainOp;
+  struct Expected {
+    int32_t mode;
+    std::vector<uint32_t> offsets;
+    Op op;
+  };
+  const Expected expected[] = {{1, {16, 8, 4, 2, 1}, Op::FAdd},
+                               {2, {1, 2}, Op::SMax},
+                               {1, {16, 8}, Op::Add},
+                               {1, {4, 2}, Op::Add}};
+  ASSERT_EQ(kernel.cpuWarpSites.size(), std::size(expected));
+  for (size_t i = 0; i < std::size(expected); ++i) {
+    const WarpWaitSite& site = kernel.cpuWarpSites[i];
+    EXPECT_EQ(site.op, 10) << i;
+    EXPECT_EQ(site.mode, expected[i].mode) << i;
+    EXPECT_EQ(site.b, shuffleChainSchedule(expected[i].offsets.data(),
+                                           static_cast<uint32_t>(expected[i].offsets.size())))
+        << i;
+    EXPECT_EQ(site.c, static_cast<int32_t>(expected[i].op)) << i;
+    EXPECT_EQ(site.mask, 0xffffffffu) << i;
+  }
+}
+
 // A grid-stride loop (`for (i = tid + ctaid * ntid; i < n; i += ntid * nctaid)`) and a loop with
 // a constant step.
 constexpr const char* kStrideLoopsPtx = R"(.version 8.0
