@@ -87,12 +87,17 @@ std::optional<RangeTest> rangeTestOf(llvm::ICmpInst* compare, const llvm::Loop& 
   }
   if (!se.isLoopInvariant(rhs, &loop) || !se.isAvailableAtLoopEntry(rhs, &loop))
     return std::nullopt;
-  // The index must count every iteration without wrapping in the compared type.
+  // The index must count every iteration without wrapping in the compared type. A work-item
+  // loop runs at most a block's threads in x, the loops a split made too, whose counts SCEV
+  // cannot bound (a second test in the loop before a split point: a reduction's
+  // `if (i + blockDim.x < n)` after its `if (i < n)`).
   unsigned bits = compare->getOperand(0)->getType()->getIntegerBitWidth();
   const llvm::SCEV* maxCount = se.getConstantMaxBackedgeTakenCount(&loop);
-  if (llvm::isa<llvm::SCEVCouldNotCompute>(maxCount) ||
-      se.getUnsignedRangeMax(maxCount).getActiveBits() >= bits)
-    return std::nullopt;
+  uint64_t mostIterations = kMaxBlockDim[0];
+  if (!llvm::isa<llvm::SCEVCouldNotCompute>(maxCount))
+    mostIterations = std::min<uint64_t>(
+        mostIterations, se.getUnsignedRangeMax(maxCount).getLimitedValue(UINT64_MAX - 1) + 1);
+  if (bits < 64 && mostIterations >= (uint64_t{1} << (bits - 1))) return std::nullopt;
   RangeTest test{compare, predicate, rhs, true};
   if (!start->isZero()) {
     // An offset index: split points computed in i64 (below), for ordering tests only.
