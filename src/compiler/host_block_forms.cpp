@@ -730,7 +730,7 @@ std::vector<llvm::Instruction*> liveAcrossWaits(llvm::Function& f,
 // ---- Recomputing instead of saving ----
 
 // The most instructions one recomputed value may take (its whole expression tree).
-constexpr unsigned kRematerializeBudget = 12;
+constexpr unsigned kRematerializeBudget = 24;
 
 // Whether `load` reads memory that stays the same while the block runs: the block context
 // (loads marked invariant) or the kernel's parameter buffer (argument 0, only read).
@@ -1360,6 +1360,8 @@ void buildRounds(llvm::Function& step, const KernelInfo& info, const std::vector
   b.CreateRet(code);
 }
 
+void countWaitingLoopTrips(llvm::Function& f);
+
 // `blockUniformSlots`: keep values every thread computes alike in one slot per block (only
 // where the threads' waits are all at points every thread reaches in step: in a lockstep form
 // only when the threads in a round are at one iteration of its stride loop, see
@@ -1378,6 +1380,8 @@ void lowerToContinuation(llvm::Function& kernel, KernelInfo& info, bool chainWai
   replaceThreadQueries(*step, values);
   announceThreadBeforeCalls(*step, values);
   fuseShuffleChains(*step);
+  countWaitingLoopTrips(*step);
+  splitPointerArithmetic(*step);  // the addresses the counts made: base + offsets again
   for (auto& block : *step)
     if (auto* ret = llvm::dyn_cast<llvm::ReturnInst>(block.getTerminator())) {
       llvm::ReturnInst::Create(c, llvm::ConstantInt::get(i32, 0), ret);
@@ -1489,30 +1493,38 @@ struct StrideLoop {
   unsigned depth;       // 1: not inside another loop
 };
 
+// `phi` as an induction of `loop` (entered from one block, stepped at its latch by an add or
+// a one-index getelementptr of a value the loop does not change), or nullopt.
+std::optional<StrideLoop> inductionOf(llvm::PHINode& phi, const llvm::Loop& loop) {
+  llvm::BasicBlock* latch = loop.getLoopLatch();
+  if (latch == nullptr || phi.getNumIncomingValues() != 2 || phi.getBasicBlockIndex(latch) < 0)
+    return std::nullopt;
+  auto* next = llvm::dyn_cast<llvm::Instruction>(phi.getIncomingValueForBlock(latch));
+  if (next == nullptr) return std::nullopt;
+  llvm::Value* step = nullptr;
+  llvm::Type* element = nullptr;
+  if (next->getOpcode() == llvm::Instruction::Add) {
+    step = next->getOperand(0) == &phi   ? next->getOperand(1)
+           : next->getOperand(1) == &phi ? next->getOperand(0)
+                                         : nullptr;
+  } else if (auto* gep = llvm::dyn_cast<llvm::GetElementPtrInst>(next);
+             gep != nullptr && gep->getPointerOperand() == &phi && gep->getNumIndices() == 1) {
+    step = gep->idx_begin()->get();
+    element = gep->getSourceElementType();
+  }
+  if (step == nullptr || !loop.isLoopInvariant(step)) return std::nullopt;
+  return StrideLoop{latch, loop.getHeader(), &phi, step, element, loop.getLoopDepth()};
+}
+
 std::vector<StrideLoop> strideLoops(llvm::Function& f) {
   std::vector<StrideLoop> found;
   llvm::DominatorTree dominators(f);
   llvm::LoopInfo loops(dominators);
   for (llvm::Loop* loop : loops.getLoopsInPreorder()) {
-    llvm::BasicBlock* header = loop->getHeader();
-    llvm::BasicBlock* latch = loop->getLoopLatch();
-    if (latch == nullptr) continue;
-    for (llvm::PHINode& phi : header->phis()) {
-      auto* next = llvm::dyn_cast<llvm::Instruction>(phi.getIncomingValueForBlock(latch));
-      if (next == nullptr) continue;
-      llvm::Value* step = nullptr;
-      llvm::Type* element = nullptr;
-      if (next->getOpcode() == llvm::Instruction::Add) {
-        step = next->getOperand(0) == &phi   ? next->getOperand(1)
-               : next->getOperand(1) == &phi ? next->getOperand(0)
-                                             : nullptr;
-      } else if (auto* gep = llvm::dyn_cast<llvm::GetElementPtrInst>(next);
-                 gep != nullptr && gep->getPointerOperand() == &phi && gep->getNumIndices() == 1) {
-        step = gep->idx_begin()->get();
-        element = gep->getSourceElementType();
-      }
-      if (step != nullptr && loop->isLoopInvariant(step) && fromLaunchExtent(step)) {
-        found.push_back({latch, header, &phi, step, element, loop->getLoopDepth()});
+    for (llvm::PHINode& phi : loop->getHeader()->phis()) {
+      std::optional<StrideLoop> induction = inductionOf(phi, *loop);
+      if (induction && fromLaunchExtent(induction->step)) {
+        found.push_back(*induction);
         break;
       }
     }
@@ -1543,8 +1555,47 @@ void countStrideIterations(const StrideLoop& loop) {
   llvm::Value* offset = b.CreateMul(count, loop.step);
   llvm::Value* value = loop.element != nullptr ? b.CreateGEP(loop.element, start, offset)
                                                : b.CreateAdd(start, offset);
+  // The old step, now unused unless the loop's exit needs it: gone, so that the start and
+  // count, not a value computed from them before a wait, are what the step after it reads.
+  llvm::Value* stepped = induction->getIncomingValueForBlock(loop.latch);
   induction->replaceAllUsesWith(value);
   induction->eraseFromParent();
+  llvm::RecursivelyDeleteTriviallyDeadInstructions(stepped);
+}
+
+// A loop that waits (a tiled loop's barriers) kept each induction it steps in the threads'
+// frames: nvcc's strength-reduced addresses (`a + (row * k + tx) * 4`, 64 bytes a trip), which
+// the rounds loaded as a vector of pointers to gather through (SGEMM's tile loads: half its
+// time on AMD Zen 5). Each is computed from its start and a count of the loop's trips instead,
+// as in countStrideIterations: the start is recomputed from the thread's indices after each
+// wait (rematerializeAcrossWaits), and the count is a value every thread has alike (threads
+// run a loop with a barrier in step), so the loads are contiguous vectors again.
+void countWaitingLoopTrips(llvm::Function& f) {
+  std::vector<StrideLoop> inductions;
+  {
+    llvm::DominatorTree dominators(f);
+    llvm::LoopInfo loops(dominators);
+    for (llvm::Loop* loop : loops.getLoopsInPreorder()) {
+      bool waits = llvm::any_of(loop->blocks(), [](llvm::BasicBlock* block) {
+        return llvm::any_of(*block, [](llvm::Instruction& inst) {
+          auto* call = llvm::dyn_cast<llvm::CallInst>(&inst);
+          return call != nullptr && isWaitingFunction(call->getCalledFunction());
+        });
+      });
+      if (!waits || loop->getLoopPredecessor() == nullptr) continue;
+      for (llvm::PHINode& phi : loop->getHeader()->phis()) {
+        std::optional<StrideLoop> induction = inductionOf(phi, *loop);
+        // A count already (0, 1, 2...: a lockstep form's, countStrideIterations) stays.
+        auto* step = induction ? llvm::dyn_cast<llvm::ConstantInt>(induction->step) : nullptr;
+        auto* start = llvm::dyn_cast<llvm::Constant>(phi.getIncomingValue(0));
+        if (step != nullptr && step->isOne() && start != nullptr && start->isNullValue() &&
+            phi.getIncomingBlock(0) != induction->latch)
+          continue;
+        if (induction) inductions.push_back(*induction);
+      }
+    }
+  }
+  for (const StrideLoop& induction : inductions) countStrideIterations(induction);
 }
 
 // A BlockLoop kernel runs each thread's whole loop before the next thread's. A stride loop's

@@ -1436,6 +1436,80 @@ TEST(CompilerBlockForms, WarpCollectiveConstantsAreTheWaitSites) {
   EXPECT_EQ(kernel.cpuWarpSites[2].op, -1);  // the barrier
 }
 
+// A tiled loop as nvcc writes it: the thread's address into `a` is an induction stepped by 64
+// bytes a trip (strength-reduced), the loop waits at two barriers.
+constexpr const char* kSteppedAddressPtx = R"(.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry tiles(.param .u64 a, .param .u64 out, .param .u32 k)
+{
+  .reg .pred %p<2>;
+  .reg .f32 %f<4>;
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<8>;
+  .shared .align 4 .b8 tile[1024];
+  ld.param.u64 %rd1, [a];
+  ld.param.u64 %rd2, [out];
+  ld.param.u32 %r1, [k];
+  mov.u32 %r2, %tid.x;
+  mov.u32 %r3, %ctaid.x;
+  mad.lo.s32 %r4, %r3, %r1, %r2;
+  cvta.to.global.u64 %rd3, %rd1;
+  mul.wide.s32 %rd4, %r4, 4;
+  add.s64 %rd5, %rd3, %rd4;
+  mov.u32 %r5, tile;
+  shl.b32 %r6, %r2, 2;
+  add.s32 %r7, %r5, %r6;
+  mov.f32 %f1, 0f00000000;
+  mov.u32 %r8, 0;
+$L_loop:
+  ld.global.f32 %f2, [%rd5];
+  st.shared.f32 [%r7], %f2;
+  bar.sync 0;
+  ld.shared.f32 %f3, [tile];
+  add.f32 %f1, %f1, %f3;
+  bar.sync 0;
+  add.s64 %rd5, %rd5, 64;
+  add.s32 %r8, %r8, 16;
+  setp.lt.s32 %p1, %r8, %r1;
+  @%p1 bra $L_loop;
+  mov.u32 %r9, %ntid.x;
+  mad.lo.s32 %r10, %r3, %r9, %r2;
+  mul.wide.u32 %rd6, %r10, 4;
+  add.s64 %rd7, %rd2, %rd6;
+  st.global.f32 [%rd7], %f1;
+  ret;
+}
+)";
+
+// An induction of a loop that waits is its start plus a count of the trips times its step: the
+// start is recomputed from the thread's indices after each wait and the count is block-uniform,
+// so the loads are contiguous vectors, not gathers through pointers kept in the frames (SGEMM's
+// tile loads: half its time on AMD Zen 5).
+TEST(CompilerBlockForms, LoopsThatWaitCountTheirTrips) {
+  auto dir =
+      std::filesystem::temp_directory_path() / ("rocuda_trips_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  ::setenv("ROCUDA_DUMP", dir.c_str(), 1);
+  auto object = compileForHost(kSteppedAddressPtx, "trips", {});
+  ::unsetenv("ROCUDA_DUMP");
+  ASSERT_TRUE(object.ok()) << object.error().message;
+  std::string block = readFile((dir / "trips.block.ll").string());
+  std::filesystem::remove_all(dir);
+  size_t start = block.find("@__rocuda_round_tiles.one(");
+  ASSERT_NE(start, std::string::npos) << block;
+  std::string round = block.substr(start, block.find("\n}\n", start) - start);
+  EXPECT_EQ(round.find("masked.gather"), std::string::npos) << round;
+  EXPECT_NE(round.find("load <8 x float>"), std::string::npos) << round;
+  // The threads' frames keep the sum only: no 8-byte address per thread (the counts are in the
+  // block-uniform slots).
+  size_t step = block.find("@__rocuda_step_tiles(");
+  ASSERT_NE(step, std::string::npos) << block;
+  std::string body = block.substr(step, block.find("\n}\n", step) - step);
+  EXPECT_FALSE(std::regex_search(body, std::regex(R"(store i64 [^,]+, ptr %frame)"))) << body;
+  EXPECT_TRUE(std::regex_search(body, std::regex(R"(store i64 [^,]+, ptr %uniform)"))) << body;
+}
+
 // Warp reductions as nvcc writes them: a float sum shuffled down by 16..1, a signed max over a
 // butterfly of two steps, and a sum whose middle value is stored too (two chains).
 constexpr const char* kShuffleChainsPtx = R"(.version 8.0
