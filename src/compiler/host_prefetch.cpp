@@ -21,8 +21,8 @@ namespace {
 // How many instructions deep an address computation may be copied.
 constexpr int kMaxAddressDepth = 12;
 // The most loads of one work-item loop whose next block's lines are prefetched, and the most
-// lines for each; and the fewest worth it: a row of a 2D block's tile (a transpose's 32 floats,
-// 2 lines, took 15 ms instead of 11.5 with its prefetches), no, a 1D block's 256 floats yes.
+// lines for each; and the fewest worth it: not a row of a 2D block's tile (a transpose's 32
+// floats, 2 lines, took 15 ms instead of 11.5 with its prefetches), but a 1D block's 256 floats.
 constexpr size_t kMaxNextBlockLoads = 4;
 constexpr uint64_t kMaxNextBlockLines = 32;
 constexpr uint64_t kMinNextBlockLines = 8;

@@ -61,9 +61,9 @@ namespace {
 constexpr unsigned kMaxLoopInstructions = 2000;
 constexpr unsigned kMaxInterchangesPerFunction = 16;
 // The most values a thread may carry from one iteration to the next, or out of the loop, each
-// kept in an array over the block's threads in x between the passes (at most 1024 of them).
+// kept in an array over the block's threads in x between the passes.
 constexpr unsigned kMaxCarriedValues = 4;
-constexpr uint64_t kMaxThreadsInX = 1024;
+constexpr uint64_t kMaxThreadsInX = kMaxBlockDim[0];
 // The most elements (or bytes) between consecutive threads' starts: beyond a vector's width the
 // interchange no longer gives consecutive threads neighbouring data.
 constexpr uint64_t kMaxThreadStep = 64;

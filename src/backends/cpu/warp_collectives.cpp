@@ -196,7 +196,9 @@ uint64_t shuffleFromSnapshots(const compiler::WarpLanes& lanes, uint32_t linearT
 namespace {
 
 // A shuffle chain among the participants: the steps run on the whole warp, this lane's result.
-uint64_t shuffleChain(const WarpRequests& requests, uint32_t participants, uint32_t lane) {
+// Every lane's result, as `lane`'s chain (its mode, schedule and op) computes them.
+std::array<uint32_t, kWarpSize> shuffleChainResults(const WarpRequests& requests,
+                                                    uint32_t participants, uint32_t lane) {
   std::array<uint32_t, kWarpSize> in{}, out{};
   uint32_t present = 0;
   for (uint32_t l = 0; l < kWarpSize; ++l)
@@ -206,7 +208,11 @@ uint64_t shuffleChain(const WarpRequests& requests, uint32_t participants, uint3
     }
   const WarpRequest& self = *requests[lane];
   runShuffleChain(in.data(), present, self.mode, self.b, self.c, out.data());
-  return out[lane];
+  return out;
+}
+
+uint64_t shuffleChain(const WarpRequests& requests, uint32_t participants, uint32_t lane) {
+  return shuffleChainResults(requests, participants, lane)[lane];
 }
 
 }  // namespace
@@ -307,6 +313,19 @@ void uniformWarpResults(const WarpRequests& requests, uint32_t participants,
                 op == WarpOp::Active || op == WarpOp::Lockstep;
   for (uint32_t l = first + 1; l < kWarpSize && shared; ++l)
     shared = !(participants & bit(l)) || requests[l]->mode == requests[first]->mode;
+  // Lanes of one chain (its mode, schedule and op alike): one run of its steps gives every
+  // lane's result.
+  bool oneChain = op == WarpOp::ShflChain;
+  for (uint32_t l = first + 1; l < kWarpSize && oneChain; ++l)
+    oneChain = !(participants & bit(l)) ||
+               (requests[l]->mode == requests[first]->mode &&
+                requests[l]->b == requests[first]->b && requests[l]->c == requests[first]->c);
+  if (oneChain) {
+    std::array<uint32_t, kWarpSize> chain = shuffleChainResults(requests, participants, first);
+    for (uint32_t l = 0; l < kWarpSize; ++l)
+      if (participants & bit(l)) results[l] = chain[l];
+    return;
+  }
   uint64_t common = shared ? warpResult(requests, participants, first) : 0;
   for (uint32_t l = 0; l < kWarpSize; ++l)
     if (participants & bit(l)) results[l] = shared ? common : warpResult(requests, participants, l);

@@ -1496,16 +1496,14 @@ TEST(CompilerBlockForms, LoopsThatWaitCountTheirTrips) {
   ASSERT_TRUE(object.ok()) << object.error().message;
   std::string block = readFile((dir / "trips.block.ll").string());
   std::filesystem::remove_all(dir);
-  size_t start = block.find("@__rocuda_round_tiles.one(");
-  ASSERT_NE(start, std::string::npos) << block;
-  std::string round = block.substr(start, block.find("\n}\n", start) - start);
+  std::string round = roundOf(block, "__rocuda_round_tiles.one");
+  ASSERT_FALSE(round.empty()) << block;
   EXPECT_EQ(round.find("masked.gather"), std::string::npos) << round;
   EXPECT_NE(round.find("load <8 x float>"), std::string::npos) << round;
   // The threads' frames keep the sum only: no 8-byte address per thread (the counts are in the
   // block-uniform slots).
-  size_t step = block.find("@__rocuda_step_tiles(");
-  ASSERT_NE(step, std::string::npos) << block;
-  std::string body = block.substr(step, block.find("\n}\n", step) - step);
+  std::string body = roundOf(block, "__rocuda_step_tiles");
+  ASSERT_FALSE(body.empty()) << block;
   EXPECT_FALSE(std::regex_search(body, std::regex(R"(store i64 [^,]+, ptr %frame)"))) << body;
   EXPECT_TRUE(std::regex_search(body, std::regex(R"(store i64 [^,]+, ptr %uniform)"))) << body;
 }
