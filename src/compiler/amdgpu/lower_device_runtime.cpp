@@ -13,6 +13,7 @@
 #include <set>
 
 #include "compiler/amdgpu/amdgpu_lowering.h"
+#include "compiler/host_codegen.h"
 #include "compiler/translator.h"
 
 namespace rocuda::compiler::amdgpu {
@@ -68,6 +69,29 @@ llvm::Value* wideSpecialRegister(Builder& b, const std::string& name, const Amdg
   return nullptr;
 }
 
+// s_getreg_b32 of hardware register `id`, bits [offset, offset + size).
+llvm::Value* hardwareRegister(Builder& b, unsigned id, unsigned offset, unsigned size) {
+  return b.CreateIntrinsic(llvm::Intrinsic::amdgcn_s_getreg, {},
+                           {b.getInt32(id | offset << 6 | (size - 1) << 11)});
+}
+
+// %smid: the compute unit the wavefront runs on, from its hardware id. GCN/CDNA's HW_ID (4)
+// holds CU_ID, SH_ID and SE_ID in bits [15:8]; on gfx940+ the XCC_ID register (20) tells the
+// accelerator complex apart. RDNA's HW_ID1 (23) holds WGP_ID, SA_ID and SE_ID in bits [20:10]
+// (a work-group runs on a work-group processor). PTX lets the numbering have gaps; %nsmid is one
+// past the largest value the fields can hold.
+llvm::Value* smId(Builder& b, const AmdgpuTarget& target) {
+  if (target.processor.rfind("gfx9", 0) != 0) return hardwareRegister(b, 23, 10, 11);
+  llvm::Value* unit = hardwareRegister(b, 4, 8, 8);
+  if (target.processor.rfind("gfx94", 0) != 0) return unit;
+  return b.CreateOr(unit, b.CreateShl(hardwareRegister(b, 20, 0, 4), 8));
+}
+
+uint32_t smIdCount(const AmdgpuTarget& target) {
+  if (target.processor.rfind("gfx9", 0) != 0) return 1u << 11;
+  return target.processor.rfind("gfx94", 0) == 0 ? 1u << 12 : 1u << 8;
+}
+
 // The module's grid workspace pointer (amdgpu_codegen.h), made at its first use.
 llvm::GlobalVariable* gridWorkspace(llvm::Module& module) {
   if (llvm::GlobalVariable* existing = module.getGlobalVariable(kAmdgpuGridWorkspaceSymbol))
@@ -109,6 +133,15 @@ llvm::Value* specialRegister(Builder& b, const std::string& name, const AmdgpuTa
   if (name == "lanemask_ge") return b.CreateShl(b.getInt32(-1), lane);
   if (name == "lanemask_gt") return b.CreateShl(b.CreateShl(b.getInt32(-1), lane), one);
   if (name == "clock") return b.CreateTrunc(cycleCounter(b, target), b.getInt32Ty());
+  if (name == "smid") return smId(b, target);
+  if (name == "nsmid") return b.getInt32(smIdCount(target));
+  // As on the CPU device and NVIDIA GPUs: 64 warp slots per multiprocessor (%warpid is below 32).
+  if (name == "nwarpid") return b.getInt32(64);
+  // %gridid (read as 32 bits, as on the CPU device): the dispatch's id from the packet
+  // processor, different for each launch on a queue.
+  if (name == "gridid")
+    return b.CreateTrunc(b.CreateIntrinsic(llvm::Intrinsic::amdgcn_dispatch_id, {}, {}),
+                         b.getInt32Ty());
   // %envreg1 / %envreg2: the halves of the grid workspace's address, from the module's
   // kAmdgpuGridWorkspaceSymbol, which the host sets for each launch; the other %envreg<n> are 0.
   if (name == "envreg1" || name == "envreg2") {
@@ -136,7 +169,8 @@ void defineBarrier(llvm::Function& fn) {
   b.CreateRetVoid();
 }
 
-// s_barrier synchronises the whole work-group: only barrier 0 for all threads maps to it.
+// s_barrier synchronises the whole work-group: only barrier 0 for all threads maps to it (the
+// translator calls __rocuda_named_barrier for every other barrier).
 // `idArg` and `threadsArg` are the positions of the barrier id and thread count in `fn`'s calls.
 Status checkBarrierCalls(llvm::Function& fn, unsigned idArg, unsigned threadsArg) {
   for (llvm::User* user : fn.users()) {
@@ -145,9 +179,8 @@ Status checkBarrierCalls(llvm::Function& fn, unsigned idArg, unsigned threadsArg
     auto* id = llvm::dyn_cast<llvm::ConstantInt>(call->getArgOperand(idArg));
     auto* threads = llvm::dyn_cast<llvm::ConstantInt>(call->getArgOperand(threadsArg));
     if (!id || !threads || !id->isZero() || !threads->isZero())
-      return makeError(ErrorCode::UnsupportedPtx,
-                       "the AMD GPU backend supports only whole-block barriers (barrier 0 for "
-                       "all threads), not named or partial ones, in '" +
+      return makeError(ErrorCode::Internal,
+                       "a whole-block barrier call with an id or a thread count in '" +
                            call->getFunction()->getName().str() + "'");
   }
   return Status::success();
@@ -157,9 +190,10 @@ Status checkBarrierCalls(llvm::Function& fn, unsigned idArg, unsigned threadsArg
 // window serves the whole module (functions called from several kernels use the same offsets).
 // It is sized for the largest window; dynamic shared memory, which HIP allocates right after the
 // kernel's static LDS, starts at or before its end. A prefix before the window holds the barrier
-// reductions' counter (its first word) and the launch registers (AmdgpuLaunchRegisters, at
-// kLaunchRegistersOffset): 16 or 32 bytes, or the window's alignment (module flag
-// kSharedWindowAlignmentFlag) if larger, so that `.align 256` variables stay aligned.
+// reductions' counter (its first word), the launch registers (AmdgpuLaunchRegisters, at
+// kLaunchRegistersOffset) and the named barriers (at kNamedBarriersOffset): 16, 32 or 544
+// bytes, rounded up to the window's alignment (module flag kSharedWindowAlignmentFlag), so that
+// `.align 256` variables stay aligned.
 struct Lds {
   llvm::GlobalVariable* object = nullptr;
   uint64_t windowOffset = 0;  // where the CUDA shared window starts in `object`
@@ -167,9 +201,15 @@ struct Lds {
 
 constexpr uint64_t kReductionPrefix = 16;
 constexpr uint64_t kLaunchRegistersOffset = 16;
+// The named barriers 0-15 (`bar.sync 1, 64`, `bar.arrive`, `bar.red` with an id or a count), one
+// slot of kNamedBarrierBytes each: the barrier word (generation << 16 | threads arrived in it)
+// and, at 8 and 16, the {arrived, true} tallies of bar.red votes for even and odd generations.
+constexpr uint64_t kNamedBarriersOffset = kLaunchRegistersOffset + sizeof(AmdgpuLaunchRegisters);
+constexpr uint64_t kNamedBarrierBytes = 32;
+constexpr uint64_t kNamedBarriers = 16;
 
 Lds createLds(llvm::Module& module, const ModuleInfo& info, bool reductionCounter,
-              bool launchRegisters) {
+              bool launchRegisters, bool namedBarriers) {
   uint64_t window = 0;
   for (const auto& k : info.kernels)
     window = std::max<uint64_t>({window, k.staticSharedBytes, k.dynamicSharedOffset});
@@ -177,7 +217,8 @@ Lds createLds(llvm::Module& module, const ModuleInfo& info, bool reductionCounte
   if (auto* flag = llvm::mdconst::extract_or_null<llvm::ConstantInt>(
           module.getModuleFlag(detail::kSharedWindowAlignmentFlag)))
     alignment = std::max<uint64_t>(alignment, flag->getZExtValue());
-  uint64_t prefix = launchRegisters    ? kLaunchRegistersOffset + sizeof(AmdgpuLaunchRegisters)
+  uint64_t prefix = namedBarriers      ? kNamedBarriersOffset + kNamedBarriers * kNamedBarrierBytes
+                    : launchRegisters  ? kLaunchRegistersOffset + sizeof(AmdgpuLaunchRegisters)
                     : reductionCounter ? kReductionPrefix
                                        : 0;
   Lds lds;
@@ -271,6 +312,158 @@ void defineBarrierReduce(llvm::Function& fn, const Lds& lds, unsigned waveSize) 
                              b.CreateSelect(b.CreateICmpEQ(op, b.getInt32(1)), none, some)));
 }
 
+// Named barriers in LDS (no hardware barrier but s_barrier's one per work-group on the targets
+// supported). Each thread counts once, as on the CPU device: its atomic add to the barrier word
+// returns the generation and the arrivals before it, which place it in phase
+// generation + arrivals / expected (arrivals for the next phase may come before the last one of
+// this phase has advanced the generation). The thread that completes a phase subtracts its
+// `expected` arrivals and advances the generation in one add; waiting threads poll the word
+// until the generation has passed their phase (compared modulo 2^16), sleeping between polls,
+// which only works because a work-group's wavefronts are resident together.
+llvm::Value* namedBarrierSlot(Builder& b, const Lds& lds, llvm::Value* id) {
+  llvm::Value* offset =
+      b.CreateAdd(b.getInt32(kNamedBarriersOffset),
+                  b.CreateMul(b.CreateAnd(id, kNamedBarriers - 1), b.getInt32(kNamedBarrierBytes)));
+  return b.CreateInBoundsGEP(b.getInt8Ty(), lds.object, offset);
+}
+
+// The {arrived, true} tally of bar.red votes cast in phase `phase` at barrier `slot`.
+llvm::Value* namedReduceTally(Builder& b, llvm::Value* slot, llvm::Value* phase) {
+  llvm::Value* parity = b.CreateAnd(phase, 1);
+  return b.CreateInBoundsGEP(b.getInt8Ty(), slot,
+                             b.CreateAdd(b.getInt32(8), b.CreateMul(parity, b.getInt32(8))));
+}
+
+llvm::Value* blockThreadCount(Builder& b) {
+  return b.CreateMul(blockDim(b, 0), b.CreateMul(blockDim(b, 1), blockDim(b, 2)));
+}
+
+// void __rocuda_named_barrier(i32 id, i32 threads, i32 arrive): bar.sync / barrier.sync with an
+// id or a count waits until `threads` (0: the block's) have arrived; bar.arrive only arrives.
+// Release before arriving, acquire after the wait, both at work-group scope, as bar.sync orders.
+void defineNamedBarrier(llvm::Function& fn, const Lds& lds) {
+  Builder b = defineRuntime(fn);
+  llvm::LLVMContext& context = fn.getContext();
+  llvm::SyncScope::ID workgroup = context.getOrInsertSyncScopeID("workgroup");
+  llvm::Value* threads = fn.getArg(1);
+  llvm::Value* expected =
+      b.CreateSelect(b.CreateICmpEQ(threads, b.getInt32(0)), blockThreadCount(b), threads);
+  llvm::Value* slot = namedBarrierSlot(b, lds, fn.getArg(0));
+  b.CreateFence(llvm::AtomicOrdering::Release, workgroup);
+  llvm::Value* old = b.CreateAtomicRMW(llvm::AtomicRMWInst::Add, slot, b.getInt32(1),
+                                       llvm::Align(4), llvm::AtomicOrdering::Monotonic, workgroup);
+  llvm::Value* arrived = b.CreateAnd(old, 0xffff);
+  llvm::Value* phase = b.CreateAdd(b.CreateLShr(old, 16), b.CreateUDiv(arrived, expected));
+  llvm::Value* last =
+      b.CreateICmpEQ(b.CreateURem(b.CreateAdd(arrived, b.getInt32(1)), expected), b.getInt32(0));
+  auto* complete = llvm::BasicBlock::Create(context, "complete", &fn);
+  auto* arrivedOnly = llvm::BasicBlock::Create(context, "arrived", &fn);
+  auto* poll = llvm::BasicBlock::Create(context, "poll", &fn);
+  auto* sleep = llvm::BasicBlock::Create(context, "sleep", &fn);
+  auto* done = llvm::BasicBlock::Create(context, "done", &fn);
+  b.CreateCondBr(last, complete, arrivedOnly);
+
+  // Every thread of this phase has read the tally of two phases ago (it did before arriving):
+  // the next phase's votes start from zero.
+  b.SetInsertPoint(complete);
+  llvm::Value* nextTally = namedReduceTally(b, slot, b.CreateAdd(phase, b.getInt32(1)));
+  for (int word = 0; word < 2; ++word) {
+    auto* clear = b.CreateAlignedStore(
+        b.getInt32(0), b.CreateConstInBoundsGEP1_32(b.getInt32Ty(), nextTally, word),
+        llvm::Align(4));
+    clear->setAtomic(llvm::AtomicOrdering::Monotonic, workgroup);
+  }
+  b.CreateAtomicRMW(llvm::AtomicRMWInst::Add, slot, b.CreateSub(b.getInt32(1 << 16), expected),
+                    llvm::Align(4), llvm::AtomicOrdering::Release, workgroup);
+  b.CreateBr(done);
+
+  b.SetInsertPoint(arrivedOnly);
+  b.CreateCondBr(b.CreateICmpNE(fn.getArg(2), b.getInt32(0)), done, poll);
+
+  b.SetInsertPoint(poll);
+  auto* word = b.CreateAlignedLoad(b.getInt32Ty(), slot, llvm::Align(4));
+  word->setAtomic(llvm::AtomicOrdering::Monotonic, workgroup);
+  llvm::Value* ahead = b.CreateAnd(b.CreateSub(b.CreateLShr(word, 16), phase), 0xffff);
+  llvm::Value* passed =
+      b.CreateAnd(b.CreateICmpNE(ahead, b.getInt32(0)), b.CreateICmpULT(ahead, b.getInt32(0x8000)));
+  b.CreateCondBr(passed, done, sleep);
+  b.SetInsertPoint(sleep);
+  b.CreateIntrinsic(llvm::Intrinsic::amdgcn_s_sleep, {}, {b.getInt32(1)});
+  b.CreateBr(poll);
+
+  b.SetInsertPoint(done);
+  b.CreateFence(llvm::AtomicOrdering::Acquire, workgroup);
+  b.CreateRetVoid();
+}
+
+// i32 __rocuda_named_reduce_arrive(i32 id, i32 predicate): a bar.red vote joins the tally of the
+// barrier's current phase (the thread cannot be ahead of it: the phase needs its arrival, which
+// the named barrier's wait right after this makes); returns the phase.
+void defineNamedReduceArrive(llvm::Function& fn, const Lds& lds) {
+  Builder b = defineRuntime(fn);
+  llvm::SyncScope::ID workgroup = fn.getContext().getOrInsertSyncScopeID("workgroup");
+  llvm::Value* slot = namedBarrierSlot(b, lds, fn.getArg(0));
+  auto* word = b.CreateAlignedLoad(b.getInt32Ty(), slot, llvm::Align(4));
+  word->setAtomic(llvm::AtomicOrdering::Acquire, workgroup);
+  llvm::Value* phase = b.CreateLShr(word, 16);
+  llvm::Value* tally = namedReduceTally(b, slot, phase);
+  llvm::Value* vote = b.CreateZExt(b.CreateICmpNE(fn.getArg(1), b.getInt32(0)), b.getInt32Ty());
+  b.CreateAtomicRMW(llvm::AtomicRMWInst::Add, tally, b.getInt32(1), llvm::Align(4),
+                    llvm::AtomicOrdering::Monotonic, workgroup);
+  b.CreateAtomicRMW(llvm::AtomicRMWInst::Add,
+                    b.CreateConstInBoundsGEP1_32(b.getInt32Ty(), tally, 1), vote, llvm::Align(4),
+                    llvm::AtomicOrdering::Monotonic, workgroup);
+  b.CreateRet(phase);
+}
+
+// i32 __rocuda_named_reduce_result(i32 op, i32 id, i32 phase), after the phase's wait: op 0 the
+// count of true votes, 1 whether all were true, 2 whether any was.
+void defineNamedReduceResult(llvm::Function& fn, const Lds& lds) {
+  Builder b = defineRuntime(fn);
+  llvm::SyncScope::ID workgroup = fn.getContext().getOrInsertSyncScopeID("workgroup");
+  llvm::Value* tally = namedReduceTally(b, namedBarrierSlot(b, lds, fn.getArg(1)), fn.getArg(2));
+  auto* arrived = b.CreateAlignedLoad(b.getInt32Ty(), tally, llvm::Align(4));
+  arrived->setAtomic(llvm::AtomicOrdering::Monotonic, workgroup);
+  auto* votes = b.CreateAlignedLoad(
+      b.getInt32Ty(), b.CreateConstInBoundsGEP1_32(b.getInt32Ty(), tally, 1), llvm::Align(4));
+  votes->setAtomic(llvm::AtomicOrdering::Monotonic, workgroup);
+  llvm::Value* op = fn.getArg(0);
+  llvm::Value* all = b.CreateZExt(b.CreateICmpEQ(votes, arrived), b.getInt32Ty());
+  llvm::Value* any = b.CreateZExt(b.CreateICmpNE(votes, b.getInt32(0)), b.getInt32Ty());
+  b.CreateRet(b.CreateSelect(b.CreateICmpEQ(op, b.getInt32(0)), votes,
+                             b.CreateSelect(b.CreateICmpEQ(op, b.getInt32(1)), all, any)));
+}
+
+// LDS starts undefined: a kernel that reaches a named barrier zeroes their slots first, and the
+// work-group meets at s_barrier before any thread uses them.
+void clearNamedBarriersAtEntry(llvm::Function& kernel, const Lds& lds) {
+  llvm::BasicBlock& entry = kernel.getEntryBlock();
+  auto split = entry.getFirstInsertionPt();
+  while (llvm::isa<llvm::AllocaInst>(*split)) ++split;  // the allocas stay static
+  llvm::BasicBlock* body = entry.splitBasicBlock(split, "named.cleared");
+  entry.getTerminator()->eraseFromParent();
+  llvm::LLVMContext& context = kernel.getContext();
+  Builder b(&entry);
+  llvm::Value* threads = blockThreadCount(b);
+  llvm::Value* first = linearThreadIdx(b);
+  constexpr uint64_t kWords = kNamedBarriers * kNamedBarrierBytes / 4;
+  auto* clear = llvm::BasicBlock::Create(context, "named.clear", &kernel, body);
+  auto* meet = llvm::BasicBlock::Create(context, "named.meet", &kernel, body);
+  b.CreateCondBr(b.CreateICmpULT(first, b.getInt32(kWords)), clear, meet);
+  b.SetInsertPoint(clear);
+  llvm::PHINode* word = b.CreatePHI(b.getInt32Ty(), 2);
+  word->addIncoming(first, &entry);
+  llvm::Value* base = b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), lds.object, kNamedBarriersOffset);
+  b.CreateAlignedStore(b.getInt32(0), b.CreateInBoundsGEP(b.getInt32Ty(), base, word),
+                       llvm::Align(4));
+  llvm::Value* next = b.CreateAdd(word, threads);
+  word->addIncoming(next, clear);
+  b.CreateCondBr(b.CreateICmpULT(next, b.getInt32(kWords)), clear, meet);
+  b.SetInsertPoint(meet);
+  emitBarrier(b);
+  b.CreateBr(body);
+}
+
 void defineTrap(llvm::Function& fn) {
   Builder b = defineRuntime(fn);
   b.CreateIntrinsic(llvm::Intrinsic::trap, {}, {});
@@ -354,9 +547,16 @@ Status lowerDeviceRuntime(llvm::Module& module, const ModuleInfo& info, const Am
   };
   bool reduces = used("__rocuda_barrier_reduce");
   bool launchRegisters = used("__rocuda_set_launch_registers");
+  const std::vector<std::string> namedBarrierFunctions = {"__rocuda_named_barrier",
+                                                          "__rocuda_named_reduce_arrive"};
+  std::vector<llvm::Function*> namedBarrierKernels;
+  for (const auto& kernel : info.kernels)
+    if (detail::kernelReaches(module, kernel.name, namedBarrierFunctions))
+      namedBarrierKernels.push_back(module.getFunction(kernel.name));
   Lds lds;
-  if (reduces || launchRegisters || used("__rocuda_shared_base"))
-    lds = createLds(module, info, reduces, launchRegisters);
+  if (reduces || launchRegisters || !namedBarrierKernels.empty() || used("__rocuda_shared_base"))
+    lds = createLds(module, info, reduces, launchRegisters, !namedBarrierKernels.empty());
+  for (llvm::Function* kernel : namedBarrierKernels) clearNamedBarriersAtEntry(*kernel, lds);
 
   std::set<std::string> unsupported;
   std::vector<llvm::Function*> declarations;
@@ -402,6 +602,12 @@ Status lowerDeviceRuntime(llvm::Module& module, const ModuleInfo& info, const Am
     } else if (name == "__rocuda_barrier_reduce") {
       ROCUDA_TRY(checkBarrierCalls(*fn, 1, 2));
       defineBarrierReduce(*fn, lds, waveSize);
+    } else if (name == "__rocuda_named_barrier") {
+      defineNamedBarrier(*fn, lds);
+    } else if (name == "__rocuda_named_reduce_arrive") {
+      defineNamedReduceArrive(*fn, lds);
+    } else if (name == "__rocuda_named_reduce_result") {
+      defineNamedReduceResult(*fn, lds);
     } else if (name == "__rocuda_shared_base") {
       defineSharedBase(*fn, lds);
     } else if (name == "__rocuda_trap") {

@@ -490,13 +490,6 @@ TEST(AmdgpuPtx, RejectsWhatItCannotLower) {
                   "{\n.param .b64 s;\n.param .b64 r;\nst.param.b64 [s], 16;\n"
                   "call.uni (r), malloc, (s);\n}"),
        "malloc"},
-      {kernelWith("", "bar.sync 1, 64;"), "barrier"},
-      {kernelWith("",
-                  "setp.eq.u32 %p1, %r1, 0;\nbar.red.popc.u32 %r2, 1, 64, %p1;\n"
-                  "ld.param.u64 %rd1, [p];\nst.global.u32 [%rd1], %r2;"),
-       "barrier"},
-      {kernelWith("", "mov.u32 %r1, %smid;\nld.param.u64 %rd1, [p];\nst.global.u32 [%rd1], %r1;"),
-       "__rocuda_sreg_smid"},
       // alloca() in device code with a run-time size (PTX ISA 7.3).
       {".version 7.3" + kernelWith("",
                                    "ld.param.u64 %rd1, [p];\nalloca.u64 %rd2, %rd1, 16;\n"
