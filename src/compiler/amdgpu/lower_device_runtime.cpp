@@ -515,7 +515,8 @@ void defineApproxTanh(llvm::Function& fn) {
   b.CreateRet(b.CreateSelect(b.CreateFCmpOLT(ax, c(0.4)), series, large));
 }
 
-// Intrinsics whose f64 (or other) forms the AMDGPU back end would turn into library calls.
+// Intrinsics whose f64 forms the AMDGPU back end would turn into library calls (f16 and bf16
+// ones it selects, through f32 where the target has no half instruction).
 bool needsLibraryCall(const llvm::Function& fn) {
   switch (fn.getIntrinsicID()) {
     case llvm::Intrinsic::sin:
@@ -525,7 +526,7 @@ bool needsLibraryCall(const llvm::Function& fn) {
     case llvm::Intrinsic::log:
     case llvm::Intrinsic::log2:
     case llvm::Intrinsic::pow:
-      return !fn.getReturnType()->getScalarType()->isFloatTy();
+      return fn.getReturnType()->getScalarType()->isDoubleTy();
     default:
       return false;
   }
