@@ -10,6 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,7 +25,8 @@ namespace rocuda::backends {
 
 // Device malloc's heap of one context (cudaLimitMallocHeapSize) where device code's malloc takes
 // host memory (the CPU device): the bytes its blocks hold, against the limit, and the blocks
-// themselves, which go with the context: a reset or destruction frees them, as CUDA's do.
+// themselves, which go with the context: a reset or destruction frees them, as CUDA's do. Other
+// backends keep their own heap for the context here (BackendHeap), freed at the same time.
 class DeviceMallocHeap {
  public:
   DeviceMallocHeap() = default;
@@ -63,7 +66,25 @@ class DeviceMallocHeap {
     }
     std::free(block);
   }
-  // Frees every block (the context is reset or destroyed).
+  // A backend's own heap for this context where device code's malloc takes the backend's memory
+  // (an AMD GPU's: compiler/amdgpu/amdgpu_codegen.h), destroyed with the blocks.
+  class BackendHeap {
+   public:
+    virtual ~BackendHeap() = default;
+  };
+  // The heap of `backend`, made by `make` at its first use.
+  Result<BackendHeap*> backendHeap(
+      const void* backend, const std::function<Result<std::unique_ptr<BackendHeap>>()>& make) {
+    std::lock_guard lock(mutex_);
+    std::unique_ptr<BackendHeap>& heap = backendHeaps_[backend];
+    if (heap == nullptr) {
+      auto made = make();
+      if (!made.ok()) return made.takeError();
+      heap = std::move(*made);
+    }
+    return heap.get();
+  }
+  // Frees every block and every backend's heap (the context is reset or destroyed).
   void release() {
     std::lock_guard lock(mutex_);
     for (Block* block = first_; block != nullptr;) {
@@ -73,6 +94,7 @@ class DeviceMallocHeap {
     }
     first_ = nullptr;
     used_ = 0;
+    backendHeaps_.clear();
   }
   uint64_t used() const {
     std::lock_guard lock(mutex_);
@@ -89,6 +111,7 @@ class DeviceMallocHeap {
   mutable std::mutex mutex_;
   Block* first_ = nullptr;
   uint64_t used_ = 0;
+  std::map<const void*, std::unique_ptr<BackendHeap>> backendHeaps_;
 };
 
 // cuMemAdvise's advice, in CUmem_advise's order (from 1).

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # rocuda compile: PTX to AMD GPU code objects for a wave32 and a wave64 target; clear errors for
-# a bad target and for PTX the AMD backend cannot lower yet; printf compiles; --target neutral
-# writes the target-neutral IR, and reports bad PTX by file:line:column; --jobs takes a positive
-# number.
+# a bad target and for PTX the AMD backend cannot lower; printf and malloc compile; --target
+# neutral writes the target-neutral IR, and reports bad PTX by file:line:column; --jobs takes a
+# positive number.
 set -u
 rocuda=$1 inputs=$2 readelf=$3
 fail() { echo "FAIL: $*"; exit 1; }
@@ -24,9 +24,16 @@ message=$("$rocuda" compile "$inputs/saxpy.ptx" --target gfx803 2>&1)
   fail "PTX calling vprintf did not compile"
 symbols=$("$readelf" --symbols "$out/p.co")
 [[ $symbols == *"__rocuda_printf_buffer"* ]] || fail "a printing code object has no printf buffer symbol"
-message=$("$rocuda" compile "$inputs/malloc.ptx" --target gfx1100 -o "$out/m.co" 2>&1)
-[[ $? -eq 1 ]] || fail "PTX calling malloc did not fail"
-[[ $message == *"malloc"* ]] || fail "the error does not name malloc: $message"
+"$rocuda" compile "$inputs/malloc.ptx" --target gfx1100 -o "$out/m.co" ||
+  fail "PTX calling malloc did not compile"
+symbols=$("$readelf" --symbols "$out/m.co")
+[[ $symbols == *"__rocuda_device_heap"* ]] || fail "a code object calling malloc has no heap symbol"
+# A 128-bit atomic: AMD GPUs have none.
+printf '.version 8.3\n.target sm_90\n.address_size 64\n.visible .entry k(.param .u64 p)\n{\n  .reg .b64 %%rd<2>;\n  .reg .b128 %%q<3>;\n  ld.param.u64 %%rd1, [p];\n  mov.b128 %%q1, {%%rd1, %%rd1};\n  atom.global.exch.b128 %%q2, [%%rd1], %%q1;\n  ret;\n}\n' \
+  > "$out/wide.ptx"
+message=$("$rocuda" compile "$out/wide.ptx" --target gfx1100 -o "$out/w.co" 2>&1)
+[[ $? -eq 1 ]] || fail "PTX with a 128-bit atomic did not fail"
+[[ $message == *"128-bit atomics"* ]] || fail "the error does not name 128-bit atomics: $message"
 "$rocuda" compile "$inputs/saxpy.ptx" --target neutral -o "$out/saxpy.ll" ||
   fail "--target neutral exited $?"
 ir=$(<"$out/saxpy.ll")

@@ -50,15 +50,47 @@ struct GridWorkspace {
   static constexpr size_t kBytes = 64;
 };
 
+// A module's pointer to device malloc's heap (amdgpu_codegen.h, kAmdgpuDeviceHeapSymbol): the
+// symbol's device address and the heap it points at now (0 at load).
+struct DeviceHeapPointer {
+  void* symbol = nullptr;
+  uint64_t current = 0;
+  std::mutex mutex;
+};
+
+// Device malloc's heap of one context on one GPU: cudaLimitMallocHeapSize bytes of device
+// memory that start with an AmdgpuDeviceHeapHeader; freed with the context's heap
+// (DeviceMallocHeap::release).
+class HipDeviceHeap final : public DeviceMallocHeap::BackendHeap {
+ public:
+  HipDeviceHeap(std::shared_ptr<HipLibrary> library, int ordinal, void* memory)
+      : library_(std::move(library)), ordinal_(ordinal), memory_(memory) {}
+  ~HipDeviceHeap() override {
+    const HipApi& api = library_->api();
+    if (api.hipSetDevice(ordinal_) != hipSuccess) return;
+    hipError_t status = api.hipFree(memory_);
+    if (status != hipSuccess)
+      log::warning(library_->error(status, "hipFree of a device heap").message);
+  }
+  uint64_t address() const { return reinterpret_cast<uintptr_t>(memory_); }
+
+ private:
+  std::shared_ptr<HipLibrary> library_;
+  int ordinal_;
+  void* memory_;
+};
+
 class HipKernel final : public LoadedKernel {
  public:
   HipKernel(const compiler::KernelInfo& info, hipFunction_t function, PrintfBuffer* printf,
-            void* assertFlag, GridWorkspace* gridWorkspace, KernelResources resources)
+            void* assertFlag, GridWorkspace* gridWorkspace, DeviceHeapPointer* heapPointer,
+            KernelResources resources)
       : info_(info),
         function_(function),
         printf_(printf),
         assertFlag_(assertFlag),
         gridWorkspace_(gridWorkspace),
+        heapPointer_(heapPointer),
         resources_(resources) {
     if (resources_.registersPerThread < 0) resources_.registersPerThread = 0;  // unknown
   }
@@ -71,14 +103,25 @@ class HipKernel final : public LoadedKernel {
   void* assertFlag() const { return assertFlag_; }
   // The module's grid workspace; null when no kernel of the module reads %envreg1/%envreg2.
   GridWorkspace* gridWorkspace() const { return gridWorkspace_; }
+  // The module's device heap pointer; null when no kernel of the module calls malloc or free.
+  DeviceHeapPointer* heapPointer() const { return heapPointer_; }
 
  private:
   const compiler::KernelInfo& info_;  // owned by the module
   hipFunction_t function_;
   PrintfBuffer* printf_;  // owned by the module
   void* assertFlag_;
-  GridWorkspace* gridWorkspace_;  // owned by the module
+  GridWorkspace* gridWorkspace_;    // owned by the module
+  DeviceHeapPointer* heapPointer_;  // owned by the module
   KernelResources resources_;
+};
+
+// Which of the module-wide symbols of amdgpu_codegen.h a code object defines.
+struct ModuleSymbols {
+  bool printfBuffer = false;
+  bool assertFlag = false;
+  bool gridWorkspace = false;
+  bool deviceHeap = false;
 };
 
 // A code object loaded into one device; unloaded with the module.
@@ -99,33 +142,31 @@ class HipModule final : public LoadedModule {
 
   // Look up every kernel and global the compiler reported: a code object that lacks one is
   // refused at load time rather than at first use.
-  Status resolve(std::string_view moduleName, bool prints, bool asserts, bool usesGridWorkspace) {
+  Status resolve(std::string_view moduleName, const ModuleSymbols& symbols) {
     const HipApi& api = library_->api();
-    if (prints) {
+    auto lookUp = [&](const char* name, void** address) -> Status {
+      size_t bytes = 0;
+      hipError_t status = api.hipModuleGetGlobal(address, &bytes, module_, name);
+      if (status != hipSuccess)
+        return library_->error(status, std::string("hipModuleGetGlobal(") + name + ") in module '" +
+                                           std::string(moduleName) + "'");
+      return Status::success();
+    };
+    if (symbols.printfBuffer) {
       auto buffer = PrintfBuffer::create(library_, module_, moduleName);
       if (!buffer.ok()) return buffer.takeError();
       printf_ = std::move(*buffer);
     }
     void* assertFlag = nullptr;
-    if (asserts) {
-      size_t bytes = 0;
-      hipError_t status =
-          api.hipModuleGetGlobal(&assertFlag, &bytes, module_, compiler::kAmdgpuAssertFlagSymbol);
-      if (status != hipSuccess)
-        return library_->error(status, std::string("hipModuleGetGlobal(") +
-                                           compiler::kAmdgpuAssertFlagSymbol + ") in module '" +
-                                           std::string(moduleName) + "'");
+    if (symbols.assertFlag) ROCUDA_TRY(lookUp(compiler::kAmdgpuAssertFlagSymbol, &assertFlag));
+    if (symbols.deviceHeap) {
+      heapPointer_ = std::make_unique<DeviceHeapPointer>();
+      ROCUDA_TRY(lookUp(compiler::kAmdgpuDeviceHeapSymbol, &heapPointer_->symbol));
     }
-    if (usesGridWorkspace) {
+    if (symbols.gridWorkspace) {
       auto workspace = std::make_unique<GridWorkspace>();
-      size_t bytes = 0;
-      hipError_t status = api.hipModuleGetGlobal(&workspace->symbol, &bytes, module_,
-                                                 compiler::kAmdgpuGridWorkspaceSymbol);
-      if (status != hipSuccess)
-        return library_->error(status, std::string("hipModuleGetGlobal(") +
-                                           compiler::kAmdgpuGridWorkspaceSymbol + ") in module '" +
-                                           std::string(moduleName) + "'");
-      status = api.hipMalloc(&workspace->workspace, GridWorkspace::kBytes);
+      ROCUDA_TRY(lookUp(compiler::kAmdgpuGridWorkspaceSymbol, &workspace->symbol));
+      hipError_t status = api.hipMalloc(&workspace->workspace, GridWorkspace::kBytes);
       if (status != hipSuccess)
         return library_->error(
             status, "hipMalloc of the grid workspace of module '" + std::string(moduleName) + "'");
@@ -138,7 +179,7 @@ class HipModule final : public LoadedModule {
         return library_->error(status, "hipModuleGetFunction('" + k.name + "') in module '" +
                                            std::string(moduleName) + "'");
       kernels_.emplace(k.name, std::make_unique<HipKernel>(k, function, printf_.get(), assertFlag,
-                                                           gridWorkspace_.get(),
+                                                           gridWorkspace_.get(), heapPointer_.get(),
                                                            codeObjectResources(api, function)));
     }
     for (const compiler::GlobalInfo& g : info_.globals) {
@@ -175,6 +216,7 @@ class HipModule final : public LoadedModule {
   hipModule_t module_;
   std::unique_ptr<PrintfBuffer> printf_;
   std::unique_ptr<GridWorkspace> gridWorkspace_;
+  std::unique_ptr<DeviceHeapPointer> heapPointer_;
   std::unordered_map<std::string, std::unique_ptr<HipKernel>> kernels_;
   std::unordered_map<std::string, void*> globals_;
 };
@@ -418,10 +460,13 @@ class HipDevice final : public DeviceBackend {
                                          "' (" + compiler::amdgpuTargetName(*target) + ")");
     auto loaded =
         std::make_unique<HipModule>(library_, ordinal_, std::move(compiled->info), module);
-    ROCUDA_TRY(loaded->resolve(
-        moduleName, codeObjectDefines(compiled->output, compiler::kAmdgpuPrintfBufferSymbol),
-        codeObjectDefines(compiled->output, compiler::kAmdgpuAssertFlagSymbol),
-        codeObjectDefines(compiled->output, compiler::kAmdgpuGridWorkspaceSymbol)));
+    ModuleSymbols symbols;
+    symbols.printfBuffer = codeObjectDefines(compiled->output, compiler::kAmdgpuPrintfBufferSymbol);
+    symbols.assertFlag = codeObjectDefines(compiled->output, compiler::kAmdgpuAssertFlagSymbol);
+    symbols.gridWorkspace =
+        codeObjectDefines(compiled->output, compiler::kAmdgpuGridWorkspaceSymbol);
+    symbols.deviceHeap = codeObjectDefines(compiled->output, compiler::kAmdgpuDeviceHeapSymbol);
+    ROCUDA_TRY(loaded->resolve(moduleName, symbols));
     return std::unique_ptr<LoadedModule>(std::move(loaded));
   }
 
@@ -437,6 +482,8 @@ class HipDevice final : public DeviceBackend {
     }
     // A module's printf buffer is emptied after each of its kernels: one at a time. So are the
     // launches of a module with a grid workspace (GridWorkspace).
+    if (DeviceHeapPointer* heap = hipKernel.heapPointer())
+      ROCUDA_TRY(pointDeviceHeap(*heap, config, info.name));
     std::unique_lock<std::mutex> printing, workspaceTurn;
     if (PrintfBuffer* buffer = hipKernel.printfBuffer())
       printing = std::unique_lock<std::mutex>(buffer->launchMutex());
@@ -524,6 +571,48 @@ class HipDevice final : public DeviceBackend {
     hipError_t status = api_.hipSetDevice(ordinal_);
     if (status != hipSuccess)
       return library_->error(status, "hipSetDevice(" + std::to_string(ordinal_) + ")");
+    return Status::success();
+  }
+
+  // Before a launch of a module whose kernels call malloc or free: the module's heap pointer
+  // names the launching context's heap on this GPU, made at the context's first such launch
+  // (cudaLimitMallocHeapSize bytes, at most what 32-bit block indexes address). Written
+  // synchronously, and only when it changes (a module belongs to one context), so that no launch
+  // on another lane can read it half way; a launch without a context heap leaves it 0 and malloc
+  // returns NULL.
+  Status pointDeviceHeap(DeviceHeapPointer& pointer, const LaunchConfig& config,
+                         const std::string& kernelName) {
+    uint64_t address = 0;
+    if (config.mallocHeap != nullptr) {
+      auto heap = config.mallocHeap->backendHeap(
+          this, [&]() -> Result<std::unique_ptr<DeviceMallocHeap::BackendHeap>> {
+            compiler::AmdgpuDeviceHeapHeader header;
+            header.size = std::clamp<uint64_t>(config.mallocHeapLimit, sizeof header,
+                                               compiler::kAmdgpuDeviceHeapMaxBytes);
+            header.top = sizeof header;
+            ROCUDA_TRY(select());
+            void* memory = nullptr;
+            hipError_t status = api_.hipMalloc(&memory, header.size);
+            if (status != hipSuccess)
+              return library_->error(status, "hipMalloc of a " + std::to_string(header.size) +
+                                                 "-byte device heap for kernel '" + kernelName +
+                                                 "'");
+            auto made = std::make_unique<HipDeviceHeap>(library_, ordinal_, memory);
+            status = api_.hipMemcpy(memory, &header, sizeof header, hipMemcpyDefault);
+            if (status != hipSuccess)
+              return library_->error(status, "writing the device heap's header");
+            return std::unique_ptr<DeviceMallocHeap::BackendHeap>(std::move(made));
+          });
+      if (!heap.ok()) return heap.takeError();
+      address = static_cast<HipDeviceHeap*>(*heap)->address();
+    }
+    std::lock_guard lock(pointer.mutex);
+    if (pointer.current == address) return Status::success();
+    ROCUDA_TRY(select());
+    hipError_t status = api_.hipMemcpy(pointer.symbol, &address, sizeof address, hipMemcpyDefault);
+    if (status != hipSuccess)
+      return library_->error(status, "pointing kernel '" + kernelName + "' at its device heap");
+    pointer.current = address;
     return Status::success();
   }
 

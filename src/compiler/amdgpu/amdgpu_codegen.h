@@ -59,6 +59,28 @@ inline constexpr const char* kAmdgpuAssertFlagSymbol = "__rocuda_assert_failed";
 // workspace either (grid_group::is_valid() is false).
 inline constexpr const char* kAmdgpuGridWorkspaceSymbol = "__rocuda_grid_workspace";
 
+// Device malloc on AMD GPUs: a module whose kernels call malloc or free has a u64
+// kAmdgpuDeviceHeapSymbol (0 at load: malloc returns NULL), which the host points at its
+// context's heap (cudaLimitMallocHeapSize bytes of device memory) before a launch. The heap starts
+// with an AmdgpuDeviceHeapHeader; blocks of 2^(c + kAmdgpuDeviceHeapMinBlockLog2) bytes (size
+// class c) follow, each a header of kAmdgpuDeviceHeapBlockHeaderBytes (u32 class, u32 the index
+// of the next free block of its class) and then the bytes malloc returns. The free blocks of
+// class c form a stack: freeLists[c] is tag << 32 | index, the index being the block's offset
+// / 16 (0: empty) and the tag counted up by every change. `top` is the offset of the heap's
+// never-used end. Indexes of 32 bits address at most kAmdgpuDeviceHeapMaxBytes.
+inline constexpr const char* kAmdgpuDeviceHeapSymbol = "__rocuda_device_heap";
+inline constexpr uint32_t kAmdgpuDeviceHeapSizeClasses = 32;
+inline constexpr uint64_t kAmdgpuDeviceHeapMinBlockLog2 = 5;  // 32-byte blocks hold 16 bytes
+inline constexpr uint64_t kAmdgpuDeviceHeapBlockHeaderBytes = 16;
+inline constexpr uint64_t kAmdgpuDeviceHeapMaxBytes = uint64_t(1) << 36;
+struct alignas(16) AmdgpuDeviceHeapHeader {
+  uint64_t size = 0;  // bytes of the whole heap, this header included
+  uint64_t top = 0;   // sizeof(AmdgpuDeviceHeapHeader) in a new heap
+  uint64_t freeLists[kAmdgpuDeviceHeapSizeClasses] = {};
+  uint64_t reserved[30] = {};
+};
+static_assert(sizeof(AmdgpuDeviceHeapHeader) == 512);
+
 // The special registers that depend on the launch, for kernels with
 // KernelInfo::readsLaunchRegisters: the host passes them as one more kernel argument after the
 // PTX parameters (hipModuleLaunchKernel's kernelParams), which the kernel copies into its LDS at

@@ -158,6 +158,10 @@ class WaveBuilder {
 // is none of them.
 bool defineWarpCollective(llvm::Function& fn, unsigned waveSize);
 
+// Define `fn` if it is device malloc (`i64 malloc(i64)`) or free (`void free(i64)`) over the
+// context's heap (amdgpu_codegen.h, kAmdgpuDeviceHeapSymbol); false for any other function.
+bool defineDeviceMalloc(llvm::Function& fn);
+
 // A global of the code object the host looks up by name (hipModuleGetGlobal): addrspace(1),
 // external, protected visibility.
 llvm::GlobalVariable* protectedGlobal(llvm::Module& module, llvm::Constant* initializer,

@@ -621,7 +621,7 @@ Status lowerDeviceRuntime(llvm::Module& module, const ModuleInfo& info, const Am
       defineMBarrierTest(*fn);
     } else if (name == "tanhf" && fn->getReturnType()->isFloatTy() && fn->arg_size() == 1) {
       defineApproxTanh(*fn);
-    } else if (!defineWarpCollective(*fn, waveSize)) {
+    } else if (!defineDeviceMalloc(*fn) && !defineWarpCollective(*fn, waveSize)) {
       unsupported.insert(name);
     }
   }

@@ -486,10 +486,6 @@ TEST(AmdgpuPtx, RejectsWhatItCannotLower) {
            "{\n.param .b64 f;\n.param .b64 a;\n.param .b32 r;\nld.param.u64 %rd1, [p];\n"
            "st.param.b64 [f], %rd1;\nst.param.b64 [a], 0;\ncall.uni (r), vprintf, (f, a);\n}"),
        "not a string constant"},
-      {kernelWith(".extern .func (.param .b64 r) malloc(.param .b64 s);",
-                  "{\n.param .b64 s;\n.param .b64 r;\nst.param.b64 [s], 16;\n"
-                  "call.uni (r), malloc, (s);\n}"),
-       "malloc"},
       // alloca() in device code with a run-time size (PTX ISA 7.3).
       {".version 7.3" + kernelWith("",
                                    "ld.param.u64 %rd1, [p];\nalloca.u64 %rd2, %rd1, 16;\n"

@@ -14,6 +14,7 @@
 #include "backends/hip/hip_backend.h"
 #include "backends/hip/hip_device.h"
 #include "backends/hip/hip_printf.h"
+#include "compiler/amdgpu/amdgpu_codegen.h"
 #include "support/env.h"
 #include "support/nvidia_library.h"
 
@@ -631,6 +632,111 @@ TEST(HipDoubleRocm6, CooperativeLaunchesGetAGridWorkspace) {
   EXPECT_EQ(calls(), "hipSetDevice;hipModuleLaunchKernel(s1);hipStreamSynchronize(s1);");
   module->reset();
   EXPECT_TRUE(contains(calls(), "hipFree;hipModuleUnload;"));
+  result.devices.clear();
+  dlclose(handle);
+}
+
+// Device malloc on AMD GPUs: a module calling malloc points its __rocuda_device_heap at its
+// context's heap on the GPU, made at the context's first such launch with
+// cudaLimitMallocHeapSize bytes and a fresh AmdgpuDeviceHeapHeader, shared by the context's
+// modules, written into each module once, and freed with the context's heap.
+TEST(HipDoubleRocm6, DeviceMallocUsesTheContextsHeap) {
+  void* handle = dlopen(ROCUDA_FAKE_HIP_ROCM6, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  auto log = reinterpret_cast<const char* (*)()>(dlsym(handle, "fakeHipCallLog"));
+  auto reset = reinterpret_cast<void (*)()>(dlsym(handle, "fakeHipResetLog"));
+  auto global = reinterpret_cast<void* (*)(const char*)>(dlsym(handle, "fakeHipGlobal"));
+  ASSERT_TRUE(log && reset && global);
+  auto calls = [&] {
+    std::string text = log();
+    reset();
+    return text;
+  };
+  HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_ROCM6});
+  ASSERT_EQ(result.devices.size(), 1u) << result.unavailableReason;
+  DeviceBackend& device = *result.devices[0];
+  const char* ptx = R"(.version 7.0
+.target sm_75
+.address_size 64
+.extern .func (.param .b64 r) malloc(.param .b64 s);
+.visible .entry allocate(.param .u64 out)
+{
+  .reg .b64 %rd<3>;
+  {
+  .param .b64 s;
+  .param .b64 r;
+  st.param.b64 [s], 64;
+  call.uni (r), malloc, (s);
+  ld.param.b64 %rd1, [r];
+  }
+  ld.param.u64 %rd2, [out];
+  st.global.u64 [%rd2], %rd1;
+  ret;
+}
+)";
+  reset();
+  auto first = device.loadPtx(ptx, "allocate.ptx");
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  EXPECT_TRUE(contains(calls(), "hipModuleGetGlobal(__rocuda_device_heap);"));
+  auto* firstSymbol = static_cast<uint64_t*>(global("__rocuda_device_heap"));
+  ASSERT_NE(firstSymbol, nullptr);
+  EXPECT_EQ(*firstSymbol, 0u);  // no heap before a launch
+  LoadedKernel* kernel = (*first)->kernel("allocate");
+  ASSERT_NE(kernel, nullptr);
+
+  DeviceMallocHeap contextHeap;
+  uint64_t out = 0;
+  void* outPointer = &out;
+  LaunchConfig config;
+  config.grid = {1, 1, 1};
+  config.block = {32, 1, 1};
+  config.mallocHeap = &contextHeap;
+  config.mallocHeapLimit = 1 << 20;
+  ASSERT_TRUE(device.launch(*kernel, config, &outPointer).ok());
+  EXPECT_EQ(calls(),
+            "hipSetDevice;hipMalloc;hipMemcpy(default);hipSetDevice;hipMemcpy(default);"
+            "hipSetDevice;hipStreamCreateWithPriority(s1, flags 1, priority 1);"
+            "hipModuleLaunchKernel(s1);hipStreamSynchronize(s1);");
+  ASSERT_NE(*firstSymbol, 0u);
+  const auto* header = reinterpret_cast<const compiler::AmdgpuDeviceHeapHeader*>(*firstSymbol);
+  EXPECT_EQ(header->size, uint64_t(1) << 20);
+  EXPECT_EQ(header->top, sizeof(compiler::AmdgpuDeviceHeapHeader));
+  for (uint64_t list : header->freeLists) EXPECT_EQ(list, 0u);
+  // The next launch finds the heap made and the symbol pointing at it.
+  ASSERT_TRUE(device.launch(*kernel, config, &outPointer).ok());
+  EXPECT_EQ(calls(), "hipSetDevice;hipModuleLaunchKernel(s1);hipStreamSynchronize(s1);");
+
+  // Another module of the same context gets the same heap.
+  auto second = device.loadPtx(ptx, "allocate_again.ptx");
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  auto* secondSymbol = static_cast<uint64_t*>(global("__rocuda_device_heap"));
+  ASSERT_NE(secondSymbol, firstSymbol);
+  calls();
+  ASSERT_TRUE(device.launch(*(*second)->kernel("allocate"), config, &outPointer).ok());
+  EXPECT_EQ(calls(),
+            "hipSetDevice;hipMemcpy(default);hipSetDevice;hipModuleLaunchKernel(s1);"
+            "hipStreamSynchronize(s1);");
+  EXPECT_EQ(*secondSymbol, *firstSymbol);
+
+  // A launch without a context heap points the module at none: malloc returns NULL.
+  config.mallocHeap = nullptr;
+  ASSERT_TRUE(device.launch(*kernel, config, &outPointer).ok());
+  EXPECT_EQ(*firstSymbol, 0u);
+  calls();
+
+  // The context's reset frees the heap; a heap that cannot be allocated fails the launch.
+  contextHeap.release();
+  EXPECT_EQ(calls(), "hipSetDevice;hipFree;");
+  config.mallocHeap = &contextHeap;
+  {
+    ScopedEnv full("FAKE_HIP_MALLOC_ERROR", "2");  // hipErrorOutOfMemory
+    Status status = device.launch(*kernel, config, &outPointer);
+    ASSERT_FALSE(status.ok());
+    EXPECT_EQ(status.error().code, ErrorCode::OutOfMemory) << status.error().message;
+    EXPECT_TRUE(contains(status.error().message, "device heap")) << status.error().message;
+  }
+  first->reset();
+  second->reset();
   result.devices.clear();
   dlclose(handle);
 }
