@@ -11,6 +11,9 @@
 
 #include "compiler/amdgpu/amdgpu_codegen.h"
 #include "compiler/compiler.h"
+#include "ptx/link.h"
+#include "ptx/parser.h"
+#include "ptx/printer.h"
 
 namespace rocuda::compiler {
 namespace {
@@ -283,6 +286,41 @@ TEST_P(AmdgpuProgram, CompilesInPartitions) {
       ASSERT_TRUE(again.ok());
       EXPECT_TRUE(again->output == parts->output);
     }
+  }
+}
+
+// Relocatable device code (-rdc=true): translation units that call each other's functions
+// (directly and through a table of function pointers) and use each other's __device__ and
+// __constant__ variables, linked at the PTX level as the loader links them, compile into one code
+// object whose kernels and variables pass every check.
+TEST(AmdgpuPtx, LinkedTranslationUnitsCompileAsOneCodeObject) {
+  std::vector<ptx::Module> units;
+  std::stringstream list(ROCUDA_AMDGPU_RDC_UNITS);
+  std::string name;
+  bool refersToAnotherUnit = false;
+  while (std::getline(list, name, ',')) {
+    std::string text = readFile(std::string(ROCUDA_AMDGPU_PTX_DIR) + "/" + name);
+    ASSERT_FALSE(text.empty()) << name;
+    refersToAnotherUnit |= text.find(".extern") != std::string::npos;
+    ptx::ParseResult parsed = ptx::parseModule(text, name);
+    ASSERT_FALSE(parsed.hasErrors()) << parsed.formatDiagnostics();
+    units.push_back(std::move(parsed.module));
+  }
+  if (units.empty()) GTEST_SKIP() << "no nvcc: no relocatable PTX";
+  ASSERT_EQ(units.size(), 2u);
+  EXPECT_TRUE(refersToAnotherUnit);
+  ptx::LinkResult linked = ptx::linkModules(std::move(units));
+  ASSERT_TRUE(linked.ok()) << linked.errors.front();
+  std::string ptx = ptx::printModule(linked.module);
+  const ModuleInfo& info = hostInfo("separable_compilation.linked", ptx);
+  ASSERT_FALSE(info.kernels.empty());
+  ASSERT_FALSE(info.globals.empty());
+  for (const auto& processor : supportedAmdgpuProcessors()) {
+    SCOPED_TRACE(processor);
+    auto co = compileForAmdgpu(ptx, "separable_compilation.linked", AmdgpuTarget{processor, "", 5});
+    ASSERT_TRUE(co.ok()) << co.error().message;
+    checkElfHeader(co->output, 5);
+    checkCodeObject(co->output, co->info, processor, "separable_compilation.linked");
   }
 }
 
