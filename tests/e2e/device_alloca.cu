@@ -2,8 +2,8 @@
 // only at run time, in a kernel without barriers (run as a work-item loop) and in one that keeps
 // its buffer across __syncthreads() (the CPU device's slow path: a thread per fiber, since a
 // dynamic allocation cannot move to a fixed per-thread frame). Checked against host sums.
-// (AMD GPUs refuse such kernels with CUDA_ERROR_NOT_SUPPORTED: LLVM's AMDGPU back end has no
-// dynamic stack allocation.)
+// (On AMD GPUs such a function's allocations share a 1 KiB buffer of its frame, CUDA's default
+// stack size: docs/amd.md.)
 #include <vector>
 
 #include "e2e_check.h"

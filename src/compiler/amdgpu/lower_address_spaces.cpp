@@ -8,7 +8,10 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/InstIterator.h>
 #include <llvm/IR/Instructions.h>
+#include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/Module.h>
+
+#include <algorithm>
 
 #include "compiler/amdgpu/amdgpu_lowering.h"
 #include "compiler/translator.h"
@@ -31,6 +34,80 @@ void lowerAllocas(llvm::Function& function) {
     llvm::Value* flat = b.CreateAddrSpaceCast(priv, old->getType());
     old->replaceAllUsesWith(flat);
     old->eraseFromParent();
+  }
+}
+
+// PTX alloca of a size known only at run time (alloca() in device code), and stacksave /
+// stackrestore: LLVM 19's AMDGPU back end has no dynamic stack allocation, so a function that
+// makes one gets a fixed buffer of kDynamicStackBytes in its frame (CUDA's default stack size
+// per thread) and a bump offset into it. Each alloca takes the next aligned bytes until the
+// function returns or a stackrestore moves the offset back; one that does not fit traps, as a
+// thread that overflows its stack faults on NVIDIA's GPUs.
+constexpr uint64_t kDynamicStackBytes = 1024;
+
+void lowerDynamicStack(llvm::Function& function) {
+  std::vector<llvm::Instruction*> operations;
+  for (auto& inst : llvm::instructions(function)) {
+    auto* alloca = llvm::dyn_cast<llvm::AllocaInst>(&inst);
+    auto* intrinsic = llvm::dyn_cast<llvm::IntrinsicInst>(&inst);
+    if ((alloca && !alloca->isStaticAlloca()) ||
+        (intrinsic && (intrinsic->getIntrinsicID() == llvm::Intrinsic::stacksave ||
+                       intrinsic->getIntrinsicID() == llvm::Intrinsic::stackrestore)))
+      operations.push_back(&inst);
+  }
+  if (operations.empty()) return;
+  llvm::Align bufferAlign(16);
+  for (llvm::Instruction* inst : operations)
+    if (auto* alloca = llvm::dyn_cast<llvm::AllocaInst>(inst))
+      bufferAlign = std::max(bufferAlign, alloca->getAlign());
+  llvm::LLVMContext& context = function.getContext();
+  llvm::IRBuilder<> entry(&*function.getEntryBlock().getFirstInsertionPt());
+  llvm::AllocaInst* buffer = entry.CreateAlloca(
+      llvm::ArrayType::get(entry.getInt8Ty(), kDynamicStackBytes), nullptr, "dynamic.stack");
+  buffer->setAlignment(bufferAlign);
+  llvm::AllocaInst* top = entry.CreateAlloca(entry.getInt64Ty(), nullptr, "dynamic.stack.top");
+  entry.CreateStore(entry.getInt64(0), top);
+  llvm::Function* trap =
+      llvm::Intrinsic::getDeclaration(function.getParent(), llvm::Intrinsic::trap);
+  for (llvm::Instruction* inst : operations) {
+    llvm::IRBuilder<> b(inst);
+    llvm::Value* replacement = nullptr;
+    if (auto* alloca = llvm::dyn_cast<llvm::AllocaInst>(inst)) {
+      uint64_t align = alloca->getAlign().value();
+      llvm::Value* count = b.CreateZExtOrTrunc(alloca->getArraySize(), b.getInt64Ty());
+      llvm::Value* bytes = b.CreateMul(
+          count, b.getInt64(function.getDataLayout().getTypeAllocSize(alloca->getAllocatedType())));
+      llvm::Value* offset = b.CreateLoad(b.getInt64Ty(), top);
+      offset = b.CreateAnd(b.CreateAdd(offset, b.getInt64(align - 1)), b.getInt64(~(align - 1)));
+      llvm::Value* room = b.CreateSub(b.getInt64(kDynamicStackBytes), offset);
+      // `offset` never passes the buffer's end, so `room` does not wrap.
+      llvm::Value* fits = b.CreateAnd(b.CreateICmpULE(offset, b.getInt64(kDynamicStackBytes)),
+                                      b.CreateICmpULE(bytes, room));
+      llvm::BasicBlock* before = inst->getParent();
+      llvm::BasicBlock* after = before->splitBasicBlock(inst, "dynamic.stack.fits");
+      auto* overflow =
+          llvm::BasicBlock::Create(context, "dynamic.stack.overflow", &function, after);
+      before->getTerminator()->eraseFromParent();
+      llvm::IRBuilder<>(before).CreateCondBr(fits, after, overflow);
+      llvm::IRBuilder<> o(overflow);
+      o.CreateCall(trap);
+      o.CreateUnreachable();
+      b.SetInsertPoint(inst);
+      b.CreateStore(b.CreateAdd(offset, bytes), top);
+      replacement = b.CreateInBoundsGEP(b.getInt8Ty(), buffer, offset);
+    } else if (llvm::cast<llvm::IntrinsicInst>(inst)->getIntrinsicID() ==
+               llvm::Intrinsic::stacksave) {
+      replacement = b.CreateInBoundsGEP(b.getInt8Ty(), buffer, b.CreateLoad(b.getInt64Ty(), top));
+    } else {  // stackrestore: back to a position stacksave gave
+      llvm::Value* position = b.CreatePtrToInt(inst->getOperand(0), b.getInt64Ty());
+      b.CreateStore(b.CreateSub(position, b.CreatePtrToInt(buffer, b.getInt64Ty())), top);
+    }
+    if (replacement != nullptr) {
+      if (replacement->getType() != inst->getType())
+        replacement = b.CreateAddrSpaceCast(replacement, inst->getType());
+      inst->replaceAllUsesWith(replacement);
+    }
+    inst->eraseFromParent();
   }
 }
 
@@ -64,18 +141,9 @@ void narrowMarkedAccesses(llvm::Function& function) {
 }  // namespace
 
 Status lowerAddressSpaces(llvm::Module& module) {
-  // PTX alloca of a size known only at run time (alloca() in device code): LLVM 19's AMDGPU
-  // back end has no lowering for a dynamic stack allocation.
-  for (auto& function : module)
-    for (auto& inst : llvm::instructions(function))
-      if (auto* alloca = llvm::dyn_cast<llvm::AllocaInst>(&inst);
-          alloca && !alloca->isStaticAlloca())
-        return makeError(ErrorCode::UnsupportedPtx,
-                         "function '" + function.getName().str() +
-                             "' allocates stack dynamically (PTX alloca), which the AMD GPU code "
-                             "generator cannot lower");
   for (auto& function : module)
     if (!function.isDeclaration()) {
+      lowerDynamicStack(function);
       lowerAllocas(function);
       narrowMarkedAccesses(function);
     }

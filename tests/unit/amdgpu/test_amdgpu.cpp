@@ -524,12 +524,6 @@ TEST(AmdgpuPtx, RejectsWhatItCannotLower) {
            "{\n.param .b64 f;\n.param .b64 a;\n.param .b32 r;\nld.param.u64 %rd1, [p];\n"
            "st.param.b64 [f], %rd1;\nst.param.b64 [a], 0;\ncall.uni (r), vprintf, (f, a);\n}"),
        "not a string constant"},
-      // alloca() in device code with a run-time size (PTX ISA 7.3).
-      {".version 7.3" + kernelWith("",
-                                   "ld.param.u64 %rd1, [p];\nalloca.u64 %rd2, %rd1, 16;\n"
-                                   "st.local.u32 [%rd2], 1;")
-                            .substr(std::string(".version 7.0").size()),
-       "alloca"},
       // A 128-bit atomic exchange (sm_90's atomicExch on a 16-byte type).
       {".version 8.3\n.target sm_90" +
            kernelWith("",
