@@ -20,6 +20,7 @@
 
 #include "compiler/compiler.h"
 #include "support/result.h"
+#include "support/texture_view.h"
 
 namespace rocuda::backends {
 
@@ -312,6 +313,17 @@ class DeviceBackend {
                                bool /*forDevice*/) {
     return Status::success();
   }
+
+  // A texture or surface object's views (support/texture_view.h) where this device's kernels
+  // read them: the handle kernels are given. `view` is the object's view; a mipmapped texture's
+  // `levels` (view.mipLevels points at them) follow it. The CPU device reads the core's own copy
+  // (the default); a GPU copies them into its memory, `mipLevels` rewritten, until
+  // releaseTextureViews.
+  virtual Result<uint64_t> placeTextureViews(const support::TextureView& view,
+                                             const std::vector<support::TextureView>& /*levels*/) {
+    return reinterpret_cast<uint64_t>(&view);
+  }
+  virtual void releaseTextureViews(uint64_t /*handle*/) {}
 
   // Sharing memory between processes (backends without it answer NotSupported).
   // shareDevice: the allocation at `base` (from allocateDevice) made shareable in place, its

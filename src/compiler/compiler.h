@@ -82,7 +82,7 @@
 //  * Textures and surfaces (tex, tld4, txq, suld.b, sust.b/.p, sured, suq): the handle is a 64-bit
 //    texture/surface object, the address of a support::TextureView (support/texture_view.h).
 //    Geometry codes: 0 1d, 1 2d, 2 3d, 3 a1d, 4 a2d, 5 cube, 6 acube; `out`/`in` point at 16
-//    bytes (results as four 32-bit lanes); see backends/cpu/texture_runtime.h for the details:
+//    bytes (results as four 32-bit lanes); see device_library/texture_sampler.h for the details:
 //      `void __rocuda_tex_fetch_f(ptr out, i64 tex, i32 geometry, float x, float y, float z,
 //        i32 layer)` (f32 coordinates) and `__rocuda_tex_fetch_i` (same with i32 coordinates);
 //      `void __rocuda_tex_gather(ptr out, i64 tex, i32 component, float x, float y, i32 layer)`;
@@ -192,7 +192,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-86";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-87";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;

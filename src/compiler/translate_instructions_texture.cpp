@@ -12,7 +12,7 @@ using ptx::ScalarType;
 
 namespace {
 
-// Geometry codes of the runtime (backends/cpu/texture_runtime.h).
+// Geometry codes of the texture sampler (device_library/texture_sampler.h).
 enum Geometry : int { k1D = 0, k2D = 1, k3D = 2, kA1D = 3, kA2D = 4, kCube = 5, kACube = 6 };
 
 int geometryOf(const ptx::Instruction& inst) {

@@ -4,6 +4,8 @@
 #include <unordered_map>
 
 #include "core/array.h"
+#include "core/context.h"
+#include "core/platform.h"
 
 namespace rocuda::core {
 namespace {
@@ -46,8 +48,15 @@ void describeArray(support::TextureView& view, const Array& array) {
   }
 }
 
-uint64_t registerTexture(std::unique_ptr<TextureObject> object) {
-  uint64_t handle = object->handle();
+TextureObject::~TextureObject() {
+  if (handle_ != 0) context_.device().backend().releaseTextureViews(handle_);
+}
+
+Result<uint64_t> registerTexture(std::unique_ptr<TextureObject> object) {
+  auto placed =
+      object->context().device().backend().placeTextureViews(object->view(), object->levelViews);
+  if (!placed.ok()) return placed.takeError();
+  uint64_t handle = object->handle_ = *placed;
   TextureTable& t = table();
   std::lock_guard lock(t.mutex);
   t.live[handle] = std::move(object);

@@ -1,6 +1,8 @@
 // Texture and surface objects (cuTexObjectCreate, cuSurfObjectCreate). The handle the
-// application gets is the address of the object's support::TextureView, which translated kernels
-// read directly; core keeps a table of live handles so that API calls can validate them.
+// application gets is the address of the object's support::TextureView where its device's
+// kernels read it (DeviceBackend::placeTextureViews: the CPU device reads the object's own view,
+// a GPU a copy in its memory); core keeps a table of live handles so that API calls can
+// validate them.
 #pragma once
 
 #include <cstddef>
@@ -36,12 +38,16 @@ class Context;
 class TextureObject {
  public:
   TextureObject(Context& context, bool surface) : context_(context), surface_(surface) {}
+  TextureObject(const TextureObject&) = delete;
+  TextureObject& operator=(const TextureObject&) = delete;
+  ~TextureObject();  // gives the device's copy of its views back
 
   Context& context() { return context_; }
   bool isSurface() const { return surface_; }
   support::TextureView& view() { return view_; }
   const support::TextureView& view() const { return view_; }
-  uint64_t handle() const { return reinterpret_cast<uint64_t>(&view_); }
+  // The handle registerTexture gave it (0 before).
+  uint64_t handle() const { return handle_; }
 
   // A mipmapped texture's levels (TextureView::mipLevels points here); empty otherwise.
   std::vector<support::TextureView> levelViews;
@@ -52,16 +58,19 @@ class TextureObject {
   std::vector<uint8_t> viewDesc;  // empty when created without a view
 
  private:
+  friend Result<uint64_t> registerTexture(std::unique_ptr<TextureObject> object);
   Context& context_;
   bool surface_;
   support::TextureView view_;
+  uint64_t handle_ = 0;
 };
 
 // Point `view` at level 0 of `array` (shape, layout, format). Sampling state is left alone.
 void describeArray(support::TextureView& view, const Array& array);
 
-// Take ownership of `object`, making its handle live. Returns the handle.
-uint64_t registerTexture(std::unique_ptr<TextureObject> object);
+// Take ownership of `object` once its device has placed its views, making its handle live.
+// Returns the handle; the device's error when it could not place them.
+Result<uint64_t> registerTexture(std::unique_ptr<TextureObject> object);
 // The live object with that handle and kind, or nullptr.
 TextureObject* findTexture(uint64_t handle, bool surface);
 // InvalidHandle when `handle` is not a live object of that kind.

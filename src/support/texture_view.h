@@ -6,8 +6,8 @@
 // handle is live, so kernels may read it without synchronisation.
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
+#include <stddef.h>  // C headers: the device library compiles this for AMD GPUs too
+#include <stdint.h>
 
 namespace rocuda::support {
 

@@ -291,7 +291,9 @@ Outcome texCreate(CUtexObject* out, const CUDA_RESOURCE_DESC* res, const CUDA_TE
   }
   object->resourceDesc = bytesOf(*res);
   object->textureDesc = bytesOf(*tex);
-  *out = core::registerTexture(std::move(object));
+  Result<uint64_t> handle = core::registerTexture(std::move(object));
+  if (!handle.ok()) return handle.error();
+  *out = *handle;
   return {};
 }
 
@@ -354,7 +356,9 @@ Outcome surfCreate(CUsurfObject* out, const CUDA_RESOURCE_DESC* res) {
   object->view().surface = true;
   object->view().readAsInteger = true;
   object->resourceDesc = bytesOf(*res);
-  *out = core::registerTexture(std::move(object));
+  Result<uint64_t> handle = core::registerTexture(std::move(object));
+  if (!handle.ok()) return handle.error();
+  *out = *handle;
   return {};
 }
 

@@ -396,6 +396,39 @@ class HipDevice final : public DeviceBackend {
     return Status::success();
   }
 
+  // The views in device memory, where kernels read them: one allocation holds the view and then
+  // its mipmap levels, `mipLevels` pointing at the copies. The texels (`data`) are this device's
+  // memory already (arrays and linear memory of a context on it).
+  Result<uint64_t> placeTextureViews(const support::TextureView& view,
+                                     const std::vector<support::TextureView>& levels) override {
+    std::vector<support::TextureView> copies;
+    copies.reserve(1 + levels.size());
+    copies.push_back(view);
+    copies.insert(copies.end(), levels.begin(), levels.end());
+    ROCUDA_TRY(select());
+    void* memory = nullptr;
+    size_t bytes = copies.size() * sizeof(support::TextureView);
+    hipError_t status = api_.hipMalloc(&memory, bytes);
+    if (status != hipSuccess)
+      return library_->error(status, "hipMalloc of a texture object's views");
+    auto* placed = static_cast<support::TextureView*>(memory);
+    for (support::TextureView& copy : copies)
+      copy.mipLevels = copy.mipLevels != nullptr && !levels.empty() ? placed + 1 : nullptr;
+    status = api_.hipMemcpy(memory, copies.data(), bytes, hipMemcpyDefault);
+    if (status != hipSuccess) {
+      api_.hipFree(memory);
+      return library_->error(status, "copying a texture object's views to the device");
+    }
+    return reinterpret_cast<uint64_t>(memory);
+  }
+
+  void releaseTextureViews(uint64_t handle) override {
+    if (!select().ok()) return;
+    hipError_t status = api_.hipFree(reinterpret_cast<void*>(handle));
+    if (status != hipSuccess)
+      log::warning(library_->error(status, "hipFree of a texture object's views").message);
+  }
+
   uint64_t freeMemory() const override {
     if (!select().ok()) return 0;
     size_t freeBytes = 0, totalBytes = 0;

@@ -54,6 +54,13 @@ inline const std::vector<std::string> kLaunchRegisterFunctions = {
 // them in the module's LDS).
 Status lowerKernelAbi(llvm::Module& module, const ModuleInfo& info);
 
+// Link the device library's functions that `module` calls (the texture sampler: names starting
+// with __rocuda_tex_ or __rocuda_surf_) from its embedded amdgcn bitcode, as internal functions.
+// A build without the library (no clang) links nothing; lowerDeviceRuntime then refuses them.
+Status linkDeviceLibrary(llvm::Module& module);
+bool isDeviceLibraryFunction(llvm::StringRef name);
+bool hasDeviceLibrary();
+
 // Define the device runtime of the IR contract (special registers, barriers and barrier
 // reductions, warp collectives, shared window, trap) in IR for `target`; UnsupportedPtx naming
 // every other external function the module still calls.

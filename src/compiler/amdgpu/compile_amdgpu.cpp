@@ -221,6 +221,7 @@ Result<AmdgpuCompilation> compileForAmdgpu(std::string_view ptx, std::string_vie
         detail::kernelReaches(*module, kernel.name, amdgpu::kLaunchRegisterFunctions);
   ROCUDA_TRY(amdgpu::lowerKernelAbi(*module, info));
   ROCUDA_TRY(amdgpu::lowerAssert(*module));
+  ROCUDA_TRY(amdgpu::linkDeviceLibrary(*module));
   ROCUDA_TRY(amdgpu::lowerDeviceRuntime(*module, info, target));
   amdgpu::lowerDenormalMode(*module);
   ROCUDA_TRY(detail::verifiedIr(*module, moduleName, "AMDGPU"));

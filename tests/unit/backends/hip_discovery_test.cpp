@@ -17,6 +17,7 @@
 #include "compiler/amdgpu/amdgpu_codegen.h"
 #include "support/env.h"
 #include "support/nvidia_library.h"
+#include "support/texture_view.h"
 
 namespace rocuda::backends {
 namespace {
@@ -737,6 +738,65 @@ TEST(HipDoubleRocm6, DeviceMallocUsesTheContextsHeap) {
   }
   first->reset();
   second->reset();
+  result.devices.clear();
+  dlclose(handle);
+}
+
+// Texture and surface objects on AMD GPUs: kernels read the object's views in device memory
+// (one allocation: the view, then its mipmap levels, `mipLevels` pointing at the copies); the
+// handle is that address, given back with hipFree. A view without levels keeps none.
+TEST(HipDoubleRocm6, TextureViewsLiveInDeviceMemory) {
+  void* handle = dlopen(ROCUDA_FAKE_HIP_ROCM6, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  auto log = reinterpret_cast<const char* (*)()>(dlsym(handle, "fakeHipCallLog"));
+  auto reset = reinterpret_cast<void (*)()>(dlsym(handle, "fakeHipResetLog"));
+  ASSERT_TRUE(log && reset);
+  auto calls = [&] {
+    std::string text = log();
+    reset();
+    return text;
+  };
+  HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_ROCM6});
+  ASSERT_EQ(result.devices.size(), 1u) << result.unavailableReason;
+  DeviceBackend& device = *result.devices[0];
+  uint8_t texels[64] = {};
+  std::vector<support::TextureView> levels(2);
+  levels[0].width = 8;
+  levels[1].width = 4;
+  support::TextureView view;
+  view.width = 8;
+  view.data = texels;
+  view.levels = 2;
+  view.mipLevels = levels.data();
+  for (auto& level : levels) level.mipLevels = levels.data();
+  reset();
+  auto placed = device.placeTextureViews(view, levels);
+  ASSERT_TRUE(placed.ok()) << placed.error().message;
+  EXPECT_EQ(calls(), "hipSetDevice;hipMalloc;hipMemcpy(default);");
+  const auto* views = reinterpret_cast<const support::TextureView*>(*placed);
+  ASSERT_NE(views, &view);
+  EXPECT_EQ(views[0].magic, support::kTextureViewMagic);
+  EXPECT_EQ(views[0].data, texels);
+  EXPECT_EQ(views[0].levels, 2u);
+  EXPECT_EQ(views[0].mipLevels, views + 1);
+  EXPECT_EQ(views[1].width, 8u);
+  EXPECT_EQ(views[2].width, 4u);
+  EXPECT_EQ(views[2].mipLevels, views + 1);
+  device.releaseTextureViews(*placed);
+  EXPECT_EQ(calls(), "hipSetDevice;hipFree;");
+
+  support::TextureView plain;
+  plain.data = texels;
+  auto single = device.placeTextureViews(plain, {});
+  ASSERT_TRUE(single.ok());
+  EXPECT_EQ(reinterpret_cast<const support::TextureView*>(*single)->mipLevels, nullptr);
+  device.releaseTextureViews(*single);
+  {
+    ScopedEnv full("FAKE_HIP_MALLOC_ERROR", "2");  // hipErrorOutOfMemory
+    auto failed = device.placeTextureViews(plain, {});
+    ASSERT_FALSE(failed.ok());
+    EXPECT_EQ(failed.error().code, ErrorCode::OutOfMemory);
+  }
   result.devices.clear();
   dlclose(handle);
 }
