@@ -174,6 +174,9 @@ bool defineDeviceMalloc(llvm::Function& fn);
 llvm::GlobalVariable* protectedGlobal(llvm::Module& module, llvm::Constant* initializer,
                                       const char* name, bool constant,
                                       llvm::Align alignment = llvm::Align(8));
+// The module's u64 global `name` that the host sets to an address before launches (0 at load),
+// made at its first use.
+llvm::GlobalVariable* hostSetAddress(llvm::Module& module, const char* name);
 
 // __assertfail calls print the assertion through vprintf, raise the module's assert flag
 // (kAmdgpuAssertFlagSymbol) and end the wavefront. Runs before lowerDeviceRuntime.

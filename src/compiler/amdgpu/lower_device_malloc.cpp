@@ -20,14 +20,6 @@ constexpr uint64_t kTopOffset = offsetof(AmdgpuDeviceHeapHeader, top);
 constexpr uint64_t kFreeListsOffset = offsetof(AmdgpuDeviceHeapHeader, freeLists);
 constexpr uint64_t kNextOffset = 4;  // a block header's u32 after its size class
 
-llvm::GlobalVariable* heapSymbol(llvm::Module& module) {
-  if (llvm::GlobalVariable* existing = module.getGlobalVariable(kAmdgpuDeviceHeapSymbol))
-    return existing;
-  return protectedGlobal(module,
-                         llvm::ConstantInt::get(llvm::Type::getInt64Ty(module.getContext()), 0),
-                         kAmdgpuDeviceHeapSymbol, /*constant=*/false);
-}
-
 // What both functions start with: the heap's address (0 when the host gave none) and, once it is
 // known not to be 0, its header fields.
 struct Heap {
@@ -46,7 +38,8 @@ struct Heap {
 
 Heap loadHeap(Builder& b, llvm::Module& module) {
   Heap heap;
-  heap.address = b.CreateAlignedLoad(b.getInt64Ty(), heapSymbol(module), llvm::Align(8));
+  heap.address = b.CreateAlignedLoad(
+      b.getInt64Ty(), hostSetAddress(module, kAmdgpuDeviceHeapSymbol), llvm::Align(8));
   heap.base = b.CreateIntToPtr(heap.address, llvm::PointerType::get(b.getContext(), kGlobalAS));
   return heap;
 }

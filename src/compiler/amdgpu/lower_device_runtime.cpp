@@ -92,15 +92,6 @@ uint32_t smIdCount(const AmdgpuTarget& target) {
   return target.processor.rfind("gfx94", 0) == 0 ? 1u << 12 : 1u << 8;
 }
 
-// The module's grid workspace pointer (amdgpu_codegen.h), made at its first use.
-llvm::GlobalVariable* gridWorkspace(llvm::Module& module) {
-  if (llvm::GlobalVariable* existing = module.getGlobalVariable(kAmdgpuGridWorkspaceSymbol))
-    return existing;
-  return protectedGlobal(module,
-                         llvm::ConstantInt::get(llvm::Type::getInt64Ty(module.getContext()), 0),
-                         kAmdgpuGridWorkspaceSymbol, /*constant=*/false);
-}
-
 // The value of special register `name` (without "__rocuda_sreg_"), or nullptr if unsupported.
 llvm::Value* specialRegister(Builder& b, const std::string& name, const AmdgpuTarget& target) {
   unsigned waveSize = static_cast<unsigned>(amdgpuWavefrontSize(target.processor));
@@ -146,7 +137,8 @@ llvm::Value* specialRegister(Builder& b, const std::string& name, const AmdgpuTa
   // kAmdgpuGridWorkspaceSymbol, which the host sets for each launch; the other %envreg<n> are 0.
   if (name == "envreg1" || name == "envreg2") {
     llvm::Value* workspace =
-        b.CreateLoad(b.getInt64Ty(), gridWorkspace(*b.GetInsertBlock()->getModule()));
+        b.CreateLoad(b.getInt64Ty(),
+                     hostSetAddress(*b.GetInsertBlock()->getModule(), kAmdgpuGridWorkspaceSymbol));
     if (name == "envreg1") workspace = b.CreateLShr(workspace, 32);
     return b.CreateTrunc(workspace, b.getInt32Ty());
   }

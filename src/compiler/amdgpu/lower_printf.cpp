@@ -105,6 +105,13 @@ llvm::GlobalVariable* protectedGlobal(llvm::Module& module, llvm::Constant* init
   return global;
 }
 
+llvm::GlobalVariable* hostSetAddress(llvm::Module& module, const char* name) {
+  if (llvm::GlobalVariable* existing = module.getGlobalVariable(name)) return existing;
+  return protectedGlobal(module,
+                         llvm::ConstantInt::get(llvm::Type::getInt64Ty(module.getContext()), 0),
+                         name, /*constant=*/false);
+}
+
 namespace {
 
 std::vector<llvm::CallBase*> vprintfCalls(llvm::Module& module) {
