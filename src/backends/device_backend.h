@@ -205,6 +205,8 @@ struct LaunchConfig {
   uint64_t mallocHeapLimit = 0;
   // The context's CU_LIMIT_STACK_SIZE: each thread's stack (local memory and call frames).
   uint64_t stackBytesPerThread = 1024;
+  // The context's CU_LIMIT_PRINTF_FIFO_SIZE: room for device printf's records of a launch.
+  uint64_t printfFifoBytes = uint64_t(1) << 20;
   // A cluster dimension was given at launch (%is_explicit_cluster; __cluster_dims__ counts too).
   bool explicitCluster = false;
   // The driver's shared memory reserved per block (%aggr_smem_size counts it).

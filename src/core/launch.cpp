@@ -176,6 +176,7 @@ Status launchKernel(Kernel& requested, Stream& stream, const LaunchRequest& requ
   config.priority = clampStreamPriority(request.priority.value_or(stream.priority()),
                                         context.device().description());
   config.stackBytesPerThread = context.limit(ContextLimit::StackSize);
+  config.printfFifoBytes = context.limit(ContextLimit::PrintfFifoSize);
   config.explicitCluster = request.explicitCluster;
   config.reservedSharedBytes = reservedSharedBytesPerBlock(context.device().description());
   // Every launch carries the heap: kernels it launches from the device may call malloc.

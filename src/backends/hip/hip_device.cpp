@@ -518,8 +518,10 @@ class HipDevice final : public DeviceBackend {
     if (DeviceHeapPointer* heap = hipKernel.heapPointer())
       ROCUDA_TRY(pointDeviceHeap(*heap, config, info.name));
     std::unique_lock<std::mutex> printing, workspaceTurn;
-    if (PrintfBuffer* buffer = hipKernel.printfBuffer())
+    if (PrintfBuffer* buffer = hipKernel.printfBuffer()) {
       printing = std::unique_lock<std::mutex>(buffer->launchMutex());
+      ROCUDA_TRY(buffer->fit(config.printfFifoBytes));
+    }
     GridWorkspace* workspace = hipKernel.gridWorkspace();
     if (workspace != nullptr) workspaceTurn = std::unique_lock<std::mutex>(workspace->launchMutex);
     // kernelParams[i] points at parameter i inside CUDA's packed buffer: the code object's

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "compiler/amdgpu/amdgpu_codegen.h"
 #include "support/log.h"
@@ -77,9 +78,10 @@ Result<std::unique_ptr<PrintfBuffer>> PrintfBuffer::create(std::shared_ptr<HipLi
   if (status != hipSuccess) return failed(status, "hipMemcpy of the formats");
 
   void* device = nullptr;
-  status = api.hipMalloc(&device, sizeof(AmdgpuPrintfHeader) + kCapacityBytes);
+  status = api.hipMalloc(&device, sizeof(AmdgpuPrintfHeader) + kDefaultCapacityBytes);
   if (status != hipSuccess) return failed(status, "hipMalloc of the buffer");
-  std::unique_ptr<PrintfBuffer> buffer(new PrintfBuffer(library, device, std::move(formats)));
+  std::unique_ptr<PrintfBuffer> buffer(
+      new PrintfBuffer(library, symbol, device, std::move(formats)));
   status = buffer->empty();
   if (status == hipSuccess)
     status = api.hipMemcpy(symbol, &device, sizeof device, hipMemcpyDefault);
@@ -89,8 +91,31 @@ Result<std::unique_ptr<PrintfBuffer>> PrintfBuffer::create(std::shared_ptr<HipLi
 
 hipError_t PrintfBuffer::empty() {
   AmdgpuPrintfHeader header;
-  header.capacity = kCapacityBytes;
+  header.capacity = capacity_;
   return library_->api().hipMemcpy(device_, &header, sizeof header, hipMemcpyDefault);
+}
+
+Status PrintfBuffer::fit(uint64_t bytes) {
+  if (bytes == capacity_) return Status::success();
+  const HipApi& api = library_->api();
+  void* device = nullptr;
+  hipError_t status = api.hipMalloc(&device, sizeof(AmdgpuPrintfHeader) + bytes);
+  if (status != hipSuccess)
+    return library_->error(status,
+                           "hipMalloc of a " + std::to_string(bytes) + "-byte printf buffer");
+  std::swap(device, device_);  // `device` is the old buffer now
+  uint64_t previous = std::exchange(capacity_, bytes);
+  status = empty();
+  if (status == hipSuccess)
+    status = api.hipMemcpy(symbol_, &device_, sizeof device_, hipMemcpyDefault);
+  if (status != hipSuccess) {  // the old buffer stays
+    api.hipFree(device_);
+    device_ = device;
+    capacity_ = previous;
+    return library_->error(status, "pointing a module at its new printf buffer");
+  }
+  api.hipFree(device);
+  return Status::success();
 }
 
 PrintfBuffer::~PrintfBuffer() {
@@ -142,8 +167,8 @@ Status PrintfBuffer::drain(std::string_view kernelName) {
   std::fflush(stdout);
   if (header.dropped != 0)
     log::warning(std::to_string(header.dropped) + " printf calls of kernel '" +
-                 std::string(kernelName) + "' did not fit in the " +
-                 std::to_string(kCapacityBytes >> 10) + " KiB printf buffer and were lost");
+                 std::string(kernelName) + "' did not fit in the " + std::to_string(capacity_) +
+                 "-byte printf buffer and were lost (cudaLimitPrintfFifoSize)");
   status = empty();
   if (status != hipSuccess) return library_->error(status, "hipMemcpy resetting the printf buffer");
   return Status::success();

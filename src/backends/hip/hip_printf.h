@@ -41,18 +41,27 @@ class PrintfBuffer {
   std::mutex& launchMutex() { return mutex_; }
   // Print what the kernel wrote (to stdout, as CUDA does) and empty the buffer.
   Status drain(std::string_view kernelName);
+  // Before a launch, with launchMutex held: room for `bytes` of records (the context's
+  // cudaLimitPrintfFifoSize), in a new empty buffer the module's symbol points at when the room
+  // differs from the buffer's.
+  Status fit(uint64_t bytes);
 
-  static constexpr size_t kCapacityBytes = size_t(1) << 20;  // CUDA's default printf FIFO size
+  static constexpr size_t kDefaultCapacityBytes = size_t(1) << 20;  // CUDA's default FIFO size
 
  private:
-  PrintfBuffer(std::shared_ptr<HipLibrary> library, void* device, std::string formats)
-      : library_(std::move(library)), device_(device), formats_(std::move(formats)) {}
+  PrintfBuffer(std::shared_ptr<HipLibrary> library, void* symbol, void* device, std::string formats)
+      : library_(std::move(library)),
+        symbol_(symbol),
+        device_(device),
+        formats_(std::move(formats)) {}
   std::string readDeviceString(uint64_t address) const;
   // Write a header with no records and the whole capacity free.
   hipError_t empty();
 
   std::shared_ptr<HipLibrary> library_;
+  void* symbol_;         // the module's kAmdgpuPrintfBufferSymbol
   void* device_;         // AmdgpuPrintfHeader, then the records
+  uint64_t capacity_ = kDefaultCapacityBytes;
   std::string formats_;  // the module's formats, NUL-separated
   std::mutex mutex_;
 };

@@ -862,6 +862,20 @@ TEST_F(HipDouble, PrintingModulesGetABufferThatEachLaunchDrains) {
   EXPECT_EQ(testing::internal::GetCapturedStdout(), "[rocuda: malformed printf record at offset 0]\n");
   EXPECT_EQ(header[0], 0u);  // emptied for the next launch
   EXPECT_EQ(header[1], uint64_t(1) << 20);
+
+  // cudaLimitPrintfFifoSize: a launch with another limit gets a new empty buffer of that room
+  // (the old one freed); the next launch with the same limit keeps it.
+  calls();
+  config.printfFifoBytes = 4096;
+  ASSERT_TRUE(device.launch(*(*module)->kernel("hello"), config, nullptr).ok());
+  EXPECT_TRUE(contains(calls(), "hipMalloc;hipMemcpy(default);hipMemcpy(default);hipFree;"));
+  uint64_t* resized = *symbol;
+  ASSERT_NE(resized, nullptr);
+  EXPECT_EQ(resized[0], 0u);
+  EXPECT_EQ(resized[1], 4096u);
+  ASSERT_TRUE(device.launch(*(*module)->kernel("hello"), config, nullptr).ok());
+  EXPECT_FALSE(contains(calls(), "hipMalloc"));
+  EXPECT_EQ(*symbol, resized);
 }
 
 TEST(HipPrintf, RecordsFormatWithTheModulesFormats) {
