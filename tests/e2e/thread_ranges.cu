@@ -6,7 +6,7 @@
 // with barriers (run in rounds) and without (one loop over the block), in 1-D and 2-D blocks.
 // Tests of the global index (`blockIdx.x * blockDim.x + threadIdx.x < n`) are split too, where
 // the index cannot wrap within the block: checked in grids whose index wraps past INT_MAX and
-// UINT_MAX inside a block.
+// UINT_MAX inside a block, with equality tests of either index against any bound beside them.
 #include <climits>
 #include <vector>
 
@@ -117,6 +117,23 @@ __global__ void globalRanges(int n, unsigned un, Recorded recorded, int* out, in
   if (ug >= un) out[4 * total + id] = 1;
 }
 
+// Equality tests of either index against any bound (a stencil's `x == 0 || x == width - 1`),
+// which hold at one index at most; only `threadIdx.x == 0` is split today, the others stay masks.
+constexpr int kEqualityTests = 4;
+__global__ void globalEqualities(int n, unsigned un, Recorded recorded, int* out, int total) {
+  int slot = -1;
+  for (int k = 0; k < kRecorded; ++k)
+    if (blockIdx.x == recorded.block[k]) slot = k;
+  if (slot < 0) return;
+  unsigned ug = blockIdx.x * blockDim.x + threadIdx.x;
+  int g = static_cast<int>(ug);
+  int id = slot * blockDim.x + threadIdx.x;
+  if (g == n) out[0 * total + id] = 1;
+  if (ug != un) out[1 * total + id] = 1;
+  if (threadIdx.x == un) out[2 * total + id] = 1;
+  if (static_cast<int>(threadIdx.x) != n) out[3 * total + id] = 1;
+}
+
 void checkGlobalRanges(Checker& check) {
   struct Launch {
     unsigned grid, block;
@@ -166,6 +183,26 @@ void checkGlobalRanges(Checker& check) {
           }
         }
       check.eq("wrongly picked global indices", b.n, 0, wrong);
+
+      CHECK(cudaMemset(dout, 0, kGlobalTests * total * sizeof(int)));
+      globalEqualities<<<launch.grid, launch.block>>>(b.n, b.un, launch.recorded, dout, total);
+      CHECK_LAUNCH();
+      CHECK(cudaMemcpy(out.data(), dout, out.size() * sizeof(int), cudaMemcpyDeviceToHost));
+      wrong = 0;
+      for (int slot = 0; slot < kRecorded; ++slot)
+        for (unsigned t = 0; t < launch.block; ++t) {
+          unsigned ug = launch.recorded.block[slot] * launch.block + t;
+          int g = static_cast<int>(ug);
+          const bool want[kEqualityTests] = {g == b.n, ug != b.un, t == b.un,
+                                             static_cast<int>(t) != b.n};
+          for (int test = 0; test < kEqualityTests; ++test) {
+            int got = out[test * total + slot * static_cast<int>(launch.block) + t];
+            if (got != (want[test] ? 1 : 0) && wrong++ < 5)
+              std::fprintf(stderr, "equality: index %u (block %u, thread %u) n=%d un=%u test %d\n",
+                           ug, launch.recorded.block[slot], t, b.n, b.un, test);
+          }
+        }
+      check.eq("wrongly picked equal indices", b.n, 0, wrong);
     }
   CHECK(cudaFree(dout));
 }
