@@ -119,8 +119,10 @@ TEST(HipDiscovery, DevicesOffListSkipsHip) {
 // The HIP double: ordering and error paths.
 class HipDouble : public ::testing::Test {
  protected:
+  // The double's build: ROCm 5's exports (HipDoubleRocm6: ROCm 6/7's).
+  virtual const char* library() const { return ROCUDA_FAKE_HIP_FULL; }
   void SetUp() override {
-    handle_ = dlopen(ROCUDA_FAKE_HIP_FULL, RTLD_NOW | RTLD_LOCAL);
+    handle_ = dlopen(library(), RTLD_NOW | RTLD_LOCAL);
     ASSERT_NE(handle_, nullptr) << dlerror();
     log_ = reinterpret_cast<const char* (*)()>(dlsym(handle_, "fakeHipCallLog"));
     reset_ = reinterpret_cast<void (*)()>(dlsym(handle_, "fakeHipResetLog"));
@@ -128,7 +130,9 @@ class HipDouble : public ::testing::Test {
     lastLaunch_ = reinterpret_cast<const char* (*)()>(dlsym(handle_, "fakeHipLastLaunch"));
     global_ = reinterpret_cast<void* (*)(const char*)>(dlsym(handle_, "fakeHipGlobal"));
     ASSERT_NE(log_, nullptr);
+    ASSERT_NE(reset_, nullptr);
     ASSERT_NE(lastLaunch_, nullptr);
+    ASSERT_NE(global_, nullptr);
     reset_();
   }
   void TearDown() override { dlclose(handle_); }
@@ -150,6 +154,11 @@ class HipDouble : public ::testing::Test {
   void* (*global_)(const char*) = nullptr;
 };
 
+class HipDoubleRocm6 : public HipDouble {
+ protected:
+  const char* library() const override { return ROCUDA_FAKE_HIP_ROCM6; }
+};
+
 TEST_F(HipDouble, InitialisesBeforeCountingAndDescribesEachDevice) {
   ScopedEnv count("FAKE_HIP_COUNT", "2");
   HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
@@ -166,19 +175,15 @@ TEST_F(HipDouble, InitialisesBeforeCountingAndDescribesEachDevice) {
   EXPECT_EQ(second.multiprocessorCount, 48);
 }
 
-TEST(HipDoubleRocm6, TargetNameComesFromTheR0000LayoutNeverR0600) {
-  void* handle = dlopen(ROCUDA_FAKE_HIP_ROCM6, RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(handle, nullptr) << dlerror();
-  auto log = reinterpret_cast<const char* (*)()>(dlsym(handle, "fakeHipCallLog"));
+TEST_F(HipDoubleRocm6, TargetNameComesFromTheR0000LayoutNeverR0600) {
   ScopedEnv arch("FAKE_HIP_ARCH", "gfx942:sramecc+:xnack-");
   HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_ROCM6});
   ASSERT_EQ(result.devices.size(), 1u) << result.unavailableReason;
   EXPECT_EQ(result.devices[0]->description().nativeTarget, "gfx942:sramecc+:xnack-");
-  std::string calls = log();
-  EXPECT_TRUE(contains(calls, "hipGetDevicePropertiesR0000;")) << calls;
-  EXPECT_FALSE(contains(calls, "hipGetDeviceProperties;")) << calls;
-  EXPECT_FALSE(contains(calls, "R0600")) << calls;
-  dlclose(handle);
+  std::string discovery = calls();
+  EXPECT_TRUE(contains(discovery, "hipGetDevicePropertiesR0000;")) << discovery;
+  EXPECT_FALSE(contains(discovery, "hipGetDeviceProperties;")) << discovery;
+  EXPECT_FALSE(contains(discovery, "R0600")) << discovery;
 }
 
 TEST_F(HipDouble, OldRuntimeIsRefusedBeforeInit) {
@@ -559,19 +564,7 @@ TEST_F(HipDouble, LoadAndLaunchErrorsNameTheModuleKernelAndHipError) {
 // __rocuda_grid_workspace points at a fresh workspace (size 8, arrival counter 0) during a
 // cooperative launch, made with hipModuleLaunchCooperativeKernel (ROCm 6), and is 0 for other
 // launches, as NVIDIA's driver gives ordinary launches no workspace.
-TEST(HipDoubleRocm6, CooperativeLaunchesGetAGridWorkspace) {
-  void* handle = dlopen(ROCUDA_FAKE_HIP_ROCM6, RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(handle, nullptr) << dlerror();
-  auto log = reinterpret_cast<const char* (*)()>(dlsym(handle, "fakeHipCallLog"));
-  auto reset = reinterpret_cast<void (*)()>(dlsym(handle, "fakeHipResetLog"));
-  auto global = reinterpret_cast<void* (*)(const char*)>(dlsym(handle, "fakeHipGlobal"));
-  auto lastLaunch = reinterpret_cast<const char* (*)()>(dlsym(handle, "fakeHipLastLaunch"));
-  ASSERT_TRUE(log && reset && global && lastLaunch);
-  auto calls = [&] {
-    std::string text = log();
-    reset();
-    return text;
-  };
+TEST_F(HipDoubleRocm6, CooperativeLaunchesGetAGridWorkspace) {
   HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_ROCM6});
   ASSERT_EQ(result.devices.size(), 1u) << result.unavailableReason;
   DeviceBackend& device = *result.devices[0];
@@ -589,7 +582,7 @@ TEST(HipDoubleRocm6, CooperativeLaunchesGetAGridWorkspace) {
   ret;
 }
 )";
-  reset();
+  calls();
   auto module = device.loadPtx(ptx, "grid_sync.ptx");
   ASSERT_TRUE(module.ok()) << module.error().message;
   std::string loading = calls();
@@ -634,25 +627,13 @@ TEST(HipDoubleRocm6, CooperativeLaunchesGetAGridWorkspace) {
   module->reset();
   EXPECT_TRUE(contains(calls(), "hipFree;hipModuleUnload;"));
   result.devices.clear();
-  dlclose(handle);
 }
 
 // Device malloc on AMD GPUs: a module calling malloc points its __rocuda_device_heap at its
 // context's heap on the GPU, made at the context's first such launch with
 // cudaLimitMallocHeapSize bytes and a fresh AmdgpuDeviceHeapHeader, shared by the context's
 // modules, written into each module once, and freed with the context's heap.
-TEST(HipDoubleRocm6, DeviceMallocUsesTheContextsHeap) {
-  void* handle = dlopen(ROCUDA_FAKE_HIP_ROCM6, RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(handle, nullptr) << dlerror();
-  auto log = reinterpret_cast<const char* (*)()>(dlsym(handle, "fakeHipCallLog"));
-  auto reset = reinterpret_cast<void (*)()>(dlsym(handle, "fakeHipResetLog"));
-  auto global = reinterpret_cast<void* (*)(const char*)>(dlsym(handle, "fakeHipGlobal"));
-  ASSERT_TRUE(log && reset && global);
-  auto calls = [&] {
-    std::string text = log();
-    reset();
-    return text;
-  };
+TEST_F(HipDoubleRocm6, DeviceMallocUsesTheContextsHeap) {
   HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_ROCM6});
   ASSERT_EQ(result.devices.size(), 1u) << result.unavailableReason;
   DeviceBackend& device = *result.devices[0];
@@ -675,7 +656,7 @@ TEST(HipDoubleRocm6, DeviceMallocUsesTheContextsHeap) {
   ret;
 }
 )";
-  reset();
+  calls();
   auto first = device.loadPtx(ptx, "allocate.ptx");
   ASSERT_TRUE(first.ok()) << first.error().message;
   EXPECT_TRUE(contains(calls(), "hipModuleGetGlobal(__rocuda_device_heap);"));
@@ -739,23 +720,12 @@ TEST(HipDoubleRocm6, DeviceMallocUsesTheContextsHeap) {
   first->reset();
   second->reset();
   result.devices.clear();
-  dlclose(handle);
 }
 
 // Texture and surface objects on AMD GPUs: kernels read the object's views in device memory
 // (one allocation: the view, then its mipmap levels, `mipLevels` pointing at the copies); the
 // handle is that address, given back with hipFree. A view without levels keeps none.
-TEST(HipDoubleRocm6, TextureViewsLiveInDeviceMemory) {
-  void* handle = dlopen(ROCUDA_FAKE_HIP_ROCM6, RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(handle, nullptr) << dlerror();
-  auto log = reinterpret_cast<const char* (*)()>(dlsym(handle, "fakeHipCallLog"));
-  auto reset = reinterpret_cast<void (*)()>(dlsym(handle, "fakeHipResetLog"));
-  ASSERT_TRUE(log && reset);
-  auto calls = [&] {
-    std::string text = log();
-    reset();
-    return text;
-  };
+TEST_F(HipDoubleRocm6, TextureViewsLiveInDeviceMemory) {
   HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_ROCM6});
   ASSERT_EQ(result.devices.size(), 1u) << result.unavailableReason;
   DeviceBackend& device = *result.devices[0];
@@ -769,7 +739,7 @@ TEST(HipDoubleRocm6, TextureViewsLiveInDeviceMemory) {
   view.levels = 2;
   view.mipLevels = levels.data();
   for (auto& level : levels) level.mipLevels = levels.data();
-  reset();
+  calls();
   auto placed = device.placeTextureViews(view, levels);
   ASSERT_TRUE(placed.ok()) << placed.error().message;
   EXPECT_EQ(calls(), "hipSetDevice;hipMalloc;hipMemcpy(default);");
@@ -798,7 +768,6 @@ TEST(HipDoubleRocm6, TextureViewsLiveInDeviceMemory) {
     EXPECT_EQ(failed.error().code, ErrorCode::OutOfMemory);
   }
   result.devices.clear();
-  dlclose(handle);
 }
 
 constexpr const char* kPrintingPtx = R"(
