@@ -102,10 +102,16 @@ struct Recorded {
   unsigned block[kRecorded];
 };
 
-__global__ void globalRanges(int n, unsigned un, Recorded recorded, int* out, int total) {
+// This block's slot among the recorded ones, or -1.
+__device__ int recordedSlot(const Recorded& recorded) {
   int slot = -1;
   for (int k = 0; k < kRecorded; ++k)
     if (blockIdx.x == recorded.block[k]) slot = k;
+  return slot;
+}
+
+__global__ void globalRanges(int n, unsigned un, Recorded recorded, int* out, int total) {
+  int slot = recordedSlot(recorded);
   if (slot < 0) return;
   unsigned ug = blockIdx.x * blockDim.x + threadIdx.x;
   int g = static_cast<int>(ug);
@@ -121,9 +127,7 @@ __global__ void globalRanges(int n, unsigned un, Recorded recorded, int* out, in
 // which hold at one index at most; only `threadIdx.x == 0` is split today, the others stay masks.
 constexpr int kEqualityTests = 4;
 __global__ void globalEqualities(int n, unsigned un, Recorded recorded, int* out, int total) {
-  int slot = -1;
-  for (int k = 0; k < kRecorded; ++k)
-    if (blockIdx.x == recorded.block[k]) slot = k;
+  int slot = recordedSlot(recorded);
   if (slot < 0) return;
   unsigned ug = blockIdx.x * blockDim.x + threadIdx.x;
   int g = static_cast<int>(ug);
@@ -162,46 +166,44 @@ void checkGlobalRanges(Checker& check) {
   const int total = kRecorded * 256;
   int* dout;
   CHECK(cudaMalloc(&dout, kGlobalTests * total * sizeof(int)));
+  // Runs `kernel` (marks a row per test) and counts the marks that differ from
+  // `expected(test, g, ug, t)`, printing the first few.
+  auto countWrong = [&](void (*kernel)(int, unsigned, Recorded, int*, int), int tests,
+                        const char* what, const Launch& launch, const Bounds& b, auto expected) {
+    CHECK(cudaMemset(dout, 0, tests * total * sizeof(int)));
+    kernel<<<launch.grid, launch.block>>>(b.n, b.un, launch.recorded, dout, total);
+    CHECK_LAUNCH();
+    std::vector<int> out(tests * total);
+    CHECK(cudaMemcpy(out.data(), dout, out.size() * sizeof(int), cudaMemcpyDeviceToHost));
+    int wrong = 0;
+    for (int slot = 0; slot < kRecorded; ++slot)
+      for (unsigned t = 0; t < launch.block; ++t) {
+        unsigned ug = launch.recorded.block[slot] * launch.block + t;
+        int g = static_cast<int>(ug);
+        for (int test = 0; test < tests; ++test) {
+          int got = out[test * total + slot * static_cast<int>(launch.block) + t];
+          if (got != (expected(test, g, ug, t) ? 1 : 0) && wrong++ < 5)
+            std::fprintf(stderr, "%s: index %u (block %u, thread %u) n=%d un=%u test %d\n", what,
+                         ug, launch.recorded.block[slot], t, b.n, b.un, test);
+        }
+      }
+    return wrong;
+  };
   for (const Launch& launch : launches)
     for (const Bounds& b : bounds) {
-      CHECK(cudaMemset(dout, 0, kGlobalTests * total * sizeof(int)));
-      globalRanges<<<launch.grid, launch.block>>>(b.n, b.un, launch.recorded, dout, total);
-      CHECK_LAUNCH();
-      std::vector<int> out(kGlobalTests * total);
-      CHECK(cudaMemcpy(out.data(), dout, out.size() * sizeof(int), cudaMemcpyDeviceToHost));
-      int wrong = 0;
-      for (int slot = 0; slot < kRecorded; ++slot)
-        for (unsigned t = 0; t < launch.block; ++t) {
-          unsigned ug = launch.recorded.block[slot] * launch.block + t;
-          int g = static_cast<int>(ug);
-          const bool want[kGlobalTests] = {g < b.n, g <= b.n, g >= b.n, ug < b.un, ug >= b.un};
-          for (int test = 0; test < kGlobalTests; ++test) {
-            int got = out[test * total + slot * static_cast<int>(launch.block) + t];
-            if (got != (want[test] ? 1 : 0) && wrong++ < 5)
-              std::fprintf(stderr, "global index %u (block %u, thread %u) n=%d un=%u test %d\n", ug,
-                           launch.recorded.block[slot], t, b.n, b.un, test);
-          }
-        }
+      int wrong = countWrong(
+          globalRanges, kGlobalTests, "global", launch, b,
+          [&](int test, int g, unsigned ug, unsigned) {
+            const bool want[kGlobalTests] = {g < b.n, g <= b.n, g >= b.n, ug < b.un, ug >= b.un};
+            return want[test];
+          });
       check.eq("wrongly picked global indices", b.n, 0, wrong);
-
-      CHECK(cudaMemset(dout, 0, kGlobalTests * total * sizeof(int)));
-      globalEqualities<<<launch.grid, launch.block>>>(b.n, b.un, launch.recorded, dout, total);
-      CHECK_LAUNCH();
-      CHECK(cudaMemcpy(out.data(), dout, out.size() * sizeof(int), cudaMemcpyDeviceToHost));
-      wrong = 0;
-      for (int slot = 0; slot < kRecorded; ++slot)
-        for (unsigned t = 0; t < launch.block; ++t) {
-          unsigned ug = launch.recorded.block[slot] * launch.block + t;
-          int g = static_cast<int>(ug);
-          const bool want[kEqualityTests] = {g == b.n, ug != b.un, t == b.un,
-                                             static_cast<int>(t) != b.n};
-          for (int test = 0; test < kEqualityTests; ++test) {
-            int got = out[test * total + slot * static_cast<int>(launch.block) + t];
-            if (got != (want[test] ? 1 : 0) && wrong++ < 5)
-              std::fprintf(stderr, "equality: index %u (block %u, thread %u) n=%d un=%u test %d\n",
-                           ug, launch.recorded.block[slot], t, b.n, b.un, test);
-          }
-        }
+      wrong = countWrong(globalEqualities, kEqualityTests, "equality", launch, b,
+                         [&](int test, int g, unsigned ug, unsigned t) {
+                           const bool want[kEqualityTests] = {g == b.n, ug != b.un, t == b.un,
+                                                              static_cast<int>(t) != b.n};
+                           return want[test];
+                         });
       check.eq("wrongly picked equal indices", b.n, 0, wrong);
     }
   CHECK(cudaFree(dout));
