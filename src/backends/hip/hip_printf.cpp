@@ -82,9 +82,7 @@ Result<std::unique_ptr<PrintfBuffer>> PrintfBuffer::create(std::shared_ptr<HipLi
   if (status != hipSuccess) return failed(status, "hipMalloc of the buffer");
   std::unique_ptr<PrintfBuffer> buffer(
       new PrintfBuffer(library, symbol, device, std::move(formats)));
-  status = buffer->empty();
-  if (status == hipSuccess)
-    status = api.hipMemcpy(symbol, &device, sizeof device, hipMemcpyDefault);
+  status = buffer->install();
   if (status != hipSuccess) return failed(status, "hipMemcpy of the buffer's header");
   return buffer;
 }
@@ -93,6 +91,12 @@ hipError_t PrintfBuffer::empty() {
   AmdgpuPrintfHeader header;
   header.capacity = capacity_;
   return library_->api().hipMemcpy(device_, &header, sizeof header, hipMemcpyDefault);
+}
+
+hipError_t PrintfBuffer::install() {
+  hipError_t status = empty();
+  if (status != hipSuccess) return status;
+  return library_->api().hipMemcpy(symbol_, &device_, sizeof device_, hipMemcpyDefault);
 }
 
 Status PrintfBuffer::fit(uint64_t bytes) {
@@ -105,9 +109,7 @@ Status PrintfBuffer::fit(uint64_t bytes) {
                            "hipMalloc of a " + std::to_string(bytes) + "-byte printf buffer");
   std::swap(device, device_);  // `device` is the old buffer now
   uint64_t previous = std::exchange(capacity_, bytes);
-  status = empty();
-  if (status == hipSuccess)
-    status = api.hipMemcpy(symbol_, &device_, sizeof device_, hipMemcpyDefault);
+  status = install();
   if (status != hipSuccess) {  // the old buffer stays
     api.hipFree(device_);
     device_ = device;

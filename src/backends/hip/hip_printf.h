@@ -57,6 +57,8 @@ class PrintfBuffer {
   std::string readDeviceString(uint64_t address) const;
   // Write a header with no records and the whole capacity free.
   hipError_t empty();
+  // empty(), then point the module's symbol at the buffer.
+  hipError_t install();
 
   std::shared_ptr<HipLibrary> library_;
   void* symbol_;         // the module's kAmdgpuPrintfBufferSymbol
