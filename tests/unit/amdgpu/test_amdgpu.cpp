@@ -202,6 +202,17 @@ void checkCodeObject(const std::vector<uint8_t>& co, const ModuleInfo& info,
   std::filesystem::remove(path);
 }
 
+// `ptx` compiled for every supported processor, each code object passing every check.
+void compilesForEveryTarget(const std::string& ptx, const std::string& name) {
+  for (const auto& processor : supportedAmdgpuProcessors()) {
+    SCOPED_TRACE(processor);
+    auto co = compileForAmdgpu(ptx, name, AmdgpuTarget{processor, "", 5});
+    ASSERT_TRUE(co.ok()) << co.error().message;
+    checkElfHeader(co->output, 5);
+    checkCodeObject(co->output, co->info, processor, name);
+  }
+}
+
 class AmdgpuProgram : public testing::TestWithParam<std::string> {};
 
 TEST_P(AmdgpuProgram, CompilesForEveryTarget) {
@@ -210,13 +221,7 @@ TEST_P(AmdgpuProgram, CompilesForEveryTarget) {
   ASSERT_FALSE(ptx.empty());
   const ModuleInfo& info = hostInfo(program, ptx);
   ASSERT_FALSE(info.kernels.empty());
-  for (const auto& processor : supportedAmdgpuProcessors()) {
-    SCOPED_TRACE(processor);
-    auto co = compileForAmdgpu(ptx, program, AmdgpuTarget{processor, "", 5});
-    ASSERT_TRUE(co.ok()) << co.error().message;
-    checkElfHeader(co->output, 5);
-    checkCodeObject(co->output, co->info, processor, program);
-  }
+  compilesForEveryTarget(ptx, program);
 }
 
 // The kernels of `co` by name, from its metadata note, and the size of its printf format table
@@ -315,13 +320,7 @@ TEST(AmdgpuPtx, LinkedTranslationUnitsCompileAsOneCodeObject) {
   const ModuleInfo& info = hostInfo("separable_compilation.linked", ptx);
   ASSERT_FALSE(info.kernels.empty());
   ASSERT_FALSE(info.globals.empty());
-  for (const auto& processor : supportedAmdgpuProcessors()) {
-    SCOPED_TRACE(processor);
-    auto co = compileForAmdgpu(ptx, "separable_compilation.linked", AmdgpuTarget{processor, "", 5});
-    ASSERT_TRUE(co.ok()) << co.error().message;
-    checkElfHeader(co->output, 5);
-    checkCodeObject(co->output, co->info, processor, "separable_compilation.linked");
-  }
+  compilesForEveryTarget(ptx, "separable_compilation.linked");
 }
 
 INSTANTIATE_TEST_SUITE_P(E2e, AmdgpuProgram, testing::ValuesIn(programs()),
