@@ -151,6 +151,7 @@ llvm::StringMap<unsigned> optimizeRoundLoops(llvm::Module& module, llvm::TargetM
   prefetchNextBlocks(module);
   llvm::StringMap<unsigned> interchanged = interchangeStrideLoops(module);
   splitThreadRanges(module);
+  versionUniformTests(module);
   run(kRoundVectorizePipeline);
   return interchanged;
 }

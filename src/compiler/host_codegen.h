@@ -142,6 +142,11 @@ void prefetchNextBlocks(llvm::Module& module);
 // (host_thread_ranges.cpp). Loops must be in simplified form.
 void splitThreadRanges(llvm::Module& module);
 
+// Give each work-item loop whose body tests values the loop does not change (a 2D block's
+// `y < height`) a copy with those tests answered the way that lets the threads work, run when
+// they are all answered so (host_thread_ranges.cpp). Loops must be in simplified form.
+void versionUniformTests(llvm::Module& module);
+
 // The new pass manager's analyses, registered for `tm`: what every pipeline of the compiler runs
 // with (several pipelines may share one context and its cached analyses).
 struct PassContext {

@@ -12,8 +12,12 @@
 // there in a grid of more than INT_MAX or UINT_MAX threads. Every block but the last then runs
 // one unmasked loop: masked vector loads, what the test became, streamed at a third of the rate
 // of plain ones on AMD Zen 5 (bench/cpu_device's vector add: 14.8 -> 5.5 ms on one core).
+// Tests of values the loop does not change at all (a 2-D block's `y < height`) are masks too:
+// such a loop gets a copy with them answered (versionUniformTests, below).
+#include <llvm/ADT/MapVector.h>
 #include <llvm/Analysis/AssumptionCache.h>
 #include <llvm/Analysis/LoopInfo.h>
+#include <llvm/Analysis/PostDominators.h>
 #include <llvm/Analysis/ScalarEvolution.h>
 #include <llvm/Analysis/ScalarEvolutionExpressions.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
@@ -21,6 +25,7 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/Module.h>
+#include <llvm/IR/PatternMatch.h>
 #include <llvm/TargetParser/Triple.h>
 #include <llvm/Transforms/Utils/BasicBlockUtils.h>
 #include <llvm/Transforms/Utils/Cloning.h>
@@ -72,6 +77,24 @@ struct RangeTest {
   const llvm::SCEV* offset = nullptr;
 };
 
+// Whether `bound - offset` of an offset test in `bits` is exact in i64. Always for 32 bits or
+// fewer; for 64, when both values are known to lie in [-2^62, 2^62): LLVM widens a loop's i32
+// global index to i64 (its sign-extended parts, `sext(blockIdx.y * 32) + k < sext(height)`, as
+// in a transpose's second pass).
+bool fitsSplitArithmetic(const llvm::SCEV* offset, const llvm::SCEV* bound, unsigned bits,
+                         bool isSigned, llvm::ScalarEvolution& se) {
+  if (bits <= 32) return true;
+  if (bits > 64) return false;
+  const llvm::APInt limit = llvm::APInt::getOneBitSet(64, 62);
+  for (const llvm::SCEV* value : {offset, bound}) {
+    bool inside = isSigned ? se.getSignedRange(value).getSignedMin().sge(-limit) &&
+                                 se.getSignedRange(value).getSignedMax().slt(limit)
+                           : se.getUnsignedRange(value).getUnsignedMax().ult(limit);
+    if (!inside) return false;
+  }
+  return true;
+}
+
 std::optional<RangeTest> rangeTestOf(llvm::ICmpInst* compare, const llvm::Loop& loop,
                                      llvm::ScalarEvolution& se) {
   if (!compare->getOperand(0)->getType()->isIntegerTy()) return std::nullopt;
@@ -101,7 +124,9 @@ std::optional<RangeTest> rangeTestOf(llvm::ICmpInst* compare, const llvm::Loop& 
   RangeTest test{compare, predicate, rhs, true};
   if (!start->isZero()) {
     // An offset index: split points computed in i64 (below), for ordering tests only.
-    if (bits > 32 || llvm::ICmpInst::isEquality(predicate)) return std::nullopt;
+    if (llvm::ICmpInst::isEquality(predicate) ||
+        !fitsSplitArithmetic(start, rhs, bits, llvm::ICmpInst::isSigned(predicate), se))
+      return std::nullopt;
     test.offset = start;
   }
   if (llvm::ICmpInst::isEquality(predicate)) {
@@ -177,11 +202,12 @@ llvm::Value* splitPoint(llvm::IRBuilder<>& b, const RangeTest& test, llvm::Value
   return b.CreateZExtOrTrunc(point, indexType, "threads.split");
 }
 
-// As splitPoint, for a test of offset + k (32 bits at most, so that i64 holds every value
-// below): the iterations before its answer changes, `bound - offset` (+ 1 for <=) clamped to
-// [0, trips]. offset + k may wrap within the loop (a grid past INT_MAX or UINT_MAX threads), but
-// not before that point: the bound is a value of the type, so the point is at most where the
-// index would pass the type's largest value. The loop after it keeps its test (splitAt).
+// As splitPoint, for a test of offset + k (32 bits at most, or 64 with the values of
+// fitsSplitArithmetic, so that i64 holds every value below): the iterations before its answer
+// changes, `bound - offset` (+ 1 for <=) clamped to [0, trips]. offset + k may wrap within the loop
+// (a grid past INT_MAX or UINT_MAX threads), but not before that point: the bound is a value of the
+// type, so the point is at most where the index would pass the type's largest value. The loop after
+// it keeps its test (splitAt).
 llvm::Value* offsetSplitPoint(llvm::IRBuilder<>& b, const RangeTest& test, llvm::Value* offset,
                               llvm::Value* bound, llvm::Value* trips) {
   bool isSigned = llvm::ICmpInst::isSigned(test.predicate);
@@ -344,6 +370,146 @@ bool splitOneLoop(llvm::Function& f, llvm::TargetLibraryInfo& libraryInfo,
   return false;
 }
 
+// Block-uniform tests. A work-item loop's test of a value the loop does not change (a 2D
+// block's `y + r < height`, the stencil's `y == 0 || ...`) holds for every thread of the row or
+// for none, but the vectorizer makes it a mask too: uniform masked loads and stores, at a third of
+// the rate of plain ones on AMD Zen 5 (bench/cpu_device's transpose: 15 ms, 9.5 without its row
+// tests). LLVM's unswitching makes a copy per test, within a size budget the transpose's three
+// tests exceed; here a loop gets one copy with every such test answered the way that lets the
+// threads work, entered when all of them are answered so, and the original for the other rows.
+
+// Marks the latch of a loop versioned on its uniform tests (both copies): not versioned again.
+constexpr const char* kUniformVersioned = "rocuda.uniform.versioned";
+constexpr unsigned kMaxVersionsPerFunction = 16;
+
+// The uniform values that decide `condition` through logical ors and ands, each with the answer
+// that does not decide it alone (false under an or, true under an and): the usual one for a
+// bounds test combined with others, `x >= width || y >= height`.
+void collectUniformOperands(llvm::Value* condition, const llvm::Loop& loop,
+                            llvm::MapVector<llvm::Value*, bool>& answers, int depth = 0) {
+  using namespace llvm::PatternMatch;
+  llvm::Value* first;
+  llvm::Value* second;
+  bool isOr = match(condition, m_LogicalOr(m_Value(first), m_Value(second)));
+  if (!isOr && !match(condition, m_LogicalAnd(m_Value(first), m_Value(second)))) return;
+  for (llvm::Value* operand : {first, second}) {
+    if (llvm::isa<llvm::Constant>(operand)) continue;
+    if (loop.isLoopInvariant(operand))
+      answers.insert({operand, !isOr});
+    else if (depth < 8)
+      collectUniformOperands(operand, loop, answers, depth + 1);
+  }
+}
+
+// The uniform tests of `loop`'s branches (its latch's aside) and the answers that let the
+// threads work: for a branch on a uniform value, the answer that enters the side the other
+// joins (`if (c) { work }`; neither for an if/else), and for a uniform operand of a branch's
+// logical or/and, collectUniformOperands'.
+llvm::MapVector<llvm::Value*, bool> uniformTestsOf(const llvm::Loop& loop,
+                                                   const llvm::PostDominatorTree& pdt) {
+  llvm::MapVector<llvm::Value*, bool> answers;
+  for (llvm::BasicBlock* block : loop.blocks()) {
+    auto* branch = llvm::dyn_cast<llvm::BranchInst>(block->getTerminator());
+    if (branch == nullptr || !branch->isConditional() || block == loop.getLoopLatch()) continue;
+    llvm::Value* condition = branch->getCondition();
+    if (llvm::isa<llvm::Constant>(condition)) continue;
+    if (!loop.isLoopInvariant(condition)) {
+      collectUniformOperands(condition, loop, answers);
+      continue;
+    }
+    llvm::BasicBlock* onTrue = branch->getSuccessor(0);
+    llvm::BasicBlock* onFalse = branch->getSuccessor(1);
+    if (pdt.dominates(onFalse, onTrue))
+      answers.insert({condition, true});
+    else if (pdt.dominates(onTrue, onFalse))
+      answers.insert({condition, false});
+  }
+  return answers;
+}
+
+// Version `loop` (in simplified and LCSSA form, its latch its only exit) on `answers`:
+//
+//   guard: br (every test has its answer) ? copy's preheader : preheader
+//   copy:  the loop with the tests answered; leaves to the exit as the original does
+void versionOnUniformTests(llvm::Loop& loop, const llvm::MapVector<llvm::Value*, bool>& answers,
+                           llvm::DominatorTree& dt, llvm::LoopInfo& li) {
+  llvm::BasicBlock* header = loop.getHeader();
+  llvm::BasicBlock* latch = loop.getLoopLatch();
+  llvm::BasicBlock* exit = loop.getExitBlock();
+  llvm::LLVMContext& context = header->getContext();
+  latch->getTerminator()->setMetadata(kUniformVersioned, llvm::MDNode::get(context, {}));
+  llvm::BasicBlock* guard = llvm::SplitEdge(loop.getLoopPreheader(), header, &dt, &li);
+  llvm::BasicBlock* entry = llvm::SplitEdge(guard, header, &dt, &li);
+  llvm::ValueToValueMapTy map;
+  llvm::SmallVector<llvm::BasicBlock*, 16> copyBlocks;
+  llvm::cloneLoopWithPreheader(exit, guard, &loop, map, ".uniform", &li, &dt, copyBlocks);
+  llvm::remapInstructionsInBlocks(copyBlocks, map);
+
+  llvm::Instruction* guardBranch = guard->getTerminator();
+  llvm::IRBuilder<> b(guardBranch);
+  llvm::Value* allAnswered = b.getTrue();
+  for (const auto& [value, answer] : answers)
+    allAnswered = b.CreateAnd(allAnswered, answer ? value : b.CreateNot(value));
+  b.CreateCondBr(allAnswered, llvm::cast<llvm::BasicBlock>(map[entry]), entry);
+  guardBranch->eraseFromParent();
+
+  auto* copyLatch = llvm::cast<llvm::BasicBlock>(map[latch]);
+  for (llvm::PHINode& phi : exit->phis()) {
+    llvm::Value* value = phi.getIncomingValueForBlock(latch);
+    auto copied = map.find(value);
+    phi.addIncoming(copied == map.end() ? value : static_cast<llvm::Value*>(copied->second),
+                    copyLatch);
+  }
+  llvm::SmallPtrSet<const llvm::BasicBlock*, 16> inCopy(copyBlocks.begin(), copyBlocks.end());
+  for (const auto& [value, answer] : answers)
+    value->replaceUsesWithIf(llvm::ConstantInt::getBool(context, answer), [&](llvm::Use& use) {
+      auto* user = llvm::dyn_cast<llvm::Instruction>(use.getUser());
+      return user != nullptr && inCopy.contains(user->getParent());
+    });
+}
+
+// Whether a branch of `loop` (its latch's aside) tests a value the loop does not change.
+bool hasUniformTest(const llvm::Loop& loop) {
+  for (llvm::BasicBlock* block : loop.blocks()) {
+    auto* branch = llvm::dyn_cast<llvm::BranchInst>(block->getTerminator());
+    if (branch == nullptr || !branch->isConditional() || block == loop.getLoopLatch() ||
+        llvm::isa<llvm::Constant>(branch->getCondition()))
+      continue;
+    llvm::MapVector<llvm::Value*, bool> operands;
+    collectUniformOperands(branch->getCondition(), loop, operands);
+    if (loop.isLoopInvariant(branch->getCondition()) || !operands.empty()) return true;
+  }
+  return false;
+}
+
+// Version one work-item loop of `f` on its uniform tests; false when none is left to version.
+// The analyses are made once per call, and the post-dominator tree only for a function with
+// such tests (CUB's kernels: a tree per loop took 0.75 s of a Thrust program's compilation).
+bool versionOneLoop(llvm::Function& f) {
+  llvm::DominatorTree dt(f);
+  llvm::LoopInfo li(dt);
+  llvm::SmallVector<llvm::Loop*, 8> candidates;
+  for (llvm::Loop* loop : li.getLoopsInPreorder())
+    if (isWorkItemLoop(*loop) && loop->getLoopLatch() != nullptr &&
+        !loop->getLoopLatch()->getTerminator()->getMetadata(kUniformVersioned) &&
+        hasUniformTest(*loop))
+      candidates.push_back(loop);
+  if (candidates.empty()) return false;
+  for (llvm::Loop* loop : candidates) {
+    llvm::simplifyLoop(loop, &dt, &li, nullptr, nullptr, nullptr, false);
+    llvm::formLCSSARecursively(*loop, dt, &li, nullptr);
+  }
+  llvm::PostDominatorTree pdt(f);
+  for (llvm::Loop* loop : candidates) {
+    if (!splittable(*loop, dt, li)) continue;
+    llvm::MapVector<llvm::Value*, bool> answers = uniformTestsOf(*loop, pdt);
+    if (answers.empty()) continue;
+    versionOnUniformTests(*loop, answers, dt, li);
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool isWorkItemLoop(const llvm::Loop& loop) {
@@ -358,6 +524,14 @@ void splitThreadRanges(llvm::Module& module) {
     llvm::DenseMap<llvm::MDNode*, unsigned> splits;
     for (unsigned count = 0; count < kMaxSplitsPerFunction; ++count)
       if (!splitOneLoop(f, libraryInfo, splits)) break;
+  }
+}
+
+void versionUniformTests(llvm::Module& module) {
+  for (llvm::Function& f : module) {
+    if (f.isDeclaration()) continue;
+    for (unsigned count = 0; count < kMaxVersionsPerFunction; ++count)
+      if (!versionOneLoop(f)) break;
   }
 }
 
