@@ -1403,7 +1403,7 @@ DONE:
 // The transpose's row tests hold for a whole row of a 2-D block's threads or for none: each pass's
 // work-item loop gets a copy with them answered (host_thread_ranges.cpp versionUniformTests) and
 // its column test split away, so that every row's copy stores whole vectors (before, every row
-// but the first was a masked vector: the transpose took 15 ms, 10-12.5 since). e2e uniform_tests
+// but the first was a masked vector: the transpose took 15 ms, 12.3-13.8 since). e2e uniform_tests
 // checks the answers at the edges.
 TEST(CompilerBlockForms, RowTestsGetAnUnmaskedCopy) {
   auto dir = std::filesystem::temp_directory_path() /
