@@ -53,9 +53,11 @@ Result<Allocation> removeExact(const void* pointer, bool host) {
                  it->second.mappedFrom != MappedFrom::Ipc &&
                  it->second.mappedFrom != MappedFrom::Graphics &&
                  it->second.mappedFrom != MappedFrom::VirtualMemory &&
-                 (host ? it->second.kind == AllocationKind::Host
+                 (host ? it->second.kind == AllocationKind::Host && it->second.pool == nullptr
                        : it->second.kind == AllocationKind::Device ||
-                             it->second.kind == AllocationKind::Managed);
+                             it->second.kind == AllocationKind::Managed ||
+                             (it->second.kind == AllocationKind::Host &&
+                              it->second.pool != nullptr));  // a host pool's: cuMemFree(Async)
   if (!matches)
     return makeError(ErrorCode::InvalidValue,
                      std::string(host ? "host" : "device") +
@@ -203,10 +205,16 @@ Result<void*> allocateDevice(Context& context, size_t bytes) {
 Result<void*> allocateFromPool(Context& context, MemoryPool& pool, size_t bytes) {
   auto memory = pool.allocate(bytes);
   if (!memory.ok()) return memory.takeError();
-  Allocation allocation{reinterpret_cast<uintptr_t>(*memory), bytes, AllocationKind::Device,
-                        &context, 0};
+  AllocationKind kind = pool.memory() == PoolMemory::PinnedHost ? AllocationKind::Host
+                        : pool.memory() == PoolMemory::Managed  ? AllocationKind::Managed
+                                                                : AllocationKind::Device;
+  Allocation allocation{reinterpret_cast<uintptr_t>(*memory), bytes, kind, &context,
+                        kind == AllocationKind::Managed ? 1u : 0};  // CU_MEM_ATTACH_GLOBAL
   allocation.pool = &pool;
   insert(allocation);
+  // A managed pool's location is the preferred location of what it allocates.
+  if (kind == AllocationKind::Managed && pool.location().type != MemoryLocation::Type::None)
+    adviseManaged(*memory, bytes, ManagedAdvice::SetPreferredLocation, pool.location());
   return *memory;
 }
 
@@ -236,6 +244,8 @@ Status freeDevice(const void* pointer) {
   // The pool may have been destroyed while this allocation was outstanding. Its block is kept
   // for reuse, unless the device checks every access: then a use after the free must find it
   // gone.
+  if (allocation->kind == AllocationKind::Managed)
+    clearManagedState(allocation->base, allocation->size);  // the address may be reused
   if (allocation->pool != nullptr && lookupHandle<MemoryPool>(allocation->pool) != nullptr &&
       allocation->mappedFrom == MappedFrom::None) {
     allocation->pool->free(const_cast<void*>(pointer), allocation->size,
@@ -243,8 +253,9 @@ Status freeDevice(const void* pointer) {
     return Status::success();
   }
   if (allocation->kind == AllocationKind::Managed) {
-    clearManagedState(allocation->base, allocation->size);  // the address may be reused
     backend.freeManaged(const_cast<void*>(pointer));
+  } else if (allocation->kind == AllocationKind::Host) {  // of a host pool destroyed since
+    backend.freeHost(const_cast<void*>(pointer));
   } else if (allocation->mappedFrom == MappedFrom::ExternalMemory ||
              allocation->mappedFrom == MappedFrom::PoolImport) {
     backend.unmapShared(const_cast<void*>(pointer), allocation->size);
@@ -268,10 +279,10 @@ void releaseContextMemory(Context& context) {
     void* pointer = reinterpret_cast<void*>(allocation.base);
     if (allocation.registered)
       unregisterHostRange(pointer);
-    else if (allocation.kind == AllocationKind::Host)
+    else if (allocation.kind == AllocationKind::Host && allocation.pool == nullptr)
       (void)freeHost(pointer);
     else
-      (void)freeDevice(pointer);
+      (void)freeDevice(pointer);  // device and managed memory, and any pool's
   }
 }
 

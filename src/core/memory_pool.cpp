@@ -7,15 +7,61 @@
 
 namespace rocuda::core {
 
-MemoryPool::MemoryPool(Device& device, bool isDefault, uint64_t maxSize)
-    : Object(ObjectKind::MemoryPool), device_(device), isDefault_(isDefault), maxSize_(maxSize) {
+MemoryPool::MemoryPool(Device& device, bool isDefault, uint64_t maxSize, PoolMemory memory,
+                       MemoryLocation location)
+    : Object(ObjectKind::MemoryPool),
+      device_(device),
+      isDefault_(isDefault),
+      maxSize_(maxSize),
+      memory_(memory),
+      location_(memory == PoolMemory::Device
+                    ? MemoryLocation{MemoryLocation::Type::Device, device.ordinal()}
+                    : location) {
   device_.addMemPool(this);
+}
+
+Result<void*> MemoryPool::allocateBlock(uint64_t bytes) {
+  switch (memory_) {
+    case PoolMemory::PinnedHost:
+      return device_.backend().allocateHost(bytes);
+    case PoolMemory::Managed:
+      return device_.backend().allocateManaged(bytes);
+    case PoolMemory::Device:
+      break;
+  }
+  return device_.backend().allocateDevice(bytes);
+}
+
+void MemoryPool::freeBlock(void* block) {
+  switch (memory_) {
+    case PoolMemory::PinnedHost:
+      device_.backend().freeHost(block);
+      return;
+    case PoolMemory::Managed:
+      device_.backend().freeManaged(block);
+      return;
+    case PoolMemory::Device:
+      break;
+  }
+  device_.backend().freeDevice(block);
 }
 
 MemoryPool::~MemoryPool() {
   device_.removeMemPool(this);
   std::lock_guard lock(mutex_);
   trimLocked(0);
+}
+
+bool MemoryPool::deviceGranted(int ordinal) const {
+  std::lock_guard lock(mutex_);
+  return ordinal >= 0 && ordinal < 64 && (grantedDevices_ >> ordinal & 1) != 0;
+}
+
+void MemoryPool::grantDevice(int ordinal, bool granted) {
+  if (ordinal < 0 || ordinal >= 64) return;
+  std::lock_guard lock(mutex_);
+  grantedDevices_ = granted ? grantedDevices_ | uint64_t{1} << ordinal
+                            : grantedDevices_ & ~(uint64_t{1} << ordinal);
 }
 
 uint64_t MemoryPool::blockSize(uint64_t bytes) {
@@ -39,10 +85,10 @@ Result<void*> MemoryPool::allocate(uint64_t bytes) {
     if (maxSize_ != 0 && reserved_ + block > maxSize_)
       return makeError(ErrorCode::OutOfMemory, "the memory pool's maximum size (" +
                                                    std::to_string(maxSize_) + " bytes) is reached");
-    auto fresh = device_.backend().allocateDevice(block);
+    auto fresh = allocateBlock(block);
     if (!fresh.ok() && !kept_.empty()) {
       trimLocked(0);  // the device is short of memory: give back what the pool keeps, and retry
-      fresh = device_.backend().allocateDevice(block);
+      fresh = allocateBlock(block);
     }
     if (!fresh.ok()) return fresh.takeError();
     memory = *fresh;
@@ -63,7 +109,7 @@ void MemoryPool::free(void* block, uint64_t bytes, bool keep) {
     return;
   }
   reserved_ -= std::min(reserved_, size);
-  device_.backend().freeDevice(block);
+  freeBlock(block);
 }
 
 // cuMemPoolTrimTo: "the pool will be guaranteed to have at least minBytesToKeep bytes reserved
@@ -85,7 +131,7 @@ void MemoryPool::trimLocked(uint64_t bytes, bool keepAtLeast) {
     --it;
     uint64_t left = reserved_ - std::min(reserved_, it->first);
     if (keepAtLeast && left < bytes) continue;
-    device_.backend().freeDevice(it->second);
+    freeBlock(it->second);
     reserved_ = left;
     it = kept_.erase(it);
   }

@@ -5,13 +5,15 @@
 // live and kept; the blocks kept beyond the release threshold go back to the device at the next
 // stream, event or context synchronisation (trimToThreshold), or at cuMemPoolTrimTo. The
 // attributes behave as CUDA documents (settable reuse flags and release threshold, resettable
-// high-water marks).
+// high-water marks). A pool holds device memory, page-locked host memory (a pool located on the
+// host) or managed memory; the device it names allocates its blocks.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <mutex>
 
+#include "core/memory.h"
 #include "core/object.h"
 #include "support/result.h"
 
@@ -30,14 +32,24 @@ enum class PoolAttribute : uint8_t {
   UsedMemHigh = 8,
 };
 
+// What a pool's blocks are: CU_MEM_ALLOCATION_TYPE_PINNED on a device or on the host, or
+// CU_MEM_ALLOCATION_TYPE_MANAGED.
+enum class PoolMemory : uint8_t { Device, PinnedHost, Managed };
+
 class MemoryPool : public Object {
  public:
   static constexpr ObjectKind kKind = ObjectKind::MemoryPool;
   // maxSize 0: no limit but the device's memory.
-  MemoryPool(Device& device, bool isDefault, uint64_t maxSize);
+  // `location`: where CUDA says the pool is (PinnedHost: the host; Managed: its preferred
+  // location, None for none); a Device pool's is its device.
+  MemoryPool(Device& device, bool isDefault, uint64_t maxSize,
+             PoolMemory memory = PoolMemory::Device, MemoryLocation location = {});
 
+  // The device whose backend allocates the blocks: the pool's location for device memory.
   Device& device() { return device_; }
   bool isDefault() const { return isDefault_; }
+  PoolMemory memory() const { return memory_; }
+  MemoryLocation location() const { return location_; }
 
   ~MemoryPool() override;  // the kept blocks go back to the device
 
@@ -63,6 +75,12 @@ class MemoryPool : public Object {
   // with, and whether it stands for another process's pool, from which nothing is allocated here
   // (reserve answers InvalidValue).
   unsigned handleTypes() const { return handleTypes_; }
+
+  // Which devices may use a host pool's memory (cuMemPoolSetAccess): none until granted, as
+  // CUDA documents; the host always may.
+  bool deviceGranted(int ordinal) const;
+  void grantDevice(int ordinal, bool granted);
+
   void setHandleTypes(unsigned types) { handleTypes_ = types; }
   bool imported() const { return imported_; }
   void setImported() { imported_ = true; }
@@ -83,6 +101,11 @@ class MemoryPool : public Object {
   std::multimap<uint64_t, void*> kept_;  // freed blocks by size, for reuse
 
   void trimLocked(uint64_t bytes, bool keepAtLeast = false);
+  Result<void*> allocateBlock(uint64_t bytes);
+  void freeBlock(void* block);
+  PoolMemory memory_;
+  MemoryLocation location_;
+  uint64_t grantedDevices_ = 0;  // bit d: device ordinal d
   unsigned handleTypes_ = 0;
   bool imported_ = false;
 };

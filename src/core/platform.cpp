@@ -63,6 +63,41 @@ void Device::setCurrentMemPool(MemoryPool* pool) {
   currentPool_ = pool;
 }
 
+MemoryPool& Platform::defaultPool(PoolMemory memory, MemoryLocation location) {
+  if (memory == PoolMemory::Device) return devices_.at(location.id)->defaultMemPool();
+  std::lock_guard lock(poolsMutex_);
+  std::unique_ptr<MemoryPool>& pool = defaultPools_[{memory, location.type, location.id}];
+  if (!pool)
+    pool = std::make_unique<MemoryPool>(*devices_.at(0), /*isDefault=*/true, 0, memory, location);
+  return *pool;
+}
+
+MemoryPool& Platform::currentPool(PoolMemory memory, MemoryLocation location) {
+  if (memory == PoolMemory::Device) return devices_.at(location.id)->currentMemPool();
+  {
+    std::lock_guard lock(poolsMutex_);
+    auto current = currentPools_.find({memory, location.type, location.id});
+    if (current != currentPools_.end()) return *current->second;
+  }
+  return defaultPool(memory, location);
+}
+
+void Platform::setCurrentPool(PoolMemory memory, MemoryLocation location, MemoryPool* pool) {
+  if (memory == PoolMemory::Device) return devices_.at(location.id)->setCurrentMemPool(pool);
+  std::lock_guard lock(poolsMutex_);
+  if (pool == nullptr)
+    currentPools_.erase({memory, location.type, location.id});
+  else
+    currentPools_[{memory, location.type, location.id}] = pool;
+}
+
+void Platform::forgetCurrentPool(MemoryPool* pool) {
+  for (auto& device : devices_)
+    if (&device->currentMemPool() == pool) device->setCurrentMemPool(nullptr);
+  std::lock_guard lock(poolsMutex_);
+  std::erase_if(currentPools_, [&](const auto& entry) { return entry.second == pool; });
+}
+
 Context& Device::primaryContext() {
   std::lock_guard lock(primaryMutex_);
   if (!primary_) primary_ = std::make_unique<Context>(*this, primaryFlags_, /*primary=*/true);

@@ -2,18 +2,22 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backends/device_backend.h"
+#include "core/memory.h"
 #include "support/result.h"
 
 namespace rocuda::core {
 
 class Context;
 class MemoryPool;
+enum class PoolMemory : uint8_t;
 
 class Device {
  public:
@@ -74,6 +78,17 @@ class Platform {
   int deviceCount() const { return static_cast<int>(devices_.size()); }
   Device* device(int ordinal);  // nullptr when out of range
 
+  // The default and current pool (cuMemGetDefaultMemPool, cuMemGetMemPool, cuMemSetMemPool) of
+  // a location and kind of memory: a device's pinned memory is its Device's; page-locked host
+  // memory has one default pool, managed memory one per preferred location (none, the host, a
+  // device), each made on first use, its blocks allocated by device 0. The caller has checked
+  // the location. setCurrentPool(nullptr): back to the default.
+  MemoryPool& defaultPool(PoolMemory memory, MemoryLocation location);
+  MemoryPool& currentPool(PoolMemory memory, MemoryLocation location);
+  void setCurrentPool(PoolMemory memory, MemoryLocation location, MemoryPool* pool);
+  // A pool being destroyed stops being any location's current pool.
+  void forgetCurrentPool(MemoryPool* pool);
+
  private:
   Platform() = default;
   std::once_flag once_;
@@ -81,6 +96,10 @@ class Platform {
   std::atomic<bool> initialized_{false};
   std::atomic<bool> forkedAfterInitialize_{false};
   std::vector<std::unique_ptr<Device>> devices_;
+  using PoolKey = std::tuple<PoolMemory, MemoryLocation::Type, int>;
+  std::mutex poolsMutex_;
+  std::map<PoolKey, std::unique_ptr<MemoryPool>> defaultPools_;  // host and managed memory
+  std::map<PoolKey, MemoryPool*> currentPools_;
 };
 
 }  // namespace rocuda::core

@@ -96,6 +96,34 @@ int main() {
   for (int i = 0; i < n; i += 97) check.eq("own pool", i, 5 + i, host[i]);
   CHECK(cudaMemPoolDestroy(own));
 
+  // A pool of page-locked host memory (CUDA 12.2's host pools): the device may use it once
+  // granted, the host reads the kernel's results in place after the stream's work.
+  int hostPools = 0;
+  CHECK(cudaDeviceGetAttribute(&hostPools, cudaDevAttrHostMemoryPoolsSupported, 0));
+  if (hostPools != 0) {
+    cudaMemPoolProps hostProps = {};
+    hostProps.allocType = cudaMemAllocationTypePinned;
+    hostProps.location.type = cudaMemLocationTypeHost;
+    cudaMemPool_t hostPool;
+    CHECK(cudaMemPoolCreate(&hostPool, &hostProps));
+    cudaMemAccessDesc access = {};
+    access.location.type = cudaMemLocationTypeDevice;
+    access.location.id = 0;
+    access.flags = cudaMemAccessFlagsProtReadWrite;
+    CHECK(cudaMemPoolSetAccess(hostPool, &access, 1));
+    int* inHost;
+    CHECK(cudaMallocFromPoolAsync(&inHost, n * sizeof(int), hostPool, s2));
+    iota<<<(n + 255) / 256, 256, 0, s2>>>(inHost, n, 11);
+    CHECK(cudaStreamSynchronize(s2));
+    cudaPointerAttributes attributes;
+    CHECK(cudaPointerGetAttributes(&attributes, inHost));
+    check.expect(attributes.type == cudaMemoryTypeHost, "a host pool's memory is host memory");
+    for (int i = 0; i < n; i += 97) check.eq("host pool", i, 11 + i, inHost[i]);
+    CHECK(cudaFreeAsync(inHost, s2));
+    CHECK(cudaStreamSynchronize(s2));
+    CHECK(cudaMemPoolDestroy(hostPool));
+  }
+
   // Freeing something that is not an allocation is refused.
   int notDevice = 0;
   check.expect(cudaFreeAsync(&notDevice, s1) != cudaSuccess, "cudaFreeAsync of a host pointer fails");

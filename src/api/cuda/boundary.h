@@ -21,6 +21,10 @@
 
 #define ROCUDA_EXPORT __attribute__((visibility("default")))
 
+namespace rocuda::backends {
+struct DeviceDescription;
+}
+
 namespace rocuda::core {
 class Context;
 class Device;
@@ -155,6 +159,10 @@ CUresult call(const char* function, Needs needs, Body&& body, const char* names,
   }
   return result;
 }
+
+// CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: managed memory the host and the device use at
+// once, as a device sharing the host's memory does (managed memory pools need it).
+bool concurrentManagedAccess(const backends::DeviceDescription& description);
 
 // ---- Handles ----
 // The calling thread's current context, validated. InvalidContext when none or destroyed.

@@ -84,6 +84,14 @@ std::optional<int> limitAttribute(const DeviceDescription& d, int attribute) {
   }
 }
 
+}  // namespace
+
+bool concurrentManagedAccess(const DeviceDescription& d) {
+  return d.pageableMemoryAccess && d.managedMemory;
+}
+
+namespace {
+
 // Capabilities, and what remains of the list.
 std::optional<int> capabilityAttribute(const DeviceDescription& d, int attribute) {
   const bool cpuLike = d.pageableMemoryAccess;
@@ -123,7 +131,7 @@ std::optional<int> capabilityAttribute(const DeviceDescription& d, int attribute
     case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS:
       return cpuLike ? 1 : 0;
     case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS:
-      return cpuLike && d.managedMemory ? 1 : 0;
+      return concurrentManagedAccess(d) ? 1 : 0;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED:
       return 0;
     case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM:
@@ -143,6 +151,7 @@ std::optional<int> capabilityAttribute(const DeviceDescription& d, int attribute
     case CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT:
       return 1;
     case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:  // stream-ordered allocation (core)
+    case CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED:  // pools on CU_MEM_LOCATION_TYPE_HOST
     case CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED:  // cuMemHostRegister (core)
       return 1;
     case CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED:  // interprocess events (core/ipc.cpp)

@@ -246,8 +246,8 @@ ROCUDA_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
     std::optional<core::Allocation> allocation = core::findAllocation(pointer);
     if (!allocation || allocation->base != dptr ||
         (allocation->kind != core::AllocationKind::Device &&
-         allocation->kind != core::AllocationKind::Managed))
-      return api::invalidValue("not the start of a device allocation");
+         allocation->kind != core::AllocationKind::Managed && allocation->pool == nullptr))
+      return api::invalidValue("not the start of a device, managed or memory pool allocation");
     Status drained = api::drainOwner(pointer);
     Status freed = core::freeDevice(pointer);
     if (!freed) return freed;

@@ -38,27 +38,41 @@ bool isIntPoolAttribute(CUmemPool_attribute attr) {
   return attr <= CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES;
 }
 
-// A pool's location must be a device (pinned device memory is the only kind pools hold here).
+// The device an access descriptor's location names.
 Result<core::Device*> deviceOfLocation(const CUmemLocation& location) {
   if (location.type != CU_MEM_LOCATION_TYPE_DEVICE)
-    return makeError(ErrorCode::NotSupported, "only device-located memory pools are supported");
+    return makeError(ErrorCode::NotSupported, "the location is not a device");
   return lookupDevice(location.id);
 }
 
-// The device a CUDA 13 location-based pool call names. Pools here hold pinned device memory only:
-// a pinned host or managed pool is a facility this device does not offer (NOT_SUPPORTED); a
-// combination CUDA itself rejects is INVALID_VALUE.
-Result<core::Device*> poolLocation(const CUmemLocation* location, CUmemAllocationType type) {
+// What a CUDA 13 location-based pool call names: pinned memory on a device or on the host, or
+// managed memory preferring none, the host or a device. Managed pools need concurrent managed
+// access on every device (NOT_SUPPORTED otherwise, as NVIDIA documents); pools on a host NUMA
+// node are not offered (NOT_SUPPORTED); a combination CUDA itself rejects is INVALID_VALUE.
+struct PoolPlace {
+  core::PoolMemory memory;
+  core::MemoryLocation location;
+};
+
+Result<PoolPlace> poolPlace(const CUmemLocation* location, CUmemAllocationType type) {
+  using Type = core::MemoryLocation::Type;
   if (location == nullptr) return makeError(ErrorCode::InvalidValue, "location is NULL");
   if (type != CU_MEM_ALLOCATION_TYPE_PINNED && type != CU_MEM_ALLOCATION_TYPE_MANAGED)
     return makeError(ErrorCode::InvalidValue, "type must be PINNED or MANAGED");
+  core::MemoryLocation where;
   switch (location->type) {
-    case CU_MEM_LOCATION_TYPE_DEVICE:
-      if (type == CU_MEM_ALLOCATION_TYPE_PINNED) return lookupDevice(location->id);
+    case CU_MEM_LOCATION_TYPE_DEVICE: {
+      Result<core::Device*> device = lookupDevice(location->id);
+      if (!device) return device.error();
+      where = {Type::Device, location->id};
       break;
-    case CU_MEM_LOCATION_TYPE_HOST:
+    }
+    case CU_MEM_LOCATION_TYPE_HOST:  // its id is ignored
+      where = {Type::Host, 0};
+      break;
     case CU_MEM_LOCATION_TYPE_HOST_NUMA:
-      break;
+      return makeError(ErrorCode::NotSupported,
+                       "pools on a host NUMA node are not offered; CU_MEM_LOCATION_TYPE_HOST is");
     case CU_MEM_LOCATION_TYPE_NONE:
       if (type != CU_MEM_ALLOCATION_TYPE_MANAGED)
         return makeError(ErrorCode::InvalidValue, "location type NONE needs a managed pool");
@@ -66,8 +80,16 @@ Result<core::Device*> poolLocation(const CUmemLocation* location, CUmemAllocatio
     default:
       return makeError(ErrorCode::InvalidValue, "unknown location type");
   }
-  return makeError(ErrorCode::NotSupported,
-                   "only pinned device-located memory pools exist on this platform");
+  if (type == CU_MEM_ALLOCATION_TYPE_PINNED)
+    return PoolPlace{
+        where.type == Type::Device ? core::PoolMemory::Device : core::PoolMemory::PinnedHost,
+        where};
+  core::Platform& platform = core::Platform::instance();
+  for (int ordinal = 0; ordinal < platform.deviceCount(); ++ordinal)
+    if (!concurrentManagedAccess(platform.device(ordinal)->description()))
+      return makeError(ErrorCode::NotSupported,
+                       "managed memory pools need concurrent managed access on every device");
+  return PoolPlace{core::PoolMemory::Managed, where};
 }
 
 // In a capturing stream, stream-ordered allocation becomes a memory alloc node of the capture's
@@ -94,9 +116,16 @@ Outcome allocateAsync(CUdeviceptr* dptr, size_t bytes, core::MemoryPool* pool, C
   core::Context& context = (*stream)->context();
   if (Status sticky = context.stickyError(); !sticky.ok()) return sticky;
   if (pool == nullptr) pool = &context.device().currentMemPool();
-  if (&pool->device() != &context.device())
+  // Host and managed pools serve any device's streams.
+  if (pool->memory() == core::PoolMemory::Device && &pool->device() != &context.device())
     return invalidValue("the pool belongs to another device than the stream");
-  if ((*stream)->capture()) return captureAllocation(dptr, bytes, **stream);
+  if ((*stream)->capture()) {
+    // Graph memory nodes allocate device memory only.
+    if (pool->memory() != core::PoolMemory::Device)
+      return {CUDA_ERROR_NOT_SUPPORTED,
+              "capturing an allocation from a host or managed memory pool is not supported"};
+    return captureAllocation(dptr, bytes, **stream);
+  }
   // Memory is available at once, so it is valid for all later work in the stream's order.
   Result<void*> memory = core::allocateFromPool(context, *pool, bytes);
   if (!memory) return memory.error();
@@ -136,8 +165,9 @@ Outcome freeAsync(CUdeviceptr dptr, CUstream hStream, StreamVariant variant) {
     return {};
   }
   std::optional<core::Allocation> allocation = core::findAllocation(pointer);
-  if (!allocation || allocation->base != dptr || allocation->kind != core::AllocationKind::Device)
-    return invalidValue("not the start of a device allocation");
+  if (!allocation || allocation->base != dptr ||
+      (allocation->kind != core::AllocationKind::Device && allocation->pool == nullptr))
+    return invalidValue("not the start of a device or memory pool allocation");
   Result<core::Stream*> stream = resolveStream(hStream, variant);
   if (!stream) return stream.error();
   // "During stream capture, this function results in the creation of a free node and must
@@ -192,7 +222,8 @@ ROCUDA_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
     if (!device) return device.error();
     Result<core::MemoryPool*> found = api::lookupPool(pool);
     if (!found) return found.error();
-    if (&(*found)->device() != *device) return api::invalidValue("the pool belongs to another device");
+    if ((*found)->memory() != core::PoolMemory::Device || &(*found)->device() != *device)
+      return api::invalidValue("the pool belongs to another device");
     if ((*found)->imported()) return api::invalidValue("an imported pool cannot allocate");
     (*device)->setCurrentMemPool(*found);
     return {};
@@ -212,9 +243,10 @@ ROCUDA_EXPORT CUresult cuMemGetDefaultMemPool(CUmemoryPool* pool_out, CUmemLocat
                                               CUmemAllocationType type) {
   return ROCUDA_API((pool_out, location, type), [&]() -> api::Outcome {
     if (pool_out == nullptr) return api::invalidValue("pool_out is NULL");
-    Result<core::Device*> device = api::poolLocation(location, type);
-    if (!device) return device.error();
-    *pool_out = api::toHandle((*device)->defaultMemPool());
+    Result<api::PoolPlace> place = api::poolPlace(location, type);
+    if (!place) return place.error();
+    *pool_out =
+        api::toHandle(core::Platform::instance().defaultPool(place->memory, place->location));
     return {};
   });
 }
@@ -223,9 +255,9 @@ ROCUDA_EXPORT CUresult cuMemGetMemPool(CUmemoryPool* pool, CUmemLocation* locati
                                        CUmemAllocationType type) {
   return ROCUDA_API((pool, location, type), [&]() -> api::Outcome {
     if (pool == nullptr) return api::invalidValue("pool is NULL");
-    Result<core::Device*> device = api::poolLocation(location, type);
-    if (!device) return noPoolThere(device.error());
-    *pool = api::toHandle((*device)->currentMemPool());
+    Result<api::PoolPlace> place = api::poolPlace(location, type);
+    if (!place) return noPoolThere(place.error());
+    *pool = api::toHandle(core::Platform::instance().currentPool(place->memory, place->location));
     return {};
   });
 }
@@ -233,14 +265,14 @@ ROCUDA_EXPORT CUresult cuMemGetMemPool(CUmemoryPool* pool, CUmemLocation* locati
 ROCUDA_EXPORT CUresult cuMemSetMemPool(CUmemLocation* location, CUmemAllocationType type,
                                        CUmemoryPool pool) {
   return ROCUDA_API((location, type, pool), [&]() -> api::Outcome {
-    Result<core::Device*> device = api::poolLocation(location, type);
-    if (!device) return noPoolThere(device.error());
+    Result<api::PoolPlace> place = api::poolPlace(location, type);
+    if (!place) return noPoolThere(place.error());
     Result<core::MemoryPool*> found = api::lookupPool(pool);
     if (!found) return found.error();
-    if (&(*found)->device() != *device)
-      return api::invalidValue("the pool's location is not the given location");
+    if ((*found)->memory() != place->memory || !((*found)->location() == place->location))
+      return api::invalidValue("the pool's location or type is not the given one");
     if ((*found)->imported()) return api::invalidValue("an imported pool cannot allocate");
-    (*device)->setCurrentMemPool(*found);
+    core::Platform::instance().setCurrentPool(place->memory, place->location, *found);
     return {};
   });
 }
@@ -261,16 +293,24 @@ ROCUDA_EXPORT CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps*
         location.type != CU_MEM_LOCATION_TYPE_HOST &&
         location.type != CU_MEM_LOCATION_TYPE_HOST_NUMA)
       return api::invalidValue("unknown location type");
-    Result<core::Device*> device = api::deviceOfLocation(location);
-    if (!device) return device.error();
+    Result<api::PoolPlace> place = api::poolPlace(&location, CU_MEM_ALLOCATION_TYPE_PINNED);
+    if (!place) return place.error();
+    core::Platform& platform = core::Platform::instance();
+    if (place->memory == core::PoolMemory::PinnedHost) {
+      // Page-locked host memory, which device 0's backend allocates for every device.
+      *pool = api::toHandle(*new core::MemoryPool(*platform.device(0), false, poolProps->maxSize,
+                                                  place->memory, place->location));
+      return {};
+    }
+    core::Device& device = *platform.device(location.id);
     // Pools shareable between processes: POSIX file descriptors only (core/ipc.cpp).
     if (poolProps->handleTypes != CU_MEM_HANDLE_TYPE_NONE &&
         (poolProps->handleTypes != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR ||
-         !(*device)->description().sharesMemoryBetweenProcesses))
+         !device.description().sharesMemoryBetweenProcesses))
       return {CUDA_ERROR_NOT_SUPPORTED, "memory pools cannot be shared with these handle types"};
-    auto* created = new core::MemoryPool(**device, false, poolProps->maxSize);
+    auto* created = new core::MemoryPool(device, false, poolProps->maxSize);
     created->setHandleTypes(poolProps->handleTypes);
-    *pool = reinterpret_cast<CUmemoryPool>(created);
+    *pool = api::toHandle(*created);
     return {};
   });
 }
@@ -279,9 +319,9 @@ ROCUDA_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
   return ROCUDA_API((pool), [&]() -> api::Outcome {
     Result<core::MemoryPool*> found = api::lookupPool(pool);
     if (!found) return found.error();
-    if ((*found)->isDefault()) return api::invalidValue("a device's default pool cannot be destroyed");
-    core::Device& device = (*found)->device();
-    if (&device.currentMemPool() == *found) device.setCurrentMemPool(nullptr);
+    if ((*found)->isDefault())
+      return api::invalidValue("a default memory pool cannot be destroyed");
+    core::Platform::instance().forgetCurrentPool(*found);
     // Outstanding allocations stay valid; they are simply no longer counted by the pool.
     core::forgetPool(*found);
     delete *found;
@@ -330,16 +370,45 @@ ROCUDA_EXPORT CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDe
     Result<core::MemoryPool*> found = api::lookupPool(pool);
     if (!found) return found.error();
     if (map == nullptr && count != 0) return api::invalidValue("map is NULL");
+    core::MemoryPool& target = **found;
     for (size_t i = 0; i < count; ++i) {
+      CUmemAccess_flags flags = map[i].flags;
+      if (flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
+          flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+        return api::invalidValue("unknown access flags");
+      // Host memory is readable and writable wherever it is reachable at all: read-only
+      // access cannot be given.
+      if (target.memory() != core::PoolMemory::Device && flags == CU_MEM_ACCESS_FLAGS_PROT_READ)
+        return {CUDA_ERROR_NOT_SUPPORTED, "read-only access to pool memory is not supported"};
+      if (target.memory() != core::PoolMemory::Device &&
+          map[i].location.type == CU_MEM_LOCATION_TYPE_HOST) {
+        // Host and managed memory: the host keeps read-write access.
+        if (flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+          return api::invalidValue("the host keeps read-write access to host and managed pools");
+        continue;
+      }
       Result<core::Device*> device = api::deviceOfLocation(map[i].location);
       if (!device) return device.error();
-      // The owning device always has read-write access; other devices would need peer access,
-      // which no backend offers yet.
-      bool owner = *device == &(*found)->device();
-      if (owner && map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
-        return api::invalidValue("the pool's own device must keep read-write access");
-      if (!owner && map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE)
-        return {CUDA_ERROR_NOT_SUPPORTED, "peer access to memory pools is not supported"};
+      bool readWrite = flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+      switch (target.memory()) {
+        case core::PoolMemory::PinnedHost:  // every device reaches page-locked host memory
+          target.grantDevice((*device)->ordinal(), readWrite);
+          break;
+        case core::PoolMemory::Managed:  // managed memory is every device's
+          if (!readWrite)
+            return api::invalidValue("managed pools are accessible from every device");
+          break;
+        case core::PoolMemory::Device: {
+          // The owning device always has read-write access; other devices would need peer
+          // access, which no backend offers yet.
+          bool owner = *device == &target.device();
+          if (owner && !readWrite)
+            return api::invalidValue("the pool's own device must keep read-write access");
+          if (!owner && flags != CU_MEM_ACCESS_FLAGS_PROT_NONE)
+            return {CUDA_ERROR_NOT_SUPPORTED, "peer access to memory pools is not supported"};
+          break;
+        }
+      }
     }
     return {};
   });
@@ -351,10 +420,19 @@ ROCUDA_EXPORT CUresult cuMemPoolGetAccess(CUmemAccess_flags* flags, CUmemoryPool
     if (flags == nullptr || location == nullptr) return api::invalidValue("NULL argument");
     Result<core::MemoryPool*> found = api::lookupPool(memPool);
     if (!found) return found.error();
+    core::MemoryPool& target = **found;
+    if (target.memory() != core::PoolMemory::Device &&
+        location->type == CU_MEM_LOCATION_TYPE_HOST) {
+      *flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+      return {};
+    }
     Result<core::Device*> device = api::deviceOfLocation(*location);
     if (!device) return device.error();
-    *flags = *device == &(*found)->device() ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE
-                                            : CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    bool readWrite = target.memory() == core::PoolMemory::Managed ||
+                     (target.memory() == core::PoolMemory::PinnedHost &&
+                      target.deviceGranted((*device)->ordinal())) ||
+                     (target.memory() == core::PoolMemory::Device && *device == &target.device());
+    *flags = readWrite ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : CU_MEM_ACCESS_FLAGS_PROT_NONE;
     return {};
   });
 }

@@ -690,7 +690,8 @@ TEST_F(Driver, MemPoolsByLocation) {
   ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(nullptr), CUDA_SUCCESS);
   ASSERT_EQ(setCurrent(&device, CU_MEM_ALLOCATION_TYPE_PINNED, legacy), CUDA_SUCCESS);
   EXPECT_EQ(CU(cuMemPoolDestroy, CUmemoryPool)(created), CUDA_SUCCESS);
-  // Documented INVALID_VALUE cases, before NOT_SUPPORTED for host pools this platform lacks.
+  // Documented INVALID_VALUE cases, and NOT_SUPPORTED for pools on a host NUMA node, which this
+  // platform does not offer.
   auto create = CU(cuMemPoolCreate, CUmemoryPool*, const CUmemPoolProps*);
   props.location = CUmemLocation{CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 0};
   EXPECT_EQ(create(&created, &props), CUDA_ERROR_INVALID_VALUE);
@@ -698,15 +699,19 @@ TEST_F(Driver, MemPoolsByLocation) {
   props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
   EXPECT_EQ(create(&created, &props), CUDA_ERROR_INVALID_VALUE);
   props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+  props.location = CUmemLocation{CU_MEM_LOCATION_TYPE_HOST_NUMA, 0};
   EXPECT_EQ(create(&created, &props), CUDA_ERROR_NOT_SUPPORTED);
   props.location = CUmemLocation{CU_MEM_LOCATION_TYPE_INVALID, 0};
+  EXPECT_EQ(create(&created, &props), CUDA_ERROR_INVALID_VALUE);
+  props.location = device;
+  props.allocType = CU_MEM_ALLOCATION_TYPE_MANAGED;  // CUDA 13.0 creates pinned pools only
   EXPECT_EQ(create(&created, &props), CUDA_ERROR_INVALID_VALUE);
 
   CUmemLocation host{CU_MEM_LOCATION_TYPE_HOST, 0};
   CUmemLocation none{CU_MEM_LOCATION_TYPE_NONE, 0};
+  CUmemLocation numa{CU_MEM_LOCATION_TYPE_HOST_NUMA, 0};
   CUmemLocation badDevice{CU_MEM_LOCATION_TYPE_DEVICE, 99};
-  EXPECT_EQ(getDefault(&pool, &host, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_ERROR_NOT_SUPPORTED);
-  EXPECT_EQ(getDefault(&pool, &none, CU_MEM_ALLOCATION_TYPE_MANAGED), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(getDefault(&pool, &numa, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_ERROR_NOT_SUPPORTED);
   EXPECT_EQ(getDefault(&pool, &none, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(getDefault(&pool, &device, CU_MEM_ALLOCATION_TYPE_INVALID), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(getDefault(&pool, nullptr, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_ERROR_INVALID_VALUE);
@@ -714,10 +719,160 @@ TEST_F(Driver, MemPoolsByLocation) {
   EXPECT_EQ(getCurrent(&pool, &badDevice, CU_MEM_ALLOCATION_TYPE_PINNED),
             CUDA_ERROR_INVALID_DEVICE);
   EXPECT_EQ(setCurrent(&device, CU_MEM_ALLOCATION_TYPE_PINNED, nullptr), CUDA_ERROR_INVALID_VALUE);
-  // Get/set document INVALID_VALUE only: a location or type no pool of this platform matches.
-  EXPECT_EQ(getCurrent(&pool, &host, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_ERROR_INVALID_VALUE);
+  // Get/set document INVALID_VALUE only: a location no pool of this platform matches, or a pool
+  // of another location or type.
+  EXPECT_EQ(getCurrent(&pool, &numa, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(setCurrent(&host, CU_MEM_ALLOCATION_TYPE_PINNED, legacy), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(setCurrent(&device, CU_MEM_ALLOCATION_TYPE_MANAGED, legacy), CUDA_ERROR_INVALID_VALUE);
+}
+
+// Pools of page-locked host memory (CU_MEM_LOCATION_TYPE_HOST) and of managed memory (the
+// default pool of each preferred location): stream-ordered allocations of their kind of memory,
+// reused, named by their pointers' attributes, each location with its own current pool.
+TEST_F(Driver, HostAndManagedMemPools) {
+  auto getDefault =
+      CU13(cuMemGetDefaultMemPool, CUmemoryPool*, CUmemLocation*, CUmemAllocationType);
+  auto getCurrent = CU13(cuMemGetMemPool, CUmemoryPool*, CUmemLocation*, CUmemAllocationType);
+  auto setCurrent = CU13(cuMemSetMemPool, CUmemLocation*, CUmemAllocationType, CUmemoryPool);
+  auto allocFrom = CU(cuMemAllocFromPoolAsync, CUdeviceptr*, size_t, CUmemoryPool, CUstream);
+  auto freeAsync = CU(cuMemFreeAsync, CUdeviceptr, CUstream);
+  auto pointerAttribute = [](CUpointer_attribute attribute, CUdeviceptr pointer) {
+    unsigned long long value = 0;
+    EXPECT_EQ(CU(cuPointerGetAttribute, void*, CUpointer_attribute, CUdeviceptr)(&value, attribute,
+                                                                                 pointer),
+              CUDA_SUCCESS);
+    return value;
+  };
+  auto preferredLocation = [](CUdeviceptr pointer) {  // of its first 1000 bytes
+    int preferred = -2;
+    EXPECT_EQ(
+        CU(cuMemRangeGetAttribute, void*, size_t, CUmem_range_attribute, CUdeviceptr, size_t)(
+            &preferred, sizeof preferred, CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, pointer, 1000),
+        CUDA_SUCCESS);
+    return preferred;
+  };
+  CUmemLocation device{CU_MEM_LOCATION_TYPE_DEVICE, 0};
+  CUmemLocation host{CU_MEM_LOCATION_TYPE_HOST, 0};
+  CUmemLocation none{CU_MEM_LOCATION_TYPE_NONE, 0};
+  auto attribute = [](CUdevice_attribute which) {
+    int value = -1;
+    EXPECT_EQ(CU(cuDeviceGetAttribute, int*, CUdevice_attribute, CUdevice)(&value, which, 0),
+              CUDA_SUCCESS);
+    return value;
+  };
+  EXPECT_EQ(attribute(CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED), 1);
+  EXPECT_EQ(attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_MEMORY_POOLS_SUPPORTED), 0);
+  EXPECT_EQ(attribute(CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS), 1);
+  CUstream stream = nullptr;
+  ASSERT_EQ(CU(cuStreamCreate, CUstream*, unsigned)(&stream, 0), CUDA_SUCCESS);
+
+  // A created host pool: host memory, the host's to use at once, reused after a free.
+  CUmemPoolProps props;
+  std::memset(&props, 0, sizeof props);
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location = CUmemLocation{CU_MEM_LOCATION_TYPE_HOST, 7};  // the id is ignored
+  CUmemoryPool hostPool = nullptr;
+  ASSERT_EQ(CU(cuMemPoolCreate, CUmemoryPool*, const CUmemPoolProps*)(&hostPool, &props),
+            CUDA_SUCCESS);
+  cuuint64_t keepAll = ~cuuint64_t{0};  // kept blocks stay in the pool past synchronisations
+  ASSERT_EQ(CU(cuMemPoolSetAttribute, CUmemoryPool, CUmemPool_attribute, void*)(
+                hostPool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keepAll),
+            CUDA_SUCCESS);
+  CUdeviceptr fromHost = 0;
+  ASSERT_EQ(allocFrom(&fromHost, 4096, hostPool, stream), CUDA_SUCCESS);
+  EXPECT_EQ(pointerAttribute(CU_POINTER_ATTRIBUTE_MEMORY_TYPE, fromHost), CU_MEMORYTYPE_HOST);
+  EXPECT_EQ(pointerAttribute(CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, fromHost + 16),
+            reinterpret_cast<unsigned long long>(hostPool));
+  EXPECT_EQ(pointerAttribute(CU_POINTER_ATTRIBUTE_IS_MANAGED, fromHost) & 0xffffffff, 0u);
+  ASSERT_EQ(CU(cuMemsetD32Async, CUdeviceptr, unsigned, size_t, CUstream)(fromHost, 0x5a5a5a5a,
+                                                                          1024, stream),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(stream), CUDA_SUCCESS);
+  const auto* words = reinterpret_cast<const uint32_t*>(fromHost);
+  EXPECT_EQ(words[0], 0x5a5a5a5au);
+  EXPECT_EQ(words[1023], 0x5a5a5a5au);
+  cuuint64_t used = 0;
+  ASSERT_EQ(CU(cuMemPoolGetAttribute, CUmemoryPool, CUmemPool_attribute, void*)(
+                hostPool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used),
+            CUDA_SUCCESS);
+  EXPECT_EQ(used, 4096u);
+  // Pool memory is freed with cuMemFree(Async), not cuMemFreeHost.
+  EXPECT_EQ(CU(cuMemFreeHost, void*)(reinterpret_cast<void*>(fromHost)), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(freeAsync(fromHost, stream), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(stream), CUDA_SUCCESS);
+  CUdeviceptr again = 0;
+  ASSERT_EQ(allocFrom(&again, 4096, hostPool, stream), CUDA_SUCCESS);
+  EXPECT_EQ(again, fromHost);  // the block the pool kept
+  ASSERT_EQ(CU(cuMemFree, CUdeviceptr)(again), CUDA_SUCCESS);
+
+  // Access: the host's always; a device's once granted.
+  auto getAccess = CU(cuMemPoolGetAccess, CUmemAccess_flags*, CUmemoryPool, CUmemLocation*);
+  auto setAccess = CU(cuMemPoolSetAccess, CUmemoryPool, const CUmemAccessDesc*, size_t);
+  CUmemAccess_flags flags = CU_MEM_ACCESS_FLAGS_PROT_MAX;
+  ASSERT_EQ(getAccess(&flags, hostPool, &host), CUDA_SUCCESS);
+  EXPECT_EQ(flags, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+  ASSERT_EQ(getAccess(&flags, hostPool, &device), CUDA_SUCCESS);
+  EXPECT_EQ(flags, CU_MEM_ACCESS_FLAGS_PROT_NONE);
+  CUmemAccessDesc grant{device, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+  ASSERT_EQ(setAccess(hostPool, &grant, 1), CUDA_SUCCESS);
+  ASSERT_EQ(getAccess(&flags, hostPool, &device), CUDA_SUCCESS);
+  EXPECT_EQ(flags, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+  CUmemAccessDesc readOnly{device, CU_MEM_ACCESS_FLAGS_PROT_READ};
+  EXPECT_EQ(setAccess(hostPool, &readOnly, 1), CUDA_ERROR_NOT_SUPPORTED);
+  CUmemAccessDesc hostNone{host, CU_MEM_ACCESS_FLAGS_PROT_NONE};
+  EXPECT_EQ(setAccess(hostPool, &hostNone, 1), CUDA_ERROR_INVALID_VALUE);
+
+  // The host's default and current pools; a host pool cannot be a device's.
+  CUmemoryPool hostDefault = nullptr, current = nullptr, devicePool = nullptr;
+  ASSERT_EQ(getDefault(&hostDefault, &host, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_SUCCESS);
+  ASSERT_EQ(getDefault(&devicePool, &device, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_SUCCESS);
+  EXPECT_NE(hostDefault, nullptr);
+  EXPECT_NE(hostDefault, devicePool);
+  EXPECT_NE(hostDefault, hostPool);
+  ASSERT_EQ(getCurrent(&current, &host, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_SUCCESS);
+  EXPECT_EQ(current, hostDefault);
+  ASSERT_EQ(setCurrent(&host, CU_MEM_ALLOCATION_TYPE_PINNED, hostPool), CUDA_SUCCESS);
+  ASSERT_EQ(getCurrent(&current, &host, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_SUCCESS);
+  EXPECT_EQ(current, hostPool);
+  EXPECT_EQ(setCurrent(&host, CU_MEM_ALLOCATION_TYPE_PINNED, devicePool), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(setCurrent(&device, CU_MEM_ALLOCATION_TYPE_PINNED, hostPool), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuDeviceSetMemPool, CUdevice, CUmemoryPool)(0, hostPool), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuMemPoolDestroy, CUmemoryPool)(hostDefault), CUDA_ERROR_INVALID_VALUE);
+  // Destroying the current pool makes the default current again.
+  ASSERT_EQ(CU(cuMemPoolDestroy, CUmemoryPool)(hostPool), CUDA_SUCCESS);
+  ASSERT_EQ(getCurrent(&current, &host, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_SUCCESS);
+  EXPECT_EQ(current, hostDefault);
+
+  // Managed pools, one per preferred location: managed memory, preferring the pool's location.
+  CUmemoryPool managedNone = nullptr, managedDevice = nullptr, managedHost = nullptr;
+  ASSERT_EQ(getDefault(&managedNone, &none, CU_MEM_ALLOCATION_TYPE_MANAGED), CUDA_SUCCESS);
+  ASSERT_EQ(getDefault(&managedDevice, &device, CU_MEM_ALLOCATION_TYPE_MANAGED), CUDA_SUCCESS);
+  ASSERT_EQ(getDefault(&managedHost, &host, CU_MEM_ALLOCATION_TYPE_MANAGED), CUDA_SUCCESS);
+  EXPECT_NE(managedNone, managedDevice);
+  EXPECT_NE(managedDevice, managedHost);
+  EXPECT_NE(managedNone, devicePool);
+  ASSERT_EQ(getCurrent(&current, &none, CU_MEM_ALLOCATION_TYPE_MANAGED), CUDA_SUCCESS);
+  EXPECT_EQ(current, managedNone);
+  EXPECT_EQ(setCurrent(&none, CU_MEM_ALLOCATION_TYPE_MANAGED, managedDevice),
+            CUDA_ERROR_INVALID_VALUE);
+  CUdeviceptr managed = 0;
+  ASSERT_EQ(allocFrom(&managed, 1000, managedDevice, stream), CUDA_SUCCESS);
+  EXPECT_EQ(pointerAttribute(CU_POINTER_ATTRIBUTE_IS_MANAGED, managed) & 0xffffffff, 1u);
+  EXPECT_EQ(pointerAttribute(CU_POINTER_ATTRIBUTE_MEMORY_TYPE, managed), CU_MEMORYTYPE_DEVICE);
+  EXPECT_EQ(preferredLocation(managed), 0);
+  ASSERT_EQ(getAccess(&flags, managedDevice, &device), CUDA_SUCCESS);
+  EXPECT_EQ(flags, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+  ASSERT_EQ(CU(cuMemsetD8Async, CUdeviceptr, unsigned char, size_t, CUstream)(managed, 0x33, 1000,
+                                                                              stream),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(stream), CUDA_SUCCESS);
+  EXPECT_EQ(reinterpret_cast<const unsigned char*>(managed)[999], 0x33);
+  ASSERT_EQ(freeAsync(managed, stream), CUDA_SUCCESS);
+  CUdeviceptr noPreference = 0;
+  ASSERT_EQ(allocFrom(&noPreference, 1000, managedNone, stream), CUDA_SUCCESS);
+  EXPECT_EQ(preferredLocation(noPreference), CU_DEVICE_INVALID);
+  ASSERT_EQ(freeAsync(noPreference, stream), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuStreamDestroy, CUstream)(stream), CUDA_SUCCESS);
 }
 
 }  // namespace
