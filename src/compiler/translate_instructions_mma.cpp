@@ -489,6 +489,109 @@ std::vector<llvm::Value*> multiplyFragments(FunctionTranslator& t, const MmaForm
   return d;
 }
 
+// mma.m8n8k4 with f16 inputs (Volta's form): four independent 8x8x4 products, one per quad pair
+// (lanes 4q..4q+3 and 16+4q..16+4q+3, q = (lane / 4) % 4), each with its own A, B and C. In a
+// quad pair, t = lane % 4 and h = lane / 16 place the elements (PTX ISA, "Matrix Fragments for
+// mma.m8n8k4 with .f16"):
+//   A row-major: row t + 4h, k = i        A column-major: row i + 4h, k = t
+//   B row-major: k = t, column i + 4h     B column-major: k = i, column t + 4h
+//   C, D f16: row t + 4h, column i (0..7)
+//   C, D f32: row (lane & 1) + (i & 2) + 4h, column (i & 4) + (lane & 2) + (i & 1)
+// Each of a lane's D elements gathers its row of A and its column of B from the lanes of its
+// quad pair that hold them.
+struct QuadPairForm {
+  bool aRowMajor = true, bRowMajor = true;
+  ScalarType dType = ScalarType::F32, cType = ScalarType::F32;
+};
+
+// The inputs are A (registers 0, 1), B (2, 3) and C; `element` may be a run-time index (0..3).
+std::vector<llvm::Value*> quadPairProduct(FunctionTranslator& t, const QuadPairForm& f,
+                                          const WarpRegisters& regs) {
+  auto& B = t.b;
+  auto c = [&](uint32_t v) { return B.getInt32(v); };
+  llvm::Value* quadPair = B.CreateShl(B.CreateAnd(B.CreateLShr(regs.lane, 2), c(3)), 2);
+  llvm::Value* high = B.CreateLShr(regs.lane, 4);
+  // The lane of this quad pair with t = `inGroup` in half `half`.
+  auto laneOf = [&](llvm::Value* inGroup, llvm::Value* half) {
+    return B.CreateAdd(B.CreateAdd(quadPair, inGroup), B.CreateShl(half, 4));
+  };
+  // Element `index` (constant or run-time, 0..3) of the f16 pairs `first`, `first + 1` of `lane`.
+  auto element = [&](size_t first, llvm::Value* lane, llvm::Value* index) {
+    std::vector<llvm::Value*> all = decode(t, regs.ofLane(first, lane), ScalarType::F16);
+    for (llvm::Value* v : decode(t, regs.ofLane(first + 1, lane), ScalarType::F16))
+      all.push_back(v);
+    llvm::Value* picked = all[0];
+    for (uint32_t e = 1; e < 4; ++e) picked = B.CreateSelect(B.CreateICmpEQ(index, c(e)), all[e], picked);
+    return picked;
+  };
+  auto aAt = [&](llvm::Value* row, uint32_t k) {
+    llvm::Value* half = B.CreateLShr(row, 2);
+    llvm::Value* inHalf = B.CreateAnd(row, c(3));
+    return f.aRowMajor ? element(0, laneOf(inHalf, half), c(k)) : element(0, laneOf(c(k), half), inHalf);
+  };
+  auto bAt = [&](uint32_t k, llvm::Value* column) {
+    llvm::Value* half = B.CreateLShr(column, 2);
+    llvm::Value* inHalf = B.CreateAnd(column, c(3));
+    return f.bRowMajor ? element(2, laneOf(c(k), half), inHalf) : element(2, laneOf(inHalf, half), c(k));
+  };
+  size_t cRegisters = f.cType == ScalarType::F16 ? 4 : 8;
+  std::vector<llvm::Value*> accumulators;
+  for (size_t r = 0; r < cRegisters; ++r)
+    for (llvm::Value* v : decode(t, regs.own(4 + r), f.cType)) accumulators.push_back(v);
+  llvm::Value* t4 = B.CreateAnd(regs.lane, c(3));
+  llvm::Value* rowOffset = B.CreateShl(high, 2);
+  std::vector<llvm::Value*> d;
+  std::vector<llvm::Value*> aRow[2];  // the lane's rows of A, fetched once each
+  for (uint32_t i = 0; i < 8; ++i) {
+    llvm::Value* row;
+    llvm::Value* column;
+    size_t rowSlot = 0;
+    if (f.cType == ScalarType::F16) {
+      row = B.CreateAdd(t4, rowOffset);
+      column = c(i);
+    } else {
+      rowSlot = (i & 2) >> 1;
+      row = B.CreateAdd(B.CreateAdd(B.CreateAnd(regs.lane, c(1)), c(i & 2)), rowOffset);
+      column = B.CreateAdd(B.CreateAnd(regs.lane, c(2)), c((i & 4) + (i & 1)));
+    }
+    if (aRow[rowSlot].empty())
+      for (uint32_t k = 0; k < 4; ++k) aRow[rowSlot].push_back(aAt(row, k));
+    llvm::Value* sum = accumulators[i];
+    for (uint32_t k = 0; k < 4; ++k)
+      sum = B.CreateFAdd(sum, B.CreateFMul(aRow[rowSlot][k], bAt(k, column)));
+    d.push_back(sum);
+  }
+  return d;
+}
+
+Status translateQuadPairMma(FunctionTranslator& t, const ptx::Instruction& inst, ScalarType dType,
+                            ScalarType cType) {
+  QuadPairForm f;
+  std::vector<std::string_view> layouts;
+  for (std::string_view m : inst.modifiers())
+    if (m == "row" || m == "col") layouts.push_back(m);
+  if (layouts.size() != 2 || inst.hasModifier("satfinite"))
+    return t.unsupported(inst, "expected mma.sync.aligned.m8n8k4.alayout.blayout");
+  auto accumulator = [](ScalarType type) {
+    return type == ScalarType::F16 || type == ScalarType::F32;
+  };
+  if (!accumulator(dType) || !accumulator(cType))
+    return t.unsupported(inst, "m8n8k4 with f16 inputs accumulates in f16 or f32");
+  f.aRowMajor = layouts[0] == "row";
+  f.bRowMajor = layouts[1] == "row";
+  f.dType = dType;
+  f.cType = cType;
+  size_t cRegisters = cType == ScalarType::F16 ? 4 : 8;
+  size_t dRegisters = dType == ScalarType::F16 ? 4 : 8;
+  return runMatrixInstruction(t, inst,
+                              {{2, ScalarType::F16}, {2, ScalarType::F16}, {cRegisters, cType}},
+                              dRegisters, dType,
+                              [=](FunctionTranslator& t, const WarpRegisters& regs) {
+                                return encodeFragment(t, f.dType, false,
+                                                      quadPairProduct(t, f, regs));
+                              });
+}
+
 // wmma: every shape and type (m16n16k16, m32n8k16, m8n32k16 for f16 / bf16 / s8 / u8; m16n16k8
 // tf32; m8n8k4 f64; m8n8k32 s4 / u4; m8n8k128 b1). The PTX ISA leaves the fragment layout
 // unspecified, so loads, stores and mma only need to agree (element-wise code on fragments works
@@ -928,6 +1031,8 @@ Status translateMmaOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   if (types.size() != 4 || inst.operands().size() != 4)
     return t.unsupported(inst, "expected mma.sync.aligned.shape.row.col.dtype.atype.btype.ctype d, a, b, c");
   ScalarType dType = types[0], aType = types[1], bType = types[2], cType = types[3];
+  if (inst.hasModifier("m8n8k4") && aType == ScalarType::F16 && bType == ScalarType::F16)
+    return translateQuadPairMma(t, inst, dType, cType);
   MmaForm f;
   if (!formOf(inst, dType, aType, bType, cType, f)) return t.unsupported(inst);
   size_t cRegisters = static_cast<size_t>(f.cElements / elementsPerRegister(cType));

@@ -95,6 +95,29 @@ __global__ void mmaF16(const half* a, const half* b, const float* c, float* d) {
 #endif
 }
 
+// Volta's mma.m8n8k4 (f16 in, f32 accumulators): four independent 8x8x4 products, one per quad
+// pair q (lanes 4q..4q+3 and 16+4q..16+4q+3). A[q] 8x4 row-major, B[q] 4x8 column-major
+// (b[q * 32 + n * 4 + k]), C[q] and D[q] 8x8 row-major; t = lane % 4, h = lane / 16.
+__global__ void mmaQuadPairs(const half* a, const half* b, const float* c, float* d) {
+  int lane = threadIdx.x % 32, q = (lane / 4) % 4, t = lane % 4, h = lane / 16;
+  const half* qa = a + q * 32;
+  const half* qb = b + q * 32;
+  int row = t + 4 * h, column = t + 4 * h;  // A's row and B's column this lane holds
+  unsigned ra[2] = {pack(qa, row * 4, row * 4 + 1), pack(qa, row * 4 + 2, row * 4 + 3)};
+  unsigned rb[2] = {pack(qb, column * 4, column * 4 + 1), pack(qb, column * 4 + 2, column * 4 + 3)};
+  float rc[8], rd[8];
+  auto at = [&](int i) { return ((lane & 1) + (i & 2) + 4 * h) * 8 + (i & 4) + (lane & 2) + (i & 1); };
+  for (int i = 0; i < 8; ++i) rc[i] = c[q * 64 + at(i)];
+  asm volatile(
+      "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32 {%0,%1,%2,%3,%4,%5,%6,%7}, {%8,%9}, "
+      "{%10,%11}, {%12,%13,%14,%15,%16,%17,%18,%19};"
+      : "=f"(rd[0]), "=f"(rd[1]), "=f"(rd[2]), "=f"(rd[3]), "=f"(rd[4]), "=f"(rd[5]),
+        "=f"(rd[6]), "=f"(rd[7])
+      : "r"(ra[0]), "r"(ra[1]), "r"(rb[0]), "r"(rb[1]), "f"(rc[0]), "f"(rc[1]), "f"(rc[2]),
+        "f"(rc[3]), "f"(rc[4]), "f"(rc[5]), "f"(rc[6]), "f"(rc[7]));
+  for (int i = 0; i < 8; ++i) d[q * 64 + at(i)] = rd[i];
+}
+
 __device__ unsigned toTf32(float x) {
   unsigned r;
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
@@ -243,6 +266,31 @@ int main() {
     for (void* p : {static_cast<void*>(da), static_cast<void*>(db), static_cast<void*>(dc),
                     static_cast<void*>(dta), static_cast<void*>(dtb), static_cast<void*>(dd),
                     static_cast<void*>(dt)})
+      CHECK(cudaFree(p));
+  }
+  {  // mma.m8n8k4 f16: four products per warp, one per quad pair.
+    std::vector<half> a(128), b(128);
+    std::vector<float> af(128), bf(128), c(256);
+    for (int i = 0; i < 128; ++i) a[i] = __float2half(af[i] = quarter(i + 59));
+    for (int i = 0; i < 128; ++i) b[i] = __float2half(bf[i] = quarter(i + 69));
+    for (int i = 0; i < 256; ++i) c[i] = quarter(i + 79);
+    half* da = upload(a);
+    half* db = upload(b);
+    float* dc = upload(c);
+    float* dd = nullptr;
+    CHECK(cudaMalloc(&dd, 256 * sizeof(float)));
+    mmaQuadPairs<<<1, 32>>>(da, db, dc, dd);
+    CHECK_LAUNCH();
+    std::vector<float> d = download(dd, 256);
+    for (int q = 0; q < 4; ++q)
+      for (int i = 0; i < 8; ++i)
+        for (int j = 0; j < 8; ++j) {
+          double want = c[q * 64 + i * 8 + j];
+          for (int k = 0; k < 4; ++k) want += double(af[q * 32 + i * 4 + k]) * bf[q * 32 + j * 4 + k];
+          check.eq("mma m8n8k4", q * 64 + i * 8 + j, static_cast<float>(want), d[q * 64 + i * 8 + j]);
+        }
+    for (void* p : {static_cast<void*>(da), static_cast<void*>(db), static_cast<void*>(dc),
+                    static_cast<void*>(dd)})
       CHECK(cudaFree(p));
   }
   {  // movmatrix: two blocks of two warps, each warp its own matrix M_w[r][c].

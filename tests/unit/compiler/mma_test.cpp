@@ -312,6 +312,137 @@ INSTANTIATE_TEST_SUITE_P(
                       MmaCase{"m16n8k16_f32_e5m2_e4m3", "m16n8k16", "f32", "e5m2", 16, 16, "e4m3"}),
     [](const ::testing::TestParamInfo<MmaCase>& info) { return info.param.name; });
 
+// mma.m8n8k4 with f16 inputs: four 8x8x4 products, one per quad pair (lanes 4q..4q+3 and
+// 16+4q..16+4q+3), in every combination of A and B layouts and accumulator types. Positions per
+// the PTX ISA's "Matrix Fragments for mma.m8n8k4 with .f16" formulas (t = lane % 4, h = lane / 16).
+struct QuadPairCase {
+  bool aRow, bRow;
+  std::string dType, cType;
+  std::string name() const {
+    return std::string(aRow ? "row" : "col") + "_" + (bRow ? "row" : "col") + "_" + dType + "_" +
+           cType;
+  }
+};
+
+std::pair<int, int> quadPairPosition(const QuadPairCase& c, char matrix, const std::string& type,
+                                     int lane, int i) {
+  int t = lane % 4, h = lane / 16;
+  switch (matrix) {
+    case 'A': return c.aRow ? std::pair{t + 4 * h, i} : std::pair{i + 4 * h, t};
+    case 'B': return c.bRow ? std::pair{t, i + 4 * h} : std::pair{i, t + 4 * h};
+    default:  // C and D: by the accumulator's type
+      if (type == "f16") return {t + 4 * h, i};
+      return {(lane & 1) + (i & 2) + 4 * h, (i & 4) + (lane & 2) + (i & 1)};
+  }
+}
+
+class QuadPairMmaTest : public ::testing::TestWithParam<QuadPairCase> {};
+
+TEST_P(QuadPairMmaTest, MatchesFourHostProducts) {
+  const QuadPairCase& c = GetParam();
+  int cRegs = c.cType == "f16" ? 4 : 8, dRegs = c.dType == "f16" ? 4 : 8;
+  auto list = [](char m, int n) {
+    std::string s = "{";
+    for (int i = 0; i < n; ++i) s += (i ? ", %" : "%") + std::string(1, m) + std::to_string(i);
+    return s + "}";
+  };
+  std::ostringstream k;
+  k << ".version 8.7\n.target sm_75\n.address_size 64\n"
+    << ".visible .entry quad_pairs(.param .u64 pa, .param .u64 pb, .param .u64 pc, .param .u64 pd)\n{\n"
+    << "  .reg .b32 %lane, %a<2>, %b<2>, %c<8>, %d<8>;\n  .reg .b64 %p<8>;\n"
+    << "  mov.u32 %lane, %laneid;\n";
+  auto loads = [&](const char* param, char m, int n, int base) {
+    k << "  ld.param.u64 %p" << base << ", [" << param << "];\n  mul.wide.u32 %p" << base + 1
+      << ", %lane, " << 4 * n << ";\n  add.s64 %p" << base << ", %p" << base << ", %p" << base + 1
+      << ";\n";
+    for (int i = 0; i < n; ++i)
+      k << "  ld.global.b32 %" << m << i << ", [%p" << base << "+" << 4 * i << "];\n";
+  };
+  loads("pa", 'a', 2, 0);
+  loads("pb", 'b', 2, 2);
+  loads("pc", 'c', cRegs, 4);
+  k << "  mma.sync.aligned.m8n8k4." << (c.aRow ? "row" : "col") << "." << (c.bRow ? "row" : "col")
+    << "." << c.dType << ".f16.f16." << c.cType << " " << list('d', dRegs) << ", " << list('a', 2)
+    << ", " << list('b', 2) << ", " << list('c', cRegs) << ";\n";
+  k << "  ld.param.u64 %p6, [pd];\n  mul.wide.u32 %p7, %lane, " << 4 * dRegs
+    << ";\n  add.s64 %p6, %p6, %p7;\n";
+  for (int i = 0; i < dRegs; ++i) k << "  st.global.b32 [%p6+" << 4 * i << "], %d" << i << ";\n";
+  k << "  ret;\n}\n";
+  std::string source = k.str();
+  auto loaded = compileAndLoad(source, "quad_pairs");
+  ASSERT_TRUE(loaded) << source;
+
+  std::mt19937 rng(11);
+  auto value = [&](int range) {  // small integers: every sum exact, even in f16
+    return static_cast<double>(static_cast<int>(rng() % static_cast<uint32_t>(2 * range + 1)) - range);
+  };
+  // Four independent problems, one per quad pair q: A[q] 8x4, B[q] 4x8, C[q] 8x8.
+  std::vector<double> A(4 * 32), B(4 * 32), C(4 * 64);
+  for (double& v : A) v = value(6);
+  for (double& v : B) v = value(6);
+  for (double& v : C) v = value(40);
+  auto half = [](double v) { return static_cast<uint32_t>(encodeFloat(v, conformance::kHalf, Rounding::Nearest)); };
+  auto accumulatorBits = [&](double v, const std::string& type) {
+    return type == "f16" ? half(v) : conformance::bitsOf(static_cast<float>(v));
+  };
+  std::vector<uint32_t> a(32 * 2), b(32 * 2), cc(32 * static_cast<size_t>(cRegs)),
+      d(32 * static_cast<size_t>(dRegs), 0xcdcdcdcdu);
+  for (int lane = 0; lane < 32; ++lane) {
+    int q = (lane / 4) % 4;
+    for (int i = 0; i < 4; ++i) {
+      auto [ar, ak] = quadPairPosition(c, 'A', "f16", lane, i);
+      a[static_cast<size_t>(lane * 2 + i / 2)] |= half(A[static_cast<size_t>(q * 32 + ar * 4 + ak)]) << (16 * (i % 2));
+      auto [bk, bn] = quadPairPosition(c, 'B', "f16", lane, i);
+      b[static_cast<size_t>(lane * 2 + i / 2)] |= half(B[static_cast<size_t>(q * 32 + bk * 8 + bn)]) << (16 * (i % 2));
+    }
+    for (int i = 0; i < 8; ++i) {
+      auto [row, col] = quadPairPosition(c, 'C', c.cType, lane, i);
+      uint32_t bits = accumulatorBits(C[static_cast<size_t>(q * 64 + row * 8 + col)], c.cType);
+      if (c.cType == "f16")
+        cc[static_cast<size_t>(lane * cRegs + i / 2)] |= bits << (16 * (i % 2));
+      else
+        cc[static_cast<size_t>(lane * cRegs + i)] = bits;
+    }
+  }
+  void* pa = a.data();
+  void* pb = b.data();
+  void* pc = cc.data();
+  void* pd = d.data();
+  ASSERT_TRUE(launch(*loaded, "quad_pairs", {}, {32}, {&pa, &pb, &pc, &pd}));
+  int failures = 0;
+  for (int lane = 0; lane < 32; ++lane) {
+    int q = (lane / 4) % 4;
+    for (int i = 0; i < 8; ++i) {
+      // D's element i sits where C's element i does.
+      auto [row, col] = quadPairPosition(c, 'C', c.cType, lane, i);
+      double want = C[static_cast<size_t>(q * 64 + row * 8 + col)];
+      for (int kk = 0; kk < 4; ++kk)
+        want += A[static_cast<size_t>(q * 32 + row * 4 + kk)] * B[static_cast<size_t>(q * 32 + kk * 8 + col)];
+      uint32_t got = c.dType == "f16" ? (d[static_cast<size_t>(lane * dRegs + i / 2)] >> (16 * (i % 2))) & 0xffffu
+                                      : d[static_cast<size_t>(lane * dRegs + i)];
+      if (got != accumulatorBits(want, c.dType) && ++failures <= 5)
+        ADD_FAILURE() << c.name() << ": lane " << lane << " element " << i << " (D[" << q << "]["
+                      << row << "][" << col << "]) is 0x" << std::hex << got << ", want 0x"
+                      << accumulatorBits(want, c.dType) << std::dec << " (" << want << ")";
+    }
+  }
+  EXPECT_EQ(failures, 0);
+}
+
+std::vector<QuadPairCase> quadPairCases() {
+  std::vector<QuadPairCase> cases;
+  for (bool aRow : {true, false})
+    for (bool bRow : {true, false})
+      for (const char* dType : {"f32", "f16"})
+        for (const char* cType : {"f32", "f16"}) cases.push_back({aRow, bRow, dType, cType});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Volta, QuadPairMmaTest, ::testing::ValuesIn(quadPairCases()),
+                         [](const ::testing::TestParamInfo<QuadPairCase>& info) {
+                           return info.param.name();
+                         });
+
 }  // namespace
 }  // namespace rocuda::compiler::test
 
