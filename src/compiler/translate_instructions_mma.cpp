@@ -521,18 +521,21 @@ std::vector<llvm::Value*> quadPairProduct(FunctionTranslator& t, const QuadPairF
     for (llvm::Value* v : decode(t, regs.ofLane(first + 1, lane), ScalarType::F16))
       all.push_back(v);
     llvm::Value* picked = all[0];
-    for (uint32_t e = 1; e < 4; ++e) picked = B.CreateSelect(B.CreateICmpEQ(index, c(e)), all[e], picked);
+    for (uint32_t e = 1; e < 4; ++e)
+      picked = B.CreateSelect(B.CreateICmpEQ(index, c(e)), all[e], picked);
     return picked;
   };
   auto aAt = [&](llvm::Value* row, uint32_t k) {
     llvm::Value* half = B.CreateLShr(row, 2);
     llvm::Value* inHalf = B.CreateAnd(row, c(3));
-    return f.aRowMajor ? element(0, laneOf(inHalf, half), c(k)) : element(0, laneOf(c(k), half), inHalf);
+    return f.aRowMajor ? element(0, laneOf(inHalf, half), c(k))
+                       : element(0, laneOf(c(k), half), inHalf);
   };
   auto bAt = [&](uint32_t k, llvm::Value* column) {
     llvm::Value* half = B.CreateLShr(column, 2);
     llvm::Value* inHalf = B.CreateAnd(column, c(3));
-    return f.bRowMajor ? element(2, laneOf(c(k), half), inHalf) : element(2, laneOf(inHalf, half), c(k));
+    return f.bRowMajor ? element(2, laneOf(c(k), half), inHalf)
+                       : element(2, laneOf(inHalf, half), c(k));
   };
   size_t cRegisters = f.cType == ScalarType::F16 ? 4 : 8;
   std::vector<llvm::Value*> accumulators;
@@ -583,13 +586,11 @@ Status translateQuadPairMma(FunctionTranslator& t, const ptx::Instruction& inst,
   f.cType = cType;
   size_t cRegisters = cType == ScalarType::F16 ? 4 : 8;
   size_t dRegisters = dType == ScalarType::F16 ? 4 : 8;
-  return runMatrixInstruction(t, inst,
-                              {{2, ScalarType::F16}, {2, ScalarType::F16}, {cRegisters, cType}},
-                              dRegisters, dType,
-                              [=](FunctionTranslator& t, const WarpRegisters& regs) {
-                                return encodeFragment(t, f.dType, false,
-                                                      quadPairProduct(t, f, regs));
-                              });
+  return runMatrixInstruction(
+      t, inst, {{2, ScalarType::F16}, {2, ScalarType::F16}, {cRegisters, cType}}, dRegisters, dType,
+      [=](FunctionTranslator& t, const WarpRegisters& regs) {
+        return encodeFragment(t, f.dType, false, quadPairProduct(t, f, regs));
+      });
 }
 
 // wmma: every shape and type (m16n16k16, m32n8k16, m8n32k16 for f16 / bf16 / s8 / u8; m16n16k8

@@ -106,13 +106,15 @@ __global__ void mmaQuadPairs(const half* a, const half* b, const float* c, float
   unsigned ra[2] = {pack(qa, row * 4, row * 4 + 1), pack(qa, row * 4 + 2, row * 4 + 3)};
   unsigned rb[2] = {pack(qb, column * 4, column * 4 + 1), pack(qb, column * 4 + 2, column * 4 + 3)};
   float rc[8], rd[8];
-  auto at = [&](int i) { return ((lane & 1) + (i & 2) + 4 * h) * 8 + (i & 4) + (lane & 2) + (i & 1); };
+  auto at = [&](int i) {
+    return ((lane & 1) + (i & 2) + 4 * h) * 8 + (i & 4) + (lane & 2) + (i & 1);
+  };
   for (int i = 0; i < 8; ++i) rc[i] = c[q * 64 + at(i)];
   asm volatile(
       "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32 {%0,%1,%2,%3,%4,%5,%6,%7}, {%8,%9}, "
       "{%10,%11}, {%12,%13,%14,%15,%16,%17,%18,%19};"
-      : "=f"(rd[0]), "=f"(rd[1]), "=f"(rd[2]), "=f"(rd[3]), "=f"(rd[4]), "=f"(rd[5]),
-        "=f"(rd[6]), "=f"(rd[7])
+      : "=f"(rd[0]), "=f"(rd[1]), "=f"(rd[2]), "=f"(rd[3]), "=f"(rd[4]), "=f"(rd[5]), "=f"(rd[6]),
+        "=f"(rd[7])
       : "r"(ra[0]), "r"(ra[1]), "r"(rb[0]), "r"(rb[1]), "f"(rc[0]), "f"(rc[1]), "f"(rc[2]),
         "f"(rc[3]), "f"(rc[4]), "f"(rc[5]), "f"(rc[6]), "f"(rc[7]));
   for (int i = 0; i < 8; ++i) d[q * 64 + at(i)] = rd[i];
@@ -286,8 +288,10 @@ int main() {
       for (int i = 0; i < 8; ++i)
         for (int j = 0; j < 8; ++j) {
           double want = c[q * 64 + i * 8 + j];
-          for (int k = 0; k < 4; ++k) want += double(af[q * 32 + i * 4 + k]) * bf[q * 32 + j * 4 + k];
-          check.eq("mma m8n8k4", q * 64 + i * 8 + j, static_cast<float>(want), d[q * 64 + i * 8 + j]);
+          for (int k = 0; k < 4; ++k)
+            want += double(af[q * 32 + i * 4 + k]) * bf[q * 32 + j * 4 + k];
+          check.eq("mma m8n8k4", q * 64 + i * 8 + j, static_cast<float>(want),
+                   d[q * 64 + i * 8 + j]);
         }
     for (void* p : {static_cast<void*>(da), static_cast<void*>(db), static_cast<void*>(dc),
                     static_cast<void*>(dd)})

@@ -328,8 +328,10 @@ std::pair<int, int> quadPairPosition(const QuadPairCase& c, char matrix, const s
                                      int lane, int i) {
   int t = lane % 4, h = lane / 16;
   switch (matrix) {
-    case 'A': return c.aRow ? std::pair{t + 4 * h, i} : std::pair{i + 4 * h, t};
-    case 'B': return c.bRow ? std::pair{t, i + 4 * h} : std::pair{i, t + 4 * h};
+    case 'A':
+      return c.aRow ? std::pair{t + 4 * h, i} : std::pair{i + 4 * h, t};
+    case 'B':
+      return c.bRow ? std::pair{t, i + 4 * h} : std::pair{i, t + 4 * h};
     default:  // C and D: by the accumulator's type
       if (type == "f16") return {t + 4 * h, i};
       return {(lane & 1) + (i & 2) + 4 * h, (i & 4) + (lane & 2) + (i & 1)};
@@ -348,7 +350,8 @@ TEST_P(QuadPairMmaTest, MatchesFourHostProducts) {
   };
   std::ostringstream k;
   k << ".version 8.7\n.target sm_75\n.address_size 64\n"
-    << ".visible .entry quad_pairs(.param .u64 pa, .param .u64 pb, .param .u64 pc, .param .u64 pd)\n{\n"
+    << ".visible .entry quad_pairs(.param .u64 pa, .param .u64 pb, .param .u64 pc, .param .u64 "
+       "pd)\n{\n"
     << "  .reg .b32 %lane, %a<2>, %b<2>, %c<8>, %d<8>;\n  .reg .b64 %p<8>;\n"
     << "  mov.u32 %lane, %laneid;\n";
   auto loads = [&](const char* param, char m, int n, int base) {
@@ -374,14 +377,17 @@ TEST_P(QuadPairMmaTest, MatchesFourHostProducts) {
 
   std::mt19937 rng(11);
   auto value = [&](int range) {  // small integers: every sum exact, even in f16
-    return static_cast<double>(static_cast<int>(rng() % static_cast<uint32_t>(2 * range + 1)) - range);
+    return static_cast<double>(static_cast<int>(rng() % static_cast<uint32_t>(2 * range + 1)) -
+                               range);
   };
   // Four independent problems, one per quad pair q: A[q] 8x4, B[q] 4x8, C[q] 8x8.
   std::vector<double> A(4 * 32), B(4 * 32), C(4 * 64);
   for (double& v : A) v = value(6);
   for (double& v : B) v = value(6);
   for (double& v : C) v = value(40);
-  auto half = [](double v) { return static_cast<uint32_t>(encodeFloat(v, conformance::kHalf, Rounding::Nearest)); };
+  auto half = [](double v) {
+    return static_cast<uint32_t>(encodeFloat(v, conformance::kHalf, Rounding::Nearest));
+  };
   auto accumulatorBits = [&](double v, const std::string& type) {
     return type == "f16" ? half(v) : conformance::bitsOf(static_cast<float>(v));
   };
@@ -391,9 +397,11 @@ TEST_P(QuadPairMmaTest, MatchesFourHostProducts) {
     int q = (lane / 4) % 4;
     for (int i = 0; i < 4; ++i) {
       auto [ar, ak] = quadPairPosition(c, 'A', "f16", lane, i);
-      a[static_cast<size_t>(lane * 2 + i / 2)] |= half(A[static_cast<size_t>(q * 32 + ar * 4 + ak)]) << (16 * (i % 2));
+      a[static_cast<size_t>(lane * 2 + i / 2)] |= half(A[static_cast<size_t>(q * 32 + ar * 4 + ak)])
+                                                  << (16 * (i % 2));
       auto [bk, bn] = quadPairPosition(c, 'B', "f16", lane, i);
-      b[static_cast<size_t>(lane * 2 + i / 2)] |= half(B[static_cast<size_t>(q * 32 + bk * 8 + bn)]) << (16 * (i % 2));
+      b[static_cast<size_t>(lane * 2 + i / 2)] |= half(B[static_cast<size_t>(q * 32 + bk * 8 + bn)])
+                                                  << (16 * (i % 2));
     }
     for (int i = 0; i < 8; ++i) {
       auto [row, col] = quadPairPosition(c, 'C', c.cType, lane, i);
@@ -417,9 +425,12 @@ TEST_P(QuadPairMmaTest, MatchesFourHostProducts) {
       auto [row, col] = quadPairPosition(c, 'C', c.cType, lane, i);
       double want = C[static_cast<size_t>(q * 64 + row * 8 + col)];
       for (int kk = 0; kk < 4; ++kk)
-        want += A[static_cast<size_t>(q * 32 + row * 4 + kk)] * B[static_cast<size_t>(q * 32 + kk * 8 + col)];
-      uint32_t got = c.dType == "f16" ? (d[static_cast<size_t>(lane * dRegs + i / 2)] >> (16 * (i % 2))) & 0xffffu
-                                      : d[static_cast<size_t>(lane * dRegs + i)];
+        want += A[static_cast<size_t>(q * 32 + row * 4 + kk)] *
+                B[static_cast<size_t>(q * 32 + kk * 8 + col)];
+      uint32_t got =
+          c.dType == "f16"
+              ? (d[static_cast<size_t>(lane * dRegs + i / 2)] >> (16 * (i % 2))) & 0xffffu
+              : d[static_cast<size_t>(lane * dRegs + i)];
       if (got != accumulatorBits(want, c.dType) && ++failures <= 5)
         ADD_FAILURE() << c.name() << ": lane " << lane << " element " << i << " (D[" << q << "]["
                       << row << "][" << col << "]) is 0x" << std::hex << got << ", want 0x"
