@@ -59,6 +59,9 @@ Result<PoolPlace> poolPlace(const CUmemLocation* location, CUmemAllocationType t
   if (location == nullptr) return makeError(ErrorCode::InvalidValue, "location is NULL");
   if (type != CU_MEM_ALLOCATION_TYPE_PINNED && type != CU_MEM_ALLOCATION_TYPE_MANAGED)
     return makeError(ErrorCode::InvalidValue, "type must be PINNED or MANAGED");
+  // Host and managed pools take their memory from device 0.
+  if (core::Platform::instance().deviceCount() == 0)
+    return makeError(ErrorCode::NoDevice, "no device to allocate pool memory");
   core::MemoryLocation where;
   switch (location->type) {
     case CU_MEM_LOCATION_TYPE_DEVICE: {
