@@ -36,11 +36,20 @@ std::string formatPrintfRecords(const uint8_t* records, size_t bytes, std::strin
     std::memcpy(&argumentBytes, records + offset, 4);
     std::memcpy(&index, records + offset + 4, 4);
     size_t arguments = offset + compiler::kAmdgpuPrintfRecordHeaderBytes;
-    if (index >= table.size() || argumentBytes > bytes - arguments) {
+    bool byAddress = index == compiler::kAmdgpuPrintfFormatAddressIndex;
+    if ((!byAddress && index >= table.size()) || argumentBytes > bytes - arguments ||
+        (byAddress && argumentBytes < 8)) {
       out += "[rocuda: malformed printf record at offset " + std::to_string(offset) + "]\n";
       break;
     }
-    out += device_printf::format(table[index], records + arguments, argumentBytes, readString);
+    if (byAddress) {  // a format chosen at run time: read where the kernel said it is
+      uint64_t address = 0;
+      std::memcpy(&address, records + arguments, 8);
+      std::string format = address == 0 ? std::string() : readString(address);
+      out += device_printf::format(format, records + arguments + 8, argumentBytes - 8, readString);
+    } else {
+      out += device_printf::format(table[index], records + arguments, argumentBytes, readString);
+    }
     offset = (arguments + argumentBytes + 7) / 8 * 8;
   }
   return out;

@@ -33,7 +33,8 @@ int amdgpuWavefrontSize(std::string_view processor);
 // Device printf on AMD GPUs. Each module that calls printf has a global pointer
 // kAmdgpuPrintfBufferSymbol, which the host sets to a buffer in device memory that starts with
 // an AmdgpuPrintfHeader; kernels append one record per call at `used` (atomically): a u32 of
-// argument bytes, a u32 format index, then CUDA's argument buffer, padded to 8 bytes. A record
+// argument bytes, a u32 format index, then CUDA's argument buffer, padded to 8 bytes (or, for a
+// format known only at run time, kAmdgpuPrintfFormatAddressIndex, below). A record
 // that does not fit in `capacity` is counted in `dropped` instead. kAmdgpuPrintfFormatsSymbol
 // holds the module's format strings, each ended by a NUL, in index order (a null buffer pointer
 // makes printf do nothing).
@@ -45,6 +46,11 @@ struct AmdgpuPrintfHeader {
   uint64_t dropped = 0;   // records that did not fit
 };
 inline constexpr size_t kAmdgpuPrintfRecordHeaderBytes = 8;
+// The format index of a record whose format is not a string constant of the module: its first 8
+// argument bytes are the format's device address (the host reads the string when it prints the
+// record, as NVIDIA's driver does), the rest CUDA's argument buffer, as many bytes as the
+// caller's buffer holds past its address.
+inline constexpr uint32_t kAmdgpuPrintfFormatAddressIndex = 0xffffffffu;
 
 // Device-side assert on AMD GPUs: a module whose kernels assert has a u32 kAmdgpuAssertFlagSymbol
 // (0 at load). A failing assert prints CUDA's assertion message through device printf, sets the

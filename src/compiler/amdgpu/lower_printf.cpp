@@ -1,10 +1,13 @@
 // Device printf for AMD GPUs (amdgpu_codegen.h describes the buffer): every `vprintf(format,
 // args)` call becomes a call of `__rocuda_printf_record(index, args, bytes)`, which appends the
-// format's index and CUDA's argument buffer to the host's buffer. The format must be a string
-// constant of the module (what nvcc emits for every printf literal): its layout
-// (support/device_printf.h) gives the bytes to copy at compile time, so the kernel never parses
-// it. Runs after optimisation, when `cvta.global` of the string has folded into a constant.
+// format's index and CUDA's argument buffer to the host's buffer. A format that is a string
+// constant of the module (what nvcc emits for every printf literal) has its layout
+// (support/device_printf.h) give the bytes to copy at compile time, so the kernel never parses
+// it. Any other format (chosen at run time) is recorded by its address, with the caller's whole
+// argument buffer, and the host reads it when it prints. Runs after optimisation, when
+// `cvta.global` of the string has folded into a constant.
 #include <llvm/IR/Constants.h>
+#include <llvm/IR/DataLayout.h>
 #include <llvm/IR/GlobalVariable.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Instructions.h>
@@ -114,6 +117,59 @@ llvm::GlobalVariable* hostSetAddress(llvm::Module& module, const char* name) {
 
 namespace {
 
+// The bytes of the argument buffer `args` points into from there to its end: a run-time format's
+// arguments lie within them (nvcc passes a local array; none: a null pointer).
+std::optional<uint64_t> argumentBufferBytes(llvm::Value* args, const llvm::DataLayout& layout) {
+  if (llvm::isa<llvm::ConstantPointerNull>(args)) return 0;
+  llvm::APInt offset(layout.getIndexTypeSizeInBits(args->getType()), 0);
+  llvm::Value* base = args->stripAndAccumulateConstantOffsets(layout, offset, true);
+  auto* alloca = llvm::dyn_cast<llvm::AllocaInst>(base->stripPointerCasts());
+  if (alloca == nullptr) return std::nullopt;
+  std::optional<llvm::TypeSize> size = alloca->getAllocationSize(layout);
+  if (!size || size->isScalable() || offset.isNegative() ||
+      offset.getZExtValue() > size->getFixedValue())
+    return std::nullopt;
+  return size->getFixedValue() - offset.getZExtValue();
+}
+
+// A printf whose format is known only at run time: a record of the format's address and the
+// caller's argument buffer (kAmdgpuPrintfFormatAddressIndex), staged in a local copy.
+Status recordFormatAddress(llvm::CallBase* call, llvm::Function* record) {
+  llvm::Module& module = *call->getModule();
+  std::string where = "printf in '" + call->getFunction()->getName().str() + "'";
+  // CUDA's printf returns the number of arguments the format reads, which only parsing it on the
+  // device would tell.
+  if (!call->use_empty())
+    return makeError(ErrorCode::UnsupportedPtx,
+                     where +
+                         " uses the result of a printf whose format is known only at run "
+                         "time; the AMD GPU backend does not parse formats on the device");
+  std::optional<uint64_t> bytes =
+      argumentBufferBytes(call->getArgOperand(1), module.getDataLayout());
+  if (!bytes || *bytes > 0xffffff00u)
+    return makeError(ErrorCode::UnsupportedPtx,
+                     where +
+                         " has a format known only at run time and an argument buffer of "
+                         "unknown size");
+  llvm::Function* caller = call->getFunction();
+  llvm::IRBuilder<> entry(&*caller->getEntryBlock().getFirstInsertionPt());
+  llvm::AllocaInst* staged =
+      entry.CreateAlloca(llvm::ArrayType::get(entry.getInt8Ty(), 8 + *bytes),
+                         module.getDataLayout().getAllocaAddrSpace(), nullptr, "printf.staged");
+  staged->setAlignment(llvm::Align(8));
+  llvm::IRBuilder<> b(call);
+  llvm::Value* stagedGeneric = b.CreateAddrSpaceCast(staged, b.getPtrTy());
+  b.CreateAlignedStore(b.CreatePtrToInt(call->getArgOperand(0), b.getInt64Ty()), stagedGeneric,
+                       llvm::Align(8));
+  if (*bytes > 0)
+    b.CreateMemCpy(b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), stagedGeneric, 8), llvm::Align(8),
+                   call->getArgOperand(1), llvm::MaybeAlign(), *bytes);
+  b.CreateCall(record, {b.getInt32(kAmdgpuPrintfFormatAddressIndex), stagedGeneric,
+                        b.getInt32(static_cast<uint32_t>(8 + *bytes))});
+  call->eraseFromParent();
+  return Status::success();
+}
+
 std::vector<llvm::CallBase*> vprintfCalls(llvm::Module& module) {
   std::vector<llvm::CallBase*> calls;
   llvm::Function* vprintf = module.getFunction("vprintf");
@@ -134,12 +190,7 @@ Result<std::vector<std::string>> printfFormats(llvm::Module& module) {
   std::set<std::string> seen;
   for (llvm::CallBase* call : vprintfCalls(module)) {
     std::optional<std::string> format = constantString(call->getArgOperand(0));
-    if (!format)
-      return makeError(ErrorCode::UnsupportedPtx,
-                       "printf in '" + call->getFunction()->getName().str() +
-                           "' has a format string that is not a string constant of the module; "
-                           "the AMD GPU backend needs the format at compile time");
-    if (seen.insert(*format).second) formats.push_back(*format);
+    if (format && seen.insert(*format).second) formats.push_back(*format);
   }
   return formats;
 }
@@ -176,7 +227,11 @@ Status lowerPrintf(llvm::Module& module, const std::vector<std::string>& formats
     indices.emplace(format, static_cast<uint32_t>(indices.size()));
   for (llvm::CallBase* call : calls) {
     std::optional<std::string> format = constantString(call->getArgOperand(0));
-    auto it = format ? indices.find(*format) : indices.end();
+    if (!format) {
+      ROCUDA_TRY(recordFormatAddress(call, record));
+      continue;
+    }
+    auto it = indices.find(*format);
     if (it == indices.end())
       return makeError(ErrorCode::Internal, "printf in '" + call->getFunction()->getName().str() +
                                                 "' has a format missing from the module's table");

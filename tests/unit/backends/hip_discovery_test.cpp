@@ -869,6 +869,32 @@ TEST(HipPrintf, RecordsFormatWithTheModulesFormats) {
             "tid 7\nx=2.5\n[rocuda: malformed printf record at offset 40]\n");
 }
 
+// A format chosen at run time (compiler/amdgpu/lower_printf.cpp): the record holds the format's
+// device address, which the host reads as it prints, then the caller's argument buffer (here 8
+// bytes, of which the format reads 4).
+TEST(HipPrintf, RecordsByFormatAddressReadTheFormatFromTheDevice) {
+  std::vector<uint8_t> records(48, 0);
+  auto put = [&](size_t at, uint64_t value, size_t size) {
+    std::memcpy(&records[at], &value, size);
+  };
+  put(0, 16, 4);
+  put(4, compiler::kAmdgpuPrintfFormatAddressIndex, 4);
+  put(8, 0x5000, 8);  // the format's address
+  put(16, 42, 4);
+  put(24, 4, 4);  // too short to hold an address
+  put(28, compiler::kAmdgpuPrintfFormatAddressIndex, 4);
+  std::vector<uint64_t> read;
+  auto reader = [&](uint64_t address) {
+    read.push_back(address);
+    return address == 0x5000 ? std::string("picked %u\n") : std::string("?");
+  };
+  EXPECT_EQ(hip::formatPrintfRecords(records.data(), 24, std::string_view(), reader),
+            "picked 42\n");
+  EXPECT_EQ(read, std::vector<uint64_t>{0x5000});
+  EXPECT_EQ(hip::formatPrintfRecords(records.data(), 40, std::string_view(), reader),
+            "picked 42\n[rocuda: malformed printf record at offset 24]\n");
+}
+
 // What nvcc makes of `assert(value > 0)`: the AMD code prints the message, raises the module's
 // assert flag and ends the wavefront (compiler/amdgpu/lower_assert.cpp).
 constexpr const char* kAssertingPtx = R"(
