@@ -30,6 +30,10 @@ void Device::addMemPool(MemoryPool* pool) {
 }
 
 void Device::removeMemPool(MemoryPool* pool) {
+  {
+    std::lock_guard lock(primaryMutex_);
+    if (currentPool_ == pool) currentPool_ = nullptr;  // a destroyed pool is current nowhere
+  }
   std::lock_guard lock(poolsMutex_);
   pools_.erase(std::remove(pools_.begin(), pools_.end(), pool), pools_.end());
 }
@@ -92,8 +96,6 @@ void Platform::setCurrentPool(PoolMemory memory, MemoryLocation location, Memory
 }
 
 void Platform::forgetCurrentPool(MemoryPool* pool) {
-  for (auto& device : devices_)
-    if (&device->currentMemPool() == pool) device->setCurrentMemPool(nullptr);
   std::lock_guard lock(poolsMutex_);
   std::erase_if(currentPools_, [&](const auto& entry) { return entry.second == pool; });
 }

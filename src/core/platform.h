@@ -43,7 +43,8 @@ class Device {
   MemoryPool& currentMemPool();
   void setCurrentMemPool(MemoryPool* pool);  // nullptr: back to the default pool
   // Every pool of the device (pools register themselves); at a stream, event or context
-  // synchronisation each gives back the blocks it keeps beyond its release threshold.
+  // synchronisation each gives back the blocks it keeps beyond its release threshold. A pool
+  // removed (destroyed) stops being the current one.
   void addMemPool(MemoryPool* pool);
   void removeMemPool(MemoryPool* pool);
   void trimMemPools();
@@ -58,8 +59,8 @@ class Device {
   unsigned primaryFlags_ = 0;
   std::mutex poolsMutex_;  // before the default pool, which unregisters itself when destroyed
   std::vector<MemoryPool*> pools_;
+  MemoryPool* currentPool_ = nullptr;  // before the default pool, which clears it when destroyed
   std::unique_ptr<MemoryPool> defaultPool_;
-  MemoryPool* currentPool_ = nullptr;
 };
 
 class Platform {
@@ -86,7 +87,8 @@ class Platform {
   MemoryPool& defaultPool(PoolMemory memory, MemoryLocation location);
   MemoryPool& currentPool(PoolMemory memory, MemoryLocation location);
   void setCurrentPool(PoolMemory memory, MemoryLocation location, MemoryPool* pool);
-  // A pool being destroyed stops being any location's current pool.
+  // A pool being destroyed stops being the current pool of the host and managed locations (a
+  // device's forgets it in Device::removeMemPool).
   void forgetCurrentPool(MemoryPool* pool);
 
  private:
