@@ -224,6 +224,12 @@ llvm::Value* offsetSplitPoint(llvm::IRBuilder<>& b, const RangeTest& test, llvm:
   return b.CreateTrunc(point, trips->getType(), "threads.split");
 }
 
+// What a loop clone made of `v`: its copy, or `v` itself when it is outside the loop.
+llvm::Value* copyOf(const llvm::ValueToValueMapTy& map, llvm::Value* v) {
+  auto found = map.find(v);
+  return found == map.end() ? v : static_cast<llvm::Value*>(found->second);
+}
+
 // Replace the uses of `compare` within `blocks` by `answer`.
 void answerWithin(llvm::ICmpInst* compare, llvm::ArrayRef<llvm::BasicBlock*> blocks, bool answer) {
   llvm::SmallPtrSet<const llvm::BasicBlock*, 16> within(blocks.begin(), blocks.end());
@@ -267,10 +273,6 @@ bool splitAt(llvm::Loop& loop, const RangeTest& test, llvm::DominatorTree& dt, l
   auto* between = llvm::cast<llvm::BasicBlock>(map[entry]);
   auto* copyLatch = llvm::cast<llvm::BasicBlock>(map[latch]);
   auto* copyHeader = llvm::cast<llvm::BasicBlock>(map[header]);
-  auto copyOf = [&](llvm::Value* v) {
-    auto found = map.find(v);
-    return found == map.end() ? v : static_cast<llvm::Value*>(found->second);
-  };
 
   // The split point, computed in the (empty) entry block.
   const llvm::DataLayout& layout = header->getModule()->getDataLayout();
@@ -313,7 +315,7 @@ bool splitAt(llvm::Loop& loop, const RangeTest& test, llvm::DominatorTree& dt, l
     after->addIncoming(llvm::PoisonValue::get(phi.getType()), entry);
     phi.setIncomingBlock(fromLatch, between);
     phi.setIncomingValue(fromLatch, after);
-    phi.addIncoming(copyOf(value), copyLatch);
+    phi.addIncoming(copyOf(map, value), copyLatch);
   }
   llvm::Instruction* betweenBranch = between->getTerminator();
   b.SetInsertPoint(betweenBranch);
@@ -401,6 +403,18 @@ void collectUniformOperands(llvm::Value* condition, const llvm::Loop& loop,
   }
 }
 
+// The loop's conditional branches on a value that is not a constant, its latch's aside.
+llvm::SmallVector<llvm::BranchInst*, 8> testedBranches(const llvm::Loop& loop) {
+  llvm::SmallVector<llvm::BranchInst*, 8> branches;
+  for (llvm::BasicBlock* block : loop.blocks()) {
+    auto* branch = llvm::dyn_cast<llvm::BranchInst>(block->getTerminator());
+    if (branch != nullptr && branch->isConditional() && block != loop.getLoopLatch() &&
+        !llvm::isa<llvm::Constant>(branch->getCondition()))
+      branches.push_back(branch);
+  }
+  return branches;
+}
+
 // The uniform tests of `loop`'s branches (its latch's aside) and the answers that let the
 // threads work: for a branch on a uniform value, the answer that enters the side the other
 // joins (`if (c) { work }`; neither for an if/else), and for a uniform operand of a branch's
@@ -408,11 +422,8 @@ void collectUniformOperands(llvm::Value* condition, const llvm::Loop& loop,
 llvm::MapVector<llvm::Value*, bool> uniformTestsOf(const llvm::Loop& loop,
                                                    const llvm::PostDominatorTree& pdt) {
   llvm::MapVector<llvm::Value*, bool> answers;
-  for (llvm::BasicBlock* block : loop.blocks()) {
-    auto* branch = llvm::dyn_cast<llvm::BranchInst>(block->getTerminator());
-    if (branch == nullptr || !branch->isConditional() || block == loop.getLoopLatch()) continue;
+  for (llvm::BranchInst* branch : testedBranches(loop)) {
     llvm::Value* condition = branch->getCondition();
-    if (llvm::isa<llvm::Constant>(condition)) continue;
     if (!loop.isLoopInvariant(condition)) {
       collectUniformOperands(condition, loop, answers);
       continue;
@@ -454,12 +465,8 @@ void versionOnUniformTests(llvm::Loop& loop, const llvm::MapVector<llvm::Value*,
   guardBranch->eraseFromParent();
 
   auto* copyLatch = llvm::cast<llvm::BasicBlock>(map[latch]);
-  for (llvm::PHINode& phi : exit->phis()) {
-    llvm::Value* value = phi.getIncomingValueForBlock(latch);
-    auto copied = map.find(value);
-    phi.addIncoming(copied == map.end() ? value : static_cast<llvm::Value*>(copied->second),
-                    copyLatch);
-  }
+  for (llvm::PHINode& phi : exit->phis())
+    phi.addIncoming(copyOf(map, phi.getIncomingValueForBlock(latch)), copyLatch);
   llvm::SmallPtrSet<const llvm::BasicBlock*, 16> inCopy(copyBlocks.begin(), copyBlocks.end());
   for (const auto& [value, answer] : answers)
     value->replaceUsesWithIf(llvm::ConstantInt::getBool(context, answer), [&](llvm::Use& use) {
@@ -470,11 +477,7 @@ void versionOnUniformTests(llvm::Loop& loop, const llvm::MapVector<llvm::Value*,
 
 // Whether a branch of `loop` (its latch's aside) tests a value the loop does not change.
 bool hasUniformTest(const llvm::Loop& loop) {
-  for (llvm::BasicBlock* block : loop.blocks()) {
-    auto* branch = llvm::dyn_cast<llvm::BranchInst>(block->getTerminator());
-    if (branch == nullptr || !branch->isConditional() || block == loop.getLoopLatch() ||
-        llvm::isa<llvm::Constant>(branch->getCondition()))
-      continue;
+  for (llvm::BranchInst* branch : testedBranches(loop)) {
     llvm::MapVector<llvm::Value*, bool> operands;
     collectUniformOperands(branch->getCondition(), loop, operands);
     if (loop.isLoopInvariant(branch->getCondition()) || !operands.empty()) return true;

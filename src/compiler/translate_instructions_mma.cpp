@@ -541,7 +541,7 @@ std::vector<llvm::Value*> quadPairProduct(FunctionTranslator& t, const QuadPairF
   std::vector<llvm::Value*> accumulators;
   for (size_t r = 0; r < cRegisters; ++r)
     for (llvm::Value* v : decode(t, regs.own(4 + r), f.cType)) accumulators.push_back(v);
-  llvm::Value* t4 = B.CreateAnd(regs.lane, c(3));
+  llvm::Value* inQuad = B.CreateAnd(regs.lane, c(3));  // t
   llvm::Value* rowOffset = B.CreateShl(high, 2);
   std::vector<llvm::Value*> d;
   std::vector<llvm::Value*> aRow[2];  // the lane's rows of A, fetched once each
@@ -550,7 +550,7 @@ std::vector<llvm::Value*> quadPairProduct(FunctionTranslator& t, const QuadPairF
     llvm::Value* column;
     size_t rowSlot = 0;
     if (f.cType == ScalarType::F16) {
-      row = B.CreateAdd(t4, rowOffset);
+      row = B.CreateAdd(inQuad, rowOffset);
       column = c(i);
     } else {
       rowSlot = (i & 2) >> 1;
