@@ -1,7 +1,8 @@
 // The one seam between the core and a kind of device (CPU, HIP). The core owns the CUDA model
 // (contexts, streams, ordering, validation); a backend only executes: it allocates, copies, loads
-// compiled code and runs a kernel grid, each synchronously on the calling thread. The core's
-// stream workers call these in stream order.
+// compiled code and runs a kernel grid, each synchronously on the calling thread unless a stream
+// worker lets it queue the work on the device (StreamQueue). The core's stream workers call these
+// in stream order.
 #pragma once
 
 #include <algorithm>
@@ -272,6 +273,44 @@ class LoadedModule {
   virtual void* globalAddress(std::string_view name) = 0;
 };
 
+class DeviceBackend;
+
+// A stream worker's queue on a device that runs operations asynchronously (a GPU's stream), so
+// that a CUDA stream's kernels and copies reach the device back to back instead of one round
+// trip to the host each. While a command runs with the queue active on its thread (Activation),
+// the backend's copy, fill, copy2D, prefetchManaged and launch may return once the operation is
+// queued, in order after the queue's earlier operations; drain() waits for all of them and
+// reports the first failure (a kernel's fault surfaces there). Memory an operation reads or
+// writes on the host must stay valid until the drain. With no queue active, or another device's,
+// every operation finishes before it returns, as the contract above says.
+class StreamQueue {
+ public:
+  explicit StreamQueue(const DeviceBackend& owner) : owner_(owner) {}
+  virtual ~StreamQueue() = default;
+  StreamQueue(const StreamQueue&) = delete;
+  StreamQueue& operator=(const StreamQueue&) = delete;
+
+  const DeviceBackend& owner() const { return owner_; }
+  virtual Status drain() = 0;
+
+  // The queue the calling thread's current command may leave work on (null outside one).
+  static StreamQueue* active() { return active_; }
+  class Activation {
+   public:
+    explicit Activation(StreamQueue* queue) : previous_(active_) { active_ = queue; }
+    ~Activation() { active_ = previous_; }
+    Activation(const Activation&) = delete;
+    Activation& operator=(const Activation&) = delete;
+
+   private:
+    StreamQueue* previous_;
+  };
+
+ private:
+  const DeviceBackend& owner_;
+  static inline thread_local StreamQueue* active_ = nullptr;
+};
+
 class DeviceBackend {
  public:
   virtual ~DeviceBackend() = default;
@@ -374,8 +413,13 @@ class DeviceBackend {
   // Compile (through the code cache) and load one PTX module. Errors carry the diagnostics.
   virtual Result<std::unique_ptr<LoadedModule>> loadPtx(std::string_view ptx,
                                                         std::string_view moduleName) = 0;
-  // Run a whole grid to completion. `params` is the packed parameter buffer (KernelInfo layout).
+  // Run a whole grid to completion. `params` is the packed parameter buffer (KernelInfo layout);
+  // the backend has copied it when this returns, even with the launch left on a StreamQueue.
   virtual Status launch(LoadedKernel& kernel, const LaunchConfig& config, const void* params) = 0;
+
+  // A queue for one stream worker (StreamQueue), or null where every operation runs to
+  // completion anyway (the CPU device).
+  virtual std::unique_ptr<StreamQueue> createStreamQueue() { return nullptr; }
 };
 
 // The CPU device (backends/cpu). Always available. `instance` numbers the CPU devices of the

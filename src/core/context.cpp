@@ -138,6 +138,19 @@ std::vector<Stream*> Context::allStreams() {
 Result<CompletionPtr> Context::enqueue(Stream& stream, std::string name,
                                        std::function<Status()> work, bool runsAfterFailure,
                                        std::vector<CompletionPtr> after) {
+  return enqueueCommand(stream, std::move(name), std::move(work), runsAfterFailure,
+                        std::move(after), CommandKind::HostStep);
+}
+
+Result<CompletionPtr> Context::enqueueDeviceWork(Stream& stream, std::string name,
+                                                 std::function<Status()> work) {
+  return enqueueCommand(stream, std::move(name), std::move(work), false, {},
+                        CommandKind::DeviceStep);
+}
+
+Result<CompletionPtr> Context::enqueueCommand(Stream& stream, std::string name,
+                                              std::function<Status()> work, bool runsAfterFailure,
+                                              std::vector<CompletionPtr> after, CommandKind kind) {
   // After a kernel failure the context runs nothing more (CUDA's sticky errors): new work is
   // refused with the error, queued work completes at once with it.
   if (!runsAfterFailure) {
@@ -175,7 +188,7 @@ Result<CompletionPtr> Context::enqueue(Stream& stream, std::string name,
     std::erase_if(contextWaits_, [](const CompletionPtr& c) { return c->done(); });
     dependencies.insert(dependencies.end(), contextWaits_.begin(), contextWaits_.end());
   }
-  return stream.enqueue(std::move(name), std::move(work), std::move(dependencies));
+  return stream.enqueue(std::move(name), std::move(work), std::move(dependencies), kind);
 }
 
 Status Context::refuseWhileCapturing(const char* what) {
@@ -294,6 +307,13 @@ void Context::setStickyError(const Error& error) {
   if (sticky_) return;  // the first failure is the one reported
   sticky_ = true;
   stickyError_ = error;
+}
+
+void Context::noteDeviceFailure(const Error& error) {
+  ErrorCode code = error.code;
+  bool fault = code == ErrorCode::IllegalAddress || code == ErrorCode::MisalignedAddress ||
+               code == ErrorCode::LaunchFailed || code == ErrorCode::Assert;
+  setStickyError(fault ? error : Error{ErrorCode::LaunchFailed, error.message});
 }
 
 Status Context::stickyError() const {

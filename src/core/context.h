@@ -58,6 +58,11 @@ class Context : public Object {
   Result<CompletionPtr> enqueue(Stream& stream, std::string name, std::function<Status()> work,
                                 bool runsAfterFailure = false,
                                 std::vector<CompletionPtr> after = {});
+  // The same for work that only issues device operations through the backend (a kernel, a copy,
+  // a fill) and reads nothing back on the host: it may stay queued on the device after its
+  // command returns (CommandKind::DeviceStep).
+  Result<CompletionPtr> enqueueDeviceWork(Stream& stream, std::string name,
+                                          std::function<Status()> work);
 
   // Captures in progress on the context's blocking streams (which the legacy stream would
   // implicitly depend on); invalidateBlockingCaptures() marks them invalid, true if any.
@@ -80,6 +85,9 @@ class Context : public Object {
 
   // A kernel failure is sticky: every later call on the context reports it (as CUDA does).
   void setStickyError(const Error& error);
+  // A kernel, or device work queued with kernels, failed: sticky, reported as the fault it was
+  // (an illegal or misaligned address, an assert) or else as a launch failure.
+  void noteDeviceFailure(const Error& error);
   Status stickyError() const;
 
   // cuCtxRecordEvent: `event` completes once all work queued in the context now is done.
@@ -98,6 +106,9 @@ class Context : public Object {
 
  private:
   std::vector<Stream*> allStreams();
+  Result<CompletionPtr> enqueueCommand(Stream& stream, std::string name,
+                                       std::function<Status()> work, bool runsAfterFailure,
+                                       std::vector<CompletionPtr> after, CommandKind kind);
   // StreamCaptureUnsupported (saying `what`) while a stream of the context is capturing, whose
   // capture it invalidates: context-wide waits and records (cuCtxSynchronize, cuCtxRecordEvent,
   // cuCtxWaitEvent) "invalidate all the conflicting captures".

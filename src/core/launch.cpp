@@ -145,11 +145,6 @@ Status validateCooperative(Kernel& kernel, const backends::DeviceDescription& de
   return Status::success();
 }
 
-bool isStickyFailure(ErrorCode code) {
-  return code == ErrorCode::IllegalAddress || code == ErrorCode::MisalignedAddress ||
-         code == ErrorCode::LaunchFailed || code == ErrorCode::Assert;
-}
-
 }  // namespace
 
 Status launchKernel(Kernel& requested, Stream& stream, const LaunchRequest& request) {
@@ -185,20 +180,17 @@ Status launchKernel(Kernel& requested, Stream& stream, const LaunchRequest& requ
   auto* backend = &context.device().backend();
   auto* loaded = &kernel.loaded();
   Context* owner = &context;
-  Result<CompletionPtr> queued = context.enqueue(stream, "kernel " + kernel.name(),
-                  [backend, loaded, config, owner, buffer = std::move(*arguments)]() -> Status {
-                    backends::LaunchConfig run = config;
-                    run.conditions = activeGraphConditions();  // set inside graph launches
-                    Status status = backend->launch(*loaded, run, buffer->data());
-                    // A launch that fails on the stream is reported by the context's later
-                    // calls, whatever the cause: dropped, it would look like success.
-                    if (!status.ok())
-                      owner->setStickyError(
-                          isStickyFailure(status.error().code)
-                              ? status.error()
-                              : Error{ErrorCode::LaunchFailed, status.error().message});
-                    return status;
-                  });
+  Result<CompletionPtr> queued = context.enqueueDeviceWork(
+      stream, "kernel " + kernel.name(),
+      [backend, loaded, config, owner, buffer = std::move(*arguments)]() -> Status {
+        backends::LaunchConfig run = config;
+        run.conditions = activeGraphConditions();  // set inside graph launches
+        Status status = backend->launch(*loaded, run, buffer->data());
+        // A launch that fails on the stream is reported by the context's later calls, whatever
+        // the cause: dropped, it would look like success.
+        if (!status.ok()) owner->noteDeviceFailure(status.error());
+        return status;
+      });
   if (!queued.ok()) return queued.error();
   return Status::success();
 }

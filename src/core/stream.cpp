@@ -95,11 +95,12 @@ Stream::~Stream() {
 }
 
 CompletionPtr Stream::enqueue(std::string name, std::function<Status()> work,
-                              std::vector<CompletionPtr> dependencies) {
+                              std::vector<CompletionPtr> dependencies, CommandKind kind) {
   auto completion = std::make_shared<Completion>();
   {
     std::lock_guard lock(mutex_);
-    queue_.push_back(Command{std::move(name), std::move(work), std::move(dependencies), completion});
+    queue_.push_back(
+        Command{std::move(name), std::move(work), std::move(dependencies), completion, kind, {}});
     queued_.fetch_add(1, std::memory_order_release);
     tail_ = completion;
     // The worker starts with the first command: streams that are never used cost no thread.
@@ -137,17 +138,50 @@ CompletionPtr Stream::tail() const {
 }
 
 void Stream::workerLoop() {
+  // DeviceSteps whose work may still be queued on the device, in order. They complete at the
+  // next drain: before a HostStep, before waiting for another stream (which might wait for one
+  // of these), when the stream runs out of commands, and every kMaxInFlight commands.
+  constexpr size_t kMaxInFlight = 1024;
+  std::unique_ptr<backends::StreamQueue> deviceQueue;
+  std::vector<Command> inFlight;
+  auto drain = [&] {
+    if (inFlight.empty()) return;
+    Status drained = deviceQueue->drain();
+    if (!drained.ok()) {
+      log::error("work queued on the device failed: " + drained.error().message);
+      context_.noteDeviceFailure(drained.error());
+    }
+    for (Command& done : inFlight)
+      done.completion->complete(done.issued.ok() ? drained : std::move(done.issued));
+    inFlight.clear();
+  };
   for (;;) {
     Command command;
     {
-      spinUntil([this] { return queued_.load(std::memory_order_acquire) != 0; });
+      if (inFlight.empty())
+        spinUntil([this] { return queued_.load(std::memory_order_acquire) != 0; });
       std::unique_lock lock(mutex_);
+      if (queue_.empty() && !inFlight.empty()) {
+        lock.unlock();
+        drain();
+        continue;
+      }
       cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping, and drained
       command = std::move(queue_.front());
     }
+    if (command.kind == CommandKind::DeviceStep && !deviceQueue)
+      deviceQueue = context_.device().backend().createStreamQueue();
+    bool queues = command.kind == CommandKind::DeviceStep && deviceQueue != nullptr;
+    bool dependenciesDone = std::all_of(command.dependencies.begin(), command.dependencies.end(),
+                                        [](const CompletionPtr& c) { return c->done(); });
+    if (!queues || !dependenciesDone || inFlight.size() >= kMaxInFlight) drain();
     for (const auto& dependency : command.dependencies) dependency->wait();
-    Status status = command.work ? command.work() : Status::success();
+    Status status;
+    {
+      backends::StreamQueue::Activation active(queues ? deviceQueue.get() : nullptr);
+      status = command.work ? command.work() : Status::success();
+    }
     if (!status.ok()) log::error(command.name + " failed: " + status.error().message);
     {
       // Pop only after running, so that idle() is false while a command runs.
@@ -155,7 +189,12 @@ void Stream::workerLoop() {
       queue_.pop_front();
       queued_.fetch_sub(1, std::memory_order_release);
     }
-    command.completion->complete(std::move(status));
+    if (queues) {
+      command.issued = std::move(status);
+      inFlight.push_back(std::move(command));
+    } else {
+      command.completion->complete(std::move(status));
+    }
   }
 }
 

@@ -52,6 +52,13 @@ using CompletionPtr = std::shared_ptr<Completion>;
 
 enum class StreamKind : uint8_t { Created, Legacy, PerThread };
 
+// What a stream's command does, for a device that queues work (backends::StreamQueue): a
+// HostStep runs once the stream's earlier work has finished on the device (it reads results,
+// measures time, waits, or calls the application); a DeviceStep only issues device work
+// (kernels, copies, fills) and may leave it queued there, its completion reported once the
+// device has finished it.
+enum class CommandKind : uint8_t { HostStep, DeviceStep };
+
 // A requested stream priority clamped into the device's range [greatestStreamPriority, 0], as CUDA
 // clamps priorities outside cuCtxGetStreamPriorityRange's.
 int clampStreamPriority(int priority, const backends::DeviceDescription& device);
@@ -83,7 +90,8 @@ class Stream : public Object {
   // Queue `work` after everything already queued and after `dependencies`. Returns its completion.
   // A failed dependency does not stop `work`; errors surface through the context.
   CompletionPtr enqueue(std::string name, std::function<Status()> work,
-                        std::vector<CompletionPtr> dependencies = {});
+                        std::vector<CompletionPtr> dependencies = {},
+                        CommandKind kind = CommandKind::HostStep);
   // cuStreamWaitEvent: a command that waits for `completion`, so later work runs after it and
   // the stream is not idle until it completes.
   void enqueueWait(CompletionPtr completion);
@@ -107,6 +115,8 @@ class Stream : public Object {
     std::function<Status()> work;
     std::vector<CompletionPtr> dependencies;
     CompletionPtr completion;
+    CommandKind kind = CommandKind::HostStep;
+    Status issued;  // a DeviceStep's own result, while its device work may still be queued
   };
   void workerLoop();
 

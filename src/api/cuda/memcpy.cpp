@@ -47,7 +47,8 @@ Outcome requireRangeInsideKnownMemory(const void* pointer, size_t bytes, const c
 // A context with a sticky error (a failed kernel) refuses all further work with that error.
 Outcome submit(core::Stream& stream, const char* name, std::function<Status()> work, bool wait) {
   if (Status sticky = stream.context().stickyError(); !sticky.ok()) return sticky;
-  Result<core::CompletionPtr> queued = stream.context().enqueue(stream, name, std::move(work));
+  Result<core::CompletionPtr> queued =
+      stream.context().enqueueDeviceWork(stream, name, std::move(work));
   if (!queued) return queued.error();
   core::CompletionPtr done = *queued;
   if (!wait) return {};

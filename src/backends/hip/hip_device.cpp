@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -227,7 +228,8 @@ class HipModule final : public LoadedModule {
 // kept by HIP priority so a high-priority CUDA stream's kernels are dispatched ahead of others.
 class LanePool {
  public:
-  explicit LanePool(const HipLibrary& library) : library_(library) {}
+  LanePool(const HipLibrary& library, int leastPriority)
+      : library_(library), leastPriority_(leastPriority) {}
   ~LanePool() {  // the device is selected by the owner; every lane is idle (operations are done)
     for (auto& [priority, lanes] : idle_)
       for (hipStream_t lane : lanes) library_.api().hipStreamDestroy(lane);
@@ -258,11 +260,67 @@ class LanePool {
     std::lock_guard<std::mutex> lock(mutex_);
     idle_[priority].push_back(lane);
   }
+  // HIP's least priority (CUDA's 0), where work without a priority of its own goes.
+  int leastPriority() const { return leastPriority_; }
 
  private:
   const HipLibrary& library_;
+  int leastPriority_;
   std::mutex mutex_;
   std::map<int, std::vector<hipStream_t>> idle_;
+};
+
+// A stream worker's HIP stream (StreamQueue): a lane held from the first operation after a
+// drain until the next drain, so that the worker's kernels and copies queue back to back on it.
+// A kernel of another priority drains it and takes a lane of its own priority.
+class HipStreamQueue final : public StreamQueue {
+ public:
+  HipStreamQueue(const DeviceBackend& owner, const HipLibrary& library, LanePool& lanes,
+                 int ordinal)
+      : StreamQueue(owner), library_(library), lanes_(lanes), ordinal_(ordinal) {}
+  ~HipStreamQueue() override { (void)drain(); }  // the worker drained it; nothing to wait for
+
+  // The lane to issue on: the held one, unless `hipPriority` (none: any) asks for another.
+  Result<hipStream_t> lane(std::optional<int> hipPriority) {
+    if (lane_ != nullptr && hipPriority && *hipPriority != lanePriority_) ROCUDA_TRY(drain());
+    if (lane_ == nullptr) {
+      int priority = hipPriority.value_or(lanes_.leastPriority());
+      auto lane = lanes_.acquire(priority);
+      if (!lane.ok()) return lane.error();
+      lane_ = *lane;
+      lanePriority_ = priority;
+    }
+    return lane_;
+  }
+  void noteIssued(const std::string& waitedFor) {
+    if (issued_++ == 0) firstIssued_ = waitedFor;
+  }
+
+  Status drain() override {
+    if (lane_ == nullptr) return Status::success();
+    Status result = Status::success();
+    hipError_t status = library_.api().hipSetDevice(ordinal_);
+    if (status == hipSuccess) status = library_.api().hipStreamSynchronize(lane_);
+    if (status != hipSuccess) {
+      std::string waitedFor = firstIssued_;
+      if (issued_ > 1)
+        waitedFor += " and the " + std::to_string(issued_ - 1) + " operations queued after it";
+      result = library_.error(status, "hipStreamSynchronize for " + waitedFor);
+    }
+    lanes_.release(lane_, lanePriority_);
+    lane_ = nullptr;
+    issued_ = 0;
+    return result;
+  }
+
+ private:
+  const HipLibrary& library_;
+  LanePool& lanes_;
+  int ordinal_;
+  hipStream_t lane_ = nullptr;
+  int lanePriority_ = 0;
+  size_t issued_ = 0;        // operations issued since the last drain
+  std::string firstIssued_;  // the first of them, which names a failure
 };
 
 // The code object version to compile for: ROCUDA_AMDGPU_CODE_OBJECT, else 5 on ROCm 6 and later
@@ -286,13 +344,17 @@ class HipDevice final : public DeviceBackend {
         ordinal_(ordinal),
         description_(std::move(description)),
         hipLeastStreamPriority_(hipLeastStreamPriority),
-        lanes_(std::make_unique<LanePool>(*library_)) {}
+        lanes_(std::make_unique<LanePool>(*library_, hipLeastStreamPriority)) {}
 
   ~HipDevice() override {
     if (select().ok()) lanes_.reset();  // destroys the lanes on their device
   }
 
   const DeviceDescription& description() const override { return description_; }
+
+  std::unique_ptr<StreamQueue> createStreamQueue() override {
+    return std::make_unique<HipStreamQueue>(*this, *library_, *lanes_, ordinal_);
+  }
 
   Result<void*> allocateDevice(size_t bytes) override {
     ROCUDA_TRY(select());
@@ -380,7 +442,7 @@ class HipDevice final : public DeviceBackend {
       return Status::success();
     int target = toDevice ? ordinal_ : hipCpuDeviceId;
     std::string what = "hipMemPrefetchAsync of " + std::to_string(bytes) + " bytes";
-    return onLane(0, what, what, [&](hipStream_t lane) {
+    return onLane(std::nullopt, what, what, [&](hipStream_t lane) {
       return api_.hipMemPrefetchAsync(pointer, bytes, target, lane);
     });
   }
@@ -439,7 +501,7 @@ class HipDevice final : public DeviceBackend {
   Status copy(void* destination, const void* source, size_t bytes) override {
     if (bytes == 0) return Status::success();
     std::string what = "hipMemcpyAsync of " + std::to_string(bytes) + " bytes";
-    return onLane(0, what, what, [&](hipStream_t lane) {
+    return onLane(std::nullopt, what, what, [&](hipStream_t lane) {
       return api_.hipMemcpyAsync(destination, source, bytes, hipMemcpyDefault, lane);
     });
   }
@@ -450,7 +512,7 @@ class HipDevice final : public DeviceBackend {
       return makeError(ErrorCode::InvalidValue,
                        "fill element size " + std::to_string(elementBytes) + " is not 1, 2 or 4");
     std::string what = "hipMemsetD" + std::to_string(elementBytes * 8) + "Async";
-    return onLane(0, what, what, [&](hipStream_t lane) {
+    return onLane(std::nullopt, what, what, [&](hipStream_t lane) {
       switch (elementBytes) {
         case 1:
           return api_.hipMemsetD8Async(destination, static_cast<unsigned char>(value), count, lane);
@@ -466,7 +528,7 @@ class HipDevice final : public DeviceBackend {
   Status copy2D(void* destination, size_t destinationPitch, const void* source, size_t sourcePitch,
                 size_t widthBytes, size_t height) override {
     if (widthBytes == 0 || height == 0) return Status::success();
-    return onLane(0, "hipMemcpy2DAsync", "hipMemcpy2DAsync", [&](hipStream_t lane) {
+    return onLane(std::nullopt, "hipMemcpy2DAsync", "hipMemcpy2DAsync", [&](hipStream_t lane) {
       return api_.hipMemcpy2DAsync(destination, destinationPitch, source, sourcePitch, widthBytes,
                                    height, hipMemcpyDefault, lane);
     });
@@ -540,13 +602,18 @@ class HipDevice final : public DeviceBackend {
       registers.isExplicitCluster = values.isExplicitCluster ? 1 : 0;
       arguments.push_back(&registers);
     }
-    // The backend contract is synchronous: the lane is waited for, and faults in the kernel
-    // surface there. What it printed before a fault is still shown.
+    // Faults in the kernel surface where the lane is waited for: here, or at the drain of the
+    // stream worker's queue. A kernel whose module is read or reset after it (its printf
+    // buffer, assert flag or grid workspace) is always waited for here; what it printed before
+    // a fault is still shown.
     const char* call =
         config.cooperative ? "hipModuleLaunchCooperativeKernel" : "hipModuleLaunchKernel";
+    bool readAfter = hipKernel.printfBuffer() != nullptr || hipKernel.assertFlag() != nullptr ||
+                     workspace != nullptr;
     Status finished =
         onLane(config.priority, std::string(call) + " of '" + info.name + "'",
-               "kernel '" + info.name + "'", [&](hipStream_t lane) {
+               "kernel '" + info.name + "'", readAfter ? Finish::Always : Finish::UnlessQueued,
+               [&](hipStream_t lane) {
                  if (workspace != nullptr) {
                    hipError_t status = pointGridWorkspace(*workspace, config.cooperative, lane);
                    if (status != hipSuccess) return status;
@@ -671,15 +738,37 @@ class HipDevice final : public DeviceBackend {
     return status;
   }
 
-  // Issue one asynchronous operation on a lane of CUDA priority `priority` and wait for it (the
-  // backend contract is synchronous). An error names the call, or what was waited for (where a
-  // kernel's fault surfaces).
+  // Whether an operation issued while a stream worker's queue is active may stay queued.
+  enum class Finish : uint8_t { UnlessQueued, Always };
+
+  // Issue one asynchronous operation on a lane of CUDA priority `priority` (none: any lane, for
+  // copies) and wait for it, as the backend contract says; on the calling stream worker's queue
+  // (StreamQueue) it stays queued there unless `finish` is Always. An error names the call, or
+  // what was waited for (where a kernel's fault surfaces).
   template <class Issue>
-  Status onLane(int priority, const std::string& call, const std::string& waitedFor, Issue issue) {
+  Status onLane(std::optional<int> priority, const std::string& call, const std::string& waitedFor,
+                Issue issue) {
+    return onLane(priority, call, waitedFor, Finish::UnlessQueued, issue);
+  }
+  template <class Issue>
+  Status onLane(std::optional<int> priority, const std::string& call, const std::string& waitedFor,
+                Finish finish, Issue issue) {
     ROCUDA_TRY(select());
     // CUDA's priorities (the core clamped them to [greatestStreamPriority, 0]) onto HIP's,
     // counted down from its least.
-    int hipPriority = hipLeastStreamPriority_ + priority;
+    std::optional<int> wanted;
+    if (priority) wanted = hipLeastStreamPriority_ + *priority;
+    if (StreamQueue* active = StreamQueue::active();
+        active != nullptr && &active->owner() == this) {
+      auto& queue = static_cast<HipStreamQueue&>(*active);
+      auto lane = queue.lane(wanted);
+      if (!lane.ok()) return lane.error();
+      if (hipError_t status = issue(*lane); status != hipSuccess)
+        return library_->error(status, call);
+      queue.noteIssued(waitedFor);
+      return finish == Finish::Always ? queue.drain() : Status::success();
+    }
+    int hipPriority = wanted.value_or(hipLeastStreamPriority_);
     auto lane = lanes_->acquire(hipPriority);
     if (!lane.ok()) return lane.error();
     hipError_t status = issue(*lane);

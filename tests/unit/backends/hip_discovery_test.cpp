@@ -500,6 +500,84 @@ TEST_F(HipDouble, StreamPrioritiesSelectLanesOfHipsLevels) {
   EXPECT_EQ(calls(), "hipSetDevice;hipModuleLaunchKernel(s1);hipStreamSynchronize(s1);");
 }
 
+// A stream worker's queue (StreamQueue): with it active, kernels and copies are issued back to
+// back on one lane and waited for once, at the drain; a kernel of another priority drains first
+// and takes a lane of its own; a fault surfaces at the drain, naming the first operation.
+TEST_F(HipDouble, AStreamQueueIssuesBackToBackAndWaitsAtItsDrain) {
+  ScopedEnv count("FAKE_HIP_COUNT", "2");
+  HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
+  ASSERT_EQ(result.devices.size(), 2u);
+  DeviceBackend& device = *result.devices[0];
+  auto module = device.loadPtx(kScalePtx, "scale.ptx");
+  ASSERT_TRUE(module.ok()) << module.error().message;
+  LoadedKernel* kernel = (*module)->kernel("scale");
+  ASSERT_NE(kernel, nullptr);
+  auto memory = device.allocateDevice(64);
+  ASSERT_TRUE(memory.ok());
+  std::unique_ptr<StreamQueue> queue = device.createStreamQueue();
+  ASSERT_NE(queue, nullptr);
+  ScaleParams params;
+  LaunchConfig config;
+  char host[64] = "payload";
+  calls();
+  {
+    StreamQueue::Activation active(queue.get());
+    ASSERT_TRUE(device.copy(*memory, host, sizeof host).ok());
+    ASSERT_TRUE(device.launch(*kernel, config, &params).ok());
+    ASSERT_TRUE(device.fill(*memory, 7, 4, 8).ok());
+    ASSERT_TRUE(device.launch(*kernel, config, &params).ok());
+    EXPECT_EQ(calls(),
+              "hipSetDevice;hipStreamCreateWithPriority(s1, flags 1, priority 1);"
+              "hipMemcpyAsync(s1);hipSetDevice;hipModuleLaunchKernel(s1);"
+              "hipSetDevice;hipMemsetD32Async(s1);hipSetDevice;hipModuleLaunchKernel(s1);");
+    // Another device's operations on this thread stay synchronous.
+    auto other = result.devices[1]->allocateDevice(64);
+    ASSERT_TRUE(other.ok());
+    calls();
+    ASSERT_TRUE(result.devices[1]->copy(*other, host, sizeof host).ok());
+    EXPECT_EQ(calls(),
+              "hipSetDevice;hipStreamCreateWithPriority(s2, flags 1, priority 1);"
+              "hipMemcpyAsync(s2);hipStreamSynchronize(s2);");
+    result.devices[1]->freeDevice(*other);
+    calls();
+    // A kernel of a higher priority: the lane so far is drained, a lane of that level taken.
+    config.priority = -1;
+    ASSERT_TRUE(device.launch(*kernel, config, &params).ok());
+    EXPECT_EQ(calls(),
+              "hipSetDevice;hipSetDevice;hipStreamSynchronize(s1);"
+              "hipStreamCreateWithPriority(s3, flags 1, priority 0);hipModuleLaunchKernel(s3);");
+    // A copy goes on whatever lane the queue holds.
+    ASSERT_TRUE(device.copy(*memory, host, sizeof host).ok());
+    EXPECT_EQ(calls(), "hipSetDevice;hipMemcpyAsync(s3);");
+  }
+  ASSERT_TRUE(queue->drain().ok());
+  EXPECT_EQ(calls(), "hipSetDevice;hipStreamSynchronize(s3);");
+  ASSERT_TRUE(queue->drain().ok());  // nothing queued: nothing to wait for
+  EXPECT_EQ(calls(), "");
+  // Without the queue active, operations finish before they return, as before.
+  ASSERT_TRUE(device.copy(*memory, host, sizeof host).ok());
+  EXPECT_EQ(calls(), "hipSetDevice;hipMemcpyAsync(s1);hipStreamSynchronize(s1);");
+
+  // A fault of queued work is the drain's error, naming the first operation queued.
+  config.priority = 0;
+  {
+    StreamQueue::Activation active(queue.get());
+    ASSERT_TRUE(device.launch(*kernel, config, &params).ok());
+    ASSERT_TRUE(device.launch(*kernel, config, &params).ok());
+    ASSERT_TRUE(device.copy(*memory, host, sizeof host).ok());
+  }
+  ScopedEnv fault("FAKE_HIP_SYNC_ERROR", "700");
+  Status drained = queue->drain();
+  ASSERT_FALSE(drained.ok());
+  EXPECT_EQ(drained.error().code, ErrorCode::IllegalAddress);
+  EXPECT_TRUE(contains(drained.error().message,
+                       "hipStreamSynchronize for kernel 'scale' and the 2 operations queued "
+                       "after it"))
+      << drained.error().message;
+  queue.reset();
+  device.freeDevice(*memory);
+}
+
 TEST_F(HipDouble, CodeObjectVersionFollowsTheRuntime) {
   ScopedEnv version("FAKE_HIP_VERSION", "50200000");
   HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
@@ -845,6 +923,24 @@ TEST_F(HipDouble, PrintingModulesGetABufferThatEachLaunchDrains) {
   ASSERT_TRUE(device.launch(*(*module)->kernel("hello"), config, nullptr).ok());
   EXPECT_FALSE(contains(calls(), "hipMalloc"));
   EXPECT_EQ(*symbol, resized);
+
+  // On a stream worker's queue, the printing kernel is still waited for before its buffer is
+  // read, and with it what was queued before.
+  auto memory = device.allocateDevice(64);
+  ASSERT_TRUE(memory.ok());
+  std::unique_ptr<StreamQueue> queue = device.createStreamQueue();
+  {
+    StreamQueue::Activation active(queue.get());
+    ASSERT_TRUE(device.fill(*memory, 7, 4, 8).ok());
+    calls();
+    ASSERT_TRUE(device.launch(*(*module)->kernel("hello"), config, nullptr).ok());
+  }
+  std::string log = calls();
+  EXPECT_TRUE(contains(log, "hipModuleLaunchKernel(s1);hipSetDevice;hipStreamSynchronize(s1);"))
+      << log;
+  ASSERT_TRUE(queue->drain().ok());
+  EXPECT_EQ(calls(), "");
+  device.freeDevice(*memory);
 }
 
 TEST(HipPrintf, RecordsFormatWithTheModulesFormats) {
