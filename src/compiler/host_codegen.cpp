@@ -38,12 +38,9 @@ void setLlvmFlag(llvm::StringRef name, llvm::StringRef value = "true") {
 
 }  // namespace
 
-void initializeNativeTarget() {
+void configureLlvmOptions() {
   static std::once_flag once;
   std::call_once(once, [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-    llvm::InitializeNativeTargetAsmParser();
     // On AVX-512 hosts X86's domain reassignment (moving mask arithmetic into k registers) takes
     // time that grows far faster than the function: three quarters of the code generation of
     // llama.cpp's MMQ kernels (171 of 227 s for one module) for no measurable gain.
@@ -53,6 +50,22 @@ void initializeNativeTarget() {
     // 156849, fixed after LLVM 19): a block form's thread loop then reads the wrong elements.
     // Strided accesses become gathers instead, which compute every lane's own address.
     setLlvmFlag("enable-interleaved-mem-accesses", "false");
+    // CodeGenPrepare starts over from a function's first block after every change to the
+    // control flow unless the function is "huge", when it revisits only the blocks it changed.
+    // Below that size (10,000 blocks) the restarts are quadratic: 41% of the code generation of
+    // CUB's one-sweep radix sort kernel (797 blocks) for gfx1100. Every function is treated as
+    // huge; the Thrust module's gfx1100 assembly is the same byte for byte.
+    setLlvmFlag("cgpp-huge-func", "0");
+  });
+}
+
+void initializeNativeTarget() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+    configureLlvmOptions();
   });
 }
 

@@ -29,6 +29,9 @@ namespace rocuda::compiler::detail {
 
 // Initialise LLVM's native target once per process (thread-safe).
 void initializeNativeTarget();
+// Set LLVM's process-wide options the compilers rely on, once per process (thread-safe): every
+// target is compiled under the same options whichever is compiled first.
+void configureLlvmOptions();
 
 // A TargetMachine for this host (process triple, host CPU and its features), PIC.
 Result<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine(int optLevel);

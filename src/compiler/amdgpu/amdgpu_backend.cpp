@@ -29,6 +29,7 @@ Result<std::unique_ptr<llvm::TargetMachine>> createAmdgpuTargetMachine(const Amd
     LLVMInitializeAMDGPUTarget();
     LLVMInitializeAMDGPUTargetMC();
     LLVMInitializeAMDGPUAsmPrinter();
+    detail::configureLlvmOptions();
   });
   if (amdgpuWavefrontSize(target.processor) == 0)
     return makeError(ErrorCode::InvalidValue,
