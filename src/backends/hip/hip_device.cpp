@@ -7,6 +7,9 @@
 #include "backends/hip/hip_device.h"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -59,6 +62,39 @@ struct DeviceHeapPointer {
   std::mutex mutex;
 };
 
+// A module's launch buffer for dynamic parallelism (amdgpu_codegen.h,
+// kAmdgpuDeviceLaunchesSymbol): device memory for an AmdgpuDeviceLaunchHeader and
+// kAmdgpuPendingLaunches records of the module's largest kernel, which the symbol points at.
+// Launches of the module's kernels take turns with it (launchMutex) from the header's reset to
+// the reading of the grids they launched. Kernels are found by the device address of their name.
+struct DeviceLaunches {
+  void* buffer = nullptr;
+  uint64_t capacity = 0;  // bytes for records
+  LoadedModule* module = nullptr;
+  std::map<uint64_t, LoadedKernel*> kernelsByName;
+  std::mutex launchMutex;
+};
+
+// A module's slots for cudaGraphSetConditional (amdgpu_codegen.h, kAmdgpuGraphConditionsSymbol):
+// zeroed before each launch of its kernels, which take turns with them (launchMutex), and read
+// after it for the graph launch running the kernel.
+struct GraphConditionSlots {
+  void* buffer = nullptr;
+  std::mutex launchMutex;
+  static constexpr size_t kBytes =
+      compiler::kAmdgpuGraphConditionSlots * sizeof(compiler::AmdgpuGraphConditionSlot);
+};
+
+// A grid a kernel launched, read from the launch buffer after the kernel finished.
+struct DeviceLaunch {
+  LoadedKernel* kernel = nullptr;
+  std::array<uint32_t, 3> grid{}, block{};
+  uint32_t sharedBytes = 0;
+  uint32_t sequence = 0;
+  bool tail = false;
+  std::vector<uint8_t> params;
+};
+
 // Device malloc's heap of one context on one GPU: cudaLimitMallocHeapSize bytes of device
 // memory that start with an AmdgpuDeviceHeapHeader; freed with the context's heap
 // (DeviceMallocHeap::release).
@@ -85,6 +121,7 @@ class HipKernel final : public LoadedKernel {
  public:
   HipKernel(const compiler::KernelInfo& info, hipFunction_t function, PrintfBuffer* printf,
             void* assertFlag, GridWorkspace* gridWorkspace, DeviceHeapPointer* heapPointer,
+            DeviceLaunches* deviceLaunches, GraphConditionSlots* graphConditions,
             KernelResources resources)
       : info_(info),
         function_(function),
@@ -92,6 +129,8 @@ class HipKernel final : public LoadedKernel {
         assertFlag_(assertFlag),
         gridWorkspace_(gridWorkspace),
         heapPointer_(heapPointer),
+        deviceLaunches_(deviceLaunches),
+        graphConditions_(graphConditions),
         resources_(resources) {
     if (resources_.registersPerThread < 0) resources_.registersPerThread = 0;  // unknown
   }
@@ -106,6 +145,10 @@ class HipKernel final : public LoadedKernel {
   GridWorkspace* gridWorkspace() const { return gridWorkspace_; }
   // The module's device heap pointer; null when no kernel of the module calls malloc or free.
   DeviceHeapPointer* heapPointer() const { return heapPointer_; }
+  // The module's launch buffer; null when no kernel of the module launches kernels.
+  DeviceLaunches* deviceLaunches() const { return deviceLaunches_; }
+  // The module's cudaGraphSetConditional slots; null when no kernel of the module calls it.
+  GraphConditionSlots* graphConditions() const { return graphConditions_; }
 
  private:
   const compiler::KernelInfo& info_;  // owned by the module
@@ -114,6 +157,8 @@ class HipKernel final : public LoadedKernel {
   void* assertFlag_;
   GridWorkspace* gridWorkspace_;    // owned by the module
   DeviceHeapPointer* heapPointer_;  // owned by the module
+  DeviceLaunches* deviceLaunches_;  // owned by the module
+  GraphConditionSlots* graphConditions_;  // owned by the module
   KernelResources resources_;
 };
 
@@ -123,6 +168,8 @@ struct ModuleSymbols {
   bool assertFlag = false;
   bool gridWorkspace = false;
   bool deviceHeap = false;
+  bool deviceLaunches = false;
+  bool graphConditions = false;
 };
 
 // A code object loaded into one device; unloaded with the module.
@@ -137,6 +184,8 @@ class HipModule final : public LoadedModule {
     if (api.hipSetDevice(ordinal_) != hipSuccess) return;
     printf_.reset();
     if (gridWorkspace_ && gridWorkspace_->workspace) api.hipFree(gridWorkspace_->workspace);
+    if (deviceLaunches_ && deviceLaunches_->buffer) api.hipFree(deviceLaunches_->buffer);
+    if (graphConditions_ && graphConditions_->buffer) api.hipFree(graphConditions_->buffer);
     hipError_t status = api.hipModuleUnload(module_);
     if (status != hipSuccess) log::warning(library_->error(status, "hipModuleUnload").message);
   }
@@ -173,15 +222,32 @@ class HipModule final : public LoadedModule {
             status, "hipMalloc of the grid workspace of module '" + std::string(moduleName) + "'");
       gridWorkspace_ = std::move(workspace);
     }
+    if (symbols.deviceLaunches) ROCUDA_TRY(createDeviceLaunches(moduleName, lookUp));
+    if (symbols.graphConditions) {
+      auto slots = std::make_unique<GraphConditionSlots>();
+      void* symbol = nullptr;
+      ROCUDA_TRY(lookUp(compiler::kAmdgpuGraphConditionsSymbol, &symbol));
+      hipError_t status = api.hipMalloc(&slots->buffer, GraphConditionSlots::kBytes);
+      if (status != hipSuccess)
+        return library_->error(status, "hipMalloc of the graph condition slots of module '" +
+                                           std::string(moduleName) + "'");
+      graphConditions_ = std::move(slots);
+      uint64_t address = reinterpret_cast<uintptr_t>(graphConditions_->buffer);
+      status = api.hipMemcpy(symbol, &address, sizeof address, hipMemcpyDefault);
+      if (status != hipSuccess)
+        return library_->error(status, "pointing module '" + std::string(moduleName) +
+                                           "' at its graph condition slots");
+    }
     for (const compiler::KernelInfo& k : info_.kernels) {
       hipFunction_t function = nullptr;
       hipError_t status = api.hipModuleGetFunction(&function, module_, k.name.c_str());
       if (status != hipSuccess)
         return library_->error(status, "hipModuleGetFunction('" + k.name + "') in module '" +
                                            std::string(moduleName) + "'");
-      kernels_.emplace(k.name, std::make_unique<HipKernel>(k, function, printf_.get(), assertFlag,
-                                                           gridWorkspace_.get(), heapPointer_.get(),
-                                                           codeObjectResources(api, function)));
+      kernels_.emplace(k.name, std::make_unique<HipKernel>(
+                                   k, function, printf_.get(), assertFlag, gridWorkspace_.get(),
+                                   heapPointer_.get(), deviceLaunches_.get(),
+                                   graphConditions_.get(), codeObjectResources(api, function)));
     }
     for (const compiler::GlobalInfo& g : info_.globals) {
       void* address = nullptr;
@@ -211,6 +277,34 @@ class HipModule final : public LoadedModule {
   }
 
  private:
+  // The launch buffer, sized for kAmdgpuPendingLaunches launches of the largest kernel, and the
+  // module's symbol pointed at it.
+  template <class LookUp>
+  Status createDeviceLaunches(std::string_view moduleName, LookUp& lookUp) {
+    const HipApi& api = library_->api();
+    auto launches = std::make_unique<DeviceLaunches>();
+    launches->module = this;
+    uint64_t largest = 0;
+    for (const compiler::KernelInfo& k : info_.kernels)
+      largest = std::max<uint64_t>(largest, k.paramBufferSize);
+    uint64_t record = (sizeof(compiler::AmdgpuDeviceLaunchRecord) + largest + 15) / 16 * 16;
+    launches->capacity = compiler::kAmdgpuPendingLaunches * record;
+    void* symbol = nullptr;
+    ROCUDA_TRY(lookUp(compiler::kAmdgpuDeviceLaunchesSymbol, &symbol));
+    hipError_t status = api.hipMalloc(
+        &launches->buffer, sizeof(compiler::AmdgpuDeviceLaunchHeader) + launches->capacity);
+    if (status != hipSuccess)
+      return library_->error(
+          status, "hipMalloc of the launch buffer of module '" + std::string(moduleName) + "'");
+    deviceLaunches_ = std::move(launches);
+    uint64_t address = reinterpret_cast<uintptr_t>(deviceLaunches_->buffer);
+    status = api.hipMemcpy(symbol, &address, sizeof address, hipMemcpyDefault);
+    if (status != hipSuccess)
+      return library_->error(
+          status, "pointing module '" + std::string(moduleName) + "' at its launch buffer");
+    return Status::success();
+  }
+
   std::shared_ptr<HipLibrary> library_;
   int ordinal_;
   compiler::ModuleInfo info_;
@@ -218,6 +312,8 @@ class HipModule final : public LoadedModule {
   std::unique_ptr<PrintfBuffer> printf_;
   std::unique_ptr<GridWorkspace> gridWorkspace_;
   std::unique_ptr<DeviceHeapPointer> heapPointer_;
+  std::unique_ptr<DeviceLaunches> deviceLaunches_;
+  std::unique_ptr<GraphConditionSlots> graphConditions_;
   std::unordered_map<std::string, std::unique_ptr<HipKernel>> kernels_;
   std::unordered_map<std::string, void*> globals_;
 };
@@ -561,12 +657,43 @@ class HipDevice final : public DeviceBackend {
     symbols.gridWorkspace =
         codeObjectDefines(compiled->output, compiler::kAmdgpuGridWorkspaceSymbol);
     symbols.deviceHeap = codeObjectDefines(compiled->output, compiler::kAmdgpuDeviceHeapSymbol);
+    symbols.deviceLaunches =
+        codeObjectDefines(compiled->output, compiler::kAmdgpuDeviceLaunchesSymbol);
+    symbols.graphConditions =
+        codeObjectDefines(compiled->output, compiler::kAmdgpuGraphConditionsSymbol);
     ROCUDA_TRY(loaded->resolve(moduleName, symbols));
     return std::unique_ptr<LoadedModule>(std::move(loaded));
   }
 
   Status launch(LoadedKernel& kernel, const LaunchConfig& config, const void* params) override {
-    auto& hipKernel = static_cast<HipKernel&>(kernel);
+    return launchWithChildren(static_cast<HipKernel&>(kernel), config, params, 0);
+  }
+
+ private:
+  // A grid, then each grid its threads launched (dynamic parallelism) with the grids those
+  // launch in turn, depth first: launch order, tail launches last (amdgpu_codegen.h). A failed
+  // child fails its parent's launch, as on NVIDIA's device runtime.
+  Status launchWithChildren(HipKernel& kernel, const LaunchConfig& config, const void* params,
+                            uint32_t depth) {
+    std::vector<DeviceLaunch> children;
+    ROCUDA_TRY(launchGrid(kernel, config, params, depth, children));
+    for (DeviceLaunch& child : children) {
+      LaunchConfig childConfig = config;
+      childConfig.grid = child.grid;
+      childConfig.block = child.block;
+      childConfig.dynamicSharedBytes = child.sharedBytes;
+      childConfig.cooperative = false;
+      childConfig.conditions = nullptr;
+      childConfig.explicitCluster = false;
+      ROCUDA_TRY(launchWithChildren(static_cast<HipKernel&>(*child.kernel), childConfig,
+                                    child.params.data(), depth + 1));
+    }
+    return Status::success();
+  }
+
+  // One grid at nesting depth `depth`; `children` receives the grids it launched.
+  Status launchGrid(HipKernel& hipKernel, const LaunchConfig& config, const void* params,
+                    uint32_t depth, std::vector<DeviceLaunch>& children) {
     const compiler::KernelInfo& info = hipKernel.info();
     if (config.cooperative && api_.hipModuleLaunchCooperativeKernel == nullptr) {
       std::string message = "cooperative launch of '" + info.name + "' on " + description_.name +
@@ -586,6 +713,24 @@ class HipDevice final : public DeviceBackend {
     }
     GridWorkspace* workspace = hipKernel.gridWorkspace();
     if (workspace != nullptr) workspaceTurn = std::unique_lock<std::mutex>(workspace->launchMutex);
+    DeviceLaunches* launches = hipKernel.deviceLaunches();
+    std::unique_lock<std::mutex> launchesTurn;
+    if (launches != nullptr) {
+      launchesTurn = std::unique_lock<std::mutex>(launches->launchMutex);
+      ROCUDA_TRY(resetDeviceLaunches(*launches, depth, info.name));
+    }
+    GraphConditionSlots* conditions = hipKernel.graphConditions();
+    std::unique_lock<std::mutex> conditionsTurn;
+    if (conditions != nullptr) {
+      conditionsTurn = std::unique_lock<std::mutex>(conditions->launchMutex);
+      ROCUDA_TRY(select());
+      static const compiler::AmdgpuGraphConditionSlot empty[compiler::kAmdgpuGraphConditionSlots] =
+          {};
+      hipError_t status = api_.hipMemcpy(conditions->buffer, empty, sizeof empty, hipMemcpyDefault);
+      if (status != hipSuccess)
+        return library_->error(status,
+                               "clearing the graph condition slots for kernel '" + info.name + "'");
+    }
     // kernelParams[i] points at parameter i inside CUDA's packed buffer: the code object's
     // kernel arguments have the same offsets, so HIP copies each into place.
     std::vector<void*> arguments;
@@ -609,7 +754,7 @@ class HipDevice final : public DeviceBackend {
     const char* call =
         config.cooperative ? "hipModuleLaunchCooperativeKernel" : "hipModuleLaunchKernel";
     bool readAfter = hipKernel.printfBuffer() != nullptr || hipKernel.assertFlag() != nullptr ||
-                     workspace != nullptr;
+                     workspace != nullptr || launches != nullptr || conditions != nullptr;
     Status finished =
         onLane(config.priority, std::string(call) + " of '" + info.name + "'",
                "kernel '" + info.name + "'", readAfter ? Finish::Always : Finish::UnlessQueued,
@@ -634,11 +779,102 @@ class HipDevice final : public DeviceBackend {
       if (finished.ok()) finished = std::move(drained);
     }
     if (void* flag = hipKernel.assertFlag(); flag != nullptr && finished.ok())
-      return checkAssertFlag(flag, info.name);
+      finished = checkAssertFlag(flag, info.name);
+    if (launches != nullptr && finished.ok())
+      finished = readDeviceLaunches(*launches, info.name, children);
+    if (conditions != nullptr && finished.ok())
+      finished = applyGraphConditions(*conditions, config.conditions, info.name);
     return finished;
   }
 
- private:
+  // The conditions the kernel set (cudaGraphSetConditional), for the graph launch running it.
+  // NVIDIA leaves a call outside a graph, or with another graph's handle, undefined: it is
+  // reported (once) and ignored, as on the CPU device.
+  Status applyGraphConditions(GraphConditionSlots& slots, GraphConditions* conditions,
+                              const std::string& kernelName) {
+    compiler::AmdgpuGraphConditionSlot set[compiler::kAmdgpuGraphConditionSlots];
+    hipError_t status = api_.hipMemcpy(set, slots.buffer, sizeof set, hipMemcpyDefault);
+    if (status != hipSuccess)
+      return library_->error(status,
+                             "reading the graph conditions kernel '" + kernelName + "' set");
+    for (const auto& slot : set) {
+      if (slot.handle == 0) break;  // slots are claimed in order
+      if (conditions != nullptr && conditions->set(slot.handle, slot.value)) continue;
+      static std::atomic<bool> reported{false};
+      if (!reported.exchange(true))
+        log::warning("cudaGraphSetConditional in kernel '" + kernelName +
+                     (conditions == nullptr ? "' launched outside a graph: ignored"
+                                            : "' with a handle not of its graph: ignored"));
+    }
+    return Status::success();
+  }
+
+  // Before a launch of a kernel of a launching module: no records, the grid's nesting depth.
+  Status resetDeviceLaunches(DeviceLaunches& launches, uint32_t depth,
+                             const std::string& kernelName) {
+    ROCUDA_TRY(select());
+    compiler::AmdgpuDeviceLaunchHeader header;
+    header.capacity = launches.capacity;
+    header.depth = depth;
+    hipError_t status = api_.hipMemcpy(launches.buffer, &header, sizeof header, hipMemcpyDefault);
+    if (status != hipSuccess)
+      return library_->error(status, "resetting the launch buffer for kernel '" + kernelName + "'");
+    return Status::success();
+  }
+
+  // The grids the kernel's threads launched, in the order they run.
+  Status readDeviceLaunches(DeviceLaunches& launches, const std::string& kernelName,
+                            std::vector<DeviceLaunch>& children) {
+    using Record = compiler::AmdgpuDeviceLaunchRecord;
+    compiler::AmdgpuDeviceLaunchHeader header;
+    hipError_t status = api_.hipMemcpy(&header, launches.buffer, sizeof header, hipMemcpyDefault);
+    if (status != hipSuccess)
+      return library_->error(status, "reading the launches of kernel '" + kernelName + "'");
+    if (header.used > launches.capacity)
+      log::warning("kernel '" + kernelName + "' asked for more parameter buffers than the " +
+                   std::to_string(compiler::kAmdgpuPendingLaunches) +
+                   " pending launches the device runtime holds; those launches failed with "
+                   "cudaErrorLaunchPendingCountExceeded");
+    if (header.launched == 0) return Status::success();
+    uint64_t used = std::min(header.used, launches.capacity);
+    std::vector<uint8_t> records(used);
+    status = api_.hipMemcpy(records.data(), static_cast<uint8_t*>(launches.buffer) + sizeof header,
+                            used, hipMemcpyDefault);
+    if (status != hipSuccess)
+      return library_->error(status, "reading the launches of kernel '" + kernelName + "'");
+    for (uint64_t offset = 0; offset + sizeof(Record) <= used;) {
+      Record record;
+      std::memcpy(&record, records.data() + offset, sizeof record);
+      uint64_t size = (sizeof(Record) + uint64_t(record.paramBytes) + 15) / 16 * 16;
+      if (offset + size > used) break;
+      if (record.sequence != 0) {
+        LoadedKernel*& child = launches.kernelsByName[record.kernelName];
+        if (child == nullptr)
+          child = launches.module->kernel(readDeviceString(api_, record.kernelName));
+        if (child == nullptr || record.paramBytes < child->info().paramBufferSize)
+          return makeError(ErrorCode::LaunchFailed,
+                           "kernel '" + kernelName +
+                               "' launched a grid of a function that is not a kernel of its "
+                               "module (or with too few parameter bytes)");
+        DeviceLaunch launch;
+        launch.kernel = child;
+        std::copy(std::begin(record.grid), std::end(record.grid), launch.grid.begin());
+        std::copy(std::begin(record.block), std::end(record.block), launch.block.begin());
+        launch.sharedBytes = record.sharedBytes;
+        launch.sequence = record.sequence;
+        launch.tail = record.tail != 0;
+        const uint8_t* bytes = records.data() + offset + sizeof(Record);
+        launch.params.assign(bytes, bytes + record.paramBytes);
+        children.push_back(std::move(launch));
+      }
+      offset += size;
+    }
+    std::sort(children.begin(), children.end(), [](const DeviceLaunch& a, const DeviceLaunch& b) {
+      return std::make_pair(a.tail, a.sequence) < std::make_pair(b.tail, b.sequence);
+    });
+    return Status::success();
+  }
+
   // A kernel whose thread failed an assert raised its module's flag (and ended that wavefront):
   // the launch fails as on NVIDIA, and the flag is cleared for the next launch. The module's
   // printf lock is held (asserting modules print their message), so no other launch races.

@@ -134,11 +134,10 @@ PrintfBuffer::~PrintfBuffer() {
   if (status != hipSuccess) log::warning(library_->error(status, "hipFree (printf)").message);
 }
 
-std::string PrintfBuffer::readDeviceString(uint64_t address) const {
+std::string readDeviceString(const HipApi& api, uint64_t address) {
   // Chunks until the NUL; a chunk that cannot be read (the end of an allocation, or private
   // memory, which the host cannot reach) is retried byte by byte.
   constexpr size_t kLimit = 4096, kChunk = 64;
-  const HipApi& api = library_->api();
   std::string text;
   auto* at = reinterpret_cast<const char*>(address);
   while (text.size() < kLimit) {
@@ -172,8 +171,9 @@ Status PrintfBuffer::drain(std::string_view kernelName) {
   status = api.hipMemcpy(records.data(), static_cast<uint8_t*>(device_) + sizeof header, bytes,
                          hipMemcpyDefault);
   if (status != hipSuccess) return library_->error(status, "hipMemcpy of the printf records");
-  std::string text = formatPrintfRecords(records.data(), bytes, formats_,
-                                         [this](uint64_t a) { return readDeviceString(a); });
+  std::string text = formatPrintfRecords(records.data(), bytes, formats_, [this](uint64_t a) {
+    return readDeviceString(library_->api(), a);
+  });
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
   if (header.dropped != 0)

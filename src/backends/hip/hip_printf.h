@@ -23,6 +23,11 @@ namespace rocuda::backends::hip {
 std::string formatPrintfRecords(const uint8_t* records, size_t bytes, std::string_view formats,
                                 const device_printf::StringReader& readString);
 
+// The NUL-terminated string at a device address (at most 4 KiB; "(unreadable)" when the host
+// cannot read it): printf's %s arguments and run-time formats, the names of kernels launched
+// from the device.
+std::string readDeviceString(const HipApi& api, uint64_t address);
+
 // Whether a code object has the symbol `name` (kAmdgpuPrintfBufferSymbol: its kernels print;
 // kAmdgpuAssertFlagSymbol: they assert).
 bool codeObjectDefines(const std::vector<uint8_t>& codeObject, std::string_view name);
@@ -54,7 +59,6 @@ class PrintfBuffer {
         symbol_(symbol),
         device_(device),
         formats_(std::move(formats)) {}
-  std::string readDeviceString(uint64_t address) const;
   // Write a header with no records and the whole capacity free.
   hipError_t empty();
   // empty(), then point the module's symbol at the buffer.

@@ -87,6 +87,56 @@ struct alignas(16) AmdgpuDeviceHeapHeader {
 };
 static_assert(sizeof(AmdgpuDeviceHeapHeader) == 512);
 
+// Dynamic parallelism on AMD GPUs (kernels launching kernels): a module whose kernels call the
+// device runtime's launch functions (__cudaCDP2GetParameterBufferV2, __cudaCDP2LaunchDeviceV2 and
+// their first forms) has a u64 kAmdgpuDeviceLaunchesSymbol, which the host points at a buffer of
+// device memory that starts with an AmdgpuDeviceLaunchHeader. A parameter buffer is handed out as
+// an AmdgpuDeviceLaunchRecord followed by the kernel's parameters (CUDA's packed layout), the
+// whole rounded up to 16 bytes, cut from the buffer by an atomic add to `used` (a request that
+// does not fit gets NULL and cudaErrorLaunchPendingCountExceeded); a launch numbers its record
+// (`sequence`, from 1) by an atomic add to `launched`. The host runs the numbered records after the
+// launching grid has finished, in launch order, each followed by the grids it launches in turn,
+// tail launches last: one of the orders CUDA allows. `depth` is the nesting depth of the grid
+// running (0 for one the host launched); a launch past kAmdgpuMaxLaunchNesting fails with
+// cudaErrorLaunchMaxDepthExceeded. Device-side stream and event handles are numbered by
+// `handles`.
+inline constexpr const char* kAmdgpuDeviceLaunchesSymbol = "__rocuda_device_launches";
+inline constexpr uint32_t kAmdgpuMaxLaunchNesting = 24;   // CUDA's
+inline constexpr uint32_t kAmdgpuPendingLaunches = 2048;  // cudaLimitDevRuntimePendingLaunchCount
+struct AmdgpuDeviceLaunchHeader {
+  uint64_t capacity = 0;  // bytes for records after this header
+  uint64_t used = 0;      // bytes requested (past capacity: requests that did not fit)
+  uint32_t launched = 0;  // records numbered so far
+  uint32_t depth = 0;
+  uint32_t handles = 0;
+  uint32_t reserved = 0;
+};
+static_assert(sizeof(AmdgpuDeviceLaunchHeader) == 32);
+struct AmdgpuDeviceLaunchRecord {
+  uint64_t kernelName = 0;  // device address of the kernel's name (0 until a launch names it)
+  uint32_t grid[3] = {};
+  uint32_t block[3] = {};
+  uint32_t sharedBytes = 0;
+  uint32_t paramBytes = 0;  // the parameter bytes that follow
+  uint32_t sequence = 0;    // 0 until launched
+  uint32_t tail = 0;        // 1: launched into cudaStreamTailLaunch
+};
+static_assert(sizeof(AmdgpuDeviceLaunchRecord) == 48);
+
+// cudaGraphSetConditional on AMD GPUs: a module whose kernels call it has a u64
+// kAmdgpuGraphConditionsSymbol, which the host points at kAmdgpuGraphConditionSlots slots in
+// device memory, zeroed before each launch. A call claims the slot of its handle (a
+// compare-and-exchange from 0; handles are never 0) and writes the value there; after the kernel
+// the host sets each claimed handle's condition of the graph launch running it.
+inline constexpr const char* kAmdgpuGraphConditionsSymbol = "__rocuda_graph_conditions";
+inline constexpr uint32_t kAmdgpuGraphConditionSlots = 64;
+struct AmdgpuGraphConditionSlot {
+  uint64_t handle = 0;
+  uint32_t value = 0;
+  uint32_t reserved = 0;
+};
+static_assert(sizeof(AmdgpuGraphConditionSlot) == 16);
+
 // The special registers that depend on the launch, for kernels with
 // KernelInfo::readsLaunchRegisters: the host passes them as one more kernel argument after the
 // PTX parameters (hipModuleLaunchKernel's kernelParams), which the kernel copies into its LDS at

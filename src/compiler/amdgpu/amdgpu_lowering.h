@@ -169,6 +169,31 @@ bool defineWarpCollective(llvm::Function& fn, unsigned waveSize);
 // context's heap (amdgpu_codegen.h, kAmdgpuDeviceHeapSymbol); false for any other function.
 bool defineDeviceMalloc(llvm::Function& fn);
 
+// Dynamic parallelism's device runtime (lower_device_launches.cpp; amdgpu_codegen.h:
+// kAmdgpuDeviceLaunchesSymbol): the functions nvcc's kernels call to launch kernels, make
+// device-side streams and events and read the last error.
+inline const std::vector<std::string> kDeviceLaunchFunctions = {
+    "__cudaCDP2GetParameterBufferV2",  "__cudaCDP2GetParameterBuffer",
+    "__cudaCDP2LaunchDeviceV2",        "__cudaCDP2LaunchDevice",
+    "__cudaCDP2GetLastError",          "__cudaCDP2PeekAtLastError",
+    "__cudaCDP2StreamCreateWithFlags", "__cudaCDP2StreamDestroy",
+    "__cudaCDP2EventCreateWithFlags",  "__cudaCDP2EventRecord",
+    "__cudaCDP2StreamWaitEvent",       "__cudaCDP2EventDestroy"};
+// Defines `fn` when it is one of them (with nvcc's signature). `lastErrors` is the LDS array of
+// each thread's last error (u16, by linear thread index), which every kernel that reaches them
+// clears at entry (clearLastErrorAtEntry); parameter sizes come from `info`.
+bool defineDeviceLaunchFunction(llvm::Function& fn, llvm::Value* lastErrors,
+                                const ModuleInfo& info);
+void clearLastErrorAtEntry(llvm::Function& kernel, llvm::Value* lastErrors);
+// cudaGraphSetConditional (amdgpu_codegen.h: kAmdgpuGraphConditionsSymbol): defines `fn` when it
+// is that function.
+bool defineGraphSetConditional(llvm::Function& fn);
+// After the optimiser: a launch's parameter size, known by then from the kernel reference it
+// names in the common case (a compare against every kernel otherwise). Runs before emission.
+void resolveKernelParameterBytes(llvm::Module& module);
+// The thread's index in its block, x fastest (CUDA's and the wavefronts' order).
+llvm::Value* linearThreadIndex(llvm::IRBuilder<>& b);
+
 // A global of the code object the host looks up by name (hipModuleGetGlobal): addrspace(1),
 // external, protected visibility.
 llvm::GlobalVariable* protectedGlobal(llvm::Module& module, llvm::Constant* initializer,

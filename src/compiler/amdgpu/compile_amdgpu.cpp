@@ -81,6 +81,7 @@ Result<std::vector<uint8_t>> lowerPrintfAndEmit(llvm::Module& module, llvm::Targ
                                                 bool definesGlobals, const AmdgpuTarget& target,
                                                 std::string_view moduleName,
                                                 const std::string& backendErrors, bool assembly) {
+  amdgpu::resolveKernelParameterBytes(module);
   ROCUDA_TRY(amdgpu::lowerPrintf(module, formats, definesGlobals));
   ROCUDA_TRY(detail::verifiedIr(module, moduleName, "AMDGPU printf"));
   auto object = detail::emitObject(module, tm, assembly);
@@ -246,6 +247,7 @@ Result<AmdgpuCompilation> compileForAmdgpu(std::string_view ptx, std::string_vie
   auto formats = amdgpu::printfFormats(*module);
   if (!formats.ok()) return formats.error();
   if (options.output == AmdgpuOutput::LlvmIr) {
+    amdgpu::resolveKernelParameterBytes(*module);
     ROCUDA_TRY(amdgpu::lowerPrintf(*module, *formats, /*definesGlobals=*/true));
     ROCUDA_TRY(detail::verifiedIr(*module, moduleName, "AMDGPU printf"));
     std::string text;

@@ -40,7 +40,6 @@ llvm::Value* threadIdx(Builder& b, int dim) {
   return b.CreateIntrinsic(ids[dim], {}, {});
 }
 
-// The thread's index in its block, x fastest (CUDA's and the wavefronts' order).
 llvm::Value* linearThreadIdx(Builder& b) {
   return b.CreateAdd(threadIdx(b, 0),
                      b.CreateMul(blockDim(b, 0), b.CreateAdd(threadIdx(b, 1),
@@ -199,9 +198,12 @@ constexpr uint64_t kLaunchRegistersOffset = 16;
 constexpr uint64_t kNamedBarriersOffset = kLaunchRegistersOffset + sizeof(AmdgpuLaunchRegisters);
 constexpr uint64_t kNamedBarrierBytes = 32;
 constexpr uint64_t kNamedBarriers = 16;
+// Dynamic parallelism's last error of each thread (u16), after the named barriers.
+constexpr uint64_t kLastErrorsOffset = kNamedBarriersOffset + kNamedBarriers * kNamedBarrierBytes;
+constexpr uint64_t kLastErrorsBytes = 2 * kMaxThreadsPerBlock;
 
 Lds createLds(llvm::Module& module, const ModuleInfo& info, bool reductionCounter,
-              bool launchRegisters, bool namedBarriers) {
+              bool launchRegisters, bool namedBarriers, bool lastErrors) {
   uint64_t window = 0;
   for (const auto& k : info.kernels)
     window = std::max<uint64_t>({window, k.staticSharedBytes, k.dynamicSharedOffset});
@@ -209,7 +211,8 @@ Lds createLds(llvm::Module& module, const ModuleInfo& info, bool reductionCounte
   if (auto* flag = llvm::mdconst::extract_or_null<llvm::ConstantInt>(
           module.getModuleFlag(detail::kSharedWindowAlignmentFlag)))
     alignment = std::max<uint64_t>(alignment, flag->getZExtValue());
-  uint64_t prefix = namedBarriers      ? kNamedBarriersOffset + kNamedBarriers * kNamedBarrierBytes
+  uint64_t prefix = lastErrors         ? kLastErrorsOffset + kLastErrorsBytes
+                    : namedBarriers    ? kNamedBarriersOffset + kNamedBarriers * kNamedBarrierBytes
                     : launchRegisters  ? kLaunchRegistersOffset + sizeof(AmdgpuLaunchRegisters)
                     : reductionCounter ? kReductionPrefix
                                        : 0;
@@ -526,6 +529,8 @@ bool needsLibraryCall(const llvm::Function& fn) {
 
 }  // namespace
 
+llvm::Value* linearThreadIndex(llvm::IRBuilder<>& b) { return linearThreadIdx(b); }
+
 llvm::IRBuilder<> defineRuntime(llvm::Function& fn) {
   fn.setLinkage(llvm::GlobalValue::InternalLinkage);
   fn.addFnAttr(llvm::Attribute::AlwaysInline);
@@ -546,10 +551,23 @@ Status lowerDeviceRuntime(llvm::Module& module, const ModuleInfo& info, const Am
   for (const auto& kernel : info.kernels)
     if (detail::kernelReaches(module, kernel.name, namedBarrierFunctions))
       namedBarrierKernels.push_back(module.getFunction(kernel.name));
+  std::vector<llvm::Function*> launchingKernels;
+  for (const auto& kernel : info.kernels)
+    if (detail::kernelReaches(module, kernel.name, kDeviceLaunchFunctions))
+      launchingKernels.push_back(module.getFunction(kernel.name));
   Lds lds;
-  if (reduces || launchRegisters || !namedBarrierKernels.empty() || used("__rocuda_shared_base"))
-    lds = createLds(module, info, reduces, launchRegisters, !namedBarrierKernels.empty());
+  if (reduces || launchRegisters || !namedBarrierKernels.empty() || !launchingKernels.empty() ||
+      used("__rocuda_shared_base"))
+    lds = createLds(module, info, reduces, launchRegisters, !namedBarrierKernels.empty(),
+                    !launchingKernels.empty());
   for (llvm::Function* kernel : namedBarrierKernels) clearNamedBarriersAtEntry(*kernel, lds);
+  llvm::Constant* lastErrors = nullptr;
+  if (!launchingKernels.empty()) {
+    lastErrors = llvm::ConstantExpr::getInBoundsGetElementPtr(
+        llvm::Type::getInt8Ty(module.getContext()), lds.object,
+        llvm::ConstantInt::get(llvm::Type::getInt64Ty(module.getContext()), kLastErrorsOffset));
+    for (llvm::Function* kernel : launchingKernels) clearLastErrorAtEntry(*kernel, lastErrors);
+  }
 
   std::set<std::string> unsupported;
   std::vector<llvm::Function*> declarations;
@@ -613,6 +631,10 @@ Status lowerDeviceRuntime(llvm::Module& module, const ModuleInfo& info, const Am
       defineMBarrierTest(*fn);
     } else if (name == "tanhf" && fn->getReturnType()->isFloatTy() && fn->arg_size() == 1) {
       defineApproxTanh(*fn);
+    } else if (lastErrors != nullptr && defineDeviceLaunchFunction(*fn, lastErrors, info)) {
+      continue;
+    } else if (defineGraphSetConditional(*fn)) {
+      continue;
     } else if (!defineDeviceMalloc(*fn) && !defineWarpCollective(*fn, waveSize)) {
       unsupported.insert(name);
     }

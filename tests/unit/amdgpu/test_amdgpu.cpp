@@ -519,11 +519,10 @@ TEST(AmdgpuPtx, RejectsWhatItCannotLower) {
   } cases[] = {
       // The result of a printf whose format is known only at run time: its argument count
       // would need the format parsed on the device (the call itself is recorded by address).
-      {kernelWith(
-           ".extern .func (.param .b32 r) vprintf(.param .b64 f, .param .b64 a);",
-           "{\n.param .b64 f;\n.param .b64 a;\n.param .b32 r;\nld.param.u64 %rd1, [p];\n"
-           "st.param.b64 [f], %rd1;\nst.param.b64 [a], 0;\ncall.uni (r), vprintf, (f, a);\n"
-           "ld.param.b32 %r1, [r];\n}\nst.global.u32 [%rd1], %r1;"),
+      {kernelWith(".extern .func (.param .b32 r) vprintf(.param .b64 f, .param .b64 a);",
+                  "{\n.param .b64 f;\n.param .b64 a;\n.param .b32 r;\nld.param.u64 %rd1, [p];\n"
+                  "st.param.b64 [f], %rd1;\nst.param.b64 [a], 0;\ncall.uni (r), vprintf, (f, a);\n"
+                  "ld.param.b32 %r1, [r];\n}\nst.global.u32 [%rd1], %r1;"),
        "result of a printf"},
       // A 128-bit atomic exchange (sm_90's atomicExch on a 16-byte type).
       {".version 8.3\n.target sm_90" +
@@ -533,12 +532,15 @@ TEST(AmdgpuPtx, RejectsWhatItCannotLower) {
                       "atom.global.exch.b128 %q2, [%rd1], %q1;")
                .substr(std::string(".version 7.0\n.target sm_75").size()),
        "128-bit atomics"},
-      // A device-side launch (dynamic parallelism): the CPU device's runtime only.
-      {kernelWith(".extern .func (.param .b32 r) __cudaCDP2LaunchDeviceV2(.param .b64 b, "
-                  ".param .b64 s);",
+      // A device-side launch through NVIDIA's device runtime library (libcudadevrt's calls
+      // of the driver): the CPU device's runtime only (nvcc's own calls, __cudaCDP2*, are
+      // lowered).
+      {kernelWith(".extern .func (.param .b32 r) __cuda_syscall_cnpv2LaunchDeviceV2(.param .b64 "
+                  "b, .param .b64 s);",
                   "{\n.param .b64 b;\n.param .b64 s;\n.param .b32 r;\nst.param.b64 [b], 0;\n"
-                  "st.param.b64 [s], 0;\ncall.uni (r), __cudaCDP2LaunchDeviceV2, (b, s);\n}"),
-       "__cudaCDP2LaunchDeviceV2"},
+                  "st.param.b64 [s], 0;\ncall.uni (r), __cuda_syscall_cnpv2LaunchDeviceV2, (b, "
+                  "s);\n}"),
+       "__cuda_syscall_cnpv2LaunchDeviceV2"},
   };
   for (const auto& c : cases) {
     auto co = compileForAmdgpu(c.ptx, "bad", AmdgpuTarget{"gfx1100", "", 5});

@@ -2,7 +2,8 @@
 // those come from recorded data of real GPUs). Behaviour follows environment variables read on
 // every call: FAKE_HIP_VERSION, FAKE_HIP_INIT_ERROR, FAKE_HIP_COUNT, FAKE_HIP_ARCH,
 // FAKE_HIP_MALLOC_ERROR, FAKE_HIP_REGISTER_ERROR, FAKE_HIP_LOAD_ERROR, FAKE_HIP_LAUNCH_ERROR,
-// FAKE_HIP_SYNC_ERROR (the error a kernel fault reports), FAKE_HIP_PARAM_SIZES (e.g. "8,4": how
+// FAKE_HIP_SYNC_ERROR (the error a kernel fault reports), a launch hook standing in for kernels
+// (fakeHipSetLaunchHook), FAKE_HIP_PARAM_SIZES (e.g. "8,4": how
 // many bytes of each kernelParams entry a launch records), FAKE_HIP_NO_PRIORITIES (a range of [0,
 // 0]; else ROCm's [1, -1]), FAKE_HIP_SYNC_RENDEZVOUS=N (hipStreamSynchronize returns only once N
 // callers are inside it at the same time, or fails after 5 s: proof that operations overlap).
@@ -59,7 +60,17 @@ FakeModule* lastModule = nullptr;
 std::string lastImage;  // "elf machine=224 abi=3" or "not an AMD GPU ELF"
 std::string lastLaunch;
 
+// What a test runs in place of a kernel (fakeHipSetLaunchHook): the kernel's name and
+// kernelParams, at each hipModuleLaunchKernel.
+using LaunchHook = void (*)(const char* kernel, void** params, void* context);
+LaunchHook launchHook = nullptr;
+void* launchHookContext = nullptr;
+
 extern "C" {
+void fakeHipSetLaunchHook(LaunchHook hook, void* context) {
+  launchHook = hook;
+  launchHookContext = context;
+}
 const char* fakeHipCallLog() { return callLog.c_str(); }
 const char* fakeHipLastImage() { return lastImage.c_str(); }
 const char* fakeHipLastLaunch() { return lastLaunch.c_str(); }
@@ -304,9 +315,13 @@ int hipModuleGetGlobal(void** address, size_t* bytes, void* module, const char* 
   *bytes = storage.size();
   return 0;
 }
-int hipModuleLaunchKernel(void*, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                          unsigned bz, unsigned shared, void* stream, void** params, void** extra) {
+int hipModuleLaunchKernel(void* function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                          unsigned by, unsigned bz, unsigned shared, void* stream, void** params,
+                          void** extra) {
   noteOn("hipModuleLaunchKernel", stream);
+  if (launchHook != nullptr && lastModule != nullptr)
+    for (auto& [name, slot] : lastModule->functions)
+      if (&slot == function) launchHook(name.c_str(), params, launchHookContext);
   std::ostringstream out;
   out << "grid " << gx << "," << gy << "," << gz << " block " << bx << "," << by << "," << bz
       << " shared " << shared << " stream " << (stream ? "lane" : "null") << " extra "

@@ -848,6 +848,231 @@ TEST_F(HipDoubleRocm6, TextureViewsLiveInDeviceMemory) {
   result.devices.clear();
 }
 
+// A kernel launching another from the device (dynamic parallelism), as nvcc calls the device
+// runtime.
+constexpr const char* kLaunchingPtx = R"(
+.version 7.0
+.target sm_75
+.address_size 64
+.extern .func (.param .b64 func_retval0) __cudaCDP2GetParameterBufferV2(.param .b64 p0,
+    .param .align 4 .b8 p1[12], .param .align 4 .b8 p2[12], .param .b32 p3);
+.extern .func (.param .b32 func_retval0) __cudaCDP2LaunchDeviceV2(.param .b64 p0, .param .b64 p1);
+.visible .entry child(.param .u64 out, .param .u32 value)
+{
+  ret;
+}
+.visible .entry parent(.param .u64 out)
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<3>;
+  mov.u64 %rd1, child;
+  {
+  .param .b64 p0;
+  st.param.b64 [p0], %rd1;
+  .param .align 4 .b8 p1[12];
+  st.param.b32 [p1], 1;
+  st.param.b32 [p1+4], 1;
+  st.param.b32 [p1+8], 1;
+  .param .align 4 .b8 p2[12];
+  st.param.b32 [p2], 32;
+  st.param.b32 [p2+4], 1;
+  st.param.b32 [p2+8], 1;
+  .param .b32 p3;
+  st.param.b32 [p3], 0;
+  .param .b64 r;
+  call.uni (r), __cudaCDP2GetParameterBufferV2, (p0, p1, p2, p3);
+  ld.param.b64 %rd2, [r];
+  }
+  {
+  .param .b64 p0;
+  st.param.b64 [p0], %rd2;
+  .param .b64 p1;
+  st.param.b64 [p1], 0;
+  .param .b32 r;
+  call.uni (r), __cudaCDP2LaunchDeviceV2, (p0, p1);
+  ld.param.b32 %r1, [r];
+  }
+  ret;
+}
+)";
+
+// What the kernels of a launching module "did" in the double: each launch noted, and the records
+// a kernel's threads would have written put into the module's launch buffer.
+struct DeviceLaunchScript {
+  void* (*global)(const char*) = nullptr;
+  uint64_t childName = 0;        // the device address a parent's threads name `child` by
+  std::vector<std::string> ran;  // "kernel(value)@depth"
+
+  using Record = compiler::AmdgpuDeviceLaunchRecord;
+  compiler::AmdgpuDeviceLaunchHeader* header() {
+    auto* symbol = static_cast<uint64_t*>(global(compiler::kAmdgpuDeviceLaunchesSymbol));
+    return reinterpret_cast<compiler::AmdgpuDeviceLaunchHeader*>(*symbol);
+  }
+  // A parameter buffer handed out for `child` with `value`, launched `sequence`th (0: never).
+  void write(uint32_t value, uint32_t gridX, uint32_t sequence, bool tail) {
+    compiler::AmdgpuDeviceLaunchHeader* h = header();
+    auto* at = reinterpret_cast<uint8_t*>(h + 1) + h->used;
+    Record record;
+    record.kernelName = childName;
+    record.grid[0] = gridX;
+    record.grid[1] = record.grid[2] = 1;
+    record.block[0] = 32;
+    record.block[1] = record.block[2] = 1;
+    record.paramBytes = 16;
+    record.sequence = sequence;
+    record.tail = tail ? 1 : 0;
+    std::memcpy(at, &record, sizeof record);
+    uint64_t out = 0x1000;
+    std::memcpy(at + sizeof record, &out, 8);
+    std::memcpy(at + sizeof record + 8, &value, 4);
+    h->used += sizeof record + 16;
+    if (sequence != 0) ++h->launched;
+  }
+  static void run(const char* kernel, void** params, void* context) {
+    auto& self = *static_cast<DeviceLaunchScript*>(context);
+    std::string name = kernel;
+    uint32_t depth = self.header()->depth;
+    if (name == "parent") {
+      self.ran.push_back("parent@" + std::to_string(depth));
+      self.write(5, 1, 1, /*tail=*/true);
+      self.write(7, 2, 2, false);
+      self.write(8, 1, 0, false);  // handed out, never launched
+      self.write(9, 1, 3, false);
+      return;
+    }
+    uint32_t value = 0;
+    std::memcpy(&value, params[1], 4);
+    self.ran.push_back("child(" + std::to_string(value) + ")@" + std::to_string(depth));
+    if (value == 9) self.write(11, 1, 1, false);  // a grandchild
+  }
+};
+
+// The grids a kernel launched run after it, in launch order, each followed by the grids it
+// launched in turn, tail launches last, with the parameters the threads wrote; a grid named
+// by an address that is no kernel's fails the parent's launch.
+TEST_F(HipDouble, GridsLaunchedOnTheDeviceRunAfterTheirParentInOrder) {
+  HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
+  ASSERT_EQ(result.devices.size(), 1u);
+  DeviceBackend& device = *result.devices[0];
+  auto module = device.loadPtx(kLaunchingPtx, "launching.ptx");
+  ASSERT_TRUE(module.ok()) << module.error().message;
+  DeviceLaunchScript script;
+  script.global = global_;
+  auto* header = script.header();
+  ASSERT_NE(header, nullptr);
+  // The module's kernel name: a string the double's memory holds where device memory would.
+  static const char childName[] = "child";
+  script.childName = reinterpret_cast<uintptr_t>(childName);
+  auto hook = reinterpret_cast<void (*)(void (*)(const char*, void**, void*), void*)>(
+      dlsym(handle_, "fakeHipSetLaunchHook"));
+  ASSERT_NE(hook, nullptr);
+  hook(&DeviceLaunchScript::run, &script);
+  LaunchConfig config;
+  uint64_t out = 0x1000;
+  calls();
+  Status launched = device.launch(*(*module)->kernel("parent"), config, &out);
+  ASSERT_TRUE(launched.ok()) << launched.error().message;
+  EXPECT_EQ(script.ran, (std::vector<std::string>{"parent@0", "child(7)@1", "child(9)@1",
+                                                  "child(11)@2", "child(5)@1"}));
+  EXPECT_EQ(header->capacity,
+            compiler::kAmdgpuPendingLaunches * (sizeof(compiler::AmdgpuDeviceLaunchRecord) + 16));
+  EXPECT_EQ(lastLaunch().rfind("grid 1,1,1 block 32,1,1 shared 0 stream lane", 0), 0u)
+      << lastLaunch();  // the tail launch, last
+
+  // A record naming something else than a kernel of the module fails the launch.
+  script.childName = reinterpret_cast<uintptr_t>("nothing");
+  script.ran.clear();
+  Status wrong = device.launch(*(*module)->kernel("parent"), config, &out);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.error().code, ErrorCode::LaunchFailed);
+  EXPECT_NE(wrong.error().message.find("not a kernel of its module"), std::string::npos);
+  EXPECT_EQ(script.ran, (std::vector<std::string>{"parent@0"}));
+  hook(nullptr, nullptr);
+}
+
+// A kernel that sets a condition of the graph launch running it.
+constexpr const char* kConditionPtx = R"(
+.version 7.0
+.target sm_75
+.address_size 64
+.extern .func cudaGraphSetConditional(.param .b64 handle, .param .b32 value);
+.visible .entry decide(.param .u64 handle)
+{
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [handle];
+  {
+  .param .b64 p0;
+  st.param.b64 [p0], %rd1;
+  .param .b32 p1;
+  st.param.b32 [p1], 1;
+  call.uni cudaGraphSetConditional, (p0, p1);
+  }
+  ret;
+}
+)";
+
+// The graph launch's conditions, as a test sees them.
+class RecordedConditions final : public GraphConditions {
+ public:
+  bool set(uint64_t handle, uint32_t value) override {
+    if (handle > 100) return false;  // not of this graph
+    values.emplace_back(handle, value);
+    return true;
+  }
+  std::vector<std::pair<uint64_t, uint32_t>> values;
+};
+
+// What `decide` "did" in the double: slots claimed for two handles (the slots empty before).
+struct ConditionScript {
+  void* (*global)(const char*) = nullptr;
+  std::vector<std::pair<uint64_t, uint32_t>> claim;
+  bool startedEmpty = true;
+  static void run(const char*, void**, void* context) {
+    auto& self = *static_cast<ConditionScript*>(context);
+    auto* symbol = static_cast<uint64_t*>(self.global(compiler::kAmdgpuGraphConditionsSymbol));
+    auto* slots = reinterpret_cast<compiler::AmdgpuGraphConditionSlot*>(*symbol);
+    for (uint32_t i = 0; i < compiler::kAmdgpuGraphConditionSlots; ++i)
+      if (slots[i].handle != 0) self.startedEmpty = false;
+    for (size_t i = 0; i < self.claim.size(); ++i) {
+      slots[i].handle = self.claim[i].first;
+      slots[i].value = self.claim[i].second;
+    }
+  }
+};
+
+// cudaGraphSetConditional on an AMD GPU: the values kernels leave in the module's slots reach
+// the graph launch running the kernel after it; the slots start empty for every launch.
+TEST_F(HipDouble, GraphConditionsSetByKernelsReachTheGraphLaunch) {
+  HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
+  ASSERT_EQ(result.devices.size(), 1u);
+  DeviceBackend& device = *result.devices[0];
+  auto module = device.loadPtx(kConditionPtx, "condition.ptx");
+  ASSERT_TRUE(module.ok()) << module.error().message;
+  ConditionScript script;
+  script.global = global_;
+  script.claim = {{5, 1}, {9, 0}};
+  auto hook = reinterpret_cast<void (*)(void (*)(const char*, void**, void*), void*)>(
+      dlsym(handle_, "fakeHipSetLaunchHook"));
+  ASSERT_NE(hook, nullptr);
+  hook(&ConditionScript::run, &script);
+  RecordedConditions conditions;
+  LaunchConfig config;
+  config.conditions = &conditions;
+  uint64_t handle = 5;
+  ASSERT_TRUE(device.launch(*(*module)->kernel("decide"), config, &handle).ok());
+  EXPECT_EQ(conditions.values, (std::vector<std::pair<uint64_t, uint32_t>>{{5, 1}, {9, 0}}));
+  // Again, with a handle not of the graph: ignored; the earlier claims were cleared first.
+  script.claim = {{500, 1}};
+  conditions.values.clear();
+  ASSERT_TRUE(device.launch(*(*module)->kernel("decide"), config, &handle).ok());
+  EXPECT_TRUE(script.startedEmpty);
+  EXPECT_TRUE(conditions.values.empty());
+  // Outside a graph launch: ignored too.
+  config.conditions = nullptr;
+  EXPECT_TRUE(device.launch(*(*module)->kernel("decide"), config, &handle).ok());
+  hook(nullptr, nullptr);
+}
+
 constexpr const char* kPrintingPtx = R"(
 .version 7.0
 .target sm_75

@@ -1,0 +1,489 @@
+// Work a kernel leaves for the host to do after it on AMD GPUs, defined in IR over buffers the
+// host gives the module. Dynamic parallelism: the device runtime functions nvcc's kernels call to
+// launch kernels (__cudaCDP2GetParameterBufferV2 / __cudaCDP2LaunchDeviceV2 and the first forms),
+// make device-side streams and events and read the last error, over the module's launch buffer
+// (amdgpu_codegen.h: kAmdgpuDeviceLaunchesSymbol). A launch only records the grid; the host runs
+// it once the launching grid has finished (backends/hip). Errors are cudaError_t values, returned
+// and kept as the calling thread's last error (a u16 per thread in the LDS prefix). And
+// cudaGraphSetConditional, over the module's condition slots (kAmdgpuGraphConditionsSymbol).
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Instructions.h>
+#include <llvm/IR/Module.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "compiler/amdgpu/amdgpu_lowering.h"
+
+namespace rocuda::compiler::amdgpu {
+namespace {
+
+using Builder = llvm::IRBuilder<>;
+
+// cudaError_t values the functions answer.
+constexpr uint32_t kInvalidValue = 1, kInvalidConfiguration = 9, kMaxDepthExceeded = 65,
+                   kPendingCountExceeded = 69, kInvalidResourceHandle = 400;
+constexpr uint64_t kTailLaunchStream = 3;  // cudaStreamTailLaunch
+constexpr uint64_t kRecordBytes = sizeof(AmdgpuDeviceLaunchRecord);
+constexpr uint64_t kHeaderBytes = sizeof(AmdgpuDeviceLaunchHeader);
+// Device-side handles are numbered from these, 16 apart (the CPU device's numbering).
+constexpr uint64_t kFirstStreamHandle = 0x100, kFirstEventHandle = 0x108;
+// The largest parameter buffer of cudaGetParameterBuffer (CUDA's kernel parameter limit).
+constexpr uint64_t kMaxParameterBytes = 32764;
+
+// Volatile, so that a kernel's code does not depend on which kernels share its code unit: the
+// optimiser drops stores to an LDS array that no kernel of the unit reads, and partitions of a
+// module (compile_amdgpu.cpp) must compile each kernel as the whole module does.
+void storeLastError(Builder& b, llvm::Value* error16, llvm::Value* slot) {
+  b.CreateAlignedStore(error16, slot, llvm::Align(2), /*isVolatile=*/true);
+}
+
+#define ROCUDA_FIELD(name) offsetof(AmdgpuDeviceLaunchRecord, name)
+#define ROCUDA_HEADER(name) offsetof(AmdgpuDeviceLaunchHeader, name)
+
+llvm::SyncScope::ID agentScope(llvm::LLVMContext& context) {
+  return context.getOrInsertSyncScopeID("agent");
+}
+
+class LaunchRuntime {
+ public:
+  LaunchRuntime(llvm::Function& fn, llvm::Value* lastErrors)
+      : fn_(fn), b_(defineRuntime(fn)), lastErrors_(lastErrors) {}
+
+  Builder& b() { return b_; }
+  llvm::BasicBlock* block(const char* name) {
+    return llvm::BasicBlock::Create(fn_.getContext(), name, &fn_);
+  }
+
+  // The launch buffer's address (0 when the host gave none) and its header's fields.
+  llvm::Value* buffer() {
+    if (!buffer_)
+      buffer_ = b_.CreateAlignedLoad(b_.getInt64Ty(),
+                                     hostSetAddress(*fn_.getParent(), kAmdgpuDeviceLaunchesSymbol),
+                                     llvm::Align(8));
+    return buffer_;
+  }
+  llvm::Value* global(llvm::Value* address, uint64_t offset) {
+    auto* pointer = b_.CreateIntToPtr(address, llvm::PointerType::get(fn_.getContext(), kGlobalAS));
+    return b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), pointer, offset);
+  }
+  llvm::Value* load32(llvm::Value* address, uint64_t offset) {
+    return b_.CreateAlignedLoad(b_.getInt32Ty(), global(address, offset), llvm::Align(4));
+  }
+  void store32(llvm::Value* value, llvm::Value* address, uint64_t offset) {
+    b_.CreateAlignedStore(value, global(address, offset), llvm::Align(4));
+  }
+  llvm::Value* atomicAdd(llvm::Value* pointer, llvm::Value* value) {
+    return b_.CreateAtomicRMW(llvm::AtomicRMWInst::Add, pointer, value,
+                              llvm::Align(value->getType()->getPrimitiveSizeInBits() / 8),
+                              llvm::AtomicOrdering::Monotonic, agentScope(fn_.getContext()));
+  }
+
+  // The calling thread's last error (u16 in the LDS prefix).
+  llvm::Value* lastErrorSlot() {
+    return b_.CreateInBoundsGEP(b_.getInt16Ty(), lastErrors_, linearThreadIndex(b_));
+  }
+  void setLastError(llvm::Value* error16) { storeLastError(b_, error16, lastErrorSlot()); }
+  // Return `error` (an i32 cudaError_t), kept as the last error when it is not cudaSuccess.
+  void returnError(llvm::Value* error) {
+    llvm::BasicBlock *keep = block("keep"), *done = block("done");
+    b_.CreateCondBr(b_.CreateICmpEQ(error, b_.getInt32(0)), done, keep);
+    b_.SetInsertPoint(keep);
+    setLastError(b_.CreateTrunc(error, b_.getInt16Ty()));
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+    b_.CreateRet(error);
+  }
+  // Branch to a block returning `error` when `failed`; go on in a new block otherwise.
+  void failIf(llvm::Value* failed, uint32_t error) {
+    llvm::BasicBlock *fail = block("fail"), *next = block("next");
+    b_.CreateCondBr(failed, fail, next);
+    b_.SetInsertPoint(fail);
+    returnError(b_.getInt32(error));
+    b_.SetInsertPoint(next);
+  }
+
+  // A record of `paramBytes` (i32) cut from the buffer; returns the parameters' address (i64),
+  // 0 with the last error set when the buffer has no room.
+  llvm::Value* handOut(llvm::Value* kernelName, llvm::Value* grid[3], llvm::Value* block3[3],
+                       llvm::Value* sharedBytes, llvm::Value* paramBytes) {
+    llvm::BasicBlock *room = block("room"), *full = block("full"), *out = block("out");
+    llvm::Value* address = buffer();
+    llvm::BasicBlock* cut = block("cut");
+    b_.CreateCondBr(b_.CreateICmpEQ(address, b_.getInt64(0)), full, cut);
+    b_.SetInsertPoint(cut);
+    llvm::Value* size = b_.CreateAnd(
+        b_.CreateAdd(b_.CreateZExt(paramBytes, b_.getInt64Ty()), b_.getInt64(kRecordBytes + 15)),
+        b_.getInt64(~uint64_t(15)));
+    llvm::Value* offset = atomicAdd(global(address, ROCUDA_HEADER(used)), size);
+    llvm::Value* capacity = b_.CreateAlignedLoad(
+        b_.getInt64Ty(), global(address, ROCUDA_HEADER(capacity)), llvm::Align(8));
+    b_.CreateCondBr(b_.CreateICmpULE(b_.CreateAdd(offset, size), capacity), room, full);
+
+    b_.SetInsertPoint(room);
+    llvm::Value* record = b_.CreateAdd(b_.CreateAdd(address, b_.getInt64(kHeaderBytes)), offset);
+    b_.CreateAlignedStore(kernelName, global(record, ROCUDA_FIELD(kernelName)), llvm::Align(8));
+    for (int i = 0; i < 3; ++i) {
+      store32(grid[i], record, ROCUDA_FIELD(grid) + 4 * i);
+      store32(block3[i], record, ROCUDA_FIELD(block) + 4 * i);
+    }
+    store32(sharedBytes, record, ROCUDA_FIELD(sharedBytes));
+    store32(paramBytes, record, ROCUDA_FIELD(paramBytes));
+    store32(b_.getInt32(0), record, ROCUDA_FIELD(sequence));
+    store32(b_.getInt32(0), record, ROCUDA_FIELD(tail));
+    llvm::Value* parameters = b_.CreateAdd(record, b_.getInt64(kRecordBytes));
+    b_.CreateBr(out);
+
+    b_.SetInsertPoint(full);
+    setLastError(b_.getInt16(kPendingCountExceeded));
+    b_.CreateBr(out);
+
+    b_.SetInsertPoint(out);
+    llvm::PHINode* result = b_.CreatePHI(b_.getInt64Ty(), 2);
+    result->addIncoming(parameters, room);
+    result->addIncoming(b_.getInt64(0), full);
+    return result;
+  }
+
+  // Launch the record before `parameters` (i64, not 0) into `stream`: its shape checked, its
+  // depth within CUDA's limit, numbered for the host. Returns cudaSuccess.
+  void launchRecord(llvm::Value* parameters, llvm::Value* stream) {
+    llvm::Value* record = b_.CreateSub(parameters, b_.getInt64(kRecordBytes));
+    llvm::Value* grid[3];
+    llvm::Value* threads = b_.getInt64(1);
+    llvm::Value* bad = b_.getFalse();
+    for (int i = 0; i < 3; ++i) {
+      grid[i] = load32(record, ROCUDA_FIELD(grid) + 4 * i);
+      llvm::Value* extent = load32(record, ROCUDA_FIELD(block) + 4 * i);
+      threads = b_.CreateMul(threads, b_.CreateZExt(extent, b_.getInt64Ty()));
+      bad = b_.CreateOr(bad, b_.CreateICmpEQ(grid[i], b_.getInt32(0)));
+      if (i == 2) bad = b_.CreateOr(bad, b_.CreateICmpUGT(extent, b_.getInt32(64)));
+      if (i > 0) bad = b_.CreateOr(bad, b_.CreateICmpUGT(grid[i], b_.getInt32(65535)));
+    }
+    bad = b_.CreateOr(bad, b_.CreateICmpEQ(threads, b_.getInt64(0)));
+    bad = b_.CreateOr(bad, b_.CreateICmpUGT(threads, b_.getInt64(1024)));
+    failIf(bad, kInvalidConfiguration);
+    llvm::Value* address = buffer();
+    failIf(b_.CreateICmpEQ(address, b_.getInt64(0)), kInvalidValue);
+    llvm::Value* depth = load32(address, ROCUDA_HEADER(depth));
+    failIf(
+        b_.CreateICmpUGE(b_.CreateAdd(depth, b_.getInt32(1)), b_.getInt32(kAmdgpuMaxLaunchNesting)),
+        kMaxDepthExceeded);
+    llvm::Value* sequence = b_.CreateAdd(
+        atomicAdd(global(address, ROCUDA_HEADER(launched)), b_.getInt32(1)), b_.getInt32(1));
+    store32(b_.CreateZExt(b_.CreateICmpEQ(stream, b_.getInt64(kTailLaunchStream)), b_.getInt32Ty()),
+            record, ROCUDA_FIELD(tail));
+    store32(sequence, record, ROCUDA_FIELD(sequence));
+    b_.CreateRet(b_.getInt32(0));
+  }
+
+  // A new device-side handle, numbered from `first`.
+  llvm::Value* newHandle(uint64_t first) {
+    llvm::BasicBlock *count = block("count"), *made = block("made");
+    llvm::Value* address = buffer();
+    llvm::BasicBlock* entry = b_.GetInsertBlock();
+    b_.CreateCondBr(b_.CreateICmpEQ(address, b_.getInt64(0)), made, count);
+    b_.SetInsertPoint(count);
+    llvm::Value* number = atomicAdd(global(address, ROCUDA_HEADER(handles)), b_.getInt32(1));
+    b_.CreateBr(made);
+    b_.SetInsertPoint(made);
+    llvm::PHINode* n = b_.CreatePHI(b_.getInt32Ty(), 2);
+    n->addIncoming(b_.getInt32(0), entry);
+    n->addIncoming(number, count);
+    return b_.CreateAdd(b_.getInt64(first), b_.CreateShl(b_.CreateZExt(n, b_.getInt64Ty()), 4));
+  }
+
+ private:
+  llvm::Function& fn_;
+  Builder b_;
+  llvm::Value* lastErrors_;
+  llvm::Value* buffer_ = nullptr;
+};
+
+constexpr const char* kParamBytesFunction = "__rocuda_kernel_param_bytes";
+constexpr const char* kParamBytesMetadata = "rocuda.param_bytes";
+constexpr std::string_view kReferencePrefix = "__rocuda_kernel_ref.";
+
+// The parameter bytes of the kernel whose name is at `kernelName` (i64): a call that
+// resolveKernelParameterBytes answers after the optimiser, when the argument is a kernel
+// reference in the common case. Each reference carries its kernel's size; the largest kernel's
+// is the call's second argument.
+llvm::Value* parameterBytesOf(Builder& b, llvm::Module& module, const ModuleInfo& info,
+                              llvm::Value* kernelName) {
+  uint64_t largest = 0;
+  for (const KernelInfo& kernel : info.kernels)
+    largest = std::max<uint64_t>(largest, kernel.paramBufferSize);
+  for (llvm::GlobalVariable& reference : module.globals()) {
+    if (!reference.getName().starts_with(kReferencePrefix) ||
+        reference.getMetadata(kParamBytesMetadata))
+      continue;
+    std::string_view name = reference.getName().drop_front(kReferencePrefix.size());
+    auto kernel = std::find_if(info.kernels.begin(), info.kernels.end(),
+                               [&](const KernelInfo& k) { return k.name == name; });
+    if (kernel == info.kernels.end()) continue;
+    reference.setMetadata(kParamBytesMetadata,
+                          llvm::MDNode::get(module.getContext(),
+                                            {llvm::ConstantAsMetadata::get(b.getInt32(
+                                                static_cast<uint32_t>(kernel->paramBufferSize)))}));
+  }
+  auto* type = llvm::FunctionType::get(b.getInt32Ty(), {b.getInt64Ty(), b.getInt32Ty()}, false);
+  llvm::FunctionCallee callee = module.getOrInsertFunction(kParamBytesFunction, type);
+  auto* fn = llvm::cast<llvm::Function>(callee.getCallee());
+  fn->setDoesNotAccessMemory();
+  fn->setDoesNotThrow();
+  fn->setWillReturn();
+  return b.CreateCall(callee, {kernelName, b.getInt32(static_cast<uint32_t>(largest))});
+}
+
+// Three u32 of a dim3 the caller passed by address.
+void loadDim3(Builder& b, llvm::Value* pointer, llvm::Value* into[3]) {
+  for (int i = 0; i < 3; ++i)
+    into[i] = b.CreateAlignedLoad(b.getInt32Ty(),
+                                  b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), pointer, 4 * i),
+                                  llvm::Align(4));
+}
+
+bool signatureIs(const llvm::Function& fn, llvm::Type* result,
+                 std::initializer_list<llvm::Type*> params) {
+  if (fn.getReturnType() != result || fn.arg_size() != params.size()) return false;
+  unsigned i = 0;
+  for (llvm::Type* type : params)
+    if (fn.getArg(i++)->getType() != type) return false;
+  return true;
+}
+
+}  // namespace
+
+bool defineDeviceLaunchFunction(llvm::Function& fn, llvm::Value* lastErrors,
+                                const ModuleInfo& info) {
+  llvm::LLVMContext& c = fn.getContext();
+  auto* i32 = llvm::Type::getInt32Ty(c);
+  auto* i64 = llvm::Type::getInt64Ty(c);
+  auto* ptr = llvm::PointerType::get(c, kFlatAS);
+  std::string_view name = fn.getName();
+
+  if (name == "__cudaCDP2GetParameterBufferV2" && signatureIs(fn, i64, {i64, ptr, ptr, i32})) {
+    LaunchRuntime r(fn, lastErrors);
+    Builder& b = r.b();
+    llvm::Value *grid[3], *block3[3];
+    loadDim3(b, fn.getArg(1), grid);
+    loadDim3(b, fn.getArg(2), block3);
+    llvm::Value* bytes = parameterBytesOf(b, *fn.getParent(), info, fn.getArg(0));
+    b.CreateRet(r.handOut(fn.getArg(0), grid, block3, fn.getArg(3), bytes));
+    return true;
+  }
+  if (name == "__cudaCDP2GetParameterBuffer" && signatureIs(fn, i64, {i64, i64})) {
+    // (alignment, size): the kernel and shape come with cudaLaunchDevice.
+    LaunchRuntime r(fn, lastErrors);
+    Builder& b = r.b();
+    llvm::BasicBlock *big = r.block("too_big"), *fits = r.block("fits");
+    b.CreateCondBr(b.CreateICmpUGT(fn.getArg(1), b.getInt64(kMaxParameterBytes)), big, fits);
+    b.SetInsertPoint(big);
+    r.setLastError(b.getInt16(kInvalidValue));
+    b.CreateRet(b.getInt64(0));
+    b.SetInsertPoint(fits);
+    llvm::Value* zero = b.getInt32(0);
+    llvm::Value* dims[3] = {zero, zero, zero};
+    b.CreateRet(r.handOut(b.getInt64(0), dims, dims, zero, b.CreateTrunc(fn.getArg(1), i32)));
+    return true;
+  }
+  if (name == "__cudaCDP2LaunchDeviceV2" && signatureIs(fn, i32, {i64, i64})) {
+    LaunchRuntime r(fn, lastErrors);
+    Builder& b = r.b();
+    llvm::Value* parameters = fn.getArg(0);
+    r.failIf(b.CreateICmpEQ(parameters, b.getInt64(0)), kInvalidValue);
+    llvm::Value* record = b.CreateSub(parameters, b.getInt64(kRecordBytes));
+    llvm::Value* named =
+        b.CreateAlignedLoad(i64, r.global(record, ROCUDA_FIELD(kernelName)), llvm::Align(8));
+    r.failIf(b.CreateICmpEQ(named, b.getInt64(0)), kInvalidValue);
+    r.launchRecord(parameters, fn.getArg(1));
+    return true;
+  }
+  if (name == "__cudaCDP2LaunchDevice" && signatureIs(fn, i32, {i64, i64, ptr, ptr, i32, i64})) {
+    // (kernel, buffer, grid, block, shared bytes, stream): names a cudaGetParameterBuffer record.
+    LaunchRuntime r(fn, lastErrors);
+    Builder& b = r.b();
+    llvm::Value *kernel = fn.getArg(0), *parameters = fn.getArg(1);
+    r.failIf(b.CreateOr(b.CreateICmpEQ(parameters, b.getInt64(0)),
+                        b.CreateICmpEQ(kernel, b.getInt64(0))),
+             kInvalidValue);
+    llvm::Value* record = b.CreateSub(parameters, b.getInt64(kRecordBytes));
+    llvm::Value* named =
+        b.CreateAlignedLoad(i64, r.global(record, ROCUDA_FIELD(kernelName)), llvm::Align(8));
+    llvm::Value* room = r.load32(record, ROCUDA_FIELD(paramBytes));
+    llvm::Value* needed = parameterBytesOf(b, *fn.getParent(), info, kernel);
+    r.failIf(b.CreateOr(b.CreateICmpNE(named, b.getInt64(0)), b.CreateICmpULT(room, needed)),
+             kInvalidValue);
+    llvm::Value *grid[3], *block3[3];
+    loadDim3(b, fn.getArg(2), grid);
+    loadDim3(b, fn.getArg(3), block3);
+    b.CreateAlignedStore(kernel, r.global(record, ROCUDA_FIELD(kernelName)), llvm::Align(8));
+    for (int i = 0; i < 3; ++i) {
+      r.store32(grid[i], record, ROCUDA_FIELD(grid) + 4 * i);
+      r.store32(block3[i], record, ROCUDA_FIELD(block) + 4 * i);
+    }
+    r.store32(fn.getArg(4), record, ROCUDA_FIELD(sharedBytes));
+    r.launchRecord(parameters, fn.getArg(5));
+    return true;
+  }
+  if ((name == "__cudaCDP2GetLastError" || name == "__cudaCDP2PeekAtLastError") &&
+      signatureIs(fn, i32, {})) {
+    LaunchRuntime r(fn, lastErrors);
+    Builder& b = r.b();
+    llvm::Value* slot = r.lastErrorSlot();
+    llvm::Value* error = b.CreateAlignedLoad(b.getInt16Ty(), slot, llvm::Align(2));
+    if (name == "__cudaCDP2GetLastError") storeLastError(b, b.getInt16(0), slot);
+    b.CreateRet(b.CreateZExt(error, i32));
+    return true;
+  }
+  bool stream = name == "__cudaCDP2StreamCreateWithFlags";
+  if ((stream || name == "__cudaCDP2EventCreateWithFlags") && signatureIs(fn, i32, {i64, i32})) {
+    // Non-blocking streams and events without timing only, as CUDA's device runtime requires.
+    LaunchRuntime r(fn, lastErrors);
+    Builder& b = r.b();
+    uint32_t flags = stream ? 1 : 2;  // cudaStreamNonBlocking, cudaEventDisableTiming
+    r.failIf(b.CreateOr(b.CreateICmpEQ(fn.getArg(0), b.getInt64(0)),
+                        b.CreateICmpNE(fn.getArg(1), b.getInt32(flags))),
+             kInvalidValue);
+    llvm::Value* handle = r.newHandle(stream ? kFirstStreamHandle : kFirstEventHandle);
+    b.CreateAlignedStore(handle, b.CreateIntToPtr(fn.getArg(0), ptr), llvm::Align(8));
+    b.CreateRet(b.getInt32(0));
+    return true;
+  }
+  // Grids run in one total order, so recording and waiting have nothing left to order: only
+  // the handles are checked.
+  if ((name == "__cudaCDP2StreamDestroy" || name == "__cudaCDP2EventDestroy") &&
+      signatureIs(fn, i32, {i64})) {
+    LaunchRuntime r(fn, lastErrors);
+    Builder& b = r.b();
+    r.failIf(b.CreateICmpEQ(fn.getArg(0), b.getInt64(0)), kInvalidResourceHandle);
+    b.CreateRet(b.getInt32(0));
+    return true;
+  }
+  if (name == "__cudaCDP2EventRecord" && signatureIs(fn, i32, {i64, i64})) {
+    LaunchRuntime r(fn, lastErrors);
+    Builder& b = r.b();
+    r.failIf(b.CreateICmpEQ(fn.getArg(0), b.getInt64(0)), kInvalidResourceHandle);
+    b.CreateRet(b.getInt32(0));
+    return true;
+  }
+  if (name == "__cudaCDP2StreamWaitEvent" && signatureIs(fn, i32, {i64, i64, i32})) {
+    LaunchRuntime r(fn, lastErrors);
+    Builder& b = r.b();
+    r.failIf(b.CreateICmpNE(fn.getArg(2), b.getInt32(0)), kInvalidValue);
+    r.failIf(b.CreateICmpEQ(fn.getArg(1), b.getInt64(0)), kInvalidResourceHandle);
+    b.CreateRet(b.getInt32(0));
+    return true;
+  }
+  return false;
+}
+
+bool defineGraphSetConditional(llvm::Function& fn) {
+  llvm::LLVMContext& c = fn.getContext();
+  if (fn.getName() != "cudaGraphSetConditional" ||
+      !signatureIs(fn, llvm::Type::getVoidTy(c),
+                   {llvm::Type::getInt64Ty(c), llvm::Type::getInt32Ty(c)}))
+    return false;
+  Builder b = defineRuntime(fn);
+  auto block = [&](const char* name) { return llvm::BasicBlock::Create(c, name, &fn); };
+  llvm::BasicBlock *entry = b.GetInsertBlock(), *probe = block("probe"), *write = block("write"),
+                   *next = block("next"), *done = block("done");
+  llvm::Value* handle = fn.getArg(0);
+  llvm::Value* table = b.CreateAlignedLoad(
+      b.getInt64Ty(), hostSetAddress(*fn.getParent(), kAmdgpuGraphConditionsSymbol),
+      llvm::Align(8));
+  b.CreateCondBr(
+      b.CreateOr(b.CreateICmpEQ(table, b.getInt64(0)), b.CreateICmpEQ(handle, b.getInt64(0))), done,
+      probe);
+  b.SetInsertPoint(probe);
+  llvm::PHINode* index = b.CreatePHI(b.getInt64Ty(), 2);
+  index->addIncoming(b.getInt64(0), entry);
+  llvm::Value* slot = b.CreateIntToPtr(
+      b.CreateAdd(table, b.CreateMul(index, b.getInt64(sizeof(AmdgpuGraphConditionSlot)))),
+      llvm::PointerType::get(c, kGlobalAS));
+  auto* exchange = b.CreateAtomicCmpXchg(slot, b.getInt64(0), handle, llvm::Align(8),
+                                         llvm::AtomicOrdering::Monotonic,
+                                         llvm::AtomicOrdering::Monotonic, agentScope(c));
+  llvm::Value* mine = b.CreateOr(b.CreateExtractValue(exchange, 1),
+                                 b.CreateICmpEQ(b.CreateExtractValue(exchange, 0), handle));
+  b.CreateCondBr(mine, write, next);
+  b.SetInsertPoint(write);
+  b.CreateAlignedStore(
+      fn.getArg(1),
+      b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), slot, offsetof(AmdgpuGraphConditionSlot, value)),
+      llvm::Align(8));
+  b.CreateBr(done);
+  b.SetInsertPoint(next);
+  llvm::Value* following = b.CreateAdd(index, b.getInt64(1));
+  index->addIncoming(following, next);
+  auto* back = b.CreateCondBr(b.CreateICmpULT(following, b.getInt64(kAmdgpuGraphConditionSlots)),
+                              probe, done);
+  // One probe at a time: a kernel's few calls do not need the loop unrolled at every call site.
+  llvm::MDNode* disable =
+      llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.unroll.disable")});
+  llvm::MDNode* loop = llvm::MDNode::getDistinct(c, {nullptr, disable});
+  loop->replaceOperandWith(0, loop);
+  back->setMetadata(llvm::LLVMContext::MD_loop, loop);
+  b.SetInsertPoint(done);
+  b.CreateRetVoid();
+  return true;
+}
+
+void clearLastErrorAtEntry(llvm::Function& kernel, llvm::Value* lastErrors) {
+  llvm::BasicBlock& entry = kernel.getEntryBlock();
+  auto at = entry.getFirstInsertionPt();
+  while (llvm::isa<llvm::AllocaInst>(*at)) ++at;  // the allocas stay static
+  Builder b(&entry, at);
+  storeLastError(b, b.getInt16(0),
+                 b.CreateInBoundsGEP(b.getInt16Ty(), lastErrors, linearThreadIndex(b)));
+}
+
+void resolveKernelParameterBytes(llvm::Module& module) {
+  llvm::Function* fn = module.getFunction(kParamBytesFunction);
+  if (fn == nullptr) return;
+  std::vector<std::pair<llvm::GlobalVariable*, uint32_t>> references;
+  for (llvm::GlobalVariable& reference : module.globals())
+    if (llvm::MDNode* bytes = reference.getMetadata(kParamBytesMetadata))
+      references.emplace_back(
+          &reference,
+          static_cast<uint32_t>(
+              llvm::mdconst::extract<llvm::ConstantInt>(bytes->getOperand(0))->getZExtValue()));
+  std::vector<llvm::CallInst*> calls;
+  for (llvm::User* user : fn->users())
+    if (auto* call = llvm::dyn_cast<llvm::CallInst>(user)) calls.push_back(call);
+  for (llvm::CallInst* call : calls) {
+    llvm::Value* kernelName = call->getArgOperand(0);
+    llvm::Value* bytes = call->getArgOperand(1);  // the largest kernel's
+    // `ptrtoint (addrspacecast @reference)` where the call names a kernel directly.
+    const llvm::GlobalVariable* named = nullptr;
+    if (auto* cast = llvm::dyn_cast<llvm::ConstantExpr>(kernelName);
+        cast != nullptr && cast->getOpcode() == llvm::Instruction::PtrToInt)
+      named = llvm::dyn_cast<llvm::GlobalVariable>(cast->getOperand(0)->stripPointerCasts());
+    auto known = std::find_if(references.begin(), references.end(),
+                              [&](const auto& r) { return r.first == named; });
+    Builder b(call);
+    if (known != references.end()) {
+      bytes = b.getInt32(known->second);
+    } else {
+      for (const auto& [reference, size] : references) {
+        llvm::Constant* flat = llvm::ConstantExpr::getPointerCast(
+            reference, llvm::PointerType::get(module.getContext(), kFlatAS));
+        bytes = b.CreateSelect(
+            b.CreateICmpEQ(kernelName, llvm::ConstantExpr::getPtrToInt(flat, b.getInt64Ty())),
+            b.getInt32(size), bytes);
+      }
+    }
+    call->replaceAllUsesWith(bytes);
+    call->eraseFromParent();
+  }
+  fn->eraseFromParent();
+}
+
+#undef ROCUDA_FIELD
+#undef ROCUDA_HEADER
+
+}  // namespace rocuda::compiler::amdgpu
