@@ -398,6 +398,20 @@ class DeviceBackend {
     return makeError(ErrorCode::NotSupported, "this device has no virtual memory management");
   }
 
+  // Peer access (cuCtxEnablePeerAccess): what this device's kernels can do with `peer`'s memory
+  // once access is enabled, and enabling and disabling it: called for each pair of contexts,
+  // so a backend whose setting is per device counts them.
+  struct PeerLink {
+    bool access = false;         // kernels can read and write the peer's memory
+    bool nativeAtomics = false;  // atomics on it are atomic across both devices
+    bool arrays = false;         // CUDA arrays of the peer can be accessed
+  };
+  virtual PeerLink peerLink(const DeviceBackend& /*peer*/) const { return {}; }
+  virtual Status enablePeerAccess(const DeviceBackend& /*peer*/) {
+    return makeError(ErrorCode::NotSupported, "this device cannot access another's memory");
+  }
+  virtual void disablePeerAccess(const DeviceBackend& /*peer*/) {}
+
   // Give the physical memory behind [address, address + bytes) of a device allocation back to
   // the system, the addresses staying valid (the contents become undefined). False when the
   // backend cannot: the memory then stays as it was.

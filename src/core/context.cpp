@@ -45,6 +45,7 @@ Context::~Context() {
   perThread_.clear();
   legacy_.reset();
   events_.clear();
+  disableAllPeers();
 }
 
 Stream& Context::legacyStream() { return *legacy_; }
@@ -300,6 +301,7 @@ void Context::reset() {
   streams.clear();
   events.clear();
   mallocHeap_.release();  // every kernel has finished (drain)
+  disableAllPeers();
 }
 
 void Context::setStickyError(const Error& error) {
@@ -307,6 +309,33 @@ void Context::setStickyError(const Error& error) {
   if (sticky_) return;  // the first failure is the one reported
   sticky_ = true;
   stickyError_ = error;
+}
+
+bool Context::peerAccessEnabled(const Context& peer) const {
+  std::lock_guard lock(mutex_);
+  return peers_.count(peer.id()) != 0;
+}
+
+size_t Context::peersEnabled() const {
+  std::lock_guard lock(mutex_);
+  return peers_.size();
+}
+
+void Context::setPeerAccess(Context& peer, bool enabled) {
+  std::lock_guard lock(mutex_);
+  if (enabled)
+    peers_[peer.id()] = &peer.device().backend();
+  else
+    peers_.erase(peer.id());
+}
+
+void Context::disableAllPeers() {
+  std::map<uint64_t, backends::DeviceBackend*> peers;
+  {
+    std::lock_guard lock(mutex_);
+    peers.swap(peers_);
+  }
+  for (auto& [id, backend] : peers) device_.backend().disablePeerAccess(*backend);
 }
 
 void Context::noteDeviceFailure(const Error& error) {

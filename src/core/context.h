@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -83,6 +84,12 @@ class Context : public Object {
   // default streams) stay, so handles cudart cached for the primary context remain valid.
   void reset();
 
+  // Peer access (cuCtxEnablePeerAccess): the contexts, by id, whose memory this context's
+  // kernels were allowed to reach. A reset or the context's destruction disables them all.
+  bool peerAccessEnabled(const Context& peer) const;
+  size_t peersEnabled() const;
+  void setPeerAccess(Context& peer, bool enabled);
+
   // A kernel failure is sticky: every later call on the context reports it (as CUDA does).
   void setStickyError(const Error& error);
   // A kernel, or device work queued with kernels, failed: sticky, reported as the fault it was
@@ -116,6 +123,7 @@ class Context : public Object {
   // Removes the idle retired streams from retiredStreams_ (the caller destroys them unlocked).
   std::vector<std::unique_ptr<Stream>> takeIdleRetiredStreams();
   void setDefaultLimits();
+  void disableAllPeers();
 
   Device& device_;
   unsigned flags_;
@@ -131,6 +139,7 @@ class Context : public Object {
   std::unique_ptr<Stream> recordStream_;     // hosts cuCtxRecordEvent's records (no handle)
   std::vector<CompletionPtr> contextWaits_;  // cuCtxWaitEvent's, until they complete
   std::vector<std::unique_ptr<Event>> events_;
+  std::map<uint64_t, backends::DeviceBackend*> peers_;  // enabled peer context id -> its device
   bool sticky_ = false;
   Error stickyError_;
   uint64_t limits_[static_cast<int>(ContextLimit::Count)] = {};

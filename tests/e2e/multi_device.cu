@@ -4,7 +4,9 @@
 // (distinct UUIDs, PCI bus ids that find their device again), and a copy between two devices'
 // memories that waits for work still running on the source device (CUDA C++ Programming Guide,
 // peer-to-peer memory copy: it "does not start until all commands previously issued to either
-// device have completed"). With one device only the first part runs; `--devices N` requires N.
+// device have completed"), and peer access (a kernel reading and adding to another device's
+// memory) where the devices have it. With one device only the first part runs; `--devices N`
+// requires N.
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -15,6 +17,12 @@
 #include "e2e_check.h"
 
 __global__ void fill(int* out, int base) { out[threadIdx.x] = base + threadIdx.x; }
+
+// Reads another device's memory directly (peer access) and adds to it atomically.
+__global__ void addFromPeer(const int* peer, int* out, int* peerCounter) {
+  out[threadIdx.x] = 2 * peer[threadIdx.x];
+  atomicAdd(peerCounter, 1);
+}
 
 // Thread 0 waits for the host to set `flag`, then the block writes `out`.
 __global__ void waitThenFill(volatile int* flag, int* out, int base) {
@@ -98,6 +106,48 @@ int main(int argc, char** argv) {
     CHECK(cudaFreeHost(flag));
     CHECK(cudaSetDevice(1));
     CHECK(cudaFree(destination));
+
+    // Peer access, where the devices have it (two CPU devices do; GPUs as their link allows):
+    // a kernel on device 1 reads device 0's memory and adds to a counter there.
+    int canAccess = -1, sameDevice = -1;
+    CHECK(cudaDeviceCanAccessPeer(&canAccess, 1, 0));
+    CHECK(cudaDeviceCanAccessPeer(&sameDevice, 0, 0));
+    check.eq("a device is not its own peer", 0, 0, sameDevice);
+    int attribute = -1;
+    CHECK(cudaDeviceGetP2PAttribute(&attribute, cudaDevP2PAttrAccessSupported, 1, 0));
+    check.eq("P2P access attribute", 0, canAccess, attribute);
+    if (canAccess == 1) {
+      int *peerData = nullptr, *counter = nullptr, *out = nullptr;
+      CHECK(cudaSetDevice(0));
+      CHECK(cudaMalloc(&peerData, n * sizeof(int)));
+      CHECK(cudaMalloc(&counter, sizeof(int)));
+      fill<<<1, n>>>(peerData, 7);
+      CHECK_LAUNCH();
+      CHECK(cudaMemset(counter, 0, sizeof(int)));
+      CHECK(cudaDeviceSynchronize());
+      CHECK(cudaSetDevice(1));
+      CHECK(cudaMalloc(&out, n * sizeof(int)));
+      CHECK(cudaDeviceEnablePeerAccess(0, 0));
+      check.eq("enabling twice", 0, int(cudaErrorPeerAccessAlreadyEnabled),
+               int(cudaDeviceEnablePeerAccess(0, 0)));
+      cudaGetLastError();
+      addFromPeer<<<1, n>>>(peerData, out, counter);
+      CHECK_LAUNCH();
+      std::vector<int> got = download(out, n);
+      for (int i = 0; i < n; ++i)
+        check.eq("kernel reading a peer's memory", i, 2 * (7 + i), got[i]);
+      int total = 0;
+      CHECK(cudaMemcpy(&total, counter, sizeof total, cudaMemcpyDefault));
+      check.eq("atomics on a peer's memory", 0, n, total);
+      CHECK(cudaDeviceDisablePeerAccess(0));
+      check.eq("disabling twice", 0, int(cudaErrorPeerAccessNotEnabled),
+               int(cudaDeviceDisablePeerAccess(0)));
+      cudaGetLastError();
+      CHECK(cudaFree(out));
+      CHECK(cudaSetDevice(0));
+      CHECK(cudaFree(peerData));
+      CHECK(cudaFree(counter));
+    }
   }
   return check.finish();
 }

@@ -490,7 +490,11 @@ ROCUDA_EXPORT CUresult cuCtxResetPersistingL2Cache() {
   });
 }
 
-// No two Rocuda devices can map each other's memory (cuDeviceCanAccessPeer says 0).
+// NVIDIA's limit on the peers of one context (CUDA_ERROR_TOO_MANY_PEERS past it).
+constexpr size_t kMaxPeers = 8;
+
+// Access from the current context's kernels to the peer context's memory, where the devices can
+// (cuDeviceCanAccessPeer): two CPU devices always, two AMD GPUs as HIP reports their link.
 ROCUDA_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags) {
   return ROCUDA_API((peerContext, Flags), [&]() -> api::Outcome {
     if (Flags != 0) return api::invalidValue("Flags must be 0");
@@ -503,7 +507,21 @@ ROCUDA_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int
       return {CUDA_ERROR_INVALID_CONTEXT, "peerContext is the current context"};
     if (&(*peer)->device() == &(*current)->device())
       return {CUDA_ERROR_INVALID_DEVICE, "a context cannot be its own device's peer"};
-    return {CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, "peer access is not supported"};
+    backends::DeviceBackend& backend = (*current)->device().backend();
+    backends::DeviceBackend& peerBackend = (*peer)->device().backend();
+    if (!backend.peerLink(peerBackend).access)
+      return {CUDA_ERROR_PEER_ACCESS_UNSUPPORTED,
+              "device " + std::to_string((*current)->device().ordinal()) +
+                  " cannot access the memory of device " +
+                  std::to_string((*peer)->device().ordinal())};
+    if ((*current)->peerAccessEnabled(**peer))
+      return {CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, "peer access is already enabled"};
+    if ((*current)->peersEnabled() >= kMaxPeers)
+      return {CUDA_ERROR_TOO_MANY_PEERS,
+              "a context reaches at most " + std::to_string(kMaxPeers) + " peers"};
+    if (Status enabled = backend.enablePeerAccess(peerBackend); !enabled) return enabled;
+    (*current)->setPeerAccess(**peer, true);
+    return {};
   });
 }
 
@@ -513,7 +531,11 @@ ROCUDA_EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peerContext) {
     if (!current) return current.error();
     Result<core::Context*> peer = api::lookupContext(peerContext);
     if (!peer) return peer.error();
-    return {CUDA_ERROR_PEER_ACCESS_NOT_ENABLED, "peer access was never enabled"};
+    if (!(*current)->peerAccessEnabled(**peer))
+      return {CUDA_ERROR_PEER_ACCESS_NOT_ENABLED, "peer access was never enabled"};
+    (*current)->device().backend().disablePeerAccess((*peer)->device().backend());
+    (*current)->setPeerAccess(**peer, false);
+    return {};
   });
 }
 

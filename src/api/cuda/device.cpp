@@ -341,6 +341,16 @@ Outcome deviceUuid(CUuuid* uuid, CUdevice dev) {
 }  // namespace rocuda::api
 
 namespace rocuda::cuda {
+namespace {
+// What kernels of device `from` can do with the memory of device `to` (both valid ordinals).
+backends::DeviceBackend::PeerLink peerLinkOf(CUdevice from, CUdevice to) {
+  Result<core::Device*> source = api::lookupDevice(from);
+  Result<core::Device*> destination = api::lookupDevice(to);
+  if (!source || !destination || *source == *destination) return {};
+  return (*source)->backend().peerLink((*destination)->backend());
+}
+}  // namespace
+
 extern "C" {
 
 ROCUDA_EXPORT CUresult cuDeviceGet(CUdevice* device, int ordinal) {
@@ -462,7 +472,20 @@ ROCUDA_EXPORT CUresult cuDeviceGetP2PAttribute(int* value, CUdevice_P2PAttribute
     if (attrib < CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK ||
         attrib > CU_DEVICE_P2P_ATTRIBUTE_ONLY_PARTIAL_NATIVE_ATOMIC_SUPPORTED)
       return api::invalidValue("unknown P2P attribute");
-    *value = 0;  // no peer access between Rocuda devices
+    backends::DeviceBackend::PeerLink link = peerLinkOf(srcDevice, dstDevice);
+    switch (attrib) {
+      case CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED:
+        *value = link.access ? 1 : 0;
+        break;
+      case CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED:
+        *value = link.access && link.nativeAtomics ? 1 : 0;
+        break;
+      case CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED:
+        *value = link.access && link.arrays ? 1 : 0;
+        break;
+      default:  // the performance rank (one link, rank 0) and partial atomics
+        *value = 0;
+    }
     return {};
   });
 }
@@ -472,7 +495,7 @@ ROCUDA_EXPORT CUresult cuDeviceCanAccessPeer(int* canAccessPeer, CUdevice dev, C
     if (canAccessPeer == nullptr) return api::invalidValue("canAccessPeer is NULL");
     if (!api::lookupDevice(dev) || !api::lookupDevice(peerDev))
       return {CUDA_ERROR_INVALID_DEVICE, "invalid device"};
-    *canAccessPeer = 0;
+    *canAccessPeer = dev != peerDev && peerLinkOf(dev, peerDev).access ? 1 : 0;
     return {};
   });
 }
@@ -526,7 +549,7 @@ ROCUDA_EXPORT CUresult cuDeviceGetHostAtomicCapabilities(unsigned int* capabilit
   });
 }
 
-// No two Rocuda devices have a peer link (cuDeviceCanAccessPeer says 0), so no atomics cross one.
+// Over a link with native atomics (two CPU devices), every operation is native.
 ROCUDA_EXPORT CUresult cuDeviceGetP2PAtomicCapabilities(unsigned int* capabilities,
                                                         const CUatomicOperation* operations,
                                                         unsigned int count, CUdevice srcDevice,
@@ -536,7 +559,10 @@ ROCUDA_EXPORT CUresult cuDeviceGetP2PAtomicCapabilities(unsigned int* capabiliti
       return {CUDA_ERROR_INVALID_DEVICE, "needs two distinct valid devices"};
     api::Outcome checked = api::checkAtomicQuery(capabilities, operations, count);
     if (!checked.ok()) return checked;
-    for (unsigned i = 0; i < count; ++i) capabilities[i] = 0;
+    backends::DeviceBackend::PeerLink link = peerLinkOf(srcDevice, dstDevice);
+    bool native = link.access && link.nativeAtomics;
+    for (unsigned i = 0; i < count; ++i)
+      capabilities[i] = native ? api::atomicCapabilities(operations[i]) : 0;
     return {};
   });
 }

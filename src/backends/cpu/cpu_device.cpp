@@ -369,6 +369,17 @@ class CpuDevice final : public DeviceBackend {
 
   const DeviceDescription& description() const override { return description_; }
 
+  // Every CPU device's memory is the process's: another CPU device's kernels reach it, and
+  // atomics on it are the host's.
+  PeerLink peerLink(const DeviceBackend& peer) const override {
+    bool cpu = &peer != this && dynamic_cast<const CpuDevice*>(&peer) != nullptr;
+    return {cpu, cpu, cpu};
+  }
+  Status enablePeerAccess(const DeviceBackend& peer) override {
+    if (!peerLink(peer).access) return DeviceBackend::enablePeerAccess(peer);
+    return Status::success();
+  }
+
   Result<void*> allocateDevice(size_t bytes) override;
   // The whole pages of the range go back to the kernel (MADV_DONTNEED): they read as zeros and
   // cost nothing until touched again.

@@ -199,7 +199,10 @@ constexpr size_t kDevicePropBufferBytes = 4096;
   X(hipDriverGetVersion, hipError_t (*)(int*), false)                                             \
   X(hipDeviceGetUuid, hipError_t (*)(hipUUID*, hipDevice_t), false)                               \
   X(hipGetDevicePropertiesR0000, hipError_t (*)(void*, int), false)                               \
-  X(hipGetDeviceProperties, hipError_t (*)(void*, int), false)
+  X(hipGetDeviceProperties, hipError_t (*)(void*, int), false)                                    \
+  X(hipDeviceCanAccessPeer, hipError_t (*)(int*, int, int), false)                                \
+  X(hipDeviceEnablePeerAccess, hipError_t (*)(int, unsigned), false)                              \
+  X(hipDeviceDisablePeerAccess, hipError_t (*)(int), false)
 
 template <class T>
 using HipFunction = T;  // lets a function pointer type be written before the member's name

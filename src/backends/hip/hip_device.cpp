@@ -448,6 +448,43 @@ class HipDevice final : public DeviceBackend {
 
   const DeviceDescription& description() const override { return description_; }
 
+  // GPUs of the same HIP runtime, as HIP reports their link (hipDeviceCanAccessPeer). HIP's
+  // setting is per device: enabled with the first context pair, disabled with the last.
+  PeerLink peerLink(const DeviceBackend& peer) const override {
+    const HipDevice* other = peerDevice(peer);
+    if (other == nullptr || api_.hipDeviceCanAccessPeer == nullptr) return {};
+    int can = 0;
+    if (api_.hipDeviceCanAccessPeer(&can, ordinal_, other->ordinal_) != hipSuccess) return {};
+    return {can != 0, false, false};
+  }
+  Status enablePeerAccess(const DeviceBackend& peer) override {
+    const HipDevice* other = peerDevice(peer);
+    if (other == nullptr || !peerLink(peer).access || api_.hipDeviceEnablePeerAccess == nullptr)
+      return DeviceBackend::enablePeerAccess(peer);
+    std::lock_guard lock(peersMutex_);
+    if (peerEnables_[other->ordinal_]++ > 0) return Status::success();
+    Status selected = select();
+    hipError_t status =
+        selected.ok() ? api_.hipDeviceEnablePeerAccess(other->ordinal_, 0) : hipSuccess;
+    if (selected.ok() && status == hipSuccess) return Status::success();
+    --peerEnables_[other->ordinal_];
+    if (!selected.ok()) return selected;
+    return library_->error(status,
+                           "hipDeviceEnablePeerAccess(" + std::to_string(other->ordinal_) + ")");
+  }
+  void disablePeerAccess(const DeviceBackend& peer) override {
+    const HipDevice* other = peerDevice(peer);
+    if (other == nullptr || api_.hipDeviceDisablePeerAccess == nullptr) return;
+    std::lock_guard lock(peersMutex_);
+    auto it = peerEnables_.find(other->ordinal_);
+    if (it == peerEnables_.end() || --it->second > 0) return;
+    peerEnables_.erase(it);
+    if (!select().ok()) return;
+    hipError_t status = api_.hipDeviceDisablePeerAccess(other->ordinal_);
+    if (status != hipSuccess)
+      log::warning(library_->error(status, "hipDeviceDisablePeerAccess").message);
+  }
+
   std::unique_ptr<StreamQueue> createStreamQueue() override {
     return std::make_unique<HipStreamQueue>(*this, *library_, *lanes_, ordinal_);
   }
@@ -1018,9 +1055,17 @@ class HipDevice final : public DeviceBackend {
     return result;
   }
 
+  // `peer` as another GPU of this HIP runtime, or null.
+  const HipDevice* peerDevice(const DeviceBackend& peer) const {
+    const auto* other = dynamic_cast<const HipDevice*>(&peer);
+    return other != nullptr && other != this && other->library_ == library_ ? other : nullptr;
+  }
+
   std::shared_ptr<HipLibrary> library_;  // keeps the runtime loaded while the device lives
   const HipApi& api_;
   int ordinal_;
+  std::mutex peersMutex_;
+  std::map<int, int> peerEnables_;  // peer ordinal -> context pairs that enabled access
   DeviceDescription description_;
   int hipLeastStreamPriority_;
   std::unique_ptr<LanePool> lanes_;

@@ -3,7 +3,7 @@
 // every call: FAKE_HIP_VERSION, FAKE_HIP_INIT_ERROR, FAKE_HIP_COUNT, FAKE_HIP_ARCH,
 // FAKE_HIP_MALLOC_ERROR, FAKE_HIP_REGISTER_ERROR, FAKE_HIP_LOAD_ERROR, FAKE_HIP_LAUNCH_ERROR,
 // FAKE_HIP_SYNC_ERROR (the error a kernel fault reports), a launch hook standing in for kernels
-// (fakeHipSetLaunchHook), FAKE_HIP_PARAM_SIZES (e.g. "8,4": how
+// (fakeHipSetLaunchHook), FAKE_HIP_NO_PEERS (no peer links), FAKE_HIP_PARAM_SIZES (e.g. "8,4": how
 // many bytes of each kernelParams entry a launch records), FAKE_HIP_NO_PRIORITIES (a range of [0,
 // 0]; else ROCm's [1, -1]), FAKE_HIP_SYNC_RENDEZVOUS=N (hipStreamSynchronize returns only once N
 // callers are inside it at the same time, or fails after 5 s: proof that operations overlap).
@@ -153,6 +153,21 @@ int hipGetDevicePropertiesR0600(void* properties, int) {
 int hipSetDevice(int ordinal) {
   note("hipSetDevice");
   current = ordinal;
+  return 0;
+}
+// Peer links between the double's GPUs: FAKE_HIP_NO_PEERS=1 reports none.
+int hipDeviceCanAccessPeer(int* can, int device, int peer) {
+  note(("hipDeviceCanAccessPeer(" + std::to_string(device) + ", " + std::to_string(peer) + ")")
+           .c_str());
+  *can = device != peer && envInt("FAKE_HIP_NO_PEERS", 0) == 0 ? 1 : 0;
+  return 0;
+}
+int hipDeviceEnablePeerAccess(int peer, unsigned) {
+  note(("hipDeviceEnablePeerAccess(" + std::to_string(peer) + ")").c_str());
+  return 0;
+}
+int hipDeviceDisablePeerAccess(int peer) {
+  note(("hipDeviceDisablePeerAccess(" + std::to_string(peer) + ")").c_str());
   return 0;
 }
 int hipDeviceGetStreamPriorityRange(int* least, int* greatest) {

@@ -578,6 +578,41 @@ TEST_F(HipDouble, AStreamQueueIssuesBackToBackAndWaitsAtItsDrain) {
   device.freeDevice(*memory);
 }
 
+// Peer access between two GPUs: the link as HIP reports it, none to a CPU device; HIP's
+// setting is per device, so of two context pairs only the first enable and the last disable
+// reach it.
+TEST_F(HipDouble, PeerAccessFollowsHipsLinkAndIsEnabledOncePerDevice) {
+  ScopedEnv count("FAKE_HIP_COUNT", "2");
+  HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
+  ASSERT_EQ(result.devices.size(), 2u);
+  DeviceBackend& first = *result.devices[0];
+  DeviceBackend& second = *result.devices[1];
+  calls();
+  EXPECT_TRUE(first.peerLink(second).access);
+  EXPECT_EQ(calls(), "hipDeviceCanAccessPeer(0, 1);");
+  EXPECT_FALSE(first.peerLink(first).access);
+  std::unique_ptr<DeviceBackend> cpu = createCpuBackend();
+  EXPECT_FALSE(first.peerLink(*cpu).access);
+  EXPECT_FALSE(first.enablePeerAccess(*cpu).ok());
+  calls();
+  ASSERT_TRUE(first.enablePeerAccess(second).ok());
+  ASSERT_TRUE(first.enablePeerAccess(second).ok());
+  EXPECT_EQ(calls(),
+            "hipDeviceCanAccessPeer(0, 1);hipSetDevice;hipDeviceEnablePeerAccess(1);"
+            "hipDeviceCanAccessPeer(0, 1);");
+  first.disablePeerAccess(second);
+  EXPECT_EQ(calls(), "");
+  first.disablePeerAccess(second);
+  EXPECT_EQ(calls(), "hipSetDevice;hipDeviceDisablePeerAccess(1);");
+  {
+    ScopedEnv none("FAKE_HIP_NO_PEERS", "1");
+    EXPECT_FALSE(first.peerLink(second).access);
+    Status refused = first.enablePeerAccess(second);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().code, ErrorCode::NotSupported);
+  }
+}
+
 TEST_F(HipDouble, CodeObjectVersionFollowsTheRuntime) {
   ScopedEnv version("FAKE_HIP_VERSION", "50200000");
   HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
