@@ -170,8 +170,11 @@ struct DeviceDescription {
   // external memory imported from an fd): DeviceBackend::shareDevice and mapShared work.
   bool sharesMemoryBetweenProcesses = false;
   // cuMemCreate / cuMemMap and the rest of virtual memory management: DeviceBackend's
-  // createPhysical, mapPhysical, setAccess and unmapPhysical work.
+  // reserveAddresses, createPhysical, mapPhysical, setAccess and the rest work.
   bool virtualMemoryManagement = false;
+  // Physical memory of virtual memory management can be exported and imported as POSIX file
+  // descriptors (exportPhysical, importPhysical).
+  bool physicalMemoryAsFileDescriptors = false;
 };
 
 // A device allocation made shareable: a file descriptor of its pages, owned by the backend
@@ -379,15 +382,40 @@ class DeviceBackend {
   // Undoes mapShared(_, _, bytes) that returned `pointer`.
   virtual void unmapShared(void* /*pointer*/, size_t /*bytes*/) {}
 
-  // Virtual memory management (cuMemCreate, cuMemMap...; core/virtual_memory.cpp reserves the
-  // addresses). Physical memory is a file descriptor of `bytes` (owned by the caller); a mapping
-  // replaces reserved, inaccessible pages at `address` and stays inaccessible until setAccess;
-  // unmapping makes the range reserved and inaccessible again. Backends without it answer
-  // NotSupported (DeviceDescription::virtualMemoryManagement false).
-  virtual Result<int> createPhysical(size_t /*bytes*/) {
+  // Virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap...;
+  // core/virtual_memory.cpp keeps the bookkeeping and checks the arguments). A backend reserves
+  // address ranges (the CPU device: inaccessible host pages; a GPU: its own virtual addresses),
+  // holds physical memory behind a handle of its own (never 0), maps it into a reserved range
+  // (inaccessible until setAccess; unmapping makes the range reserved and inaccessible again) and
+  // shares it as a file descriptor. Sizes, addresses and offsets are multiples of
+  // virtualMemoryGranularity(false). Backends without it answer NotSupported
+  // (DeviceDescription::virtualMemoryManagement false).
+  virtual size_t virtualMemoryGranularity(bool /*recommended*/) const { return 0; }
+  virtual Result<void*> reserveAddresses(size_t /*bytes*/, size_t /*alignment*/,
+                                         uintptr_t /*hint*/) {
     return makeError(ErrorCode::NotSupported, "this device has no virtual memory management");
   }
-  virtual Status mapPhysical(void* /*address*/, size_t /*bytes*/, int /*fd*/, uint64_t /*offset*/) {
+  virtual void freeAddresses(void* /*base*/, size_t /*bytes*/) {}
+  // `exportable`: exportPhysical will be asked for (some backends must know at creation).
+  virtual Result<uint64_t> createPhysical(size_t /*bytes*/, bool /*exportable*/) {
+    return makeError(ErrorCode::NotSupported, "this device has no virtual memory management");
+  }
+  virtual void releasePhysical(uint64_t /*handle*/) {}
+  // A new file descriptor of the memory (the caller closes it).
+  virtual Result<int> exportPhysical(uint64_t /*handle*/) {
+    return makeError(ErrorCode::NotSupported, "this device cannot export physical memory");
+  }
+  // Physical memory from a descriptor of exportPhysical (taken over when this succeeds), and its
+  // size in bytes (0 when the backend cannot tell).
+  struct ImportedPhysical {
+    uint64_t handle = 0;
+    size_t bytes = 0;
+  };
+  virtual Result<ImportedPhysical> importPhysical(int /*fd*/) {
+    return makeError(ErrorCode::NotSupported, "this device cannot import physical memory");
+  }
+  virtual Status mapPhysical(void* /*address*/, size_t /*bytes*/, uint64_t /*handle*/,
+                             uint64_t /*offset*/) {
     return makeError(ErrorCode::NotSupported, "this device has no virtual memory management");
   }
   virtual Status setAccess(void* /*address*/, size_t /*bytes*/, bool /*readable*/,

@@ -1,13 +1,6 @@
 #include "core/virtual_memory.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -21,19 +14,18 @@
 namespace rocuda::core {
 namespace {
 
-constexpr size_t kRecommendedGranularity = size_t{2} << 20;  // a huge page
-
-size_t hostPage() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
-
-std::string osError(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
-
 struct Physical {
   Device* device = nullptr;
-  size_t bytes = 0;
-  int fd = -1;
+  size_t bytes = 0;  // 0: imported memory of unknown size
+  uint64_t backendHandle = 0;
   bool exportable = false;
   int references = 1;
   int mappings = 0;
+};
+
+struct Reservation {
+  size_t bytes = 0;
+  backends::DeviceBackend* reserver = nullptr;  // whose addresses they are
 };
 
 struct Mapping {
@@ -48,7 +40,7 @@ constexpr uint64_t kFirstHandle = 0x5600000000000001ull;
 
 struct State {
   std::mutex mutex;
-  std::map<uintptr_t, size_t> reservations;  // base -> bytes
+  std::map<uintptr_t, Reservation> reservations;  // by base
   std::map<uint64_t, Physical> physical;
   std::map<uintptr_t, Mapping> mappings;  // address -> mapping
   uint64_t nextHandle = kFirstHandle;
@@ -70,17 +62,32 @@ Error notLive() { return makeError(ErrorCode::InvalidValue, "not a live allocati
 // The pages go when nothing references or maps them any more.
 void dropIfUnused(State& s, std::map<uint64_t, Physical>::iterator it) {
   if (it->second.references > 0 || it->second.mappings > 0) return;
-  close(it->second.fd);
+  it->second.device->backend().releasePhysical(it->second.backendHandle);
   s.physical.erase(it);
 }
 
 // The reservation containing [address, address + bytes), or end().
-std::map<uintptr_t, size_t>::iterator reservationOf(State& s, uintptr_t address, size_t bytes) {
+std::map<uintptr_t, Reservation>::iterator reservationOf(State& s, uintptr_t address,
+                                                         size_t bytes) {
   auto it = s.reservations.upper_bound(address);
   if (it == s.reservations.begin()) return s.reservations.end();
   --it;
-  if (address + bytes > it->first + it->second) return s.reservations.end();
+  if (address + bytes > it->first + it->second.bytes) return s.reservations.end();
   return it;
+}
+
+// The device whose backend reserves addresses: the first with virtual memory management (a
+// reservation belongs to no device in CUDA; here to the address space of that device's kind).
+Device* reservingDevice() {
+  Platform& platform = Platform::instance();
+  for (int i = 0; i < platform.deviceCount(); ++i)
+    if (Device* device = platform.device(i); device->description().virtualMemoryManagement)
+      return device;
+  return nullptr;
+}
+
+bool multipleOf(uint64_t value, size_t granularity) {
+  return granularity != 0 && value % granularity == 0;
 }
 
 // The mappings that exactly cover [address, address + bytes), in order, or an error.
@@ -108,34 +115,29 @@ Result<std::map<uintptr_t, Mapping>::iterator> mappingAt(State& s, uintptr_t add
   return std::prev(it);
 }
 
-bool aligned(uint64_t value) { return value % hostPage() == 0; }
-
 }  // namespace
 
-size_t virtualMemoryGranularity(bool recommended) {
-  return recommended ? kRecommendedGranularity : hostPage();
+size_t virtualMemoryGranularity(Device& device, bool recommended) {
+  return device.backend().virtualMemoryGranularity(recommended);
 }
 
 Result<void*> reserveAddresses(size_t bytes, size_t alignment, uintptr_t hint) {
-  if (bytes == 0 || !aligned(bytes) || !aligned(hint))
+  Device* device = reservingDevice();
+  if (device == nullptr)
+    return makeError(ErrorCode::NotSupported, "no device has virtual memory management");
+  size_t granularity = device->backend().virtualMemoryGranularity(false);
+  if (bytes == 0 || !multipleOf(bytes, granularity) || !multipleOf(hint, granularity))
     return makeError(ErrorCode::InvalidValue,
-                     "size and address must be multiples of the page size");
+                     "size and address must be multiples of the granularity (" +
+                         std::to_string(granularity) + " bytes)");
   if (alignment & (alignment - 1))
     return makeError(ErrorCode::InvalidValue, "alignment must be a power of two or zero");
-  alignment = std::max(alignment, hostPage());
-  size_t extra = alignment - hostPage();
-  void* mapped = mmap(reinterpret_cast<void*>(hint), bytes + extra, PROT_NONE,
-                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (mapped == MAP_FAILED) return makeError(ErrorCode::OutOfMemory, osError("mmap"));
-  uintptr_t start = reinterpret_cast<uintptr_t>(mapped);
-  uintptr_t base = (start + alignment - 1) / alignment * alignment;
-  if (base > start) munmap(mapped, base - start);
-  if (uintptr_t end = start + bytes + extra; end > base + bytes)
-    munmap(reinterpret_cast<void*>(base + bytes), end - (base + bytes));
+  Result<void*> base = device->backend().reserveAddresses(bytes, alignment, hint);
+  if (!base) return base;
   State& s = state();
   std::lock_guard lock(s.mutex);
-  s.reservations[base] = bytes;
-  return reinterpret_cast<void*>(base);
+  s.reservations[reinterpret_cast<uintptr_t>(*base)] = Reservation{bytes, &device->backend()};
+  return base;
 }
 
 std::optional<std::pair<uintptr_t, size_t>> reservationContaining(uintptr_t address) {
@@ -143,45 +145,44 @@ std::optional<std::pair<uintptr_t, size_t>> reservationContaining(uintptr_t addr
   std::lock_guard lock(s.mutex);
   auto it = reservationOf(s, address, 1);
   if (it == s.reservations.end()) return std::nullopt;
-  return std::make_pair(it->first, it->second);
+  return std::make_pair(it->first, it->second.bytes);
 }
 
 Status freeAddresses(uintptr_t base, size_t bytes) {
   State& s = state();
   std::lock_guard lock(s.mutex);
   auto it = s.reservations.find(base);
-  if (it == s.reservations.end() || it->second != bytes)
+  if (it == s.reservations.end() || it->second.bytes != bytes)
     return makeError(ErrorCode::InvalidValue, "not a reserved address range (address and size)");
   auto mapped = s.mappings.lower_bound(base);
   if (mapped != s.mappings.end() && mapped->first < base + bytes)
     return makeError(ErrorCode::InvalidValue, "the range still has memory mapped in it");
-  munmap(reinterpret_cast<void*>(base), bytes);
+  it->second.reserver->freeAddresses(reinterpret_cast<void*>(base), bytes);
   s.reservations.erase(it);
   return Status::success();
 }
 
 Result<uint64_t> createPhysicalMemory(Device& device, size_t bytes, bool exportable) {
-  if (bytes == 0 || !aligned(bytes))
+  if (bytes == 0 || !multipleOf(bytes, device.backend().virtualMemoryGranularity(false)))
     return makeError(ErrorCode::InvalidValue, "size must be a multiple of the granularity");
-  Result<int> fd = device.backend().createPhysical(bytes);
-  if (!fd) return fd.error();
+  Result<uint64_t> created = device.backend().createPhysical(bytes, exportable);
+  if (!created) return created.error();
   State& s = state();
   std::lock_guard lock(s.mutex);
   uint64_t handle = s.nextHandle++;
-  s.physical[handle] = Physical{&device, bytes, *fd, exportable};
+  s.physical[handle] = Physical{&device, bytes, *created, exportable};
   return handle;
 }
 
 Result<uint64_t> importPhysicalMemory(Device& device, int fd) {
-  struct stat info {};
-  if (fstat(fd, &info) != 0 || info.st_size <= 0 || !aligned(static_cast<uint64_t>(info.st_size)))
-    return makeError(ErrorCode::InvalidValue, "not a descriptor of exported physical memory");
   if (!device.description().virtualMemoryManagement)
     return makeError(ErrorCode::NotSupported, "this device has no virtual memory management");
+  auto imported = device.backend().importPhysical(fd);
+  if (!imported) return imported.error();
   State& s = state();
   std::lock_guard lock(s.mutex);
   uint64_t handle = s.nextHandle++;
-  s.physical[handle] = Physical{&device, static_cast<size_t>(info.st_size), fd, true};
+  s.physical[handle] = Physical{&device, imported->bytes, imported->handle, true};
   return handle;
 }
 
@@ -201,9 +202,7 @@ Result<int> exportPhysicalMemory(uint64_t handle) {
   if (!it->second.exportable)
     return makeError(ErrorCode::InvalidValue,
                      "the allocation was not created exportable as a file descriptor");
-  int fd = fcntl(it->second.fd, F_DUPFD_CLOEXEC, 0);
-  if (fd < 0) return makeError(ErrorCode::OperatingSystem, osError("fcntl"));
-  return fd;
+  return it->second.device->backend().exportPhysical(it->second.backendHandle);
 }
 
 Status releasePhysicalMemory(uint64_t handle) {
@@ -228,17 +227,26 @@ Result<uint64_t> retainPhysicalMemoryAt(uintptr_t address) {
 
 Status mapPhysicalMemory(uintptr_t address, size_t bytes, size_t offset, uint64_t handle) {
   if (offset != 0) return makeError(ErrorCode::InvalidValue, "offset must be zero");
-  if (bytes == 0 || !aligned(bytes) || !aligned(address))
-    return makeError(ErrorCode::InvalidValue,
-                     "address and size must be multiples of the granularity");
   State& s = state();
   std::lock_guard lock(s.mutex);
   auto physical = livePhysical(s, handle);
   if (physical == s.physical.end()) return notLive();
-  if (bytes > physical->second.bytes)
+  backends::DeviceBackend& backend = physical->second.device->backend();
+  size_t granularity = backend.virtualMemoryGranularity(false);
+  if (bytes == 0 || !multipleOf(bytes, granularity) || !multipleOf(address, granularity))
+    return makeError(ErrorCode::InvalidValue,
+                     "address and size must be multiples of the granularity");
+  if (physical->second.bytes != 0 && bytes > physical->second.bytes)
     return makeError(ErrorCode::InvalidValue, "size is beyond the allocation");
-  if (reservationOf(s, address, bytes) == s.reservations.end())
+  auto reservation = reservationOf(s, address, bytes);
+  if (reservation == s.reservations.end())
     return makeError(ErrorCode::InvalidValue, "the range is not inside one reserved address range");
+  // The reservation's addresses must be ones this device can map: its own kind's (every CPU
+  // device's are the process's; GPUs of one runtime share theirs where they are peers).
+  backends::DeviceBackend& reserver = *reservation->second.reserver;
+  if (&reserver != &backend && !reserver.peerLink(backend).access)
+    return makeError(ErrorCode::NotSupported,
+                     "the range was reserved in another device's address space");
   auto next = s.mappings.lower_bound(address);
   bool overlaps = (next != s.mappings.end() && next->first < address + bytes) ||
                   (next != s.mappings.begin() &&
@@ -246,7 +254,7 @@ Status mapPhysicalMemory(uintptr_t address, size_t bytes, size_t offset, uint64_
   if (overlaps) return makeError(ErrorCode::InvalidValue, "the range is already mapped");
   Device& device = *physical->second.device;
   void* at = reinterpret_cast<void*>(address);
-  ROCUDA_TRY(device.backend().mapPhysical(at, bytes, physical->second.fd, offset));
+  ROCUDA_TRY(device.backend().mapPhysical(at, bytes, physical->second.backendHandle, offset));
   s.mappings[address] = Mapping{bytes, handle, 0};
   ++physical->second.mappings;
   registerMapped(device.primaryContext(), at, bytes, MappedFrom::VirtualMemory, handle);

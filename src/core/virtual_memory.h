@@ -1,6 +1,7 @@
 // Virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap, cuMemSetAccess...):
 // address ranges reserved for the process, physical memory of a device named by a handle, and
-// the mappings of one into the other. Reservations are the process's (inaccessible pages);
+// the mappings of one into the other. Reservations are made by the first device with virtual
+// memory management (the CPU device: inaccessible host pages; an AMD GPU: HIP's addresses);
 // physical memory and mappings are the device backend's (DeviceBackend::createPhysical...).
 // Every mapping is device memory in the allocation table (core/memory.h) while it exists.
 #pragma once
@@ -16,9 +17,9 @@ namespace rocuda::core {
 
 class Device;
 
-// Sizes and addresses must be multiples of the minimum granularity (the host page);
-// the recommended one is a huge page.
-size_t virtualMemoryGranularity(bool recommended);
+// Sizes and addresses must be multiples of the device's minimum granularity (the CPU device's is
+// the host page, its recommended one a huge page).
+size_t virtualMemoryGranularity(Device& device, bool recommended);
 
 // A physical allocation: the handle cuMemCreate gives out.
 struct PhysicalMemoryInfo {

@@ -161,7 +161,7 @@ std::optional<int> capabilityAttribute(const DeviceDescription& d, int attribute
     case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:  // core/virtual_memory.cpp
       return d.virtualMemoryManagement ? 1 : 0;
     case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:  // cuMemExport...
-      return d.virtualMemoryManagement && d.sharesMemoryBetweenProcesses ? 1 : 0;
+      return d.virtualMemoryManagement && d.physicalMemoryAsFileDescriptors ? 1 : 0;
     // sm_80's reserved shared memory (%reserved_smem_offset_*): a kernel that reads those
     // registers has the region in its window (compiler/shared_layout.h).
     case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK:

@@ -40,7 +40,7 @@ Result<core::Device*> deviceOfProperties(const CUmemAllocationProp* prop) {
     return makeError(ErrorCode::NotSupported, "this device has no virtual memory management");
   if (prop->requestedHandleTypes != CU_MEM_HANDLE_TYPE_NONE &&
       (prop->requestedHandleTypes != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR ||
-       !(*device)->description().sharesMemoryBetweenProcesses))
+       !(*device)->description().physicalMemoryAsFileDescriptors))
     return makeError(ErrorCode::NotSupported,
                      "physical memory can be shared as POSIX file descriptors only");
   if (prop->win32HandleMetaData != nullptr)
@@ -76,7 +76,8 @@ ROCUDA_EXPORT CUresult cuMemGetAllocationGranularity(size_t* granularity,
       return api::invalidValue("unknown granularity option");
     Result<core::Device*> device = api::deviceOfProperties(prop);
     if (!device) return device.error();
-    *granularity = core::virtualMemoryGranularity(option == CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
+    *granularity =
+        core::virtualMemoryGranularity(**device, option == CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
     return {};
   });
 }

@@ -1,6 +1,8 @@
 // The CPU device: host memory is device memory, kernels are host code from the compiler, and a
 // grid's blocks run on a pool of all cores.
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -443,8 +445,14 @@ class CpuDevice final : public DeviceBackend {
   Result<SharedAllocation> shareDevice(void* base) override;
   Result<void*> mapShared(int fd, uint64_t offset, size_t bytes) override;
   void unmapShared(void* pointer, size_t bytes) override;
-  Result<int> createPhysical(size_t bytes) override;
-  Status mapPhysical(void* address, size_t bytes, int fd, uint64_t offset) override;
+  size_t virtualMemoryGranularity(bool recommended) const override;
+  Result<void*> reserveAddresses(size_t bytes, size_t alignment, uintptr_t hint) override;
+  void freeAddresses(void* base, size_t bytes) override;
+  Result<uint64_t> createPhysical(size_t bytes, bool exportable) override;
+  void releasePhysical(uint64_t handle) override;
+  Result<int> exportPhysical(uint64_t handle) override;
+  Result<ImportedPhysical> importPhysical(int fd) override;
+  Status mapPhysical(void* address, size_t bytes, uint64_t handle, uint64_t offset) override;
   Status setAccess(void* address, size_t bytes, bool readable, bool writable) override;
   Status unmapPhysical(void* address, size_t bytes) override;
 
@@ -680,10 +688,32 @@ void CpuDevice::unmapShared(void* pointer, size_t bytes) {
   munmap(reinterpret_cast<void*>(start), roundToPages(bytes + (address - start)));
 }
 
-// Physical memory for virtual memory management: a memfd (its unwritten pages cost nothing), so
-// that the same pages can be mapped at several reserved addresses and exported to other
-// processes as a file descriptor.
-Result<int> CpuDevice::createPhysical(size_t bytes) {
+// Virtual memory management on host pages. A reservation is inaccessible, uncommitted pages;
+// physical memory is a memfd (its unwritten pages cost nothing), so that the same pages can be
+// mapped at several reserved addresses and exported to other processes as a file descriptor. The
+// handle is the descriptor + 1 (handles are never 0). Every CPU device's reservations are the
+// process's, so one device's memory maps into another's reservation.
+size_t CpuDevice::virtualMemoryGranularity(bool recommended) const {
+  return recommended ? size_t{2} << 20 : pageSize();  // a huge page, or the host page
+}
+
+Result<void*> CpuDevice::reserveAddresses(size_t bytes, size_t alignment, uintptr_t hint) {
+  alignment = std::max(alignment, pageSize());
+  size_t extra = alignment - pageSize();
+  void* mapped = mmap(reinterpret_cast<void*>(hint), bytes + extra, PROT_NONE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mapped == MAP_FAILED) return makeError(ErrorCode::OutOfMemory, osError("mmap"));
+  uintptr_t start = reinterpret_cast<uintptr_t>(mapped);
+  uintptr_t base = (start + alignment - 1) / alignment * alignment;
+  if (base > start) munmap(mapped, base - start);
+  if (uintptr_t end = start + bytes + extra; end > base + bytes)
+    munmap(reinterpret_cast<void*>(base + bytes), end - (base + bytes));
+  return reinterpret_cast<void*>(base);
+}
+
+void CpuDevice::freeAddresses(void* base, size_t bytes) { munmap(base, bytes); }
+
+Result<uint64_t> CpuDevice::createPhysical(size_t bytes, bool /*exportable*/) {
   int fd = memfd_create("rocuda-physical-memory", MFD_CLOEXEC);
   if (fd < 0) return makeError(ErrorCode::OutOfMemory, osError("memfd_create"));
   if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
@@ -691,12 +721,28 @@ Result<int> CpuDevice::createPhysical(size_t bytes) {
     close(fd);
     return error;
   }
+  return static_cast<uint64_t>(fd) + 1;
+}
+
+void CpuDevice::releasePhysical(uint64_t handle) { close(static_cast<int>(handle - 1)); }
+
+Result<int> CpuDevice::exportPhysical(uint64_t handle) {
+  int fd = fcntl(static_cast<int>(handle - 1), F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) return makeError(ErrorCode::OperatingSystem, osError("fcntl"));
   return fd;
 }
 
-Status CpuDevice::mapPhysical(void* address, size_t bytes, int fd, uint64_t offset) {
-  void* mapped =
-      mmap(address, bytes, PROT_NONE, MAP_SHARED | MAP_FIXED, fd, static_cast<off_t>(offset));
+Result<DeviceBackend::ImportedPhysical> CpuDevice::importPhysical(int fd) {
+  struct stat info {};
+  if (fstat(fd, &info) != 0 || info.st_size <= 0 ||
+      static_cast<uint64_t>(info.st_size) % pageSize() != 0)
+    return makeError(ErrorCode::InvalidValue, "not a descriptor of exported physical memory");
+  return ImportedPhysical{static_cast<uint64_t>(fd) + 1, static_cast<size_t>(info.st_size)};
+}
+
+Status CpuDevice::mapPhysical(void* address, size_t bytes, uint64_t handle, uint64_t offset) {
+  void* mapped = mmap(address, bytes, PROT_NONE, MAP_SHARED | MAP_FIXED,
+                      static_cast<int>(handle - 1), static_cast<off_t>(offset));
   if (mapped == MAP_FAILED) return makeError(ErrorCode::OutOfMemory, osError("mmap"));
   return Status::success();
 }
@@ -733,6 +779,7 @@ void CpuDevice::describe(int instance) {
   d.hostNativeAtomics = true;
   d.sharesMemoryBetweenProcesses = true;
   d.virtualMemoryManagement = true;
+  d.physicalMemoryAsFileDescriptors = true;
   d.sharedMemPerBlock = 48 * 1024;
   d.sharedMemPerBlockOptin = 96 * 1024;
   d.sharedMemPerMultiprocessor = 100 * 1024;

@@ -73,6 +73,37 @@ struct hipUUID {
   char bytes[16];
 };
 
+// Virtual memory management (ROCm 5.1+): the same layouts and values as CUDA's CUmemLocation,
+// CUmemAllocationProp and CUmemAccessDesc.
+using hipMemGenericAllocationHandle_t = struct ihipMemGenericAllocationHandle*;
+struct hipMemLocation {
+  int type;  // hipMemLocationTypeDevice
+  int id;
+};
+struct hipMemAllocationProp {
+  int type;                 // hipMemAllocationTypePinned
+  int requestedHandleType;  // hipMemHandleTypeNone or hipMemHandleTypePosixFileDescriptor
+  hipMemLocation location;
+  void* win32HandleMetaData;
+  struct {
+    unsigned char compressionType;
+    unsigned char gpuDirectRDMACapable;
+    unsigned short usage;
+  } allocFlags;
+};
+struct hipMemAccessDesc {
+  hipMemLocation location;
+  int flags;  // hipMemAccessFlagsProt*
+};
+constexpr int hipMemLocationTypeDevice = 1;
+constexpr int hipMemAllocationTypePinned = 1;
+constexpr int hipMemHandleTypeNone = 0;
+constexpr int hipMemHandleTypePosixFileDescriptor = 1;
+constexpr int hipMemAllocationGranularityMinimum = 0;
+constexpr int hipMemAllocationGranularityRecommended = 1;
+constexpr int hipMemAccessFlagsProtNone = 0, hipMemAccessFlagsProtRead = 1,
+              hipMemAccessFlagsProtReadWrite = 3;
+
 // The numbers of the hipDeviceAttribute_t values Rocuda reads. ROCm 4.x reordered the enum
 // (CUDA-compatible block from 0, AMD-specific block from 10000); ROCm 6.0 retired five slots
 // (Name 64, Uuid 86, Arch 10001, GcnArch 10003, GcnArchName 10004 became "Unused1..5") without
@@ -146,63 +177,82 @@ constexpr size_t kDevicePropBufferBytes = 4096;
 // Every HIP function Rocuda calls. X(name, type, required): a required one missing disables the
 // backend. Of the two R0000-layout property functions at least one must exist (ROCm 5 has only
 // the plain name).
-#define ROCUDA_HIP_FUNCTIONS(X)                                                                   \
-  X(hipRuntimeGetVersion, hipError_t (*)(int*), true)                                             \
-  X(hipGetErrorString, const char* (*)(hipError_t), true)                                         \
-  X(hipInit, hipError_t (*)(unsigned), true)                                                      \
-  X(hipGetDeviceCount, hipError_t (*)(int*), true)                                                \
-  X(hipDeviceGetAttribute, hipError_t (*)(int*, hipDeviceAttribute_t, int), true)                 \
-  X(hipDeviceGetName, hipError_t (*)(char*, int, hipDevice_t), true)                              \
-  X(hipDeviceTotalMem, hipError_t (*)(size_t*, hipDevice_t), true)                                \
-  X(hipDeviceGetPCIBusId, hipError_t (*)(char*, int, int), true)                                  \
-  X(hipSetDevice, hipError_t (*)(int), true)                                                      \
-  X(hipMalloc, hipError_t (*)(void**, size_t), true)                                              \
-  X(hipFree, hipError_t (*)(void*), true)                                                         \
-  X(hipHostMalloc, hipError_t (*)(void**, size_t, unsigned), true)                                \
-  X(hipHostFree, hipError_t (*)(void*), true)                                                     \
-  X(hipMemGetInfo, hipError_t (*)(size_t*, size_t*), true)                                        \
-  X(hipMemcpy, hipError_t (*)(void*, const void*, size_t, hipMemcpyKind), true)                   \
-  X(hipModuleLoadData, hipError_t (*)(hipModule_t*, const void*), true)                           \
-  X(hipModuleUnload, hipError_t (*)(hipModule_t), true)                                           \
-  X(hipModuleGetFunction, hipError_t (*)(hipFunction_t*, hipModule_t, const char*), true)         \
-  X(hipModuleGetGlobal, hipError_t (*)(void**, size_t*, hipModule_t, const char*), true)          \
-  X(hipModuleLaunchKernel,                                                                        \
-    hipError_t (*)(hipFunction_t, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,     \
-                   unsigned, hipStream_t, void**, void**),                                        \
-    true)                                                                                         \
-  X(hipDeviceGetStreamPriorityRange, hipError_t (*)(int*, int*), true)                            \
-  X(hipStreamCreateWithPriority, hipError_t (*)(hipStream_t*, unsigned, int), true)               \
-  X(hipStreamDestroy, hipError_t (*)(hipStream_t), true)                                          \
-  X(hipStreamSynchronize, hipError_t (*)(hipStream_t), true)                                      \
-  X(hipMemcpyAsync, hipError_t (*)(void*, const void*, size_t, hipMemcpyKind, hipStream_t), true) \
-  X(hipMemcpy2DAsync,                                                                             \
-    hipError_t (*)(void*, size_t, const void*, size_t, size_t, size_t, hipMemcpyKind,             \
-                   hipStream_t),                                                                  \
-    true)                                                                                         \
-  X(hipMemsetD8Async, hipError_t (*)(void*, unsigned char, size_t, hipStream_t), true)            \
-  X(hipMemsetD16Async, hipError_t (*)(void*, unsigned short, size_t, hipStream_t), true)          \
-  X(hipMemsetD32Async, hipError_t (*)(void*, int, size_t, hipStream_t), true)                     \
-  /* Optional (a runtime without them refuses host registration; managed memory is pinned): */    \
-  X(hipHostRegister, hipError_t (*)(void*, size_t, unsigned), false)                              \
-  X(hipHostUnregister, hipError_t (*)(void*), false)                                              \
-  X(hipHostGetDevicePointer, hipError_t (*)(void**, void*, unsigned), false)                      \
-  X(hipMallocManaged, hipError_t (*)(void**, size_t, unsigned), false)                            \
-  X(hipMemPrefetchAsync, hipError_t (*)(const void*, size_t, int, hipStream_t), false)            \
-  X(hipMemAdvise, hipError_t (*)(const void*, size_t, int, int), false)                           \
-  /* ROCm 6 and later: */                                                                         \
-  X(hipModuleLaunchCooperativeKernel,                                                             \
-    hipError_t (*)(hipFunction_t, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,     \
-                   unsigned, hipStream_t, void**),                                                \
-    false)                                                                                        \
-  X(hipFuncGetAttribute, hipError_t (*)(int*, hipFunction_attribute, hipFunction_t), false)       \
-  X(hipGetErrorName, const char* (*)(hipError_t), false)                                          \
-  X(hipDriverGetVersion, hipError_t (*)(int*), false)                                             \
-  X(hipDeviceGetUuid, hipError_t (*)(hipUUID*, hipDevice_t), false)                               \
-  X(hipGetDevicePropertiesR0000, hipError_t (*)(void*, int), false)                               \
-  X(hipGetDeviceProperties, hipError_t (*)(void*, int), false)                                    \
-  X(hipDeviceCanAccessPeer, hipError_t (*)(int*, int, int), false)                                \
-  X(hipDeviceEnablePeerAccess, hipError_t (*)(int, unsigned), false)                              \
-  X(hipDeviceDisablePeerAccess, hipError_t (*)(int), false)
+#define ROCUDA_HIP_FUNCTIONS(X)                                                                    \
+  X(hipRuntimeGetVersion, hipError_t (*)(int*), true)                                              \
+  X(hipGetErrorString, const char* (*)(hipError_t), true)                                          \
+  X(hipInit, hipError_t (*)(unsigned), true)                                                       \
+  X(hipGetDeviceCount, hipError_t (*)(int*), true)                                                 \
+  X(hipDeviceGetAttribute, hipError_t (*)(int*, hipDeviceAttribute_t, int), true)                  \
+  X(hipDeviceGetName, hipError_t (*)(char*, int, hipDevice_t), true)                               \
+  X(hipDeviceTotalMem, hipError_t (*)(size_t*, hipDevice_t), true)                                 \
+  X(hipDeviceGetPCIBusId, hipError_t (*)(char*, int, int), true)                                   \
+  X(hipSetDevice, hipError_t (*)(int), true)                                                       \
+  X(hipMalloc, hipError_t (*)(void**, size_t), true)                                               \
+  X(hipFree, hipError_t (*)(void*), true)                                                          \
+  X(hipHostMalloc, hipError_t (*)(void**, size_t, unsigned), true)                                 \
+  X(hipHostFree, hipError_t (*)(void*), true)                                                      \
+  X(hipMemGetInfo, hipError_t (*)(size_t*, size_t*), true)                                         \
+  X(hipMemcpy, hipError_t (*)(void*, const void*, size_t, hipMemcpyKind), true)                    \
+  X(hipModuleLoadData, hipError_t (*)(hipModule_t*, const void*), true)                            \
+  X(hipModuleUnload, hipError_t (*)(hipModule_t), true)                                            \
+  X(hipModuleGetFunction, hipError_t (*)(hipFunction_t*, hipModule_t, const char*), true)          \
+  X(hipModuleGetGlobal, hipError_t (*)(void**, size_t*, hipModule_t, const char*), true)           \
+  X(hipModuleLaunchKernel,                                                                         \
+    hipError_t (*)(hipFunction_t, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,      \
+                   unsigned, hipStream_t, void**, void**),                                         \
+    true)                                                                                          \
+  X(hipDeviceGetStreamPriorityRange, hipError_t (*)(int*, int*), true)                             \
+  X(hipStreamCreateWithPriority, hipError_t (*)(hipStream_t*, unsigned, int), true)                \
+  X(hipStreamDestroy, hipError_t (*)(hipStream_t), true)                                           \
+  X(hipStreamSynchronize, hipError_t (*)(hipStream_t), true)                                       \
+  X(hipMemcpyAsync, hipError_t (*)(void*, const void*, size_t, hipMemcpyKind, hipStream_t), true)  \
+  X(hipMemcpy2DAsync,                                                                              \
+    hipError_t (*)(void*, size_t, const void*, size_t, size_t, size_t, hipMemcpyKind,              \
+                   hipStream_t),                                                                   \
+    true)                                                                                          \
+  X(hipMemsetD8Async, hipError_t (*)(void*, unsigned char, size_t, hipStream_t), true)             \
+  X(hipMemsetD16Async, hipError_t (*)(void*, unsigned short, size_t, hipStream_t), true)           \
+  X(hipMemsetD32Async, hipError_t (*)(void*, int, size_t, hipStream_t), true)                      \
+  /* Optional (a runtime without them refuses host registration; managed memory is pinned): */     \
+  X(hipHostRegister, hipError_t (*)(void*, size_t, unsigned), false)                               \
+  X(hipHostUnregister, hipError_t (*)(void*), false)                                               \
+  X(hipHostGetDevicePointer, hipError_t (*)(void**, void*, unsigned), false)                       \
+  X(hipMallocManaged, hipError_t (*)(void**, size_t, unsigned), false)                             \
+  X(hipMemPrefetchAsync, hipError_t (*)(const void*, size_t, int, hipStream_t), false)             \
+  X(hipMemAdvise, hipError_t (*)(const void*, size_t, int, int), false)                            \
+  /* ROCm 6 and later: */                                                                          \
+  X(hipModuleLaunchCooperativeKernel,                                                              \
+    hipError_t (*)(hipFunction_t, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,      \
+                   unsigned, hipStream_t, void**),                                                 \
+    false)                                                                                         \
+  X(hipFuncGetAttribute, hipError_t (*)(int*, hipFunction_attribute, hipFunction_t), false)        \
+  X(hipGetErrorName, const char* (*)(hipError_t), false)                                           \
+  X(hipDriverGetVersion, hipError_t (*)(int*), false)                                              \
+  X(hipDeviceGetUuid, hipError_t (*)(hipUUID*, hipDevice_t), false)                                \
+  X(hipGetDevicePropertiesR0000, hipError_t (*)(void*, int), false)                                \
+  X(hipGetDeviceProperties, hipError_t (*)(void*, int), false)                                     \
+  X(hipDeviceCanAccessPeer, hipError_t (*)(int*, int, int), false)                                 \
+  X(hipDeviceEnablePeerAccess, hipError_t (*)(int, unsigned), false)                               \
+  X(hipDeviceDisablePeerAccess, hipError_t (*)(int), false)                                        \
+  X(hipMemGetAllocationGranularity, hipError_t (*)(size_t*, const hipMemAllocationProp*, int),     \
+    false)                                                                                         \
+  X(hipMemAddressReserve, hipError_t (*)(void**, size_t, size_t, void*, unsigned long long),       \
+    false)                                                                                         \
+  X(hipMemAddressFree, hipError_t (*)(void*, size_t), false)                                       \
+  X(hipMemCreate,                                                                                  \
+    hipError_t (*)(hipMemGenericAllocationHandle_t*, size_t, const hipMemAllocationProp*,          \
+                   unsigned long long),                                                            \
+    false)                                                                                         \
+  X(hipMemRelease, hipError_t (*)(hipMemGenericAllocationHandle_t), false)                         \
+  X(hipMemExportToShareableHandle,                                                                 \
+    hipError_t (*)(void*, hipMemGenericAllocationHandle_t, int, unsigned long long), false)        \
+  X(hipMemImportFromShareableHandle, hipError_t (*)(hipMemGenericAllocationHandle_t*, void*, int), \
+    false)                                                                                         \
+  X(hipMemMap,                                                                                     \
+    hipError_t (*)(void*, size_t, size_t, hipMemGenericAllocationHandle_t, unsigned long long),    \
+    false)                                                                                         \
+  X(hipMemUnmap, hipError_t (*)(void*, size_t), false)                                             \
+  X(hipMemSetAccess, hipError_t (*)(void*, size_t, const hipMemAccessDesc*, size_t), false)
 
 template <class T>
 using HipFunction = T;  // lets a function pointer type be written before the member's name

@@ -1,10 +1,13 @@
-// One AMD GPU as a Rocuda device: memory, copies and kernels through HIP, each call synchronous
-// on the calling thread (HIP's current device is per thread, so every call selects it first).
-// Copies, fills and kernels run on HIP streams lent to one operation at a time (LanePool), so the
-// work of independent CUDA streams, each issued by its own core worker thread, overlaps on the GPU.
+// One AMD GPU as a Rocuda device: memory, copies and kernels through HIP (HIP's current device is
+// per thread, so every call selects it first). Copies, fills and kernels run on HIP streams
+// (LanePool): a core stream worker holds one while it has work queued on it (StreamQueue), other
+// callers borrow one for a single operation and wait for it, so the work of independent CUDA
+// streams, each issued by its own core worker thread, overlaps on the GPU.
 // PTX is compiled by the AMD code generator for the device's gcnArchName (through the code
 // cache), loaded with hipModuleLoadData and launched with hipModuleLaunchKernel.
 #include "backends/hip/hip_device.h"
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -440,7 +443,9 @@ class HipDevice final : public DeviceBackend {
         ordinal_(ordinal),
         description_(std::move(description)),
         hipLeastStreamPriority_(hipLeastStreamPriority),
-        lanes_(std::make_unique<LanePool>(*library_, hipLeastStreamPriority)) {}
+        lanes_(std::make_unique<LanePool>(*library_, hipLeastStreamPriority)) {
+    probeVirtualMemory();
+  }
 
   ~HipDevice() override {
     if (select().ok()) lanes_.reset();  // destroys the lanes on their device
@@ -483,6 +488,90 @@ class HipDevice final : public DeviceBackend {
     hipError_t status = api_.hipDeviceDisablePeerAccess(other->ordinal_);
     if (status != hipSuccess)
       log::warning(library_->error(status, "hipDeviceDisablePeerAccess").message);
+  }
+
+  // Virtual memory management through HIP's own (hipMemCreate, hipMemMap...), offered where the
+  // runtime has every call and answers a granularity for this GPU (probeVirtualMemory).
+  size_t virtualMemoryGranularity(bool recommended) const override {
+    return recommended ? recommendedGranularity_ : minimumGranularity_;
+  }
+  Result<void*> reserveAddresses(size_t bytes, size_t alignment, uintptr_t hint) override {
+    ROCUDA_TRY(requireVirtualMemory());
+    ROCUDA_TRY(select());
+    void* base = nullptr;
+    hipError_t status =
+        api_.hipMemAddressReserve(&base, bytes, alignment, reinterpret_cast<void*>(hint), 0);
+    if (status != hipSuccess)
+      return library_->error(status, "hipMemAddressReserve of " + std::to_string(bytes) + " bytes");
+    return base;
+  }
+  void freeAddresses(void* base, size_t bytes) override {
+    if (api_.hipMemAddressFree == nullptr || !select().ok()) return;
+    if (hipError_t status = api_.hipMemAddressFree(base, bytes); status != hipSuccess)
+      log::warning(library_->error(status, "hipMemAddressFree").message);
+  }
+  Result<uint64_t> createPhysical(size_t bytes, bool exportable) override {
+    ROCUDA_TRY(requireVirtualMemory());
+    ROCUDA_TRY(select());
+    hipMemAllocationProp prop = allocationProperties(exportable);
+    hipMemGenericAllocationHandle_t handle = nullptr;
+    hipError_t status = api_.hipMemCreate(&handle, bytes, &prop, 0);
+    if (status != hipSuccess)
+      return library_->error(status, "hipMemCreate of " + std::to_string(bytes) + " bytes");
+    return reinterpret_cast<uintptr_t>(handle);
+  }
+  void releasePhysical(uint64_t handle) override {
+    if (api_.hipMemRelease == nullptr || !select().ok()) return;
+    if (hipError_t status = api_.hipMemRelease(physical(handle)); status != hipSuccess)
+      log::warning(library_->error(status, "hipMemRelease").message);
+  }
+  Result<int> exportPhysical(uint64_t handle) override {
+    ROCUDA_TRY(requireVirtualMemory());
+    ROCUDA_TRY(select());
+    int fd = -1;
+    hipError_t status = api_.hipMemExportToShareableHandle(&fd, physical(handle),
+                                                           hipMemHandleTypePosixFileDescriptor, 0);
+    if (status != hipSuccess) return library_->error(status, "hipMemExportToShareableHandle");
+    return fd;
+  }
+  // HIP keeps what it needs of the descriptor, which is closed once imported.
+  Result<ImportedPhysical> importPhysical(int fd) override {
+    ROCUDA_TRY(requireVirtualMemory());
+    ROCUDA_TRY(select());
+    hipMemGenericAllocationHandle_t handle = nullptr;
+    hipError_t status = api_.hipMemImportFromShareableHandle(
+        &handle, reinterpret_cast<void*>(static_cast<intptr_t>(fd)),
+        hipMemHandleTypePosixFileDescriptor);
+    if (status != hipSuccess) return library_->error(status, "hipMemImportFromShareableHandle");
+    close(fd);
+    return ImportedPhysical{reinterpret_cast<uintptr_t>(handle), 0};
+  }
+  Status mapPhysical(void* address, size_t bytes, uint64_t handle, uint64_t offset) override {
+    ROCUDA_TRY(requireVirtualMemory());
+    ROCUDA_TRY(select());
+    hipError_t status = api_.hipMemMap(address, bytes, offset, physical(handle), 0);
+    if (status != hipSuccess)
+      return library_->error(status, "hipMemMap of " + std::to_string(bytes) + " bytes");
+    return Status::success();
+  }
+  Status setAccess(void* address, size_t bytes, bool readable, bool writable) override {
+    ROCUDA_TRY(requireVirtualMemory());
+    ROCUDA_TRY(select());
+    hipMemAccessDesc access{};
+    access.location = {hipMemLocationTypeDevice, ordinal_};
+    access.flags = writable   ? hipMemAccessFlagsProtReadWrite
+                   : readable ? hipMemAccessFlagsProtRead
+                              : hipMemAccessFlagsProtNone;
+    hipError_t status = api_.hipMemSetAccess(address, bytes, &access, 1);
+    if (status != hipSuccess) return library_->error(status, "hipMemSetAccess");
+    return Status::success();
+  }
+  Status unmapPhysical(void* address, size_t bytes) override {
+    ROCUDA_TRY(requireVirtualMemory());
+    ROCUDA_TRY(select());
+    hipError_t status = api_.hipMemUnmap(address, bytes);
+    if (status != hipSuccess) return library_->error(status, "hipMemUnmap");
+    return Status::success();
   }
 
   std::unique_ptr<StreamQueue> createStreamQueue() override {
@@ -1055,6 +1144,46 @@ class HipDevice final : public DeviceBackend {
     return result;
   }
 
+  // Virtual memory management where the runtime has every call of it and answers this GPU's
+  // granularity (ROCm 5.1+; GPUs without it refuse the query).
+  void probeVirtualMemory() {
+    if (api_.hipMemGetAllocationGranularity == nullptr || api_.hipMemAddressReserve == nullptr ||
+        api_.hipMemAddressFree == nullptr || api_.hipMemCreate == nullptr ||
+        api_.hipMemRelease == nullptr || api_.hipMemExportToShareableHandle == nullptr ||
+        api_.hipMemImportFromShareableHandle == nullptr || api_.hipMemMap == nullptr ||
+        api_.hipMemUnmap == nullptr || api_.hipMemSetAccess == nullptr)
+      return;
+    hipMemAllocationProp prop = allocationProperties(false);
+    size_t minimum = 0, recommended = 0;
+    if (api_.hipMemGetAllocationGranularity(&minimum, &prop, hipMemAllocationGranularityMinimum) !=
+            hipSuccess ||
+        api_.hipMemGetAllocationGranularity(&recommended, &prop,
+                                            hipMemAllocationGranularityRecommended) != hipSuccess ||
+        minimum == 0)
+      return;
+    minimumGranularity_ = minimum;
+    recommendedGranularity_ = std::max(recommended, minimum);
+    description_.virtualMemoryManagement = true;
+    description_.physicalMemoryAsFileDescriptors = true;
+  }
+  Status requireVirtualMemory() const {
+    if (description_.virtualMemoryManagement) return Status::success();
+    return makeError(
+        ErrorCode::NotSupported,
+        description_.name + " has no virtual memory management (" + library_->path() + ")");
+  }
+  hipMemAllocationProp allocationProperties(bool exportable) const {
+    hipMemAllocationProp prop{};
+    prop.type = hipMemAllocationTypePinned;
+    prop.requestedHandleType =
+        exportable ? hipMemHandleTypePosixFileDescriptor : hipMemHandleTypeNone;
+    prop.location = {hipMemLocationTypeDevice, ordinal_};
+    return prop;
+  }
+  static hipMemGenericAllocationHandle_t physical(uint64_t handle) {
+    return reinterpret_cast<hipMemGenericAllocationHandle_t>(static_cast<uintptr_t>(handle));
+  }
+
   // `peer` as another GPU of this HIP runtime, or null.
   const HipDevice* peerDevice(const DeviceBackend& peer) const {
     const auto* other = dynamic_cast<const HipDevice*>(&peer);
@@ -1064,6 +1193,7 @@ class HipDevice final : public DeviceBackend {
   std::shared_ptr<HipLibrary> library_;  // keeps the runtime loaded while the device lives
   const HipApi& api_;
   int ordinal_;
+  size_t minimumGranularity_ = 0, recommendedGranularity_ = 0;  // 0: no virtual memory
   std::mutex peersMutex_;
   std::map<int, int> peerEnables_;  // peer ordinal -> context pairs that enabled access
   DeviceDescription description_;

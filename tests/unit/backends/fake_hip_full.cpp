@@ -3,7 +3,8 @@
 // every call: FAKE_HIP_VERSION, FAKE_HIP_INIT_ERROR, FAKE_HIP_COUNT, FAKE_HIP_ARCH,
 // FAKE_HIP_MALLOC_ERROR, FAKE_HIP_REGISTER_ERROR, FAKE_HIP_LOAD_ERROR, FAKE_HIP_LAUNCH_ERROR,
 // FAKE_HIP_SYNC_ERROR (the error a kernel fault reports), a launch hook standing in for kernels
-// (fakeHipSetLaunchHook), FAKE_HIP_NO_PEERS (no peer links), FAKE_HIP_PARAM_SIZES (e.g. "8,4": how
+// (fakeHipSetLaunchHook), FAKE_HIP_NO_PEERS (no peer links), FAKE_HIP_NO_VMM (no virtual memory
+// management), FAKE_HIP_PARAM_SIZES (e.g. "8,4": how
 // many bytes of each kernelParams entry a launch records), FAKE_HIP_NO_PRIORITIES (a range of [0,
 // 0]; else ROCm's [1, -1]), FAKE_HIP_SYNC_RENDEZVOUS=N (hipStreamSynchronize returns only once N
 // callers are inside it at the same time, or fails after 5 s: proof that operations overlap).
@@ -11,6 +12,10 @@
 // each asynchronous call names its stream; fakeHipLiveStreams counts those not destroyed. Built
 // twice: ROCm 5's exports, and (FAKE_HIP_ROCM6) ROCm 6/7's. Every call is appended to a log the
 // test reads (fakeHipCallLog).
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -215,6 +220,76 @@ int hipMalloc(void** pointer, size_t bytes) {
   if (error != 0) return error;
   *pointer = std::malloc(bytes);
   return 0;
+}
+// Virtual memory management on host pages (FAKE_HIP_NO_VMM=1: the granularity query fails, as
+// on a GPU without it): reservations are inaccessible pages, physical memory a memfd (its handle
+// the descriptor + 1), mappings and access mmap and mprotect, as the CPU device does.
+int hipMemGetAllocationGranularity(size_t* granularity, const void* prop, int option) {
+  const int* fields = static_cast<const int*>(prop);  // type, handle type, location {type, id}
+  note(("hipMemGetAllocationGranularity(device " + std::to_string(fields[3]) + ", " +
+        (option == 0 ? "minimum" : "recommended") + ")")
+           .c_str());
+  if (envInt("FAKE_HIP_NO_VMM", 0) != 0) return 801;  // hipErrorNotSupported
+  *granularity = option == 0 ? 4096 : 2 << 20;
+  return 0;
+}
+int hipMemAddressReserve(void** base, size_t bytes, size_t, void*, unsigned long long) {
+  note("hipMemAddressReserve");
+  void* mapped =
+      mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mapped == MAP_FAILED) return 2;
+  *base = mapped;
+  return 0;
+}
+int hipMemAddressFree(void* base, size_t bytes) {
+  note("hipMemAddressFree");
+  return munmap(base, bytes) == 0 ? 0 : 1;
+}
+int hipMemCreate(void** handle, size_t bytes, const void* prop, unsigned long long) {
+  const int* fields = static_cast<const int*>(prop);
+  note(("hipMemCreate(type " + std::to_string(fields[0]) + ", handle type " +
+        std::to_string(fields[1]) + ", device " + std::to_string(fields[3]) + ")")
+           .c_str());
+  int fd = memfd_create("fake-hip-physical", MFD_CLOEXEC);
+  if (fd < 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0) return 2;
+  *handle = reinterpret_cast<void*>(static_cast<uintptr_t>(fd) + 1);
+  return 0;
+}
+static int fdOf(void* handle) { return static_cast<int>(reinterpret_cast<uintptr_t>(handle) - 1); }
+int hipMemRelease(void* handle) {
+  note("hipMemRelease");
+  return close(fdOf(handle)) == 0 ? 0 : 400;
+}
+int hipMemExportToShareableHandle(void* shareable, void* handle, int type, unsigned long long) {
+  note(("hipMemExportToShareableHandle(type " + std::to_string(type) + ")").c_str());
+  *static_cast<int*>(shareable) = fcntl(fdOf(handle), F_DUPFD_CLOEXEC, 0);
+  return 0;
+}
+int hipMemImportFromShareableHandle(void** handle, void* osHandle, int type) {
+  note(("hipMemImportFromShareableHandle(type " + std::to_string(type) + ")").c_str());
+  int fd = fcntl(static_cast<int>(reinterpret_cast<intptr_t>(osHandle)), F_DUPFD_CLOEXEC, 0);
+  *handle = reinterpret_cast<void*>(static_cast<uintptr_t>(fd) + 1);
+  return 0;
+}
+int hipMemMap(void* address, size_t bytes, size_t offset, void* handle, unsigned long long) {
+  note("hipMemMap");
+  void* mapped = mmap(address, bytes, PROT_NONE, MAP_SHARED | MAP_FIXED, fdOf(handle),
+                      static_cast<off_t>(offset));
+  return mapped == MAP_FAILED ? 1 : 0;
+}
+int hipMemUnmap(void* address, size_t bytes) {
+  note("hipMemUnmap");
+  void* reserved = mmap(address, bytes, PROT_NONE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+  return reserved == MAP_FAILED ? 1 : 0;
+}
+int hipMemSetAccess(void* address, size_t bytes, const void* desc, size_t count) {
+  const int* fields = static_cast<const int*>(desc);  // location {type, id}, flags
+  note(("hipMemSetAccess(device " + std::to_string(fields[1]) + ", flags " +
+        std::to_string(fields[2]) + ", " + std::to_string(count) + ")")
+           .c_str());
+  int protection = (fields[2] & 1 ? PROT_READ : 0) | (fields[2] & 2 ? PROT_WRITE : 0);
+  return mprotect(address, bytes, protection) == 0 ? 0 : 1;
 }
 int hipFree(void* pointer) {
   note("hipFree");

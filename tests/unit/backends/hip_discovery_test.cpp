@@ -2,6 +2,7 @@
 // GPU, with a runtime missing a function, and (ordering and error paths only) with an in-process
 // HIP double.
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -167,7 +168,11 @@ TEST_F(HipDouble, InitialisesBeforeCountingAndDescribesEachDevice) {
   EXPECT_EQ(calls(),
             "hipRuntimeGetVersion;hipInit;hipGetDeviceCount;"
             "hipDeviceGetName;hipGetDeviceProperties;hipSetDevice;"
-            "hipDeviceGetName;hipGetDeviceProperties;hipSetDevice;");
+            "hipMemGetAllocationGranularity(device 0, minimum);"
+            "hipMemGetAllocationGranularity(device 0, recommended);"
+            "hipDeviceGetName;hipGetDeviceProperties;hipSetDevice;"
+            "hipMemGetAllocationGranularity(device 1, minimum);"
+            "hipMemGetAllocationGranularity(device 1, recommended);");
   const DeviceDescription& second = result.devices[1]->description();
   EXPECT_EQ(second.name, "Fake GPU 1");
   EXPECT_EQ(second.nativeTarget, "gfx1100");
@@ -611,6 +616,65 @@ TEST_F(HipDouble, PeerAccessFollowsHipsLinkAndIsEnabledOncePerDevice) {
     ASSERT_FALSE(refused.ok());
     EXPECT_EQ(refused.error().code, ErrorCode::NotSupported);
   }
+}
+
+// Virtual memory management through HIP's own calls, where the runtime answers a granularity
+// for the GPU: addresses reserved by HIP, physical memory created on the device (exportable as a
+// file descriptor when asked), mapped, given access and shared with another mapping.
+TEST_F(HipDouble, VirtualMemoryGoesThroughHipsOwnCalls) {
+  {
+    ScopedEnv none("FAKE_HIP_NO_VMM", "1");
+    HipDiscovery without = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
+    ASSERT_EQ(without.devices.size(), 1u);
+    EXPECT_FALSE(without.devices[0]->description().virtualMemoryManagement);
+    EXPECT_EQ(without.devices[0]->virtualMemoryGranularity(false), 0u);
+    auto refused = without.devices[0]->reserveAddresses(4096, 0, 0);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().code, ErrorCode::NotSupported);
+  }
+  HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
+  ASSERT_EQ(result.devices.size(), 1u);
+  DeviceBackend& device = *result.devices[0];
+  EXPECT_TRUE(device.description().virtualMemoryManagement);
+  EXPECT_EQ(device.virtualMemoryGranularity(false), 4096u);
+  EXPECT_EQ(device.virtualMemoryGranularity(true), size_t{2} << 20);
+  constexpr size_t kBytes = 2 * 4096;
+  calls();
+  auto first = device.reserveAddresses(kBytes, 0, 0);
+  auto second = device.reserveAddresses(kBytes, 0, 0);
+  ASSERT_TRUE(first.ok() && second.ok());
+  auto handle = device.createPhysical(kBytes, /*exportable=*/true);
+  ASSERT_TRUE(handle.ok()) << handle.error().message;
+  ASSERT_TRUE(device.mapPhysical(*first, kBytes, *handle, 0).ok());
+  ASSERT_TRUE(device.setAccess(*first, kBytes, true, true).ok());
+  std::strcpy(static_cast<char*>(*first) + 4096, "shared pages");
+  EXPECT_EQ(calls(),
+            "hipSetDevice;hipMemAddressReserve;hipSetDevice;hipMemAddressReserve;hipSetDevice;"
+            "hipMemCreate(type 1, handle type 1, device 0);hipSetDevice;hipMemMap;hipSetDevice;"
+            "hipMemSetAccess(device 0, flags 3, 1);");
+  // Exported and imported again: the same pages at the second range.
+  auto fd = device.exportPhysical(*handle);
+  ASSERT_TRUE(fd.ok()) << fd.error().message;
+  auto imported = device.importPhysical(*fd);
+  ASSERT_TRUE(imported.ok()) << imported.error().message;
+  EXPECT_EQ(fcntl(*fd, F_GETFD), -1);  // taken over and closed
+  ASSERT_TRUE(device.mapPhysical(*second, kBytes, imported->handle, 0).ok());
+  ASSERT_TRUE(device.setAccess(*second, kBytes, true, false).ok());
+  EXPECT_STREQ(static_cast<const char*>(*second) + 4096, "shared pages");
+  std::string log = calls();
+  EXPECT_TRUE(contains(log, "hipMemExportToShareableHandle(type 1)")) << log;
+  EXPECT_TRUE(contains(log, "hipMemImportFromShareableHandle(type 1)")) << log;
+  EXPECT_TRUE(contains(log, "hipMemSetAccess(device 0, flags 1, 1)")) << log;
+  for (void* base : {*first, *second}) {
+    ASSERT_TRUE(device.unmapPhysical(base, kBytes).ok());
+    device.freeAddresses(base, kBytes);
+  }
+  device.releasePhysical(*handle);
+  device.releasePhysical(imported->handle);
+  EXPECT_EQ(calls(),
+            "hipSetDevice;hipMemUnmap;hipSetDevice;hipMemAddressFree;hipSetDevice;hipMemUnmap;"
+            "hipSetDevice;hipMemAddressFree;hipSetDevice;hipMemRelease;hipSetDevice;"
+            "hipMemRelease;");
 }
 
 TEST_F(HipDouble, CodeObjectVersionFollowsTheRuntime) {
