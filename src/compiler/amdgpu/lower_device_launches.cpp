@@ -109,7 +109,7 @@ class LaunchRuntime {
 
   // A record of `paramBytes` (i32) cut from the buffer; returns the parameters' address (i64),
   // 0 with the last error set when the buffer has no room.
-  llvm::Value* handOut(llvm::Value* kernelName, llvm::Value* grid[3], llvm::Value* block3[3],
+  llvm::Value* handOut(llvm::Value* kernelName, llvm::Value* grid[3], llvm::Value* blockDim[3],
                        llvm::Value* sharedBytes, llvm::Value* paramBytes) {
     llvm::BasicBlock *room = block("room"), *full = block("full"), *out = block("out");
     llvm::Value* address = buffer();
@@ -129,7 +129,7 @@ class LaunchRuntime {
     b_.CreateAlignedStore(kernelName, global(record, ROCUDA_FIELD(kernelName)), llvm::Align(8));
     for (int i = 0; i < 3; ++i) {
       store32(grid[i], record, ROCUDA_FIELD(grid) + 4 * i);
-      store32(block3[i], record, ROCUDA_FIELD(block) + 4 * i);
+      store32(blockDim[i], record, ROCUDA_FIELD(block) + 4 * i);
     }
     store32(sharedBytes, record, ROCUDA_FIELD(sharedBytes));
     store32(paramBytes, record, ROCUDA_FIELD(paramBytes));
@@ -269,11 +269,11 @@ bool defineDeviceLaunchFunction(llvm::Function& fn, llvm::Value* lastErrors,
   if (name == "__cudaCDP2GetParameterBufferV2" && signatureIs(fn, i64, {i64, ptr, ptr, i32})) {
     LaunchRuntime r(fn, lastErrors);
     Builder& b = r.b();
-    llvm::Value *grid[3], *block3[3];
+    llvm::Value *grid[3], *blockDim[3];
     loadDim3(b, fn.getArg(1), grid);
-    loadDim3(b, fn.getArg(2), block3);
+    loadDim3(b, fn.getArg(2), blockDim);
     llvm::Value* bytes = parameterBytesOf(b, *fn.getParent(), info, fn.getArg(0));
-    b.CreateRet(r.handOut(fn.getArg(0), grid, block3, fn.getArg(3), bytes));
+    b.CreateRet(r.handOut(fn.getArg(0), grid, blockDim, fn.getArg(3), bytes));
     return true;
   }
   if (name == "__cudaCDP2GetParameterBuffer" && signatureIs(fn, i64, {i64, i64})) {
@@ -318,13 +318,13 @@ bool defineDeviceLaunchFunction(llvm::Function& fn, llvm::Value* lastErrors,
     llvm::Value* needed = parameterBytesOf(b, *fn.getParent(), info, kernel);
     r.failIf(b.CreateOr(b.CreateICmpNE(named, b.getInt64(0)), b.CreateICmpULT(room, needed)),
              kInvalidValue);
-    llvm::Value *grid[3], *block3[3];
+    llvm::Value *grid[3], *blockDim[3];
     loadDim3(b, fn.getArg(2), grid);
-    loadDim3(b, fn.getArg(3), block3);
+    loadDim3(b, fn.getArg(3), blockDim);
     b.CreateAlignedStore(kernel, r.global(record, ROCUDA_FIELD(kernelName)), llvm::Align(8));
     for (int i = 0; i < 3; ++i) {
       r.store32(grid[i], record, ROCUDA_FIELD(grid) + 4 * i);
-      r.store32(block3[i], record, ROCUDA_FIELD(block) + 4 * i);
+      r.store32(blockDim[i], record, ROCUDA_FIELD(block) + 4 * i);
     }
     r.store32(fn.getArg(4), record, ROCUDA_FIELD(sharedBytes));
     r.launchRecord(parameters, fn.getArg(5));

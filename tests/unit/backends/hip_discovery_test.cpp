@@ -143,6 +143,15 @@ class HipDouble : public ::testing::Test {
     return text;
   }
 
+  // What the double runs in place of each kernel (fakeHipSetLaunchHook); null removes it.
+  void setLaunchHook(void (*hook)(const char* kernel, void** params, void* context),
+                     void* context) {
+    auto set = reinterpret_cast<void (*)(void (*)(const char*, void**, void*), void*)>(
+        dlsym(handle_, "fakeHipSetLaunchHook"));
+    ASSERT_NE(set, nullptr);
+    set(hook, context);
+  }
+
   std::string lastImage() { return lastImage_(); }
   std::string lastLaunch() { return lastLaunch_(); }
   void* global(const char* name) { return global_(name); }
@@ -1062,10 +1071,7 @@ TEST_F(HipDouble, GridsLaunchedOnTheDeviceRunAfterTheirParentInOrder) {
   // The module's kernel name: a string the double's memory holds where device memory would.
   static const char childName[] = "child";
   script.childName = reinterpret_cast<uintptr_t>(childName);
-  auto hook = reinterpret_cast<void (*)(void (*)(const char*, void**, void*), void*)>(
-      dlsym(handle_, "fakeHipSetLaunchHook"));
-  ASSERT_NE(hook, nullptr);
-  hook(&DeviceLaunchScript::run, &script);
+  setLaunchHook(&DeviceLaunchScript::run, &script);
   LaunchConfig config;
   uint64_t out = 0x1000;
   calls();
@@ -1086,7 +1092,7 @@ TEST_F(HipDouble, GridsLaunchedOnTheDeviceRunAfterTheirParentInOrder) {
   EXPECT_EQ(wrong.error().code, ErrorCode::LaunchFailed);
   EXPECT_NE(wrong.error().message.find("not a kernel of its module"), std::string::npos);
   EXPECT_EQ(script.ran, (std::vector<std::string>{"parent@0"}));
-  hook(nullptr, nullptr);
+  setLaunchHook(nullptr, nullptr);
 }
 
 // A kernel that sets a condition of the graph launch running it.
@@ -1150,10 +1156,7 @@ TEST_F(HipDouble, GraphConditionsSetByKernelsReachTheGraphLaunch) {
   ConditionScript script;
   script.global = global_;
   script.claim = {{5, 1}, {9, 0}};
-  auto hook = reinterpret_cast<void (*)(void (*)(const char*, void**, void*), void*)>(
-      dlsym(handle_, "fakeHipSetLaunchHook"));
-  ASSERT_NE(hook, nullptr);
-  hook(&ConditionScript::run, &script);
+  setLaunchHook(&ConditionScript::run, &script);
   RecordedConditions conditions;
   LaunchConfig config;
   config.conditions = &conditions;
@@ -1169,7 +1172,7 @@ TEST_F(HipDouble, GraphConditionsSetByKernelsReachTheGraphLaunch) {
   // Outside a graph launch: ignored too.
   config.conditions = nullptr;
   EXPECT_TRUE(device.launch(*(*module)->kernel("decide"), config, &handle).ok());
-  hook(nullptr, nullptr);
+  setLaunchHook(nullptr, nullptr);
 }
 
 constexpr const char* kPrintingPtx = R"(
