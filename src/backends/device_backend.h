@@ -169,6 +169,9 @@ struct DeviceDescription {
   // Device memory can be shared with other processes through file descriptors (CUDA IPC,
   // external memory imported from an fd): DeviceBackend::shareDevice and mapShared work.
   bool sharesMemoryBetweenProcesses = false;
+  // CUDA IPC memory handles are the backend's own (a GPU runtime's: DeviceBackend's
+  // exportIpcMemory, openIpcMemory, closeIpcMemory) rather than shared file descriptors.
+  bool ownIpcMemoryHandles = false;
   // cuMemCreate / cuMemMap and the rest of virtual memory management: DeviceBackend's
   // reserveAddresses, createPhysical, mapPhysical, setAccess and the rest work.
   bool virtualMemoryManagement = false;
@@ -381,6 +384,24 @@ class DeviceBackend {
   }
   // Undoes mapShared(_, _, bytes) that returned `pointer`.
   virtual void unmapShared(void* /*pointer*/, size_t /*bytes*/) {}
+
+  // CUDA IPC memory handles made by the backend itself (DeviceDescription::ownIpcMemoryHandles):
+  // the 64 bytes of a device allocation's handle; the allocation of another process opened by
+  // one (the core opens each handle once per context and counts its users) and its size; and
+  // closed.
+  using IpcMemoryHandle = std::array<unsigned char, 64>;
+  struct OpenedIpcMemory {
+    void* pointer = nullptr;
+    size_t bytes = 0;
+  };
+  virtual Result<IpcMemoryHandle> exportIpcMemory(void* /*base*/) {
+    return makeError(ErrorCode::NotSupported, "this device makes no IPC handles of its own");
+  }
+  virtual Result<OpenedIpcMemory> openIpcMemory(const IpcMemoryHandle& /*handle*/,
+                                                unsigned /*flags*/) {
+    return makeError(ErrorCode::NotSupported, "this device makes no IPC handles of its own");
+  }
+  virtual void closeIpcMemory(void* /*pointer*/) {}
 
   // Virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap...;
   // core/virtual_memory.cpp keeps the bookkeeping and checks the arguments). A backend reserves

@@ -87,22 +87,28 @@ Result<int> openPeerDescriptor(const WireHandle& wire) {
 }
 
 bool canShare(Context& context) {
-  return context.device().description().sharesMemoryBetweenProcesses;
+  const backends::DeviceDescription& device = context.device().description();
+  return device.sharesMemoryBetweenProcesses || device.ownIpcMemoryHandles;
 }
 
-// Memory opened from other processes: one mapping per (context, exporter's file), counted.
+bool backendHandles(Context& context) { return context.device().description().ownIpcMemoryHandles; }
+
+// Memory opened from other processes: one mapping per (context, exporter's file, or the
+// backend's own handle), counted.
 struct OpenedKey {
   Context* context;
   int32_t pid;
   uint64_t inode, device;
+  IpcHandle backendHandle;  // zeros for file descriptors
   bool operator<(const OpenedKey& o) const {
-    return std::tie(context, pid, inode, device) < std::tie(o.context, o.pid, o.inode, o.device);
+    return std::tie(context, pid, inode, device, backendHandle) <
+           std::tie(o.context, o.pid, o.inode, o.device, o.backendHandle);
   }
 };
 struct Opened {
   OpenedKey key;
   backends::DeviceBackend* backend = nullptr;  // the device outlives the context
-  size_t mapped = 0;
+  size_t mapped = 0;                           // 0: opened by the backend's own handle
   unsigned references = 0;
 };
 struct OpenedTable {
@@ -130,12 +136,34 @@ Result<IpcHandle> exportMemory(const void* pointer) {
   // The pages are copied when first shared: no queued work may write them meanwhile.
   (void)context.synchronize();
   void* base = reinterpret_cast<void*>(allocation->base);
+  if (backendHandles(context)) return context.device().backend().exportIpcMemory(base);
   Result<backends::SharedAllocation> shared = context.device().backend().shareDevice(base);
   if (!shared) return shared.takeError();
   return encode(kMemoryMagic, shared->fd, allocation->size, shared->bytes);
 }
 
-Result<void*> openMemory(Context& context, const IpcHandle& handle) {
+namespace {
+// A handle of the backend's own, opened once per context (its references counted).
+Result<void*> openBackendHandle(Context& context, const IpcHandle& handle, unsigned flags) {
+  OpenedTable& table = opened();
+  std::lock_guard lock(table.mutex);
+  OpenedKey key{&context, 0, 0, 0, handle};
+  if (auto it = table.byKey.find(key); it != table.byKey.end()) {
+    ++table.byPointer[it->second].references;
+    return it->second;
+  }
+  backends::DeviceBackend& backend = context.device().backend();
+  auto memory = backend.openIpcMemory(handle, flags);
+  if (!memory) return memory.error();
+  registerMapped(context, memory->pointer, memory->bytes, MappedFrom::Ipc);
+  table.byKey[key] = memory->pointer;
+  table.byPointer[memory->pointer] = Opened{key, &backend, 0, 1};
+  return memory->pointer;
+}
+}  // namespace
+
+Result<void*> openMemory(Context& context, const IpcHandle& handle, unsigned flags) {
+  if (backendHandles(context)) return openBackendHandle(context, handle, flags);
   Result<WireHandle> wire = decode(handle, kMemoryMagic);
   if (!wire) return wire.takeError();
   if (wire->pid == static_cast<int32_t>(getpid()))
@@ -145,7 +173,7 @@ Result<void*> openMemory(Context& context, const IpcHandle& handle) {
     return makeError(ErrorCode::NotSupported, "this device cannot share memory between processes");
   OpenedTable& table = opened();
   std::lock_guard lock(table.mutex);
-  OpenedKey key{&context, wire->pid, wire->inode, wire->device};
+  OpenedKey key{&context, wire->pid, wire->inode, wire->device, {}};
   if (auto it = table.byKey.find(key); it != table.byKey.end()) {
     ++table.byPointer[it->second].references;
     return it->second;
@@ -172,7 +200,10 @@ Status closeMemory(const void* pointer) {
   table.byPointer.erase(it);
   table.byKey.erase(entry.key);
   unregisterMapped(const_cast<void*>(pointer), MappedFrom::Ipc);
-  entry.backend->unmapShared(const_cast<void*>(pointer), entry.mapped);
+  if (entry.mapped == 0)
+    entry.backend->closeIpcMemory(const_cast<void*>(pointer));
+  else
+    entry.backend->unmapShared(const_cast<void*>(pointer), entry.mapped);
   return Status::success();
 }
 

@@ -33,7 +33,10 @@ Result<IpcHandle> exportMemory(const void* pointer);
 // Maps the allocation named by `handle` into `context` (InvalidContext for a handle exported by
 // this very process, MapFailed when the exporter or its allocation is gone). Opening the same
 // handle again in the same context returns the same pointer and counts a reference.
-Result<void*> openMemory(Context& context, const IpcHandle& handle);
+// `flags`: cuIpcOpenMemHandle's (CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS), for backends whose own
+// handles take them. On a device whose IPC handles are the backend's own
+// (DeviceDescription::ownIpcMemoryHandles), the handle is the backend's.
+Result<void*> openMemory(Context& context, const IpcHandle& handle, unsigned flags = 0);
 // Drops one reference of a pointer openMemory returned; the last one unmaps it.
 Status closeMemory(const void* pointer);
 

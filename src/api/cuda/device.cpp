@@ -155,7 +155,7 @@ std::optional<int> capabilityAttribute(const DeviceDescription& d, int attribute
     case CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED:  // cuMemHostRegister (core)
       return 1;
     case CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED:  // interprocess events (core/ipc.cpp)
-      return d.sharesMemoryBetweenProcesses ? 1 : 0;
+      return d.sharesMemoryBetweenProcesses || d.ownIpcMemoryHandles ? 1 : 0;
     case CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES:  // shareable pools (core/ipc.cpp)
       return d.sharesMemoryBetweenProcesses ? CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR : 0;
     case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:  // core/virtual_memory.cpp

@@ -36,7 +36,7 @@ Outcome openMemHandle(CUdeviceptr* pdptr, const CUipcMemHandle& handle, unsigned
     return invalidValue("unknown flags");
   Result<core::Context*> context = currentContext();
   if (!context) return context.error();
-  Result<void*> pointer = core::openMemory(**context, fromCuda(handle));
+  Result<void*> pointer = core::openMemory(**context, fromCuda(handle), flags);
   if (!pointer) return pointer.error();
   *pdptr = reinterpret_cast<uintptr_t>(*pointer);
   return {};

@@ -116,12 +116,13 @@ Outcome pointerAttribute(void* data, CUpointer_attribute attribute,
                                                           : int{CU_DEVICE_INVALID});
       return {};
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:  // cuIpcGetMemHandle accepts it
-      store(data, static_cast<int>(
-                      known && allocation->kind == core::AllocationKind::Device &&
-                      allocation->pool == nullptr &&
-                      allocation->mappedFrom == core::MappedFrom::None &&
-                      allocation->context != nullptr &&
-                      allocation->context->device().description().sharesMemoryBetweenProcesses));
+      store(data,
+            static_cast<int>(
+                known && allocation->kind == core::AllocationKind::Device &&
+                allocation->pool == nullptr && allocation->mappedFrom == core::MappedFrom::None &&
+                allocation->context != nullptr &&
+                (allocation->context->device().description().sharesMemoryBetweenProcesses ||
+                 allocation->context->device().description().ownIpcMemoryHandles)));
       return {};
     case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
     case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE:

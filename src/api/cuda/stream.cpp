@@ -370,8 +370,9 @@ ROCUDA_EXPORT CUresult cuEventCreate(CUevent* phEvent, unsigned int Flags) {
       return api::invalidValue("interprocess events need CU_EVENT_DISABLE_TIMING");
     Result<core::Context*> context = api::currentContext();
     if (!context) return context.error();
+    const backends::DeviceDescription& device = (*context)->device().description();
     if ((Flags & CU_EVENT_INTERPROCESS) != 0 &&
-        !(*context)->device().description().sharesMemoryBetweenProcesses)
+        !(device.sharesMemoryBetweenProcesses || device.ownIpcMemoryHandles))
       return {CUDA_ERROR_NOT_SUPPORTED, "this device cannot share events between processes"};
     Result<core::Event*> event = (*context)->createEvent(Flags);
     if (!event) return event.error();

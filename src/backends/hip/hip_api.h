@@ -73,6 +73,11 @@ struct hipUUID {
   char bytes[16];
 };
 
+// An IPC memory handle: 64 opaque bytes, as CUDA's CUipcMemHandle.
+struct hipIpcMemHandle_t {
+  char reserved[64];
+};
+
 // Virtual memory management (ROCm 5.1+): the same layouts and values as CUDA's CUmemLocation,
 // CUmemAllocationProp and CUmemAccessDesc.
 using hipMemGenericAllocationHandle_t = struct ihipMemGenericAllocationHandle*;
@@ -252,7 +257,11 @@ constexpr size_t kDevicePropBufferBytes = 4096;
     hipError_t (*)(void*, size_t, size_t, hipMemGenericAllocationHandle_t, unsigned long long),    \
     false)                                                                                         \
   X(hipMemUnmap, hipError_t (*)(void*, size_t), false)                                             \
-  X(hipMemSetAccess, hipError_t (*)(void*, size_t, const hipMemAccessDesc*, size_t), false)
+  X(hipMemSetAccess, hipError_t (*)(void*, size_t, const hipMemAccessDesc*, size_t), false)        \
+  X(hipIpcGetMemHandle, hipError_t (*)(hipIpcMemHandle_t*, void*), false)                          \
+  X(hipIpcOpenMemHandle, hipError_t (*)(void**, hipIpcMemHandle_t, unsigned), false)               \
+  X(hipIpcCloseMemHandle, hipError_t (*)(void*), false)                                            \
+  X(hipMemGetAddressRange, hipError_t (*)(void**, size_t*, void*), false)
 
 template <class T>
 using HipFunction = T;  // lets a function pointer type be written before the member's name

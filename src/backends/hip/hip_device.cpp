@@ -445,6 +445,10 @@ class HipDevice final : public DeviceBackend {
         hipLeastStreamPriority_(hipLeastStreamPriority),
         lanes_(std::make_unique<LanePool>(*library_, hipLeastStreamPriority)) {
     probeVirtualMemory();
+    // CUDA IPC through HIP's own handles, where the runtime has the calls.
+    description_.ownIpcMemoryHandles =
+        api_.hipIpcGetMemHandle != nullptr && api_.hipIpcOpenMemHandle != nullptr &&
+        api_.hipIpcCloseMemHandle != nullptr && api_.hipMemGetAddressRange != nullptr;
   }
 
   ~HipDevice() override {
@@ -488,6 +492,42 @@ class HipDevice final : public DeviceBackend {
     hipError_t status = api_.hipDeviceDisablePeerAccess(other->ordinal_);
     if (status != hipSuccess)
       log::warning(library_->error(status, "hipDeviceDisablePeerAccess").message);
+  }
+
+  // CUDA IPC memory handles are HIP's (hipIpcGetMemHandle): the same 64 bytes, opened with
+  // hipIpcOpenMemHandle (CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS is hipIpcMemLazyEnablePeerAccess).
+  Result<IpcMemoryHandle> exportIpcMemory(void* base) override {
+    ROCUDA_TRY(select());
+    hipIpcMemHandle_t handle{};
+    hipError_t status = api_.hipIpcGetMemHandle(&handle, base);
+    if (status != hipSuccess) return library_->error(status, "hipIpcGetMemHandle");
+    IpcMemoryHandle bytes;
+    std::memcpy(bytes.data(), handle.reserved, bytes.size());
+    return bytes;
+  }
+  Result<OpenedIpcMemory> openIpcMemory(const IpcMemoryHandle& bytes, unsigned flags) override {
+    ROCUDA_TRY(select());
+    hipIpcMemHandle_t handle;
+    std::memcpy(handle.reserved, bytes.data(), bytes.size());
+    void* pointer = nullptr;
+    hipError_t status = api_.hipIpcOpenMemHandle(&pointer, handle, flags);
+    if (status != hipSuccess) return library_->error(status, "hipIpcOpenMemHandle");
+    void* base = nullptr;
+    size_t size = 0;
+    status = api_.hipMemGetAddressRange(&base, &size, pointer);
+    if (status != hipSuccess) {
+      api_.hipIpcCloseMemHandle(pointer);
+      return library_->error(status, "hipMemGetAddressRange of memory opened by IPC");
+    }
+    // The exporter's allocation from the opened pointer on (HIP maps it whole).
+    size_t bytesFromPointer =
+        size - (reinterpret_cast<uintptr_t>(pointer) - reinterpret_cast<uintptr_t>(base));
+    return OpenedIpcMemory{pointer, bytesFromPointer};
+  }
+  void closeIpcMemory(void* pointer) override {
+    if (!select().ok()) return;
+    if (hipError_t status = api_.hipIpcCloseMemHandle(pointer); status != hipSuccess)
+      log::warning(library_->error(status, "hipIpcCloseMemHandle").message);
   }
 
   // Virtual memory management through HIP's own (hipMemCreate, hipMemMap...), offered where the

@@ -33,6 +33,7 @@ std::string callLog;
 int current = -1;
 int streamsCreated = 0;
 std::map<void*, int> liveStreams;  // handle -> number
+std::map<void*, size_t> allocations;  // hipMalloc'ed, for hipMemGetAddressRange
 
 int envInt(const char* name, int fallback) {
   const char* value = std::getenv(name);
@@ -219,6 +220,8 @@ int hipMalloc(void** pointer, size_t bytes) {
   int error = envInt("FAKE_HIP_MALLOC_ERROR", 0);
   if (error != 0) return error;
   *pointer = std::malloc(bytes);
+  std::lock_guard<std::recursive_mutex> lock(callMutex);
+  allocations[*pointer] = bytes;
   return 0;
 }
 // Virtual memory management on host pages (FAKE_HIP_NO_VMM=1: the granularity query fails, as
@@ -293,7 +296,44 @@ int hipMemSetAccess(void* address, size_t bytes, const void* desc, size_t count)
 }
 int hipFree(void* pointer) {
   note("hipFree");
+  {
+    std::lock_guard<std::recursive_mutex> lock(callMutex);
+    allocations.erase(pointer);
+  }
   std::free(pointer);
+  return 0;
+}
+int hipMemGetAddressRange(void** base, size_t* bytes, void* pointer) {
+  note("hipMemGetAddressRange");
+  std::lock_guard<std::recursive_mutex> lock(callMutex);
+  auto it = allocations.upper_bound(pointer);
+  if (it == allocations.begin()) return 1;
+  --it;
+  if (static_cast<char*>(pointer) >= static_cast<char*>(it->first) + it->second) return 1;
+  *base = it->first;
+  *bytes = it->second;
+  return 0;
+}
+// IPC handles of the double: "fakeipc" and the allocation's address (opened in the same process,
+// as a unit test can).
+struct FakeIpcHandle {
+  char reserved[64];
+};
+int hipIpcGetMemHandle(FakeIpcHandle* handle, void* pointer) {
+  note("hipIpcGetMemHandle");
+  std::memset(handle->reserved, 0, sizeof handle->reserved);
+  std::memcpy(handle->reserved, "fakeipc", 8);
+  std::memcpy(handle->reserved + 8, &pointer, sizeof pointer);
+  return 0;
+}
+int hipIpcOpenMemHandle(void** pointer, FakeIpcHandle handle, unsigned flags) {
+  note(("hipIpcOpenMemHandle(flags " + std::to_string(flags) + ")").c_str());
+  if (std::memcmp(handle.reserved, "fakeipc", 8) != 0) return 400;
+  std::memcpy(pointer, handle.reserved + 8, sizeof *pointer);
+  return 0;
+}
+int hipIpcCloseMemHandle(void*) {
+  note("hipIpcCloseMemHandle");
   return 0;
 }
 int hipHostMalloc(void** pointer, size_t bytes, unsigned) {

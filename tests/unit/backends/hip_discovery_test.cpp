@@ -686,6 +686,34 @@ TEST_F(HipDouble, VirtualMemoryGoesThroughHipsOwnCalls) {
             "hipMemRelease;");
 }
 
+// CUDA IPC memory handles on an AMD GPU are HIP's own: exported with hipIpcGetMemHandle, opened
+// with hipIpcOpenMemHandle (the flags passed on) and sized with hipMemGetAddressRange, closed
+// with hipIpcCloseMemHandle.
+TEST_F(HipDouble, IpcMemoryHandlesAreHipsOwn) {
+  HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
+  ASSERT_EQ(result.devices.size(), 1u);
+  DeviceBackend& device = *result.devices[0];
+  EXPECT_TRUE(device.description().ownIpcMemoryHandles);
+  EXPECT_FALSE(device.description().sharesMemoryBetweenProcesses);
+  auto memory = device.allocateDevice(4096);
+  ASSERT_TRUE(memory.ok());
+  calls();
+  auto handle = device.exportIpcMemory(*memory);
+  ASSERT_TRUE(handle.ok()) << handle.error().message;
+  EXPECT_EQ(std::memcmp(handle->data(), "fakeipc", 8), 0);  // HIP's bytes, unchanged
+  auto opened = device.openIpcMemory(*handle, 1);
+  ASSERT_TRUE(opened.ok()) << opened.error().message;
+  EXPECT_EQ(opened->pointer, *memory);
+  EXPECT_EQ(opened->bytes, 4096u);
+  device.closeIpcMemory(opened->pointer);
+  EXPECT_EQ(calls(),
+            "hipSetDevice;hipIpcGetMemHandle;hipSetDevice;hipIpcOpenMemHandle(flags 1);"
+            "hipMemGetAddressRange;hipSetDevice;hipIpcCloseMemHandle;");
+  DeviceBackend::IpcMemoryHandle junk{};
+  EXPECT_FALSE(device.openIpcMemory(junk, 0).ok());
+  device.freeDevice(*memory);
+}
+
 TEST_F(HipDouble, CodeObjectVersionFollowsTheRuntime) {
   ScopedEnv version("FAKE_HIP_VERSION", "50200000");
   HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
