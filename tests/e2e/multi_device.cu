@@ -144,6 +144,12 @@ int main(int argc, char** argv) {
                int(cudaDeviceDisablePeerAccess(0)));
       cudaGetLastError();
       CHECK(cudaFree(out));
+      // A device reset forgets the peers its context enabled: enabling again succeeds.
+      CHECK(cudaDeviceEnablePeerAccess(0, 0));
+      CHECK(cudaDeviceReset());
+      CHECK(cudaSetDevice(1));
+      CHECK(cudaDeviceEnablePeerAccess(0, 0));
+      CHECK(cudaDeviceDisablePeerAccess(0));
       CHECK(cudaSetDevice(0));
       CHECK(cudaFree(peerData));
       CHECK(cudaFree(counter));
