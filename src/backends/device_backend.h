@@ -439,8 +439,15 @@ class DeviceBackend {
                              uint64_t /*offset*/) {
     return makeError(ErrorCode::NotSupported, "this device has no virtual memory management");
   }
-  virtual Status setAccess(void* /*address*/, size_t /*bytes*/, bool /*readable*/,
-                           bool /*writable*/) {
+  // The access each device has to a mapping of this device's memory (cuMemSetAccess): this
+  // device's and its peers' (DeviceBackend::peerLink), every one of them each time.
+  struct DeviceAccess {
+    const DeviceBackend* device = nullptr;
+    bool readable = false;
+    bool writable = false;
+  };
+  virtual Status setAccess(void* /*address*/, size_t /*bytes*/,
+                           const std::vector<DeviceAccess>& /*access*/) {
     return makeError(ErrorCode::NotSupported, "this device has no virtual memory management");
   }
   virtual Status unmapPhysical(void* /*address*/, size_t /*bytes*/) {

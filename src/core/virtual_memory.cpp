@@ -31,7 +31,7 @@ struct Reservation {
 struct Mapping {
   size_t bytes = 0;
   uint64_t handle = 0;
-  unsigned access = 0;
+  std::map<Device*, unsigned> access;  // CUmemAccess_flags given to each device (none: 0)
 };
 
 // Handles are counted from a base with high bits set, so that small integers and pointers an
@@ -255,7 +255,7 @@ Status mapPhysicalMemory(uintptr_t address, size_t bytes, size_t offset, uint64_
   Device& device = *physical->second.device;
   void* at = reinterpret_cast<void*>(address);
   ROCUDA_TRY(device.backend().mapPhysical(at, bytes, physical->second.backendHandle, offset));
-  s.mappings[address] = Mapping{bytes, handle, 0};
+  s.mappings[address] = Mapping{bytes, handle, {}};
   ++physical->second.mappings;
   registerMapped(device.primaryContext(), at, bytes, MappedFrom::VirtualMemory, handle);
   return Status::success();
@@ -292,14 +292,24 @@ Status setMappedAccess(uintptr_t address, size_t bytes, Device& device, unsigned
   std::lock_guard lock(s.mutex);
   auto covering = wholeMappings(s, address, bytes);
   if (!covering) return covering.error();
-  for (auto it : *covering)
-    if (s.physical.at(it->second.handle).device != &device)
-      return makeError(ErrorCode::NotSupported,
-                       "access from another device than the memory's is not supported");
+  // Another device than the memory's reaches it only as its peer (cuCtxEnablePeerAccess's link).
   for (auto it : *covering) {
-    ROCUDA_TRY(device.backend().setAccess(reinterpret_cast<void*>(it->first), it->second.bytes,
-                                          flags != 0, (flags & 2) != 0));
-    it->second.access = flags;
+    Device& owner = *s.physical.at(it->second.handle).device;
+    if (&owner != &device && !device.backend().peerLink(owner.backend()).access)
+      return makeError(ErrorCode::NotSupported, "device " + std::to_string(device.ordinal()) +
+                                                    " cannot access the memory of device " +
+                                                    std::to_string(owner.ordinal()));
+  }
+  for (auto it : *covering) {
+    Device& owner = *s.physical.at(it->second.handle).device;
+    std::map<Device*, unsigned> access = it->second.access;
+    access[&device] = flags;
+    std::vector<backends::DeviceBackend::DeviceAccess> list;
+    for (auto& [who, given] : access)
+      list.push_back({&who->backend(), given != 0, (given & 2) != 0});
+    ROCUDA_TRY(
+        owner.backend().setAccess(reinterpret_cast<void*>(it->first), it->second.bytes, list));
+    it->second.access = std::move(access);
   }
   return Status::success();
 }
@@ -309,9 +319,8 @@ Result<unsigned> mappedAccess(uintptr_t address, Device& device) {
   std::lock_guard lock(s.mutex);
   Result<std::map<uintptr_t, Mapping>::iterator> found = mappingAt(s, address);
   if (!found) return found.error();
-  auto it = *found;
-  if (s.physical.at(it->second.handle).device != &device) return 0u;
-  return it->second.access;
+  auto given = (*found)->second.access.find(&device);
+  return given == (*found)->second.access.end() ? 0u : given->second;
 }
 
 }  // namespace rocuda::core

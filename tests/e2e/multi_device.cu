@@ -7,6 +7,8 @@
 // device have completed"), and peer access (a kernel reading and adding to another device's
 // memory) where the devices have it. With one device only the first part runs; `--devices N`
 // requires N.
+#include <cuda.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -31,6 +33,89 @@ __global__ void waitThenFill(volatile int* flag, int* out, int base) {
     }
   __syncthreads();
   out[threadIdx.x] = base + threadIdx.x;
+}
+
+template <class F>
+F driverEntry(const char* name) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult status;
+  CHECK(cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &status));
+  if (status != cudaDriverEntryPointSuccess || fn == nullptr) {
+    std::fprintf(stderr, "no driver entry point %s\n", name);
+    std::exit(2);
+  }
+  return reinterpret_cast<F>(fn);
+}
+
+// Virtual memory of device 0 mapped once and given to both devices in one cuMemSetAccess (device
+// 1 as device 0's peer): a kernel on device 1 writes it, one on device 0 reads it back.
+void peerMappedMemory(Checker& check, int n) {
+  auto granularityOf =
+      driverEntry<CUresult (*)(size_t*, const CUmemAllocationProp*,
+                               CUmemAllocationGranularity_flags)>("cuMemGetAllocationGranularity");
+  auto create =
+      driverEntry<CUresult (*)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,
+                               unsigned long long)>("cuMemCreate");
+  auto reserve =
+      driverEntry<CUresult (*)(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long)>(
+          "cuMemAddressReserve");
+  auto map = driverEntry<CUresult (*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
+                                      unsigned long long)>("cuMemMap");
+  auto setAccess = driverEntry<CUresult (*)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t)>(
+      "cuMemSetAccess");
+  auto getAccess =
+      driverEntry<CUresult (*)(unsigned long long*, const CUmemLocation*, CUdeviceptr)>(
+          "cuMemGetAccess");
+  auto unmap = driverEntry<CUresult (*)(CUdeviceptr, size_t)>("cuMemUnmap");
+  auto release = driverEntry<CUresult (*)(CUmemGenericAllocationHandle)>("cuMemRelease");
+  auto addressFree = driverEntry<CUresult (*)(CUdeviceptr, size_t)>("cuMemAddressFree");
+  auto attribute =
+      driverEntry<CUresult (*)(int*, CUdevice_attribute, CUdevice)>("cuDeviceGetAttribute");
+  int vmm = 0;
+  check.eq("cuDeviceGetAttribute", 0, int(CUDA_SUCCESS),
+           int(attribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0)));
+  if (vmm == 0) return;
+  CHECK(cudaSetDevice(0));
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+  size_t granularity = 0;
+  check.eq("cuMemGetAllocationGranularity", 0, int(CUDA_SUCCESS),
+           int(granularityOf(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM)));
+  size_t bytes = (n * sizeof(int) + granularity - 1) / granularity * granularity;
+  CUmemGenericAllocationHandle handle = 0;
+  CUdeviceptr base = 0;
+  check.eq("cuMemCreate", 0, int(CUDA_SUCCESS), int(create(&handle, bytes, &prop, 0)));
+  check.eq("cuMemAddressReserve", 0, int(CUDA_SUCCESS), int(reserve(&base, bytes, 0, 0, 0)));
+  check.eq("cuMemMap", 0, int(CUDA_SUCCESS), int(map(base, bytes, 0, handle, 0)));
+  CUmemAccessDesc access[2] = {};
+  for (int d = 0; d < 2; ++d) {
+    access[d].location = {CU_MEM_LOCATION_TYPE_DEVICE, d};
+    access[d].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  }
+  check.eq("cuMemSetAccess for both devices", 0, int(CUDA_SUCCESS),
+           int(setAccess(base, bytes, access, 2)));
+  CUmemLocation peerLocation = {CU_MEM_LOCATION_TYPE_DEVICE, 1};
+  unsigned long long flags = 0;
+  check.eq("cuMemGetAccess", 0, int(CUDA_SUCCESS), int(getAccess(&flags, &peerLocation, base)));
+  check.eq("the peer's access", 0, int(CU_MEM_ACCESS_FLAGS_PROT_READWRITE), int(flags));
+  int* shared = reinterpret_cast<int*>(base);
+  CHECK(cudaSetDevice(1));
+  fill<<<1, n>>>(shared, 500);
+  CHECK_LAUNCH();
+  CHECK(cudaDeviceSynchronize());
+  CHECK(cudaSetDevice(0));
+  int* out = nullptr;
+  CHECK(cudaMalloc(&out, n * sizeof(int)));
+  addFromPeer<<<1, n>>>(shared, out, out);  // doubles what device 1 wrote (out[0] counts too)
+  CHECK_LAUNCH();
+  std::vector<int> got = download(out, n);
+  for (int i = 1; i < n; ++i)
+    check.eq("mapped memory written by the peer", i, 2 * (500 + i), got[i]);
+  CHECK(cudaFree(out));
+  check.eq("cuMemUnmap", 0, int(CUDA_SUCCESS), int(unmap(base, bytes)));
+  check.eq("cuMemRelease", 0, int(CUDA_SUCCESS), int(release(handle)));
+  check.eq("cuMemAddressFree", 0, int(CUDA_SUCCESS), int(addressFree(base, bytes)));
 }
 
 int main(int argc, char** argv) {
@@ -149,6 +234,8 @@ int main(int argc, char** argv) {
       CHECK(cudaDeviceReset());
       CHECK(cudaSetDevice(1));
       CHECK(cudaDeviceEnablePeerAccess(0, 0));
+      peerMappedMemory(check, n);
+      CHECK(cudaSetDevice(1));
       CHECK(cudaDeviceDisablePeerAccess(0));
       CHECK(cudaSetDevice(0));
       CHECK(cudaFree(peerData));

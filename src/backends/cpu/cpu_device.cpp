@@ -453,7 +453,7 @@ class CpuDevice final : public DeviceBackend {
   Result<int> exportPhysical(uint64_t handle) override;
   Result<ImportedPhysical> importPhysical(int fd) override;
   Status mapPhysical(void* address, size_t bytes, uint64_t handle, uint64_t offset) override;
-  Status setAccess(void* address, size_t bytes, bool readable, bool writable) override;
+  Status setAccess(void* address, size_t bytes, const std::vector<DeviceAccess>& access) override;
   Status unmapPhysical(void* address, size_t bytes) override;
 
   Result<std::unique_ptr<LoadedModule>> loadPtx(std::string_view ptx,
@@ -747,7 +747,13 @@ Status CpuDevice::mapPhysical(void* address, size_t bytes, uint64_t handle, uint
   return Status::success();
 }
 
-Status CpuDevice::setAccess(void* address, size_t bytes, bool readable, bool writable) {
+// The pages are every CPU device's: their protection is the union of what the devices were given.
+Status CpuDevice::setAccess(void* address, size_t bytes, const std::vector<DeviceAccess>& access) {
+  bool readable = false, writable = false;
+  for (const DeviceAccess& device : access) {
+    readable |= device.readable;
+    writable |= device.writable;
+  }
   int protection = (readable ? PROT_READ : 0) | (writable ? PROT_WRITE : 0);
   if (mprotect(address, bytes, protection) != 0)
     return makeError(ErrorCode::InvalidValue, osError("mprotect"));

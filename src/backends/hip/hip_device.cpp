@@ -594,15 +594,25 @@ class HipDevice final : public DeviceBackend {
       return library_->error(status, "hipMemMap of " + std::to_string(bytes) + " bytes");
     return Status::success();
   }
-  Status setAccess(void* address, size_t bytes, bool readable, bool writable) override {
+  // One descriptor per GPU: this one and its peers.
+  Status setAccess(void* address, size_t bytes, const std::vector<DeviceAccess>& access) override {
     ROCUDA_TRY(requireVirtualMemory());
+    std::vector<hipMemAccessDesc> descriptors;
+    for (const DeviceAccess& device : access) {
+      const HipDevice* gpu = device.device == this ? this : peerDevice(*device.device);
+      if (gpu == nullptr)
+        return makeError(ErrorCode::NotSupported, "only GPUs of the same HIP runtime can access " +
+                                                      description_.name + "'s memory");
+      hipMemAccessDesc descriptor{};
+      descriptor.location = {hipMemLocationTypeDevice, gpu->ordinal_};
+      descriptor.flags = device.writable   ? hipMemAccessFlagsProtReadWrite
+                         : device.readable ? hipMemAccessFlagsProtRead
+                                           : hipMemAccessFlagsProtNone;
+      descriptors.push_back(descriptor);
+    }
     ROCUDA_TRY(select());
-    hipMemAccessDesc access{};
-    access.location = {hipMemLocationTypeDevice, ordinal_};
-    access.flags = writable   ? hipMemAccessFlagsProtReadWrite
-                   : readable ? hipMemAccessFlagsProtRead
-                              : hipMemAccessFlagsProtNone;
-    hipError_t status = api_.hipMemSetAccess(address, bytes, &access, 1);
+    hipError_t status =
+        api_.hipMemSetAccess(address, bytes, descriptors.data(), descriptors.size());
     if (status != hipSuccess) return library_->error(status, "hipMemSetAccess");
     return Status::success();
   }

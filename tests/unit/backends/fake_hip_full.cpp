@@ -286,12 +286,18 @@ int hipMemUnmap(void* address, size_t bytes) {
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
   return reserved == MAP_FAILED ? 1 : 0;
 }
+// Every descriptor is noted; the pages get the union of the access given (one process).
 int hipMemSetAccess(void* address, size_t bytes, const void* desc, size_t count) {
-  const int* fields = static_cast<const int*>(desc);  // location {type, id}, flags
-  note(("hipMemSetAccess(device " + std::to_string(fields[1]) + ", flags " +
-        std::to_string(fields[2]) + ", " + std::to_string(count) + ")")
-           .c_str());
-  int protection = (fields[2] & 1 ? PROT_READ : 0) | (fields[2] & 2 ? PROT_WRITE : 0);
+  const int* fields = static_cast<const int*>(desc);  // {location {type, id}, flags} each
+  std::string text = "hipMemSetAccess(";
+  int flags = 0;
+  for (size_t i = 0; i < count; ++i) {
+    text += (i ? ", device " : "device ") + std::to_string(fields[3 * i + 1]) + " flags " +
+            std::to_string(fields[3 * i + 2]);
+    flags |= fields[3 * i + 2];
+  }
+  note((text + ")").c_str());
+  int protection = (flags & 1 ? PROT_READ : 0) | (flags & 2 ? PROT_WRITE : 0);
   return mprotect(address, bytes, protection) == 0 ? 0 : 1;
 }
 int hipFree(void* pointer) {

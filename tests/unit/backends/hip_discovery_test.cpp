@@ -655,12 +655,12 @@ TEST_F(HipDouble, VirtualMemoryGoesThroughHipsOwnCalls) {
   auto handle = device.createPhysical(kBytes, /*exportable=*/true);
   ASSERT_TRUE(handle.ok()) << handle.error().message;
   ASSERT_TRUE(device.mapPhysical(*first, kBytes, *handle, 0).ok());
-  ASSERT_TRUE(device.setAccess(*first, kBytes, true, true).ok());
+  ASSERT_TRUE(device.setAccess(*first, kBytes, {{&device, true, true}}).ok());
   std::strcpy(static_cast<char*>(*first) + 4096, "shared pages");
   EXPECT_EQ(calls(),
             "hipSetDevice;hipMemAddressReserve;hipSetDevice;hipMemAddressReserve;hipSetDevice;"
             "hipMemCreate(type 1, handle type 1, device 0);hipSetDevice;hipMemMap;hipSetDevice;"
-            "hipMemSetAccess(device 0, flags 3, 1);");
+            "hipMemSetAccess(device 0 flags 3);");
   // Exported and imported again: the same pages at the second range.
   auto fd = device.exportPhysical(*handle);
   ASSERT_TRUE(fd.ok()) << fd.error().message;
@@ -668,12 +668,12 @@ TEST_F(HipDouble, VirtualMemoryGoesThroughHipsOwnCalls) {
   ASSERT_TRUE(imported.ok()) << imported.error().message;
   EXPECT_EQ(fcntl(*fd, F_GETFD), -1);  // taken over and closed
   ASSERT_TRUE(device.mapPhysical(*second, kBytes, imported->handle, 0).ok());
-  ASSERT_TRUE(device.setAccess(*second, kBytes, true, false).ok());
+  ASSERT_TRUE(device.setAccess(*second, kBytes, {{&device, true, false}}).ok());
   EXPECT_STREQ(static_cast<const char*>(*second) + 4096, "shared pages");
   std::string log = calls();
   EXPECT_TRUE(contains(log, "hipMemExportToShareableHandle(type 1)")) << log;
   EXPECT_TRUE(contains(log, "hipMemImportFromShareableHandle(type 1)")) << log;
-  EXPECT_TRUE(contains(log, "hipMemSetAccess(device 0, flags 1, 1)")) << log;
+  EXPECT_TRUE(contains(log, "hipMemSetAccess(device 0 flags 1)")) << log;
   for (void* base : {*first, *second}) {
     ASSERT_TRUE(device.unmapPhysical(base, kBytes).ok());
     device.freeAddresses(base, kBytes);
@@ -712,6 +712,30 @@ TEST_F(HipDouble, IpcMemoryHandlesAreHipsOwn) {
   DeviceBackend::IpcMemoryHandle junk{};
   EXPECT_FALSE(device.openIpcMemory(junk, 0).ok());
   device.freeDevice(*memory);
+}
+
+// A mapping of one GPU's memory is given to its peers in the same hipMemSetAccess call, one
+// descriptor per GPU; a CPU device is no GPU of the runtime.
+TEST_F(HipDouble, MappedMemoryAccessCoversPeerGpus) {
+  ScopedEnv count("FAKE_HIP_COUNT", "2");
+  HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
+  ASSERT_EQ(result.devices.size(), 2u);
+  DeviceBackend& owner = *result.devices[0];
+  DeviceBackend& peer = *result.devices[1];
+  auto base = owner.reserveAddresses(4096, 0, 0);
+  auto handle = owner.createPhysical(4096, false);
+  ASSERT_TRUE(base.ok() && handle.ok());
+  ASSERT_TRUE(owner.mapPhysical(*base, 4096, *handle, 0).ok());
+  calls();
+  ASSERT_TRUE(owner.setAccess(*base, 4096, {{&owner, true, true}, {&peer, true, false}}).ok());
+  EXPECT_EQ(calls(), "hipSetDevice;hipMemSetAccess(device 0 flags 3, device 1 flags 1);");
+  std::unique_ptr<DeviceBackend> cpu = createCpuBackend();
+  Status refused = owner.setAccess(*base, 4096, {{&owner, true, true}, {cpu.get(), true, true}});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::NotSupported);
+  ASSERT_TRUE(owner.unmapPhysical(*base, 4096).ok());
+  owner.freeAddresses(*base, 4096);
+  owner.releasePhysical(*handle);
 }
 
 TEST_F(HipDouble, CodeObjectVersionFollowsTheRuntime) {
