@@ -321,10 +321,11 @@ class HipModule final : public LoadedModule {
   std::unordered_map<std::string, void*> globals_;
 };
 
-// Non-blocking HIP streams, each lent to one operation at a time and returned when the operation
-// has finished. The null stream would do for correctness but waits for all blocking streams of
-// the device, serialising every CUDA stream; a lane per concurrent operation does not. Lanes are
-// kept by HIP priority so a high-priority CUDA stream's kernels are dispatched ahead of others.
+// Non-blocking HIP streams, each lent to one user at a time (one operation, or a stream worker's
+// queue until it drains) and returned when its work has finished. The null stream would do for
+// correctness but waits for all blocking streams of the device, serialising every CUDA stream; a
+// lane per concurrent user does not. Lanes are kept by HIP priority so a high-priority CUDA
+// stream's kernels are dispatched ahead of others.
 class LanePool {
  public:
   LanePool(const HipLibrary& library, int leastPriority)
