@@ -128,8 +128,10 @@ void Stream::setAttribute(unsigned id, const AttributeValue& value) {
   attributes_[id] = value;
 }
 
+// A pure wait reads nothing on the host: a device step, so that work queued on the device stays
+// queued when the event has completed already (and is drained first when it has not).
 void Stream::enqueueWait(CompletionPtr completion) {
-  if (completion) enqueue("wait for event", {}, {std::move(completion)});
+  if (completion) enqueue("wait for event", {}, {std::move(completion)}, CommandKind::DeviceStep);
 }
 
 CompletionPtr Stream::tail() const {

@@ -182,6 +182,35 @@ TEST_F(StreamQueues, WaitingForAnotherStreamDrainsFirst) {
   ASSERT_TRUE(context().destroyStream(*blocking).ok());
 }
 
+// cuStreamWaitEvent on an event that has completed: the batch goes on (no drain); on one that has
+// not: the stream drains, then waits.
+TEST_F(StreamQueues, WaitingForAnEventAlreadyCompleteKeepsTheBatch) {
+  auto stream = context().createStream(1, 0);
+  auto other = context().createStream(1, 0);
+  ASSERT_TRUE(stream.ok() && other.ok());
+  auto recorded = context().enqueue(**other, "record", step("record"));
+  ASSERT_TRUE(recorded.ok());
+  (*recorded)->wait();
+  std::atomic<bool> open{false}, release{false};
+  ASSERT_TRUE(context().enqueue(**stream, "gate", gate(open)).ok());
+  ASSERT_TRUE(context().enqueueDeviceWork(**stream, "k1", step("k1")).ok());
+  (*stream)->enqueueWait(*recorded);
+  ASSERT_TRUE(context().enqueueDeviceWork(**stream, "k2", step("k2")).ok());
+  auto pending = context().enqueue(**other, "later", gate(release));
+  ASSERT_TRUE(pending.ok());
+  (*stream)->enqueueWait(*pending);
+  ASSERT_TRUE(context().enqueueDeviceWork(**stream, "k3", step("k3")).ok());
+  open = true;
+  std::this_thread::sleep_for(20ms);
+  release = true;
+  ASSERT_TRUE((*stream)->synchronize().ok());
+  EXPECT_EQ(journal_.take(),
+            (std::vector<std::string>{"record on the host", "k1 queued", "k2 queued", "drain",
+                                      "k3 queued", "drain"}));
+  ASSERT_TRUE(context().destroyStream(*stream).ok());
+  ASSERT_TRUE(context().destroyStream(*other).ok());
+}
+
 // A fault that surfaces at the drain fails every command of that batch and is the context's
 // sticky error: later work is refused with it.
 TEST_F(StreamQueues, AFailedDrainIsStickyAndFailsItsBatch) {
