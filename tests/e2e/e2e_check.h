@@ -23,6 +23,20 @@
 // Checks a kernel launch: the launch itself, then (optionally) its completion.
 #define CHECK_LAUNCH() CHECK(cudaGetLastError())
 
+// A driver API function the runtime hands out (cudaGetDriverEntryPointByVersion, CUDA 12's
+// ABI), as type F; exits (2) when the driver has none of that name.
+template <class F>
+F driverEntry(const char* name) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult status;
+  CHECK(cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &status));
+  if (status != cudaDriverEntryPointSuccess || fn == nullptr) {
+    std::fprintf(stderr, "no driver entry point %s\n", name);
+    std::exit(2);
+  }
+  return reinterpret_cast<F>(fn);
+}
+
 // A device copy of `host` (cudaMalloc'd; the caller frees it), and a host copy of `n` elements.
 template <typename T>
 T* upload(const std::vector<T>& host) {

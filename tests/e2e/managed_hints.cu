@@ -20,18 +20,6 @@ __global__ void addCounter(int* data, int n) {
 
 __global__ void copyFlag(const unsigned* flag, unsigned* out) { *out = *flag * 2; }
 
-template <class F>
-F driverEntry(const char* name) {
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult status;
-  CHECK(cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &status));
-  if (status != cudaDriverEntryPointSuccess || fn == nullptr) {
-    std::fprintf(stderr, "no driver entry point %s\n", name);
-    std::exit(2);
-  }
-  return reinterpret_cast<F>(fn);
-}
-
 static void managedVariableAndHints(Checker& check) {
   const int n = 4096;
   int* data = nullptr;

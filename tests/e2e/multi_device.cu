@@ -35,18 +35,6 @@ __global__ void waitThenFill(volatile int* flag, int* out, int base) {
   out[threadIdx.x] = base + threadIdx.x;
 }
 
-template <class F>
-F driverEntry(const char* name) {
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult status;
-  CHECK(cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &status));
-  if (status != cudaDriverEntryPointSuccess || fn == nullptr) {
-    std::fprintf(stderr, "no driver entry point %s\n", name);
-    std::exit(2);
-  }
-  return reinterpret_cast<F>(fn);
-}
-
 // Virtual memory of device 0 mapped once and given to both devices in one cuMemSetAccess (device
 // 1 as device 0's peer): a kernel on device 1 writes it, one on device 0 reads it back.
 void peerMappedMemory(Checker& check, int n) {

@@ -227,19 +227,12 @@ class HipModule final : public LoadedModule {
     }
     if (symbols.deviceLaunches) ROCUDA_TRY(createDeviceLaunches(moduleName, lookUp));
     if (symbols.graphConditions) {
-      auto slots = std::make_unique<GraphConditionSlots>();
-      void* symbol = nullptr;
-      ROCUDA_TRY(lookUp(compiler::kAmdgpuGraphConditionsSymbol, &symbol));
-      hipError_t status = api.hipMalloc(&slots->buffer, GraphConditionSlots::kBytes);
-      if (status != hipSuccess)
-        return library_->error(status, "hipMalloc of the graph condition slots of module '" +
-                                           std::string(moduleName) + "'");
-      graphConditions_ = std::move(slots);
-      uint64_t address = reinterpret_cast<uintptr_t>(graphConditions_->buffer);
-      status = api.hipMemcpy(symbol, &address, sizeof address, hipMemcpyDefault);
-      if (status != hipSuccess)
-        return library_->error(status, "pointing module '" + std::string(moduleName) +
-                                           "' at its graph condition slots");
+      graphConditions_ = std::make_unique<GraphConditionSlots>();
+      auto buffer =
+          pointedBuffer(compiler::kAmdgpuGraphConditionsSymbol, GraphConditionSlots::kBytes,
+                        "graph condition slots", moduleName, lookUp);
+      if (!buffer.ok()) return buffer.error();
+      graphConditions_->buffer = *buffer;
     }
     for (const compiler::KernelInfo& k : info_.kernels) {
       hipFunction_t function = nullptr;
@@ -284,28 +277,43 @@ class HipModule final : public LoadedModule {
   // module's symbol pointed at it.
   template <class LookUp>
   Status createDeviceLaunches(std::string_view moduleName, LookUp& lookUp) {
-    const HipApi& api = library_->api();
-    auto launches = std::make_unique<DeviceLaunches>();
-    launches->module = this;
+    deviceLaunches_ = std::make_unique<DeviceLaunches>();
+    deviceLaunches_->module = this;
     uint64_t largest = 0;
     for (const compiler::KernelInfo& k : info_.kernels)
       largest = std::max<uint64_t>(largest, k.paramBufferSize);
-    uint64_t record = (sizeof(compiler::AmdgpuDeviceLaunchRecord) + largest + 15) / 16 * 16;
-    launches->capacity = compiler::kAmdgpuPendingLaunches * record;
-    void* symbol = nullptr;
-    ROCUDA_TRY(lookUp(compiler::kAmdgpuDeviceLaunchesSymbol, &symbol));
-    hipError_t status = api.hipMalloc(
-        &launches->buffer, sizeof(compiler::AmdgpuDeviceLaunchHeader) + launches->capacity);
-    if (status != hipSuccess)
-      return library_->error(
-          status, "hipMalloc of the launch buffer of module '" + std::string(moduleName) + "'");
-    deviceLaunches_ = std::move(launches);
-    uint64_t address = reinterpret_cast<uintptr_t>(deviceLaunches_->buffer);
-    status = api.hipMemcpy(symbol, &address, sizeof address, hipMemcpyDefault);
-    if (status != hipSuccess)
-      return library_->error(
-          status, "pointing module '" + std::string(moduleName) + "' at its launch buffer");
+    deviceLaunches_->capacity =
+        compiler::kAmdgpuPendingLaunches * compiler::amdgpuDeviceLaunchRecordBytes(largest);
+    auto buffer =
+        pointedBuffer(compiler::kAmdgpuDeviceLaunchesSymbol,
+                      sizeof(compiler::AmdgpuDeviceLaunchHeader) + deviceLaunches_->capacity,
+                      "launch buffer", moduleName, lookUp);
+    if (!buffer.ok()) return buffer.error();
+    deviceLaunches_->buffer = *buffer;
     return Status::success();
+  }
+
+  // `bytes` of device memory that the module's u64 `symbol` is pointed at (freed here on failure;
+  // the caller keeps it for the module's life).
+  template <class LookUp>
+  Result<void*> pointedBuffer(const char* symbol, size_t bytes, const char* what,
+                              std::string_view moduleName, LookUp& lookUp) {
+    const HipApi& api = library_->api();
+    void* address = nullptr;
+    ROCUDA_TRY(lookUp(symbol, &address));
+    void* buffer = nullptr;
+    hipError_t status = api.hipMalloc(&buffer, bytes);
+    if (status != hipSuccess)
+      return library_->error(status, std::string("hipMalloc of the ") + what + " of module '" +
+                                         std::string(moduleName) + "'");
+    uint64_t value = reinterpret_cast<uintptr_t>(buffer);
+    status = api.hipMemcpy(address, &value, sizeof value, hipMemcpyDefault);
+    if (status != hipSuccess) {
+      api.hipFree(buffer);
+      return library_->error(status,
+                             "pointing module '" + std::string(moduleName) + "' at its " + what);
+    }
+    return buffer;
   }
 
   std::shared_ptr<HipLibrary> library_;
@@ -1022,7 +1030,7 @@ class HipDevice final : public DeviceBackend {
     for (uint64_t offset = 0; offset + sizeof(Record) <= used;) {
       Record record;
       std::memcpy(&record, records.data() + offset, sizeof record);
-      uint64_t size = (sizeof(Record) + uint64_t(record.paramBytes) + 15) / 16 * 16;
+      uint64_t size = compiler::amdgpuDeviceLaunchRecordBytes(record.paramBytes);
       if (offset + size > used) break;
       if (record.sequence != 0) {
         LoadedKernel*& child = launches.kernelsByName[record.kernelName];

@@ -122,6 +122,10 @@ struct AmdgpuDeviceLaunchRecord {
   uint32_t tail = 0;        // 1: launched into cudaStreamTailLaunch
 };
 static_assert(sizeof(AmdgpuDeviceLaunchRecord) == 48);
+// The bytes a record of `paramBytes` parameters takes in the buffer (the next starts after them).
+constexpr uint64_t amdgpuDeviceLaunchRecordBytes(uint64_t paramBytes) {
+  return (sizeof(AmdgpuDeviceLaunchRecord) + paramBytes + 15) / 16 * 16;
+}
 
 // cudaGraphSetConditional on AMD GPUs: a module whose kernels call it has a u64
 // kAmdgpuGraphConditionsSymbol, which the host points at kAmdgpuGraphConditionSlots slots in

@@ -116,6 +116,7 @@ class LaunchRuntime {
     llvm::BasicBlock* cut = block("cut");
     b_.CreateCondBr(b_.CreateICmpEQ(address, b_.getInt64(0)), full, cut);
     b_.SetInsertPoint(cut);
+    // amdgpuDeviceLaunchRecordBytes(paramBytes), which the host walks the records by.
     llvm::Value* size = b_.CreateAnd(
         b_.CreateAdd(b_.CreateZExt(paramBytes, b_.getInt64Ty()), b_.getInt64(kRecordBytes + 15)),
         b_.getInt64(~uint64_t(15)));
