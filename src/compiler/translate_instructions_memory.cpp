@@ -406,6 +406,126 @@ Status mov(FunctionTranslator& t, const ptx::Instruction& inst) {
   return t.write(dst, v, type);
 }
 
+// The tensor map operand's address: `[map, {coords}]` with the map's generic address in a
+// register, or a .param/.const/.global variable by name.
+Result<llvm::Value*> tensorMapPointer(FunctionTranslator& t, const ptx::Operand& op) {
+  auto& B = t.b;
+  ptx::Address a = op.address();
+  llvm::Value* base = nullptr;
+  if (a.baseKind == ptx::Address::BaseKind::Register) {
+    ROCUDA_VALUE(bits, t.read(ptx::Operand::makeRegister(a.reg), ScalarType::B64));
+    base = B.CreateIntToPtr(bits, B.getPtrTy());
+  } else if (a.baseKind == ptx::Address::BaseKind::Symbol) {
+    ROCUDA_VALUE(p, t.symbolPointer(a.symbol));
+    base = p;
+  } else {
+    base = B.CreateIntToPtr(B.getInt64(0), B.getPtrTy());
+  }
+  return a.offset == 0 ? base : B.CreateConstGEP1_64(B.getInt8Ty(), base, a.offset);
+}
+
+// cp.async.bulk.tensor and cp.reduce.async.bulk.tensor in tile mode, through the device
+// library (device_library/tensor_copies.h), synchronously like the other bulk copies:
+//   .Nd.shared::cluster/.shared::cta.global{.tile}.mbarrier::complete_tx::bytes
+//       {.multicast::cluster} [dst], [map, {c0, ...}], [mbar] {, ctaMask} {, policy}
+//   .Nd.global.shared::cta{.tile}.bulk_group [map, {c0, ...}], [src] {, policy}
+//   cp.reduce.async.bulk.tensor.Nd.global.shared::cta.redOp{.tile}.bulk_group (the same operands)
+// A load completes the box's bytes on the mbarrier; a map that is not a tensor map of this rank
+// (or a reduction its element type lacks) traps. im2col and gather/scatter modes are not
+// implemented.
+Status cpAsyncBulkTensor(FunctionTranslator& t, const ptx::Instruction& inst) {
+  auto& B = t.b;
+  for (const char* mode : {"im2col", "im2col::w", "im2col::w::128", "tile::gather4",
+                           "tile::scatter4", "cta_group::1", "cta_group::2"})
+    if (inst.hasModifier(mode))
+      return t.unsupported(inst, std::string("tensor copies in .") + mode + " mode");
+  int rank = 0;
+  for (int r = 1; r <= 5; ++r)
+    if (inst.hasModifier(std::to_string(r) + "d")) rank = r;
+  if (rank == 0) return t.invalid(inst, "expected .1d to .5d");
+  bool toShared =
+      inst.space == ptx::StateSpace::SharedCluster || inst.space == ptx::StateSpace::Shared;
+  bool reduce = inst.hasModifier("reduce");
+  if ((reduce && toShared) || toShared != inst.hasModifier("mbarrier::complete_tx::bytes") ||
+      toShared == inst.hasModifier("bulk_group"))
+    return t.invalid(inst, "unsupported form of cp.async.bulk.tensor");
+  const auto& ops = inst.operands();
+  size_t mapIndex = toShared ? 1 : 0, sharedIndex = toShared ? 0 : 1;
+  if (ops.size() < (toShared ? 3u : 2u) || ops[mapIndex].kind != ptx::Operand::Kind::Address)
+    return t.invalid(inst, "expected [tensorMap, {coordinates}]");
+  const ptx::Operand& mapOp = ops[mapIndex];
+  std::vector<const ptx::Operand*> coords;
+  if (!mapOp.elements().empty()) {
+    const ptx::Operand& c = mapOp.elements()[0];
+    if (c.kind == ptx::Operand::Kind::Vector)
+      for (const auto& e : c.elements()) coords.push_back(&e);
+    else
+      coords.push_back(&c);
+  }
+  if (static_cast<int>(coords.size()) != rank)
+    return t.invalid(inst, "expected " + std::to_string(rank) + " tensor coordinates");
+  ROCUDA_VALUE(map, tensorMapPointer(t, mapOp));
+  ROCUDA_VALUE(shared, t.address(ops[sharedIndex], ptx::StateSpace::Shared));
+  llvm::Value* sharedAddress = B.CreateTrunc(
+      B.CreateSub(B.CreatePtrToInt(shared, t.i64()), B.CreatePtrToInt(t.sharedBase(), t.i64())),
+      t.i32());
+  llvm::Value* coordBuffer = t.entryAlloca(llvm::ArrayType::get(t.i32(), 5), 4, "tensor.coords");
+  for (int i = 0; i < rank; ++i) {
+    ROCUDA_VALUE(c, t.read(*coords[i], ScalarType::S32));
+    B.CreateStore(c, B.CreateConstInBoundsGEP1_32(t.i32(), coordBuffer, i));
+  }
+  llvm::Module& module = t.mt.module();
+  llvm::Type* ptr = B.getPtrTy();
+  llvm::BasicBlock* done = nullptr;
+  if (toShared && inst.hasModifier("multicast::cluster")) {
+    // The cluster is the block alone: the copy reaches it when the mask holds rank 0.
+    if (ops.size() < 4) return t.invalid(inst, "expected a ctaMask");
+    ROCUDA_VALUE(mask, t.read(ops[3], ScalarType::B16));
+    auto* copy = llvm::BasicBlock::Create(t.ctx(), "tensor.multicast", t.function);
+    done = llvm::BasicBlock::Create(t.ctx(), "tensor.done", t.function);
+    B.CreateCondBr(B.CreateTrunc(mask, B.getInt1Ty()), copy, done);
+    B.SetInsertPoint(copy);
+  }
+  llvm::Value* status = nullptr;
+  llvm::Value* mbarrier = nullptr;
+  if (toShared) {
+    ROCUDA_VALUE(m, t.address(ops[2], ptx::StateSpace::Shared));
+    t.checkAccess(inst, m, 8, /*write=*/true, ptx::StateSpace::Shared, /*atomic=*/true);
+    mbarrier = m;
+    auto load = module.getOrInsertFunction(
+        "__rocuda_tensor_load",
+        llvm::FunctionType::get(t.i32(), {ptr, t.i32(), ptr, t.i32(), ptr}, false));
+    status = B.CreateCall(load, {shared, sharedAddress, map, B.getInt32(rank), coordBuffer});
+  } else {
+    int32_t op = -1;
+    if (reduce) {
+      static const char* const kOps[] = {"add", "min", "max", "inc", "dec", "and", "or", "xor"};
+      for (int32_t i = 0; i < 8; ++i)
+        if (inst.hasModifier(kOps[i])) op = i;
+      if (op < 0) return t.invalid(inst, "expected a reduction operation");
+    }
+    auto store = module.getOrInsertFunction(
+        "__rocuda_tensor_store",
+        llvm::FunctionType::get(t.i32(), {ptr, t.i32(), ptr, ptr, t.i32(), t.i32()}, false));
+    status = B.CreateCall(
+        store, {map, B.getInt32(rank), coordBuffer, shared, sharedAddress, B.getInt32(op)});
+  }
+  // A bad map traps, as a fault in the hardware's copy would stop the kernel.
+  auto* trap = llvm::BasicBlock::Create(t.ctx(), "tensor.badmap", t.function);
+  auto* ok = llvm::BasicBlock::Create(t.ctx(), "tensor.ok", t.function);
+  B.CreateCondBr(B.CreateICmpSLT(status, B.getInt32(0)), trap, ok);
+  B.SetInsertPoint(trap);
+  B.CreateCall(t.mt.trapFunction());
+  B.CreateUnreachable();
+  B.SetInsertPoint(ok);
+  if (mbarrier != nullptr) completeMBarrierTransactions(t, mbarrier, status);
+  if (done != nullptr) {
+    B.CreateBr(done);
+    B.SetInsertPoint(done);
+  }
+  return Status::success();
+}
+
 // cp.async.bulk (sm_90 bulk copies, which cuda::memcpy_async and CUB's transform use), done
 // synchronously like cp.async:
 //   .shared::cluster/.shared::cta.global.mbarrier::complete_tx::bytes [dst], [src], size, [mbar]
@@ -417,13 +537,14 @@ Status mov(FunctionTranslator& t, const ptx::Instruction& inst) {
 // A copy that completes through an mbarrier does its complete_tx of `size` bytes once copied; a
 // bulk group has completed (and its source may be reused) as soon as the copy has returned, so
 // commit_group / wait_group are no-ops, as is prefetch.L2. The cluster is the block alone: a
-// multicast reaches it when its ctaMask holds rank 0. Tensor-map copies (.tensor) and byte
-// masks (.cp_mask) are not implemented.
+// multicast reaches it when its ctaMask holds rank 0. Tensor-map copies (.tensor) go to
+// cpAsyncBulkTensor; byte masks (.cp_mask) are not implemented.
 Status cpAsyncBulk(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
   if (inst.hasModifier("commit_group") || inst.hasModifier("wait_group")) return Status::success();
   if (inst.hasModifier("prefetch")) return Status::success();
-  if (inst.hasModifier("tensor") || inst.hasModifier("cp_mask")) return t.unsupported(inst);
+  if (inst.hasModifier("tensor")) return cpAsyncBulkTensor(t, inst);
+  if (inst.hasModifier("cp_mask")) return t.unsupported(inst);
   bool reduce = inst.hasModifier("reduce");
   bool viaMBarrier = inst.hasModifier("mbarrier::complete_tx::bytes");
   if (viaMBarrier == inst.hasModifier("bulk_group"))

@@ -23,6 +23,7 @@ constexpr unsigned hostRegister[] = {
 constexpr int deviceCpu = rocuda::cuda::CU_DEVICE_CPU;
 constexpr int deviceInvalid = rocuda::cuda::CU_DEVICE_INVALID;
 constexpr int ipcHandleSize = rocuda::cuda::CU_IPC_HANDLE_SIZE;
+constexpr unsigned tensorMapQwords = rocuda::cuda::CU_TENSOR_MAP_NUM_QWORDS;
 constexpr unsigned externalMemoryDedicated = rocuda::cuda::CUDA_EXTERNAL_MEMORY_DEDICATED;
 constexpr int driverVersion = rocuda::cuda::kDriverVersion;
 }  // namespace ours
@@ -867,6 +868,19 @@ ROCUDA_SAME_OFFSET(CUDA_RESOURCE_DESC, res.linear.sizeInBytes);
 ROCUDA_SAME_OFFSET(CUDA_RESOURCE_DESC, res.pitch2D.width);
 ROCUDA_SAME_OFFSET(CUDA_RESOURCE_DESC, res.pitch2D.height);
 ROCUDA_SAME_OFFSET(CUDA_RESOURCE_DESC, res.pitch2D.pitchInBytes);
+ROCUDA_SAME_SIZE(CUtensorMap);
+static_assert(alignof(rc::CUtensorMap) == alignof(::CUtensorMap), "CUtensorMap alignment");
+static_assert(ours::tensorMapQwords == CU_TENSOR_MAP_NUM_QWORDS, "CU_TENSOR_MAP_NUM_QWORDS");
+ROCUDA_SAME_ENUM(CU_TENSOR_MAP_DATA_TYPE_UINT8);
+ROCUDA_SAME_ENUM(CU_TENSOR_MAP_DATA_TYPE_FLOAT16);
+ROCUDA_SAME_ENUM(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
+ROCUDA_SAME_ENUM(CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ);
+ROCUDA_SAME_ENUM(CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B);
+ROCUDA_SAME_ENUM(CU_TENSOR_MAP_INTERLEAVE_32B);
+ROCUDA_SAME_ENUM(CU_TENSOR_MAP_SWIZZLE_128B);
+ROCUDA_SAME_ENUM(CU_TENSOR_MAP_SWIZZLE_128B_ATOM_64B);
+ROCUDA_SAME_ENUM(CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
+ROCUDA_SAME_ENUM(CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA);
 ROCUDA_SAME_SIZE(CUDA_TEXTURE_DESC);
 ROCUDA_SAME_OFFSET(CUDA_TEXTURE_DESC, filterMode);
 ROCUDA_SAME_OFFSET(CUDA_TEXTURE_DESC, flags);

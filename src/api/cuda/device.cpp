@@ -166,6 +166,9 @@ std::optional<int> capabilityAttribute(const DeviceDescription& d, int attribute
     // registers has the region in its window (compiler/shared_layout.h).
     case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK:
       return static_cast<int>(core::reservedSharedBytesPerBlock(d));
+    // Tiled tensor maps (api/cuda/tensor_map.cpp), copied by the device library on every device.
+    case CU_DEVICE_ATTRIBUTE_TENSOR_MAP_ACCESS_SUPPORTED:
+      return 1;
     case CU_DEVICE_ATTRIBUTE_NUMA_ID:
       return -1;
     case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID:

@@ -51,7 +51,7 @@ Unavailable classify(std::string_view api) {
   if (api.find("ExternalSemaphores") != std::string_view::npos)
     return {CUDA_ERROR_INVALID_VALUE, "external-semaphore graph nodes"};
   if (startsWith(api, "cuTensorMap"))
-    return {CUDA_ERROR_NOT_SUPPORTED, "tensor memory accelerator (TMA) descriptors"};
+    return {CUDA_ERROR_NOT_SUPPORTED, "im2col tensor maps (tiled ones are implemented)"};
   if (startsWith(api, "cuMulticast"))
     return {CUDA_ERROR_NOT_SUPPORTED,
             "multicast objects (CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED is 0)"};

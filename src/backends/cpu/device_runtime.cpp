@@ -15,9 +15,9 @@
 #include <thread>
 #include <utility>
 
+#include "backends/cpu/device_library_runtime.h"
 #include "backends/cpu/execution.h"
 #include "backends/cpu/memcheck.h"
-#include "backends/cpu/texture_runtime.h"
 #include "backends/cpu/warp_collectives.h"
 #include "support/device_printf.h"
 #include "support/log.h"
@@ -832,7 +832,7 @@ std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
   [&]<int... N>(std::integer_sequence<int, N...>) {
     (symbols.emplace_back("__rocuda_sreg_envreg" + std::to_string(N), fn(sregEnvreg<N>)), ...);
   }(std::make_integer_sequence<int, 32>{});
-  for (auto& symbol : textureRuntimeSymbols()) symbols.push_back(std::move(symbol));
+  for (auto& symbol : deviceLibrarySymbols()) symbols.push_back(std::move(symbol));
   return symbols;
 }
 

@@ -1,7 +1,8 @@
 // The device library (src/device_library) in AMD GPU modules: clang compiled its portable C++ to
 // amdgcn bitcode at build time (embedded as rocuda_amdgpu_device_library); the functions a
-// module calls (the texture sampler's __rocuda_tex_* and __rocuda_surf_*) are linked in as
-// internal functions and optimised with the module, so both devices run the same sampler.
+// module calls (the texture sampler's __rocuda_tex_* and __rocuda_surf_*, the tensor copies'
+// __rocuda_tensor_*) are linked in as internal functions and optimised with the module, so both
+// devices run the same code.
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Linker/Linker.h>
@@ -16,7 +17,8 @@ extern const size_t rocuda_amdgpu_device_library_size;
 namespace rocuda::compiler::amdgpu {
 
 bool isDeviceLibraryFunction(llvm::StringRef name) {
-  return name.starts_with("__rocuda_tex_") || name.starts_with("__rocuda_surf_");
+  return name.starts_with("__rocuda_tex_") || name.starts_with("__rocuda_surf_") ||
+         name.starts_with("__rocuda_tensor_");
 }
 
 bool hasDeviceLibrary() { return rocuda_amdgpu_device_library_size != 0; }

@@ -1107,7 +1107,7 @@ TEST_F(Driver, EveryCuda13StubSymbolIsExportedAndHandedOut) {
     EXPECT_NE(function, nullptr);
   }
   // Facilities no device here has answer their documented error.
-  EXPECT_EQ(CU(cuTensorMapEncodeTiled, void*)(nullptr), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(CU(cuTensorMapEncodeIm2col, void*)(nullptr), CUDA_ERROR_NOT_SUPPORTED);
   EXPECT_EQ(CU(cuMulticastCreate, void*, const void*)(nullptr, nullptr), CUDA_ERROR_NOT_SUPPORTED);
   EXPECT_EQ(CU(cuGreenCtxCreate, void*)(nullptr), CUDA_ERROR_NOT_SUPPORTED);
 }

@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-#include "backends/cpu/texture_runtime.h"
+#include "backends/cpu/device_library_runtime.h"
 #include "support/texture_view.h"
 
 namespace rocuda::backends::cpu {

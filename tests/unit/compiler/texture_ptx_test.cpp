@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "backends/cpu/texture_runtime.h"
+#include "backends/cpu/device_library_runtime.h"
 #include "support/texture_view.h"
 #include "test_runtime.h"
 
@@ -123,7 +123,7 @@ TEST(TexturePtx, TranslatedInstructionsSample) {
   auto object = compileForHost(kTexturePtx, "textures", CompileOptions{2, false});
   ASSERT_TRUE(object.ok()) << object.error().message;
   RuntimeSymbols symbols = testRuntimeSymbols();
-  for (auto& s : backends::cpu::textureRuntimeSymbols()) symbols.push_back(s);
+  for (auto& s : backends::cpu::deviceLibrarySymbols()) symbols.push_back(s);
   Loaded loaded;
   loaded.object = std::move(*object);
   auto code = loadHostCode(loaded.object, symbols);
