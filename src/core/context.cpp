@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/platform.h"
+#include "support/thread_identity.h"
 
 namespace rocuda::core {
 namespace {
@@ -51,9 +52,28 @@ Context::~Context() {
 Stream& Context::legacyStream() { return *legacy_; }
 
 Stream& Context::perThreadStream() {
-  std::lock_guard lock(mutex_);
-  auto& stream = perThread_[std::this_thread::get_id()];
-  if (!stream) stream = std::make_unique<Stream>(*this, StreamKind::PerThread, 0, 0);
+  const support::ThreadIdentity& caller = support::currentThread();
+  Stream* stream = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    auto found = perThread_.find(caller.serial);
+    if (found != perThread_.end()) return *found->second.stream;
+    // A thread's first use. The streams of threads that have exited since the last one are
+    // retired: work they queued still runs (and context-wide waits see it), and each is freed
+    // once idle.
+    for (auto it = perThread_.begin(); it != perThread_.end();) {
+      if (it->second.ownerAlive->load(std::memory_order_acquire)) {
+        ++it;
+        continue;
+      }
+      retiredStreams_.push_back(std::move(it->second.stream));
+      it = perThread_.erase(it);
+    }
+    auto owned = std::make_unique<Stream>(*this, StreamKind::PerThread, 0, 0);
+    stream = owned.get();
+    perThread_.emplace(caller.serial, PerThreadStream{caller.alive, std::move(owned)});
+  }
+  takeIdleRetiredStreams().clear();  // destroyed outside the lock (they join their workers)
   return *stream;
 }
 
@@ -132,7 +152,7 @@ std::vector<Stream*> Context::allStreams() {
   std::vector<Stream*> all;
   for (auto& s : streams_) all.push_back(s.get());
   for (auto& s : retiredStreams_) all.push_back(s.get());
-  for (auto& [id, s] : perThread_) all.push_back(s.get());
+  for (auto& [serial, s] : perThread_) all.push_back(s.stream.get());
   return all;
 }
 

@@ -131,7 +131,13 @@ class Context : public Object {
   uint64_t id_;
   mutable std::mutex mutex_;
   std::unique_ptr<Stream> legacy_;
-  std::unordered_map<std::thread::id, std::unique_ptr<Stream>> perThread_;
+  // Per-thread default streams, by support::ThreadIdentity serial (ids of exited threads are
+  // reused by new ones); the owner's liveness says when a stream can be retired.
+  struct PerThreadStream {
+    std::shared_ptr<const std::atomic<bool>> ownerAlive;
+    std::unique_ptr<Stream> stream;
+  };
+  std::unordered_map<uint64_t, PerThreadStream> perThread_;
   std::vector<std::unique_ptr<Stream>> streams_;
   // Streams destroyed while work was queued on them: their handles are gone, their work still
   // runs (and is waited for by context-wide synchronisation); freed once idle.

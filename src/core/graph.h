@@ -419,7 +419,7 @@ struct CaptureState {
   unsigned mode = 0;      // CUstreamCaptureMode
   uint64_t id = 0;
   Stream* origin = nullptr;
-  std::thread::id thread;  // the thread that began it (thread-local mode)
+  uint64_t thread = 0;  // support::currentThread().serial of the thread that began it
   std::atomic<bool> invalidated{false};
   std::vector<Stream*> joined;  // streams other than the origin that joined
   // The last nodes of joined streams destroyed during the capture (checked as joined ones are).

@@ -6,6 +6,7 @@
 #include "core/context.h"
 #include "core/graph.h"
 #include "core/stream.h"
+#include "support/thread_identity.h"
 
 namespace rocuda::core {
 namespace {
@@ -127,7 +128,7 @@ CaptureFailure beginCapture(Stream& stream, unsigned mode, Graph* graph,
   capture->mode = mode;
   capture->id = nextCaptureId();
   capture->origin = &stream;
-  capture->thread = std::this_thread::get_id();
+  capture->thread = support::currentThread().serial;
   stream.setCapture(capture);
   stream.setCaptureDependencies(dependencies);
   trackCapture(capture, true);
@@ -138,7 +139,7 @@ CaptureFailure endCapture(Stream& stream, Graph** graph) {
   *graph = nullptr;
   CaptureStatePtr capture = stream.capture();
   if (!capture) return CaptureFailure::NotCapturing;
-  if (capture->mode != kModeRelaxed && capture->thread != std::this_thread::get_id())
+  if (capture->mode != kModeRelaxed && capture->thread != support::currentThread().serial)
     return CaptureFailure::WrongThread;
   if (capture->origin != &stream) {
     capture->invalidated = true;  // CUDA invalidates a capture ended on the wrong stream
@@ -226,7 +227,7 @@ Status checkUnsafeCall() {
     for (const auto& weak : a.captures) {
       CaptureStatePtr capture = weak.lock();
       if (!capture || capture->mode == kModeRelaxed) continue;
-      bool own = capture->thread == std::this_thread::get_id();
+      bool own = capture->thread == support::currentThread().serial;
       bool global = capture->mode == kModeGlobal && threadCaptureMode == kModeGlobal;
       if (own || global) prohibiting.push_back(std::move(capture));
     }

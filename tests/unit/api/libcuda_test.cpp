@@ -579,6 +579,43 @@ TEST_F(LibCuda, StreamDestroyReturnsWhileWorkIsQueued) {
   EXPECT_TRUE(after.load());
 }
 
+// Each host thread has its own per-thread default stream, also a thread started after another
+// has exited (whose std::thread::id the C library hands out again): the later thread's stream
+// has another id and does not wait behind the work the exited thread left queued.
+TEST_F(LibCuda, PerThreadStreamsOfLaterThreadsAreTheirOwn) {
+  CUcontext primary = retainPrimary();
+  ASSERT_NE(primary, nullptr);
+  std::atomic<bool> gate{false}, firstDone{false};
+  unsigned long long firstId = 0, secondId = 0;
+  std::thread first([&] {
+    ASSERT_EQ(CU(cuCtxSetCurrent, CUcontext)(primary), CUDA_SUCCESS);
+    ASSERT_EQ(CU(cuStreamGetId, CUstream, unsigned long long*)(CU_STREAM_PER_THREAD, &firstId),
+              CUDA_SUCCESS);
+    ASSERT_EQ(CU(cuLaunchHostFunc, CUstream, CUhostFn, void*)(CU_STREAM_PER_THREAD,
+                                                              CUDA_CB_waitForGate, &gate),
+              CUDA_SUCCESS);
+    ASSERT_EQ(CU(cuLaunchHostFunc, CUstream, CUhostFn, void*)(CU_STREAM_PER_THREAD, CUDA_CB_setFlag,
+                                                              &firstDone),
+              CUDA_SUCCESS);
+  });
+  first.join();
+  std::thread second([&] {
+    ASSERT_EQ(CU(cuCtxSetCurrent, CUcontext)(primary), CUDA_SUCCESS);
+    ASSERT_EQ(CU(cuStreamGetId, CUstream, unsigned long long*)(CU_STREAM_PER_THREAD, &secondId),
+              CUDA_SUCCESS);
+    // Its own, empty stream: done at once although the first thread's work still waits.
+    EXPECT_EQ(CU(cuStreamQuery, CUstream)(CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+    EXPECT_EQ(CU(cuStreamSynchronize, CUstream)(CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+  });
+  second.join();
+  EXPECT_NE(firstId, secondId);
+  EXPECT_FALSE(firstDone.load());
+  gate.store(true);
+  // The exited thread's work still runs, and context-wide synchronisation waits for it.
+  EXPECT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
+  EXPECT_TRUE(firstDone.load());
+}
+
 const void* const* exportTable(std::initializer_list<uint8_t> guid) {
   CUuuid id{};
   std::copy(guid.begin(), guid.end(), reinterpret_cast<uint8_t*>(id.bytes));
