@@ -218,6 +218,9 @@ struct LaunchConfig {
   bool explicitCluster = false;
   // The driver's shared memory reserved per block (%aggr_smem_size counts it).
   uint64_t reservedSharedBytes = 0;
+  // Blocks of this launch the device holds at once (the occupancy calculator's blocks per
+  // multiprocessor times the multiprocessors): how many may wait for one another. 0: unknown.
+  uint32_t residentBlocks = 0;
 };
 
 // What a launch's special registers %dynamic_smem_size, %total_smem_size, %aggr_smem_size and

@@ -174,6 +174,13 @@ Status launchKernel(Kernel& requested, Stream& stream, const LaunchRequest& requ
   config.printfFifoBytes = context.limit(ContextLimit::PrintfFifoSize);
   config.explicitCluster = request.explicitCluster;
   config.reservedSharedBytes = reservedSharedBytesPerBlock(context.device().description());
+  int threads = static_cast<int>(request.block[0] * request.block[1] * request.block[2]);
+  if (Result<int> perMultiprocessor =
+          maxActiveBlocksPerMultiprocessor(kernel, threads, request.sharedBytes);
+      perMultiprocessor.ok())
+    config.residentBlocks = static_cast<uint32_t>(std::min<uint64_t>(
+        UINT32_MAX, uint64_t(*perMultiprocessor) *
+                        uint64_t(context.device().description().multiprocessorCount)));
   // Every launch carries the heap: kernels it launches from the device may call malloc.
   config.mallocHeap = &context.mallocHeap();
   config.mallocHeapLimit = context.limit(ContextLimit::MallocHeapSize);

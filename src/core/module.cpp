@@ -40,9 +40,8 @@ std::vector<std::string> managedVariables(const std::string& text, const std::st
   return names;
 }
 
-// -rdc=true: the translation units of a program call each other's functions and use each
-// other's variables, which nvlink resolves for NVIDIA's GPUs; here their PTX is linked into one
-// program (ptx/link.h), compiled as a whole.
+}  // namespace
+
 Result<fatbin::PtxProgram> linkRelocatableUnits(const std::vector<fatbin::PtxProgram>& units) {
   std::vector<ptx::Module> parsed;
   fatbin::PtxProgram linked;
@@ -68,8 +67,6 @@ Result<fatbin::PtxProgram> linkRelocatableUnits(const std::vector<fatbin::PtxPro
                 std::to_string(units.size()) + " units linked)";
   return linked;
 }
-
-}  // namespace
 
 Kernel::Kernel(Module& module, backends::LoadedKernel& loaded, uint32_t ptxArch,
                uint64_t constBytes)

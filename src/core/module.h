@@ -254,4 +254,9 @@ class Module : public Object {
 // cuLibrary handles are Modules too; a distinct kind keeps CUmodule/CUlibrary handles apart.
 Module* lookupLibrary(const void* handle);
 
+// -rdc=true: the translation units of a program call each other's functions and use each
+// other's variables, which nvlink resolves for NVIDIA's GPUs; here their PTX is linked into one
+// program (ptx/link.h), compiled as a whole (by module loads, and by `rocuda compile`).
+Result<fatbin::PtxProgram> linkRelocatableUnits(const std::vector<fatbin::PtxProgram>& units);
+
 }  // namespace rocuda::core

@@ -138,8 +138,11 @@ Status readElf(const uint8_t* data, size_t size, uint32_t targetArch, ImageConte
                      " bytes at " + hex(s.offset) + ") lies outside the " + std::to_string(size) +
                      "-byte file");
     sawFatbin = true;
+    size_t before = out.ptx.size();
     ROCUDA_TRY(readContainers(data + s.offset, s.size, targetArch, out,
                               "ELF section " + std::string(*name)));
+    if (*name == "__nv_relfatbin")
+      for (size_t p = before; p < out.ptx.size(); ++p) out.ptx[p].relocatable = true;
   }
   // A cubin is SASS for one architecture and never carries PTX.
   if (!sawFatbin && h.machine == kMachineCuda) {

@@ -34,6 +34,9 @@ struct PtxProgram {
   uint32_t arch = 0;                    // compute_XX of the entry (e.g. 75)
   uint32_t isaMajor = 0, isaMinor = 0;  // PTX ISA version from the entry header
   std::string name;                     // readable name for diagnostics
+  // From an executable's __nv_relfatbin section: a unit of -rdc=true device code, to be linked
+  // with the others (ImageContents::relocatable says the same of a whole v2 wrapper).
+  bool relocatable = false;
 };
 
 struct ImageContents {

@@ -2,9 +2,10 @@
 # rocuda compile: PTX to AMD GPU code objects for a wave32 and a wave64 target; clear errors for
 # a bad target and for PTX the AMD backend cannot lower; printf and malloc compile; --target
 # neutral writes the target-neutral IR, and reports bad PTX by file:line:column; --jobs takes a
-# positive number.
+# positive number; the translation units of an -rdc=true executable (when given: a program of two
+# units, one launching kernels from the device, both linking libcudadevrt) become one code object.
 set -u
-rocuda=$1 inputs=$2 readelf=$3
+rocuda=$1 inputs=$2 readelf=$3 separable=${4:-} launching=${5:-}
 fail() { echo "FAIL: $*"; exit 1; }
 out=$(mktemp -d /tmp/rocuda-compile-test.XXXXXX)
 trap 'rm -rf "$out"' EXIT
@@ -50,5 +51,15 @@ message=$("$rocuda" compile "$out/bad.ptx" --target neutral -o - 2>&1)
 for bad in 0 x -1; do
   "$rocuda" compile "$inputs/saxpy.ptx" --target gfx1100 --jobs "$bad" -o "$out/bad.co" 2>/dev/null
   [[ $? -eq 2 ]] || fail "--jobs $bad is not a usage error"
+done
+for program in "$separable:_Z16applyAcrossUnitsPKiPii" "$launching:_Z6parentPi"; do
+  binary=${program%%:*} kernel=${program#*:}
+  [[ -n $binary ]] || continue
+  rm -f "$out/rdc.co"*
+  "$rocuda" compile "$binary" --target gfx1100 -o "$out/rdc.co" ||
+    fail "the -rdc program $binary did not compile"
+  [[ ! -e $out/rdc.co.2 ]] || fail "$binary: its units were compiled apart"
+  notes=$("$readelf" --notes "$out/rdc.co")
+  [[ $notes == *".name:           $kernel"* ]] || fail "$binary: no $kernel in the code object"
 done
 echo "1 passed, 0 failed"

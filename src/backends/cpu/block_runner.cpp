@@ -812,7 +812,7 @@ BlockOutcome runBlockIn(BlockState& block, const WorkerSlots& slots, const GridS
   }
   slots.thread = nullptr;
   slots.block = nullptr;
-  if (block.stuck) grid.cooperative->stuck.fetch_sub(1, std::memory_order_acq_rel);
+  if (block.stuck) grid.waiting->stuck.fetch_sub(1, std::memory_order_acq_rel);
   if (block.asserted) return BlockOutcome::Asserted;
   return block.trapped ? BlockOutcome::Trapped : BlockOutcome::Completed;
 }
@@ -835,6 +835,86 @@ ThreadState*& currentThread() {
 BlockState*& currentBlock() {
   static thread_local BlockState* current = nullptr;
   return current;
+}
+
+// How far apart an ordered grid starts more blocks (a waiting block polls at least this often,
+// backing off, and CUB's look-back waits for a running predecessor are far shorter).
+constexpr auto kOrderedGrowthInterval = std::chrono::milliseconds(5);
+constexpr int64_t kRecentLongWaitNanoseconds = 3'000'000;
+
+// The claimer the calling thread runs blocks for (null outside ordered grids).
+thread_local void* currentClaimer = nullptr;
+
+int64_t steadyNanoseconds() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+OrderedGrid::OrderedGrid(uint64_t blocks, uint32_t residentLimit, unsigned claimingThreads,
+                         std::function<void(uint64_t)> runOne)
+    : blocks_(blocks),
+      residentLimit_(residentLimit),
+      runOne_(std::move(runOne)),
+      claimerCapacity_(claimingThreads + kMaxAddedThreads),
+      claimers_(new Claimer[claimerCapacity_]) {}
+
+void OrderedGrid::finish() {
+  std::vector<std::thread> added;
+  {
+    std::lock_guard lock(mutex_);
+    finished_ = true;
+    added.swap(added_);
+  }
+  for (std::thread& thread : added) thread.join();
+}
+
+void OrderedGrid::claimBlocks() {
+  unsigned slot = claimerCount_.fetch_add(1, std::memory_order_acq_rel);
+  Claimer* me = slot < claimerCapacity_ ? &claimers_[slot] : nullptr;
+  void* outer = currentClaimer;
+  currentClaimer = me;
+  while (!failed.load(std::memory_order_relaxed)) {
+    // Counted as running before it is claimed, so that no block looks like the last one awake
+    // while another is being started.
+    running.fetch_add(1, std::memory_order_acq_rel);
+    if (me != nullptr) {
+      me->longWaitPoll.store(0, std::memory_order_relaxed);
+      me->busy.store(true, std::memory_order_release);
+    }
+    uint64_t index = next_.fetch_add(1, std::memory_order_acq_rel);
+    if (index < blocks_) runOne_(index);
+    if (me != nullptr) me->busy.store(false, std::memory_order_release);
+    running.fetch_sub(1, std::memory_order_acq_rel);
+    if (index >= blocks_) break;
+  }
+  currentClaimer = outer;
+}
+
+bool OrderedGrid::canGrow() const {
+  return next_.load(std::memory_order_acquire) < blocks_ &&
+         running.load(std::memory_order_acquire) < residentLimit_;
+}
+
+void OrderedGrid::waitIsLong() {
+  int64_t now = steadyNanoseconds();
+  if (auto* me = static_cast<Claimer*>(currentClaimer); me != nullptr)
+    me->longWaitPoll.store(now, std::memory_order_relaxed);
+  if (!canGrow()) return;
+  // Only when no running block works: each is in a long wait it polled just now.
+  unsigned claimers = std::min(claimerCount_.load(std::memory_order_acquire), claimerCapacity_);
+  for (unsigned i = 0; i < claimers; ++i)
+    if (claimers_[i].busy.load(std::memory_order_acquire) &&
+        now - claimers_[i].longWaitPoll.load(std::memory_order_relaxed) >
+            kRecentLongWaitNanoseconds)
+      return;
+  std::lock_guard lock(mutex_);
+  auto time = std::chrono::steady_clock::now();
+  if (finished_ || time - lastAdded_ < kOrderedGrowthInterval ||
+      added_.size() >= std::min<uint32_t>(residentLimit_, kMaxAddedThreads))
+    return;
+  lastAdded_ = time;
+  added_.emplace_back([this] { claimBlocks(); });
 }
 
 BlockOutcome runBlock(const GridState& grid, uint64_t linearBlockIndex) {

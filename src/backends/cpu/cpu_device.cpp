@@ -834,6 +834,7 @@ Status CpuDevice::runCooperative(GridState& grid, uint64_t blocks,
   CooperativeGrid cooperative;
   cooperative.running.store(static_cast<uint32_t>(blocks));
   grid.cooperative = &cooperative;
+  grid.waiting = &cooperative;
   // grid.sync() reaches the workspace through a pointer: memcheck must know it.
   if (memcheckEnabled())
     AllocationMap::instance().add(&cooperative.workspace, sizeof cooperative.workspace, false);
@@ -844,6 +845,7 @@ Status CpuDevice::runCooperative(GridState& grid, uint64_t blocks,
     cooperative.running.fetch_sub(1, std::memory_order_acq_rel);
   });
   grid.cooperative = nullptr;
+  grid.waiting = nullptr;
   if (memcheckEnabled()) AllocationMap::instance().remove(&cooperative.workspace, false);
   return status;
 }
@@ -919,6 +921,8 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
     if (outcome == BlockOutcome::Completed) return;
     if (outcome == BlockOutcome::Asserted) asserted.store(true, std::memory_order_relaxed);
     failed.store(true, std::memory_order_relaxed);
+    // Blocks waiting for this one stop waiting.
+    if (grid.waiting != nullptr) grid.waiting->failed.store(true, std::memory_order_relaxed);
   };
   std::optional<uint64_t> flat = config.cooperative ? std::nullopt : flatIterations(grid);
   if (flat) {
@@ -936,18 +940,26 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
     });
   } else if (config.cooperative) {
     ROCUDA_TRY(runCooperative(grid, blocks, runOne, failed));
+  } else if (grid.spinWaits) {
+    // A grid that spin-waits may wait for an earlier block (decoupled look-back), or for a later
+    // one, which a GPU would run at the same time: OrderedGrid.
+    uint32_t resident = config.residentBlocks != 0
+                            ? config.residentBlocks
+                            : static_cast<uint32_t>(std::min<uint64_t>(blocks, UINT32_MAX));
+    unsigned claimers = static_cast<unsigned>(std::min<uint64_t>(blocks, pool_.workerCount()));
+    OrderedGrid ordered(blocks, resident, claimers, runOne);
+    grid.waiting = &ordered;
+    pool_.parallelFor(claimers, [&](uint64_t) { ordered.claimBlocks(); });
+    ordered.finish();  // the threads it added may still run the last blocks
+    if (ordered.failed.load(std::memory_order_relaxed)) failed.store(true);
+    grid.waiting = nullptr;
   } else {
-    // A grid that spin-waits may wait for an earlier block (decoupled look-back): blocks start
-    // in order.
-    pool_.parallelForRanges(
-        blocks,
-        [&](uint64_t first, uint64_t last) {
-          BlockOutcome outcome = runBlocks(grid, first, last, failed);
-          if (outcome == BlockOutcome::Completed) return;
-          if (outcome == BlockOutcome::Asserted) asserted.store(true, std::memory_order_relaxed);
-          failed.store(true, std::memory_order_relaxed);
-        },
-        grid.spinWaits ? ThreadPool::Claim::InOrder : ThreadPool::Claim::Chunks);
+    pool_.parallelForRanges(blocks, [&](uint64_t first, uint64_t last) {
+      BlockOutcome outcome = runBlocks(grid, first, last, failed);
+      if (outcome == BlockOutcome::Completed) return;
+      if (outcome == BlockOutcome::Asserted) asserted.store(true, std::memory_order_relaxed);
+      failed.store(true, std::memory_order_relaxed);
+    });
   }
   if (memcheckEnabled())  // parameter buffers handed out and never launched
     for (auto& buffer : deviceLaunches.filling)

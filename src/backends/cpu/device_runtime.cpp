@@ -530,8 +530,9 @@ constexpr auto kSpinTime = std::chrono::microseconds(4);
 constexpr auto kYieldTime = std::chrono::milliseconds(2);
 // Polls further apart than this belong to different waits (the thread worked in between).
 constexpr auto kNewWaitTime = std::chrono::microseconds(300);
-// A cooperative block whose wait saw nothing change for this many sleeps (about 2 s) is stuck;
-// when every block still running is stuck, none can release another: the grid is deadlocked.
+// A waiting block (execution.h: WaitingBlocks) whose wait saw nothing change for this many sleeps
+// (about 2 s) is stuck; when every block still running is stuck and no other can start, none can
+// release another: the grid is deadlocked.
 constexpr uint32_t kStuckSleeps = 2000;
 
 // What the host thread's current wait has seen: the value each address polled in it held (a
@@ -562,8 +563,8 @@ SpinState& spinState() {
   return state;
 }
 
-// End the calling block from inside a thread: it belongs to a cooperative grid that cannot
-// complete.
+// End the calling block from inside a thread: it belongs to a grid of waiting blocks that
+// cannot complete.
 [[noreturn]] void abandonBlock(BlockState& b) {
   b.trapped = true;
   if (b.grid->useFibers()) {
@@ -573,26 +574,38 @@ SpinState& spinState() {
 }
 
 void markStuck(BlockState& b, bool stuck) {
-  if (b.stuck == stuck || b.grid->cooperative == nullptr) return;
+  if (b.stuck == stuck || b.grid->waiting == nullptr) return;
   b.stuck = stuck;
-  b.grid->cooperative->stuck.fetch_add(stuck ? 1u : ~0u, std::memory_order_acq_rel);
+  b.grid->waiting->stuck.fetch_add(stuck ? 1u : ~0u, std::memory_order_acq_rel);
 }
 
-// Whether a block of a cooperative grid whose wait has slept `sleeps` times must give up: the
-// grid failed, or every block still running waits as long (a deadlock, logged once).
-bool cooperativeGridFailed(BlockState& b, uint32_t sleeps) {
-  CooperativeGrid& grid = *b.grid->cooperative;
+// Whether a block of a grid of waiting blocks (cooperative, or ordered: execution.h) whose wait
+// has slept `sleeps` times must give up: the grid failed, or every block still running waits as
+// long and no other can start (a deadlock, logged once). Before that, a long wait lets an
+// ordered grid start another block, which may be the one waited for.
+bool waitingGridFailed(BlockState& b, uint32_t sleeps) {
+  WaitingBlocks& grid = *b.grid->waiting;
   if (grid.failed.load(std::memory_order_relaxed)) return true;
+  grid.waitIsLong();
   if (sleeps < kStuckSleeps) return false;
   markStuck(b, true);
-  if (grid.stuck.load(std::memory_order_acquire) < grid.running.load(std::memory_order_acquire))
+  if (grid.stuck.load(std::memory_order_acquire) < grid.running.load(std::memory_order_acquire) ||
+      grid.canGrow())
     return false;
-  log::error("kernel '" + std::string(b.grid->kernelName) + "' deadlocked: block (" +
-             std::to_string(b.ctaid[0]) + "," + std::to_string(b.ctaid[1]) + "," +
-             std::to_string(b.ctaid[2]) +
-             ") and every other running block of its cooperative grid wait for memory that no "
-             "block changes (a block left before grid.sync()?)");
-  grid.failed.store(true, std::memory_order_relaxed);
+  if (grid.failed.exchange(true, std::memory_order_relaxed)) return true;
+  std::string where = "kernel '" + std::string(b.grid->kernelName) + "' deadlocked: block (" +
+                      std::to_string(b.ctaid[0]) + "," + std::to_string(b.ctaid[1]) + "," +
+                      std::to_string(b.ctaid[2]) + ") and every other running block";
+  if (b.grid->cooperative != nullptr)
+    log::error(where +
+               " of its cooperative grid wait for memory that no block changes (a block "
+               "left before grid.sync()?)");
+  else
+    log::error(where +
+               " wait for memory that no block changes, and no other block can start "
+               "(blocks run together up to the device's occupancy for the launch, as on a "
+               "GPU; in a kernel with barriers, a thread cannot wait for a later thread "
+               "of its own block)");
   return true;
 }
 
@@ -627,8 +640,7 @@ bool backOff(BlockState* block, uint32_t polls) {
     std::this_thread::yield();
   } else {
     uint32_t sleeps = polls - kYieldPolls;
-    if (block != nullptr && block->grid->cooperative != nullptr &&
-        cooperativeGridFailed(*block, sleeps))
+    if (block != nullptr && block->grid->waiting != nullptr && waitingGridFailed(*block, sleeps))
       return false;
     std::this_thread::sleep_for(
         std::chrono::microseconds(16u << std::min(sleeps, kLongestSleepShift)));
@@ -686,8 +698,7 @@ static void spinPoll(const void* address, uint64_t value) {
   } else if (waited < kYieldTime) {
     std::this_thread::yield();
   } else {
-    if (block != nullptr && block->grid->cooperative != nullptr &&
-        cooperativeGridFailed(*block, s.sleeps))
+    if (block != nullptr && block->grid->waiting != nullptr && waitingGridFailed(*block, s.sleeps))
       abandonBlock(*block);
     std::this_thread::sleep_for(
         std::chrono::microseconds(16u << std::min(s.sleeps / 8, kLongestSleepShift)));

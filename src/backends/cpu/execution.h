@@ -9,12 +9,15 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <csetjmp>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "backends/cpu/kernel_faults.h"
@@ -58,18 +61,73 @@ struct KernelCode {
   FlatExtentEntry flatExtent = nullptr;
 };
 
-// A cooperative grid's shared state: its workspace (the layout cooperative groups expects of
-// NVIDIA's driver, found through %envreg1/%envreg2) and what lets spinning blocks give up when
-// the grid cannot complete.
-struct CooperativeGrid {
+// The blocks of a grid that may wait for one another's memory (spin-waits): what lets them give
+// up when the grid cannot complete. A block whose wait has seen nothing change for long is stuck;
+// when every running block is stuck and no other can start, none can release another.
+struct WaitingBlocks {
+  alignas(64) std::atomic<bool> failed{false};  // a block trapped, or deadlock: stop waiting
+  std::atomic<uint32_t> running{0};             // blocks started and not finished
+  std::atomic<uint32_t> stuck{0};
+  // Whether more of the grid's blocks can still start (and release the waiting ones).
+  virtual bool canGrow() const { return false; }
+  // A running block's wait has seen nothing change for a while: start another block if the
+  // grid can (OrderedGrid).
+  virtual void waitIsLong() {}
+
+ protected:
+  ~WaitingBlocks() = default;
+};
+
+// A cooperative grid: every block resident at once, with its workspace (the layout cooperative
+// groups expects of NVIDIA's driver, found through %envreg1/%envreg2).
+struct CooperativeGrid final : WaitingBlocks {
   struct Workspace {
     uint32_t size = sizeof(Workspace);
     uint32_t barrier = 0;  // grid.sync()'s arrival counter; its top bit flips per completion
   };
   alignas(64) Workspace workspace;
-  alignas(64) std::atomic<bool> failed{false};  // a block trapped: the others stop waiting
-  std::atomic<uint32_t> running{0};             // blocks not finished yet
-  std::atomic<uint32_t> stuck{0};  // blocks whose wait has seen nothing change for long
+};
+
+// An ordinary grid that spin-waits. Its blocks start in order, claimed one at a time (a block may
+// wait for an earlier one, as decoupled look-back does). A block may also wait for a later one (a
+// flag, a hand-rolled grid barrier), which a GPU runs at the same time when the grid fits it:
+// when every running block is in a wait that has seen nothing change for a while (in a chain of
+// look-back waits the first block works), another host thread starts claiming blocks, up to
+// `residentLimit` blocks running at once (the device's occupancy for the launch).
+class OrderedGrid final : public WaitingBlocks {
+ public:
+  // runOne(index) runs a block; the caller's threads (the pool's workers, at most
+  // `claimingThreads`) call claimBlocks.
+  OrderedGrid(uint64_t blocks, uint32_t residentLimit, unsigned claimingThreads,
+              std::function<void(uint64_t)> runOne);
+  ~OrderedGrid() { finish(); }
+  // Runs blocks in order until none is left to claim (or the grid failed).
+  void claimBlocks();
+  // Waits for the threads it added; none is added after.
+  void finish();
+  bool canGrow() const override;
+  void waitIsLong() override;
+
+ private:
+  // A thread claiming blocks: whether it runs one, and when that block last polled in a long
+  // wait (steady_clock nanoseconds).
+  struct Claimer {
+    std::atomic<bool> busy{false};
+    std::atomic<int64_t> longWaitPoll{0};
+  };
+  static constexpr unsigned kMaxAddedThreads = 256;
+
+  const uint64_t blocks_;
+  const uint32_t residentLimit_;
+  const std::function<void(uint64_t)> runOne_;
+  std::atomic<uint64_t> next_{0};
+  const unsigned claimerCapacity_;
+  std::unique_ptr<Claimer[]> claimers_;
+  std::atomic<unsigned> claimerCount_{0};
+  std::mutex mutex_;
+  std::vector<std::thread> added_;
+  bool finished_ = false;
+  std::chrono::steady_clock::time_point lastAdded_{};
 };
 
 // Grids that a grid's threads launch themselves (dynamic parallelism, CUDA 12's model): each
@@ -113,6 +171,7 @@ struct GridState {
   uint32_t gridId = 0;
   std::string_view kernelName;  // for diagnostics (a deadlocked block names its kernel)
   CooperativeGrid* cooperative = nullptr;  // cooperative launches only
+  WaitingBlocks* waiting = nullptr;        // the cooperative or OrderedGrid state, if either
   uint32_t paramBytes = 0;      // of the parameter buffer (memcheck: reachable through pointers)
   std::atomic<bool>* illegalAddress = nullptr;  // memcheck: set by the first invalid access
   std::atomic<bool>* misalignedAddress = nullptr;  // memcheck: ... when it is a misaligned one
@@ -188,7 +247,7 @@ struct BlockState {
   Fiber scheduler;        // the worker's own context while fibers run
   bool trapped = false;   // a thread executed trap (or failed an assert): the block stops
   bool asserted = false;  // the trap came from a failed device-side assert()
-  bool stuck = false;     // cooperative grids: counted in CooperativeGrid::stuck
+  bool stuck = false;     // counted in the grid's WaitingBlocks::stuck
   bool spinProgress = false;  // a fiber's spin-wait read something new since the last pass
   // Device-side cudaGetLastError's state, the block's rather than each thread's (block forms
   // run many threads on one host thread): an error stays with the block that made it.
@@ -254,7 +313,7 @@ BlockOutcome runFlatThreads(const GridState& grid, uint64_t iterations, uint64_t
 
 // A waiter that has nothing else to run looks at unchanged memory for the `polls`th time:
 // spin, then yield the host thread, then sleep ever longer. False when the block must stop (its
-// cooperative grid failed or is deadlocked). noteBlockProgress: its waits saw a change.
+// grid of waiting blocks failed or is deadlocked). noteBlockProgress: its waits saw a change.
 bool backOff(BlockState* block, uint32_t polls);
 void noteBlockProgress(BlockState& block);
 

@@ -171,17 +171,37 @@ bool defineDeviceMalloc(llvm::Function& fn);
 
 // Dynamic parallelism's device runtime (lower_device_launches.cpp; amdgpu_codegen.h:
 // kAmdgpuDeviceLaunchesSymbol): the functions nvcc's kernels call to launch kernels, make
-// device-side streams and events and read the last error.
+// device-side streams and events and read the last error, and the driver calls through which
+// NVIDIA's libcudadevrt (linked into -rdc programs) does the same.
 inline const std::vector<std::string> kDeviceLaunchFunctions = {
-    "__cudaCDP2GetParameterBufferV2",  "__cudaCDP2GetParameterBuffer",
-    "__cudaCDP2LaunchDeviceV2",        "__cudaCDP2LaunchDevice",
-    "__cudaCDP2GetLastError",          "__cudaCDP2PeekAtLastError",
-    "__cudaCDP2StreamCreateWithFlags", "__cudaCDP2StreamDestroy",
-    "__cudaCDP2EventCreateWithFlags",  "__cudaCDP2EventRecord",
-    "__cudaCDP2StreamWaitEvent",       "__cudaCDP2EventDestroy"};
-// Defines `fn` when it is one of them (with nvcc's signature). `lastErrors` is the LDS array of
-// each thread's last error (u16, by linear thread index), which every kernel that reaches them
-// clears at entry (clearLastErrorAtEntry); parameter sizes come from `info`.
+    "__cudaCDP2GetParameterBufferV2",
+    "__cudaCDP2GetParameterBuffer",
+    "__cudaCDP2LaunchDeviceV2",
+    "__cudaCDP2LaunchDevice",
+    "__cudaCDP2GetLastError",
+    "__cudaCDP2PeekAtLastError",
+    "__cudaCDP2StreamCreateWithFlags",
+    "__cudaCDP2StreamDestroy",
+    "__cudaCDP2EventCreateWithFlags",
+    "__cudaCDP2EventRecord",
+    "__cudaCDP2StreamWaitEvent",
+    "__cudaCDP2EventDestroy",
+    "__cuda_syscall_cnpv2GetParameterBufferV2",
+    "__cuda_syscall_cnpv2GetParameterBuffer",
+    "__cuda_syscall_cnpv2LaunchDeviceV2",
+    "__cuda_syscall_cnpv2LaunchDevice",
+    "__cuda_syscall_cnpv2GetLastError",
+    "__cuda_syscall_cnpv2SetLastError",
+    "__cuda_syscall_cnpv2StreamCreate",
+    "__cuda_syscall_cnpv2StreamDestroy",
+    "__cuda_syscall_cnpv2EventCreate",
+    "__cuda_syscall_cnpv2EventRecord",
+    "__cuda_syscall_cnpv2StreamWaitEvent",
+    "__cuda_syscall_cnpv2EventDestroy"};
+// Defines `fn` when it is one of them (with nvcc's or libcudadevrt's signature; the syscalls
+// answer the driver's CNP error codes and leave the last error to the library). `lastErrors` is the
+// LDS array of each thread's last error (u16, by linear thread index), which every kernel that
+// reaches them clears at entry (clearLastErrorAtEntry); parameter sizes come from `info`.
 bool defineDeviceLaunchFunction(llvm::Function& fn, llvm::Value* lastErrors,
                                 const ModuleInfo& info);
 void clearLastErrorAtEntry(llvm::Function& kernel, llvm::Value* lastErrors);

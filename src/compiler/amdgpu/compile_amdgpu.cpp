@@ -11,6 +11,7 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include <barrier>
+#include <functional>
 #include <optional>
 #include <set>
 #include <thread>
@@ -32,6 +33,41 @@ void collectDiagnostic(const llvm::DiagnosticInfo* info, void* context) {
   llvm::DiagnosticPrinterRawOStream printer(os);
   if (!errors.empty()) os << "; ";
   info->print(printer);
+}
+
+// Only kernels leave a code object, so a function no kernel reaches (by a call, or by taking its
+// address, also through a variable's initializer) is dropped before lowering: libcudadevrt, which
+// -rdc programs link whole, defines device-runtime functions that call driver syscalls the AMD
+// lowering has no definition for, though no kernel calls them.
+void dropUnreachableFunctions(llvm::Module& module, const ModuleInfo& info) {
+  std::set<llvm::Function*> reached;
+  std::vector<llvm::Function*> work;
+  auto reach = [&](llvm::Function* fn) {
+    if (fn != nullptr && reached.insert(fn).second) work.push_back(fn);
+  };
+  // Functions a value names, looking through constant expressions and aggregates.
+  std::function<void(const llvm::Value*)> visit = [&](const llvm::Value* value) {
+    if (const auto* fn = llvm::dyn_cast<llvm::Function>(value))
+      return reach(const_cast<llvm::Function*>(fn));
+    if (const auto* constant = llvm::dyn_cast<llvm::Constant>(value);
+        constant != nullptr && !llvm::isa<llvm::GlobalValue>(constant))
+      for (const llvm::Value* operand : constant->operands()) visit(operand);
+  };
+  for (const KernelInfo& kernel : info.kernels) reach(module.getFunction(kernel.name));
+  for (const llvm::GlobalVariable& variable : module.globals())
+    if (variable.hasInitializer()) visit(variable.getInitializer());
+  while (!work.empty()) {
+    llvm::Function* fn = work.back();
+    work.pop_back();
+    for (const llvm::Instruction& inst : llvm::instructions(*fn))
+      for (const llvm::Value* operand : inst.operands()) visit(operand);
+  }
+  std::vector<llvm::Function*> dead;
+  for (llvm::Function& fn : module)
+    if (!reached.count(&fn)) dead.push_back(&fn);
+  for (llvm::Function* fn : dead) fn->deleteBody();  // their calls of each other go first
+  for (llvm::Function* fn : dead)
+    if (fn->use_empty()) fn->eraseFromParent();
 }
 
 // The AMDGPU backend of LLVM 19 cannot select a strict f64 division or square root and stops
@@ -209,6 +245,7 @@ Result<AmdgpuCompilation> compileForAmdgpu(std::string_view ptx, std::string_vie
   if (!translated.ok()) return translated.error();
   std::unique_ptr<llvm::Module> module = std::move(*translated);
   ROCUDA_TRY(detail::verifiedIr(*module, moduleName, "translated"));
+  dropUnreachableFunctions(*module, info);
   detail::promoteRegisters(*module);
   detail::canonicalizeNaNResults(*module);
 

@@ -49,10 +49,28 @@ llvm::SyncScope::ID agentScope(llvm::LLVMContext& context) {
   return context.getOrInsertSyncScopeID("agent");
 }
 
+// The driver's CNP error code that libcudadevrt maps back to `error` (a cudaError_t the
+// functions answer): its map has no invalid-handle code, which becomes invalid value.
+uint32_t cnpErrorOf(uint32_t error) {
+  switch (error) {
+    case kInvalidConfiguration:
+      return 7;
+    case kMaxDepthExceeded:
+      return 5;
+    case kPendingCountExceeded:
+      return 12;
+    default:
+      return 1;
+  }
+}
+
+// Builds one function of the device runtime. `syscall`: the function is libcudadevrt's call of
+// the driver (__cuda_syscall_cnpv2*), which answers CNP codes and leaves the last error to the
+// library (it records what it maps the code to through cnpv2SetLastError).
 class LaunchRuntime {
  public:
-  LaunchRuntime(llvm::Function& fn, llvm::Value* lastErrors)
-      : fn_(fn), b_(defineRuntime(fn)), lastErrors_(lastErrors) {}
+  LaunchRuntime(llvm::Function& fn, llvm::Value* lastErrors, bool syscall)
+      : fn_(fn), b_(defineRuntime(fn)), lastErrors_(lastErrors), syscall_(syscall) {}
 
   Builder& b() { return b_; }
   llvm::BasicBlock* block(const char* name) {
@@ -88,22 +106,18 @@ class LaunchRuntime {
     return b_.CreateInBoundsGEP(b_.getInt16Ty(), lastErrors_, linearThreadIndex(b_));
   }
   void setLastError(llvm::Value* error16) { storeLastError(b_, error16, lastErrorSlot()); }
-  // Return `error` (an i32 cudaError_t), kept as the last error when it is not cudaSuccess.
-  void returnError(llvm::Value* error) {
-    llvm::BasicBlock *keep = block("keep"), *done = block("done");
-    b_.CreateCondBr(b_.CreateICmpEQ(error, b_.getInt32(0)), done, keep);
-    b_.SetInsertPoint(keep);
-    setLastError(b_.CreateTrunc(error, b_.getInt16Ty()));
-    b_.CreateBr(done);
-    b_.SetInsertPoint(done);
-    b_.CreateRet(error);
-  }
-  // Branch to a block returning `error` when `failed`; go on in a new block otherwise.
+  // Branch to a block returning `error` (a cudaError_t, not cudaSuccess) when `failed`, kept as
+  // the last error (a syscall returns its CNP code instead); go on in a new block otherwise.
   void failIf(llvm::Value* failed, uint32_t error) {
     llvm::BasicBlock *fail = block("fail"), *next = block("next");
     b_.CreateCondBr(failed, fail, next);
     b_.SetInsertPoint(fail);
-    returnError(b_.getInt32(error));
+    if (syscall_) {
+      b_.CreateRet(b_.getInt32(cnpErrorOf(error)));
+    } else {
+      setLastError(b_.getInt16(static_cast<uint16_t>(error)));
+      b_.CreateRet(b_.getInt32(error));
+    }
     b_.SetInsertPoint(next);
   }
 
@@ -202,6 +216,7 @@ class LaunchRuntime {
   llvm::Function& fn_;
   Builder b_;
   llvm::Value* lastErrors_;
+  bool syscall_;
   llvm::Value* buffer_ = nullptr;
 };
 
@@ -266,9 +281,42 @@ bool defineDeviceLaunchFunction(llvm::Function& fn, llvm::Value* lastErrors,
   auto* i64 = llvm::Type::getInt64Ty(c);
   auto* ptr = llvm::PointerType::get(c, kFlatAS);
   std::string_view name = fn.getName();
+  // libcudadevrt's calls of the driver: the same functions under other names (argument types
+  // differ only where noted below), answering CNP codes.
+  bool syscall = name.starts_with("__cuda_syscall_cnpv2");
+  if (syscall) {
+    static const std::pair<std::string_view, std::string_view> kSameAs[] = {
+        {"GetParameterBufferV2", "__cudaCDP2GetParameterBufferV2"},
+        {"GetParameterBuffer", "__cudaCDP2GetParameterBuffer"},
+        {"LaunchDeviceV2", "__cudaCDP2LaunchDeviceV2"},
+        {"LaunchDevice", "__cudaCDP2LaunchDevice"},
+        {"GetLastError", "__cudaCDP2GetLastError"},
+        {"StreamCreate", "__cudaCDP2StreamCreateWithFlags"},
+        {"EventCreate", "__cudaCDP2EventCreateWithFlags"},
+        {"StreamDestroy", "__cudaCDP2StreamDestroy"},
+        {"EventDestroy", "__cudaCDP2EventDestroy"},
+        {"EventRecord", "__cudaCDP2EventRecord"},
+        {"StreamWaitEvent", "__cudaCDP2StreamWaitEvent"}};
+    std::string_view call = name.substr(std::string_view("__cuda_syscall_cnpv2").size());
+    if (call == "SetLastError" && signatureIs(fn, i32, {i32})) {
+      // The error the library made of a CNP code: the thread's last error, returned.
+      LaunchRuntime r(fn, lastErrors, syscall);
+      r.setLastError(r.b().CreateTrunc(fn.getArg(0), r.b().getInt16Ty()));
+      r.b().CreateRet(fn.getArg(0));
+      return true;
+    }
+    auto same = std::find_if(std::begin(kSameAs), std::end(kSameAs),
+                             [&](const auto& entry) { return entry.first == call; });
+    if (same == std::end(kSameAs)) return false;
+    name = same->second;
+  }
+  // A dim3 the caller passed by address (a pointer, or an i64 in the syscalls).
+  auto dim3At = [&](Builder& b, llvm::Value* address, llvm::Value* into[3]) {
+    loadDim3(b, address->getType()->isPointerTy() ? address : b.CreateIntToPtr(address, ptr), into);
+  };
 
   if (name == "__cudaCDP2GetParameterBufferV2" && signatureIs(fn, i64, {i64, ptr, ptr, i32})) {
-    LaunchRuntime r(fn, lastErrors);
+    LaunchRuntime r(fn, lastErrors, syscall);
     Builder& b = r.b();
     llvm::Value *grid[3], *blockDim[3];
     loadDim3(b, fn.getArg(1), grid);
@@ -277,23 +325,25 @@ bool defineDeviceLaunchFunction(llvm::Function& fn, llvm::Value* lastErrors,
     b.CreateRet(r.handOut(fn.getArg(0), grid, blockDim, fn.getArg(3), bytes));
     return true;
   }
-  if (name == "__cudaCDP2GetParameterBuffer" && signatureIs(fn, i64, {i64, i64})) {
+  if (name == "__cudaCDP2GetParameterBuffer" &&
+      (signatureIs(fn, i64, {i64, i64}) || (syscall && signatureIs(fn, i64, {i32, i32})))) {
     // (alignment, size): the kernel and shape come with cudaLaunchDevice.
-    LaunchRuntime r(fn, lastErrors);
+    LaunchRuntime r(fn, lastErrors, syscall);
     Builder& b = r.b();
     llvm::BasicBlock *big = r.block("too_big"), *fits = r.block("fits");
-    b.CreateCondBr(b.CreateICmpUGT(fn.getArg(1), b.getInt64(kMaxParameterBytes)), big, fits);
+    llvm::Value* size = b.CreateZExt(fn.getArg(1), i64);
+    b.CreateCondBr(b.CreateICmpUGT(size, b.getInt64(kMaxParameterBytes)), big, fits);
     b.SetInsertPoint(big);
     r.setLastError(b.getInt16(kInvalidValue));
     b.CreateRet(b.getInt64(0));
     b.SetInsertPoint(fits);
     llvm::Value* zero = b.getInt32(0);
     llvm::Value* dims[3] = {zero, zero, zero};
-    b.CreateRet(r.handOut(b.getInt64(0), dims, dims, zero, b.CreateTrunc(fn.getArg(1), i32)));
+    b.CreateRet(r.handOut(b.getInt64(0), dims, dims, zero, b.CreateTrunc(size, i32)));
     return true;
   }
   if (name == "__cudaCDP2LaunchDeviceV2" && signatureIs(fn, i32, {i64, i64})) {
-    LaunchRuntime r(fn, lastErrors);
+    LaunchRuntime r(fn, lastErrors, syscall);
     Builder& b = r.b();
     llvm::Value* parameters = fn.getArg(0);
     r.failIf(b.CreateICmpEQ(parameters, b.getInt64(0)), kInvalidValue);
@@ -304,9 +354,11 @@ bool defineDeviceLaunchFunction(llvm::Function& fn, llvm::Value* lastErrors,
     r.launchRecord(parameters, fn.getArg(1));
     return true;
   }
-  if (name == "__cudaCDP2LaunchDevice" && signatureIs(fn, i32, {i64, i64, ptr, ptr, i32, i64})) {
+  if (name == "__cudaCDP2LaunchDevice" &&
+      (signatureIs(fn, i32, {i64, i64, ptr, ptr, i32, i64}) ||
+       (syscall && signatureIs(fn, i32, {i64, i64, i64, i64, i32, i64})))) {
     // (kernel, buffer, grid, block, shared bytes, stream): names a cudaGetParameterBuffer record.
-    LaunchRuntime r(fn, lastErrors);
+    LaunchRuntime r(fn, lastErrors, syscall);
     Builder& b = r.b();
     llvm::Value *kernel = fn.getArg(0), *parameters = fn.getArg(1);
     r.failIf(b.CreateOr(b.CreateICmpEQ(parameters, b.getInt64(0)),
@@ -320,8 +372,8 @@ bool defineDeviceLaunchFunction(llvm::Function& fn, llvm::Value* lastErrors,
     r.failIf(b.CreateOr(b.CreateICmpNE(named, b.getInt64(0)), b.CreateICmpULT(room, needed)),
              kInvalidValue);
     llvm::Value *grid[3], *blockDim[3];
-    loadDim3(b, fn.getArg(2), grid);
-    loadDim3(b, fn.getArg(3), blockDim);
+    dim3At(b, fn.getArg(2), grid);
+    dim3At(b, fn.getArg(3), blockDim);
     b.CreateAlignedStore(kernel, r.global(record, ROCUDA_FIELD(kernelName)), llvm::Align(8));
     for (int i = 0; i < 3; ++i) {
       r.store32(grid[i], record, ROCUDA_FIELD(grid) + 4 * i);
@@ -333,7 +385,7 @@ bool defineDeviceLaunchFunction(llvm::Function& fn, llvm::Value* lastErrors,
   }
   if ((name == "__cudaCDP2GetLastError" || name == "__cudaCDP2PeekAtLastError") &&
       signatureIs(fn, i32, {})) {
-    LaunchRuntime r(fn, lastErrors);
+    LaunchRuntime r(fn, lastErrors, syscall);
     Builder& b = r.b();
     llvm::Value* slot = r.lastErrorSlot();
     llvm::Value* error = b.CreateAlignedLoad(b.getInt16Ty(), slot, llvm::Align(2));
@@ -344,7 +396,7 @@ bool defineDeviceLaunchFunction(llvm::Function& fn, llvm::Value* lastErrors,
   bool stream = name == "__cudaCDP2StreamCreateWithFlags";
   if ((stream || name == "__cudaCDP2EventCreateWithFlags") && signatureIs(fn, i32, {i64, i32})) {
     // Non-blocking streams and events without timing only, as CUDA's device runtime requires.
-    LaunchRuntime r(fn, lastErrors);
+    LaunchRuntime r(fn, lastErrors, syscall);
     Builder& b = r.b();
     uint32_t flags = stream ? 1 : 2;  // cudaStreamNonBlocking, cudaEventDisableTiming
     r.failIf(b.CreateOr(b.CreateICmpEQ(fn.getArg(0), b.getInt64(0)),
@@ -359,21 +411,21 @@ bool defineDeviceLaunchFunction(llvm::Function& fn, llvm::Value* lastErrors,
   // the handles are checked.
   if ((name == "__cudaCDP2StreamDestroy" || name == "__cudaCDP2EventDestroy") &&
       signatureIs(fn, i32, {i64})) {
-    LaunchRuntime r(fn, lastErrors);
+    LaunchRuntime r(fn, lastErrors, syscall);
     Builder& b = r.b();
     r.failIf(b.CreateICmpEQ(fn.getArg(0), b.getInt64(0)), kInvalidResourceHandle);
     b.CreateRet(b.getInt32(0));
     return true;
   }
   if (name == "__cudaCDP2EventRecord" && signatureIs(fn, i32, {i64, i64})) {
-    LaunchRuntime r(fn, lastErrors);
+    LaunchRuntime r(fn, lastErrors, syscall);
     Builder& b = r.b();
     r.failIf(b.CreateICmpEQ(fn.getArg(0), b.getInt64(0)), kInvalidResourceHandle);
     b.CreateRet(b.getInt32(0));
     return true;
   }
   if (name == "__cudaCDP2StreamWaitEvent" && signatureIs(fn, i32, {i64, i64, i32})) {
-    LaunchRuntime r(fn, lastErrors);
+    LaunchRuntime r(fn, lastErrors, syscall);
     Builder& b = r.b();
     r.failIf(b.CreateICmpNE(fn.getArg(2), b.getInt32(0)), kInvalidValue);
     r.failIf(b.CreateICmpEQ(fn.getArg(1), b.getInt64(0)), kInvalidResourceHandle);

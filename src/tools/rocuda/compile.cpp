@@ -10,6 +10,7 @@
 
 #include "compiler/amdgpu/amdgpu_codegen.h"
 #include "compiler/neutral_ir.h"
+#include "core/module.h"
 #include "fatbin/fatbin.h"
 #include "support/platform.h"
 
@@ -22,7 +23,8 @@ constexpr const char* kUsage =
     "\n"
     "Compiles the PTX in INPUT (PTX text, an nvcc-built executable or object, or a fatbin) to an\n"
     "AMD GPU code object for the target (e.g. gfx1100, gfx90a:sramecc+:xnack-). One code object\n"
-    "per translation unit: OUT, or OUT.1, OUT.2... when there are several (default OUT:\n"
+    "per translation unit (the units of an -rdc=true program linked into one): OUT, or OUT.1,\n"
+    "OUT.2... when there are several (default OUT:\n"
     "INPUT's file name + .<target>.co in the current directory; '-o -' writes to stdout).\n"
     "Translation units are compiled in parallel, and the kernels of a large one in partitions\n"
     "on several threads: --jobs N threads in all (default: one per core).\n"
@@ -132,6 +134,22 @@ int commandCompile(const std::vector<std::string>& args) {
     std::fprintf(stderr, "rocuda compile: %s: no PTX in this file\n", options.input.c_str());
     return 1;
   }
+  // The units of an -rdc=true program are one program: linked, as a module load links them (an
+  // executable's other units stay apart).
+  std::vector<fatbin::PtxProgram> relocatable, apart;
+  for (fatbin::PtxProgram& unit : contents->ptx)
+    (contents->relocatable || unit.relocatable ? relocatable : apart).push_back(std::move(unit));
+  if (relocatable.size() > 1) {
+    Result<fatbin::PtxProgram> linked = core::linkRelocatableUnits(relocatable);
+    if (!linked.ok()) {
+      std::fprintf(stderr, "%s: error: %s\n", options.input.c_str(),
+                   linked.error().message.c_str());
+      return 1;
+    }
+    relocatable = {std::move(*linked)};
+  }
+  contents->ptx = std::move(relocatable);
+  for (fatbin::PtxProgram& unit : apart) contents->ptx.push_back(std::move(unit));
   std::string output = options.output.empty() ? defaultOutput(options) : options.output;
   // Translation units are independent: compile them on every core, report them in order.
   size_t units = contents->ptx.size();

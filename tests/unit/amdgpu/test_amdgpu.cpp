@@ -532,15 +532,14 @@ TEST(AmdgpuPtx, RejectsWhatItCannotLower) {
                       "atom.global.exch.b128 %q2, [%rd1], %q1;")
                .substr(std::string(".version 7.0\n.target sm_75").size()),
        "128-bit atomics"},
-      // A device-side launch through NVIDIA's device runtime library (libcudadevrt's calls
-      // of the driver): the CPU device's runtime only (nvcc's own calls, __cudaCDP2*, are
-      // lowered).
-      {kernelWith(".extern .func (.param .b32 r) __cuda_syscall_cnpv2LaunchDeviceV2(.param .b64 "
-                  "b, .param .b64 s);",
-                  "{\n.param .b64 b;\n.param .b64 s;\n.param .b32 r;\nst.param.b64 [b], 0;\n"
-                  "st.param.b64 [s], 0;\ncall.uni (r), __cuda_syscall_cnpv2LaunchDeviceV2, (b, "
-                  "s);\n}"),
-       "__cuda_syscall_cnpv2LaunchDeviceV2"},
+      // A driver call of NVIDIA's device runtime library other than launches, streams, events
+      // and the last error (cudaDeviceGetLimit's): the CPU device's runtime only.
+      {kernelWith(".extern .func (.param .b32 r) __cuda_syscall_cnpv2GetLimit(.param .b64 "
+                  "v, .param .b32 l);",
+                  "{\n.param .b64 v;\n.param .b32 l;\n.param .b32 r;\nst.param.b64 [v], 0;\n"
+                  "st.param.b32 [l], 0;\ncall.uni (r), __cuda_syscall_cnpv2GetLimit, (v, "
+                  "l);\n}"),
+       "__cuda_syscall_cnpv2GetLimit"},
   };
   for (const auto& c : cases) {
     auto co = compileForAmdgpu(c.ptx, "bad", AmdgpuTarget{"gfx1100", "", 5});

@@ -2,7 +2,8 @@
 // built as cooperative groups builds it (workspace address from %envreg1/%envreg2, thread 0
 // adding to the barrier word with atom.add.release.gpu and spinning on ld.acquire.gpu), in
 // each block form; many more blocks than cores, whose waiting costs next to no processor time;
-// a trapping or departed block fails the launch instead of hanging it.
+// a trapping or departed block fails the launch instead of hanging it. Also ordinary grids whose
+// blocks wait for later ones, which a GPU runs at the same time when the grid fits it.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -317,6 +318,80 @@ TEST_F(CpuCooperative, WaitingBlocksLeaveTheCoresToTheBlockTheyWaitFor) {
   double waited = cpuSeconds(8 * uint32_t(device_->description().multiprocessorCount));
   // Block 0's work is the same; waiters that spun would add the time of every other core.
   EXPECT_LT(waited, 1.5 * alone + 0.03) << "alone " << alone << " s, with waiters " << waited;
+}
+
+// Every block but the last spins on a flag that the last block sets; then each writes out[ctaid].
+const char* kLaterBlockPtx = R"(.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry later(.param .u64 flag, .param .u64 out)
+{
+  .reg .pred %p<4>;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [flag];
+  ld.param.u64 %rd2, [out];
+  mov.u32 %r1, %ctaid.x;
+  mov.u32 %r2, %nctaid.x;
+  sub.u32 %r3, %r2, 1;
+  setp.eq.u32 %p1, %r1, %r3;
+  @%p1 bra SET;
+SPIN:
+  ld.acquire.gpu.u32 %r4, [%rd1];
+  setp.eq.u32 %p2, %r4, 0;
+  @%p2 bra SPIN;
+  bra.uni DONE;
+SET:
+  mov.u32 %r5, 1;
+  st.release.gpu.u32 [%rd1], %r5;
+DONE:
+  mul.wide.u32 %rd3, %r1, 4;
+  add.s64 %rd4, %rd2, %rd3;
+  st.u32 [%rd4], %r2;
+  ret;
+}
+)";
+
+// An ordinary launch of `later`; `resident`: the blocks the device holds at once (0: all).
+Status runLater(DeviceBackend& device, LoadedKernel& kernel, uint32_t blocks, uint32_t resident,
+                std::vector<uint32_t>& out) {
+  uint32_t flag = 0;
+  out.assign(blocks, 0);
+  void* f = &flag;
+  void* o = out.data();
+  const compiler::KernelInfo& info = kernel.info();
+  std::vector<uint8_t> params(info.paramBufferSize);
+  std::memcpy(params.data() + info.params[0].offset, &f, sizeof f);
+  std::memcpy(params.data() + info.params[1].offset, &o, sizeof o);
+  LaunchConfig config;
+  config.grid = {blocks, 1, 1};
+  config.block = {32, 1, 1};
+  config.residentBlocks = resident;
+  return device.launch(kernel, config, params.data());
+}
+
+TEST_F(CpuCooperative, OrdinaryBlocksWaitingForALaterBlockRunWithIt) {
+  // Many more waiting blocks than cores: the grid fits the device, so all run at once.
+  uint32_t blocks = 4 * uint32_t(device_->description().multiprocessorCount) + 3;
+  for (bool blockForms : {true, false}) {
+    SCOPED_TRACE(blockForms ? "block forms" : "per-thread functions");
+    LoadedKernel* kernel = load(kLaterBlockPtx, blockForms, "later");
+    ASSERT_NE(kernel, nullptr);
+    std::vector<uint32_t> out;
+    Status status = runLater(*device_, *kernel, blocks, 0, out);
+    ASSERT_TRUE(status.ok()) << status.error().message;
+    for (uint32_t b = 0; b < blocks; ++b) EXPECT_EQ(out[b], blocks) << "block " << b;
+  }
+}
+
+TEST_F(CpuCooperative, OrdinaryGridWaitingForMoreBlocksThanFitIsReportedAsDeadlock) {
+  // Four blocks fit; the first four wait for the ninth, which a GPU would never start either.
+  LoadedKernel* kernel = load(kLaterBlockPtx, true, "later");
+  ASSERT_NE(kernel, nullptr);
+  std::vector<uint32_t> out;
+  Status status = runLater(*device_, *kernel, 9, 4, out);
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.error().code, ErrorCode::LaunchFailed);
 }
 
 }  // namespace
