@@ -20,8 +20,9 @@
 //    or with a count it is `i32 phase = __rocuda_named_reduce_arrive(i32 id, i32 predicate)`, the
 //    named barrier's wait, then `i32 __rocuda_named_reduce_result(i32 op, i32 id, i32 phase)`.
 //  * Shared memory: every `.shared` variable gets an offset in the block's shared window
-//    (KernelInfo::staticSharedBytes bytes, then dynamic shared memory at
-//    KernelInfo::dynamicSharedOffset). A shared-space address is that offset; the generic address
+//    (KernelInfo::staticSharedBytes bytes, then dynamic shared memory, the unsized `.extern`
+//    arrays, at KernelInfo::dynamicSharedOffset; a sized `.extern` array is static, as ptxas
+//    allocates it). A shared-space address is that offset; the generic address
 //    is `__rocuda_shared_base() + offset` (`ptr __rocuda_shared_base()`).
 //  * `trap` is `void __rocuda_trap()` (noreturn); printf is a call to `i32 vprintf(ptr, ptr)`.
 //  * `.ftz` on f32 flushes through `float __rocuda_flush_f32(float)`, an internal always-inline
@@ -192,7 +193,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-92";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-93";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;

@@ -1,7 +1,7 @@
 // Shared-memory layout: find which .shared variables each kernel can reach through its call
 // graph, then place variables so that those used by one kernel never overlap, while variables of
-// different kernels may. Extern (dynamic) arrays start after the largest static part among the
-// kernels that use them, so one offset serves every .func that touches them.
+// different kernels may. Dynamic (unsized extern) arrays start after the largest static part
+// among the kernels that use them, so one offset serves every .func that touches them.
 #include "compiler/shared_layout.h"
 
 #include <algorithm>
@@ -18,8 +18,10 @@ uint64_t alignTo(uint64_t value, uint64_t alignment) {
   return (value + alignment - 1) / alignment * alignment;
 }
 
-bool isExtern(const ptx::Variable& var) {
-  if (var.linkage == ptx::Linkage::Extern) return true;
+// Dynamic shared memory is an unsized array (`extern __shared__ T a[]`, which nvcc declares
+// `.extern .shared ... a[]`). A sized `.extern .shared` array, as LLVM's NVPTX back end declares
+// module-level shared arrays (Taichi's SharedArray), is static: ptxas allocates it so.
+bool isDynamic(const ptx::Variable& var) {
   return std::any_of(var.dims.begin(), var.dims.end(), [](uint64_t d) { return d == 0; });
 }
 
@@ -172,7 +174,7 @@ SharedLayout computeSharedLayout(const ptx::Module& module) {
   for (const auto& v : vars) {
     layout.windowAlignment =
         std::max<uint64_t>(layout.windowAlignment, v.var->effectiveAlignment());
-    if (isExtern(*v.var)) {
+    if (isDynamic(*v.var)) {
       externKeys.insert(v.key);
       dynamicAlign = std::max<uint64_t>(dynamicAlign, v.var->effectiveAlignment());
       continue;

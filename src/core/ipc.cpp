@@ -336,6 +336,7 @@ struct PoolRecord {
   uint32_t magic;
   int32_t pid;
   uint64_t id;
+  int32_t device;  // the exporting pool's device ordinal, the imported pool's
 };
 
 struct PoolTable {
@@ -365,7 +366,8 @@ Result<int> exportPool(MemoryPool& pool) {
   if (pool.imported() || (pool.handleTypes() & kPosixFdHandle) == 0)
     return makeError(ErrorCode::InvalidValue,
                      "the pool was not created with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR");
-  PoolRecord record{kPoolMagic, static_cast<int32_t>(getpid()), localPoolId(&pool)};
+  PoolRecord record{kPoolMagic, static_cast<int32_t>(getpid()), localPoolId(&pool),
+                    pool.device().ordinal()};
   int fd = memfd_create("rocuda-memory-pool", MFD_CLOEXEC);
   if (fd < 0) return makeError(ErrorCode::OutOfMemory, osError("memfd_create"));
   if (pwrite(fd, &record, sizeof record, 0) != static_cast<ssize_t>(sizeof record)) {
@@ -376,12 +378,16 @@ Result<int> exportPool(MemoryPool& pool) {
   return fd;
 }
 
-Result<MemoryPool*> importPool(Device& device, int fd) {
+Result<MemoryPool*> importPool(int fd) {
   PoolRecord record{};
   if (fd < 0 || pread(fd, &record, sizeof record, 0) != static_cast<ssize_t>(sizeof record) ||
       record.magic != kPoolMagic)
     return makeError(ErrorCode::InvalidValue, "the handle names no exported memory pool");
-  auto* pool = new MemoryPool(device, false, 0);
+  Device* device = Platform::instance().device(record.device);
+  if (device == nullptr)
+    return makeError(ErrorCode::InvalidDevice,
+                     "the pool's device " + std::to_string(record.device) + " is not visible here");
+  auto* pool = new MemoryPool(*device, false, 0);
   pool->setHandleTypes(kPosixFdHandle);
   pool->setImported();
   PoolTable& table = pools();

@@ -80,9 +80,9 @@ Status waitInterprocessEvent(Stream& stream, std::shared_ptr<InterprocessEvent> 
 // A new descriptor naming `pool` for other processes (the caller owns it). InvalidValue unless
 // the pool was created with POSIX file descriptor handles.
 Result<int> exportPool(MemoryPool& pool);
-// A pool of `device` standing for the pool `fd` names (the descriptor stays the caller's);
-// nothing can be allocated from it, only pointers imported.
-Result<MemoryPool*> importPool(Device& device, int fd);
+// A pool standing for the pool `fd` names, of the same device (the descriptor stays the
+// caller's; no context is needed); nothing can be allocated from it, only pointers imported.
+Result<MemoryPool*> importPool(int fd);
 // Data naming the allocation at `pointer` (the start of an allocation from a shareable pool).
 Result<IpcHandle> exportPoolPointer(const void* pointer);
 // Maps the allocation `data` names, which must come from the pool `pool` was imported from;

@@ -195,11 +195,10 @@ ROCUDA_EXPORT CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool* pool_out
     if (pool_out == nullptr || flags != 0) return api::invalidValue("pool_out NULL or flags");
     if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
       return api::invalidValue("only CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR handles exist here");
-    Result<core::Context*> context = api::currentContext();
-    if (!context) return context.error();
-    // A POSIX handle is the descriptor itself, passed as (void*)(uintptr_t)fd.
+    // A POSIX handle is the descriptor itself, passed as (void*)(uintptr_t)fd. The pool's
+    // device comes with it: no current context is needed (NVIDIA documents none).
     int fd = static_cast<int>(reinterpret_cast<uintptr_t>(handle));
-    Result<core::MemoryPool*> imported = core::importPool((*context)->device(), fd);
+    Result<core::MemoryPool*> imported = core::importPool(fd);
     if (!imported) return imported.error();
     *pool_out = reinterpret_cast<CUmemoryPool>(*imported);
     return {};

@@ -232,8 +232,10 @@ ROCUDA_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, siz
 
 ROCUDA_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
   return ROCUDA_API((dptr), [&]() -> api::Outcome {
+    // Unsafe during a capture, even of a null pointer (which is otherwise a no-op): NVIDIA's
+    // driver refuses and invalidates the capture all the same.
+    if (Status unsafe = core::checkUnsafeCall(); !unsafe) return unsafe;
     if (dptr == 0) return {};  // cudaFree(nullptr) is defined as a no-op and arrives here
-    if (Status unsafe = core::checkUnsafeCall(); !unsafe) return unsafe;  // during a capture
     void* pointer = api::fromDevicePtr(dptr);
     if (std::shared_ptr<core::GraphAllocation> graphAllocation =
             core::findGraphAllocation(pointer)) {

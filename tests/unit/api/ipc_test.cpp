@@ -502,11 +502,20 @@ TEST_F(IpcChild, UsesTheParentsMemoryAndEvent) {
   in >> memoryHex >> eventHex >> staleHex >> fromParent >> toParent >> n >> poolFd >> pointerHex;
   ASSERT_TRUE(in) << variable;
 
-  // The parent's pool allocation, through the pool's descriptor.
+  // The parent's pool allocation, through the pool's descriptor. Importing the pool needs no
+  // current context (the pool's device comes with it).
+  CUcontext current = nullptr;
+  ASSERT_EQ(CU(cuCtxGetCurrent, CUcontext*)(&current), CUDA_SUCCESS);
+  if (current != nullptr) {
+    ASSERT_EQ(CU(cuCtxPopCurrent, CUcontext*)(&current), CUDA_SUCCESS);
+  }
   CUmemoryPool pool = nullptr;
   ASSERT_EQ(importPool()(&pool, reinterpret_cast<void*>(uintptr_t(poolFd)),
                          CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
             CUDA_SUCCESS);
+  if (current != nullptr) {
+    ASSERT_EQ(CU(cuCtxPushCurrent, CUcontext)(current), CUDA_SUCCESS);
+  }
   auto pointerData = fromHex<CUmemPoolPtrExportData>(pointerHex);
   CUdeviceptr pooled = 0;
   ASSERT_EQ(importPointer()(&pooled, pool, &pointerData), CUDA_SUCCESS);

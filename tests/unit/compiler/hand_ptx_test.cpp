@@ -2182,6 +2182,48 @@ TEST(CompilerContract, SharedLayoutPerKernelAndAsyncCopy) {
   EXPECT_EQ(out[3], 0u);  // beyond src-size: zero-filled
 }
 
+TEST(CompilerContract, SizedExternSharedArrayIsStatic) {
+  // LLVM's NVPTX back end (Taichi's SharedArray) declares a module-level shared array .extern
+  // with its size: ptxas allocates it as static shared memory, and the launch asks for no
+  // dynamic shared memory. The block reverses 64 values through it.
+  const char* ptx = R"(.version 7.1
+.target sm_80
+.address_size 64
+.extern .shared .align 8 .b8 sized[256];
+.visible .entry reverse(.param .u64 data)
+{
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [data];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd3, %r1, 4;
+  add.s64 %rd4, %rd1, %rd3;
+  ld.u32 %r2, [%rd4];
+  mov.u64 %rd5, sized;
+  add.s64 %rd6, %rd5, %rd3;
+  st.shared.u32 [%rd6], %r2;
+  bar.sync 0;
+  sub.s32 %r3, 63, %r1;
+  mul.wide.u32 %rd7, %r3, 4;
+  add.s64 %rd6, %rd5, %rd7;
+  ld.shared.u32 %r2, [%rd6];
+  st.u32 [%rd4], %r2;
+  ret;
+}
+)";
+  auto loaded = compileAndLoad(ptx, "sized_extern");
+  ASSERT_TRUE(loaded);
+  const KernelInfo* k = loaded->object.info.findKernel("reverse");
+  ASSERT_TRUE(k);
+  EXPECT_EQ(k->staticSharedBytes, 256u);
+  EXPECT_GE(k->dynamicSharedOffset, 256u);
+  uint32_t values[64];
+  for (uint32_t i = 0; i < 64; ++i) values[i] = i * 3;
+  void* p = values;
+  ASSERT_TRUE(launch(*loaded, "reverse", {}, {64, 1, 1}, {&p}));
+  for (uint32_t i = 0; i < 64; ++i) EXPECT_EQ(values[i], (63 - i) * 3) << i;
+}
+
 // ROCUDA_MEMCHECK's instrumentation (the __rocuda_memcheck contract in compiler.h): one call
 // before each access, with its size, kind and space, the PTX line and the .loc position; none
 // without the option.
