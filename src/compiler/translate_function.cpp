@@ -585,7 +585,7 @@ Status FunctionTranslator::translateInstruction(const ptx::Instruction& inst) {
     case Opcode::prefetchu: case Opcode::cvta: case Opcode::isspacep: case Opcode::cp:
     case Opcode::cp_async: case Opcode::alloca: case Opcode::stacksave: case Opcode::stackrestore:
     case Opcode::createpolicy: case Opcode::discard: case Opcode::applypriority:
-    case Opcode::mapa: case Opcode::getctarank:
+    case Opcode::mapa: case Opcode::getctarank: case Opcode::tensormap:
       return translateMemoryOp(*this, inst);
     case Opcode::atom: case Opcode::red:
       return translateAtomicOp(*this, inst);

@@ -1,8 +1,8 @@
 // Data movement: ld/ldu/st in every state space (scalars and vectors; .volatile, .relaxed,
 // .acquire/.release, .L2::cache_hint), cvta / cvta.to, isspacep, mov (symbols, pack/unpack),
 // cp.async and the bulk copies and reductions, alloca / stacksave / stackrestore, the cache
-// hints (createpolicy; prefetch, applypriority and discard as no-ops) and the cluster address
-// instructions (mapa, getctarank) for clusters of one block.
+// hints (createpolicy; prefetch, applypriority and discard as no-ops), the cluster address
+// instructions (mapa, getctarank) for clusters of one block and tensormap.cp_fenceproxy.
 #include <llvm/IR/Intrinsics.h>
 
 #include <algorithm>
@@ -599,6 +599,27 @@ Status cpAsyncBulk(FunctionTranslator& t, const ptx::Instruction& inst) {
   return Status::success();
 }
 
+// tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.<scope>.sync.aligned
+// [dst], [src], size: a tensor map built in shared memory copied to global memory, then a
+// release fence at the scope, after which tensor copies may use it (they read the map as
+// ordinary memory here, so the fence is an ordinary one).
+Status tensormapCopyAndFence(FunctionTranslator& t, const ptx::Instruction& inst) {
+  auto& B = t.b;
+  if (!inst.hasModifier("cp_fenceproxy")) return t.unsupported(inst);
+  if (inst.operands().size() != 3 || inst.operands()[2].kind != ptx::Operand::Kind::Immediate)
+    return t.invalid(inst, "expected [dst], [src], size");
+  uint64_t size = inst.operands()[2].imm().bits;
+  if (size != 128) return t.invalid(inst, "a tensor map is 128 bytes");
+  ROCUDA_VALUE(dst, t.address(inst.operands()[0], ptx::StateSpace::Global));
+  ROCUDA_VALUE(src, t.address(inst.operands()[1], ptx::StateSpace::Shared));
+  t.checkAccess(inst, src, size, /*write=*/false, ptx::StateSpace::Shared);
+  t.checkAccess(inst, dst, size, /*write=*/true, ptx::StateSpace::Global);
+  B.CreateMemCpy(dst, llvm::MaybeAlign(64), src, llvm::MaybeAlign(64), size);
+  t.checkFence(inst);
+  markScope(*B.CreateFence(llvm::AtomicOrdering::Release), inst, nullptr);
+  return Status::success();
+}
+
 // cp.async (sm_80 asynchronous global->shared copies) done synchronously: the copy has landed
 // by the time any wait could observe it, so commit_group / wait_group / wait_all are no-ops.
 Status cpAsync(FunctionTranslator& t, const ptx::Instruction& inst) {
@@ -718,6 +739,8 @@ Status translateMemoryOp(FunctionTranslator& t, const ptx::Instruction& inst) {
       return clusterAddress(t, inst);
     case ptx::Opcode::cp_async:
       return cpAsync(t, inst);
+    case ptx::Opcode::tensormap:
+      return tensormapCopyAndFence(t, inst);
     case ptx::Opcode::alloca:
     case ptx::Opcode::stacksave:
     case ptx::Opcode::stackrestore:
