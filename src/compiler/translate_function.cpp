@@ -585,9 +585,9 @@ Status FunctionTranslator::translateInstruction(const ptx::Instruction& inst) {
     case Opcode::prefetchu: case Opcode::cvta: case Opcode::isspacep: case Opcode::cp:
     case Opcode::cp_async: case Opcode::alloca: case Opcode::stacksave: case Opcode::stackrestore:
     case Opcode::createpolicy: case Opcode::discard: case Opcode::applypriority:
-    case Opcode::mapa: case Opcode::getctarank: case Opcode::tensormap:
+    case Opcode::mapa: case Opcode::getctarank: case Opcode::tensormap: case Opcode::st_async:
       return translateMemoryOp(*this, inst);
-    case Opcode::atom: case Opcode::red:
+    case Opcode::atom: case Opcode::red: case Opcode::red_async:
       return translateAtomicOp(*this, inst);
     case Opcode::bra: case Opcode::brx: case Opcode::call: case Opcode::ret: case Opcode::exit:
     case Opcode::trap:

@@ -211,13 +211,20 @@ Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
   unsigned size = ptx::scalarTypeSize(type);
   if (type == ScalarType::Pred || (size != 2 && size != 4 && size != 8 && size != 16))
     return t.invalid(inst, "atomics need a 16-, 32-, 64- or 128-bit type");
-  bool isRed = inst.opcode == ptx::Opcode::red;
+  // red.async (sm_90): into the shared memory of a block of the cluster (the block itself, as
+  // clusters are one block here), whose mbarrier then sees the element's bytes complete.
+  bool async = inst.opcode == ptx::Opcode::red_async;
+  bool isRed = inst.opcode == ptx::Opcode::red || async;
   size_t first = isRed ? 0 : 1;
   bool cas = inst.hasModifier("cas");
+  if (async && !inst.hasModifier("mbarrier::complete_tx::bytes"))
+    return t.unsupported(inst, "red.async to global memory (sm_100)");
   Result<size_t> operandCount = operandsBeforeCachePolicy(t, inst);
   if (!operandCount.ok()) return operandCount.error();
-  if (*operandCount != first + (cas ? 3 : 2)) return t.invalid(inst, "wrong operands");
-  ROCUDA_VALUE(ptr, t.address(inst.operands()[first], inst.space));
+  if (*operandCount != first + (cas ? 3 : 2) + (async ? 1 : 0))
+    return t.invalid(inst, "wrong operands");
+  ROCUDA_VALUE(ptr,
+               t.address(inst.operands()[first], async ? ptx::StateSpace::Shared : inst.space));
   llvm::AtomicOrdering order = semantics(inst);
   t.checkAccess(inst, ptr, size, /*write=*/true, inst.space, /*atomic=*/true,
                 llvm::isAcquireOrStronger(order));
@@ -247,6 +254,10 @@ Status translateAtomicOp(FunctionTranslator& t, const ptx::Instruction& inst) {
     // retried in a loop it polls, like a load (a spin-wait on a flag).
     if (auto* rmw = llvm::dyn_cast<llvm::AtomicRMWInst>(old); rmw && leavesMemoryAsItWas(*rmw))
       markPollableAccess(*rmw, inst.space);
+  }
+  if (async) {
+    ROCUDA_VALUE(mbarrier, t.address(inst.operands()[first + 2], ptx::StateSpace::Shared));
+    completeMBarrierTransactions(t, mbarrier, B.getInt32(size));
   }
   if (isRed) return Status::success();
   return t.write(inst.operands()[0], old, type);

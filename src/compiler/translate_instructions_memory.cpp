@@ -222,6 +222,33 @@ Status load(FunctionTranslator& t, const ptx::Instruction& inst) {
   return Status::success();
 }
 
+// st.async (sm_90): a store into the shared memory of a block of the cluster -- the block itself,
+// as clusters are one block here -- whose mbarrier then sees the stored bytes complete.
+Status storeAsync(FunctionTranslator& t, const ptx::Instruction& inst) {
+  auto& B = t.b;
+  if (!inst.hasModifier("mbarrier::complete_tx::bytes"))
+    return t.unsupported(inst, "st.async to global memory (sm_100)");
+  if (inst.operands().size() != 3 || inst.types().size() != 1)
+    return t.invalid(inst, "expected [a], b, [mbar]");
+  ScalarType type = inst.types()[0];
+  unsigned size = ptx::scalarTypeSize(type);
+  ROCUDA_VALUE(ptr, t.address(inst.operands()[0], ptx::StateSpace::Shared));
+  ROCUDA_VALUE(mbarrier, t.address(inst.operands()[2], ptx::StateSpace::Shared));
+  auto elements = elementsOf(inst.operands()[1]);
+  if (elements.size() != inst.vectorWidth) return t.invalid(inst, "vector width mismatch");
+  t.checkAccess(inst, ptr, uint64_t(size) * elements.size(), /*write=*/true,
+                ptx::StateSpace::Shared);
+  for (size_t i = 0; i < elements.size(); ++i) {
+    ROCUDA_VALUE(v, t.read(*elements[i], ptx::bitTypeOfSize(size)));
+    llvm::Value* p = i == 0 ? ptr : B.CreateConstGEP1_64(t.i8(), ptr, i * size);
+    B.CreateAlignedStore(v, p, llvm::Align(size));
+  }
+  t.checkAccess(inst, mbarrier, 8, /*write=*/true, ptx::StateSpace::Shared, /*atomic=*/true);
+  completeMBarrierTransactions(t, mbarrier,
+                               B.getInt32(static_cast<uint32_t>(size * elements.size())));
+  return Status::success();
+}
+
 Status store(FunctionTranslator& t, const ptx::Instruction& inst) {
   auto& B = t.b;
   Result<size_t> operandCount = operandsBeforeCachePolicy(t, inst);
@@ -721,6 +748,8 @@ Status translateMemoryOp(FunctionTranslator& t, const ptx::Instruction& inst) {
       return load(t, inst);
     case ptx::Opcode::st:
       return store(t, inst);
+    case ptx::Opcode::st_async:
+      return storeAsync(t, inst);
     case ptx::Opcode::cvta:
       return cvta(t, inst);
     case ptx::Opcode::isspacep:

@@ -840,6 +840,9 @@ BlockState*& currentBlock() {
 // How far apart an ordered grid starts more blocks (a waiting block polls at least this often,
 // backing off, and CUB's look-back waits for a running predecessor are far shorter).
 constexpr auto kOrderedGrowthInterval = std::chrono::milliseconds(5);
+// How long a wait must have seen nothing change before it counts as one that no running block
+// will end (OrderedGrid).
+constexpr auto kGrowthWait = std::chrono::milliseconds(50);
 constexpr int64_t kRecentLongWaitNanoseconds = 3'000'000;
 
 // The claimer the calling thread runs blocks for (null outside ordered grids).
@@ -857,7 +860,8 @@ OrderedGrid::OrderedGrid(uint64_t blocks, uint32_t residentLimit, unsigned claim
       residentLimit_(residentLimit),
       runOne_(std::move(runOne)),
       claimerCapacity_(claimingThreads + kMaxAddedThreads),
-      claimers_(new Claimer[claimerCapacity_]) {}
+      claimers_(new Claimer[claimerCapacity_]),
+      lastCompletion_(steadyNanoseconds()) {}
 
 void OrderedGrid::finish() {
   std::vector<std::thread> added;
@@ -883,7 +887,10 @@ void OrderedGrid::claimBlocks() {
       me->busy.store(true, std::memory_order_release);
     }
     uint64_t index = next_.fetch_add(1, std::memory_order_acq_rel);
-    if (index < blocks_) runOne_(index);
+    if (index < blocks_) {
+      runOne_(index);
+      lastCompletion_.store(steadyNanoseconds(), std::memory_order_relaxed);
+    }
     if (me != nullptr) me->busy.store(false, std::memory_order_release);
     running.fetch_sub(1, std::memory_order_acq_rel);
     if (index >= blocks_) break;
@@ -896,11 +903,16 @@ bool OrderedGrid::canGrow() const {
          running.load(std::memory_order_acquire) < residentLimit_;
 }
 
-void OrderedGrid::waitIsLong() {
+void OrderedGrid::waitIsLong(std::chrono::nanoseconds waited) {
+  if (waited < kGrowthWait) return;
   int64_t now = steadyNanoseconds();
   if (auto* me = static_cast<Claimer*>(currentClaimer); me != nullptr)
     me->longWaitPoll.store(now, std::memory_order_relaxed);
-  if (!canGrow()) return;
+  // Blocks still finishing (a look-back chain handing on, slowly on a loaded machine): no need.
+  if (now - lastCompletion_.load(std::memory_order_relaxed) <
+          std::chrono::nanoseconds(kGrowthWait).count() ||
+      !canGrow())
+    return;
   // Only when no running block works: each is in a long wait it polled just now.
   unsigned claimers = std::min(claimerCount_.load(std::memory_order_acquire), claimerCapacity_);
   for (unsigned i = 0; i < claimers; ++i)

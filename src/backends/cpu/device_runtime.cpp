@@ -583,11 +583,13 @@ void markStuck(BlockState& b, bool stuck) {
 // has slept `sleeps` times must give up: the grid failed, or every block still running waits as
 // long and no other can start (a deadlock, logged once). Before that, a long wait lets an
 // ordered grid start another block, which may be the one waited for.
-bool waitingGridFailed(BlockState& b, uint32_t sleeps) {
+bool waitingGridFailed(BlockState& b, uint32_t sleeps, std::chrono::nanoseconds waited) {
   WaitingBlocks& grid = *b.grid->waiting;
   if (grid.failed.load(std::memory_order_relaxed)) return true;
-  grid.waitIsLong();
-  if (sleeps < kStuckSleeps) return false;
+  grid.waitIsLong(waited);
+  // An ordinary grid's blocks may simply be slow on a loaded machine (a look-back chain handing
+  // on): they count as stuck only after ten times as long.
+  if (sleeps < (b.grid->cooperative != nullptr ? kStuckSleeps : 10 * kStuckSleeps)) return false;
   markStuck(b, true);
   if (grid.stuck.load(std::memory_order_acquire) < grid.running.load(std::memory_order_acquire) ||
       grid.canGrow())
@@ -640,7 +642,9 @@ bool backOff(BlockState* block, uint32_t polls) {
     std::this_thread::yield();
   } else {
     uint32_t sleeps = polls - kYieldPolls;
-    if (block != nullptr && block->grid->waiting != nullptr && waitingGridFailed(*block, sleeps))
+    // About a millisecond a sleep once they are long (16 us << 6).
+    if (block != nullptr && block->grid->waiting != nullptr &&
+        waitingGridFailed(*block, sleeps, std::chrono::milliseconds(sleeps)))
       return false;
     std::this_thread::sleep_for(
         std::chrono::microseconds(16u << std::min(sleeps, kLongestSleepShift)));
@@ -698,7 +702,8 @@ static void spinPoll(const void* address, uint64_t value) {
   } else if (waited < kYieldTime) {
     std::this_thread::yield();
   } else {
-    if (block != nullptr && block->grid->waiting != nullptr && waitingGridFailed(*block, s.sleeps))
+    if (block != nullptr && block->grid->waiting != nullptr &&
+        waitingGridFailed(*block, s.sleeps, now - s.unchangedSince))
       abandonBlock(*block);
     std::this_thread::sleep_for(
         std::chrono::microseconds(16u << std::min(s.sleeps / 8, kLongestSleepShift)));

@@ -62,17 +62,18 @@ struct KernelCode {
 };
 
 // The blocks of a grid that may wait for one another's memory (spin-waits): what lets them give
-// up when the grid cannot complete. A block whose wait has seen nothing change for long is stuck;
-// when every running block is stuck and no other can start, none can release another.
+// up when the grid cannot complete. A block whose wait has seen nothing change for long (about
+// 2 s in a cooperative grid, 20 s in an ordinary one) is stuck; when every running block is
+// stuck and no other can start, none can release another.
 struct WaitingBlocks {
   alignas(64) std::atomic<bool> failed{false};  // a block trapped, or deadlock: stop waiting
   std::atomic<uint32_t> running{0};             // blocks started and not finished
   std::atomic<uint32_t> stuck{0};
   // Whether more of the grid's blocks can still start (and release the waiting ones).
   virtual bool canGrow() const { return false; }
-  // A running block's wait has seen nothing change for a while: start another block if the
+  // A running block's wait has seen nothing change for `waited`: start another block if the
   // grid can (OrderedGrid).
-  virtual void waitIsLong() {}
+  virtual void waitIsLong(std::chrono::nanoseconds waited) {}
 
  protected:
   ~WaitingBlocks() = default;
@@ -91,9 +92,10 @@ struct CooperativeGrid final : WaitingBlocks {
 // An ordinary grid that spin-waits. Its blocks start in order, claimed one at a time (a block may
 // wait for an earlier one, as decoupled look-back does). A block may also wait for a later one (a
 // flag, a hand-rolled grid barrier), which a GPU runs at the same time when the grid fits it:
-// when every running block is in a wait that has seen nothing change for a while (in a chain of
-// look-back waits the first block works), another host thread starts claiming blocks, up to
-// `residentLimit` blocks running at once (the device's occupancy for the launch).
+// when no block has finished for 50 ms and every running block is in a wait that has seen
+// nothing change as long (a chain of look-back waits keeps finishing blocks), another host thread
+// starts claiming blocks, up to `residentLimit` blocks running at once (the device's occupancy
+// for the launch).
 class OrderedGrid final : public WaitingBlocks {
  public:
   // runOne(index) runs a block; the caller's threads (the pool's workers, at most
@@ -106,7 +108,7 @@ class OrderedGrid final : public WaitingBlocks {
   // Waits for the threads it added; none is added after.
   void finish();
   bool canGrow() const override;
-  void waitIsLong() override;
+  void waitIsLong(std::chrono::nanoseconds waited) override;
 
  private:
   // A thread claiming blocks: whether it runs one, and when that block last polled in a long
@@ -124,6 +126,7 @@ class OrderedGrid final : public WaitingBlocks {
   const unsigned claimerCapacity_;
   std::unique_ptr<Claimer[]> claimers_;
   std::atomic<unsigned> claimerCount_{0};
+  std::atomic<int64_t> lastCompletion_{0};  // when a block last finished (steady nanoseconds)
   std::mutex mutex_;
   std::vector<std::thread> added_;
   bool finished_ = false;

@@ -53,7 +53,7 @@ case $test_case in
     check --translate unsupported.ptx
     [[ $status -eq 1 ]] || fail "exit status $status, expected 1"
     expected="unsupported.ptx: error: kernel 'k' cannot run: unsupported PTX instruction"
-    expected+=" 'st.async.shared::cluster.mbarrier::complete_tx::bytes.b32' at 16:3 (kern.cu:42)"
+    expected+=" 'multimem.red.relaxed.gpu.global.add.u32' at 16:3 (kern.cu:42)"
     expected+=" in function 'k'"
     [[ $out == "$expected" ]] || fail "output differs:"$'\n'"$out"$'\n'"expected:"$'\n'"$expected"
     check -t -v two_errors.ptx
