@@ -463,7 +463,7 @@ class CpuDevice final : public DeviceBackend {
  private:
   void describe(int instance);
   Status runCooperative(GridState& grid, uint64_t blocks,
-                        const std::function<void(uint64_t)>& runOne, std::atomic<bool>& failed);
+                        const std::function<void(uint64_t)>& runOne);
 
   Result<void*> allocate(size_t bytes, size_t alignment = kAllocationAlignment) {
     size_t rounded = (std::max<size_t>(bytes, 1) + alignment - 1) / alignment * alignment;
@@ -829,8 +829,7 @@ Result<std::unique_ptr<LoadedModule>> CpuDevice::loadPtx(std::string_view ptx,
 // (__rocuda_spin_poll), so that the blocks they wait for get the cores. A failing block makes the
 // others give up their waits instead of hanging.
 Status CpuDevice::runCooperative(GridState& grid, uint64_t blocks,
-                                 const std::function<void(uint64_t)>& runOne,
-                                 std::atomic<bool>& failed) {
+                                 const std::function<void(uint64_t)>& runOne) {
   CooperativeGrid cooperative;
   cooperative.running.store(static_cast<uint32_t>(blocks));
   grid.cooperative = &cooperative;
@@ -838,10 +837,9 @@ Status CpuDevice::runCooperative(GridState& grid, uint64_t blocks,
   // grid.sync() reaches the workspace through a pointer: memcheck must know it.
   if (memcheckEnabled())
     AllocationMap::instance().add(&cooperative.workspace, sizeof cooperative.workspace, false);
+  // runOne tells grid.waiting when a block fails, so that the others stop waiting.
   Status status = coResident_.run(blocks, [&](uint64_t index) {
     runOne(index);
-    if (failed.load(std::memory_order_relaxed))
-      cooperative.failed.store(true, std::memory_order_relaxed);
     cooperative.running.fetch_sub(1, std::memory_order_acq_rel);
   });
   grid.cooperative = nullptr;
@@ -939,7 +937,7 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
         failed.store(true, std::memory_order_relaxed);
     });
   } else if (config.cooperative) {
-    ROCUDA_TRY(runCooperative(grid, blocks, runOne, failed));
+    ROCUDA_TRY(runCooperative(grid, blocks, runOne));
   } else if (grid.spinWaits) {
     // A grid that spin-waits may wait for an earlier block (decoupled look-back), or for a later
     // one, which a GPU would run at the same time: OrderedGrid.

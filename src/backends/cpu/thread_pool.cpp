@@ -30,7 +30,7 @@ void ThreadPool::work(Job& job) {
   }
 }
 
-void ThreadPool::run(uint64_t count, TaskRef task, Claim claim) {
+void ThreadPool::run(uint64_t count, TaskRef task) {
   if (count == 0) return;
   std::shared_ptr<Job> job;
   {
@@ -50,8 +50,7 @@ void ThreadPool::run(uint64_t count, TaskRef task, Claim claim) {
   job->next.store(0, std::memory_order_relaxed);
   job->finished.store(0, std::memory_order_relaxed);
   // About 16 chunks per worker: a shared counter touched per item costs more than a small block.
-  job->chunk =
-      claim == Claim::InOrder ? 1 : std::max<uint64_t>(1, count / (16 * (threads_.size() + 1)));
+  job->chunk = std::max<uint64_t>(1, count / (16 * (threads_.size() + 1)));
   if (count > 1 && !threads_.empty()) {
     std::lock_guard lock(mutex_);
     jobs_.push_back(job);

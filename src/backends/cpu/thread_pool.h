@@ -25,36 +25,24 @@ class ThreadPool {
 
   unsigned workerCount() const { return static_cast<unsigned>(threads_.size()) + 1; }
 
-  // How workers take items: in chunks (few claims of a shared counter), or one at a time, so
-  // that items start in index order, as a GPU dispatches blocks: a block that spin-waits for a
-  // lower-numbered one (decoupled look-back) must not find it queued behind itself in another
-  // worker's chunk.
-  enum class Claim { Chunks, InOrder };
-
   // Run task(i) for every i in [0, count), in parallel, and return when all have finished.
   // `task` is called by reference: a launch copies nothing and allocates nothing.
   template <typename Task>
-  void parallelFor(uint64_t count, const Task& task, Claim claim = Claim::Chunks) {
-    run(count,
-        TaskRef{&task,
-                [](const void* object, uint64_t first, uint64_t last) {
-                  for (uint64_t index = first; index < last; ++index)
-                    (*static_cast<const Task*>(object))(index);
-                }},
-        claim);
+  void parallelFor(uint64_t count, const Task& task) {
+    run(count, TaskRef{&task, [](const void* object, uint64_t first, uint64_t last) {
+                         for (uint64_t index = first; index < last; ++index)
+                           (*static_cast<const Task*>(object))(index);
+                       }});
   }
 
   // The same, `task(first, last)` called once per claimed range [first, last) of items (in
   // order within it), so that what a worker sets up per item (its thread-local state) it can
   // set up once per range.
   template <typename RangeTask>
-  void parallelForRanges(uint64_t count, const RangeTask& task, Claim claim = Claim::Chunks) {
-    run(count,
-        TaskRef{&task,
-                [](const void* object, uint64_t first, uint64_t last) {
-                  (*static_cast<const RangeTask*>(object))(first, last);
-                }},
-        claim);
+  void parallelForRanges(uint64_t count, const RangeTask& task) {
+    run(count, TaskRef{&task, [](const void* object, uint64_t first, uint64_t last) {
+                         (*static_cast<const RangeTask*>(object))(first, last);
+                       }});
   }
 
  private:
@@ -72,7 +60,7 @@ class ThreadPool {
   };
   // Run items of `job` until none are left; true if this call finished the last item.
   static void work(Job& job);
-  void run(uint64_t count, TaskRef task, Claim claim);
+  void run(uint64_t count, TaskRef task);
   void workerLoop();
 
   std::mutex mutex_;

@@ -45,26 +45,18 @@ TEST(CpuThreadPool, LargeJobIsSplitAcrossWorkers) {
   EXPECT_EQ(sum.load(), kCount * (kCount - 1) / 2);
 }
 
-// Ranges cover every item once, non-empty and in bounds; in-order claiming hands out one item
-// at a time (blocks that wait for earlier ones must start in order).
+// Ranges cover every item once, non-empty and in bounds.
 TEST(CpuThreadPool, RangesCoverEveryItemOnce) {
   ThreadPool pool(3);
-  for (auto claim : {ThreadPool::Claim::Chunks, ThreadPool::Claim::InOrder}) {
-    constexpr uint64_t kCount = 20000;
-    std::vector<std::atomic<int>> runs(kCount);
-    std::atomic<int> bad{0};
-    pool.parallelForRanges(
-        kCount,
-        [&](uint64_t first, uint64_t last) {
-          if (first >= last || last > kCount ||
-              (claim == ThreadPool::Claim::InOrder && last != first + 1))
-            bad.fetch_add(1);
-          for (uint64_t i = first; i < last && i < kCount; ++i) runs[i].fetch_add(1);
-        },
-        claim);
-    EXPECT_EQ(bad.load(), 0);
-    for (uint64_t i = 0; i < kCount; ++i) ASSERT_EQ(runs[i].load(), 1) << i;
-  }
+  constexpr uint64_t kCount = 20000;
+  std::vector<std::atomic<int>> runs(kCount);
+  std::atomic<int> bad{0};
+  pool.parallelForRanges(kCount, [&](uint64_t first, uint64_t last) {
+    if (first >= last || last > kCount) bad.fetch_add(1);
+    for (uint64_t i = first; i < last && i < kCount; ++i) runs[i].fetch_add(1);
+  });
+  EXPECT_EQ(bad.load(), 0);
+  for (uint64_t i = 0; i < kCount; ++i) ASSERT_EQ(runs[i].load(), 1) << i;
 }
 
 }  // namespace
