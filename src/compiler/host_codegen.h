@@ -42,11 +42,12 @@ Result<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine(int optLeve
 llvm::StringMap<bool> hostCpuFeatures();
 
 // Promote every function's registers (the translator's allocas) to SSA values: what both
-// targets do first with a translated module. LLVM's promotion (SROA's and mem2reg's) decides
-// whether a value is live into a block that both reads and writes it by scanning the block from its
-// start, which is quadratic in the block's length, and nvcc's kernels are long straight lines
-// (llama.cpp's MMQ kernels: 65% of their AMD compile time). Here long blocks are cut into chunks
-// while promoting, so that each scan stops within a chunk, and joined again afterwards.
+// targets do first with a translated module. LLVM's promotion (SROA's and mem2reg's) is too slow
+// for translated PTX: it scans a block from its start to decide whether a value is live into it,
+// quadratic in nvcc's long straight-line blocks (llama.cpp's MMQ kernels: 65% of their AMD
+// compile time), and walks the dominator subtrees of every definition of a register, as large
+// as the function for a loop's counter. promote_registers.cpp builds the SSA form in one scan
+// of the blocks and one walk of the dominator tree.
 void promoteRegisters(llvm::Module& module);
 
 // Give NaN results of single- and half-precision arithmetic NVIDIA's bits wherever the program
