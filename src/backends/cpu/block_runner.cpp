@@ -734,6 +734,7 @@ void resetBlockState(BlockState& block, const GridState& grid) {
   block.trapped = false;
   block.asserted = false;
   block.stuck = false;
+  block.confirmedRound = 0;
   block.spinProgress = false;
   block.deviceLastError = 0;
   block.barrierEpoch = 0;

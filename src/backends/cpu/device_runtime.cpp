@@ -534,6 +534,8 @@ constexpr auto kNewWaitTime = std::chrono::microseconds(300);
 // (about 2 s) is stuck; when every block still running is stuck and no other can start, none can
 // release another: the grid is deadlocked.
 constexpr uint32_t kStuckSleeps = 2000;
+// How long a round of deadlock confirmations lasts: a stuck block polls about every millisecond.
+constexpr auto kConfirmationTime = std::chrono::milliseconds(50);
 
 // What the host thread's current wait has seen: the value each address polled in it held (a
 // small direct-mapped table: a wait polls a handful of addresses; entries of earlier waits are
@@ -579,6 +581,37 @@ void markStuck(BlockState& b, bool stuck) {
   b.grid->waiting->stuck.fetch_add(stuck ? 1u : ~0u, std::memory_order_acq_rel);
 }
 
+// Called by a stuck block's wait while every running block counts as stuck: confirms the current
+// round (WaitingBlocks::confirmations), starting one if there is none or it is stale (left
+// unjudged when the blocks stopped being all stuck). True once a round that has run for
+// kConfirmationTime has as many confirmations as blocks running; a round short of them ends, and
+// the next poll starts another.
+bool everyBlockConfirmsItIsStuck(BlockState& b, WaitingBlocks& grid) {
+  const int64_t roundTime = std::chrono::nanoseconds(kConfirmationTime).count();
+  int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+  uint64_t state = grid.confirmations.load(std::memory_order_acquire);
+  uint32_t round = static_cast<uint32_t>(state >> 32);
+  if (round == 0 || now - grid.roundStarted.load(std::memory_order_acquire) > 2 * roundTime) {
+    uint64_t fresh = static_cast<uint64_t>(grid.rounds.fetch_add(1) + 1) << 32 | 1;
+    grid.roundStarted.store(now, std::memory_order_release);
+    if (grid.confirmations.compare_exchange_strong(state, fresh, std::memory_order_acq_rel))
+      b.confirmedRound = static_cast<uint32_t>(fresh >> 32);
+    return false;
+  }
+  if (b.confirmedRound != round) {
+    b.confirmedRound = round;
+    while (state >> 32 == round &&
+           !grid.confirmations.compare_exchange_weak(state, state + 1, std::memory_order_acq_rel)) {
+    }
+    state = grid.confirmations.load(std::memory_order_acquire);
+  }
+  if (now - grid.roundStarted.load(std::memory_order_acquire) < roundTime) return false;
+  if (state >> 32 == round && (state & 0xffffffffu) >= grid.running.load(std::memory_order_acquire))
+    return true;
+  grid.confirmations.compare_exchange_strong(state, 0, std::memory_order_acq_rel);
+  return false;
+}
+
 // Whether a block of a grid of waiting blocks (cooperative, or ordered: execution.h) whose wait
 // has slept `sleeps` times must give up: the grid failed, or every block still running waits as
 // long and no other can start (a deadlock, logged once). Before that, a long wait lets an
@@ -592,7 +625,7 @@ bool waitingGridFailed(BlockState& b, uint32_t sleeps, std::chrono::nanoseconds 
   if (sleeps < (b.grid->cooperative != nullptr ? kStuckSleeps : 10 * kStuckSleeps)) return false;
   markStuck(b, true);
   if (grid.stuck.load(std::memory_order_acquire) < grid.running.load(std::memory_order_acquire) ||
-      grid.canGrow())
+      grid.canGrow() || !everyBlockConfirmsItIsStuck(b, grid))
     return false;
   if (grid.failed.exchange(true, std::memory_order_relaxed)) return true;
   std::string where = "kernel '" + std::string(b.grid->kernelName) + "' deadlocked: block (" +

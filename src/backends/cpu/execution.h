@@ -69,6 +69,13 @@ struct WaitingBlocks {
   alignas(64) std::atomic<bool> failed{false};  // a block trapped, or deadlock: stop waiting
   std::atomic<uint32_t> running{0};             // blocks started and not finished
   std::atomic<uint32_t> stuck{0};
+  // When every running block counts as stuck, a round of confirmations: each stuck block that
+  // polls its wait again confirms it once (round << 32 | confirmations), and only a round that
+  // every running block confirmed is a deadlock. A block marked stuck may have left its wait
+  // since (what it waited for changed) and be working without polling; it does not confirm.
+  std::atomic<uint64_t> confirmations{0};
+  std::atomic<int64_t> roundStarted{0};  // steady_clock nanoseconds
+  std::atomic<uint32_t> rounds{0};
   // Whether more of the grid's blocks can still start (and release the waiting ones).
   virtual bool canGrow() const { return false; }
   // A running block's wait has seen nothing change for `waited`: start another block if the
@@ -251,6 +258,7 @@ struct BlockState {
   bool trapped = false;   // a thread executed trap (or failed an assert): the block stops
   bool asserted = false;  // the trap came from a failed device-side assert()
   bool stuck = false;     // counted in the grid's WaitingBlocks::stuck
+  uint32_t confirmedRound = 0;  // the last of WaitingBlocks' deadlock rounds it confirmed
   bool spinProgress = false;  // a fiber's spin-wait read something new since the last pass
   // Device-side cudaGetLastError's state, the block's rather than each thread's (block forms
   // run many threads on one host thread): an error stays with the block that made it.

@@ -394,5 +394,71 @@ TEST_F(CpuCooperative, OrdinaryGridWaitingForMoreBlocksThanFitIsReportedAsDeadlo
   EXPECT_EQ(status.error().code, ErrorCode::LaunchFailed);
 }
 
+// Block 1 works for `busy` nanoseconds, releases block 0 (flags[0]) and waits for it
+// (flags[1]); block 0, released, works as long before releasing block 1. Neither polls while it
+// works (%globaltimer is no memory). Block 0's wait sees nothing change for longer than a
+// cooperative grid's stuck limit (about 2 s), and block 1's wait does later, while block 0 works.
+const char* kHandOverPtx = R"(.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry handOver(.param .u64 flags, .param .u64 busy)
+{
+  .reg .pred %p<4>;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<12>;
+  ld.param.u64 %rd1, [flags];
+  ld.param.u64 %rd2, [busy];
+  mov.u32 %r1, %ctaid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra SECOND;
+WAIT_A:
+  ld.acquire.gpu.u32 %r2, [%rd1];
+  setp.eq.u32 %p2, %r2, 0;
+  @%p2 bra WAIT_A;
+  mov.u64 %rd3, %globaltimer;
+  add.u64 %rd4, %rd3, %rd2;
+WORK0:
+  mov.u64 %rd5, %globaltimer;
+  setp.lt.u64 %p3, %rd5, %rd4;
+  @%p3 bra WORK0;
+  st.release.gpu.u32 [%rd1+4], 1;
+  ret;
+SECOND:
+  mov.u64 %rd3, %globaltimer;
+  add.u64 %rd4, %rd3, %rd2;
+WORK1:
+  mov.u64 %rd5, %globaltimer;
+  setp.lt.u64 %p3, %rd5, %rd4;
+  @%p3 bra WORK1;
+  st.release.gpu.u32 [%rd1], 1;
+WAIT_B:
+  ld.acquire.gpu.u32 %r3, [%rd1+4];
+  setp.eq.u32 %p2, %r3, 0;
+  @%p2 bra WAIT_B;
+  ret;
+}
+)";
+
+TEST_F(CpuCooperative, BlockThatLeftALongWaitAndWorksIsNotStuck) {
+  // Block 0 counted as stuck when its wait ended; block 1 then waits past the limit while block
+  // 0 still works: every running block is marked stuck, but block 0 no longer polls to confirm
+  // it, so the grid is not a deadlock and completes.
+  LoadedKernel* kernel = load(kHandOverPtx, true, "handOver");
+  ASSERT_NE(kernel, nullptr);
+  uint32_t flags[2] = {0, 0};
+  void* f = flags;
+  uint64_t busy = 3'000'000'000;  // ns
+  std::vector<uint8_t> params(kernel->info().paramBufferSize);
+  std::memcpy(params.data() + kernel->info().params[0].offset, &f, sizeof f);
+  std::memcpy(params.data() + kernel->info().params[1].offset, &busy, sizeof busy);
+  LaunchConfig config;
+  config.grid = {2, 1, 1};
+  config.cooperative = true;
+  Status status = device_->launch(*kernel, config, params.data());
+  ASSERT_TRUE(status.ok()) << status.error().message;
+  EXPECT_EQ(flags[0], 1u);
+  EXPECT_EQ(flags[1], 1u);
+}
+
 }  // namespace
 }  // namespace rocuda::backends
