@@ -259,46 +259,112 @@ Outcome keepCapturedKernelParams(core::GraphNode& node, const CUDA_KERNEL_NODE_P
 
 namespace {
 
+// A copy operand's address: its host pointer for host memory (or a unified operand given as
+// one), else its device pointer.
+const void* operandPointer(CUmemorytype type, CUdeviceptr device, const void* host) {
+  bool onHost = type == CU_MEMORYTYPE_HOST || (type == CU_MEMORYTYPE_UNIFIED && device == 0);
+  return onHost ? host : reinterpret_cast<const void*>(device);
+}
+
+// A copy operand's memory type, CU_MEMORYTYPE_UNIFIED resolved by what the pointer is.
+uint8_t resolvedMemoryType(CUmemorytype type, CUdeviceptr device, const void* host) {
+  if (type != CU_MEMORYTYPE_UNIFIED) return static_cast<uint8_t>(type);
+  std::optional<core::Allocation> allocation =
+      core::findAllocation(operandPointer(type, device, host));
+  bool onDevice = allocation && (allocation->kind == core::AllocationKind::Device ||
+                                 allocation->kind == core::AllocationKind::Global);
+  return static_cast<uint8_t>(onDevice ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST);
+}
+
+// The context a copy operand's memory was allocated in (null for memory Rocuda did not
+// allocate or register, such as pageable host memory).
+const void* owningContext(CUmemorytype type, CUdeviceptr device, const void* host) {
+  std::optional<core::Allocation> allocation =
+      core::findAllocation(operandPointer(type, device, host));
+  return allocation ? allocation->context : nullptr;
+}
+
+// What cuGraphExecUpdate compares of a copy (core::transferMayChange): its operands' memory
+// types and contexts and its extent.
+core::GraphNodeContent::TransferShape copyShape(const CUDA_MEMCPY3D& copy) {
+  core::GraphNodeContent::TransferShape shape;
+  shape.sourceType = resolvedMemoryType(copy.srcMemoryType, copy.srcDevice, copy.srcHost);
+  shape.destinationType = resolvedMemoryType(copy.dstMemoryType, copy.dstDevice, copy.dstHost);
+  shape.width = copy.WidthInBytes;
+  shape.height = copy.Height * std::max<size_t>(copy.Depth, 1);
+  shape.sourceContext = owningContext(copy.srcMemoryType, copy.srcDevice, copy.srcHost);
+  shape.destinationContext = owningContext(copy.dstMemoryType, copy.dstDevice, copy.dstHost);
+  return shape;
+}
+
+// The same of a memset: the kind and context of its destination, its shape and element size.
+core::GraphNodeContent::TransferShape memsetShape(const CUDA_MEMSET_NODE_PARAMS_v2& in) {
+  core::GraphNodeContent::TransferShape shape;
+  std::optional<core::Allocation> destination =
+      core::findAllocation(reinterpret_cast<const void*>(in.dst));
+  shape.destinationType = destination ? static_cast<uint8_t>(destination->kind) + 1 : 0;
+  shape.destinationContext = destination ? destination->context : nullptr;
+  shape.width = in.width;
+  shape.height = in.height;
+  shape.elementSize = in.elementSize;
+  shape.pitch = in.height > 1 ? in.pitch : 0;
+  return shape;
+}
+
 // When `stream` captures and its last operation became a node of `type` that has no parameters
-// yet, gives it makeParams()'s. Nothing else (no lock taken) when the stream does not capture.
+// yet, gives it makeParams()'s, and a copy's or memset's `transfer` shape (which
+// cuGraphExecUpdate checks as for nodes made explicitly). Nothing else (no lock taken) when the
+// stream does not capture.
 template <class MakeParams>
-void keepCapturedParams(core::Stream& stream, core::GraphNodeType type, MakeParams makeParams) {
+void keepCapturedParams(core::Stream& stream, core::GraphNodeType type, MakeParams makeParams,
+                        std::optional<core::GraphNodeContent::TransferShape> transfer = {}) {
   if (stream.capture() == nullptr) return;
   std::lock_guard lock(core::graphMutex());
   std::vector<core::GraphNode*> last = stream.captureDependencies();
   if (last.size() != 1 || last[0]->type() != type || last[0]->content().params) return;
   last[0]->content().params = makeParams();
+  if (transfer) last[0]->content().transfer = transfer;
 }
 
 }  // namespace
 
 void keepCapturedMemsetParams(core::Stream& stream, const CUDA_MEMSET_NODE_PARAMS_v2& in) {
-  keepCapturedParams(stream, core::GraphNodeType::Memset, [&] {
-    auto payload = std::make_shared<MemsetPayload>();
-    payload->params = in;
-    payload->params.ctx = reinterpret_cast<CUcontext>(&stream.context());
-    return payload;
-  });
+  if (stream.capture() == nullptr) return;
+  keepCapturedParams(
+      stream, core::GraphNodeType::Memset,
+      [&] {
+        auto payload = std::make_shared<MemsetPayload>();
+        payload->params = in;
+        payload->params.ctx = reinterpret_cast<CUcontext>(&stream.context());
+        return payload;
+      },
+      memsetShape(in));
 }
 
 void keepCapturedCopyParams(core::Stream& stream, const CUDA_MEMCPY3D& copy) {
-  keepCapturedParams(stream, core::GraphNodeType::Memcpy, [&] {
-    auto payload = std::make_shared<MemcpyPayload>();
-    payload->copy = copy;
-    payload->context = reinterpret_cast<CUcontext>(&stream.context());
-    return payload;
-  });
+  if (stream.capture() == nullptr) return;
+  keepCapturedParams(
+      stream, core::GraphNodeType::Memcpy,
+      [&] {
+        auto payload = std::make_shared<MemcpyPayload>();
+        payload->copy = copy;
+        payload->context = reinterpret_cast<CUcontext>(&stream.context());
+        return payload;
+      },
+      copyShape(copy));
 }
 
 void keepCapturedCopyParams(core::Stream& stream, void* dst, const void* src, size_t bytes) {
   if (stream.capture() == nullptr) return;
   // As NVIDIA reports a captured 1D copy: a 3D copy one row high, each side device memory when
-  // it is memory of Rocuda's, else host memory.
+  // it is device or managed memory of Rocuda's, else host memory (pinned and registered host
+  // memory too: a copy's update may not turn device memory into either).
   CUDA_MEMCPY3D copy{};
   auto side = [](const void* pointer, CUmemorytype& type, CUdeviceptr& device, auto& host) {
-    bool known = core::findAllocation(pointer).has_value();
-    type = known ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
-    if (known)
+    std::optional<core::Allocation> allocation = core::findAllocation(pointer);
+    bool onDevice = allocation && allocation->kind != core::AllocationKind::Host;
+    type = onDevice ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+    if (onDevice)
       device = reinterpret_cast<CUdeviceptr>(pointer);
     else
       host = const_cast<std::remove_reference_t<decltype(host)>>(pointer);
@@ -328,31 +394,6 @@ void keepCapturedBatchMemOpParams(core::Stream& stream, const CUstreamBatchMemOp
 
 namespace {
 
-// A copy operand's address: its host pointer for host memory (or a unified operand given as
-// one), else its device pointer.
-const void* operandPointer(CUmemorytype type, CUdeviceptr device, const void* host) {
-  bool onHost = type == CU_MEMORYTYPE_HOST || (type == CU_MEMORYTYPE_UNIFIED && device == 0);
-  return onHost ? host : reinterpret_cast<const void*>(device);
-}
-
-// A copy operand's memory type, CU_MEMORYTYPE_UNIFIED resolved by what the pointer is.
-uint8_t resolvedMemoryType(CUmemorytype type, CUdeviceptr device, const void* host) {
-  if (type != CU_MEMORYTYPE_UNIFIED) return static_cast<uint8_t>(type);
-  std::optional<core::Allocation> allocation =
-      core::findAllocation(operandPointer(type, device, host));
-  bool onDevice = allocation && (allocation->kind == core::AllocationKind::Device ||
-                                 allocation->kind == core::AllocationKind::Global);
-  return static_cast<uint8_t>(onDevice ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST);
-}
-
-// The context a copy operand's memory was allocated in (null for memory Rocuda did not
-// allocate or register, such as pageable host memory).
-const void* owningContext(CUmemorytype type, CUdeviceptr device, const void* host) {
-  std::optional<core::Allocation> allocation =
-      core::findAllocation(operandPointer(type, device, host));
-  return allocation ? allocation->context : nullptr;
-}
-
 Outcome buildMemcpy(const CUDA_MEMCPY_NODE_PARAMS& in, core::GraphNodeContent* content) {
   if (in.flags != 0 || in.reserved != 0) return invalidValue("flags and reserved must be 0");
   Result<core::Context*> context = contextOrCurrent(in.copyCtx);
@@ -364,15 +405,7 @@ Outcome buildMemcpy(const CUDA_MEMCPY_NODE_PARAMS& in, core::GraphNodeContent* c
                                 [&](CUstream s) { return cuMemcpy3DAsync_v2(&payload->copy, s); });
   if (!recorded.ok()) return recorded;
   content->name = "memcpy";
-  const CUDA_MEMCPY3D& copy = in.copyParams;
-  core::GraphNodeContent::TransferShape shape;
-  shape.sourceType = resolvedMemoryType(copy.srcMemoryType, copy.srcDevice, copy.srcHost);
-  shape.destinationType = resolvedMemoryType(copy.dstMemoryType, copy.dstDevice, copy.dstHost);
-  shape.width = copy.WidthInBytes;
-  shape.height = copy.Height * std::max<size_t>(copy.Depth, 1);
-  shape.sourceContext = owningContext(copy.srcMemoryType, copy.srcDevice, copy.srcHost);
-  shape.destinationContext = owningContext(copy.dstMemoryType, copy.dstDevice, copy.dstHost);
-  content->transfer = shape;
+  content->transfer = copyShape(in.copyParams);
   content->params = std::move(payload);
   return {};
 }
@@ -401,16 +434,7 @@ Outcome buildMemset(const CUDA_MEMSET_NODE_PARAMS_v2& in, core::GraphNodeContent
   });
   if (!recorded.ok()) return recorded;
   content->name = "memset";
-  core::GraphNodeContent::TransferShape shape;
-  std::optional<core::Allocation> destination =
-      core::findAllocation(reinterpret_cast<const void*>(in.dst));
-  shape.destinationType = destination ? static_cast<uint8_t>(destination->kind) + 1 : 0;
-  shape.destinationContext = destination ? destination->context : nullptr;
-  shape.width = in.width;
-  shape.height = in.height;
-  shape.elementSize = in.elementSize;
-  shape.pitch = in.height > 1 ? in.pitch : 0;
-  content->transfer = shape;
+  content->transfer = memsetShape(in);
   content->params = std::move(payload);
   return {};
 }

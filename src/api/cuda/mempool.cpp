@@ -297,6 +297,10 @@ ROCUDA_EXPORT CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps*
         location.type != CU_MEM_LOCATION_TYPE_HOST_NUMA)
       return api::invalidValue("unknown location type");
     Result<api::PoolPlace> place = api::poolPlace(&location, CU_MEM_ALLOCATION_TYPE_PINNED);
+    // cuMemPoolCreate documents no CUDA_ERROR_INVALID_DEVICE: a location naming no device is an
+    // invalid value of poolProps.
+    if (!place && place.error().code == ErrorCode::InvalidDevice)
+      return api::invalidValue("poolProps->location.id names no device");
     if (!place) return place.error();
     core::Platform& platform = core::Platform::instance();
     if (place->memory == core::PoolMemory::PinnedHost) {

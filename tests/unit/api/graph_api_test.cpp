@@ -1074,6 +1074,48 @@ TEST_F(LibCudaGraph, ExecUpdateKeepsCopyKindsAndMemsetShapes) {
     EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(g), CUDA_SUCCESS);
 }
 
+// Captured copies and memsets obey cuGraphExecUpdate's rules as nodes made explicitly do: a
+// copy keeps its operands' memory types (pinned host memory is host memory), a 2D memset its
+// shape.
+TEST_F(LibCudaGraph, ExecUpdateKeepsCapturedCopyKindsAndMemsetShapes) {
+  void* pinned = nullptr;
+  ASSERT_EQ(CU(cuMemAllocHost, void**, size_t)(&pinned, 4096), CUDA_SUCCESS);
+  auto capture = [&](bool toPinned, size_t memsetWidth) {
+    EXPECT_EQ(CU(cuStreamBeginCapture, CUstream, CUstreamCaptureMode)(
+                  stream_, CU_STREAM_CAPTURE_MODE_GLOBAL),
+              CUDA_SUCCESS);
+    CUdeviceptr target = toPinned ? reinterpret_cast<CUdeviceptr>(pinned) : data_ + kN * 2;
+    EXPECT_EQ(
+        CU(cuMemcpyAsync, CUdeviceptr, CUdeviceptr, size_t, CUstream)(target, data_, 64, stream_),
+        CUDA_SUCCESS);
+    EXPECT_EQ(CU(cuMemsetD2D8Async, CUdeviceptr, size_t, unsigned char, size_t, size_t, CUstream)(
+                  data_, 64, 5, memsetWidth, 4, stream_),
+              CUDA_SUCCESS);
+    CUgraph graph = nullptr;
+    EXPECT_EQ(CU(cuStreamEndCapture, CUstream, CUgraph*)(stream_, &graph), CUDA_SUCCESS);
+    return graph;
+  };
+  CUgraph original = capture(false, 16);
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(CU(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long)(&exec,
+                                                                                       original, 0),
+            CUDA_SUCCESS);
+  auto update = CU13(cuGraphExecUpdate, CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo*);
+  CUgraphExecUpdateResultInfo info{};
+  CUgraph toPinned = capture(true, 16);
+  EXPECT_EQ(update(exec, toPinned, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED);
+  CUgraph wider = capture(false, 32);
+  EXPECT_EQ(update(exec, wider, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED);
+  CUgraph same = capture(false, 16);
+  EXPECT_EQ(update(exec, same, &info), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+  for (CUgraph g : {original, toPinned, wider, same})
+    EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(g), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemFreeHost, void*)(pinned), CUDA_SUCCESS);
+}
+
 TEST_F(LibCudaGraph, CaptureForkJoinAndEventNodes) {
   CUstream side = nullptr;
   ASSERT_EQ(CU(cuStreamCreate, CUstream*, unsigned)(&side, 1), CUDA_SUCCESS);

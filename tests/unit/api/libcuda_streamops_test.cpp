@@ -703,6 +703,8 @@ TEST_F(Driver, MemPoolsByLocation) {
   EXPECT_EQ(create(&created, &props), CUDA_ERROR_NOT_SUPPORTED);
   props.location = CUmemLocation{CU_MEM_LOCATION_TYPE_INVALID, 0};
   EXPECT_EQ(create(&created, &props), CUDA_ERROR_INVALID_VALUE);
+  props.location = CUmemLocation{CU_MEM_LOCATION_TYPE_DEVICE, 99};  // no such device
+  EXPECT_EQ(create(&created, &props), CUDA_ERROR_INVALID_VALUE);
   props.location = device;
   props.allocType = CU_MEM_ALLOCATION_TYPE_MANAGED;  // CUDA 13.0 creates pinned pools only
   EXPECT_EQ(create(&created, &props), CUDA_ERROR_INVALID_VALUE);
