@@ -195,6 +195,27 @@ class GraphConditions {
   virtual bool set(uint64_t handle, uint32_t value) = 0;
 };
 
+// What device code asks of the driver through NVIDIA's device runtime library (libcudadevrt's
+// cudaGetDevice, cudaGetDeviceCount, cudaDeviceGetAttribute, cudaDeviceGetLimit,
+// cudaDeviceGetCacheConfig / SharedMemConfig, cudaFuncGetAttributes and
+// cudaOccupancyMaxActiveBlocksPerMultiprocessor), answered as the host API answers them for the
+// launching module's context. Each returns a cudaError_t (0, or 1 cudaErrorInvalidValue for
+// an unknown attribute, limit or kernel). `kernel` names a kernel of the launching module.
+class DeviceRuntimeQueries {
+ public:
+  virtual ~DeviceRuntimeQueries() = default;
+  virtual uint32_t device(int* ordinal) const = 0;
+  virtual uint32_t deviceCount(int* count) const = 0;
+  virtual uint32_t deviceAttribute(int* value, int attribute, int device) const = 0;
+  virtual uint32_t limit(size_t* value, int limit) const = 0;
+  virtual uint32_t cacheConfig(int* config) const = 0;
+  virtual uint32_t sharedMemConfig(int* config) const = 0;
+  virtual uint32_t functionAttribute(int* value, int attribute, std::string_view kernel) const = 0;
+  virtual uint32_t maxActiveBlocksPerMultiprocessor(int* blocks, std::string_view kernel,
+                                                    int blockSize, size_t dynamicSharedBytes,
+                                                    unsigned flags) const = 0;
+};
+
 struct LaunchConfig {
   std::array<uint32_t, 3> grid{1, 1, 1};
   std::array<uint32_t, 3> block{1, 1, 1};
@@ -221,6 +242,8 @@ struct LaunchConfig {
   // Blocks of this launch the device holds at once (the occupancy calculator's blocks per
   // multiprocessor times the multiprocessors): how many may wait for one another. 0: unknown.
   uint32_t residentBlocks = 0;
+  // The launching module's answers to device code's driver queries (null: every query fails).
+  const DeviceRuntimeQueries* queries = nullptr;
 };
 
 // What a launch's special registers %dynamic_smem_size, %total_smem_size, %aggr_smem_size and

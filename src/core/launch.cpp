@@ -184,6 +184,7 @@ Status launchKernel(Kernel& requested, Stream& stream, const LaunchRequest& requ
   // Every launch carries the heap: kernels it launches from the device may call malloc.
   config.mallocHeap = &context.mallocHeap();
   config.mallocHeapLimit = context.limit(ContextLimit::MallocHeapSize);
+  config.queries = kernel.module().runtimeQueries();
   auto* backend = &context.device().backend();
   auto* loaded = &kernel.loaded();
   Context* owner = &context;

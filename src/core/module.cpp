@@ -123,6 +123,22 @@ Module::Module(Context& context, bool isLibrary)
     : Object(isLibrary ? ObjectKind::Library : ObjectKind::Module), context_(context),
       isLibrary_(isLibrary) {}
 
+namespace {
+std::atomic<Module::RuntimeQueriesFactory> runtimeQueriesFactory{nullptr};
+}  // namespace
+
+void Module::setRuntimeQueriesFactory(RuntimeQueriesFactory factory) {
+  runtimeQueriesFactory.store(factory, std::memory_order_release);
+}
+
+const backends::DeviceRuntimeQueries* Module::runtimeQueries() {
+  std::call_once(queriesMade_, [this] {
+    if (RuntimeQueriesFactory make = runtimeQueriesFactory.load(std::memory_order_acquire))
+      queries_ = make(*this);
+  });
+  return queries_.get();
+}
+
 Module::~Module() {
   instances_.clear();  // their kernels refer to this library's
   view_.reset();

@@ -212,6 +212,14 @@ class Module : public Object {
   void setJitRequests(const JitRequests& requests) { jit_ = requests; }
   const JitRequests& jitRequests() const { return viewOf_ ? viewOf_->jit_ : jit_; }
 
+  // The answers to device code's driver queries for this module's launches
+  // (backends::DeviceRuntimeQueries: cudaGetDevice, cudaDeviceGetAttribute, cudaFuncGetAttributes
+  // ... called in kernels), made on first use by the factory the API layer registers, which
+  // answers them as the API does; null when none is registered.
+  const backends::DeviceRuntimeQueries* runtimeQueries();
+  using RuntimeQueriesFactory = std::unique_ptr<backends::DeviceRuntimeQueries> (*)(Module&);
+  static void setRuntimeQueriesFactory(RuntimeQueriesFactory factory);
+
  private:
   Module(Context& context, bool isLibrary);
   Status loadContents(fatbin::ImageContents contents);
@@ -221,6 +229,8 @@ class Module : public Object {
   Context& context_;
   bool isLibrary_;
   std::mutex mutex_;
+  std::once_flag queriesMade_;
+  std::unique_ptr<backends::DeviceRuntimeQueries> queries_;
   std::vector<std::unique_ptr<backends::LoadedModule>> loaded_;  // one per translation unit
   std::map<std::string, std::unique_ptr<Kernel>, std::less<>> kernels_;
   std::vector<uint32_t> sassOnlyArchs_;  // non-empty when the image carried no PTX

@@ -721,6 +721,7 @@ bool isDeviceRuntimeFunction(std::string_view name) {
   return name == "vprintf" || name == "__assertfail" || name == "malloc" || name == "free" ||
          name == "cudaGraphSetConditional" || name.starts_with("__cudaCDP2") ||
          name.starts_with("__cuda_syscall_cnpv2") ||
+         name.starts_with("__cuda_syscall_cnpMaxActiveBlocksPerMultiprocessor") ||
          name == "__cuda_syscall_CGS_get_intrinsic_handle" || name == "__cuda_syscall_CGS_sync";
 }
 

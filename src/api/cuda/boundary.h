@@ -169,6 +169,9 @@ bool concurrentManagedAccess(const backends::DeviceDescription& description);
 Result<core::Context*> currentContext();
 Result<core::Context*> lookupContext(cuda::CUcontext handle);  // InvalidContext
 Result<core::Device*> lookupDevice(cuda::CUdevice ordinal);    // InvalidDevice
+// cuDeviceGetAttribute's answer (device.cpp): InvalidDevice, or InvalidValue for an unknown
+// attribute.
+Outcome deviceAttributeOf(int* value, int attribute, int device);
 Result<core::Event*> lookupEvent(cuda::CUevent handle);        // InvalidHandle
 Result<core::Module*> lookupModule(cuda::CUmodule handle);     // InvalidHandle
 // CUfunction and CUkernel are both core::Kernel (cudart passes a CUkernel as a CUfunction).

@@ -341,6 +341,15 @@ Outcome deviceUuid(CUuuid* uuid, CUdevice dev) {
 }
 
 }  // namespace
+
+Outcome deviceAttributeOf(int* value, int attribute, int device) {
+  Result<core::Device*> found = lookupDevice(device);
+  if (!found) return found.error();
+  std::optional<int> answer = attributeValue((*found)->description(), attribute);
+  if (!answer) return invalidValue("unknown device attribute");
+  *value = *answer;
+  return {};
+}
 }  // namespace rocuda::api
 
 namespace rocuda::cuda {

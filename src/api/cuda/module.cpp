@@ -6,7 +6,9 @@
 #include <cstring>
 
 #include "api/cuda/boundary.h"
+#include "api/cuda/context_state.h"
 #include "core/context.h"
+#include "core/launch.h"
 #include "core/platform.h"
 #include "support/env.h"
 #include "support/platform.h"
@@ -312,6 +314,78 @@ Outcome readFile(const char* path, std::vector<uint8_t>& data) {
   data.push_back(0);  // PTX text files are used as NUL-terminated strings
   return {};
 }
+
+// Device code's driver queries (backends::DeviceRuntimeQueries) for one module's launches, as
+// the API answers them for the module's context: cudaGetDevice, cudaDeviceGetAttribute and the
+// rest called in kernels (through NVIDIA's device runtime library) get what cudaGetDevice,
+// cudaDeviceGetAttribute... would on the host.
+class ModuleQueries final : public backends::DeviceRuntimeQueries {
+ public:
+  explicit ModuleQueries(core::Module& module) : module_(module) {}
+
+  uint32_t device(int* ordinal) const override {
+    *ordinal = module_.context().device().ordinal();
+    return 0;
+  }
+  uint32_t deviceCount(int* count) const override {
+    *count = core::Platform::instance().deviceCount();
+    return 0;
+  }
+  uint32_t deviceAttribute(int* value, int attribute, int device) const override {
+    return answer(deviceAttributeOf(value, attribute, device));
+  }
+  uint32_t limit(size_t* value, int limit) const override {
+    // cudaLimit and CUlimit number the limits alike; device code reads those up to
+    // cudaLimitPersistingL2CacheSize.
+    if (limit < 0 || limit > static_cast<int>(core::ContextLimit::PersistingL2CacheSize))
+      return kInvalidValue;
+    *value = module_.context().limit(static_cast<core::ContextLimit>(limit));
+    return 0;
+  }
+  uint32_t cacheConfig(int* config) const override {
+    *config = static_cast<int>(api::cacheConfig(&module_.context()));
+    return 0;
+  }
+  uint32_t sharedMemConfig(int* config) const override {
+    *config = CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE;  // as cuCtxGetSharedMemConfig
+    return 0;
+  }
+  uint32_t functionAttribute(int* value, int attribute, std::string_view name) const override {
+    Result<core::Kernel*> kernel = module_.kernel(name);
+    if (!kernel) return kInvalidValue;
+    return answer(api::functionAttribute(value, static_cast<CUfunction_attribute>(attribute),
+                                         *kernel, AttributeLevel::Function));
+  }
+  uint32_t maxActiveBlocksPerMultiprocessor(int* blocks, std::string_view name, int blockSize,
+                                            size_t dynamicSharedBytes,
+                                            unsigned flags) const override {
+    if (flags != CU_OCCUPANCY_DEFAULT && flags != CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE)
+      return kInvalidValue;
+    Result<core::Kernel*> kernel = module_.kernel(name);
+    if (!kernel) return kInvalidValue;
+    Result<int> count =
+        core::maxActiveBlocksPerMultiprocessor(**kernel, blockSize, dynamicSharedBytes);
+    if (!count) return kInvalidValue;
+    *blocks = *count;
+    return 0;
+  }
+
+ private:
+  static constexpr uint32_t kInvalidValue = 1;  // cudaErrorInvalidValue
+  // cudaError_t of an answer: success, invalid device (101), or invalid value.
+  static uint32_t answer(const Outcome& outcome) {
+    if (outcome.ok()) return 0;
+    return outcome.code() == CUDA_ERROR_INVALID_DEVICE ? 101 : kInvalidValue;
+  }
+
+  core::Module& module_;
+};
+
+std::unique_ptr<backends::DeviceRuntimeQueries> makeModuleQueries(core::Module& module) {
+  return std::make_unique<ModuleQueries>(module);
+}
+const bool kModuleQueriesRegistered =
+    (core::Module::setRuntimeQueriesFactory(&makeModuleQueries), true);
 
 }  // namespace
 }  // namespace rocuda::api

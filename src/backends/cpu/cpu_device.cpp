@@ -900,6 +900,7 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
   grid.mallocHeap = config.mallocHeap;
   grid.mallocHeapLimit = config.mallocHeapLimit;
   grid.stackBytesPerThread = config.stackBytesPerThread;
+  grid.queries = config.queries;
   grid.module = &static_cast<CpuKernel&>(kernel).module();
   DeviceLaunches deviceLaunches;
   grid.deviceLaunches = &deviceLaunches;
@@ -989,6 +990,7 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
       childConfig.mallocHeapLimit = config.mallocHeapLimit;
       childConfig.stackBytesPerThread = config.stackBytesPerThread;
       childConfig.reservedSharedBytes = config.reservedSharedBytes;
+      childConfig.queries = config.queries;  // the same module's
       ++launchNesting;
       Status status = launch(*child->kernel, childConfig, child->params.data());
       --launchNesting;

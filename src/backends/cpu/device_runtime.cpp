@@ -351,6 +351,78 @@ static uint32_t deviceStreamWaitEvent(void* /*stream*/, void* event, uint32_t fl
 }
 static uint32_t deviceEventDestroy(void* event) { return event == nullptr ? 400 : 0; }
 
+// The driver queries of NVIDIA's device runtime library (device_backend.h:
+// DeviceRuntimeQueries), answered for the launching module; cudaErrorInvalidValue (1) without
+// one, or for a null result pointer. A kernel is named by the translator's reference to it.
+static const DeviceRuntimeQueries* launchQueries() {
+  BlockState* b = currentBlock();
+  return b != nullptr ? b->grid->queries : nullptr;
+}
+static uint32_t deviceGetDevice(int* device) {
+  const DeviceRuntimeQueries* q = launchQueries();
+  return q == nullptr || device == nullptr ? 1 : q->device(device);
+}
+static uint32_t deviceGetDeviceCount(int* count) {
+  const DeviceRuntimeQueries* q = launchQueries();
+  return q == nullptr || count == nullptr ? 1 : q->deviceCount(count);
+}
+static uint32_t deviceGetAttribute(int* value, int32_t attribute, int32_t device) {
+  const DeviceRuntimeQueries* q = launchQueries();
+  return q == nullptr || value == nullptr ? 1 : q->deviceAttribute(value, attribute, device);
+}
+static uint32_t deviceGetLimit(size_t* value, int32_t limit) {
+  const DeviceRuntimeQueries* q = launchQueries();
+  return q == nullptr || value == nullptr ? 1 : q->limit(value, limit);
+}
+static uint32_t deviceGetCacheConfig(int* config) {
+  const DeviceRuntimeQueries* q = launchQueries();
+  return q == nullptr || config == nullptr ? 1 : q->cacheConfig(config);
+}
+static uint32_t deviceGetSharedMemConfig(int* config) {
+  const DeviceRuntimeQueries* q = launchQueries();
+  return q == nullptr || config == nullptr ? 1 : q->sharedMemConfig(config);
+}
+static uint32_t deviceFuncGetAttribute(int* value, int32_t attribute, const char* kernel) {
+  const DeviceRuntimeQueries* q = launchQueries();
+  if (q == nullptr || value == nullptr || kernel == nullptr) return 1;
+  return q->functionAttribute(value, attribute, kernel);
+}
+static uint32_t deviceMaxActiveBlocksWithFlags(int* blocks, const char* kernel, int32_t blockSize,
+                                               uint64_t dynamicSharedBytes, uint32_t flags) {
+  const DeviceRuntimeQueries* q = launchQueries();
+  if (q == nullptr || blocks == nullptr || kernel == nullptr) return 1;
+  return q->maxActiveBlocksPerMultiprocessor(blocks, kernel, blockSize, dynamicSharedBytes, flags);
+}
+static uint32_t deviceMaxActiveBlocks(int* blocks, const char* kernel, int32_t blockSize,
+                                      uint64_t dynamicSharedBytes) {
+  return deviceMaxActiveBlocksWithFlags(blocks, kernel, blockSize, dynamicSharedBytes, 0);
+}
+// cudaFuncGetAttributes' struct (cudaFuncAttributes, CUDA 13 layout): its fields up to
+// preferredShmemCarveout, each CU_FUNC_ATTRIBUTE_* of the kernel (the first three are size_t).
+static uint32_t deviceFuncGetAttributes(uint8_t* attributes, const char* kernel) {
+  if (attributes == nullptr) return 1;
+  struct Field {
+    int attribute;
+    size_t offset;
+    bool wide;
+  };
+  constexpr Field kFields[] = {{1, 0, true},   {2, 8, true},   {3, 16, true},  {0, 24, false},
+                               {4, 28, false}, {5, 32, false}, {6, 36, false}, {7, 40, false},
+                               {8, 44, false}, {9, 48, false}};
+  for (const Field& field : kFields) {
+    int value = 0;
+    if (uint32_t error = deviceFuncGetAttribute(&value, field.attribute, kernel); error != 0)
+      return error;
+    if (field.wide) {
+      uint64_t wide = static_cast<uint64_t>(value);
+      std::memcpy(attributes + field.offset, &wide, sizeof wide);
+    } else {
+      std::memcpy(attributes + field.offset, &value, sizeof value);
+    }
+  }
+  return 0;
+}
+
 // A launch's parameter buffer, handed out to be filled (DeviceLaunches::filling); at least one
 // byte, so that a kernel without parameters still gets a unique buffer.
 static void* handOutParameterBuffer(BlockState& b, std::unique_ptr<DeviceLaunch> launch,
@@ -877,6 +949,38 @@ std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
        fn(DeviceRuntimeCall<deviceStreamWaitEvent>::syscall)},
       {"__cuda_syscall_cnpv2EventDestroy", fn(DeviceRuntimeCall<deviceEventDestroy>::syscall)},
       {"__cuda_syscall_cnpv2GetLastError", fn(deviceGetLastError)},
+      // Driver queries: libcudadevrt's syscalls, and the device runtime's own functions where a
+      // module has no libcudadevrt.
+      {"__cuda_syscall_cnpv2GetDevice", fn(DeviceRuntimeCall<deviceGetDevice>::syscall)},
+      {"__cuda_syscall_cnpv2GetDeviceCount", fn(DeviceRuntimeCall<deviceGetDeviceCount>::syscall)},
+      {"__cuda_syscall_cnpv2DeviceGetAttribute",
+       fn(DeviceRuntimeCall<deviceGetAttribute>::syscall)},
+      {"__cuda_syscall_cnpv2GetLimit", fn(DeviceRuntimeCall<deviceGetLimit>::syscall)},
+      {"__cuda_syscall_cnpv2GetCacheConfig", fn(DeviceRuntimeCall<deviceGetCacheConfig>::syscall)},
+      {"__cuda_syscall_cnpv2GetSharedMemConfig",
+       fn(DeviceRuntimeCall<deviceGetSharedMemConfig>::syscall)},
+      {"__cuda_syscall_cnpv2FuncGetAttribute",
+       fn(DeviceRuntimeCall<deviceFuncGetAttribute>::syscall)},
+      {"__cuda_syscall_cnpv2MaxActiveBlocksPerMultiprocessor",
+       fn(DeviceRuntimeCall<deviceMaxActiveBlocks>::syscall)},
+      {"__cuda_syscall_cnpv2MaxActiveBlocksPerMultiprocessorWithFlags",
+       fn(DeviceRuntimeCall<deviceMaxActiveBlocksWithFlags>::syscall)},
+      {"__cuda_syscall_cnpMaxActiveBlocksPerMultiprocessor",
+       fn(DeviceRuntimeCall<deviceMaxActiveBlocks>::syscall)},
+      {"__cuda_syscall_cnpMaxActiveBlocksPerMultiprocessorWithFlags",
+       fn(DeviceRuntimeCall<deviceMaxActiveBlocksWithFlags>::syscall)},
+      {"__cudaCDP2GetDevice", fn(DeviceRuntimeCall<deviceGetDevice>::direct)},
+      {"__cudaCDP2GetDeviceCount", fn(DeviceRuntimeCall<deviceGetDeviceCount>::direct)},
+      {"__cudaCDP2DeviceGetAttribute", fn(DeviceRuntimeCall<deviceGetAttribute>::direct)},
+      {"__cudaCDP2DeviceGetLimit", fn(DeviceRuntimeCall<deviceGetLimit>::direct)},
+      {"__cudaCDP2DeviceGetCacheConfig", fn(DeviceRuntimeCall<deviceGetCacheConfig>::direct)},
+      {"__cudaCDP2DeviceGetSharedMemConfig",
+       fn(DeviceRuntimeCall<deviceGetSharedMemConfig>::direct)},
+      {"__cudaCDP2FuncGetAttributes", fn(DeviceRuntimeCall<deviceFuncGetAttributes>::direct)},
+      {"__cudaCDP2OccupancyMaxActiveBlocksPerMultiprocessor",
+       fn(DeviceRuntimeCall<deviceMaxActiveBlocks>::direct)},
+      {"__cudaCDP2OccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+       fn(DeviceRuntimeCall<deviceMaxActiveBlocksWithFlags>::direct)},
   };
   [&]<int... N>(std::integer_sequence<int, N...>) {
     (symbols.emplace_back("__rocuda_sreg_envreg" + std::to_string(N), fn(sregEnvreg<N>)), ...);

@@ -6,6 +6,7 @@
 // barrier through the device runtime's driver syscalls (__cuda_syscall_CGS_*, as numba-cuda
 // reaches them through libcudadevrt.a's cudaCGSynchronize).
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -344,6 +345,140 @@ TEST_F(DeviceRuntimeGridSync, CudadevrtLibraryLinksAndSynchronises) {
   expectRuns(module, /*cooperative=*/false);
   EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
 #endif
+}
+
+// Driver queries in device code through the device runtime's own functions (a module without
+// libcudadevrt calls __cudaCDP2*): the device, a limit, a kernel's attributes and occupancy, each
+// what the host API answers. tests/e2e/device_queries.cu asks the same through libcudadevrt.
+constexpr const char* kQueriesPtx = R"(
+.version 7.0
+.target sm_70
+.address_size 64
+.extern .func (.param .b32 r) __cudaCDP2GetDevice(.param .b64 p0);
+.extern .func (.param .b32 r) __cudaCDP2DeviceGetLimit(.param .b64 p0, .param .b32 p1);
+.extern .func (.param .b32 r) __cudaCDP2FuncGetAttributes(.param .b64 p0, .param .b64 p1);
+.extern .func (.param .b32 r) __cudaCDP2OccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+  .param .b64 p0, .param .b64 p1, .param .b32 p2, .param .b64 p3, .param .b32 p4);
+
+.visible .entry sized(.param .u64 out) .maxntid 256, 1, 1
+{
+  .shared .align 4 .b8 tile[1200];
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<4>;
+  mov.u32 %r1, %tid.x;
+  mov.u64 %rd1, tile;
+  st.shared.u32 [%rd1], %r1;
+  ret;
+}
+
+.visible .entry ask(.param .u64 out)
+{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [out];
+  {
+  .param .b64 p0;
+  st.param.b64 [p0], %rd1;
+  .param .b32 r;
+  call.uni (r), __cudaCDP2GetDevice, (p0);
+  ld.param.b32 %r1, [r];
+  }
+  st.global.u32 [%rd1+4], %r1;
+  add.u64 %rd2, %rd1, 8;
+  {
+  .param .b64 p0;
+  st.param.b64 [p0], %rd2;
+  .param .b32 p1;
+  st.param.b32 [p1], 0;
+  .param .b32 r;
+  call.uni (r), __cudaCDP2DeviceGetLimit, (p0, p1);
+  ld.param.b32 %r2, [r];
+  }
+  st.global.u32 [%rd1+16], %r2;
+  add.u64 %rd3, %rd1, 64;
+  mov.u64 %rd4, sized;
+  {
+  .param .b64 p0;
+  st.param.b64 [p0], %rd3;
+  .param .b64 p1;
+  st.param.b64 [p1], %rd4;
+  .param .b32 r;
+  call.uni (r), __cudaCDP2FuncGetAttributes, (p0, p1);
+  ld.param.b32 %r3, [r];
+  }
+  st.global.u32 [%rd1+20], %r3;
+  add.u64 %rd5, %rd1, 24;
+  {
+  .param .b64 p0;
+  st.param.b64 [p0], %rd5;
+  .param .b64 p1;
+  st.param.b64 [p1], %rd4;
+  .param .b32 p2;
+  st.param.b32 [p2], 128;
+  .param .b64 p3;
+  st.param.b64 [p3], 0;
+  .param .b32 p4;
+  st.param.b32 [p4], 0;
+  .param .b32 r;
+  call.uni (r), __cudaCDP2OccupancyMaxActiveBlocksPerMultiprocessorWithFlags, (p0, p1, p2, p3, p4);
+  ld.param.b32 %r4, [r];
+  }
+  st.global.u32 [%rd1+28], %r4;
+  ret;
+}
+)";
+
+TEST_F(Driver, DeviceRuntimeQueriesAnswerAsTheHostApi) {
+  CUmodule module = nullptr;
+  ASSERT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, kQueriesPtx), CUDA_SUCCESS);
+  CUfunction ask = nullptr, sized = nullptr;
+  auto get = CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*);
+  ASSERT_EQ(get(&ask, module, "ask"), CUDA_SUCCESS);
+  ASSERT_EQ(get(&sized, module, "sized"), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuCtxSetLimit, CUlimit, size_t)(CU_LIMIT_STACK_SIZE, 3072), CUDA_SUCCESS);
+  CUdeviceptr out = 0;
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&out, 256), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemsetD8, CUdeviceptr, unsigned char, size_t)(out, 0xff, 256), CUDA_SUCCESS);
+  void* params[] = {&out};
+  ASSERT_EQ(
+      CU(cuLaunchKernel, CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+         unsigned, CUstream, void**, void**)(ask, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr),
+      CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
+  uint8_t bytes[256];
+  ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(bytes, out, sizeof bytes), CUDA_SUCCESS);
+  auto u32 = [&](size_t at) {
+    uint32_t v;
+    std::memcpy(&v, bytes + at, 4);
+    return v;
+  };
+  auto u64 = [&](size_t at) {
+    uint64_t v;
+    std::memcpy(&v, bytes + at, 8);
+    return v;
+  };
+  // Errors first: every query succeeded.
+  EXPECT_EQ(u32(4), 0u);
+  EXPECT_EQ(u32(16), 0u);
+  EXPECT_EQ(u32(20), 0u);
+  EXPECT_EQ(u32(28), 0u);
+  EXPECT_EQ(u32(0), 0u);     // device 0, the context's
+  EXPECT_EQ(u64(8), 3072u);  // the stack limit the host set
+  int blocks = -1, shared = -1, threads = -1;
+  ASSERT_EQ(CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, int*, CUfunction, int, size_t)(
+                &blocks, sized, 128, 0),
+            CUDA_SUCCESS);
+  EXPECT_EQ(u32(24), static_cast<uint32_t>(blocks));
+  auto attribute = CU(cuFuncGetAttribute, int*, CUfunction_attribute, CUfunction);
+  ASSERT_EQ(attribute(&shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, sized), CUDA_SUCCESS);
+  ASSERT_EQ(attribute(&threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, sized), CUDA_SUCCESS);
+  EXPECT_EQ(shared, 1200);
+  EXPECT_EQ(threads, 256);
+  EXPECT_EQ(u64(64), static_cast<uint64_t>(shared));        // cudaFuncAttributes::sharedSizeBytes
+  EXPECT_EQ(u32(64 + 24), static_cast<uint32_t>(threads));  // ::maxThreadsPerBlock
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(out), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuCtxSetLimit, CUlimit, size_t)(CU_LIMIT_STACK_SIZE, 1024), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
 }
 
 TEST_F(Cooperative, DeviceReportsCooperativeLaunchButNotMultiDevice) {
