@@ -345,6 +345,10 @@ static uint32_t deviceEventCreate(void** event, uint32_t flags) {
 static uint32_t deviceEventRecord(void* event, void* /*stream*/) {
   return event == nullptr ? 400 : 0;
 }
+// cudaEventRecordWithFlags: cudaEventRecordDefault or cudaEventRecordExternal (0, 1).
+static uint32_t deviceEventRecordWithFlags(void* event, void* stream, uint32_t flags) {
+  return flags > 1 ? 1 : deviceEventRecord(event, stream);
+}
 static uint32_t deviceStreamWaitEvent(void* /*stream*/, void* event, uint32_t flags) {
   if (flags != 0) return 1;
   return event == nullptr ? 400 : 0;
@@ -934,6 +938,8 @@ std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
       {"__cudaCDP2StreamDestroy", fn(DeviceRuntimeCall<deviceStreamDestroy>::direct)},
       {"__cudaCDP2EventCreateWithFlags", fn(DeviceRuntimeCall<deviceEventCreate>::direct)},
       {"__cudaCDP2EventRecord", fn(DeviceRuntimeCall<deviceEventRecord>::direct)},
+      {"cudaEventRecordWithFlags", fn(DeviceRuntimeCall<deviceEventRecordWithFlags>::direct)},
+      {"cudaEventRecordWithFlags_ptsz", fn(DeviceRuntimeCall<deviceEventRecordWithFlags>::direct)},
       {"__cudaCDP2StreamWaitEvent", fn(DeviceRuntimeCall<deviceStreamWaitEvent>::direct)},
       {"__cudaCDP2EventDestroy", fn(DeviceRuntimeCall<deviceEventDestroy>::direct)},
       {"__cuda_syscall_cnpv2GetParameterBufferV2", fn(deviceParameterBuffer)},

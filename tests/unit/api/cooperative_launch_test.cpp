@@ -481,6 +481,108 @@ TEST_F(Driver, DeviceRuntimeQueriesAnswerAsTheHostApi) {
   EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
 }
 
+// Device runtime functions NVIDIA's driver provides beside libcudadevrt: cudaEventRecordWithFlags
+// answers as cudaEventRecord does (an invalid handle for a null event, an invalid value for an
+// unknown flag); cudaGraphLaunch, which no backend offers yet, fails only the kernel that calls
+// it, at its launch, while the module loads and its other kernels run.
+constexpr const char* kDriverBuiltinsPtx = R"(
+.version 7.0
+.target sm_70
+.address_size 64
+.extern .func (.param .b32 r) cudaGraphLaunch(.param .b64 g, .param .b64 s);
+.extern .func (.param .b32 r) cudaEventRecordWithFlags(.param .b64 e, .param .b64 s,
+  .param .b32 f);
+
+.visible .entry records(.param .u64 out)
+{
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  {
+  .param .b64 e;
+  st.param.b64 [e], 264;
+  .param .b64 s;
+  st.param.b64 [s], 0;
+  .param .b32 f;
+  st.param.b32 [f], 1;
+  .param .b32 r;
+  call.uni (r), cudaEventRecordWithFlags, (e, s, f);
+  ld.param.b32 %r1, [r];
+  }
+  st.global.u32 [%rd1], %r1;
+  {
+  .param .b64 e;
+  st.param.b64 [e], 0;
+  .param .b64 s;
+  st.param.b64 [s], 0;
+  .param .b32 f;
+  st.param.b32 [f], 0;
+  .param .b32 r;
+  call.uni (r), cudaEventRecordWithFlags, (e, s, f);
+  ld.param.b32 %r2, [r];
+  }
+  st.global.u32 [%rd1+4], %r2;
+  {
+  .param .b64 e;
+  st.param.b64 [e], 264;
+  .param .b64 s;
+  st.param.b64 [s], 0;
+  .param .b32 f;
+  st.param.b32 [f], 7;
+  .param .b32 r;
+  call.uni (r), cudaEventRecordWithFlags, (e, s, f);
+  ld.param.b32 %r3, [r];
+  }
+  st.global.u32 [%rd1+8], %r3;
+  ret;
+}
+
+.visible .entry launchesGraph(.param .u64 graph)
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [graph];
+  {
+  .param .b64 g;
+  st.param.b64 [g], %rd1;
+  .param .b64 s;
+  st.param.b64 [s], 0;
+  .param .b32 r;
+  call.uni (r), cudaGraphLaunch, (g, s);
+  ld.param.b32 %r1, [r];
+  }
+  ret;
+}
+)";
+
+TEST_F(Driver, DriverBuiltinsOfTheDeviceRuntime) {
+  CUmodule module = nullptr;
+  ASSERT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, kDriverBuiltinsPtx),
+            CUDA_SUCCESS);
+  CUfunction records = nullptr, launchesGraph = nullptr;
+  auto get = CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*);
+  ASSERT_EQ(get(&records, module, "records"), CUDA_SUCCESS);
+  ASSERT_EQ(get(&launchesGraph, module, "launchesGraph"), CUDA_SUCCESS);
+  auto launch = CU(cuLaunchKernel, CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                   unsigned, unsigned, CUstream, void**, void**);
+  CUdeviceptr out = 0;
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&out, 16), CUDA_SUCCESS);
+  void* params[] = {&out};
+  ASSERT_EQ(launch(records, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
+  uint32_t answers[3] = {};
+  ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(answers, out, sizeof answers),
+            CUDA_SUCCESS);
+  EXPECT_EQ(answers[0], 0u);    // cudaSuccess (cudaEventRecordExternal)
+  EXPECT_EQ(answers[1], 400u);  // cudaErrorInvalidResourceHandle
+  EXPECT_EQ(answers[2], 1u);    // cudaErrorInvalidValue
+  EXPECT_EQ(launch(launchesGraph, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr),
+            CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);  // the refused launch is no sticky error
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(out), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
+}
+
 TEST_F(Cooperative, DeviceReportsCooperativeLaunchButNotMultiDevice) {
   int value = -1;
   auto get = CU(cuDeviceGetAttribute, int*, CUdevice_attribute, CUdevice);
