@@ -92,9 +92,19 @@ static uint32_t sregLanemaskGe() { return 0xffffffffu << laneOf(self()); }
 static uint32_t sregLanemaskGt() { return laneOf(self()) == 31 ? 0 : 0xffffffffu << (laneOf(self()) + 1); }
 static uint32_t sregClock() { return static_cast<uint32_t>(cycleCounter()); }
 static uint64_t sregClock64() { return cycleCounter(); }
+// %globaltimer: the system clock in nanoseconds. libcu++'s waits read it on every poll (their
+// backoff times itself), and reading the clock was a third of a cuda::pipeline matmul's time: a
+// host thread reads it again only once kGlobalTimerTicks cycles (under a microsecond, the timer's
+// granularity on NVIDIA GPUs) have passed since its last read, and answers the last value before.
 static uint64_t sregGlobalTimer() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+  constexpr uint64_t kGlobalTimerTicks = 1024;
+  static thread_local uint64_t lastCycles = 0, lastNanoseconds = 0;
+  uint64_t cycles = cycleCounter();
+  if (lastNanoseconds != 0 && cycles - lastCycles < kGlobalTimerTicks) return lastNanoseconds;
+  lastCycles = cycles;
+  lastNanoseconds = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::system_clock::now().time_since_epoch()).count());
+  return lastNanoseconds;
 }
 static uint32_t sregDynamicSmemSize() { return grid().dynamicSharedBytes; }
 static uint32_t sregTotalSmemSize() { return grid().kernelSharedBytes; }
