@@ -164,6 +164,11 @@ Status ModuleTranslator::layoutShared() {
 Result<llvm::Constant*> ModuleTranslator::addressInitializer(const ptx::Variable& var,
                                                              const ptx::InitializerElement& init) {
   llvm::Constant* target = findGlobal(init.symbol());
+  // A kernel's address is its reference, as `mov r, K` gives it (libcudadevrt keeps its copy and
+  // fill kernels in such a table and launches them from the device).
+  if (const ptx::Function* def = findFunctionDef(init.symbol());
+      !target && def != nullptr && def->isEntry)
+    target = kernelReference(init.symbol());
   if (!target) target = findFunction(init.symbol());
   if (target && llvm::isa<llvm::Function>(target) && mayExit(init.symbol()))
     return makeError(ErrorCode::UnsupportedPtx,

@@ -57,6 +57,47 @@ __global__ void firstLaunchApi(int* out, int* errors) {
   errors[0] = cudaLaunchDevice(reinterpret_cast<void*>(fillSlice), buffer, dim3(1), dim3(32), 0, 0);
 }
 
+// A kernel's address kept in a __device__ table (as libcudadevrt keeps its copy and fill
+// kernels) launches it; cudaGetParameterBuffer takes the parameters' packed size (12 bytes, no
+// padding to the buffer's 16); cudaPeekAtLastError leaves the error cudaGetLastError clears;
+// more dynamic shared memory than a block may have is refused; the launch-only streams
+// (cudaStreamTailLaunch, cudaStreamFireAndForget) take no event record or wait.
+__device__ void* kernelTable[1] = {reinterpret_cast<void*>(fillSlice)};
+
+__global__ void deviceRuntimeRules(int* out, int* errors) {
+  struct {
+    int* out;
+    int base;
+  } slice{out, 96};
+  void* buffer = cudaGetParameterBufferV2(kernelTable[0], dim3(1), dim3(32), 0);
+  errors[0] = buffer == nullptr;
+  if (buffer != nullptr) {
+    memcpy(buffer, &slice, 12);
+    errors[1] = cudaLaunchDeviceV2(buffer, 0);
+  }
+  void* packed = cudaGetParameterBuffer(8, 12);
+  slice.base = 128;
+  memcpy(packed, &slice, 12);
+  errors[2] = cudaLaunchDevice(reinterpret_cast<void*>(fillSlice), packed, dim3(1), dim3(32), 0, 0);
+  void* bad = cudaGetParameterBufferV2(reinterpret_cast<void*>(fillSlice), dim3(1), dim3(2048), 0);
+  memcpy(bad, &slice, 12);
+  cudaLaunchDeviceV2(bad, 0);
+  errors[3] = cudaPeekAtLastError();
+  errors[4] = cudaPeekAtLastError();
+  errors[5] = cudaGetLastError();
+  errors[6] = cudaGetLastError();
+  void* huge =
+      cudaGetParameterBufferV2(reinterpret_cast<void*>(fillSlice), dim3(1), dim3(32), 1 << 20);
+  memcpy(huge, &slice, 12);
+  errors[7] = cudaLaunchDeviceV2(huge, 0);
+  cudaGetLastError();
+  cudaEvent_t event;
+  cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+  errors[8] = cudaEventRecord(event, cudaStreamTailLaunch);
+  errors[9] = cudaStreamWaitEvent(cudaStreamFireAndForget, event, 0);
+  cudaEventDestroy(event);
+}
+
 // One block reverses `n` values through dynamic shared memory.
 __global__ void reverseBlock(int* data, int n) {
   extern __shared__ int staged[];
@@ -219,6 +260,21 @@ int main() {
   CHECK_LAUNCH();
   got = download(d, n);
   for (int i = 0; i < n; ++i) check.eq("fire and forget", i, 3 * i + 1, got[i]);
+
+  CHECK(cudaMemset(d, 0, n * sizeof(int)));
+  int* rules = nullptr;
+  CHECK(cudaMalloc(&rules, 10 * sizeof(int)));
+  CHECK(cudaMemset(rules, 0xff, 10 * sizeof(int)));
+  deviceRuntimeRules<<<1, 1>>>(d, rules);
+  CHECK_LAUNCH();
+  CHECK(cudaDeviceSynchronize());
+  got = download(d, n);
+  for (int i = 96; i < 160; ++i)
+    check.eq("launch through a kernel table / packed size", i, 3 * i + 1, got[i]);
+  std::vector<int> ruleErrors = download(rules, 10);
+  const int expectedRules[10] = {0, 0, 0, 9, 9, 9, 0, 1, 1, 1};  // 9: invalid configuration
+  for (int i = 0; i < 10; ++i) check.eq("device runtime rule", i, expectedRules[i], ruleErrors[i]);
+  CHECK(cudaFree(rules));
 
   CHECK(cudaFree(d));
   CHECK(cudaFree(sum));

@@ -352,15 +352,22 @@ static uint32_t deviceEventCreate(void** event, uint32_t flags) {
   *event = reinterpret_cast<void*>(next.fetch_add(0x10));
   return 0;
 }
-static uint32_t deviceEventRecord(void* event, void* /*stream*/) {
+// cudaStreamTailLaunch and cudaStreamFireAndForget (0x3, 0x4): launch-only streams, which
+// events cannot record in or make wait (cudaErrorInvalidValue).
+static bool isLaunchOnlyStream(void* stream) {
+  auto handle = reinterpret_cast<uintptr_t>(stream);
+  return handle == 0x3 || handle == 0x4;
+}
+static uint32_t deviceEventRecord(void* event, void* stream) {
+  if (isLaunchOnlyStream(stream)) return 1;
   return event == nullptr ? 400 : 0;
 }
 // cudaEventRecordWithFlags: cudaEventRecordDefault or cudaEventRecordExternal (0, 1).
 static uint32_t deviceEventRecordWithFlags(void* event, void* stream, uint32_t flags) {
   return flags > 1 ? 1 : deviceEventRecord(event, stream);
 }
-static uint32_t deviceStreamWaitEvent(void* /*stream*/, void* event, uint32_t flags) {
-  if (flags != 0) return 1;
+static uint32_t deviceStreamWaitEvent(void* stream, void* event, uint32_t flags) {
+  if (flags != 0 || isLaunchOnlyStream(stream)) return 1;
   return event == nullptr ? 400 : 0;
 }
 static uint32_t deviceEventDestroy(void* event) { return event == nullptr ? 400 : 0; }
@@ -507,6 +514,17 @@ static uint32_t deviceLaunch(void* buffer, void* stream) {
       launch->grid[1] == 0 || launch->grid[2] == 0 || launch->grid[1] > 65535 ||
       launch->grid[2] > 65535)
     return 9;
+  const compiler::KernelInfo& child = launch->kernel->info();
+  // More shared memory than a block of the device may have (the host's launch refuses it too).
+  constexpr int kMaxSharedMemoryPerBlockOptin = 97;  // cudaDevAttrMaxSharedMemoryPerBlockOptin
+  int device = 0, sharedLimit = 0;
+  if (const DeviceRuntimeQueries* q = b->grid->queries;
+      q != nullptr && q->device(&device) == 0 &&
+      q->deviceAttribute(&sharedLimit, kMaxSharedMemoryPerBlockOptin, device) == 0 &&
+      uint64_t(child.staticSharedBytes) + launch->sharedBytes > uint64_t(sharedLimit))
+    return 1;
+  // A buffer of cudaGetParameterBuffer may end at the last parameter, before the padding.
+  if (launch->params.size() < child.paramBufferSize) launch->params.resize(child.paramBufferSize);
   if (b->grid->nesting + 1 >= kMaxLaunchNesting) return 65;
   launch->tail = reinterpret_cast<uintptr_t>(stream) == kTailLaunchStream;
   std::lock_guard lock(launches.mutex);
@@ -529,8 +547,13 @@ static uint32_t deviceLaunchV1(const char* kernel, void* buffer, const uint32_t*
     DeviceLaunches& launches = *b->grid->deviceLaunches;
     std::lock_guard lock(launches.mutex);
     auto it = handedOutLaunch(launches, buffer);
+    // The buffer must hold the parameters; callers ask for their packed size, without the
+    // padding to the buffer's alignment (Thrust's and CUB's device-side launches do).
+    uint64_t parametersEnd = 0;
+    for (const compiler::KernelParamInfo& param : child->info().params)
+      parametersEnd = std::max<uint64_t>(parametersEnd, uint64_t(param.offset) + param.size);
     if (it == launches.filling.end() || (*it)->kernel != nullptr ||
-        (*it)->params.size() < child->info().paramBufferSize)
+        (*it)->params.size() < parametersEnd)
       return 1;
     DeviceLaunch& launch = **it;
     launch.kernel = child;
@@ -964,7 +987,9 @@ std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
       {"__cuda_syscall_cnpv2StreamWaitEvent",
        fn(DeviceRuntimeCall<deviceStreamWaitEvent>::syscall)},
       {"__cuda_syscall_cnpv2EventDestroy", fn(DeviceRuntimeCall<deviceEventDestroy>::syscall)},
-      {"__cuda_syscall_cnpv2GetLastError", fn(deviceGetLastError)},
+      // libcudadevrt's cudaGetLastError calls this, then SetLastError(0); its
+      // cudaPeekAtLastError calls only this: the driver's call reads without clearing.
+      {"__cuda_syscall_cnpv2GetLastError", fn(devicePeekAtLastError)},
       // Driver queries: libcudadevrt's syscalls, and the device runtime's own functions where a
       // module has no libcudadevrt.
       {"__cuda_syscall_cnpv2GetDevice", fn(DeviceRuntimeCall<deviceGetDevice>::syscall)},

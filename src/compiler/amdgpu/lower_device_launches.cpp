@@ -290,7 +290,9 @@ bool defineDeviceLaunchFunction(llvm::Function& fn, llvm::Value* lastErrors,
         {"GetParameterBuffer", "__cudaCDP2GetParameterBuffer"},
         {"LaunchDeviceV2", "__cudaCDP2LaunchDeviceV2"},
         {"LaunchDevice", "__cudaCDP2LaunchDevice"},
-        {"GetLastError", "__cudaCDP2GetLastError"},
+        // The library's cudaGetLastError calls this, then SetLastError(0); its
+        // cudaPeekAtLastError calls only this: the driver's call reads without clearing.
+        {"GetLastError", "__cudaCDP2PeekAtLastError"},
         {"StreamCreate", "__cudaCDP2StreamCreateWithFlags"},
         {"EventCreate", "__cudaCDP2EventCreateWithFlags"},
         {"StreamDestroy", "__cudaCDP2StreamDestroy"},
