@@ -253,6 +253,11 @@ Outcome checkLaunchAttributes(const CUlaunchConfig& config, LaunchOptions* optio
         preferredCluster = &attribute;  // checked against the regular cluster below
         break;
       default:
+        // An id CUDA 13 does not define is an invalid value (cuLaunchKernelEx documents no
+        // CUDA_ERROR_NOT_SUPPORTED); a defined one not handled above is not supported.
+        if (attribute.id < CU_LAUNCH_ATTRIBUTE_IGNORE ||
+            attribute.id > CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING || attribute.id == 15)
+          return invalidValue("unknown launch attribute");
         return {CUDA_ERROR_NOT_SUPPORTED,
                 "unsupported launch attribute " + std::to_string(static_cast<int>(attribute.id))};
     }

@@ -659,6 +659,11 @@ TEST_F(Cooperative, LaunchEventsFireByTheKernelsEnd) {
     EXPECT_EQ(launchEx(&config, kernel_, b.params, nullptr), CUDA_ERROR_INVALID_VALUE) << flags;
     attributes[2].value.launchCompletionEvent.flags = 0;
   }
+  // An attribute id CUDA does not define is an invalid value.
+  CUlaunchAttribute unknown[1]{};
+  unknown[0].id = static_cast<CUlaunchAttributeID>(999);
+  CUlaunchConfig unknownConfig{blocks, 1, 1, kThreads, 1, 1, 0, nullptr, unknown, 1};
+  EXPECT_EQ(launchEx(&unknownConfig, kernel_, b.params, nullptr), CUDA_ERROR_INVALID_VALUE);
   ASSERT_EQ(launchEx(&config, kernel_, b.params, nullptr), CUDA_SUCCESS);
   // Read back on a stream that does not wait for the launch's: only the event orders it.
   CUstream reader = nullptr;

@@ -147,6 +147,32 @@ CUcontext retainPrimary() {
   return context;
 }
 
+// cuCtxDestroy frees what the context owned: its memory and modules are unknown afterwards.
+TEST_F(LibCuda, ContextDestroyFreesItsMemoryAndModules) {
+  CUcontext primary = retainPrimary();
+  CUcontext created = nullptr;
+  auto create = proc<CUresult (*)(CUcontext*, unsigned, CUdevice)>("cuCtxCreate", 3020);
+  ASSERT_EQ(create(&created, 0, 0), CUDA_SUCCESS);
+  CUdeviceptr memory = 0;
+  ASSERT_EQ(CU(cuMemAlloc, CUdeviceptr*, size_t)(&memory, 1 << 20), CUDA_SUCCESS);
+  void* pinned = nullptr;
+  ASSERT_EQ(CU(cuMemAllocHost, void**, size_t)(&pinned, 4096), CUDA_SUCCESS);
+  CUmodule module = nullptr;
+  const char* ptx =
+      ".version 7.0\n.target sm_50\n.address_size 64\n.visible .entry add_one() { ret; }\n";
+  ASSERT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, ptx), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuCtxDestroy, CUcontext)(created), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuCtxSetCurrent, CUcontext)(primary), CUDA_SUCCESS);
+  CUcontext owner = nullptr;
+  auto attribute = CU(cuPointerGetAttribute, void*, CUpointer_attribute, CUdeviceptr);
+  EXPECT_EQ(attribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, memory), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(attribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, reinterpret_cast<CUdeviceptr>(pinned)),
+            CUDA_ERROR_INVALID_VALUE);
+  CUfunction f = nullptr;
+  EXPECT_EQ(CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&f, module, "add_one"),
+            CUDA_ERROR_INVALID_HANDLE);
+}
+
 // cuDevicePrimaryCtxReset destroys what the primary context allocated: device and pinned memory
 // and host registrations; pointers to them are unknown afterwards, and the device is usable.
 TEST_F(LibCuda, PrimaryContextResetFreesItsAllocations) {
