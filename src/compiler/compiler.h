@@ -179,6 +179,7 @@
 //    fibers.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -370,6 +371,13 @@ struct KernelInfo {
   std::string name;
   std::vector<KernelParamInfo> params;
   uint32_t paramBufferSize = 0;      // bytes, including trailing padding to the largest alignment
+  // Bytes up to the end of the last parameter, without that padding: what callers of the device
+  // runtime's cudaGetParameterBuffer ask for (Thrust's and CUB's device-side launches do).
+  uint32_t parametersEnd() const {
+    uint32_t end = 0;
+    for (const KernelParamInfo& param : params) end = std::max(end, param.offset + param.size);
+    return end;
+  }
   // Static shared memory of the kernel's window, sm_80's reserved region included when
   // usesReservedShared (CUDA reports the kernel's static shared memory without it: the driver
   // reserves that region for every block, see kReservedSharedBytes).

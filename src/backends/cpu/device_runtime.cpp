@@ -547,13 +547,9 @@ static uint32_t deviceLaunchV1(const char* kernel, void* buffer, const uint32_t*
     DeviceLaunches& launches = *b->grid->deviceLaunches;
     std::lock_guard lock(launches.mutex);
     auto it = handedOutLaunch(launches, buffer);
-    // The buffer must hold the parameters; callers ask for their packed size, without the
-    // padding to the buffer's alignment (Thrust's and CUB's device-side launches do).
-    uint64_t parametersEnd = 0;
-    for (const compiler::KernelParamInfo& param : child->info().params)
-      parametersEnd = std::max<uint64_t>(parametersEnd, uint64_t(param.offset) + param.size);
+    // The buffer must hold the parameters (KernelInfo::parametersEnd: their packed size).
     if (it == launches.filling.end() || (*it)->kernel != nullptr ||
-        (*it)->params.size() < parametersEnd)
+        (*it)->params.size() < child->info().parametersEnd())
       return 1;
     DeviceLaunch& launch = **it;
     launch.kernel = child;

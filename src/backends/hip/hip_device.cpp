@@ -1036,7 +1036,7 @@ class HipDevice final : public DeviceBackend {
         LoadedKernel*& child = launches.kernelsByName[record.kernelName];
         if (child == nullptr)
           child = launches.module->kernel(readDeviceString(api_, record.kernelName));
-        if (child == nullptr || record.paramBytes < child->info().paramBufferSize)
+        if (child == nullptr || record.paramBytes < child->info().parametersEnd())
           return makeError(ErrorCode::LaunchFailed,
                            "kernel '" + kernelName +
                                "' launched a grid of a function that is not a kernel of its "
@@ -1050,6 +1050,9 @@ class HipDevice final : public DeviceBackend {
         launch.tail = record.tail != 0;
         const uint8_t* bytes = records.data() + offset + sizeof(Record);
         launch.params.assign(bytes, bytes + record.paramBytes);
+        // A cudaGetParameterBuffer record may end at the last parameter, before the padding.
+        if (launch.params.size() < child->info().paramBufferSize)
+          launch.params.resize(child->info().paramBufferSize);
         children.push_back(std::move(launch));
       }
       offset += size;

@@ -221,18 +221,22 @@ class LaunchRuntime {
 };
 
 constexpr const char* kParamBytesFunction = "__rocuda_kernel_param_bytes";
+// The same for the packed size (KernelInfo::parametersEnd), which cudaLaunchDevice checks.
+constexpr const char* kParamEndFunction = "__rocuda_kernel_param_end";
+// On a kernel reference: {parameter buffer bytes, packed bytes}.
 constexpr const char* kParamBytesMetadata = "rocuda.param_bytes";
 constexpr std::string_view kReferencePrefix = "__rocuda_kernel_ref.";
 
-// The parameter bytes of the kernel whose name is at `kernelName` (i64): a call that
+// The parameter bytes of the kernel whose name is at `kernelName` (i64), with the padding to
+// the buffer's alignment or `packed` (KernelInfo::parametersEnd): a call that
 // resolveKernelParameterBytes answers after the optimiser, when the argument is a kernel
-// reference in the common case. Each reference carries its kernel's size; the largest kernel's
+// reference in the common case. Each reference carries its kernel's sizes; the largest kernel's
 // is the call's second argument.
 llvm::Value* parameterBytesOf(Builder& b, llvm::Module& module, const ModuleInfo& info,
-                              llvm::Value* kernelName) {
+                              llvm::Value* kernelName, bool packed = false) {
   uint64_t largest = 0;
   for (const KernelInfo& kernel : info.kernels)
-    largest = std::max<uint64_t>(largest, kernel.paramBufferSize);
+    largest = std::max<uint64_t>(largest, packed ? kernel.parametersEnd() : kernel.paramBufferSize);
   for (llvm::GlobalVariable& reference : module.globals()) {
     if (!reference.getName().starts_with(kReferencePrefix) ||
         reference.getMetadata(kParamBytesMetadata))
@@ -241,13 +245,15 @@ llvm::Value* parameterBytesOf(Builder& b, llvm::Module& module, const ModuleInfo
     auto kernel = std::find_if(info.kernels.begin(), info.kernels.end(),
                                [&](const KernelInfo& k) { return k.name == name; });
     if (kernel == info.kernels.end()) continue;
-    reference.setMetadata(kParamBytesMetadata,
-                          llvm::MDNode::get(module.getContext(),
-                                            {llvm::ConstantAsMetadata::get(b.getInt32(
-                                                static_cast<uint32_t>(kernel->paramBufferSize)))}));
+    reference.setMetadata(
+        kParamBytesMetadata,
+        llvm::MDNode::get(module.getContext(),
+                          {llvm::ConstantAsMetadata::get(b.getInt32(kernel->paramBufferSize)),
+                           llvm::ConstantAsMetadata::get(b.getInt32(kernel->parametersEnd()))}));
   }
   auto* type = llvm::FunctionType::get(b.getInt32Ty(), {b.getInt64Ty(), b.getInt32Ty()}, false);
-  llvm::FunctionCallee callee = module.getOrInsertFunction(kParamBytesFunction, type);
+  llvm::FunctionCallee callee =
+      module.getOrInsertFunction(packed ? kParamEndFunction : kParamBytesFunction, type);
   auto* fn = llvm::cast<llvm::Function>(callee.getCallee());
   fn->setDoesNotAccessMemory();
   fn->setDoesNotThrow();
@@ -370,7 +376,7 @@ bool defineDeviceLaunchFunction(llvm::Function& fn, llvm::Value* lastErrors,
     llvm::Value* named =
         b.CreateAlignedLoad(i64, r.global(record, ROCUDA_FIELD(kernelName)), llvm::Align(8));
     llvm::Value* room = r.load32(record, ROCUDA_FIELD(paramBytes));
-    llvm::Value* needed = parameterBytesOf(b, *fn.getParent(), info, kernel);
+    llvm::Value* needed = parameterBytesOf(b, *fn.getParent(), info, kernel, /*packed=*/true);
     r.failIf(b.CreateOr(b.CreateICmpNE(named, b.getInt64(0)), b.CreateICmpULT(room, needed)),
              kInvalidValue);
     llvm::Value *grid[3], *blockDim[3];
@@ -498,44 +504,46 @@ void clearLastErrorAtEntry(llvm::Function& kernel, llvm::Value* lastErrors) {
 }
 
 void resolveKernelParameterBytes(llvm::Module& module) {
-  llvm::Function* fn = module.getFunction(kParamBytesFunction);
-  if (fn == nullptr) return;
-  std::vector<std::pair<llvm::GlobalVariable*, uint32_t>> references;
-  for (llvm::GlobalVariable& reference : module.globals())
-    if (llvm::MDNode* bytes = reference.getMetadata(kParamBytesMetadata))
-      references.emplace_back(
-          &reference,
-          static_cast<uint32_t>(
-              llvm::mdconst::extract<llvm::ConstantInt>(bytes->getOperand(0))->getZExtValue()));
-  std::vector<llvm::CallInst*> calls;
-  for (llvm::User* user : fn->users())
-    if (auto* call = llvm::dyn_cast<llvm::CallInst>(user)) calls.push_back(call);
-  for (llvm::CallInst* call : calls) {
-    llvm::Value* kernelName = call->getArgOperand(0);
-    llvm::Value* bytes = call->getArgOperand(1);  // the largest kernel's
-    // `ptrtoint (addrspacecast @reference)` where the call names a kernel directly.
-    const llvm::GlobalVariable* named = nullptr;
-    if (auto* cast = llvm::dyn_cast<llvm::ConstantExpr>(kernelName);
-        cast != nullptr && cast->getOpcode() == llvm::Instruction::PtrToInt)
-      named = llvm::dyn_cast<llvm::GlobalVariable>(cast->getOperand(0)->stripPointerCasts());
-    auto known = std::find_if(references.begin(), references.end(),
-                              [&](const auto& r) { return r.first == named; });
-    Builder b(call);
-    if (known != references.end()) {
-      bytes = b.getInt32(known->second);
-    } else {
-      for (const auto& [reference, size] : references) {
-        llvm::Constant* flat = llvm::ConstantExpr::getPointerCast(
-            reference, llvm::PointerType::get(module.getContext(), kFlatAS));
-        bytes = b.CreateSelect(
-            b.CreateICmpEQ(kernelName, llvm::ConstantExpr::getPtrToInt(flat, b.getInt64Ty())),
-            b.getInt32(size), bytes);
+  for (auto [function, operand] : {std::pair{kParamBytesFunction, 0u}, {kParamEndFunction, 1u}}) {
+    llvm::Function* fn = module.getFunction(function);
+    if (fn == nullptr) continue;
+    std::vector<std::pair<llvm::GlobalVariable*, uint32_t>> references;
+    for (llvm::GlobalVariable& reference : module.globals())
+      if (llvm::MDNode* bytes = reference.getMetadata(kParamBytesMetadata))
+        references.emplace_back(
+            &reference, static_cast<uint32_t>(
+                            llvm::mdconst::extract<llvm::ConstantInt>(bytes->getOperand(operand))
+                                ->getZExtValue()));
+    std::vector<llvm::CallInst*> calls;
+    for (llvm::User* user : fn->users())
+      if (auto* call = llvm::dyn_cast<llvm::CallInst>(user)) calls.push_back(call);
+    for (llvm::CallInst* call : calls) {
+      llvm::Value* kernelName = call->getArgOperand(0);
+      llvm::Value* bytes = call->getArgOperand(1);  // the largest kernel's
+      // `ptrtoint (addrspacecast @reference)` where the call names a kernel directly.
+      const llvm::GlobalVariable* named = nullptr;
+      if (auto* cast = llvm::dyn_cast<llvm::ConstantExpr>(kernelName);
+          cast != nullptr && cast->getOpcode() == llvm::Instruction::PtrToInt)
+        named = llvm::dyn_cast<llvm::GlobalVariable>(cast->getOperand(0)->stripPointerCasts());
+      auto known = std::find_if(references.begin(), references.end(),
+                                [&](const auto& r) { return r.first == named; });
+      Builder b(call);
+      if (known != references.end()) {
+        bytes = b.getInt32(known->second);
+      } else {
+        for (const auto& [reference, size] : references) {
+          llvm::Constant* flat = llvm::ConstantExpr::getPointerCast(
+              reference, llvm::PointerType::get(module.getContext(), kFlatAS));
+          bytes = b.CreateSelect(
+              b.CreateICmpEQ(kernelName, llvm::ConstantExpr::getPtrToInt(flat, b.getInt64Ty())),
+              b.getInt32(size), bytes);
+        }
       }
+      call->replaceAllUsesWith(bytes);
+      call->eraseFromParent();
     }
-    call->replaceAllUsesWith(bytes);
-    call->eraseFromParent();
+    fn->eraseFromParent();
   }
-  fn->eraseFromParent();
 }
 
 #undef ROCUDA_FIELD

@@ -1068,8 +1068,10 @@ struct DeviceLaunchScript {
     auto* symbol = static_cast<uint64_t*>(global(compiler::kAmdgpuDeviceLaunchesSymbol));
     return reinterpret_cast<compiler::AmdgpuDeviceLaunchHeader*>(*symbol);
   }
-  // A parameter buffer handed out for `child` with `value`, launched `sequence`th (0: never).
-  void write(uint32_t value, uint32_t gridX, uint32_t sequence, bool tail) {
+  // A parameter buffer handed out for `child` with `value`, launched `sequence`th (0: never);
+  // `paramBytes` 12 is the packed size cudaGetParameterBuffer callers ask for, 16 the buffer's.
+  void write(uint32_t value, uint32_t gridX, uint32_t sequence, bool tail,
+             uint32_t paramBytes = 16) {
     compiler::AmdgpuDeviceLaunchHeader* h = header();
     auto* at = reinterpret_cast<uint8_t*>(h + 1) + h->used;
     Record record;
@@ -1078,14 +1080,14 @@ struct DeviceLaunchScript {
     record.grid[1] = record.grid[2] = 1;
     record.block[0] = 32;
     record.block[1] = record.block[2] = 1;
-    record.paramBytes = 16;
+    record.paramBytes = paramBytes;
     record.sequence = sequence;
     record.tail = tail ? 1 : 0;
     std::memcpy(at, &record, sizeof record);
     uint64_t out = 0x1000;
     std::memcpy(at + sizeof record, &out, 8);
     std::memcpy(at + sizeof record + 8, &value, 4);
-    h->used += sizeof record + 16;
+    h->used += compiler::amdgpuDeviceLaunchRecordBytes(paramBytes);
     if (sequence != 0) ++h->launched;
   }
   static void run(const char* kernel, void** params, void* context) {
@@ -1097,7 +1099,7 @@ struct DeviceLaunchScript {
       self.write(5, 1, 1, /*tail=*/true);
       self.write(7, 2, 2, false);
       self.write(8, 1, 0, false);  // handed out, never launched
-      self.write(9, 1, 3, false);
+      self.write(9, 1, 3, false, /*paramBytes=*/12);  // as cudaGetParameterBuffer's callers
       return;
     }
     uint32_t value = 0;
