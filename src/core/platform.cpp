@@ -131,16 +131,20 @@ Status Device::resetPrimary() {
     context = primary_.get();
   }
   if (context == nullptr) return Status::success();
-  // NVIDIA's reset destroys the context's work queues, modules and allocations (a stale pointer
-  // is unknown afterwards) and clears its sticky error: the reset itself succeeds.
-  context->reset();
-  Module::unloadContextModules(*context);
+  // NVIDIA's reset destroys the context's work queues, modules and allocations and clears its
+  // sticky error (Context::reset): the reset itself succeeds.
+  releaseContextResources(*context);
   Module::reinitializeLibraryGlobals(*context);
-  destroyContextTextures(*context);  // before the arrays they may read
-  destroyContextArrays(*context);
-  releaseContextMemory(*context);
   emptyMemPools();
   return Status::success();
+}
+
+void releaseContextResources(Context& context) {
+  context.reset();
+  Module::unloadContextModules(context);
+  destroyContextTextures(context);  // before the arrays they may read
+  destroyContextArrays(context);
+  releaseContextMemory(context);
 }
 
 unsigned Device::primaryFlags() const {

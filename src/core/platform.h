@@ -104,4 +104,10 @@ class Platform {
   std::map<PoolKey, MemoryPool*> currentPools_;
 };
 
+// What a context owned, freed as NVIDIA's primary-context reset and cuCtxDestroy free it: its
+// work finishes (its streams and events go), then its modules (and its instances of libraries),
+// texture and surface objects, arrays and memory; a stale handle or pointer is unknown
+// afterwards. Module variables and the libraries themselves stay.
+void releaseContextResources(Context& context);
+
 }  // namespace rocuda::core

@@ -172,6 +172,9 @@ Result<core::Device*> lookupDevice(cuda::CUdevice ordinal);    // InvalidDevice
 // cuDeviceGetAttribute's answer (device.cpp): InvalidDevice, or InvalidValue for an unknown
 // attribute.
 Outcome deviceAttributeOf(int* value, int attribute, int device);
+// cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags' answer (launch.cpp).
+Outcome maxActiveBlocks(int* numBlocks, cuda::CUfunction func, int blockSize, size_t dynamicShared,
+                        unsigned flags);
 Result<core::Event*> lookupEvent(cuda::CUevent handle);        // InvalidHandle
 Result<core::Module*> lookupModule(cuda::CUmodule handle);     // InvalidHandle
 // CUfunction and CUkernel are both core::Kernel (cudart passes a CUkernel as a CUfunction).

@@ -8,11 +8,7 @@
 
 #include "api/cuda/boundary.h"
 #include "api/cuda/context_state.h"
-#include "core/array.h"
-#include "core/memory.h"
-#include "core/module.h"
 #include "core/platform.h"
-#include "core/texture.h"
 
 namespace rocuda::api {
 namespace {
@@ -75,14 +71,7 @@ Outcome destroyContext(CUcontext ctx) {
     c.attached.erase(*context);
   }
   releaseContextState(owned.get());
-  // NVIDIA's cuCtxDestroy frees what the context owned, as the primary context's reset does: its
-  // work finishes first, then its modules, textures, arrays and memory go (a stale handle or
-  // pointer is unknown afterwards).
-  owned->reset();
-  core::Module::unloadContextModules(*owned);
-  core::destroyContextTextures(*owned);  // before the arrays they may read
-  core::destroyContextArrays(*owned);
-  core::releaseContextMemory(*owned);
+  core::releaseContextResources(*owned);  // as the primary context's reset does
   core::forgetContext(owned.get());
   owned.reset();
   return {};

@@ -313,6 +313,8 @@ Result<int> occupancy(core::Kernel& kernel, int blockSize, size_t dynamicShared)
   return core::maxActiveBlocksPerMultiprocessor(kernel, blockSize, dynamicShared);
 }
 
+}  // namespace
+
 Outcome maxActiveBlocks(int* numBlocks, CUfunction func, int blockSize, size_t dynamicShared,
                         unsigned flags) {
   if (numBlocks == nullptr) return invalidValue("numBlocks is NULL");
@@ -325,6 +327,8 @@ Outcome maxActiveBlocks(int* numBlocks, CUfunction func, int blockSize, size_t d
   *numBlocks = *blocks;
   return {};
 }
+
+namespace {
 
 // The block size (a multiple of the warp size, or the limit) whose blocks fill a multiprocessor
 // with the most threads, the largest such, and the grid that fills every multiprocessor with

@@ -8,7 +8,6 @@
 #include "api/cuda/boundary.h"
 #include "api/cuda/context_state.h"
 #include "core/context.h"
-#include "core/launch.h"
 #include "core/platform.h"
 #include "support/env.h"
 #include "support/platform.h"
@@ -359,15 +358,10 @@ class ModuleQueries final : public backends::DeviceRuntimeQueries {
   uint32_t maxActiveBlocksPerMultiprocessor(int* blocks, std::string_view name, int blockSize,
                                             size_t dynamicSharedBytes,
                                             unsigned flags) const override {
-    if (flags != CU_OCCUPANCY_DEFAULT && flags != CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE)
-      return kInvalidValue;
     Result<core::Kernel*> kernel = module_.kernel(name);
     if (!kernel) return kInvalidValue;
-    Result<int> count =
-        core::maxActiveBlocksPerMultiprocessor(**kernel, blockSize, dynamicSharedBytes);
-    if (!count) return kInvalidValue;
-    *blocks = *count;
-    return 0;
+    return answer(api::maxActiveBlocks(blocks, reinterpret_cast<CUfunction>(*kernel), blockSize,
+                                       dynamicSharedBytes, flags));
   }
 
  private:

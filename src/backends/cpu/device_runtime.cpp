@@ -352,11 +352,13 @@ static uint32_t deviceEventCreate(void** event, uint32_t flags) {
   *event = reinterpret_cast<void*>(next.fetch_add(0x10));
   return 0;
 }
-// cudaStreamTailLaunch and cudaStreamFireAndForget (0x3, 0x4): launch-only streams, which
-// events cannot record in or make wait (cudaErrorInvalidValue).
+// cudaStreamTailLaunch and cudaStreamFireAndForget: launch-only streams, which events cannot
+// record in or make wait (cudaErrorInvalidValue).
+constexpr uintptr_t kTailLaunchStream = 0x3;
+constexpr uintptr_t kFireAndForgetStream = 0x4;
 static bool isLaunchOnlyStream(void* stream) {
   auto handle = reinterpret_cast<uintptr_t>(stream);
-  return handle == 0x3 || handle == 0x4;
+  return handle == kTailLaunchStream || handle == kFireAndForgetStream;
 }
 static uint32_t deviceEventRecord(void* event, void* stream) {
   if (isLaunchOnlyStream(stream)) return 1;
@@ -495,7 +497,6 @@ static void* deviceParameterBufferV1(uint32_t /*alignment*/, uint32_t size) {
 // cudaErrorInvalidConfiguration (9) for impossible dimensions, cudaErrorLaunchMaxDepthExceeded
 // (65) past CUDA's nesting limit (the launch is dropped, as on NVIDIA's device runtime).
 static uint32_t deviceLaunch(void* buffer, void* stream) {
-  constexpr uintptr_t kTailLaunchStream = 0x3;  // cudaStreamTailLaunch
   BlockState* b = currentBlock();
   if (b == nullptr || b->grid->deviceLaunches == nullptr) return 1;
   DeviceLaunches& launches = *b->grid->deviceLaunches;
