@@ -243,8 +243,12 @@ Status lowerPrintf(llvm::Module& module, const std::vector<std::string>& formats
 Result<std::unique_ptr<llvm::TargetMachine>> createAmdgpuTargetMachine(const AmdgpuTarget& target);
 void prepareModuleForTarget(llvm::Module& module, llvm::TargetMachine& tm, int codeObjectVersion);
 
-// O2 for the target (always-inlining the runtime and kernel bodies, InferAddressSpaces).
+// Optimise for the target: always-inline the runtime and kernel bodies, InferAddressSpaces, then
+// optimizationPipeline() (LLVM's O2 where this LLVM does not accept it, with a warning).
 void optimizeForAmdgpu(llvm::Module& module, llvm::TargetMachine& tm);
+// LLVM's O2 pipeline for the target less the passes that do not change nvcc-optimised code, as
+// text for PassBuilder::parsePassPipeline.
+std::string optimizationPipeline();
 
 // How partitionKernels divides a lowered module for compilation on several threads
 // (partition_kernels.cpp).
