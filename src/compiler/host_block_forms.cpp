@@ -1239,6 +1239,65 @@ llvm::Function* buildRound(llvm::Function& step, const KernelInfo& info, size_t 
   return fn;
 }
 
+// A block that emits, before `next`, the completion of a round whose threads [0, count) all
+// wait at mbarrier wait `site` (op 6): each thread's phase is checked as the runtime's
+// mbarrierPhaseDone does, its result set to 1 and the next round run once every one has
+// completed; at the first that has not, the round goes back to the runtime (`unfinished`),
+// which waits for the phase. A cuda::pipeline or cuda::barrier wait that the block's own
+// arrivals completed thus costs no return to the runtime.
+llvm::BasicBlock* emitMBarrierCompletion(llvm::Function* fn, llvm::Value* context,
+                                         llvm::Value* limit, const WarpWaitSite& site,
+                                         llvm::BasicBlock* next, llvm::BasicBlock* unfinished) {
+  llvm::LLVMContext& c = fn->getContext();
+  auto* check = llvm::BasicBlock::Create(c, "mbarrier", fn, next);
+  auto* lane = llvm::BasicBlock::Create(c, "mbarrier.lane", fn, next);
+  auto* passed = llvm::BasicBlock::Create(c, "mbarrier.passed", fn, next);
+  llvm::IRBuilder<> b(check);
+  llvm::Value* count =
+      b.CreateBinaryIntrinsic(llvm::Intrinsic::umin, loadContext(b, context, kThreadCount), limit);
+  auto array = [&](LaneField field) {
+    return b.CreateLoad(b.getPtrTy(), laneArrayField(b, context, field));
+  };
+  // The operands postAndCollect posted, or the constants the site holds instead.
+  auto operand = [&](LaneField field, uint32_t constant) -> llvm::Value* {
+    return site.constants & constant ? nullptr : array(field);
+  };
+  llvm::Value* low = array(kLaneValue);
+  llvm::Value* high = array(kLaneValueHigh);
+  llvm::Value* results = array(kLaneResult);
+  llvm::Value* modes = operand(kLaneMode, WarpWaitSite::kMode);
+  llvm::Value* statesLow = operand(kLaneB, WarpWaitSite::kB);
+  llvm::Value* statesHigh = operand(kLaneC, WarpWaitSite::kC);
+  b.CreateCondBr(b.CreateICmpEQ(count, b.getInt32(0)), next, lane);
+
+  b.SetInsertPoint(lane);
+  llvm::PHINode* t = b.CreatePHI(b.getInt32Ty(), 2, "t");
+  t->addIncoming(b.getInt32(0), check);
+  llvm::Value* index = b.CreateZExt(t, b.getInt64Ty());
+  auto entry = [&](llvm::Value* entries, int32_t constant) -> llvm::Value* {
+    if (entries == nullptr) return b.getInt32(static_cast<uint32_t>(constant));
+    return b.CreateLoad(b.getInt32Ty(), b.CreateInBoundsGEP(b.getInt32Ty(), entries, index));
+  };
+  llvm::Value* address = b.CreateOr(b.CreateZExt(entry(low, 0), b.getInt64Ty()),
+                                    b.CreateShl(b.CreateZExt(entry(high, 0), b.getInt64Ty()), 32));
+  auto* word =
+      b.CreateAlignedLoad(b.getInt64Ty(), b.CreateIntToPtr(address, b.getPtrTy()), llvm::Align(8));
+  word->setAtomic(llvm::AtomicOrdering::Acquire);
+  llvm::Value* phase = b.CreateTrunc(b.CreateLShr(word, 63), b.getInt32Ty());
+  // A parity names the phase to wait for; a state the phase it arrived in.
+  llvm::Value* awaited = b.CreateSelect(b.CreateICmpNE(entry(modes, site.mode), b.getInt32(0)),
+                                        b.CreateAnd(entry(statesLow, site.b), 1),
+                                        b.CreateLShr(entry(statesHigh, site.c), 31));
+  b.CreateCondBr(b.CreateICmpNE(phase, awaited), passed, unfinished);
+
+  b.SetInsertPoint(passed);
+  b.CreateStore(b.getInt32(1), b.CreateInBoundsGEP(b.getInt32Ty(), results, index));
+  llvm::Value* following = b.CreateAdd(t, b.getInt32(1));
+  t->addIncoming(following, passed);
+  b.CreateCondBr(b.CreateICmpULT(following, count), lane, next);
+  return check;
+}
+
 // `i32 __rocuda_round_<K>(ptr params, ptr context, i32 resume, ptr codes, i32 limit)`: rounds
 // from `resume` for as long as every thread stops at one wait that needs nothing of the
 // runtime, each completed here:
@@ -1248,7 +1307,8 @@ llvm::Function* buildRound(llvm::Function& step, const KernelInfo& info, size_t 
 //    round);
 //  * a shfl (the posts become the snapshots the resuming lanes read: WarpLanes' value and
 //    result arrays swap places, as the runtime's completeUniformCollective does), a __syncwarp
-//    or a warp lockstep point, which need nothing.
+//    or a warp lockstep point, which need nothing;
+//  * an mbarrier wait whose phase has completed for every thread (emitMBarrierCompletion).
 // So a reduction tree, a tiled loop or a warp's shuffle reduction runs without returning to the
 // runtime. It returns at the first round that ends otherwise (the end, bar.red, another
 // collective, threads at different points), with that round's codes. The round itself stays a
@@ -1322,14 +1382,17 @@ void buildRounds(llvm::Function& step, const KernelInfo& info, const std::vector
                   /*isVolatile=*/true);
   b.CreateBr(next);
 
-  // op numbers as postAndCollect gives them: 0 __syncwarp, 1 shfl, 9 lockstep point, 10 shuffle
-  // chain (its steps run here, a warp at a time, for the round's threads).
+  // op numbers as postAndCollect gives them: 0 __syncwarp, 1 shfl, 6 mbarrier wait, 9 lockstep
+  // point, 10 shuffle chain (its steps run here, a warp at a time, for the round's threads).
   b.SetInsertPoint(warp);
   llvm::SwitchInst* site = b.CreateSwitch(resume, done);
   for (size_t i = 0; i < waits.size(); ++i) {
     int32_t op = waits[i].site.op;
-    if (waits[i].kind != WaitKind::Warp || (op != 0 && op != 1 && op != 9 && op != 10)) continue;
+    if (waits[i].kind != WaitKind::Warp || (op != 0 && op != 1 && op != 6 && op != 9 && op != 10))
+      continue;
     llvm::BasicBlock* completion = op == 1 ? swapLanes : next;
+    if (op == 6)
+      completion = emitMBarrierCompletion(fn, context, fn->getArg(4), waits[i].site, next, done);
     if (op == 10) {
       completion = llvm::BasicBlock::Create(c, "shfl.chain", fn, next);
       llvm::IRBuilder<> chain(completion);

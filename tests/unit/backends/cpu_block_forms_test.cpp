@@ -570,6 +570,138 @@ TEST_F(CpuBlockForms, MBarrierCountsArrivalsAndTransactions) {
   EXPECT_EQ(out[9], 1u) << "parity 1 after phase 1";
 }
 
+// A producer/consumer loop on mbarriers, as cuda::pipeline and cuda::barrier make it: each
+// iteration every thread publishes a value, waits (try_wait.parity) for all of them, adds its
+// neighbour's, waits (test_wait with the arrival's state) until all have read, then waits at its
+// half of the block's own barrier. Every such round completes in the round function
+// (emitMBarrierCompletion). At the end a hand-off that no round can complete at once: the
+// first half waits on `upper`, which the second half arrives on only after its wait on `lower`
+// (the runtime releases the second half first).
+const char* kMBarrierRoundsPtx = R"(.version 7.8
+.target sm_90
+.address_size 64
+.visible .entry mbarrierRounds(.param .u64 out, .param .u32 iterations)
+{
+  .shared .align 8 .b64 full;
+  .shared .align 8 .b64 empty;
+  .shared .align 8 .b64 half[2];
+  .shared .align 8 .b64 lower;
+  .shared .align 8 .b64 upper;
+  .shared .align 4 .b32 token;
+  .shared .align 4 .b32 values[256];
+  .reg .pred %p<8>;
+  .reg .b32 %r<20>;
+  .reg .b64 %rd<10>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u32 %r10, [iterations];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %ntid.x;
+  shr.u32 %r3, %r2, 1;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra INITED;
+  mbarrier.init.shared.b64 [full], %r2;
+  mbarrier.init.shared.b64 [empty], %r2;
+  mbarrier.init.shared.b64 [half], %r3;
+  mbarrier.init.shared.b64 [half+8], %r3;
+  mbarrier.init.shared.b64 [lower], %r3;
+  mbarrier.init.shared.b64 [upper], %r3;
+INITED:
+  bar.sync 0;
+  shl.b32 %r4, %r1, 2;
+  mov.u32 %r5, values;
+  add.u32 %r6, %r5, %r4;
+  add.u32 %r7, %r1, 1;
+  rem.u32 %r7, %r7, %r2;
+  shl.b32 %r7, %r7, 2;
+  add.u32 %r7, %r5, %r7;
+  setp.ge.u32 %p2, %r1, %r3;
+  selp.u32 %r8, 8, 0, %p2;
+  mov.u32 %r9, half;
+  add.u32 %r9, %r9, %r8;
+  mov.u32 %r11, 0;
+  mov.u32 %r12, 0;
+  mov.u32 %r13, 0;
+LOOP:
+  setp.ge.u32 %p3, %r11, %r10;
+  @%p3 bra HANDOFF;
+  mad.lo.u32 %r14, %r11, 1000, %r1;
+  st.shared.u32 [%r6], %r14;
+  mbarrier.arrive.shared.b64 %rd2, [full];
+WAITFULL:
+  mbarrier.try_wait.parity.shared.b64 %p4, [full], %r13;
+  @!%p4 bra WAITFULL;
+  ld.shared.u32 %r15, [%r7];
+  add.u32 %r12, %r12, %r15;
+  mbarrier.arrive.shared.b64 %rd3, [empty];
+WAITEMPTY:
+  mbarrier.test_wait.shared.b64 %p5, [empty], %rd3;
+  @!%p5 bra WAITEMPTY;
+  mbarrier.arrive.shared.b64 %rd4, [%r9];
+WAITHALF:
+  mbarrier.try_wait.parity.shared.b64 %p6, [%r9], %r13;
+  @!%p6 bra WAITHALF;
+  xor.b32 %r13, %r13, 1;
+  add.u32 %r11, %r11, 1;
+  bra LOOP;
+HANDOFF:
+  @%p2 bra SECOND;
+  mbarrier.arrive.shared.b64 %rd5, [lower];
+WAITUPPER:
+  mbarrier.try_wait.parity.shared.b64 %p7, [upper], 0;
+  @!%p7 bra WAITUPPER;
+  ld.shared.u32 %r16, [token];
+  bra JOIN;
+SECOND:
+WAITLOWER:
+  mbarrier.try_wait.parity.shared.b64 %p7, [lower], 0;
+  @!%p7 bra WAITLOWER;
+  mov.u32 %r16, 77;
+  st.shared.u32 [token], %r16;
+  mbarrier.arrive.shared.b64 %rd6, [upper];
+JOIN:
+  add.u32 %r12, %r12, %r16;
+  mov.u32 %r17, %ctaid.x;
+  mad.lo.u32 %r18, %r17, %r2, %r1;
+  mul.wide.u32 %rd7, %r18, 4;
+  add.s64 %rd8, %rd1, %rd7;
+  st.global.u32 [%rd8], %r12;
+  ret;
+}
+)";
+
+TEST_F(CpuBlockForms, MBarrierWaitsTheBlockCompletesStayInTheRoundFunction) {
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("rocuda_mbarrier_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  ::setenv("ROCUDA_DUMP", dir.c_str(), 1);
+  LoadedKernel* kernel = load(kMBarrierRoundsPtx, "mbarrierRounds");
+  ::unsetenv("ROCUDA_DUMP");
+  ASSERT_NE(kernel, nullptr);
+  std::string block = readText(dir / "mbarrierRounds.mbarrierRounds.block.ll");
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(kernel->info().cpuExecution, compiler::CpuExecution::Continuation);
+  // The round function checks the waiting threads' phases itself.
+  size_t rounds = block.find("@__rocuda_round_mbarrierRounds(");
+  ASSERT_NE(rounds, std::string::npos) << block;
+  EXPECT_NE(block.find("mbarrier.lane", rounds), std::string::npos) << block;
+  EXPECT_NE(block.find("load atomic i64", rounds), std::string::npos) << block;
+
+  const uint32_t iterations = 40;
+  for (uint32_t threads : {256u, 96u}) {
+    const uint32_t blocks = 3;
+    std::vector<uint32_t> out(blocks * threads, 0xdead);
+    void* o = out.data();
+    ASSERT_TRUE(launch(*kernel, {blocks, 1, 1}, {threads, 1, 1}, {&o, &iterations}).ok());
+    for (uint32_t b = 0; b < blocks; ++b)
+      for (uint32_t t = 0; t < threads; ++t) {
+        uint32_t want =
+            1000 * iterations * (iterations - 1) / 2 + iterations * ((t + 1) % threads) + 77;
+        ASSERT_EQ(out[b * threads + t], want)
+            << "block " << b << " thread " << t << " of " << threads;
+      }
+  }
+}
+
 // Every thread waits for an mbarrier that expects twice as many arrivals: the launch fails
 // with a log line instead of spinning for ever.
 const char* kMBarrierDeadlockPtx = R"(.version 7.0
