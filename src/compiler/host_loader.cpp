@@ -10,6 +10,7 @@
 #include <llvm/Support/MemoryBuffer.h>
 
 #include <cstdio>
+#include <map>
 #include <mutex>
 
 #include "compiler/compiler.h"
@@ -115,24 +116,46 @@ void appendToPerfMap(const HostObject& object, HostCode& code) {
     llvm::consumeError(file.takeError());
     return;
   }
+  // Internal functions (a kernel's `.one` round, its helpers) cannot be looked up: each is
+  // placed at its offset from an exported function of the same section, whose address is known.
+  struct Function {
+    llvm::StringRef name;
+    uint64_t address;  // in the object: the offset in its section
+    uint64_t size;
+    llvm::object::section_iterator section;
+  };
+  std::vector<Function> functions;
+  std::map<uint64_t, intptr_t> sectionDelta;  // section index -> loaded address - object address
+  for (const auto& [symbol, size] : llvm::object::computeSymbolSizes(**file)) {
+    auto type = symbol.getType();
+    auto name = symbol.getName();
+    auto address = symbol.getAddress();
+    auto section = symbol.getSection();
+    if (!type || !name || !address || !section || *type != llvm::object::SymbolRef::ST_Function ||
+        size == 0 || *section == (*file)->section_end()) {
+      if (!type) llvm::consumeError(type.takeError());
+      if (!name) llvm::consumeError(name.takeError());
+      if (!address) llvm::consumeError(address.takeError());
+      if (!section) llvm::consumeError(section.takeError());
+      continue;
+    }
+    functions.push_back({*name, *address, size, *section});
+    uint64_t index = (*section)->getIndex();
+    if (sectionDelta.count(index) != 0) continue;
+    if (void* loaded = code.lookup(std::string_view(name->data(), name->size())))
+      sectionDelta[index] = reinterpret_cast<intptr_t>(loaded) - static_cast<intptr_t>(*address);
+  }
   std::lock_guard<std::mutex> lock(mutex);
   std::string path = "/tmp/perf-" + std::to_string(platform::processId()) + ".map";
   std::FILE* map = std::fopen(path.c_str(), "a");
   if (map == nullptr) return;
-  for (const auto& [symbol, size] : llvm::object::computeSymbolSizes(**file)) {
-    auto type = symbol.getType();
-    auto name = symbol.getName();
-    if (!type || !name || *type != llvm::object::SymbolRef::ST_Function) {
-      if (!type) llvm::consumeError(type.takeError());
-      if (!name) llvm::consumeError(name.takeError());
-      continue;
-    }
-    void* address = code.lookup(std::string_view(name->data(), name->size()));
-    if (address != nullptr && size != 0)
-      std::fprintf(map, "%llx %llx %.*s\n",
-                   static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(address)),
-                   static_cast<unsigned long long>(size), static_cast<int>(name->size()),
-                   name->data());
+  for (const Function& f : functions) {
+    auto delta = sectionDelta.find(f.section->getIndex());
+    if (delta == sectionDelta.end()) continue;
+    std::fprintf(map, "%llx %llx %.*s\n",
+                 static_cast<unsigned long long>(static_cast<intptr_t>(f.address) + delta->second),
+                 static_cast<unsigned long long>(f.size), static_cast<int>(f.name.size()),
+                 f.name.data());
   }
   std::fclose(map);
 }
