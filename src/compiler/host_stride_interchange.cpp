@@ -318,11 +318,13 @@ constexpr uint64_t kMaxPrefetchLines = 64;
 
 // At the start of pass k, prefetch the cache lines the block's threads will read in pass k +
 // kPrefetchPasses, for each load of the stride loop's body whose address follows from the
-// induction alone: a pass reads a block's share of each stride (256 bytes of a histogram's 64
-// KiB), too little for the hardware prefetcher to follow from one pass to the next.
-// Returns the block that now ends `pass` (its branch to the threads' loop).
+// induction alone (`current`, or `wideCurrent`, its exact value in the wide type): a pass reads a
+// block's share of each stride (256 bytes of a histogram's 64 KiB), too little for the hardware
+// prefetcher to follow from one pass to the next. Returns the block that now ends `pass` (its
+// branch to the threads' loop).
 llvm::BasicBlock* prefetchAhead(llvm::ArrayRef<llvm::BasicBlock*> passBlocks, llvm::Value* current,
-                                llvm::Value* k, llvm::Value* wideFirstStart, llvm::Value* wideStep,
+                                llvm::Value* wideCurrent, llvm::Value* k,
+                                llvm::Value* wideFirstStart, llvm::Value* wideStep,
                                 llvm::Value* threadStep, llvm::Value* trips,
                                 llvm::BasicBlock* pass) {
   llvm::SmallPtrSet<llvm::BasicBlock*, 16> inside(passBlocks.begin(), passBlocks.end());
@@ -336,8 +338,9 @@ llvm::BasicBlock* prefetchAhead(llvm::ArrayRef<llvm::BasicBlock*> passBlocks, ll
       b.CreateMul(b.CreateAdd(k, llvm::ConstantInt::get(wide, kPrefetchPasses)), wideStep));
   llvm::Value* lastOffset = b.CreateMul(
       b.CreateSub(b.CreateZExt(trips, wide), llvm::ConstantInt::get(wide, 1)), threadStep);
+  llvm::Value* aheadLast = b.CreateAdd(aheadStart, lastOffset);
   llvm::Value* first = b.CreateTrunc(aheadStart, inductionType);
-  llvm::Value* last = b.CreateTrunc(b.CreateAdd(aheadStart, lastOffset), inductionType);
+  llvm::Value* last = b.CreateTrunc(aheadLast, inductionType);
   for (llvm::BasicBlock* block : passBlocks)
     for (llvm::Instruction& inst : *block) {
       auto* load = llvm::dyn_cast<llvm::LoadInst>(&inst);
@@ -345,9 +348,11 @@ llvm::BasicBlock* prefetchAhead(llvm::ArrayRef<llvm::BasicBlock*> passBlocks, ll
       // Only addresses that depend on the induction (the others are the same every pass).
       llvm::SmallPtrSet<llvm::Value*, 2> used;
       llvm::Value* from =
-          copyAddress(load->getPointerOperand(), {{current, first}}, inside, at, used);
+          copyAddress(load->getPointerOperand(), {{current, first}, {wideCurrent, aheadStart}},
+                      inside, at, used);
       if (from == nullptr || used.empty()) continue;
-      llvm::Value* to = copyAddress(load->getPointerOperand(), {{current, last}}, inside, at, used);
+      llvm::Value* to = copyAddress(load->getPointerOperand(),
+                                    {{current, last}, {wideCurrent, aheadLast}}, inside, at, used);
       if (to == nullptr) continue;
       at = prefetchLines(from, to, kMaxPrefetchLines, at);
     }
@@ -547,8 +552,8 @@ void interchange(StrideLoopShape& shape, llvm::DominatorTree& dt, llvm::LoopInfo
   // written so that it stays one comparison, which splitThreadRanges takes out of the loop).
   llvm::Value* wideIndex = b.CreateZExtOrTrunc(passIndex, wide);
   llvm::Value* passStart = b.CreateAdd(wideFirstStart, b.CreateMul(k, wideStep));
-  llvm::Value* current = b.CreateTrunc(b.CreateAdd(passStart, b.CreateMul(wideIndex, threadStep)),
-                                       inductionType, "stride.i");
+  llvm::Value* wideCurrent = b.CreateAdd(passStart, b.CreateMul(wideIndex, threadStep));
+  llvm::Value* current = b.CreateTrunc(wideCurrent, inductionType, "stride.i");
   llvm::Value* room = b.CreateSub(wideBound, passStart);
   if (strict) room = b.CreateSub(room, llvm::ConstantInt::get(wide, 1));
   llvm::Value* passing =
@@ -560,6 +565,18 @@ void interchange(StrideLoopShape& shape, llvm::DominatorTree& dt, llvm::LoopInfo
   auto* passInduction = llvm::cast<llvm::PHINode>(passMap[shape.induction]);
   passInduction->replaceAllUsesWith(current);
   passInduction->eraseFromParent();
+  // Where the thread loops, its i_k lies between its start and the bound, both in the
+  // induction's range: extending it (PTX's cvt.s64.s32 or mul.wide of an index) gives the wide
+  // value itself, without the truncation and sign extension per element (a histogram's byte
+  // loop: two of its four instructions).
+  for (llvm::User* user : llvm::make_early_inc_range(current->users())) {
+    auto* extension = llvm::dyn_cast<llvm::CastInst>(user);
+    if (extension == nullptr || extension->getDestTy() != wide ||
+        extension->getOpcode() != (isSigned ? llvm::Instruction::SExt : llvm::Instruction::ZExt))
+      continue;
+    extension->replaceAllUsesWith(wideCurrent);
+    extension->eraseFromParent();
+  }
   // The carried values: their start in the first pass, else what the previous pass left; stored
   // again, with the values used after the loop, at the end of the iteration.
   b.SetInsertPoint(passStrideEntry->getTerminator());
@@ -581,8 +598,8 @@ void interchange(StrideLoopShape& shape, llvm::DominatorTree& dt, llvm::LoopInfo
     grouped(atIterationEnd.CreateStore(copyOf(shape.results[r]->getIncomingValue(0)),
                                        entryOf(atIterationEnd, resultArrays[r], passIndex)));
 
-  llvm::BasicBlock* passStarted =
-      prefetchAhead(passBlocks, current, k, wideFirstStart, wideStep, threadStep, trips, pass);
+  llvm::BasicBlock* passStarted = prefetchAhead(passBlocks, current, wideCurrent, k, wideFirstStart,
+                                                wideStep, threadStep, trips, pass);
 
   // pass.threads.next: the next thread, or the end of the pass.
   b.SetInsertPoint(passLatch);

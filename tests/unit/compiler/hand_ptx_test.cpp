@@ -1532,6 +1532,9 @@ TEST(CompilerBlockForms, StrideLoopsInRoundsAreInterchanged) {
   EXPECT_NE(histogram.find("%stride.pass.index = phi"), std::string::npos) << histogram;
   // Each pass prefetches the bytes the block reads a few passes ahead.
   EXPECT_NE(histogram.find("call void @llvm.prefetch"), std::string::npos) << histogram;
+  // The bytes are addressed with the induction's exact 64-bit value, not by sign-extending its
+  // 32-bit truncation per byte (`shl 32` + `ashr exact 32`: half the byte loop's instructions).
+  EXPECT_EQ(histogram.find("ashr exact i64"), std::string::npos) << histogram;
   EXPECT_EQ(storesFirst.find("%stride.pass.index"), std::string::npos) << storesFirst;
 }
 
