@@ -379,16 +379,30 @@ bool splitOneLoop(llvm::Function& f, llvm::TargetLibraryInfo& libraryInfo,
 // tests). LLVM's unswitching makes a copy per test, within a size budget the transpose's three
 // tests exceed; here a loop gets one copy with every such test answered the way that lets the
 // threads work, entered when all of them are answered so, and the original for the other rows.
+// A test of the iteration index for one value under an or, `x == c` (`x != c` under an and: the
+// stencil's `x == 0 || x == width - 1`, of its global index), has that answer for every thread of
+// the loop unless c is among the loop's indices: the copy answers it too, entered when c - start
+// is at least the trip count (in the stencil every block but the first and last of a row).
 
 // Marks the latch of a loop versioned on its uniform tests (both copies): not versioned again.
 constexpr const char* kUniformVersioned = "rocuda.uniform.versioned";
 constexpr unsigned kMaxVersionsPerFunction = 16;
 
+// A test of the iteration index for one value: `compare` (x == c or x != c, x the index plus
+// `start`) has its answer for every iteration when c - start, in the compare's type, is at least
+// the trip count.
+struct IndexTest {
+  const llvm::SCEV* start;
+  llvm::Value* value;  // c
+};
+
 // The uniform values that decide `condition` through logical ors and ands, each with the answer
 // that does not decide it alone (false under an or, true under an and): the usual one for a
-// bounds test combined with others, `x >= width || y >= height`.
+// bounds test combined with others, `x >= width || y >= height`. Equality tests of the iteration
+// index with that answer (`x == c` under an or, `x != c` under an and) go to `indexTests`.
 void collectUniformOperands(llvm::Value* condition, const llvm::Loop& loop,
-                            llvm::MapVector<llvm::Value*, bool>& answers, int depth = 0) {
+                            llvm::ScalarEvolution* se, llvm::MapVector<llvm::Value*, bool>& answers,
+                            llvm::MapVector<llvm::Value*, IndexTest>& indexTests, int depth = 0) {
   using namespace llvm::PatternMatch;
   llvm::Value* first;
   llvm::Value* second;
@@ -396,10 +410,26 @@ void collectUniformOperands(llvm::Value* condition, const llvm::Loop& loop,
   if (!isOr && !match(condition, m_LogicalAnd(m_Value(first), m_Value(second)))) return;
   for (llvm::Value* operand : {first, second}) {
     if (llvm::isa<llvm::Constant>(operand)) continue;
-    if (loop.isLoopInvariant(operand))
+    if (loop.isLoopInvariant(operand)) {
       answers.insert({operand, !isOr});
-    else if (depth < 8)
-      collectUniformOperands(operand, loop, answers, depth + 1);
+      continue;
+    }
+    auto* compare = llvm::dyn_cast<llvm::ICmpInst>(operand);
+    llvm::ICmpInst::Predicate wanted = isOr ? llvm::ICmpInst::ICMP_EQ : llvm::ICmpInst::ICMP_NE;
+    if (se != nullptr && compare != nullptr && compare->getPredicate() == wanted &&
+        compare->getOperand(0)->getType()->getIntegerBitWidth() >= 16) {
+      for (unsigned side = 0; side < 2; ++side) {
+        llvm::Value* index = compare->getOperand(side);
+        llvm::Value* value = compare->getOperand(1 - side);
+        if (!loop.isLoopInvariant(value)) continue;
+        if (const llvm::SCEV* start = iterationIndexStart(se->getSCEV(index), loop, *se)) {
+          indexTests.insert({compare, {start, value}});
+          break;
+        }
+      }
+      continue;
+    }
+    if (depth < 8) collectUniformOperands(operand, loop, se, answers, indexTests, depth + 1);
   }
 }
 
@@ -418,14 +448,15 @@ llvm::SmallVector<llvm::BranchInst*, 8> testedBranches(const llvm::Loop& loop) {
 // The uniform tests of `loop`'s branches (its latch's aside) and the answers that let the
 // threads work: for a branch on a uniform value, the answer that enters the side the other
 // joins (`if (c) { work }`; neither for an if/else), and for a uniform operand of a branch's
-// logical or/and, collectUniformOperands'.
-llvm::MapVector<llvm::Value*, bool> uniformTestsOf(const llvm::Loop& loop,
-                                                   const llvm::PostDominatorTree& pdt) {
+// logical or/and, collectUniformOperands' (with its index tests, when the trip count is known).
+llvm::MapVector<llvm::Value*, bool> uniformTestsOf(
+    const llvm::Loop& loop, const llvm::PostDominatorTree& pdt, llvm::ScalarEvolution* se,
+    llvm::MapVector<llvm::Value*, IndexTest>& indexTests) {
   llvm::MapVector<llvm::Value*, bool> answers;
   for (llvm::BranchInst* branch : testedBranches(loop)) {
     llvm::Value* condition = branch->getCondition();
     if (!loop.isLoopInvariant(condition)) {
-      collectUniformOperands(condition, loop, answers);
+      collectUniformOperands(condition, loop, se, answers, indexTests);
       continue;
     }
     llvm::BasicBlock* onTrue = branch->getSuccessor(0);
@@ -442,8 +473,13 @@ llvm::MapVector<llvm::Value*, bool> uniformTestsOf(const llvm::Loop& loop,
 //
 //   guard: br (every test has its answer) ? copy's preheader : preheader
 //   copy:  the loop with the tests answered; leaves to the exit as the original does
-void versionOnUniformTests(llvm::Loop& loop, const llvm::MapVector<llvm::Value*, bool>& answers,
-                           llvm::DominatorTree& dt, llvm::LoopInfo& li) {
+//
+// An index test is answered when its value minus the index's start (`offsets`, computed before
+// the loop in the compare's type) is at least the trip count, `trips` (i64).
+void versionOnUniformTests(
+    llvm::Loop& loop, const llvm::MapVector<llvm::Value*, bool>& answers,
+    const llvm::SmallVector<std::pair<llvm::Value*, llvm::Value*>, 4>& offsets, llvm::Value* trips,
+    llvm::DominatorTree& dt, llvm::LoopInfo& li) {
   llvm::BasicBlock* header = loop.getHeader();
   llvm::BasicBlock* latch = loop.getLoopLatch();
   llvm::BasicBlock* exit = loop.getExitBlock();
@@ -461,6 +497,11 @@ void versionOnUniformTests(llvm::Loop& loop, const llvm::MapVector<llvm::Value*,
   llvm::Value* allAnswered = b.getTrue();
   for (const auto& [value, answer] : answers)
     allAnswered = b.CreateAnd(allAnswered, answer ? value : b.CreateNot(value));
+  // (c - start) mod 2^bits >= trips: c is none of start, start + 1, ... (mod 2^bits, as the
+  // compare sees them), exactly, as trips (a block's threads) is below 2^bits.
+  for (const auto& [compare, offset] : offsets)
+    allAnswered =
+        b.CreateAnd(allAnswered, b.CreateICmpUGE(b.CreateZExt(offset, b.getInt64Ty()), trips));
   b.CreateCondBr(allAnswered, llvm::cast<llvm::BasicBlock>(map[entry]), entry);
   guardBranch->eraseFromParent();
 
@@ -473,14 +514,24 @@ void versionOnUniformTests(llvm::Loop& loop, const llvm::MapVector<llvm::Value*,
       auto* user = llvm::dyn_cast<llvm::Instruction>(use.getUser());
       return user != nullptr && inCopy.contains(user->getParent());
     });
+  // An index test is in the loop: the copy's own compare is answered.
+  for (const auto& [compare, offset] : offsets) {
+    auto* copied = llvm::cast<llvm::Instruction>(map[compare]);
+    copied->replaceAllUsesWith(llvm::ConstantInt::getBool(
+        context, llvm::cast<llvm::ICmpInst>(compare)->getPredicate() == llvm::ICmpInst::ICMP_NE));
+    copied->eraseFromParent();
+  }
 }
 
-// Whether a branch of `loop` (its latch's aside) tests a value the loop does not change.
-bool hasUniformTest(const llvm::Loop& loop) {
+// Whether a branch of `loop` (its latch's aside) tests a value the loop does not change, or the
+// iteration index for one value beside such tests.
+bool hasUniformTest(const llvm::Loop& loop, llvm::ScalarEvolution& se) {
   for (llvm::BranchInst* branch : testedBranches(loop)) {
     llvm::MapVector<llvm::Value*, bool> operands;
-    collectUniformOperands(branch->getCondition(), loop, operands);
-    if (loop.isLoopInvariant(branch->getCondition()) || !operands.empty()) return true;
+    llvm::MapVector<llvm::Value*, IndexTest> indexTests;
+    collectUniformOperands(branch->getCondition(), loop, &se, operands, indexTests);
+    if (loop.isLoopInvariant(branch->getCondition()) || !operands.empty() || !indexTests.empty())
+      return true;
   }
   return false;
 }
@@ -488,26 +539,56 @@ bool hasUniformTest(const llvm::Loop& loop) {
 // Version one work-item loop of `f` on its uniform tests; false when none is left to version.
 // The analyses are made once per call, and the post-dominator tree only for a function with
 // such tests (CUB's kernels: a tree per loop took 0.75 s of a Thrust program's compilation).
-bool versionOneLoop(llvm::Function& f) {
+bool versionOneLoop(llvm::Function& f, llvm::TargetLibraryInfo& libraryInfo) {
   llvm::DominatorTree dt(f);
   llvm::LoopInfo li(dt);
+  llvm::AssumptionCache assumptions(f);
+  llvm::ScalarEvolution se(f, libraryInfo, assumptions, dt, li);
   llvm::SmallVector<llvm::Loop*, 8> candidates;
   for (llvm::Loop* loop : li.getLoopsInPreorder())
     if (isWorkItemLoop(*loop) && loop->getLoopLatch() != nullptr &&
         !loop->getLoopLatch()->getTerminator()->getMetadata(kUniformVersioned) &&
-        hasUniformTest(*loop))
+        hasUniformTest(*loop, se))
       candidates.push_back(loop);
   if (candidates.empty()) return false;
   for (llvm::Loop* loop : candidates) {
-    llvm::simplifyLoop(loop, &dt, &li, nullptr, nullptr, nullptr, false);
-    llvm::formLCSSARecursively(*loop, dt, &li, nullptr);
+    llvm::simplifyLoop(loop, &dt, &li, &se, &assumptions, nullptr, false);
+    llvm::formLCSSARecursively(*loop, dt, &li, &se);
   }
   llvm::PostDominatorTree pdt(f);
   for (llvm::Loop* loop : candidates) {
     if (!splittable(*loop, dt, li)) continue;
-    llvm::MapVector<llvm::Value*, bool> answers = uniformTestsOf(*loop, pdt);
-    if (answers.empty()) continue;
-    versionOnUniformTests(*loop, answers, dt, li);
+    const llvm::SCEV* backedges = se.getBackedgeTakenCount(loop);
+    bool counted = !llvm::isa<llvm::SCEVCouldNotCompute>(backedges) &&
+                   se.isAvailableAtLoopEntry(backedges, loop);
+    llvm::MapVector<llvm::Value*, IndexTest> indexTests;
+    llvm::MapVector<llvm::Value*, bool> answers =
+        uniformTestsOf(*loop, pdt, counted ? &se : nullptr, indexTests);
+    // Not a test of the thread index for a constant (`tid == 0`), which the copy would answer
+    // for no block: splitThreadRanges takes those ranges apart.
+    indexTests.remove_if([&](const auto& entry) {
+      return llvm::isa<llvm::SCEVConstant>(entry.second.start) &&
+             llvm::isa<llvm::Constant>(entry.second.value);
+    });
+    if (answers.empty() && indexTests.empty()) continue;
+    llvm::Value* trips = nullptr;
+    llvm::SmallVector<std::pair<llvm::Value*, llvm::Value*>, 4> offsets;
+    if (!indexTests.empty()) {
+      llvm::Instruction* before = loop->getLoopPreheader()->getTerminator();
+      llvm::SCEVExpander expander(se, f.getDataLayout(), "uniform");
+      trips = expander.expandCodeFor(
+          se.getAddExpr(
+              se.getTruncateOrZeroExtend(backedges, llvm::Type::getInt64Ty(f.getContext())),
+              se.getOne(llvm::Type::getInt64Ty(f.getContext()))),
+          llvm::Type::getInt64Ty(f.getContext()), before);
+      for (const auto& [compare, test] : indexTests) {
+        llvm::Type* type = test.value->getType();
+        llvm::Value* start = expander.expandCodeFor(test.start, type, before);
+        llvm::IRBuilder<> b(before);
+        offsets.push_back({compare, b.CreateSub(test.value, start)});
+      }
+    }
+    versionOnUniformTests(*loop, answers, offsets, trips, dt, li);
     return true;
   }
   return false;
@@ -531,10 +612,12 @@ void splitThreadRanges(llvm::Module& module) {
 }
 
 void versionUniformTests(llvm::Module& module) {
+  llvm::TargetLibraryInfoImpl libraryImpl{llvm::Triple(module.getTargetTriple())};
   for (llvm::Function& f : module) {
     if (f.isDeclaration()) continue;
+    llvm::TargetLibraryInfo libraryInfo(libraryImpl, &f);
     for (unsigned count = 0; count < kMaxVersionsPerFunction; ++count)
-      if (!versionOneLoop(f)) break;
+      if (!versionOneLoop(f, libraryInfo)) break;
   }
 }
 

@@ -1425,6 +1425,119 @@ TEST(CompilerBlockForms, RowTestsGetAnUnmaskedCopy) {
   EXPECT_GE(stores, 16) << round;
 }
 
+// A 5-point stencil as nvcc compiles it: the border copies its input, `x == 0 || y == 0 ||
+// x == width - 1 || y == height - 1`, x the global index in x.
+constexpr const char* kStencilPtx = R"(.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry stencil5(.param .u64 in, .param .u64 out, .param .u32 width, .param .u32 height)
+{
+  .reg .pred %p<11>;
+  .reg .f32 %f<11>;
+  .reg .b32 %r<16>;
+  .reg .b64 %rd<13>;
+  ld.param.u64 %rd6, [in];
+  ld.param.u64 %rd5, [out];
+  ld.param.u32 %r3, [width];
+  ld.param.u32 %r4, [height];
+  cvta.to.global.u64 %rd1, %rd6;
+  mov.u32 %r5, %ntid.x;
+  mov.u32 %r6, %ctaid.x;
+  mov.u32 %r7, %tid.x;
+  mad.lo.s32 %r1, %r6, %r5, %r7;
+  mov.u32 %r8, %ntid.y;
+  mov.u32 %r9, %ctaid.y;
+  mov.u32 %r10, %tid.y;
+  mad.lo.s32 %r2, %r9, %r8, %r10;
+  setp.ge.s32 %p1, %r1, %r3;
+  setp.ge.s32 %p2, %r2, %r4;
+  or.pred %p3, %p1, %p2;
+  @%p3 bra DONE;
+  mad.lo.s32 %r11, %r2, %r3, %r1;
+  setp.eq.s32 %p4, %r2, 0;
+  setp.eq.s32 %p5, %r1, 0;
+  or.pred %p6, %p5, %p4;
+  add.s32 %r12, %r3, -1;
+  setp.eq.s32 %p7, %r1, %r12;
+  or.pred %p8, %p6, %p7;
+  add.s32 %r13, %r4, -1;
+  setp.eq.s32 %p9, %r2, %r13;
+  or.pred %p10, %p8, %p9;
+  cvt.s64.s32 %rd2, %r11;
+  mul.wide.s32 %rd7, %r11, 4;
+  add.s64 %rd3, %rd1, %rd7;
+  ld.global.f32 %f1, [%rd3];
+  cvta.to.global.u64 %rd8, %rd5;
+  add.s64 %rd4, %rd8, %rd7;
+  @%p10 bra BORDER;
+  bra.uni INTERIOR;
+BORDER:
+  st.global.f32 [%rd4], %f1;
+  bra.uni DONE;
+INTERIOR:
+  cvt.u32.u64 %r14, %rd2;
+  ld.global.f32 %f2, [%rd3+4];
+  ld.global.f32 %f3, [%rd3+-4];
+  add.f32 %f4, %f3, %f2;
+  sub.s32 %r15, %r14, %r3;
+  mul.wide.s32 %rd9, %r15, 4;
+  add.s64 %rd10, %rd1, %rd9;
+  ld.global.f32 %f5, [%rd10];
+  add.f32 %f6, %f4, %f5;
+  mul.wide.s32 %rd11, %r3, 4;
+  add.s64 %rd12, %rd3, %rd11;
+  ld.global.f32 %f7, [%rd12];
+  add.f32 %f8, %f6, %f7;
+  mul.f32 %f9, %f8, 0f3E000000;
+  fma.rn.f32 %f10, %f1, 0f3F000000, %f9;
+  st.global.f32 [%rd4], %f10;
+DONE:
+  ret;
+}
+)";
+
+// The stencil's column tests are equality tests of the global index: true for at most one
+// thread of a row, and for none in every block but a row's first and last. The row loop gets a
+// copy with them answered, entered when neither value is among the row's indices
+// (host_thread_ranges.cpp), whose neighbour loads are plain vectors, not masks (2 plain
+// vector loads of floats in the block function before, the copy's 5 more since). It runs against
+// a host reference on a grid of interior, edge and partial blocks.
+TEST(CompilerBlockForms, EdgeColumnTestsGetAnUnmaskedCopy) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("rocuda_edge_columns_" + std::to_string(::getpid()));
+  ::setenv("ROCUDA_DUMP", dir.c_str(), 1);
+  auto object = compileForHost(kStencilPtx, "edges", {});
+  ::unsetenv("ROCUDA_DUMP");
+  ASSERT_TRUE(object.ok()) << object.error().message;
+  std::string block = readFile((dir / "edges.block.ll").string());
+  std::filesystem::remove_all(dir);
+  std::string body = roundOf(block, "__rocuda_block_stencil5");
+  ASSERT_FALSE(body.empty()) << block;
+  std::regex plainLoad(R"(= load <[0-9]+ x float>)");
+  auto loads = std::distance(std::sregex_iterator(body.begin(), body.end(), plainLoad),
+                             std::sregex_iterator());
+  EXPECT_GE(loads, 7) << body;
+
+  auto loaded = compileAndLoad(kStencilPtx, "edges_run");
+  ASSERT_TRUE(loaded);
+  const int width = 101, height = 37;  // 4 x 5 blocks of 32 x 8: every kind of block
+  std::vector<float> in(width * height), out(width * height, -1.0f);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>((i * 7) % 23);
+  const float* inPointer = in.data();
+  float* outPointer = out.data();
+  ASSERT_TRUE(launch(*loaded, "stencil5", {4, 5, 1}, {32, 8, 1},
+                     {&inPointer, &outPointer, &width, &height}));
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x) {
+      int i = y * width + x;
+      float want = in[i];
+      if (x != 0 && y != 0 && x != width - 1 && y != height - 1)
+        want =
+            std::fma(in[i], 0.5f, 0.125f * (in[i - 1] + in[i + 1] + in[i - width] + in[i + width]));
+      ASSERT_EQ(out[i], want) << "x " << x << " y " << y;
+    }
+}
+
 // A grid-stride loop between two barriers, as nvcc compiles a shared-memory histogram's, and the
 // same loop after a store of the thread's start (which the interchange must not run again).
 constexpr const char* kStrideRoundsPtx = R"(.version 8.0
