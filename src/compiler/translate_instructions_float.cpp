@@ -501,8 +501,45 @@ Status fuseProduct(FunctionTranslator& t, const ptx::Instruction& inst, ScalarTy
 
 }  // namespace
 
+namespace {
+
+// add/sub/mul/fma.f32x2 (sm_100): each 64-bit operand holds two f32, the first element in the
+// low half; the operation (with its rounding and .ftz) applies to each pair of elements.
+Status packedF32Pair(FunctionTranslator& t, const ptx::Instruction& inst) {
+  bool three = inst.opcode == ptx::Opcode::fma;
+  if (!three && inst.opcode != ptx::Opcode::add && inst.opcode != ptx::Opcode::sub &&
+      inst.opcode != ptx::Opcode::mul)
+    return t.unsupported(inst, "this packed .f32x2 operation");
+  if (inst.operands().size() != (three ? 4u : 3u))
+    return t.invalid(inst, three ? "expected d, a, b, c" : "expected d, a, b");
+  auto& B = t.b;
+  bool ftz = inst.hasModifier("ftz");
+  llvm::Value* pairs[3] = {nullptr, nullptr, nullptr};
+  for (size_t i = 1; i < inst.operands().size(); ++i) {
+    ROCUDA_VALUE(v, t.read(inst.operands()[i], ScalarType::B64));
+    pairs[i - 1] = v;
+  }
+  auto element = [&](llvm::Value* pair, unsigned half) -> llvm::Value* {
+    if (pair == nullptr) return nullptr;
+    llvm::Value* bits = B.CreateTrunc(B.CreateLShr(pair, 32 * half), B.getInt32Ty());
+    llvm::Value* v = B.CreateBitCast(bits, B.getFloatTy());
+    return ftz ? flushSubnormal(t, v) : v;
+  };
+  llvm::Value* result = B.getInt64(0);
+  for (unsigned half = 0; half < 2; ++half) {
+    ROCUDA_VALUE(r, arith(t, inst, element(pairs[0], half), element(pairs[1], half),
+                          element(pairs[2], half)));
+    if (ftz) r = flushSubnormal(t, r);
+    llvm::Value* bits = B.CreateZExt(B.CreateBitCast(r, B.getInt32Ty()), B.getInt64Ty());
+    result = B.CreateOr(result, B.CreateShl(bits, 32 * half));
+  }
+  return t.write(inst.operands()[0], result, ScalarType::B64);
+}
+
+}  // namespace
+
 Status translateFloatOp(FunctionTranslator& t, const ptx::Instruction& inst) {
-  if (inst.hasModifier("f32x2")) return t.unsupported(inst, "packed .f32x2 arithmetic (sm_100)");
+  if (inst.hasModifier("f32x2")) return packedF32Pair(t, inst);
   if (inst.types().empty()) return t.invalid(inst, "missing type");
   ScalarType type = inst.types()[0];
   if (inst.operands().size() < 2) return t.invalid(inst, "too few operands");

@@ -1425,6 +1425,67 @@ TEST(CompilerBlockForms, RowTestsGetAnUnmaskedCopy) {
   EXPECT_GE(stores, 16) << round;
 }
 
+// sm_100's packed pairs of f32 (`add/sub/mul/fma.f32x2`): each element of a 64-bit register's
+// pair (the first in the low half) with the instruction's rounding and .ftz.
+constexpr const char* kPackedPairsPtx = R"(.version 8.8
+.target sm_100
+.address_size 64
+.visible .entry pairs(.param .u64 in, .param .u64 out)
+{
+  .reg .b64 %rd<16>;
+  ld.param.u64 %rd1, [in];
+  ld.param.u64 %rd2, [out];
+  ld.global.u64 %rd3, [%rd1];
+  ld.global.u64 %rd4, [%rd1+8];
+  ld.global.u64 %rd5, [%rd1+16];
+  add.rn.f32x2 %rd6, %rd3, %rd4;
+  sub.rz.f32x2 %rd7, %rd3, %rd4;
+  add.rp.f32x2 %rd8, %rd3, %rd4;
+  add.rm.f32x2 %rd9, %rd3, %rd4;
+  mul.rn.ftz.f32x2 %rd10, %rd3, %rd4;
+  fma.rn.f32x2 %rd11, %rd3, %rd4, %rd5;
+  mul.f32x2 %rd12, %rd3, %rd4;
+  st.global.u64 [%rd2], %rd6;
+  st.global.u64 [%rd2+8], %rd7;
+  st.global.u64 [%rd2+16], %rd8;
+  st.global.u64 [%rd2+24], %rd9;
+  st.global.u64 [%rd2+32], %rd10;
+  st.global.u64 [%rd2+40], %rd11;
+  st.global.u64 [%rd2+48], %rd12;
+  ret;
+}
+)";
+
+TEST(CompilerFloat, PackedF32PairsRoundEachElement) {
+  auto loaded = compileAndLoad(kPackedPairsPtx, "pairs");
+  ASSERT_TRUE(loaded);
+  // a = {1, 1e-40 (subnormal)}, b = {1e-8, 3}, c = {0.25, -2}: the sums and differences are
+  // inexact, so each directed rounding shows.
+  float in[6] = {1.0f, 1e-40f, 1e-8f, 3.0f, 0.25f, -2.0f};
+  float out[14];
+  std::fill(std::begin(out), std::end(out), -1.0f);
+  const float* inPointer = in;
+  float* outPointer = out;
+  ASSERT_TRUE(launch(*loaded, "pairs", {1, 1, 1}, {1, 1, 1}, {&inPointer, &outPointer}));
+  const float want[14] = {1.0f + 1e-8f,
+                          1e-40f + 3.0f,  // add.rn
+                          std::nextafter(1.0f, 0.0f),
+                          std::nextafter(-3.0f, 0.0f),  // sub.rz
+                          std::nextafter(1.0f, 2.0f),
+                          std::nextafter(3.0f, 4.0f),  // add.rp
+                          1.0f,
+                          3.0f,  // add.rm
+                          1e-8f,
+                          0.0f,  // mul.ftz: 1e-40 -> 0
+                          std::fma(1.0f, 1e-8f, 0.25f),
+                          std::fma(1e-40f, 3.0f, -2.0f),  // fma.rn
+                          1e-8f,
+                          1e-40f * 3.0f};  // mul keeps subnormals
+  for (int i = 0; i < 14; ++i) EXPECT_EQ(out[i], want[i]) << "element " << i;
+  EXPECT_FALSE(std::signbit(out[9]));
+  EXPECT_NE(out[13], 0.0f);
+}
+
 // A 5-point stencil as nvcc compiles it: the border copies its input, `x == 0 || y == 0 ||
 // x == width - 1 || y == height - 1`, x the global index in x.
 constexpr const char* kStencilPtx = R"(.version 8.0
