@@ -2,6 +2,7 @@
 // (target, kernels, wave size, kernel-argument layout, LDS size), symbols, no undefined symbols,
 // clean disassembly. Expected kernel layouts come from the host compilation of the same PTX.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -44,7 +45,8 @@ std::string readFile(const std::string& path) {
 }
 
 std::string writeTemp(const std::vector<uint8_t>& bytes, const std::string& name) {
-  std::string path = testing::TempDir() + "rocuda_amdgpu_" + name;
+  std::string path =
+      testing::TempDir() + "rocuda_amdgpu_" + std::to_string(::getpid()) + "_" + name;
   std::ofstream(path, std::ios::binary)
       .write(reinterpret_cast<const char*>(bytes.data()),
              static_cast<std::streamsize>(bytes.size()));

@@ -171,7 +171,7 @@ TEST_F(LibCudaGraph, ExplicitNodesRunInDependencyOrder) {
   EXPECT_EQ(type, CU_GRAPH_NODE_TYPE_MEMCPY);
   // cuGraphDebugDotPrint: the copy's direction by default; sizes and handles when verbose.
   auto dotOf = [&](unsigned flags) {
-    std::string path = ::testing::TempDir() + "graph_labels.dot";
+    std::string path = ::testing::TempDir() + "graph_labels_" + std::to_string(::getpid()) + ".dot";
     EXPECT_EQ(CU(cuGraphDebugDotPrint, CUgraph, const char*, unsigned)(graph, path.c_str(), flags),
               CUDA_SUCCESS);
     std::stringstream dot;

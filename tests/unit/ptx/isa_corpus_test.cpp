@@ -4,6 +4,7 @@
 // declares the lowest .version that allows it, so the files also pin the version and target
 // requirement checks: none of them may raise one.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -84,7 +85,8 @@ TEST_P(IsaCorpus, PrintsBackToPtxThatPtxasAccepts) {
   };
   EXPECT_EQ(bodies(first.module), bodies(second.module));
 #ifdef ROCUDA_PTXAS
-  std::string path = ::testing::TempDir() + "isa_" + GetParam() + ".printed.ptx";
+  std::string path = ::testing::TempDir() + "isa_" + std::to_string(::getpid()) + "_" + GetParam() +
+                     ".printed.ptx";
   std::string marker = text.substr(0, text.find('\n') + 1);  // keep the ptxas-target line
   {
     std::FILE* out = std::fopen(path.c_str(), "w");
