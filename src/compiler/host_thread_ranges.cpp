@@ -422,10 +422,13 @@ void collectUniformOperands(llvm::Value* condition, const llvm::Loop& loop,
         llvm::Value* index = compare->getOperand(side);
         llvm::Value* value = compare->getOperand(1 - side);
         if (!loop.isLoopInvariant(value)) continue;
-        if (const llvm::SCEV* start = iterationIndexStart(se->getSCEV(index), loop, *se)) {
+        const llvm::SCEV* start = iterationIndexStart(se->getSCEV(index), loop, *se);
+        if (start == nullptr) continue;
+        // Not the thread index against a constant (`tid == 0`): the copy would serve no block,
+        // and splitThreadRanges takes those ranges apart.
+        if (!llvm::isa<llvm::SCEVConstant>(start) || !llvm::isa<llvm::Constant>(value))
           indexTests.insert({compare, {start, value}});
-          break;
-        }
+        break;
       }
       continue;
     }
@@ -524,7 +527,7 @@ void versionOnUniformTests(
 }
 
 // Whether a branch of `loop` (its latch's aside) tests a value the loop does not change, or the
-// iteration index for one value beside such tests.
+// iteration index for one value (collectUniformOperands' index tests).
 bool hasUniformTest(const llvm::Loop& loop, llvm::ScalarEvolution& se) {
   for (llvm::BranchInst* branch : testedBranches(loop)) {
     llvm::MapVector<llvm::Value*, bool> operands;
@@ -564,12 +567,6 @@ bool versionOneLoop(llvm::Function& f, llvm::TargetLibraryInfo& libraryInfo) {
     llvm::MapVector<llvm::Value*, IndexTest> indexTests;
     llvm::MapVector<llvm::Value*, bool> answers =
         uniformTestsOf(*loop, pdt, counted ? &se : nullptr, indexTests);
-    // Not a test of the thread index for a constant (`tid == 0`), which the copy would answer
-    // for no block: splitThreadRanges takes those ranges apart.
-    indexTests.remove_if([&](const auto& entry) {
-      return llvm::isa<llvm::SCEVConstant>(entry.second.start) &&
-             llvm::isa<llvm::Constant>(entry.second.value);
-    });
     if (answers.empty() && indexTests.empty()) continue;
     llvm::Value* trips = nullptr;
     llvm::SmallVector<std::pair<llvm::Value*, llvm::Value*>, 4> offsets;
