@@ -1007,15 +1007,25 @@ DONE:
 }
 )";
 
-TEST(CompilerBlockForms, IfElseStoresToOnePlaceBecomeOneStore) {
-  auto dir = std::filesystem::temp_directory_path() / ("rocuda_sink_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+// The block forms `ptx` compiles to (ROCUDA_DUMP's `<module>.block.ll`), or an empty string
+// and a test failure when it does not compile.
+std::string blockFormsOf(const char* ptx, const std::string& module) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("rocuda_" + module + "_" + std::to_string(::getpid()));
   ::setenv("ROCUDA_DUMP", dir.c_str(), 1);
-  auto object = compileForHost(kCopyOrComputePtx, "sink", {});
+  auto object = compileForHost(ptx, module, {});
   ::unsetenv("ROCUDA_DUMP");
-  ASSERT_TRUE(object.ok()) << object.error().message;
-  std::string block = readFile((dir / "sink.block.ll").string());
+  std::string block;
+  if (object.ok())
+    block = readFile((dir / (module + ".block.ll")).string());
+  else
+    ADD_FAILURE() << object.error().message;
   std::filesystem::remove_all(dir);
+  return block;
+}
+
+TEST(CompilerBlockForms, IfElseStoresToOnePlaceBecomeOneStore) {
+  std::string block = blockFormsOf(kCopyOrComputePtx, "sink");
   size_t start = block.find("define void @__rocuda_block_copyOrCompute(");
   ASSERT_NE(start, std::string::npos) << block;
   std::string body = block.substr(start, block.find("\n}\n", start) - start);
@@ -1163,15 +1173,7 @@ $L__BB1_4:
 // (bench/cpu_device: the shared-memory reduction took 15 ms, 10 ms since). And a shuffle by a
 // constant delta reads contiguous snapshots.
 TEST(CompilerBlockForms, PartialRoundsReadTheContextOutsideTheirLoops) {
-  auto dir =
-      std::filesystem::temp_directory_path() / ("rocuda_partial_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  ::setenv("ROCUDA_DUMP", dir.c_str(), 1);
-  auto object = compileForHost(kPartialRoundsPtx, "partial", {});
-  ::unsetenv("ROCUDA_DUMP");
-  ASSERT_TRUE(object.ok()) << object.error().message;
-  std::string block = readFile((dir / "partial.block.ll").string());
-  std::filesystem::remove_all(dir);
+  std::string block = blockFormsOf(kPartialRoundsPtx, "partial");
   for (const char* round : {"@__rocuda_round_treeSum.one(", "@__rocuda_round_warpLeaders.one("}) {
     size_t start = block.find(round);
     ASSERT_NE(start, std::string::npos) << round << "\n" << block;
@@ -1406,14 +1408,7 @@ DONE:
 // but the first was a masked vector: the transpose took 15 ms, 12.3-13.8 since). e2e uniform_tests
 // checks the answers at the edges.
 TEST(CompilerBlockForms, RowTestsGetAnUnmaskedCopy) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("rocuda_uniform_tests_" + std::to_string(::getpid()));
-  ::setenv("ROCUDA_DUMP", dir.c_str(), 1);
-  auto object = compileForHost(kTransposePtx, "rows", {});
-  ::unsetenv("ROCUDA_DUMP");
-  ASSERT_TRUE(object.ok()) << object.error().message;
-  std::string block = readFile((dir / "rows.block.ll").string());
-  std::filesystem::remove_all(dir);
+  std::string block = blockFormsOf(kTransposePtx, "rows");
   std::string round = roundOf(block, "__rocuda_round_transpose.one");
   ASSERT_FALSE(round.empty()) << block;
   // Four rows loaded into the tile and four stored to `out`, as plain vector stores in the copies
@@ -1564,14 +1559,7 @@ DONE:
 // vector loads of floats in the block function before, the copy's 5 more since). It runs against
 // a host reference on a grid of interior, edge and partial blocks.
 TEST(CompilerBlockForms, EdgeColumnTestsGetAnUnmaskedCopy) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("rocuda_edge_columns_" + std::to_string(::getpid()));
-  ::setenv("ROCUDA_DUMP", dir.c_str(), 1);
-  auto object = compileForHost(kStencilPtx, "edges", {});
-  ::unsetenv("ROCUDA_DUMP");
-  ASSERT_TRUE(object.ok()) << object.error().message;
-  std::string block = readFile((dir / "edges.block.ll").string());
-  std::filesystem::remove_all(dir);
+  std::string block = blockFormsOf(kStencilPtx, "edges");
   std::string body = roundOf(block, "__rocuda_block_stencil5");
   ASSERT_FALSE(body.empty()) << block;
   std::regex plainLoad(R"(= load <[0-9]+ x float>)");
@@ -1691,14 +1679,7 @@ DONE:
 // Not where code before the loop has effects. e2e grid_stride_barriers checks the answers
 // (this runtime runs threads, not rounds), including indices near the ends of their types' ranges.
 TEST(CompilerBlockForms, StrideLoopsInRoundsAreInterchanged) {
-  auto top =
-      std::filesystem::temp_directory_path() / ("rocuda_interchange_" + std::to_string(::getpid()));
-  ::setenv("ROCUDA_DUMP", top.c_str(), 1);
-  auto object = compileForHost(kStrideRoundsPtx, "strides", {});
-  ::unsetenv("ROCUDA_DUMP");
-  ASSERT_TRUE(object.ok()) << object.error().message;
-  std::string block = readFile((top / "strides.block.ll").string());
-  std::filesystem::remove_all(top);
+  std::string block = blockFormsOf(kStrideRoundsPtx, "strides");
   std::string histogram = roundOf(block, "__rocuda_round_histogram.one");
   std::string storesFirst = roundOf(block, "__rocuda_round_storesFirst.one");
   ASSERT_FALSE(histogram.empty()) << block;
@@ -1810,15 +1791,7 @@ $L_loop:
 // so the loads are contiguous vectors, not gathers through pointers kept in the frames (SGEMM's
 // tile loads: half its time on AMD Zen 5).
 TEST(CompilerBlockForms, LoopsThatWaitCountTheirTrips) {
-  auto dir =
-      std::filesystem::temp_directory_path() / ("rocuda_trips_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  ::setenv("ROCUDA_DUMP", dir.c_str(), 1);
-  auto object = compileForHost(kSteppedAddressPtx, "trips", {});
-  ::unsetenv("ROCUDA_DUMP");
-  ASSERT_TRUE(object.ok()) << object.error().message;
-  std::string block = readFile((dir / "trips.block.ll").string());
-  std::filesystem::remove_all(dir);
+  std::string block = blockFormsOf(kSteppedAddressPtx, "trips");
   std::string round = roundOf(block, "__rocuda_round_tiles.one");
   ASSERT_FALSE(round.empty()) << block;
   EXPECT_EQ(round.find("masked.gather"), std::string::npos) << round;
