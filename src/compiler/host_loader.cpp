@@ -122,7 +122,7 @@ void appendToPerfMap(const HostObject& object, HostCode& code) {
     llvm::StringRef name;
     uint64_t address;  // in the object: the offset in its section
     uint64_t size;
-    llvm::object::section_iterator section;
+    uint64_t section;  // its index
   };
   std::vector<Function> functions;
   std::map<uint64_t, intptr_t> sectionDelta;  // section index -> loaded address - object address
@@ -139,8 +139,8 @@ void appendToPerfMap(const HostObject& object, HostCode& code) {
       if (!section) llvm::consumeError(section.takeError());
       continue;
     }
-    functions.push_back({*name, *address, size, *section});
     uint64_t index = (*section)->getIndex();
+    functions.push_back({*name, *address, size, index});
     if (sectionDelta.count(index) != 0) continue;
     if (void* loaded = code.lookup(std::string_view(name->data(), name->size())))
       sectionDelta[index] = reinterpret_cast<intptr_t>(loaded) - static_cast<intptr_t>(*address);
@@ -150,7 +150,7 @@ void appendToPerfMap(const HostObject& object, HostCode& code) {
   std::FILE* map = std::fopen(path.c_str(), "a");
   if (map == nullptr) return;
   for (const Function& f : functions) {
-    auto delta = sectionDelta.find(f.section->getIndex());
+    auto delta = sectionDelta.find(f.section);
     if (delta == sectionDelta.end()) continue;
     std::fprintf(map, "%llx %llx %.*s\n",
                  static_cast<unsigned long long>(static_cast<intptr_t>(f.address) + delta->second),

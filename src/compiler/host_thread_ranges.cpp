@@ -61,6 +61,14 @@ const llvm::SCEV* iterationIndexStart(const llvm::SCEV* s, const llvm::Loop& loo
   return rec->getStart();
 }
 
+// The loop's trip count (its backedges plus one) in `type`, or null when scalar evolution cannot
+// count them.
+const llvm::SCEV* tripCountOf(llvm::Loop& loop, llvm::Type* type, llvm::ScalarEvolution& se) {
+  const llvm::SCEV* backedges = se.getBackedgeTakenCount(&loop);
+  if (llvm::isa<llvm::SCEVCouldNotCompute>(backedges)) return nullptr;
+  return se.getAddExpr(se.getTruncateOrZeroExtend(backedges, type), se.getOne(type));
+}
+
 // Marks a test left in the second loop of a split at an offset index (splitAt): not split again.
 constexpr const char* kKeptRangeTest = "rocuda.range_test.kept";
 
@@ -256,11 +264,10 @@ bool splitAt(llvm::Loop& loop, const RangeTest& test, llvm::DominatorTree& dt, l
   llvm::BasicBlock* header = loop.getHeader();
   llvm::BasicBlock* latch = loop.getLoopLatch();
   llvm::BasicBlock* exit = loop.getExitBlock();
-  const llvm::SCEV* backedges = se.getBackedgeTakenCount(&loop);
-  if (index == nullptr || llvm::isa<llvm::SCEVCouldNotCompute>(backedges)) return false;
+  if (index == nullptr) return false;
   llvm::Type* indexType = index->getType();
-  const llvm::SCEV* trips =
-      se.getAddExpr(se.getTruncateOrZeroExtend(backedges, indexType), se.getOne(indexType));
+  const llvm::SCEV* trips = tripCountOf(loop, indexType, se);
+  if (trips == nullptr) return false;
   llvm::Value* indexNext = index->getIncomingValueForBlock(latch);
 
   // An empty block before the header, so that the copy's own preheader is empty too.
@@ -561,9 +568,9 @@ bool versionOneLoop(llvm::Function& f, llvm::TargetLibraryInfo& libraryInfo) {
   llvm::PostDominatorTree pdt(f);
   for (llvm::Loop* loop : candidates) {
     if (!splittable(*loop, dt, li)) continue;
-    const llvm::SCEV* backedges = se.getBackedgeTakenCount(loop);
-    bool counted = !llvm::isa<llvm::SCEVCouldNotCompute>(backedges) &&
-                   se.isAvailableAtLoopEntry(backedges, loop);
+    llvm::Type* i64 = llvm::Type::getInt64Ty(f.getContext());
+    const llvm::SCEV* tripCount = tripCountOf(*loop, i64, se);
+    bool counted = tripCount != nullptr && se.isAvailableAtLoopEntry(tripCount, loop);
     llvm::MapVector<llvm::Value*, IndexTest> indexTests;
     llvm::MapVector<llvm::Value*, bool> answers =
         uniformTestsOf(*loop, pdt, counted ? &se : nullptr, indexTests);
@@ -573,11 +580,7 @@ bool versionOneLoop(llvm::Function& f, llvm::TargetLibraryInfo& libraryInfo) {
     if (!indexTests.empty()) {
       llvm::Instruction* before = loop->getLoopPreheader()->getTerminator();
       llvm::SCEVExpander expander(se, f.getDataLayout(), "uniform");
-      trips = expander.expandCodeFor(
-          se.getAddExpr(
-              se.getTruncateOrZeroExtend(backedges, llvm::Type::getInt64Ty(f.getContext())),
-              se.getOne(llvm::Type::getInt64Ty(f.getContext()))),
-          llvm::Type::getInt64Ty(f.getContext()), before);
+      trips = expander.expandCodeFor(tripCount, i64, before);
       for (const auto& [compare, test] : indexTests) {
         llvm::Type* type = test.value->getType();
         llvm::Value* start = expander.expandCodeFor(test.start, type, before);
