@@ -136,8 +136,9 @@ llvm::Instruction* prefetchLines(llvm::Value* from, llvm::Value* to, uint64_t ma
                                  llvm::Value* when = nullptr);
 
 // Before each work-item loop whose loads' addresses follow from the thread index and %ctaid.x
-// (a reduction's first round, a tile's loads), prefetch the lines the next block (%ctaid.x + 1,
-// the one a worker runs next in its chunk) will read there (host_prefetch.cpp).
+// (a reduction's first round, a tile's loads), prefetch the lines a later block (%ctaid.x + 4
+// for a 1D block's rounds; %ctaid.x + 1, the one a worker runs next in its chunk, for each row
+// of a 2D block) will read or write there (host_prefetch.cpp).
 void prefetchNextBlocks(llvm::Module& module);
 
 // Split each work-item loop whose body tests the thread's x index against a value the loop does

@@ -1552,6 +1552,74 @@ DONE:
 }
 )";
 
+// Each row of a 2D block's threads prefetches the lines the same row of the next block reads
+// and writes (host_prefetch.cpp: prefetchNextBlockRowsIn), in a block of its own that only 2D
+// blocks enter: the transpose's rows of `in` and of `out` (for writing), in its rounds; the
+// stencil's three rows of `in` (in[i - 1], in[i] and in[i + 1] one line pair) and its row of
+// `out`, in its block loop. Then the stencil runs, its last blocks prefetching past the arrays.
+TEST(CompilerBlockForms, TwoDimensionalRowsPrefetchTheNextBlock) {
+  auto prefetchesIn = [](const std::string& function) {
+    // Per prefetch.row block: {reads, writes}.
+    std::vector<std::pair<int, int>> rows;
+    std::regex label(R"(\nprefetch\.row[0-9]*:)");
+    for (auto it = std::sregex_iterator(function.begin(), function.end(), label);
+         it != std::sregex_iterator(); ++it) {
+      size_t start = it->position() + it->length();
+      std::string body = function.substr(start, function.find("\n\n", start) - start);
+      auto count = [&](const std::string& call) {
+        int n = 0;
+        for (size_t at = body.find(call); at != std::string::npos; at = body.find(call, at + 1))
+          ++n;
+        return n;
+      };
+      rows.push_back({count("i32 0, i32 3, i32 1)"), count("i32 1, i32 3, i32 1)")});
+    }
+    return rows;
+  };
+  std::string transposeForms = blockFormsOf(kTransposePtx, "row_prefetch");
+  std::string round = roundOf(transposeForms, "__rocuda_round_transpose.one");
+  ASSERT_FALSE(round.empty()) << transposeForms;
+  bool reads = false, writes = false;
+  for (auto [read, write] : prefetchesIn(round)) {
+    reads |= read > 0;
+    writes |= write > 0;
+  }
+  EXPECT_TRUE(reads && writes) << round;
+
+  std::string stencilForms = blockFormsOf(kStencilPtx, "row_prefetch_stencil");
+  std::string block = roundOf(stencilForms, "__rocuda_block_stencil5");
+  ASSERT_FALSE(block.empty()) << stencilForms;
+  auto rows = prefetchesIn(block);
+  ASSERT_FALSE(rows.empty()) << block;
+  bool interior = false;
+  for (auto [read, write] : rows) {
+    EXPECT_LE(read, 6) << block;  // three rows at most, each its first and last line
+    EXPECT_LE(write, 2) << block;
+    interior |= read == 6 && write == 2;
+  }
+  EXPECT_TRUE(interior) << block;
+
+  auto loaded = compileAndLoad(kStencilPtx, "row_prefetch_run");
+  ASSERT_TRUE(loaded);
+  constexpr int kWidth = 96, kHeight = 40;  // 3 x 5 blocks of 32 x 8
+  std::vector<float> in(kWidth * kHeight), out(in.size(), -1.0f);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = float((i * 7) % 13);
+  float* inPointer = in.data();
+  float* outPointer = out.data();
+  int width = kWidth, height = kHeight;
+  ASSERT_TRUE(launch(*loaded, "stencil5", {3, 5, 1}, {32, 8, 1},
+                     {&inPointer, &outPointer, &width, &height}));
+  for (int y = 0; y < kHeight; ++y)
+    for (int x = 0; x < kWidth; ++x) {
+      int i = y * kWidth + x;
+      float want = in[i];
+      if (x > 0 && y > 0 && x < kWidth - 1 && y < kHeight - 1)
+        want = std::fma(in[i], 0.5f,
+                        ((in[i - 1] + in[i + 1]) + in[i - kWidth] + in[i + kWidth]) * 0.125f);
+      ASSERT_EQ(out[i], want) << x << "," << y;
+    }
+}
+
 // The stencil's column tests are equality tests of the global index: true for at most one
 // thread of a row, and for none in every block but a row's first and last. The row loop gets a
 // copy with them answered, entered when neither value is among the row's indices
