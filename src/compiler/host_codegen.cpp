@@ -2,14 +2,17 @@
 // for this machine's CPU.
 #include "compiler/host_codegen.h"
 
+#include <llvm/ADT/SmallBitVector.h>
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/InstIterator.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
+#include <llvm/IR/PatternMatch.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/CommandLine.h>
@@ -18,6 +21,7 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
 #include <llvm/TargetParser/SubtargetFeature.h>
+#include <llvm/Transforms/Utils/Local.h>
 
 #include <mutex>
 #include <string>
@@ -123,6 +127,63 @@ constexpr const char* kRoundVectorizePipeline =
 // (masks, 32 registers) stay in use at 256 bits.
 constexpr const char* kPreferredVectorBits = "256";
 
+namespace {
+
+// The vector whose every lane `test` ors together, lane by lane (`extractelement` of each lane
+// of one <N x i1>, joined by `or` or `select %a, true, %b`), or null.
+llvm::Value* lanesOredBy(llvm::Instruction& test) {
+  using namespace llvm::PatternMatch;
+  llvm::Value* vector = nullptr;
+  llvm::SmallBitVector lanes;
+  llvm::SmallVector<llvm::Value*, 16> pending = {&test};
+  while (!pending.empty()) {
+    llvm::Value* value = pending.pop_back_val();
+    llvm::Value *left, *right, *source;
+    uint64_t lane;
+    if (match(value, m_LogicalOr(m_Value(left), m_Value(right))) &&
+        (value == &test || value->hasOneUse())) {
+      if (pending.size() > 64) return nullptr;
+      pending.push_back(left);
+      pending.push_back(right);
+    } else if (match(value, m_ExtractElt(m_Value(source), m_ConstantInt(lane)))) {
+      auto* type = llvm::dyn_cast<llvm::FixedVectorType>(source->getType());
+      if (type == nullptr || (vector != nullptr && source != vector) ||
+          lane >= type->getNumElements())
+        return nullptr;
+      if (vector == nullptr) lanes.resize(type->getNumElements());
+      vector = source;
+      lanes.set(lane);
+    } else {
+      return nullptr;
+    }
+  }
+  return vector != nullptr && lanes.all() ? vector : nullptr;
+}
+
+}  // namespace
+
+void reduceLaneTests(llvm::Module& module) {
+  using namespace llvm::PatternMatch;
+  for (llvm::Function& f : module) {
+    llvm::SmallVector<std::pair<llvm::Instruction*, llvm::Value*>, 4> tests;
+    for (llvm::Instruction& inst : llvm::instructions(f)) {
+      if (!inst.getType()->isIntegerTy(1) || !match(&inst, m_LogicalOr(m_Value(), m_Value())))
+        continue;
+      // Only the chain's last `or`: the others are parts of it.
+      if (inst.hasOneUse() && match(inst.user_back(), m_LogicalOr(m_Value(), m_Value()))) continue;
+      if (llvm::Value* vector = lanesOredBy(inst)) tests.push_back({&inst, vector});
+    }
+    for (auto [test, vector] : tests) {
+      llvm::IRBuilder<> b(test);
+      // Frozen: a poison lane makes the reduction poison, where `select %a, true, %b` with %a
+      // true does not look at %b.
+      llvm::Value* any = b.CreateOrReduce(b.CreateFreeze(vector));
+      test->replaceAllUsesWith(any);
+      llvm::RecursivelyDeleteTriviallyDeadInstructions(test);
+    }
+  }
+}
+
 void optimizeForHost(llvm::Module& module, llvm::TargetMachine& tm, int optLevel,
                      bool transformLoops) {
   module.setTargetTriple(tm.getTargetTriple().str());
@@ -141,6 +202,7 @@ void optimizeForHost(llvm::Module& module, llvm::TargetMachine& tm, int optLevel
                                     ? passes.pb.buildO0DefaultPipeline(level)
                                     : passes.pb.buildPerModuleDefaultPipeline(level);
   mpm.run(module, passes.mam);
+  if (transformLoops) reduceLaneTests(module);
 }
 
 llvm::StringMap<unsigned> optimizeRoundLoops(llvm::Module& module, llvm::TargetMachine& tm,
@@ -166,6 +228,7 @@ llvm::StringMap<unsigned> optimizeRoundLoops(llvm::Module& module, llvm::TargetM
   splitThreadRanges(module);
   versionUniformTests(module);
   run(kRoundVectorizePipeline);
+  reduceLaneTests(module);
   return interchanged;
 }
 

@@ -135,6 +135,12 @@ llvm::Instruction* prefetchLines(llvm::Value* from, llvm::Value* to, uint64_t ma
                                  llvm::Instruction* at, uint64_t minLines = 1,
                                  llvm::Value* when = nullptr);
 
+// Each `or` of every lane of one <N x i1> vector, lane by lane (what the loop vectorizer's
+// predicated stores to one address become, `if (found) *flag = 1`), as one
+// llvm.vector.reduce.or: x86 code generation makes every `or` of such a chain a branch of its
+// own, and a loop that waits on memory ran 1.3x slower with them (host_codegen.cpp).
+void reduceLaneTests(llvm::Module& module);
+
 // Before each work-item loop whose loads' addresses follow from the thread index and %ctaid.x
 // (a reduction's first round, a tile's loads), prefetch the lines a later block (%ctaid.x + 4
 // for a 1D block's rounds; %ctaid.x + 1, the one a worker runs next in its chunk, for each row

@@ -1420,6 +1420,68 @@ TEST(CompilerBlockForms, RowTestsGetAnUnmaskedCopy) {
   EXPECT_GE(stores, 16) << round;
 }
 
+// `if (i < n && in[i] == key) *flag = 1` as nvcc compiles it: a store to one address under a
+// test each thread makes.
+constexpr const char* kAnyEqualPtx = R"(.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry anyEqual(.param .u64 inp, .param .u64 flagp, .param .f32 key, .param .u32 n)
+{
+  .reg .pred %p<3>;
+  .reg .f32 %f<3>;
+  .reg .b32 %r<7>;
+  .reg .b64 %rd<7>;
+  ld.param.u64 %rd1, [inp];
+  ld.param.u64 %rd2, [flagp];
+  ld.param.f32 %f1, [key];
+  ld.param.u32 %r2, [n];
+  mov.u32 %r3, %ntid.x;
+  mov.u32 %r4, %ctaid.x;
+  mov.u32 %r5, %tid.x;
+  mad.lo.s32 %r1, %r4, %r3, %r5;
+  setp.ge.s32 %p1, %r1, %r2;
+  @%p1 bra DONE;
+  cvta.to.global.u64 %rd3, %rd1;
+  mul.wide.s32 %rd4, %r1, 4;
+  add.s64 %rd5, %rd3, %rd4;
+  ld.global.f32 %f2, [%rd5];
+  setp.neu.f32 %p2, %f2, %f1;
+  @%p2 bra DONE;
+  cvta.to.global.u64 %rd6, %rd2;
+  mov.u32 %r6, 1;
+  st.global.u32 [%rd6], %r6;
+DONE:
+  ret;
+}
+)";
+
+// The vectorizer's predicated stores to one address become one store under an `or` of every
+// lane's test, which x86 code generation would make a branch per lane; it is one
+// llvm.vector.reduce.or (host_codegen.cpp: reduceLaneTests). Then the flag is set exactly when
+// some element matches.
+TEST(CompilerBlockForms, LaneTestsOfOneStoreAreOneReduction) {
+  std::string forms = blockFormsOf(kAnyEqualPtx, "lane_tests");
+  std::string block = roundOf(forms, "__rocuda_block_anyEqual");
+  ASSERT_FALSE(block.empty()) << forms;
+  EXPECT_NE(block.find("@llvm.vector.reduce.or.v"), std::string::npos) << block;
+  EXPECT_FALSE(std::regex_search(block, std::regex(R"(extractelement <[0-9]+ x i1>)"))) << block;
+
+  auto loaded = compileAndLoad(kAnyEqualPtx, "lane_tests_run");
+  ASSERT_TRUE(loaded);
+  constexpr int kCount = 1000;  // 4 blocks of 256, the last one partly past the end
+  std::vector<float> in(kCount);
+  for (int i = 0; i < kCount; ++i) in[i] = float(i);
+  float* inPointer = in.data();
+  int n = kCount;
+  for (float key : {-1.0f, 0.0f, 255.0f, 513.0f, 999.0f, 1000.0f}) {
+    int flag = 0;
+    int* flagPointer = &flag;
+    ASSERT_TRUE(
+        launch(*loaded, "anyEqual", {4, 1, 1}, {256, 1, 1}, {&inPointer, &flagPointer, &key, &n}));
+    EXPECT_EQ(flag, key >= 0.0f && key < kCount ? 1 : 0) << key;
+  }
+}
+
 // sm_100's packed pairs of f32 (`add/sub/mul/fma.f32x2`): each element of a 64-bit register's
 // pair (the first in the low half) with the instruction's rounding and .ftz.
 constexpr const char* kPackedPairsPtx = R"(.version 8.8
