@@ -155,6 +155,7 @@ struct DeviceDescription {
   int maxBlocksPerMultiprocessor = 32;
   int totalConstantMemory = 64 * 1024;
   int pciDomain = 0, pciBus = 0, pciDevice = 0;
+  int hostNumaNode = -1;           // the host NUMA node nearest the device; -1: not known
   bool integrated = false;         // shares memory with the host
   bool canMapHostMemory = true;
   bool managedMemory = true;

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/platform.h"
+#include "support/platform.h"
 
 namespace rocuda::core {
 
@@ -22,8 +23,16 @@ MemoryPool::MemoryPool(Device& device, bool isDefault, uint64_t maxSize, PoolMem
 
 Result<void*> MemoryPool::allocateBlock(uint64_t bytes) {
   switch (memory_) {
-    case PoolMemory::PinnedHost:
-      return device_.backend().allocateHost(bytes);
+    case PoolMemory::PinnedHost: {
+      Result<void*> block = device_.backend().allocateHost(bytes);
+      if (!block || location_.type != MemoryLocation::Type::HostNuma) return block;
+      // A pool on one host NUMA node: its blocks' pages there, or no block.
+      if (Status placed = platform::placeOnNumaNode(*block, bytes, location_.id); !placed) {
+        device_.backend().freeHost(*block);
+        return placed.error();
+      }
+      return block;
+    }
     case PoolMemory::Managed:
       return device_.backend().allocateManaged(bytes);
     case PoolMemory::Device:

@@ -152,6 +152,7 @@ std::optional<int> capabilityAttribute(const DeviceDescription& d, int attribute
       return 1;
     case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:  // stream-ordered allocation (core)
     case CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED:  // pools on CU_MEM_LOCATION_TYPE_HOST
+    case CU_DEVICE_ATTRIBUTE_HOST_NUMA_MEMORY_POOLS_SUPPORTED:  // and on one of its NUMA nodes
     case CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED:  // cuMemHostRegister (core)
       return 1;
     case CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED:  // interprocess events (core/ipc.cpp)
@@ -172,7 +173,7 @@ std::optional<int> capabilityAttribute(const DeviceDescription& d, int attribute
     case CU_DEVICE_ATTRIBUTE_NUMA_ID:
       return -1;
     case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID:
-      return -1;
+      return d.hostNumaNode;
     // Stream memory operations (cuStreamWaitValue*/WriteValue*/BatchMemOp) work on every device.
     case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1:
     case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS_V1:

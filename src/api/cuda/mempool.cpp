@@ -1,15 +1,15 @@
 // Stream-ordered allocation and memory pools: cuMemAllocAsync / cuMemFreeAsync (cudaMallocAsync,
 // cudaFreeAsync), the device's default and current pools, created pools and their attributes.
-#include "core/memory_pool.h"
-
 #include "api/cuda/boundary.h"
 #include "api/cuda/graph_internal.h"
 #include "core/context.h"
 #include "core/graph.h"
 #include "core/ipc.h"
 #include "core/memory.h"
+#include "core/memory_pool.h"
 #include "core/platform.h"
 #include "core/stream.h"
+#include "support/platform.h"
 
 namespace rocuda::api {
 namespace {
@@ -45,10 +45,17 @@ Result<core::Device*> deviceOfLocation(const CUmemLocation& location) {
   return lookupDevice(location.id);
 }
 
-// What a CUDA 13 location-based pool call names: pinned memory on a device or on the host, or
-// managed memory preferring none, the host or a device. Managed pools need concurrent managed
-// access on every device (NOT_SUPPORTED otherwise, as NVIDIA documents); pools on a host NUMA
-// node are not offered (NOT_SUPPORTED); a combination CUDA itself rejects is INVALID_VALUE.
+// Whether an access descriptor's location is the host's CPU: the host, or one of its NUMA nodes.
+bool namesTheHost(const CUmemLocation& location) {
+  return location.type == CU_MEM_LOCATION_TYPE_HOST ||
+         (location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA && location.id >= 0 &&
+          location.id < platform::numaNodeCount());
+}
+
+// What a CUDA 13 location-based pool call names: pinned memory on a device, on the host or on
+// one of the host's NUMA nodes, or managed memory preferring none, the host, a host NUMA node or
+// a device. Managed pools need concurrent managed access on every device (NOT_SUPPORTED
+// otherwise, as NVIDIA documents); a combination CUDA itself rejects is INVALID_VALUE.
 struct PoolPlace {
   core::PoolMemory memory;
   core::MemoryLocation location;
@@ -74,8 +81,11 @@ Result<PoolPlace> poolPlace(const CUmemLocation* location, CUmemAllocationType t
       where = {Type::Host, 0};
       break;
     case CU_MEM_LOCATION_TYPE_HOST_NUMA:
-      return makeError(ErrorCode::NotSupported,
-                       "pools on a host NUMA node are not offered; CU_MEM_LOCATION_TYPE_HOST is");
+      if (location->id < 0 || location->id >= platform::numaNodeCount())
+        return makeError(ErrorCode::InvalidValue, "location id " + std::to_string(location->id) +
+                                                      " is not a NUMA node of this host");
+      where = {Type::HostNuma, location->id};
+      break;
     case CU_MEM_LOCATION_TYPE_NONE:
       if (type != CU_MEM_ALLOCATION_TYPE_MANAGED)
         return makeError(ErrorCode::InvalidValue, "location type NONE needs a managed pool");
@@ -292,6 +302,11 @@ ROCUDA_EXPORT CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps*
     if (location.type == CU_MEM_LOCATION_TYPE_HOST &&
         poolProps->handleTypes != CU_MEM_HANDLE_TYPE_NONE)
       return api::invalidValue("a pool located on the host cannot have handle types");
+    // NVIDIA's pools on a host NUMA node may be shared between processes; these are not.
+    if (location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA &&
+        poolProps->handleTypes != CU_MEM_HANDLE_TYPE_NONE)
+      return {CUDA_ERROR_NOT_SUPPORTED,
+              "pools on a host NUMA node cannot be shared between processes here"};
     if (location.type != CU_MEM_LOCATION_TYPE_DEVICE &&
         location.type != CU_MEM_LOCATION_TYPE_HOST &&
         location.type != CU_MEM_LOCATION_TYPE_HOST_NUMA)
@@ -387,8 +402,7 @@ ROCUDA_EXPORT CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDe
       // access cannot be given.
       if (target.memory() != core::PoolMemory::Device && flags == CU_MEM_ACCESS_FLAGS_PROT_READ)
         return {CUDA_ERROR_NOT_SUPPORTED, "read-only access to pool memory is not supported"};
-      if (target.memory() != core::PoolMemory::Device &&
-          map[i].location.type == CU_MEM_LOCATION_TYPE_HOST) {
+      if (target.memory() != core::PoolMemory::Device && api::namesTheHost(map[i].location)) {
         // Host and managed memory: the host keeps read-write access.
         if (flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
           return api::invalidValue("the host keeps read-write access to host and managed pools");
@@ -428,8 +442,7 @@ ROCUDA_EXPORT CUresult cuMemPoolGetAccess(CUmemAccess_flags* flags, CUmemoryPool
     Result<core::MemoryPool*> found = api::lookupPool(memPool);
     if (!found) return found.error();
     core::MemoryPool& target = **found;
-    if (target.memory() != core::PoolMemory::Device &&
-        location->type == CU_MEM_LOCATION_TYPE_HOST) {
+    if (target.memory() != core::PoolMemory::Device && api::namesTheHost(*location)) {
       *flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
       return {};
     }

@@ -780,6 +780,7 @@ void CpuDevice::describe(int instance) {
   d.totalMemory = platform::totalPhysicalMemory();
   d.multiprocessorCount = static_cast<int>(pool_.workerCount());
   d.clockRateKHz = cycleCounterRateKHz();
+  d.hostNumaNode = 0;  // its memory is the host's, first touched on any node: the first node's
   d.integrated = true;
   d.pageableMemoryAccess = true;
   d.hostNativeAtomics = true;

@@ -12,6 +12,7 @@
 #include "compiler/amdgpu/amdgpu_codegen.h"
 #include "support/env.h"
 #include "support/log.h"
+#include "support/platform.h"
 #include "support/sha256.h"
 
 namespace rocuda::backends {
@@ -132,6 +133,7 @@ DeviceDescription describeHipDevice(const HipRawDevice& raw, int computeCapabili
       d.pciDevice = device;
     }
   }
+  d.hostNumaNode = platform::pciNumaNode(d.pciDomain, d.pciBus, d.pciDevice);
   d.integrated = flagOr(raw.integrated, false);
   d.canMapHostMemory = flagOr(raw.canMapHostMemory, true);
   d.managedMemory = flagOr(raw.managedMemory, false);

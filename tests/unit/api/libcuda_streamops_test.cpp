@@ -690,17 +690,21 @@ TEST_F(Driver, MemPoolsByLocation) {
   ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(nullptr), CUDA_SUCCESS);
   ASSERT_EQ(setCurrent(&device, CU_MEM_ALLOCATION_TYPE_PINNED, legacy), CUDA_SUCCESS);
   EXPECT_EQ(CU(cuMemPoolDestroy, CUmemoryPool)(created), CUDA_SUCCESS);
-  // Documented INVALID_VALUE cases, and NOT_SUPPORTED for pools on a host NUMA node, which this
-  // platform does not offer.
+  // Documented INVALID_VALUE cases; NOT_SUPPORTED for a pool on a host NUMA node shared
+  // between processes, which this platform does not offer.
   auto create = CU(cuMemPoolCreate, CUmemoryPool*, const CUmemPoolProps*);
   props.location = CUmemLocation{CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 0};
   EXPECT_EQ(create(&created, &props), CUDA_ERROR_INVALID_VALUE);
   props.location = CUmemLocation{CU_MEM_LOCATION_TYPE_HOST, 0};
   props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
   EXPECT_EQ(create(&created, &props), CUDA_ERROR_INVALID_VALUE);
-  props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
   props.location = CUmemLocation{CU_MEM_LOCATION_TYPE_HOST_NUMA, 0};
   EXPECT_EQ(create(&created, &props), CUDA_ERROR_NOT_SUPPORTED);
+  props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+  props.location = CUmemLocation{CU_MEM_LOCATION_TYPE_HOST_NUMA, 4096};  // no such node
+  EXPECT_EQ(create(&created, &props), CUDA_ERROR_INVALID_VALUE);
+  props.location = CUmemLocation{CU_MEM_LOCATION_TYPE_HOST_NUMA, -1};
+  EXPECT_EQ(create(&created, &props), CUDA_ERROR_INVALID_VALUE);
   props.location = CUmemLocation{CU_MEM_LOCATION_TYPE_INVALID, 0};
   EXPECT_EQ(create(&created, &props), CUDA_ERROR_INVALID_VALUE);
   props.location = CUmemLocation{CU_MEM_LOCATION_TYPE_DEVICE, 99};  // no such device
@@ -711,9 +715,9 @@ TEST_F(Driver, MemPoolsByLocation) {
 
   CUmemLocation host{CU_MEM_LOCATION_TYPE_HOST, 0};
   CUmemLocation none{CU_MEM_LOCATION_TYPE_NONE, 0};
-  CUmemLocation numa{CU_MEM_LOCATION_TYPE_HOST_NUMA, 0};
+  CUmemLocation badNuma{CU_MEM_LOCATION_TYPE_HOST_NUMA, 4096};
   CUmemLocation badDevice{CU_MEM_LOCATION_TYPE_DEVICE, 99};
-  EXPECT_EQ(getDefault(&pool, &numa, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(getDefault(&pool, &badNuma, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(getDefault(&pool, &none, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(getDefault(&pool, &device, CU_MEM_ALLOCATION_TYPE_INVALID), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(getDefault(&pool, nullptr, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_ERROR_INVALID_VALUE);
@@ -723,7 +727,7 @@ TEST_F(Driver, MemPoolsByLocation) {
   EXPECT_EQ(setCurrent(&device, CU_MEM_ALLOCATION_TYPE_PINNED, nullptr), CUDA_ERROR_INVALID_VALUE);
   // Get/set document INVALID_VALUE only: a location no pool of this platform matches, or a pool
   // of another location or type.
-  EXPECT_EQ(getCurrent(&pool, &numa, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(getCurrent(&pool, &badNuma, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(setCurrent(&host, CU_MEM_ALLOCATION_TYPE_PINNED, legacy), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(setCurrent(&device, CU_MEM_ALLOCATION_TYPE_MANAGED, legacy), CUDA_ERROR_INVALID_VALUE);
 }
@@ -763,7 +767,8 @@ TEST_F(Driver, HostAndManagedMemPools) {
     return value;
   };
   EXPECT_EQ(attribute(CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED), 1);
-  EXPECT_EQ(attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_MEMORY_POOLS_SUPPORTED), 0);
+  EXPECT_EQ(attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_MEMORY_POOLS_SUPPORTED), 1);
+  EXPECT_EQ(attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID), 0);  // the CPU device: the first node
   EXPECT_EQ(attribute(CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS), 1);
   CUstream stream = nullptr;
   ASSERT_EQ(CU(cuStreamCreate, CUstream*, unsigned)(&stream, 0), CUDA_SUCCESS);
@@ -844,6 +849,43 @@ TEST_F(Driver, HostAndManagedMemPools) {
   ASSERT_EQ(CU(cuMemPoolDestroy, CUmemoryPool)(hostPool), CUDA_SUCCESS);
   ASSERT_EQ(getCurrent(&current, &host, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_SUCCESS);
   EXPECT_EQ(current, hostDefault);
+
+  // A pool on host NUMA node 0 (this host's first): host memory as the host pool's, the host's
+  // to use by its node too; its node's own default and current pools, apart from the host's.
+  CUmemLocation numa{CU_MEM_LOCATION_TYPE_HOST_NUMA, 0};
+  props.location = numa;
+  CUmemoryPool numaPool = nullptr;
+  ASSERT_EQ(CU(cuMemPoolCreate, CUmemoryPool*, const CUmemPoolProps*)(&numaPool, &props),
+            CUDA_SUCCESS);
+  CUdeviceptr onNode = 0;
+  ASSERT_EQ(allocFrom(&onNode, 3 << 20, numaPool, stream), CUDA_SUCCESS);  // 2 MiB blocks
+  EXPECT_EQ(pointerAttribute(CU_POINTER_ATTRIBUTE_MEMORY_TYPE, onNode), CU_MEMORYTYPE_HOST);
+  EXPECT_EQ(pointerAttribute(CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, onNode + 16),
+            reinterpret_cast<unsigned long long>(numaPool));
+  ASSERT_EQ(CU(cuMemsetD32Async, CUdeviceptr, unsigned, size_t, CUstream)(onNode, 0x1234, 3 << 18,
+                                                                          stream),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(stream), CUDA_SUCCESS);
+  EXPECT_EQ(reinterpret_cast<const uint32_t*>(onNode)[(3 << 18) - 1], 0x1234u);
+  ASSERT_EQ(getAccess(&flags, numaPool, &numa), CUDA_SUCCESS);
+  EXPECT_EQ(flags, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+  ASSERT_EQ(getAccess(&flags, numaPool, &host), CUDA_SUCCESS);
+  EXPECT_EQ(flags, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+  ASSERT_EQ(freeAsync(onNode, stream), CUDA_SUCCESS);
+  CUmemoryPool numaDefault = nullptr;
+  ASSERT_EQ(getDefault(&numaDefault, &numa, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_SUCCESS);
+  EXPECT_NE(numaDefault, hostDefault);
+  EXPECT_NE(numaDefault, numaPool);
+  ASSERT_EQ(setCurrent(&numa, CU_MEM_ALLOCATION_TYPE_PINNED, numaPool), CUDA_SUCCESS);
+  ASSERT_EQ(getCurrent(&current, &numa, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_SUCCESS);
+  EXPECT_EQ(current, numaPool);
+  ASSERT_EQ(getCurrent(&current, &host, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_SUCCESS);
+  EXPECT_EQ(current, hostDefault);
+  EXPECT_EQ(setCurrent(&host, CU_MEM_ALLOCATION_TYPE_PINNED, numaPool), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(stream), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemPoolDestroy, CUmemoryPool)(numaPool), CUDA_SUCCESS);
+  ASSERT_EQ(getCurrent(&current, &numa, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_SUCCESS);
+  EXPECT_EQ(current, numaDefault);
 
   // Managed pools, one per preferred location: managed memory, preferring the pool's location.
   CUmemoryPool managedNone = nullptr, managedDevice = nullptr, managedHost = nullptr;
