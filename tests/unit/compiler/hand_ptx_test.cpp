@@ -1614,6 +1614,138 @@ DONE:
 }
 )";
 
+// bench/cpu_device's tiled SGEMM as nvcc compiles it: each pass over k loads a 16 x 16 tile of a
+// and of b at an offset t the kernel carries across its barriers.
+constexpr const char* kSgemmPtx = R"(.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry sgemm_tiled(
+  .param .u64 sgemm_tiled_param_0,
+  .param .u64 sgemm_tiled_param_1,
+  .param .u64 sgemm_tiled_param_2,
+  .param .u32 sgemm_tiled_param_3,
+  .param .u32 sgemm_tiled_param_4,
+  .param .u32 sgemm_tiled_param_5
+)
+{
+  .reg .pred %p<4>;
+  .reg .f32 %f<57>;
+  .reg .b32 %r<30>;
+  .reg .b64 %rd<20>;
+  .shared .align 4 .b8 _ZZ11sgemm_tiledE5tileA[1024];
+  .shared .align 4 .b8 _ZZ11sgemm_tiledE5tileB[1024];
+  ld.param.u64 %rd8, [sgemm_tiled_param_0];
+  ld.param.u64 %rd9, [sgemm_tiled_param_1];
+  ld.param.u64 %rd10, [sgemm_tiled_param_2];
+  ld.param.u32 %r12, [sgemm_tiled_param_3];
+  ld.param.u32 %r13, [sgemm_tiled_param_4];
+  ld.param.u32 %r14, [sgemm_tiled_param_5];
+  mov.u32 %r15, %ctaid.y;
+  shl.b32 %r16, %r15, 4;
+  mov.u32 %r1, %tid.y;
+  add.s32 %r2, %r16, %r1;
+  mov.u32 %r17, %ctaid.x;
+  shl.b32 %r3, %r17, 4;
+  mov.u32 %r4, %tid.x;
+  setp.lt.s32 %p1, %r14, 1;
+  mov.f32 %f56, 0f00000000;
+  @%p1 bra $L__BB6_3;
+  shl.b32 %r19, %r1, 6;
+  mov.u32 %r20, _ZZ11sgemm_tiledE5tileA;
+  add.s32 %r7, %r20, %r19;
+  shl.b32 %r21, %r4, 2;
+  add.s32 %r5, %r7, %r21;
+  mov.u32 %r22, _ZZ11sgemm_tiledE5tileB;
+  add.s32 %r23, %r22, %r19;
+  add.s32 %r6, %r23, %r21;
+  add.s32 %r8, %r22, %r21;
+  mad.lo.s32 %r24, %r1, %r13, %r4;
+  add.s32 %r25, %r24, %r3;
+  cvta.to.global.u64 %rd11, %rd9;
+  mul.wide.s32 %rd12, %r25, 4;
+  add.s64 %rd19, %rd11, %rd12;
+  shl.b32 %r26, %r13, 4;
+  mul.wide.s32 %rd2, %r26, 4;
+  mad.lo.s32 %r27, %r14, %r2, %r4;
+  cvta.to.global.u64 %rd13, %rd8;
+  mul.wide.s32 %rd14, %r27, 4;
+  add.s64 %rd18, %rd13, %rd14;
+  mov.f32 %f56, 0f00000000;
+  mov.u32 %r29, 0;
+$L__BB6_2:
+  ld.global.f32 %f6, [%rd18];
+  st.shared.f32 [%r5], %f6;
+  ld.global.f32 %f7, [%rd19];
+  st.shared.f32 [%r6], %f7;
+  bar.sync 0;
+  ld.shared.f32 %f8, [%r8];
+  ld.shared.f32 %f9, [%r7];
+  fma.rn.f32 %f10, %f9, %f8, %f56;
+  ld.shared.f32 %f11, [%r8+64];
+  ld.shared.f32 %f12, [%r7+4];
+  fma.rn.f32 %f13, %f12, %f11, %f10;
+  ld.shared.f32 %f14, [%r8+128];
+  ld.shared.f32 %f15, [%r7+8];
+  fma.rn.f32 %f16, %f15, %f14, %f13;
+  ld.shared.f32 %f17, [%r8+192];
+  ld.shared.f32 %f18, [%r7+12];
+  fma.rn.f32 %f19, %f18, %f17, %f16;
+  ld.shared.f32 %f20, [%r8+256];
+  ld.shared.f32 %f21, [%r7+16];
+  fma.rn.f32 %f22, %f21, %f20, %f19;
+  ld.shared.f32 %f23, [%r8+320];
+  ld.shared.f32 %f24, [%r7+20];
+  fma.rn.f32 %f25, %f24, %f23, %f22;
+  ld.shared.f32 %f26, [%r8+384];
+  ld.shared.f32 %f27, [%r7+24];
+  fma.rn.f32 %f28, %f27, %f26, %f25;
+  ld.shared.f32 %f29, [%r8+448];
+  ld.shared.f32 %f30, [%r7+28];
+  fma.rn.f32 %f31, %f30, %f29, %f28;
+  ld.shared.f32 %f32, [%r8+512];
+  ld.shared.f32 %f33, [%r7+32];
+  fma.rn.f32 %f34, %f33, %f32, %f31;
+  ld.shared.f32 %f35, [%r8+576];
+  ld.shared.f32 %f36, [%r7+36];
+  fma.rn.f32 %f37, %f36, %f35, %f34;
+  ld.shared.f32 %f38, [%r8+640];
+  ld.shared.f32 %f39, [%r7+40];
+  fma.rn.f32 %f40, %f39, %f38, %f37;
+  ld.shared.f32 %f41, [%r8+704];
+  ld.shared.f32 %f42, [%r7+44];
+  fma.rn.f32 %f43, %f42, %f41, %f40;
+  ld.shared.f32 %f44, [%r8+768];
+  ld.shared.f32 %f45, [%r7+48];
+  fma.rn.f32 %f46, %f45, %f44, %f43;
+  ld.shared.f32 %f47, [%r8+832];
+  ld.shared.f32 %f48, [%r7+52];
+  fma.rn.f32 %f49, %f48, %f47, %f46;
+  ld.shared.f32 %f50, [%r8+896];
+  ld.shared.f32 %f51, [%r7+56];
+  fma.rn.f32 %f52, %f51, %f50, %f49;
+  ld.shared.f32 %f53, [%r8+960];
+  ld.shared.f32 %f54, [%r7+60];
+  fma.rn.f32 %f56, %f54, %f53, %f52;
+  bar.sync 0;
+  add.s64 %rd19, %rd19, %rd2;
+  add.s64 %rd18, %rd18, 64;
+  add.s32 %r29, %r29, 16;
+  setp.lt.s32 %p2, %r29, %r14;
+  @%p2 bra $L__BB6_2;
+$L__BB6_3:
+  setp.ge.s32 %p3, %r2, %r12;
+  add.s32 %r11, %r3, %r4;
+  @%p3 bra $L__BB6_5;
+  mad.lo.s32 %r28, %r2, %r13, %r11;
+  cvta.to.global.u64 %rd15, %rd10;
+  mul.wide.s32 %rd16, %r28, 4;
+  add.s64 %rd17, %rd15, %rd16;
+  st.global.f32 [%rd17], %f56;
+$L__BB6_5:
+  ret;
+}
+)";
+
 // Each row of a 2D block's threads prefetches the lines the same row of the next block reads
 // and writes (host_prefetch.cpp: prefetchNextBlockRowsIn), in a block of its own that only 2D
 // blocks enter: the transpose's rows of `in` and of `out` (for writing), in its rounds; the
@@ -1660,6 +1792,20 @@ TEST(CompilerBlockForms, TwoDimensionalRowsPrefetchTheNextBlock) {
     interior |= read == 6 && write == 2;
   }
   EXPECT_TRUE(interior) << block;
+
+  // An address from a value the kernel carries across a wait is not prefetched: the next block
+  // starts its passes at t = 0, not at this block's t. SGEMM's rows read ahead only in the first
+  // pass (t = 0 there, a constant: b's row of the next block's tile) and write ahead c's row.
+  std::string sgemmForms = blockFormsOf(kSgemmPtx, "row_prefetch_sgemm");
+  std::string sgemm = roundOf(sgemmForms, "__rocuda_round_sgemm_tiled.one");
+  ASSERT_FALSE(sgemm.empty()) << sgemmForms;
+  int readingRows = 0, writingRows = 0;
+  for (auto [read, write] : prefetchesIn(sgemm)) {
+    readingRows += read > 0;
+    writingRows += write > 0;
+  }
+  EXPECT_EQ(readingRows, 1) << sgemm;
+  EXPECT_GE(writingRows, 1) << sgemm;
 
   auto loaded = compileAndLoad(kStencilPtx, "row_prefetch_run");
   ASSERT_TRUE(loaded);
