@@ -42,26 +42,46 @@ bool loadsBlockIndex(const llvm::Instruction& inst) {
   return load != nullptr && readsContextField(*load, kCtaid, 0);
 }
 
+// A block form's loads of %ctaid.x (none where `f` is not one: its second argument is the block
+// context).
+llvm::SmallVector<llvm::Instruction*, 4> blockIndexLoadsIn(llvm::Function& f) {
+  llvm::SmallVector<llvm::Instruction*, 4> loads;
+  if (f.arg_size() < 2 || !f.getArg(1)->getType()->isPointerTy()) return loads;
+  for (llvm::BasicBlock& block : f)
+    for (llvm::Instruction& inst : block)
+      if (loadsBlockIndex(inst)) loads.push_back(&inst);
+  return loads;
+}
+
+// The loops of a function and their scalar evolution, as the prefetches read them.
+struct LoopAnalyses {
+  LoopAnalyses(llvm::Function& f, llvm::TargetLibraryInfo& libraryInfo)
+      : dt(f), li(dt), assumptions(f), se(f, libraryInfo, assumptions, dt, li) {}
+  llvm::DominatorTree dt;
+  llvm::LoopInfo li;
+  llvm::AssumptionCache assumptions;
+  llvm::ScalarEvolution se;
+};
+
+// Lines from address `from` to address `to` to prefetch before `at`.
+struct PrefetchSite {
+  llvm::Instruction* at;
+  llvm::Value* from;
+  llvm::Value* to;
+  const llvm::SCEV* start = nullptr;  // `from`'s, where sites are compared
+  bool forWriting = false;
+};
+
 // Prefetch, before each nest of work-item loops of `f`, the lines its loads will read for a
 // block a little ahead (%ctaid.x + kNextBlockDistance, a block the worker runs soon within its
 // chunk).
 void prefetchNextBlockIn(llvm::Function& f, llvm::TargetLibraryInfo& libraryInfo) {
-  if (f.arg_size() < 2 || !f.getArg(1)->getType()->isPointerTy()) return;
-  llvm::SmallVector<llvm::Instruction*, 4> blockIndexLoads;
-  for (llvm::BasicBlock& block : f)
-    for (llvm::Instruction& inst : block)
-      if (loadsBlockIndex(inst)) blockIndexLoads.push_back(&inst);
+  llvm::SmallVector<llvm::Instruction*, 4> blockIndexLoads = blockIndexLoadsIn(f);
   if (blockIndexLoads.empty()) return;
-  llvm::DominatorTree dt(f);
-  llvm::LoopInfo li(dt);
-  llvm::AssumptionCache assumptions(f);
-  llvm::ScalarEvolution se(f, libraryInfo, assumptions, dt, li);
-  struct Site {
-    llvm::Instruction* at;
-    llvm::Value* from;
-    llvm::Value* to;
-  };
-  llvm::SmallVector<Site, 8> sites;
+  LoopAnalyses analyses(f, libraryInfo);
+  llvm::LoopInfo& li = analyses.li;
+  llvm::ScalarEvolution& se = analyses.se;
+  llvm::SmallVector<PrefetchSite, 8> sites;
   llvm::SmallPtrSet<llvm::Loop*, 4> nests;  // the loop nests over z and y already prefetched for
   for (llvm::Loop* loop : li.getLoopsInPreorder()) {
     llvm::PHINode* index = loop->getCanonicalInductionVariable();
@@ -126,7 +146,7 @@ void prefetchNextBlockIn(llvm::Function& f, llvm::TargetLibraryInfo& libraryInfo
   }
   // One-dimensional blocks only: in a 2D block's tiles (a transpose's), the prefetches of the
   // next block cost more than they gained (11 -> 13-16 ms).
-  for (const Site& site : sites) {
+  for (const PrefetchSite& site : sites) {
     llvm::IRBuilder<> b(site.at);
     llvm::Value* oneDimensional = b.CreateICmpEQ(
         b.CreateMul(loadContext(b, f.getArg(1), kNtid, 1), loadContext(b, f.getArg(1), kNtid, 2)),
@@ -174,24 +194,12 @@ bool followsFromLaunch(llvm::Value* value, const llvm::Loop& loop, int depth = 0
 // 12.4-14.8 (OpenMP 6.3), the 2D stencil 3.4-4.8 instead of 4.2-5.3; reading the same tiles
 // (no barrier) 1.8 ms instead of 4.0, where the same C++ loop takes 1.1.
 void prefetchNextBlockRowsIn(llvm::Function& f, llvm::TargetLibraryInfo& libraryInfo) {
-  if (f.arg_size() < 2 || !f.getArg(1)->getType()->isPointerTy()) return;
-  llvm::SmallVector<llvm::Instruction*, 4> blockIndexLoads;
-  for (llvm::BasicBlock& block : f)
-    for (llvm::Instruction& inst : block)
-      if (loadsBlockIndex(inst)) blockIndexLoads.push_back(&inst);
+  llvm::SmallVector<llvm::Instruction*, 4> blockIndexLoads = blockIndexLoadsIn(f);
   if (blockIndexLoads.empty()) return;
-  llvm::DominatorTree dt(f);
-  llvm::LoopInfo li(dt);
-  llvm::AssumptionCache assumptions(f);
-  llvm::ScalarEvolution se(f, libraryInfo, assumptions, dt, li);
-  struct Site {
-    llvm::Instruction* at;
-    llvm::Value* from;
-    llvm::Value* to;
-    const llvm::SCEV* start;
-    bool forWriting;
-  };
-  llvm::SmallVector<Site, 8> sites;
+  LoopAnalyses analyses(f, libraryInfo);
+  llvm::LoopInfo& li = analyses.li;
+  llvm::ScalarEvolution& se = analyses.se;
+  llvm::SmallVector<PrefetchSite, 8> sites;
   for (llvm::Loop* loop : li.getLoopsInPreorder()) {
     llvm::PHINode* index = loop->getCanonicalInductionVariable();
     llvm::Loop* parent = loop->getParentLoop();
@@ -238,7 +246,7 @@ void prefetchNextBlockRowsIn(llvm::Function& f, llvm::TargetLibraryInfo& library
         // An access within a line of one already prefetched here (a stencil's in[i - 1],
         // in[i], in[i + 1]) adds nothing.
         const llvm::SCEV* start = se.getSCEV(from);
-        bool near = llvm::any_of(sites, [&](const Site& site) {
+        bool near = llvm::any_of(sites, [&](const PrefetchSite& site) {
           if (site.at != at) return false;
           auto* apart = llvm::dyn_cast<llvm::SCEVConstant>(se.getMinusSCEV(start, site.start));
           return apart != nullptr && apart->getAPInt().abs().ult(64);
@@ -257,7 +265,7 @@ void prefetchNextBlockRowsIn(llvm::Function& f, llvm::TargetLibraryInfo& library
       f.getParent(), llvm::Intrinsic::prefetch, {llvm::PointerType::getUnqual(f.getContext())});
   llvm::Instruction* gatedAt = nullptr;  // the row whose 2D test was made
   llvm::Instruction* into = nullptr;     // where that row's prefetches go
-  for (const Site& site : sites) {
+  for (const PrefetchSite& site : sites) {
     if (site.at != gatedAt) {
       gatedAt = site.at;
       llvm::IRBuilder<> b(site.at);
