@@ -248,7 +248,10 @@ bool needsThreadIdentity(const llvm::CallBase& call) {
       name.starts_with("__rocuda_sreg_clock") || name == "__rocuda_sreg_globaltimer" ||
       name == "__rocuda_enter_thread" || name == "__rocuda_spin_poll")
     return false;
-  return name.starts_with("__rocuda_") || name == "__assertfail";
+  // The device runtime's calls keep each thread's last error (CUDA's, per thread).
+  return name.starts_with("__rocuda_") || name == "__assertfail" ||
+         name.starts_with("__cudaCDP2") || name.starts_with("__cuda_syscall_cnpv2") ||
+         name.starts_with("cudaEventRecordWithFlags");
 }
 
 void announceThreadBeforeCalls(llvm::Function& f, const ThreadValues& v) {

@@ -45,6 +45,15 @@ __global__ void impossibleChild(int* errors) {
   errors[2] = cudaGetLastError();
 }
 
+// CUDA records the device runtime's errors per thread: thread 5's impossible launch is thread 5's
+// last error only, thread 6's good launch leaves its own clear, and the others see none.
+__global__ void perThreadErrors(int* seen, int* out) {
+  if (threadIdx.x == 5) fillSlice<<<1, 4096>>>(out, 0);
+  if (threadIdx.x == 6) fillSlice<<<1, 1>>>(out, 0);
+  __syncthreads();
+  seen[blockIdx.x * blockDim.x + threadIdx.x] = cudaGetLastError();
+}
+
 // The first form of the device launch API: cudaGetParameterBuffer, then cudaLaunchDevice with
 // the kernel and its shape.
 __global__ void firstLaunchApi(int* out, int* errors) {
@@ -204,6 +213,21 @@ int main() {
            got[0]);
   check.eq("its last error", 1, static_cast<int>(cudaErrorInvalidConfiguration), got[1]);
   check.eq("the last error, cleared", 2, 0, got[2]);
+
+  {
+    constexpr int kBlocks = 3, kThreads = 64;
+    int* seen = nullptr;
+    CHECK(cudaMalloc(&seen, kBlocks * kThreads * sizeof(int)));
+    CHECK(cudaMemset(seen, 0xff, kBlocks * kThreads * sizeof(int)));
+    perThreadErrors<<<kBlocks, kThreads>>>(seen, d);
+    CHECK_LAUNCH();
+    std::vector<int> errorsSeen = download(seen, kBlocks * kThreads);
+    for (int i = 0; i < kBlocks * kThreads; ++i)
+      check.eq("each thread's own last error", i,
+               i % kThreads == 5 ? static_cast<int>(cudaErrorInvalidConfiguration) : 0,
+               errorsSeen[i]);
+    CHECK(cudaFree(seen));
+  }
 
   CHECK(cudaMemset(d, 0, n * sizeof(int)));
   CHECK(cudaMemset(d + n - 1, 0xff, sizeof(int)));

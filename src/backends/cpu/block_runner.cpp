@@ -736,7 +736,6 @@ void resetBlockState(BlockState& block, const GridState& grid) {
   block.stuck = false;
   block.confirmedRound = 0;
   block.spinProgress = false;
-  block.deviceLastError = 0;
   block.barrierEpoch = 0;
   block.stalledPasses = 0;
   block.flatRange = false;
@@ -788,6 +787,10 @@ BlockOutcome runBlockIn(BlockState& block, const WorkerSlots& slots, const GridS
   // Block forms bind a thread's state only when the runtime needs it (bindThread), so that a
   // block costs nothing per thread outside the generated code.
   block.threads = resources.threads.data();
+  if (block.deviceErrorsTouched) {  // a thread's device-side last error is its block's only
+    for (auto& thread : resources.threads) thread->deviceLastError = 0;
+    block.deviceErrorsTouched = false;
+  }
   if (grid.code.execution == compiler::CpuExecution::ThreadEntry) {
     bindThreads(block, count);
     for (uint32_t t = 0; t < count; ++t) {

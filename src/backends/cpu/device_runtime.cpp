@@ -318,15 +318,20 @@ static void assertFail(uint64_t message, uint64_t file, uint32_t line, uint64_t 
 }
 // ---- Dynamic parallelism (execution.h: DeviceLaunches) ----
 
-// Device-side cudaGetLastError / cudaPeekAtLastError (BlockState::deviceLastError).
-static uint32_t& lastErrorOfBlock() {
+// Device-side cudaGetLastError / cudaPeekAtLastError: the calling thread's last error, as CUDA
+// records them (block forms name the thread before the device runtime's calls:
+// needsThreadIdentity in compiler/host_block_forms.cpp).
+static uint32_t& lastErrorOfThread() {
   static thread_local uint32_t outsideBlocks = 0;
+  ThreadState* thread = currentThread();
   BlockState* b = currentBlock();
-  return b != nullptr ? b->deviceLastError : outsideBlocks;
+  if (thread == nullptr || b == nullptr || thread->block != b) return outsideBlocks;
+  b->deviceErrorsTouched = true;
+  return thread->deviceLastError;
 }
-static uint32_t recordError(uint32_t error) { return lastErrorOfBlock() = error; }
-static uint32_t deviceGetLastError() { return std::exchange(lastErrorOfBlock(), 0u); }
-static uint32_t devicePeekAtLastError() { return lastErrorOfBlock(); }
+static uint32_t recordError(uint32_t error) { return lastErrorOfThread() = error; }
+static uint32_t deviceGetLastError() { return std::exchange(lastErrorOfThread(), 0u); }
+static uint32_t devicePeekAtLastError() { return lastErrorOfThread(); }
 
 // Device-side streams (cudaStreamNonBlocking only, as CUDA requires): a handle of its own each;
 // their grids run in launch order with the others, one of the orders CUDA allows.
@@ -562,7 +567,7 @@ static uint32_t deviceLaunchV1(const char* kernel, void* buffer, const uint32_t*
 }
 
 // The functions above answer a cudaError_t. Called as the device runtime's own functions
-// (__cudaCDP2*, where the module has no libcudadevrt), a failure is also the block's last error.
+// (__cudaCDP2*, where the module has no libcudadevrt), a failure is also the thread's last error.
 // NVIDIA's device runtime library (libcudadevrt, linked by `nvcc -rdc -lcudadevrt` or
 // cuLinkAddFile) calls the driver instead (__cuda_syscall_cnpv2*, same arguments), which answers
 // the driver's CNP error codes: the library maps them to cudaError_t (its cudartErrorCnpMap),

@@ -245,6 +245,8 @@ struct ThreadState {
   bool countedAtNamedBarrier = false;  // waiting at a named barrier: its arrival is counted
   const void* spinAddress = nullptr;   // what its spin-wait read last (fibers only)
   uint64_t spinValue = 0;
+  // Device-side cudaGetLastError's state: CUDA records the device runtime's errors per thread.
+  uint32_t deviceLastError = 0;
 };
 
 // A worker keeps one from block to block: resetBlockState (block_runner.cpp) resets every field
@@ -261,9 +263,9 @@ struct BlockState {
   bool stuck = false;     // counted in the grid's WaitingBlocks::stuck
   uint32_t confirmedRound = 0;  // the last of WaitingBlocks' deadlock rounds it confirmed
   bool spinProgress = false;  // a fiber's spin-wait read something new since the last pass
-  // Device-side cudaGetLastError's state, the block's rather than each thread's (block forms
-  // run many threads on one host thread): an error stays with the block that made it.
-  uint32_t deviceLastError = 0;
+  // Some thread of the block touched its device-side last error (ThreadState::deviceLastError):
+  // the worker's threads' errors are cleared before its next block.
+  bool deviceErrorsTouched = false;
   // bar.red: votes of the current barrier round, double-buffered so that threads resuming from
   // one round read its result while the next round counts afresh.
   uint32_t roundParity = 0;
