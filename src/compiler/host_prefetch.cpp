@@ -63,6 +63,13 @@ struct LoopAnalyses {
   llvm::ScalarEvolution se;
 };
 
+// Whether the block of `f` (a block form) has one row of threads: ntid.y * ntid.z == 1.
+llvm::Value* oneDimensionalBlock(llvm::IRBuilder<>& b, llvm::Function& f) {
+  return b.CreateICmpEQ(
+      b.CreateMul(loadContext(b, f.getArg(1), kNtid, 1), loadContext(b, f.getArg(1), kNtid, 2)),
+      b.getInt32(1));
+}
+
 // Lines from address `from` to address `to` to prefetch before `at`.
 struct PrefetchSite {
   llvm::Instruction* at;
@@ -148,9 +155,7 @@ void prefetchNextBlockIn(llvm::Function& f, llvm::TargetLibraryInfo& libraryInfo
   // next block cost more than they gained (11 -> 13-16 ms).
   for (const PrefetchSite& site : sites) {
     llvm::IRBuilder<> b(site.at);
-    llvm::Value* oneDimensional = b.CreateICmpEQ(
-        b.CreateMul(loadContext(b, f.getArg(1), kNtid, 1), loadContext(b, f.getArg(1), kNtid, 2)),
-        b.getInt32(1));
+    llvm::Value* oneDimensional = oneDimensionalBlock(b, f);
     prefetchLines(site.from, site.to, kMaxNextBlockLines, site.at, kMinNextBlockLines,
                   oneDimensional);
   }
@@ -213,10 +218,11 @@ void prefetchNextBlockRowsIn(llvm::Function& f, llvm::TargetLibraryInfo& library
       continue;
     llvm::Instruction* at = preheader->getTerminator();
     llvm::SCEVExpander expander(se, f.getDataLayout(), "next.row");
-    llvm::Value* lastIndex = nullptr;
-    llvm::Value* nextBlock = nullptr;
     llvm::IRBuilder<> b(at);
     llvm::SmallPtrSet<llvm::BasicBlock*, 16> inside(loop->block_begin(), loop->block_end());
+    // The row's first and last thread in the next block, made at the first access that needs
+    // them.
+    llvm::SmallDenseMap<llvm::Value*, llvm::Value*, 2> first, last;
     size_t accesses = 0;
     for (llvm::BasicBlock* block : loop->blocks())
       for (llvm::Instruction& inst : *block) {
@@ -227,17 +233,16 @@ void prefetchNextBlockRowsIn(llvm::Function& f, llvm::TargetLibraryInfo& library
         llvm::Value* address =
             load != nullptr ? load->getPointerOperand() : store->getPointerOperand();
         if (!followsFromLaunch(address, *loop)) continue;
-        if (nextBlock == nullptr) {
-          nextBlock = b.CreateAdd(loadContext(b, f.getArg(1), kCtaid, 0), b.getInt32(1));
-          lastIndex = expander.expandCodeFor(backedges, index->getType(), at);
+        if (first.empty()) {
+          llvm::Value* nextBlock =
+              b.CreateAdd(loadContext(b, f.getArg(1), kCtaid, 0), b.getInt32(1));
+          for (llvm::Instruction* blockIndexLoad : blockIndexLoads) {
+            first[blockIndexLoad] = nextBlock;
+            last[blockIndexLoad] = nextBlock;
+          }
+          first[index] = llvm::ConstantInt::get(index->getType(), 0);
+          last[index] = expander.expandCodeFor(backedges, index->getType(), at);
         }
-        llvm::SmallDenseMap<llvm::Value*, llvm::Value*, 2> first, last;
-        for (llvm::Instruction* blockIndexLoad : blockIndexLoads) {
-          first[blockIndexLoad] = nextBlock;
-          last[blockIndexLoad] = nextBlock;
-        }
-        first[index] = llvm::ConstantInt::get(index->getType(), 0);
-        last[index] = lastIndex;
         llvm::SmallPtrSet<llvm::Value*, 2> used;
         llvm::Value* from = copyAddress(address, first, inside, at, used);
         bool fromBlockIndex =
@@ -269,10 +274,8 @@ void prefetchNextBlockRowsIn(llvm::Function& f, llvm::TargetLibraryInfo& library
     if (site.at != gatedAt) {
       gatedAt = site.at;
       llvm::IRBuilder<> b(site.at);
-      llvm::Value* twoDimensional = b.CreateICmpNE(
-          b.CreateMul(loadContext(b, f.getArg(1), kNtid, 1), loadContext(b, f.getArg(1), kNtid, 2)),
-          b.getInt32(1));
-      into = llvm::SplitBlockAndInsertIfThen(twoDimensional, site.at, false);
+      into =
+          llvm::SplitBlockAndInsertIfThen(b.CreateNot(oneDimensionalBlock(b, f)), site.at, false);
       into->getParent()->setName("prefetch.row");
     }
     llvm::IRBuilder<> b(into);

@@ -208,12 +208,14 @@ int pciNumaNode(int domain, int bus, int device) {
                 device);
   std::ifstream file(path);
   int node = -1;
-  if (!(file >> node) || node < 0 || node >= numaNodeCount()) return -1;
+  if (!(file >> node) || !isNumaNode(node)) return -1;
   return node;
 }
 
+bool isNumaNode(int node) { return node >= 0 && node < numaNodeCount(); }
+
 Status placeOnNumaNode(void* address, size_t bytes, int node) {
-  if (node < 0 || node >= numaNodeCount())
+  if (!isNumaNode(node))
     return makeError(ErrorCode::InvalidValue,
                      "host NUMA node " + std::to_string(node) + " does not exist");
   if (numaNodeCount() == 1 || bytes == 0) return Status::success();

@@ -47,6 +47,8 @@ Error execWithEnvironment(const std::vector<std::string>& argv, const std::strin
 size_t pageBytes();
 // The host's NUMA nodes (node ids 0 .. count - 1); 1 where the system does not say.
 int numaNodeCount();
+// Whether `node` is one of them.
+bool isNumaNode(int node);
 // The host NUMA node of PCI device domain:bus:device.0 (Linux's sysfs), or -1 when not known.
 int pciNumaNode(int domain, int bus, int device);
 // Put the pages of [address, address + bytes) on host NUMA node `node` (0 .. numaNodeCount() -

@@ -70,7 +70,7 @@ Result<MemoryLocation> fromLocation(const CUmemLocation& location) {
     case CU_MEM_LOCATION_TYPE_HOST:
       return MemoryLocation{MemoryLocation::Type::Host, 0};
     case CU_MEM_LOCATION_TYPE_HOST_NUMA:
-      if (location.id < 0 || location.id >= platform::numaNodeCount())
+      if (!platform::isNumaNode(location.id))
         return makeError(ErrorCode::InvalidValue, "not a NUMA node of this host");
       return MemoryLocation{MemoryLocation::Type::HostNuma, location.id};
     case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:

@@ -48,8 +48,7 @@ Result<core::Device*> deviceOfLocation(const CUmemLocation& location) {
 // Whether an access descriptor's location is the host's CPU: the host, or one of its NUMA nodes.
 bool namesTheHost(const CUmemLocation& location) {
   return location.type == CU_MEM_LOCATION_TYPE_HOST ||
-         (location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA && location.id >= 0 &&
-          location.id < platform::numaNodeCount());
+         (location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA && platform::isNumaNode(location.id));
 }
 
 // What a CUDA 13 location-based pool call names: pinned memory on a device, on the host or on
@@ -81,7 +80,7 @@ Result<PoolPlace> poolPlace(const CUmemLocation* location, CUmemAllocationType t
       where = {Type::Host, 0};
       break;
     case CU_MEM_LOCATION_TYPE_HOST_NUMA:
-      if (location->id < 0 || location->id >= platform::numaNodeCount())
+      if (!platform::isNumaNode(location->id))
         return makeError(ErrorCode::InvalidValue, "location id " + std::to_string(location->id) +
                                                       " is not a NUMA node of this host");
       where = {Type::HostNuma, location->id};
