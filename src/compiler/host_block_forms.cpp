@@ -1315,9 +1315,10 @@ llvm::BasicBlock* emitMBarrierCompletion(llvm::Function* fn, llvm::Value* contex
 // So a reduction tree, a tiled loop or a warp's shuffle reduction runs without returning to the
 // runtime. It returns at the first round that ends otherwise (the end, bar.red, another
 // collective, threads at different points), with that round's codes. The round itself stays a
-// call: its loads of the copy of the last barrier and of the lane arrays' addresses are
-// invariant within it, not across the waits completed here. `chainWaits` false (memcheck,
-// whose race check counts barriers in the runtime): one round per call.
+// call while the rounds are optimised: its loads of the copy of the last barrier and of the lane
+// arrays' addresses are invariant within it, not across the waits completed here; then
+// inlineChainedRounds inlines it without those marks. `chainWaits` false (memcheck, whose race
+// check counts barriers in the runtime): one round per call.
 void buildRounds(llvm::Function& step, const KernelInfo& info, const std::vector<WaitPoint>& waits,
                  const UniformArea& uniform, bool chainWaits) {
   llvm::Module& m = *step.getParent();
@@ -1362,8 +1363,11 @@ void buildRounds(llvm::Function& step, const KernelInfo& info, const std::vector
   b.SetInsertPoint(again);
   llvm::PHINode* point = b.CreatePHI(i32, 2, "point");
   point->addIncoming(fn->getArg(2), entry);
-  llvm::Value* stepped =
+  llvm::CallInst* stepped =
       b.CreateCall(round, {fn->getArg(0), context, point, fn->getArg(3), fn->getArg(4)}, "code");
+  // One call, which inlineChainedRounds inlines once the rounds are optimised: loop rotation
+  // would have made a second for the first round.
+  stepped->setCannotDuplicate();
   b.CreateBr(dispatch);
   b.SetInsertPoint(dispatch);
   llvm::PHINode* code = b.CreatePHI(i32, 2, "code");
@@ -2021,6 +2025,67 @@ void buildFlatForm(llvm::Function& kernel, KernelInfo& info) {
 }
 
 }  // namespace
+
+namespace {
+
+// Whether `load` reads what stays the same while a block runs, as the rounds inlined into their
+// loop see it: the kernel's parameters, or a field of the block context before the lane arrays
+// (a completed shfl swaps those). The copy of the last barrier, read through the frames'
+// address, changes at every barrier the round function completes.
+bool readsBlockConstant(const llvm::LoadInst& load) {
+  const llvm::DataLayout& layout = load.getModule()->getDataLayout();
+  llvm::APInt offset(64, 0);
+  auto* base = llvm::dyn_cast<llvm::Argument>(
+      load.getPointerOperand()->stripAndAccumulateConstantOffsets(layout, offset, true));
+  if (base == nullptr) return false;
+  if (base->getArgNo() == 0) return true;
+  uint64_t lanes =
+      layout.getStructLayout(blockContextType(load.getContext()))->getElementOffset(kWarpLanes);
+  return base->getArgNo() == 1 && offset.ult(lanes);
+}
+
+}  // namespace
+
+void inlineChainedRounds(llvm::Module& module, llvm::TargetMachine& tm, int optLevel) {
+  if (optLevel <= 0) return;
+  std::vector<llvm::CallInst*> rounds;
+  for (llvm::Function& one : module) {
+    if (one.isDeclaration() || !one.getName().ends_with(".one") || !one.hasOneUse()) continue;
+    auto* call = llvm::dyn_cast<llvm::CallInst>(one.user_back());
+    if (call != nullptr && call->getCalledFunction() == &one &&
+        call->getFunction()->getName() == one.getName().drop_back(4))
+      rounds.push_back(call);
+  }
+  if (rounds.empty()) return;
+  PassContext passes(tm, llvm::PipelineTuningOptions(), /*memsetLoops=*/false);
+  llvm::FunctionPassManager cleanup;
+  // The block's setup (its extent, the addresses of shared memory and the frames) leaves the
+  // loop over the waits.
+  if (llvm::Error error = passes.pb.parsePassPipeline(
+          cleanup,
+          "early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,"
+          "loop-mssa(licm),early-cse<memssa>,instcombine<no-verify-fixpoint>,"
+          "simplifycfg")) {
+    llvm::consumeError(std::move(error));  // a fixed, valid text: cannot happen
+    return;
+  }
+  for (llvm::CallInst* call : rounds) {
+    llvm::Function* one = call->getCalledFunction();
+    llvm::Function* round = call->getFunction();
+    for (llvm::Instruction& inst : llvm::instructions(*one))
+      if (auto* load = llvm::dyn_cast<llvm::LoadInst>(&inst))
+        if (!readsBlockConstant(*load))
+          load->setMetadata(llvm::LLVMContext::MD_invariant_load, nullptr);
+    one->removeFnAttr(llvm::Attribute::NoInline);
+    // Its arguments are the round function's, which says as much of them: no scopes to declare.
+    for (llvm::Argument& argument : one->args())
+      one->removeParamAttr(argument.getArgNo(), llvm::Attribute::NoAlias);
+    llvm::InlineFunctionInfo inlining;
+    if (!llvm::InlineFunction(*call, inlining).isSuccess()) continue;
+    if (one->use_empty()) one->eraseFromParent();
+    cleanup.run(*round, passes.fam);
+  }
+}
 
 void dropInterchangedLockstepForms(llvm::Module& module, ModuleInfo& info,
                                    const llvm::StringMap<unsigned>& interchanged) {

@@ -278,4 +278,11 @@ void emitShuffleChainSteps(llvm::IRBuilder<>& b, llvm::Value* values, llvm::Valu
 void dropInterchangedLockstepForms(llvm::Module& module, ModuleInfo& info,
                                    const llvm::StringMap<unsigned>& interchanged);
 
+// Inline each round function's one round (kept out of line until the rounds' loops are
+// optimised: the copy of the last barrier and the lane arrays are invariant only within one
+// round) into its loop over the waits it completes, those loads no longer marked invariant, so
+// that a reduction tree's levels do not each pay a call, its prologue and the block's setup
+// (host_block_forms.cpp).
+void inlineChainedRounds(llvm::Module& module, llvm::TargetMachine& tm, int optLevel);
+
 }  // namespace rocuda::compiler::detail
