@@ -2044,6 +2044,52 @@ bool readsBlockConstant(const llvm::LoadInst& load) {
   return base->getArgNo() == 1 && offset.ult(lanes);
 }
 
+// Delete the stores of the threads' codes (argument 3) that the runtime cannot read: it reads
+// the codes only after a round that returns them mixed, and a store from which every way out
+// of `round` (one round, buildRound) leaves with the codes' `and` and `or` the same constant
+// is in a round whose threads all gave that code (a tree level's loops, the code of their
+// barrier, once the step is inlined). Returns how many.
+unsigned dropUnreadRoundCodes(llvm::Function& round) {
+  auto* ret = llvm::dyn_cast<llvm::ReturnInst>(round.back().getTerminator());
+  if (ret == nullptr) return 0;
+  llvm::BasicBlock* exit = ret->getParent();
+  llvm::PHINode *allOf = nullptr, *anyOf = nullptr;
+  for (llvm::Instruction& inst : *exit)
+    if (auto* compare = llvm::dyn_cast<llvm::ICmpInst>(&inst);
+        compare != nullptr && compare->getPredicate() == llvm::ICmpInst::ICMP_EQ) {
+      allOf = llvm::dyn_cast<llvm::PHINode>(compare->getOperand(0));
+      anyOf = llvm::dyn_cast<llvm::PHINode>(compare->getOperand(1));
+    }
+  if (allOf == nullptr || anyOf == nullptr || allOf->getParent() != exit ||
+      anyOf->getParent() != exit)
+    return 0;
+  // The blocks from which some way leads out with codes that may differ.
+  llvm::SmallPtrSet<llvm::BasicBlock*, 32> mayMix;
+  std::vector<llvm::BasicBlock*> work;
+  for (llvm::BasicBlock* from : llvm::predecessors(exit)) {
+    auto* all = llvm::dyn_cast<llvm::ConstantInt>(allOf->getIncomingValueForBlock(from));
+    if (all == nullptr || all != anyOf->getIncomingValueForBlock(from))
+      if (mayMix.insert(from).second) work.push_back(from);
+  }
+  while (!work.empty()) {
+    llvm::BasicBlock* block = work.back();
+    work.pop_back();
+    for (llvm::BasicBlock* from : llvm::predecessors(block))
+      if (from != exit && mayMix.insert(from).second) work.push_back(from);
+  }
+  std::vector<llvm::StoreInst*> unread;
+  for (llvm::BasicBlock& block : round) {
+    if (&block == exit || mayMix.contains(&block)) continue;
+    for (llvm::Instruction& inst : block)
+      if (auto* store = llvm::dyn_cast<llvm::StoreInst>(&inst);
+          store != nullptr && !store->isVolatile() &&
+          llvm::getUnderlyingObject(store->getPointerOperand()) == round.getArg(3))
+        unread.push_back(store);
+  }
+  for (llvm::StoreInst* store : unread) store->eraseFromParent();
+  return static_cast<unsigned>(unread.size());
+}
+
 }  // namespace
 
 void inlineChainedRounds(llvm::Module& module, llvm::TargetMachine& tm, int optLevel) {
@@ -2063,9 +2109,8 @@ void inlineChainedRounds(llvm::Module& module, llvm::TargetMachine& tm, int optL
   // loop over the waits.
   if (llvm::Error error = passes.pb.parsePassPipeline(
           cleanup,
-          "early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,"
-          "loop-mssa(licm),early-cse<memssa>,instcombine<no-verify-fixpoint>,"
-          "simplifycfg")) {
+          "early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,loop(loop-deletion),"
+          "loop-mssa(licm),early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg")) {
     llvm::consumeError(std::move(error));  // a fixed, valid text: cannot happen
     return;
   }
@@ -2076,6 +2121,7 @@ void inlineChainedRounds(llvm::Module& module, llvm::TargetMachine& tm, int optL
       if (auto* load = llvm::dyn_cast<llvm::LoadInst>(&inst))
         if (!readsBlockConstant(*load))
           load->setMetadata(llvm::LLVMContext::MD_invariant_load, nullptr);
+    dropUnreadRoundCodes(*one);
     one->removeFnAttr(llvm::Attribute::NoInline);
     // Its arguments are the round function's, which says as much of them: no scopes to declare.
     for (llvm::Argument& argument : one->args())
