@@ -2109,7 +2109,7 @@ void inlineChainedRounds(llvm::Module& module, llvm::TargetMachine& tm, int optL
   // loop over the waits.
   if (llvm::Error error = passes.pb.parsePassPipeline(
           cleanup,
-          "early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,loop(loop-deletion),"
+          "early-cse<memssa>,dse,instcombine<no-verify-fixpoint>,simplifycfg,loop(loop-deletion),"
           "loop-mssa(licm),early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg")) {
     llvm::consumeError(std::move(error));  // a fixed, valid text: cannot happen
     return;

@@ -227,6 +227,7 @@ llvm::StringMap<unsigned> optimizeRoundLoops(llvm::Module& module, llvm::TargetM
   llvm::StringMap<unsigned> interchanged = interchangeStrideLoops(module);
   splitThreadRanges(module);
   versionUniformTests(module);
+  unrollPeriodicThreadTests(module);
   run(kRoundVectorizePipeline);
   reduceLaneTests(module);
   return interchanged;

@@ -158,6 +158,12 @@ void splitThreadRanges(llvm::Module& module);
 // they are all answered so (host_thread_ranges.cpp). Loops must be in simplified form.
 void versionUniformTests(llvm::Module& module);
 
+// Mark each work-item loop whose only effect, but for the threads' codes, is under a periodic
+// test of the thread index (`(x & 31) == 0`: a warp leader's store) to be unrolled by the period
+// instead of vectorised, so that the unrolled copies' tests are constants
+// (host_thread_ranges.cpp). Loops must be in simplified form.
+void unrollPeriodicThreadTests(llvm::Module& module);
+
 // The new pass manager's analyses, registered for `tm`: what every pipeline of the compiler runs
 // with (several pipelines may share one context and its cached analyses).
 struct PassContext {

@@ -21,6 +21,7 @@
 #include <llvm/Analysis/ScalarEvolution.h>
 #include <llvm/Analysis/ScalarEvolutionExpressions.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/Analysis/ValueTracking.h>
 #include <llvm/IR/Dominators.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Instructions.h>
@@ -594,6 +595,71 @@ bool versionOneLoop(llvm::Function& f, llvm::TargetLibraryInfo& libraryInfo) {
   return false;
 }
 
+// Periodic tests. A warp leader's `if ((threadIdx.x & 31) == 0) warpSums[threadIdx.x / 32] = v`
+// holds for one thread in 32: vectorised, every vector of threads tested each lane and branched
+// to a store per lane (a fifth of bench/cpu_device's warp-shuffle reduction). Where the loop does
+// nothing else but store the threads' codes (a round function's argument 3, which
+// inlineChainedRounds drops where no round can mix them), it is unrolled by the period instead of
+// vectorised: in the unrolled loop, whose index steps by the period from 0, each copy's test is a
+// constant, so that one copy in 32 stores and the other copies are empty.
+
+// The most instructions a loop unrolled by its period may hold.
+constexpr unsigned kMaxPeriodicLoopInstructions = 200;
+
+// The period of `condition` when it is `(x & (period - 1)) == c` (or !=) with x the loop's
+// iteration index from 0 and a period of 8 to 64, and the block its threads that pass go to
+// (`guarded`), else 0.
+unsigned periodicTest(const llvm::BranchInst& branch, const llvm::Loop& loop,
+                      llvm::ScalarEvolution& se, llvm::BasicBlock*& guarded) {
+  using namespace llvm::PatternMatch;
+  llvm::Value* index = nullptr;
+  const llvm::APInt *mask = nullptr, *value = nullptr;
+  llvm::ICmpInst::Predicate predicate;
+  if (!branch.isConditional() ||
+      !match(branch.getCondition(),
+             m_ICmp(predicate, m_And(m_Value(index), m_APInt(mask)), m_APInt(value))) ||
+      !llvm::ICmpInst::isEquality(predicate) || !(*mask + 1).isPowerOf2() || value->ugt(*mask))
+    return 0;
+  uint64_t period = mask->getZExtValue() + 1;
+  if (period < 8 || period > 64) return 0;
+  auto* rec = llvm::dyn_cast<llvm::SCEVAddRecExpr>(se.getSCEV(index));
+  if (rec == nullptr || rec->getLoop() != &loop || !rec->isAffine() ||
+      !rec->getStepRecurrence(se)->isOne() || !rec->getStart()->isZero())
+    return 0;
+  guarded = branch.getSuccessor(predicate == llvm::ICmpInst::ICMP_EQ ? 0 : 1);
+  return static_cast<unsigned>(period);
+}
+
+// The period to unroll `loop` by, or 0: one periodic test, and every effect of the loop either
+// under it or a store of the threads' codes (`codes`, or null).
+unsigned unrollPeriod(const llvm::Loop& loop, const llvm::DominatorTree& dt,
+                      llvm::ScalarEvolution& se, const llvm::Value* codes) {
+  if (!loop.isInnermost() || loop.getLoopLatch() == nullptr) return 0;
+  unsigned period = 0, instructions = 0;
+  llvm::BasicBlock* guarded = nullptr;
+  for (llvm::BasicBlock* block : loop.blocks()) {
+    instructions += static_cast<unsigned>(block->size());
+    auto* branch = llvm::dyn_cast<llvm::BranchInst>(block->getTerminator());
+    if (branch == nullptr || period != 0) continue;
+    period = periodicTest(*branch, loop, se, guarded);
+    // The test's block must lead to the guarded block only through that branch.
+    if (period != 0 && guarded->getSinglePredecessor() != block) period = 0;
+  }
+  if (period == 0 || instructions > kMaxPeriodicLoopInstructions || !loop.contains(guarded))
+    return 0;
+  for (llvm::BasicBlock* block : loop.blocks()) {
+    if (dt.dominates(guarded, block)) continue;
+    for (llvm::Instruction& inst : *block) {
+      if (!inst.mayWriteToMemory()) continue;
+      auto* store = llvm::dyn_cast<llvm::StoreInst>(&inst);
+      if (store == nullptr || codes == nullptr ||
+          llvm::getUnderlyingObject(store->getPointerOperand()) != codes)
+        return 0;
+    }
+  }
+  return period;
+}
+
 }  // namespace
 
 bool isWorkItemLoop(const llvm::Loop& loop) {
@@ -618,6 +684,40 @@ void versionUniformTests(llvm::Module& module) {
     llvm::TargetLibraryInfo libraryInfo(libraryImpl, &f);
     for (unsigned count = 0; count < kMaxVersionsPerFunction; ++count)
       if (!versionOneLoop(f, libraryInfo)) break;
+  }
+}
+
+void unrollPeriodicThreadTests(llvm::Module& module) {
+  llvm::TargetLibraryInfoImpl libraryImpl{llvm::Triple(module.getTargetTriple())};
+  for (llvm::Function& f : module) {
+    if (f.isDeclaration()) continue;
+    llvm::TargetLibraryInfo libraryInfo(libraryImpl, &f);
+    llvm::DominatorTree dt(f);
+    llvm::LoopInfo li(dt);
+    llvm::AssumptionCache assumptions(f);
+    llvm::ScalarEvolution se(f, libraryInfo, assumptions, dt, li);
+    // A round's one round (buildRound) stores the threads' codes through argument 3.
+    const llvm::Value* codes = f.getName().ends_with(".one") ? f.getArg(3) : nullptr;
+    llvm::LLVMContext& c = f.getContext();
+    for (llvm::Loop* loop : li.getLoopsInPreorder()) {
+      if (!isWorkItemLoop(*loop)) continue;
+      unsigned period = unrollPeriod(*loop, dt, se, codes);
+      if (period == 0) continue;
+      llvm::SmallVector<llvm::Metadata*, 8> options{nullptr};
+      if (llvm::MDNode* id = loop->getLoopID())
+        for (unsigned i = 1; i < id->getNumOperands(); ++i) options.push_back(id->getOperand(i));
+      auto option = [&](const char* name, unsigned value) {
+        options.push_back(llvm::MDNode::get(
+            c, {llvm::MDString::get(c, name), llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(
+                                                  llvm::Type::getInt32Ty(c), value))}));
+      };
+      option("llvm.loop.vectorize.width", 1);
+      option("llvm.loop.interleave.count", 1);
+      option("llvm.loop.unroll.count", period);
+      llvm::MDNode* id = llvm::MDNode::getDistinct(c, options);
+      id->replaceOperandWith(0, id);
+      loop->setLoopID(id);
+    }
   }
 }
 

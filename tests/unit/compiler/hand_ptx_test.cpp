@@ -1217,6 +1217,24 @@ std::string roundOf(const std::string& module, const std::string& name) {
   return module.substr(start, module.find("\n}\n", start) - start);
 }
 
+// A warp leader's store after a shfl (`if ((tid & 31) == 0) warpSums[tid / 32] = v`), the
+// round's only effect: its loop is unrolled by 32 (host_thread_ranges.cpp:
+// unrollPeriodicThreadTests), one store per warp, where the vectorizer had tested every lane of
+// every vector and branched to a store per lane (bench/cpu_device's warp-shuffle reduction:
+// 3.5-4.7 -> 2.3-2.6 ms). e2e leader_lanes checks the stores for other periods and lanes and for
+// blocks that are not a multiple of the period.
+TEST(CompilerBlockForms, WarpLeadersStoreOncePerWarp) {
+  std::string block = blockFormsOf(kPartialRoundsPtx, "leaders");
+  std::string leaders = roundOf(block, "__rocuda_round_warpLeaders");
+  ASSERT_FALSE(leaders.empty()) << block;
+  EXPECT_FALSE(std::regex_search(leaders, std::regex(R"(extractelement <[0-9]+ x i1>)")))
+      << leaders;
+  EXPECT_EQ(leaders.find("pred.store"), std::string::npos) << leaders;
+  EXPECT_EQ(leaders.find("masked.scatter"), std::string::npos) << leaders;
+  // The unrolled loop steps by a warp.
+  EXPECT_TRUE(std::regex_search(leaders, std::regex(R"(add nuw nsw i64 %[^ ]+, 32\n)"))) << leaders;
+}
+
 // Appended to kPartialRoundsPtx: odd lanes wait at one __syncwarp, even lanes at another (as
 // e2e round_codes does), so its first round ends with mixed codes.
 constexpr const char* kOddEvenWaitsPtx = R"(
