@@ -25,6 +25,7 @@
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/PassManager.h>
+#include <llvm/IR/PatternMatch.h>
 #include <llvm/Transforms/Utils/BasicBlockUtils.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 #include <llvm/Transforms/Utils/Local.h>
@@ -2050,16 +2051,24 @@ bool readsBlockConstant(const llvm::LoadInst& load) {
 // is in a round whose threads all gave that code (a tree level's loops, the code of their
 // barrier, once the step is inlined). Returns how many.
 unsigned dropUnreadRoundCodes(llvm::Function& round) {
-  auto* ret = llvm::dyn_cast<llvm::ReturnInst>(round.back().getTerminator());
-  if (ret == nullptr) return 0;
-  llvm::BasicBlock* exit = ret->getParent();
-  llvm::PHINode *allOf = nullptr, *anyOf = nullptr;
-  for (llvm::Instruction& inst : *exit)
-    if (auto* compare = llvm::dyn_cast<llvm::ICmpInst>(&inst);
-        compare != nullptr && compare->getPredicate() == llvm::ICmpInst::ICMP_EQ) {
-      allOf = llvm::dyn_cast<llvm::PHINode>(compare->getOperand(0));
-      anyOf = llvm::dyn_cast<llvm::PHINode>(compare->getOperand(1));
+  // The one return, of `and == or ? and : mixed` (buildRound's exit), both phis of its block.
+  llvm::ReturnInst* ret = nullptr;
+  for (llvm::BasicBlock& block : round)
+    if (auto* each = llvm::dyn_cast<llvm::ReturnInst>(block.getTerminator())) {
+      if (ret != nullptr) return 0;
+      ret = each;
     }
+  using namespace llvm::PatternMatch;
+  llvm::Value *all = nullptr, *any = nullptr;
+  llvm::ICmpInst::Predicate equal;
+  if (ret == nullptr || ret->getReturnValue() == nullptr ||
+      !match(ret->getReturnValue(), m_Select(m_ICmp(equal, m_Value(all), m_Value(any)),
+                                             m_Deferred(all), m_ConstantInt())) ||
+      equal != llvm::ICmpInst::ICMP_EQ)
+    return 0;
+  llvm::BasicBlock* exit = ret->getParent();
+  auto* allOf = llvm::dyn_cast<llvm::PHINode>(all);
+  auto* anyOf = llvm::dyn_cast<llvm::PHINode>(any);
   if (allOf == nullptr || anyOf == nullptr || allOf->getParent() != exit ||
       anyOf->getParent() != exit)
     return 0;
