@@ -285,6 +285,10 @@ ROCUDA_EXPORT CUresult cuMemHostAlloc(void** pp, size_t bytesize, unsigned int F
 
 ROCUDA_EXPORT CUresult cuMemFreeHost(void* p) {
   return ROCUDA_API((p), [&]() -> api::Outcome {
+    // free(NULL) semantics on NVIDIA's driver (cudaFreeHost(nullptr) stops in cudart, but a
+    // library calling the driver's entry point gets here): refused during a capture, as
+    // cuMemFree(0) is.
+    if (p == nullptr) return core::checkUnsafeCall();
     std::optional<core::Allocation> allocation = core::findAllocation(p);
     if (!allocation || allocation->kind != core::AllocationKind::Host ||
         allocation->base != reinterpret_cast<uintptr_t>(p))

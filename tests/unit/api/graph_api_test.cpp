@@ -591,6 +591,13 @@ TEST_F(LibCudaGraph, ListQueriesUploadFlagAndCallbacksInCapture) {
   EXPECT_EQ(CU(cuStreamEndCapture, CUstream, CUgraph*)(stream_, &captured),
             CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
   EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(0), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuStreamBeginCapture, CUstream, CUstreamCaptureMode)(
+                stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+            CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemFreeHost, void*)(nullptr), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  EXPECT_EQ(CU(cuStreamEndCapture, CUstream, CUgraph*)(stream_, &captured),
+            CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  EXPECT_EQ(CU(cuMemFreeHost, void*)(nullptr), CUDA_SUCCESS);
 }
 
 // cuGraphAddMemAllocNode: "If the allocation is freed in the same graph, a free node cannot be

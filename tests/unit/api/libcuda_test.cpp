@@ -400,6 +400,9 @@ TEST_F(LibCuda, MemoryAndCopies) {
   ASSERT_EQ(CU(cuMemHostGetFlags, unsigned*, void*)(&flags, pinned), CUDA_SUCCESS);
   EXPECT_EQ(flags, CU_MEMHOSTALLOC_PORTABLE);
   EXPECT_EQ(CU(cuMemFreeHost, void*)(pinned), CUDA_SUCCESS);
+  // A null pointer is freed as free(NULL) is, as on NVIDIA's driver; unregistering one is not.
+  EXPECT_EQ(CU(cuMemFreeHost, void*)(nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemHostUnregister, void*)(nullptr), CUDA_ERROR_INVALID_VALUE);
   // Registered memory is page-locked, but not an allocation of cuMemAllocHost / cuMemHostAlloc.
   std::vector<uint8_t> page(8192);
   ASSERT_EQ(CU(cuMemHostRegister, void*, size_t, unsigned)(page.data(), page.size(), 0),
