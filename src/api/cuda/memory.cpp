@@ -36,10 +36,16 @@ Status drainOwner(const void* pointer) {
 }
 
 Outcome allocateHostMemory(void** pp, size_t bytesize, unsigned flags) {
-  if (pp == nullptr || bytesize == 0) return invalidValue("pp is NULL or bytesize is 0");
+  if (pp == nullptr) return invalidValue("pp is NULL");
   constexpr unsigned kKnown =
       CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED;
   if ((flags & ~kKnown) != 0) return invalidValue("unknown flags");
+  // Zero bytes succeed on NVIDIA's driver; nothing is allocated (cudaMallocHost of 0 bytes gives
+  // NULL too), and cuMemFreeHost(NULL) succeeds.
+  if (bytesize == 0) {
+    *pp = nullptr;
+    return {};
+  }
   Result<core::Context*> context = currentContext();
   if (!context) return context.error();
   Result<void*> memory = core::allocateHost(**context, bytesize, flags);
@@ -320,7 +326,9 @@ ROCUDA_EXPORT CUresult cuMemHostGetFlags(unsigned int* pFlags, void* p) {
     std::optional<core::Allocation> allocation = core::findAllocation(p);
     if (!allocation || allocation->kind != core::AllocationKind::Host || allocation->registered)
       return api::invalidValue("not memory of cuMemAllocHost or cuMemHostAlloc");
-    *pFlags = allocation->flags;
+    // With unified addressing every page-locked allocation is mapped: NVIDIA's driver reports
+    // CU_MEMHOSTALLOC_DEVICEMAP for one made with flags 0.
+    *pFlags = allocation->flags | CU_MEMHOSTALLOC_DEVICEMAP;
     return {};
   });
 }
@@ -350,10 +358,13 @@ ROCUDA_EXPORT CUresult cuMemHostUnregister(void* p) {
   return ROCUDA_API((p), [&]() -> api::Outcome {
     if (p == nullptr) return api::invalidValue("p is NULL");
     if (!core::unregisterHostRange(p)) {
-      // Inside a registered range but not its start: the wrong pointer, not unregistered memory.
+      // Inside a registered range but not its start, or memory of cuMemHostAlloc: the wrong
+      // pointer (as NVIDIA's driver answers), not unregistered memory.
       std::optional<core::Allocation> within = core::findAllocation(p);
       if (within && within->registered)
         return api::invalidValue("p lies inside a registered range but does not start it");
+      if (within && within->kind == core::AllocationKind::Host)
+        return api::invalidValue("p is memory of cuMemAllocHost or cuMemHostAlloc");
       return {CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "p does not start a registered range"};
     }
     return {};

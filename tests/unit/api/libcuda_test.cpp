@@ -398,8 +398,23 @@ TEST_F(LibCuda, MemoryAndCopies) {
             CUDA_SUCCESS);
   unsigned flags = 0;
   ASSERT_EQ(CU(cuMemHostGetFlags, unsigned*, void*)(&flags, pinned), CUDA_SUCCESS);
-  EXPECT_EQ(flags, CU_MEMHOSTALLOC_PORTABLE);
+  // Mapped as well, as all page-locked memory is with unified addressing (NVIDIA's driver
+  // reports DEVICEMAP for flags 0 too).
+  EXPECT_EQ(flags, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+  // Not registered memory: the wrong pointer for cuMemHostUnregister (INVALID_VALUE, as NVIDIA's
+  // driver answers), not memory that was never registered.
+  EXPECT_EQ(CU(cuMemHostUnregister, void*)(pinned), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(CU(cuMemFreeHost, void*)(pinned), CUDA_SUCCESS);
+  void* plain = nullptr;
+  ASSERT_EQ(CU(cuMemHostAlloc, void**, size_t, unsigned)(&plain, 64, 0), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemHostGetFlags, unsigned*, void*)(&flags, plain), CUDA_SUCCESS);
+  EXPECT_EQ(flags, unsigned{CU_MEMHOSTALLOC_DEVICEMAP});
+  EXPECT_EQ(CU(cuMemFreeHost, void*)(plain), CUDA_SUCCESS);
+  // Zero bytes succeed and allocate nothing.
+  void* none = &flags;
+  EXPECT_EQ(CU(cuMemHostAlloc, void**, size_t, unsigned)(&none, 0, 0), CUDA_SUCCESS);
+  EXPECT_EQ(none, nullptr);
+  EXPECT_EQ(CU(cuMemHostAlloc, void**, size_t, unsigned)(nullptr, 64, 0), CUDA_ERROR_INVALID_VALUE);
   // A null pointer is freed as free(NULL) is, as on NVIDIA's driver; unregistering one is not.
   EXPECT_EQ(CU(cuMemFreeHost, void*)(nullptr), CUDA_SUCCESS);
   EXPECT_EQ(CU(cuMemHostUnregister, void*)(nullptr), CUDA_ERROR_INVALID_VALUE);
