@@ -26,9 +26,10 @@ bool startsWith(const uint8_t* data, size_t size, const uint8_t (&magic)[4]) {
 }
 
 bool isSpace(uint8_t c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
-bool isAlpha(uint8_t c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
-// PTX text: after whitespace and comments, a directive ('.' and a letter). Stops at a NUL.
+// PTX text: after whitespace and comments, the `.version` directive every module begins with
+// (NVIDIA's driver takes text that starts with another directive, `.target`, for no image:
+// CUDA_ERROR_INVALID_IMAGE). Stops at a NUL.
 bool looksLikePtx(const uint8_t* p, size_t size) {
   size_t i = 0;
   auto at = [&](size_t k) -> uint8_t { return k < size ? p[k] : 0; };
@@ -43,7 +44,10 @@ bool looksLikePtx(const uint8_t* p, size_t size) {
       if (at(i) == 0) return false;
       i += 2;
     } else {
-      return at(i) == '.' && isAlpha(at(i + 1));
+      static constexpr char kVersion[] = ".version";
+      for (size_t k = 0; k + 1 < sizeof kVersion; ++k)
+        if (at(i + k) != static_cast<uint8_t>(kVersion[k])) return false;
+      return isSpace(at(i + sizeof kVersion - 1));
     }
   }
   return false;

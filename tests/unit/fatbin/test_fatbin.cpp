@@ -267,6 +267,11 @@ TEST(FatbinText, DetectsKinds) {
             ImageKind::Unknown);
   EXPECT_EQ(detectImage("\n\t.version 8.0"), ImageKind::PtxText);
   EXPECT_EQ(detectImageBytes(bytes(".version"), 1), ImageKind::Unknown);
+  // Every PTX module begins with .version; text that starts with another directive is no image
+  // NVIDIA's driver knows (CUDA_ERROR_INVALID_IMAGE), nor one whose first word only begins so.
+  EXPECT_EQ(detectImage(".target sm_75\n.address_size 64\n"), ImageKind::Unknown);
+  EXPECT_EQ(detectImage(".versions 8.0"), ImageKind::Unknown);
+  EXPECT_EQ(detectImage("// nvcc\n.version\t8.0"), ImageKind::PtxText);
   EXPECT_EQ(detectImageBytes(bytes("\x50\xed\x55\xba"), 3), ImageKind::Unknown);
   EXPECT_EQ(detectImageBytes(bytes("\x50\xed\x55\xba"), 4), ImageKind::FatbinContainer);
   Result<ImageContents> r = readImage("garbage", 75);
