@@ -123,14 +123,27 @@ llvm::Value* loadContext(llvm::IRBuilder<>& b, llvm::Value* context, ContextFiel
   return load;
 }
 
+namespace {
+
+// The argument `load` reads at a constant offset from (`offset`), or null.
+const llvm::Argument* argumentAtOffset(const llvm::LoadInst& load, llvm::APInt& offset) {
+  offset = llvm::APInt(64, 0);
+  return llvm::dyn_cast<llvm::Argument>(load.getPointerOperand()->stripAndAccumulateConstantOffsets(
+      load.getModule()->getDataLayout(), offset, true));
+}
+
+// Where the block context holds `field`.
+uint64_t contextFieldOffset(llvm::LLVMContext& c, const llvm::Module& m, ContextField field) {
+  return m.getDataLayout().getStructLayout(blockContextType(c))->getElementOffset(field);
+}
+
+}  // namespace
+
 bool readsContextField(const llvm::LoadInst& load, ContextField field, int element) {
-  const llvm::DataLayout& layout = load.getModule()->getDataLayout();
-  llvm::APInt offset(64, 0);
-  auto* context = llvm::dyn_cast<llvm::Argument>(
-      load.getPointerOperand()->stripAndAccumulateConstantOffsets(layout, offset, true));
+  llvm::APInt offset;
+  const llvm::Argument* context = argumentAtOffset(load, offset);
   if (context == nullptr || context->getArgNo() != 1) return false;
-  uint64_t at =
-      layout.getStructLayout(blockContextType(load.getContext()))->getElementOffset(field);
+  uint64_t at = contextFieldOffset(load.getContext(), *load.getModule(), field);
   return offset == at + (element < 0 ? 0 : 4 * uint64_t(element));
 }
 
@@ -1194,7 +1207,7 @@ llvm::Function* buildRound(llvm::Function& step, const KernelInfo& info, size_t 
   auto* i32 = llvm::Type::getInt32Ty(c);
   auto* fn = llvm::Function::Create(llvm::FunctionType::get(i32, {ptr, ptr, i32, ptr, i32}, false),
                                     llvm::GlobalValue::InternalLinkage,
-                                    roundSymbol(info.name) + ".one", m);
+                                    roundSymbol(info.name) + std::string(kOneRoundSuffix), m);
   markLaunchArguments(*fn, info);
   fn->addParamAttr(3, llvm::Attribute::NoAlias);
   llvm::Value* params = fn->getArg(0);
@@ -2034,28 +2047,25 @@ namespace {
 // (a completed shfl swaps those). The copy of the last barrier, read through the frames'
 // address, changes at every barrier the round function completes.
 bool readsBlockConstant(const llvm::LoadInst& load) {
-  const llvm::DataLayout& layout = load.getModule()->getDataLayout();
-  llvm::APInt offset(64, 0);
-  auto* base = llvm::dyn_cast<llvm::Argument>(
-      load.getPointerOperand()->stripAndAccumulateConstantOffsets(layout, offset, true));
+  llvm::APInt offset;
+  const llvm::Argument* base = argumentAtOffset(load, offset);
   if (base == nullptr) return false;
   if (base->getArgNo() == 0) return true;
-  uint64_t lanes =
-      layout.getStructLayout(blockContextType(load.getContext()))->getElementOffset(kWarpLanes);
-  return base->getArgNo() == 1 && offset.ult(lanes);
+  return base->getArgNo() == 1 &&
+         offset.ult(contextFieldOffset(load.getContext(), *load.getModule(), kWarpLanes));
 }
 
 // Delete the stores of the threads' codes (argument 3) that the runtime cannot read: it reads
 // the codes only after a round that returns them mixed, and a store from which every way out
 // of `round` (one round, buildRound) leaves with the codes' `and` and `or` the same constant
 // is in a round whose threads all gave that code (a tree level's loops, the code of their
-// barrier, once the step is inlined). Returns how many.
-unsigned dropUnreadRoundCodes(llvm::Function& round) {
+// barrier, once the step is inlined).
+void dropUnreadRoundCodes(llvm::Function& round) {
   // The one return, of `and == or ? and : mixed` (buildRound's exit), both phis of its block.
   llvm::ReturnInst* ret = nullptr;
   for (llvm::BasicBlock& block : round)
     if (auto* each = llvm::dyn_cast<llvm::ReturnInst>(block.getTerminator())) {
-      if (ret != nullptr) return 0;
+      if (ret != nullptr) return;
       ret = each;
     }
   using namespace llvm::PatternMatch;
@@ -2065,13 +2075,13 @@ unsigned dropUnreadRoundCodes(llvm::Function& round) {
       !match(ret->getReturnValue(), m_Select(m_ICmp(equal, m_Value(all), m_Value(any)),
                                              m_Deferred(all), m_ConstantInt())) ||
       equal != llvm::ICmpInst::ICMP_EQ)
-    return 0;
+    return;
   llvm::BasicBlock* exit = ret->getParent();
   auto* allOf = llvm::dyn_cast<llvm::PHINode>(all);
   auto* anyOf = llvm::dyn_cast<llvm::PHINode>(any);
   if (allOf == nullptr || anyOf == nullptr || allOf->getParent() != exit ||
       anyOf->getParent() != exit)
-    return 0;
+    return;
   // The blocks from which some way leads out with codes that may differ.
   llvm::SmallPtrSet<llvm::BasicBlock*, 32> mayMix;
   std::vector<llvm::BasicBlock*> work;
@@ -2086,17 +2096,17 @@ unsigned dropUnreadRoundCodes(llvm::Function& round) {
     for (llvm::BasicBlock* from : llvm::predecessors(block))
       if (from != exit && mayMix.insert(from).second) work.push_back(from);
   }
+  const llvm::Value* codes = oneRoundCodes(round);
   std::vector<llvm::StoreInst*> unread;
   for (llvm::BasicBlock& block : round) {
     if (&block == exit || mayMix.contains(&block)) continue;
     for (llvm::Instruction& inst : block)
       if (auto* store = llvm::dyn_cast<llvm::StoreInst>(&inst);
           store != nullptr && !store->isVolatile() &&
-          llvm::getUnderlyingObject(store->getPointerOperand()) == round.getArg(3))
+          llvm::getUnderlyingObject(store->getPointerOperand()) == codes)
         unread.push_back(store);
   }
   for (llvm::StoreInst* store : unread) store->eraseFromParent();
-  return static_cast<unsigned>(unread.size());
 }
 
 }  // namespace
@@ -2105,10 +2115,10 @@ void inlineChainedRounds(llvm::Module& module, llvm::TargetMachine& tm, int optL
   if (optLevel <= 0) return;
   std::vector<llvm::CallInst*> rounds;
   for (llvm::Function& one : module) {
-    if (one.isDeclaration() || !one.getName().ends_with(".one") || !one.hasOneUse()) continue;
+    if (one.isDeclaration() || oneRoundCodes(one) == nullptr || !one.hasOneUse()) continue;
     auto* call = llvm::dyn_cast<llvm::CallInst>(one.user_back());
     if (call != nullptr && call->getCalledFunction() == &one &&
-        call->getFunction()->getName() == one.getName().drop_back(4))
+        call->getFunction()->getName() == one.getName().drop_back(kOneRoundSuffix.size()))
       rounds.push_back(call);
   }
   if (rounds.empty()) return;
@@ -2152,7 +2162,8 @@ void dropInterchangedLockstepForms(llvm::Module& module, ModuleInfo& info,
     // The round calls its one-round function, which may call the step: erased in that order.
     std::vector<llvm::Function*> functions;
     for (const std::string& name :
-         {roundSymbol(lockstep), roundSymbol(lockstep) + ".one", continuationSymbol(lockstep)})
+         {roundSymbol(lockstep), roundSymbol(lockstep) + std::string(kOneRoundSuffix),
+          continuationSymbol(lockstep)})
       if (llvm::Function* f = module.getFunction(name)) functions.push_back(f);
     for (llvm::Function* f : functions) {
       f->dropAllReferences();

@@ -5,9 +5,12 @@
 #include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/SmallPtrSet.h>
 #include <llvm/ADT/StringMap.h>
+#include <llvm/Analysis/AssumptionCache.h>
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
 #include <llvm/Analysis/LoopInfo.h>
+#include <llvm/Analysis/ScalarEvolution.h>
+#include <llvm/IR/Dominators.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/Passes/PassBuilder.h>
 
@@ -106,6 +109,26 @@ llvm::Value* loadContext(llvm::IRBuilder<>& b, llvm::Value* context, ContextFiel
 // Whether `load` reads `field` (its element `element`, as above) of the block context a block
 // form's argument 1 points to.
 bool readsContextField(const llvm::LoadInst& load, ContextField field, int element = -1);
+
+// A function's loops and their scalar evolution, made afresh for the loop transformations of the
+// block forms (each changes the function behind the analyses it used).
+struct LoopAnalyses {
+  LoopAnalyses(llvm::Function& f, llvm::TargetLibraryInfo& libraryInfo)
+      : dt(f), li(dt), assumptions(f), se(f, libraryInfo, assumptions, dt, li) {}
+  llvm::DominatorTree dt;
+  llvm::LoopInfo li;
+  llvm::AssumptionCache assumptions;
+  llvm::ScalarEvolution se;
+};
+
+// A round function's one round (buildRound, host_block_forms.cpp): `roundSymbol(kernel)` and this
+// suffix; its argument 3 is where it stores the threads' codes.
+inline constexpr std::string_view kOneRoundSuffix = ".one";
+
+// The codes argument of `f` when it is a one round, else null.
+inline const llvm::Value* oneRoundCodes(const llvm::Function& f) {
+  return f.getName().ends_with(kOneRoundSuffix) ? f.getArg(3) : nullptr;
+}
 
 // Whether `loop` is a block form's loop over the threads of a block in x (kWorkItemLoopMarker).
 bool isWorkItemLoop(const llvm::Loop& loop);

@@ -53,16 +53,6 @@ llvm::SmallVector<llvm::Instruction*, 4> blockIndexLoadsIn(llvm::Function& f) {
   return loads;
 }
 
-// The loops of a function and their scalar evolution, as the prefetches read them.
-struct LoopAnalyses {
-  LoopAnalyses(llvm::Function& f, llvm::TargetLibraryInfo& libraryInfo)
-      : dt(f), li(dt), assumptions(f), se(f, libraryInfo, assumptions, dt, li) {}
-  llvm::DominatorTree dt;
-  llvm::LoopInfo li;
-  llvm::AssumptionCache assumptions;
-  llvm::ScalarEvolution se;
-};
-
 // Whether the block of `f` (a block form) has one row of threads: ntid.y * ntid.z == 1.
 llvm::Value* oneDimensionalBlock(llvm::IRBuilder<>& b, llvm::Function& f) {
   return b.CreateICmpEQ(

@@ -628,10 +628,8 @@ void interchange(StrideLoopShape& shape, llvm::DominatorTree& dt, llvm::LoopInfo
 // work-item loops already interchanged (the original stays, for launches the check sends to it).
 bool interchangeOne(llvm::Function& f, llvm::TargetLibraryInfo& libraryInfo,
                     llvm::SmallPtrSetImpl<llvm::MDNode*>& done) {
-  llvm::DominatorTree dt(f);
-  llvm::LoopInfo li(dt);
-  llvm::AssumptionCache assumptions(f);
-  llvm::ScalarEvolution se(f, libraryInfo, assumptions, dt, li);
+  LoopAnalyses analyses(f, libraryInfo);
+  auto& [dt, li, assumptions, se] = analyses;
   for (llvm::Loop* loop : li.getLoopsInPreorder()) {
     if (!isWorkItemLoop(*loop) || done.contains(loop->getLoopID())) continue;
     llvm::simplifyLoop(loop, &dt, &li, &se, &assumptions, nullptr, false);

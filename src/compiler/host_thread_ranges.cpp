@@ -362,10 +362,8 @@ bool splittable(const llvm::Loop& loop, const llvm::DominatorTree& dt, const llv
 // versions unswitching made).
 bool splitOneLoop(llvm::Function& f, llvm::TargetLibraryInfo& libraryInfo,
                   llvm::DenseMap<llvm::MDNode*, unsigned>& splits) {
-  llvm::DominatorTree dt(f);
-  llvm::LoopInfo li(dt);
-  llvm::AssumptionCache assumptions(f);
-  llvm::ScalarEvolution se(f, libraryInfo, assumptions, dt, li);
+  LoopAnalyses analyses(f, libraryInfo);
+  auto& [dt, li, assumptions, se] = analyses;
   for (llvm::Loop* loop : li.getLoopsInPreorder()) {
     if (!isWorkItemLoop(*loop) || splits[loop->getLoopID()] >= kMaxSplitsPerLoop) continue;
     llvm::simplifyLoop(loop, &dt, &li, &se, &assumptions, nullptr, false);
@@ -551,10 +549,8 @@ bool hasUniformTest(const llvm::Loop& loop, llvm::ScalarEvolution& se) {
 // The analyses are made once per call, and the post-dominator tree only for a function with
 // such tests (CUB's kernels: a tree per loop took 0.75 s of a Thrust program's compilation).
 bool versionOneLoop(llvm::Function& f, llvm::TargetLibraryInfo& libraryInfo) {
-  llvm::DominatorTree dt(f);
-  llvm::LoopInfo li(dt);
-  llvm::AssumptionCache assumptions(f);
-  llvm::ScalarEvolution se(f, libraryInfo, assumptions, dt, li);
+  LoopAnalyses analyses(f, libraryInfo);
+  auto& [dt, li, assumptions, se] = analyses;
   llvm::SmallVector<llvm::Loop*, 8> candidates;
   for (llvm::Loop* loop : li.getLoopsInPreorder())
     if (isWorkItemLoop(*loop) && loop->getLoopLatch() != nullptr &&
@@ -631,7 +627,7 @@ unsigned periodicTest(const llvm::BranchInst& branch, const llvm::Loop& loop,
 }
 
 // The period to unroll `loop` by, or 0: one periodic test, and every effect of the loop either
-// under it or a store of the threads' codes (`codes`, or null).
+// under it or a store of the threads' codes (`codes`: oneRoundCodes, or null).
 unsigned unrollPeriod(const llvm::Loop& loop, const llvm::DominatorTree& dt,
                       llvm::ScalarEvolution& se, const llvm::Value* codes) {
   if (!loop.isInnermost() || loop.getLoopLatch() == nullptr) return 0;
@@ -692,12 +688,9 @@ void unrollPeriodicThreadTests(llvm::Module& module) {
   for (llvm::Function& f : module) {
     if (f.isDeclaration()) continue;
     llvm::TargetLibraryInfo libraryInfo(libraryImpl, &f);
-    llvm::DominatorTree dt(f);
-    llvm::LoopInfo li(dt);
-    llvm::AssumptionCache assumptions(f);
-    llvm::ScalarEvolution se(f, libraryInfo, assumptions, dt, li);
-    // A round's one round (buildRound) stores the threads' codes through argument 3.
-    const llvm::Value* codes = f.getName().ends_with(".one") ? f.getArg(3) : nullptr;
+    LoopAnalyses analyses(f, libraryInfo);
+    auto& [dt, li, assumptions, se] = analyses;
+    const llvm::Value* codes = oneRoundCodes(f);
     llvm::LLVMContext& c = f.getContext();
     for (llvm::Loop* loop : li.getLoopsInPreorder()) {
       if (!isWorkItemLoop(*loop)) continue;
