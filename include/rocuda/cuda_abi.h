@@ -1167,6 +1167,44 @@ struct CUctxCreateParams_st {
 };
 using CUctxCreateParams = CUctxCreateParams_st;
 
+// ---- Green contexts ----
+
+using CUdevResourceDesc = struct CUdevResourceDesc_st*;
+
+enum CUgreenCtxCreate_flags {
+  CU_GREEN_CTX_DEFAULT_STREAM = 0x1,
+};
+
+enum CUdevSmResourceSplit_flags {
+  CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING = 0x1,
+  CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE = 0x2,
+};
+
+enum CUdevResourceType {
+  CU_DEV_RESOURCE_TYPE_INVALID = 0,
+  CU_DEV_RESOURCE_TYPE_SM = 1,
+};
+
+struct CUdevSmResource_st {
+  unsigned int smCount;
+  unsigned int minSmPartitionSize;
+  unsigned int smCoscheduledAlignment;
+};
+using CUdevSmResource = CUdevSmResource_st;
+
+// RESOURCE_ABI_VERSION 1: 92 bytes the driver keeps to itself after the type, then the
+// per-type data (RESOURCE_ABI_EXTERNAL_BYTES 48).
+struct CUdevResource_st {
+  CUdevResourceType type;
+  unsigned char _internal_padding[92];
+  union {
+    CUdevSmResource sm;
+    unsigned char _oversize[48];
+  };
+};
+using CUdevResource_v1 = CUdevResource_st;
+using CUdevResource = CUdevResource_v1;
+
 // ---- Arrays, textures, surfaces, batched copies (textures area) ----
 
 enum CUaddress_mode_enum {

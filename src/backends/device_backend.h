@@ -245,6 +245,9 @@ struct LaunchConfig {
   uint32_t residentBlocks = 0;
   // The launching module's answers to device code's driver queries (null: every query fails).
   const DeviceRuntimeQueries* queries = nullptr;
+  // The multiprocessors the grid may occupy at once: a green context's partition of the device
+  // (CUDA allows a launch to run on more than it provisions, never on fewer); 0: all of them.
+  uint32_t multiprocessors = 0;
 };
 
 // What a launch's special registers %dynamic_smem_size, %total_smem_size, %aggr_smem_size and

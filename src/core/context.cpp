@@ -5,6 +5,7 @@
 #include <iterator>
 #include <string>
 
+#include "core/green_context.h"
 #include "core/platform.h"
 #include "support/thread_identity.h"
 
@@ -13,13 +14,18 @@ namespace {
 
 std::atomic<uint64_t> nextContextId{1};
 
-thread_local std::vector<Context*> contextStack;
+thread_local std::vector<CurrentContext> contextStack;
 
 }  // namespace
 
+uint64_t newContextId() { return nextContextId++; }
+
 Context::Context(Device& device, unsigned flags, bool primary)
-    : Object(ObjectKind::Context), device_(device), flags_(flags), primary_(primary),
-      id_(nextContextId++) {
+    : Object(ObjectKind::Context),
+      device_(device),
+      flags_(flags),
+      primary_(primary),
+      id_(newContextId()) {
   setDefaultLimits();
   legacy_ = std::make_unique<Stream>(*this, StreamKind::Legacy, 0, 0);
 }
@@ -77,10 +83,11 @@ Stream& Context::perThreadStream() {
   return *stream;
 }
 
-Result<Stream*> Context::createStream(unsigned flags, int priority) {
+Result<Stream*> Context::createStream(unsigned flags, int priority, GreenContext* green) {
   ROCUDA_TRY(stickyError());  // a context with a failed kernel makes nothing new
   takeIdleRetiredStreams().clear();
   auto stream = std::make_unique<Stream>(*this, StreamKind::Created, flags, priority);
+  stream->setGreenContext(green);
   Stream* raw = stream.get();
   std::lock_guard lock(mutex_);
   streams_.push_back(std::move(stream));
@@ -147,6 +154,15 @@ Status Context::destroyEvent(Event* event) {
   return Status::success();
 }
 
+std::vector<Stream*> Context::streamsOf(const GreenContext& green) {
+  std::lock_guard lock(mutex_);
+  std::vector<Stream*> streams;
+  for (auto* list : {&streams_, &retiredStreams_})
+    for (auto& s : *list)
+      if (s->greenContext() == &green) streams.push_back(s.get());
+  return streams;
+}
+
 std::vector<Stream*> Context::allStreams() {
   std::lock_guard lock(mutex_);
   std::vector<Stream*> all;
@@ -209,22 +225,36 @@ Result<CompletionPtr> Context::enqueueCommand(Stream& stream, std::string name,
     std::erase_if(contextWaits_, [](const CompletionPtr& c) { return c->done(); });
     dependencies.insert(dependencies.end(), contextWaits_.begin(), contextWaits_.end());
   }
+  // ...and those its green context waits for (cuGreenCtxWaitEvent).
+  if (GreenContext* green = stream.greenContext()) green->appendWaits(dependencies);
   return stream.enqueue(std::move(name), std::move(work), std::move(dependencies), kind);
 }
 
-Status Context::refuseWhileCapturing(const char* what) {
+Status refuseWhileCapturing(const std::vector<Stream*>& streams, const std::string& what) {
   bool capturing = false;
-  for (Stream* stream : allStreams())
+  for (Stream* stream : streams)
     if (CaptureStatePtr capture = stream->capture()) {
       capture->invalidated = true;
       capturing = true;
     }
   if (capturing)
     return makeError(ErrorCode::StreamCaptureUnsupported,
-                     std::string(what) +
-                         " while a stream of the context captures (its capture "
-                         "is invalidated)");
+                     what + " while a stream captures (its capture is invalidated)");
   return Status::success();
+}
+
+Status refuseEventOfOngoingCapture(const Event& event) {
+  if (CaptureStatePtr capture = event.captureRecord(nullptr);
+      capture && capture->origin != nullptr && capture->origin->capture() == capture) {
+    capture->invalidated = true;
+    return makeError(ErrorCode::StreamCaptureUnsupported,
+                     "the event is part of an ongoing capture (the capture is invalidated)");
+  }
+  return Status::success();
+}
+
+Status Context::refuseWhileCapturing(const char* what) {
+  return core::refuseWhileCapturing(allStreams(), what);
 }
 
 Status Context::recordAllWork(Event& event) {
@@ -249,14 +279,7 @@ Status Context::recordAllWork(Event& event) {
 
 Status Context::waitForEvent(const Event& event) {
   ROCUDA_TRY(refuseWhileCapturing("a context-wide event wait"));
-  // An event last recorded in a capture stands for a node of that capture: the capture is
-  // invalidated too.
-  if (CaptureStatePtr capture = event.captureRecord(nullptr);
-      capture && capture->origin != nullptr && capture->origin->capture() == capture) {
-    capture->invalidated = true;
-    return makeError(ErrorCode::StreamCaptureUnsupported,
-                     "the event is part of an ongoing capture (the capture is invalidated)");
-  }
+  ROCUDA_TRY(refuseEventOfOngoingCapture(event));
   CompletionPtr completion = event.completion();
   if (!completion) return Status::success();  // never recorded: nothing to wait for
   std::lock_guard lock(mutex_);
@@ -416,29 +439,39 @@ void Context::noteLaunch(const compiler::KernelInfo& kernel) {
   launchedMalloc_ |= kernel.usesDeviceMalloc;
 }
 
-Context* currentContext() { return contextStack.empty() ? nullptr : contextStack.back(); }
+Context* currentContext() { return contextStack.empty() ? nullptr : contextStack.back().context; }
 
-void setCurrentContext(Context* context) {
+GreenContext* currentGreenContext() {
+  return contextStack.empty() ? nullptr : contextStack.back().green;
+}
+
+void setCurrentContext(Context* context, GreenContext* green) {
   if (contextStack.empty()) {
-    if (context != nullptr) contextStack.push_back(context);
+    if (context != nullptr) contextStack.push_back({context, green});
   } else if (context == nullptr) {
     contextStack.pop_back();
   } else {
-    contextStack.back() = context;
+    contextStack.back() = {context, green};
   }
 }
 
-void pushContext(Context* context) { contextStack.push_back(context); }
+void pushContext(Context* context, GreenContext* green) {
+  contextStack.push_back({context, green});
+}
 
-Context* popContext() {
-  if (contextStack.empty()) return nullptr;
-  Context* top = contextStack.back();
+CurrentContext popContext() {
+  if (contextStack.empty()) return {};
+  CurrentContext top = contextStack.back();
   contextStack.pop_back();
   return top;
 }
 
 void forgetContext(Context* context) {
-  std::erase(contextStack, context);
+  std::erase_if(contextStack, [context](const CurrentContext& e) { return e.context == context; });
+}
+
+void forgetGreenContext(GreenContext* green) {
+  std::erase_if(contextStack, [green](const CurrentContext& e) { return e.green == green; });
 }
 
 }  // namespace rocuda::core

@@ -20,6 +20,7 @@
 namespace rocuda::core {
 
 class Device;
+class GreenContext;
 
 // The limits of cuCtxSetLimit, in CUlimit order.
 enum class ContextLimit : uint8_t {
@@ -43,7 +44,10 @@ class Context : public Object {
   // The NULL/legacy default stream, and this host thread's per-thread default stream.
   Stream& legacyStream();
   Stream& perThreadStream();
-  Result<Stream*> createStream(unsigned flags, int priority);
+  // `green`: the green context the stream belongs to (its kernels run on its share).
+  Result<Stream*> createStream(unsigned flags, int priority, GreenContext* green = nullptr);
+  // The streams of the context that belong to `green`, created ones and retired ones.
+  std::vector<Stream*> streamsOf(const GreenContext& green);
   Status destroyStream(Stream* stream);
   Result<Event*> createEvent(unsigned flags);
   Status destroyEvent(Event* event);
@@ -153,12 +157,31 @@ class Context : public Object {
   bool launchedPrintf_ = false, launchedMalloc_ = false;  // see setLimit
 };
 
-// The calling thread's context stack (cuCtxPush/Pop/SetCurrent/GetCurrent).
+// StreamCaptureUnsupported (saying `what`) when one of `streams` captures, whose capture it
+// invalidates: what context-wide records, waits and synchronisations answer ("invalidate all
+// the conflicting captures").
+Status refuseWhileCapturing(const std::vector<Stream*>& streams, const std::string& what);
+// StreamCaptureUnsupported when `event` was last recorded in a capture still in progress: it
+// stands for a node of that capture, which is invalidated too.
+Status refuseEventOfOngoingCapture(const Event& event);
+
+// The next id of the sequence contexts and green contexts share (cuCtxGetId, cuGreenCtxGetId).
+uint64_t newContextId();
+
+// The calling thread's context stack (cuCtxPush/Pop/SetCurrent/GetCurrent). An entry made
+// current through a green context's CUcontext holds the primary context and the green context.
+struct CurrentContext {
+  Context* context = nullptr;
+  GreenContext* green = nullptr;
+};
 Context* currentContext();
-void setCurrentContext(Context* context);  // replaces the top (or pushes onto an empty stack)
-void pushContext(Context* context);
-Context* popContext();  // nullptr when empty
-// Remove a destroyed context from this thread's stack.
+GreenContext* currentGreenContext();  // of the top entry; nullptr when it is not green
+// Replaces the top (or pushes onto an empty stack); a null context pops the top.
+void setCurrentContext(Context* context, GreenContext* green = nullptr);
+void pushContext(Context* context, GreenContext* green = nullptr);
+CurrentContext popContext();  // {} when empty
+// Remove a destroyed context, or green context, from this thread's stack.
 void forgetContext(Context* context);
+void forgetGreenContext(GreenContext* green);
 
 }  // namespace rocuda::core

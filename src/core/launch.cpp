@@ -8,6 +8,7 @@
 
 #include "core/context.h"
 #include "core/graph.h"
+#include "core/green_context.h"
 #include "core/module.h"
 #include "core/platform.h"
 #include "core/stream.h"
@@ -125,22 +126,23 @@ Result<std::shared_ptr<std::vector<uint8_t>>> packArguments(const compiler::Kern
 
 // NVIDIA's rule for cooperative grids: no more blocks than the occupancy calculator says fit
 // on the device at once.
+// `multiprocessors`: those the grid may occupy (the device's, or a green context's share).
 Status validateCooperative(Kernel& kernel, const backends::DeviceDescription& device,
-                           const LaunchRequest& request) {
+                           uint32_t multiprocessors, const LaunchRequest& request) {
   if (!device.cooperativeLaunch)
     return makeError(ErrorCode::NotSupported, "the device does not support cooperative launches");
   int threads = static_cast<int>(request.block[0] * request.block[1] * request.block[2]);
   Result<int> perMultiprocessor =
       maxActiveBlocksPerMultiprocessor(kernel, threads, request.sharedBytes);
   if (!perMultiprocessor.ok()) return perMultiprocessor.error();
-  uint64_t limit = uint64_t(*perMultiprocessor) * uint64_t(device.multiprocessorCount);
+  uint64_t limit = uint64_t(*perMultiprocessor) * multiprocessors;
   uint64_t blocks = uint64_t(request.grid[0]) * request.grid[1] * request.grid[2];
   if (blocks > limit)
     return makeError(ErrorCode::CooperativeLaunchTooLarge,
                      "cooperative grid of " + std::to_string(blocks) + " blocks for kernel '" +
                          kernel.name() + "'; the device holds at most " + std::to_string(limit) +
                          " such blocks at once (" + std::to_string(*perMultiprocessor) +
-                         " per multiprocessor, " + std::to_string(device.multiprocessorCount) +
+                         " per multiprocessor, " + std::to_string(multiprocessors) +
                          " multiprocessors)");
   return Status::success();
 }
@@ -159,8 +161,14 @@ Status launchKernel(Kernel& requested, Stream& stream, const LaunchRequest& requ
     return makeError(ErrorCode::InvalidHandle,
                      "kernel '" + kernel.name() + "' was loaded for another device");
   ROCUDA_TRY(validateConfiguration(kernel, context.device().description(), request));
+  // A green context's stream runs the grid on its share of the multiprocessors.
+  GreenContext* green = stream.greenContext();
+  uint32_t multiprocessors =
+      green != nullptr ? green->multiprocessors()
+                       : static_cast<uint32_t>(context.device().description().multiprocessorCount);
   if (request.cooperative)
-    ROCUDA_TRY(validateCooperative(kernel, context.device().description(), request));
+    ROCUDA_TRY(
+        validateCooperative(kernel, context.device().description(), multiprocessors, request));
   ROCUDA_TRY(kernel.loaded().prepare());
   auto arguments = packArguments(kernel.info(), request);
   if (!arguments.ok()) return arguments.error();
@@ -178,9 +186,9 @@ Status launchKernel(Kernel& requested, Stream& stream, const LaunchRequest& requ
   if (Result<int> perMultiprocessor =
           maxActiveBlocksPerMultiprocessor(kernel, threads, request.sharedBytes);
       perMultiprocessor.ok())
-    config.residentBlocks = static_cast<uint32_t>(std::min<uint64_t>(
-        UINT32_MAX, uint64_t(*perMultiprocessor) *
-                        uint64_t(context.device().description().multiprocessorCount)));
+    config.residentBlocks = static_cast<uint32_t>(
+        std::min<uint64_t>(UINT32_MAX, uint64_t(*perMultiprocessor) * multiprocessors));
+  if (green != nullptr) config.multiprocessors = multiprocessors;
   // Every launch carries the heap: kernels it launches from the device may call malloc.
   config.mallocHeap = &context.mallocHeap();
   config.mallocHeapLimit = context.limit(ContextLimit::MallocHeapSize);

@@ -10,8 +10,22 @@
 namespace rocuda::core {
 
 enum class ObjectKind : uint8_t {
-  Context, Module, Library, Kernel, Stream, Event, MemoryPool, Graph, GraphExec,
-  Array, MipmappedArray, ExternalMemory, GraphicsResource
+  Context,
+  Module,
+  Library,
+  Kernel,
+  Stream,
+  Event,
+  MemoryPool,
+  Graph,
+  GraphExec,
+  Array,
+  MipmappedArray,
+  ExternalMemory,
+  GraphicsResource,
+  GreenContext,
+  GreenContextView,
+  ResourceDescriptor
 };
 
 class Object {

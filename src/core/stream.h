@@ -24,6 +24,7 @@
 namespace rocuda::core {
 
 class Context;
+class GreenContext;
 class InterprocessEvent;
 
 // The completion of one command: set once, waited on by hosts and by other streams.
@@ -86,6 +87,10 @@ class Stream : public Object {
   bool attribute(unsigned id, AttributeValue* out) const;  // false when never set
   void setAttribute(unsigned id, const AttributeValue& value);
   bool blocking() const { return (flags_ & 1u) == 0; }
+  // The green context the stream was made in (its kernels run on its share of the device), or
+  // nullptr. Set once, before the stream is handed out.
+  GreenContext* greenContext() const { return green_; }
+  void setGreenContext(GreenContext* green) { green_ = green; }
 
   // Queue `work` after everything already queued and after `dependencies`. Returns its completion.
   // A failed dependency does not stop `work`; errors surface through the context.
@@ -121,6 +126,7 @@ class Stream : public Object {
   void workerLoop();
 
   Context& context_;
+  GreenContext* green_ = nullptr;
   StreamKind kind_;
   uint64_t id_;
   unsigned flags_;

@@ -27,6 +27,7 @@ struct DeviceDescription;
 
 namespace rocuda::core {
 class Context;
+struct CurrentContext;
 class Device;
 class Stream;
 class Event;
@@ -167,7 +168,12 @@ bool concurrentManagedAccess(const backends::DeviceDescription& description);
 // ---- Handles ----
 // The calling thread's current context, validated. InvalidContext when none or destroyed.
 Result<core::Context*> currentContext();
+// A context handle, or a green context's (cuCtxFromGreenCtx), which names the primary context.
 Result<core::Context*> lookupContext(cuda::CUcontext handle);  // InvalidContext
+// The same, with the green context a green context's handle names.
+Result<core::CurrentContext> lookupContextEntry(cuda::CUcontext handle);
+// The handle of a context, or of the green context when the entry holds one.
+cuda::CUcontext contextHandle(const core::CurrentContext& entry);
 Result<core::Device*> lookupDevice(cuda::CUdevice ordinal);    // InvalidDevice
 // cuDeviceGetAttribute's answer (device.cpp): InvalidDevice, or InvalidValue for an unknown
 // attribute.

@@ -8,6 +8,7 @@
 
 #include "api/cuda/boundary.h"
 #include "api/cuda/context_state.h"
+#include "core/green_context.h"
 #include "core/platform.h"
 
 namespace rocuda::api {
@@ -56,6 +57,8 @@ Outcome createContext(CUcontext* pctx, unsigned flags, CUdevice dev) {
 }
 
 Outcome destroyContext(CUcontext ctx) {
+  if (core::GreenContext::fromContextHandle(ctx) != nullptr)
+    return {CUDA_ERROR_INVALID_CONTEXT, "a green context is destroyed with cuGreenCtxDestroy"};
   Result<core::Context*> context = lookupContext(ctx);
   if (!context) return context.error();
   std::unique_ptr<core::Context> owned;
@@ -105,6 +108,14 @@ Result<core::Context*> contextOrCurrent(CUcontext ctx) {
   return ctx == nullptr ? currentContext() : lookupContext(ctx);
 }
 
+// The same with the green context `ctx` (or the current entry) names, if any.
+Result<core::CurrentContext> contextEntryOrCurrent(CUcontext ctx) {
+  if (ctx != nullptr) return lookupContextEntry(ctx);
+  Result<core::Context*> context = currentContext();
+  if (!context) return context.error();
+  return core::CurrentContext{*context, core::currentGreenContext()};
+}
+
 Outcome contextDevice(CUdevice* device, CUcontext ctx) {
   if (device == nullptr) return invalidValue("device is NULL");
   Result<core::Context*> context = contextOrCurrent(ctx);
@@ -113,10 +124,13 @@ Outcome contextDevice(CUdevice* device, CUcontext ctx) {
   return {};
 }
 
+// A green context waits for its own streams; the primary context for all of its streams, those
+// of its green contexts included.
 Outcome synchronizeContext(CUcontext ctx) {
-  Result<core::Context*> context = contextOrCurrent(ctx);
-  if (!context) return context.error();
-  return (*context)->synchronize();
+  Result<core::CurrentContext> entry = contextEntryOrCurrent(ctx);
+  if (!entry) return entry.error();
+  if (entry->green != nullptr) return entry->green->synchronize();
+  return entry->context->synchronize();
 }
 
 Result<core::ContextLimit> toLimit(CUlimit limit) {
@@ -258,14 +272,15 @@ ROCUDA_EXPORT CUresult cuCtxDetach(CUcontext ctx) {
 // cuCtxRecordEvent / cuCtxWaitEvent: an event over everything the context has queued, and a
 // wait that every later operation of the context honours (core::Context::recordAllWork).
 namespace {
-// A record needs the event of the same context; a wait takes one of any context or device.
+// A record needs the event of the same context; a wait takes one of any context or device. A
+// green context's handle records and waits for the green context's work only.
 api::Outcome contextAndEvent(CUcontext hCtx, CUevent hEvent, bool sameContext,
-                             core::Context*& context, core::Event*& event) {
-  Result<core::Context*> found = hCtx != nullptr ? api::lookupContext(hCtx) : api::currentContext();
+                             core::CurrentContext& context, core::Event*& event) {
+  Result<core::CurrentContext> found = api::contextEntryOrCurrent(hCtx);
   if (!found) return found.error();
   Result<core::Event*> e = api::lookupEvent(hEvent);
   if (!e) return e.error();
-  if (sameContext && &(*e)->context() != *found)
+  if (sameContext && &(*e)->context() != found->context)
     return {CUDA_ERROR_INVALID_HANDLE, "the event belongs to another context"};
   context = *found;
   event = *e;
@@ -275,19 +290,21 @@ api::Outcome contextAndEvent(CUcontext hCtx, CUevent hEvent, bool sameContext,
 
 ROCUDA_EXPORT CUresult cuCtxRecordEvent(CUcontext hCtx, CUevent hEvent) {
   return ROCUDA_API((hCtx, hEvent), [&]() -> api::Outcome {
-    core::Context* context = nullptr;
+    core::CurrentContext context;
     core::Event* event = nullptr;
     if (api::Outcome ok = contextAndEvent(hCtx, hEvent, true, context, event); !ok.ok()) return ok;
-    return context->recordAllWork(*event);
+    if (context.green != nullptr) return context.green->recordAllWork(*event);
+    return context.context->recordAllWork(*event);
   });
 }
 
 ROCUDA_EXPORT CUresult cuCtxWaitEvent(CUcontext hCtx, CUevent hEvent) {
   return ROCUDA_API((hCtx, hEvent), [&]() -> api::Outcome {
-    core::Context* context = nullptr;
+    core::CurrentContext context;
     core::Event* event = nullptr;
     if (api::Outcome ok = contextAndEvent(hCtx, hEvent, false, context, event); !ok.ok()) return ok;
-    return context->waitForEvent(*event);
+    if (context.green != nullptr) return context.green->waitForEvent(*event);
+    return context.context->waitForEvent(*event);
   });
 }
 
@@ -332,9 +349,9 @@ ROCUDA_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
       core::setCurrentContext(nullptr);
       return {};
     }
-    Result<core::Context*> context = api::lookupContext(ctx);
-    if (!context) return context.error();
-    core::setCurrentContext(*context);
+    Result<core::CurrentContext> entry = api::lookupContextEntry(ctx);
+    if (!entry) return entry.error();
+    core::setCurrentContext(entry->context, entry->green);
     return {};
   });
 }
@@ -342,16 +359,16 @@ ROCUDA_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
 ROCUDA_EXPORT CUresult cuCtxGetCurrent(CUcontext* pctx) {
   return ROCUDA_API((pctx), [&]() -> api::Outcome {
     if (pctx == nullptr) return api::invalidValue("pctx is NULL");
-    *pctx = api::toHandle(core::currentContext());
+    *pctx = api::contextHandle({core::currentContext(), core::currentGreenContext()});
     return {};
   });
 }
 
 ROCUDA_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
   return ROCUDA_API((ctx), [&]() -> api::Outcome {
-    Result<core::Context*> context = api::lookupContext(ctx);
-    if (!context) return context.error();
-    core::pushContext(*context);
+    Result<core::CurrentContext> entry = api::lookupContextEntry(ctx);
+    if (!entry) return entry.error();
+    core::pushContext(entry->context, entry->green);
     return {};
   });
 }
@@ -360,8 +377,8 @@ ROCUDA_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext* pctx) {
   return ROCUDA_API((pctx), [&]() -> api::Outcome {
     if (core::currentContext() == nullptr)
       return {CUDA_ERROR_INVALID_CONTEXT, "no current context"};
-    core::Context* popped = core::popContext();
-    if (pctx != nullptr) *pctx = api::toHandle(popped);
+    core::CurrentContext popped = core::popContext();
+    if (pctx != nullptr) *pctx = api::contextHandle(popped);
     return {};
   });
 }
@@ -387,9 +404,9 @@ ROCUDA_EXPORT CUresult cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) {
 ROCUDA_EXPORT CUresult cuCtxGetId(CUcontext ctx, unsigned long long* ctxId) {
   return ROCUDA_API((ctx, ctxId), [&]() -> api::Outcome {
     if (ctxId == nullptr) return api::invalidValue("ctxId is NULL");
-    Result<core::Context*> context = api::contextOrCurrent(ctx);
-    if (!context) return context.error();
-    *ctxId = (*context)->id();
+    Result<core::CurrentContext> entry = api::contextEntryOrCurrent(ctx);
+    if (!entry) return entry.error();
+    *ctxId = entry->green != nullptr ? entry->green->id() : entry->context->id();
     return {};
   });
 }

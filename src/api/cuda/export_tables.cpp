@@ -183,15 +183,20 @@ CUresult storageGetSlot(void** value, CUcontext ctx, void* key) {
 // Slot 2 is called during context set-up and by cudaDeviceSynchronize with (ctx, flag, out):
 // cudart then passes *out to cuCtxSynchronize_v2, so it reads a context handle back (measured:
 // leaving *out unwritten made cudart synchronize a stale stack value). The answer is the context
-// given, or the current one when ctx is NULL.
+// given, or the current one when ctx is NULL: a green context's own handle when that is current,
+// so that cudaDeviceSynchronize waits for the green context's work.
 CUresult contextCheckSlot(CUcontext ctx, int* flag, CUcontext* out) {
   return ROCUDA_API((ctx, flag, out), [&]() -> Outcome {
     if (out == nullptr) return invalidValue("out is NULL");
-    core::Context* context =
-        ctx != nullptr ? core::lookupHandle<core::Context>(ctx) : core::currentContext();
-    if (context == nullptr || core::lookupHandle<core::Context>(context) == nullptr)
-      return makeError(ErrorCode::InvalidContext, "no valid context");
-    *out = reinterpret_cast<CUcontext>(context);
+    if (ctx != nullptr) {
+      Result<core::CurrentContext> entry = lookupContextEntry(ctx);
+      if (!entry) return makeError(ErrorCode::InvalidContext, "no valid context");
+      *out = contextHandle(*entry);
+      return {};
+    }
+    Result<core::Context*> current = currentContext();
+    if (!current) return makeError(ErrorCode::InvalidContext, "no valid context");
+    *out = contextHandle({*current, core::currentGreenContext()});
     return {};
   });
 }

@@ -1,6 +1,7 @@
 // Validation of application handles through the core's object registry.
 #include "api/cuda/boundary.h"
 #include "core/context.h"
+#include "core/green_context.h"
 #include "core/module.h"
 #include "core/platform.h"
 #include "core/stream.h"
@@ -14,13 +15,29 @@ Result<core::Context*> currentContext() {
   // ctx from those threads will result in the error CUDA_ERROR_CONTEXT_IS_DESTROYED".
   if (core::lookupHandle<core::Context>(context) == nullptr)
     return makeError(ErrorCode::ContextIsDestroyed, "the current context was destroyed");
+  if (core::GreenContext* green = core::currentGreenContext(); green && green->destroyed())
+    return makeError(ErrorCode::ContextIsDestroyed, "the current green context was destroyed");
   return context;
 }
 
+Result<core::CurrentContext> lookupContextEntry(cuda::CUcontext handle) {
+  if (core::Context* context = core::lookupHandle<core::Context>(handle))
+    return core::CurrentContext{context, nullptr};
+  if (core::GreenContext* green = core::GreenContext::fromContextHandle(handle))
+    return core::CurrentContext{&green->primary(), green};
+  return makeError(ErrorCode::InvalidContext, "not a live context");
+}
+
 Result<core::Context*> lookupContext(cuda::CUcontext handle) {
-  core::Context* context = core::lookupHandle<core::Context>(handle);
-  if (context == nullptr) return makeError(ErrorCode::InvalidContext, "not a live context");
-  return context;
+  Result<core::CurrentContext> entry = lookupContextEntry(handle);
+  if (!entry) return entry.error();
+  return entry->context;
+}
+
+cuda::CUcontext contextHandle(const core::CurrentContext& entry) {
+  if (entry.green != nullptr)
+    return reinterpret_cast<cuda::CUcontext>(const_cast<void*>(entry.green->contextHandle()));
+  return reinterpret_cast<cuda::CUcontext>(entry.context);
 }
 
 Result<core::Device*> lookupDevice(cuda::CUdevice ordinal) {
@@ -58,10 +75,19 @@ Result<core::Stream*> resolveStream(cuda::CUstream handle, StreamVariant variant
   if (handle == nullptr || handle == cuda::CU_STREAM_LEGACY || perThread) {
     Result<core::Context*> context = currentContext();
     if (!context) return context.takeError();
+    // A green context has a default stream of its own, and no per-thread ones.
+    if (core::GreenContext* green = core::currentGreenContext()) {
+      if (handle == cuda::CU_STREAM_PER_THREAD)
+        return makeError(ErrorCode::InvalidHandle,
+                         "CU_STREAM_PER_THREAD while a green context is current");
+      return green->defaultStream();
+    }
     return perThread ? &(*context)->perThreadStream() : &(*context)->legacyStream();
   }
   core::Stream* stream = core::lookupHandle<core::Stream>(handle);
   if (stream == nullptr) return makeError(ErrorCode::InvalidHandle, "not a live stream");
+  if (core::GreenContext* green = stream->greenContext(); green && green->destroyed())
+    return makeError(ErrorCode::ContextIsDestroyed, "the stream's green context was destroyed");
   return stream;
 }
 

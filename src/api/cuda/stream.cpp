@@ -6,8 +6,9 @@
 #include "api/cuda/boundary.h"
 #include "api/cuda/graph_internal.h"
 #include "core/context.h"
-#include "core/ipc.h"
 #include "core/graph.h"
+#include "core/green_context.h"
+#include "core/ipc.h"
 #include "core/platform.h"
 
 namespace rocuda::api {
@@ -29,8 +30,11 @@ Outcome createStream(CUstream* phStream, unsigned flags, int priority) {
     return invalidValue("unknown stream flags");
   Result<core::Context*> context = currentContext();
   if (!context) return context.error();
-  Result<core::Stream*> stream = (*context)->createStream(
-      flags, core::clampStreamPriority(priority, (*context)->device().description()));
+  int clamped = core::clampStreamPriority(priority, (*context)->device().description());
+  // With a green context current, the stream is the green context's.
+  core::GreenContext* green = core::currentGreenContext();
+  Result<core::Stream*> stream = green != nullptr ? green->createStream(flags, clamped)
+                                                  : (*context)->createStream(flags, clamped);
   if (!stream) return stream.error();
   *phStream = reinterpret_cast<CUstream>(*stream);
   return {};
@@ -106,19 +110,22 @@ Outcome streamGetPriority(CUstream h, int* priority, StreamVariant v) {
 
 Outcome streamGetCtx(CUstream h, CUcontext* pctx, StreamVariant v) {
   if (pctx == nullptr) return invalidValue("pctx is NULL");
+  // A green context's stream answers the green context's CUcontext (cuCtxFromGreenCtx's).
   return withStream(h, v, [&](core::Stream& s) -> Outcome {
-    *pctx = reinterpret_cast<CUcontext>(&s.context());
+    *pctx = contextHandle({&s.context(), s.greenContext()});
     return {};
   });
 }
 
-// cuStreamGetCtx_v2: the regular context in pCtx and, as no stream here belongs to a green
-// context (they are unavailable), NULL in pGreenCtx.
+// cuStreamGetCtx_v2: the regular context in pCtx (the primary one for a green context's stream)
+// and the green context, or NULL, in pGreenCtx.
 Outcome streamGetCtxV2(CUstream h, CUcontext* pCtx, CUgreenCtx* pGreenCtx, StreamVariant v) {
   if (pCtx == nullptr || pGreenCtx == nullptr) return invalidValue("pCtx or pGreenCtx is NULL");
-  Outcome found = streamGetCtx(h, pCtx, v);
-  if (found.ok()) *pGreenCtx = nullptr;
-  return found;
+  return withStream(h, v, [&](core::Stream& s) -> Outcome {
+    *pCtx = reinterpret_cast<CUcontext>(&s.context());
+    *pGreenCtx = reinterpret_cast<CUgreenCtx>(s.greenContext());
+    return {};
+  });
 }
 
 Outcome streamGetId(CUstream h, unsigned long long* id, StreamVariant v) {
@@ -296,6 +303,10 @@ ROCUDA_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream) {
     core::Stream* stream = core::lookupHandle<core::Stream>(hStream);
     if (stream == nullptr || stream->streamKind() != core::StreamKind::Created)
       return {CUDA_ERROR_INVALID_HANDLE, "not a created stream"};
+    // "Users must explicitly destroy all such streams before invoking cuGreenCtxDestroy": after
+    // it they answer CONTEXT_IS_DESTROYED, and stay.
+    if (core::GreenContext* green = stream->greenContext(); green && green->destroyed())
+      return {CUDA_ERROR_CONTEXT_IS_DESTROYED, "the stream's green context was destroyed"};
     return stream->context().destroyStream(stream);
   });
 }

@@ -924,20 +924,26 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
     // Blocks waiting for this one stop waiting.
     if (grid.waiting != nullptr) grid.waiting->failed.store(true, std::memory_order_relaxed);
   };
+  // The pool threads the grid may occupy at once (a green context's multiprocessors).
+  unsigned workers = config.multiprocessors == 0
+                         ? pool_.workerCount()
+                         : std::min(config.multiprocessors, pool_.workerCount());
   std::optional<uint64_t> flat = config.cooperative ? std::nullopt : flatIterations(grid);
   if (flat) {
     // Each part a range of consecutive threads, whose iterations it runs pass by pass.
     uint64_t threads = uint64_t{config.grid[0]} * config.block[0];
-    uint64_t parts =
-        std::clamp<uint64_t>(threads / kFlatThreadsPerPart, 1, 4 * uint64_t{pool_.workerCount()});
+    uint64_t parts = std::clamp<uint64_t>(threads / kFlatThreadsPerPart, 1, 4 * uint64_t{workers});
     uint64_t perPart = (threads + parts - 1) / parts;
-    pool_.parallelFor(parts, [&](uint64_t part) {
-      uint64_t first = part * perPart;
-      if (failed.load(std::memory_order_relaxed) || first >= threads) return;
-      if (runFlatThreads(grid, *flat, first, std::min(threads, first + perPart)) !=
-          BlockOutcome::Completed)
-        failed.store(true, std::memory_order_relaxed);
-    });
+    pool_.parallelFor(
+        parts,
+        [&](uint64_t part) {
+          uint64_t first = part * perPart;
+          if (failed.load(std::memory_order_relaxed) || first >= threads) return;
+          if (runFlatThreads(grid, *flat, first, std::min(threads, first + perPart)) !=
+              BlockOutcome::Completed)
+            failed.store(true, std::memory_order_relaxed);
+        },
+        workers);
   } else if (config.cooperative) {
     ROCUDA_TRY(runCooperative(grid, blocks, runOne));
   } else if (grid.spinWaits) {
@@ -946,20 +952,24 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
     uint32_t resident = config.residentBlocks != 0
                             ? config.residentBlocks
                             : static_cast<uint32_t>(std::min<uint64_t>(blocks, UINT32_MAX));
-    unsigned claimers = static_cast<unsigned>(std::min<uint64_t>(blocks, pool_.workerCount()));
+    unsigned claimers = static_cast<unsigned>(std::min<uint64_t>(blocks, workers));
     OrderedGrid ordered(blocks, resident, claimers, runOne);
     grid.waiting = &ordered;
-    pool_.parallelFor(claimers, [&](uint64_t) { ordered.claimBlocks(); });
+    pool_.parallelFor(
+        claimers, [&](uint64_t) { ordered.claimBlocks(); }, workers);
     ordered.finish();  // the threads it added may still run the last blocks
     if (ordered.failed.load(std::memory_order_relaxed)) failed.store(true);
     grid.waiting = nullptr;
   } else {
-    pool_.parallelForRanges(blocks, [&](uint64_t first, uint64_t last) {
-      BlockOutcome outcome = runBlocks(grid, first, last, failed);
-      if (outcome == BlockOutcome::Completed) return;
-      if (outcome == BlockOutcome::Asserted) asserted.store(true, std::memory_order_relaxed);
-      failed.store(true, std::memory_order_relaxed);
-    });
+    pool_.parallelForRanges(
+        blocks,
+        [&](uint64_t first, uint64_t last) {
+          BlockOutcome outcome = runBlocks(grid, first, last, failed);
+          if (outcome == BlockOutcome::Completed) return;
+          if (outcome == BlockOutcome::Asserted) asserted.store(true, std::memory_order_relaxed);
+          failed.store(true, std::memory_order_relaxed);
+        },
+        workers);
   }
   if (memcheckEnabled())  // parameter buffers handed out and never launched
     for (auto& buffer : deviceLaunches.filling)
@@ -992,6 +1002,7 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
       childConfig.stackBytesPerThread = config.stackBytesPerThread;
       childConfig.reservedSharedBytes = config.reservedSharedBytes;
       childConfig.queries = config.queries;  // the same module's
+      childConfig.multiprocessors = config.multiprocessors;
       ++launchNesting;
       Status status = launch(*child->kernel, childConfig, child->params.data());
       --launchNesting;

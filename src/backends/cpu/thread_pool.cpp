@@ -30,7 +30,16 @@ void ThreadPool::work(Job& job) {
   }
 }
 
-void ThreadPool::run(uint64_t count, TaskRef task) {
+bool ThreadPool::join(Job& job) {
+  unsigned current = job.workers.load(std::memory_order_relaxed);
+  do {
+    if (job.next.load(std::memory_order_relaxed) >= job.count || current >= job.maxWorkers)
+      return false;
+  } while (!job.workers.compare_exchange_weak(current, current + 1, std::memory_order_relaxed));
+  return true;
+}
+
+void ThreadPool::run(uint64_t count, TaskRef task, unsigned workers) {
   if (count == 0) return;
   std::shared_ptr<Job> job;
   {
@@ -49,9 +58,11 @@ void ThreadPool::run(uint64_t count, TaskRef task) {
   job->task = task;
   job->next.store(0, std::memory_order_relaxed);
   job->finished.store(0, std::memory_order_relaxed);
+  job->maxWorkers = workers == 0 ? workerCount() : std::min(workers, workerCount());
+  job->workers.store(1, std::memory_order_relaxed);  // the submitter
   // About 16 chunks per worker: a shared counter touched per item costs more than a small block.
-  job->chunk = std::max<uint64_t>(1, count / (16 * (threads_.size() + 1)));
-  if (count > 1 && !threads_.empty()) {
+  job->chunk = std::max<uint64_t>(1, count / (16 * uint64_t{job->maxWorkers}));
+  if (count > 1 && job->maxWorkers > 1) {
     std::lock_guard lock(mutex_);
     jobs_.push_back(job);
     wake_.notify_all();
@@ -69,13 +80,15 @@ void ThreadPool::workerLoop() {
     wake_.wait(lock, [this] {
       if (stopping_) return true;
       for (auto& job : jobs_)
-        if (job->next.load(std::memory_order_relaxed) < job->count) return true;
+        if (job->next.load(std::memory_order_relaxed) < job->count &&
+            job->workers.load(std::memory_order_relaxed) < job->maxWorkers)
+          return true;
       return false;
     });
     if (stopping_) return;
     std::shared_ptr<Job> job;
     for (auto& candidate : jobs_)
-      if (candidate->next.load(std::memory_order_relaxed) < candidate->count) {
+      if (join(*candidate)) {
         job = candidate;
         break;
       }
@@ -84,6 +97,7 @@ void ThreadPool::workerLoop() {
     if (job == nullptr) continue;
     lock.unlock();
     work(*job);
+    job->workers.fetch_sub(1, std::memory_order_relaxed);
     lock.lock();
     if (job->finished.load(std::memory_order_acquire) == job->count) done_.notify_all();
   }

@@ -26,23 +26,31 @@ class ThreadPool {
   unsigned workerCount() const { return static_cast<unsigned>(threads_.size()) + 1; }
 
   // Run task(i) for every i in [0, count), in parallel, and return when all have finished.
-  // `task` is called by reference: a launch copies nothing and allocates nothing.
+  // `task` is called by reference: a launch copies nothing and allocates nothing. `workers`:
+  // at most that many threads work on the items at once, the calling thread among them (a
+  // green context's share of the device's multiprocessors); 0: every worker of the pool.
   template <typename Task>
-  void parallelFor(uint64_t count, const Task& task) {
-    run(count, TaskRef{&task, [](const void* object, uint64_t first, uint64_t last) {
-                         for (uint64_t index = first; index < last; ++index)
-                           (*static_cast<const Task*>(object))(index);
-                       }});
+  void parallelFor(uint64_t count, const Task& task, unsigned workers = 0) {
+    run(count,
+        TaskRef{&task,
+                [](const void* object, uint64_t first, uint64_t last) {
+                  for (uint64_t index = first; index < last; ++index)
+                    (*static_cast<const Task*>(object))(index);
+                }},
+        workers);
   }
 
   // The same, `task(first, last)` called once per claimed range [first, last) of items (in
   // order within it), so that what a worker sets up per item (its thread-local state) it can
   // set up once per range.
   template <typename RangeTask>
-  void parallelForRanges(uint64_t count, const RangeTask& task) {
-    run(count, TaskRef{&task, [](const void* object, uint64_t first, uint64_t last) {
-                         (*static_cast<const RangeTask*>(object))(first, last);
-                       }});
+  void parallelForRanges(uint64_t count, const RangeTask& task, unsigned workers = 0) {
+    run(count,
+        TaskRef{&task,
+                [](const void* object, uint64_t first, uint64_t last) {
+                  (*static_cast<const RangeTask*>(object))(first, last);
+                }},
+        workers);
   }
 
  private:
@@ -54,13 +62,19 @@ class ThreadPool {
     uint64_t count = 0;
     uint64_t chunk = 1;  // items taken per claim: few claims, yet enough chunks to balance
     TaskRef task{};
+    unsigned maxWorkers = 1;  // threads allowed on the job at once, the submitter included
+    // Threads on the job now. One leaves only once every item is claimed, so a pool thread
+    // turned away by a full job never needs waking when a place frees up.
+    std::atomic<unsigned> workers{0};
     // Separate cache lines: claiming and finishing are done by different workers at once.
     alignas(64) std::atomic<uint64_t> next{0};
     alignas(64) std::atomic<uint64_t> finished{0};
   };
   // Run items of `job` until none are left; true if this call finished the last item.
   static void work(Job& job);
-  void run(uint64_t count, TaskRef task);
+  // A pool thread takes a place on `job`: false when the job has no item left or is full.
+  static bool join(Job& job);
+  void run(uint64_t count, TaskRef task, unsigned workers);
   void workerLoop();
 
   std::mutex mutex_;

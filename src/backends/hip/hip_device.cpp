@@ -851,6 +851,19 @@ class HipDevice final : public DeviceBackend {
   }
 
   Status launch(LoadedKernel& kernel, const LaunchConfig& config, const void* params) override {
+    // A green context's partition is not enforced here: HIP's CU masks
+    // (hipExtStreamCreateWithCUMask) number compute units, which on RDNA need not be the
+    // multiprocessors HIP reports (WGPs), and a mask too narrow would give the grid fewer than
+    // it was provisioned, which CUDA never does; running on more is what CUDA allows.
+    if (config.multiprocessors != 0 &&
+        config.multiprocessors < static_cast<uint32_t>(description_.multiprocessorCount)) {
+      static std::once_flag logged;
+      std::call_once(logged, [&] {
+        log::info(description_.name +
+                  ": green context partitions are not enforced on HIP "
+                  "devices; their kernels may use every compute unit");
+      });
+    }
     return launchWithChildren(static_cast<HipKernel&>(kernel), config, params, 0);
   }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -57,6 +58,39 @@ TEST(CpuThreadPool, RangesCoverEveryItemOnce) {
   });
   EXPECT_EQ(bad.load(), 0);
   for (uint64_t i = 0; i < kCount; ++i) ASSERT_EQ(runs[i].load(), 1) << i;
+}
+
+// A job capped at N workers (a green context's share) never has more than N threads in its
+// items at once, whatever other jobs run beside it, and still runs every item once; uncapped, the
+// same job spreads over more threads.
+TEST(CpuThreadPool, WorkerCapHoldsWhileOtherJobsRun) {
+  ThreadPool pool(4);
+  auto peakOf = [&](unsigned workers) {
+    std::atomic<unsigned> active{0}, peak{0};
+    std::vector<std::atomic<int>> runs(64);
+    pool.parallelFor(
+        64,
+        [&](uint64_t i) {
+          unsigned now = active.fetch_add(1) + 1;
+          for (unsigned seen = peak.load(); now > seen && !peak.compare_exchange_weak(seen, now);) {
+          }
+          std::this_thread::sleep_for(std::chrono::microseconds(500));
+          runs[i].fetch_add(1);
+          active.fetch_sub(1);
+        },
+        workers);
+    for (auto& r : runs) EXPECT_EQ(r.load(), 1);
+    return peak.load();
+  };
+  std::atomic<bool> stop{false};
+  std::thread other([&] {  // an uncapped job submitted over and over beside the capped ones
+    while (!stop.load()) pool.parallelFor(8, [](uint64_t) { std::this_thread::yield(); });
+  });
+  EXPECT_EQ(peakOf(1), 1u);
+  EXPECT_LE(peakOf(2), 2u);
+  stop.store(true);
+  other.join();
+  EXPECT_GT(peakOf(0), 1u);
 }
 
 }  // namespace

@@ -1,0 +1,124 @@
+#include "core/green_context.h"
+
+#include <algorithm>
+
+#include "core/context.h"
+
+namespace rocuda::core {
+
+GreenContext::GreenContext(Context& primary, uint32_t multiprocessors)
+    : Object(ObjectKind::GreenContext),
+      primary_(primary),
+      multiprocessors_(multiprocessors),
+      id_(newContextId()),
+      view_(*this) {}
+
+GreenContext::~GreenContext() = default;
+
+GreenContext* GreenContext::fromContextHandle(const void* handle) {
+  Object* view = findObject(handle, ObjectKind::GreenContextView);
+  return view == nullptr ? nullptr : &static_cast<View*>(view)->owner;
+}
+
+Result<Stream*> GreenContext::defaultStream() {
+  std::lock_guard lock(mutex_);
+  if (destroyed_)
+    return makeError(ErrorCode::ContextIsDestroyed, "the green context was destroyed");
+  // A reset of the primary context destroys every stream made in it, this one too (the id tells
+  // a stream made later at the same address apart).
+  Stream* live = lookupHandle<Stream>(defaultStream_);
+  if (live != nullptr && live->id() == defaultStreamId_) return live;
+  Result<Stream*> made = primary_.createStream(0, 0, this);
+  if (!made.ok()) return made.error();
+  defaultStream_ = *made;
+  defaultStreamId_ = (*made)->id();
+  return *made;
+}
+
+Result<Stream*> GreenContext::createStream(unsigned flags, int priority) {
+  if (destroyed())
+    return makeError(ErrorCode::ContextIsDestroyed, "the green context was destroyed");
+  return primary_.createStream(flags, priority, this);
+}
+
+std::vector<Stream*> GreenContext::streams() { return primary_.streamsOf(*this); }
+
+Status GreenContext::refuseWhileCapturing(const char* what) {
+  return core::refuseWhileCapturing(streams(), what);
+}
+
+Status GreenContext::recordAllWork(Event& event) {
+  ROCUDA_TRY(refuseWhileCapturing("a green context's event record"));
+  std::vector<CompletionPtr> work;
+  for (Stream* stream : streams())
+    if (auto tail = stream->tail()) work.push_back(std::move(tail));
+  Stream* host = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    if (!recordStream_) {
+      recordStream_ = std::make_unique<Stream>(primary_, StreamKind::Created, 1u, 0);
+      recordStream_->retireHandle();  // internal: no application handle names it
+    }
+    host = recordStream_.get();
+  }
+  event.recordCompletion(host->enqueue(
+      "green context event record", [] { return Status::success(); }, std::move(work)));
+  return Status::success();
+}
+
+Status GreenContext::waitForEvent(const Event& event) {
+  ROCUDA_TRY(refuseWhileCapturing("a green context's event wait"));
+  ROCUDA_TRY(refuseEventOfOngoingCapture(event));
+  CompletionPtr completion = event.completion();
+  if (!completion) return Status::success();  // never recorded: nothing to wait for
+  std::lock_guard lock(mutex_);
+  waits_.push_back(std::move(completion));
+  return Status::success();
+}
+
+void GreenContext::appendWaits(std::vector<CompletionPtr>& dependencies) {
+  std::lock_guard lock(mutex_);
+  std::erase_if(waits_, [](const CompletionPtr& c) { return c->done(); });
+  dependencies.insert(dependencies.end(), waits_.begin(), waits_.end());
+}
+
+Status GreenContext::synchronize() {
+  ROCUDA_TRY(refuseWhileCapturing("synchronizing the green context"));
+  for (Stream* stream : streams())
+    if (auto tail = stream->tail()) tail->wait();
+  Stream* records = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    records = recordStream_.get();
+  }
+  if (records != nullptr)
+    if (auto tail = records->tail()) tail->wait();
+  return primary_.stickyError();
+}
+
+void GreenContext::destroy() {
+  Stream* ownDefault = nullptr;
+  std::unique_ptr<Stream> records;
+  {
+    std::lock_guard lock(mutex_);
+    if (destroyed_) return;
+    destroyed_ = true;
+    Stream* live = lookupHandle<Stream>(defaultStream_);
+    if (live != nullptr && live->id() == defaultStreamId_) ownDefault = live;
+    defaultStream_ = nullptr;
+    records = std::move(recordStream_);
+    waits_.clear();
+  }
+  // Outside the lock: destroying a stream waits for its work (which may queue more here).
+  if (ownDefault != nullptr) (void)primary_.destroyStream(ownDefault);
+  records.reset();
+  view_.retireHandle();
+  retireHandle();
+}
+
+bool GreenContext::destroyed() const {
+  std::lock_guard lock(mutex_);
+  return destroyed_;
+}
+
+}  // namespace rocuda::core
