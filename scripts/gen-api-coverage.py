@@ -31,15 +31,23 @@ def read_requests():
     return names
 
 
+def status_of(variants):
+    kinds = {v[3] for v in variants}
+    if "ENTRY" in kinds:
+        return "implemented"
+    if "UNAVAILABLE" in kinds:
+        return "unavailable here (documented error)"
+    return "not yet"
+
+
 def render():
     rows = read_table()
     requested = read_requests()
     by_name = {}
     for api, version, symbol, stream, kind in rows:
         by_name.setdefault(api, []).append((version, symbol, stream, kind))
-    done = [n for n in requested if any(v[3] == "ENTRY" for v in by_name.get(n, []))]
-    unavailable = [n for n in requested if n not in done and
-                   any(v[3] == "UNAVAILABLE" for v in by_name.get(n, []))]
+    done = [n for n in requested if status_of(by_name.get(n, [])) == "implemented"]
+    unavailable = [n for n in requested if status_of(by_name.get(n, [])).startswith("unavailable")]
     out = [
         "# Driver API coverage",
         "",
@@ -58,31 +66,29 @@ def render():
     ]
     for name in requested:
         variants = by_name.get(name, [])
-        if name in done:
-            status = "implemented"
-        elif name in unavailable:
-            status = "unavailable here (documented error)"
-        else:
-            status = "not yet"
+        status = status_of(variants)
         marks = {"ENTRY": "", "MISSING": " (missing)", "UNAVAILABLE": " (unavailable)"}
         cells = ", ".join(
             f"{v}: `{s}`{' (per-thread stream)' if st == 'PerThread' else ''}{marks[kind]}"
             for v, s, st, kind in variants) or "not in the table"
         out.append(f"| `{name}` | {status} | {cells} |")
     extra = [n for n in by_name if n not in requested]
+    extra_done = [n for n in extra if status_of(by_name[n]) == "implemented"]
+    extra_unavailable = [n for n in extra if status_of(by_name[n]).startswith("unavailable")]
     out += [
         "",
         "## Also exported",
         "",
         "Entry points CUDA 13's runtime does not ask for that programs linking `libcuda.so.1`",
         "directly call (NVIDIA's driver still exports them; PyCUDA links the deprecated ones):",
+        f"{len(extra_done)} of {len(extra)} implemented, {len(extra_unavailable)} unavailable here.",
         "",
         "| Entry point | Status | Variants (version: symbol) |",
         "|---|---|---|",
     ]
     for name in extra:
         variants = by_name[name]
-        status = "implemented" if any(v[3] == "ENTRY" for v in variants) else "not yet"
+        status = status_of(variants)
         cells = ", ".join(
             f"{v}: `{s}`{' (per-thread stream)' if st == 'PerThread' else ''}"
             for v, s, st, kind in variants)

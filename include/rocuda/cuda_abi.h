@@ -1167,6 +1167,33 @@ struct CUctxCreateParams_st {
 };
 using CUctxCreateParams = CUctxCreateParams_st;
 
+// ---- GPU core dumps ----
+
+enum CUcoredumpSettings_enum {
+  CU_COREDUMP_ENABLE_ON_EXCEPTION = 1,
+  CU_COREDUMP_TRIGGER_HOST,
+  CU_COREDUMP_LIGHTWEIGHT,
+  CU_COREDUMP_ENABLE_USER_TRIGGER,
+  CU_COREDUMP_FILE,
+  CU_COREDUMP_PIPE,
+  CU_COREDUMP_GENERATION_FLAGS,
+  CU_COREDUMP_MAX
+};
+using CUcoredumpSettings = CUcoredumpSettings_enum;
+
+enum CUCoredumpGenerationFlags {
+  CU_COREDUMP_DEFAULT_FLAGS = 0,
+  CU_COREDUMP_SKIP_NONRELOCATED_ELF_IMAGES = (1 << 0),
+  CU_COREDUMP_SKIP_GLOBAL_MEMORY = (1 << 1),
+  CU_COREDUMP_SKIP_SHARED_MEMORY = (1 << 2),
+  CU_COREDUMP_SKIP_LOCAL_MEMORY = (1 << 3),
+  CU_COREDUMP_SKIP_ABORT = (1 << 4),
+  CU_COREDUMP_SKIP_CONSTBANK_MEMORY = (1 << 5),
+  CU_COREDUMP_LIGHTWEIGHT_FLAGS = CU_COREDUMP_SKIP_NONRELOCATED_ELF_IMAGES |
+                                  CU_COREDUMP_SKIP_GLOBAL_MEMORY | CU_COREDUMP_SKIP_SHARED_MEMORY |
+                                  CU_COREDUMP_SKIP_LOCAL_MEMORY | CU_COREDUMP_SKIP_CONSTBANK_MEMORY
+};
+
 // ---- Green contexts ----
 
 using CUdevResourceDesc = struct CUdevResourceDesc_st*;

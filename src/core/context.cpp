@@ -5,6 +5,7 @@
 #include <iterator>
 #include <string>
 
+#include "core/coredump.h"
 #include "core/green_context.h"
 #include "core/platform.h"
 #include "support/thread_identity.h"
@@ -48,7 +49,7 @@ Context::~Context() {
   // Streams drain in their destructors; the legacy stream last, as it may wait on the others.
   streams_.clear();
   retiredStreams_.clear();
-  recordStream_.reset();
+  records_.release().reset();
   perThread_.clear();
   legacy_.reset();
   events_.clear();
@@ -263,17 +264,7 @@ Status Context::recordAllWork(Event& event) {
   for (Stream* stream : allStreams())
     if (auto tail = stream->tail()) work.push_back(std::move(tail));
   if (auto tail = legacy_->tail()) work.push_back(std::move(tail));
-  Stream* host = nullptr;
-  {
-    std::lock_guard lock(mutex_);
-    if (!recordStream_) {
-      recordStream_ = std::make_unique<Stream>(*this, StreamKind::Created, 1u, 0);
-      recordStream_->retireHandle();  // internal: no application handle names it
-    }
-    host = recordStream_.get();
-  }
-  event.recordCompletion(host->enqueue(
-      "context event record", [] { return Status::success(); }, std::move(work)));
+  records_.record(event, std::move(work), "context event record");
   return Status::success();
 }
 
@@ -315,13 +306,7 @@ void Context::drain() {
     if (auto tail = stream->tail()) tail->wait();
   if (auto tail = legacy_->tail()) tail->wait();
   // cuCtxRecordEvent's records are work of the context too (they follow everything above).
-  Stream* records = nullptr;
-  {
-    std::lock_guard lock(mutex_);
-    records = recordStream_.get();
-  }
-  if (records != nullptr)
-    if (auto tail = records->tail()) tail->wait();
+  if (auto tail = records_.tail()) tail->wait();
 }
 
 void Context::reset() {
@@ -333,7 +318,7 @@ void Context::reset() {
     streams.swap(streams_);
     for (auto& retired : retiredStreams_) streams.push_back(std::move(retired));
     retiredStreams_.clear();
-    if (recordStream_) streams.push_back(std::move(recordStream_));
+    if (auto records = records_.release()) streams.push_back(std::move(records));
     contextWaits_.clear();
     events.swap(events_);
     sticky_ = false;
@@ -347,11 +332,12 @@ void Context::reset() {
   disableAllPeers();
 }
 
-void Context::setStickyError(const Error& error) {
+bool Context::setStickyError(const Error& error) {
   std::lock_guard lock(mutex_);
-  if (sticky_) return;  // the first failure is the one reported
+  if (sticky_) return false;  // the first failure is the one reported
   sticky_ = true;
   stickyError_ = error;
+  return true;
 }
 
 bool Context::peerAccessEnabled(const Context& peer) const {
@@ -385,7 +371,8 @@ void Context::noteDeviceFailure(const Error& error) {
   ErrorCode code = error.code;
   bool fault = code == ErrorCode::IllegalAddress || code == ErrorCode::MisalignedAddress ||
                code == ErrorCode::LaunchFailed || code == ErrorCode::Assert;
-  setStickyError(fault ? error : Error{ErrorCode::LaunchFailed, error.message});
+  Error sticky = fault ? error : Error{ErrorCode::LaunchFailed, error.message};
+  if (setStickyError(sticky) && fault) Coredumps::instance().onException(*this, sticky);
 }
 
 Status Context::stickyError() const {

@@ -95,9 +95,11 @@ class Context : public Object {
   void setPeerAccess(Context& peer, bool enabled);
 
   // A kernel failure is sticky: every later call on the context reports it (as CUDA does).
-  void setStickyError(const Error& error);
+  // True when this is the context's first failure (the one it reports).
+  bool setStickyError(const Error& error);
   // A kernel, or device work queued with kernels, failed: sticky, reported as the fault it was
-  // (an illegal or misaligned address, an assert) or else as a launch failure.
+  // (an illegal or misaligned address, an assert) or else as a launch failure. The first fault
+  // writes the core dump its settings ask for (core/coredump.h).
   void noteDeviceFailure(const Error& error);
   Status stickyError() const;
 
@@ -146,7 +148,7 @@ class Context : public Object {
   // Streams destroyed while work was queued on them: their handles are gone, their work still
   // runs (and is waited for by context-wide synchronisation); freed once idle.
   std::vector<std::unique_ptr<Stream>> retiredStreams_;
-  std::unique_ptr<Stream> recordStream_;     // hosts cuCtxRecordEvent's records (no handle)
+  RecordStream records_{*this};              // cuCtxRecordEvent's
   std::vector<CompletionPtr> contextWaits_;  // cuCtxWaitEvent's, until they complete
   std::vector<std::unique_ptr<Event>> events_;
   std::map<uint64_t, backends::DeviceBackend*> peers_;  // enabled peer context id -> its device

@@ -11,7 +11,8 @@ GreenContext::GreenContext(Context& primary, uint32_t multiprocessors)
       primary_(primary),
       multiprocessors_(multiprocessors),
       id_(newContextId()),
-      view_(*this) {}
+      view_(*this),
+      records_(primary) {}
 
 GreenContext::~GreenContext() = default;
 
@@ -52,17 +53,7 @@ Status GreenContext::recordAllWork(Event& event) {
   std::vector<CompletionPtr> work;
   for (Stream* stream : streams())
     if (auto tail = stream->tail()) work.push_back(std::move(tail));
-  Stream* host = nullptr;
-  {
-    std::lock_guard lock(mutex_);
-    if (!recordStream_) {
-      recordStream_ = std::make_unique<Stream>(primary_, StreamKind::Created, 1u, 0);
-      recordStream_->retireHandle();  // internal: no application handle names it
-    }
-    host = recordStream_.get();
-  }
-  event.recordCompletion(host->enqueue(
-      "green context event record", [] { return Status::success(); }, std::move(work)));
+  records_.record(event, std::move(work), "green context event record");
   return Status::success();
 }
 
@@ -86,19 +77,12 @@ Status GreenContext::synchronize() {
   ROCUDA_TRY(refuseWhileCapturing("synchronizing the green context"));
   for (Stream* stream : streams())
     if (auto tail = stream->tail()) tail->wait();
-  Stream* records = nullptr;
-  {
-    std::lock_guard lock(mutex_);
-    records = recordStream_.get();
-  }
-  if (records != nullptr)
-    if (auto tail = records->tail()) tail->wait();
+  if (auto tail = records_.tail()) tail->wait();
   return primary_.stickyError();
 }
 
 void GreenContext::destroy() {
   Stream* ownDefault = nullptr;
-  std::unique_ptr<Stream> records;
   {
     std::lock_guard lock(mutex_);
     if (destroyed_) return;
@@ -106,12 +90,11 @@ void GreenContext::destroy() {
     Stream* live = lookupHandle<Stream>(defaultStream_);
     if (live != nullptr && live->id() == defaultStreamId_) ownDefault = live;
     defaultStream_ = nullptr;
-    records = std::move(recordStream_);
     waits_.clear();
   }
   // Outside the lock: destroying a stream waits for its work (which may queue more here).
   if (ownDefault != nullptr) (void)primary_.destroyStream(ownDefault);
-  records.reset();
+  records_.release().reset();
   view_.retireHandle();
   retireHandle();
 }

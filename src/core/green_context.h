@@ -89,7 +89,7 @@ class GreenContext : public Object {
   mutable std::mutex mutex_;
   Stream* defaultStream_ = nullptr;
   uint64_t defaultStreamId_ = 0;
-  std::unique_ptr<Stream> recordStream_;  // hosts recordAllWork's records (no handle)
+  RecordStream records_;  // recordAllWork's
   std::vector<CompletionPtr> waits_;
   bool destroyed_ = false;
 };

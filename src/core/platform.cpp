@@ -10,6 +10,7 @@
 #include "backends/hip/hip_backend.h"
 #include "core/array.h"
 #include "core/context.h"
+#include "core/coredump.h"
 #include "core/memory.h"
 #include "core/memory_pool.h"
 #include "core/module.h"
@@ -141,6 +142,7 @@ Status Device::resetPrimary() {
 
 void releaseContextResources(Context& context) {
   context.reset();
+  Coredumps::instance().forget(context);  // its own core dump settings
   Module::unloadContextModules(context);
   destroyContextTextures(context);  // before the arrays they may read
   destroyContextArrays(context);

@@ -417,4 +417,28 @@ Result<float> elapsedMilliseconds(const Event& start, const Event& end) {
   return elapsed.count();
 }
 
+void RecordStream::record(Event& event, std::vector<CompletionPtr> work, const char* name) {
+  Stream* host = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    if (!stream_) {
+      stream_ = std::make_unique<Stream>(context_, StreamKind::Created, 1u, 0);
+      stream_->retireHandle();  // internal: no application handle names it
+    }
+    host = stream_.get();
+  }
+  event.recordCompletion(host->enqueue(
+      name, [] { return Status::success(); }, std::move(work)));
+}
+
+CompletionPtr RecordStream::tail() const {
+  std::lock_guard lock(mutex_);
+  return stream_ ? stream_->tail() : nullptr;
+}
+
+std::unique_ptr<Stream> RecordStream::release() {
+  std::lock_guard lock(mutex_);
+  return std::move(stream_);
+}
+
 }  // namespace rocuda::core

@@ -184,6 +184,24 @@ class Event : public Object {
   std::vector<GraphNode*> capturedAfter_;
 };
 
+// Where context-wide event records go (cuCtxRecordEvent, cuGreenCtxRecordEvent): an internal
+// stream of the context, made at the first record, that no application handle names.
+class RecordStream {
+ public:
+  explicit RecordStream(Context& context) : context_(context) {}
+  // `event` completes once every completion in `work` has.
+  void record(Event& event, std::vector<CompletionPtr> work, const char* name);
+  // The last record's completion (nullptr when none): the owner's synchronisations wait for it.
+  CompletionPtr tail() const;
+  // The stream, taken away to be destroyed (nullptr when never made).
+  std::unique_ptr<Stream> release();
+
+ private:
+  Context& context_;
+  mutable std::mutex mutex_;
+  std::unique_ptr<Stream> stream_;
+};
+
 // ---- Stream memory operations (cuStreamWaitValue*/WriteValue*/BatchMemOp) ----
 // The wait conditions of CUstreamWaitValue_flags, in their numbering.
 enum class WaitCondition : uint8_t { Geq = 0, Eq = 1, And = 2, Nor = 3 };

@@ -66,6 +66,31 @@ const std::vector<Variable>& variables() {
        "barrier between are reported (the kernel goes on). Kernels run much slower, and memory "
        "pools give freed blocks back at once instead of keeping them for reuse, so that a use "
        "after cudaFreeAsync is reported."},
+      {"CUDA_ENABLE_COREDUMP_ON_EXCEPTION", "0",
+       "`1`: a kernel that faults (an illegal or misaligned address, a trap, a failed assert) "
+       "writes a core dump to `CUDA_COREDUMP_FILE`, as `cuCoredumpSetAttributeGlobal("
+       "CU_COREDUMP_ENABLE_ON_EXCEPTION)` asks (cuda-gdb's variable; set before CUDA starts it "
+       "takes precedence over the call). Rocuda's dump is a text report of the fault (kernel, "
+       "block, thread, address, line), not NVIDIA's ELF core file, which cuda-gdb reads."},
+      {"CUDA_ENABLE_CPU_COREDUMP_ON_EXCEPTION", "1",
+       "With core dumps on exceptions, `1` also aborts the process after the dump "
+       "(CU_COREDUMP_TRIGGER_HOST), so that the system writes the host's core file; `0` does "
+       "not (the fault is reported as usual)."},
+      {"CUDA_ENABLE_LIGHTWEIGHT_COREDUMP", "0",
+       "`1`: core dumps leave out memory (CU_COREDUMP_LIGHTWEIGHT); Rocuda's report holds none "
+       "anyway."},
+      {"CUDA_ENABLE_USER_TRIGGERED_COREDUMP", "0",
+       "Core dumps on a write to `CUDA_COREDUMP_PIPE` (CU_COREDUMP_ENABLE_USER_TRIGGER): not "
+       "supported (enabling it is refused with CUDA_ERROR_NOT_PERMITTED and logged)."},
+      {"CUDA_COREDUMP_FILE", "core.cuda.HOSTNAME.PID",
+       "Where a core dump goes (CU_COREDUMP_FILE); `%h`, `%p` and `%t` become the host name, the "
+       "process id and the time in seconds."},
+      {"CUDA_COREDUMP_PIPE", "corepipe.cuda.HOSTNAME.PID",
+       "The pipe of user-triggered core dumps (CU_COREDUMP_PIPE), kept as a setting."},
+      {"CUDA_COREDUMP_GENERATION_FLAGS", nullptr,
+       "What core dumps leave out (CU_COREDUMP_GENERATION_FLAGS), as comma-separated names: "
+       "`skip_nonrelocated_elf_images`, `skip_global_memory`, `skip_shared_memory`, "
+       "`skip_local_memory`, `skip_constbank_memory`, `skip_abort` (no abort after the dump)."},
       {"ROCUDA_DEVICES", "cpu",
        "Backends to use, in order, separated by commas: `hip` (AMD GPUs through ROCm's HIP "
        "runtime) and `cpu` (the CPU device). Device ordinals follow this order. `hip,cpu` opts "

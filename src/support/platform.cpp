@@ -151,6 +151,12 @@ uint64_t availablePhysicalMemory() {
 
 uint32_t processId() { return static_cast<uint32_t>(getpid()); }
 
+std::string hostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
+  return name;
+}
+
 uint64_t currentThreadHandle() { return static_cast<uint64_t>(pthread_self()); }
 
 std::string findProgram(std::string_view program) {

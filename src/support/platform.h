@@ -33,6 +33,7 @@ std::string cpuModelName();
 uint64_t totalPhysicalMemory();
 uint64_t availablePhysicalMemory();
 uint32_t processId();
+std::string hostName();  // "localhost" when the system does not say
 // pthread_self() of the calling thread, as an integer (what cudart's integrity check hashes).
 uint64_t currentThreadHandle();
 

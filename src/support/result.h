@@ -26,6 +26,7 @@ enum class ErrorCode {
   UnsupportedPtxVersion,  // a .version newer than the PTX ISA of the CUDA version reported
   NotFound,               // a named symbol, kernel or global that does not exist
   NotSupported,           // an operation this device or build cannot do
+  NotPermitted,           // an operation the current settings forbid
   NotReady,
   IllegalAddress,
   MisalignedAddress,  // a load or store at an address not a multiple of its size (memcheck)

@@ -207,6 +207,8 @@ CUresult toCuResult(ErrorCode code) {
       return CUDA_ERROR_NOT_FOUND;
     case ErrorCode::NotSupported:
       return CUDA_ERROR_NOT_SUPPORTED;
+    case ErrorCode::NotPermitted:
+      return CUDA_ERROR_NOT_PERMITTED;
     case ErrorCode::NotReady:
       return CUDA_ERROR_NOT_READY;
     case ErrorCode::IllegalAddress:

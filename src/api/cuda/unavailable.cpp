@@ -1,7 +1,7 @@
 // Entry points of facilities that cannot exist on this platform: EGL and VDPAU interop (OpenGL
 // interop is in graphics.cpp), external semaphores and NvSciSync (sharing between
 // processes, external memory and shareable memory pools are in ipc.cpp), and hardware features
-// no Rocuda device has (multicast, TMA descriptors, core dumps, checkpoints). They
+// no Rocuda device has (multicast, im2col tensor maps, checkpoints). They
 // are exported and handed out by cuGetProcAddress, so that applications probing for them get
 // NVIDIA's documented error for an unavailable facility (not a missing symbol) and a log line
 // naming what is missing.
@@ -55,7 +55,6 @@ Unavailable classify(std::string_view api) {
   if (startsWith(api, "cuMulticast"))
     return {CUDA_ERROR_NOT_SUPPORTED,
             "multicast objects (CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED is 0)"};
-  if (startsWith(api, "cuCoredump")) return {CUDA_ERROR_NOT_SUPPORTED, "GPU core dumps"};
   if (startsWith(api, "cuCheckpoint"))
     return {CUDA_ERROR_NOT_SUPPORTED, "checkpointing a process's device state"};
   if (api == "cuDeviceGetLuid") return {CUDA_ERROR_NOT_SUPPORTED, "LUIDs (Windows only)"};

@@ -1109,8 +1109,7 @@ TEST_F(Driver, EveryCuda13StubSymbolIsExportedAndHandedOut) {
   // Facilities no device here has answer their documented error.
   EXPECT_EQ(CU(cuTensorMapEncodeIm2col, void*)(nullptr), CUDA_ERROR_NOT_SUPPORTED);
   EXPECT_EQ(CU(cuMulticastCreate, void*, const void*)(nullptr, nullptr), CUDA_ERROR_NOT_SUPPORTED);
-  EXPECT_EQ(CU(cuCoredumpGetAttribute, int, void*, size_t*)(0, nullptr, nullptr),
-            CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(CU(cuCheckpointProcessGetState, int, void*)(0, nullptr), CUDA_ERROR_NOT_SUPPORTED);
 }
 
 TEST_F(Driver, ModuleFunctionsLoadingStateAndPointerAttributes) {
