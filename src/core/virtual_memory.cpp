@@ -10,6 +10,7 @@
 #include "backends/device_backend.h"
 #include "core/memory.h"
 #include "core/platform.h"
+#include "support/platform.h"
 
 namespace rocuda::core {
 namespace {
@@ -21,6 +22,7 @@ struct Physical {
   bool exportable = false;
   int references = 1;
   int mappings = 0;
+  PhysicalLocation location;
 };
 
 struct Reservation {
@@ -31,7 +33,9 @@ struct Reservation {
 struct Mapping {
   size_t bytes = 0;
   uint64_t handle = 0;
-  std::map<Device*, unsigned> access;  // CUmemAccess_flags given to each device (none: 0)
+  // CUmemAccess_flags given to each device, and to the host (nullptr) for host-located memory
+  // (none: 0).
+  std::map<Device*, unsigned> access;
 };
 
 // Handles are counted from a base with high bits set, so that small integers and pointers an
@@ -85,6 +89,21 @@ Device* reservingDevice() {
       return device;
   return nullptr;
 }
+
+}  // namespace
+
+bool makesHostMemory(const backends::DeviceDescription& d) {
+  return d.integrated && d.pageableMemoryAccess && d.virtualMemoryManagement;
+}
+
+Device* hostMemoryDevice() {
+  Platform& platform = Platform::instance();
+  for (int i = 0; i < platform.deviceCount(); ++i)
+    if (Device* device = platform.device(i); makesHostMemory(device->description())) return device;
+  return nullptr;
+}
+
+namespace {
 
 bool multipleOf(uint64_t value, size_t granularity) {
   return granularity != 0 && value % granularity == 0;
@@ -162,7 +181,8 @@ Status freeAddresses(uintptr_t base, size_t bytes) {
   return Status::success();
 }
 
-Result<uint64_t> createPhysicalMemory(Device& device, size_t bytes, bool exportable) {
+Result<uint64_t> createPhysicalMemory(Device& device, size_t bytes, bool exportable,
+                                      PhysicalLocation location) {
   if (bytes == 0 || !multipleOf(bytes, device.backend().virtualMemoryGranularity(false)))
     return makeError(ErrorCode::InvalidValue, "size must be a multiple of the granularity");
   Result<uint64_t> created = device.backend().createPhysical(bytes, exportable);
@@ -170,7 +190,7 @@ Result<uint64_t> createPhysicalMemory(Device& device, size_t bytes, bool exporta
   State& s = state();
   std::lock_guard lock(s.mutex);
   uint64_t handle = s.nextHandle++;
-  s.physical[handle] = Physical{&device, bytes, *created, exportable};
+  s.physical[handle] = Physical{&device, bytes, *created, exportable, 1, 0, location};
   return handle;
 }
 
@@ -182,7 +202,7 @@ Result<uint64_t> importPhysicalMemory(Device& device, int fd) {
   State& s = state();
   std::lock_guard lock(s.mutex);
   uint64_t handle = s.nextHandle++;
-  s.physical[handle] = Physical{&device, imported->bytes, imported->handle, true};
+  s.physical[handle] = Physical{&device, imported->bytes, imported->handle, true, 1, 0, {}};
   return handle;
 }
 
@@ -191,7 +211,8 @@ Result<PhysicalMemoryInfo> physicalMemory(uint64_t handle) {
   std::lock_guard lock(s.mutex);
   auto it = livePhysical(s, handle);
   if (it == s.physical.end()) return notLive();
-  return PhysicalMemoryInfo{it->second.device, it->second.bytes, it->second.exportable};
+  return PhysicalMemoryInfo{it->second.device, it->second.bytes, it->second.exportable,
+                            it->second.location};
 }
 
 Result<int> exportPhysicalMemory(uint64_t handle) {
@@ -255,6 +276,13 @@ Status mapPhysicalMemory(uintptr_t address, size_t bytes, size_t offset, uint64_
   Device& device = *physical->second.device;
   void* at = reinterpret_cast<void*>(address);
   ROCUDA_TRY(device.backend().mapPhysical(at, bytes, physical->second.backendHandle, offset));
+  // A NUMA node's memory: its pages bound to the node (where the host has more than one).
+  if (physical->second.location.kind == PhysicalLocation::Kind::HostNuma)
+    if (Status placed = platform::placeOnNumaNode(at, bytes, physical->second.location.numaNode);
+        !placed.ok()) {
+      (void)device.backend().unmapPhysical(at, bytes);
+      return placed;
+    }
   s.mappings[address] = Mapping{bytes, handle, {}};
   ++physical->second.mappings;
   registerMapped(device.primaryContext(), at, bytes, MappedFrom::VirtualMemory, handle);
@@ -287,26 +315,37 @@ Result<Device*> mappedDevice(uintptr_t address, size_t bytes) {
   return s.physical.at(covering->front()->second.handle).device;
 }
 
-Status setMappedAccess(uintptr_t address, size_t bytes, Device& device, unsigned flags) {
+Status setMappedAccess(uintptr_t address, size_t bytes, Device* device, unsigned flags) {
   State& s = state();
   std::lock_guard lock(s.mutex);
   auto covering = wholeMappings(s, address, bytes);
   if (!covering) return covering.error();
-  // Another device than the memory's reaches it only as its peer (cuCtxEnablePeerAccess's link).
   for (auto it : *covering) {
-    Device& owner = *s.physical.at(it->second.handle).device;
-    if (&owner != &device && !device.backend().peerLink(owner.backend()).access)
-      return makeError(ErrorCode::NotSupported, "device " + std::to_string(device.ordinal()) +
+    const Physical& physical = s.physical.at(it->second.handle);
+    Device& owner = *physical.device;
+    // The host reaches host-located memory only ("cannot specify HOST_NUMA accessibility for
+    // allocations created with other location types").
+    if (device == nullptr && !physical.location.onHost())
+      return makeError(ErrorCode::InvalidValue, "host access to memory located on a device");
+    // Another device than the memory's reaches it only as its peer (cuCtxEnablePeerAccess's link).
+    if (device != nullptr && &owner != device &&
+        !device->backend().peerLink(owner.backend()).access)
+      return makeError(ErrorCode::NotSupported, "device " + std::to_string(device->ordinal()) +
                                                     " cannot access the memory of device " +
                                                     std::to_string(owner.ordinal()));
   }
   for (auto it : *covering) {
     Device& owner = *s.physical.at(it->second.handle).device;
     std::map<Device*, unsigned> access = it->second.access;
-    access[&device] = flags;
-    std::vector<backends::DeviceBackend::DeviceAccess> list;
+    access[device] = flags;
+    // The host's access is to the pages of the device that holds them (its memory is host
+    // memory: hostMemoryDevice()).
+    std::map<backends::DeviceBackend*, unsigned> byBackend;
     for (auto& [who, given] : access)
-      list.push_back({&who->backend(), given != 0, (given & 2) != 0});
+      byBackend[who != nullptr ? &who->backend() : &owner.backend()] |= given;
+    std::vector<backends::DeviceBackend::DeviceAccess> list;
+    for (auto& [backend, given] : byBackend)
+      list.push_back({backend, given != 0, (given & 2) != 0});
     ROCUDA_TRY(
         owner.backend().setAccess(reinterpret_cast<void*>(it->first), it->second.bytes, list));
     it->second.access = std::move(access);
@@ -314,12 +353,12 @@ Status setMappedAccess(uintptr_t address, size_t bytes, Device& device, unsigned
   return Status::success();
 }
 
-Result<unsigned> mappedAccess(uintptr_t address, Device& device) {
+Result<unsigned> mappedAccess(uintptr_t address, Device* device) {
   State& s = state();
   std::lock_guard lock(s.mutex);
   Result<std::map<uintptr_t, Mapping>::iterator> found = mappingAt(s, address);
   if (!found) return found.error();
-  auto given = (*found)->second.access.find(&device);
+  auto given = (*found)->second.access.find(device);
   return given == (*found)->second.access.end() ? 0u : given->second;
 }
 

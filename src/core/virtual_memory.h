@@ -13,6 +13,10 @@
 
 #include "support/result.h"
 
+namespace rocuda::backends {
+struct DeviceDescription;
+}
+
 namespace rocuda::core {
 
 class Device;
@@ -21,12 +25,28 @@ class Device;
 // the host page, its recommended one a huge page).
 size_t virtualMemoryGranularity(Device& device, bool recommended);
 
-// A physical allocation: the handle cuMemCreate gives out.
+// Where physical memory is (CUmemLocation): a device's, or host memory, on no particular NUMA
+// node or bound to one.
+struct PhysicalLocation {
+  enum class Kind : uint8_t { Device, Host, HostNuma } kind = Kind::Device;
+  int numaNode = 0;  // HostNuma's
+  bool onHost() const { return kind != Kind::Device; }
+};
+
+// A physical allocation: the handle cuMemCreate gives out. Host memory is held by the device
+// that serves it (hostMemoryDevice()).
 struct PhysicalMemoryInfo {
   Device* device = nullptr;
   size_t bytes = 0;
   bool exportable = false;  // requested with POSIX file descriptors as a handle type
+  PhysicalLocation location;
 };
+
+// Whether a device's physical memory is host memory the host reaches directly (the CPU
+// device's): such a device makes and maps host-located physical memory, and the first one is
+// hostMemoryDevice() (nullptr when there is none).
+bool makesHostMemory(const backends::DeviceDescription& device);
+Device* hostMemoryDevice();
 
 Result<void*> reserveAddresses(size_t bytes, size_t alignment, uintptr_t hint);
 // The reservation (base, bytes) that contains `address`; nullopt outside every reservation.
@@ -34,7 +54,10 @@ std::optional<std::pair<uintptr_t, size_t>> reservationContaining(uintptr_t addr
 // Only a whole reservation, with nothing mapped in it any more.
 Status freeAddresses(uintptr_t base, size_t bytes);
 
-Result<uint64_t> createPhysicalMemory(Device& device, size_t bytes, bool exportable);
+// `location` on the host: `device` is hostMemoryDevice(), and a NUMA node's pages are bound to it
+// when mapped.
+Result<uint64_t> createPhysicalMemory(Device& device, size_t bytes, bool exportable,
+                                      PhysicalLocation location = {});
 // Takes over `fd` (when it succeeds), a descriptor of pages exported by exportPhysicalMemory.
 Result<uint64_t> importPhysicalMemory(Device& device, int fd);
 Result<PhysicalMemoryInfo> physicalMemory(uint64_t handle);
@@ -54,8 +77,9 @@ Status unmapPhysicalMemory(uintptr_t address, size_t bytes);
 // The device the mappings covering exactly [address, address + bytes) belong to, or an error
 // when the range is not wholly mapped.
 Result<Device*> mappedDevice(uintptr_t address, size_t bytes);
-// Access of `device` to the mapped range: 0 none, 1 read, 3 read and write (CUmemAccess_flags).
-Status setMappedAccess(uintptr_t address, size_t bytes, Device& device, unsigned flags);
-Result<unsigned> mappedAccess(uintptr_t address, Device& device);
+// Access of `device` (nullptr: the host, for host-located memory only) to the mapped range: 0
+// none, 1 read, 3 read and write (CUmemAccess_flags).
+Status setMappedAccess(uintptr_t address, size_t bytes, Device* device, unsigned flags);
+Result<unsigned> mappedAccess(uintptr_t address, Device* device);
 
 }  // namespace rocuda::core

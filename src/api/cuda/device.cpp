@@ -9,6 +9,7 @@
 #include "core/launch.h"
 #include "core/platform.h"
 #include "core/texture.h"
+#include "core/virtual_memory.h"
 
 namespace rocuda::api {
 namespace {
@@ -161,6 +162,11 @@ std::optional<int> capabilityAttribute(const DeviceDescription& d, int attribute
       return d.sharesMemoryBetweenProcesses ? CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR : 0;
     case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:  // core/virtual_memory.cpp
       return d.virtualMemoryManagement ? 1 : 0;
+    // Host-located physical memory (cuMemCreate on HOST / HOST_NUMA) is the CPU device's:
+    // other devices cannot reach its pages.
+    case CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+      return core::makesHostMemory(d) ? 1 : 0;
     case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:  // cuMemExport...
       return d.virtualMemoryManagement && d.physicalMemoryAsFileDescriptors ? 1 : 0;
     // sm_80's reserved shared memory (%reserved_smem_offset_*): a kernel that reads those

@@ -167,7 +167,7 @@ Outcome pointerAttribute(void* data, CUpointer_attribute attribute,
       if (known && allocation->mappedFrom == core::MappedFrom::VirtualMemory &&
           allocation->context != nullptr)
         if (auto access =
-                core::mappedAccess(static_cast<uintptr_t>(ptr), allocation->context->device()))
+                core::mappedAccess(static_cast<uintptr_t>(ptr), &allocation->context->device()))
           flags = *access;
       store(data, flags);
       return {};

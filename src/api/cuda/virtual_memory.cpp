@@ -14,15 +14,22 @@
 #include "core/context.h"
 #include "core/memory.h"
 #include "core/platform.h"
+#include "support/platform.h"
 
 namespace rocuda::api {
 namespace {
 
 using namespace cuda;
 
-// The device an allocation property names, checked as cuMemCreate and
-// cuMemGetAllocationGranularity check it.
-Result<core::Device*> deviceOfProperties(const CUmemAllocationProp* prop) {
+// Where an allocation property puts the memory, and the device that holds it (for host memory,
+// the device whose memory is host memory), checked as cuMemCreate and
+// cuMemGetAllocationGranularity check them.
+struct Placement {
+  core::Device* device = nullptr;
+  core::PhysicalLocation location;
+};
+
+Result<Placement> placementOfProperties(const CUmemAllocationProp* prop) {
   if (prop == nullptr) return makeError(ErrorCode::InvalidValue, "prop is NULL");
   if (prop->type != CU_MEM_ALLOCATION_TYPE_PINNED)
     return makeError(ErrorCode::InvalidValue, "type must be CU_MEM_ALLOCATION_TYPE_PINNED");
@@ -32,20 +39,49 @@ Result<core::Device*> deviceOfProperties(const CUmemAllocationProp* prop) {
   if (prop->location.type == CU_MEM_LOCATION_TYPE_HOST &&
       prop->requestedHandleTypes != CU_MEM_HANDLE_TYPE_NONE)
     return makeError(ErrorCode::InvalidValue, "host memory takes requestedHandleTypes 0");
-  if (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
-    return makeError(ErrorCode::NotSupported, "only device-located physical memory exists here");
-  Result<core::Device*> device = lookupDevice(prop->location.id);
-  if (!device) return device.error();
-  if (!(*device)->description().virtualMemoryManagement)
+  Placement placement;
+  if (prop->location.type == CU_MEM_LOCATION_TYPE_HOST ||
+      prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA) {
+    if (prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA &&
+        !platform::isNumaNode(prop->location.id))
+      return makeError(ErrorCode::InvalidValue,
+                       "no host NUMA node " + std::to_string(prop->location.id));
+    placement.device = core::hostMemoryDevice();
+    if (placement.device == nullptr)
+      return makeError(ErrorCode::NotSupported,
+                       "no device here makes host-located physical memory");
+    placement.location.kind = prop->location.type == CU_MEM_LOCATION_TYPE_HOST
+                                  ? core::PhysicalLocation::Kind::Host
+                                  : core::PhysicalLocation::Kind::HostNuma;
+    placement.location.numaNode = prop->location.id;
+  } else if (prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
+    Result<core::Device*> device = lookupDevice(prop->location.id);
+    if (!device) return device.error();
+    placement.device = *device;
+  } else {
+    return makeError(ErrorCode::InvalidValue, "unknown CUmemLocationType");
+  }
+  core::Device* device = placement.device;
+  if (!device->description().virtualMemoryManagement)
     return makeError(ErrorCode::NotSupported, "this device has no virtual memory management");
   if (prop->requestedHandleTypes != CU_MEM_HANDLE_TYPE_NONE &&
       (prop->requestedHandleTypes != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR ||
-       !(*device)->description().physicalMemoryAsFileDescriptors))
+       !device->description().physicalMemoryAsFileDescriptors))
     return makeError(ErrorCode::NotSupported,
                      "physical memory can be shared as POSIX file descriptors only");
   if (prop->win32HandleMetaData != nullptr)
     return makeError(ErrorCode::InvalidValue, "win32HandleMetaData must be NULL here");
-  return device;
+  return placement;
+}
+
+// The device an access descriptor's location names, or nullptr for the host (HOST or HOST_NUMA,
+// whose id is ignored).
+Result<core::Device*> accessor(const CUmemLocation& location) {
+  if (location.type == CU_MEM_LOCATION_TYPE_HOST || location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA)
+    return static_cast<core::Device*>(nullptr);
+  if (location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+    return makeError(ErrorCode::InvalidValue, "access is given to a device or the host");
+  return lookupDevice(location.id);
 }
 
 bool validAccessFlags(CUmemAccess_flags flags) {
@@ -74,10 +110,10 @@ ROCUDA_EXPORT CUresult cuMemGetAllocationGranularity(size_t* granularity,
     if (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM &&
         option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED)
       return api::invalidValue("unknown granularity option");
-    Result<core::Device*> device = api::deviceOfProperties(prop);
-    if (!device) return device.error();
-    *granularity =
-        core::virtualMemoryGranularity(**device, option == CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
+    Result<api::Placement> placement = api::placementOfProperties(prop);
+    if (!placement) return placement.error();
+    *granularity = core::virtualMemoryGranularity(*placement->device,
+                                                  option == CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
     return {};
   });
 }
@@ -103,10 +139,12 @@ ROCUDA_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t 
   return ROCUDA_API((handle, size, prop, flags), [&]() -> api::Outcome {
     if (handle == nullptr) return api::invalidValue("handle is NULL");
     if (flags != 0) return api::invalidValue("flags must be 0");
-    Result<core::Device*> device = api::deviceOfProperties(prop);
-    if (!device) return device.error();
+    Result<api::Placement> placement = api::placementOfProperties(prop);
+    if (!placement) return placement.error();
     Result<uint64_t> created = core::createPhysicalMemory(
-        **device, size, prop->requestedHandleTypes == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+        *placement->device, size,
+        prop->requestedHandleTypes == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+        placement->location);
     if (!created) return created.error();
     *handle = *created;
     return {};
@@ -140,17 +178,15 @@ ROCUDA_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemA
   return ROCUDA_API((ptr, size, desc, count), [&]() -> api::Outcome {
     if (desc == nullptr || count == 0) return api::invalidValue("desc is NULL or count 0");
     // Every descriptor is checked before any access changes.
-    std::vector<core::Device*> devices;
+    std::vector<core::Device*> devices;  // nullptr: the host
     for (size_t i = 0; i < count; ++i) {
-      if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE)
-        return {CUDA_ERROR_NOT_SUPPORTED, "access can be given to devices only"};
       if (!api::validAccessFlags(desc[i].flags)) return api::invalidValue("unknown access flags");
-      Result<core::Device*> device = api::lookupDevice(desc[i].location.id);
+      Result<core::Device*> device = api::accessor(desc[i].location);
       if (!device) return device.error();
       devices.push_back(*device);
     }
     for (size_t i = 0; i < count; ++i) {
-      Status set = core::setMappedAccess(ptr, size, *devices[i], desc[i].flags);
+      Status set = core::setMappedAccess(ptr, size, devices[i], desc[i].flags);
       if (!set.ok()) return set;
     }
     return {};
@@ -161,11 +197,9 @@ ROCUDA_EXPORT CUresult cuMemGetAccess(unsigned long long* flags, const CUmemLoca
                                       CUdeviceptr ptr) {
   return ROCUDA_API((flags, location, ptr), [&]() -> api::Outcome {
     if (flags == nullptr || location == nullptr) return api::invalidValue("NULL argument");
-    if (location->type != CU_MEM_LOCATION_TYPE_DEVICE)
-      return {CUDA_ERROR_NOT_SUPPORTED, "access is given to devices only"};
-    Result<core::Device*> device = api::lookupDevice(location->id);
+    Result<core::Device*> device = api::accessor(*location);
     if (!device) return device.error();
-    Result<unsigned> access = core::mappedAccess(ptr, **device);
+    Result<unsigned> access = core::mappedAccess(ptr, *device);
     if (!access) return access.error();
     *flags = *access;
     return {};
@@ -182,8 +216,19 @@ ROCUDA_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationPro
     prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
     prop->requestedHandleTypes =
         info->exportable ? CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR : CU_MEM_HANDLE_TYPE_NONE;
-    prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop->location.id = info->device->ordinal();
+    switch (info->location.kind) {
+      case core::PhysicalLocation::Kind::Device:
+        prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        prop->location.id = info->device->ordinal();
+        break;
+      case core::PhysicalLocation::Kind::Host:
+        prop->location.type = CU_MEM_LOCATION_TYPE_HOST;
+        break;
+      case core::PhysicalLocation::Kind::HostNuma:
+        prop->location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+        prop->location.id = info->location.numaNode;
+        break;
+    }
     return {};
   });
 }

@@ -322,3 +322,91 @@ TEST_F(Driver, ExportedPhysicalMemoryMapsTheSamePages) {
 
 }  // namespace
 }  // namespace rocuda::cuda::testing
+
+namespace rocuda::cuda::testing {
+namespace {
+
+// Host-located physical memory (CU_MEM_LOCATION_TYPE_HOST and HOST_NUMA, node 0 here): made,
+// mapped, reachable by the host and by a kernel once access is given to both, its properties
+// reported back; host access to device-located memory and an unknown node refused.
+TEST_F(Driver, HostLocatedPhysicalMemory) {
+  auto attribute = CU(cuDeviceGetAttribute, int*, CUdevice_attribute, CUdevice);
+  int host = -1, hostNuma = -1;
+  ASSERT_EQ(attribute(&host, CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0),
+            CUDA_SUCCESS);
+  ASSERT_EQ(
+      attribute(&hostNuma, CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0),
+      CUDA_SUCCESS);
+  EXPECT_EQ(host, 1);
+  EXPECT_EQ(hostNuma, 1);
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t bytes = 4 * page;
+  for (CUmemLocationType type : {CU_MEM_LOCATION_TYPE_HOST, CU_MEM_LOCATION_TYPE_HOST_NUMA}) {
+    SCOPED_TRACE(type);
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = type;
+    prop.location.id = 0;
+    size_t minimum = 0;
+    ASSERT_EQ(granularity()(&minimum, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), CUDA_SUCCESS);
+    EXPECT_EQ(minimum, page);
+    CUmemGenericAllocationHandle handle = 0;
+    ASSERT_EQ(create()(&handle, bytes, &prop, 0), CUDA_SUCCESS);
+    CUmemAllocationProp back{};
+    ASSERT_EQ(CU(cuMemGetAllocationPropertiesFromHandle, CUmemAllocationProp*,
+                 CUmemGenericAllocationHandle)(&back, handle),
+              CUDA_SUCCESS);
+    EXPECT_EQ(back.location.type, type);
+    EXPECT_EQ(back.location.id, 0);
+    CUdeviceptr base = 0;
+    ASSERT_EQ(reserve()(&base, bytes, 0, 0, 0), CUDA_SUCCESS);
+    ASSERT_EQ(map()(base, bytes, 0, handle, 0), CUDA_SUCCESS);
+    // The host reads and writes, the device reads and writes.
+    CUmemAccessDesc access[2] = {};
+    access[0].location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;  // id ignored
+    access[0].location.id = 7;
+    access[0].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    access[1] = readWrite();
+    ASSERT_EQ(setAccess()(base, bytes, access, 2), CUDA_SUCCESS);
+    unsigned long long flags = 0;
+    CUmemLocation hostLocation{CU_MEM_LOCATION_TYPE_HOST, 0};
+    ASSERT_EQ(getAccess()(&flags, &hostLocation, base), CUDA_SUCCESS);
+    EXPECT_EQ(flags, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+    auto* values = reinterpret_cast<uint32_t*>(base);
+    size_t count = bytes / sizeof(uint32_t);
+    for (size_t i = 0; i < count; ++i) values[i] = static_cast<uint32_t>(i);
+    CUfunction addOne = loadAddOne();
+    unsigned n = static_cast<unsigned>(count);
+    void* args[] = {&base, &n};
+    auto launch = reinterpret_cast<Launch>(proc<void*>("cuLaunchKernel", 12090));
+    ASSERT_EQ(launch(addOne, (n + 127) / 128, 1, 1, 128, 1, 1, 0, nullptr, args, nullptr),
+              CUDA_SUCCESS);
+    ASSERT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
+    for (size_t i = 0; i < count; ++i) ASSERT_EQ(values[i], i + 1) << i;
+    ASSERT_EQ(unmap()(base, bytes), CUDA_SUCCESS);
+    ASSERT_EQ(addressFree()(base, bytes), CUDA_SUCCESS);
+    ASSERT_EQ(release()(handle), CUDA_SUCCESS);
+  }
+  // A node the host does not have; host access to memory on the device.
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+  prop.location.id = 4096;
+  CUmemGenericAllocationHandle handle = 0;
+  EXPECT_EQ(create()(&handle, bytes, &prop, 0), CUDA_ERROR_INVALID_VALUE);
+  prop = deviceProp();
+  ASSERT_EQ(create()(&handle, bytes, &prop, 0), CUDA_SUCCESS);
+  CUdeviceptr base = 0;
+  ASSERT_EQ(reserve()(&base, bytes, 0, 0, 0), CUDA_SUCCESS);
+  ASSERT_EQ(map()(base, bytes, 0, handle, 0), CUDA_SUCCESS);
+  CUmemAccessDesc hostAccess{};
+  hostAccess.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+  hostAccess.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  EXPECT_EQ(setAccess()(base, bytes, &hostAccess, 1), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(unmap()(base, bytes), CUDA_SUCCESS);
+  ASSERT_EQ(addressFree()(base, bytes), CUDA_SUCCESS);
+  ASSERT_EQ(release()(handle), CUDA_SUCCESS);
+}
+
+}  // namespace
+}  // namespace rocuda::cuda::testing
