@@ -241,15 +241,15 @@ Status freeDevice(const void* pointer) {
   auto allocation = removeExact(pointer, /*host=*/false);
   if (!allocation.ok()) return allocation.error();
   auto& backend = allocation->context->device().backend();
-  // The pool may have been destroyed while this allocation was outstanding. Its block is kept
-  // for reuse, unless the device checks every access: then a use after the free must find it
-  // gone.
   if (allocation->kind == AllocationKind::Managed)
     clearManagedState(allocation->base, allocation->size);  // the address may be reused
-  if (allocation->pool != nullptr && lookupHandle<MemoryPool>(allocation->pool) != nullptr &&
-      allocation->mappedFrom == MappedFrom::None) {
-    allocation->pool->free(const_cast<void*>(pointer), allocation->size,
-                           /*keep=*/!backend.checksEveryAccess());
+  // A pool's block goes back to its pool, which lives while it has allocations outstanding (a
+  // destroyed one until the last: MemoryPool::release). It is kept for reuse, unless the device
+  // checks every access: then a use after the free must find it gone.
+  if (allocation->pool != nullptr && allocation->mappedFrom == MappedFrom::None) {
+    if (allocation->pool->free(const_cast<void*>(pointer), allocation->size,
+                               /*keep=*/!backend.checksEveryAccess()))
+      delete allocation->pool;
     return Status::success();
   }
   if (allocation->kind == AllocationKind::Managed) {

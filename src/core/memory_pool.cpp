@@ -106,19 +106,29 @@ Result<void*> MemoryPool::allocate(uint64_t bytes) {
   }
   used_ += bytes;
   usedHigh_ = std::max(usedHigh_, used_);
+  ++live_;
   return memory;
 }
 
-void MemoryPool::free(void* block, uint64_t bytes, bool keep) {
+bool MemoryPool::free(void* block, uint64_t bytes, bool keep) {
   uint64_t size = blockSize(bytes);
   std::lock_guard lock(mutex_);
   used_ -= std::min(used_, bytes);
-  if (keep) {
+  live_ -= std::min<uint64_t>(live_, 1);
+  if (keep && !released_) {
     kept_.emplace(size, block);
-    return;
+    return false;
   }
   reserved_ -= std::min(reserved_, size);
   freeBlock(block);
+  return released_ && live_ == 0;
+}
+
+bool MemoryPool::release() {
+  std::lock_guard lock(mutex_);
+  released_ = true;
+  trimLocked(0);
+  return live_ == 0;
 }
 
 // cuMemPoolTrimTo: "the pool will be guaranteed to have at least minBytesToKeep bytes reserved

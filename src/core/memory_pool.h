@@ -59,9 +59,15 @@ class MemoryPool : public Object {
   // A block for an allocation of `bytes`: a kept one of its class, or a new one from the device
   // (OutOfMemory beyond maxSize, after giving back kept blocks to make room).
   Result<void*> allocate(uint64_t bytes);
-  // The allocation of `bytes` at `block` is freed: its block is kept (or, with `keep` false,
-  // given back to the device at once).
-  void free(void* block, uint64_t bytes, bool keep);
+  // The allocation of `bytes` at `block` is freed: its block is kept (or, with `keep` false or
+  // once the pool is released, given back to the device at once). True when the pool is released
+  // and this was its last allocation: the caller deletes it.
+  [[nodiscard]] bool free(void* block, uint64_t bytes, bool keep);
+  // cuMemPoolDestroy: the kept blocks go back to the device and the pool allocates no more. True
+  // when no allocation is outstanding (the caller deletes the pool now); otherwise the pool lives
+  // on, its handle gone, until the last one is freed ("the resources associated with the pool
+  // will be released automatically once there are no more outstanding allocations").
+  [[nodiscard]] bool release();
   // Give back kept blocks while the pool still reserves at least `bytes` after each
   // (cuMemPoolTrimTo), or until it reserves at most its release threshold (at synchronisations).
   void trimTo(uint64_t bytes);
@@ -95,6 +101,8 @@ class MemoryPool : public Object {
   bool reuseAllowInternalDependencies_ = true;
   uint64_t releaseThreshold_ = 0;
   uint64_t used_ = 0;  // bytes of live allocations, as requested
+  uint64_t live_ = 0;  // live allocations
+  bool released_ = false;
   uint64_t usedHigh_ = 0;
   uint64_t reserved_ = 0;  // bytes of the pool's blocks, live and kept
   uint64_t reservedHigh_ = 0;

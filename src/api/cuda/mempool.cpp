@@ -122,7 +122,7 @@ Outcome captureAllocation(CUdeviceptr* dptr, size_t bytes, core::Stream& stream)
 
 Outcome allocateAsync(CUdeviceptr* dptr, size_t bytes, core::MemoryPool* pool, CUstream hStream,
                       StreamVariant variant) {
-  if (dptr == nullptr || bytes == 0) return invalidValue("dptr is NULL or bytesize 0");
+  if (dptr == nullptr) return invalidValue("dptr is NULL");
   Result<core::Stream*> stream = resolveStream(hStream, variant);
   if (!stream) return stream.error();
   core::Context& context = (*stream)->context();
@@ -131,6 +131,12 @@ Outcome allocateAsync(CUdeviceptr* dptr, size_t bytes, core::MemoryPool* pool, C
   // Host and managed pools serve any device's streams.
   if (pool->memory() == core::PoolMemory::Device && &pool->device() != &context.device())
     return invalidValue("the pool belongs to another device than the stream");
+  // Zero bytes are no allocation: NULL, which cuMemFreeAsync takes back (NVIDIA's driver
+  // allocates nothing either; unlike cuMemAlloc's, this size is not refused).
+  if (bytes == 0) {
+    *dptr = 0;
+    return {};
+  }
   if ((*stream)->capture()) {
     // Graph memory nodes allocate device memory only.
     if (pool->memory() != core::PoolMemory::Device)
@@ -158,6 +164,11 @@ Outcome allocFromPoolAsync(CUdeviceptr* dptr, size_t bytes, CUmemoryPool handle,
 
 Outcome freeAsync(CUdeviceptr dptr, CUstream hStream, StreamVariant variant) {
   void* pointer = reinterpret_cast<void*>(dptr);
+  if (pointer == nullptr) {  // a zero-byte allocation's, as free(NULL)
+    Result<core::Stream*> stream = resolveStream(hStream, variant);
+    if (!stream) return stream.error();
+    return {};
+  }
   if (std::shared_ptr<core::GraphAllocation> graphAllocation = core::findGraphAllocation(pointer)) {
     Result<core::Stream*> stream = resolveStream(hStream, variant);
     if (!stream) return stream.error();
@@ -292,10 +303,28 @@ ROCUDA_EXPORT CUresult cuMemSetMemPool(CUmemLocation* location, CUmemAllocationT
 ROCUDA_EXPORT CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* poolProps) {
   return ROCUDA_API((pool, poolProps), [&]() -> api::Outcome {
     if (pool == nullptr || poolProps == nullptr) return api::invalidValue("NULL argument");
-    if (poolProps->allocType != CU_MEM_ALLOCATION_TYPE_PINNED)
-      return api::invalidValue("allocType must be CU_MEM_ALLOCATION_TYPE_PINNED");
-    // Combinations the documentation rejects, before what this platform cannot offer.
     const CUmemLocation& location = poolProps->location;
+    // A managed pool (CUDA 13's, as cuMemGetDefaultMemPool's MANAGED ones): its location, if
+    // any, is the preferred location of what it allocates. It cannot be shared between
+    // processes and takes no maximum size ("managed memory does not support maxSize").
+    if (poolProps->allocType == CU_MEM_ALLOCATION_TYPE_MANAGED) {
+      if (poolProps->handleTypes != CU_MEM_HANDLE_TYPE_NONE)
+        return api::invalidValue("a managed memory pool cannot have handle types");
+      if (poolProps->maxSize != 0)
+        return api::invalidValue("a managed memory pool takes no maxSize");
+      if (location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT)
+        return api::invalidValue("CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT cannot locate a pool");
+      Result<api::PoolPlace> place = api::poolPlace(&location, CU_MEM_ALLOCATION_TYPE_MANAGED);
+      if (!place && place.error().code == ErrorCode::InvalidDevice)
+        return api::invalidValue("poolProps->location.id names no device");
+      if (!place) return place.error();
+      *pool = api::toHandle(*new core::MemoryPool(*core::Platform::instance().device(0), false, 0,
+                                                  place->memory, place->location));
+      return {};
+    }
+    if (poolProps->allocType != CU_MEM_ALLOCATION_TYPE_PINNED)
+      return api::invalidValue("allocType must be CU_MEM_ALLOCATION_TYPE_PINNED or MANAGED");
+    // Combinations the documentation rejects, before what this platform cannot offer.
     if (location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT)
       return api::invalidValue("CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT cannot locate a pool");
     if (location.type == CU_MEM_LOCATION_TYPE_HOST &&
@@ -343,9 +372,11 @@ ROCUDA_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
     if ((*found)->isDefault())
       return api::invalidValue("a default memory pool cannot be destroyed");
     core::Platform::instance().forgetCurrentPool(*found);
-    // Outstanding allocations stay valid; they are simply no longer counted by the pool.
     core::forgetPool(*found);
-    delete *found;
+    // The handle goes now; the pool itself once its outstanding allocations are freed (a
+    // cuMemFreeAsync still queued on a stream among them).
+    (*found)->retireHandle();
+    if ((*found)->release()) delete *found;
     return {};
   });
 }

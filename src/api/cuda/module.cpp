@@ -729,8 +729,12 @@ ROCUDA_EXPORT CUresult cuKernelGetName(const char** name, CUkernel hfunc) {
 
 ROCUDA_EXPORT CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t* paramOffset,
                                             size_t* paramSize) {
-  return ROCUDA_API((kernel, paramIndex, paramOffset, paramSize),
-                    [&] { return api::paramInfo(kernel, paramIndex, paramOffset, paramSize); });
+  return ROCUDA_API((kernel, paramIndex, paramOffset, paramSize), [&]() -> api::Outcome {
+    // A CUkernel is read through the current context, as NVIDIA's driver does: none is
+    // INVALID_CONTEXT (cuda.core's tests count on it).
+    if (Result<core::Context*> current = api::currentContext(); !current) return current.error();
+    return api::paramInfo(kernel, paramIndex, paramOffset, paramSize);
+  });
 }
 
 ROCUDA_EXPORT CUresult cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunction hfunc) {

@@ -61,7 +61,8 @@ Status guardedMemoryOperation(const char* what, Operation&& operation) {
   std::snprintf(address, sizeof address, "0x%llx", static_cast<unsigned long long>(guard.address));
   return makeError(ErrorCode::IllegalAddress,
                    std::string(what) + " touched memory it may not access, at " + address +
-                       " (memory mapped by cuMemMap needs cuMemSetAccess)");
+                       " (memory freed or unmapped meanwhile, or mapped by cuMemMap without "
+                       "cuMemSetAccess)");
 }
 
 }  // namespace rocuda::backends::cpu

@@ -526,6 +526,16 @@ TEST_F(Driver, JitOptionsLibraryLogsAndKernelAttributeLevels) {
   CUkernel kernel = nullptr;
   ASSERT_EQ(CU(cuLibraryGetKernel, CUkernel*, CUlibrary, const char*)(&kernel, library, "add_one"),
             CUDA_SUCCESS);
+  // Its parameters, read through the current context: none current is INVALID_CONTEXT.
+  auto paramInfo = CU(cuKernelGetParamInfo, CUkernel, size_t, size_t*, size_t*);
+  size_t paramOffset = 99, paramSize = 99;
+  ASSERT_EQ(paramInfo(kernel, 1, &paramOffset, &paramSize), CUDA_SUCCESS);
+  EXPECT_EQ(paramOffset, 8u);
+  EXPECT_EQ(paramSize, 4u);
+  EXPECT_EQ(paramInfo(kernel, 2, &paramOffset, &paramSize), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(CU(cuCtxSetCurrent, CUcontext)(nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(paramInfo(kernel, 0, &paramOffset, &paramSize), CUDA_ERROR_INVALID_CONTEXT);
+  ASSERT_EQ(CU(cuCtxSetCurrent, CUcontext)(context_), CUDA_SUCCESS);
   auto kernelSet = CU(cuKernelSetAttribute, CUfunction_attribute, int, CUkernel, CUdevice);
   auto kernelGet = CU(cuKernelGetAttribute, int*, CUfunction_attribute, CUkernel, CUdevice);
   ASSERT_EQ(kernelSet(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 1000, kernel, 0),

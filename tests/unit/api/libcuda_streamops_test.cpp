@@ -645,6 +645,103 @@ TEST_F(Managed, BatchPrefetchAndDiscard) {
 }
 
 // ---- Location-based pool calls (CUDA 13) ----
+// Zero bytes from a pool are NULL and nothing to free (cuda.core allocates and frees them);
+// a pool destroyed while frees of its memory are still queued goes once they have run.
+TEST_F(Driver, MemPoolZeroBytesAndDestroyWithQueuedFrees) {
+  auto allocAsync = CU(cuMemAllocAsync, CUdeviceptr*, size_t, CUstream);
+  auto fromPool = CU(cuMemAllocFromPoolAsync, CUdeviceptr*, size_t, CUmemoryPool, CUstream);
+  auto freeAsync = CU(cuMemFreeAsync, CUdeviceptr, CUstream);
+  CUdeviceptr none = 1;
+  ASSERT_EQ(allocAsync(&none, 0, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(none, 0u);
+  EXPECT_EQ(freeAsync(0, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(allocAsync(nullptr, 0, nullptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(freeAsync(0, reinterpret_cast<CUstream>(&none)), CUDA_ERROR_INVALID_HANDLE);
+
+  CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location = CUmemLocation{CU_MEM_LOCATION_TYPE_DEVICE, 0};
+  CUstream stream = nullptr;
+  ASSERT_EQ(CU(cuStreamCreate, CUstream*, unsigned)(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  for (int round = 0; round < 40; ++round) {
+    // Device pools and page-locked host pools in turn.
+    props.location = round % 2 == 0 ? CUmemLocation{CU_MEM_LOCATION_TYPE_DEVICE, 0}
+                                    : CUmemLocation{CU_MEM_LOCATION_TYPE_HOST, 0};
+    CUmemoryPool pool = nullptr;
+    ASSERT_EQ(CU(cuMemPoolCreate, CUmemoryPool*, const CUmemPoolProps*)(&pool, &props),
+              CUDA_SUCCESS);
+    CUdeviceptr a = 0, b = 0, zero = 1;
+    ASSERT_EQ(fromPool(&zero, 0, pool, stream), CUDA_SUCCESS);
+    EXPECT_EQ(zero, 0u);
+    ASSERT_EQ(fromPool(&a, 4096, pool, stream), CUDA_SUCCESS);
+    ASSERT_EQ(fromPool(&b, 1 << 20, pool, stream), CUDA_SUCCESS);
+    ASSERT_EQ(
+        CU(cuMemsetD8Async, CUdeviceptr, unsigned char, size_t, CUstream)(b, 7, 1 << 20, stream),
+        CUDA_SUCCESS);
+    // Freed in stream order, the pool destroyed before the frees have run: allowed, and the
+    // pool's memory goes once they have.
+    ASSERT_EQ(freeAsync(a, stream), CUDA_SUCCESS);
+    ASSERT_EQ(freeAsync(b, stream), CUDA_SUCCESS);
+    ASSERT_EQ(CU(cuMemPoolDestroy, CUmemoryPool)(pool), CUDA_SUCCESS);
+    EXPECT_EQ(CU(cuMemPoolDestroy, CUmemoryPool)(pool), CUDA_ERROR_INVALID_VALUE);
+    ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(stream), CUDA_SUCCESS);
+  }
+  // Destroyed with an allocation still outstanding: it stays usable and is freed later.
+  props.location = CUmemLocation{CU_MEM_LOCATION_TYPE_DEVICE, 0};
+  CUmemoryPool pool = nullptr;
+  ASSERT_EQ(CU(cuMemPoolCreate, CUmemoryPool*, const CUmemPoolProps*)(&pool, &props), CUDA_SUCCESS);
+  CUdeviceptr kept = 0;
+  ASSERT_EQ(fromPool(&kept, 256, pool, stream), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemPoolDestroy, CUmemoryPool)(pool), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemsetD8Async, CUdeviceptr, unsigned char, size_t, CUstream)(kept, 3, 256, stream),
+            CUDA_SUCCESS);
+  unsigned char back[256] = {};
+  ASSERT_EQ(CU(cuMemcpyDtoHAsync, void*, CUdeviceptr, size_t, CUstream)(back, kept, 256, stream),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(stream), CUDA_SUCCESS);
+  EXPECT_EQ(back[255], 3);
+  ASSERT_EQ(freeAsync(kept, stream), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(stream), CUDA_SUCCESS);
+
+  // Managed pools (as cuda.core makes them): with no location or a device's; the host uses what
+  // they allocate; no handle types, no maximum size.
+  for (CUmemLocation location : {CUmemLocation{CU_MEM_LOCATION_TYPE_NONE, 0},
+                                 CUmemLocation{CU_MEM_LOCATION_TYPE_DEVICE, 0}}) {
+    CUmemPoolProps managed{};
+    managed.allocType = CU_MEM_ALLOCATION_TYPE_MANAGED;
+    managed.location = location;
+    CUmemoryPool managedPool = nullptr;
+    ASSERT_EQ(CU(cuMemPoolCreate, CUmemoryPool*, const CUmemPoolProps*)(&managedPool, &managed),
+              CUDA_SUCCESS);
+    CUdeviceptr shared = 0;
+    ASSERT_EQ(fromPool(&shared, 1024, managedPool, stream), CUDA_SUCCESS);
+    ASSERT_EQ(
+        CU(cuMemsetD8Async, CUdeviceptr, unsigned char, size_t, CUstream)(shared, 9, 1024, stream),
+        CUDA_SUCCESS);
+    ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(stream), CUDA_SUCCESS);
+    EXPECT_EQ(reinterpret_cast<unsigned char*>(shared)[1023], 9);
+    unsigned int isManaged = 0;
+    ASSERT_EQ(CU(cuPointerGetAttribute, void*, CUpointer_attribute, CUdeviceptr)(
+                  &isManaged, CU_POINTER_ATTRIBUTE_IS_MANAGED, shared),
+              CUDA_SUCCESS);
+    EXPECT_EQ(isManaged, 1u);
+    ASSERT_EQ(freeAsync(shared, stream), CUDA_SUCCESS);
+    ASSERT_EQ(CU(cuMemPoolDestroy, CUmemoryPool)(managedPool), CUDA_SUCCESS);
+  }
+  CUmemPoolProps managed{};
+  managed.allocType = CU_MEM_ALLOCATION_TYPE_MANAGED;
+  managed.location = CUmemLocation{CU_MEM_LOCATION_TYPE_NONE, 0};
+  managed.maxSize = 1 << 20;
+  EXPECT_EQ(CU(cuMemPoolCreate, CUmemoryPool*, const CUmemPoolProps*)(&pool, &managed),
+            CUDA_ERROR_INVALID_VALUE);
+  managed.maxSize = 0;
+  managed.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  EXPECT_EQ(CU(cuMemPoolCreate, CUmemoryPool*, const CUmemPoolProps*)(&pool, &managed),
+            CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(stream), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuStreamDestroy, CUstream)(stream), CUDA_SUCCESS);
+}
+
 TEST_F(Driver, MemPoolsByLocation) {
   auto getDefault =
       CU13(cuMemGetDefaultMemPool, CUmemoryPool*, CUmemLocation*, CUmemAllocationType);
@@ -710,7 +807,7 @@ TEST_F(Driver, MemPoolsByLocation) {
   props.location = CUmemLocation{CU_MEM_LOCATION_TYPE_DEVICE, 99};  // no such device
   EXPECT_EQ(create(&created, &props), CUDA_ERROR_INVALID_VALUE);
   props.location = device;
-  props.allocType = CU_MEM_ALLOCATION_TYPE_MANAGED;  // CUDA 13.0 creates pinned pools only
+  props.allocType = static_cast<CUmemAllocationType>(3);  // neither PINNED nor MANAGED
   EXPECT_EQ(create(&created, &props), CUDA_ERROR_INVALID_VALUE);
 
   CUmemLocation host{CU_MEM_LOCATION_TYPE_HOST, 0};
