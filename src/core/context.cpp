@@ -258,13 +258,17 @@ Status Context::refuseWhileCapturing(const char* what) {
   return core::refuseWhileCapturing(allStreams(), what);
 }
 
-Status Context::recordAllWork(Event& event) {
-  ROCUDA_TRY(refuseWhileCapturing("a context-wide event record"));
+std::vector<CompletionPtr> Context::queuedWork() {
   std::vector<CompletionPtr> work;
   for (Stream* stream : allStreams())
     if (auto tail = stream->tail()) work.push_back(std::move(tail));
   if (auto tail = legacy_->tail()) work.push_back(std::move(tail));
-  records_.record(event, std::move(work), "context event record");
+  return work;
+}
+
+Status Context::recordAllWork(Event& event) {
+  ROCUDA_TRY(refuseWhileCapturing("a context-wide event record"));
+  records_.record(event, queuedWork(), "context event record");
   return Status::success();
 }
 

@@ -72,6 +72,8 @@ class Context : public Object {
   // Captures in progress on the context's blocking streams (which the legacy stream would
   // implicitly depend on); invalidateBlockingCaptures() marks them invalid, true if any.
   std::vector<CaptureStatePtr> blockingCaptures();
+  // The completion of the last work queued on each of the context's streams now.
+  std::vector<CompletionPtr> queuedWork();
   bool invalidateBlockingCaptures();
 
   // Wait for every stream of the context; then the sticky error, if any.

@@ -337,6 +337,8 @@ struct PoolRecord {
   int32_t pid;
   uint64_t id;
   int32_t device;  // the exporting pool's device ordinal, the imported pool's
+  // A pool of page-locked host memory on this host NUMA node; -1: device memory.
+  int32_t hostNumaNode;
 };
 
 struct PoolTable {
@@ -367,7 +369,8 @@ Result<int> exportPool(MemoryPool& pool) {
     return makeError(ErrorCode::InvalidValue,
                      "the pool was not created with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR");
   PoolRecord record{kPoolMagic, static_cast<int32_t>(getpid()), localPoolId(&pool),
-                    pool.device().ordinal()};
+                    pool.device().ordinal(),
+                    pool.memory() == PoolMemory::PinnedHost ? pool.location().id : -1};
   int fd = memfd_create("rocuda-memory-pool", MFD_CLOEXEC);
   if (fd < 0) return makeError(ErrorCode::OutOfMemory, osError("memfd_create"));
   if (pwrite(fd, &record, sizeof record, 0) != static_cast<ssize_t>(sizeof record)) {
@@ -387,7 +390,10 @@ Result<MemoryPool*> importPool(int fd) {
   if (device == nullptr)
     return makeError(ErrorCode::InvalidDevice,
                      "the pool's device " + std::to_string(record.device) + " is not visible here");
-  auto* pool = new MemoryPool(*device, false, 0);
+  auto* pool = record.hostNumaNode >= 0
+                   ? new MemoryPool(*device, false, 0, PoolMemory::PinnedHost,
+                                    {MemoryLocation::Type::HostNuma, record.hostNumaNode})
+                   : new MemoryPool(*device, false, 0);
   pool->setHandleTypes(kPosixFdHandle);
   pool->setImported();
   PoolTable& table = pools();
@@ -398,8 +404,9 @@ Result<MemoryPool*> importPool(int fd) {
 
 Result<IpcHandle> exportPoolPointer(const void* pointer) {
   std::optional<Allocation> allocation = findAllocation(pointer);
-  if (!allocation || allocation->kind != AllocationKind::Device || allocation->pool == nullptr ||
-      allocation->base != reinterpret_cast<uintptr_t>(pointer) ||
+  if (!allocation ||
+      (allocation->kind != AllocationKind::Device && allocation->kind != AllocationKind::Host) ||
+      allocation->pool == nullptr || allocation->base != reinterpret_cast<uintptr_t>(pointer) ||
       lookupHandle<MemoryPool>(allocation->pool) == nullptr ||
       lookupHandle<Context>(allocation->context) == nullptr ||
       (allocation->pool->handleTypes() & kPosixFdHandle) == 0)
@@ -407,8 +414,9 @@ Result<IpcHandle> exportPoolPointer(const void* pointer) {
                      "not the start of an allocation from a pool shareable between processes");
   Context& context = *allocation->context;
   (void)context.synchronize();  // pages are copied when first shared
+  // The pool's device made the block (a host pool's serves every device's streams).
   Result<backends::SharedAllocation> shared =
-      context.device().backend().shareDevice(reinterpret_cast<void*>(allocation->base));
+      allocation->pool->device().backend().shareDevice(reinterpret_cast<void*>(allocation->base));
   if (!shared) return shared.takeError();
   Result<IpcHandle> data = encode(kPoolPointerMagic, shared->fd, allocation->size, shared->bytes);
   if (!data) return data;
@@ -433,6 +441,12 @@ Result<void*> importPoolPointer(Context& context, MemoryPool& pool, const IpcHan
   }
   Result<int> fd = openPeerDescriptor(*wire);
   if (!fd) return makeError(ErrorCode::InvalidValue, fd.error().message);
+  // A host pool's pages are host memory of its device: mapped into that device's contexts.
+  if (pool.memory() == PoolMemory::PinnedHost && &pool.device() != &context.device()) {
+    ::close(*fd);
+    return makeError(ErrorCode::NotSupported,
+                     "a host memory pool's pointers are imported into its device's context");
+  }
   Result<void*> mapped = context.device().backend().mapShared(*fd, 0, wire->mapped);
   ::close(*fd);
   if (!mapped) return makeError(ErrorCode::OutOfMemory, mapped.error().message);

@@ -24,11 +24,14 @@ MemoryPool::MemoryPool(Device& device, bool isDefault, uint64_t maxSize, PoolMem
 Result<void*> MemoryPool::allocateBlock(uint64_t bytes) {
   switch (memory_) {
     case PoolMemory::PinnedHost: {
-      Result<void*> block = device_.backend().allocateHost(bytes);
+      // A host pool shared between processes takes its blocks as the device's own allocations,
+      // which that device (whose memory is host memory) can share in place (shareDevice).
+      Result<void*> block = sharedHostBlocks() ? device_.backend().allocateDevice(bytes)
+                                               : device_.backend().allocateHost(bytes);
       if (!block || location_.type != MemoryLocation::Type::HostNuma) return block;
       // A pool on one host NUMA node: its blocks' pages there, or no block.
       if (Status placed = platform::placeOnNumaNode(*block, bytes, location_.id); !placed) {
-        device_.backend().freeHost(*block);
+        freeBlock(*block);
         return placed.error();
       }
       return block;
@@ -44,7 +47,10 @@ Result<void*> MemoryPool::allocateBlock(uint64_t bytes) {
 void MemoryPool::freeBlock(void* block) {
   switch (memory_) {
     case PoolMemory::PinnedHost:
-      device_.backend().freeHost(block);
+      if (sharedHostBlocks())
+        device_.backend().freeDevice(block);
+      else
+        device_.backend().freeHost(block);
       return;
     case PoolMemory::Managed:
       device_.backend().freeManaged(block);

@@ -87,6 +87,7 @@ class MemoryPool : public Object {
   bool deviceGranted(int ordinal) const;
   void grantDevice(int ordinal, bool granted);
 
+  // Before the pool's first allocation.
   void setHandleTypes(unsigned types) { handleTypes_ = types; }
   bool imported() const { return imported_; }
   void setImported() { imported_ = true; }
@@ -111,6 +112,7 @@ class MemoryPool : public Object {
   void trimLocked(uint64_t bytes, bool keepAtLeast = false);
   Result<void*> allocateBlock(uint64_t bytes);
   void freeBlock(void* block);
+  bool sharedHostBlocks() const { return memory_ == PoolMemory::PinnedHost && handleTypes_ != 0; }
   PoolMemory memory_;
   MemoryLocation location_;
   uint64_t grantedDevices_ = 0;  // bit d: device ordinal d

@@ -9,6 +9,7 @@
 #include "core/memory_pool.h"
 #include "core/platform.h"
 #include "core/stream.h"
+#include "core/virtual_memory.h"
 #include "support/platform.h"
 
 namespace rocuda::api {
@@ -197,9 +198,14 @@ Outcome freeAsync(CUdeviceptr dptr, CUstream hStream, StreamVariant variant) {
   // therefore be passed the address of a graph allocation."
   if ((*stream)->capture())
     return invalidValue("during a capture only graph allocations can be freed");
-  // The memory stays valid for the work queued before this point in the stream.
-  Result<core::CompletionPtr> queued = (*stream)->context().enqueue(
-      **stream, "free", [pointer] { return core::freeDevice(pointer); });
+  // The memory stays valid for the work queued before this point in the stream. Another
+  // process's memory (an imported pool pointer) is unmapped, which would make any access still
+  // queued on another stream fault: it waits for all work the context has queued now.
+  core::Context& context = (*stream)->context();
+  std::vector<core::CompletionPtr> after;
+  if (allocation->mappedFrom == core::MappedFrom::PoolImport) after = context.queuedWork();
+  Result<core::CompletionPtr> queued = context.enqueue(
+      **stream, "free", [pointer] { return core::freeDevice(pointer); }, false, std::move(after));
   if (!queued) return queued.error();
   return {};
 }
@@ -330,11 +336,19 @@ ROCUDA_EXPORT CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps*
     if (location.type == CU_MEM_LOCATION_TYPE_HOST &&
         poolProps->handleTypes != CU_MEM_HANDLE_TYPE_NONE)
       return api::invalidValue("a pool located on the host cannot have handle types");
-    // NVIDIA's pools on a host NUMA node may be shared between processes; these are not.
+    // Pools on a host NUMA node may be shared between processes (POSIX file descriptors) where
+    // device 0, which allocates host pools' blocks, has host memory it can share (the CPU
+    // device's).
     if (location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA &&
-        poolProps->handleTypes != CU_MEM_HANDLE_TYPE_NONE)
-      return {CUDA_ERROR_NOT_SUPPORTED,
-              "pools on a host NUMA node cannot be shared between processes here"};
+        poolProps->handleTypes != CU_MEM_HANDLE_TYPE_NONE) {
+      const backends::DeviceDescription& first =
+          core::Platform::instance().device(0)->description();
+      if (poolProps->handleTypes != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR ||
+          !core::makesHostMemory(first) || !first.sharesMemoryBetweenProcesses)
+        return {CUDA_ERROR_NOT_SUPPORTED,
+                "pools on a host NUMA node are shared as POSIX file descriptors, and only where "
+                "the CPU device allocates them"};
+    }
     if (location.type != CU_MEM_LOCATION_TYPE_DEVICE &&
         location.type != CU_MEM_LOCATION_TYPE_HOST &&
         location.type != CU_MEM_LOCATION_TYPE_HOST_NUMA)
@@ -348,8 +362,10 @@ ROCUDA_EXPORT CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps*
     core::Platform& platform = core::Platform::instance();
     if (place->memory == core::PoolMemory::PinnedHost) {
       // Page-locked host memory, which device 0's backend allocates for every device.
-      *pool = api::toHandle(*new core::MemoryPool(*platform.device(0), false, poolProps->maxSize,
-                                                  place->memory, place->location));
+      auto* created = new core::MemoryPool(*platform.device(0), false, poolProps->maxSize,
+                                           place->memory, place->location);
+      created->setHandleTypes(poolProps->handleTypes);
+      *pool = api::toHandle(*created);
       return {};
     }
     core::Device& device = *platform.device(location.id);

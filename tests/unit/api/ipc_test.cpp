@@ -388,6 +388,42 @@ TEST_F(Driver, ShareableMemoryPools) {
   EXPECT_EQ(CU(cuMemPoolDestroy, CUmemoryPool)(plain), CUDA_SUCCESS);
 }
 
+// A pool of page-locked host memory on a NUMA node, shared as a file descriptor (cuda.core's
+// PinnedMemoryResource with IPC): exported and imported back, a pointer of it imported as a
+// second mapping of the same pages, which a kernel writes and the host reads at the first.
+TEST_F(Driver, ShareableHostNumaPool) {
+  CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  props.location = CUmemLocation{CU_MEM_LOCATION_TYPE_HOST_NUMA, 0};
+  CUmemoryPool pool = nullptr;
+  ASSERT_EQ(CU(cuMemPoolCreate, CUmemoryPool*, const CUmemPoolProps*)(&pool, &props), CUDA_SUCCESS);
+  CUdeviceptr shared = 0;
+  ASSERT_EQ(allocFromPool()(&shared, 4096 * 4, pool, nullptr), CUDA_SUCCESS);
+  auto* host = reinterpret_cast<uint32_t*>(shared);
+  for (uint32_t i = 0; i < 4096; ++i) host[i] = i;
+  int fd = -1;
+  ASSERT_EQ(exportPool()(&fd, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), CUDA_SUCCESS);
+  CUmemoryPool imported = nullptr;
+  ASSERT_EQ(importPool()(&imported, reinterpret_cast<void*>(uintptr_t(fd)),
+                         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+            CUDA_SUCCESS);
+  close(fd);
+  CUmemPoolPtrExportData data{};
+  ASSERT_EQ(exportPointer()(&data, shared), CUDA_SUCCESS);
+  CUdeviceptr alias = 0;
+  ASSERT_EQ(importPointer()(&alias, imported, &data), CUDA_SUCCESS);
+  EXPECT_NE(alias, shared);
+  ASSERT_EQ(launchAddOne(alias, 4096, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
+  for (uint32_t i = 0; i < 4096; ++i) ASSERT_EQ(host[i], i + 1) << i;
+  EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(alias), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemFreeAsync, CUdeviceptr, CUstream)(shared, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemPoolDestroy, CUmemoryPool)(imported), CUDA_SUCCESS);
+  EXPECT_EQ(CU(cuMemPoolDestroy, CUmemoryPool)(pool), CUDA_SUCCESS);
+}
+
 // ---- Two processes ----
 
 // This binary again, running only IpcChild with the parent's handles in its environment.

@@ -787,8 +787,8 @@ TEST_F(Driver, MemPoolsByLocation) {
   ASSERT_EQ(CU(cuStreamSynchronize, CUstream)(nullptr), CUDA_SUCCESS);
   ASSERT_EQ(setCurrent(&device, CU_MEM_ALLOCATION_TYPE_PINNED, legacy), CUDA_SUCCESS);
   EXPECT_EQ(CU(cuMemPoolDestroy, CUmemoryPool)(created), CUDA_SUCCESS);
-  // Documented INVALID_VALUE cases; NOT_SUPPORTED for a pool on a host NUMA node shared
-  // between processes, which this platform does not offer.
+  // Documented INVALID_VALUE cases; a pool on a host NUMA node may be shared between processes
+  // (ipc_test.cpp's ShareableHostNumaPool), as POSIX file descriptors only.
   auto create = CU(cuMemPoolCreate, CUmemoryPool*, const CUmemPoolProps*);
   props.location = CUmemLocation{CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 0};
   EXPECT_EQ(create(&created, &props), CUDA_ERROR_INVALID_VALUE);
@@ -796,6 +796,7 @@ TEST_F(Driver, MemPoolsByLocation) {
   props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
   EXPECT_EQ(create(&created, &props), CUDA_ERROR_INVALID_VALUE);
   props.location = CUmemLocation{CU_MEM_LOCATION_TYPE_HOST_NUMA, 0};
+  props.handleTypes = CU_MEM_HANDLE_TYPE_WIN32;
   EXPECT_EQ(create(&created, &props), CUDA_ERROR_NOT_SUPPORTED);
   props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
   props.location = CUmemLocation{CU_MEM_LOCATION_TYPE_HOST_NUMA, 4096};  // no such node
