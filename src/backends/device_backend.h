@@ -165,7 +165,7 @@ struct DeviceDescription {
   bool hostNativeAtomics = false;
   bool cooperativeLaunch = true;
   // Stream priorities, in CUDA's numbering: 0 is the least, this (<= 0) the greatest. 0 when the
-  // device does not schedule by priority (the CPU device).
+  // device does not schedule by priority.
   int greatestStreamPriority = 0;
   // Device memory can be shared with other processes through file descriptors (CUDA IPC,
   // external memory imported from an fd): DeviceBackend::shareDevice and mapShared work.

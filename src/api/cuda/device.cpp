@@ -109,8 +109,8 @@ std::optional<int> capabilityAttribute(const DeviceDescription& d, int attribute
       return d.computeCapabilityMajor;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
       return d.computeCapabilityMinor;
-    case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED:
-      return 0;  // priorities are not scheduled
+    case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED:  // scheduled by priority
+      return d.greatestStreamPriority < 0 ? 1 : 0;
     case CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED:
       return 1;
     case CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED:

@@ -787,6 +787,9 @@ void CpuDevice::describe(int instance) {
   d.sharesMemoryBetweenProcesses = true;
   d.virtualMemoryManagement = true;
   d.physicalMemoryAsFileDescriptors = true;
+  // NVIDIA's range on current GPUs: a pool thread looking for blocks to run takes the grid of the
+  // greatest priority first (ThreadPool; running blocks are not preempted).
+  d.greatestStreamPriority = -5;
   d.sharedMemPerBlock = 48 * 1024;
   d.sharedMemPerBlockOptin = 96 * 1024;
   d.sharedMemPerMultiprocessor = 100 * 1024;
@@ -943,7 +946,7 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
               BlockOutcome::Completed)
             failed.store(true, std::memory_order_relaxed);
         },
-        workers);
+        workers, config.priority);
   } else if (config.cooperative) {
     ROCUDA_TRY(runCooperative(grid, blocks, runOne));
   } else if (grid.spinWaits) {
@@ -956,7 +959,7 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
     OrderedGrid ordered(blocks, resident, claimers, runOne);
     grid.waiting = &ordered;
     pool_.parallelFor(
-        claimers, [&](uint64_t) { ordered.claimBlocks(); }, workers);
+        claimers, [&](uint64_t) { ordered.claimBlocks(); }, workers, config.priority);
     ordered.finish();  // the threads it added may still run the last blocks
     if (ordered.failed.load(std::memory_order_relaxed)) failed.store(true);
     grid.waiting = nullptr;
@@ -969,7 +972,7 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
           if (outcome == BlockOutcome::Asserted) asserted.store(true, std::memory_order_relaxed);
           failed.store(true, std::memory_order_relaxed);
         },
-        workers);
+        workers, config.priority);
   }
   if (memcheckEnabled())  // parameter buffers handed out and never launched
     for (auto& buffer : deviceLaunches.filling)
@@ -1003,6 +1006,7 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
       childConfig.reservedSharedBytes = config.reservedSharedBytes;
       childConfig.queries = config.queries;  // the same module's
       childConfig.multiprocessors = config.multiprocessors;
+      childConfig.priority = config.priority;
       ++launchNesting;
       Status status = launch(*child->kernel, childConfig, child->params.data());
       --launchNesting;

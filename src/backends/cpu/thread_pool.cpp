@@ -1,6 +1,7 @@
 #include "backends/cpu/thread_pool.h"
 
 #include <algorithm>
+#include <climits>
 #include <string>
 #include <system_error>
 
@@ -39,7 +40,7 @@ bool ThreadPool::join(Job& job) {
   return true;
 }
 
-void ThreadPool::run(uint64_t count, TaskRef task, unsigned workers) {
+void ThreadPool::run(uint64_t count, TaskRef task, unsigned workers, int priority) {
   if (count == 0) return;
   std::shared_ptr<Job> job;
   {
@@ -59,6 +60,7 @@ void ThreadPool::run(uint64_t count, TaskRef task, unsigned workers) {
   job->next.store(0, std::memory_order_relaxed);
   job->finished.store(0, std::memory_order_relaxed);
   job->maxWorkers = workers == 0 ? workerCount() : std::min(workers, workerCount());
+  job->priority = priority;
   job->workers.store(1, std::memory_order_relaxed);  // the submitter
   // About 16 chunks per worker: a shared counter touched per item costs more than a small block.
   job->chunk = std::max<uint64_t>(1, count / (16 * uint64_t{job->maxWorkers}));
@@ -86,12 +88,19 @@ void ThreadPool::workerLoop() {
       return false;
     });
     if (stopping_) return;
-    std::shared_ptr<Job> job;
+    // The greatest priority's job with room (the oldest of those), else any other.
+    int greatest = INT_MAX;
     for (auto& candidate : jobs_)
-      if (join(*candidate)) {
-        job = candidate;
-        break;
-      }
+      if (candidate->next.load(std::memory_order_relaxed) < candidate->count &&
+          candidate->workers.load(std::memory_order_relaxed) < candidate->maxWorkers)
+        greatest = std::min(greatest, candidate->priority);
+    std::shared_ptr<Job> job;
+    for (int pass = 0; pass < 2 && job == nullptr; ++pass)
+      for (auto& candidate : jobs_)
+        if ((pass == 1 || candidate->priority == greatest) && join(*candidate)) {
+          job = candidate;
+          break;
+        }
     // Claiming takes no lock: the submitter (or another worker) may have taken the last items
     // since the wait saw them, and the job may even be gone. Wait again.
     if (job == nullptr) continue;

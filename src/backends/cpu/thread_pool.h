@@ -29,28 +29,31 @@ class ThreadPool {
   // `task` is called by reference: a launch copies nothing and allocates nothing. `workers`:
   // at most that many threads work on the items at once, the calling thread among them (a
   // green context's share of the device's multiprocessors); 0: every worker of the pool.
+  // `priority` (CUDA's: lower is greater): a pool thread looking for work takes the greatest
+  // priority's job first (a thread already on a job stays on it: no preemption).
   template <typename Task>
-  void parallelFor(uint64_t count, const Task& task, unsigned workers = 0) {
+  void parallelFor(uint64_t count, const Task& task, unsigned workers = 0, int priority = 0) {
     run(count,
         TaskRef{&task,
                 [](const void* object, uint64_t first, uint64_t last) {
                   for (uint64_t index = first; index < last; ++index)
                     (*static_cast<const Task*>(object))(index);
                 }},
-        workers);
+        workers, priority);
   }
 
   // The same, `task(first, last)` called once per claimed range [first, last) of items (in
   // order within it), so that what a worker sets up per item (its thread-local state) it can
   // set up once per range.
   template <typename RangeTask>
-  void parallelForRanges(uint64_t count, const RangeTask& task, unsigned workers = 0) {
+  void parallelForRanges(uint64_t count, const RangeTask& task, unsigned workers = 0,
+                         int priority = 0) {
     run(count,
         TaskRef{&task,
                 [](const void* object, uint64_t first, uint64_t last) {
                   (*static_cast<const RangeTask*>(object))(first, last);
                 }},
-        workers);
+        workers, priority);
   }
 
  private:
@@ -63,6 +66,7 @@ class ThreadPool {
     uint64_t chunk = 1;  // items taken per claim: few claims, yet enough chunks to balance
     TaskRef task{};
     unsigned maxWorkers = 1;  // threads allowed on the job at once, the submitter included
+    int priority = 0;
     // Threads on the job now. One leaves only once every item is claimed, so a pool thread
     // turned away by a full job never needs waking when a place frees up.
     std::atomic<unsigned> workers{0};
@@ -74,7 +78,7 @@ class ThreadPool {
   static void work(Job& job);
   // A pool thread takes a place on `job`: false when the job has no item left or is full.
   static bool join(Job& job);
-  void run(uint64_t count, TaskRef task, unsigned workers);
+  void run(uint64_t count, TaskRef task, unsigned workers, int priority);
   void workerLoop();
 
   std::mutex mutex_;

@@ -355,7 +355,7 @@ TEST_F(StreamOps, AttributesAreStoredReportedAndCopied) {
   value.accessPolicyWindow = {reinterpret_cast<void*>(at(0)), 64, 0.5f,
                               CU_ACCESS_PROPERTY_PERSISTING, CU_ACCESS_PROPERTY_STREAMING};
   ASSERT_EQ(set(stream_, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, &value), CUDA_SUCCESS);
-  value.priority = -3;
+  value.priority = -9;
   ASSERT_EQ(set(stream_, CU_LAUNCH_ATTRIBUTE_PRIORITY, &value), CUDA_SUCCESS);
 
   CUstream copy = nullptr;
@@ -370,9 +370,9 @@ TEST_F(StreamOps, AttributesAreStoredReportedAndCopied) {
     EXPECT_EQ(value.accessPolicyWindow.num_bytes, 64u);
     EXPECT_EQ(value.accessPolicyWindow.hitRatio, 0.5f);
     EXPECT_EQ(value.accessPolicyWindow.missProp, CU_ACCESS_PROPERTY_STREAMING);
-    // The priority range is [0, 0]: a requested priority is clamped into it.
+    // The priority range is [-5, 0]: a requested priority is clamped into it.
     ASSERT_EQ(get(s, CU_LAUNCH_ATTRIBUTE_PRIORITY, &value), CUDA_SUCCESS);
-    EXPECT_EQ(value.priority, 0);
+    EXPECT_EQ(value.priority, -5);
   }
   EXPECT_EQ(CU(cuStreamDestroy, CUstream)(copy), CUDA_SUCCESS);
 }
@@ -383,7 +383,12 @@ TEST_F(StreamOps, PrioritiesAreClampedIntoTheContextsRange) {
   int least = 1, greatest = 1;
   ASSERT_EQ(CU(cuCtxGetStreamPriorityRange, int*, int*)(&least, &greatest), CUDA_SUCCESS);
   EXPECT_EQ(least, 0);
-  EXPECT_LE(greatest, 0);
+  EXPECT_EQ(greatest, -5);  // the CPU device schedules grids by priority, in NVIDIA's range
+  int supported = 0;
+  ASSERT_EQ(CU(cuDeviceGetAttribute, int*, CUdevice_attribute, CUdevice)(
+                &supported, CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED, 0),
+            CUDA_SUCCESS);
+  EXPECT_EQ(supported, 1);
   auto create = CU(cuStreamCreateWithPriority, CUstream*, unsigned, int);
   auto priorityOf = [&](CUstream s) {
     int priority = 99;

@@ -93,5 +93,52 @@ TEST(CpuThreadPool, WorkerCapHoldsWhileOtherJobsRun) {
   EXPECT_GT(peakOf(0), 1u);
 }
 
+// A pool thread looking for work takes the greatest priority's job first: with a low and a high
+// priority job both waiting for help (their submitters held in their first items), the one
+// pool thread, once free, runs the high one's other item.
+TEST(CpuThreadPool, AFreeWorkerTakesTheGreatestPriorityFirst) {
+  ThreadPool pool(2);  // the submitter and one pool thread
+  std::atomic<bool> releaseBlocker{false}, releaseSubmitters{false};
+  std::atomic<int> blockerIn{0}, submittersIn{0};
+  std::atomic<int> firstHelped{1};  // priority of the first job the pool thread helped
+  auto hold = [](std::atomic<bool>& gate) {
+    while (!gate.load()) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  };
+  // Keep the pool thread on a job of its own until both others are queued.
+  std::thread blocker([&] {
+    pool.parallelFor(2, [&](uint64_t) {
+      ++blockerIn;
+      hold(releaseBlocker);
+    });
+  });
+  while (blockerIn.load() < 2) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  auto submit = [&](int priority) {
+    return std::thread([&, priority] {
+      pool.parallelFor(
+          2,
+          [&](uint64_t i) {
+            if (i == 0) {
+              ++submittersIn;
+              hold(releaseSubmitters);  // the submitter keeps item 0; item 1 waits for help
+              return;
+            }
+            int none = 1;
+            firstHelped.compare_exchange_strong(none, priority);
+            releaseSubmitters.store(true);
+          },
+          0, priority);
+    });
+  };
+  std::thread low = submit(0);
+  while (submittersIn.load() < 1) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  std::thread high = submit(-3);
+  while (submittersIn.load() < 2) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  releaseBlocker.store(true);  // the pool thread leaves the blocker's job and looks for more
+  blocker.join();
+  low.join();
+  high.join();
+  EXPECT_EQ(firstHelped.load(), -3);
+}
+
 }  // namespace
 }  // namespace rocuda::backends::cpu
