@@ -259,11 +259,9 @@ Status Context::refuseWhileCapturing(const char* what) {
 }
 
 std::vector<CompletionPtr> Context::queuedWork() {
-  std::vector<CompletionPtr> work;
-  for (Stream* stream : allStreams())
-    if (auto tail = stream->tail()) work.push_back(std::move(tail));
-  if (auto tail = legacy_->tail()) work.push_back(std::move(tail));
-  return work;
+  std::vector<Stream*> streams = allStreams();
+  streams.push_back(legacy_.get());
+  return tailsOf(streams);
 }
 
 Status Context::recordAllWork(Event& event) {

@@ -50,10 +50,7 @@ Status GreenContext::refuseWhileCapturing(const char* what) {
 
 Status GreenContext::recordAllWork(Event& event) {
   ROCUDA_TRY(refuseWhileCapturing("a green context's event record"));
-  std::vector<CompletionPtr> work;
-  for (Stream* stream : streams())
-    if (auto tail = stream->tail()) work.push_back(std::move(tail));
-  records_.record(event, std::move(work), "green context event record");
+  records_.record(event, tailsOf(streams()), "green context event record");
   return Status::success();
 }
 

@@ -417,6 +417,13 @@ Result<float> elapsedMilliseconds(const Event& start, const Event& end) {
   return elapsed.count();
 }
 
+std::vector<CompletionPtr> tailsOf(const std::vector<Stream*>& streams) {
+  std::vector<CompletionPtr> tails;
+  for (Stream* stream : streams)
+    if (auto tail = stream->tail()) tails.push_back(std::move(tail));
+  return tails;
+}
+
 void RecordStream::record(Event& event, std::vector<CompletionPtr> work, const char* name) {
   Stream* host = nullptr;
   {

@@ -184,6 +184,9 @@ class Event : public Object {
   std::vector<GraphNode*> capturedAfter_;
 };
 
+// The completion of the last work queued on each of `streams` now (streams with none left out).
+std::vector<CompletionPtr> tailsOf(const std::vector<Stream*>& streams);
+
 // Where context-wide event records go (cuCtxRecordEvent, cuGreenCtxRecordEvent): an internal
 // stream of the context, made at the first record, that no application handle names.
 class RecordStream {
