@@ -86,9 +86,13 @@ Outcome copy(void* dst, const void* src, size_t bytes, CUstream hStream, StreamV
         [&backend, dst, staged] { return backend.copy(dst, staged->data(), staged->size()); },
         !dstAllocation);
   }
+  // A pageable destination is written before the call returns, except in stream capture, where
+  // the copy becomes a graph node that writes it at each launch (NVIDIA's simpleCudaGraphs
+  // captures such a device-to-host copy).
+  bool capturing = (*stream)->capture() != nullptr;
   Outcome queued = submit(
       **stream, "memcpy", [&backend, dst, src, bytes] { return backend.copy(dst, src, bytes); },
-      !async || !dstAllocation);
+      !async || (!dstAllocation && !capturing));
   if (queued.ok()) keepCapturedCopyParams(**stream, dst, src, bytes);
   return queued;
 }
@@ -213,8 +217,10 @@ Outcome copy3D(const Side& dst, const Side& src, size_t width, size_t rows, size
   ok = checkSide(src, width, rows, depth, "source");
   if (!ok.ok()) return ok;
   backends::DeviceBackend& backend = (*stream)->context().device().backend();
-  // Pageable host memory on either side: complete before returning (nothing to stage cheaply).
-  bool wait = !async || pageableHost(dst) || pageableHost(src);
+  // Pageable host memory on either side: complete before returning (nothing to stage cheaply),
+  // except in stream capture, where the copy becomes a graph node.
+  bool wait =
+      !async || ((pageableHost(dst) || pageableHost(src)) && (*stream)->capture() == nullptr);
   Outcome queued = submit(
       **stream, "memcpy3D",
       [&backend, dst, src, width, rows, depth]() -> Status {

@@ -798,8 +798,11 @@ bool backOff(BlockState* block, uint32_t polls) {
 
 void noteBlockProgress(BlockState& block) { markStuck(block, false); }
 
-extern "C" {
-static void spinPoll(const void* address, uint64_t value) {
+// `sleeps`: false for a loop that ends for another reason (__rocuda_spin_poll), which backs off
+// no further than yielding: such a loop may read one unchanged value thousands of times without
+// waiting for anything (NVIDIA's system_wide_atomics sample: a compare-and-swap chain that fails
+// for most threads, 50 times each), and sleeps there added up to minutes.
+static void pollRead(const void* address, uint64_t value, bool sleeps) {
   if (ThreadState* thread = currentThread();
       thread != nullptr && thread->block != nullptr && thread->block->grid->useFibers()) {
     // The thread it waits for may be one of its block's: they run first (the block backs off
@@ -843,7 +846,7 @@ static void spinPoll(const void* address, uint64_t value) {
   auto waited = now - s.unchangedSince;
   if (waited < kSpinTime) {
     pauseBriefly();
-  } else if (waited < kYieldTime) {
+  } else if (waited < kYieldTime || !sleeps) {
     std::this_thread::yield();
   } else {
     if (block != nullptr && block->grid->waiting != nullptr &&
@@ -855,6 +858,10 @@ static void spinPoll(const void* address, uint64_t value) {
   }
   s.lastPoll = SpinState::Clock::now();
 }
+
+extern "C" {
+static void spinWait(const void* address, uint64_t value) { pollRead(address, value, true); }
+static void loopPoll(const void* address, uint64_t value) { pollRead(address, value, false); }
 
 // Device-side malloc and free (PTX calls them by value with 64-bit integers). Blocks come from
 // the launching context's heap (DeviceMallocHeap, cudaLimitMallocHeapSize), which frees them with
@@ -939,9 +946,9 @@ std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
       {"__rocuda_shared_base", fn(sharedBase)},
       {"__rocuda_is_shared", fn(isShared)},
       {"__rocuda_is_local", fn(isLocal)},
-      {"__rocuda_spin_poll", fn(spinPoll)},
-      {"__rocuda_spin_wait", fn(spinPoll)},
-      {"__rocuda_spin_wait_block", fn(spinPoll)},
+      {"__rocuda_spin_poll", fn(loopPoll)},
+      {"__rocuda_spin_wait", fn(spinWait)},
+      {"__rocuda_spin_wait_block", fn(spinWait)},
       {"__rocuda_barrier_sync", fn(barrierSync)},
       {"__rocuda_barrier_reduce", fn(barrierReduce)},
       {"__rocuda_named_barrier", fn(namedBarrier)},

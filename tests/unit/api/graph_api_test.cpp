@@ -1607,15 +1607,21 @@ TEST_F(LibCudaGraph, CapturedKernelNodesKeepTheirParameters) {
 }
 
 // A captured copy from pageable host memory is a node that reads the host buffer at each launch,
-// as an explicit memcpy node does: not the contents at capture time.
+// as an explicit memcpy node does: not the contents at capture time. One into pageable memory
+// is a node that writes it at each launch (NVIDIA's simpleCudaGraphs captures one; it was
+// refused as a wait during the capture).
 TEST_F(LibCudaGraph, CapturedCopiesFromPageableMemoryReadItAtLaunch) {
-  std::vector<uint32_t> host(kN, 1);
+  std::vector<uint32_t> host(kN, 1), back(kN, 0);
   ASSERT_EQ(CU(cuStreamBeginCapture, CUstream, CUstreamCaptureMode)(stream_,
                                                                     CU_STREAM_CAPTURE_MODE_GLOBAL),
             CUDA_SUCCESS);
   ASSERT_EQ(CU(cuMemcpyHtoDAsync, CUdeviceptr, const void*, size_t, CUstream)(
                 data_, host.data(), kN * sizeof(uint32_t), stream_),
             CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuMemcpyAsync, CUdeviceptr, CUdeviceptr, size_t, CUstream)(
+                reinterpret_cast<CUdeviceptr>(back.data()), data_, kN * sizeof(uint32_t), stream_),
+            CUDA_SUCCESS);
+  EXPECT_EQ(back[0], 0u);  // recorded, not run
   CUgraph graph = nullptr;
   ASSERT_EQ(CU(cuStreamEndCapture, CUstream, CUgraph*)(stream_, &graph), CUDA_SUCCESS);
   CUgraphExec exec = nullptr;
@@ -1626,6 +1632,7 @@ TEST_F(LibCudaGraph, CapturedCopiesFromPageableMemoryReadItAtLaunch) {
     std::fill(host.begin(), host.end(), round);
     launchAndWait(exec);
     for (uint32_t v : readBack()) ASSERT_EQ(v, round);
+    for (uint32_t v : back) ASSERT_EQ(v, round);
   }
   EXPECT_EQ(CU(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
   EXPECT_EQ(CU(cuGraphDestroy, CUgraph)(graph), CUDA_SUCCESS);

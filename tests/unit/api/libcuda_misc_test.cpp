@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -1996,6 +1997,59 @@ TEST_F(Driver, ClusterAttributesOfTheCode) {
   EXPECT_EQ(policy, CU_CLUSTER_SCHEDULING_POLICY_SPREAD);
   EXPECT_EQ(set(onePerCluster, CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE, 7),
             CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
+}
+
+// A compare-and-swap in a loop that ends by its count, not by the value read: thread t sets
+// the word to t only when it holds t - 1, so most threads read one unchanged value over and over
+// without waiting for anything (NVIDIA's system_wide_atomics sample). The poll after each read
+// may yield but must not sleep: sleeps made the 64 x 256 x 50 reads take minutes.
+constexpr const char* kCasChainPtx = R"(
+.version 7.0
+.target sm_60
+.address_size 64
+
+.visible .entry cas_chain(.param .u64 words)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<10>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [words];
+  cvta.to.global.u64 %rd1, %rd1;
+  add.s64 %rd2, %rd1, 4;
+  mov.u32 %r1, %ctaid.x;
+  mov.u32 %r2, %ntid.x;
+  mov.u32 %r3, %tid.x;
+  mad.lo.s32 %r4, %r1, %r2, %r3;
+  add.s32 %r5, %r4, -1;
+  mov.u32 %r6, 0;
+LOOP:
+  atom.global.sys.add.u32 %r7, [%rd1], 1;
+  atom.global.sys.cas.b32 %r8, [%rd2], %r5, %r4;
+  add.s32 %r6, %r6, 1;
+  setp.ne.s32 %p1, %r6, 50;
+  @%p1 bra LOOP;
+  ret;
+}
+)";
+
+TEST_F(Driver, ACompareAndSwapChainInACountedLoopDoesNotSleep) {
+  CUmodule module = nullptr;
+  CUfunction f = nullptr;
+  ASSERT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, kCasChainPtx), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&f, module, "cas_chain"),
+            CUDA_SUCCESS);
+  uint32_t words[2] = {0, 0xffffffffu};  // the chain starts with thread 0 (t - 1 = -1)
+  CUdeviceptr pointer = reinterpret_cast<CUdeviceptr>(words);  // pageable host memory
+  void* args[] = {&pointer};
+  auto launch = reinterpret_cast<Launch>(proc<void*>("cuLaunchKernel", 12090));
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(launch(f, 64, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
+  auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(words[0], 64u * 256u * 50u);
+  EXPECT_LT(words[1], 64u * 256u);  // some thread's index: the chain went as far as it could
+  EXPECT_LT(seconds, 30.0);
   EXPECT_EQ(CU(cuModuleUnload, CUmodule)(module), CUDA_SUCCESS);
 }
 
