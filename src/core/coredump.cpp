@@ -78,7 +78,7 @@ Coredumps::Coredumps() {
   auto flagFrom = [&](const char* name, CoredumpSetting setting) {
     if (!env::get(name)) return;
     process_[setting].flag = env::getFlag(name, process_[setting].flag);
-    fromEnvironment_[setting] = true;
+    fromEnvironment_.insert(setting);
   };
   flagFrom("CUDA_ENABLE_COREDUMP_ON_EXCEPTION", CoredumpSetting::EnableOnException);
   flagFrom("CUDA_ENABLE_CPU_COREDUMP_ON_EXCEPTION", CoredumpSetting::TriggerHost);
@@ -89,21 +89,20 @@ Coredumps::Coredumps() {
         "supported; ignored");
   if (auto file = env::get("CUDA_COREDUMP_FILE")) {
     process_[CoredumpSetting::File].text = *file;
-    fromEnvironment_[CoredumpSetting::File] = true;
+    fromEnvironment_.insert(CoredumpSetting::File);
   }
   if (auto pipe = env::get("CUDA_COREDUMP_PIPE")) {
     process_[CoredumpSetting::Pipe].text = *pipe;
-    fromEnvironment_[CoredumpSetting::Pipe] = true;
+    fromEnvironment_.insert(CoredumpSetting::Pipe);
   }
   if (auto flags = env::get("CUDA_COREDUMP_GENERATION_FLAGS")) {
     process_[CoredumpSetting::GenerationFlags].number = parseGenerationFlags(*flags);
-    fromEnvironment_[CoredumpSetting::GenerationFlags] = true;
+    fromEnvironment_.insert(CoredumpSetting::GenerationFlags);
   }
 }
 
 bool Coredumps::fixedByEnvironment(CoredumpSetting setting) const {
-  auto found = fromEnvironment_.find(setting);
-  return found != fromEnvironment_.end() && found->second;
+  return fromEnvironment_.count(setting) != 0;
 }
 
 CoredumpValue Coredumps::get(CoredumpSetting setting, const Context* context) const {

@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "support/result.h"
@@ -64,7 +65,7 @@ class Coredumps {
 
   mutable std::mutex mutex_;
   std::map<CoredumpSetting, CoredumpValue> process_;
-  std::map<CoredumpSetting, bool> fromEnvironment_;
+  std::set<CoredumpSetting> fromEnvironment_;  // fixed by a CUDA_* variable
   std::map<uint64_t, std::map<CoredumpSetting, CoredumpValue>> contexts_;  // by context id
 };
 

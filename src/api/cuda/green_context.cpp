@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -82,8 +83,7 @@ uint32_t multiprocessorsOf(core::Device& device) {
 // either.
 struct GreenRegistry {
   std::mutex mutex;
-  std::vector<std::unique_ptr<core::GreenContext>> greens;
-  std::unordered_set<const void*> known;
+  std::unordered_map<const void*, std::unique_ptr<core::GreenContext>> greens;  // by handle
   std::vector<std::unique_ptr<core::ResourceDescriptor>> descriptors;
   uint64_t lastSplit = 0;
 };
@@ -94,13 +94,14 @@ GreenRegistry& registry() {
 }
 
 Result<core::GreenContext*> lookupGreen(CUgreenCtx handle) {
+  core::GreenContext* green = nullptr;
   {
     GreenRegistry& r = registry();
     std::lock_guard lock(r.mutex);
-    if (handle == nullptr || r.known.count(handle) == 0)
-      return makeError(ErrorCode::InvalidContext, "not a green context");
+    auto found = r.greens.find(handle);
+    if (found == r.greens.end()) return makeError(ErrorCode::InvalidContext, "not a green context");
+    green = found->second.get();
   }
-  auto* green = reinterpret_cast<core::GreenContext*>(handle);
   if (green->destroyed())
     return makeError(ErrorCode::ContextIsDestroyed, "the green context was destroyed");
   return green;
@@ -193,8 +194,7 @@ Outcome createGreen(CUgreenCtx* phCtx, CUdevResourceDesc desc, CUdevice dev, uns
   core::GreenContext* raw = green.get();
   GreenRegistry& r = registry();
   std::lock_guard lock(r.mutex);
-  r.greens.push_back(std::move(green));
-  r.known.insert(raw);
+  r.greens.emplace(raw, std::move(green));
   *phCtx = reinterpret_cast<CUgreenCtx>(raw);
   return {};
 }

@@ -57,6 +57,13 @@ Outcome submit(core::Stream& stream, const char* name, std::function<Status()> w
   return stream.context().stickyError();
 }
 
+// Whether a copy completes before its call returns: a synchronous one, and an asynchronous one
+// touching pageable host memory (the caller may reuse it at once), except in stream capture,
+// where the copy becomes a graph node that reads and writes that memory at each launch.
+bool waitsForCopy(const core::Stream& stream, bool async, bool pageable) {
+  return !async || (pageable && stream.capture() == nullptr);
+}
+
 Outcome copy(void* dst, const void* src, size_t bytes, CUstream hStream, StreamVariant variant,
              bool async) {
   Result<core::Stream*> stream = resolveStream(hStream, variant);
@@ -86,13 +93,10 @@ Outcome copy(void* dst, const void* src, size_t bytes, CUstream hStream, StreamV
         [&backend, dst, staged] { return backend.copy(dst, staged->data(), staged->size()); },
         !dstAllocation);
   }
-  // A pageable destination is written before the call returns, except in stream capture, where
-  // the copy becomes a graph node that writes it at each launch (NVIDIA's simpleCudaGraphs
-  // captures such a device-to-host copy).
-  bool capturing = (*stream)->capture() != nullptr;
+  // A pageable destination (NVIDIA's simpleCudaGraphs captures a device-to-host copy into one).
   Outcome queued = submit(
       **stream, "memcpy", [&backend, dst, src, bytes] { return backend.copy(dst, src, bytes); },
-      !async || (!dstAllocation && !capturing));
+      waitsForCopy(**stream, async, !dstAllocation));
   if (queued.ok()) keepCapturedCopyParams(**stream, dst, src, bytes);
   return queued;
 }
@@ -217,10 +221,8 @@ Outcome copy3D(const Side& dst, const Side& src, size_t width, size_t rows, size
   ok = checkSide(src, width, rows, depth, "source");
   if (!ok.ok()) return ok;
   backends::DeviceBackend& backend = (*stream)->context().device().backend();
-  // Pageable host memory on either side: complete before returning (nothing to stage cheaply),
-  // except in stream capture, where the copy becomes a graph node.
-  bool wait =
-      !async || ((pageableHost(dst) || pageableHost(src)) && (*stream)->capture() == nullptr);
+  // Pageable host memory on either side (nothing to stage cheaply).
+  bool wait = waitsForCopy(**stream, async, pageableHost(dst) || pageableHost(src));
   Outcome queued = submit(
       **stream, "memcpy3D",
       [&backend, dst, src, width, rows, depth]() -> Status {

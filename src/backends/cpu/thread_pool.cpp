@@ -31,6 +31,11 @@ void ThreadPool::work(Job& job) {
   }
 }
 
+bool ThreadPool::hasRoom(const Job& job) {
+  return job.next.load(std::memory_order_relaxed) < job.count &&
+         job.workers.load(std::memory_order_relaxed) < job.maxWorkers;
+}
+
 bool ThreadPool::join(Job& job) {
   unsigned current = job.workers.load(std::memory_order_relaxed);
   do {
@@ -81,19 +86,14 @@ void ThreadPool::workerLoop() {
   for (;;) {
     wake_.wait(lock, [this] {
       if (stopping_) return true;
-      for (auto& job : jobs_)
-        if (job->next.load(std::memory_order_relaxed) < job->count &&
-            job->workers.load(std::memory_order_relaxed) < job->maxWorkers)
-          return true;
-      return false;
+      return std::any_of(jobs_.begin(), jobs_.end(),
+                         [](const std::shared_ptr<Job>& job) { return hasRoom(*job); });
     });
     if (stopping_) return;
     // The greatest priority's job with room (the oldest of those), else any other.
     int greatest = INT_MAX;
     for (auto& candidate : jobs_)
-      if (candidate->next.load(std::memory_order_relaxed) < candidate->count &&
-          candidate->workers.load(std::memory_order_relaxed) < candidate->maxWorkers)
-        greatest = std::min(greatest, candidate->priority);
+      if (hasRoom(*candidate)) greatest = std::min(greatest, candidate->priority);
     std::shared_ptr<Job> job;
     for (int pass = 0; pass < 2 && job == nullptr; ++pass)
       for (auto& candidate : jobs_)

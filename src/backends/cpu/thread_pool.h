@@ -76,6 +76,8 @@ class ThreadPool {
   };
   // Run items of `job` until none are left; true if this call finished the last item.
   static void work(Job& job);
+  // Whether a pool thread could take a place on `job` now: items left and room for one more.
+  static bool hasRoom(const Job& job);
   // A pool thread takes a place on `job`: false when the job has no item left or is full.
   static bool join(Job& job);
   void run(uint64_t count, TaskRef task, unsigned workers, int priority);
