@@ -188,12 +188,22 @@ struct SharedAllocation {
   size_t bytes = 0;
 };
 
-// cudaGraphSetConditional's target: the condition values of the graph launch running a kernel.
-class GraphConditions {
+// The graph launch running a kernel, as its device code reaches it: the launch's conditions
+// (cudaGraphSetConditional), device graph launch (cudaGraphLaunch from device code into
+// cudaStreamGraphFireAndForget, cudaStreamGraphTailLaunch or
+// cudaStreamGraphFireAndForgetAsSibling) and %current_graph_exec. The core implements it (one
+// per graph execution environment); calls come from the kernel's threads, concurrently.
+class RunningGraph {
  public:
-  virtual ~GraphConditions() = default;
+  virtual ~RunningGraph() = default;
   // False when `handle` is not a condition of this launch's graph.
-  virtual bool set(uint64_t handle, uint32_t value) = 0;
+  virtual bool setCondition(uint64_t handle, uint32_t value) = 0;
+  // Queues a launch of the executable graph `graphExec` (a CUgraphExec) in the launch mode
+  // `stream` names; runs it as CUDA's execution environments order it. A cudaError_t: 0, or why
+  // the launch was refused (also logged).
+  virtual uint32_t launchGraph(uint64_t graphExec, uint64_t stream) = 0;
+  // The running graph's CUgraphExec when it was instantiated for device launch, else 0.
+  virtual uint64_t currentGraphExec() const = 0;
 };
 
 // What device code asks of the driver through NVIDIA's device runtime library (libcudadevrt's
@@ -224,8 +234,8 @@ struct LaunchConfig {
   // Every block resident at once, with a grid workspace for cooperative groups' grid.sync(); the
   // core has checked the grid against the device's occupancy.
   bool cooperative = false;
-  // Kernels of graph launches: the launch's conditions (null outside graphs).
-  GraphConditions* conditions = nullptr;
+  // Kernels of graph launches: the graph launch running them (null outside graphs).
+  RunningGraph* graph = nullptr;
   // The priority of the stream (or of the launch attribute), within [greatestStreamPriority, 0].
   int priority = 0;
   // Device malloc's heap (cudaLimitMallocHeapSize): the context's, shared by all its launches,

@@ -271,9 +271,7 @@ llvm::Value* FunctionTranslator::clusterRegister(ptx::SpecialRegister reg) {
 
 // Special registers made of others, or fixed, alike for every backend (nullptr for the rest):
 // %clock_hi and %globaltimer_lo/_hi are halves of %clock64 and %globaltimer; no profiler counts
-// events, so the performance counters %pm0..%pm7 (and their 64-bit forms) read 0; device-
-// launchable graphs are refused at instantiation, so no kernel runs in one and
-// %current_graph_exec is 0 (NULL).
+// events, so the performance counters %pm0..%pm7 (and their 64-bit forms) read 0.
 llvm::Value* FunctionTranslator::derivedRegister(ptx::SpecialRegister reg) {
   using R = ptx::SpecialRegister;
   auto half = [&](R wide, bool high) {
@@ -290,7 +288,6 @@ llvm::Value* FunctionTranslator::derivedRegister(ptx::SpecialRegister reg) {
     case R::Pm:
       return b.getInt32(0);
     case R::Pm64:
-    case R::CurrentGraphExec:
       return b.getInt64(0);
     default:
       return nullptr;

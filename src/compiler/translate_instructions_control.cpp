@@ -120,7 +120,7 @@ Status call(FunctionTranslator& t, const ptx::Instruction& inst) {
     if (def->isEntry) return t.unsupported(inst, "calling a kernel");
     if (def->isDeclaration && ptx::isUnsupportedDeviceRuntimeFunction(def->name))
       return t.unsupported(
-          inst, "device-side '" + def->name + "' (graphs launched or updated from device code)");
+          inst, "device-side '" + def->name + "' (graph nodes updated from device code)");
     if (def->isDeclaration) {
       ROCUDA_TRY(externalCall(t, inst, shape, *def, f));
       if (def->name == kAssertFunction) {

@@ -49,7 +49,8 @@ ModuleTranslator::ModuleTranslator(llvm::LLVMContext& context, const ptx::Module
 
 llvm::Function* ModuleTranslator::sregFunction(ptx::SpecialRegister reg, uint32_t index) {
   std::string name = sregSymbol(reg, index);
-  bool wide = reg == ptx::SpecialRegister::Clock64 || reg == ptx::SpecialRegister::GlobalTimer;
+  bool wide = reg == ptx::SpecialRegister::Clock64 || reg == ptx::SpecialRegister::GlobalTimer ||
+              reg == ptx::SpecialRegister::CurrentGraphExec;
   llvm::Type* type = wide ? llvm::Type::getInt64Ty(context_) : llvm::Type::getInt32Ty(context_);
   if (auto* existing = module_->getFunction(name)) return existing;
   auto* fn = llvm::Function::Create(llvm::FunctionType::get(type, false),

@@ -590,6 +590,49 @@ const GraphNode* checkConditionals(const Graph& graph, bool inBody, const Condit
   return nullptr;
 }
 
+// The rules for graphs instantiated for device launch (cuGraphInstantiate): kernel, memcpy,
+// memset and child-graph nodes only, copies not involving CUDA arrays, every node of one
+// context. Returns the offending node, if any; counts the kernel, memcpy and memset nodes.
+const GraphNode* checkDeviceLaunchable(const Graph& graph, const Context** context,
+                                       size_t* workNodes, InstantiateFailure* failure,
+                                       std::string* why) {
+  constexpr uint8_t kArrayMemory = 3;  // CU_MEMORYTYPE_ARRAY
+  for (const GraphNode* node : graph.nodes()) {
+    GraphNodeType type = node->type();
+    const GraphNodeContent& content = node->content();
+    if (type == GraphNodeType::Graph) {
+      // A node inside names no handle the application holds: the child-graph node stands for it.
+      if (content.child &&
+          checkDeviceLaunchable(*content.child, context, workNodes, failure, why) != nullptr)
+        return node;
+      continue;
+    }
+    *failure = InstantiateFailure::NodeOperationNotSupported;
+    if (type != GraphNodeType::Kernel && type != GraphNodeType::Memcpy &&
+        type != GraphNodeType::Memset) {
+      *why = std::string("a graph launched from the device cannot hold a ") +
+             graphNodeTypeName(type) + " node";
+      return node;
+    }
+    if (type == GraphNodeType::Memcpy && content.transfer &&
+        (content.transfer->sourceType == kArrayMemory ||
+         content.transfer->destinationType == kArrayMemory)) {
+      *why = "a graph launched from the device cannot copy to or from a CUDA array";
+      return node;
+    }
+    if (content.context != nullptr) {
+      if (*context != nullptr && *context != content.context) {
+        *failure = InstantiateFailure::MultipleContexts;
+        *why = "the nodes of a graph launched from the device must all be of one context";
+        return node;
+      }
+      *context = content.context;
+    }
+    ++*workNodes;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 // Edges may close a cycle (cuGraphAddDependencies allows it, as NVIDIA's does); instantiation
@@ -624,12 +667,31 @@ const GraphNode* nodeOnCycle(const Graph& graph) {
   return nullptr;
 }
 
-Result<GraphExec*> instantiateGraph(const Graph& graph, uint64_t flags,
-                                    const GraphNode** errorNode) {
+Result<GraphExec*> instantiateGraph(const Graph& graph, uint64_t flags, const GraphNode** errorNode,
+                                    InstantiateFailure* failure) {
   std::lock_guard lock(graphMutex());
+  InstantiateFailure ignored;
+  if (failure == nullptr) failure = &ignored;
+  *failure = InstantiateFailure::Error;
   if (const GraphNode* onCycle = nodeOnCycle(graph)) {
     if (errorNode != nullptr) *errorNode = onCycle;
-    return makeError(ErrorCode::InvalidValue, kCycleMessage);
+    *failure = InstantiateFailure::InvalidStructure;
+    return makeError(ErrorCode::InvalidValue, "the graph has a cycle");
+  }
+  if ((flags & 4u) != 0) {  // CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH
+    const Context* context = nullptr;
+    size_t workNodes = 0;
+    std::string why;
+    if (const GraphNode* bad = checkDeviceLaunchable(graph, &context, &workNodes, failure, &why)) {
+      if (errorNode != nullptr) *errorNode = bad;
+      return makeError(ErrorCode::InvalidValue, why);
+    }
+    if (workNodes == 0) {
+      *failure = InstantiateFailure::NodeOperationNotSupported;
+      return makeError(ErrorCode::InvalidValue,
+                       "a graph launched from the device needs a kernel, memcpy or memset node");
+    }
+    *failure = InstantiateFailure::Error;
   }
   // "Only one instantiation of the graph may exist at any point in time" (graphs with memory or
   // conditional nodes; cuGraphInstantiate documents CUDA_ERROR_INVALID_VALUE).

@@ -263,10 +263,11 @@ Result<GraphNode*> addConditionalNode(Graph& graph, const std::vector<GraphNode*
 
 // The condition values of one executable graph (every handle of the graph and its bodies and
 // children). cudaGraphSetConditional reaches them through the launch that runs the kernel.
-class ConditionTable : public backends::GraphConditions {
+class ConditionTable {
  public:
   explicit ConditionTable(const Graph& graph);
-  bool set(uint64_t handle, uint32_t value) override;
+  // False when `handle` is not a condition of the graph.
+  bool set(uint64_t handle, uint32_t value);
   // The slot of `handle`, or -1.
   int slotOf(uint64_t handle) const;
   uint32_t value(int slot) const { return values_[slot].load(std::memory_order_acquire); }
@@ -277,8 +278,9 @@ class ConditionTable : public backends::GraphConditions {
   std::vector<ConditionalHandle> handles_;
   std::unique_ptr<std::atomic<uint32_t>[]> values_;
 };
-// The conditions of the graph launch running on this thread (null outside graph launches).
-backends::GraphConditions*& activeGraphConditions();
+// The graph launch running on this thread (null outside graph launches): kernel nodes hand it
+// to their kernels (backends::LaunchConfig::graph).
+backends::RunningGraph*& activeRunningGraph();
 
 // cuUserObjectCreate: a reference-counted object whose destructor runs when the last reference
 // (the application's or a graph's) goes.
@@ -317,6 +319,14 @@ struct InstantiateError {
   const GraphNode* node = nullptr;
 };
 
+// Why instantiation failed, as CUgraphInstantiateResult numbers it.
+enum class InstantiateFailure : uint8_t {
+  Error = 1,
+  InvalidStructure = 2,           // a cycle
+  NodeOperationNotSupported = 3,  // for device launch
+  MultipleContexts = 4,           // for device launch
+};
+
 // The values of CUgraphExecUpdateResult.
 enum class GraphUpdateResult : uint8_t {
   Success = 0,
@@ -335,6 +345,9 @@ enum class GraphUpdateResult : uint8_t {
 using NodeUpdateCheck =
     std::function<GraphUpdateResult(const GraphNode& instantiated, const GraphNode& now)>;
 
+// What one launch of an executable graph runs (graph_exec.cpp).
+struct LaunchPlan;
+
 class GraphExec : public Object {
  public:
   static constexpr ObjectKind kKind = ObjectKind::GraphExec;
@@ -343,8 +356,17 @@ class GraphExec : public Object {
 
   size_t size() const { return order_.size(); }
   uint64_t flags() const { return flags_; }
-  // Queue the graph on `stream` (one command; runs asynchronously).
+  // Instantiated with CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH: kernels may launch it.
+  bool deviceLaunchable() const { return (flags_ & 4u) != 0; }
+  // Queue the graph on `stream` (one command; runs asynchronously). Graphs that its kernels
+  // launch from the device run inside the same command.
   Status launch(Stream& stream);
+  // cuGraphUpload (and a host launch, implicitly): what a launch from the device runs from now
+  // on is the graph as it is now (a later cuGraphExecUpdate takes effect there at the next
+  // upload, as CUDA documents). Nothing to do for graphs not launchable from the device.
+  void upload();
+  // The uploaded graph (null before the first upload).
+  std::shared_ptr<const LaunchPlan> uploadedPlan() const;
   // The executable copy of `node`, a node of the graph this was instantiated (or updated) from.
   GraphNode* execNode(const GraphNode* node) const;
   // cuGraphExecUpdate: take the parameters of `graph`, which must have this graph's topology.
@@ -366,6 +388,8 @@ class GraphExec : public Object {
   // stream, waits for the one before it.
   std::mutex launchMutex_;
   std::shared_ptr<Completion> lastLaunch_;
+  mutable std::mutex uploadMutex_;
+  std::shared_ptr<const LaunchPlan> uploaded_;
 };
 
 // Graphs and executable graphs live until destroyed (cuGraphDestroy / cuGraphExecDestroy).
@@ -378,11 +402,13 @@ std::unique_ptr<Graph> disownGraph(Graph* graph);
 // Whether an ongoing stream capture records into `graph` (it may not be destroyed or lose nodes
 // meanwhile).
 bool graphBeingCaptured(const Graph* graph);
-// Fails (with the node at fault) when the graph has a cycle (the error's message is then
-// kCycleMessage: CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE) or a node that cannot run.
-inline constexpr const char* kCycleMessage = "the graph has a cycle";
+// Fails (with the node at fault and why) when the graph has a cycle or a node that cannot run,
+// and, for device launch (flag 4), when it breaks one of the rules for device graphs: only
+// kernel, memcpy (no CUDA arrays), memset and child-graph nodes, at least one of the first three,
+// all of one context.
 Result<GraphExec*> instantiateGraph(const Graph& graph, uint64_t flags = 0,
-                                    const GraphNode** errorNode = nullptr);
+                                    const GraphNode** errorNode = nullptr,
+                                    InstantiateFailure* failure = nullptr);
 Status destroyGraphExec(GraphExec* exec);
 
 // Memory of memory-allocation nodes on one device, of all its contexts

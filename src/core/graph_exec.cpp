@@ -1,15 +1,18 @@
 // Executable graphs: instantiation (a deep copy in topological order), launch as one stream
-// command, and cuGraphExecUpdate's topology comparison.
+// command, graphs launched from the device inside it, and cuGraphExecUpdate's topology
+// comparison.
 #include <algorithm>
+#include <deque>
+#include <set>
 #include <tuple>
 
 #include "core/context.h"
 #include "core/graph.h"
 #include "core/ipc.h"
 #include "core/stream.h"
+#include "support/log.h"
 
 namespace rocuda::core {
-namespace {
 
 // What one launch runs, fixed when it is queued (later parameter changes affect later launches
 // only, as in CUDA).
@@ -19,6 +22,8 @@ struct LaunchPlan {
   // Records of interprocess events (core/ipc.h), likewise finished at the end.
   std::vector<std::pair<std::shared_ptr<InterprocessEvent>, uint64_t>> sharedRecords;
 };
+
+namespace {
 
 // An interprocess event's shared state, or null for other events (and if it cannot be made).
 std::shared_ptr<InterprocessEvent> sharedStateOf(Event& event) {
@@ -137,7 +142,170 @@ void planGraph(const Graph&, const std::vector<GraphNode*>& order, LaunchPlan& p
   for (const GraphNode* node : order) planNode(*node, plan, conditions);
 }
 
-thread_local backends::GraphConditions* activeConditions = nullptr;
+thread_local backends::RunningGraph* activeGraph = nullptr;
+
+// ---- Graphs launched from the device ----
+//
+// CUDA's model (programming guide, "Device Graph Launch"): a graph runs in an execution
+// environment, which is complete once the graph and every graph it launched fire-and-forget are;
+// its tail launches then run one after another, each replacing it as a child of its parent
+// environment, the tail launches a tail graph queues before the rest of the list. A sibling
+// launch is a fire-and-forget launch from the parent environment. A host launch's environment is
+// the stream's, and the stream sees the launch complete when everything in it is.
+//
+// Here one host thread runs the whole tree inside the host launch's stream command: the graphs
+// a kernel node launched fire-and-forget run once that node has finished, before the launching
+// graph's next node (a schedule CUDA allows: nothing orders them against those nodes), and the
+// tail launches after the environment.
+
+// cudaGraphLaunch's device-side launch modes (cuda_device_runtime_api.h).
+constexpr uint64_t kTailLaunch = 0x0100000000000000ull;
+constexpr uint64_t kFireAndForget = 0x0200000000000000ull;
+constexpr uint64_t kSiblingLaunch = 0x0300000000000000ull;
+// "A graph can have up to 120 total fire-and-forget graphs during the course of its execution"
+// and "up to 255 pending tail launches".
+constexpr uint32_t kMaxFireAndForget = 120;
+constexpr size_t kMaxPendingTails = 255;
+// cudaError_t answers.
+constexpr uint32_t kCudaInvalidValue = 1, kCudaLaunchPendingCountExceeded = 69,
+                   kCudaInvalidResourceHandle = 400;
+
+// One graph queued to run in an environment: what its upload fixed.
+struct QueuedGraph {
+  const GraphExec* exec = nullptr;
+  std::shared_ptr<const LaunchPlan> plan;
+};
+
+// What a host launch shares with the graphs launched inside it: a device graph may not be
+// launched again from the device while a launch of it runs or waits to run.
+struct LaunchTree {
+  std::mutex mutex;
+  std::set<const GraphExec*> active;
+};
+
+class GraphEnvironment final : public backends::RunningGraph {
+ public:
+  // `exec` null: the stream environment of a host launch (it runs no kernels).
+  GraphEnvironment(LaunchTree& tree, GraphEnvironment* parent, const GraphExec* exec,
+                   ConditionTable* conditions)
+      : tree_(tree), parent_(parent), exec_(exec), conditions_(conditions) {}
+
+  bool setCondition(uint64_t handle, uint32_t value) override {
+    return conditions_ != nullptr && conditions_->set(handle, value);
+  }
+  uint64_t currentGraphExec() const override {
+    return exec_ != nullptr && exec_->deviceLaunchable() ? reinterpret_cast<uintptr_t>(exec_) : 0;
+  }
+  uint32_t launchGraph(uint64_t graphExec, uint64_t stream) override;
+
+  LaunchTree& tree() { return tree_; }
+  // The graphs launched into this environment since the last call.
+  std::vector<QueuedGraph> takeChildren() {
+    std::lock_guard lock(tree_.mutex);
+    return std::exchange(children_, {});
+  }
+  std::vector<QueuedGraph> takeTails() {
+    std::lock_guard lock(tree_.mutex);
+    return std::exchange(tails_, {});
+  }
+
+ private:
+  // Logs why a launch was refused (the first time in this environment) and answers `error`.
+  uint32_t refuse(uint32_t error, const std::string& why) {
+    if (!refusalLogged_.exchange(true))
+      log::warning("cudaGraphLaunch from device code refused: " + why);
+    return error;
+  }
+
+  LaunchTree& tree_;
+  GraphEnvironment* parent_;
+  const GraphExec* exec_;
+  ConditionTable* conditions_;
+  std::vector<QueuedGraph> children_, tails_;  // under tree_.mutex
+  uint32_t fireAndForgetLaunches_ = 0;
+  bool selfTailQueued_ = false;
+  std::atomic<bool> refusalLogged_{false};
+};
+
+uint32_t GraphEnvironment::launchGraph(uint64_t graphExec, uint64_t stream) {
+  if (stream != kTailLaunch && stream != kFireAndForget && stream != kSiblingLaunch)
+    return refuse(kCudaInvalidValue,
+                  "a device graph is launched into cudaStreamGraphFireAndForget, "
+                  "cudaStreamGraphTailLaunch or cudaStreamGraphFireAndForgetAsSibling only");
+  const void* handle = reinterpret_cast<const void*>(static_cast<uintptr_t>(graphExec));
+  const GraphExec* target = lookupHandle<GraphExec>(handle);
+  if (target == nullptr) return refuse(kCudaInvalidResourceHandle, "not an executable graph");
+  if (!target->deviceLaunchable())
+    return refuse(kCudaInvalidValue,
+                  "the graph was not instantiated with cudaGraphInstantiateFlagDeviceLaunch");
+  std::shared_ptr<const LaunchPlan> plan = target->uploadedPlan();
+  if (!plan)
+    return refuse(kCudaInvalidValue,
+                  "the graph was not uploaded (cudaGraphUpload, or a launch from the host)");
+  std::lock_guard lock(tree_.mutex);
+  if (stream == kTailLaunch) {
+    if (tails_.size() >= kMaxPendingTails)
+      return refuse(kCudaLaunchPendingCountExceeded, "more than 255 pending tail launches");
+    // "A given graph can only have one self-launch enqueued at a time."
+    if (target == exec_ && std::exchange(selfTailQueued_, true))
+      return refuse(kCudaInvalidValue, "the graph already queued its own tail launch");
+    tails_.push_back({target, std::move(plan)});
+    return 0;
+  }
+  GraphEnvironment* into = stream == kSiblingLaunch && parent_ != nullptr ? parent_ : this;
+  if (tree_.active.count(target) != 0)
+    return refuse(kCudaInvalidValue, "a launch of the graph is running or waiting to run");
+  if (into->fireAndForgetLaunches_ >= kMaxFireAndForget)
+    return refuse(kCudaLaunchPendingCountExceeded,
+                  "more than 120 fire-and-forget launches in one graph's execution");
+  ++into->fireAndForgetLaunches_;
+  tree_.active.insert(target);
+  into->children_.push_back({target, std::move(plan)});
+  return 0;
+}
+
+Status runEnvironment(LaunchTree& tree, GraphEnvironment* parent, QueuedGraph first,
+                      ConditionTable* conditions);
+
+// The graphs launched fire-and-forget into `env`, each in its own environment, until none is
+// left (those graphs' sibling launches join the list).
+Status runChildren(GraphEnvironment& env) {
+  for (std::vector<QueuedGraph> children = env.takeChildren(); !children.empty();
+       children = env.takeChildren())
+    for (QueuedGraph& child : children)
+      ROCUDA_TRY(runEnvironment(env.tree(), &env, std::move(child), nullptr));
+  return Status::success();
+}
+
+// Runs `first` in an environment under `parent`, the graphs it launches fire-and-forget after
+// the node that launched them, then its tail launches in order, depth first.
+Status runEnvironment(LaunchTree& tree, GraphEnvironment* parent, QueuedGraph first,
+                      ConditionTable* conditions) {
+  std::deque<QueuedGraph> pending;
+  pending.push_back(std::move(first));
+  for (; !pending.empty(); conditions = nullptr) {  // only the host-launched graph has conditions
+    QueuedGraph graph = std::move(pending.front());
+    pending.pop_front();
+    GraphEnvironment env(tree, parent, graph.exec, conditions);
+    backends::RunningGraph* outer = std::exchange(activeGraph, &env);
+    Status result = Status::success();
+    for (const auto& step : graph.plan->steps) {
+      result = step();
+      if (result.ok()) result = runChildren(env);
+      if (!result.ok()) break;
+    }
+    activeGraph = outer;
+    {
+      std::lock_guard lock(tree.mutex);
+      tree.active.erase(graph.exec);
+    }
+    ROCUDA_TRY(result);
+    std::vector<QueuedGraph> tails = env.takeTails();
+    pending.insert(pending.begin(), std::make_move_iterator(tails.begin()),
+                   std::make_move_iterator(tails.end()));
+  }
+  return Status::success();
+}
 
 // Whether `a` (of graph `ga`) and `b` (of `gb`) have the same type and dependencies, by
 // creation index; children compared recursively.
@@ -228,7 +396,7 @@ bool transferMayChange(GraphNodeType type, const GraphNodeContent::TransferShape
   return true;
 }
 
-backends::GraphConditions*& activeGraphConditions() { return activeConditions; }
+backends::RunningGraph*& activeRunningGraph() { return activeGraph; }
 
 ConditionTable::ConditionTable(const Graph& graph) {
   collect(graph);
@@ -339,6 +507,10 @@ Status GraphExec::launch(Stream& stream) {
     planGraph(*graph_, order_, *plan, conditions.get());
     userObjects = std::make_shared<UserObjectReferences>(*graph_);
   }
+  if (deviceLaunchable()) {  // a host launch uploads the graph
+    std::lock_guard lock(uploadMutex_);
+    uploaded_ = plan;
+  }
   // The nodes share this launch's command: they run in a topological order, after earlier work
   // on the stream and after this graph's previous launch, and the first failure stops the rest
   // (as a failed node stops a CUDA graph).
@@ -349,17 +521,16 @@ Status GraphExec::launch(Stream& stream) {
       stream, "graph launch",
       // The launch holds the graph's user objects until it has run: an exec destroyed while
       // launched releases its references, and the last one runs the destructor, afterwards.
-      [plan, conditions, userObjects]() mutable -> Status {
+      [plan, conditions, userObjects, self = this]() mutable -> Status {
         conditions->applyDefaults(false);  // CU_GRAPH_COND_ASSIGN_DEFAULT, in stream order
-        backends::GraphConditions* outer = activeConditions;
-        // For cudaGraphSetConditional in this launch's kernels.
-        activeConditions = conditions.get();
-        Status result = Status::success();
-        for (const auto& step : plan->steps) {
-          result = step();
-          if (!result.ok()) break;
-        }
-        activeConditions = outer;
+        // The graph runs in an environment under the stream's, with the graphs its kernels
+        // launch from the device (the graph itself is one of those that may not be launched
+        // again from the device while it runs).
+        LaunchTree tree;
+        tree.active.insert(self);
+        GraphEnvironment stream(tree, nullptr, nullptr, nullptr);
+        Status result = runEnvironment(tree, &stream, {self, plan}, conditions.get());
+        if (result.ok()) result = runChildren(stream);
         for (const CompletionPtr& record : plan->records)
           if (!record->done()) record->complete(Status::success());
         for (const auto& [shared, number] : plan->sharedRecords) shared->finishRecord(number);
@@ -374,6 +545,22 @@ Status GraphExec::launch(Stream& stream) {
   }
   lastLaunch_ = *queued;
   return Status::success();
+}
+
+void GraphExec::upload() {
+  if (!deviceLaunchable()) return;
+  auto plan = std::make_shared<LaunchPlan>();
+  {
+    std::lock_guard lock(graphMutex());
+    planGraph(*graph_, order_, *plan, conditions_.get());
+  }
+  std::lock_guard lock(uploadMutex_);
+  uploaded_ = std::move(plan);
+}
+
+std::shared_ptr<const LaunchPlan> GraphExec::uploadedPlan() const {
+  std::lock_guard lock(uploadMutex_);
+  return uploaded_;
 }
 
 GraphUpdateResult GraphExec::update(const Graph& graph, const GraphNode** errorNode,

@@ -200,7 +200,7 @@ Status launchKernel(Kernel& requested, Stream& stream, const LaunchRequest& requ
       stream, "kernel " + kernel.name(),
       [backend, loaded, config, owner, buffer = std::move(*arguments)]() -> Status {
         backends::LaunchConfig run = config;
-        run.conditions = activeGraphConditions();  // set inside graph launches
+        run.graph = activeRunningGraph();  // set inside graph launches
         Status status = backend->launch(*loaded, run, buffer->data());
         // A launch that fails on the stream is reported by the context's later calls, whatever
         // the cause: dropped, it would look like success.

@@ -117,19 +117,16 @@ Outcome updateCaptureDependenciesV1(CUstream h, CUgraphNode* dependencies, size_
 }
 
 Outcome instantiate(CUgraphExec* phGraphExec, CUgraph hGraph, unsigned long long flags,
-                    CUgraphNode* errorNode = nullptr) {
+                    CUgraphNode* errorNode = nullptr, core::InstantiateFailure* failure = nullptr) {
   if (phGraphExec == nullptr) return invalidValue("phGraphExec is NULL");
   constexpr unsigned long long kKnown =
       CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH | CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD |
       CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH | CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
   if ((flags & ~kKnown) != 0) return invalidValue("unknown instantiate flags");
-  if ((flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH) != 0) {
-    // "This flag cannot be used in conjunction with
-    // CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH"
-    if ((flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH) != 0)
-      return invalidValue("DEVICE_LAUNCH cannot be combined with AUTO_FREE_ON_LAUNCH");
-    return {CUDA_ERROR_NOT_SUPPORTED, "device-launchable graphs are not supported"};
-  }
+  // DEVICE_LAUNCH "cannot be used in conjunction with AUTO_FREE_ON_LAUNCH".
+  if ((flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH) != 0 &&
+      (flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH) != 0)
+    return invalidValue("DEVICE_LAUNCH cannot be combined with AUTO_FREE_ON_LAUNCH");
   Result<core::Graph*> graph = lookupGraph(hGraph);
   if (!graph) return graph.error();
   if ((*graph)->moved())
@@ -138,7 +135,7 @@ Outcome instantiate(CUgraphExec* phGraphExec, CUgraph hGraph, unsigned long long
   if (core::graphBeingCaptured(*graph))
     return {CUDA_ERROR_NOT_PERMITTED, "the graph is being captured into"};
   const core::GraphNode* failed = nullptr;
-  Result<core::GraphExec*> exec = core::instantiateGraph(**graph, flags, &failed);
+  Result<core::GraphExec*> exec = core::instantiateGraph(**graph, flags, &failed, failure);
   if (errorNode != nullptr) *errorNode = nodeHandle(failed);
   if (!exec) return exec.error();
   *phGraphExec = reinterpret_cast<CUgraphExec>(*exec);
@@ -164,9 +161,12 @@ Outcome instantiateWithParams(CUgraphExec* phGraphExec, CUgraph hGraph,
     Result<core::Stream*> stream = resolveStream(params->hUploadStream, v);
     if (!stream) return stream.error();
   }
-  Outcome outcome = instantiate(phGraphExec, hGraph, params->flags, &params->hErrNode_out);
-  // CUgraphInstantiateResult: SUCCESS 0, ERROR 1, INVALID_STRUCTURE 2 (a cycle).
-  params->result_out = outcome.ok() ? 0 : outcome.message() == core::kCycleMessage ? 2 : 1;
+  core::InstantiateFailure failure = core::InstantiateFailure::Error;
+  Outcome outcome =
+      instantiate(phGraphExec, hGraph, params->flags, &params->hErrNode_out, &failure);
+  params->result_out = outcome.ok() ? 0 : static_cast<int>(failure);  // CUgraphInstantiateResult
+  if (outcome.ok() && (params->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD) != 0)
+    reinterpret_cast<core::GraphExec*>(*phGraphExec)->upload();
   return outcome;
 }
 
@@ -184,7 +184,9 @@ Outcome graphUpload(CUgraphExec hGraphExec, CUstream h, StreamVariant v) {
   if (!exec) return exec.error();
   Result<core::Stream*> stream = resolveStream(h, v);
   if (!stream) return stream.error();
-  return {};  // nothing to upload: operations run from host memory
+  // Operations run from host memory: what an upload fixes is what a launch from the device runs.
+  (*exec)->upload();
+  return {};
 }
 
 // The CUDA convention for list queries: with a NULL array only the count; otherwise up to

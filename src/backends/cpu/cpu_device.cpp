@@ -900,7 +900,7 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
   grid.kernelName = info.name;
   grid.gridId = nextGridId_++;
   grid.paramBytes = info.paramBufferSize;
-  grid.conditions = config.conditions;
+  grid.graph = config.graph;
   grid.mallocHeap = config.mallocHeap;
   grid.mallocHeapLimit = config.mallocHeapLimit;
   grid.stackBytesPerThread = config.stackBytesPerThread;

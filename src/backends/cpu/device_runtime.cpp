@@ -609,14 +609,37 @@ static uint32_t deviceSetLastError(uint32_t error) { return recordError(error); 
 // reported and ignored.
 static void graphSetConditional(uint64_t handle, uint32_t value) {
   BlockState* b = currentBlock();
-  GraphConditions* conditions = b != nullptr ? b->grid->conditions : nullptr;
-  if (conditions != nullptr && conditions->set(handle, value)) return;
+  RunningGraph* graph = b != nullptr ? b->grid->graph : nullptr;
+  if (graph != nullptr && graph->setCondition(handle, value)) return;
   static std::atomic<bool> reported{false};
   if (!reported.exchange(true))
     log::warning(std::string("cudaGraphSetConditional in kernel '") +
                  (b != nullptr ? std::string(b->grid->kernelName) : std::string("?")) +
-                 (conditions == nullptr ? "' launched outside a graph: ignored"
-                                        : "' with a handle not of its graph: ignored"));
+                 (graph == nullptr ? "' launched outside a graph: ignored"
+                                   : "' with a handle not of its graph: ignored"));
+}
+
+// cudaGraphLaunch from device code: "device graphs must be launched from another graph when
+// launched from the device", so a kernel launched outside a graph is refused
+// (cudaErrorNotPermitted); the graph launch running the kernel checks and queues the rest.
+static uint32_t deviceGraphLaunch(uint64_t graphExec, uint64_t stream) {
+  BlockState* b = currentBlock();
+  if (b == nullptr) return 1;
+  if (b->grid->graph == nullptr) {
+    static std::atomic<bool> reported{false};
+    if (!reported.exchange(true))
+      log::warning("cudaGraphLaunch in kernel '" + std::string(b->grid->kernelName) +
+                   "', which was not launched from a graph: refused (cudaErrorNotPermitted)");
+    return 800;
+  }
+  return b->grid->graph->launchGraph(graphExec, stream);
+}
+
+// %current_graph_exec: the running device graph's handle, 0 outside one.
+static uint64_t sregCurrentGraphExec() {
+  BlockState* b = currentBlock();
+  RunningGraph* graph = b != nullptr ? b->grid->graph : nullptr;
+  return graph != nullptr ? graph->currentGraphExec() : 0;
 }
 }  // extern "C"
 
@@ -972,6 +995,8 @@ std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
       {"malloc", fn(deviceMalloc)},
       {"free", fn(deviceFree)},
       {"cudaGraphSetConditional", fn(graphSetConditional)},
+      {"cudaGraphLaunch", fn(DeviceRuntimeCall<deviceGraphLaunch>::direct)},
+      {"__rocuda_sreg_current_graph_exec", fn(sregCurrentGraphExec)},
       {"__cudaCDP2GetParameterBufferV2", fn(deviceParameterBuffer)},
       {"__cudaCDP2LaunchDeviceV2", fn(DeviceRuntimeCall<deviceLaunch>::direct)},
       {"__cudaCDP2GetLastError", fn(deviceGetLastError)},

@@ -186,7 +186,7 @@ struct GridState {
   std::atomic<bool>* illegalAddress = nullptr;  // memcheck: set by the first invalid access
   std::atomic<bool>* misalignedAddress = nullptr;  // memcheck: ... when it is a misaligned one
   KernelFault* fault = nullptr;           // the first fault of a wild access (kernel_faults.h)
-  GraphConditions* conditions = nullptr;  // graph launches: for cudaGraphSetConditional
+  RunningGraph* graph = nullptr;  // graph launches: cudaGraphSetConditional, cudaGraphLaunch
   DeviceMallocHeap* mallocHeap = nullptr;  // LaunchConfig's: device malloc's heap
   uint64_t mallocHeapLimit = 0;
   uint64_t stackBytesPerThread = 1024;  // LaunchConfig's: CU_LIMIT_STACK_SIZE

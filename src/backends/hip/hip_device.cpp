@@ -90,12 +90,14 @@ struct GraphConditionSlots {
 
 // A grid a kernel launched, read from the launch buffer after the kernel finished.
 struct DeviceLaunch {
-  LoadedKernel* kernel = nullptr;
+  LoadedKernel* kernel = nullptr;  // null for a graph launch
   std::array<uint32_t, 3> grid{}, block{};
   uint32_t sharedBytes = 0;
   uint32_t sequence = 0;
   bool tail = false;
   std::vector<uint8_t> params;
+  // cudaGraphLaunch from device code: the CUgraphExec and the launch mode's stream.
+  uint64_t graph = 0, graphStream = 0;
 };
 
 // Device malloc's heap of one context on one GPU: cudaLimitMallocHeapSize bytes of device
@@ -876,12 +878,18 @@ class HipDevice final : public DeviceBackend {
     std::vector<DeviceLaunch> children;
     ROCUDA_TRY(launchGrid(kernel, config, params, depth, children));
     for (DeviceLaunch& child : children) {
+      if (child.kernel == nullptr) {
+        // A graph: the graph launch running this grid queues it (the device has answered
+        // cudaSuccess; a refusal the host makes is logged there).
+        if (config.graph != nullptr) config.graph->launchGraph(child.graph, child.graphStream);
+        continue;
+      }
       LaunchConfig childConfig = config;
       childConfig.grid = child.grid;
       childConfig.block = child.block;
       childConfig.dynamicSharedBytes = child.sharedBytes;
       childConfig.cooperative = false;
-      childConfig.conditions = nullptr;
+      childConfig.graph = nullptr;
       childConfig.explicitCluster = false;
       ROCUDA_TRY(launchWithChildren(static_cast<HipKernel&>(*child.kernel), childConfig,
                                     child.params.data(), depth + 1));
@@ -915,7 +923,7 @@ class HipDevice final : public DeviceBackend {
     std::unique_lock<std::mutex> launchesTurn;
     if (launches != nullptr) {
       launchesTurn = std::unique_lock<std::mutex>(launches->launchMutex);
-      ROCUDA_TRY(resetDeviceLaunches(*launches, depth, info.name));
+      ROCUDA_TRY(resetDeviceLaunches(*launches, depth, config.graph != nullptr, info.name));
     }
     GraphConditionSlots* conditions = hipKernel.graphConditions();
     std::unique_lock<std::mutex> conditionsTurn;
@@ -943,6 +951,7 @@ class HipDevice final : public DeviceBackend {
       registers.totalSmemSize = values.totalSmemSize;
       registers.aggrSmemSize = values.aggrSmemSize;
       registers.isExplicitCluster = values.isExplicitCluster ? 1 : 0;
+      registers.currentGraphExec = config.graph != nullptr ? config.graph->currentGraphExec() : 0;
       arguments.push_back(&registers);
     }
     // Faults in the kernel surface where the lane is waited for: here, or at the drain of the
@@ -981,14 +990,14 @@ class HipDevice final : public DeviceBackend {
     if (launches != nullptr && finished.ok())
       finished = readDeviceLaunches(*launches, info.name, children);
     if (conditions != nullptr && finished.ok())
-      finished = applyGraphConditions(*conditions, config.conditions, info.name);
+      finished = applyGraphConditions(*conditions, config.graph, info.name);
     return finished;
   }
 
   // The conditions the kernel set (cudaGraphSetConditional), for the graph launch running it.
   // NVIDIA leaves a call outside a graph, or with another graph's handle, undefined: it is
   // reported (once) and ignored, as on the CPU device.
-  Status applyGraphConditions(GraphConditionSlots& slots, GraphConditions* conditions,
+  Status applyGraphConditions(GraphConditionSlots& slots, RunningGraph* graph,
                               const std::string& kernelName) {
     compiler::AmdgpuGraphConditionSlot set[compiler::kAmdgpuGraphConditionSlots];
     hipError_t status = api_.hipMemcpy(set, slots.buffer, sizeof set, hipMemcpyDefault);
@@ -997,23 +1006,25 @@ class HipDevice final : public DeviceBackend {
                              "reading the graph conditions kernel '" + kernelName + "' set");
     for (const auto& slot : set) {
       if (slot.handle == 0) break;  // slots are claimed in order
-      if (conditions != nullptr && conditions->set(slot.handle, slot.value)) continue;
+      if (graph != nullptr && graph->setCondition(slot.handle, slot.value)) continue;
       static std::atomic<bool> reported{false};
       if (!reported.exchange(true))
         log::warning("cudaGraphSetConditional in kernel '" + kernelName +
-                     (conditions == nullptr ? "' launched outside a graph: ignored"
-                                            : "' with a handle not of its graph: ignored"));
+                     (graph == nullptr ? "' launched outside a graph: ignored"
+                                       : "' with a handle not of its graph: ignored"));
     }
     return Status::success();
   }
 
-  // Before a launch of a kernel of a launching module: no records, the grid's nesting depth.
-  Status resetDeviceLaunches(DeviceLaunches& launches, uint32_t depth,
+  // Before a launch of a kernel of a launching module: no records, the grid's nesting depth,
+  // whether it runs in a graph launch.
+  Status resetDeviceLaunches(DeviceLaunches& launches, uint32_t depth, bool inGraph,
                              const std::string& kernelName) {
     ROCUDA_TRY(select());
     compiler::AmdgpuDeviceLaunchHeader header;
     header.capacity = launches.capacity;
     header.depth = depth;
+    header.inGraph = inGraph ? 1 : 0;
     hipError_t status = api_.hipMemcpy(launches.buffer, &header, sizeof header, hipMemcpyDefault);
     if (status != hipSuccess)
       return library_->error(status, "resetting the launch buffer for kernel '" + kernelName + "'");
@@ -1045,7 +1056,13 @@ class HipDevice final : public DeviceBackend {
       std::memcpy(&record, records.data() + offset, sizeof record);
       uint64_t size = compiler::amdgpuDeviceLaunchRecordBytes(record.paramBytes);
       if (offset + size > used) break;
-      if (record.sequence != 0) {
+      if (record.sequence != 0 && record.mode >= compiler::kAmdgpuGraphLaunchMode) {
+        DeviceLaunch launch;
+        launch.graph = record.kernelName;
+        launch.graphStream = uint64_t(record.mode - compiler::kAmdgpuGraphLaunchMode) << 56;
+        launch.sequence = record.sequence;
+        children.push_back(std::move(launch));
+      } else if (record.sequence != 0) {
         LoadedKernel*& child = launches.kernelsByName[record.kernelName];
         if (child == nullptr)
           child = launches.module->kernel(readDeviceString(api_, record.kernelName));
@@ -1060,7 +1077,7 @@ class HipDevice final : public DeviceBackend {
         std::copy(std::begin(record.block), std::end(record.block), launch.block.begin());
         launch.sharedBytes = record.sharedBytes;
         launch.sequence = record.sequence;
-        launch.tail = record.tail != 0;
+        launch.tail = record.mode != 0;
         const uint8_t* bytes = records.data() + offset + sizeof(Record);
         launch.params.assign(bytes, bytes + record.paramBytes);
         // A cudaGetParameterBuffer record may end at the last parameter, before the padding.

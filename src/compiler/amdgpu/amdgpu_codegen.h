@@ -99,7 +99,12 @@ static_assert(sizeof(AmdgpuDeviceHeapHeader) == 512);
 // tail launches last: one of the orders CUDA allows. `depth` is the nesting depth of the grid
 // running (0 for one the host launched); a launch past kAmdgpuMaxLaunchNesting fails with
 // cudaErrorLaunchMaxDepthExceeded. Device-side stream and event handles are numbered by
-// `handles`.
+// `handles`. Graphs launched from device code (cudaGraphLaunch) take a record without
+// parameters: `kernelName` holds the CUgraphExec and `mode` kAmdgpuGraphLaunchMode plus the launch
+// mode (the top byte of cudaStreamGraphTailLaunch 1, ...FireAndForget 2, ...AsSibling 3); the host
+// hands them to the graph launch running the grid (backends::RunningGraph) after it, in launch
+// order. `inGraph` is 1 when the grid runs in a graph launch (outside one, cudaGraphLaunch answers
+// cudaErrorNotPermitted).
 inline constexpr const char* kAmdgpuDeviceLaunchesSymbol = "__rocuda_device_launches";
 inline constexpr uint32_t kAmdgpuMaxLaunchNesting = 24;   // CUDA's
 inline constexpr uint32_t kAmdgpuPendingLaunches = 2048;  // cudaLimitDevRuntimePendingLaunchCount
@@ -109,9 +114,10 @@ struct AmdgpuDeviceLaunchHeader {
   uint32_t launched = 0;  // records numbered so far
   uint32_t depth = 0;
   uint32_t handles = 0;
-  uint32_t reserved = 0;
+  uint32_t inGraph = 0;
 };
 static_assert(sizeof(AmdgpuDeviceLaunchHeader) == 32);
+inline constexpr uint32_t kAmdgpuGraphLaunchMode = 0x10;
 struct AmdgpuDeviceLaunchRecord {
   uint64_t kernelName = 0;  // device address of the kernel's name (0 until a launch names it)
   uint32_t grid[3] = {};
@@ -119,7 +125,7 @@ struct AmdgpuDeviceLaunchRecord {
   uint32_t sharedBytes = 0;
   uint32_t paramBytes = 0;  // the parameter bytes that follow
   uint32_t sequence = 0;    // 0 until launched
-  uint32_t tail = 0;        // 1: launched into cudaStreamTailLaunch
+  uint32_t mode = 0;  // 1: launched into cudaStreamTailLaunch; kAmdgpuGraphLaunchMode +: a graph
 };
 static_assert(sizeof(AmdgpuDeviceLaunchRecord) == 48);
 // The bytes a record of `paramBytes` parameters takes in the buffer (the next starts after them).
@@ -150,8 +156,9 @@ struct AmdgpuLaunchRegisters {
   uint32_t totalSmemSize = 0;    // %total_smem_size: static and dynamic
   uint32_t aggrSmemSize = 0;     // %aggr_smem_size: with the driver's reserved region
   uint32_t isExplicitCluster = 0;
+  uint64_t currentGraphExec = 0;  // %current_graph_exec (RunningGraph::currentGraphExec)
 };
-static_assert(sizeof(AmdgpuLaunchRegisters) == 16);
+static_assert(sizeof(AmdgpuLaunchRegisters) == 24);
 
 // What compileForAmdgpu returns: the linked code object, or for inspection (`rocuda compile
 // --emit`, the FileCheck tests) the target's assembly or the optimised AMDGPU LLVM IR as text.

@@ -41,10 +41,11 @@ void lowerDenormalMode(llvm::Module& module);
 void lowerSyncScopes(llvm::Module& module);
 
 // The special registers whose values depend on the launch (amdgpu_codegen.h:
-// AmdgpuLaunchRegisters, in its order).
+// AmdgpuLaunchRegisters, in its order: four u32, then the u64 %current_graph_exec).
 inline const std::vector<std::string> kLaunchRegisterFunctions = {
     "__rocuda_sreg_dynamic_smem_size", "__rocuda_sreg_total_smem_size",
-    "__rocuda_sreg_aggr_smem_size", "__rocuda_sreg_is_explicit_cluster"};
+    "__rocuda_sreg_aggr_smem_size", "__rocuda_sreg_is_explicit_cluster",
+    "__rocuda_sreg_current_graph_exec"};
 
 // Each neutral kernel `void K(ptr params)` becomes the internal always-inline `K.body`, called by
 // an amdgpu_kernel `K` with one byref kernel argument per PTX parameter, copied into a private
@@ -170,10 +171,11 @@ bool defineWarpCollective(llvm::Function& fn, unsigned waveSize);
 bool defineDeviceMalloc(llvm::Function& fn);
 
 // Dynamic parallelism's device runtime (lower_device_launches.cpp; amdgpu_codegen.h:
-// kAmdgpuDeviceLaunchesSymbol): the functions nvcc's kernels call to launch kernels, make
-// device-side streams and events and read the last error, and the driver calls through which
-// NVIDIA's libcudadevrt (linked into -rdc programs) does the same.
+// kAmdgpuDeviceLaunchesSymbol): the functions nvcc's kernels call to launch kernels (and graphs),
+// make device-side streams and events and read the last error, and the driver calls through
+// which NVIDIA's libcudadevrt (linked into -rdc programs) does the same.
 inline const std::vector<std::string> kDeviceLaunchFunctions = {
+    "cudaGraphLaunch",
     "__cudaCDP2GetParameterBufferV2",
     "__cudaCDP2GetParameterBuffer",
     "__cudaCDP2LaunchDeviceV2",

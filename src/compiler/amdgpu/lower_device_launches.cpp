@@ -1,6 +1,7 @@
 // Work a kernel leaves for the host to do after it on AMD GPUs, defined in IR over buffers the
 // host gives the module. Dynamic parallelism: the device runtime functions nvcc's kernels call to
-// launch kernels (__cudaCDP2GetParameterBufferV2 / __cudaCDP2LaunchDeviceV2 and the first forms),
+// launch kernels (__cudaCDP2GetParameterBufferV2 / __cudaCDP2LaunchDeviceV2 and the first forms)
+// and graphs (cudaGraphLaunch),
 // make device-side streams and events and read the last error, over the module's launch buffer
 // (amdgpu_codegen.h: kAmdgpuDeviceLaunchesSymbol). A launch only records the grid; the host runs
 // it once the launching grid has finished (backends/hip). Errors are cudaError_t values, returned
@@ -26,8 +27,11 @@ using Builder = llvm::IRBuilder<>;
 
 // cudaError_t values the functions answer.
 constexpr uint32_t kInvalidValue = 1, kInvalidConfiguration = 9, kMaxDepthExceeded = 65,
-                   kPendingCountExceeded = 69, kInvalidResourceHandle = 400;
+                   kPendingCountExceeded = 69, kInvalidResourceHandle = 400, kNotPermitted = 800;
 constexpr uint64_t kTailLaunchStream = 3;  // cudaStreamTailLaunch
+// cudaGraphLaunch's device-side launch modes: cudaStreamGraphTailLaunch (1 << 56),
+// ...FireAndForget (2 << 56) and ...FireAndForgetAsSibling (3 << 56).
+constexpr unsigned kGraphModeShift = 56;
 constexpr uint64_t kRecordBytes = sizeof(AmdgpuDeviceLaunchRecord);
 constexpr uint64_t kHeaderBytes = sizeof(AmdgpuDeviceLaunchHeader);
 // Device-side handles are numbered from these, 16 apart (the CPU device's numbering).
@@ -149,7 +153,7 @@ class LaunchRuntime {
     store32(sharedBytes, record, ROCUDA_FIELD(sharedBytes));
     store32(paramBytes, record, ROCUDA_FIELD(paramBytes));
     store32(b_.getInt32(0), record, ROCUDA_FIELD(sequence));
-    store32(b_.getInt32(0), record, ROCUDA_FIELD(tail));
+    store32(b_.getInt32(0), record, ROCUDA_FIELD(mode));
     llvm::Value* parameters = b_.CreateAdd(record, b_.getInt64(kRecordBytes));
     b_.CreateBr(out);
 
@@ -191,7 +195,37 @@ class LaunchRuntime {
     llvm::Value* sequence = b_.CreateAdd(
         atomicAdd(global(address, ROCUDA_HEADER(launched)), b_.getInt32(1)), b_.getInt32(1));
     store32(b_.CreateZExt(b_.CreateICmpEQ(stream, b_.getInt64(kTailLaunchStream)), b_.getInt32Ty()),
-            record, ROCUDA_FIELD(tail));
+            record, ROCUDA_FIELD(mode));
+    store32(sequence, record, ROCUDA_FIELD(sequence));
+    b_.CreateRet(b_.getInt32(0));
+  }
+
+  // cudaGraphLaunch(graphExec, stream): a record without parameters naming the graph and its
+  // launch mode, numbered for the host, which hands it to the graph launch running the grid.
+  // Refused here: another stream, and any launch of a grid that runs outside a graph.
+  void launchGraph(llvm::Value* graphExec, llvm::Value* stream) {
+    llvm::Value* mode = b_.CreateLShr(stream, kGraphModeShift);
+    failIf(b_.CreateOr(b_.CreateICmpNE(b_.CreateShl(mode, kGraphModeShift), stream),
+                       b_.CreateOr(b_.CreateICmpEQ(mode, b_.getInt64(0)),
+                                   b_.CreateICmpUGT(mode, b_.getInt64(3)))),
+           kInvalidValue);
+    llvm::Value* address = buffer();
+    failIf(b_.CreateICmpEQ(address, b_.getInt64(0)), kNotPermitted);
+    failIf(b_.CreateICmpEQ(load32(address, ROCUDA_HEADER(inGraph)), b_.getInt32(0)), kNotPermitted);
+    llvm::Value* one = b_.getInt32(1);
+    llvm::Value* dims[3] = {one, one, one};
+    llvm::Value* parameters = handOut(graphExec, dims, dims, b_.getInt32(0), b_.getInt32(0));
+    llvm::BasicBlock *full = block("full"), *room = block("room");
+    b_.CreateCondBr(b_.CreateICmpEQ(parameters, b_.getInt64(0)), full, room);
+    b_.SetInsertPoint(full);  // handOut kept the last error
+    b_.CreateRet(b_.getInt32(kPendingCountExceeded));
+    b_.SetInsertPoint(room);
+    llvm::Value* record = b_.CreateSub(parameters, b_.getInt64(kRecordBytes));
+    llvm::Value* sequence = b_.CreateAdd(
+        atomicAdd(global(address, ROCUDA_HEADER(launched)), b_.getInt32(1)), b_.getInt32(1));
+    store32(
+        b_.CreateAdd(b_.getInt32(kAmdgpuGraphLaunchMode), b_.CreateTrunc(mode, b_.getInt32Ty())),
+        record, ROCUDA_FIELD(mode));
     store32(sequence, record, ROCUDA_FIELD(sequence));
     b_.CreateRet(b_.getInt32(0));
   }
@@ -348,6 +382,11 @@ bool defineDeviceLaunchFunction(llvm::Function& fn, llvm::Value* lastErrors,
     llvm::Value* zero = b.getInt32(0);
     llvm::Value* dims[3] = {zero, zero, zero};
     b.CreateRet(r.handOut(b.getInt64(0), dims, dims, zero, b.CreateTrunc(size, i32)));
+    return true;
+  }
+  if (name == "cudaGraphLaunch" && !syscall && signatureIs(fn, i32, {i64, i64})) {
+    LaunchRuntime r(fn, lastErrors, syscall);
+    r.launchGraph(fn.getArg(0), fn.getArg(1));
     return true;
   }
   if (name == "__cudaCDP2LaunchDeviceV2" && signatureIs(fn, i32, {i64, i64})) {

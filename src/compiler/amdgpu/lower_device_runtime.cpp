@@ -182,7 +182,7 @@ Status checkBarrierCalls(llvm::Function& fn, unsigned idArg, unsigned threadsArg
 // It is sized for the largest window; dynamic shared memory, which HIP allocates right after the
 // kernel's static LDS, starts at or before its end. A prefix before the window holds the barrier
 // reductions' counter (its first word), the launch registers (AmdgpuLaunchRegisters, at
-// kLaunchRegistersOffset) and the named barriers (at kNamedBarriersOffset): 16, 32 or 544
+// kLaunchRegistersOffset) and the named barriers (at kNamedBarriersOffset): 16, 40 or 552
 // bytes, rounded up to the window's alignment (module flag kSharedWindowAlignmentFlag), so that
 // `.align 256` variables stay aligned.
 struct Lds {
@@ -235,21 +235,27 @@ Lds createLds(llvm::Module& module, const ModuleInfo& info, bool reductionCounte
 }
 
 // `void __rocuda_set_launch_registers(ptr addrspace(4) registers)`, each kernel's first call:
-// every thread copies the same 16 bytes into the LDS prefix, where its own reads then find them.
+// every thread copies the same 24 bytes into the LDS prefix, where its own reads then find them.
 void defineSetLaunchRegisters(llvm::Function& fn, const Lds& lds) {
   Builder b = defineRuntime(fn);
   llvm::Value* slot =
       b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), lds.object, kLaunchRegistersOffset);
-  b.CreateMemCpy(slot, llvm::Align(4), fn.getArg(0), llvm::Align(4), sizeof(AmdgpuLaunchRegisters));
+  b.CreateMemCpy(slot, llvm::Align(8), fn.getArg(0), llvm::Align(8), sizeof(AmdgpuLaunchRegisters));
   b.CreateRetVoid();
 }
 
 // A launch register (`index` in AmdgpuLaunchRegisters), as the kernel stored it.
 void defineLaunchRegister(llvm::Function& fn, const Lds& lds, unsigned index) {
+  static constexpr uint64_t kOffsets[] = {offsetof(AmdgpuLaunchRegisters, dynamicSmemSize),
+                                          offsetof(AmdgpuLaunchRegisters, totalSmemSize),
+                                          offsetof(AmdgpuLaunchRegisters, aggrSmemSize),
+                                          offsetof(AmdgpuLaunchRegisters, isExplicitCluster),
+                                          offsetof(AmdgpuLaunchRegisters, currentGraphExec)};
   Builder b = defineRuntime(fn);
-  llvm::Value* slot =
-      b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), lds.object, kLaunchRegistersOffset + 4 * index);
-  b.CreateRet(b.CreateAlignedLoad(b.getInt32Ty(), slot, llvm::Align(4)));
+  llvm::Value* slot = b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), lds.object,
+                                                   kLaunchRegistersOffset + kOffsets[index]);
+  llvm::Type* type = fn.getReturnType();  // i32, or i64 for %current_graph_exec
+  b.CreateRet(b.CreateAlignedLoad(type, slot, llvm::Align(type->getPrimitiveSizeInBits() / 8)));
 }
 
 void defineSharedBase(llvm::Function& fn, const Lds& lds) {

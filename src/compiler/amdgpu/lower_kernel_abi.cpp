@@ -82,7 +82,7 @@ Status wrapKernel(llvm::Module& module, const KernelInfo& info) {
     llvm::Argument* registers = kernel->getArg(static_cast<unsigned>(info.params.size()));
     registers->addAttr(llvm::Attribute::getWithByRefType(
         ctx, llvm::ArrayType::get(i8, sizeof(AmdgpuLaunchRegisters))));
-    registers->addAttr(llvm::Attribute::getWithAlignment(ctx, llvm::Align(4)));
+    registers->addAttr(llvm::Attribute::getWithAlignment(ctx, llvm::Align(8)));
     registers->addAttr(llvm::Attribute::NoAlias);
     registers->addAttr(llvm::Attribute::ReadOnly);
     llvm::FunctionCallee set = module.getOrInsertFunction(

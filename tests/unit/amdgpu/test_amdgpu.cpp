@@ -177,7 +177,7 @@ void checkCodeObject(const std::vector<uint8_t>& co, const ModuleInfo& info,
     EXPECT_GE(std::stoull(meta->fields.at(".group_segment_fixed_size")),
               k.staticSharedBytes - (k.usesReservedShared ? kReservedSharedBytes : 0u));
     // The PTX parameters at CUDA's offsets, then the launch registers of a kernel that reads
-    // them (AmdgpuLaunchRegisters, 16 bytes).
+    // them (AmdgpuLaunchRegisters, 24 bytes, 8-aligned).
     ASSERT_EQ(meta->explicitArgs.size(), k.params.size() + (k.readsLaunchRegisters ? 1 : 0));
     for (size_t i = 0; i < k.params.size(); ++i) {
       EXPECT_EQ(meta->explicitArgs[i].offset, k.params[i].offset) << "param " << i;
@@ -186,6 +186,7 @@ void checkCodeObject(const std::vector<uint8_t>& co, const ModuleInfo& info,
     }
     if (k.readsLaunchRegisters) {
       EXPECT_EQ(meta->explicitArgs.back().size, sizeof(AmdgpuLaunchRegisters));
+      EXPECT_EQ(meta->explicitArgs.back().offset % 8, 0u);
       EXPECT_EQ(meta->explicitArgs.back().valueKind, "by_value");
     }
     EXPECT_NE(symbolLine(notes.text, k.name).find(" FUNC "), std::string::npos);

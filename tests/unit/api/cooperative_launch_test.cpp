@@ -483,13 +483,16 @@ TEST_F(Driver, DeviceRuntimeQueriesAnswerAsTheHostApi) {
 
 // Device runtime functions NVIDIA's driver provides beside libcudadevrt: cudaEventRecordWithFlags
 // answers as cudaEventRecord does (an invalid handle for a null event, an invalid value for an
-// unknown flag); cudaGraphLaunch, which no backend offers yet, fails only the kernel that calls
-// it, at its launch, while the module loads and its other kernels run.
+// unknown flag); cudaGraphLaunch from a kernel launched outside a graph answers
+// cudaErrorNotPermitted; cudaGraphKernelNodeSetParam, which no backend offers yet, fails only the
+// kernel that calls it, at its launch, while the module loads and its other kernels run.
 constexpr const char* kDriverBuiltinsPtx = R"(
 .version 7.0
 .target sm_70
 .address_size 64
 .extern .func (.param .b32 r) cudaGraphLaunch(.param .b64 g, .param .b64 s);
+.extern .func (.param .b32 r) cudaGraphKernelNodeSetParam(.param .b64 n, .param .b64 o,
+  .param .b64 v, .param .b64 s);
 .extern .func (.param .b32 r) cudaEventRecordWithFlags(.param .b64 e, .param .b64 s,
   .param .b32 f);
 
@@ -534,21 +537,35 @@ constexpr const char* kDriverBuiltinsPtx = R"(
   ld.param.b32 %r3, [r];
   }
   st.global.u32 [%rd1+8], %r3;
+  {
+  .param .b64 g;
+  st.param.b64 [g], 0;
+  .param .b64 s;
+  st.param.b64 [s], 0x0200000000000000;
+  .param .b32 r;
+  call.uni (r), cudaGraphLaunch, (g, s);
+  ld.param.b32 %r3, [r];
+  }
+  st.global.u32 [%rd1+12], %r3;
   ret;
 }
 
-.visible .entry launchesGraph(.param .u64 graph)
+.visible .entry updatesNode(.param .u64 node)
 {
   .reg .b32 %r<2>;
   .reg .b64 %rd<2>;
-  ld.param.u64 %rd1, [graph];
+  ld.param.u64 %rd1, [node];
   {
-  .param .b64 g;
-  st.param.b64 [g], %rd1;
+  .param .b64 n;
+  st.param.b64 [n], %rd1;
+  .param .b64 o;
+  st.param.b64 [o], 0;
+  .param .b64 v;
+  st.param.b64 [v], 0;
   .param .b64 s;
   st.param.b64 [s], 0;
   .param .b32 r;
-  call.uni (r), cudaGraphLaunch, (g, s);
+  call.uni (r), cudaGraphKernelNodeSetParam, (n, o, v, s);
   ld.param.b32 %r1, [r];
   }
   ret;
@@ -559,10 +576,10 @@ TEST_F(Driver, DriverBuiltinsOfTheDeviceRuntime) {
   CUmodule module = nullptr;
   ASSERT_EQ(CU(cuModuleLoadData, CUmodule*, const void*)(&module, kDriverBuiltinsPtx),
             CUDA_SUCCESS);
-  CUfunction records = nullptr, launchesGraph = nullptr;
+  CUfunction records = nullptr, updatesNode = nullptr;
   auto get = CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*);
   ASSERT_EQ(get(&records, module, "records"), CUDA_SUCCESS);
-  ASSERT_EQ(get(&launchesGraph, module, "launchesGraph"), CUDA_SUCCESS);
+  ASSERT_EQ(get(&updatesNode, module, "updatesNode"), CUDA_SUCCESS);
   auto launch = CU(cuLaunchKernel, CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                    unsigned, unsigned, CUstream, void**, void**);
   CUdeviceptr out = 0;
@@ -570,13 +587,14 @@ TEST_F(Driver, DriverBuiltinsOfTheDeviceRuntime) {
   void* params[] = {&out};
   ASSERT_EQ(launch(records, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr), CUDA_SUCCESS);
   ASSERT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);
-  uint32_t answers[3] = {};
+  uint32_t answers[4] = {};
   ASSERT_EQ(CU(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(answers, out, sizeof answers),
             CUDA_SUCCESS);
   EXPECT_EQ(answers[0], 0u);    // cudaSuccess (cudaEventRecordExternal)
   EXPECT_EQ(answers[1], 400u);  // cudaErrorInvalidResourceHandle
   EXPECT_EQ(answers[2], 1u);    // cudaErrorInvalidValue
-  EXPECT_EQ(launch(launchesGraph, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr),
+  EXPECT_EQ(answers[3], 800u);  // cudaErrorNotPermitted
+  EXPECT_EQ(launch(updatesNode, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr),
             CUDA_ERROR_NOT_SUPPORTED);
   EXPECT_EQ(CU(cuCtxSynchronize)(), CUDA_SUCCESS);  // the refused launch is no sticky error
   EXPECT_EQ(CU(cuMemFree, CUdeviceptr)(out), CUDA_SUCCESS);

@@ -1082,7 +1082,7 @@ struct DeviceLaunchScript {
     record.block[1] = record.block[2] = 1;
     record.paramBytes = paramBytes;
     record.sequence = sequence;
-    record.tail = tail ? 1 : 0;
+    record.mode = tail ? 1 : 0;
     std::memcpy(at, &record, sizeof record);
     uint64_t out = 0x1000;
     std::memcpy(at + sizeof record, &out, 8);
@@ -1170,15 +1170,22 @@ constexpr const char* kConditionPtx = R"(
 }
 )";
 
-// The graph launch's conditions, as a test sees them.
-class RecordedConditions final : public GraphConditions {
+// The graph launch running a kernel, as a test sees it.
+class RecordedGraph final : public RunningGraph {
  public:
-  bool set(uint64_t handle, uint32_t value) override {
+  bool setCondition(uint64_t handle, uint32_t value) override {
     if (handle > 100) return false;  // not of this graph
     values.emplace_back(handle, value);
     return true;
   }
+  uint32_t launchGraph(uint64_t graphExec, uint64_t stream) override {
+    launches.emplace_back(graphExec, stream);
+    return graphExec == 0 ? 400 : 0;
+  }
+  uint64_t currentGraphExec() const override { return current; }
   std::vector<std::pair<uint64_t, uint32_t>> values;
+  std::vector<std::pair<uint64_t, uint64_t>> launches;
+  uint64_t current = 0;
 };
 
 // What `decide` "did" in the double: slots claimed for two handles (the slots empty before).
@@ -1211,9 +1218,9 @@ TEST_F(HipDouble, GraphConditionsSetByKernelsReachTheGraphLaunch) {
   script.global = global_;
   script.claim = {{5, 1}, {9, 0}};
   setLaunchHook(&ConditionScript::run, &script);
-  RecordedConditions conditions;
+  RecordedGraph conditions;
   LaunchConfig config;
-  config.conditions = &conditions;
+  config.graph = &conditions;
   uint64_t handle = 5;
   ASSERT_TRUE(device.launch(*(*module)->kernel("decide"), config, &handle).ok());
   EXPECT_EQ(conditions.values, (std::vector<std::pair<uint64_t, uint32_t>>{{5, 1}, {9, 0}}));
@@ -1224,8 +1231,94 @@ TEST_F(HipDouble, GraphConditionsSetByKernelsReachTheGraphLaunch) {
   EXPECT_TRUE(script.startedEmpty);
   EXPECT_TRUE(conditions.values.empty());
   // Outside a graph launch: ignored too.
-  config.conditions = nullptr;
+  config.graph = nullptr;
   EXPECT_TRUE(device.launch(*(*module)->kernel("decide"), config, &handle).ok());
+  setLaunchHook(nullptr, nullptr);
+}
+
+// A kernel that launches a graph from the device and reads %current_graph_exec.
+constexpr const char* kGraphLaunchingPtx = R"(
+.version 8.0
+.target sm_75
+.address_size 64
+.extern .func (.param .b32 r) cudaGraphLaunch(.param .b64 g, .param .b64 s);
+
+.visible .entry relaunch(.param .u64 out)
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [out];
+  mov.u64 %rd2, %current_graph_exec;
+  st.global.u64 [%rd1], %rd2;
+  {
+  .param .b64 g;
+  st.param.b64 [g], %rd2;
+  .param .b64 s;
+  st.param.b64 [s], 0x0100000000000000;
+  .param .b32 r;
+  call.uni (r), cudaGraphLaunch, (g, s);
+  ld.param.b32 %r1, [r];
+  }
+  ret;
+}
+)";
+
+// What `relaunch` "did" in the double: two graph launches recorded out of order (a tail launch
+// numbered 2, a fire-and-forget launch numbered 1), with the launch's registers and whether the
+// header said the grid runs in a graph noted.
+struct GraphLaunchScript {
+  void* (*global)(const char*) = nullptr;
+  uint64_t current = 0;
+  uint32_t inGraph = 99;
+  static void run(const char*, void** params, void* context) {
+    auto& self = *static_cast<GraphLaunchScript*>(context);
+    auto* symbol = static_cast<uint64_t*>(self.global(compiler::kAmdgpuDeviceLaunchesSymbol));
+    auto* header = reinterpret_cast<compiler::AmdgpuDeviceLaunchHeader*>(*symbol);
+    self.inGraph = header->inGraph;
+    compiler::AmdgpuLaunchRegisters registers;
+    std::memcpy(&registers, params[1], sizeof registers);  // after the one PTX parameter
+    self.current = registers.currentGraphExec;
+    auto* at = reinterpret_cast<uint8_t*>(header + 1);
+    uint32_t sequence = 2;
+    for (uint32_t mode : {1u, 2u}) {
+      compiler::AmdgpuDeviceLaunchRecord record;
+      record.kernelName = 0xA0 + mode;
+      record.sequence = sequence--;
+      record.mode = compiler::kAmdgpuGraphLaunchMode + mode;
+      std::memcpy(at + header->used, &record, sizeof record);
+      header->used += compiler::amdgpuDeviceLaunchRecordBytes(0);
+      ++header->launched;
+    }
+  }
+};
+
+// cudaGraphLaunch on an AMD GPU: the records the kernel's threads leave reach the graph launch
+// running the grid after it, in launch order with their launch modes; the grid learns its graph
+// (%current_graph_exec, a launch register) and whether it runs in one (outside: no launches).
+TEST_F(HipDouble, GraphsLaunchedOnTheDeviceReachTheGraphLaunch) {
+  HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
+  ASSERT_EQ(result.devices.size(), 1u);
+  DeviceBackend& device = *result.devices[0];
+  auto module = device.loadPtx(kGraphLaunchingPtx, "graph_launching.ptx");
+  ASSERT_TRUE(module.ok()) << module.error().message;
+  EXPECT_TRUE((*module)->kernel("relaunch")->info().readsLaunchRegisters);
+  GraphLaunchScript script;
+  script.global = global_;
+  setLaunchHook(&GraphLaunchScript::run, &script);
+  RecordedGraph graph;
+  graph.current = 0x5000;
+  LaunchConfig config;
+  config.graph = &graph;
+  uint64_t out = 0x1000;
+  ASSERT_TRUE(device.launch(*(*module)->kernel("relaunch"), config, &out).ok());
+  EXPECT_EQ(script.inGraph, 1u);
+  EXPECT_EQ(script.current, 0x5000u);
+  EXPECT_EQ(graph.launches, (std::vector<std::pair<uint64_t, uint64_t>>{
+                                {0xA2, uint64_t{2} << 56}, {0xA1, uint64_t{1} << 56}}));
+  config.graph = nullptr;
+  ASSERT_TRUE(device.launch(*(*module)->kernel("relaunch"), config, &out).ok());
+  EXPECT_EQ(script.inGraph, 0u);
+  EXPECT_EQ(script.current, 0u);
   setLaunchHook(nullptr, nullptr);
 }
 
