@@ -1112,6 +1112,10 @@ union CUlaunchAttributeValue_union {
     unsigned int y;
     unsigned int z;
   } preferredClusterDim;
+  struct {
+    int deviceUpdatable;
+    CUgraphDeviceNode devNode;
+  } deviceUpdatableKernelNode;
   unsigned int sharedMemCarveout;
 };
 using CUlaunchAttributeValue = CUlaunchAttributeValue_union;

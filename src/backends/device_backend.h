@@ -206,6 +206,20 @@ class RunningGraph {
   virtual uint64_t currentGraphExec() const = 0;
 };
 
+// Device-updatable kernel nodes (CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE) as device
+// code changes them (cudaGraphKernelNodeSetParam, ...SetEnabled, ...SetGridDim, and
+// ...UpdatesApply, which the backends split into those): the core's, handed to every launch.
+// `node` is a CUgraphDeviceNode; each answers a cudaError_t (1 cudaErrorInvalidValue for an
+// unknown node, bytes past the node's parameters or an impossible grid).
+class DeviceNodeUpdates {
+ public:
+  virtual ~DeviceNodeUpdates() = default;
+  virtual uint32_t setParam(uint64_t node, uint64_t offset, const void* value,
+                            uint64_t size) const = 0;
+  virtual uint32_t setEnabled(uint64_t node, bool enabled) const = 0;
+  virtual uint32_t setGridDim(uint64_t node, const std::array<uint32_t, 3>& grid) const = 0;
+};
+
 // What device code asks of the driver through NVIDIA's device runtime library (libcudadevrt's
 // cudaGetDevice, cudaGetDeviceCount, cudaDeviceGetAttribute, cudaDeviceGetLimit,
 // cudaDeviceGetCacheConfig / SharedMemConfig, cudaFuncGetAttributes and
@@ -255,6 +269,8 @@ struct LaunchConfig {
   uint32_t residentBlocks = 0;
   // The launching module's answers to device code's driver queries (null: every query fails).
   const DeviceRuntimeQueries* queries = nullptr;
+  // Device code's updates of device-updatable graph nodes (null: every update fails).
+  const DeviceNodeUpdates* nodeUpdates = nullptr;
   // The multiprocessors the grid may occupy at once: a green context's partition of the device
   // (CUDA allows a launch to run on more than it provisions, never on fewer); 0: all of them.
   uint32_t multiprocessors = 0;

@@ -118,9 +118,6 @@ Status call(FunctionTranslator& t, const ptx::Instruction& inst) {
     llvm::Function* f = t.mt.findFunction(shape.callee->symbol());
     if (!def || !f) return t.invalid(inst, "unknown function '" + std::string(shape.callee->symbol()) + "'");
     if (def->isEntry) return t.unsupported(inst, "calling a kernel");
-    if (def->isDeclaration && ptx::isUnsupportedDeviceRuntimeFunction(def->name))
-      return t.unsupported(
-          inst, "device-side '" + def->name + "' (graph nodes updated from device code)");
     if (def->isDeclaration) {
       ROCUDA_TRY(externalCall(t, inst, shape, *def, f));
       if (def->name == kAssertFunction) {

@@ -1,6 +1,7 @@
 #include "core/graph.h"
 
 #include <algorithm>
+#include <cstring>
 #include <unordered_set>
 
 #include "core/context.h"
@@ -297,6 +298,107 @@ bool Graph::hasConditionalNodes() const {
   return false;
 }
 
+bool Graph::hasDeviceUpdatableNodes() const {
+  for (const auto& node : nodes_) {
+    if (node->content_.deviceUpdatable) return true;
+    if (node->content_.child && node->content_.child->hasDeviceUpdatableNodes()) return true;
+  }
+  return false;
+}
+
+// ---- Device-updatable kernel nodes ----
+
+namespace {
+
+// The live nodes by handle, held weakly: a device-side update of a node whose graphs are gone
+// finds nothing.
+std::mutex deviceNodesMutex;
+std::unordered_map<uint64_t, std::weak_ptr<DeviceUpdatableKernel>>& deviceNodes() {
+  static auto* nodes = new std::unordered_map<uint64_t, std::weak_ptr<DeviceUpdatableKernel>>();
+  return *nodes;
+}
+
+class CoreDeviceNodeUpdates final : public backends::DeviceNodeUpdates {
+ public:
+  static constexpr uint32_t kInvalidValue = 1;
+  uint32_t setParam(uint64_t node, uint64_t offset, const void* value,
+                    uint64_t size) const override {
+    auto target = lookupDeviceUpdatableKernel(node);
+    return target ? target->setParam(offset, value, size) : kInvalidValue;
+  }
+  uint32_t setEnabled(uint64_t node, bool enabled) const override {
+    auto target = lookupDeviceUpdatableKernel(node);
+    if (!target) return kInvalidValue;
+    target->setEnabled(enabled);
+    return 0;
+  }
+  uint32_t setGridDim(uint64_t node, const std::array<uint32_t, 3>& grid) const override {
+    auto target = lookupDeviceUpdatableKernel(node);
+    return target ? target->setGridDim(grid) : kInvalidValue;
+  }
+};
+
+}  // namespace
+
+DeviceUpdatableKernel::DeviceUpdatableKernel() = default;
+
+DeviceUpdatableKernel::~DeviceUpdatableKernel() {
+  std::lock_guard lock(deviceNodesMutex);
+  deviceNodes().erase(handle());
+}
+
+std::shared_ptr<DeviceUpdatableKernel> makeDeviceUpdatableKernel() {
+  auto node = std::make_shared<DeviceUpdatableKernel>();
+  std::lock_guard lock(deviceNodesMutex);
+  deviceNodes()[node->handle()] = node;
+  return node;
+}
+
+std::shared_ptr<DeviceUpdatableKernel> lookupDeviceUpdatableKernel(uint64_t handle) {
+  std::lock_guard lock(deviceNodesMutex);
+  auto it = deviceNodes().find(handle);
+  return it == deviceNodes().end() ? nullptr : it->second.lock();
+}
+
+DeviceUpdatableKernel::State DeviceUpdatableKernel::state() const {
+  std::lock_guard lock(mutex_);
+  return state_;
+}
+
+void DeviceUpdatableKernel::reset(State state) {
+  std::lock_guard lock(mutex_);
+  state_ = std::move(state);
+}
+
+uint32_t DeviceUpdatableKernel::setParam(uint64_t offset, const void* value, uint64_t size) {
+  std::lock_guard lock(mutex_);
+  if (offset > state_.params.size() || size > state_.params.size() - offset ||
+      (size > 0 && value == nullptr))
+    return CoreDeviceNodeUpdates::kInvalidValue;
+  if (size > 0) std::memcpy(state_.params.data() + offset, value, size);
+  return 0;
+}
+
+void DeviceUpdatableKernel::setEnabled(bool enabled) {
+  std::lock_guard lock(mutex_);
+  state_.enabled = enabled;
+}
+
+uint32_t DeviceUpdatableKernel::setGridDim(const std::array<uint32_t, 3>& grid) {
+  // CUDA's grid limits: x below 2^31, y and z at most 65535, none 0.
+  if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0 || grid[0] > 0x7fffffffu || grid[1] > 65535 ||
+      grid[2] > 65535)
+    return CoreDeviceNodeUpdates::kInvalidValue;
+  std::lock_guard lock(mutex_);
+  state_.grid = grid;
+  return 0;
+}
+
+const backends::DeviceNodeUpdates& deviceNodeUpdates() {
+  static const CoreDeviceNodeUpdates updates;
+  return updates;
+}
+
 Status Graph::addEdge(GraphNode* from, GraphNode* to, EdgeData edge) {
   if (!owns(from) || !owns(to)) return invalid("edge between nodes of another graph");
   if (from == to) return invalid("a node cannot depend on itself");
@@ -328,6 +430,8 @@ void Graph::setEdgeData(const GraphNode* from, GraphNode* to, EdgeData edge) {
 
 Status Graph::destroyNode(GraphNode* node) {
   if (!owns(node)) return invalid("not a node of this graph");
+  // "Device-updatable nodes cannot be removed from their graph via cuGraphDestroyNode."
+  if (node->content_.deviceUpdatable) return invalid("a device-updatable node cannot be removed");
   for (GraphNode* dependency : node->dependencies_) std::erase(dependency->dependents_, node);
   for (GraphNode* dependent : node->dependents_) {
     auto& deps = dependent->dependencies_;
@@ -693,11 +797,14 @@ Result<GraphExec*> instantiateGraph(const Graph& graph, uint64_t flags, const Gr
     }
     *failure = InstantiateFailure::Error;
   }
-  // "Only one instantiation of the graph may exist at any point in time" (graphs with memory or
-  // conditional nodes; cuGraphInstantiate documents CUDA_ERROR_INVALID_VALUE).
-  if ((graph.hasMemoryNodes() || graph.hasConditionalNodes()) && *graph.executableCount() > 0)
+  // "Only one instantiation of the graph may exist at any point in time" (graphs with memory,
+  // conditional or device-updatable nodes; cuGraphInstantiate documents
+  // CUDA_ERROR_INVALID_VALUE).
+  if ((graph.hasMemoryNodes() || graph.hasConditionalNodes() || graph.hasDeviceUpdatableNodes()) &&
+      *graph.executableCount() > 0)
     return makeError(ErrorCode::InvalidValue,
-                     "a graph with memory or conditional nodes has one executable graph at a time");
+                     "a graph with memory, conditional or device-updatable nodes has one "
+                     "executable graph at a time");
   std::string why;
   if (const GraphNode* bad = checkConditionals(graph, false, ConditionTable(graph), &why)) {
     if (errorNode != nullptr) *errorNode = bad;

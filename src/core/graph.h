@@ -11,6 +11,7 @@
 // several threads into one graph and launches during updates are safe.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -96,6 +97,43 @@ struct ConditionalHandle {
   Context* context = nullptr;
 };
 
+// A device-updatable kernel node's launch (CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE): the
+// parameter buffer, grid and enabled state that kernels change through the device runtime
+// (backends::DeviceNodeUpdates) and that the node's launch reads each time it runs, so that an
+// update reaches the node's next run, in this graph launch or a later one. The host's parameter
+// calls set it again. Its address is the CUgraphDeviceNode handle; the node, its clones and
+// executable copies share it.
+class DeviceUpdatableKernel {
+ public:
+  struct State {
+    std::vector<uint8_t> params;
+    std::array<uint32_t, 3> grid{1, 1, 1};
+    bool enabled = true;
+  };
+  DeviceUpdatableKernel();
+  ~DeviceUpdatableKernel();
+  DeviceUpdatableKernel(const DeviceUpdatableKernel&) = delete;
+  DeviceUpdatableKernel& operator=(const DeviceUpdatableKernel&) = delete;
+
+  uint64_t handle() const { return reinterpret_cast<uintptr_t>(this); }
+  State state() const;
+  void reset(State state);
+  // cudaError_t answers: 1 (invalid value) for bytes past the buffer or an impossible grid.
+  uint32_t setParam(uint64_t offset, const void* value, uint64_t size);
+  void setEnabled(bool enabled);
+  uint32_t setGridDim(const std::array<uint32_t, 3>& grid);
+
+ private:
+  mutable std::mutex mutex_;
+  State state_;
+};
+// A new node state, known by its handle while it lives.
+std::shared_ptr<DeviceUpdatableKernel> makeDeviceUpdatableKernel();
+// The live node of that handle, or null (never dereferences an unknown value).
+std::shared_ptr<DeviceUpdatableKernel> lookupDeviceUpdatableKernel(uint64_t handle);
+// The core's answers to device code's node updates (LaunchConfig::nodeUpdates).
+const backends::DeviceNodeUpdates& deviceNodeUpdates();
+
 // What a node is, apart from its edges: copied by clone and instantiation.
 struct GraphNodeContent {
   std::string name;                    // for logs and DOT output
@@ -123,6 +161,8 @@ struct GraphNodeContent {
     const void* destinationContext = nullptr;
   };
   std::optional<TransferShape> transfer;
+  // Kernel nodes made device-updatable: what device code changes (shared by clones).
+  std::shared_ptr<DeviceUpdatableKernel> deviceUpdatable;
 };
 
 // Whether an executable graph's memcpy or memset node instantiated with `instantiated` may take
@@ -230,8 +270,12 @@ class Graph : public Object {
   // Whether it (or a graph embedded in it) holds conditional nodes: it cannot be cloned or
   // become a child graph.
   bool hasConditionalNodes() const;
+  // Whether it (or a graph embedded in it) holds device-updatable kernel nodes: it has one
+  // executable graph at a time.
+  bool hasDeviceUpdatableNodes() const;
   // How many executable graphs instantiated from this graph exist (counted for graphs with
-  // memory nodes only); shared so that an executable graph may outlive its graph.
+  // memory, conditional or device-updatable nodes only); shared so that an executable graph may
+  // outlive its graph.
   const std::shared_ptr<int>& executableCount() const { return executableCount_; }
 
   // Conditional handles created on this graph; a conditional body knows its enclosing graph.
@@ -383,7 +427,7 @@ class GraphExec : public Object {
   std::vector<GraphNode*> order_;
   uint64_t flags_;
   std::shared_ptr<ConditionTable> conditions_;
-  std::shared_ptr<int> sourceCount_;  // the source graph's executableCount (memory, conditional)
+  std::shared_ptr<int> sourceCount_;  // the source graph's executableCount (hasMemoryNodes...)
   // "Only one instance of hGraphExec may be executing at a time": each launch, on whatever
   // stream, waits for the one before it.
   std::mutex launchMutex_;

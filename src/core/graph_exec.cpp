@@ -438,7 +438,7 @@ GraphExec::GraphExec(const Graph& graph, uint64_t flags)
   graph_->setEmbedded(true);
   order_ = graph_->topologicalOrder();
   conditions_ = std::make_shared<ConditionTable>(*graph_);
-  if (graph.hasMemoryNodes() || graph.hasConditionalNodes()) {
+  if (graph.hasMemoryNodes() || graph.hasConditionalNodes() || graph.hasDeviceUpdatableNodes()) {
     sourceCount_ = graph.executableCount();
     ++*sourceCount_;
   }

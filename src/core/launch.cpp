@@ -193,15 +193,26 @@ Status launchKernel(Kernel& requested, Stream& stream, const LaunchRequest& requ
   config.mallocHeap = &context.mallocHeap();
   config.mallocHeapLimit = context.limit(ContextLimit::MallocHeapSize);
   config.queries = kernel.module().runtimeQueries();
+  config.nodeUpdates = &deviceNodeUpdates();
   auto* backend = &context.device().backend();
   auto* loaded = &kernel.loaded();
   Context* owner = &context;
+  std::shared_ptr<DeviceUpdatableKernel> node = request.deviceUpdatable;
+  if (node) node->reset({**arguments, request.grid, true});
   Result<CompletionPtr> queued = context.enqueueDeviceWork(
       stream, "kernel " + kernel.name(),
-      [backend, loaded, config, owner, buffer = std::move(*arguments)]() -> Status {
+      [backend, loaded, config, owner, buffer = std::move(*arguments), node]() -> Status {
         backends::LaunchConfig run = config;
         run.graph = activeRunningGraph();  // set inside graph launches
-        Status status = backend->launch(*loaded, run, buffer->data());
+        const void* params = buffer->data();
+        DeviceUpdatableKernel::State now;
+        if (node) {  // what device code made of the node by now
+          now = node->state();
+          if (!now.enabled) return Status::success();  // "disabled nodes act as a NOP"
+          run.grid = now.grid;
+          params = now.params.data();
+        }
+        Status status = backend->launch(*loaded, run, params);
         // A launch that fails on the stream is reported by the context's later calls, whatever
         // the cause: dropped, it would look like success.
         if (!status.ok()) owner->noteDeviceFailure(status.error());

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 
 #include "backends/device_backend.h"
@@ -12,6 +13,7 @@
 
 namespace rocuda::core {
 
+class DeviceUpdatableKernel;
 class Kernel;
 class Stream;
 
@@ -28,6 +30,9 @@ struct LaunchRequest {
   // CU_LAUNCH_ATTRIBUTE_PRIORITY; the stream's priority when absent. Clamped to the device's range.
   std::optional<int> priority;
   bool explicitCluster = false;  // CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION was given
+  // A device-updatable node's launch (recorded into a capture): the node takes this request's
+  // parameters and grid, and each run launches with what the node holds then.
+  std::shared_ptr<DeviceUpdatableKernel> deviceUpdatable;
 };
 
 // InvalidConfiguration (bad dimensions, too many threads, shared memory over the limit),

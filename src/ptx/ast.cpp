@@ -717,17 +717,13 @@ bool isNumberedSpecialRegister(SpecialRegister reg) {
          reg == SpecialRegister::Pm64 || reg == SpecialRegister::ReservedSmemOffsetN;
 }
 
-bool isUnsupportedDeviceRuntimeFunction(std::string_view name) {
-  return name == "cudaGraphKernelNodeSetParam" || name == "cudaGraphKernelNodeSetEnabled" ||
-         name == "cudaGraphKernelNodeSetGridDim" || name == "cudaGraphKernelNodeUpdatesApply";
-}
-
 bool isDeviceRuntimeFunction(std::string_view name) {
   return name == "vprintf" || name == "__assertfail" || name == "malloc" || name == "free" ||
          name == "cudaGraphSetConditional" || name == "cudaGraphLaunch" ||
+         name == "cudaGraphKernelNodeSetParam" || name == "cudaGraphKernelNodeSetEnabled" ||
+         name == "cudaGraphKernelNodeSetGridDim" || name == "cudaGraphKernelNodeUpdatesApply" ||
          name == "cudaEventRecordWithFlags" || name == "cudaEventRecordWithFlags_ptsz" ||
-         isUnsupportedDeviceRuntimeFunction(name) || name.starts_with("__cudaCDP2") ||
-         name.starts_with("__cuda_syscall_cnpv2") ||
+         name.starts_with("__cudaCDP2") || name.starts_with("__cuda_syscall_cnpv2") ||
          name.starts_with("__cuda_syscall_cnpMaxActiveBlocksPerMultiprocessor") ||
          name == "__cuda_syscall_CGS_get_intrinsic_handle" || name == "__cuda_syscall_CGS_sync";
 }

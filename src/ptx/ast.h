@@ -497,9 +497,6 @@ struct Function {
 // them, provided by each backend's device runtime. Any other callee must be defined: NVIDIA's
 // JIT and linker refuse it ("Unresolved extern function").
 bool isDeviceRuntimeFunction(std::string_view name);
-// Those of them no backend provides yet (kernel-node updates from device code): a
-// call of one fails only the kernels that reach it, at launch, not the module.
-bool isUnsupportedDeviceRuntimeFunction(std::string_view name);
 
 struct Module {
   Module();

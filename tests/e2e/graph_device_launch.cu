@@ -1,8 +1,10 @@
 // Graphs launched from device code (CUDA's device graph launch): a fire-and-forget launch from a
 // kernel of a host-launched graph, a graph relaunching itself through tail launches until a
 // counter stops it (cudaGetCurrentGraphExec), tail launches queued by a tail graph running before
-// the rest of the list, a sibling launch, an update that takes effect at the next upload, and the
-// instantiation rules for device graphs. Every result is checked against a host reference.
+// the rest of the list, a sibling launch, an update that takes effect at the next upload, the
+// instantiation rules for device graphs, and a device-updatable kernel node whose parameter,
+// enabled state and grid a kernel before it changes at each launch. Every result is checked
+// against a host reference.
 #include <vector>
 
 #include "e2e_check.h"
@@ -35,6 +37,28 @@ __global__ void logAndTail(int id, int* log, cudaGraphExec_t first, cudaGraphExe
   log[atomicAdd(&log[0], 1) + 1] = id;
   if (first != nullptr) cudaGraphLaunch(first, cudaStreamGraphTailLaunch);
   if (second != nullptr) cudaGraphLaunch(second, cudaStreamGraphTailLaunch);
+}
+
+// Before the device-updatable node `node` (addToAll) at each graph launch: the first launch
+// makes it add 10, the second disables it, the third makes it add 30 over one block only.
+__global__ void updateNode(cudaGraphDeviceNode_t node, int* launches, int* errors) {
+  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  int launch = ++*launches;
+  int amount = launch * 10;
+  cudaError_t error = cudaGraphKernelNodeSetParam(node, sizeof(int*), &amount, sizeof amount);
+  if (error == cudaSuccess) error = cudaGraphKernelNodeSetEnabled(node, launch != 2);
+  if (error == cudaSuccess && launch == 3) {
+    cudaGraphKernelNodeUpdate update = {};
+    update.node = node;
+    update.field = cudaGraphKernelNodeFieldGridDim;
+    update.updateData.gridDim = dim3(1, 1, 1);
+    error = cudaGraphKernelNodeUpdatesApply(&update, 1);
+  }
+  // Past the parameters: refused.
+  if (error == cudaSuccess &&
+      cudaGraphKernelNodeSetParam(node, 64, &amount, sizeof amount) != cudaErrorInvalidValue)
+    error = cudaErrorUnknown;
+  if (error != cudaSuccess) atomicAdd(errors, 1);
 }
 
 // What cudaGetCurrentGraphExec answers in a kernel of a host graph: NULL.
@@ -248,6 +272,62 @@ int main() {
     CHECK(cudaGraphExecDestroy(exec));
     CHECK(cudaGraphDestroy(graph));
     CHECK(cudaFree(out));
+  }
+
+  // A device-updatable node changed by the kernel before it, at each of three launches.
+  {
+    CHECK(cudaMemset(data, 0, kN * sizeof(int)));
+    CHECK(cudaMemset(scratch, 0, 2 * sizeof(int)));
+    int* launches = scratch;
+    int* errors = scratch + 1;
+    cudaGraph_t graph;
+    CHECK(cudaGraphCreate(&graph, 0));
+    int zero = 0;
+    void* addArgs[] = {&data, &zero, &n};
+    cudaGraphNode_t target =
+        addKernel(graph, {}, reinterpret_cast<void*>(addToAll), addArgs, kBlocks, kThreads);
+    cudaLaunchAttributeValue value = {};
+    value.deviceUpdatableKernelNode.deviceUpdatable = 1;
+    CHECK(cudaGraphKernelNodeSetAttribute(target, cudaLaunchAttributeDeviceUpdatableKernelNode,
+                                          &value));
+    CHECK(cudaGraphKernelNodeGetAttribute(target, cudaLaunchAttributeDeviceUpdatableKernelNode,
+                                          &value));
+    cudaGraphDeviceNode_t devNode = value.deviceUpdatableKernelNode.devNode;
+    void* updateArgs[] = {&devNode, &launches, &errors};
+    cudaGraphNode_t updater =
+        addKernel(graph, {}, reinterpret_cast<void*>(updateNode), updateArgs, 1, 32);
+    CHECK(cudaGraphAddDependencies(graph, &updater, &target, nullptr, 1));
+    cudaGraphExec_t exec;
+    CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    for (int i = 0; i < 3; ++i) CHECK(cudaGraphLaunch(exec, stream));
+    CHECK(cudaStreamSynchronize(stream));
+    std::vector<int> got = download(data, kN);
+    for (int i = 0; i < kN; ++i) {
+      int expected = i < kThreads ? 40 : 10;
+      if (got[i] != expected) {
+        std::fprintf(stderr, "device-updatable node: data[%d] = %d, expected %d\n", i, got[i],
+                     expected);
+        ok = false;
+        break;
+      }
+    }
+    if (download(errors, 1)[0] != 0) {
+      std::fprintf(stderr, "device-updatable node: an update failed\n");
+      ok = false;
+    }
+    // Such a node stays one and stays in its graph, and its graph has one executable graph.
+    value.deviceUpdatableKernelNode.deviceUpdatable = 0;
+    cudaGraphExec_t second = nullptr;
+    if (cudaGraphKernelNodeSetAttribute(target, cudaLaunchAttributeDeviceUpdatableKernelNode,
+                                        &value) == cudaSuccess ||
+        cudaGraphDestroyNode(target) == cudaSuccess ||
+        cudaGraphInstantiate(&second, graph, 0) == cudaSuccess) {
+      std::fprintf(stderr, "device-updatable node: a restriction was not enforced\n");
+      ok = false;
+    }
+    cudaGetLastError();
+    CHECK(cudaGraphExecDestroy(exec));
+    CHECK(cudaGraphDestroy(graph));
   }
 
   // Instantiation for device launch refuses a host node and an empty graph.

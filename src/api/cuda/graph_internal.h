@@ -46,6 +46,13 @@ Outcome readNodeParams(const core::GraphNode& node, cuda::CUgraphNodeParams* par
 Outcome keepCapturedKernelParams(core::GraphNode& node, const cuda::CUDA_KERNEL_NODE_PARAMS_v2& in,
                                  const std::map<int, cuda::CUlaunchAttributeValue>& attributes);
 
+// A kernel node's launch into `stream` (a capturing one) as cuLaunchKernelEx makes it with
+// CU_LAUNCH_ATTRIBUTE_COOPERATIVE, a cluster of one block, and, when `deviceUpdatable` is given,
+// as the launch of that device-updatable node (launch.cpp).
+Outcome launchKernelNode(const void* f, const cuda::CUDA_KERNEL_NODE_PARAMS_v2& p,
+                         cuda::CUstream stream, bool cooperative, bool explicitCluster,
+                         std::shared_ptr<core::DeviceUpdatableKernel> deviceUpdatable);
+
 // A memset, a copy or a host function queued on `stream` while it captures became the
 // capture's last node, whose work is already recorded: keep its parameters, so that the node's
 // GetParams (and SetParams) calls work on it as on an added node. Nothing when not capturing.

@@ -95,7 +95,10 @@ Outcome recordWork(core::Context& context, core::GraphNodeContent* content,
       !(result == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && scratch.size() == 1))
     return {result, "the node's parameters were refused"};
   content->context = &context;
-  if (scratch.size() > 0) content->work = scratch.nodes().front()->content().work;
+  if (scratch.size() > 0) {
+    content->work = scratch.nodes().front()->content().work;
+    content->deviceUpdatable = scratch.nodes().front()->content().deviceUpdatable;
+  }
   return {};
 }
 
@@ -147,7 +150,8 @@ Outcome copyArguments(const core::Kernel& kernel, const CUDA_KERNEL_NODE_PARAMS_
 }
 
 Outcome buildKernel(const CUDA_KERNEL_NODE_PARAMS_v2& in, core::GraphNodeContent* content,
-                    const std::map<int, CUlaunchAttributeValue>* attributes) {
+                    const std::map<int, CUlaunchAttributeValue>* attributes,
+                    std::shared_ptr<core::DeviceUpdatableKernel> deviceUpdatable = nullptr) {
   const void* function =
       in.func != nullptr ? static_cast<const void*>(in.func) : static_cast<const void*>(in.kern);
   if (function == nullptr) return invalidValue("no kernel (func and kern are NULL)");
@@ -171,33 +175,17 @@ Outcome buildKernel(const CUDA_KERNEL_NODE_PARAMS_v2& in, core::GraphNodeContent
   auto cluster = p.attributes.find(CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
   bool inCluster = cluster != p.attributes.end() && cluster->second.clusterDim.x != 0 &&
                    cluster->second.clusterDim.y != 0 && cluster->second.clusterDim.z != 0;
+  // A device-updatable node keeps its state (and handle) whatever the host changes.
+  auto updatable = p.attributes.find(CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE);
+  if (updatable != p.attributes.end() &&
+      updatable->second.deviceUpdatableKernelNode.deviceUpdatable != 0 && !deviceUpdatable)
+    deviceUpdatable = core::makeDeviceUpdatableKernel();
+  if (deviceUpdatable)
+    payload->attributes[CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE]
+        .deviceUpdatableKernelNode = {
+        1, reinterpret_cast<CUgraphDeviceNode>(deviceUpdatable->handle())};
   Outcome recorded = recordWork(context, content, [&](CUstream s) {
-    if (isCooperative || inCluster) {  // launched as cuLaunchKernelEx would
-      CUlaunchAttribute attributes[2]{};
-      unsigned count = 0;
-      if (isCooperative) {  // every block resident at once
-        attributes[count].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-        attributes[count++].value.cooperative = 1;
-      }
-      if (inCluster) {
-        attributes[count].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-        attributes[count++].value.clusterDim = cluster->second.clusterDim;
-      }
-      CUlaunchConfig config{p.params.gridDimX,
-                            p.params.gridDimY,
-                            p.params.gridDimZ,
-                            p.params.blockDimX,
-                            p.params.blockDimY,
-                            p.params.blockDimZ,
-                            p.params.sharedMemBytes,
-                            s,
-                            attributes,
-                            count};
-      return cuLaunchKernelEx(&config, f, p.params.kernelParams, p.params.extra);
-    }
-    return cuLaunchKernel(f, p.params.gridDimX, p.params.gridDimY, p.params.gridDimZ,
-                          p.params.blockDimX, p.params.blockDimY, p.params.blockDimZ,
-                          p.params.sharedMemBytes, s, p.params.kernelParams, p.params.extra);
+    return launchKernelNode(f, p.params, s, isCooperative, inCluster, deviceUpdatable).code();
   });
   if (!recorded.ok()) return recorded;
   content->name = "kernel " + (*kernel)->name();
@@ -820,7 +808,7 @@ Outcome setNodeParams(core::GraphNode& node, CUgraphNodeParams& params, bool exe
     attributes = &static_cast<const KernelPayload*>(target.params.get())->attributes;
   core::GraphNodeContent content;
   Outcome built = node.type() == core::GraphNodeType::Kernel
-                      ? buildKernel(params.kernel, &content, attributes)
+                      ? buildKernel(params.kernel, &content, attributes, target.deviceUpdatable)
                       : buildNodeContent(params, &content);
   if (!built.ok()) return built;
   if (executable && target.context != nullptr && content.context != nullptr &&
@@ -840,6 +828,7 @@ Outcome setNodeParams(core::GraphNode& node, CUgraphNodeParams& params, bool exe
   target.work = std::move(content.work);
   target.params = std::move(content.params);
   target.transfer = content.transfer;
+  if (content.deviceUpdatable) target.deviceUpdatable = std::move(content.deviceUpdatable);
   if (content.context != nullptr) target.context = content.context;
   target.event = content.event;
   if (content.child) target.child = std::move(content.child);
@@ -920,7 +909,12 @@ Outcome checkAttribute(int id, const CUlaunchAttributeValue* value) {
     case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
     case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
     case CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+      return {};
     case CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE:
+      // "Passing a value other than 0 or 1 is not allowed."
+      if (value != nullptr && value->deviceUpdatableKernelNode.deviceUpdatable != 0 &&
+          value->deviceUpdatableKernelNode.deviceUpdatable != 1)
+        return invalidValue("deviceUpdatable is 0 or 1");
       return {};
     case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:  // buildKernel launches such a node cooperatively
       return {};
@@ -946,11 +940,17 @@ Outcome kernelPayload(CUgraphNode hNode, core::GraphNode** node, const KernelPay
 // A copy of the node's payload with `change` applied (payloads are immutable once shared).
 Outcome changeAttributes(core::GraphNode& node, const KernelPayload& from,
                          const std::map<int, CUlaunchAttributeValue>& attributes) {
+  // "Once opted-in to this functionality, a node cannot opt out."
+  auto updatable = attributes.find(CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE);
+  if (node.content().deviceUpdatable && updatable != attributes.end() &&
+      updatable->second.deviceUpdatableKernelNode.deviceUpdatable == 0)
+    return invalidValue("a device-updatable node cannot stop being one");
   core::GraphNodeContent content;
-  Outcome built = buildKernel(from.params, &content, &attributes);
+  Outcome built = buildKernel(from.params, &content, &attributes, node.content().deviceUpdatable);
   if (!built.ok()) return built;
   node.content().params = std::move(content.params);
   node.content().work = std::move(content.work);
+  node.content().deviceUpdatable = std::move(content.deviceUpdatable);
   return {};
 }
 

@@ -52,6 +52,11 @@ struct LaunchOptions {
   // right after the kernel. NVIDIA's GPUs may fire them earlier (as blocks trigger or begin);
   // the kernel's end is the latest they may fire, so whatever waits for them stays correct.
   std::vector<core::Event*> completionEvents;
+  // CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE (captured launches only): the node's state
+  // (a new one unless a node being rebuilt has one) and where its handle goes.
+  bool deviceUpdatable = false;
+  std::shared_ptr<core::DeviceUpdatableKernel> deviceUpdatableState;
+  CUgraphDeviceNode* deviceNodeOut = nullptr;
 };
 
 Outcome launch(const void* f, const std::array<uint32_t, 3>& grid,
@@ -87,6 +92,14 @@ Outcome launch(const void* f, const std::array<uint32_t, 3>& grid,
   request.cooperative = options.cooperative;
   request.priority = options.priority;
   request.explicitCluster = options.explicitCluster;
+  if (options.deviceUpdatable) {
+    // "This attribute is graphs-only, and passing it to a launch in a non-capturing stream will
+    // result in an error."
+    if (!(*stream)->capture())
+      return invalidValue("a device-updatable kernel node needs a capturing stream");
+    request.deviceUpdatable = options.deviceUpdatableState ? options.deviceUpdatableState
+                                                           : core::makeDeviceUpdatableKernel();
+  }
   if (extra != nullptr) {
     Outcome parsed = parseExtra(extra, request);
     if (!parsed.ok()) return parsed;
@@ -128,6 +141,14 @@ Outcome launch(const void* f, const std::array<uint32_t, 3>& grid,
   if (options.explicitCluster)  // of one block: larger clusters are refused
     attributes[CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION].clusterDim = {1, 1, 1};
   if (options.priority) attributes[CU_LAUNCH_ATTRIBUTE_PRIORITY].priority = *options.priority;
+  if (request.deviceUpdatable) {
+    auto handle = reinterpret_cast<CUgraphDeviceNode>(request.deviceUpdatable->handle());
+    attributes[CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE].deviceUpdatableKernelNode = {
+        1, handle};
+    if (options.deviceNodeOut != nullptr) *options.deviceNodeOut = handle;
+    std::lock_guard lock(core::graphMutex());
+    captured[0]->content().deviceUpdatable = request.deviceUpdatable;
+  }
   return keepCapturedKernelParams(*captured[0], params, attributes);
 }
 
@@ -183,11 +204,10 @@ Outcome launchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsign
 Outcome launchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                 unsigned by, unsigned bz, unsigned shared, CUstream stream,
                                 void** kernelParams, StreamVariant variant) {
+  LaunchOptions options;
+  options.cooperative = true;
   return launch(f, {gx, gy, gz}, {bx, by, bz}, shared, stream, kernelParams, nullptr, variant,
-                LaunchOptions{.cooperative = true,
-                              .priority = std::nullopt,
-                              .explicitCluster = false,
-                              .completionEvents = {}});
+                std::move(options));
 }
 
 // Attributes that change what a launch means must be honoured or refused; the others are
@@ -252,6 +272,14 @@ Outcome checkLaunchAttributes(const CUlaunchConfig& config, LaunchOptions* optio
       case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION:
         preferredCluster = &attribute;  // checked against the regular cluster below
         break;
+      case CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE: {
+        int updatable = attribute.value.deviceUpdatableKernelNode.deviceUpdatable;
+        if (updatable != 0 && updatable != 1) return invalidValue("deviceUpdatable is 0 or 1");
+        options->deviceUpdatable = updatable == 1;
+        // The handle goes back in the caller's attribute (attrs is not const).
+        options->deviceNodeOut = &config.attrs[i].value.deviceUpdatableKernelNode.devNode;
+        break;
+      }
       default:
         // An id CUDA 13 does not define is an invalid value (cuLaunchKernelEx documents no
         // CUDA_ERROR_NOT_SUPPORTED); a defined one not handled above is not supported.
@@ -281,6 +309,23 @@ Outcome checkLaunchAttributes(const CUlaunchConfig& config, LaunchOptions* optio
   }
   return {};
 }
+
+}  // namespace
+
+Outcome launchKernelNode(const void* f, const CUDA_KERNEL_NODE_PARAMS_v2& p, CUstream stream,
+                         bool cooperative, bool explicitCluster,
+                         std::shared_ptr<core::DeviceUpdatableKernel> deviceUpdatable) {
+  LaunchOptions options;
+  options.cooperative = cooperative;
+  options.explicitCluster = explicitCluster;
+  options.deviceUpdatable = deviceUpdatable != nullptr;
+  options.deviceUpdatableState = std::move(deviceUpdatable);
+  return launch(f, {p.gridDimX, p.gridDimY, p.gridDimZ}, {p.blockDimX, p.blockDimY, p.blockDimZ},
+                p.sharedMemBytes, stream, p.kernelParams, p.extra, StreamVariant::Legacy,
+                std::move(options));
+}
+
+namespace {
 
 Outcome launchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
                        void** extra, StreamVariant variant) {

@@ -905,6 +905,7 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
   grid.mallocHeapLimit = config.mallocHeapLimit;
   grid.stackBytesPerThread = config.stackBytesPerThread;
   grid.queries = config.queries;
+  grid.nodeUpdates = config.nodeUpdates;
   grid.module = &static_cast<CpuKernel&>(kernel).module();
   DeviceLaunches deviceLaunches;
   grid.deviceLaunches = &deviceLaunches;
@@ -1005,6 +1006,7 @@ Status CpuDevice::launch(LoadedKernel& kernel, const LaunchConfig& config, const
       childConfig.stackBytesPerThread = config.stackBytesPerThread;
       childConfig.reservedSharedBytes = config.reservedSharedBytes;
       childConfig.queries = config.queries;  // the same module's
+      childConfig.nodeUpdates = config.nodeUpdates;
       childConfig.multiprocessors = config.multiprocessors;
       childConfig.priority = config.priority;
       ++launchNesting;

@@ -635,6 +635,51 @@ static uint32_t deviceGraphLaunch(uint64_t graphExec, uint64_t stream) {
   return b->grid->graph->launchGraph(graphExec, stream);
 }
 
+// Device-updatable graph nodes (cudaGraphKernelNodeSetParam, ...SetEnabled, ...SetGridDim and
+// ...UpdatesApply): the core's updates, reached through the launch. cudaErrorInvalidValue (1)
+// for an unknown node or out-of-range values.
+static const DeviceNodeUpdates* nodeUpdates() {
+  BlockState* b = currentBlock();
+  return b != nullptr ? b->grid->nodeUpdates : nullptr;
+}
+static uint32_t graphNodeSetParam(uint64_t node, uint64_t offset, const void* value,
+                                  uint64_t size) {
+  const DeviceNodeUpdates* updates = nodeUpdates();
+  return updates != nullptr ? updates->setParam(node, offset, value, size) : 1;
+}
+static uint32_t graphNodeSetEnabled(uint64_t node, uint32_t enable) {
+  const DeviceNodeUpdates* updates = nodeUpdates();
+  return updates != nullptr ? updates->setEnabled(node, enable != 0) : 1;
+}
+static uint32_t graphNodeSetGridDim(uint64_t node, const uint32_t* grid) {
+  const DeviceNodeUpdates* updates = nodeUpdates();
+  if (updates == nullptr || grid == nullptr) return 1;
+  return updates->setGridDim(node, {grid[0], grid[1], grid[2]});
+}
+// cudaGraphKernelNodeUpdate: the node (u64), the field (u32: 1 grid, 2 parameter, 3 enabled),
+// then at 16 a dim3, {pValue, offset, size} (u64 each) or the enabled flag (u32). Applied in
+// order; the first failure is the answer.
+static uint32_t graphNodeUpdatesApply(const uint8_t* updates, uint64_t count) {
+  constexpr uint64_t kUpdateBytes = 40;
+  if (count > 0 && updates == nullptr) return 1;
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint8_t* update = updates + i * kUpdateBytes;
+    uint64_t node = 0, words[3] = {};
+    uint32_t field = 0, grid[3] = {};
+    std::memcpy(&node, update, 8);
+    std::memcpy(&field, update + 8, 4);
+    std::memcpy(words, update + 16, sizeof words);
+    std::memcpy(grid, update + 16, sizeof grid);
+    uint32_t error = 1;
+    if (field == 1) error = graphNodeSetGridDim(node, grid);
+    if (field == 2)
+      error = graphNodeSetParam(node, words[1], reinterpret_cast<const void*>(words[0]), words[2]);
+    if (field == 3) error = graphNodeSetEnabled(node, grid[0]);
+    if (error != 0) return error;
+  }
+  return 0;
+}
+
 // %current_graph_exec: the running device graph's handle, 0 outside one.
 static uint64_t sregCurrentGraphExec() {
   BlockState* b = currentBlock();
@@ -996,6 +1041,10 @@ std::vector<std::pair<std::string, void*>> deviceRuntimeSymbols() {
       {"free", fn(deviceFree)},
       {"cudaGraphSetConditional", fn(graphSetConditional)},
       {"cudaGraphLaunch", fn(DeviceRuntimeCall<deviceGraphLaunch>::direct)},
+      {"cudaGraphKernelNodeSetParam", fn(DeviceRuntimeCall<graphNodeSetParam>::direct)},
+      {"cudaGraphKernelNodeSetEnabled", fn(DeviceRuntimeCall<graphNodeSetEnabled>::direct)},
+      {"cudaGraphKernelNodeSetGridDim", fn(DeviceRuntimeCall<graphNodeSetGridDim>::direct)},
+      {"cudaGraphKernelNodeUpdatesApply", fn(DeviceRuntimeCall<graphNodeUpdatesApply>::direct)},
       {"__rocuda_sreg_current_graph_exec", fn(sregCurrentGraphExec)},
       {"__cudaCDP2GetParameterBufferV2", fn(deviceParameterBuffer)},
       {"__cudaCDP2LaunchDeviceV2", fn(DeviceRuntimeCall<deviceLaunch>::direct)},

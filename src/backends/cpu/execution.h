@@ -191,6 +191,7 @@ struct GridState {
   uint64_t mallocHeapLimit = 0;
   uint64_t stackBytesPerThread = 1024;  // LaunchConfig's: CU_LIMIT_STACK_SIZE
   const DeviceRuntimeQueries* queries = nullptr;  // LaunchConfig's: device code's driver queries
+  const DeviceNodeUpdates* nodeUpdates = nullptr;  // LaunchConfig's: device-updatable nodes
 
   // Per-thread entries run as fibers when threads may wait for one another: at barriers and
   // warp collectives, or in spin-waits (the thread waited for may be a later one of the block).

@@ -98,6 +98,11 @@ struct DeviceLaunch {
   std::vector<uint8_t> params;
   // cudaGraphLaunch from device code: the CUgraphExec and the launch mode's stream.
   uint64_t graph = 0, graphStream = 0;
+  // An update of a device-updatable node (amdgpu_codegen.h): the CUgraphDeviceNode, the field
+  // (cudaGraphKernelNodeField: 1 grid in `grid`, 2 parameter bytes in `params` at the offset
+  // grid[0..1] hold, 3 enabled grid[0]); 0: no update.
+  uint64_t node = 0;
+  uint32_t nodeField = 0;
 };
 
 // Device malloc's heap of one context on one GPU: cudaLimitMallocHeapSize bytes of device
@@ -878,6 +883,10 @@ class HipDevice final : public DeviceBackend {
     std::vector<DeviceLaunch> children;
     ROCUDA_TRY(launchGrid(kernel, config, params, depth, children));
     for (DeviceLaunch& child : children) {
+      if (child.nodeField != 0) {
+        applyNodeUpdate(child, config);
+        continue;
+      }
       if (child.kernel == nullptr) {
         // A graph: the graph launch running this grid queues it (the device has answered
         // cudaSuccess; a refusal the host makes is logged there).
@@ -895,6 +904,28 @@ class HipDevice final : public DeviceBackend {
                                     child.params.data(), depth + 1));
     }
     return Status::success();
+  }
+
+  // A device-updatable node's update that a grid recorded (the device answered cudaSuccess; a
+  // refusal here, an unknown node or bytes past its parameters, is logged).
+  void applyNodeUpdate(const DeviceLaunch& update, const LaunchConfig& config) {
+    uint32_t error = 1;
+    if (config.nodeUpdates != nullptr) {
+      if (update.nodeField == 1) error = config.nodeUpdates->setGridDim(update.node, update.grid);
+      if (update.nodeField == 2)
+        error = config.nodeUpdates->setParam(update.node,
+                                             update.grid[0] | uint64_t(update.grid[1]) << 32,
+                                             update.params.data(), update.params.size());
+      if (update.nodeField == 3)
+        error = config.nodeUpdates->setEnabled(update.node, update.grid[0]);
+    }
+    if (error != 0)
+      log::warning(
+          "an update of a device-updatable graph node from device code was refused "
+          "(cudaError_t " +
+          std::to_string(error) +
+          "): an unknown node, or values "
+          "out of range");
   }
 
   // One grid at nesting depth `depth`; `children` receives the grids it launched.
@@ -1056,7 +1087,16 @@ class HipDevice final : public DeviceBackend {
       std::memcpy(&record, records.data() + offset, sizeof record);
       uint64_t size = compiler::amdgpuDeviceLaunchRecordBytes(record.paramBytes);
       if (offset + size > used) break;
-      if (record.sequence != 0 && record.mode >= compiler::kAmdgpuGraphLaunchMode) {
+      if (record.sequence != 0 && record.mode > compiler::kAmdgpuNodeUpdateMode) {
+        DeviceLaunch update;
+        update.node = record.kernelName;
+        update.nodeField = record.mode - compiler::kAmdgpuNodeUpdateMode;
+        std::copy(std::begin(record.grid), std::end(record.grid), update.grid.begin());
+        const uint8_t* bytes = records.data() + offset + sizeof(Record);
+        update.params.assign(bytes, bytes + record.paramBytes);
+        update.sequence = record.sequence;
+        children.push_back(std::move(update));
+      } else if (record.sequence != 0 && record.mode >= compiler::kAmdgpuGraphLaunchMode) {
         DeviceLaunch launch;
         launch.graph = record.kernelName;
         launch.graphStream = uint64_t(record.mode - compiler::kAmdgpuGraphLaunchMode) << 56;

@@ -104,7 +104,11 @@ static_assert(sizeof(AmdgpuDeviceHeapHeader) == 512);
 // mode (the top byte of cudaStreamGraphTailLaunch 1, ...FireAndForget 2, ...AsSibling 3); the host
 // hands them to the graph launch running the grid (backends::RunningGraph) after it, in launch
 // order. `inGraph` is 1 when the grid runs in a graph launch (outside one, cudaGraphLaunch answers
-// cudaErrorNotPermitted).
+// cudaErrorNotPermitted). Updates of device-updatable kernel nodes (cudaGraphKernelNodeSetParam,
+// ...SetEnabled, ...SetGridDim, ...UpdatesApply) are records too: `kernelName` holds the
+// CUgraphDeviceNode, `mode` kAmdgpuNodeUpdateMode plus cudaGraphKernelNodeField (1 grid: the
+// dimensions in `grid`; 2 parameter: the offset's low and high words in grid[0..1], the bytes
+// after the record; 3 enabled: grid[0]); the host applies them in launch order after the grid.
 inline constexpr const char* kAmdgpuDeviceLaunchesSymbol = "__rocuda_device_launches";
 inline constexpr uint32_t kAmdgpuMaxLaunchNesting = 24;   // CUDA's
 inline constexpr uint32_t kAmdgpuPendingLaunches = 2048;  // cudaLimitDevRuntimePendingLaunchCount
@@ -118,6 +122,7 @@ struct AmdgpuDeviceLaunchHeader {
 };
 static_assert(sizeof(AmdgpuDeviceLaunchHeader) == 32);
 inline constexpr uint32_t kAmdgpuGraphLaunchMode = 0x10;
+inline constexpr uint32_t kAmdgpuNodeUpdateMode = 0x20;
 struct AmdgpuDeviceLaunchRecord {
   uint64_t kernelName = 0;  // device address of the kernel's name (0 until a launch names it)
   uint32_t grid[3] = {};

@@ -171,11 +171,16 @@ bool defineWarpCollective(llvm::Function& fn, unsigned waveSize);
 bool defineDeviceMalloc(llvm::Function& fn);
 
 // Dynamic parallelism's device runtime (lower_device_launches.cpp; amdgpu_codegen.h:
-// kAmdgpuDeviceLaunchesSymbol): the functions nvcc's kernels call to launch kernels (and graphs),
+// kAmdgpuDeviceLaunchesSymbol): the functions nvcc's kernels call to launch kernels (and graphs,
+// and to update device-updatable graph nodes),
 // make device-side streams and events and read the last error, and the driver calls through
 // which NVIDIA's libcudadevrt (linked into -rdc programs) does the same.
 inline const std::vector<std::string> kDeviceLaunchFunctions = {
     "cudaGraphLaunch",
+    "cudaGraphKernelNodeSetParam",
+    "cudaGraphKernelNodeSetEnabled",
+    "cudaGraphKernelNodeSetGridDim",
+    "cudaGraphKernelNodeUpdatesApply",
     "__cudaCDP2GetParameterBufferV2",
     "__cudaCDP2GetParameterBuffer",
     "__cudaCDP2LaunchDeviceV2",

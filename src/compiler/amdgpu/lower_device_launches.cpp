@@ -230,6 +230,58 @@ class LaunchRuntime {
     b_.CreateRet(b_.getInt32(0));
   }
 
+  // An update of the device-updatable node `node` (i64): a record of `field`
+  // (cudaGraphKernelNodeField) with `words` in its grid and `size` bytes (i32) from `value` (a
+  // flat pointer, or null) after it, numbered for the host. Returns from the function with the
+  // error when it cannot be recorded; goes on in a new block otherwise.
+  void recordNodeUpdate(llvm::Value* node, uint32_t field, llvm::Value* words[3],
+                        llvm::Value* value, llvm::Value* size) {
+    llvm::Value* address = buffer();
+    failIf(b_.CreateICmpEQ(address, b_.getInt64(0)), kInvalidValue);
+    llvm::Value* zero = b_.getInt32(0);
+    llvm::Value* none[3] = {zero, zero, zero};
+    llvm::Value* parameters = handOut(node, words, none, zero, size);
+    llvm::BasicBlock *full = block("full"), *room = block("room");
+    b_.CreateCondBr(b_.CreateICmpEQ(parameters, b_.getInt64(0)), full, room);
+    b_.SetInsertPoint(full);  // handOut kept the last error
+    b_.CreateRet(b_.getInt32(kPendingCountExceeded));
+    b_.SetInsertPoint(room);
+    if (value != nullptr)
+      b_.CreateMemCpy(
+          b_.CreateIntToPtr(parameters, llvm::PointerType::get(fn_.getContext(), kGlobalAS)),
+          llvm::MaybeAlign(1), value, llvm::MaybeAlign(1), size);
+    llvm::Value* record = b_.CreateSub(parameters, b_.getInt64(kRecordBytes));
+    llvm::Value* sequence = b_.CreateAdd(
+        atomicAdd(global(address, ROCUDA_HEADER(launched)), b_.getInt32(1)), b_.getInt32(1));
+    store32(b_.getInt32(kAmdgpuNodeUpdateMode + field), record, ROCUDA_FIELD(mode));
+    store32(sequence, record, ROCUDA_FIELD(sequence));
+  }
+  // The three updates: of the parameters (offset i64, value flat pointer, size i64), the
+  // enabled state (i32) and the grid (three i32, checked against CUDA's limits).
+  void recordParamUpdate(llvm::Value* node, llvm::Value* offset, llvm::Value* value,
+                         llvm::Value* size) {
+    failIf(b_.CreateICmpUGT(size, b_.getInt64(kMaxParameterBytes)), kInvalidValue);
+    llvm::Value* words[3] = {b_.CreateTrunc(offset, b_.getInt32Ty()),
+                             b_.CreateTrunc(b_.CreateLShr(offset, 32), b_.getInt32Ty()),
+                             b_.getInt32(0)};
+    recordNodeUpdate(node, kParamField, words, value, b_.CreateTrunc(size, b_.getInt32Ty()));
+  }
+  void recordEnabledUpdate(llvm::Value* node, llvm::Value* enable) {
+    llvm::Value* words[3] = {
+        b_.CreateZExt(b_.CreateICmpNE(enable, b_.getInt32(0)), b_.getInt32Ty()), b_.getInt32(0),
+        b_.getInt32(0)};
+    recordNodeUpdate(node, kEnabledField, words, nullptr, b_.getInt32(0));
+  }
+  void recordGridUpdate(llvm::Value* node, llvm::Value* grid[3]) {
+    llvm::Value* bad = b_.CreateICmpUGT(grid[0], b_.getInt32(0x7fffffff));
+    for (int i = 0; i < 3; ++i) bad = b_.CreateOr(bad, b_.CreateICmpEQ(grid[i], b_.getInt32(0)));
+    for (int i = 1; i < 3; ++i)
+      bad = b_.CreateOr(bad, b_.CreateICmpUGT(grid[i], b_.getInt32(65535)));
+    failIf(bad, kInvalidValue);
+    recordNodeUpdate(node, kGridField, grid, nullptr, b_.getInt32(0));
+  }
+  static constexpr uint32_t kGridField = 1, kParamField = 2, kEnabledField = 3;
+
   // A new device-side handle, numbered from `first`.
   llvm::Value* newHandle(uint64_t first) {
     llvm::BasicBlock *count = block("count"), *made = block("made");
@@ -387,6 +439,78 @@ bool defineDeviceLaunchFunction(llvm::Function& fn, llvm::Value* lastErrors,
   if (name == "cudaGraphLaunch" && !syscall && signatureIs(fn, i32, {i64, i64})) {
     LaunchRuntime r(fn, lastErrors, syscall);
     r.launchGraph(fn.getArg(0), fn.getArg(1));
+    return true;
+  }
+  if (name == "cudaGraphKernelNodeSetParam" && !syscall &&
+      signatureIs(fn, i32, {i64, i64, i64, i64})) {
+    LaunchRuntime r(fn, lastErrors, syscall);
+    r.recordParamUpdate(fn.getArg(0), fn.getArg(1), r.b().CreateIntToPtr(fn.getArg(2), ptr),
+                        fn.getArg(3));
+    r.b().CreateRet(r.b().getInt32(0));
+    return true;
+  }
+  if (name == "cudaGraphKernelNodeSetEnabled" && !syscall && signatureIs(fn, i32, {i64, i32})) {
+    LaunchRuntime r(fn, lastErrors, syscall);
+    r.recordEnabledUpdate(fn.getArg(0), fn.getArg(1));
+    r.b().CreateRet(r.b().getInt32(0));
+    return true;
+  }
+  if (name == "cudaGraphKernelNodeSetGridDim" && !syscall && signatureIs(fn, i32, {i64, ptr})) {
+    LaunchRuntime r(fn, lastErrors, syscall);
+    llvm::Value* grid[3];
+    loadDim3(r.b(), fn.getArg(1), grid);
+    r.recordGridUpdate(fn.getArg(0), grid);
+    r.b().CreateRet(r.b().getInt32(0));
+    return true;
+  }
+  if (name == "cudaGraphKernelNodeUpdatesApply" && !syscall && signatureIs(fn, i32, {i64, i64})) {
+    // cudaGraphKernelNodeUpdate (40 bytes): the node, the field (u32 at 8), then at 16 a dim3,
+    // {pValue, offset, size} or the enabled flag. In order; the first failure returns.
+    LaunchRuntime r(fn, lastErrors, syscall);
+    Builder& b = r.b();
+    r.buffer();  // loaded in the entry block, which dominates every update's record
+    llvm::Value* updates = b.CreateIntToPtr(fn.getArg(0), ptr);
+    llvm::Value* count = fn.getArg(1);
+    llvm::BasicBlock* entry = b.GetInsertBlock();
+    llvm::BasicBlock *head = r.block("update"), *done = r.block("done");
+    b.CreateCondBr(b.CreateICmpEQ(count, b.getInt64(0)), done, head);
+    b.SetInsertPoint(head);
+    llvm::PHINode* index = b.CreatePHI(i64, 2);
+    index->addIncoming(b.getInt64(0), entry);
+    llvm::Value* update = b.CreateGEP(b.getInt8Ty(), updates, b.CreateMul(index, b.getInt64(40)));
+    auto at = [&](uint64_t offset) {
+      return b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), update, offset);
+    };
+    llvm::Value* node = b.CreateAlignedLoad(i64, at(0), llvm::Align(8));
+    llvm::Value* field = b.CreateAlignedLoad(i32, at(8), llvm::Align(4));
+    llvm::BasicBlock *grid = r.block("grid"), *param = r.block("param"),
+                     *enabled = r.block("enabled"), *bad = r.block("bad"), *next = r.block("next");
+    llvm::SwitchInst* which = b.CreateSwitch(field, bad, 3);
+    which->addCase(b.getInt32(LaunchRuntime::kGridField), grid);
+    which->addCase(b.getInt32(LaunchRuntime::kParamField), param);
+    which->addCase(b.getInt32(LaunchRuntime::kEnabledField), enabled);
+    b.SetInsertPoint(bad);
+    r.failIf(b.getTrue(), kInvalidValue);
+    b.CreateBr(next);  // unreachable: failIf returned
+    b.SetInsertPoint(grid);
+    llvm::Value* dims[3];
+    loadDim3(b, at(16), dims);
+    r.recordGridUpdate(node, dims);
+    b.CreateBr(next);
+    b.SetInsertPoint(param);
+    llvm::Value* value = b.CreateIntToPtr(b.CreateAlignedLoad(i64, at(16), llvm::Align(8)), ptr);
+    r.recordParamUpdate(node, b.CreateAlignedLoad(i64, at(24), llvm::Align(8)), value,
+                        b.CreateAlignedLoad(i64, at(32), llvm::Align(8)));
+    b.CreateBr(next);
+    b.SetInsertPoint(enabled);
+    r.recordEnabledUpdate(node, b.CreateAlignedLoad(i32, at(16), llvm::Align(4)));
+    b.CreateBr(next);
+    b.SetInsertPoint(next);
+    llvm::Value* following = b.CreateAdd(index, b.getInt64(1));
+    index->addIncoming(following, next);
+    b.CreateCondBr(b.CreateICmpULT(following, count), head, done);
+    b.SetInsertPoint(done);
+    b.CreateRet(b.getInt32(0));
     return true;
   }
   if (name == "__cudaCDP2LaunchDeviceV2" && signatureIs(fn, i32, {i64, i64})) {

@@ -26,6 +26,9 @@ constexpr const char* kPtx = R"(
 .address_size 64
 
 .extern .func (.param .b32 r) cudaGraphLaunch(.param .b64 g, .param .b64 s);
+.extern .func (.param .b32 r) cudaGraphKernelNodeSetParam(.param .b64 n, .param .b64 o,
+  .param .b64 v, .param .b64 s);
+.extern .func (.param .b32 r) cudaGraphKernelNodeSetEnabled(.param .b64 n, .param .b32 e);
 
 .visible .entry add_value(.param .u64 data, .param .u32 value, .param .u32 n)
 {
@@ -83,6 +86,66 @@ DONE:
   ret;
 }
 
+.visible .entry update_node(.param .u64 node, .param .u64 value, .param .u32 enable,
+                            .param .u64 answers)
+{
+  .reg .b32 %r<5>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [node];
+  ld.param.u64 %rd2, [value];
+  ld.param.u32 %r1, [enable];
+  ld.param.u64 %rd3, [answers];
+  {
+  .param .b64 n;
+  st.param.b64 [n], %rd1;
+  .param .b64 o;
+  st.param.b64 [o], 8;
+  .param .b64 v;
+  st.param.b64 [v], %rd2;
+  .param .b64 s;
+  st.param.b64 [s], 4;
+  .param .b32 r;
+  call.uni (r), cudaGraphKernelNodeSetParam, (n, o, v, s);
+  ld.param.b32 %r2, [r];
+  }
+  st.global.u32 [%rd3], %r2;
+  {
+  .param .b64 n;
+  st.param.b64 [n], %rd1;
+  .param .b32 e;
+  st.param.b32 [e], %r1;
+  .param .b32 r;
+  call.uni (r), cudaGraphKernelNodeSetEnabled, (n, e);
+  ld.param.b32 %r2, [r];
+  }
+  st.global.u32 [%rd3+4], %r2;
+  {
+  .param .b64 n;
+  st.param.b64 [n], %rd1;
+  .param .b64 o;
+  st.param.b64 [o], 16;
+  .param .b64 v;
+  st.param.b64 [v], %rd2;
+  .param .b64 s;
+  st.param.b64 [s], 4;
+  .param .b32 r;
+  call.uni (r), cudaGraphKernelNodeSetParam, (n, o, v, s);
+  ld.param.b32 %r2, [r];
+  }
+  st.global.u32 [%rd3+8], %r2;
+  {
+  .param .b64 n;
+  st.param.b64 [n], 4660;
+  .param .b32 e;
+  st.param.b32 [e], 1;
+  .param .b32 r;
+  call.uni (r), cudaGraphKernelNodeSetEnabled, (n, e);
+  ld.param.b32 %r2, [r];
+  }
+  st.global.u32 [%rd3+12], %r2;
+  ret;
+}
+
 .visible .entry current(.param .u64 out)
 {
   .reg .b64 %rd<3>;
@@ -118,6 +181,7 @@ class LibCudaDeviceGraphs : public ::testing::Test {
     ASSERT_EQ(get(&add_, module_, "add_value"), CUDA_SUCCESS);
     ASSERT_EQ(get(&launchEach_, module_, "launch_each"), CUDA_SUCCESS);
     ASSERT_EQ(get(&current_, module_, "current"), CUDA_SUCCESS);
+    ASSERT_EQ(get(&updateNode_, module_, "update_node"), CUDA_SUCCESS);
     ASSERT_EQ(CU13(cuMemAlloc, CUdeviceptr*, size_t)(&data_, kN * 4), CUDA_SUCCESS);
     ASSERT_EQ(CU13(cuMemAlloc, CUdeviceptr*, size_t)(&graphs_, 1024 * 8), CUDA_SUCCESS);
     ASSERT_EQ(CU13(cuMemAlloc, CUdeviceptr*, size_t)(&answers_, 1024 * 4), CUDA_SUCCESS);
@@ -205,7 +269,7 @@ class LibCudaDeviceGraphs : public ::testing::Test {
   AddNodeFn addNode = proc<AddNodeFn>("cuGraphAddNode", 12020);
   CUcontext context_ = nullptr;
   CUmodule module_ = nullptr;
-  CUfunction add_ = nullptr, launchEach_ = nullptr, current_ = nullptr;
+  CUfunction add_ = nullptr, launchEach_ = nullptr, current_ = nullptr, updateNode_ = nullptr;
   CUdeviceptr data_ = 0, graphs_ = 0, answers_ = 0;
   CUstream stream_ = nullptr;
   std::vector<CUgraph> graphs;
@@ -384,6 +448,94 @@ TEST_F(LibCudaDeviceGraphs, InstantiationFollowsTheRulesForDeviceGraphs) {
   EXPECT_EQ(flags, uint64_t{CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH});
   EXPECT_EQ(launchFromGraph({handleOf(exec)}, kFireAndForget), std::vector<uint32_t>{0});
   EXPECT_EQ(data(), 1u);
+}
+
+// A device-updatable kernel node (CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE): a kernel
+// before it in the graph sets its `value` parameter and its enabled state; bytes past its
+// parameters and an unknown node are refused. Such a node cannot opt out or be destroyed, its
+// graph has one executable graph at a time, and the attribute is for captured launches only.
+TEST_F(LibCudaDeviceGraphs, KernelsUpdateADeviceUpdatableNodeBeforeItRuns) {
+  CUgraph graph = newGraph();
+  CUgraphNode target = add(graph, 1);
+  auto setAttribute = CU13(cuGraphKernelNodeSetAttribute, CUgraphNode, CUkernelNodeAttrID,
+                           const CUlaunchAttributeValue*);
+  auto getAttribute =
+      CU13(cuGraphKernelNodeGetAttribute, CUgraphNode, CUkernelNodeAttrID, CUlaunchAttributeValue*);
+  const auto kUpdatable =
+      static_cast<CUkernelNodeAttrID>(CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE);
+  CUlaunchAttributeValue value{};
+  value.deviceUpdatableKernelNode.deviceUpdatable = 2;
+  EXPECT_EQ(setAttribute(target, kUpdatable, &value), CUDA_ERROR_INVALID_VALUE);
+  value.deviceUpdatableKernelNode.deviceUpdatable = 1;
+  ASSERT_EQ(setAttribute(target, kUpdatable, &value), CUDA_SUCCESS);
+  CUlaunchAttributeValue read{};
+  ASSERT_EQ(getAttribute(target, kUpdatable, &read), CUDA_SUCCESS);
+  CUgraphDeviceNode node = read.deviceUpdatableKernelNode.devNode;
+  EXPECT_EQ(read.deviceUpdatableKernelNode.deviceUpdatable, 1);
+  ASSERT_NE(node, nullptr);
+  // The updater, then the node.
+  CUdeviceptr seven = 0;
+  ASSERT_EQ(CU13(cuMemAlloc, CUdeviceptr*, size_t)(&seven, 4), CUDA_SUCCESS);
+  uint32_t sevenValue = 7, enable = 1;
+  ASSERT_EQ(CU13(cuMemcpyHtoD, CUdeviceptr, const void*, size_t)(seven, &sevenValue, 4),
+            CUDA_SUCCESS);
+  void* params[] = {&node, &seven, &enable, &answers_};
+  CUgraphNode updater = kernel(graph, updateNode_, params, 1);
+  ASSERT_EQ(CU13(cuGraphAddDependencies, CUgraph, const CUgraphNode*, const CUgraphNode*,
+                 const CUgraphEdgeData*, size_t)(graph, &updater, &target, nullptr, 1),
+            CUDA_SUCCESS);
+  CUgraphExec exec = instantiate(graph, 0);
+  ASSERT_EQ(CU13(cuGraphLaunch, CUgraphExec, CUstream)(exec, stream_), CUDA_SUCCESS);
+  ASSERT_EQ(CU13(cuStreamSynchronize, CUstream)(stream_), CUDA_SUCCESS);
+  EXPECT_EQ(data(), 7u);
+  uint32_t answers[4] = {};
+  ASSERT_EQ(CU13(cuMemcpyDtoH, void*, CUdeviceptr, size_t)(answers, answers_, sizeof answers),
+            CUDA_SUCCESS);
+  EXPECT_EQ(answers[0], 0u);
+  EXPECT_EQ(answers[1], 0u);
+  EXPECT_EQ(answers[2], kInvalidValue);  // past the 16 parameter bytes
+  EXPECT_EQ(answers[3], kInvalidValue);  // not a node
+  // Disabled by the updater: the node does nothing at the next launch.
+  CUgraphExec second = nullptr;
+  EXPECT_EQ(CU13(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long)(&second,
+                                                                                         graph, 0),
+            CUDA_ERROR_INVALID_VALUE);
+  enable = 0;
+  CUDA_KERNEL_NODE_PARAMS_v2 p{updateNode_, 1, 1, 1, 1, 1, 1, 0, params, nullptr, nullptr, nullptr};
+  ASSERT_EQ(CU13(cuGraphExecKernelNodeSetParams, CUgraphExec, CUgraphNode,
+                 const CUDA_KERNEL_NODE_PARAMS_v2*)(exec, updater, &p),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU13(cuGraphLaunch, CUgraphExec, CUstream)(exec, stream_), CUDA_SUCCESS);
+  ASSERT_EQ(CU13(cuStreamSynchronize, CUstream)(stream_), CUDA_SUCCESS);
+  EXPECT_EQ(data(), 7u);
+  value.deviceUpdatableKernelNode.deviceUpdatable = 0;
+  EXPECT_EQ(setAttribute(target, kUpdatable, &value), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(CU13(cuGraphDestroyNode, CUgraphNode)(target), CUDA_ERROR_INVALID_VALUE);
+  // Launched with the attribute: only into a capture, which hands the node back.
+  CUlaunchAttribute attribute{};
+  attribute.id = CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE;
+  attribute.value.deviceUpdatableKernelNode.deviceUpdatable = 1;
+  uint32_t one = 1, n = kN;
+  void* addParams[] = {&data_, &one, &n};
+  CUlaunchConfig config{1, 1, 1, kN, 1, 1, 0, stream_, &attribute, 1};
+  auto launchEx = CU13(cuLaunchKernelEx, const CUlaunchConfig*, CUfunction, void**, void**);
+  EXPECT_EQ(launchEx(&config, add_, addParams, nullptr), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(CU13(cuStreamBeginCapture, CUstream, CUstreamCaptureMode)(
+                stream_, CU_STREAM_CAPTURE_MODE_GLOBAL),
+            CUDA_SUCCESS);
+  ASSERT_EQ(launchEx(&config, add_, addParams, nullptr), CUDA_SUCCESS);
+  CUgraph captured = nullptr;
+  ASSERT_EQ(CU13(cuStreamEndCapture, CUstream, CUgraph*)(stream_, &captured), CUDA_SUCCESS);
+  graphs.push_back(captured);
+  EXPECT_NE(attribute.value.deviceUpdatableKernelNode.devNode, nullptr);
+  CUgraphNode capturedNode = nullptr;
+  size_t count = 1;
+  ASSERT_EQ(CU13(cuGraphGetNodes, CUgraph, CUgraphNode*, size_t*)(captured, &capturedNode, &count),
+            CUDA_SUCCESS);
+  ASSERT_EQ(getAttribute(capturedNode, kUpdatable, &read), CUDA_SUCCESS);
+  EXPECT_EQ(read.deviceUpdatableKernelNode.devNode,
+            attribute.value.deviceUpdatableKernelNode.devNode);
+  EXPECT_EQ(CU13(cuMemFree, CUdeviceptr)(seven), CUDA_SUCCESS);
 }
 
 }  // namespace

@@ -1289,12 +1289,39 @@ struct GraphLaunchScript {
       header->used += compiler::amdgpuDeviceLaunchRecordBytes(0);
       ++header->launched;
     }
+    // An update of a device-updatable node's parameters: 4 bytes at offset 8, numbered 3.
+    compiler::AmdgpuDeviceLaunchRecord update;
+    update.kernelName = 0xD0;
+    update.grid[0] = 8;
+    update.paramBytes = 4;
+    update.sequence = 3;
+    update.mode = compiler::kAmdgpuNodeUpdateMode + 2;
+    std::memcpy(at + header->used, &update, sizeof update);
+    uint32_t value = 77;
+    std::memcpy(at + header->used + sizeof update, &value, 4);
+    header->used += compiler::amdgpuDeviceLaunchRecordBytes(4);
+    ++header->launched;
   }
 };
 
+// Device code's node updates, as a test sees them.
+struct RecordedNodeUpdates final : DeviceNodeUpdates {
+  uint32_t setParam(uint64_t node, uint64_t offset, const void* value,
+                    uint64_t size) const override {
+    uint32_t word = 0;
+    if (size == 4) std::memcpy(&word, value, 4);
+    params.push_back({node, offset, size, word});
+    return 0;
+  }
+  uint32_t setEnabled(uint64_t, bool) const override { return 1; }
+  uint32_t setGridDim(uint64_t, const std::array<uint32_t, 3>&) const override { return 1; }
+  mutable std::vector<std::array<uint64_t, 4>> params;
+};
+
 // cudaGraphLaunch on an AMD GPU: the records the kernel's threads leave reach the graph launch
-// running the grid after it, in launch order with their launch modes; the grid learns its graph
-// (%current_graph_exec, a launch register) and whether it runs in one (outside: no launches).
+// running the grid after it, in launch order with their launch modes, and node updates reach
+// the core's; the grid learns its graph (%current_graph_exec, a launch register) and whether it
+// runs in one (outside: no launches).
 TEST_F(HipDouble, GraphsLaunchedOnTheDeviceReachTheGraphLaunch) {
   HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
   ASSERT_EQ(result.devices.size(), 1u);
@@ -1307,14 +1334,18 @@ TEST_F(HipDouble, GraphsLaunchedOnTheDeviceReachTheGraphLaunch) {
   setLaunchHook(&GraphLaunchScript::run, &script);
   RecordedGraph graph;
   graph.current = 0x5000;
+  RecordedNodeUpdates updates;
   LaunchConfig config;
   config.graph = &graph;
+  config.nodeUpdates = &updates;
   uint64_t out = 0x1000;
   ASSERT_TRUE(device.launch(*(*module)->kernel("relaunch"), config, &out).ok());
   EXPECT_EQ(script.inGraph, 1u);
   EXPECT_EQ(script.current, 0x5000u);
   EXPECT_EQ(graph.launches, (std::vector<std::pair<uint64_t, uint64_t>>{
                                 {0xA2, uint64_t{2} << 56}, {0xA1, uint64_t{1} << 56}}));
+  // The node update record reaches the core's updates with its bytes.
+  EXPECT_EQ(updates.params, (std::vector<std::array<uint64_t, 4>>{{0xD0, 8, 4, 77}}));
   config.graph = nullptr;
   ASSERT_TRUE(device.launch(*(*module)->kernel("relaunch"), config, &out).ok());
   EXPECT_EQ(script.inGraph, 0u);
