@@ -568,6 +568,9 @@ GraphUpdateResult GraphExec::update(const Graph& graph, const GraphNode** errorN
   std::lock_guard lock(graphMutex());
   *errorNode = nullptr;
   *errorFrom = nullptr;
+  // "Neither hGraph nor hGraphExec may contain device-updatable kernel nodes."
+  if (graph_->hasDeviceUpdatableNodes() || graph.hasDeviceUpdatableNodes())
+    return GraphUpdateResult::NotSupported;
   GraphUpdateResult result = compareGraphs(*graph_, graph, errorNode, errorFrom, check);
   if (result != GraphUpdateResult::Success) return result;
   std::vector<GraphNode*> mine = graph_->nodes(), theirs = graph.nodes();

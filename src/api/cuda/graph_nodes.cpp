@@ -1376,6 +1376,9 @@ ROCUDA_EXPORT CUresult cuGraphKernelNodeCopyAttributes(CUgraphNode dst, CUgraphN
     if (!found.ok()) return found;
     if (to->content().context != from->content().context)
       return api::invalidValue("the nodes run in different contexts");
+    // Device-updatable nodes "cannot have their attributes copied to/from another kernel node".
+    if (to->content().deviceUpdatable || from->content().deviceUpdatable)
+      return api::invalidValue("a device-updatable node's attributes are not copied");
     return api::changeAttributes(*to, *target, source->attributes);
   });
 }

@@ -511,6 +511,18 @@ TEST_F(LibCudaDeviceGraphs, KernelsUpdateADeviceUpdatableNodeBeforeItRuns) {
   value.deviceUpdatableKernelNode.deviceUpdatable = 0;
   EXPECT_EQ(setAttribute(target, kUpdatable, &value), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(CU13(cuGraphDestroyNode, CUgraphNode)(target), CUDA_ERROR_INVALID_VALUE);
+  // "Cannot have their attributes copied to/from another kernel node", and "neither the graph
+  // nor its instantiated version can be passed to cuGraphExecUpdate".
+  CUgraph other = newGraph();
+  CUgraphNode plain = add(other, 1);
+  auto copyAttributes = CU13(cuGraphKernelNodeCopyAttributes, CUgraphNode, CUgraphNode);
+  EXPECT_EQ(copyAttributes(plain, target), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(copyAttributes(target, plain), CUDA_ERROR_INVALID_VALUE);
+  CUgraphExecUpdateResultInfo info{};
+  EXPECT_EQ(CU13(cuGraphExecUpdate, CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo*)(exec, graph,
+                                                                                        &info),
+            CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED);
   // Launched with the attribute: only into a capture, which hands the node back.
   CUlaunchAttribute attribute{};
   attribute.id = CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE;
