@@ -1,7 +1,8 @@
 // mbarrier (sm_80+ asynchronous barriers, cuda::barrier and cuda::pipeline): init, inval,
 // arrive (count, .expect_tx, .noComplete), arrive_drop, expect_tx, complete_tx, pending_count,
 // test_wait / try_wait (.parity), and cp.async.mbarrier.arrive. The object is one 64-bit word
-// laid out as compiler.h says, updated with a compare-and-swap loop; a wait is
+// laid out as compiler.h says, updated with a compare-and-swap loop (block-private: plain
+// accesses on the CPU device, whose block runs on one host thread); a wait is
 // __rocuda_mbarrier_wait, which the CPU device's scheduler turns into a wait for the phase.
 #include "compiler/translator.h"
 
@@ -39,6 +40,10 @@ llvm::Function* updateFunction(llvm::Module& m) {
   llvm::IRBuilder<> b(entry);
   auto* initial = b.CreateAlignedLoad(i64, word, llvm::Align(8));
   initial->setAtomic(llvm::AtomicOrdering::Monotonic);
+  // An mbarrier is always the block's own shared memory (a generic address too: PTX puts the
+  // object in .shared, and another block's is reachable only in clusters of several blocks).
+  auto* blockPrivate = llvm::MDNode::get(c, {});
+  initial->setMetadata(kBlockPrivateMetadata, blockPrivate);
   b.CreateBr(retry);
 
   b.SetInsertPoint(retry);
@@ -69,6 +74,7 @@ llvm::Function* updateFunction(llvm::Module& m) {
       b.CreateAtomicCmpXchg(word, old, updated, llvm::Align(8),
                             llvm::AtomicOrdering::AcquireRelease, llvm::AtomicOrdering::Monotonic);
   setStringMetadata(*exchange, kScopeMetadata, "cta");
+  exchange->setMetadata(kBlockPrivateMetadata, blockPrivate);
   llvm::Value* seen = b.CreateExtractValue(exchange, 0);
   old->addIncoming(seen, retry);
   b.CreateCondBr(b.CreateExtractValue(exchange, 1), done, retry);

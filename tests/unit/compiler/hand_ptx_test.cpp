@@ -1235,6 +1235,49 @@ TEST(CompilerBlockForms, WarpLeadersStoreOncePerWarp) {
   EXPECT_TRUE(std::regex_search(leaders, std::regex(R"(add nuw nsw i64 %[^ ]+, 32\n)"))) << leaders;
 }
 
+// An mbarrier's arrivals (cuda::barrier's arrive_and_wait, through a generic address as libcu++
+// gives it) update the block's own shared memory: on the CPU device, whose block runs on one
+// host thread, they are plain loads and stores, not a locked compare-and-swap per thread (a
+// cuda::barrier matmul spent a fifth of its time in `lock cmpxchg`). e2e async_barriers checks
+// the barriers' results.
+constexpr const char* kMBarrierPtx = R"(
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry arriveWait(.param .u64 out)
+{
+  .shared .align 8 .b64 bar;
+  .reg .pred %p<3>;
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<6>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %ntid.x;
+  setp.ne.s32 %p1, %r1, 0;
+  @%p1 bra $L__INIT_DONE;
+  mbarrier.init.shared.b64 [bar], %r2;
+$L__INIT_DONE:
+  bar.sync 0;
+  mov.u64 %rd2, bar;
+  cvta.shared.u64 %rd3, %rd2;
+  mbarrier.arrive.b64 %rd4, [%rd3];
+$L__WAIT:
+  mbarrier.test_wait.b64 %p2, [%rd3], %rd4;
+  @!%p2 bra $L__WAIT;
+  cvta.to.global.u64 %rd5, %rd1;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd5, %rd5, %rd2;
+  st.global.u32 [%rd5], %r1;
+  ret;
+}
+)";
+
+TEST(CompilerBlockForms, MBarrierArrivalsAreBlockPrivate) {
+  std::string block = blockFormsOf(kMBarrierPtx, "mbarrier_private");
+  ASSERT_NE(block.find("@__rocuda_round_arriveWait"), std::string::npos) << block;
+  EXPECT_EQ(block.find("cmpxchg"), std::string::npos) << block;
+}
+
 // Appended to kPartialRoundsPtx: odd lanes wait at one __syncwarp, even lanes at another (as
 // e2e round_codes does), so its first round ends with mixed codes.
 constexpr const char* kOddEvenWaitsPtx = R"(
