@@ -281,29 +281,26 @@ Result<GraphNode*> Graph::addNode(GraphNodeType type, const std::vector<GraphNod
   return raw;
 }
 
-bool Graph::hasMemoryNodes() const {
+bool Graph::holdsNode(bool (*matches)(const GraphNode& node)) const {
   for (const auto& node : nodes_) {
-    if (node->type_ == GraphNodeType::MemAlloc || node->type_ == GraphNodeType::MemFree)
-      return true;
-    if (node->content_.child && node->content_.child->hasMemoryNodes()) return true;
+    if (matches(*node)) return true;
+    if (node->content_.child && node->content_.child->holdsNode(matches)) return true;
   }
   return false;
+}
+
+bool Graph::hasMemoryNodes() const {
+  return holdsNode([](const GraphNode& node) {
+    return node.type() == GraphNodeType::MemAlloc || node.type() == GraphNodeType::MemFree;
+  });
 }
 
 bool Graph::hasConditionalNodes() const {
-  for (const auto& node : nodes_) {
-    if (node->type_ == GraphNodeType::Conditional) return true;
-    if (node->content_.child && node->content_.child->hasConditionalNodes()) return true;
-  }
-  return false;
+  return holdsNode([](const GraphNode& node) { return node.type() == GraphNodeType::Conditional; });
 }
 
 bool Graph::hasDeviceUpdatableNodes() const {
-  for (const auto& node : nodes_) {
-    if (node->content_.deviceUpdatable) return true;
-    if (node->content_.child && node->content_.child->hasDeviceUpdatableNodes()) return true;
-  }
-  return false;
+  return holdsNode([](const GraphNode& node) { return node.content().deviceUpdatable != nullptr; });
 }
 
 // ---- Device-updatable kernel nodes ----
@@ -711,9 +708,9 @@ const GraphNode* checkDeviceLaunchable(const Graph& graph, const Context** conte
         return node;
       continue;
     }
-    *failure = InstantiateFailure::NodeOperationNotSupported;
     if (type != GraphNodeType::Kernel && type != GraphNodeType::Memcpy &&
         type != GraphNodeType::Memset) {
+      *failure = InstantiateFailure::NodeOperationNotSupported;
       *why = std::string("a graph launched from the device cannot hold a ") +
              graphNodeTypeName(type) + " node";
       return node;
@@ -721,6 +718,7 @@ const GraphNode* checkDeviceLaunchable(const Graph& graph, const Context** conte
     if (type == GraphNodeType::Memcpy && content.transfer &&
         (content.transfer->sourceType == kArrayMemory ||
          content.transfer->destinationType == kArrayMemory)) {
+      *failure = InstantiateFailure::NodeOperationNotSupported;
       *why = "a graph launched from the device cannot copy to or from a CUDA array";
       return node;
     }
@@ -795,7 +793,6 @@ Result<GraphExec*> instantiateGraph(const Graph& graph, uint64_t flags, const Gr
       return makeError(ErrorCode::InvalidValue,
                        "a graph launched from the device needs a kernel, memcpy or memset node");
     }
-    *failure = InstantiateFailure::Error;
   }
   // "Only one instantiation of the graph may exist at any point in time" (graphs with memory,
   // conditional or device-updatable nodes; cuGraphInstantiate documents

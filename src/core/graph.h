@@ -290,6 +290,9 @@ class Graph : public Object {
   const ConditionalHandle* findConditionalHandle(uint64_t id) const;
 
  private:
+  // Whether a node of the graph, or of a graph embedded in it, `matches` (the has*Nodes queries).
+  bool holdsNode(bool (*matches)(const GraphNode& node)) const;
+
   std::vector<std::unique_ptr<GraphNode>> nodes_;
   std::unordered_map<const GraphNode*, GraphNode*> cloneOf_;  // original -> node of this graph
   std::map<UserObject*, unsigned> userObjects_;

@@ -53,9 +53,8 @@ struct LaunchOptions {
   // the kernel's end is the latest they may fire, so whatever waits for them stays correct.
   std::vector<core::Event*> completionEvents;
   // CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE (captured launches only): the node's state
-  // (a new one unless a node being rebuilt has one) and where its handle goes.
-  bool deviceUpdatable = false;
-  std::shared_ptr<core::DeviceUpdatableKernel> deviceUpdatableState;
+  // (a new one, or the one of a node being rebuilt) and where its handle goes.
+  std::shared_ptr<core::DeviceUpdatableKernel> deviceUpdatable;
   CUgraphDeviceNode* deviceNodeOut = nullptr;
 };
 
@@ -97,8 +96,7 @@ Outcome launch(const void* f, const std::array<uint32_t, 3>& grid,
     // result in an error."
     if (!(*stream)->capture())
       return invalidValue("a device-updatable kernel node needs a capturing stream");
-    request.deviceUpdatable = options.deviceUpdatableState ? options.deviceUpdatableState
-                                                           : core::makeDeviceUpdatableKernel();
+    request.deviceUpdatable = options.deviceUpdatable;
   }
   if (extra != nullptr) {
     Outcome parsed = parseExtra(extra, request);
@@ -275,7 +273,7 @@ Outcome checkLaunchAttributes(const CUlaunchConfig& config, LaunchOptions* optio
       case CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE: {
         int updatable = attribute.value.deviceUpdatableKernelNode.deviceUpdatable;
         if (updatable != 0 && updatable != 1) return invalidValue("deviceUpdatable is 0 or 1");
-        options->deviceUpdatable = updatable == 1;
+        if (updatable == 1) options->deviceUpdatable = core::makeDeviceUpdatableKernel();
         // The handle goes back in the caller's attribute (attrs is not const).
         options->deviceNodeOut = &config.attrs[i].value.deviceUpdatableKernelNode.devNode;
         break;
@@ -318,8 +316,7 @@ Outcome launchKernelNode(const void* f, const CUDA_KERNEL_NODE_PARAMS_v2& p, CUs
   LaunchOptions options;
   options.cooperative = cooperative;
   options.explicitCluster = explicitCluster;
-  options.deviceUpdatable = deviceUpdatable != nullptr;
-  options.deviceUpdatableState = std::move(deviceUpdatable);
+  options.deviceUpdatable = std::move(deviceUpdatable);
   return launch(f, {p.gridDimX, p.gridDimY, p.gridDimZ}, {p.blockDimX, p.blockDimY, p.blockDimZ},
                 p.sharedMemBytes, stream, p.kernelParams, p.extra, StreamVariant::Legacy,
                 std::move(options));

@@ -192,12 +192,39 @@ class LaunchRuntime {
     failIf(
         b_.CreateICmpUGE(b_.CreateAdd(depth, b_.getInt32(1)), b_.getInt32(kAmdgpuMaxLaunchNesting)),
         kMaxDepthExceeded);
-    llvm::Value* sequence = b_.CreateAdd(
-        atomicAdd(global(address, ROCUDA_HEADER(launched)), b_.getInt32(1)), b_.getInt32(1));
-    store32(b_.CreateZExt(b_.CreateICmpEQ(stream, b_.getInt64(kTailLaunchStream)), b_.getInt32Ty()),
-            record, ROCUDA_FIELD(mode));
-    store32(sequence, record, ROCUDA_FIELD(sequence));
+    number(record,
+           b_.CreateZExt(b_.CreateICmpEQ(stream, b_.getInt64(kTailLaunchStream)), b_.getInt32Ty()));
     b_.CreateRet(b_.getInt32(0));
+  }
+
+  // Number `record` for the host (an atomic add to the header's `launched`) with its `mode`.
+  void number(llvm::Value* record, llvm::Value* mode) {
+    llvm::Value* sequence = b_.CreateAdd(
+        atomicAdd(global(buffer(), ROCUDA_HEADER(launched)), b_.getInt32(1)), b_.getInt32(1));
+    store32(mode, record, ROCUDA_FIELD(mode));
+    store32(sequence, record, ROCUDA_FIELD(sequence));
+  }
+
+  // A record of work the host does after the grid (a graph launch, a node update): `name` (i64)
+  // in its kernelName, `words` in its grid, `size` bytes (i32) from `value` (a flat pointer, or
+  // null) after it, numbered with `mode`. Returns from the function with
+  // cudaErrorLaunchPendingCountExceeded (kept as the last error) when the buffer has no room; goes
+  // on in a new block otherwise.
+  void recordForHost(llvm::Value* name, llvm::Value* mode, llvm::Value* words[3],
+                     llvm::Value* value, llvm::Value* size) {
+    llvm::Value* zero = b_.getInt32(0);
+    llvm::Value* none[3] = {zero, zero, zero};
+    llvm::Value* parameters = handOut(name, words, none, zero, size);
+    llvm::BasicBlock *full = block("full"), *room = block("room");
+    b_.CreateCondBr(b_.CreateICmpEQ(parameters, b_.getInt64(0)), full, room);
+    b_.SetInsertPoint(full);
+    b_.CreateRet(b_.getInt32(kPendingCountExceeded));
+    b_.SetInsertPoint(room);
+    if (value != nullptr)
+      b_.CreateMemCpy(
+          b_.CreateIntToPtr(parameters, llvm::PointerType::get(fn_.getContext(), kGlobalAS)),
+          llvm::MaybeAlign(1), value, llvm::MaybeAlign(1), size);
+    number(b_.CreateSub(parameters, b_.getInt64(kRecordBytes)), mode);
   }
 
   // cudaGraphLaunch(graphExec, stream): a record without parameters naming the graph and its
@@ -212,49 +239,21 @@ class LaunchRuntime {
     llvm::Value* address = buffer();
     failIf(b_.CreateICmpEQ(address, b_.getInt64(0)), kNotPermitted);
     failIf(b_.CreateICmpEQ(load32(address, ROCUDA_HEADER(inGraph)), b_.getInt32(0)), kNotPermitted);
-    llvm::Value* one = b_.getInt32(1);
-    llvm::Value* dims[3] = {one, one, one};
-    llvm::Value* parameters = handOut(graphExec, dims, dims, b_.getInt32(0), b_.getInt32(0));
-    llvm::BasicBlock *full = block("full"), *room = block("room");
-    b_.CreateCondBr(b_.CreateICmpEQ(parameters, b_.getInt64(0)), full, room);
-    b_.SetInsertPoint(full);  // handOut kept the last error
-    b_.CreateRet(b_.getInt32(kPendingCountExceeded));
-    b_.SetInsertPoint(room);
-    llvm::Value* record = b_.CreateSub(parameters, b_.getInt64(kRecordBytes));
-    llvm::Value* sequence = b_.CreateAdd(
-        atomicAdd(global(address, ROCUDA_HEADER(launched)), b_.getInt32(1)), b_.getInt32(1));
-    store32(
+    llvm::Value* zero = b_.getInt32(0);
+    llvm::Value* none[3] = {zero, zero, zero};
+    recordForHost(
+        graphExec,
         b_.CreateAdd(b_.getInt32(kAmdgpuGraphLaunchMode), b_.CreateTrunc(mode, b_.getInt32Ty())),
-        record, ROCUDA_FIELD(mode));
-    store32(sequence, record, ROCUDA_FIELD(sequence));
+        none, nullptr, zero);
     b_.CreateRet(b_.getInt32(0));
   }
 
   // An update of the device-updatable node `node` (i64): a record of `field`
-  // (cudaGraphKernelNodeField) with `words` in its grid and `size` bytes (i32) from `value` (a
-  // flat pointer, or null) after it, numbered for the host. Returns from the function with the
-  // error when it cannot be recorded; goes on in a new block otherwise.
+  // (cudaGraphKernelNodeField) with `words` in its grid and `size` bytes from `value` after it.
   void recordNodeUpdate(llvm::Value* node, uint32_t field, llvm::Value* words[3],
                         llvm::Value* value, llvm::Value* size) {
-    llvm::Value* address = buffer();
-    failIf(b_.CreateICmpEQ(address, b_.getInt64(0)), kInvalidValue);
-    llvm::Value* zero = b_.getInt32(0);
-    llvm::Value* none[3] = {zero, zero, zero};
-    llvm::Value* parameters = handOut(node, words, none, zero, size);
-    llvm::BasicBlock *full = block("full"), *room = block("room");
-    b_.CreateCondBr(b_.CreateICmpEQ(parameters, b_.getInt64(0)), full, room);
-    b_.SetInsertPoint(full);  // handOut kept the last error
-    b_.CreateRet(b_.getInt32(kPendingCountExceeded));
-    b_.SetInsertPoint(room);
-    if (value != nullptr)
-      b_.CreateMemCpy(
-          b_.CreateIntToPtr(parameters, llvm::PointerType::get(fn_.getContext(), kGlobalAS)),
-          llvm::MaybeAlign(1), value, llvm::MaybeAlign(1), size);
-    llvm::Value* record = b_.CreateSub(parameters, b_.getInt64(kRecordBytes));
-    llvm::Value* sequence = b_.CreateAdd(
-        atomicAdd(global(address, ROCUDA_HEADER(launched)), b_.getInt32(1)), b_.getInt32(1));
-    store32(b_.getInt32(kAmdgpuNodeUpdateMode + field), record, ROCUDA_FIELD(mode));
-    store32(sequence, record, ROCUDA_FIELD(sequence));
+    failIf(b_.CreateICmpEQ(buffer(), b_.getInt64(0)), kInvalidValue);
+    recordForHost(node, b_.getInt32(kAmdgpuNodeUpdateMode + field), words, value, size);
   }
   // The three updates: of the parameters (offset i64, value flat pointer, size i64), the
   // enabled state (i32) and the grid (three i32, checked against CUDA's limits).
