@@ -546,6 +546,10 @@ class DeviceBackend {
   // A queue for one stream worker (StreamQueue), or null where every operation runs to
   // completion anyway (the CPU device).
   virtual std::unique_ptr<StreamQueue> createStreamQueue() { return nullptr; }
+  // Whether createStreamQueue gives queues (true exactly where it does). Where it does not,
+  // device work runs on the thread that issues it, whichever that is: a stream's worker, or a
+  // thread synchronising the stream (Stream::finish).
+  virtual bool queuesStreamWork() const { return false; }
 };
 
 // The CPU device (backends/cpu). Always available. `instance` numbers the CPU devices of the

@@ -191,15 +191,10 @@ Result<CompletionPtr> Context::enqueueCommand(Stream& stream, std::string name,
                                               std::vector<CompletionPtr> after, CommandKind kind) {
   // After a kernel failure the context runs nothing more (CUDA's sticky errors): new work is
   // refused with the error, queued work completes at once with it.
-  if (!runsAfterFailure) {
-    ROCUDA_TRY(stickyError());
-    work = [this, work = std::move(work)]() -> Status {
-      if (Status sticky = stickyError(); !sticky.ok()) return sticky;
-      return work ? work() : Status::success();
-    };
-  }
+  if (!runsAfterFailure) ROCUDA_TRY(stickyError());
   // Stream capture: the operation becomes a node of the capture's graph and does not run now.
   if (CaptureStatePtr capture = stream.capture()) {
+    if (!runsAfterFailure) work = [this, work = std::move(work)] { return runUnlessFailed(work); };
     Result<GraphNode*> node = recordCapturedNode(stream, capture, std::move(name), std::move(work));
     if (!node.ok()) return node.error();
     return Completion::captured(std::move(capture), makeError(ErrorCode::StreamCaptureUnsupported,
@@ -228,7 +223,13 @@ Result<CompletionPtr> Context::enqueueCommand(Stream& stream, std::string name,
   }
   // ...and those its green context waits for (cuGreenCtxWaitEvent).
   if (GreenContext* green = stream.greenContext()) green->appendWaits(dependencies);
-  return stream.enqueue(std::move(name), std::move(work), std::move(dependencies), kind);
+  return stream.enqueue(std::move(name), std::move(work), std::move(dependencies), kind,
+                        !runsAfterFailure);
+}
+
+Status Context::runUnlessFailed(const std::function<Status()>& work) const {
+  if (Status sticky = stickyError(); !sticky.ok()) return sticky;
+  return work ? work() : Status::success();
 }
 
 Status refuseWhileCapturing(const std::vector<Stream*>& streams, const std::string& what) {
@@ -304,9 +305,8 @@ Status Context::synchronize() {
 }
 
 void Context::drain() {
-  for (Stream* stream : allStreams())
-    if (auto tail = stream->tail()) tail->wait();
-  if (auto tail = legacy_->tail()) tail->wait();
+  for (Stream* stream : allStreams()) stream->finish();
+  legacy_->finish();
   // cuCtxRecordEvent's records are work of the context too (they follow everything above).
   if (auto tail = records_.tail()) tail->wait();
 }

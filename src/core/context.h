@@ -16,6 +16,7 @@
 #include "core/object.h"
 #include "core/stream.h"
 #include "support/result.h"
+#include "support/short_lock.h"
 
 namespace rocuda::core {
 
@@ -104,6 +105,9 @@ class Context : public Object {
   // writes the core dump its settings ask for (core/coredump.h).
   void noteDeviceFailure(const Error& error);
   Status stickyError() const;
+  // `work`'s result, or the sticky error without running it: what queued work does once a
+  // kernel has failed.
+  Status runUnlessFailed(const std::function<Status()>& work) const;
 
   // cuCtxRecordEvent: `event` completes once all work queued in the context now is done.
   // cuCtxWaitEvent: all work queued in the context from now waits for `event`'s latest record.
@@ -137,7 +141,7 @@ class Context : public Object {
   unsigned flags_;
   bool primary_;
   uint64_t id_;
-  mutable std::mutex mutex_;
+  mutable support::ShortLock mutex_;  // taken by the host and by stream workers in turn
   std::unique_ptr<Stream> legacy_;
   // Per-thread default streams, by support::ThreadIdentity serial (ids of exited threads are
   // reused by new ones); the owner's liveness says when a stream can be retired.

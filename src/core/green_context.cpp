@@ -72,8 +72,7 @@ void GreenContext::appendWaits(std::vector<CompletionPtr>& dependencies) {
 
 Status GreenContext::synchronize() {
   ROCUDA_TRY(refuseWhileCapturing("synchronizing the green context"));
-  for (Stream* stream : streams())
-    if (auto tail = stream->tail()) tail->wait();
+  for (Stream* stream : streams()) stream->finish();
   if (auto tail = records_.tail()) tail->wait();
   return primary_.stickyError();
 }

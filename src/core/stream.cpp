@@ -15,15 +15,41 @@ namespace {
 // Waking a sleeping thread costs tens of microseconds on an idle (virtual) machine, more than
 // a short kernel takes: waiters first poll for this long before they sleep.
 constexpr auto kSpinBeforeSleep = std::chrono::microseconds(50);
+// For the first part of that they only poll: a sched_yield is a system call (about a microsecond
+// in a VM) that, made as the awaited flag turns, delays the waiter by as much. Later polls yield,
+// so that a waiter does not starve the thread it waits for on a machine with more threads than
+// cores.
+constexpr auto kPollBeforeYield = std::chrono::microseconds(10);
+
+// How long device work queued on an idle stream waits for a synchronising host thread to run
+// it (Stream::finish) before the stream's worker does: longer than a launch call takes to return
+// and reach the synchronisation, far shorter than any kernel.
+constexpr auto kLeftToSynchronizer = std::chrono::microseconds(2);
+
+// Pauses between two looks of an idle worker at its stream's signals (about half a microsecond).
+constexpr int kRelaxesPerLook = 48;
+
+// Poll `done` for `duration` at most, without yielding; true when it held.
+template <class Done>
+bool pollFor(std::chrono::nanoseconds duration, Done done) {
+  auto deadline = std::chrono::steady_clock::now() + duration;
+  for (unsigned i = 0;; ++i) {
+    if (done()) return true;
+    support::cpuRelax();
+    if ((i & 15) == 15 && std::chrono::steady_clock::now() > deadline) return false;
+  }
+}
 
 template <class Ready>
 bool spinUntil(Ready ready) {
-  auto deadline = std::chrono::steady_clock::now() + kSpinBeforeSleep;
+  auto start = std::chrono::steady_clock::now();
   for (unsigned i = 0;; ++i) {
     if (ready()) return true;
+    support::cpuRelax();
     if ((i & 63) == 63) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      std::this_thread::yield();
+      auto spun = std::chrono::steady_clock::now() - start;
+      if (spun > kSpinBeforeSleep) return false;
+      if (spun > kPollBeforeYield) std::this_thread::yield();
     }
   }
 }
@@ -35,23 +61,18 @@ void Completion::complete(Status status) {
     std::lock_guard lock(mutex_);
     status_ = std::move(status);
     finishedAt_ = std::chrono::steady_clock::now();
-    done_ = true;
-    doneFlag_.store(true, std::memory_order_release);
   }
-  cv_.notify_all();
+  done_.store(true, std::memory_order_release);
+  done_.notify_all();
 }
 
 void Completion::wait() const {
   if (capturedBy_) capturedBy_->invalidated = true;
-  if (spinUntil([this] { return doneFlag_.load(std::memory_order_acquire); })) return;
-  std::unique_lock lock(mutex_);
-  cv_.wait(lock, [this] { return done_; });
+  if (spinUntil([this] { return done_.load(std::memory_order_acquire); })) return;
+  while (!done_.load(std::memory_order_acquire)) done_.wait(false, std::memory_order_acquire);
 }
 
-bool Completion::done() const {
-  std::lock_guard lock(mutex_);
-  return done_;
-}
+bool Completion::done() const { return done_.load(std::memory_order_acquire); }
 
 Status Completion::status() const {
   std::lock_guard lock(mutex_);
@@ -83,7 +104,8 @@ Stream::Stream(Context& context, StreamKind kind, unsigned flags, int priority)
       kind_(kind),
       id_(nextStreamId()),
       flags_(flags),
-      priority_(priority) {}
+      priority_(priority),
+      hostRunsDeviceSteps_(!context.device().backend().queuesStreamWork()) {}
 
 Stream::~Stream() {
   {
@@ -95,18 +117,30 @@ Stream::~Stream() {
 }
 
 CompletionPtr Stream::enqueue(std::string name, std::function<Status()> work,
-                              std::vector<CompletionPtr> dependencies, CommandKind kind) {
+                              std::vector<CompletionPtr> dependencies, CommandKind kind,
+                              bool skipAfterFailure) {
   auto completion = std::make_shared<Completion>();
+  // The commands the worker has finished since, destroyed here, after unlocking: see finished_.
+  // The vector's storage goes back to the stream in the swap (no allocation once it has grown).
+  thread_local std::vector<Command> finished;
   {
     std::lock_guard lock(mutex_);
-    queue_.push_back(
-        Command{std::move(name), std::move(work), std::move(dependencies), completion, kind, {}});
-    queued_.fetch_add(1, std::memory_order_release);
-    tail_ = completion;
+    queue_.push_back(Command{std::move(name),
+                             std::move(work),
+                             std::move(dependencies),
+                             completion,
+                             kind,
+                             skipAfterFailure,
+                             {}});
+    signals_.queued.fetch_add(1, std::memory_order_relaxed);
+    signals_.changes.fetch_add(1, std::memory_order_release);
+    tail_.store(completion, std::memory_order_release);
     // The worker starts with the first command: streams that are never used cost no thread.
     if (!worker_.joinable()) worker_ = std::thread([this] { workerLoop(); });
+    finished.swap(finished_);
   }
   cv_.notify_one();
+  finished.clear();
   return completion;
 }
 
@@ -134,9 +168,64 @@ void Stream::enqueueWait(CompletionPtr completion) {
   if (completion) enqueue("wait for event", {}, {std::move(completion)}, CommandKind::DeviceStep);
 }
 
-CompletionPtr Stream::tail() const {
-  std::lock_guard lock(mutex_);
-  return tail_;
+CompletionPtr Stream::tail() const { return tail_.load(std::memory_order_acquire); }
+
+Stream::Command Stream::takeFront() {
+  Command command = std::move(queue_.front());
+  queue_.front().completion = command.completion;  // what a synchronising thread waits for
+  signals_.frontTaken.store(true, std::memory_order_release);
+  return command;
+}
+
+void Stream::retireFront(Command* finished) {
+  {
+    std::lock_guard lock(mutex_);
+    queue_.pop_front();
+    signals_.queued.fetch_sub(1, std::memory_order_relaxed);
+    signals_.frontTaken.store(false, std::memory_order_relaxed);
+    signals_.changes.fetch_add(1, std::memory_order_release);
+    if (finished != nullptr) finished_.push_back(std::move(*finished));
+  }
+  cv_.notify_one();  // a worker that found the front taken by another thread
+}
+
+Status Stream::execute(Command& command) {
+  Status status = command.skipAfterFailure ? context_.runUnlessFailed(command.work)
+                  : command.work           ? command.work()
+                                           : Status::success();
+  if (!status.ok()) log::error(command.name + " failed: " + status.error().message);
+  return status;
+}
+
+bool Stream::runFrontHere(CompletionPtr* running) {
+  Command command;
+  {
+    std::lock_guard lock(mutex_);
+    if (queue_.empty()) return false;
+    if (!hostRunsDeviceSteps_ || signals_.frontTaken.load(std::memory_order_relaxed) ||
+        queue_.front().kind != CommandKind::DeviceStep) {
+      *running = queue_.front().completion;
+      return false;
+    }
+    command = takeFront();
+  }
+  for (const auto& dependency : command.dependencies) dependency->wait();
+  command.completion->complete(execute(command));
+  retireFront(&command);
+  return true;
+}
+
+void Stream::waitFor(const CompletionPtr& command) {
+  while (!command->done()) {
+    CompletionPtr running;
+    if (runFrontHere(&running)) continue;
+    // The worker runs the front (or it is host work, or device work left queued on the device).
+    (running ? running : command)->wait();
+  }
+}
+
+void Stream::finish() {
+  if (CompletionPtr last = tail()) waitFor(last);
 }
 
 void Stream::workerLoop() {
@@ -155,22 +244,64 @@ void Stream::workerLoop() {
     }
     for (Command& done : inFlight)
       done.completion->complete(done.issued.ok() ? drained : std::move(done.issued));
+    std::lock_guard lock(mutex_);
+    for (Command& done : inFlight) finished_.push_back(std::move(done));
     inFlight.clear();
+  };
+  auto runnable = [this] {
+    return signals_.queued.load(std::memory_order_acquire) != 0 &&
+           !signals_.frontTaken.load(std::memory_order_acquire);
   };
   for (;;) {
     Command command;
     {
-      if (inFlight.empty())
-        spinUntil([this] { return queued_.load(std::memory_order_acquire) != 0; });
+      if (inFlight.empty()) {
+        bool wasIdle = !runnable();
+        // Spin while the stream is in use, even where synchronising threads run its work: a
+        // worker asleep costs every enqueue a wake-up call.
+        // Spin while the stream is in use, even where synchronising threads run its work (a
+        // worker asleep costs every enqueue a wake-up call), looking at the signals only now and
+        // then: each look takes their cache line from the thread that writes them next.
+        bool woken = false;
+        for (uint64_t seen = signals_.changes.load(std::memory_order_acquire);;) {
+          if (runnable()) {
+            woken = true;
+            break;
+          }
+          woken = spinUntil([&] {
+            for (int i = 0; i < kRelaxesPerLook; ++i) support::cpuRelax();
+            return signals_.changes.load(std::memory_order_acquire) != seen;
+          });
+          if (!woken) break;
+          seen = signals_.changes.load(std::memory_order_acquire);
+        }
+        // Device work queued on an idle stream is left to the host threads for a moment: one
+        // that synchronises at once runs it itself (finish), without a hand-off to this thread
+        // and back, each a few cache misses between cores. Later commands follow at once.
+        if (woken && wasIdle && hostRunsDeviceSteps_ &&
+            pollFor(kLeftToSynchronizer, [&] { return !runnable(); }))
+          continue;  // a synchronising thread took it
+      }
       std::unique_lock lock(mutex_);
       if (queue_.empty() && !inFlight.empty()) {
         lock.unlock();
         drain();
         continue;
       }
-      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) {
+        // Idle: nobody may enqueue for a while, so what finished is released now.
+        std::vector<Command> finished;
+        finished.swap(finished_);
+        lock.unlock();
+        finished.clear();
+        lock.lock();
+      }
+      cv_.wait(lock, [this] {
+        return (stopping_ && queue_.empty()) ||
+               (!queue_.empty() && !signals_.frontTaken.load(std::memory_order_relaxed));
+      });
       if (queue_.empty()) return;  // stopping, and drained
-      command = std::move(queue_.front());
+      command = takeFront();
     }
     if (command.kind == CommandKind::DeviceStep && !deviceQueue)
       deviceQueue = context_.device().backend().createStreamQueue();
@@ -182,33 +313,25 @@ void Stream::workerLoop() {
     Status status;
     {
       backends::StreamQueue::Activation active(queues ? deviceQueue.get() : nullptr);
-      status = command.work ? command.work() : Status::success();
-    }
-    if (!status.ok()) log::error(command.name + " failed: " + status.error().message);
-    {
-      // Pop only after running, so that idle() is false while a command runs.
-      std::lock_guard lock(mutex_);
-      queue_.pop_front();
-      queued_.fetch_sub(1, std::memory_order_release);
+      status = execute(command);
     }
     if (queues) {
       command.issued = std::move(status);
+      retireFront(nullptr);
       inFlight.push_back(std::move(command));
     } else {
       command.completion->complete(std::move(status));
+      retireFront(&command);
     }
   }
 }
 
-CaptureStatePtr Stream::capture() const {
-  std::lock_guard lock(mutex_);
-  return capture_;
-}
+CaptureStatePtr Stream::capture() const { return capture_.load(std::memory_order_acquire); }
 
 CaptureStatePtr Stream::setCapture(CaptureStatePtr capture) {
   std::lock_guard lock(mutex_);
-  std::swap(capture_, capture);
-  if (!capture_) captureDependencies_.clear();
+  capture = capture_.exchange(std::move(capture), std::memory_order_acq_rel);
+  if (!capture_.load(std::memory_order_relaxed)) captureDependencies_.clear();
   return capture;
 }
 
@@ -227,7 +350,7 @@ Status Stream::synchronize() {
     active->invalidated = true;
     return makeError(ErrorCode::StreamCaptureUnsupported, "synchronizing a capturing stream");
   }
-  if (CompletionPtr last = tail()) last->wait();
+  finish();
   context_.device().trimMemPools();  // CUDA's pools release memory at synchronisations
   return context_.stickyError();
 }

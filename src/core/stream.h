@@ -7,7 +7,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -19,7 +18,9 @@
 #include "backends/device_backend.h"
 #include "core/graph.h"
 #include "core/object.h"
+#include "support/fifo.h"
 #include "support/result.h"
+#include "support/short_lock.h"
 
 namespace rocuda::core {
 
@@ -42,10 +43,8 @@ class Completion {
 
  private:
   CaptureStatePtr capturedBy_;
-  mutable std::mutex mutex_;
-  mutable std::condition_variable cv_;
-  bool done_ = false;
-  std::atomic<bool> doneFlag_{false};  // done_, readable without the lock (short spin waits)
+  mutable support::ShortLock mutex_;  // status_ and finishedAt_
+  std::atomic<bool> done_{false};     // set after them; waiters poll it, then sleep on it
   Status status_;
   std::chrono::steady_clock::time_point finishedAt_;
 };
@@ -94,9 +93,11 @@ class Stream : public Object {
 
   // Queue `work` after everything already queued and after `dependencies`. Returns its completion.
   // A failed dependency does not stop `work`; errors surface through the context.
+  // `skipAfterFailure`: once a kernel of the context has failed, the command completes with the
+  // sticky error instead of running (Context::runUnlessFailed).
   CompletionPtr enqueue(std::string name, std::function<Status()> work,
                         std::vector<CompletionPtr> dependencies = {},
-                        CommandKind kind = CommandKind::HostStep);
+                        CommandKind kind = CommandKind::HostStep, bool skipAfterFailure = false);
   // cuStreamWaitEvent: a command that waits for `completion`, so later work runs after it and
   // the stream is not idle until it completes.
   void enqueueWait(CompletionPtr completion);
@@ -104,6 +105,12 @@ class Stream : public Object {
   CompletionPtr tail() const;
 
   Status synchronize();  // wait for all queued work; the context's sticky error, if any
+  // Wait for `command` (a completion of this stream's), running on the calling thread the device
+  // work before it that the worker has not started (on devices whose device work runs on the
+  // host: the CPU device).
+  void waitFor(const CompletionPtr& command);
+  // The same for all work queued so far.
+  void finish();
   bool idle() const;
 
   // Stream capture: while capture() is set, Context::enqueue records operations into its graph
@@ -121,9 +128,19 @@ class Stream : public Object {
     std::vector<CompletionPtr> dependencies;
     CompletionPtr completion;
     CommandKind kind = CommandKind::HostStep;
+    bool skipAfterFailure = false;
     Status issued;  // a DeviceStep's own result, while its device work may still be queued
   };
   void workerLoop();
+  // The front command, marked taken (under the lock); its slot keeps the completion.
+  Command takeFront();
+  // Pop the front command once it ran; `finished` (when not null) goes to finished_.
+  void retireFront(Command* finished);
+  // Run `command`'s work (or answer the sticky error); logs a failure.
+  Status execute(Command& command);
+  // Run the front command here if it is device work nobody has taken; otherwise false, with
+  // the front's completion in `running` (nothing when the queue is empty).
+  bool runFrontHere(CompletionPtr* running);
 
   Context& context_;
   GreenContext* green_ = nullptr;
@@ -131,13 +148,30 @@ class Stream : public Object {
   uint64_t id_;
   unsigned flags_;
   std::atomic<int> priority_;
-  mutable std::mutex mutex_;
+  // The host enqueues while the worker takes the previous command: a lock that polls first.
+  mutable support::ShortLock mutex_;
   std::map<unsigned, AttributeValue> attributes_;
-  std::condition_variable cv_;
-  std::deque<Command> queue_;
-  std::atomic<size_t> queued_{0};  // queue_.size(), readable without the lock (spin waits)
-  CompletionPtr tail_;
-  CaptureStatePtr capture_;
+  std::condition_variable_any cv_;
+  support::Fifo<Command> queue_;
+  // Commands the worker has finished, for the next enqueue to destroy (or the worker, once the
+  // queue is empty): the enqueuing thread made a command's allocations (its closure, name and
+  // completion), and frees on the worker would contend with that thread's next allocations for
+  // the C library's arena lock, a sleep in the kernel for both.
+  std::vector<Command> finished_;
+  // Written under the lock by whoever queues, takes or retires a command, read without it by the
+  // worker while it waits: one cache line of their own, so that a host thread's writes cost at
+  // most a miss or two per command.
+  struct alignas(64) QueueSignals {
+    std::atomic<size_t> queued{0};        // queue_.size()
+    std::atomic<bool> frontTaken{false};  // the front command runs (worker or synchronising thread)
+    std::atomic<uint64_t> changes{0};     // commands queued and retired so far
+  } signals_;
+  // Device work may run on a synchronising thread: the device queues none of it (StreamQueue).
+  bool hostRunsDeviceSteps_;
+  // Read without the queue's lock: synchronisations and other streams' dependencies ask for it
+  // while the worker holds the lock to take a command, and a contended lock sleeps in the kernel.
+  std::atomic<CompletionPtr> tail_;
+  std::atomic<CaptureStatePtr> capture_;  // read at every launch and copy: no lock either
   std::vector<GraphNode*> captureDependencies_;
   bool stopping_ = false;
   std::thread worker_;

@@ -52,7 +52,7 @@ Outcome submit(core::Stream& stream, const char* name, std::function<Status()> w
   if (!queued) return queued.error();
   core::CompletionPtr done = *queued;
   if (!wait) return {};
-  done->wait();
+  stream.waitFor(done);
   if (Status status = done->status(); !status.ok()) return status;
   return stream.context().stickyError();
 }

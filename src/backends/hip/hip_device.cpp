@@ -643,6 +643,7 @@ class HipDevice final : public DeviceBackend {
   std::unique_ptr<StreamQueue> createStreamQueue() override {
     return std::make_unique<HipStreamQueue>(*this, *library_, *lanes_, ordinal_);
   }
+  bool queuesStreamWork() const override { return true; }
 
   Result<void*> allocateDevice(size_t bytes) override {
     ROCUDA_TRY(select());

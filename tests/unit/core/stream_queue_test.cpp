@@ -59,6 +59,7 @@ class QueueingBackend final : public backends::DeviceBackend {
   std::unique_ptr<backends::StreamQueue> createStreamQueue() override {
     return std::make_unique<Queue>(*this, *this);
   }
+  bool queuesStreamWork() const override { return true; }
 
   const backends::DeviceDescription& description() const override { return description_; }
   Result<void*> allocateDevice(size_t) override { return unused(); }

@@ -92,6 +92,93 @@ TEST(Streams, NonBlockingStreamDoesNotWaitForLegacyStream) {
   ASSERT_TRUE(context.destroyStream(*independent).ok());
 }
 
+// Device work the stream's worker has not started is run by a thread that synchronises the
+// stream (the CPU device: launch + synchronize costs no hand-off between cores). The worker
+// leaves such work a moment before taking it, so a thread that synchronises at once mostly
+// wins; a loaded machine may deschedule it for that moment, hence several tries.
+TEST(Streams, SynchronizingThreadsRunDeviceWorkNobodyHasStarted) {
+  Context& context = testing::primaryContext();
+  auto stream = context.createStream(/*non-blocking=*/1, 0);
+  ASSERT_TRUE(stream.ok());
+  const std::thread::id self = std::this_thread::get_id();
+  bool ranHere = false;
+  for (int attempt = 0; attempt < 2000 && !ranHere; ++attempt) {
+    std::thread::id ranOn;
+    ASSERT_TRUE(context
+                    .enqueueDeviceWork(**stream, "where",
+                                       [&] {
+                                         ranOn = std::this_thread::get_id();
+                                         return Status::success();
+                                       })
+                    .ok());
+    ASSERT_TRUE((*stream)->synchronize().ok());
+    ranHere = ranOn == self;
+  }
+  EXPECT_TRUE(ranHere) << "device work always ran on the stream's worker";
+  // Host work (host functions, event records) always runs on the worker, as CUDA runs host
+  // functions on a thread of its own.
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    std::thread::id ranOn;
+    ASSERT_TRUE(context
+                    .enqueue(**stream, "host",
+                             [&] {
+                               ranOn = std::this_thread::get_id();
+                               return Status::success();
+                             })
+                    .ok());
+    ASSERT_TRUE((*stream)->synchronize().ok());
+    ASSERT_NE(ranOn, self);
+  }
+  ASSERT_TRUE(context.destroyStream(*stream).ok());
+}
+
+// Whoever runs them, a stream's commands run once each and in the order they were queued, while
+// several threads queue and synchronise at once.
+TEST(Streams, CommandsRunOnceInOrderWhileThreadsSynchronize) {
+  Context& context = testing::primaryContext();
+  auto stream = context.createStream(/*non-blocking=*/1, 0);
+  ASSERT_TRUE(stream.ok());
+  constexpr int kQueuers = 2, kCommandsEach = 3000;
+  std::mutex queueing;  // tickets in the order the commands were queued
+  int nextTicket = 0;
+  std::vector<int> ran;  // appended by the command with its ticket; commands run one at a time
+  std::atomic<bool> queuersDone{false};
+  auto queuer = [&](int id) {
+    for (int i = 0; i < kCommandsEach; ++i) {
+      {
+        std::lock_guard lock(queueing);
+        int ticket = nextTicket++;
+        auto record = [&ran, ticket] {
+          ran.push_back(ticket);
+          return Status::success();
+        };
+        bool device = (i + id) % 3 != 0;
+        auto queued = device ? context.enqueueDeviceWork(**stream, "device", record)
+                             : context.enqueue(**stream, "host", record);
+        ASSERT_TRUE(queued.ok());
+      }
+      if (i % 7 == id) {
+        ASSERT_TRUE((*stream)->synchronize().ok());
+      }
+    }
+  };
+  std::thread synchronizer([&] {
+    while (!queuersDone) {
+      ASSERT_TRUE((*stream)->synchronize().ok());
+    }
+  });
+  std::vector<std::thread> queuers;
+  for (int id = 0; id < kQueuers; ++id) queuers.emplace_back(queuer, id);
+  for (auto& thread : queuers) thread.join();
+  queuersDone = true;
+  synchronizer.join();
+  ASSERT_TRUE((*stream)->synchronize().ok());
+  ASSERT_EQ(ran.size(), size_t{kQueuers} * kCommandsEach);
+  for (int i = 0; i < static_cast<int>(ran.size()); ++i)
+    ASSERT_EQ(ran[i], i) << "command " << i << " ran out of order (or twice)";
+  ASSERT_TRUE(context.destroyStream(*stream).ok());
+}
+
 TEST(Events, ElapsedTimeAndErrors) {
   Context& context = testing::primaryContext();
   auto start = context.createEvent(0);
