@@ -7,19 +7,11 @@
 #include "core/ipc.h"
 #include "core/platform.h"
 #include "support/log.h"
+#include "support/spin_wait.h"
 
 namespace rocuda::core {
 
 namespace {
-
-// Waking a sleeping thread costs tens of microseconds on an idle (virtual) machine, more than
-// a short kernel takes: waiters first poll for this long before they sleep.
-constexpr auto kSpinBeforeSleep = std::chrono::microseconds(50);
-// For the first part of that they only poll: a sched_yield is a system call (about a microsecond
-// in a VM) that, made as the awaited flag turns, delays the waiter by as much. Later polls yield,
-// so that a waiter does not starve the thread it waits for on a machine with more threads than
-// cores.
-constexpr auto kPollBeforeYield = std::chrono::microseconds(10);
 
 // How long device work queued on an idle stream waits for a synchronising host thread to run
 // it (Stream::finish) before the stream's worker does: longer than a launch call takes to return
@@ -29,30 +21,7 @@ constexpr auto kLeftToSynchronizer = std::chrono::microseconds(2);
 // Pauses between two looks of an idle worker at its stream's signals (about half a microsecond).
 constexpr int kRelaxesPerLook = 48;
 
-// Poll `done` for `duration` at most, without yielding; true when it held.
-template <class Done>
-bool pollFor(std::chrono::nanoseconds duration, Done done) {
-  auto deadline = std::chrono::steady_clock::now() + duration;
-  for (unsigned i = 0;; ++i) {
-    if (done()) return true;
-    support::cpuRelax();
-    if ((i & 15) == 15 && std::chrono::steady_clock::now() > deadline) return false;
-  }
-}
-
-template <class Ready>
-bool spinUntil(Ready ready) {
-  auto start = std::chrono::steady_clock::now();
-  for (unsigned i = 0;; ++i) {
-    if (ready()) return true;
-    support::cpuRelax();
-    if ((i & 63) == 63) {
-      auto spun = std::chrono::steady_clock::now() - start;
-      if (spun > kSpinBeforeSleep) return false;
-      if (spun > kPollBeforeYield) std::this_thread::yield();
-    }
-  }
-}
+using support::spinUntil;
 
 }  // namespace
 
@@ -257,8 +226,6 @@ void Stream::workerLoop() {
     {
       if (inFlight.empty()) {
         bool wasIdle = !runnable();
-        // Spin while the stream is in use, even where synchronising threads run its work: a
-        // worker asleep costs every enqueue a wake-up call.
         // Spin while the stream is in use, even where synchronising threads run its work (a
         // worker asleep costs every enqueue a wake-up call), looking at the signals only now and
         // then: each look takes their cache line from the thread that writes them next.
@@ -268,10 +235,16 @@ void Stream::workerLoop() {
             woken = true;
             break;
           }
-          woken = spinUntil([&] {
-            for (int i = 0; i < kRelaxesPerLook; ++i) support::cpuRelax();
-            return signals_.changes.load(std::memory_order_acquire) != seen;
-          });
+          // While another thread runs the front command, the grid's pool threads need the
+          // processors: yield from the start.
+          bool othersRun = signals_.frontTaken.load(std::memory_order_relaxed);
+          woken = spinUntil(
+              [&] {
+                for (int i = 0; i < kRelaxesPerLook; ++i) support::cpuRelax();
+                return signals_.changes.load(std::memory_order_acquire) != seen;
+              },
+              support::kSpinBeforeSleep,
+              othersRun ? std::chrono::nanoseconds(0) : support::kPollBeforeYield);
           if (!woken) break;
           seen = signals_.changes.load(std::memory_order_acquire);
         }
@@ -279,7 +252,7 @@ void Stream::workerLoop() {
         // that synchronises at once runs it itself (finish), without a hand-off to this thread
         // and back, each a few cache misses between cores. Later commands follow at once.
         if (woken && wasIdle && hostRunsDeviceSteps_ &&
-            pollFor(kLeftToSynchronizer, [&] { return !runnable(); }))
+            spinUntil([&] { return !runnable(); }, kLeftToSynchronizer, kLeftToSynchronizer))
           continue;  // a synchronising thread took it
       }
       std::unique_lock lock(mutex_);

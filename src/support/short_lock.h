@@ -10,16 +10,9 @@
 #include <atomic>
 #include <cstdint>
 
-namespace rocuda::support {
+#include "support/spin_wait.h"
 
-// The processor's spin-wait hint: lets the sibling hyperthread run and saves power.
-inline void cpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
+namespace rocuda::support {
 
 class ShortLock {
  public:

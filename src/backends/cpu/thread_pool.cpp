@@ -5,6 +5,8 @@
 #include <string>
 #include <system_error>
 
+#include "support/spin_wait.h"
+
 namespace rocuda::backends::cpu {
 
 ThreadPool::ThreadPool(unsigned workers) {
@@ -16,6 +18,7 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
+    posted_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
   for (auto& thread : threads_) thread.join();
@@ -72,23 +75,38 @@ void ThreadPool::run(uint64_t count, TaskRef task, unsigned workers, int priorit
   if (count > 1 && job->maxWorkers > 1) {
     std::lock_guard lock(mutex_);
     jobs_.push_back(job);
-    wake_.notify_all();
+    posted_.fetch_add(1, std::memory_order_release);
+    if (sleepers_ > 0) wake_.notify_all();
   }
   work(*job);
+  // The other workers' last items end about when ours do: poll before sleeping.
+  auto finished = [&] { return job->finished.load(std::memory_order_acquire) == count; };
+  support::spinUntil(finished);
   std::unique_lock lock(mutex_);
-  done_.wait(lock, [&] { return job->finished.load(std::memory_order_acquire) == count; });
+  done_.wait(lock, finished);
   std::erase(jobs_, job);
   spareJobs_.push_back(std::move(job));
 }
 
 void ThreadPool::workerLoop() {
+  auto hasWork = [this] {
+    if (stopping_) return true;
+    return std::any_of(jobs_.begin(), jobs_.end(),
+                       [](const std::shared_ptr<Job>& job) { return hasRoom(*job); });
+  };
   std::unique_lock lock(mutex_);
   for (;;) {
-    wake_.wait(lock, [this] {
-      if (stopping_) return true;
-      return std::any_of(jobs_.begin(), jobs_.end(),
-                         [](const std::shared_ptr<Job>& job) { return hasRoom(*job); });
-    });
+    if (!hasWork()) {
+      // Back-to-back launches find the worker awake: it polls for the next grid a while
+      // before it sleeps (a wake-up takes longer than a short kernel runs).
+      uint64_t seen = posted_.load(std::memory_order_relaxed);
+      lock.unlock();
+      support::spinUntil([&] { return posted_.load(std::memory_order_acquire) != seen; });
+      lock.lock();
+      ++sleepers_;
+      wake_.wait(lock, hasWork);
+      --sleepers_;
+    }
     if (stopping_) return;
     // The greatest priority's job with room (the oldest of those), else any other.
     int greatest = INT_MAX;

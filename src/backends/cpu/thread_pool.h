@@ -91,6 +91,9 @@ class ThreadPool {
   // launch. A job is reused once no worker holds it any more.
   std::vector<std::shared_ptr<Job>> spareJobs_;
   bool stopping_ = false;
+  // Grids posted so far (changed under mutex_): what idle workers poll before they sleep.
+  std::atomic<uint64_t> posted_{0};
+  unsigned sleepers_ = 0;  // workers asleep on wake_ (under mutex_): a post wakes them
   std::vector<std::thread> threads_;
 };
 

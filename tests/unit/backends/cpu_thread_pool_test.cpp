@@ -46,6 +46,24 @@ TEST(CpuThreadPool, LargeJobIsSplitAcrossWorkers) {
   EXPECT_EQ(sum.load(), kCount * (kCount - 1) / 2);
 }
 
+// Idle workers poll for the next grid a while, then sleep: a grid posted to sleeping workers
+// wakes them (each item below waits until a second thread has joined, so the job finishes only
+// if a worker came), and one posted while they still poll is taken too.
+TEST(CpuThreadPool, WorkersJoinGridsAfterPollingAndAfterSleeping) {
+  ThreadPool pool(2);
+  auto needsTwoThreads = [&] {
+    std::atomic<int> arrived{0};
+    pool.parallelFor(2, [&](uint64_t) {
+      arrived.fetch_add(1);
+      while (arrived.load() < 2) std::this_thread::yield();
+    });
+  };
+  needsTwoThreads();  // the worker may be asleep since the pool started
+  for (int i = 0; i < 100; ++i) needsTwoThreads();             // back to back: it is still polling
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // long past its polling
+  needsTwoThreads();
+}
+
 // Ranges cover every item once, non-empty and in bounds.
 TEST(CpuThreadPool, RangesCoverEveryItemOnce) {
   ThreadPool pool(3);
