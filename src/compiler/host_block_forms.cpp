@@ -1472,6 +1472,14 @@ void lowerToContinuation(llvm::Function& kernel, KernelInfo& info, bool chainWai
       ret->eraseFromParent();
     }
 
+  // What the rewrites above left unused (a fused chain's bitcasts of its first value, for one)
+  // must not count as used after a wait: each such value costs a frame slot stored every step.
+  {
+    llvm::SmallVector<llvm::WeakTrackingVH, 64> dead;
+    for (llvm::Instruction& inst : llvm::instructions(*step))
+      if (llvm::isInstructionTriviallyDead(&inst)) dead.push_back(&inst);
+    llvm::RecursivelyDeleteTriviallyDeadInstructionsPermissive(dead);
+  }
   std::vector<WaitPoint> waits;
   for (llvm::CallInst* call : waitingCalls(*step))
     waits.push_back(splitAtWait(call, values, static_cast<uint32_t>(waits.size())));

@@ -292,70 +292,87 @@ void emitShuffleChainSteps(llvm::IRBuilder<>& b, llvm::Value* values, llvm::Valu
   auto* warpType = llvm::FixedVectorType::get(i32, 32);
   auto* floats = llvm::FixedVectorType::get(b.getFloatTy(), 32);
   auto op = static_cast<ShuffleChainOp>(site.c);
+  // The steps on the warp starting at thread `first`; `present` (a splat of the threads from
+  // `first` on), where the warp may be short of 32 lanes: a lane reading a missing one keeps its
+  // own value, as the runtime's chain does (runShuffleChain).
+  auto steps = [&](llvm::Value* first, llvm::Value* present) {
+    llvm::Value* offset = b.CreateZExt(first, b.getInt64Ty());
+    // A last warp short of 32 lanes reads and writes past the block's last thread: the arrays
+    // have kWarpLaneArrayPadding entries there (compiler.h).
+    llvm::Value* cur =
+        b.CreateAlignedLoad(warpType, b.CreateInBoundsGEP(i32, values, offset), llvm::Align(4));
+    for (uint32_t k = 0; k < shuffleChainSteps(site.b); ++k) {
+      uint32_t distance = shuffleChainOffset(site.b, k);
+      llvm::SmallVector<int, 32> source;
+      llvm::SmallVector<llvm::Constant*, 32> sourceLanes;
+      for (uint32_t lane = 0; lane < 32; ++lane) {
+        uint32_t from = shuffleChainSource(site.mode, distance, lane);
+        source.push_back(static_cast<int>(from));
+        sourceLanes.push_back(b.getInt32(from));
+      }
+      llvm::Value* other = b.CreateShuffleVector(cur, source);
+      if (present != nullptr)
+        other = b.CreateSelect(b.CreateICmpULT(llvm::ConstantVector::get(sourceLanes), present),
+                               other, cur);
+      using Op = ShuffleChainOp;
+      switch (op) {
+        case Op::FAdd:
+          cur = b.CreateBitCast(
+              b.CreateFAdd(b.CreateBitCast(cur, floats), b.CreateBitCast(other, floats)), warpType);
+          break;
+        case Op::Add:
+          cur = b.CreateAdd(cur, other);
+          break;
+        case Op::And:
+          cur = b.CreateAnd(cur, other);
+          break;
+        case Op::Or:
+          cur = b.CreateOr(cur, other);
+          break;
+        case Op::Xor:
+          cur = b.CreateXor(cur, other);
+          break;
+        case Op::SMax:
+          cur = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, cur, other);
+          break;
+        case Op::SMin:
+          cur = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, cur, other);
+          break;
+        case Op::UMax:
+          cur = b.CreateBinaryIntrinsic(llvm::Intrinsic::umax, cur, other);
+          break;
+        case Op::UMin:
+          cur = b.CreateBinaryIntrinsic(llvm::Intrinsic::umin, cur, other);
+          break;
+      }
+    }
+    b.CreateAlignedStore(cur, b.CreateInBoundsGEP(i32, results, offset), llvm::Align(4));
+  };
+  // Whole warps first, with no test of which lanes exist (a compare and a blend per step and
+  // register saved), then the last warp if the block ends inside one.
   auto* loop = llvm::BasicBlock::Create(c, "shfl.chain.warp", fn);
+  auto* tail = llvm::BasicBlock::Create(c, "shfl.chain.tail", fn);
+  auto* partial = llvm::BasicBlock::Create(c, "shfl.chain.partial", fn);
   auto* done = llvm::BasicBlock::Create(c, "shfl.chain.done", fn);
   llvm::BasicBlock* entry = b.GetInsertBlock();
-  llvm::Value* warps = b.CreateLShr(b.CreateAdd(count, b.getInt32(31)), 5);
-  b.CreateCondBr(b.CreateICmpEQ(warps, b.getInt32(0)), done, loop);
+  llvm::Value* wholeWarps = b.CreateLShr(count, 5);
+  b.CreateCondBr(b.CreateICmpEQ(wholeWarps, b.getInt32(0)), tail, loop);
 
   b.SetInsertPoint(loop);
   llvm::PHINode* warp = b.CreatePHI(i32, 2, "warp");
   warp->addIncoming(b.getInt32(0), entry);
-  llvm::Value* first = b.CreateShl(warp, 5);
-  llvm::Value* offset = b.CreateZExt(first, b.getInt64Ty());
-  // A last warp short of 32 lanes reads and writes past the block's last thread: the arrays
-  // have kWarpLaneArrayPadding entries there (compiler.h).
-  llvm::Value* cur =
-      b.CreateAlignedLoad(warpType, b.CreateInBoundsGEP(i32, values, offset), llvm::Align(4));
-  llvm::Value* present = b.CreateVectorSplat(32, b.CreateSub(count, first));
-  for (uint32_t k = 0; k < shuffleChainSteps(site.b); ++k) {
-    uint32_t distance = shuffleChainOffset(site.b, k);
-    llvm::SmallVector<int, 32> source;
-    llvm::SmallVector<llvm::Constant*, 32> sourceLanes;
-    for (uint32_t lane = 0; lane < 32; ++lane) {
-      uint32_t from = shuffleChainSource(site.mode, distance, lane);
-      source.push_back(static_cast<int>(from));
-      sourceLanes.push_back(b.getInt32(from));
-    }
-    llvm::Value* shuffled = b.CreateShuffleVector(cur, source);
-    llvm::Value* exists = b.CreateICmpULT(llvm::ConstantVector::get(sourceLanes), present);
-    llvm::Value* other = b.CreateSelect(exists, shuffled, cur);
-    using Op = ShuffleChainOp;
-    switch (op) {
-      case Op::FAdd:
-        cur = b.CreateBitCast(
-            b.CreateFAdd(b.CreateBitCast(cur, floats), b.CreateBitCast(other, floats)), warpType);
-        break;
-      case Op::Add:
-        cur = b.CreateAdd(cur, other);
-        break;
-      case Op::And:
-        cur = b.CreateAnd(cur, other);
-        break;
-      case Op::Or:
-        cur = b.CreateOr(cur, other);
-        break;
-      case Op::Xor:
-        cur = b.CreateXor(cur, other);
-        break;
-      case Op::SMax:
-        cur = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, cur, other);
-        break;
-      case Op::SMin:
-        cur = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, cur, other);
-        break;
-      case Op::UMax:
-        cur = b.CreateBinaryIntrinsic(llvm::Intrinsic::umax, cur, other);
-        break;
-      case Op::UMin:
-        cur = b.CreateBinaryIntrinsic(llvm::Intrinsic::umin, cur, other);
-        break;
-    }
-  }
-  b.CreateAlignedStore(cur, b.CreateInBoundsGEP(i32, results, offset), llvm::Align(4));
+  steps(b.CreateShl(warp, 5), nullptr);
   llvm::Value* next = b.CreateAdd(warp, b.getInt32(1));
   warp->addIncoming(next, b.GetInsertBlock());
-  b.CreateCondBr(b.CreateICmpULT(next, warps), loop, done);
+  b.CreateCondBr(b.CreateICmpULT(next, wholeWarps), loop, tail);
+
+  b.SetInsertPoint(tail);
+  llvm::Value* first = b.CreateAnd(count, b.getInt32(~31u));
+  b.CreateCondBr(b.CreateICmpEQ(first, count), done, partial);
+
+  b.SetInsertPoint(partial);
+  steps(first, b.CreateVectorSplat(32, b.CreateSub(count, first)));
+  b.CreateBr(done);
   b.SetInsertPoint(done);
 }
 

@@ -446,6 +446,62 @@ TEST_F(CpuBlockForms, ShuffleAndVoteWithoutSyncTakeTheActiveLanes) {
   }
 }
 
+// A warp sum by shuffles down 16..1 (one fused chain, run by the round function), in blocks
+// whose last warp is whole and blocks whose last warp has 16 lanes. Whole warps get CUDA's
+// results; in the short warp a lane whose source does not exist keeps its own value, as the
+// runtime's chain does (undefined in CUDA, where those lanes would not be in the mask).
+const char* kChainSumPtx = R"(.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry chainSum(.param .u64 out)
+{
+  .reg .b32 %r<16>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mad.lo.s32 %r2, %r1, 3, 1;
+  shfl.sync.down.b32 %r3, %r2, 16, 31, -1;
+  add.s32 %r4, %r2, %r3;
+  shfl.sync.down.b32 %r5, %r4, 8, 31, -1;
+  add.s32 %r6, %r4, %r5;
+  shfl.sync.down.b32 %r7, %r6, 4, 31, -1;
+  add.s32 %r8, %r6, %r7;
+  shfl.sync.down.b32 %r9, %r8, 2, 31, -1;
+  add.s32 %r10, %r8, %r9;
+  shfl.sync.down.b32 %r11, %r10, 1, 31, -1;
+  add.s32 %r12, %r10, %r11;
+  bar.sync 0;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r12;
+  ret;
+}
+)";
+
+TEST_F(CpuBlockForms, ShuffleChainsInWholeAndShortWarps) {
+  LoadedKernel* kernel = load(kChainSumPtx, "chainSum");
+  ASSERT_NE(kernel, nullptr);
+  for (uint32_t threads : {96u, 80u}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    std::vector<uint32_t> out(threads, 0);
+    void* o = out.data();
+    ASSERT_TRUE(launch(*kernel, {1, 1, 1}, {threads, 1, 1}, {&o}).ok());
+    for (uint32_t first = 0; first < threads; first += 32) {
+      uint32_t lanes = std::min(32u, threads - first);
+      std::vector<uint32_t> v(lanes);
+      for (uint32_t l = 0; l < lanes; ++l) v[l] = (first + l) * 3 + 1;
+      for (uint32_t offset = 16; offset > 0; offset /= 2) {
+        std::vector<uint32_t> next(lanes);
+        for (uint32_t l = 0; l < lanes; ++l)
+          next[l] = v[l] + (l + offset < lanes ? v[l + offset] : v[l]);
+        v = next;
+      }
+      for (uint32_t l = 0; l < lanes; ++l)
+        EXPECT_EQ(out[first + l], v[l]) << "thread " << first + l;
+    }
+  }
+}
+
 // elect.sync over the whole warp, over the odd lanes in a branch, and over lanes 4..7 alone.
 const char* kElectPtx = R"(.version 8.0
 .target sm_90

@@ -2266,6 +2266,79 @@ TEST(CompilerBlockForms, ShuffleChainsAreOneWait) {
   }
 }
 
+// bench/cpu_device's warp-shuffle reduction as nvcc writes it: the value summed is a phi (two
+// guarded loads), then a chain, a leader's store and a barrier.
+constexpr const char* kPhiChainPtx = R"(.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry phiChain(.param .u64 in, .param .u64 out, .param .u32 n)
+{
+  .reg .pred %p<4>;
+  .reg .f32 %f<16>;
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<8>;
+  .shared .align 4 .b8 sums[32];
+  ld.param.u64 %rd1, [in];
+  ld.param.u64 %rd2, [out];
+  ld.param.u32 %r1, [n];
+  mov.u32 %r2, %tid.x;
+  mov.f32 %f1, 0f00000000;
+  setp.ge.u32 %p1, %r2, %r1;
+  @%p1 bra SKIP;
+  mul.wide.u32 %rd3, %r2, 4;
+  add.s64 %rd4, %rd1, %rd3;
+  ld.global.f32 %f1, [%rd4];
+SKIP:
+  mov.b32 %r3, %f1;
+  shfl.sync.down.b32 %r4, %r3, 16, 31, -1;
+  mov.b32 %f2, %r4;
+  add.f32 %f3, %f1, %f2;
+  mov.b32 %r5, %f3;
+  shfl.sync.down.b32 %r6, %r5, 8, 31, -1;
+  mov.b32 %f4, %r6;
+  add.f32 %f5, %f3, %f4;
+  and.b32 %r7, %r2, 31;
+  setp.ne.u32 %p2, %r7, 0;
+  @%p2 bra DONE;
+  shr.u32 %r8, %r2, 3;
+  mov.u32 %r9, sums;
+  add.s32 %r10, %r9, %r8;
+  st.shared.f32 [%r10], %f5;
+DONE:
+  bar.sync 0;
+  setp.ne.u32 %p3, %r2, 0;
+  @%p3 bra END;
+  ld.shared.f32 %f6, [sums];
+  st.global.f32 [%rd2], %f6;
+END:
+  ret;
+}
+)";
+
+// The chain's first value is read before the wait, never after it: no thread keeps a frame
+// (what the rewrites left unused had kept the phi live across the wait, a frame slot stored
+// per thread each block). The chain's loop over whole warps tests no lanes; a block ending
+// inside a warp takes a separate step with the tests (CpuBlockForms.ShuffleChainsInWholeAnd
+// ShortWarps runs both).
+TEST(CompilerBlockForms, ShuffleChainsOfAPhiNeedNoFrame) {
+  auto object = compileForHost(kPhiChainPtx, "phiChain", {});
+  ASSERT_TRUE(object.ok()) << object.error().message;
+  ASSERT_EQ(object->info.kernels.size(), 1u);
+  EXPECT_EQ(object->info.kernels[0].cpuExecution, CpuExecution::Continuation);
+  EXPECT_EQ(object->info.kernels[0].cpuFrameBytes, 0u);
+  std::string block = blockFormsOf(kPhiChainPtx, "phiChain");
+  std::string round = roundOf(block, "__rocuda_round_phiChain");
+  ASSERT_FALSE(round.empty()) << block;
+  size_t whole = round.find("\nshfl.chain.warp:");
+  size_t partial = round.find("\nshfl.chain.partial:");
+  ASSERT_NE(whole, std::string::npos) << round;
+  ASSERT_NE(partial, std::string::npos) << round;
+  std::string wholeLoop = round.substr(whole, round.find("\n\n", whole + 1) - whole);
+  std::string partialStep = round.substr(partial, round.find("\n\n", partial + 1) - partial);
+  EXPECT_EQ(wholeLoop.find("select"), std::string::npos) << wholeLoop;
+  EXPECT_NE(partialStep.find("select"), std::string::npos) << partialStep;
+}
+
 // A grid-stride loop (`for (i = tid + ctaid * ntid; i < n; i += ntid * nctaid)`) and a loop with
 // a constant step.
 constexpr const char* kStrideLoopsPtx = R"(.version 8.0
