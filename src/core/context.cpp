@@ -215,13 +215,9 @@ Result<CompletionPtr> Context::enqueueCommand(Stream& stream, std::string name,
     // ...and every blocking stream waits for the legacy default stream.
     if (auto tail = legacy_->tail()) dependencies.push_back(std::move(tail));
   }
-  {
-    // Events the whole context waits for (cuCtxWaitEvent), dropped once they completed.
-    std::lock_guard lock(mutex_);
-    std::erase_if(contextWaits_, [](const CompletionPtr& c) { return c->done(); });
-    dependencies.insert(dependencies.end(), contextWaits_.begin(), contextWaits_.end());
-  }
-  // ...and those its green context waits for (cuGreenCtxWaitEvent).
+  // Events the whole context waits for (cuCtxWaitEvent), and those its green context waits for
+  // (cuGreenCtxWaitEvent).
+  eventWaits_.appendTo(dependencies);
   if (GreenContext* green = stream.greenContext()) green->appendWaits(dependencies);
   return stream.enqueue(std::move(name), std::move(work), std::move(dependencies), kind,
                         !runsAfterFailure);
@@ -273,12 +269,7 @@ Status Context::recordAllWork(Event& event) {
 
 Status Context::waitForEvent(const Event& event) {
   ROCUDA_TRY(refuseWhileCapturing("a context-wide event wait"));
-  ROCUDA_TRY(refuseEventOfOngoingCapture(event));
-  CompletionPtr completion = event.completion();
-  if (!completion) return Status::success();  // never recorded: nothing to wait for
-  std::lock_guard lock(mutex_);
-  contextWaits_.push_back(std::move(completion));
-  return Status::success();
+  return eventWaits_.add(event);
 }
 
 std::vector<CaptureStatePtr> Context::blockingCaptures() {
@@ -321,7 +312,7 @@ void Context::reset() {
     for (auto& retired : retiredStreams_) streams.push_back(std::move(retired));
     retiredStreams_.clear();
     if (auto records = records_.release()) streams.push_back(std::move(records));
-    contextWaits_.clear();
+    eventWaits_.clear();
     events.swap(events_);
     sticky_ = false;
     stickyError_ = Error();

@@ -155,7 +155,7 @@ class Context : public Object {
   // runs (and is waited for by context-wide synchronisation); freed once idle.
   std::vector<std::unique_ptr<Stream>> retiredStreams_;
   RecordStream records_{*this};              // cuCtxRecordEvent's
-  std::vector<CompletionPtr> contextWaits_;  // cuCtxWaitEvent's, until they complete
+  EventWaits eventWaits_;                    // cuCtxWaitEvent's
   std::vector<std::unique_ptr<Event>> events_;
   std::map<uint64_t, backends::DeviceBackend*> peers_;  // enabled peer context id -> its device
   bool sticky_ = false;

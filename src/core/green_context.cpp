@@ -56,18 +56,11 @@ Status GreenContext::recordAllWork(Event& event) {
 
 Status GreenContext::waitForEvent(const Event& event) {
   ROCUDA_TRY(refuseWhileCapturing("a green context's event wait"));
-  ROCUDA_TRY(refuseEventOfOngoingCapture(event));
-  CompletionPtr completion = event.completion();
-  if (!completion) return Status::success();  // never recorded: nothing to wait for
-  std::lock_guard lock(mutex_);
-  waits_.push_back(std::move(completion));
-  return Status::success();
+  return waits_.add(event);
 }
 
 void GreenContext::appendWaits(std::vector<CompletionPtr>& dependencies) {
-  std::lock_guard lock(mutex_);
-  std::erase_if(waits_, [](const CompletionPtr& c) { return c->done(); });
-  dependencies.insert(dependencies.end(), waits_.begin(), waits_.end());
+  waits_.appendTo(dependencies);
 }
 
 Status GreenContext::synchronize() {
@@ -86,8 +79,8 @@ void GreenContext::destroy() {
     Stream* live = lookupHandle<Stream>(defaultStream_);
     if (live != nullptr && live->id() == defaultStreamId_) ownDefault = live;
     defaultStream_ = nullptr;
-    waits_.clear();
   }
+  waits_.clear();
   // Outside the lock: destroying a stream waits for its work (which may queue more here).
   if (ownDefault != nullptr) (void)primary_.destroyStream(ownDefault);
   records_.release().reset();

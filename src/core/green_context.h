@@ -90,7 +90,7 @@ class GreenContext : public Object {
   Stream* defaultStream_ = nullptr;
   uint64_t defaultStreamId_ = 0;
   RecordStream records_;  // recordAllWork's
-  std::vector<CompletionPtr> waits_;
+  EventWaits waits_;      // cuGreenCtxWaitEvent's
   bool destroyed_ = false;
 };
 

@@ -539,6 +539,26 @@ CompletionPtr RecordStream::tail() const {
   return stream_ ? stream_->tail() : nullptr;
 }
 
+Status EventWaits::add(const Event& event) {
+  ROCUDA_TRY(refuseEventOfOngoingCapture(event));
+  CompletionPtr completion = event.completion();
+  if (!completion) return Status::success();  // never recorded: nothing to wait for
+  std::lock_guard lock(mutex_);
+  pending_.push_back(std::move(completion));
+  return Status::success();
+}
+
+void EventWaits::appendTo(std::vector<CompletionPtr>& dependencies) {
+  std::lock_guard lock(mutex_);
+  std::erase_if(pending_, [](const CompletionPtr& c) { return c->done(); });
+  dependencies.insert(dependencies.end(), pending_.begin(), pending_.end());
+}
+
+void EventWaits::clear() {
+  std::lock_guard lock(mutex_);
+  pending_.clear();
+}
+
 std::unique_ptr<Stream> RecordStream::release() {
   std::lock_guard lock(mutex_);
   return std::move(stream_);

@@ -239,6 +239,22 @@ class RecordStream {
   std::unique_ptr<Stream> stream_;
 };
 
+// The events a context waits for (cuCtxWaitEvent, cuGreenCtxWaitEvent): every command queued
+// on its streams afterwards depends on each, until it completes.
+class EventWaits {
+ public:
+  // The latest record of `event` (nothing when never recorded). Refuses an event recorded in a
+  // capture still going on (StreamCaptureUnsupported, the capture invalidated).
+  Status add(const Event& event);
+  // Those still pending, appended to a command's dependencies (the completed ones dropped).
+  void appendTo(std::vector<CompletionPtr>& dependencies);
+  void clear();
+
+ private:
+  support::ShortLock mutex_;
+  std::vector<CompletionPtr> pending_;
+};
+
 // ---- Stream memory operations (cuStreamWaitValue*/WriteValue*/BatchMemOp) ----
 // The wait conditions of CUstreamWaitValue_flags, in their numbering.
 enum class WaitCondition : uint8_t { Geq = 0, Eq = 1, And = 2, Nor = 3 };
