@@ -552,6 +552,11 @@ KernelInfo ModuleTranslator::kernelInfo(const ptx::Function& fn) const {
       }
   }
   info.usesDeviceMalloc = reached.count("malloc") != 0 || reached.count("free") != 0;
+  // The device runtime's launches, as nvcc calls them and as libcudadevrt's wrappers do.
+  for (const char* launch :
+       {"__cudaCDP2LaunchDeviceV2", "__cudaCDP2LaunchDevice", "__cuda_syscall_cnpv2LaunchDeviceV2",
+        "__cuda_syscall_cnpv2LaunchDevice"})
+    info.launchesGrids = info.launchesGrids || reached.count(launch) != 0;
   for (size_t i = 0; i < 3 && i < fn.performance.maxntid.size(); ++i)
     info.maxntid[i] = fn.performance.maxntid[i];
   for (size_t i = 0; i < 3 && i < fn.performance.reqntid.size(); ++i)

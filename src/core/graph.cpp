@@ -76,6 +76,7 @@ GraphNodeContent copyContent(const GraphNodeContent& from,
   to.freeAddress = from.freeAddress;
   to.enabled = from.enabled;
   to.transfer = from.transfer;
+  to.launchesGrids = from.launchesGrids;
   if (from.child) {
     to.child = from.child->clone(mapping);
     to.child->setEmbedded(true);
@@ -713,6 +714,13 @@ const GraphNode* checkDeviceLaunchable(const Graph& graph, const Context** conte
       *failure = InstantiateFailure::NodeOperationNotSupported;
       *why = std::string("a graph launched from the device cannot hold a ") +
              graphNodeTypeName(type) + " node";
+      return node;
+    }
+    if (type == GraphNodeType::Kernel && content.launchesGrids) {
+      *failure = InstantiateFailure::NodeOperationNotSupported;
+      *why =
+          "a graph launched from the device cannot hold a kernel that launches grids itself "
+          "(dynamic parallelism)";
       return node;
     }
     if (type == GraphNodeType::Memcpy && content.transfer &&

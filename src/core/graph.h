@@ -163,6 +163,8 @@ struct GraphNodeContent {
   std::optional<TransferShape> transfer;
   // Kernel nodes made device-updatable: what device code changes (shared by clones).
   std::shared_ptr<DeviceUpdatableKernel> deviceUpdatable;
+  // Kernel nodes whose kernel launches grids itself (KernelInfo::launchesGrids).
+  bool launchesGrids = false;
 };
 
 // Whether an executable graph's memcpy or memset node instantiated with `instantiated` may take

@@ -581,6 +581,7 @@ GraphUpdateResult GraphExec::update(const Graph& graph, const GraphNode** errorN
     target.work = source.work;
     target.params = source.params;
     target.transfer = source.transfer;
+    target.launchesGrids = source.launchesGrids;
     target.event = source.event;
     if (source.child) {
       target.child = source.child->clone(&fromOriginal_);

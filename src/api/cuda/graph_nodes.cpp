@@ -190,6 +190,7 @@ Outcome buildKernel(const CUDA_KERNEL_NODE_PARAMS_v2& in, core::GraphNodeContent
   if (!recorded.ok()) return recorded;
   content->name = "kernel " + (*kernel)->name();
   content->params = std::move(payload);
+  content->launchesGrids = (*kernel)->info().launchesGrids;
   return {};
 }
 
@@ -242,6 +243,7 @@ Outcome keepCapturedKernelParams(core::GraphNode& node, const CUDA_KERNEL_NODE_P
   if (!copied.ok()) return copied;
   std::lock_guard lock(core::graphMutex());
   node.content().params = std::move(payload);
+  node.content().launchesGrids = (*kernel)->info().launchesGrids;
   return {};
 }
 

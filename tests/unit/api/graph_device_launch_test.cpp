@@ -146,6 +146,24 @@ DONE:
   ret;
 }
 
+.extern .func (.param .b32 r) __cudaCDP2LaunchDeviceV2(.param .b64 b, .param .b64 s);
+// A kernel with dynamic parallelism: launches whatever parameter buffer it is given (never run).
+.visible .entry launches_grids(.param .u64 buffer)
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [buffer];
+  {
+  .param .b64 b;
+  st.param.b64 [b], %rd1;
+  .param .b64 s;
+  st.param.b64 [s], 0;
+  .param .b32 r;
+  call.uni (r), __cudaCDP2LaunchDeviceV2, (b, s);
+  }
+  ret;
+}
+
 .visible .entry current(.param .u64 out)
 {
   .reg .b64 %rd<3>;
@@ -403,8 +421,9 @@ TEST_F(LibCudaDeviceGraphs, CurrentGraphExecNamesTheRunningDeviceGraph) {
 }
 
 // cuGraphInstantiate's rules for device launch: kernel, memcpy, memset and child-graph nodes only
-// (the result CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED names the node), not empty, not
-// with AUTO_FREE_ON_LAUNCH; the exec's flags keep DEVICE_LAUNCH.
+// (the result CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED names the node), no kernel using
+// dynamic parallelism, not empty, not with AUTO_FREE_ON_LAUNCH; the exec's flags keep
+// DEVICE_LAUNCH.
 TEST_F(LibCudaDeviceGraphs, InstantiationFollowsTheRulesForDeviceGraphs) {
   auto withParams =
       CU13(cuGraphInstantiateWithParams, CUgraphExec*, CUgraph, CUDA_GRAPH_INSTANTIATE_PARAMS*);
@@ -435,6 +454,29 @@ TEST_F(LibCudaDeviceGraphs, InstantiationFollowsTheRulesForDeviceGraphs) {
   EXPECT_EQ(withParams(&exec, graph, &params), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(params.hErrNode_out, childNode);
   ASSERT_EQ(CU13(cuGraphDestroyNode, CUgraphNode)(childNode), CUDA_SUCCESS);
+  // A kernel that launches grids itself (dynamic parallelism), added or captured.
+  CUfunction launchesGrids = nullptr;
+  ASSERT_EQ(CU13(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&launchesGrids, module_,
+                                                                          "launches_grids"),
+            CUDA_SUCCESS);
+  void* buffer = nullptr;
+  void* cdpParams[] = {&buffer};
+  CUgraph cdpGraph = newGraph();
+  CUgraphNode cdpNode = kernel(cdpGraph, launchesGrids, cdpParams, 1);
+  EXPECT_EQ(withParams(&exec, cdpGraph, &params), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(params.result_out, kNodeOperationNotSupported);
+  EXPECT_EQ(params.hErrNode_out, cdpNode);
+  CUgraph captured = nullptr;
+  ASSERT_EQ(CU13(cuStreamBeginCapture, CUstream, CUstreamCaptureMode)(
+                stream_, CU_STREAM_CAPTURE_MODE_GLOBAL),
+            CUDA_SUCCESS);
+  ASSERT_EQ(proc<testing::Launch>("cuLaunchKernel")(launchesGrids, 1, 1, 1, 1, 1, 1, 0, stream_,
+                                                    cdpParams, nullptr),
+            CUDA_SUCCESS);
+  ASSERT_EQ(CU13(cuStreamEndCapture, CUstream, CUgraph*)(stream_, &captured), CUDA_SUCCESS);
+  EXPECT_EQ(withParams(&exec, captured, &params), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(params.result_out, kNodeOperationNotSupported);
+  ASSERT_EQ(CU13(cuGraphDestroy, CUgraph)(captured), CUDA_SUCCESS);
   params.flags |= CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH;
   EXPECT_EQ(withParams(&exec, graph, &params), CUDA_ERROR_INVALID_VALUE);
   // Instantiated with UPLOAD: launchable from the device at once.
