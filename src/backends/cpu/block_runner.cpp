@@ -535,7 +535,8 @@ bool completeUniformCollective(BlockState& block, uint32_t limit, uint32_t point
 // finished threads; all of them finished counts too (live = 0). Codes as a round stores them:
 // bytes or i32 (compiler.h). Read eight bytes at a time: a reduction's `tid < 32` tail leaves
 // 224 finished threads to check in every block, and a loop over bytes (which the host compiler
-// does not widen at -O2) was a tenth of a shuffle reduction's time.
+// does not widen at -O2) was a tenth of a shuffle reduction's time; the finished ones four words
+// at a time (a loop of one word's or took 5 instructions a word).
 template <typename Code>
 bool waitingPrefix(const Code* codes, uint32_t limit, uint32_t& live) {
   constexpr uint32_t kPerWord = sizeof(uint64_t) / sizeof(Code);
@@ -544,16 +545,18 @@ bool waitingPrefix(const Code* codes, uint32_t limit, uint32_t& live) {
     std::memcpy(&w, codes + t, sizeof w);
     return w;
   };
+  static_assert(sizeof(Code) == 1 || sizeof(Code) == 4);
+  constexpr uint64_t kEachCode = sizeof(Code) == 1 ? 0x0101010101010101ull : 0x0000000100000001ull;
   Code first = codes[0];
-  uint64_t firstRepeated = 0;
-  for (uint32_t i = 0; i < kPerWord; ++i)
-    firstRepeated |= uint64_t{first} << (8 * sizeof(Code) * i);
+  uint64_t firstRepeated = uint64_t{first} * kEachCode;
   uint32_t n = 0;
   while (n + kPerWord <= limit && word(n) == firstRepeated) n += kPerWord;
   while (n < limit && codes[n] == first) ++n;
   live = first == 0 ? 0 : n;
   uint64_t any = 0;
   uint32_t t = n;
+  for (; t + 4 * kPerWord <= limit; t += 4 * kPerWord)
+    any |= word(t) | word(t + kPerWord) | word(t + 2 * kPerWord) | word(t + 3 * kPerWord);
   for (; t + kPerWord <= limit; t += kPerWord) any |= word(t);
   for (; t < limit; ++t) any |= codes[t];
   return any == 0;
@@ -688,22 +691,10 @@ void stepContinuations(BlockState& block, std::vector<std::unique_ptr<ThreadStat
   }
 }
 
-// A Continuation kernel: threads stepped from wait to wait, state in their frames. A trap
-// longjmps back here and abandons the block.
+// A Continuation kernel: threads stepped from wait to wait, state in their frames (the block's
+// context holds them: prepareRange). A trap longjmps back here and abandons the block.
 void runContinuations(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& threads,
                       uint32_t count, WorkerResources& resources) {
-  // The block-uniform slots' two copies, then the threads' frames (compiler.h).
-  size_t uniformBytes = 2 * size_t{block.grid->code.uniformFrameBytes};
-  size_t bytes = uniformBytes + size_t{block.grid->code.frameBytes} * count;
-  uint8_t* area = framesFor(resources, std::max<size_t>(bytes, 1));
-  if (area == nullptr) {
-    log::error("cannot allocate " + std::to_string(bytes) + " bytes of thread frames for kernel '" +
-               std::string(block.grid->kernelName) + "'");
-    block.trapped = true;
-    return;
-  }
-  block.context.frames = area + uniformBytes;
-  if (resources.codes.size() < count) resources.codes.resize(count);
   if (setjmp(block.trapExit) != 0) return;
   if (!runUniformRounds(block, threads, count, resources.codes.data(), 0, count))
     stepContinuations(block, threads, count, resources.codes.data());
@@ -757,36 +748,72 @@ void resetBlockState(BlockState& block, const GridState& grid) {
 
 // The worker's thread-local records, found once per range of blocks: in a shared library each
 // look-up is a call (__tls_get_addr), and five of them per block were a fifth of a block that
-// only waits at a barrier.
+// only waits at a barrier. Not inlined: inlined, the host compiler recomputed the addresses
+// (a call each) at every use instead of keeping them.
 struct WorkerSlots {
   WorkerResources& resources;
   BlockState*& block;
   ThreadState*& thread;
 };
 
-WorkerSlots workerSlots() {
+[[gnu::noinline]] WorkerSlots workerSlots() {
   prepareFaultStack();
   return {workerResources(), currentBlock(), currentThread()};
 }
 
-BlockOutcome runBlockIn(BlockState& block, const WorkerSlots& slots, const GridState& grid,
-                        uint64_t linearBlockIndex) {
-  WorkerResources& resources = slots.resources;
-  resetBlockState(block, grid);
-  block.ctaid = decompose(linearBlockIndex, grid.grid);
+// What the blocks of one range share, prepared once by prepareRange: each block starts from
+// these lanes and frames.
+struct RangeSetup {
+  compiler::WarpLanes warpLanes{};
+  uint8_t* frames = nullptr;  // Continuations: the threads' frames, past the uniform slots
+};
+
+// Size the worker's buffers for `grid` and give `block.context` the fields the grid alone sets,
+// once per range of blocks rather than per block (a tenth of a reduction's block). False, logged,
+// when an allocation fails.
+bool prepareRange(BlockState& block, WorkerResources& resources, const GridState& grid,
+                  RangeSetup& setup) {
+  block.grid = &grid;
   block.shared = sharedWindowFor(resources, grid.sharedBytes);
   if (block.shared == nullptr && grid.sharedBytes > 0) {
     log::error("cannot allocate " + std::to_string(grid.sharedBytes) +
                " bytes of shared memory for a block");
-    return BlockOutcome::Trapped;
+    return false;
   }
-
   uint32_t count = grid.block[0] * grid.block[1] * grid.block[2];
   while (resources.threads.size() < count)
     resources.threads.push_back(std::make_unique<ThreadState>());
   // Block forms bind a thread's state only when the runtime needs it (bindThread), so that a
   // block costs nothing per thread outside the generated code.
   block.threads = resources.threads.data();
+  if (grid.usesWarpCollectives) setup.warpLanes = resources.warpLanes.prepare(count);
+  if (grid.code.execution == compiler::CpuExecution::Continuation) {
+    // The block-uniform slots' two copies, then the threads' frames (compiler.h).
+    size_t uniformBytes = 2 * size_t{grid.code.uniformFrameBytes};
+    size_t bytes = uniformBytes + size_t{grid.code.frameBytes} * count;
+    uint8_t* area = framesFor(resources, std::max<size_t>(bytes, 1));
+    if (area == nullptr) {
+      log::error("cannot allocate " + std::to_string(bytes) +
+                 " bytes of thread frames for kernel '" + std::string(grid.kernelName) + "'");
+      return false;
+    }
+    setup.frames = area + uniformBytes;
+    if (resources.codes.size() < count) resources.codes.resize(count);
+  }
+  setContext(block, count);
+  return true;
+}
+
+BlockOutcome runBlockIn(BlockState& block, const WorkerSlots& slots, const RangeSetup& setup,
+                        const GridState& grid, uint64_t linearBlockIndex) {
+  WorkerResources& resources = slots.resources;
+  resetBlockState(block, grid);
+  block.ctaid = decompose(linearBlockIndex, grid.grid);
+  compiler::BlockContext& context = block.context;
+  for (int axis = 0; axis < 3; ++axis) context.ctaid[axis] = block.ctaid[axis];
+  context.frames = setup.frames;
+  context.warpLanes = setup.warpLanes;  // the runtime swaps a shfl's arrays (completeShfl)
+  uint32_t count = context.threadCount;
   if (block.deviceErrorsTouched) {  // a thread's device-side last error is its block's only
     for (auto& thread : resources.threads) thread->deviceLastError = 0;
     block.deviceErrorsTouched = false;
@@ -799,8 +826,6 @@ BlockOutcome runBlockIn(BlockState& block, const WorkerSlots& slots, const GridS
       block.threads[t]->spinAddress = nullptr;
     }
   }
-  setContext(block, count);
-  if (grid.usesWarpCollectives) block.context.warpLanes = resources.warpLanes.prepare(count);
   slots.block = &block;
   switch (grid.code.execution) {
     case compiler::CpuExecution::BlockLoop: runBlockLoop(block); break;
@@ -948,11 +973,14 @@ BlockOutcome runBlocks(const GridState& grid, uint64_t first, uint64_t last,
   if (nested) own.emplace();
   BlockState& block = nested ? *own : resources.block;
   resources.blockInUse = true;
-  BlockOutcome outcome = BlockOutcome::Completed;
-  for (uint64_t index = first; index < last && !stop.load(std::memory_order_relaxed); ++index) {
-    outcome = runBlockIn(block, slots, grid, index);
-    if (outcome != BlockOutcome::Completed) break;
-  }
+  RangeSetup setup;
+  BlockOutcome outcome = first < last && !prepareRange(block, resources, grid, setup)
+                             ? BlockOutcome::Trapped
+                             : BlockOutcome::Completed;
+  for (uint64_t index = first;
+       outcome == BlockOutcome::Completed && index < last && !stop.load(std::memory_order_relaxed);
+       ++index)
+    outcome = runBlockIn(block, slots, setup, grid, index);
   resources.blockInUse = nested;
   return outcome;
 }
