@@ -754,7 +754,7 @@ void resetBlockState(BlockState& block, const GridState& grid) {
     block.namedReduceArrived = {};
     block.namedReduceTrue = {};
   }
-  block.lockstepHeld.fill(0);
+  block.lockstepHeld = {};  // stores, where fill() called memset for 32 bytes
 }
 
 // The worker's thread-local records, found once per range of blocks: in a shared library each
