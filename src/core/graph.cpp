@@ -693,12 +693,14 @@ const GraphNode* checkConditionals(const Graph& graph, bool inBody, const Condit
 }
 
 // The rules for graphs instantiated for device launch (cuGraphInstantiate): kernel, memcpy,
-// memset and child-graph nodes only, copies not involving CUDA arrays, every node of one
-// context. Returns the offending node, if any; counts the kernel, memcpy and memset nodes.
+// memset and child-graph nodes only, copies between device memory and page-locked host memory
+// (not CUDA arrays, not pageable memory), every node of one context. Returns the offending
+// node, if any; counts the kernel, memcpy and memset nodes.
 const GraphNode* checkDeviceLaunchable(const Graph& graph, const Context** context,
                                        size_t* workNodes, InstantiateFailure* failure,
                                        std::string* why) {
   constexpr uint8_t kArrayMemory = 3;  // CU_MEMORYTYPE_ARRAY
+  constexpr uint8_t kHostMemory = 1;   // CU_MEMORYTYPE_HOST: without an owning context, pageable
   for (const GraphNode* node : graph.nodes()) {
     GraphNodeType type = node->type();
     const GraphNodeContent& content = node->content();
@@ -728,6 +730,15 @@ const GraphNode* checkDeviceLaunchable(const Graph& graph, const Context** conte
          content.transfer->destinationType == kArrayMemory)) {
       *failure = InstantiateFailure::NodeOperationNotSupported;
       *why = "a graph launched from the device cannot copy to or from a CUDA array";
+      return node;
+    }
+    if (type == GraphNodeType::Memcpy && content.transfer &&
+        ((content.transfer->sourceType == kHostMemory &&
+          content.transfer->sourceContext == nullptr) ||
+         (content.transfer->destinationType == kHostMemory &&
+          content.transfer->destinationContext == nullptr))) {
+      *failure = InstantiateFailure::NodeOperationNotSupported;
+      *why = "a graph launched from the device cannot copy to or from pageable host memory";
       return node;
     }
     if (content.context != nullptr) {

@@ -359,6 +359,10 @@ GraphUpdateResult compareGraphs(const Graph& mine, const Graph& other, const Gra
     // Work cannot move to another context ("the owning context of the function cannot change").
     if (ca.context != cb.context && a[i]->type() == GraphNodeType::Kernel)
       return GraphUpdateResult::UnsupportedFunctionChange;
+    // Nor take up dynamic parallelism ("a node whose function originally did not use CUDA
+    // dynamic parallelism cannot be updated to a function which uses CDP").
+    if (a[i]->type() == GraphNodeType::Kernel && !ca.launchesGrids && cb.launchesGrids)
+      return GraphUpdateResult::UnsupportedFunctionChange;
     if (ca.context != cb.context &&
         (a[i]->type() == GraphNodeType::Memcpy || a[i]->type() == GraphNodeType::Memset))
       return GraphUpdateResult::ParametersChanged;

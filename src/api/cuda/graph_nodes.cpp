@@ -816,6 +816,12 @@ Outcome setNodeParams(core::GraphNode& node, CUgraphNodeParams& params, bool exe
   if (executable && target.context != nullptr && content.context != nullptr &&
       target.context != content.context)
     return invalidValue("an executable node cannot move to another context");
+  // "A node whose function originally did not use CUDA dynamic parallelism cannot be updated to
+  // a function which uses CDP."
+  if (executable && node.type() == core::GraphNodeType::Kernel && !target.launchesGrids &&
+      content.launchesGrids)
+    return invalidValue(
+        "an executable kernel node cannot take a kernel that uses dynamic parallelism");
   if (executable && target.transfer && content.transfer) {
     if (node.type() == core::GraphNodeType::Memcpy &&
         (target.transfer->height > 1 || content.transfer->height > 1))
@@ -830,6 +836,7 @@ Outcome setNodeParams(core::GraphNode& node, CUgraphNodeParams& params, bool exe
   target.work = std::move(content.work);
   target.params = std::move(content.params);
   target.transfer = content.transfer;
+  target.launchesGrids = content.launchesGrids;
   if (content.deviceUpdatable) target.deviceUpdatable = std::move(content.deviceUpdatable);
   if (content.context != nullptr) target.context = content.context;
   target.event = content.event;

@@ -422,8 +422,8 @@ TEST_F(LibCudaDeviceGraphs, CurrentGraphExecNamesTheRunningDeviceGraph) {
 
 // cuGraphInstantiate's rules for device launch: kernel, memcpy, memset and child-graph nodes only
 // (the result CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED names the node), no kernel using
-// dynamic parallelism, not empty, not with AUTO_FREE_ON_LAUNCH; the exec's flags keep
-// DEVICE_LAUNCH.
+// dynamic parallelism, no copy of pageable host memory, not empty, not with AUTO_FREE_ON_LAUNCH;
+// the exec's flags keep DEVICE_LAUNCH.
 TEST_F(LibCudaDeviceGraphs, InstantiationFollowsTheRulesForDeviceGraphs) {
   auto withParams =
       CU13(cuGraphInstantiateWithParams, CUgraphExec*, CUgraph, CUDA_GRAPH_INSTANTIATE_PARAMS*);
@@ -477,6 +477,35 @@ TEST_F(LibCudaDeviceGraphs, InstantiationFollowsTheRulesForDeviceGraphs) {
   EXPECT_EQ(withParams(&exec, captured, &params), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(params.result_out, kNodeOperationNotSupported);
   ASSERT_EQ(CU13(cuGraphDestroy, CUgraph)(captured), CUDA_SUCCESS);
+  // Copies between device memory and page-locked host memory only: not pageable memory.
+  auto addCopy = [&](CUgraph into, const void* host) {
+    CUDA_MEMCPY3D copy{};
+    copy.srcMemoryType = CU_MEMORYTYPE_HOST;
+    copy.srcHost = host;
+    copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.dstDevice = data_;
+    copy.WidthInBytes = 16;
+    copy.Height = copy.Depth = 1;
+    CUgraphNode node = nullptr;
+    EXPECT_EQ(CU13(cuGraphAddMemcpyNode, CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+                   const CUDA_MEMCPY3D*, CUcontext)(&node, into, nullptr, 0, &copy, context_),
+              CUDA_SUCCESS);
+    return node;
+  };
+  std::vector<uint32_t> pageable(4, 7);
+  CUgraph pageableGraph = newGraph();
+  CUgraphNode pageableCopy = addCopy(pageableGraph, pageable.data());
+  EXPECT_EQ(withParams(&exec, pageableGraph, &params), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(params.result_out, kNodeOperationNotSupported);
+  EXPECT_EQ(params.hErrNode_out, pageableCopy);
+  void* pinned = nullptr;
+  ASSERT_EQ(CU13(cuMemAllocHost, void**, size_t)(&pinned, 16), CUDA_SUCCESS);
+  CUgraph pinnedGraph = newGraph();
+  addCopy(pinnedGraph, pinned);
+  ASSERT_EQ(withParams(&exec, pinnedGraph, &params), CUDA_SUCCESS);
+  EXPECT_EQ(params.result_out, kInstantiateSuccess);
+  EXPECT_EQ(CU13(cuGraphExecDestroy, CUgraphExec)(exec), CUDA_SUCCESS);
+  EXPECT_EQ(CU13(cuMemFreeHost, void*)(pinned), CUDA_SUCCESS);
   params.flags |= CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH;
   EXPECT_EQ(withParams(&exec, graph, &params), CUDA_ERROR_INVALID_VALUE);
   // Instantiated with UPLOAD: launchable from the device at once.
@@ -490,6 +519,50 @@ TEST_F(LibCudaDeviceGraphs, InstantiationFollowsTheRulesForDeviceGraphs) {
   EXPECT_EQ(flags, uint64_t{CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH});
   EXPECT_EQ(launchFromGraph({handleOf(exec)}, kFireAndForget), std::vector<uint32_t>{0});
   EXPECT_EQ(data(), 1u);
+}
+
+// A kernel node does not take up dynamic parallelism once instantiated (the executable node's
+// setter, cuGraphExecUpdate); a graph's node given such a kernel is refused for device launch.
+TEST_F(LibCudaDeviceGraphs, KernelNodesDoNotTakeUpDynamicParallelismLater) {
+  CUfunction launchesGrids = nullptr;
+  ASSERT_EQ(CU13(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&launchesGrids, module_,
+                                                                          "launches_grids"),
+            CUDA_SUCCESS);
+  void* buffer = nullptr;
+  void* cdpParams[] = {&buffer};
+  CUDA_KERNEL_NODE_PARAMS_v2 cdp{};
+  cdp.func = launchesGrids;
+  cdp.gridDimX = cdp.gridDimY = cdp.gridDimZ = 1;
+  cdp.blockDimX = cdp.blockDimY = cdp.blockDimZ = 1;
+  cdp.kernelParams = cdpParams;
+  CUgraph graph = newGraph();
+  CUgraphNode node = add(graph, 1);
+  CUgraphExec exec = instantiate(graph, 0);
+  EXPECT_EQ(CU13(cuGraphExecKernelNodeSetParams, CUgraphExec, CUgraphNode,
+                 const CUDA_KERNEL_NODE_PARAMS_v2*)(exec, node, &cdp),
+            CUDA_ERROR_INVALID_VALUE);
+  CUgraph other = newGraph();
+  kernel(other, launchesGrids, cdpParams, 1);
+  CUgraphExecUpdateResultInfo info{};
+  EXPECT_EQ(CU13(cuGraphExecUpdate, CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo*)(exec, other,
+                                                                                        &info),
+            CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE);
+  // The executable graph still adds.
+  ASSERT_EQ(CU13(cuGraphLaunch, CUgraphExec, CUstream)(exec, stream_), CUDA_SUCCESS);
+  ASSERT_EQ(CU13(cuStreamSynchronize, CUstream)(stream_), CUDA_SUCCESS);
+  EXPECT_EQ(data(), 1u);
+  ASSERT_EQ(
+      CU13(cuGraphKernelNodeSetParams, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS_v2*)(node, &cdp),
+      CUDA_SUCCESS);
+  CUDA_GRAPH_INSTANTIATE_PARAMS params{};
+  params.flags = CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH;
+  CUgraphExec deviceExec = nullptr;
+  EXPECT_EQ(CU13(cuGraphInstantiateWithParams, CUgraphExec*, CUgraph,
+                 CUDA_GRAPH_INSTANTIATE_PARAMS*)(&deviceExec, graph, &params),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(params.result_out, kNodeOperationNotSupported);
+  EXPECT_EQ(params.hErrNode_out, node);
 }
 
 // A device-updatable kernel node (CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE): a kernel
