@@ -194,7 +194,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-100";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-101";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;
@@ -407,6 +407,11 @@ struct KernelInfo {
   // Launches grids from device code (dynamic parallelism: the device runtime's
   // __cudaCDP2LaunchDevice[V2]), which a graph launched from the device may not hold.
   bool launchesGrids = false;
+  // Launches graphs (device-side cudaGraphLaunch), or updates device-updatable kernel nodes
+  // (cudaGraphKernelNodeSet*, ...UpdatesApply): what an executable graph's kernel node, like
+  // dynamic parallelism, may not take up once instantiated.
+  bool launchesGraphs = false;
+  bool updatesGraphNodes = false;
   CpuExecution cpuExecution = CpuExecution::ThreadEntry;  // host code only
   uint32_t cpuFrameBytes = 0;     // Continuation: bytes of each thread's frame
   uint32_t cpuUniformFrameBytes = 0;  // Continuation: bytes of one copy of the uniform slots

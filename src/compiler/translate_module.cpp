@@ -557,6 +557,10 @@ KernelInfo ModuleTranslator::kernelInfo(const ptx::Function& fn) const {
        {"__cudaCDP2LaunchDeviceV2", "__cudaCDP2LaunchDevice", "__cuda_syscall_cnpv2LaunchDeviceV2",
         "__cuda_syscall_cnpv2LaunchDevice"})
     info.launchesGrids = info.launchesGrids || reached.count(launch) != 0;
+  info.launchesGraphs = reached.count("cudaGraphLaunch") != 0;
+  for (const char* update : {"cudaGraphKernelNodeSetParam", "cudaGraphKernelNodeSetEnabled",
+                             "cudaGraphKernelNodeSetGridDim", "cudaGraphKernelNodeUpdatesApply"})
+    info.updatesGraphNodes = info.updatesGraphNodes || reached.count(update) != 0;
   for (size_t i = 0; i < 3 && i < fn.performance.maxntid.size(); ++i)
     info.maxntid[i] = fn.performance.maxntid[i];
   for (size_t i = 0; i < 3 && i < fn.performance.reqntid.size(); ++i)

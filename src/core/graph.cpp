@@ -76,7 +76,7 @@ GraphNodeContent copyContent(const GraphNodeContent& from,
   to.freeAddress = from.freeAddress;
   to.enabled = from.enabled;
   to.transfer = from.transfer;
-  to.launchesGrids = from.launchesGrids;
+  to.deviceCalls = from.deviceCalls;
   if (from.child) {
     to.child = from.child->clone(mapping);
     to.child->setEmbedded(true);
@@ -718,7 +718,7 @@ const GraphNode* checkDeviceLaunchable(const Graph& graph, const Context** conte
              graphNodeTypeName(type) + " node";
       return node;
     }
-    if (type == GraphNodeType::Kernel && content.launchesGrids) {
+    if (type == GraphNodeType::Kernel && content.deviceCalls.launchesGrids) {
       *failure = InstantiateFailure::NodeOperationNotSupported;
       *why =
           "a graph launched from the device cannot hold a kernel that launches grids itself "

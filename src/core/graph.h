@@ -163,8 +163,14 @@ struct GraphNodeContent {
   std::optional<TransferShape> transfer;
   // Kernel nodes made device-updatable: what device code changes (shared by clones).
   std::shared_ptr<DeviceUpdatableKernel> deviceUpdatable;
-  // Kernel nodes whose kernel launches grids itself (KernelInfo::launchesGrids).
-  bool launchesGrids = false;
+  // Kernel nodes: the device runtime's calls their kernel makes (KernelInfo): grids launched
+  // (dynamic parallelism), graphs launched, device-updatable nodes updated.
+  struct DeviceRuntimeCalls {
+    bool launchesGrids = false;
+    bool launchesGraphs = false;
+    bool updatesGraphNodes = false;
+  };
+  DeviceRuntimeCalls deviceCalls;
 };
 
 // Whether an executable graph's memcpy or memset node instantiated with `instantiated` may take
@@ -422,6 +428,13 @@ class GraphExec : public Object {
   // On failure the exec is unchanged and `errorNode`/`errorFrom` name the culprit.
   GraphUpdateResult update(const Graph& graph, const GraphNode** errorNode,
                            const GraphNode** errorFrom, const NodeUpdateCheck& check = {});
+  // Whether a kernel node instantiated as `instantiated` may take `now`'s kernel (cuGraphExecUpdate
+  // and the executable node setters): one that did not use dynamic parallelism or update
+  // device-updatable nodes may not start to; one that did not launch graphs from the device may
+  // start to only in a graph instantiated for device launch or in a context whose kernels
+  // launched graphs at instantiation. Success or UnsupportedFunctionChange.
+  GraphUpdateResult kernelMayBecome(const GraphNodeContent& instantiated,
+                                    const GraphNodeContent& now) const;
 
  private:
   // Host-side bookkeeping of the graph's allocations at a launch (GraphAllocation::outstanding).
@@ -433,6 +446,8 @@ class GraphExec : public Object {
   uint64_t flags_;
   std::shared_ptr<ConditionTable> conditions_;
   std::shared_ptr<int> sourceCount_;  // the source graph's executableCount (hasMemoryNodes...)
+  // The contexts of the kernel nodes that launched graphs from the device at instantiation.
+  std::vector<const Context*> graphLaunchContexts_;
   // "Only one instance of hGraphExec may be executing at a time": each launch, on whatever
   // stream, waits for the one before it.
   std::mutex launchMutex_;

@@ -359,10 +359,6 @@ GraphUpdateResult compareGraphs(const Graph& mine, const Graph& other, const Gra
     // Work cannot move to another context ("the owning context of the function cannot change").
     if (ca.context != cb.context && a[i]->type() == GraphNodeType::Kernel)
       return GraphUpdateResult::UnsupportedFunctionChange;
-    // Nor take up dynamic parallelism ("a node whose function originally did not use CUDA
-    // dynamic parallelism cannot be updated to a function which uses CDP").
-    if (a[i]->type() == GraphNodeType::Kernel && !ca.launchesGrids && cb.launchesGrids)
-      return GraphUpdateResult::UnsupportedFunctionChange;
     if (ca.context != cb.context &&
         (a[i]->type() == GraphNodeType::Memcpy || a[i]->type() == GraphNodeType::Memset))
       return GraphUpdateResult::ParametersChanged;
@@ -446,6 +442,32 @@ GraphExec::GraphExec(const Graph& graph, uint64_t flags)
     sourceCount_ = graph.executableCount();
     ++*sourceCount_;
   }
+  auto collect = [&](const Graph& inner, auto& self) -> void {
+    for (const GraphNode* node : inner.nodes()) {
+      const GraphNodeContent& content = node->content();
+      if (node->type() == GraphNodeType::Kernel && content.deviceCalls.launchesGraphs &&
+          std::find(graphLaunchContexts_.begin(), graphLaunchContexts_.end(), content.context) ==
+              graphLaunchContexts_.end())
+        graphLaunchContexts_.push_back(content.context);
+      if (content.child) self(*content.child, self);
+      for (const auto& body : content.bodies) self(*body, self);
+    }
+  };
+  collect(*graph_, collect);
+}
+
+GraphUpdateResult GraphExec::kernelMayBecome(const GraphNodeContent& instantiated,
+                                             const GraphNodeContent& now) const {
+  const GraphNodeContent::DeviceRuntimeCalls &was = instantiated.deviceCalls,
+                                             &will = now.deviceCalls;
+  if ((!was.launchesGrids && will.launchesGrids) ||
+      (!was.updatesGraphNodes && will.updatesGraphNodes))
+    return GraphUpdateResult::UnsupportedFunctionChange;
+  if (!was.launchesGraphs && will.launchesGraphs && !deviceLaunchable() &&
+      std::find(graphLaunchContexts_.begin(), graphLaunchContexts_.end(), now.context) ==
+          graphLaunchContexts_.end())
+    return GraphUpdateResult::UnsupportedFunctionChange;
+  return GraphUpdateResult::Success;
 }
 
 GraphExec::~GraphExec() {
@@ -575,7 +597,14 @@ GraphUpdateResult GraphExec::update(const Graph& graph, const GraphNode** errorN
   // "Neither hGraph nor hGraphExec may contain device-updatable kernel nodes."
   if (graph_->hasDeviceUpdatableNodes() || graph.hasDeviceUpdatableNodes())
     return GraphUpdateResult::NotSupported;
-  GraphUpdateResult result = compareGraphs(*graph_, graph, errorNode, errorFrom, check);
+  NodeUpdateCheck rules = [&](const GraphNode& instantiated, const GraphNode& now) {
+    if (instantiated.type() == GraphNodeType::Kernel)
+      if (GraphUpdateResult kept = kernelMayBecome(instantiated.content(), now.content());
+          kept != GraphUpdateResult::Success)
+        return kept;
+    return check ? check(instantiated, now) : GraphUpdateResult::Success;
+  };
+  GraphUpdateResult result = compareGraphs(*graph_, graph, errorNode, errorFrom, rules);
   if (result != GraphUpdateResult::Success) return result;
   std::vector<GraphNode*> mine = graph_->nodes(), theirs = graph.nodes();
   for (size_t i = 0; i < mine.size(); ++i) {
@@ -585,7 +614,7 @@ GraphUpdateResult GraphExec::update(const Graph& graph, const GraphNode** errorN
     target.work = source.work;
     target.params = source.params;
     target.transfer = source.transfer;
-    target.launchesGrids = source.launchesGrids;
+    target.deviceCalls = source.deviceCalls;
     target.event = source.event;
     if (source.child) {
       target.child = source.child->clone(&fromOriginal_);

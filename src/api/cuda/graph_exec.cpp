@@ -34,7 +34,7 @@ Outcome execSet(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeType type,
   params.type = type;
   Outcome filled = fill(params, *node);
   if (!filled.ok()) return filled;
-  return setNodeParams(*node, params, true);
+  return setNodeParams(*node, params, *lookupExec(hGraphExec));
 }
 
 Outcome update(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo* info) {

@@ -82,8 +82,10 @@ Outcome addNode(cuda::CUgraphNode* phNode, cuda::CUgraph hGraph,
                 const cuda::CUgraphNode* dependencies, size_t count,
                 cuda::CUgraphNodeParams& params,
                 const cuda::CUgraphEdgeData* dependencyData = nullptr);
-// Replace the parameters of `node` (of a graph, or of an executable graph's copy).
-Outcome setNodeParams(core::GraphNode& node, cuda::CUgraphNodeParams& params, bool executable);
+// Replace the parameters of `node`: a graph's, or `exec`'s copy of one (null for a graph's), whose
+// rules for executable nodes it then checks.
+Outcome setNodeParams(core::GraphNode& node, cuda::CUgraphNodeParams& params,
+                      const core::GraphExec* exec);
 
 // CUDA's capture failures as results.
 Outcome captureOutcome(core::CaptureFailure failure);

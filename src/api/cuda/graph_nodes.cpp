@@ -149,6 +149,11 @@ Outcome copyArguments(const core::Kernel& kernel, const CUDA_KERNEL_NODE_PARAMS_
   return {};
 }
 
+// The device runtime's calls a kernel node's kernel makes, which the graph rules check.
+core::GraphNodeContent::DeviceRuntimeCalls deviceCallsOf(const compiler::KernelInfo& info) {
+  return {info.launchesGrids, info.launchesGraphs, info.updatesGraphNodes};
+}
+
 Outcome buildKernel(const CUDA_KERNEL_NODE_PARAMS_v2& in, core::GraphNodeContent* content,
                     const std::map<int, CUlaunchAttributeValue>* attributes,
                     std::shared_ptr<core::DeviceUpdatableKernel> deviceUpdatable = nullptr) {
@@ -190,7 +195,7 @@ Outcome buildKernel(const CUDA_KERNEL_NODE_PARAMS_v2& in, core::GraphNodeContent
   if (!recorded.ok()) return recorded;
   content->name = "kernel " + (*kernel)->name();
   content->params = std::move(payload);
-  content->launchesGrids = (*kernel)->info().launchesGrids;
+  content->deviceCalls = deviceCallsOf((*kernel)->info());
   return {};
 }
 
@@ -243,7 +248,7 @@ Outcome keepCapturedKernelParams(core::GraphNode& node, const CUDA_KERNEL_NODE_P
   if (!copied.ok()) return copied;
   std::lock_guard lock(core::graphMutex());
   node.content().params = std::move(payload);
-  node.content().launchesGrids = (*kernel)->info().launchesGrids;
+  node.content().deviceCalls = deviceCallsOf((*kernel)->info());
   return {};
 }
 
@@ -786,7 +791,9 @@ Outcome addNode(CUgraphNode* phNode, CUgraph hGraph, const CUgraphNode* dependen
   return {};
 }
 
-Outcome setNodeParams(core::GraphNode& node, CUgraphNodeParams& params, bool executable) {
+Outcome setNodeParams(core::GraphNode& node, CUgraphNodeParams& params,
+                      const core::GraphExec* exec) {
+  bool executable = exec != nullptr;
   if (static_cast<int>(node.type()) != params.type)
     return invalidValue("the parameters are for another node type");
   core::GraphNodeContent& target = node.content();
@@ -816,12 +823,11 @@ Outcome setNodeParams(core::GraphNode& node, CUgraphNodeParams& params, bool exe
   if (executable && target.context != nullptr && content.context != nullptr &&
       target.context != content.context)
     return invalidValue("an executable node cannot move to another context");
-  // "A node whose function originally did not use CUDA dynamic parallelism cannot be updated to
-  // a function which uses CDP."
-  if (executable && node.type() == core::GraphNodeType::Kernel && !target.launchesGrids &&
-      content.launchesGrids)
+  if (executable && node.type() == core::GraphNodeType::Kernel &&
+      exec->kernelMayBecome(target, content) != core::GraphUpdateResult::Success)
     return invalidValue(
-        "an executable kernel node cannot take a kernel that uses dynamic parallelism");
+        "an executable kernel node cannot take up dynamic parallelism, device-side graph "
+        "launches or node updates its kernel did not make when instantiated");
   if (executable && target.transfer && content.transfer) {
     if (node.type() == core::GraphNodeType::Memcpy &&
         (target.transfer->height > 1 || content.transfer->height > 1))
@@ -836,7 +842,7 @@ Outcome setNodeParams(core::GraphNode& node, CUgraphNodeParams& params, bool exe
   target.work = std::move(content.work);
   target.params = std::move(content.params);
   target.transfer = content.transfer;
-  target.launchesGrids = content.launchesGrids;
+  target.deviceCalls = content.deviceCalls;
   if (content.deviceUpdatable) target.deviceUpdatable = std::move(content.deviceUpdatable);
   if (content.context != nullptr) target.context = content.context;
   target.event = content.event;
@@ -888,7 +894,7 @@ Outcome setTyped(CUgraphNode hNode, core::GraphNodeType type, Fill fill) {
   params.type = static_cast<CUgraphNodeType>(type);
   Outcome filled = fill(params);
   if (!filled.ok()) return filled;
-  return setNodeParams(*node, params, false);
+  return setNodeParams(*node, params, nullptr);
 }
 
 CUDA_KERNEL_NODE_PARAMS_v2 widen(const CUDA_KERNEL_NODE_PARAMS_v1& in) {
@@ -1134,7 +1140,7 @@ ROCUDA_EXPORT CUresult cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams
     std::lock_guard lock(core::graphMutex());
     Result<core::GraphNode*> node = api::lookupNode(hNode);
     if (!node) return node.error();
-    return api::setNodeParams(**node, *nodeParams, false);
+    return api::setNodeParams(**node, *nodeParams, nullptr);
   });
 }
 

@@ -521,48 +521,73 @@ TEST_F(LibCudaDeviceGraphs, InstantiationFollowsTheRulesForDeviceGraphs) {
   EXPECT_EQ(data(), 1u);
 }
 
-// A kernel node does not take up dynamic parallelism once instantiated (the executable node's
-// setter, cuGraphExecUpdate); a graph's node given such a kernel is refused for device launch.
-TEST_F(LibCudaDeviceGraphs, KernelNodesDoNotTakeUpDynamicParallelismLater) {
+// A kernel node does not take up the device runtime's calls once instantiated (the executable
+// node's setter, cuGraphExecUpdate): dynamic parallelism and node updates never; device-side
+// graph launches only in a graph instantiated for device launch or in a context whose kernels
+// launched graphs when it was instantiated. A graph's node given a CDP kernel is refused for
+// device launch.
+TEST_F(LibCudaDeviceGraphs, KernelNodesDoNotTakeUpDeviceRuntimeCallsLater) {
   CUfunction launchesGrids = nullptr;
   ASSERT_EQ(CU13(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&launchesGrids, module_,
                                                                           "launches_grids"),
             CUDA_SUCCESS);
   void* buffer = nullptr;
   void* cdpParams[] = {&buffer};
-  CUDA_KERNEL_NODE_PARAMS_v2 cdp{};
-  cdp.func = launchesGrids;
-  cdp.gridDimX = cdp.gridDimY = cdp.gridDimZ = 1;
-  cdp.blockDimX = cdp.blockDimY = cdp.blockDimZ = 1;
-  cdp.kernelParams = cdpParams;
+  CUgraphDeviceNode noNode = nullptr;
+  uint64_t value = 0;
+  uint32_t enable = 1, n = 0;
+  void* updateParams[] = {&noNode, &value, &enable, &answers_};
+  CUstream noStream = nullptr;
+  void* launchParams[] = {&graphs_, &noStream, &answers_, &n};
+  auto params = [](CUfunction f, void** arguments) {
+    return CUDA_KERNEL_NODE_PARAMS_v2{f, 1, 1, 1, 1, 1, 1, 0, arguments, nullptr, nullptr, nullptr};
+  };
+  CUDA_KERNEL_NODE_PARAMS_v2 cdp = params(launchesGrids, cdpParams),
+                             updates = params(updateNode_, updateParams),
+                             launches = params(launchEach_, launchParams);
+  auto execSet = CU13(cuGraphExecKernelNodeSetParams, CUgraphExec, CUgraphNode,
+                      const CUDA_KERNEL_NODE_PARAMS_v2*);
   CUgraph graph = newGraph();
   CUgraphNode node = add(graph, 1);
   CUgraphExec exec = instantiate(graph, 0);
-  EXPECT_EQ(CU13(cuGraphExecKernelNodeSetParams, CUgraphExec, CUgraphNode,
-                 const CUDA_KERNEL_NODE_PARAMS_v2*)(exec, node, &cdp),
-            CUDA_ERROR_INVALID_VALUE);
-  CUgraph other = newGraph();
-  kernel(other, launchesGrids, cdpParams, 1);
-  CUgraphExecUpdateResultInfo info{};
-  EXPECT_EQ(CU13(cuGraphExecUpdate, CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo*)(exec, other,
-                                                                                        &info),
-            CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
-  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE);
+  EXPECT_EQ(execSet(exec, node, &cdp), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(execSet(exec, node, &updates), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(execSet(exec, node, &launches), CUDA_ERROR_INVALID_VALUE);  // no graph launches
+  for (CUfunction f : {launchesGrids, updateNode_}) {
+    CUgraph other = newGraph();
+    kernel(other, f, f == launchesGrids ? cdpParams : updateParams, 1);
+    CUgraphExecUpdateResultInfo info{};
+    EXPECT_EQ(CU13(cuGraphExecUpdate, CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo*)(
+                  exec, other, &info),
+              CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE);
+  }
   // The executable graph still adds.
   ASSERT_EQ(CU13(cuGraphLaunch, CUgraphExec, CUstream)(exec, stream_), CUDA_SUCCESS);
   ASSERT_EQ(CU13(cuStreamSynchronize, CUstream)(stream_), CUDA_SUCCESS);
   EXPECT_EQ(data(), 1u);
+  // Graph launches: where a kernel of the context launched graphs at instantiation, or in a
+  // graph instantiated for device launch.
+  CUgraph withLauncher = newGraph();
+  CUgraphNode plain = add(withLauncher, 1);
+  kernel(withLauncher, launchEach_, launchParams, 1);
+  EXPECT_EQ(execSet(instantiate(withLauncher, 0), plain, &launches), CUDA_SUCCESS);
+  CUgraphNode deviceNode = nullptr;
+  CUgraphExec deviceExec = deviceAdder(1, false, &deviceNode);
+  EXPECT_EQ(execSet(deviceExec, deviceNode, &launches), CUDA_SUCCESS);
+  EXPECT_EQ(execSet(deviceExec, deviceNode, &updates), CUDA_ERROR_INVALID_VALUE);
+  // The graph's own node given the CDP kernel: no longer launchable from the device.
   ASSERT_EQ(
       CU13(cuGraphKernelNodeSetParams, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS_v2*)(node, &cdp),
       CUDA_SUCCESS);
-  CUDA_GRAPH_INSTANTIATE_PARAMS params{};
-  params.flags = CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH;
-  CUgraphExec deviceExec = nullptr;
+  CUDA_GRAPH_INSTANTIATE_PARAMS instantiation{};
+  instantiation.flags = CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH;
+  CUgraphExec refused = nullptr;
   EXPECT_EQ(CU13(cuGraphInstantiateWithParams, CUgraphExec*, CUgraph,
-                 CUDA_GRAPH_INSTANTIATE_PARAMS*)(&deviceExec, graph, &params),
+                 CUDA_GRAPH_INSTANTIATE_PARAMS*)(&refused, graph, &instantiation),
             CUDA_ERROR_INVALID_VALUE);
-  EXPECT_EQ(params.result_out, kNodeOperationNotSupported);
-  EXPECT_EQ(params.hErrNode_out, node);
+  EXPECT_EQ(instantiation.result_out, kNodeOperationNotSupported);
+  EXPECT_EQ(instantiation.hErrNode_out, node);
 }
 
 // A device-updatable kernel node (CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE): a kernel

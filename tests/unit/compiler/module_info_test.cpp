@@ -20,6 +20,8 @@ ModuleInfo sample() {
   k.reqnctapercluster = {4, 2, 1};
   k.usesBarriers = true;
   k.usesWarpCollectives = true;
+  k.launchesGraphs = true;
+  k.updatesGraphNodes = true;
   k.cpuExecution = CpuExecution::Continuation;
   k.cpuFrameBytes = 48;
   k.cpuUniformFrameBytes = 32;
@@ -36,6 +38,7 @@ ModuleInfo sample() {
   KernelInfo k2;
   k2.name = "";
   k2.cpuSlowPathReason = "a reason";
+  k2.launchesGrids = true;
   info.kernels.push_back(k2);
   info.globals.push_back({"coeffs", ptx::StateSpace::Const, 16, true});
   info.globals.push_back({"table", ptx::StateSpace::Global, 1ull << 40});
@@ -65,6 +68,12 @@ TEST(ModuleInfo, RoundTrip) {
   EXPECT_TRUE(k.usesWarpCollectives);
   EXPECT_FALSE(back->kernels[1].usesBarriers);
   EXPECT_FALSE(back->kernels[1].usesWarpCollectives);
+  EXPECT_FALSE(k.launchesGrids);
+  EXPECT_TRUE(k.launchesGraphs);
+  EXPECT_TRUE(k.updatesGraphNodes);
+  EXPECT_TRUE(back->kernels[1].launchesGrids);
+  EXPECT_FALSE(back->kernels[1].launchesGraphs);
+  EXPECT_FALSE(back->kernels[1].updatesGraphNodes);
   EXPECT_EQ(k.cpuExecution, CpuExecution::Continuation);
   EXPECT_EQ(k.cpuFrameBytes, 48u);
   EXPECT_EQ(k.cpuUniformFrameBytes, 32u);
