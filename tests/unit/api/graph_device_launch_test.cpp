@@ -200,6 +200,7 @@ class LibCudaDeviceGraphs : public ::testing::Test {
     ASSERT_EQ(get(&launchEach_, module_, "launch_each"), CUDA_SUCCESS);
     ASSERT_EQ(get(&current_, module_, "current"), CUDA_SUCCESS);
     ASSERT_EQ(get(&updateNode_, module_, "update_node"), CUDA_SUCCESS);
+    ASSERT_EQ(get(&launchesGrids_, module_, "launches_grids"), CUDA_SUCCESS);
     ASSERT_EQ(CU13(cuMemAlloc, CUdeviceptr*, size_t)(&data_, kN * 4), CUDA_SUCCESS);
     ASSERT_EQ(CU13(cuMemAlloc, CUdeviceptr*, size_t)(&graphs_, 1024 * 8), CUDA_SUCCESS);
     ASSERT_EQ(CU13(cuMemAlloc, CUdeviceptr*, size_t)(&answers_, 1024 * 4), CUDA_SUCCESS);
@@ -287,7 +288,8 @@ class LibCudaDeviceGraphs : public ::testing::Test {
   AddNodeFn addNode = proc<AddNodeFn>("cuGraphAddNode", 12020);
   CUcontext context_ = nullptr;
   CUmodule module_ = nullptr;
-  CUfunction add_ = nullptr, launchEach_ = nullptr, current_ = nullptr, updateNode_ = nullptr;
+  CUfunction add_ = nullptr, launchEach_ = nullptr, current_ = nullptr, updateNode_ = nullptr,
+             launchesGrids_ = nullptr;
   CUdeviceptr data_ = 0, graphs_ = 0, answers_ = 0;
   CUstream stream_ = nullptr;
   std::vector<CUgraph> graphs;
@@ -455,14 +457,10 @@ TEST_F(LibCudaDeviceGraphs, InstantiationFollowsTheRulesForDeviceGraphs) {
   EXPECT_EQ(params.hErrNode_out, childNode);
   ASSERT_EQ(CU13(cuGraphDestroyNode, CUgraphNode)(childNode), CUDA_SUCCESS);
   // A kernel that launches grids itself (dynamic parallelism), added or captured.
-  CUfunction launchesGrids = nullptr;
-  ASSERT_EQ(CU13(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&launchesGrids, module_,
-                                                                          "launches_grids"),
-            CUDA_SUCCESS);
   void* buffer = nullptr;
   void* cdpParams[] = {&buffer};
   CUgraph cdpGraph = newGraph();
-  CUgraphNode cdpNode = kernel(cdpGraph, launchesGrids, cdpParams, 1);
+  CUgraphNode cdpNode = kernel(cdpGraph, launchesGrids_, cdpParams, 1);
   EXPECT_EQ(withParams(&exec, cdpGraph, &params), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(params.result_out, kNodeOperationNotSupported);
   EXPECT_EQ(params.hErrNode_out, cdpNode);
@@ -470,7 +468,7 @@ TEST_F(LibCudaDeviceGraphs, InstantiationFollowsTheRulesForDeviceGraphs) {
   ASSERT_EQ(CU13(cuStreamBeginCapture, CUstream, CUstreamCaptureMode)(
                 stream_, CU_STREAM_CAPTURE_MODE_GLOBAL),
             CUDA_SUCCESS);
-  ASSERT_EQ(proc<testing::Launch>("cuLaunchKernel")(launchesGrids, 1, 1, 1, 1, 1, 1, 0, stream_,
+  ASSERT_EQ(proc<testing::Launch>("cuLaunchKernel")(launchesGrids_, 1, 1, 1, 1, 1, 1, 0, stream_,
                                                     cdpParams, nullptr),
             CUDA_SUCCESS);
   ASSERT_EQ(CU13(cuStreamEndCapture, CUstream, CUgraph*)(stream_, &captured), CUDA_SUCCESS);
@@ -527,10 +525,6 @@ TEST_F(LibCudaDeviceGraphs, InstantiationFollowsTheRulesForDeviceGraphs) {
 // launched graphs when it was instantiated. A graph's node given a CDP kernel is refused for
 // device launch.
 TEST_F(LibCudaDeviceGraphs, KernelNodesDoNotTakeUpDeviceRuntimeCallsLater) {
-  CUfunction launchesGrids = nullptr;
-  ASSERT_EQ(CU13(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&launchesGrids, module_,
-                                                                          "launches_grids"),
-            CUDA_SUCCESS);
   void* buffer = nullptr;
   void* cdpParams[] = {&buffer};
   CUgraphDeviceNode noNode = nullptr;
@@ -542,7 +536,7 @@ TEST_F(LibCudaDeviceGraphs, KernelNodesDoNotTakeUpDeviceRuntimeCallsLater) {
   auto params = [](CUfunction f, void** arguments) {
     return CUDA_KERNEL_NODE_PARAMS_v2{f, 1, 1, 1, 1, 1, 1, 0, arguments, nullptr, nullptr, nullptr};
   };
-  CUDA_KERNEL_NODE_PARAMS_v2 cdp = params(launchesGrids, cdpParams),
+  CUDA_KERNEL_NODE_PARAMS_v2 cdp = params(launchesGrids_, cdpParams),
                              updates = params(updateNode_, updateParams),
                              launches = params(launchEach_, launchParams);
   auto execSet = CU13(cuGraphExecKernelNodeSetParams, CUgraphExec, CUgraphNode,
@@ -553,9 +547,9 @@ TEST_F(LibCudaDeviceGraphs, KernelNodesDoNotTakeUpDeviceRuntimeCallsLater) {
   EXPECT_EQ(execSet(exec, node, &cdp), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(execSet(exec, node, &updates), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(execSet(exec, node, &launches), CUDA_ERROR_INVALID_VALUE);  // no graph launches
-  for (CUfunction f : {launchesGrids, updateNode_}) {
+  for (CUfunction f : {launchesGrids_, updateNode_}) {
     CUgraph other = newGraph();
-    kernel(other, f, f == launchesGrids ? cdpParams : updateParams, 1);
+    kernel(other, f, f == launchesGrids_ ? cdpParams : updateParams, 1);
     CUgraphExecUpdateResultInfo info{};
     EXPECT_EQ(CU13(cuGraphExecUpdate, CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo*)(
                   exec, other, &info),
