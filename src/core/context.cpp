@@ -33,16 +33,18 @@ Context::Context(Device& device, unsigned flags, bool primary)
 
 void Context::setDefaultLimits() {
   const auto& description = device_.description();
-  std::fill(std::begin(limits_), std::end(limits_), 0);
+  for (auto& limit : limits_) limit.store(0, std::memory_order_relaxed);
   launchedPrintf_ = launchedMalloc_ = false;
-  limits_[static_cast<int>(ContextLimit::StackSize)] = 1024;
-  limits_[static_cast<int>(ContextLimit::PrintfFifoSize)] = 1 << 20;
-  limits_[static_cast<int>(ContextLimit::MallocHeapSize)] = 8 << 20;
-  limits_[static_cast<int>(ContextLimit::DevRuntimeSyncDepth)] = 2;
-  limits_[static_cast<int>(ContextLimit::DevRuntimePendingLaunchCount)] = 2048;
-  limits_[static_cast<int>(ContextLimit::MaxL2FetchGranularity)] = 64;
-  limits_[static_cast<int>(ContextLimit::ShmemSize)] =
-      static_cast<uint64_t>(description.sharedMemPerBlockOptin);
+  auto set = [this](ContextLimit which, uint64_t value) {
+    limits_[static_cast<int>(which)].store(value, std::memory_order_relaxed);
+  };
+  set(ContextLimit::StackSize, 1024);
+  set(ContextLimit::PrintfFifoSize, 1 << 20);
+  set(ContextLimit::MallocHeapSize, 8 << 20);
+  set(ContextLimit::DevRuntimeSyncDepth, 2);
+  set(ContextLimit::DevRuntimePendingLaunchCount, 2048);
+  set(ContextLimit::MaxL2FetchGranularity, 64);
+  set(ContextLimit::ShmemSize, static_cast<uint64_t>(description.sharedMemPerBlockOptin));
 }
 
 Context::~Context() {
@@ -204,13 +206,10 @@ Result<CompletionPtr> Context::enqueueCommand(Stream& stream, std::string name,
   if (stream.streamKind() == StreamKind::Legacy) {
     // The legacy stream would depend on a capture in progress: CUDA refuses the operation and
     // invalidates the capture (cudaErrorStreamCaptureImplicit).
-    if (invalidateBlockingCaptures())
+    // The legacy default stream waits for all blocking streams...
+    if (!appendBlockingTails(dependencies))
       return makeError(ErrorCode::StreamCaptureImplicit,
                        "legacy stream used while a blocking stream is capturing");
-    // The legacy default stream waits for all blocking streams...
-    for (Stream* other : allStreams())
-      if (other->blocking())
-        if (auto tail = other->tail()) dependencies.push_back(std::move(tail));
   } else if (stream.blocking()) {
     // ...and every blocking stream waits for the legacy default stream.
     if (auto tail = legacy_->tail()) dependencies.push_back(std::move(tail));
@@ -280,6 +279,24 @@ std::vector<CaptureStatePtr> Context::blockingCaptures() {
   return captures;
 }
 
+bool Context::appendBlockingTails(std::vector<CompletionPtr>& into) {
+  std::lock_guard lock(mutex_);
+  bool capturing = false;
+  auto visit = [&](Stream& stream) {
+    if (!stream.blocking()) return;
+    if (CaptureStatePtr capture = stream.capture()) {
+      capture->invalidated = true;
+      capturing = true;
+    } else if (!stream.idle()) {  // an idle stream's last work needs no waiting for
+      if (CompletionPtr tail = stream.tail()) into.push_back(std::move(tail));
+    }
+  };
+  for (auto& stream : streams_) visit(*stream);
+  for (auto& stream : retiredStreams_) visit(*stream);
+  for (auto& [serial, perThread] : perThread_) visit(*perThread.stream);
+  return !capturing;
+}
+
 bool Context::invalidateBlockingCaptures() {
   std::vector<CaptureStatePtr> captures = blockingCaptures();
   for (const CaptureStatePtr& capture : captures) capture->invalidated = true;
@@ -314,7 +331,7 @@ void Context::reset() {
     if (auto records = records_.release()) streams.push_back(std::move(records));
     eventWaits_.clear();
     events.swap(events_);
-    sticky_ = false;
+    sticky_.store(false, std::memory_order_release);
     stickyError_ = Error();
     setDefaultLimits();
   }
@@ -327,9 +344,9 @@ void Context::reset() {
 
 bool Context::setStickyError(const Error& error) {
   std::lock_guard lock(mutex_);
-  if (sticky_) return false;  // the first failure is the one reported
-  sticky_ = true;
+  if (sticky_.load(std::memory_order_relaxed)) return false;  // the first one is reported
   stickyError_ = error;
+  sticky_.store(true, std::memory_order_release);
   return true;
 }
 
@@ -369,14 +386,14 @@ void Context::noteDeviceFailure(const Error& error) {
 }
 
 Status Context::stickyError() const {
-  std::lock_guard lock(mutex_);
-  if (sticky_) return stickyError_;
+  if (!sticky_.load(std::memory_order_acquire)) return Status::success();
+  std::lock_guard lock(mutex_);  // the error is copied under the lock (a reset may clear it)
+  if (sticky_.load(std::memory_order_relaxed)) return stickyError_;
   return Status::success();
 }
 
 uint64_t Context::limit(ContextLimit which) const {
-  std::lock_guard lock(mutex_);
-  return limits_[static_cast<int>(which)];
+  return limits_[static_cast<int>(which)].load(std::memory_order_relaxed);
 }
 
 Status Context::setLimit(ContextLimit which, uint64_t value) {
@@ -408,7 +425,7 @@ Status Context::setLimit(ContextLimit which, uint64_t value) {
   if (which == ContextLimit::DevRuntimeSyncDepth && value > 24)
     return makeError(ErrorCode::InvalidValue, "the device runtime's sync depth is at most 24");
   if (which == ContextLimit::MaxL2FetchGranularity) value = std::min<uint64_t>(value, 128);
-  limits_[static_cast<int>(which)] = value;
+  limits_[static_cast<int>(which)].store(value, std::memory_order_relaxed);
   return Status::success();
 }
 

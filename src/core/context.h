@@ -3,6 +3,7 @@
 // modules; holds the sticky error left by a failed kernel.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <map>
 #include <memory>
@@ -76,6 +77,10 @@ class Context : public Object {
   // The completion of the last work queued on each of the context's streams now.
   std::vector<CompletionPtr> queuedWork();
   bool invalidateBlockingCaptures();
+  // What work on the legacy stream implicitly waits for: the last work of each blocking stream,
+  // appended to `into`. False when a blocking stream captures (its capture invalidated, as
+  // invalidateBlockingCaptures does). One pass under the lock: it runs at every legacy launch.
+  bool appendBlockingTails(std::vector<CompletionPtr>& into);
 
   // Wait for every stream of the context; then the sticky error, if any.
   Status synchronize();
@@ -158,9 +163,10 @@ class Context : public Object {
   EventWaits eventWaits_;                    // cuCtxWaitEvent's
   std::vector<std::unique_ptr<Event>> events_;
   std::map<uint64_t, backends::DeviceBackend*> peers_;  // enabled peer context id -> its device
-  bool sticky_ = false;
+  // Read without the lock at every launch; written under it.
+  std::atomic<bool> sticky_{false};
   Error stickyError_;
-  uint64_t limits_[static_cast<int>(ContextLimit::Count)] = {};
+  std::array<std::atomic<uint64_t>, static_cast<int>(ContextLimit::Count)> limits_{};
   backends::DeviceMallocHeap mallocHeap_;
   bool launchedPrintf_ = false, launchedMalloc_ = false;  // see setLimit
 };

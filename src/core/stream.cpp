@@ -150,7 +150,8 @@ void Stream::retireFront(Command* finished) {
   {
     std::lock_guard lock(mutex_);
     queue_.pop_front();
-    signals_.queued.fetch_sub(1, std::memory_order_relaxed);
+    // Release: a thread that sees the queue empty (idle()) sees the command's effects.
+    signals_.queued.fetch_sub(1, std::memory_order_release);
     signals_.frontTaken.store(false, std::memory_order_relaxed);
     signals_.changes.fetch_add(1, std::memory_order_release);
     if (finished != nullptr) finished_.push_back(std::move(*finished));
@@ -194,6 +195,7 @@ void Stream::waitFor(const CompletionPtr& command) {
 }
 
 void Stream::finish() {
+  if (drained()) return;
   if (CompletionPtr last = tail()) waitFor(last);
 }
 
@@ -213,6 +215,7 @@ void Stream::workerLoop() {
     }
     for (Command& done : inFlight)
       done.completion->complete(done.issued.ok() ? drained : std::move(done.issued));
+    signals_.inFlight.fetch_sub(inFlight.size(), std::memory_order_release);
     std::lock_guard lock(mutex_);
     for (Command& done : inFlight) finished_.push_back(std::move(done));
     inFlight.clear();
@@ -290,6 +293,7 @@ void Stream::workerLoop() {
     }
     if (queues) {
       command.issued = std::move(status);
+      signals_.inFlight.fetch_add(1, std::memory_order_relaxed);  // before the queue looks empty
       retireFront(nullptr);
       inFlight.push_back(std::move(command));
     } else {
@@ -299,12 +303,17 @@ void Stream::workerLoop() {
   }
 }
 
-CaptureStatePtr Stream::capture() const { return capture_.load(std::memory_order_acquire); }
+CaptureStatePtr Stream::capture() const {
+  if (!capturing_.load(std::memory_order_acquire)) return nullptr;
+  return capture_.load(std::memory_order_acquire);
+}
 
 CaptureStatePtr Stream::setCapture(CaptureStatePtr capture) {
   std::lock_guard lock(mutex_);
+  bool capturing = capture != nullptr;
   capture = capture_.exchange(std::move(capture), std::memory_order_acq_rel);
-  if (!capture_.load(std::memory_order_relaxed)) captureDependencies_.clear();
+  capturing_.store(capturing, std::memory_order_release);
+  if (!capturing) captureDependencies_.clear();
   return capture;
 }
 
@@ -328,7 +337,13 @@ Status Stream::synchronize() {
   return context_.stickyError();
 }
 
+bool Stream::drained() const {
+  return signals_.queued.load(std::memory_order_acquire) == 0 &&
+         signals_.inFlight.load(std::memory_order_acquire) == 0;
+}
+
 bool Stream::idle() const {
+  if (drained()) return true;  // else the last command may have finished, not yet retired
   CompletionPtr last = tail();
   return !last || last->done();
 }

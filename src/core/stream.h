@@ -111,6 +111,8 @@ class Stream : public Object {
   void waitFor(const CompletionPtr& command);
   // The same for all work queued so far.
   void finish();
+  // Whether everything queued so far has finished (cuStreamQuery; what the legacy stream's work
+  // need not wait for).
   bool idle() const;
 
   // Stream capture: while capture() is set, Context::enqueue records operations into its graph
@@ -141,6 +143,10 @@ class Stream : public Object {
   // Run the front command here if it is device work nobody has taken; otherwise false, with
   // the front's completion in `running` (nothing when the queue is empty).
   bool runFrontHere(CompletionPtr* running);
+  // Nothing queued and nothing left on the device: every command queued so far has finished.
+  // Two loads and no reference taken (an atomic shared_ptr's load takes a lock bit and a count):
+  // synchronisations and the legacy stream's work ask it of every stream.
+  bool drained() const;
 
   Context& context_;
   GreenContext* green_ = nullptr;
@@ -165,6 +171,7 @@ class Stream : public Object {
     std::atomic<size_t> queued{0};        // queue_.size()
     std::atomic<bool> frontTaken{false};  // the front command runs (worker or synchronising thread)
     std::atomic<uint64_t> changes{0};     // commands queued and retired so far
+    std::atomic<size_t> inFlight{0};      // retired DeviceSteps the device has yet to finish
   } signals_;
   // Device work may run on a synchronising thread: the device queues none of it (StreamQueue).
   bool hostRunsDeviceSteps_;
@@ -172,6 +179,9 @@ class Stream : public Object {
   // while the worker holds the lock to take a command, and a contended lock sleeps in the kernel.
   std::atomic<CompletionPtr> tail_;
   std::atomic<CaptureStatePtr> capture_;  // read at every launch and copy: no lock either
+  // Whether capture_ is set: loading an atomic shared_ptr takes its lock bit and a reference, a
+  // cache line written per stream that the legacy stream's launches visit on every stream.
+  std::atomic<bool> capturing_{false};
   std::vector<GraphNode*> captureDependencies_;
   bool stopping_ = false;
   std::thread worker_;

@@ -46,6 +46,7 @@ class QueueingBackend final : public backends::DeviceBackend {
     Queue(const DeviceBackend& owner, QueueingBackend& backend)
         : StreamQueue(owner), backend_(backend) {}
     Status drain() override {
+      while (backend_.holdDrains) std::this_thread::sleep_for(1ms);
       backend_.journal_.note("drain");
       if (backend_.failNextDrain.exchange(false))
         return makeError(ErrorCode::IllegalAddress, "a queued kernel read an unmapped address");
@@ -79,6 +80,7 @@ class QueueingBackend final : public backends::DeviceBackend {
   }
 
   std::atomic<bool> failNextDrain{false};
+  std::atomic<bool> holdDrains{false};
 
  private:
   static Error unused() { return Error{ErrorCode::NotSupported, "not used by these tests"}; }
@@ -180,6 +182,34 @@ TEST_F(StreamQueues, WaitingForAnotherStreamDrainsFirst) {
   ASSERT_TRUE(legacy.synchronize().ok());
   EXPECT_EQ(journal_.take(), (std::vector<std::string>{"k1 queued", "drain", "after k1 on the host",
                                                        "k2 queued", "drain"}));
+  ASSERT_TRUE(context().destroyStream(*blocking).ok());
+}
+
+// A blocking stream whose queue is empty but whose device work is still on the device (issued,
+// not drained) is not idle: work on the legacy stream waits for that work, cuStreamQuery says
+// not ready, and a context synchronisation waits for the drain.
+TEST_F(StreamQueues, DeviceWorkNotYetDrainedKeepsAStreamBusy) {
+  auto blocking = context().createStream(/*blocking*/ 0, 0);
+  ASSERT_TRUE(blocking.ok());
+  backend().holdDrains = true;
+  auto kernel = context().enqueueDeviceWork(**blocking, "k1", step("k1"));
+  ASSERT_TRUE(kernel.ok());
+  for (int i = 0; i < 2000 && journal_.take().empty(); ++i) std::this_thread::sleep_for(1ms);
+  std::this_thread::sleep_for(5ms);  // issued and retired: the queue is empty, the drain held
+  EXPECT_FALSE((*kernel)->done());
+  EXPECT_FALSE((*blocking)->idle());
+  std::atomic<bool> sawKernelDone{false};
+  auto after = context().enqueue(context().legacyStream(), "after", [&] {
+    sawKernelDone = (*kernel)->done();
+    return Status::success();
+  });
+  ASSERT_TRUE(after.ok());
+  std::this_thread::sleep_for(10ms);
+  EXPECT_FALSE((*after)->done());  // the legacy stream waits for k1's drain
+  backend().holdDrains = false;
+  ASSERT_TRUE(context().synchronize().ok());
+  EXPECT_TRUE(sawKernelDone);
+  EXPECT_TRUE((*blocking)->idle());
   ASSERT_TRUE(context().destroyStream(*blocking).ok());
 }
 
