@@ -102,6 +102,7 @@ CompletionPtr Stream::enqueue(std::string name, std::function<Status()> work,
                              skipAfterFailure,
                              {}});
     signals_.queued.fetch_add(1, std::memory_order_relaxed);
+    if (kind == CommandKind::HostStep) signals_.hostSteps.fetch_add(1, std::memory_order_relaxed);
     signals_.changes.fetch_add(1, std::memory_order_release);
     tail_.store(completion, std::memory_order_release);
     // The worker starts with the first command: streams that are never used cost no thread.
@@ -149,6 +150,8 @@ Stream::Command Stream::takeFront() {
 void Stream::retireFront(Command* finished) {
   {
     std::lock_guard lock(mutex_);
+    if (queue_.front().kind == CommandKind::HostStep)
+      signals_.hostSteps.fetch_sub(1, std::memory_order_relaxed);
     queue_.pop_front();
     // Release: a thread that sees the queue empty (idle()) sees the command's effects.
     signals_.queued.fetch_sub(1, std::memory_order_release);
@@ -253,10 +256,17 @@ void Stream::workerLoop() {
         }
         // Device work queued on an idle stream is left to the host threads for a moment: one
         // that synchronises at once runs it itself (finish), without a hand-off to this thread
-        // and back, each a few cache misses between cores. Later commands follow at once.
-        if (woken && wasIdle && hostRunsDeviceSteps_ &&
-            spinUntil([&] { return !runnable(); }, kLeftToSynchronizer, kLeftToSynchronizer))
-          continue;  // a synchronising thread took it
+        // and back, each a few cache misses between cores. Later commands follow at once. Not
+        // when host work is queued behind it (an event record that cuEventSynchronize waits
+        // for): only this thread runs that, so it had better start on what comes first.
+        if (woken && wasIdle && hostRunsDeviceSteps_) {
+          spinUntil(
+              [&] {
+                return !runnable() || signals_.hostSteps.load(std::memory_order_relaxed) != 0;
+              },
+              kLeftToSynchronizer, kLeftToSynchronizer);
+          if (!runnable()) continue;  // a synchronising thread took it
+        }
       }
       std::unique_lock lock(mutex_);
       if (queue_.empty() && !inFlight.empty()) {

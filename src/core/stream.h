@@ -172,6 +172,7 @@ class Stream : public Object {
     std::atomic<bool> frontTaken{false};  // the front command runs (worker or synchronising thread)
     std::atomic<uint64_t> changes{0};     // commands queued and retired so far
     std::atomic<size_t> inFlight{0};      // retired DeviceSteps the device has yet to finish
+    std::atomic<size_t> hostSteps{0};     // HostSteps queued (only the worker runs them)
   } signals_;
   // Device work may run on a synchronising thread: the device queues none of it (StreamQueue).
   bool hostRunsDeviceSteps_;
