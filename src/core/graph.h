@@ -428,17 +428,19 @@ class GraphExec : public Object {
   // On failure the exec is unchanged and `errorNode`/`errorFrom` name the culprit.
   GraphUpdateResult update(const Graph& graph, const GraphNode** errorNode,
                            const GraphNode** errorFrom, const NodeUpdateCheck& check = {});
-  // Whether a kernel node instantiated as `instantiated` may take `now`'s kernel (cuGraphExecUpdate
-  // and the executable node setters): one that did not use dynamic parallelism or update
-  // device-updatable nodes may not start to; one that did not launch graphs from the device may
-  // start to only in a graph instantiated for device launch or in a context whose kernels
-  // launched graphs at instantiation. Success or UnsupportedFunctionChange.
-  GraphUpdateResult kernelMayBecome(const GraphNodeContent& instantiated,
-                                    const GraphNodeContent& now) const;
+  // Whether this graph's kernel node `node` may take `now`'s kernel (cuGraphExecUpdate and the
+  // executable node setters), judged by its kernel at instantiation ("originally"): one that did
+  // not use dynamic parallelism or update device-updatable nodes may not start to; one that did
+  // not launch graphs from the device may start to only in a graph instantiated for device
+  // launch or in a context whose kernels launched graphs at instantiation. Success or
+  // UnsupportedFunctionChange.
+  GraphUpdateResult kernelMayBecome(const GraphNode& node, const GraphNodeContent& now) const;
 
  private:
   // Host-side bookkeeping of the graph's allocations at a launch (GraphAllocation::outstanding).
   Status claimAllocations();
+  // The nodes of `graph` (a child graph or body an update replaces) leave instantiatedCalls_.
+  void forgetInstantiatedCalls(const Graph& graph);
 
   std::unique_ptr<Graph> graph_;
   std::unordered_map<const GraphNode*, GraphNode*> fromOriginal_;
@@ -446,8 +448,10 @@ class GraphExec : public Object {
   uint64_t flags_;
   std::shared_ptr<ConditionTable> conditions_;
   std::shared_ptr<int> sourceCount_;  // the source graph's executableCount (hasMemoryNodes...)
-  // The contexts of the kernel nodes that launched graphs from the device at instantiation.
+  // The contexts of the kernel nodes that launched graphs from the device at instantiation, and
+  // each kernel node's device runtime calls then (kernelMayBecome).
   std::vector<const Context*> graphLaunchContexts_;
+  std::unordered_map<const GraphNode*, GraphNodeContent::DeviceRuntimeCalls> instantiatedCalls_;
   // "Only one instance of hGraphExec may be executing at a time": each launch, on whatever
   // stream, waits for the one before it.
   std::mutex launchMutex_;

@@ -445,6 +445,7 @@ GraphExec::GraphExec(const Graph& graph, uint64_t flags)
   auto collect = [&](const Graph& inner, auto& self) -> void {
     for (const GraphNode* node : inner.nodes()) {
       const GraphNodeContent& content = node->content();
+      if (node->type() == GraphNodeType::Kernel) instantiatedCalls_[node] = content.deviceCalls;
       if (node->type() == GraphNodeType::Kernel && content.deviceCalls.launchesGraphs &&
           std::find(graphLaunchContexts_.begin(), graphLaunchContexts_.end(), content.context) ==
               graphLaunchContexts_.end())
@@ -456,10 +457,21 @@ GraphExec::GraphExec(const Graph& graph, uint64_t flags)
   collect(*graph_, collect);
 }
 
-GraphUpdateResult GraphExec::kernelMayBecome(const GraphNodeContent& instantiated,
+void GraphExec::forgetInstantiatedCalls(const Graph& graph) {
+  for (const GraphNode* node : graph.nodes()) {
+    instantiatedCalls_.erase(node);
+    if (node->content().child) forgetInstantiatedCalls(*node->content().child);
+    for (const auto& body : node->content().bodies) forgetInstantiatedCalls(*body);
+  }
+}
+
+GraphUpdateResult GraphExec::kernelMayBecome(const GraphNode& node,
                                              const GraphNodeContent& now) const {
-  const GraphNodeContent::DeviceRuntimeCalls &was = instantiated.deviceCalls,
-                                             &will = now.deviceCalls;
+  // Nodes of a child graph an update brought in were not there at instantiation: as they are.
+  auto original = instantiatedCalls_.find(&node);
+  const GraphNodeContent::DeviceRuntimeCalls& was =
+      original != instantiatedCalls_.end() ? original->second : node.content().deviceCalls;
+  const GraphNodeContent::DeviceRuntimeCalls& will = now.deviceCalls;
   if ((!was.launchesGrids && will.launchesGrids) ||
       (!was.updatesGraphNodes && will.updatesGraphNodes))
     return GraphUpdateResult::UnsupportedFunctionChange;
@@ -599,7 +611,7 @@ GraphUpdateResult GraphExec::update(const Graph& graph, const GraphNode** errorN
     return GraphUpdateResult::NotSupported;
   NodeUpdateCheck rules = [&](const GraphNode& instantiated, const GraphNode& now) {
     if (instantiated.type() == GraphNodeType::Kernel)
-      if (GraphUpdateResult kept = kernelMayBecome(instantiated.content(), now.content());
+      if (GraphUpdateResult kept = kernelMayBecome(instantiated, now.content());
           kept != GraphUpdateResult::Success)
         return kept;
     return check ? check(instantiated, now) : GraphUpdateResult::Success;
@@ -617,11 +629,13 @@ GraphUpdateResult GraphExec::update(const Graph& graph, const GraphNode** errorN
     target.deviceCalls = source.deviceCalls;
     target.event = source.event;
     if (source.child) {
+      if (target.child) forgetInstantiatedCalls(*target.child);
       target.child = source.child->clone(&fromOriginal_);
       target.child->setEmbedded(true);
     }
     if (mine[i]->type() == GraphNodeType::Conditional) {
       target.conditionHandle = source.conditionHandle;
+      for (const auto& body : target.bodies) forgetInstantiatedCalls(*body);
       target.bodies.clear();
       target.bodyList.clear();
       for (const auto& body : source.bodies) {

@@ -824,7 +824,7 @@ Outcome setNodeParams(core::GraphNode& node, CUgraphNodeParams& params,
       target.context != content.context)
     return invalidValue("an executable node cannot move to another context");
   if (executable && node.type() == core::GraphNodeType::Kernel &&
-      exec->kernelMayBecome(target, content) != core::GraphUpdateResult::Success)
+      exec->kernelMayBecome(node, content) != core::GraphUpdateResult::Success)
     return invalidValue(
         "an executable kernel node cannot take up dynamic parallelism, device-side graph "
         "launches or node updates its kernel did not make when instantiated");

@@ -570,6 +570,16 @@ TEST_F(LibCudaDeviceGraphs, KernelNodesDoNotTakeUpDeviceRuntimeCallsLater) {
   CUgraphExec deviceExec = deviceAdder(1, false, &deviceNode);
   EXPECT_EQ(execSet(deviceExec, deviceNode, &launches), CUDA_SUCCESS);
   EXPECT_EQ(execSet(deviceExec, deviceNode, &updates), CUDA_ERROR_INVALID_VALUE);
+  // "Originally": a node instantiated with a CDP kernel may take a plain one and then CDP again.
+  CUgraph cdpGraph = newGraph();
+  CUgraphNode cdpNode = kernel(cdpGraph, launchesGrids_, cdpParams, 1);
+  CUgraphExec cdpExec = instantiate(cdpGraph, 0);
+  uint32_t one = 1, elements = 1;
+  void* addParams[] = {&data_, &one, &elements};
+  CUDA_KERNEL_NODE_PARAMS_v2 plainAdd = params(add_, addParams);
+  EXPECT_EQ(execSet(cdpExec, cdpNode, &plainAdd), CUDA_SUCCESS);
+  EXPECT_EQ(execSet(cdpExec, cdpNode, &cdp), CUDA_SUCCESS);
+  EXPECT_EQ(execSet(cdpExec, cdpNode, &updates), CUDA_ERROR_INVALID_VALUE);
   // The graph's own node given the CDP kernel: no longer launchable from the device.
   ASSERT_EQ(
       CU13(cuGraphKernelNodeSetParams, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS_v2*)(node, &cdp),
