@@ -166,12 +166,17 @@ std::vector<Stream*> Context::streamsOf(const GreenContext& green) {
   return streams;
 }
 
+template <class Visit>
+void Context::forEachStream(const Visit& visit) {
+  for (auto& stream : streams_) visit(*stream);
+  for (auto& stream : retiredStreams_) visit(*stream);
+  for (auto& [serial, perThread] : perThread_) visit(*perThread.stream);
+}
+
 std::vector<Stream*> Context::allStreams() {
   std::lock_guard lock(mutex_);
   std::vector<Stream*> all;
-  for (auto& s : streams_) all.push_back(s.get());
-  for (auto& s : retiredStreams_) all.push_back(s.get());
-  for (auto& [serial, s] : perThread_) all.push_back(s.stream.get());
+  forEachStream([&](Stream& stream) { all.push_back(&stream); });
   return all;
 }
 
@@ -282,7 +287,7 @@ std::vector<CaptureStatePtr> Context::blockingCaptures() {
 bool Context::appendBlockingTails(std::vector<CompletionPtr>& into) {
   std::lock_guard lock(mutex_);
   bool capturing = false;
-  auto visit = [&](Stream& stream) {
+  forEachStream([&](Stream& stream) {
     if (!stream.blocking()) return;
     if (CaptureStatePtr capture = stream.capture()) {
       capture->invalidated = true;
@@ -290,10 +295,7 @@ bool Context::appendBlockingTails(std::vector<CompletionPtr>& into) {
     } else if (!stream.idle()) {  // an idle stream's last work needs no waiting for
       if (CompletionPtr tail = stream.tail()) into.push_back(std::move(tail));
     }
-  };
-  for (auto& stream : streams_) visit(*stream);
-  for (auto& stream : retiredStreams_) visit(*stream);
-  for (auto& [serial, perThread] : perThread_) visit(*perThread.stream);
+  });
   return !capturing;
 }
 

@@ -129,6 +129,10 @@ class Context : public Object {
   void noteLaunch(const compiler::KernelInfo& kernel);
 
  private:
+  // Each of the context's streams but the legacy one, live or retired, with the per-thread
+  // default streams (the caller holds mutex_).
+  template <class Visit>
+  void forEachStream(const Visit& visit);
   std::vector<Stream*> allStreams();
   Result<CompletionPtr> enqueueCommand(Stream& stream, std::string name,
                                        std::function<Status()> work, bool runsAfterFailure,

@@ -25,6 +25,16 @@ struct LaunchPlan {
 
 namespace {
 
+// Every node of `graph` and of the child graphs and conditional bodies inside it.
+template <class Visit>
+void forEachNodeWithin(const Graph& graph, const Visit& visit) {
+  for (const GraphNode* node : graph.nodes()) {
+    visit(*node);
+    if (node->content().child) forEachNodeWithin(*node->content().child, visit);
+    for (const auto& body : node->content().bodies) forEachNodeWithin(*body, visit);
+  }
+}
+
 // An interprocess event's shared state, or null for other events (and if it cannot be made).
 std::shared_ptr<InterprocessEvent> sharedStateOf(Event& event) {
   if ((event.flags() & 4u) == 0) return nullptr;  // CU_EVENT_INTERPROCESS
@@ -442,27 +452,19 @@ GraphExec::GraphExec(const Graph& graph, uint64_t flags)
     sourceCount_ = graph.executableCount();
     ++*sourceCount_;
   }
-  auto collect = [&](const Graph& inner, auto& self) -> void {
-    for (const GraphNode* node : inner.nodes()) {
-      const GraphNodeContent& content = node->content();
-      if (node->type() == GraphNodeType::Kernel) instantiatedCalls_[node] = content.deviceCalls;
-      if (node->type() == GraphNodeType::Kernel && content.deviceCalls.launchesGraphs &&
-          std::find(graphLaunchContexts_.begin(), graphLaunchContexts_.end(), content.context) ==
-              graphLaunchContexts_.end())
-        graphLaunchContexts_.push_back(content.context);
-      if (content.child) self(*content.child, self);
-      for (const auto& body : content.bodies) self(*body, self);
-    }
-  };
-  collect(*graph_, collect);
+  forEachNodeWithin(*graph_, [&](const GraphNode& node) {
+    const GraphNodeContent& content = node.content();
+    if (node.type() != GraphNodeType::Kernel) return;
+    instantiatedCalls_[&node] = content.deviceCalls;
+    if (content.deviceCalls.launchesGraphs &&
+        std::find(graphLaunchContexts_.begin(), graphLaunchContexts_.end(), content.context) ==
+            graphLaunchContexts_.end())
+      graphLaunchContexts_.push_back(content.context);
+  });
 }
 
 void GraphExec::forgetInstantiatedCalls(const Graph& graph) {
-  for (const GraphNode* node : graph.nodes()) {
-    instantiatedCalls_.erase(node);
-    if (node->content().child) forgetInstantiatedCalls(*node->content().child);
-    for (const auto& body : node->content().bodies) forgetInstantiatedCalls(*body);
-  }
+  forEachNodeWithin(graph, [&](const GraphNode& node) { instantiatedCalls_.erase(&node); });
 }
 
 GraphUpdateResult GraphExec::kernelMayBecome(const GraphNode& node,
