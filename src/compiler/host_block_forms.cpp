@@ -12,6 +12,7 @@
 #include <llvm/ADT/DenseSet.h>
 #include <llvm/ADT/PostOrderIterator.h>
 #include <llvm/ADT/SmallPtrSet.h>
+#include <llvm/Analysis/ConstantFolding.h>
 #include <llvm/Analysis/CycleAnalysis.h>
 #include <llvm/Analysis/LoopInfo.h>
 #include <llvm/Analysis/TargetTransformInfoImpl.h>
@@ -29,6 +30,8 @@
 #include <llvm/Transforms/Utils/BasicBlockUtils.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 #include <llvm/Transforms/Utils/Local.h>
+#include <llvm/Transforms/Utils/SSAUpdater.h>
+#include <llvm/Transforms/Utils/ValueMapper.h>
 
 #include <array>
 #include <functional>
@@ -2117,6 +2120,210 @@ void dropUnreadRoundCodes(llvm::Function& round) {
   for (llvm::StoreInst* store : unread) store->eraseFromParent();
 }
 
+// The blocks a round takes from `exit` (buildRound's exit, inlined) back to the rounds' loop
+// at `header` when every thread returned `code` (the exit's phis `allOf` and `anyOf` both
+// `code`): each block's branch follows from the code; `known` gets the values that follow from
+// it. Empty when the way is not known or leaves the round function.
+std::vector<llvm::BasicBlock*> wayBackAfter(
+    llvm::BasicBlock* exit, llvm::PHINode* allOf, llvm::PHINode* anyOf, llvm::ConstantInt* code,
+    const llvm::BasicBlock* header, llvm::DenseMap<const llvm::Value*, llvm::Constant*>& known) {
+  const llvm::DataLayout& layout = exit->getModule()->getDataLayout();
+  known = {{allOf, code}, {anyOf, code}};
+  auto constantOf = [&](llvm::Value* value) -> llvm::Constant* {
+    if (auto* constant = llvm::dyn_cast<llvm::Constant>(value)) return constant;
+    return known.lookup(value);
+  };
+  std::vector<llvm::BasicBlock*> way;
+  llvm::BasicBlock* from = nullptr;
+  llvm::BasicBlock* block = exit;
+  while (block != header) {
+    if (way.size() == 8 || block->size() > 64 || llvm::is_contained(way, block)) return {};
+    way.push_back(block);
+    for (llvm::Instruction& inst : *block) {
+      if (auto* phi = llvm::dyn_cast<llvm::PHINode>(&inst)) {
+        if (from != nullptr)
+          if (llvm::Constant* value = constantOf(phi->getIncomingValueForBlock(from)))
+            known[phi] = value;
+        continue;
+      }
+      if (inst.isTerminator() || inst.mayReadOrWriteMemory() || inst.mayHaveSideEffects()) continue;
+      llvm::SmallVector<llvm::Constant*, 4> operands;
+      for (llvm::Value* operand : inst.operands())
+        if (llvm::Constant* constant = constantOf(operand)) operands.push_back(constant);
+      if (operands.size() == inst.getNumOperands())
+        if (llvm::Constant* folded = llvm::ConstantFoldInstOperands(&inst, operands, layout))
+          known[&inst] = folded;
+    }
+    llvm::Instruction* last = block->getTerminator();
+    llvm::BasicBlock* next = nullptr;
+    if (auto* branch = llvm::dyn_cast<llvm::BranchInst>(last)) {
+      if (branch->isUnconditional())
+        next = branch->getSuccessor(0);
+      else if (auto* taken =
+                   llvm::dyn_cast_or_null<llvm::ConstantInt>(constantOf(branch->getCondition())))
+        next = branch->getSuccessor(taken->isZero() ? 1 : 0);
+    } else if (auto* choice = llvm::dyn_cast<llvm::SwitchInst>(last)) {
+      if (auto* value =
+              llvm::dyn_cast_or_null<llvm::ConstantInt>(constantOf(choice->getCondition())))
+        next = choice->findCaseValue(value)->getCaseSuccessor();
+    }
+    if (next == nullptr) return {};
+    from = block;
+    block = next;
+  }
+  return way;
+}
+
+// Once the one round is inlined into the rounds' loop (`header`: the block of `point`, the
+// round's resume point, which dispatches on it), thread the rounds whose course is known:
+//  * a way out of the round along which every thread returned one code (the `and` and `or` of
+//    the codes the same constant, buildRound's exit) gets its own copy of the blocks that
+//    complete its wait (a barrier's copy of the uniform area) and come back with `point` a
+//    constant;
+//  * each way back with a constant `point` jumps to the code of that point, past the dispatch.
+// A reduction tree's level goes on to the next level in a jump. The dispatch stays for the other
+// ways (the first round, mixed codes, a wait the runtime completes).
+void threadKnownRounds(llvm::Function& round, llvm::PHINode& point) {
+  using namespace llvm::PatternMatch;
+  llvm::BasicBlock* header = point.getParent();
+  // Out of the round: its exit's select of `and == or ? and : mixed`, both phis of the exit.
+  llvm::SmallVector<llvm::SelectInst*, 2> choices;
+  for (llvm::BasicBlock& block : round)
+    for (llvm::Instruction& inst : block) {
+      llvm::Value *all = nullptr, *any = nullptr;
+      llvm::ICmpInst::Predicate equal;
+      if (match(&inst, m_Select(m_ICmp(equal, m_Value(all), m_Value(any)), m_Deferred(all),
+                                m_ConstantInt())) &&
+          equal == llvm::ICmpInst::ICMP_EQ && llvm::isa<llvm::PHINode>(all) &&
+          llvm::isa<llvm::PHINode>(any) && llvm::cast<llvm::PHINode>(all)->getParent() == &block &&
+          llvm::cast<llvm::PHINode>(any)->getParent() == &block)
+        choices.push_back(llvm::cast<llvm::SelectInst>(&inst));
+    }
+  for (llvm::SelectInst* choice : choices) {
+    llvm::BasicBlock* exit = choice->getParent();
+    auto* test = llvm::cast<llvm::ICmpInst>(choice->getCondition());
+    auto* allOf = llvm::cast<llvm::PHINode>(choice->getTrueValue());
+    auto* anyOf = llvm::cast<llvm::PHINode>(test->getOperand(test->getOperand(0) == allOf ? 1 : 0));
+    llvm::SmallPtrSet<llvm::BasicBlock*, 8> sources;
+    for (llvm::BasicBlock* from : llvm::predecessors(exit)) sources.insert(from);
+    for (llvm::BasicBlock* from : sources) {
+      auto* code = llvm::dyn_cast<llvm::ConstantInt>(allOf->getIncomingValueForBlock(from));
+      if (code == nullptr || code != anyOf->getIncomingValueForBlock(from)) continue;
+      llvm::DenseMap<const llvm::Value*, llvm::Constant*> known;
+      std::vector<llvm::BasicBlock*> way = wayBackAfter(exit, allOf, anyOf, code, header, known);
+      if (way.empty()) continue;
+      // A copy of the way for this source: its phis take the values coming from the block
+      // before, and each block branches straight to the next.
+      llvm::ValueToValueMapTy copied;
+      std::vector<llvm::BasicBlock*> copies;
+      for (llvm::BasicBlock* block : way)
+        copies.push_back(llvm::CloneBasicBlock(block, copied, ".known", &round));
+      auto along = [&](llvm::Value* value) -> llvm::Value* {
+        if (llvm::Constant* constant = known.lookup(value)) return constant;
+        auto it = copied.find(value);
+        return it != copied.end() ? static_cast<llvm::Value*>(it->second) : value;
+      };
+      for (size_t i = 0; i < way.size(); ++i) {
+        llvm::BasicBlock* before = i == 0 ? from : way[i - 1];
+        for (llvm::PHINode& phi : way[i]->phis()) {
+          auto* copy = llvm::cast<llvm::PHINode>(copied[&phi]);
+          llvm::Value* incoming = phi.getIncomingValueForBlock(before);
+          copied[&phi] = i == 0 ? incoming : along(incoming);
+          copy->eraseFromParent();
+        }
+        copies[i]->getTerminator()->eraseFromParent();
+        llvm::BranchInst::Create(i + 1 < way.size() ? copies[i + 1] : header, copies[i]);
+      }
+      for (llvm::BasicBlock* copy : copies)
+        for (llvm::Instruction& inst : *copy)
+          llvm::RemapInstruction(&inst, copied,
+                                 llvm::RF_IgnoreMissingLocals | llvm::RF_NoModuleLevelChanges);
+      for (llvm::PHINode& phi : header->phis())
+        phi.addIncoming(along(phi.getIncomingValueForBlock(way.back())), copies.back());
+      from->getTerminator()->replaceSuccessorWith(exit, copies.front());
+      for (llvm::PHINode& phi : exit->phis())
+        while (phi.getBasicBlockIndex(from) >= 0) phi.removeIncomingValue(from, false);
+    }
+  }
+
+  // Back into the loop: the dispatch on the point, after what the round computes first.
+  llvm::SwitchInst* dispatch = nullptr;
+  for (llvm::User* user : point.users())
+    if (auto* choice = llvm::dyn_cast<llvm::SwitchInst>(user);
+        choice && choice->getCondition() == &point)
+      dispatch = choice;
+  if (dispatch == nullptr || !llvm::isa<llvm::PHINode>(header->front()) ||
+      &*header->phis().begin() != &point ||
+      std::next(header->phis().begin()) != header->phis().end())
+    return;
+  llvm::BasicBlock* start = dispatch->getParent();
+  if (start != header && (header->getTerminator()->getNumSuccessors() != 1 ||
+                          header->getTerminator()->getSuccessor(0) != start ||
+                          start->getSinglePredecessor() != header || header->size() != 2))
+    return;
+  // What the round computes before the dispatch from the block's constants alone moves to the
+  // function's entry; the rest is computed again on each way that jumps past it.
+  llvm::BasicBlock& entry = round.getEntryBlock();
+  auto beforeLoop = [&](llvm::Value* value) {
+    auto* inst = llvm::dyn_cast<llvm::Instruction>(value);
+    return inst == nullptr || inst->getParent() == &entry;
+  };
+  for (llvm::Instruction& inst : llvm::make_early_inc_range(*start)) {
+    if (&inst == dispatch || llvm::isa<llvm::PHINode>(inst) || inst.mayHaveSideEffects() ||
+        !llvm::isSafeToSpeculativelyExecute(&inst) || !llvm::all_of(inst.operands(), beforeLoop))
+      continue;
+    if (auto* load = llvm::dyn_cast<llvm::LoadInst>(&inst);
+        load != nullptr && !load->hasMetadata(llvm::LLVMContext::MD_invariant_load))
+      continue;
+    inst.moveBefore(entry.getTerminator());
+  }
+  std::vector<llvm::Instruction*> computed;
+  for (llvm::Instruction& inst : *start)
+    if (&inst != dispatch && !llvm::isa<llvm::PHINode>(inst)) computed.push_back(&inst);
+  llvm::DenseMap<llvm::Value*, std::vector<std::pair<llvm::BasicBlock*, llvm::Value*>>> copies;
+  for (unsigned i = 0; i < point.getNumIncomingValues();) {
+    auto* at = llvm::dyn_cast<llvm::ConstantInt>(point.getIncomingValue(i));
+    llvm::BasicBlock* from = point.getIncomingBlock(i);
+    llvm::BasicBlock* to =
+        at != nullptr ? dispatch->findCaseValue(at)->getCaseSuccessor() : nullptr;
+    if (to == nullptr || to == header || to == start || from->getSingleSuccessor() != header) {
+      ++i;
+      continue;
+    }
+    llvm::ValueToValueMapTy copied;
+    copied[&point] = at;
+    copies[&point].emplace_back(from, at);
+    for (llvm::Instruction* inst : computed) {
+      llvm::Instruction* copy = inst->clone();
+      copy->insertBefore(from->getTerminator());
+      llvm::RemapInstruction(copy, copied,
+                             llvm::RF_IgnoreMissingLocals | llvm::RF_NoModuleLevelChanges);
+      copied[inst] = copy;
+      copies[inst].emplace_back(from, copy);
+    }
+    for (llvm::PHINode& phi : to->phis()) {
+      llvm::Value* incoming = phi.getIncomingValueForBlock(start);
+      phi.addIncoming(
+          copied.count(incoming) ? static_cast<llvm::Value*>(copied[incoming]) : incoming, from);
+    }
+    from->getTerminator()->replaceSuccessorWith(header, to);
+    point.removeIncomingValue(i, /*DeletePHIIfEmpty=*/false);
+  }
+  // The values computed before the dispatch now have a definition on each way past it.
+  for (auto& [value, definitions] : copies) {
+    auto* original = llvm::cast<llvm::Instruction>(value);
+    llvm::SSAUpdater values;
+    values.Initialize(original->getType(), original->getName());
+    values.AddAvailableValue(original->getParent(), original);
+    for (auto [block, definition] : definitions) values.AddAvailableValue(block, definition);
+    for (llvm::Use& use : llvm::make_early_inc_range(original->uses())) {
+      auto* user = llvm::cast<llvm::Instruction>(use.getUser());
+      if (user->getParent() == original->getParent() && !llvm::isa<llvm::PHINode>(user)) continue;
+      values.RewriteUse(use);
+    }
+  }
+}
+
 }  // namespace
 
 void inlineChainedRounds(llvm::Module& module, llvm::TargetMachine& tm, int optLevel) {
@@ -2153,9 +2360,12 @@ void inlineChainedRounds(llvm::Module& module, llvm::TargetMachine& tm, int optL
     // Its arguments are the round function's, which says as much of them: no scopes to declare.
     for (llvm::Argument& argument : one->args())
       one->removeParamAttr(argument.getArgNo(), llvm::Attribute::NoAlias);
+    // The loop's resume point: the first phi of the call's block.
+    auto* point = llvm::dyn_cast<llvm::PHINode>(&call->getParent()->front());
     llvm::InlineFunctionInfo inlining;
     if (!llvm::InlineFunction(*call, inlining).isSuccess()) continue;
     if (one->use_empty()) one->eraseFromParent();
+    if (point != nullptr) threadKnownRounds(*round, *point);
     cleanup.run(*round, passes.fam);
   }
 }
