@@ -167,7 +167,7 @@ Result<HostObject> compileForHost(std::string_view ptxText, std::string_view mod
     llvm::StringMap<unsigned> interchanged =
         detail::optimizeRoundLoops(*module, **tm, options.optLevel);
     detail::dropInterchangedLockstepForms(*module, result.info, interchanged);
-    detail::inlineChainedRounds(*module, **tm, options.optLevel);
+    detail::inlineChainedRounds(*module, result.info, **tm, options.optLevel);
     if (options.blockOnOneHostThread) detail::lowerBlockPrivateAtomics(*module);
     dumpModule(*module, name, ".block.ll");
   } else if (options.blockOnOneHostThread) {

@@ -194,7 +194,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-102";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-103";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;
@@ -316,6 +316,10 @@ struct BlockContext {
   // a dereferenceable argument: a lane array's address loaded under `if (lane == 0)` leaves the
   // round's loop instead of becoming a gather in every vector). Null arrays in other kernels.
   WarpLanes warpLanes;
+  // Continuation kernels that chain blocks (KernelInfo::cpuChainsBlocks): how many more blocks,
+  // the next ones in ctaid order (x fastest), the round function may run itself once this one
+  // has finished, advancing ctaid and counting down. 0 elsewhere.
+  uint32_t blocksLeft;
 };
 
 // A lockstep point's value (`__rocuda_warp_lockstep(i32)`, host_warp_lockstep.cpp): its order
@@ -420,6 +424,10 @@ struct KernelInfo {
   // Continuation (symbols of lockstepName) that yields at the loop's back edge, so that the
   // block's threads take their iterations together (see host_block_forms.cpp).
   bool cpuLockstep = false;
+  // Continuation: the round function goes on to the next block itself when the block's threads
+  // have all finished and BlockContext::blocksLeft allows (its rounds call no function, so no
+  // block leaves state in the runtime).
+  bool cpuChainsBlocks = false;
   uint32_t cpuLockstepFrameBytes = 0;
   uint32_t cpuLockstepUniformFrameBytes = 0;  // its block-uniform slots (the stride counter)
   // While compiling only (not kept in ModuleInfo): the stride loops the lockstep form yields in.

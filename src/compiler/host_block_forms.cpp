@@ -85,7 +85,7 @@ llvm::StructType* blockContextType(llvm::LLVMContext& c) {
   auto* dim = llvm::ArrayType::get(i32, 3);
   auto* ptr = llvm::PointerType::getUnqual(c);
   auto* lanes = llvm::ArrayType::get(ptr, kLaneFields);  // WarpLanes' arrays
-  return llvm::StructType::get(c, {dim, dim, dim, i32, ptr, ptr, ptr, ptr, lanes});
+  return llvm::StructType::get(c, {dim, dim, dim, i32, ptr, ptr, ptr, ptr, lanes, i32});
 }
 
 // The values a thread form of the kernel computes its identity from.
@@ -2057,13 +2057,87 @@ namespace {
 // loop see it: the kernel's parameters, or a field of the block context before the lane arrays
 // (a completed shfl swaps those). The copy of the last barrier, read through the frames'
 // address, changes at every barrier the round function completes.
-bool readsBlockConstant(const llvm::LoadInst& load) {
+// In a round function that chains blocks, the block index changes too.
+bool readsBlockConstant(const llvm::LoadInst& load, bool chainsBlocks) {
   llvm::APInt offset;
   const llvm::Argument* base = argumentAtOffset(load, offset);
   if (base == nullptr) return false;
   if (base->getArgNo() == 0) return true;
-  return base->getArgNo() == 1 &&
-         offset.ult(contextFieldOffset(load.getContext(), *load.getModule(), kWarpLanes));
+  auto fieldOffset = [&](ContextField field) {
+    return contextFieldOffset(load.getContext(), *load.getModule(), field);
+  };
+  if (chainsBlocks && offset.uge(fieldOffset(kCtaid)) && offset.ult(fieldOffset(kNctaid)))
+    return false;
+  return base->getArgNo() == 1 && offset.ult(fieldOffset(kWarpLanes));
+}
+
+// Whether a round function (its one round inlined or not yet) may run the next block itself:
+// it calls no function (a runtime service could leave state in the block's records, which the
+// runtime resets per block), and its loop's header has no value but the resume point.
+bool mayChainBlocks(llvm::Function& round, const llvm::Function* one) {
+  auto callsNothing = [&](const llvm::Function& f) {
+    for (const llvm::Instruction& inst : llvm::instructions(f))
+      if (auto* call = llvm::dyn_cast<llvm::CallBase>(&inst))
+        if (call->getCalledFunction() == nullptr ||
+            (!call->getCalledFunction()->isIntrinsic() && call->getCalledFunction() != one))
+          return false;
+    return true;
+  };
+  return callsNothing(round) && (one == nullptr || callsNothing(*one));
+}
+
+// Once the round function's threads have all finished (code 0), go on to the next block when the
+// context's blocksLeft allows and the round ran the whole block (its thread limit at least the
+// block's threads): count down, advance ctaid (x fastest, as the runtime numbers blocks) and
+// start the rounds again at point 0. The loads of ctaid are not invariant here
+// (readsBlockConstant). False where the function's shape is not the one buildRounds made.
+bool chainBlocks(llvm::Function& round, llvm::PHINode& point) {
+  llvm::ReturnInst* ret = nullptr;
+  for (llvm::BasicBlock& block : round)
+    if (auto* each = llvm::dyn_cast<llvm::ReturnInst>(block.getTerminator())) {
+      if (ret != nullptr) return false;
+      ret = each;
+    }
+  llvm::BasicBlock* header = point.getParent();
+  if (ret == nullptr || ret->getReturnValue() == nullptr ||
+      std::next(header->phis().begin()) != header->phis().end())
+    return false;
+  llvm::LLVMContext& c = round.getContext();
+  llvm::Value* context = round.getArg(1);
+  llvm::BasicBlock* done = ret->getParent();
+  llvm::BasicBlock* finish = done->splitBasicBlock(ret, "finish");
+  auto* next = llvm::BasicBlock::Create(c, "next.block", &round, finish);
+  done->getTerminator()->eraseFromParent();
+  llvm::IRBuilder<> b(done);
+  llvm::StructType* type = blockContextType(c);
+  llvm::Value* leftField = b.CreateStructGEP(type, context, kBlocksLeft);
+  llvm::Value* left = b.CreateLoad(b.getInt32Ty(), leftField, "blocks.left");
+  llvm::Value* whole = b.CreateICmpUGE(round.getArg(4), loadContext(b, context, kThreadCount));
+  llvm::Value* more = b.CreateAnd(b.CreateAnd(b.CreateICmpEQ(ret->getReturnValue(), b.getInt32(0)),
+                                              b.CreateICmpNE(left, b.getInt32(0))),
+                                  whole);
+  b.CreateCondBr(more, next, finish);
+  b.SetInsertPoint(next);
+  b.CreateStore(b.CreateSub(left, b.getInt32(1)), leftField);
+  // ctaid + 1 in x, carried into y and z.
+  llvm::Value* carry = b.getTrue();
+  for (int axis = 0; axis < 3; ++axis) {
+    llvm::Value* field = b.CreateConstInBoundsGEP2_32(
+        type->getElementType(kCtaid), b.CreateStructGEP(type, context, kCtaid), 0, axis);
+    llvm::Value* index = b.CreateLoad(b.getInt32Ty(), field);
+    llvm::Value* stepped = b.CreateAdd(index, b.CreateZExt(carry, b.getInt32Ty()));
+    if (axis < 2) {
+      llvm::Value* wraps = b.CreateICmpEQ(stepped, loadContext(b, context, kNctaid, axis));
+      stepped = b.CreateSelect(wraps, b.getInt32(0), stepped);
+      b.CreateStore(stepped, field);
+      carry = wraps;
+    } else {
+      b.CreateStore(stepped, field);
+    }
+  }
+  b.CreateBr(header);
+  point.addIncoming(b.getInt32(0), next);
+  return true;
 }
 
 // Delete the stores of the threads' codes (argument 3) that the runtime cannot read: it reads
@@ -2326,7 +2400,8 @@ void threadKnownRounds(llvm::Function& round, llvm::PHINode& point) {
 
 }  // namespace
 
-void inlineChainedRounds(llvm::Module& module, llvm::TargetMachine& tm, int optLevel) {
+void inlineChainedRounds(llvm::Module& module, ModuleInfo& info, llvm::TargetMachine& tm,
+                         int optLevel) {
   if (optLevel <= 0) return;
   std::vector<llvm::CallInst*> rounds;
   for (llvm::Function& one : module) {
@@ -2351,9 +2426,17 @@ void inlineChainedRounds(llvm::Module& module, llvm::TargetMachine& tm, int optL
   for (llvm::CallInst* call : rounds) {
     llvm::Function* one = call->getCalledFunction();
     llvm::Function* round = call->getFunction();
+    // Only a kernel's own rounds chain blocks (not a lockstep form's, which the launch may not
+    // pick).
+    KernelInfo* kernel = nullptr;
+    for (KernelInfo& each : info.kernels)
+      if (each.cpuExecution == CpuExecution::Continuation &&
+          round->getName() == roundSymbol(each.name))
+        kernel = &each;
+    bool chains = kernel != nullptr && mayChainBlocks(*round, one);
     for (llvm::Instruction& inst : llvm::instructions(*one))
       if (auto* load = llvm::dyn_cast<llvm::LoadInst>(&inst))
-        if (!readsBlockConstant(*load))
+        if (!readsBlockConstant(*load, chains))
           load->setMetadata(llvm::LLVMContext::MD_invariant_load, nullptr);
     dropUnreadRoundCodes(*one);
     one->removeFnAttr(llvm::Attribute::NoInline);
@@ -2365,6 +2448,7 @@ void inlineChainedRounds(llvm::Module& module, llvm::TargetMachine& tm, int optL
     llvm::InlineFunctionInfo inlining;
     if (!llvm::InlineFunction(*call, inlining).isSuccess()) continue;
     if (one->use_empty()) one->eraseFromParent();
+    if (point != nullptr && chains) kernel->cpuChainsBlocks = chainBlocks(*round, *point);
     if (point != nullptr) threadKnownRounds(*round, *point);
     cleanup.run(*round, passes.fam);
   }

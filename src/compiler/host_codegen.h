@@ -98,7 +98,8 @@ enum ContextField : unsigned {
   kFrames,
   kRuntime,
   kGridWorkspace,
-  kWarpLanes
+  kWarpLanes,
+  kBlocksLeft
 };
 
 // A load of the block context's `field` (its element `element` when the field is an array of
@@ -310,8 +311,11 @@ void dropInterchangedLockstepForms(llvm::Module& module, ModuleInfo& info,
 // Inline each round function's one round (kept out of line until the rounds' loops are
 // optimised: the copy of the last barrier and the lane arrays are invariant only within one
 // round) into its loop over the waits it completes, those loads no longer marked invariant, so
-// that a reduction tree's levels do not each pay a call, its prologue and the block's setup
+// that a reduction tree's levels do not each pay a call, its prologue and the block's setup;
+// then thread the rounds whose course is known and, where the rounds call nothing, let the
+// round function go on to the next block itself (KernelInfo::cpuChainsBlocks, set in `info`)
 // (host_block_forms.cpp).
-void inlineChainedRounds(llvm::Module& module, llvm::TargetMachine& tm, int optLevel);
+void inlineChainedRounds(llvm::Module& module, ModuleInfo& info, llvm::TargetMachine& tm,
+                         int optLevel);
 
 }  // namespace rocuda::compiler::detail

@@ -97,6 +97,7 @@ bool readKernel(Reader& r, KernelInfo& k) {
   k.launchesGrids = (moreFlags & 2) != 0;
   k.launchesGraphs = (moreFlags & 4) != 0;
   k.updatesGraphNodes = (moreFlags & 8) != 0;
+  k.cpuChainsBlocks = (moreFlags & 16) != 0;
   uint8_t execution = 0;
   if (!r.u8(execution) || execution > static_cast<uint8_t>(CpuExecution::Continuation))
     return false;
@@ -192,7 +193,8 @@ std::vector<uint8_t> ModuleInfo::serialize() const {
                               (k.usesReservedShared ? 16 : 0) | (k.usesPrintf ? 32 : 0) |
                               (k.usesDeviceMalloc ? 64 : 0) | (k.explicitCluster ? 128 : 0)));
     w.u8(static_cast<uint8_t>((k.readsLaunchRegisters ? 1 : 0) | (k.launchesGrids ? 2 : 0) |
-                              (k.launchesGraphs ? 4 : 0) | (k.updatesGraphNodes ? 8 : 0)));
+                              (k.launchesGraphs ? 4 : 0) | (k.updatesGraphNodes ? 8 : 0) |
+                              (k.cpuChainsBlocks ? 16 : 0)));
     w.u8(static_cast<uint8_t>(k.cpuExecution));
     w.u32(k.cpuFrameBytes);
     w.u32(k.cpuUniformFrameBytes);

@@ -116,6 +116,11 @@ std::array<uint32_t, 3> decompose(uint64_t linear, const std::array<uint32_t, 3>
           static_cast<uint32_t>(linear / (uint64_t(extent[0]) * extent[1]))};
 }
 
+// decompose's inverse.
+uint64_t linearIndex(const std::array<uint32_t, 3>& index, const std::array<uint32_t, 3>& extent) {
+  return index[0] + uint64_t{extent[0]} * (index[1] + uint64_t{extent[1]} * index[2]);
+}
+
 // Threads one after another: a kernel without barriers cannot observe the difference.
 void runSequential(BlockState& block, std::vector<std::unique_ptr<ThreadState>>& threads,
                    uint32_t count) {
@@ -611,6 +616,9 @@ bool runUniformRounds(BlockState& block, std::vector<std::unique_ptr<ThreadState
   bool oneDimensional = grid.block[1] * grid.block[2] == 1;
   for (;;) {
     uint32_t common = grid.code.round(grid.params, &block.context, point, codes, limit);
+    // A block the runtime takes part in keeps state in its records: the round function no
+    // longer goes on to another block (it ran only blocks that finished in it).
+    if (common != 0) block.context.blocksLeft = 0;
     // The codes are there only when the threads' differ, as bytes unless the kernel has many
     // waits (compiler.h).
     bool byteCodes = common == compiler::kMixedRoundCodes;
@@ -728,6 +736,7 @@ void setContext(BlockState& block, uint32_t threadCount) {
   context.runtime = &block;
   context.gridWorkspace = grid.cooperative ? &grid.cooperative->workspace : nullptr;
   context.warpLanes = {};
+  context.blocksLeft = 0;
 }
 
 // Make `block` a fresh block of `grid`: the wait records only where the kernel can wait.
@@ -815,13 +824,22 @@ bool prepareRange(BlockState& block, WorkerResources& resources, const GridState
   return true;
 }
 
+// How many blocks after one a round function that chains blocks may run before the runtime
+// looks at the range's stop flag again.
+constexpr uint64_t kMaxChainedBlocks = 63;
+
+// Run block `linearBlockIndex`, and where its round function chains blocks up to `laterBlocks`
+// after it; `ran` gets how many blocks ran (at least one).
 BlockOutcome runBlockIn(BlockState& block, const WorkerSlots& slots, const RangeSetup& setup,
-                        const GridState& grid, uint64_t linearBlockIndex) {
+                        const GridState& grid, uint64_t linearBlockIndex, uint64_t laterBlocks,
+                        uint64_t& ran) {
   WorkerResources& resources = slots.resources;
   resetBlockState(block, grid);
   block.ctaid = decompose(linearBlockIndex, grid.grid);
   compiler::BlockContext& context = block.context;
   for (int axis = 0; axis < 3; ++axis) context.ctaid[axis] = block.ctaid[axis];
+  if (grid.code.chainsBlocks)
+    context.blocksLeft = static_cast<uint32_t>(std::min(laterBlocks, kMaxChainedBlocks));
   context.frames = setup.frames;
   context.warpLanes = setup.warpLanes;  // the runtime swaps a shfl's arrays (completeShfl)
   uint32_t count = context.threadCount;
@@ -852,6 +870,13 @@ BlockOutcome runBlockIn(BlockState& block, const WorkerSlots& slots, const Range
   }
   slots.thread = nullptr;
   slots.block = nullptr;
+  ran = 1;
+  if (grid.code.chainsBlocks) {
+    // The block the round function stopped at: the last it ran.
+    for (int axis = 0; axis < 3; ++axis) block.ctaid[axis] = context.ctaid[axis];
+    ran = linearIndex(block.ctaid, grid.grid) - linearBlockIndex + 1;
+    context.blocksLeft = 0;
+  }
   if (block.stuck) grid.waiting->stuck.fetch_sub(1, std::memory_order_acq_rel);
   if (block.asserted) return BlockOutcome::Asserted;
   return block.trapped ? BlockOutcome::Trapped : BlockOutcome::Completed;
@@ -988,10 +1013,10 @@ BlockOutcome runBlocks(const GridState& grid, uint64_t first, uint64_t last,
   BlockOutcome outcome = first < last && !prepareRange(block, resources, grid, setup)
                              ? BlockOutcome::Trapped
                              : BlockOutcome::Completed;
-  for (uint64_t index = first;
+  for (uint64_t index = first, ran = 1;
        outcome == BlockOutcome::Completed && index < last && !stop.load(std::memory_order_relaxed);
-       ++index)
-    outcome = runBlockIn(block, slots, setup, grid, index);
+       index += ran)
+    outcome = runBlockIn(block, slots, setup, grid, index, last - index - 1, ran);
   resources.blockInUse = nested;
   return outcome;
 }

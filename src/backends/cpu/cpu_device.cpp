@@ -152,6 +152,7 @@ Result<KernelCode> kernelCode(const compiler::KernelInfo& info, compiler::HostCo
       kernelCode.round =
           reinterpret_cast<RoundEntry>(code.lookup(compiler::roundSymbol(info.name)));
       if (kernelCode.round == nullptr) address = nullptr;
+      kernelCode.chainsBlocks = info.cpuChainsBlocks;
       break;
     case compiler::CpuExecution::ThreadEntry:
       kernelCode.threadEntry = reinterpret_cast<KernelEntry>(address);
@@ -210,6 +211,7 @@ KernelCode codeForLaunch(const KernelCode& code, const std::array<uint32_t, 3>& 
   lockstep.frameBytes = code.lockstepFrameBytes;
   lockstep.uniformFrameBytes = code.lockstepUniformFrameBytes;
   lockstep.warpSites = nullptr;  // it waits only at its own barriers
+  lockstep.chainsBlocks = false;
   return lockstep;
 }
 

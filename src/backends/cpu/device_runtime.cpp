@@ -38,7 +38,8 @@ static_assert(offsetof(compiler::BlockContext, ctaid) == 12 &&
               offsetof(compiler::BlockContext, runtime) == 56 &&
               offsetof(compiler::BlockContext, gridWorkspace) == 64 &&
               offsetof(compiler::BlockContext, warpLanes) == 72 &&
-              sizeof(compiler::BlockContext) == 144);
+              offsetof(compiler::BlockContext, blocksLeft) == 144 &&
+              sizeof(compiler::BlockContext) == 152);
 
 ThreadState& self() { return *currentThread(); }
 BlockState& block() { return *self().block; }

@@ -46,6 +46,9 @@ struct KernelCode {
   BlockLoopEntry blockLoop = nullptr;
   ContinuationEntry continuation = nullptr;
   RoundEntry round = nullptr;  // Continuation: every thread from one resume point
+  // Continuation: the round function runs the next blocks itself while BlockContext::blocksLeft
+  // allows (KernelInfo::cpuChainsBlocks).
+  bool chainsBlocks = false;
   uint32_t frameBytes = 0;  // Continuation: each thread's frame
   uint32_t uniformFrameBytes = 0;  // Continuation: one copy of the block-uniform slots
   // Continuation: its waits' ops and constant operands, by resume point - 1 (the kernel's

@@ -80,7 +80,8 @@ void onFault(int signal, siginfo_t* info, void* context) {
   if (!fault.taken.exchange(true)) {
     fault.address = reinterpret_cast<uintptr_t>(info->si_addr);
     fault.signal = signal;
-    for (int i = 0; i < 3; ++i) fault.ctaid[i] = block->ctaid[i];
+    // The context's: a round function that chains blocks advances it (BlockContext::blocksLeft).
+    for (int i = 0; i < 3; ++i) fault.ctaid[i] = block->context.ctaid[i];
     fault.blockKnown = !block->flatRange;
     fault.threadKnown =
         thread != nullptr && block->grid->code.execution == compiler::CpuExecution::ThreadEntry;

@@ -1595,6 +1595,82 @@ TEST_F(CpuBlockForms, UniformSlotsSurviveThreadsExitingBeforeBarriers) {
           << "block " << b << " thread " << t;
 }
 
+// A kernel whose rounds call nothing: its round function goes on to the next blocks itself
+// (KernelInfo::cpuChainsBlocks), advancing ctaid in x, then y, then z. In blocks (3, 1, z) the
+// threads from 32 on leave before the barrier, so the runtime takes part in them (a prefix at
+// the barrier, the rest finished) in the middle of a chain; the blocks after them start afresh.
+const char* kChainedPtx = R"(.version 7.0
+.target sm_75
+.address_size 64
+.visible .entry chained(.param .u64 out)
+{
+  .reg .pred %p<5>;
+  .reg .b32 %r<20>;
+  .reg .b64 %rd<4>;
+  .shared .align 4 .b8 sums[1024];
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %ctaid.x;
+  mov.u32 %r3, %ctaid.y;
+  mov.u32 %r4, %ctaid.z;
+  setp.eq.u32 %p1, %r2, 3;
+  setp.eq.u32 %p2, %r3, 1;
+  and.pred %p1, %p1, %p2;
+  setp.ge.u32 %p3, %r1, 32;
+  and.pred %p1, %p1, %p3;
+  @%p1 bra DONE;
+  mad.lo.u32 %r5, %r3, 16, %r2;
+  mad.lo.u32 %r5, %r4, 256, %r5;
+  mov.u32 %r7, sums;
+  shl.b32 %r6, %r1, 2;
+  add.u32 %r8, %r7, %r6;
+  add.u32 %r9, %r1, %r5;
+  st.shared.u32 [%r8], %r9;
+  bar.sync 0;
+  setp.ne.u32 %p2, %r1, 0;
+  @%p2 bra DONE;
+  mov.u32 %r10, %nctaid.x;
+  mov.u32 %r11, %nctaid.y;
+  mad.lo.u32 %r12, %r4, %r11, %r3;
+  mad.lo.u32 %r12, %r12, %r10, %r2;
+  mov.u32 %r13, 0;
+  mov.u32 %r14, 0;
+LOOP:
+  shl.b32 %r15, %r14, 2;
+  add.u32 %r15, %r7, %r15;
+  ld.shared.u32 %r16, [%r15];
+  add.u32 %r13, %r13, %r16;
+  add.u32 %r14, %r14, 1;
+  setp.lt.u32 %p4, %r14, 32;
+  @%p4 bra LOOP;
+  mul.wide.u32 %rd2, %r12, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r13;
+DONE:
+  ret;
+}
+)";
+
+TEST_F(CpuBlockForms, RoundFunctionsGoOnToTheNextBlocks) {
+  LoadedKernel* kernel = load(kChainedPtx, "chained");
+  ASSERT_NE(kernel, nullptr);
+  ASSERT_EQ(kernel->info().cpuExecution, CpuExecution::Continuation);
+  EXPECT_TRUE(kernel->info().cpuChainsBlocks);
+  // Enough blocks that the thread pool hands a worker ranges of many.
+  const std::array<uint32_t, 3> grid{40, 6, 2};
+  const uint32_t blocks = grid[0] * grid[1] * grid[2];
+  for (int launchIndex = 0; launchIndex < 3; ++launchIndex) {
+    std::vector<uint32_t> out(blocks, 0xffffffffu);
+    void* o = out.data();
+    ASSERT_TRUE(launch(*kernel, grid, {64, 1, 1}, {&o}).ok());
+    for (uint32_t z = 0; z < grid[2]; ++z)
+      for (uint32_t y = 0; y < grid[1]; ++y)
+        for (uint32_t x = 0; x < grid[0]; ++x)
+          ASSERT_EQ(out[x + grid[0] * (y + grid[1] * z)], 496 + 32 * (x + 16 * y + 256 * z))
+              << "block " << x << "," << y << "," << z << ", launch " << launchIndex;
+  }
+}
+
 // Shared-memory atomics, which the CPU device does as plain accesses (a block's threads share
 // one host thread and switch only at waits; global ones stay atomic): the compiled kernel keeps
 // no shared atomic, and every thread's increment counts, in a kernel that waits at barriers,

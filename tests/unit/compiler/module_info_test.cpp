@@ -22,6 +22,7 @@ ModuleInfo sample() {
   k.usesWarpCollectives = true;
   k.launchesGraphs = true;
   k.updatesGraphNodes = true;
+  k.cpuChainsBlocks = true;
   k.cpuExecution = CpuExecution::Continuation;
   k.cpuFrameBytes = 48;
   k.cpuUniformFrameBytes = 32;
@@ -71,9 +72,11 @@ TEST(ModuleInfo, RoundTrip) {
   EXPECT_FALSE(k.launchesGrids);
   EXPECT_TRUE(k.launchesGraphs);
   EXPECT_TRUE(k.updatesGraphNodes);
+  EXPECT_TRUE(k.cpuChainsBlocks);
   EXPECT_TRUE(back->kernels[1].launchesGrids);
   EXPECT_FALSE(back->kernels[1].launchesGraphs);
   EXPECT_FALSE(back->kernels[1].updatesGraphNodes);
+  EXPECT_FALSE(back->kernels[1].cpuChainsBlocks);
   EXPECT_EQ(k.cpuExecution, CpuExecution::Continuation);
   EXPECT_EQ(k.cpuFrameBytes, 48u);
   EXPECT_EQ(k.cpuUniformFrameBytes, 32u);
