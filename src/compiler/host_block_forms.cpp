@@ -2087,9 +2087,8 @@ bool mayChainBlocks(llvm::Function& round, const llvm::Function* one) {
 }
 
 // Once the round function's threads have all finished (code 0), go on to the next block when the
-// context's blocksLeft allows and the round ran the whole block (its thread limit at least the
-// block's threads): count down, advance ctaid (x fastest, as the runtime numbers blocks) and
-// start the rounds again at point 0. The loads of ctaid are not invariant here
+// context's blocksLeft allows: count down, advance ctaid (x fastest, as the runtime numbers
+// blocks) and start the rounds again at point 0. The loads of ctaid are not invariant here
 // (readsBlockConstant). False where the function's shape is not the one buildRounds made.
 bool chainBlocks(llvm::Function& round, llvm::PHINode& point) {
   llvm::ReturnInst* ret = nullptr;
@@ -2112,10 +2111,8 @@ bool chainBlocks(llvm::Function& round, llvm::PHINode& point) {
   llvm::StructType* type = blockContextType(c);
   llvm::Value* leftField = b.CreateStructGEP(type, context, kBlocksLeft);
   llvm::Value* left = b.CreateLoad(b.getInt32Ty(), leftField, "blocks.left");
-  llvm::Value* whole = b.CreateICmpUGE(round.getArg(4), loadContext(b, context, kThreadCount));
-  llvm::Value* more = b.CreateAnd(b.CreateAnd(b.CreateICmpEQ(ret->getReturnValue(), b.getInt32(0)),
-                                              b.CreateICmpNE(left, b.getInt32(0))),
-                                  whole);
+  llvm::Value* more = b.CreateAnd(b.CreateICmpEQ(ret->getReturnValue(), b.getInt32(0)),
+                                  b.CreateICmpNE(left, b.getInt32(0)));
   b.CreateCondBr(more, next, finish);
   b.SetInsertPoint(next);
   b.CreateStore(b.CreateSub(left, b.getInt32(1)), leftField);
@@ -2135,8 +2132,21 @@ bool chainBlocks(llvm::Function& round, llvm::PHINode& point) {
       b.CreateStore(stepped, field);
     }
   }
+  // A call that ran a prefix of the threads (the runtime's hand-back of a reduction's last warp)
+  // starts the next block in a call of its own for all of them: the limit is a constant of this
+  // one.
+  llvm::Value* threads = loadContext(b, context, kThreadCount);
+  auto* whole = llvm::BasicBlock::Create(c, "next.block.whole", &round, finish);
+  auto* restart = llvm::BasicBlock::Create(c, "next.block.call", &round, finish);
+  b.CreateCondBr(b.CreateICmpUGE(round.getArg(4), threads), whole, restart);
+  b.SetInsertPoint(whole);
   b.CreateBr(header);
-  point.addIncoming(b.getInt32(0), next);
+  point.addIncoming(b.getInt32(0), whole);
+  b.SetInsertPoint(restart);
+  llvm::CallInst* again =
+      b.CreateCall(&round, {round.getArg(0), context, b.getInt32(0), round.getArg(3), threads});
+  again->setTailCallKind(llvm::CallInst::TCK_MustTail);
+  b.CreateRet(again);
   return true;
 }
 

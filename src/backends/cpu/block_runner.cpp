@@ -616,8 +616,9 @@ bool runUniformRounds(BlockState& block, std::vector<std::unique_ptr<ThreadState
   bool oneDimensional = grid.block[1] * grid.block[2] == 1;
   for (;;) {
     uint32_t common = grid.code.round(grid.params, &block.context, point, codes, limit);
-    // A block the runtime takes part in keeps state in its records: the round function no
-    // longer goes on to another block (it ran only blocks that finished in it).
+    // A block the runtime takes part in may keep state in its records: the round function no
+    // longer goes on to another block (it runs only blocks whose records stay as reset).
+    uint32_t blocksLeft = block.context.blocksLeft;
     if (common != 0) block.context.blocksLeft = 0;
     // The codes are there only when the threads' differ, as bytes unless the kernel has many
     // waits (compiler.h).
@@ -644,6 +645,7 @@ bool runUniformRounds(BlockState& block, std::vector<std::unique_ptr<ThreadState
       if (roundsCompleteChains() && grid.code.warpSites != nullptr &&
           grid.code.warpSites[(first >> 2) - 1].op == static_cast<int32_t>(WarpOp::ShflChain)) {
         point = (first >> 2) | compiler::kCompleteWaitFirst;
+        block.context.blocksLeft = blocksLeft;  // which leaves nothing in the records
         continue;
       }
       if (completeUniformCollective(block, limit, first >> 2)) {

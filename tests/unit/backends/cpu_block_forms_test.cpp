@@ -1671,6 +1671,90 @@ TEST_F(CpuBlockForms, RoundFunctionsGoOnToTheNextBlocks) {
   }
 }
 
+// A block reduction by warp shuffles whose last warp finishes alone (`if (tid < 32)`): the
+// runtime hands that warp back to the round function with a thread limit of 32, and the round
+// function, chaining blocks, starts the next block in a call of its own for all the threads.
+const char* kChainedTailPtx = R"(.version 7.0
+.target sm_75
+.address_size 64
+.visible .entry chained_tail(.param .u64 out)
+{
+  .reg .pred %p<4>;
+  .reg .b32 %r<20>;
+  .reg .b64 %rd<4>;
+  .shared .align 4 .b8 warpSums[32];
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %ctaid.x;
+  add.u32 %r3, %r1, %r2;
+  shfl.sync.down.b32 %r4, %r3, 16, 31, -1;
+  add.u32 %r3, %r3, %r4;
+  shfl.sync.down.b32 %r4, %r3, 8, 31, -1;
+  add.u32 %r3, %r3, %r4;
+  shfl.sync.down.b32 %r4, %r3, 4, 31, -1;
+  add.u32 %r3, %r3, %r4;
+  shfl.sync.down.b32 %r4, %r3, 2, 31, -1;
+  add.u32 %r3, %r3, %r4;
+  shfl.sync.down.b32 %r4, %r3, 1, 31, -1;
+  add.u32 %r3, %r3, %r4;
+  and.b32 %r5, %r1, 31;
+  setp.ne.u32 %p1, %r5, 0;
+  @%p1 bra SKIP;
+  shr.u32 %r6, %r1, 5;
+  shl.b32 %r7, %r6, 2;
+  mov.u32 %r8, warpSums;
+  add.u32 %r9, %r8, %r7;
+  st.shared.u32 [%r9], %r3;
+SKIP:
+  bar.sync 0;
+  setp.ge.u32 %p2, %r1, 32;
+  @%p2 bra DONE;
+  mov.u32 %r10, %ntid.x;
+  shr.u32 %r11, %r10, 5;
+  mov.u32 %r12, 0;
+  setp.ge.u32 %p3, %r1, %r11;
+  @%p3 bra ZERO;
+  shl.b32 %r13, %r1, 2;
+  mov.u32 %r14, warpSums;
+  add.u32 %r15, %r14, %r13;
+  ld.shared.u32 %r12, [%r15];
+ZERO:
+  shfl.sync.down.b32 %r16, %r12, 16, 31, -1;
+  add.u32 %r12, %r12, %r16;
+  shfl.sync.down.b32 %r16, %r12, 8, 31, -1;
+  add.u32 %r12, %r12, %r16;
+  shfl.sync.down.b32 %r16, %r12, 4, 31, -1;
+  add.u32 %r12, %r12, %r16;
+  shfl.sync.down.b32 %r16, %r12, 2, 31, -1;
+  add.u32 %r12, %r12, %r16;
+  shfl.sync.down.b32 %r16, %r12, 1, 31, -1;
+  add.u32 %r12, %r12, %r16;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra DONE;
+  mul.wide.u32 %rd2, %r2, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r12;
+DONE:
+  ret;
+}
+)";
+
+TEST_F(CpuBlockForms, RoundFunctionsGoOnAfterAWarpFinishesTheBlock) {
+  LoadedKernel* kernel = load(kChainedTailPtx, "chained_tail");
+  ASSERT_NE(kernel, nullptr);
+  ASSERT_EQ(kernel->info().cpuExecution, CpuExecution::Continuation);
+  EXPECT_TRUE(kernel->info().cpuChainsBlocks);
+  const uint32_t blocks = 600, threads = 256;
+  for (int launchIndex = 0; launchIndex < 3; ++launchIndex) {
+    std::vector<uint32_t> out(blocks, 0xffffffffu);
+    void* o = out.data();
+    ASSERT_TRUE(launch(*kernel, {blocks, 1, 1}, {threads, 1, 1}, {&o}).ok());
+    for (uint32_t b = 0; b < blocks; ++b)
+      ASSERT_EQ(out[b], threads * (threads - 1) / 2 + threads * b)
+          << "block " << b << ", launch " << launchIndex;
+  }
+}
+
 // Shared-memory atomics, which the CPU device does as plain accesses (a block's threads share
 // one host thread and switch only at waits; global ones stay atomic): the compiled kernel keeps
 // no shared atomic, and every thread's increment counts, in a kernel that waits at barriers,
