@@ -615,10 +615,17 @@ bool runUniformRounds(BlockState& block, std::vector<std::unique_ptr<ThreadState
   const GridState& grid = *block.grid;
   bool oneDimensional = grid.block[1] * grid.block[2] == 1;
   for (;;) {
+    uint32_t granted = block.context.blocksLeft;
     uint32_t common = grid.code.round(grid.params, &block.context, point, codes, limit);
+    uint32_t blocksLeft = block.context.blocksLeft;
+    if (blocksLeft != granted) {
+      // The round function went on to later blocks: the code is the last one's, all of whose
+      // threads it started (a limit from the block before no longer holds).
+      limit = count;
+      for (int axis = 0; axis < 3; ++axis) block.ctaid[axis] = block.context.ctaid[axis];
+    }
     // A block the runtime takes part in may keep state in its records: the round function no
     // longer goes on to another block (it runs only blocks whose records stay as reset).
-    uint32_t blocksLeft = block.context.blocksLeft;
     if (common != 0) block.context.blocksLeft = 0;
     // The codes are there only when the threads' differ, as bytes unless the kernel has many
     // waits (compiler.h).

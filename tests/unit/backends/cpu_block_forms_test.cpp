@@ -1673,17 +1673,21 @@ TEST_F(CpuBlockForms, RoundFunctionsGoOnToTheNextBlocks) {
 
 // A block reduction by warp shuffles whose last warp finishes alone (`if (tid < 32)`): the
 // runtime hands that warp back to the round function with a thread limit of 32, and the round
-// function, chaining blocks, starts the next block in a call of its own for all the threads.
+// function, chaining blocks, starts the next block in a call of its own for all the threads. In
+// odd blocks the threads from 64 on leave before the barrier, so such a block comes back to the
+// runtime with 64 threads waiting (thread 63 then marks `seen`): the limit of the block before
+// must not hold for it.
 const char* kChainedTailPtx = R"(.version 7.0
 .target sm_75
 .address_size 64
-.visible .entry chained_tail(.param .u64 out)
+.visible .entry chained_tail(.param .u64 out, .param .u64 seen)
 {
   .reg .pred %p<4>;
   .reg .b32 %r<20>;
-  .reg .b64 %rd<4>;
+  .reg .b64 %rd<6>;
   .shared .align 4 .b8 warpSums[32];
   ld.param.u64 %rd1, [out];
+  ld.param.u64 %rd4, [seen];
   mov.u32 %r1, %tid.x;
   mov.u32 %r2, %ctaid.x;
   add.u32 %r3, %r1, %r2;
@@ -1706,7 +1710,18 @@ const char* kChainedTailPtx = R"(.version 7.0
   add.u32 %r9, %r8, %r7;
   st.shared.u32 [%r9], %r3;
 SKIP:
+  and.b32 %r17, %r2, 1;
+  setp.ne.u32 %p1, %r17, 0;
+  setp.ge.u32 %p2, %r1, 64;
+  and.pred %p1, %p1, %p2;
+  @%p1 bra DONE;
   bar.sync 0;
+  setp.ne.u32 %p2, %r1, 63;
+  @%p2 bra TAIL;
+  mul.wide.u32 %rd2, %r2, 4;
+  add.s64 %rd3, %rd4, %rd2;
+  st.global.u32 [%rd3], 1;
+TAIL:
   setp.ge.u32 %p2, %r1, 32;
   @%p2 bra DONE;
   mov.u32 %r10, %ntid.x;
@@ -1746,12 +1761,14 @@ TEST_F(CpuBlockForms, RoundFunctionsGoOnAfterAWarpFinishesTheBlock) {
   EXPECT_TRUE(kernel->info().cpuChainsBlocks);
   const uint32_t blocks = 600, threads = 256;
   for (int launchIndex = 0; launchIndex < 3; ++launchIndex) {
-    std::vector<uint32_t> out(blocks, 0xffffffffu);
-    void* o = out.data();
-    ASSERT_TRUE(launch(*kernel, {blocks, 1, 1}, {threads, 1, 1}, {&o}).ok());
-    for (uint32_t b = 0; b < blocks; ++b)
+    std::vector<uint32_t> out(blocks, 0xffffffffu), seen(blocks, 0);
+    void *o = out.data(), *s = seen.data();
+    ASSERT_TRUE(launch(*kernel, {blocks, 1, 1}, {threads, 1, 1}, {&o, &s}).ok());
+    for (uint32_t b = 0; b < blocks; ++b) {
       ASSERT_EQ(out[b], threads * (threads - 1) / 2 + threads * b)
           << "block " << b << ", launch " << launchIndex;
+      ASSERT_EQ(seen[b], 1u) << "block " << b << ", launch " << launchIndex;
+    }
   }
 }
 
