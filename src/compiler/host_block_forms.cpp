@@ -1216,6 +1216,7 @@ llvm::Function* buildRound(llvm::Function& step, const KernelInfo& info, size_t 
   llvm::Value* params = fn->getArg(0);
   llvm::Value* context = fn->getArg(1);
   llvm::Value* codes = fn->getArg(3);
+  codes->setName(kOneRoundCodesName);
   bool byteCodes = waits <= kMaxByteCodeWaits;
   auto* entry = llvm::BasicBlock::Create(c, "entry", fn);
   auto* exit = llvm::BasicBlock::Create(c, "exit", fn);
@@ -2415,7 +2416,8 @@ void inlineChainedRounds(llvm::Module& module, ModuleInfo& info, llvm::TargetMac
   if (optLevel <= 0) return;
   std::vector<llvm::CallInst*> rounds;
   for (llvm::Function& one : module) {
-    if (one.isDeclaration() || oneRoundCodes(one) == nullptr || !one.hasOneUse()) continue;
+    if (one.isDeclaration() || !one.getName().ends_with(kOneRoundSuffix) || !one.hasOneUse())
+      continue;
     auto* call = llvm::dyn_cast<llvm::CallInst>(one.user_back());
     if (call != nullptr && call->getCalledFunction() == &one &&
         call->getFunction()->getName() == one.getName().drop_back(kOneRoundSuffix.size()))

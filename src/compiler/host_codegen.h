@@ -123,12 +123,18 @@ struct LoopAnalyses {
 };
 
 // A round function's one round (buildRound, host_block_forms.cpp): `roundSymbol(kernel)` and this
-// suffix; its argument 3 is where it stores the threads' codes.
+// suffix; its argument kOneRoundCodesName is where it stores the threads' codes (found by name:
+// the optimiser drops the arguments a one round does not use, a kernel's parameters when it has
+// none, so its position varies).
 inline constexpr std::string_view kOneRoundSuffix = ".one";
+inline constexpr std::string_view kOneRoundCodesName = "codes";
 
 // The codes argument of `f` when it is a one round, else null.
 inline const llvm::Value* oneRoundCodes(const llvm::Function& f) {
-  return f.getName().ends_with(kOneRoundSuffix) ? f.getArg(3) : nullptr;
+  if (!f.getName().ends_with(kOneRoundSuffix)) return nullptr;
+  for (const llvm::Argument& argument : f.args())
+    if (argument.getName() == llvm::StringRef(kOneRoundCodesName)) return &argument;
+  return nullptr;
 }
 
 // Whether `loop` is a block form's loop over the threads of a block in x (kWorkItemLoopMarker).

@@ -1358,6 +1358,43 @@ TEST(CompilerBlockForms, RoundsGoOnFromBarrierToBarrier) {
   EXPECT_NE(single.find("switch i32"), std::string::npos) << single;
 }
 
+// A kernel without parameters: the optimiser drops the one round's unused parameters argument,
+// and its codes argument is still found (by name), so that a round whose threads all reach the
+// barrier stores no codes either (before, the fourth argument was taken for it).
+TEST(CompilerBlockForms, RoundsOfAKernelWithoutParametersStoreNoCommonCodes) {
+  const char* ptx = R"(.version 7.0
+.target sm_75
+.address_size 64
+.visible .entry noParameters()
+{
+  .shared .align 4 .b32 slots[256];
+  .reg .b32 %r<6>;
+  mov.u32 %r1, %tid.x;
+  shl.b32 %r2, %r1, 2;
+  mov.u32 %r3, slots;
+  add.u32 %r4, %r3, %r2;
+  st.shared.u32 [%r4], %r1;
+  bar.sync 0;
+  ld.shared.u32 %r5, [%r4];
+  add.u32 %r5, %r5, 1;
+  bar.sync 0;
+  st.shared.u32 [%r4], %r5;
+  ret;
+}
+)";
+  auto dir =
+      std::filesystem::temp_directory_path() / ("rocuda_no_params_" + std::to_string(::getpid()));
+  ::setenv("ROCUDA_DUMP", dir.c_str(), 1);
+  auto object = compileForHost(ptx, "noparams", {});
+  ::unsetenv("ROCUDA_DUMP");
+  ASSERT_TRUE(object.ok()) << object.error().message;
+  std::string block = readFile((dir / "noparams.block.ll").string());
+  std::filesystem::remove_all(dir);
+  std::string round = roundOf(block, "__rocuda_round_noParameters");
+  ASSERT_FALSE(round.empty()) << block;
+  EXPECT_FALSE(std::regex_search(round, std::regex(R"(store (<[0-9]+ x )?i8)"))) << round;
+}
+
 // A tree round's `if (tid < s)` and the leader's `if (tid == 0)` split the rounds' work-item
 // loops where their answers change (host_thread_ranges.cpp): the threads that pass add whole
 // vectors, the others only record their next wait; no thread's work is masked (a 256-thread
