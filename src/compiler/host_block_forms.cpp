@@ -2074,7 +2074,7 @@ bool readsBlockConstant(const llvm::LoadInst& load, bool chainsBlocks) {
 
 // Whether a round function (its one round inlined or not yet) may run the next block itself:
 // it calls no function (a runtime service could leave state in the block's records, which the
-// runtime resets per block), and its loop's header has no value but the resume point.
+// runtime resets per block). chainBlocks checks the loop's shape.
 bool mayChainBlocks(llvm::Function& round, const llvm::Function* one) {
   auto callsNothing = [&](const llvm::Function& f) {
     for (const llvm::Instruction& inst : llvm::instructions(f))
@@ -2151,7 +2151,7 @@ bool chainBlocks(llvm::Function& round, llvm::PHINode& point) {
   return true;
 }
 
-// Delete the stores of the threads' codes (argument 3) that the runtime cannot read: it reads
+// Delete the stores of the threads' codes (oneRoundCodes) that the runtime cannot read: it reads
 // the codes only after a round that returns them mixed, and a store from which every way out
 // of `round` (one round, buildRound) leaves with the codes' `and` and `or` the same constant
 // is in a round whose threads all gave that code (a tree level's loops, the code of their
@@ -2435,16 +2435,16 @@ void inlineChainedRounds(llvm::Module& module, ModuleInfo& info, llvm::TargetMac
     llvm::consumeError(std::move(error));  // a fixed, valid text: cannot happen
     return;
   }
+  // Only a kernel's own rounds chain blocks (not a lockstep form's, which the launch may not
+  // pick): the Continuation kernels by their round function's name.
+  llvm::StringMap<KernelInfo*> kernelOfRound;
+  for (KernelInfo& each : info.kernels)
+    if (each.cpuExecution == CpuExecution::Continuation)
+      kernelOfRound[roundSymbol(each.name)] = &each;
   for (llvm::CallInst* call : rounds) {
     llvm::Function* one = call->getCalledFunction();
     llvm::Function* round = call->getFunction();
-    // Only a kernel's own rounds chain blocks (not a lockstep form's, which the launch may not
-    // pick).
-    KernelInfo* kernel = nullptr;
-    for (KernelInfo& each : info.kernels)
-      if (each.cpuExecution == CpuExecution::Continuation &&
-          round->getName() == roundSymbol(each.name))
-        kernel = &each;
+    KernelInfo* kernel = kernelOfRound.lookup(round->getName());
     bool chains = kernel != nullptr && mayChainBlocks(*round, one);
     for (llvm::Instruction& inst : llvm::instructions(*one))
       if (auto* load = llvm::dyn_cast<llvm::LoadInst>(&inst))
