@@ -1,8 +1,8 @@
 // NaN results with NVIDIA's bits. See host_codegen.h.
 //
 // The values of a function are partitioned by the bit-preserving instructions that join them
-// (phi, select, bitcast, vector and aggregate element moves: "carriers"). Where a partition's
-// bits are observed (stored, passed, returned, read as an integer, or given to a sign
+// (phi, select, bitcast, vector and aggregate element moves, a warp shuffle: "carriers"). Where a
+// partition's bits are observed (stored, passed, returned, read as an integer, or given to a sign
 // operation), its NaNs must be canonical. If every leaf of the partition is an arithmetic
 // result of one type, one canonicalization just before the observation does (a loop's
 // accumulator is fixed once, at its store after the loop); if a leaf is anything else (a load,
@@ -70,8 +70,32 @@ bool isArithmeticResult(const llvm::Instruction& inst) {
   }
 }
 
+// `__rocuda_shfl_sync`: its result's low half is another lane's value operand (or its own),
+// bits unchanged, and bit 32 the in-range predicate.
+bool isShuffle(const llvm::Value* value) {
+  auto* call = llvm::dyn_cast<llvm::CallInst>(value);
+  return call && call->getCalledFunction() &&
+         call->getCalledFunction()->getName() == "__rocuda_shfl_sync" && call->arg_size() == 5;
+}
+
+// The value half of a shuffle's result.
+bool isShuffledValue(const llvm::Instruction& inst) {
+  return llvm::isa<llvm::TruncInst>(inst) && inst.getType()->isIntegerTy(32) &&
+         isShuffle(inst.getOperand(0));
+}
+
+// A use that reads only a shuffle's predicate, none of the bits it moved.
+bool readsShufflePredicate(const llvm::Instruction& user) {
+  if (user.getOpcode() != llvm::Instruction::LShr) return false;
+  auto* shift = llvm::dyn_cast<llvm::ConstantInt>(user.getOperand(1));
+  return shift && shift->getZExtValue() >= 32 && isShuffle(user.getOperand(0));
+}
+
 bool isCarrier(const llvm::Instruction& inst) {
   if (inst.getType()->isPtrOrPtrVectorTy() || isCanonicalizedValue(inst)) return false;
+  // A shuffle moves a value between the lanes of a warp: the bits that reach another lane are
+  // those of the operand, so a NaN needs fixing only where some lane observes it.
+  if (isShuffle(&inst) || isShuffledValue(inst)) return true;
   return llvm::isa<llvm::PHINode, llvm::SelectInst, llvm::FreezeInst, llvm::BitCastInst,
                    llvm::ExtractElementInst, llvm::InsertElementInst, llvm::ShuffleVectorInst,
                    llvm::ExtractValueInst, llvm::InsertValueInst>(inst);
@@ -82,6 +106,7 @@ bool carriesOperand(const llvm::Instruction& carrier, unsigned index) {
   if (llvm::isa<llvm::SelectInst>(carrier)) return index != 0;
   if (llvm::isa<llvm::ExtractElementInst>(carrier)) return index == 0;
   if (llvm::isa<llvm::InsertElementInst>(carrier)) return index != 2;
+  if (isShuffle(&carrier)) return index == 1;
   return true;  // phi, freeze, bitcast, shufflevector (its mask is no operand), aggregates
 }
 
@@ -195,12 +220,14 @@ void canonicalizeFunction(llvm::Function& fn) {
       if (isCarrier(inst)) {
         for (unsigned i = 0; i < inst.getNumOperands(); ++i) {
           llvm::Value* operand = inst.getOperand(i);
+          // Bits a carrier reads without passing them on (a shuffle's lane) are observed.
+          if (!carriesOperand(inst, i) && joined(operand)) observations.push_back({&inst, i});
           if (!carriesOperand(inst, i) || joined(operand)) continue;
           if (!isExactLeaf(operand)) partitionOf(&inst).mixed = true;
         }
         continue;
       }
-      if (readsAsNumber(inst)) continue;
+      if (readsAsNumber(inst) || readsShufflePredicate(inst)) continue;
       for (unsigned i = 0; i < inst.getNumOperands(); ++i)
         if (joined(inst.getOperand(i))) observations.push_back({&inst, i});
     }

@@ -41,6 +41,21 @@ __global__ void singleOps(const float* a, const float* b, uint32_t* out, float* 
   sums[i] = sum;
 }
 
+// Warp shuffles move bits: a computed NaN another lane stores is canonical, a loaded one passes
+// unchanged, and a sum of shuffled values is a computed result again. Every lane runs.
+constexpr int kShuffleOuts = 4;
+__global__ void shuffledOps(const float* a, const float* b, uint32_t* out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float x = a[i], y = b[i];
+  float sum = x + y;
+  float mixed = (i & 1) ? x : sum;
+  uint32_t* o = out + i * kShuffleOuts;
+  o[0] = __float_as_uint(__shfl_down_sync(0xffffffffu, sum, 1));
+  o[1] = __float_as_uint(__shfl_xor_sync(0xffffffffu, mixed, 2));
+  o[2] = __float_as_uint(mixed + __shfl_down_sync(0xffffffffu, mixed, 16));
+  o[3] = __float_as_uint(__shfl_down_sync(0xffffffffu, x, 3));
+}
+
 __global__ void halfOps(const __half* a, const __half* b, const __nv_bfloat16* c,
                         const __nv_bfloat16* d, uint16_t* out, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -111,6 +126,29 @@ int main() {
     nans += std::isnan(product);
   }
   check.expect(nans > 100, "the inputs produce NaN products");
+
+  uint32_t* dShuffled;
+  CHECK(cudaMalloc(&dShuffled, n * kShuffleOuts * sizeof(uint32_t)));
+  shuffledOps<<<n / 256, 256>>>(dA, dB, dShuffled);
+  CHECK_LAUNCH();
+  std::vector<uint32_t> shuffled = download(dShuffled, n * kShuffleOuts);
+  auto sumOf = [&](int j) {
+    volatile float vx = a[j], vy = b[j];
+    return vx + vy;
+  };
+  // What `mixed` holds in thread j: the loaded bits on odd threads, else the computed sum.
+  auto mixedBits = [&](int j) { return (j & 1) ? floatBits(a[j]) : deviceBits(sumOf(j)); };
+  // shfl.down's source: `delta` lanes up, or the lane itself past the warp's end.
+  auto down = [](int j, int delta) { return (j & 31) + delta < 32 ? j + delta : j; };
+  for (int i = 0; i < n; ++i) {
+    const uint32_t* o = &shuffled[i * kShuffleOuts];
+    check.eq("shuffled sum", i, deviceBits(sumOf(down(i, 1))), o[0]);
+    check.eq("shuffled, moved or computed", i, mixedBits(i ^ 2), o[1]);
+    volatile float own = bitsToFloat(mixedBits(i)), other = bitsToFloat(mixedBits(down(i, 16)));
+    check.eq("sum of shuffled", i, deviceBits(own + other), o[2]);
+    check.eq("shuffled load", i, floatBits(a[down(i, 3)]), o[3]);
+  }
+  CHECK(cudaFree(dShuffled));
 
   std::vector<__half> ha(n), hb(n);
   std::vector<__nv_bfloat16> bc(n), bd(n);
