@@ -194,7 +194,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-106";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-107";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;
@@ -253,6 +253,14 @@ inline constexpr size_t kMatrixRecordSlots = 32;
 // its own value. (A NaN's bits may differ from the shuffles': the code canonicalizes NaNs where it
 // observes a float's bits, canonicalize_nans.cpp, and the chain's value is such a float.)
 enum class ShuffleChainOp : int32_t { FAdd, Add, And, Or, Xor, SMax, SMin, UMax, UMin };
+// Schedule bits 28 and 29 say which threads read a chain's result when only lanes 0 do (what
+// usually follows a warp reduction, `if (lane == 0) ...`), so that the steps may compute lane 0's
+// result alone and leave the other lanes' unwritten: kShuffleChainReadByLaneZero, at most lane 0
+// of each warp (a test of %laneid or of the thread's linear index); kShuffleChainReadByXLaneZero,
+// at most threads whose threadIdx.x is a multiple of 32 (lanes 0 when blockDim.x is a multiple of
+// 32, not otherwise).
+inline constexpr int32_t kShuffleChainReadByLaneZero = 1 << 28;
+inline constexpr int32_t kShuffleChainReadByXLaneZero = 1 << 29;
 inline constexpr uint32_t kMaxShuffleChainSteps = 5;
 // A schedule: the step count in bits 0..2, then each step's offset in 5 bits.
 inline constexpr int32_t shuffleChainSchedule(const uint32_t* offsets, uint32_t steps) {

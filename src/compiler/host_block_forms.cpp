@@ -1426,7 +1426,7 @@ void buildRounds(llvm::Function& step, const KernelInfo& info, const std::vector
       emitShuffleChainSteps(
           chain, chain.CreateLoad(chain.getPtrTy(), laneArrayField(chain, context, kLaneValue)),
           chain.CreateLoad(chain.getPtrTy(), laneArrayField(chain, context, kLaneResult)), count,
-          waits[i].site);
+          loadContext(chain, context, kNtid, 0), waits[i].site);
       chain.CreateBr(next);
     }
     site->addCase(b.getInt32(static_cast<uint32_t>(i + 1)), completion);
@@ -1467,7 +1467,7 @@ void lowerToContinuation(llvm::Function& kernel, KernelInfo& info, bool chainWai
   ThreadValues values = threadValuesOf(*step);
   replaceThreadQueries(*step, values);
   announceThreadBeforeCalls(*step, values);
-  fuseShuffleChains(*step);
+  fuseShuffleChains(*step, values.linear, values.tid[0]);
   countWaitingLoopTrips(*step);
   splitPointerArithmetic(*step);  // the addresses the counts made: base + offsets again
   for (auto& block : *step)

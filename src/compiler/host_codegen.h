@@ -299,13 +299,16 @@ void lowerToBlockForms(llvm::Module& module, ModuleInfo& info, bool chainWaits);
 // Replace each chain of two or more shfl steps in `f` (a warp reduction: each shfl's result
 // combined with the lane's value, which the next shfl posts; compiler.h: shuffle chains) by one
 // call of kShuffleChainFunction; host_shfl_chains.cpp says which chains. Returns how many.
-unsigned fuseShuffleChains(llvm::Function& f);
+// `linearThread` and `threadX` are the thread's linear index and threadIdx.x in `f`, which tell
+// when only lanes 0 read a chain's result (kShuffleChainReadByLaneZero).
+unsigned fuseShuffleChains(llvm::Function& f, llvm::Value* linearThread, llvm::Value* threadX);
 
 // Run the steps of the shuffle chain `site` (its mode, schedule and op: compiler.h) for every
 // warp of a block's first `count` threads: from WarpLanes' `values` into `results`, a warp's 32
-// lanes as one vector. Emitted at `b`, which it leaves after the loop.
+// lanes as one vector. Emitted at `b`, which it leaves after the loop. `blockDimX` is the block's
+// extent in x (whether threads testing threadIdx.x % 32 are lanes 0).
 void emitShuffleChainSteps(llvm::IRBuilder<>& b, llvm::Value* values, llvm::Value* results,
-                           llvm::Value* count, const WarpWaitSite& site);
+                           llvm::Value* count, llvm::Value* blockDimX, const WarpWaitSite& site);
 
 // Drop the lockstep form of each kernel whose BlockLoop function had every stride loop of the
 // lockstep form interchanged (`interchanged`: interchanges by function, from

@@ -9,14 +9,18 @@
 // member mask, in one basic block, becomes one wait in `__rocuda_shfl_chain` (compiler.h): the
 // lanes post their first value once and read their last; the round function (or the runtime)
 // runs the n steps on a warp's 32 values at once. The steps are the ones the code would have
-// run, in the same order, so the results are bit for bit those of the shuffles.
+// run, in the same order, so the results are bit for bit those of the shuffles. Where only lane 0
+// of each warp reads the result (`if (lane == 0) sums[warp] = v`), the schedule says so and the
+// steps compute lane 0's result alone: a warp's reduction tree instead of 32 lanes' steps.
 #include <llvm/IR/Constants.h>
+#include <llvm/IR/Dominators.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/PatternMatch.h>
 
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -233,14 +237,71 @@ llvm::Function* chainFunction(llvm::Module& m) {
           .getCallee());
 }
 
-void replaceChain(const Chain& chain) {
+// The thread index that `condition`, taken on its `taken` edge, restricts to multiples of 32:
+// `x == 0`, `(x & m) == 0` with m's low five bits set, or their negations on the false edge.
+llvm::Value* multipleOf32Tested(llvm::Value* condition, bool taken) {
+  llvm::Value* tested = nullptr;
+  llvm::ICmpInst::Predicate predicate;
+  if (!pm::match(condition, pm::m_ICmp(predicate, pm::m_Value(tested), pm::m_Zero())))
+    return nullptr;
+  if (predicate != (taken ? llvm::ICmpInst::ICMP_EQ : llvm::ICmpInst::ICMP_NE)) return nullptr;
+  llvm::Value* masked = nullptr;
+  const llvm::APInt* mask = nullptr;
+  if (pm::match(tested, pm::m_And(pm::m_Value(masked), pm::m_APInt(mask))) &&
+      (mask->getZExtValue() & 31) == 31)
+    return masked;
+  return tested;
+}
+
+// Which threads may read `value` where `user` reads it: kShuffleChainReadByLaneZero or
+// kShuffleChainReadByXLaneZero when a test of `linearThread` or `threadX` guards the read (a
+// block reached only by that test's edge dominates it), else 0.
+int32_t readersOf(const llvm::Instruction& user, llvm::Value* linearThread, llvm::Value* threadX,
+                  const llvm::DominatorTree& tree) {
+  if (llvm::isa<llvm::PHINode>(user)) return 0;
+  for (const llvm::DomTreeNode* node = tree.getNode(user.getParent()); node != nullptr;
+       node = node->getIDom()) {
+    const llvm::BasicBlock* block = node->getBlock();
+    const llvm::BasicBlock* from = block->getSinglePredecessor();
+    auto* branch = from ? llvm::dyn_cast<llvm::BranchInst>(from->getTerminator()) : nullptr;
+    if (branch == nullptr || !branch->isConditional() ||
+        branch->getSuccessor(0) == branch->getSuccessor(1))
+      continue;
+    llvm::Value* tested =
+        multipleOf32Tested(branch->getCondition(), branch->getSuccessor(0) == block);
+    if (tested != nullptr && tested == linearThread) return kShuffleChainReadByLaneZero;
+    if (tested != nullptr && tested == threadX) return kShuffleChainReadByXLaneZero;
+  }
+  return 0;
+}
+
+// Which threads may read the chain's result `result` (its uses and those of its bitcasts):
+// kShuffleChainReadByLaneZero, kShuffleChainReadByXLaneZero, or 0 for any.
+int32_t chainReaders(llvm::Instruction& result, llvm::Value* linearThread, llvm::Value* threadX,
+                     const llvm::DominatorTree& tree) {
+  int32_t readers = kShuffleChainReadByLaneZero;
+  for (llvm::User* user : result.users()) {
+    auto* inst = llvm::cast<llvm::Instruction>(user);
+    int32_t these = llvm::isa<llvm::BitCastInst>(inst)
+                        ? chainReaders(*inst, linearThread, threadX, tree)
+                        : readersOf(*inst, linearThread, threadX, tree);
+    if (these == 0) return 0;
+    readers = std::max(readers, these);  // any test of threadIdx.x: the weaker promise
+  }
+  return readers;
+}
+
+void replaceChain(const Chain& chain, llvm::Value* linearThread, llvm::Value* threadX,
+                  const llvm::DominatorTree& tree) {
   llvm::CallInst* first = llvm::cast<llvm::CallInst>(chain.replaced.front());
   llvm::IRBuilder<> b(first);
+  int32_t readers = chainReaders(*chain.result, linearThread, threadX, tree);
   llvm::Value* result = b.CreateCall(
       chainFunction(*first->getModule()),
       {b.getInt32(static_cast<uint32_t>(chain.op)), chain.first, b.getInt32(chain.mode),
-       b.getInt32(static_cast<uint32_t>(shuffleChainSchedule(
-           chain.offsets.data(), static_cast<uint32_t>(chain.offsets.size()))))},
+       b.getInt32(static_cast<uint32_t>(
+           shuffleChainSchedule(chain.offsets.data(), static_cast<uint32_t>(chain.offsets.size())) |
+           readers))},
       "shfl.chain");
   if (chain.result->getType()->isFloatTy()) result = b.CreateBitCast(result, b.getFloatTy());
   chain.result->replaceAllUsesWith(result);
@@ -263,8 +324,9 @@ void replaceChain(const Chain& chain) {
 
 }  // namespace
 
-unsigned fuseShuffleChains(llvm::Function& f) {
+unsigned fuseShuffleChains(llvm::Function& f, llvm::Value* linearThread, llvm::Value* threadX) {
   unsigned fused = 0;
+  llvm::DominatorTree tree(f);  // replacing chains leaves the blocks as they are
   for (bool again = true; again;) {
     again = false;
     for (llvm::BasicBlock& block : f) {
@@ -273,7 +335,7 @@ unsigned fuseShuffleChains(llvm::Function& f) {
         if (!start) continue;
         std::optional<Chain> chain = chainFrom(*start);
         if (!chain) continue;
-        replaceChain(*chain);
+        replaceChain(*chain, linearThread, threadX, tree);
         ++fused;
         again = true;  // the block changed: look again
         break;
@@ -285,7 +347,7 @@ unsigned fuseShuffleChains(llvm::Function& f) {
 }
 
 void emitShuffleChainSteps(llvm::IRBuilder<>& b, llvm::Value* values, llvm::Value* results,
-                           llvm::Value* count, const WarpWaitSite& site) {
+                           llvm::Value* count, llvm::Value* blockDimX, const WarpWaitSite& site) {
   llvm::LLVMContext& c = b.getContext();
   llvm::Function* fn = b.GetInsertBlock()->getParent();
   auto* i32 = b.getInt32Ty();
@@ -295,7 +357,9 @@ void emitShuffleChainSteps(llvm::IRBuilder<>& b, llvm::Value* values, llvm::Valu
   // The steps on the warp starting at thread `first`; `present` (a splat of the threads from
   // `first` on), where the warp may be short of 32 lanes: a lane reading a missing one keeps its
   // own value, as the runtime's chain does (runShuffleChain).
-  auto steps = [&](llvm::Value* first, llvm::Value* present) {
+  // `laneZeroOnly`: store lane 0's result alone, which leaves the optimiser only the steps
+  // that lead to it.
+  auto steps = [&](llvm::Value* first, llvm::Value* present, bool laneZeroOnly) {
     llvm::Value* offset = b.CreateZExt(first, b.getInt64Ty());
     // A last warp short of 32 lanes reads and writes past the block's last thread: the arrays
     // have kWarpLaneArrayPadding entries there (compiler.h).
@@ -346,32 +410,53 @@ void emitShuffleChainSteps(llvm::IRBuilder<>& b, llvm::Value* values, llvm::Valu
           break;
       }
     }
-    b.CreateAlignedStore(cur, b.CreateInBoundsGEP(i32, results, offset), llvm::Align(4));
+    llvm::Value* to = b.CreateInBoundsGEP(i32, results, offset);
+    if (laneZeroOnly)
+      b.CreateAlignedStore(b.CreateExtractElement(cur, uint64_t(0)), to, llvm::Align(4));
+    else
+      b.CreateAlignedStore(cur, to, llvm::Align(4));
   };
   // Whole warps first, with no test of which lanes exist (a compare and a blend per step and
   // register saved), then the last warp if the block ends inside one.
-  auto* loop = llvm::BasicBlock::Create(c, "shfl.chain.warp", fn);
   auto* tail = llvm::BasicBlock::Create(c, "shfl.chain.tail", fn);
   auto* partial = llvm::BasicBlock::Create(c, "shfl.chain.partial", fn);
   auto* done = llvm::BasicBlock::Create(c, "shfl.chain.done", fn);
-  llvm::BasicBlock* entry = b.GetInsertBlock();
   llvm::Value* wholeWarps = b.CreateLShr(count, 5);
-  b.CreateCondBr(b.CreateICmpEQ(wholeWarps, b.getInt32(0)), tail, loop);
-
-  b.SetInsertPoint(loop);
-  llvm::PHINode* warp = b.CreatePHI(i32, 2, "warp");
-  warp->addIncoming(b.getInt32(0), entry);
-  steps(b.CreateShl(warp, 5), nullptr);
-  llvm::Value* next = b.CreateAdd(warp, b.getInt32(1));
-  warp->addIncoming(next, b.GetInsertBlock());
-  b.CreateCondBr(b.CreateICmpULT(next, wholeWarps), loop, tail);
+  auto wholeWarpLoop = [&](bool laneZeroOnly) {
+    auto* loop = llvm::BasicBlock::Create(c, "shfl.chain.warp", fn, tail);
+    llvm::BasicBlock* entry = b.GetInsertBlock();
+    b.CreateCondBr(b.CreateICmpEQ(wholeWarps, b.getInt32(0)), tail, loop);
+    b.SetInsertPoint(loop);
+    llvm::PHINode* warp = b.CreatePHI(i32, 2, "warp");
+    warp->addIncoming(b.getInt32(0), entry);
+    steps(b.CreateShl(warp, 5), nullptr, laneZeroOnly);
+    llvm::Value* next = b.CreateAdd(warp, b.getInt32(1));
+    warp->addIncoming(next, b.GetInsertBlock());
+    b.CreateCondBr(b.CreateICmpULT(next, wholeWarps), loop, tail);
+  };
+  int32_t readers = site.b & (kShuffleChainReadByLaneZero | kShuffleChainReadByXLaneZero);
+  if (readers == kShuffleChainReadByLaneZero) {
+    wholeWarpLoop(true);
+  } else if (readers == kShuffleChainReadByXLaneZero) {
+    // threadIdx.x % 32 is the lane when the block's rows are whole warps.
+    auto* rowsOfWarps = llvm::BasicBlock::Create(c, "shfl.chain.rows", fn, tail);
+    auto* otherRows = llvm::BasicBlock::Create(c, "shfl.chain.lanes", fn, tail);
+    b.CreateCondBr(b.CreateICmpEQ(b.CreateAnd(blockDimX, 31), b.getInt32(0)), rowsOfWarps,
+                   otherRows);
+    b.SetInsertPoint(rowsOfWarps);
+    wholeWarpLoop(true);
+    b.SetInsertPoint(otherRows);
+    wholeWarpLoop(false);
+  } else {
+    wholeWarpLoop(false);
+  }
 
   b.SetInsertPoint(tail);
   llvm::Value* first = b.CreateAnd(count, b.getInt32(~31u));
   b.CreateCondBr(b.CreateICmpEQ(first, count), done, partial);
 
   b.SetInsertPoint(partial);
-  steps(first, b.CreateVectorSplat(32, b.CreateSub(count, first)));
+  steps(first, b.CreateVectorSplat(32, b.CreateSub(count, first)), false);
   b.CreateBr(done);
   b.SetInsertPoint(done);
 }

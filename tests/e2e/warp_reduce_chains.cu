@@ -1,8 +1,9 @@
 // Warp reductions by shuffles, the way CUDA code writes them (`v = v OP __shfl_down_sync(~0u, v,
 // offset)` for offsets 16..1, or butterflies with __shfl_xor_sync), over float sums, integer
 // sums, signed max, unsigned min, and, or and xor; chains whose middle value is used elsewhere,
-// longer than five steps, with offsets that are not powers of two; and block reductions whose
-// last warp reduces alone (`if (warp == 0)`), in a loop. Every lane's value is checked against
+// longer than five steps, with offsets that are not powers of two; block reductions whose
+// last warp reduces alone (`if (warp == 0)`), in a loop; and sums that only lanes 0, or threads
+// whose threadIdx.x is a multiple of 32, read, in 2D blocks. Every lane's value is checked against
 // the same steps done on the host, bit for bit: float sums over NaNs (quiet, with payloads,
 // negative), infinities, denormals and -0, whose NaN results are PTX's canonical NaN.
 #include <algorithm>
@@ -143,6 +144,19 @@ __global__ void blockSums(const float* in, float* sums, int rounds) {
   }
 }
 
+// Warp sums that only some threads read: those whose threadIdx.x is a multiple of 32, and each
+// warp's %laneid 0. In 2D blocks whose rows are whole warps the first are lanes 0 as well; in
+// rows of 16 or 48 threads some of them are lane 16 and read their own lane's sum.
+__global__ void xLaneZeroSums(const float* in, float* xLaneZeros, float* laneZeros) {
+  int g = (blockIdx.x * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+  float v = reduceDown(in[g], Sum());
+  if (threadIdx.x % 32 == 0) xLaneZeros[g] = v;
+  float w = reduceDown(in[g] * 2.0f, Sum());
+  unsigned lane;
+  asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+  if (lane == 0) laneZeros[g / 32] = w;
+}
+
 // The host's steps, as PTX defines shfl.down/bfly with clamp 31 and a full warp.
 uint32_t floatBits(float f) {
   if (f != f) return 0x7fffffffu;  // PTX's canonical NaN
@@ -267,6 +281,42 @@ int main() {
       }
     CHECK(cudaFree(dIn));
     CHECK(cudaFree(dSums));
+  }
+
+  // threadIdx.x % 32 == 0 and lanes 0 in blocks of 16x8, 48x4 and 64x2 threads.
+  for (dim3 shape : {dim3(16, 8), dim3(48, 4), dim3(64, 2)}) {
+    const int blocks = 5, threads = static_cast<int>(shape.x * shape.y), total = blocks * threads;
+    std::vector<float> in(total);
+    for (int j = 0; j < total; ++j)
+      in[j] =
+          static_cast<float>(static_cast<int>(mix(static_cast<uint32_t>(j) + 99) % 2001) - 1000) /
+          32.0f;
+    float* dIn = upload(in);
+    const float kUnwritten = -12345.0f;
+    std::vector<float> unwritten(total, kUnwritten);
+    float* dXLaneZeros = upload(unwritten);
+    float* dLaneZeros = upload(std::vector<float>(total / 32, kUnwritten));
+    xLaneZeroSums<<<blocks, shape>>>(dIn, dXLaneZeros, dLaneZeros);
+    CHECK_LAUNCH();
+    std::vector<float> xLaneZeros = download(dXLaneZeros, total);
+    std::vector<float> laneZeros = download(dLaneZeros, total / 32);
+    for (int first = 0; first < total; first += 32) {
+      std::vector<float> sums(in.begin() + first, in.begin() + first + 32), doubled(32);
+      for (int l = 0; l < 32; ++l) doubled[l] = sums[l] * 2.0f;
+      hostSteps(sums, true, kDown, fsum);
+      hostSteps(doubled, true, kDown, fsum);
+      for (int l = 0; l < 32; ++l) {
+        int g = first + l;
+        bool read = (g % threads) % static_cast<int>(shape.x) % 32 == 0;
+        check.eq("threadIdx.x % 32 == 0 sum", shape.x * 100000LL + g,
+                 floatBits(read ? sums[l] : kUnwritten), floatBits(xLaneZeros[g]));
+      }
+      check.eq("lane 0 sum", shape.x * 100000LL + first, floatBits(doubled[0]),
+               floatBits(laneZeros[first / 32]));
+    }
+    CHECK(cudaFree(dIn));
+    CHECK(cudaFree(dXLaneZeros));
+    CHECK(cudaFree(dLaneZeros));
   }
   CHECK(cudaFree(dFloats));
   CHECK(cudaFree(dInts));

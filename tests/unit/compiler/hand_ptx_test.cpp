@@ -2376,6 +2376,72 @@ TEST(CompilerBlockForms, ShuffleChainsOfAPhiNeedNoFrame) {
   EXPECT_NE(partialStep.find("select"), std::string::npos) << partialStep;
 }
 
+// Chains whose result only lanes 0 read: under `%laneid == 0` (lane 0 of each warp), under
+// `(%tid.x & 31) == 0` (lane 0 where blockDim.x is a multiple of 32), and under both a lane test
+// and an unguarded store (every lane).
+constexpr const char* kLaneZeroChainsPtx = R"(.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry leaders(.param .u64 out)
+{
+  .reg .pred %p<3>;
+  .reg .b32 %r<20>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %laneid;
+  shfl.sync.down.b32 %r3, %r1, 2, 31, -1;
+  add.s32 %r4, %r1, %r3;
+  shfl.sync.down.b32 %r5, %r4, 1, 31, -1;
+  add.s32 %r6, %r4, %r5;
+  shfl.sync.bfly.b32 %r7, %r1, 1, 31, -1;
+  max.s32 %r8, %r1, %r7;
+  shfl.sync.bfly.b32 %r9, %r8, 2, 31, -1;
+  max.s32 %r10, %r8, %r9;
+  shfl.sync.down.b32 %r11, %r1, 4, 31, -1;
+  or.b32 %r12, %r1, %r11;
+  shfl.sync.down.b32 %r13, %r12, 2, 31, -1;
+  or.b32 %r14, %r12, %r13;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3+8], %r14;
+  setp.ne.u32 %p1, %r2, 0;
+  @%p1 bra NOT_LANE_ZERO;
+  st.global.u32 [%rd3], %r6;
+  st.global.u32 [%rd3+12], %r14;
+NOT_LANE_ZERO:
+  and.b32 %r15, %r1, 31;
+  setp.eq.u32 %p2, %r15, 0;
+  @!%p2 bra DONE;
+  st.global.u32 [%rd3+4], %r10;
+DONE:
+  ret;
+}
+)";
+
+// The chains' schedules say which threads read their results (compiler.h), so that the steps
+// compute lane 0's alone there; CpuBlockForms and e2e warp_reduce_chains run them.
+TEST(CompilerBlockForms, ShuffleChainsReadByLanesZeroSaySo) {
+  auto object = compileForHost(kLaneZeroChainsPtx, "leaders", {});
+  ASSERT_TRUE(object.ok()) << object.error().message;
+  const KernelInfo& kernel = object->info.kernels[0];
+  ASSERT_EQ(kernel.cpuWarpSites.size(), 3u);
+  const uint32_t twoOne[] = {2, 1}, oneTwo[] = {1, 2}, fourTwo[] = {4, 2};
+  EXPECT_EQ(kernel.cpuWarpSites[0].b,
+            shuffleChainSchedule(twoOne, 2) | kShuffleChainReadByLaneZero);
+  EXPECT_EQ(kernel.cpuWarpSites[1].b,
+            shuffleChainSchedule(oneTwo, 2) | kShuffleChainReadByXLaneZero);
+  EXPECT_EQ(kernel.cpuWarpSites[2].b, shuffleChainSchedule(fourTwo, 2));
+  // The first chain's loop over whole warps stores lane 0's result, not a warp's.
+  std::string round =
+      roundOf(blockFormsOf(kLaneZeroChainsPtx, "leaders"), "__rocuda_round_leaders");
+  size_t whole = round.find("\nshfl.chain.warp:");
+  ASSERT_NE(whole, std::string::npos) << round;
+  std::string wholeLoop = round.substr(whole, round.find("\n\n", whole + 1) - whole);
+  EXPECT_NE(wholeLoop.find("store i32 "), std::string::npos) << wholeLoop;
+  EXPECT_EQ(wholeLoop.find("store <32 x i32>"), std::string::npos) << wholeLoop;
+}
+
 // A grid-stride loop (`for (i = tid + ctaid * ntid; i < n; i += ntid * nctaid)`) and a loop with
 // a constant step.
 constexpr const char* kStrideLoopsPtx = R"(.version 8.0
