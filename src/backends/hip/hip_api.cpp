@@ -109,7 +109,7 @@ std::vector<std::string> hipLibraryCandidates() {
 }
 
 Result<std::shared_ptr<HipLibrary>> HipLibrary::load(const std::vector<std::string>& candidates) {
-  std::string tried;
+  std::string tried, unusable;
   for (const auto& candidate : candidates) {
     auto handle = openLibrary(candidate);
     if (!handle.ok()) {
@@ -119,12 +119,15 @@ Result<std::shared_ptr<HipLibrary>> HipLibrary::load(const std::vector<std::stri
     }
     std::shared_ptr<HipLibrary> library(new HipLibrary(*handle, candidate));
     std::string missing = library->resolve();
-    if (!missing.empty())
-      return makeError(ErrorCode::NotSupported, "the HIP runtime " + candidate +
-                                                    " does not export " + missing +
-                                                    " (not a usable ROCm 5.0-7.x libamdhip64)");
-    return library;
+    if (missing.empty()) return library;
+    // Not a usable runtime (an old or partial libamdhip64): the next candidate may be.
+    unusable += (unusable.empty() ? "" : "; ") +
+                ("the HIP runtime " + candidate + " does not export " + missing);
   }
+  if (!unusable.empty())
+    return makeError(ErrorCode::NotSupported, unusable +
+                                                  " (not a usable ROCm 5.0-7.x libamdhip64)" +
+                                                  (tried.empty() ? "" : "; also tried: " + tried));
   return makeError(ErrorCode::FileNotFound,
                    "the HIP runtime (libamdhip64) was not found (install ROCm 5.0-7.x, or set "
                    "ROCUDA_HIP_LIBRARY to its path); tried: " +
@@ -170,6 +173,7 @@ ErrorCode errorCodeForHip(hipError_t error) {
     case hipErrorInvalidMemcpyDirection:
       return ErrorCode::InvalidValue;
     case hipErrorOutOfMemory:
+    case hipErrorRuntimeMemory:
       return ErrorCode::OutOfMemory;
     case hipErrorNotInitialized:
     case hipErrorDeinitialized:
@@ -186,6 +190,8 @@ ErrorCode errorCodeForHip(hipError_t error) {
       return ErrorCode::InvalidImage;
     case hipErrorInvalidContext:
       return ErrorCode::InvalidContext;
+    case hipErrorContextIsDestroyed:
+      return ErrorCode::ContextIsDestroyed;
     case hipErrorNoBinaryForGpu:
       return ErrorCode::NoBinaryForGpu;
     case hipErrorFileNotFound:
@@ -208,9 +214,32 @@ ErrorCode errorCodeForHip(hipError_t error) {
     case hipErrorAssert:
       return ErrorCode::Assert;
     case hipErrorLaunchFailure:
+    case hipErrorPriorLaunchFailure:
+    case hipErrorLaunchTimeOut:
       return ErrorCode::LaunchFailed;
+    case hipErrorCooperativeLaunchTooLarge:
+      return ErrorCode::CooperativeLaunchTooLarge;
     case hipErrorNotSupported:
+    case hipErrorPeerAccessUnsupported:
       return ErrorCode::NotSupported;
+    case hipErrorMapFailed:
+      return ErrorCode::MapFailed;
+    case hipErrorAlreadyMapped:
+      return ErrorCode::AlreadyMapped;
+    case hipErrorNotMapped:
+      return ErrorCode::NotMapped;
+    case hipErrorHostMemoryAlreadyRegistered:
+      return ErrorCode::HostMemoryAlreadyRegistered;
+    case hipErrorInvalidGraphicsContext:
+      return ErrorCode::InvalidGraphicsContext;
+    case hipErrorStreamCaptureUnsupported:
+      return ErrorCode::StreamCaptureUnsupported;
+    case hipErrorStreamCaptureInvalidated:
+      return ErrorCode::StreamCaptureInvalidated;
+    case hipErrorStreamCaptureImplicit:
+      return ErrorCode::StreamCaptureImplicit;
+    case hipErrorCapturedEvent:
+      return ErrorCode::CapturedEvent;
     default:
       return ErrorCode::Internal;
   }

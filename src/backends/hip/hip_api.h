@@ -29,13 +29,19 @@ constexpr hipError_t hipErrorInvalidSymbol = 13;
 constexpr hipError_t hipErrorInvalidDevicePointer = 17;
 constexpr hipError_t hipErrorInvalidMemcpyDirection = 21;
 constexpr hipError_t hipErrorInsufficientDriver = 35;
+constexpr hipError_t hipErrorPriorLaunchFailure = 53;
 constexpr hipError_t hipErrorInvalidDeviceFunction = 98;
 constexpr hipError_t hipErrorNoDevice = 100;
 constexpr hipError_t hipErrorInvalidDevice = 101;
 constexpr hipError_t hipErrorInvalidImage = 200;
 constexpr hipError_t hipErrorInvalidContext = 201;
+constexpr hipError_t hipErrorMapFailed = 205;
+constexpr hipError_t hipErrorAlreadyMapped = 208;
 constexpr hipError_t hipErrorNoBinaryForGpu = 209;
+constexpr hipError_t hipErrorNotMapped = 211;
+constexpr hipError_t hipErrorPeerAccessUnsupported = 217;
 constexpr hipError_t hipErrorInvalidKernelFile = 218;
+constexpr hipError_t hipErrorInvalidGraphicsContext = 219;
 constexpr hipError_t hipErrorFileNotFound = 301;
 constexpr hipError_t hipErrorSharedObjectSymbolNotFound = 302;
 constexpr hipError_t hipErrorOperatingSystem = 304;
@@ -44,10 +50,21 @@ constexpr hipError_t hipErrorNotFound = 500;
 constexpr hipError_t hipErrorNotReady = 600;
 constexpr hipError_t hipErrorIllegalAddress = 700;
 constexpr hipError_t hipErrorLaunchOutOfResources = 701;
+constexpr hipError_t hipErrorLaunchTimeOut = 702;
+constexpr hipError_t hipErrorPeerAccessAlreadyEnabled = 704;
+constexpr hipError_t hipErrorPeerAccessNotEnabled = 705;
+constexpr hipError_t hipErrorContextIsDestroyed = 709;
 constexpr hipError_t hipErrorAssert = 710;
+constexpr hipError_t hipErrorHostMemoryAlreadyRegistered = 712;
 constexpr hipError_t hipErrorLaunchFailure = 719;
+constexpr hipError_t hipErrorCooperativeLaunchTooLarge = 720;
 constexpr hipError_t hipErrorNotSupported = 801;
+constexpr hipError_t hipErrorStreamCaptureUnsupported = 900;
+constexpr hipError_t hipErrorStreamCaptureInvalidated = 901;
+constexpr hipError_t hipErrorStreamCaptureImplicit = 906;
+constexpr hipError_t hipErrorCapturedEvent = 907;
 constexpr hipError_t hipErrorUnknown = 999;
+constexpr hipError_t hipErrorRuntimeMemory = 1052;
 
 using hipDevice_t = int;
 // Opaque handles (pointers to HIP's internal types).
@@ -77,9 +94,14 @@ struct hipUUID {
 struct hipIpcMemHandle_t {
   char reserved[64];
 };
+// hipIpcOpenMemHandle's one flag, hipIpcMemLazyEnablePeerAccess, changed value: ROCm 5 defines it
+// as 0 and refuses any other flags; ROCm 6 and later define it as 1 and refuse anything else.
+constexpr unsigned hipIpcMemLazyEnablePeerAccessRocm5 = 0;
+constexpr unsigned hipIpcMemLazyEnablePeerAccessRocm6 = 1;
 
-// Virtual memory management (ROCm 5.1+): the same layouts and values as CUDA's CUmemLocation,
-// CUmemAllocationProp and CUmemAccessDesc.
+// Virtual memory management: the same layouts and values as CUDA's CUmemLocation,
+// CUmemAllocationProp and CUmemAccessDesc from ROCm 5.5 on (ROCm 5.1-5.4 ordered
+// hipMemAllocationProp's fields otherwise: the backend offers VMM from 5.5, probeVirtualMemory).
 using hipMemGenericAllocationHandle_t = struct ihipMemGenericAllocationHandle*;
 struct hipMemLocation {
   int type;  // hipMemLocationTypeDevice
@@ -225,14 +247,14 @@ constexpr size_t kDevicePropBufferBytes = 4096;
   X(hipMallocManaged, hipError_t (*)(void**, size_t, unsigned), false)                             \
   X(hipMemPrefetchAsync, hipError_t (*)(const void*, size_t, int, hipStream_t), false)             \
   X(hipMemAdvise, hipError_t (*)(const void*, size_t, int, int), false)                            \
-  /* ROCm 6 and later: */                                                                          \
+  /* ROCm 5.5 and later: */                                                                        \
   X(hipModuleLaunchCooperativeKernel,                                                              \
     hipError_t (*)(hipFunction_t, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,      \
                    unsigned, hipStream_t, void**),                                                 \
     false)                                                                                         \
+  /* Older, but optional here: */                                                                  \
   X(hipFuncGetAttribute, hipError_t (*)(int*, hipFunction_attribute, hipFunction_t), false)        \
   X(hipGetErrorName, const char* (*)(hipError_t), false)                                           \
-  X(hipDriverGetVersion, hipError_t (*)(int*), false)                                              \
   X(hipDeviceGetUuid, hipError_t (*)(hipUUID*, hipDevice_t), false)                                \
   X(hipGetDevicePropertiesR0000, hipError_t (*)(void*, int), false)                                \
   X(hipGetDeviceProperties, hipError_t (*)(void*, int), false)                                     \
@@ -291,6 +313,9 @@ class HipLibrary {
 
   const HipApi& api() const { return api_; }
   const std::string& path() const { return path_; }
+  // hipRuntimeGetVersion's answer, as the backend read it when it started the runtime (0 before).
+  int runtimeVersion() const { return runtimeVersion_; }
+  void setRuntimeVersion(int version) { runtimeVersion_ = version; }
   // Once HIP has been initialised the library is never unloaded: its exit-time teardown runs
   // from its own atexit handlers, which must still find it mapped.
   void markInitialized() { initialized_ = true; }
@@ -307,6 +332,7 @@ class HipLibrary {
   LibraryHandle handle_ = nullptr;
   std::string path_;
   HipApi api_;
+  int runtimeVersion_ = 0;
   bool initialized_ = false;
 };
 

@@ -73,6 +73,14 @@ struct HipRawDevice {
   int leastStreamPriority = 0, greatestStreamPriority = 0;
 };
 
+// The HIP priority CUDA's default priority 0 maps to: HIP's default, 0, where the device's
+// range holds it, else its least.
+inline int defaultStreamPriority(const HipRawDevice& raw) {
+  if (!raw.hasStreamPriorityRange) return 0;
+  return raw.greatestStreamPriority <= 0 && 0 <= raw.leastStreamPriority ? 0
+                                                                         : raw.leastStreamPriority;
+}
+
 // The pure mapping from HIP's values to the backend-neutral description (CUDA's view of the
 // device): limits clamped to what CUDA programs may assume, warp size 32 everywhere.
 DeviceDescription describeHipDevice(const HipRawDevice& raw, int computeCapabilityMajor,

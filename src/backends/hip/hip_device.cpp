@@ -453,13 +453,13 @@ int codeObjectVersionFor(const HipApi& api) {
 class HipDevice final : public DeviceBackend {
  public:
   HipDevice(std::shared_ptr<HipLibrary> library, int ordinal, DeviceDescription description,
-            int hipLeastStreamPriority)
+            int hipDefaultStreamPriority)
       : library_(std::move(library)),
         api_(library_->api()),
         ordinal_(ordinal),
         description_(std::move(description)),
-        hipLeastStreamPriority_(hipLeastStreamPriority),
-        lanes_(std::make_unique<LanePool>(*library_, hipLeastStreamPriority)) {
+        hipDefaultStreamPriority_(hipDefaultStreamPriority),
+        lanes_(std::make_unique<LanePool>(*library_, hipDefaultStreamPriority)) {
     probeVirtualMemory();
     // CUDA IPC through HIP's own handles, where the runtime has the calls.
     description_.ownIpcMemoryHandles =
@@ -491,7 +491,9 @@ class HipDevice final : public DeviceBackend {
     Status selected = select();
     hipError_t status =
         selected.ok() ? api_.hipDeviceEnablePeerAccess(other->ordinal_, 0) : hipSuccess;
-    if (selected.ok() && status == hipSuccess) return Status::success();
+    // Already enabled by someone else in the process (another library on HIP): enabled is enabled.
+    if (selected.ok() && (status == hipSuccess || status == hipErrorPeerAccessAlreadyEnabled))
+      return Status::success();
     --peerEnables_[other->ordinal_];
     if (!selected.ok()) return selected;
     return library_->error(status,
@@ -521,12 +523,17 @@ class HipDevice final : public DeviceBackend {
     std::memcpy(bytes.data(), handle.reserved, bytes.size());
     return bytes;
   }
-  Result<OpenedIpcMemory> openIpcMemory(const IpcMemoryHandle& bytes, unsigned flags) override {
+  Result<OpenedIpcMemory> openIpcMemory(const IpcMemoryHandle& bytes, unsigned) override {
     ROCUDA_TRY(select());
     hipIpcMemHandle_t handle;
     std::memcpy(handle.reserved, bytes.data(), bytes.size());
     void* pointer = nullptr;
-    hipError_t status = api_.hipIpcOpenMemHandle(&pointer, handle, flags);
+    // CUDA's one flag (lazy peer access) or none: HIP takes only its own lazy flag, whose value
+    // depends on the version, and opens the memory for peers either way.
+    unsigned hipFlags = hipVersionMajor(library_->runtimeVersion()) >= 6
+                            ? hipIpcMemLazyEnablePeerAccessRocm6
+                            : hipIpcMemLazyEnablePeerAccessRocm5;
+    hipError_t status = api_.hipIpcOpenMemHandle(&pointer, handle, hipFlags);
     if (status != hipSuccess) return library_->error(status, "hipIpcOpenMemHandle");
     void* base = nullptr;
     size_t size = 0;
@@ -604,6 +611,14 @@ class HipDevice final : public DeviceBackend {
   }
   Status mapPhysical(void* address, size_t bytes, uint64_t handle, uint64_t offset) override {
     ROCUDA_TRY(requireVirtualMemory());
+    if (offset != 0) {
+      // HIP's hipMemMap takes only offset 0 (it answers hipErrorInvalidValue otherwise).
+      std::string message = "cuMemMap at offset " + std::to_string(offset) +
+                            " into a physical allocation on " + description_.name +
+                            ": HIP maps allocations from their start only";
+      log::warning(message);
+      return makeError(ErrorCode::NotSupported, message);
+    }
     ROCUDA_TRY(select());
     hipError_t status = api_.hipMemMap(address, bytes, offset, physical(handle), 0);
     if (status != hipSuccess)
@@ -935,11 +950,22 @@ class HipDevice final : public DeviceBackend {
     const compiler::KernelInfo& info = hipKernel.info();
     if (config.cooperative && api_.hipModuleLaunchCooperativeKernel == nullptr) {
       std::string message = "cooperative launch of '" + info.name + "' on " + description_.name +
-                            ": this HIP runtime has no hipModuleLaunchCooperativeKernel (ROCm 6 "
+                            ": this HIP runtime has no hipModuleLaunchCooperativeKernel (ROCm 5.5 "
                             "or later has)";
       log::warning(message);
       return makeError(ErrorCode::NotSupported, message);
     }
+    // HIP dispatches take 32-bit sizes in threads per dimension (CUDA's in blocks): a grid of
+    // more threads than that in one dimension would wrap to a smaller one.
+    for (int axis = 0; axis < 3; ++axis)
+      if (uint64_t(config.grid[axis]) * config.block[axis] > UINT32_MAX) {
+        std::string message = "launch of '" + info.name + "' on " + description_.name + ": " +
+                              std::to_string(config.grid[axis]) + " blocks of " +
+                              std::to_string(config.block[axis]) + " threads in " + "xyz"[axis] +
+                              " are more than HIP's 2^32 - 1 threads per dimension";
+        log::warning(message);
+        return makeError(ErrorCode::NotSupported, message);
+      }
     // A module's printf buffer is emptied after each of its kernels: one at a time. So are the
     // launches of a module with a grid workspace (GridWorkspace).
     if (DeviceHeapPointer* heap = hipKernel.heapPointer())
@@ -1250,9 +1276,9 @@ class HipDevice final : public DeviceBackend {
                 Finish finish, Issue issue) {
     ROCUDA_TRY(select());
     // CUDA's priorities (the core clamped them to [greatestStreamPriority, 0]) onto HIP's,
-    // counted down from its least.
+    // counted down from the level of CUDA's 0.
     std::optional<int> wanted;
-    if (priority) wanted = hipLeastStreamPriority_ + *priority;
+    if (priority) wanted = hipDefaultStreamPriority_ + *priority;
     if (StreamQueue* active = StreamQueue::active();
         active != nullptr && &active->owner() == this) {
       auto& queue = static_cast<HipStreamQueue&>(*active);
@@ -1263,7 +1289,7 @@ class HipDevice final : public DeviceBackend {
       queue.noteIssued(waitedFor);
       return finish == Finish::Always ? queue.drain() : Status::success();
     }
-    int hipPriority = wanted.value_or(hipLeastStreamPriority_);
+    int hipPriority = wanted.value_or(hipDefaultStreamPriority_);
     auto lane = lanes_->acquire(hipPriority);
     if (!lane.ok()) return lane.error();
     hipError_t status = issue(*lane);
@@ -1277,9 +1303,13 @@ class HipDevice final : public DeviceBackend {
     return result;
   }
 
-  // Virtual memory management where the runtime has every call of it and answers this GPU's
-  // granularity (ROCm 5.1+; GPUs without it refuse the query).
+  // Virtual memory management where the runtime has every call of it with CUDA's layouts (ROCm
+  // 5.5+: hip_api.h) and answers this GPU's granularity (GPUs without it refuse the query).
   void probeVirtualMemory() {
+    int version = library_->runtimeVersion();
+    if (hipVersionMajor(version) < 5 ||
+        (hipVersionMajor(version) == 5 && hipVersionMinor(version) < 5))
+      return;
     if (api_.hipMemGetAllocationGranularity == nullptr || api_.hipMemAddressReserve == nullptr ||
         api_.hipMemAddressFree == nullptr || api_.hipMemCreate == nullptr ||
         api_.hipMemRelease == nullptr || api_.hipMemExportToShareableHandle == nullptr ||
@@ -1330,7 +1360,7 @@ class HipDevice final : public DeviceBackend {
   std::mutex peersMutex_;
   std::map<int, int> peerEnables_;  // peer ordinal -> context pairs that enabled access
   DeviceDescription description_;
-  int hipLeastStreamPriority_;
+  int hipDefaultStreamPriority_;
   std::unique_ptr<LanePool> lanes_;
 };
 
@@ -1338,9 +1368,9 @@ class HipDevice final : public DeviceBackend {
 
 std::unique_ptr<DeviceBackend> createHipDevice(std::shared_ptr<HipLibrary> library, int ordinal,
                                                DeviceDescription description,
-                                               int hipLeastStreamPriority) {
+                                               int hipDefaultStreamPriority) {
   return std::make_unique<HipDevice>(std::move(library), ordinal, std::move(description),
-                                     hipLeastStreamPriority);
+                                     hipDefaultStreamPriority);
 }
 
 }  // namespace rocuda::backends::hip

@@ -8,10 +8,11 @@
 
 namespace rocuda::backends::hip {
 
-// hipLeastStreamPriority: HIP's least priority on this device, which CUDA's priority 0 maps to
-// (DeviceDescription::greatestStreamPriority counts HIP's greater ones below it).
+// hipDefaultStreamPriority: the HIP priority CUDA's priority 0 maps to on this device
+// (defaultStreamPriority; DeviceDescription::greatestStreamPriority counts HIP's greater ones
+// below it).
 std::unique_ptr<DeviceBackend> createHipDevice(std::shared_ptr<HipLibrary> library, int ordinal,
                                                DeviceDescription description,
-                                               int hipLeastStreamPriority);
+                                               int hipDefaultStreamPriority);
 
 }  // namespace rocuda::backends::hip

@@ -142,10 +142,11 @@ DeviceDescription describeHipDevice(const HipRawDevice& raw, int computeCapabili
   d.pageableMemoryAccess = flagOr(raw.pageableMemoryAccess, false);
   d.hostNativeAtomics = flagOr(raw.hostNativeAtomics, false);
   d.cooperativeLaunch = flagOr(raw.cooperativeLaunch, false);
-  // CUDA's range ends at 0 (the least priority); HIP's levels above its least are counted down
-  // from there, and the device maps each CUDA priority back onto HIP's (createHipDevice).
+  // CUDA's range ends at 0, its default and least priority, which maps to HIP's default level
+  // (hipStreamPriorityDefault's 0, where the range holds it: other processes' default work runs
+  // there too); HIP's levels above it are counted down from there (createHipDevice).
   if (raw.hasStreamPriorityRange && raw.greatestStreamPriority < raw.leastStreamPriority)
-    d.greatestStreamPriority = raw.greatestStreamPriority - raw.leastStreamPriority;
+    d.greatestStreamPriority = raw.greatestStreamPriority - defaultStreamPriority(raw);
   return d;
 }
 
@@ -289,6 +290,7 @@ Result<const HipAttributeTable*> startRuntime(HipLibrary& library) {
     return makeError(ErrorCode::NotSupported, "the HIP runtime " + library.path() + " is version " +
                                                   hipVersionString(version) +
                                                   "; Rocuda needs ROCm 5.0 or newer");
+  library.setRuntimeVersion(version);
   log::info("HIP runtime " + library.path() + ", version " + hipVersionString(version) + " (" +
             table->generation + ")");
   if (hipVersionMajor(version) > 7)
@@ -346,7 +348,7 @@ HipDiscovery discoverHipDevices(const std::vector<std::string>& libraryCandidate
               std::to_string(description.multiprocessorCount) + " multiprocessors)" +
               (isSupportedProcessor(processor) ? "" : "; not a target Rocuda compiles for"));
     result.devices.push_back(
-        createHipDevice(runtime, ordinal, std::move(description), raw->leastStreamPriority));
+        createHipDevice(runtime, ordinal, std::move(description), defaultStreamPriority(*raw)));
   }
   if (result.devices.empty()) result.unavailableReason = "no HIP device could be used: " + skipped;
   return result;

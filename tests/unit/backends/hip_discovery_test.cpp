@@ -249,7 +249,7 @@ TEST_F(HipDouble, EveryOperationSelectsTheDeviceAndWaitsForItsLane) {
   ASSERT_TRUE(device.copy(*memory, host, sizeof host).ok());
   // CUDA's priority 0 is HIP's least (1 in ROCm's range [1, -1]).
   EXPECT_EQ(calls(),
-            "hipSetDevice;hipStreamCreateWithPriority(s1, flags 1, priority 1);"
+            "hipSetDevice;hipStreamCreateWithPriority(s1, flags 1, priority 0);"
             "hipMemcpyAsync(s1);hipStreamSynchronize(s1);");
   ASSERT_TRUE(device.fill(*memory, 0xbeef, 2, 8).ok());  // the idle lane is reused
   EXPECT_EQ(calls(), "hipSetDevice;hipMemsetD16Async(s1);hipStreamSynchronize(s1);");
@@ -345,7 +345,7 @@ TEST_F(HipDouble, ManagedMemoryComesFromHipMallocManaged) {
   // Prefetches and advice are HIP's, on this device (0) or the host (hipCpuDeviceId, -1).
   ASSERT_TRUE(device.prefetchManaged(*managed, 256, true).ok());
   EXPECT_EQ(calls(),
-            "hipSetDevice;hipStreamCreateWithPriority(s1, flags 1, priority 1);"
+            "hipSetDevice;hipStreamCreateWithPriority(s1, flags 1, priority 0);"
             "hipMemPrefetchAsync(256 to 0)(s1);hipStreamSynchronize(s1);");
   ASSERT_TRUE(device.prefetchManaged(*managed, 128, false).ok());
   EXPECT_EQ(calls(), "hipSetDevice;hipMemPrefetchAsync(128 to -1)(s1);hipStreamSynchronize(s1);");
@@ -422,7 +422,7 @@ TEST_F(HipDouble, KernelsCompileForTheDeviceAndLaunchWithCudasParameterLayout) {
   ScaleParams params;
   ASSERT_TRUE(device.launch(*kernel, config, &params).ok());
   EXPECT_EQ(calls(),
-            "hipSetDevice;hipStreamCreateWithPriority(s1, flags 1, priority 1);"
+            "hipSetDevice;hipStreamCreateWithPriority(s1, flags 1, priority 0);"
             "hipModuleLaunchKernel(s1);hipStreamSynchronize(s1);");
   EXPECT_EQ(lastLaunch(),
             "grid 4,2,1 block 64,1,1 shared 128 stream lane extra null params "
@@ -479,8 +479,9 @@ TEST_F(HipDouble, LaunchRegistersFollowThePtxParameters) {
   module->reset();
 }
 
-// CUDA's priorities [greatest, 0] map onto HIP's levels counted from its least: with ROCm's
-// [1, -1] the device offers [-2, 0], and each priority gets a lane of its own level.
+// CUDA's priorities [greatest, 0] map onto HIP's levels counted from HIP's default, 0 (where
+// other processes' default work runs; HIP's low level stays unused): with ROCm's [1, -1] the
+// device offers [-1, 0], and each priority gets a lane of its own level.
 TEST_F(HipDouble, StreamPrioritiesSelectLanesOfHipsLevels) {
   {
     ScopedEnv none("FAKE_HIP_NO_PRIORITIES", "1");
@@ -491,7 +492,7 @@ TEST_F(HipDouble, StreamPrioritiesSelectLanesOfHipsLevels) {
   HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
   ASSERT_EQ(result.devices.size(), 1u);
   DeviceBackend& device = *result.devices[0];
-  EXPECT_EQ(device.description().greatestStreamPriority, -2);
+  EXPECT_EQ(device.description().greatestStreamPriority, -1);
   auto module = device.loadPtx(kScalePtx, "scale.ptx");
   ASSERT_TRUE(module.ok()) << module.error().message;
   LoadedKernel* kernel = (*module)->kernel("scale");
@@ -499,17 +500,17 @@ TEST_F(HipDouble, StreamPrioritiesSelectLanesOfHipsLevels) {
   ScaleParams params;
   LaunchConfig config;
   calls();
-  config.priority = -2;
+  config.priority = -1;
   ASSERT_TRUE(device.launch(*kernel, config, &params).ok());
   EXPECT_EQ(calls(),
             "hipSetDevice;hipStreamCreateWithPriority(s1, flags 1, priority -1);"
             "hipModuleLaunchKernel(s1);hipStreamSynchronize(s1);");
-  config.priority = -1;
+  config.priority = 0;
   ASSERT_TRUE(device.launch(*kernel, config, &params).ok());
   EXPECT_EQ(calls(),
             "hipSetDevice;hipStreamCreateWithPriority(s2, flags 1, priority 0);"
             "hipModuleLaunchKernel(s2);hipStreamSynchronize(s2);");
-  config.priority = -2;  // its level's lane again
+  config.priority = -1;  // its level's lane again
   ASSERT_TRUE(device.launch(*kernel, config, &params).ok());
   EXPECT_EQ(calls(), "hipSetDevice;hipModuleLaunchKernel(s1);hipStreamSynchronize(s1);");
 }
@@ -541,7 +542,7 @@ TEST_F(HipDouble, AStreamQueueIssuesBackToBackAndWaitsAtItsDrain) {
     ASSERT_TRUE(device.fill(*memory, 7, 4, 8).ok());
     ASSERT_TRUE(device.launch(*kernel, config, &params).ok());
     EXPECT_EQ(calls(),
-              "hipSetDevice;hipStreamCreateWithPriority(s1, flags 1, priority 1);"
+              "hipSetDevice;hipStreamCreateWithPriority(s1, flags 1, priority 0);"
               "hipMemcpyAsync(s1);hipSetDevice;hipModuleLaunchKernel(s1);"
               "hipSetDevice;hipMemsetD32Async(s1);hipSetDevice;hipModuleLaunchKernel(s1);");
     // Another device's operations on this thread stay synchronous.
@@ -550,7 +551,7 @@ TEST_F(HipDouble, AStreamQueueIssuesBackToBackAndWaitsAtItsDrain) {
     calls();
     ASSERT_TRUE(result.devices[1]->copy(*other, host, sizeof host).ok());
     EXPECT_EQ(calls(),
-              "hipSetDevice;hipStreamCreateWithPriority(s2, flags 1, priority 1);"
+              "hipSetDevice;hipStreamCreateWithPriority(s2, flags 1, priority 0);"
               "hipMemcpyAsync(s2);hipStreamSynchronize(s2);");
     result.devices[1]->freeDevice(*other);
     calls();
@@ -559,7 +560,7 @@ TEST_F(HipDouble, AStreamQueueIssuesBackToBackAndWaitsAtItsDrain) {
     ASSERT_TRUE(device.launch(*kernel, config, &params).ok());
     EXPECT_EQ(calls(),
               "hipSetDevice;hipSetDevice;hipStreamSynchronize(s1);"
-              "hipStreamCreateWithPriority(s3, flags 1, priority 0);hipModuleLaunchKernel(s3);");
+              "hipStreamCreateWithPriority(s3, flags 1, priority -1);hipModuleLaunchKernel(s3);");
     // A copy goes on whatever lane the queue holds.
     ASSERT_TRUE(device.copy(*memory, host, sizeof host).ok());
     EXPECT_EQ(calls(), "hipSetDevice;hipMemcpyAsync(s3);");
@@ -687,8 +688,9 @@ TEST_F(HipDouble, VirtualMemoryGoesThroughHipsOwnCalls) {
 }
 
 // CUDA IPC memory handles on an AMD GPU are HIP's own: exported with hipIpcGetMemHandle, opened
-// with hipIpcOpenMemHandle (the flags passed on) and sized with hipMemGetAddressRange, closed
-// with hipIpcCloseMemHandle.
+// with hipIpcOpenMemHandle (with HIP's lazy-peer flag, whatever CUDA's flags: 1 from ROCm 6 on,
+// 0 before, the only values each accepts) and sized with hipMemGetAddressRange, closed with
+// hipIpcCloseMemHandle.
 TEST_F(HipDouble, IpcMemoryHandlesAreHipsOwn) {
   HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
   ASSERT_EQ(result.devices.size(), 1u);
@@ -701,7 +703,7 @@ TEST_F(HipDouble, IpcMemoryHandlesAreHipsOwn) {
   auto handle = device.exportIpcMemory(*memory);
   ASSERT_TRUE(handle.ok()) << handle.error().message;
   EXPECT_EQ(std::memcmp(handle->data(), "fakeipc", 8), 0);  // HIP's bytes, unchanged
-  auto opened = device.openIpcMemory(*handle, 1);
+  auto opened = device.openIpcMemory(*handle, 0);
   ASSERT_TRUE(opened.ok()) << opened.error().message;
   EXPECT_EQ(opened->pointer, *memory);
   EXPECT_EQ(opened->bytes, 4096u);
@@ -712,6 +714,83 @@ TEST_F(HipDouble, IpcMemoryHandlesAreHipsOwn) {
   DeviceBackend::IpcMemoryHandle junk{};
   EXPECT_FALSE(device.openIpcMemory(junk, 0).ok());
   device.freeDevice(*memory);
+
+  ScopedEnv rocm5("FAKE_HIP_VERSION", "50200000");
+  HipDiscovery older = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
+  ASSERT_EQ(older.devices.size(), 1u);
+  auto oldMemory = older.devices[0]->allocateDevice(4096);
+  ASSERT_TRUE(oldMemory.ok());
+  auto oldHandle = older.devices[0]->exportIpcMemory(*oldMemory);
+  ASSERT_TRUE(oldHandle.ok());
+  calls();
+  auto oldOpened = older.devices[0]->openIpcMemory(*oldHandle, 1);
+  ASSERT_TRUE(oldOpened.ok()) << oldOpened.error().message;
+  EXPECT_EQ(calls(), "hipSetDevice;hipIpcOpenMemHandle(flags 0);hipMemGetAddressRange;");
+  older.devices[0]->closeIpcMemory(oldOpened->pointer);
+  older.devices[0]->freeDevice(*oldMemory);
+}
+
+// HIP's dispatch sizes are 32-bit counts of threads per dimension: a CUDA grid beyond that in
+// one dimension is refused (NotSupported, named), not run wrapped to a smaller one.
+TEST_F(HipDouble, GridsOfMoreThreadsThanHipDispatchesAreRefused) {
+  HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
+  ASSERT_EQ(result.devices.size(), 1u);
+  DeviceBackend& device = *result.devices[0];
+  auto module = device.loadPtx(kScalePtx, "scale.ptx");
+  ASSERT_TRUE(module.ok()) << module.error().message;
+  LoadedKernel* kernel = (*module)->kernel("scale");
+  ASSERT_NE(kernel, nullptr);
+  ScaleParams params;
+  LaunchConfig config;
+  config.grid = {1u << 22, 1, 1};
+  config.block = {1024, 1, 1};
+  calls();
+  Status refused = device.launch(*kernel, config, &params);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::NotSupported);
+  EXPECT_TRUE(contains(refused.error().message, "4194304 blocks of 1024 threads in x"))
+      << refused.error().message;
+  EXPECT_EQ(calls().find("hipModuleLaunchKernel"), std::string::npos);
+  config.grid = {(1u << 22) - 1, 1, 1};  // 2^32 - 1024 threads: one dispatch
+  EXPECT_TRUE(device.launch(*kernel, config, &params).ok());
+}
+
+// HIP answers the errors CUDA has codes for with CUDA's numbers: each becomes the core's code.
+TEST(HipErrors, HipsCodesBecomeTheCoresOwn) {
+  using namespace rocuda::backends::hip;
+  EXPECT_EQ(errorCodeForHip(hipErrorCooperativeLaunchTooLarge),
+            ErrorCode::CooperativeLaunchTooLarge);
+  EXPECT_EQ(errorCodeForHip(hipErrorContextIsDestroyed), ErrorCode::ContextIsDestroyed);
+  EXPECT_EQ(errorCodeForHip(hipErrorHostMemoryAlreadyRegistered),
+            ErrorCode::HostMemoryAlreadyRegistered);
+  EXPECT_EQ(errorCodeForHip(hipErrorMapFailed), ErrorCode::MapFailed);
+  EXPECT_EQ(errorCodeForHip(hipErrorAlreadyMapped), ErrorCode::AlreadyMapped);
+  EXPECT_EQ(errorCodeForHip(hipErrorNotMapped), ErrorCode::NotMapped);
+  EXPECT_EQ(errorCodeForHip(hipErrorLaunchTimeOut), ErrorCode::LaunchFailed);
+  EXPECT_EQ(errorCodeForHip(hipErrorRuntimeMemory), ErrorCode::OutOfMemory);
+  EXPECT_EQ(errorCodeForHip(hipErrorStreamCaptureInvalidated), ErrorCode::StreamCaptureInvalidated);
+  EXPECT_EQ(errorCodeForHip(hipErrorUnknown), ErrorCode::Internal);
+}
+
+// A library that lacks a required function is passed over for the next candidate.
+TEST(HipDiscovery, AnUnusableLibraryIsPassedOverForTheNext) {
+  HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_PARTIAL, ROCUDA_FAKE_HIP_FULL});
+  EXPECT_EQ(result.devices.size(), 1u) << result.unavailableReason;
+}
+
+// Virtual memory management from ROCm 5.5 on, whose hipMemAllocationProp is CUDA's layout; ROCm
+// 5.2's ordered its fields otherwise.
+TEST_F(HipDouble, VirtualMemoryNeedsRocm55) {
+  {
+    ScopedEnv rocm52("FAKE_HIP_VERSION", "50200000");
+    HipDiscovery older = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
+    ASSERT_EQ(older.devices.size(), 1u);
+    EXPECT_FALSE(older.devices[0]->description().virtualMemoryManagement);
+  }
+  ScopedEnv rocm55("FAKE_HIP_VERSION", "50500000");
+  HipDiscovery newer = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
+  ASSERT_EQ(newer.devices.size(), 1u);
+  EXPECT_TRUE(newer.devices[0]->description().virtualMemoryManagement);
 }
 
 // A mapping of one GPU's memory is given to its peers in the same hipMemSetAccess call, one
@@ -838,7 +917,7 @@ TEST_F(HipDoubleRocm6, CooperativeLaunchesGetAGridWorkspace) {
   config.cooperative = true;
   ASSERT_TRUE(device.launch(*kernel, config, &outPointer).ok());
   EXPECT_EQ(calls(),
-            "hipSetDevice;hipStreamCreateWithPriority(s1, flags 1, priority 1);"
+            "hipSetDevice;hipStreamCreateWithPriority(s1, flags 1, priority 0);"
             "hipMemcpyAsync(s1);hipMemcpyAsync(s1);hipModuleLaunchCooperativeKernel(s1);"
             "hipStreamSynchronize(s1);");
   EXPECT_EQ(std::string(lastLaunch()), "cooperative grid 4,1,1 block 64,1,1 shared 0");
@@ -915,7 +994,7 @@ TEST_F(HipDoubleRocm6, DeviceMallocUsesTheContextsHeap) {
   ASSERT_TRUE(device.launch(*kernel, config, &outPointer).ok());
   EXPECT_EQ(calls(),
             "hipSetDevice;hipMalloc;hipMemcpy(default);hipSetDevice;hipMemcpy(default);"
-            "hipSetDevice;hipStreamCreateWithPriority(s1, flags 1, priority 1);"
+            "hipSetDevice;hipStreamCreateWithPriority(s1, flags 1, priority 0);"
             "hipModuleLaunchKernel(s1);hipStreamSynchronize(s1);");
   ASSERT_NE(*firstSymbol, 0u);
   const auto* header = reinterpret_cast<const compiler::AmdgpuDeviceHeapHeader*>(*firstSymbol);
