@@ -29,17 +29,20 @@ constexpr int kCudaStaticSharedLimit = 48 * 1024;
 constexpr int kCudaConstantBank = 64 * 1024;
 constexpr int kDefaultLds = 64 * 1024;
 
-std::array<uint8_t, 16> stableUuid(const HipRawDevice& raw) {
-  bool present = raw.hasUuid && std::any_of(raw.uuid.begin(), raw.uuid.end(),
-                                            [](uint8_t byte) { return byte != 0; });
-  if (present) return raw.uuid;
-  // No UUID from HIP: derive one that stays the same for this board in this slot.
+// A UUID that stays the same for this board in this slot, for a GPU without one of its own.
+std::array<uint8_t, 16> derivedUuid(const HipRawDevice& raw) {
   std::string identity = "hip:" + raw.name + ":" + raw.gcnArchName + ":" +
                          (raw.pciBusId.empty() ? std::to_string(raw.ordinal) : raw.pciBusId);
   auto digest = Sha256::digest(identity.data(), identity.size());
   std::array<uint8_t, 16> uuid{};
   std::copy_n(digest.begin(), 16, uuid.begin());
   return uuid;
+}
+
+std::array<uint8_t, 16> stableUuid(const HipRawDevice& raw) {
+  bool present = raw.hasUuid && std::any_of(raw.uuid.begin(), raw.uuid.end(),
+                                            [](uint8_t byte) { return byte != 0; });
+  return present ? raw.uuid : derivedUuid(raw);
 }
 
 void describeLimits(const HipRawDevice& raw, DeviceDescription& d) {
@@ -332,6 +335,7 @@ HipDiscovery discoverHipDevices(const std::vector<std::string>& libraryCandidate
   }
   auto [major, minor] = env::computeCapability();
   std::string skipped;
+  std::vector<std::array<uint8_t, 16>> uuids;
   for (int ordinal = 0; ordinal < count; ++ordinal) {
     auto raw = readDevice(*runtime, **table, ordinal);
     if (!raw.ok()) {
@@ -341,6 +345,14 @@ HipDiscovery discoverHipDevices(const std::vector<std::string>& libraryCandidate
       continue;
     }
     DeviceDescription description = describeHipDevice(*raw, major, minor);
+    // GPUs without a unique id all answer ROCr's placeholder: CUDA's UUIDs must tell them apart.
+    if (std::find(uuids.begin(), uuids.end(), description.uuid) != uuids.end()) {
+      log::info("HIP device " + std::to_string(ordinal) +
+                " shares its UUID with an earlier one (no unique id); using one derived from "
+                "its PCI slot");
+      description.uuid = derivedUuid(*raw);
+    }
+    uuids.push_back(description.uuid);
     std::string processor = processorOf(description.nativeTarget);
     log::info("HIP device " + std::to_string(ordinal) + ": " + description.name + " (" +
               description.nativeTarget + ", wave" + std::to_string(raw->warpSize) + ", " +

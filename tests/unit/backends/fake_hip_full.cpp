@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -93,6 +94,15 @@ void fakeHipResetLog() {
   if (liveStreams.empty()) streamsCreated = 0;
 }
 
+// FAKE_HIP_UUID: every device's UUID bytes (what ROCr gives GPUs without a unique id); unset,
+// the call fails as on runtimes without it.
+int hipDeviceGetUuid(char* uuid, int) {
+  const char* text = std::getenv("FAKE_HIP_UUID");
+  if (text == nullptr) return 801;
+  std::memset(uuid, 0, 16);
+  std::memcpy(uuid, text, std::min<size_t>(std::strlen(text), 16));
+  return 0;
+}
 int hipRuntimeGetVersion(int* version) {
   note("hipRuntimeGetVersion");
   *version = envInt("FAKE_HIP_VERSION", 60200000);

@@ -772,6 +772,19 @@ TEST(HipErrors, HipsCodesBecomeTheCoresOwn) {
   EXPECT_EQ(errorCodeForHip(hipErrorUnknown), ErrorCode::Internal);
 }
 
+// GPUs that answer one placeholder UUID get distinct ones derived from their slots; a GPU's own
+// UUID is kept.
+TEST_F(HipDouble, SharedPlaceholderUuidsAreReplaced) {
+  ScopedEnv count("FAKE_HIP_COUNT", "2");
+  ScopedEnv uuid("FAKE_HIP_UUID", "GPU-XX");
+  HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_FULL});
+  ASSERT_EQ(result.devices.size(), 2u);
+  const auto& first = result.devices[0]->description().uuid;
+  const auto& second = result.devices[1]->description().uuid;
+  EXPECT_EQ(std::memcmp(first.data(), "GPU-XX", 6), 0);
+  EXPECT_NE(first, second);
+}
+
 // A library that lacks a required function is passed over for the next candidate.
 TEST(HipDiscovery, AnUnusableLibraryIsPassedOverForTheNext) {
   HipDiscovery result = discoverHipDevices({ROCUDA_FAKE_HIP_PARTIAL, ROCUDA_FAKE_HIP_FULL});
