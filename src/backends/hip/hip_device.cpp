@@ -343,8 +343,8 @@ class HipModule final : public LoadedModule {
 // stream's kernels are dispatched ahead of others.
 class LanePool {
  public:
-  LanePool(const HipLibrary& library, int leastPriority)
-      : library_(library), leastPriority_(leastPriority) {}
+  LanePool(const HipLibrary& library, int defaultPriority)
+      : library_(library), defaultPriority_(defaultPriority) {}
   ~LanePool() {  // the device is selected by the owner; every lane is idle (operations are done)
     for (auto& [priority, lanes] : idle_)
       for (hipStream_t lane : lanes) library_.api().hipStreamDestroy(lane);
@@ -375,12 +375,12 @@ class LanePool {
     std::lock_guard<std::mutex> lock(mutex_);
     idle_[priority].push_back(lane);
   }
-  // HIP's least priority (CUDA's 0), where work without a priority of its own goes.
-  int leastPriority() const { return leastPriority_; }
+  // The HIP priority of CUDA's 0, where work without a priority of its own goes.
+  int defaultPriority() const { return defaultPriority_; }
 
  private:
   const HipLibrary& library_;
-  int leastPriority_;
+  int defaultPriority_;
   std::mutex mutex_;
   std::map<int, std::vector<hipStream_t>> idle_;
 };
@@ -399,7 +399,7 @@ class HipStreamQueue final : public StreamQueue {
   Result<hipStream_t> lane(std::optional<int> hipPriority) {
     if (lane_ != nullptr && hipPriority && *hipPriority != lanePriority_) ROCUDA_TRY(drain());
     if (lane_ == nullptr) {
-      int priority = hipPriority.value_or(lanes_.leastPriority());
+      int priority = hipPriority.value_or(lanes_.defaultPriority());
       auto lane = lanes_.acquire(priority);
       if (!lane.ok()) return lane.error();
       lane_ = *lane;
