@@ -169,6 +169,7 @@ Result<HostObject> compileForHost(std::string_view ptxText, std::string_view mod
     detail::dropInterchangedLockstepForms(*module, result.info, interchanged);
     detail::inlineChainedRounds(*module, result.info, **tm, options.optLevel);
     if (options.blockOnOneHostThread) detail::lowerBlockPrivateAtomics(*module);
+    if (!options.memcheck) detail::addStreamingStoreForms(*module, result.info);
     dumpModule(*module, name, ".block.ll");
   } else if (options.blockOnOneHostThread) {
     detail::lowerBlockPrivateAtomics(*module);

@@ -194,7 +194,7 @@
 namespace rocuda::compiler {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-107";
+inline constexpr std::string_view kCompilerVersion = "rocuda-compiler-108";
 
 // ROCUDA_MEMCHECK's access codes (see the contract above).
 inline constexpr uint32_t kMemcheckWrite = 1;
@@ -361,6 +361,8 @@ std::string lockstepName(std::string_view kernel);
 // A grid-stride kernel's flat form and its extent function (KernelInfo::cpuFlat).
 std::string flatSymbol(std::string_view kernel);
 std::string flatExtentSymbol(std::string_view kernel);
+// A BlockLoop kernel's streaming form (KernelInfo::cpuStreamingStoreBytes).
+std::string streamingBlockLoopSymbol(std::string_view kernel);
 
 struct KernelParamInfo {
   uint32_t offset = 0;  // in the packed parameter buffer
@@ -436,6 +438,10 @@ struct KernelInfo {
   // have all finished and BlockContext::blocksLeft allows (its rounds call no function, so no
   // block leaves state in the runtime).
   bool cpuChainsBlocks = false;
+  // BlockLoop: bytes each thread stores through the vectorised stores of the kernel's streaming
+  // form (streamingBlockLoopSymbol: those stores non-temporal, for launches that store more than
+  // the caches hold); 0 when it has none.
+  uint32_t cpuStreamingStoreBytes = 0;
   uint32_t cpuLockstepFrameBytes = 0;
   uint32_t cpuLockstepUniformFrameBytes = 0;  // its block-uniform slots (the stride counter)
   // While compiling only (not kept in ModuleInfo): the stride loops the lockstep form yields in.

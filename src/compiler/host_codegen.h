@@ -324,6 +324,12 @@ void dropInterchangedLockstepForms(llvm::Module& module, ModuleInfo& info,
 // then thread the rounds whose course is known and, where the rounds call nothing, let the
 // round function go on to the next block itself (KernelInfo::cpuChainsBlocks, set in `info`)
 // (host_block_forms.cpp).
+// Give each BlockLoop kernel whose block function only loads and stores (no atomics, fences,
+// volatile accesses or calls) a streaming form (streamingBlockLoopSymbol) whose vectorised
+// stores to parameter memory are non-temporal, and record the bytes a thread stores through
+// them (KernelInfo::cpuStreamingStoreBytes). x86 hosts only. host_streaming_stores.cpp.
+void addStreamingStoreForms(llvm::Module& module, ModuleInfo& info);
+
 void inlineChainedRounds(llvm::Module& module, ModuleInfo& info, llvm::TargetMachine& tm,
                          int optLevel);
 

@@ -104,7 +104,8 @@ bool readKernel(Reader& r, KernelInfo& k) {
   k.cpuExecution = static_cast<CpuExecution>(execution);
   uint8_t lockstep = 0;
   uint32_t sites = 0;
-  if (!r.u32(k.cpuFrameBytes) || !r.u32(k.cpuUniformFrameBytes) || !r.count(sites, 24))
+  if (!r.u32(k.cpuFrameBytes) || !r.u32(k.cpuUniformFrameBytes) ||
+      !r.u32(k.cpuStreamingStoreBytes) || !r.count(sites, 24))
     return false;
   k.cpuWarpSites.resize(sites);
   for (auto& site : k.cpuWarpSites) {
@@ -142,6 +143,10 @@ std::string roundSymbol(std::string_view kernel) {
 std::string lockstepName(std::string_view kernel) { return std::string(kernel) + ".lockstep"; }
 
 std::string flatSymbol(std::string_view kernel) { return "__rocuda_flat_" + std::string(kernel); }
+
+std::string streamingBlockLoopSymbol(std::string_view kernel) {
+  return "__rocuda_streaming_" + std::string(kernel);
+}
 
 std::string flatExtentSymbol(std::string_view kernel) {
   return "__rocuda_flat_extent_" + std::string(kernel);
@@ -198,6 +203,7 @@ std::vector<uint8_t> ModuleInfo::serialize() const {
     w.u8(static_cast<uint8_t>(k.cpuExecution));
     w.u32(k.cpuFrameBytes);
     w.u32(k.cpuUniformFrameBytes);
+    w.u32(k.cpuStreamingStoreBytes);
     w.u32(static_cast<uint32_t>(k.cpuWarpSites.size()));
     for (const auto& site : k.cpuWarpSites)
       for (uint32_t v :

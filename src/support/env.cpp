@@ -46,6 +46,13 @@ const std::vector<Variable>& variables() {
        "warp-synchronous reductions, scans and histograms). `memory`: every load and store "
        "outside the thread's own memory of every kernel is one (warp-synchronous code on global "
        "memory, such as CuPy's partition kernel; much slower). `off`: none."},
+      {"ROCUDA_CPU_STREAMING_STORES", "16",
+       "The fewest MiB a launch of a kernel that only loads and stores (no atomics, fences or "
+       "calls) must store for the CPU device to run it with non-temporal stores, which write "
+       "whole cache lines without reading them first and leave the caches to the inputs "
+       "(elementwise kernels over large arrays: a quarter less memory traffic); smaller "
+       "launches keep ordinary stores, whose data a later kernel may still find in the caches. "
+       "`0`: every such launch; `off`: none."},
       {"ROCUDA_CPU_THREADS", "number of cores",
        "Worker threads of the CPU device's thread pool (blocks run in parallel on them)."},
       {"CUDA_MODULE_LOADING", "LAZY",

@@ -6,6 +6,10 @@
 #include <memory>
 #include <string>
 
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+#endif
+
 #include "backends/cpu/execution.h"
 #include "backends/cpu/memcheck.h"
 #include "backends/cpu/warp_collectives.h"
@@ -131,6 +135,13 @@ void runSequential(BlockState& block, std::vector<std::unique_ptr<ThreadState>>&
     if (setjmp(block.trapExit) != 0) return;
     block.grid->code.threadEntry(block.grid->params);
   }
+}
+
+// Makes this thread's non-temporal stores (a streaming form's) visible before what it does next.
+void storeFence() {
+#if defined(__x86_64__) || defined(_M_X64)
+  _mm_sfence();
+#endif
 }
 
 // A BlockLoop kernel runs the whole block in one call; a trap longjmps out of it.
@@ -1026,6 +1037,8 @@ BlockOutcome runBlocks(const GridState& grid, uint64_t first, uint64_t last,
        outcome == BlockOutcome::Completed && index < last && !stop.load(std::memory_order_relaxed);
        index += ran)
     outcome = runBlockIn(block, slots, setup, grid, index, last - index - 1, ran);
+  // Non-temporal stores are ordered by fences only: before the worker reports its blocks done.
+  if (grid.code.streamingStores) storeFence();
   resources.blockInUse = nested;
   return outcome;
 }

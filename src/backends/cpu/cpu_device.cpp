@@ -146,6 +146,12 @@ Result<KernelCode> kernelCode(const compiler::KernelInfo& info, compiler::HostCo
   switch (info.cpuExecution) {
     case compiler::CpuExecution::BlockLoop:
       kernelCode.blockLoop = reinterpret_cast<BlockLoopEntry>(address);
+      if (info.cpuStreamingStoreBytes != 0) {
+        kernelCode.streamingBlockLoop = reinterpret_cast<BlockLoopEntry>(
+            code.lookup(compiler::streamingBlockLoopSymbol(info.name)));
+        kernelCode.streamingStoreBytes = info.cpuStreamingStoreBytes;
+        if (kernelCode.streamingBlockLoop == nullptr) address = nullptr;
+      }
       break;
     case compiler::CpuExecution::Continuation:
       kernelCode.continuation = reinterpret_cast<ContinuationEntry>(address);
@@ -191,19 +197,48 @@ Result<KernelCode> kernelCode(const compiler::KernelInfo& info, compiler::HostCo
 // per worker.
 constexpr uint64_t kFlatThreadsPerPart = 1024;
 
+// The fewest bytes a launch stores for its kernel's streaming form (KernelCode::
+// streamingBlockLoop) to run: ROCUDA_CPU_STREAMING_STORES MiB (16 by default: four times the
+// L2 caches of a typical two-core VM, where a later kernel would still find the data), or none
+// for `off`.
+std::optional<uint64_t> streamingStoreMinimum() {
+  static const std::optional<uint64_t> minimum = []() -> std::optional<uint64_t> {
+    std::string value = env::get("ROCUDA_CPU_STREAMING_STORES").value_or("16");
+    if (value == "off") return std::nullopt;
+    char* end = nullptr;
+    unsigned long long mebibytes = std::strtoull(value.c_str(), &end, 10);
+    if (value.empty() || *end != '\0') {
+      log::warning("ROCUDA_CPU_STREAMING_STORES='" + value +
+                   "' is not a number of MiB or `off`; using 16");
+      mebibytes = 16;
+    }
+    return uint64_t{mebibytes} << 20;
+  }();
+  return minimum;
+}
+
 // Grids of at most this many threads run a stride-loop kernel in its lockstep form: a grid sized
 // to the machine (blocks = a few per multiprocessor, as grid-stride code is launched) loops many
 // times per thread, where lockstep wins 10-15 times; a grid covering the data loops about once,
 // where the BlockLoop form is faster (1.8 times in bench-like measurements, docs/performance.md).
 constexpr uint64_t kLockstepGridThreads = uint64_t{1} << 18;
 
-// The kernel's code for this launch: its lockstep form when it has one and the grid suits it.
+// The kernel's code for this launch: its lockstep form when it has one and the grid suits it,
+// its streaming form when it has one and the launch stores at least streamingStoreMinimum().
 KernelCode codeForLaunch(const KernelCode& code, const std::array<uint32_t, 3>& grid,
                          const std::array<uint32_t, 3>& block) {
   uint64_t threads = uint64_t(grid[0]) * grid[1] * grid[2] * block[0] * block[1] * block[2];
   // The race check would see the lockstep form's barriers as the kernel's own.
-  if (code.lockstepRound == nullptr || threads > kLockstepGridThreads || memcheckRaceEnabled())
-    return code;
+  if (code.lockstepRound == nullptr || threads > kLockstepGridThreads || memcheckRaceEnabled()) {
+    std::optional<uint64_t> minimum = streamingStoreMinimum();
+    if (code.streamingBlockLoop == nullptr || !minimum ||
+        threads * code.streamingStoreBytes < *minimum)
+      return code;
+    KernelCode streaming = code;
+    streaming.blockLoop = code.streamingBlockLoop;
+    streaming.streamingStores = true;
+    return streaming;
+  }
   KernelCode lockstep = code;
   lockstep.execution = compiler::CpuExecution::Continuation;
   lockstep.continuation = code.lockstepContinuation;

@@ -62,6 +62,12 @@ struct KernelCode {
   // A grid-stride kernel's flat form (KernelInfo::cpuFlat): null if none.
   FlatEntry flat = nullptr;
   FlatExtentEntry flatExtent = nullptr;
+  // A BlockLoop kernel's streaming form and the bytes a thread stores through it
+  // (KernelInfo::cpuStreamingStoreBytes): null if none.
+  BlockLoopEntry streamingBlockLoop = nullptr;
+  uint32_t streamingStoreBytes = 0;
+  // This launch runs the streaming form: each worker fences its stores after its blocks.
+  bool streamingStores = false;
 };
 
 // The blocks of a grid that may wait for one another's memory (spin-waits): what lets them give

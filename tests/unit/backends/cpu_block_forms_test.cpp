@@ -1857,5 +1857,101 @@ $L_done:
   }
 }
 
+// out[i] = a[i] + b[i] (vector add), and the same with a count of the sums kept atomically.
+const char* kStreamingPtx = R"(.version 7.0
+.target sm_75
+.address_size 64
+.visible .entry sums(.param .u64 a, .param .u64 b, .param .u64 out, .param .u32 n)
+{
+  .reg .pred %p<2>;
+  .reg .f32 %f<4>;
+  .reg .b32 %r<6>;
+  .reg .b64 %rd<10>;
+  ld.param.u64 %rd1, [a];
+  ld.param.u64 %rd2, [b];
+  ld.param.u64 %rd3, [out];
+  ld.param.u32 %r1, [n];
+  mov.u32 %r2, %ctaid.x;
+  mov.u32 %r3, %ntid.x;
+  mov.u32 %r4, %tid.x;
+  mad.lo.s32 %r5, %r2, %r3, %r4;
+  setp.ge.s32 %p1, %r5, %r1;
+  @%p1 bra DONE;
+  mul.wide.s32 %rd4, %r5, 4;
+  add.s64 %rd5, %rd1, %rd4;
+  add.s64 %rd6, %rd2, %rd4;
+  add.s64 %rd7, %rd3, %rd4;
+  ld.global.f32 %f1, [%rd5];
+  ld.global.f32 %f2, [%rd6];
+  add.rn.f32 %f3, %f1, %f2;
+  st.global.f32 [%rd7], %f3;
+DONE:
+  ret;
+}
+.visible .entry countedSums(.param .u64 a, .param .u64 b, .param .u64 out, .param .u32 n,
+                            .param .u64 count)
+{
+  .reg .pred %p<2>;
+  .reg .f32 %f<4>;
+  .reg .b32 %r<7>;
+  .reg .b64 %rd<10>;
+  ld.param.u64 %rd1, [a];
+  ld.param.u64 %rd2, [b];
+  ld.param.u64 %rd3, [out];
+  ld.param.u32 %r1, [n];
+  ld.param.u64 %rd8, [count];
+  mov.u32 %r2, %ctaid.x;
+  mov.u32 %r3, %ntid.x;
+  mov.u32 %r4, %tid.x;
+  mad.lo.s32 %r5, %r2, %r3, %r4;
+  setp.ge.s32 %p1, %r5, %r1;
+  @%p1 bra DONE;
+  mul.wide.s32 %rd4, %r5, 4;
+  add.s64 %rd5, %rd1, %rd4;
+  add.s64 %rd6, %rd2, %rd4;
+  add.s64 %rd7, %rd3, %rd4;
+  ld.global.f32 %f1, [%rd5];
+  ld.global.f32 %f2, [%rd6];
+  add.rn.f32 %f3, %f1, %f2;
+  st.global.f32 [%rd7], %f3;
+  atom.global.add.u32 %r6, [%rd8], 1;
+DONE:
+  ret;
+}
+)";
+
+// A kernel that only loads and stores has a streaming form (its vectorised stores
+// non-temporal), which a launch storing at least ROCUDA_CPU_STREAMING_STORES' 16 MiB runs, its
+// workers fencing their stores after their blocks; one with an atomic has none. Both sum right,
+// the large launch, the small one (ordinary stores) and one whose last block is partial.
+TEST_F(CpuBlockForms, StreamingFormsStoreWhatTheOrdinaryFormsStore) {
+  LoadedKernel* sums = load(kStreamingPtx, "sums");
+  LoadedKernel* counted = load(kStreamingPtx, "countedSums");
+  ASSERT_NE(sums, nullptr);
+  ASSERT_NE(counted, nullptr);
+  EXPECT_EQ(sums->info().cpuExecution, CpuExecution::BlockLoop);
+  EXPECT_EQ(sums->info().cpuStreamingStoreBytes, 4u);
+  EXPECT_EQ(counted->info().cpuStreamingStoreBytes, 0u);
+  for (int n : {(5 << 20) + 77, 1000}) {
+    std::vector<float> a(n), b(n), out(n, -1.0f);
+    for (int i = 0; i < n; ++i) {
+      a[i] = static_cast<float>(i % 1013);
+      b[i] = static_cast<float>(i % 31) * 0.5f;
+    }
+    const void* pa = a.data();
+    const void* pb = b.data();
+    void* po = out.data();
+    uint32_t blocks = static_cast<uint32_t>((n + 255) / 256);
+    ASSERT_TRUE(launch(*sums, {blocks, 1, 1}, {256, 1, 1}, {&pa, &pb, &po, &n}).ok());
+    for (int i = 0; i < n; ++i) ASSERT_EQ(out[i], a[i] + b[i]) << i;
+    uint32_t count = 0;
+    void* pc = &count;
+    std::fill(out.begin(), out.end(), -1.0f);
+    ASSERT_TRUE(launch(*counted, {blocks, 1, 1}, {256, 1, 1}, {&pa, &pb, &po, &n, &pc}).ok());
+    EXPECT_EQ(count, static_cast<uint32_t>(n));
+    for (int i = 0; i < n; ++i) ASSERT_EQ(out[i], a[i] + b[i]) << i;
+  }
+}
+
 }  // namespace
 }  // namespace rocuda::backends

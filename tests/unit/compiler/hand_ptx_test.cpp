@@ -2442,6 +2442,46 @@ TEST(CompilerBlockForms, ShuffleChainsReadByLanesZeroSaySo) {
   EXPECT_EQ(wholeLoop.find("store <32 x i32>"), std::string::npos) << wholeLoop;
 }
 
+// out[i] = in[i] * 2: a block function of loads and stores, which gets a streaming form whose
+// vector stores are non-temporal; the ordinary form keeps ordinary stores.
+constexpr const char* kDoublePtx = R"(.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry twice(.param .u64 in, .param .u64 out)
+{
+  .reg .f32 %f<3>;
+  .reg .b32 %r<5>;
+  .reg .b64 %rd<6>;
+  ld.param.u64 %rd1, [in];
+  ld.param.u64 %rd2, [out];
+  mov.u32 %r1, %ctaid.x;
+  mov.u32 %r2, %ntid.x;
+  mov.u32 %r3, %tid.x;
+  mad.lo.s32 %r4, %r1, %r2, %r3;
+  mul.wide.s32 %rd3, %r4, 4;
+  add.s64 %rd4, %rd1, %rd3;
+  add.s64 %rd5, %rd2, %rd3;
+  ld.global.f32 %f1, [%rd4];
+  add.rn.f32 %f2, %f1, %f1;
+  st.global.f32 [%rd5], %f2;
+  ret;
+}
+)";
+
+TEST(CompilerBlockForms, LoadsAndStoresGetAStreamingForm) {
+  auto object = compileForHost(kDoublePtx, "twice", {});
+  ASSERT_TRUE(object.ok()) << object.error().message;
+  EXPECT_EQ(object->info.kernels[0].cpuStreamingStoreBytes, 4u);
+  std::string block = blockFormsOf(kDoublePtx, "twice");
+  std::string ordinary = roundOf(block, "__rocuda_block_twice");
+  std::string streaming = roundOf(block, "__rocuda_streaming_twice");
+  ASSERT_FALSE(ordinary.empty()) << block;
+  ASSERT_FALSE(streaming.empty()) << block;
+  EXPECT_EQ(ordinary.find("!nontemporal"), std::string::npos) << ordinary;
+  EXPECT_TRUE(std::regex_search(streaming, std::regex(R"(store <\d+ x float> .*!nontemporal)")))
+      << streaming;
+}
+
 // A grid-stride loop (`for (i = tid + ctaid * ntid; i < n; i += ntid * nctaid)`) and a loop with
 // a constant step.
 constexpr const char* kStrideLoopsPtx = R"(.version 8.0
