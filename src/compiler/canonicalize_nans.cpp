@@ -220,10 +220,12 @@ void canonicalizeFunction(llvm::Function& fn) {
       if (isCarrier(inst)) {
         for (unsigned i = 0; i < inst.getNumOperands(); ++i) {
           llvm::Value* operand = inst.getOperand(i);
-          // Bits a carrier reads without passing them on (a shuffle's lane) are observed.
-          if (!carriesOperand(inst, i) && joined(operand)) observations.push_back({&inst, i});
-          if (!carriesOperand(inst, i) || joined(operand)) continue;
-          if (!isExactLeaf(operand)) partitionOf(&inst).mixed = true;
+          if (!carriesOperand(inst, i)) {
+            // Bits a carrier reads without passing them on (a shuffle's lane) are observed.
+            if (joined(operand)) observations.push_back({&inst, i});
+            continue;
+          }
+          if (!joined(operand) && !isExactLeaf(operand)) partitionOf(&inst).mixed = true;
         }
         continue;
       }

@@ -317,6 +317,12 @@ void emitShuffleChainSteps(llvm::IRBuilder<>& b, llvm::Value* values, llvm::Valu
 void dropInterchangedLockstepForms(llvm::Module& module, ModuleInfo& info,
                                    const llvm::StringMap<unsigned>& interchanged);
 
+// Give each BlockLoop kernel whose block function only loads and stores (no atomics, fences,
+// volatile accesses or calls) a streaming form (streamingBlockLoopSymbol) whose vectorised
+// stores to parameter memory are non-temporal, and record the bytes a thread stores through
+// them (KernelInfo::cpuStreamingStoreBytes). x86 hosts only. host_streaming_stores.cpp.
+void addStreamingStoreForms(llvm::Module& module, ModuleInfo& info);
+
 // Inline each round function's one round (kept out of line until the rounds' loops are
 // optimised: the copy of the last barrier and the lane arrays are invariant only within one
 // round) into its loop over the waits it completes, those loads no longer marked invariant, so
@@ -324,12 +330,6 @@ void dropInterchangedLockstepForms(llvm::Module& module, ModuleInfo& info,
 // then thread the rounds whose course is known and, where the rounds call nothing, let the
 // round function go on to the next block itself (KernelInfo::cpuChainsBlocks, set in `info`)
 // (host_block_forms.cpp).
-// Give each BlockLoop kernel whose block function only loads and stores (no atomics, fences,
-// volatile accesses or calls) a streaming form (streamingBlockLoopSymbol) whose vectorised
-// stores to parameter memory are non-temporal, and record the bytes a thread stores through
-// them (KernelInfo::cpuStreamingStoreBytes). x86 hosts only. host_streaming_stores.cpp.
-void addStreamingStoreForms(llvm::Module& module, ModuleInfo& info);
-
 void inlineChainedRounds(llvm::Module& module, ModuleInfo& info, llvm::TargetMachine& tm,
                          int optLevel);
 

@@ -440,14 +440,12 @@ class HipStreamQueue final : public StreamQueue {
 
 // The code object version to compile for: ROCUDA_AMDGPU_CODE_OBJECT, else 5 on ROCm 6 and later
 // and 4 on ROCm 5 (whose loader predates version 5 as the default).
-int codeObjectVersionFor(const HipApi& api) {
+int codeObjectVersionFor(const HipLibrary& library) {
   if (auto value = env::get("ROCUDA_AMDGPU_CODE_OBJECT")) {
     if (*value == "4" || *value == "5") return (*value)[0] - '0';
     log::warning("ROCUDA_AMDGPU_CODE_OBJECT='" + *value + "' is not 4 or 5; using the default");
   }
-  int version = 0;
-  if (api.hipRuntimeGetVersion(&version) == hipSuccess && hipVersionMajor(version) < 6) return 4;
-  return 5;
+  return hipVersionMajor(library.runtimeVersion()) < 6 ? 4 : 5;
 }
 
 class HipDevice final : public DeviceBackend {
@@ -848,7 +846,7 @@ class HipDevice final : public DeviceBackend {
       log::warning(message);
       return makeError(ErrorCode::NotSupported, message);
     }
-    target->codeObjectVersion = codeObjectVersionFor(api_);
+    target->codeObjectVersion = codeObjectVersionFor(*library_);
     auto compiled = compileCached(ptx, moduleName, *target);
     if (!compiled.ok()) return compiled.takeError();
     ROCUDA_TRY(select());

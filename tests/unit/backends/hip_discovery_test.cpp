@@ -398,7 +398,7 @@ TEST_F(HipDouble, KernelsCompileForTheDeviceAndLaunchWithCudasParameterLayout) {
   auto module = device.loadPtx(kScalePtx, "scale.ptx");
   ASSERT_TRUE(module.ok()) << module.error().message;
   EXPECT_EQ(calls(),
-            "hipRuntimeGetVersion;hipSetDevice;hipModuleLoadData;hipModuleGetFunction(scale);"
+            "hipSetDevice;hipModuleLoadData;hipModuleGetFunction(scale);"
             "hipModuleGetGlobal(counter);");
   // An AMD GPU executable (EM_AMDGPU), code object v5 on ROCm 6 (ELFABIVERSION 3).
   EXPECT_EQ(lastImage(), "elf machine=224 abi=3");
@@ -1482,11 +1482,12 @@ TEST_F(HipDouble, PrintingModulesGetABufferThatEachLaunchDrains) {
   calls();
   auto module = device.loadPtx(kPrintingPtx, "hello.ptx");
   ASSERT_TRUE(module.ok()) << module.error().message;
-  EXPECT_EQ(calls(),
-            "hipRuntimeGetVersion;hipSetDevice;hipModuleLoadData;"
-            "hipModuleGetGlobal(__rocuda_printf_buffer);hipModuleGetGlobal(__rocuda_printf_formats);"
-            "hipMemcpy(default);hipMalloc;hipMemcpy(default);hipMemcpy(default);"
-            "hipModuleGetFunction(hello);hipModuleGetGlobal($str);");
+  EXPECT_EQ(
+      calls(),
+      "hipSetDevice;hipModuleLoadData;"
+      "hipModuleGetGlobal(__rocuda_printf_buffer);hipModuleGetGlobal(__rocuda_printf_formats);"
+      "hipMemcpy(default);hipMalloc;hipMemcpy(default);hipMemcpy(default);"
+      "hipModuleGetFunction(hello);hipModuleGetGlobal($str);");
   // The module's buffer symbol points at a header announcing 1 MiB of room.
   auto* symbol = static_cast<uint64_t**>(global("__rocuda_printf_buffer"));
   ASSERT_NE(symbol, nullptr);
