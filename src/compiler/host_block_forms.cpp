@@ -18,6 +18,7 @@
 #include <llvm/Analysis/TargetTransformInfoImpl.h>
 #include <llvm/Analysis/UniformityAnalysis.h>
 #include <llvm/Analysis/ValueTracking.h>
+#include <llvm/IR/ConstantRange.h>
 #include <llvm/IR/Dominators.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/InstIterator.h>
@@ -1450,6 +1451,72 @@ void buildRounds(llvm::Function& step, const KernelInfo& info, const std::vector
 
 void countWaitingLoopTrips(llvm::Function& f);
 
+// Whether `v` is `phi` made no larger (unsigned): `phi >> x`, `phi / x`, `phi & x`, umin.
+bool shrinks(llvm::Value* v, llvm::PHINode* phi) {
+  using namespace llvm::PatternMatch;
+  return match(v, m_CombineOr(m_LShr(m_Specific(phi), m_Value()),
+                              m_UDiv(m_Specific(phi), m_Value()))) ||
+         match(v, m_c_And(m_Specific(phi), m_Value())) ||
+         match(v, m_c_UMin(m_Specific(phi), m_Value()));
+}
+
+// The unsigned ranges of the integer values about to be demoted to slots, for `!range` on the
+// slots' reloads: what ValueTracking knows of each, and for a phi that only shrinks along its
+// loop (`for (s = blockDim.x / 2; s > 0; s >>= 1)`) at most its largest start, which arithmetic
+// on the phi passes on. Without them a reload of `s` is any 32-bit value, and a loop over the
+// threads indexing shared memory with `tid + s` keeps the vectoriser's checks that the index does
+// not wrap, at every level of a tree.
+llvm::DenseMap<llvm::Value*, llvm::ConstantRange> demotedRanges(
+    const std::vector<llvm::Instruction*>& values) {
+  llvm::DenseMap<llvm::Value*, llvm::ConstantRange> ranges;
+  auto rangeOf = [&](llvm::Value* v) {
+    auto it = ranges.find(v);
+    return it != ranges.end() ? it->second : llvm::computeConstantRange(v, /*ForSigned=*/false);
+  };
+  auto keep = [&](llvm::Value* v, const llvm::ConstantRange& range) {
+    if (!range.isFullSet() && !range.isEmptySet() && !range.isSingleElement())
+      ranges.try_emplace(v, range);
+  };
+  for (llvm::Instruction* v : values) {
+    auto* phi = llvm::dyn_cast<llvm::PHINode>(v);
+    if (phi == nullptr || !phi->getType()->isIntegerTy()) continue;
+    std::optional<llvm::APInt> largest;
+    for (llvm::Value* incoming : phi->incoming_values()) {
+      if (shrinks(incoming, phi)) continue;
+      llvm::APInt max = rangeOf(incoming).getUnsignedMax();
+      if (!largest || max.ugt(*largest)) largest = max;
+    }
+    llvm::ConstantRange range = rangeOf(phi);
+    if (largest && !largest->isMaxValue())
+      range = range.intersectWith(
+          llvm::ConstantRange(llvm::APInt::getZero(largest->getBitWidth()), *largest + 1));
+    keep(phi, range);
+  }
+  for (llvm::Instruction* v : values) {
+    if (!v->getType()->isIntegerTy() || llvm::isa<llvm::PHINode>(v)) continue;
+    llvm::ConstantRange range = rangeOf(v);
+    if (auto* op = llvm::dyn_cast<llvm::BinaryOperator>(v))
+      range = range.intersectWith(
+          rangeOf(op->getOperand(0)).binaryOp(op->getOpcode(), rangeOf(op->getOperand(1))));
+    else if (auto* cast = llvm::dyn_cast<llvm::CastInst>(v);
+             cast != nullptr && cast->getSrcTy()->isIntegerTy())
+      range =
+          range.intersectWith(rangeOf(cast->getOperand(0))
+                                  .castOp(cast->getOpcode(), v->getType()->getIntegerBitWidth()));
+    keep(v, range);
+  }
+  return ranges;
+}
+
+// `!range` on every reload of `slot` (which holds a value in `range`).
+void markReloadRange(llvm::AllocaInst* slot, const llvm::ConstantRange& range) {
+  llvm::MDBuilder md(slot->getContext());
+  for (llvm::User* user : slot->users())
+    if (auto* load = llvm::dyn_cast<llvm::LoadInst>(user))
+      load->setMetadata(llvm::LLVMContext::MD_range,
+                        md.createRange(range.getLower(), range.getUpper()));
+}
+
 // `blockUniformSlots`: keep values every thread computes alike in one slot per block (only
 // where the threads' waits are all at points every thread reaches in step: in a lockstep form
 // only when the threads in a round are at one iteration of its stride loop, see
@@ -1504,16 +1571,26 @@ void lowerToContinuation(llvm::Function& kernel, KernelInfo& info, bool chainWai
   };
   for (std::vector<llvm::Instruction*> live = liveAcrossWaits(*step, waits); !live.empty();
        live = liveAcrossWaits(*step, waits)) {
+    // Ranges first, while every value is still in SSA form (a phi's loop is still visible).
+    llvm::DenseMap<llvm::Value*, llvm::ConstantRange> ranges = demotedRanges(live);
+    auto markReloads = [&](llvm::Value* value, llvm::AllocaInst* slot) {
+      if (auto it = ranges.find(value); it != ranges.end()) markReloadRange(slot, it->second);
+    };
     std::vector<llvm::PHINode*> phis;
     for (llvm::Instruction* inst : live) {
-      if (auto* phi = llvm::dyn_cast<llvm::PHINode>(inst))
+      if (auto* phi = llvm::dyn_cast<llvm::PHINode>(inst)) {
         phis.push_back(phi);
-      else
-        demoted(uniform.contains(inst), llvm::DemoteRegToStack(*inst));
+        continue;
+      }
+      llvm::AllocaInst* slot = llvm::DemoteRegToStack(*inst);
+      markReloads(inst, slot);
+      demoted(uniform.contains(inst), slot);
     }
     for (llvm::PHINode* phi : phis) {
       bool wasUniform = uniform.erase(phi);  // the phi is erased: forget its address
-      demoted(wasUniform, llvm::DemotePHIToStack(phi));
+      llvm::AllocaInst* slot = llvm::DemotePHIToStack(phi);
+      markReloads(phi, slot);
+      demoted(wasUniform, slot);
     }
   }
   separateFrameValues(*step, valueSlots);

@@ -2218,6 +2218,81 @@ TEST(CompilerBlockForms, LoopsThatWaitCountTheirTrips) {
   EXPECT_TRUE(std::regex_search(body, std::regex(R"(store i64 [^,]+, ptr %uniform)"))) << body;
 }
 
+// A tree reduction in shared memory as nvcc writes it (bench/cpu_device's reduce_shared):
+// `for (s = blockDim.x / 2; s > 0; s >>= 1) { if (tid < s) sums[tid] += sums[tid + s];
+// __syncthreads(); }`.
+constexpr const char* kTreeReductionPtx = R"(.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry tree(.param .u64 in, .param .u64 out)
+{
+  .reg .pred %p<4>;
+  .reg .f32 %f<5>;
+  .reg .b32 %r<10>;
+  .reg .b64 %rd<6>;
+  .shared .align 4 .b8 sums[4096];
+  ld.param.u64 %rd1, [in];
+  ld.param.u64 %rd2, [out];
+  mov.u32 %r1, %ntid.x;
+  mov.u32 %r2, %tid.x;
+  mul.wide.u32 %rd3, %r2, 4;
+  add.s64 %rd4, %rd1, %rd3;
+  ld.global.f32 %f1, [%rd4];
+  shl.b32 %r3, %r2, 2;
+  mov.u32 %r4, sums;
+  add.s32 %r5, %r4, %r3;
+  st.shared.f32 [%r5], %f1;
+  bar.sync 0;
+  shr.u32 %r6, %r1, 1;
+  setp.eq.s32 %p1, %r6, 0;
+  @%p1 bra DONE;
+LEVEL:
+  setp.ge.u32 %p2, %r2, %r6;
+  @%p2 bra WAIT;
+  shl.b32 %r7, %r6, 2;
+  add.s32 %r8, %r5, %r7;
+  ld.shared.f32 %f2, [%r5];
+  ld.shared.f32 %f3, [%r8];
+  add.f32 %f4, %f3, %f2;
+  st.shared.f32 [%r5], %f4;
+WAIT:
+  bar.sync 0;
+  shr.u32 %r6, %r6, 1;
+  setp.ne.s32 %p3, %r6, 0;
+  @%p3 bra LEVEL;
+DONE:
+  setp.ne.s32 %p1, %r2, 0;
+  @%p1 bra END;
+  ld.shared.f32 %f2, [sums];
+  st.global.f32 [%rd2], %f2;
+END:
+  ret;
+}
+)";
+
+// The level `s` lives across the barrier in a block-uniform slot; its reloads keep the range the
+// loop gives it (at most blockDim.x, 1,024), so the levels' loops over the threads need no checks
+// that `tid + s` does not wrap (with any 32-bit `s` each level tested it before its vector loop).
+TEST(CompilerBlockForms, ShrinkingLoopValuesKeepTheirRangeAcrossBarriers) {
+  std::string block = blockFormsOf(kTreeReductionPtx, "tree");
+  std::string step = roundOf(block, "__rocuda_step_tree");
+  ASSERT_FALSE(step.empty()) << block;
+  std::smatch reload;
+  ASSERT_TRUE(std::regex_search(step, reload,
+                                std::regex(R"(load i32, ptr %uniform[^\n]*!range (![0-9]+))")))
+      << step;
+  std::smatch bounds;
+  ASSERT_TRUE(std::regex_search(block, bounds,
+                                std::regex(reload[1].str() + R"( = !\{i32 0, i32 ([0-9]+)\})")))
+      << block;
+  EXPECT_LE(std::stoul(bounds[1].str()), 1025u) << reload[0];
+  std::string round = roundOf(block, "__rocuda_round_tree");
+  ASSERT_FALSE(round.empty()) << block;
+  EXPECT_NE(round.find("<8 x float>"), std::string::npos) << round;
+  EXPECT_EQ(round.find("scevcheck"), std::string::npos) << round;
+  EXPECT_EQ(round.find("overflow"), std::string::npos) << round;
+}
+
 // Warp reductions as nvcc writes them: a float sum shuffled down by 16..1, a signed max over a
 // butterfly of two steps, and a sum whose middle value is stored too (two chains).
 constexpr const char* kShuffleChainsPtx = R"(.version 8.0
