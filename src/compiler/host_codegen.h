@@ -176,6 +176,9 @@ void reduceLaneTests(llvm::Module& module);
 // for a 1D block's rounds; %ctaid.x + 1, the one a worker runs next in its chunk, for each row
 // of a 2D block) will read or write there (host_prefetch.cpp).
 void prefetchNextBlocks(llvm::Module& module);
+// Marks a prefetch (for reading, into the L2 cache) of lines a later block will write: the
+// streaming forms drop it with the prefetches for writing (host_streaming_stores.cpp).
+inline constexpr const char* kPrefetchForWritingMarker = "rocuda.prefetch.for_writing";
 
 // Split each work-item loop whose body tests the thread's x index against a value the loop does
 // not change (`if (tid < s)`, `if (threadIdx.x == 0)`) into a loop over the threads before the

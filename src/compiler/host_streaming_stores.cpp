@@ -104,13 +104,15 @@ void addStreamingStoreForms(llvm::Module& module, ModuleInfo& info) {
     for (llvm::StoreInst* store : stores)
       llvm::cast<llvm::StoreInst>(map[store])
           ->setMetadata(llvm::LLVMContext::MD_nontemporal, nonTemporal);
-    // Prefetches for writing (host_prefetch.cpp's, of a later block's output) would bring into
-    // the caches the lines the non-temporal stores then have to take out of them again.
+    // Prefetches of a later block's output (host_prefetch.cpp's: for writing, or into the L2
+    // cache marked as for writing) would bring into the caches the lines the non-temporal
+    // stores then have to take out of them again.
     std::vector<llvm::Instruction*> writePrefetches;
     for (llvm::Instruction& inst : llvm::instructions(*streaming))
       if (auto* call = llvm::dyn_cast<llvm::IntrinsicInst>(&inst);
           call && call->getIntrinsicID() == llvm::Intrinsic::prefetch &&
-          llvm::cast<llvm::ConstantInt>(call->getArgOperand(1))->isOne())
+          (llvm::cast<llvm::ConstantInt>(call->getArgOperand(1))->isOne() ||
+           call->hasMetadata(kPrefetchForWritingMarker)))
         writePrefetches.push_back(call);
     for (llvm::Instruction* prefetch : writePrefetches) prefetch->eraseFromParent();
     kernel.cpuStreamingStoreBytes = bytes;

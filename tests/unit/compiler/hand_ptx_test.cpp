@@ -1887,7 +1887,8 @@ $L__BB6_5:
 // and writes (host_prefetch.cpp: prefetchNextBlockRowsIn), in a block of its own that only 2D
 // blocks enter: the transpose's rows of `in` and of `out` (for writing), in its rounds; the
 // stencil's three rows of `in` (in[i - 1], in[i] and in[i + 1] one line pair) and its row of
-// `out`, in its block loop. Then the stencil runs, its last blocks prefetching past the arrays.
+// `out`, in its block loop, and not its row of `out` in its streaming form. Then the stencil
+// runs, its last blocks prefetching past the arrays.
 TEST(CompilerBlockForms, TwoDimensionalRowsPrefetchTheNextBlock) {
   auto prefetchesIn = [](const std::string& function) {
     // Per prefetch.row block: {reads, writes}.
@@ -1903,7 +1904,9 @@ TEST(CompilerBlockForms, TwoDimensionalRowsPrefetchTheNextBlock) {
           ++n;
         return n;
       };
-      rows.push_back({count("i32 0, i32 3, i32 1)"), count("i32 1, i32 3, i32 1)")});
+      // Into the L2 cache (locality 2), the output's lines too, marked as for writing.
+      int writes = count("i32 0, i32 2, i32 1), !rocuda.prefetch.for_writing");
+      rows.push_back({count("i32 0, i32 2, i32 1)") - writes, writes});
     }
     return rows;
   };
@@ -1929,6 +1932,11 @@ TEST(CompilerBlockForms, TwoDimensionalRowsPrefetchTheNextBlock) {
     interior |= read == 6 && write == 2;
   }
   EXPECT_TRUE(interior) << block;
+  // The streaming form writes its output past the caches: it has no prefetches of it.
+  std::string streaming = roundOf(stencilForms, "__rocuda_streaming_stencil5");
+  ASSERT_FALSE(streaming.empty()) << stencilForms;
+  EXPECT_NE(streaming.find("call void @llvm.prefetch"), std::string::npos) << streaming;
+  EXPECT_EQ(streaming.find("rocuda.prefetch.for_writing"), std::string::npos) << streaming;
 
   // An address from a value the kernel carries across a wait is not prefetched: the next block
   // starts its passes at t = 0, not at this block's t. SGEMM's rows read ahead only in the first
