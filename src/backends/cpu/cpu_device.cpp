@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -205,14 +206,15 @@ std::optional<uint64_t> streamingStoreMinimum() {
   static const std::optional<uint64_t> minimum = []() -> std::optional<uint64_t> {
     std::string value = env::get("ROCUDA_CPU_STREAMING_STORES").value_or("16");
     if (value == "off") return std::nullopt;
-    char* end = nullptr;
-    unsigned long long mebibytes = std::strtoull(value.c_str(), &end, 10);
-    if (value.empty() || *end != '\0') {
+    // from_chars, not strtoull: a sign or spaces are refused, not read as a wrapped number.
+    uint64_t mebibytes = 0;
+    auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), mebibytes);
+    if (error != std::errc() || end != value.data() + value.size() || mebibytes >> 44 != 0) {
       log::warning("ROCUDA_CPU_STREAMING_STORES='" + value +
                    "' is not a number of MiB or `off`; using 16");
       mebibytes = 16;
     }
-    return uint64_t{mebibytes} << 20;
+    return mebibytes << 20;
   }();
   return minimum;
 }
